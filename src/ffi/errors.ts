@@ -1,0 +1,141 @@
+/**
+ * The two error types of this package and the names of CANN's status codes.
+ * `AclnnError` carries aclnn operator codes (161001, 161002, 361001, 561xxx), raised both by
+ * the TypeScript validation and by the native library; `AclError` carries ACL runtime codes.
+ *
+ * @module
+ */
+
+/** aclnn status codes and their names, from CANN's aclnn return-code table. */
+export const ACLNN_STATUS_NAMES: Readonly<Record<number, string>> = Object.freeze({
+  0: "ACLNN_SUCCESS",
+  161001: "ACLNN_ERR_PARAM_NULLPTR",
+  161002: "ACLNN_ERR_PARAM_INVALID",
+  361001: "ACLNN_ERR_RUNTIME_ERROR",
+  561000: "ACLNN_ERR_INNER",
+  561001: "ACLNN_ERR_INNER_INFERSHAPE_ERROR",
+  561002: "ACLNN_ERR_INNER_TILING_ERROR",
+  561003: "ACLNN_ERR_INNER_FIND_KERNEL_ERROR",
+  561101: "ACLNN_ERR_INNER_CREATE_EXECUTOR",
+  561102: "ACLNN_ERR_INNER_NOT_TRANS_EXECUTOR",
+  561103: "ACLNN_ERR_INNER_NULLPTR",
+  561107: "ACLNN_ERR_INNER_OPP_PATH_NOT_FOUND",
+  561112: "ACLNN_ERR_INNER_OPP_KERNEL_PKG_NOT_FOUND",
+});
+
+/** ACL runtime status codes and their names, from CANN's acl_base.h / rt error tables. */
+export const ACL_STATUS_NAMES: Readonly<Record<number, string>> = Object.freeze({
+  0: "ACL_SUCCESS",
+  100000: "ACL_ERROR_INVALID_PARAM",
+  100001: "ACL_ERROR_UNINITIALIZE",
+  100002: "ACL_ERROR_REPEAT_INITIALIZE",
+  200000: "ACL_ERROR_BAD_ALLOC",
+  200002: "ACL_ERROR_INVALID_DEVICE",
+  107000: "ACL_ERROR_RT_PARAM_INVALID",
+  107001: "ACL_ERROR_RT_INVALID_DEVICEID",
+  107002: "ACL_ERROR_RT_CONTEXT_NULL",
+  207001: "ACL_ERROR_RT_MEMORY_ALLOCATION",
+  207004: "ACL_ERROR_RT_NO_DEVICE",
+  507000: "ACL_ERROR_RT_INTERNAL_ERROR",
+  507015: "ACL_ERROR_RT_AICORE_EXCEPTION",
+});
+
+/** ACLNN_ERR_PARAM_NULLPTR: a required tensor is missing. */
+export const ACLNN_ERR_PARAM_NULLPTR = 161001;
+/** ACLNN_ERR_PARAM_INVALID: an argument breaks a documented rule. */
+export const ACLNN_ERR_PARAM_INVALID = 161002;
+/** ACLNN_ERR_RUNTIME_ERROR: the runtime failed (device, memory, stream). */
+export const ACLNN_ERR_RUNTIME_ERROR = 361001;
+
+/** Status names of the InfiniOp API (`infiniStatus_t`), carried as `AclnnError.status`. */
+export type InfiniStatus =
+  | "BAD_PARAM"
+  | "NULL_POINTER"
+  | "BAD_TENSOR_SHAPE"
+  | "BAD_TENSOR_DTYPE"
+  | "BAD_TENSOR_STRIDES"
+  | "INSUFFICIENT_WORKSPACE"
+  | "DEVICE_TYPE_NOT_SUPPORTED"
+  | "INTERNAL_ERROR";
+
+/** Extra details of an {@linkcode AclnnError}. */
+export interface AclnnErrorDetails {
+  /** The argument that broke the rule, e.g. `gradOut`. */
+  argument?: string;
+  /** The text of aclGetRecentErrMsg read right after a failing native call. */
+  nativeMessage?: string;
+  /** The InfiniOp status name, for errors of the descriptor API. */
+  status?: InfiniStatus;
+  /** The underlying error, if any. */
+  cause?: unknown;
+}
+
+/**
+ * An aclnn operator error: `code` is the aclnn status (161001 missing tensor, 161002 invalid
+ * argument, 361001 runtime, 561xxx internal), `codeName` its CANN name.
+ *
+ * @example
+ * ```ts
+ * import { AclnnError, batchNormReduceBackward, Tensor } from "@aclnn/norm";
+ * try {
+ *   batchNormReduceBackward({
+ *     gradOut: Tensor.zeros([4]), input: Tensor.zeros([4]),
+ *     mean: Tensor.zeros([1]), invstd: Tensor.zeros([1]),
+ *   });
+ * } catch (e) {
+ *   if (e instanceof AclnnError) console.log(e.code, e.message); // 161002 ... rank 1 ...
+ * }
+ * ```
+ */
+export class AclnnError extends Error {
+  /** The aclnn status code. */
+  readonly code: number;
+  /** The status code's CANN name, e.g. `ACLNN_ERR_PARAM_INVALID`. */
+  readonly codeName: string;
+  /** The argument that broke the rule, when one did. */
+  readonly argument: string | undefined;
+  /** aclGetRecentErrMsg text for native failures. */
+  readonly nativeMessage: string | undefined;
+  /** The InfiniOp status name for errors of the descriptor API. */
+  readonly status: InfiniStatus | undefined;
+
+  /** Creates an error with an aclnn status code. */
+  constructor(code: number, message: string, details: AclnnErrorDetails = {}) {
+    const codeName = ACLNN_STATUS_NAMES[code] ?? "ACLNN_UNKNOWN_STATUS";
+    super(`${message} [${codeName} ${code}]`, { cause: details.cause });
+    this.name = "AclnnError";
+    this.code = code;
+    this.codeName = codeName;
+    this.argument = details.argument;
+    this.nativeMessage = details.nativeMessage;
+    this.status = details.status;
+  }
+}
+
+/**
+ * An ACL runtime error (device, memory, stream, library loading): `code` is the ACL status
+ * (e.g. 107002 no device on this thread), `codeName` its CANN name.
+ */
+export class AclError extends Error {
+  /** The ACL runtime status code (0 for errors that have no native code, like discovery). */
+  readonly code: number;
+  /** The status code's CANN name. */
+  readonly codeName: string;
+  /** aclGetRecentErrMsg text, when the native library gave one. */
+  readonly nativeMessage: string | undefined;
+
+  /** Creates an error with an ACL runtime status code. */
+  constructor(
+    code: number,
+    message: string,
+    details: { nativeMessage?: string; cause?: unknown } = {},
+  ) {
+    const codeName = ACL_STATUS_NAMES[code] ??
+      (code === 0 ? "ACL_LIBRARY_ERROR" : "ACL_UNKNOWN_STATUS");
+    super(`${message} [${codeName} ${code}]`, { cause: details.cause });
+    this.name = "AclError";
+    this.code = code;
+    this.codeName = codeName;
+    this.nativeMessage = details.nativeMessage;
+  }
+}

@@ -1,0 +1,179 @@
+/**
+ * aclnnBatchNormReduceBackward: the per-channel reductions of BatchNorm's backward pass
+ * (the first half of SyncBatchNorm backward): sumDy, sumDyXmu, gradWeight, gradBias.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { arg, runAclnn } from "../ffi/executor.ts";
+import { FLOAT_DTYPES } from "../tensor/dtype.ts";
+import { Tensor } from "../tensor/tensor.ts";
+import { channelGeometry, channelSums } from "./channels.ts";
+import {
+  checkDType,
+  checkNumel,
+  checkRank,
+  checkSameDType,
+  checkShape,
+  commonDevice,
+  flag,
+  invalid,
+  type MaybeTensor,
+  optionalTensor,
+  parseScalars,
+  requestedOutput,
+  requireTensor,
+} from "./validate.ts";
+
+const OP = "aclnnBatchNormReduceBackward";
+
+/** Preallocated outputs of {@linkcode batchNormReduceBackward}. */
+export interface BatchNormReduceBackwardOut {
+  /** Receives sum(gradOut) per channel. */
+  sumDy?: Tensor | null;
+  /** Receives sum(gradOut * (input - mean)) per channel. */
+  sumDyXmu?: Tensor | null;
+  /** Receives sumDyXmu * invstd. */
+  gradWeight?: Tensor | null;
+  /** Receives sum(gradOut). */
+  gradBias?: Tensor | null;
+}
+
+/** Arguments of {@linkcode batchNormReduceBackward} (names as in CANN). */
+export interface BatchNormReduceBackwardArgs {
+  /** dL/dy, same dtype and shape as `input`; rank 2-8. */
+  gradOut: MaybeTensor;
+  /** x, rank 2-8, channel = dim 1 (must not be 0). */
+  input: MaybeTensor;
+  /** Per-channel mean, C elements. */
+  mean: MaybeTensor;
+  /** Per-channel 1/sqrt(var + eps), C elements. */
+  invstd: MaybeTensor;
+  /** gamma, C elements; only checked (its values are not used). */
+  weight?: MaybeTensor;
+  /** Compute sumDy and sumDyXmu. Default true. */
+  inputG?: boolean;
+  /** Compute gradWeight. Default true. */
+  weightG?: boolean;
+  /** Compute gradBias. Default true. */
+  biasG?: boolean;
+  /** Preallocated outputs (validated as aclnn does); missing ones are allocated. */
+  out?: BatchNormReduceBackwardOut;
+}
+
+/** Results; an output is null when its mask is false. */
+export interface BatchNormReduceBackwardResult {
+  /** sum(gradOut) per channel. */
+  sumDy: Tensor | null;
+  /** sum(gradOut * (input - mean)) per channel. */
+  sumDyXmu: Tensor | null;
+  /** sumDyXmu * invstd per channel. */
+  gradWeight: Tensor | null;
+  /** sum(gradOut) per channel. */
+  gradBias: Tensor | null;
+}
+
+const masksSchema = z.object({ inputG: flag, weightG: flag, biasG: flag });
+
+/**
+ * Computes sumDy, sumDyXmu, gradWeight and gradBias per channel (dim 1) as
+ * aclnnBatchNormReduceBackward does, on the CPU or on the NPU the tensors live on.
+ *
+ * @example
+ * ```ts
+ * import { batchNormReduceBackward, Tensor } from "@aclnn/norm";
+ * const r = batchNormReduceBackward({
+ *   gradOut: Tensor.fromArray([1, 1, 1, 2, 2, 2, 3, 3], [4, 2]),
+ *   input: Tensor.fromArray([0, 1, 2, 3, 4, 5, 6, 7], [4, 2]),
+ *   mean: Tensor.fromArray([1, 1], [2]),
+ *   invstd: Tensor.fromArray([1, 1], [2]),
+ * });
+ * console.log(r.sumDy?.toArray(), r.sumDyXmu?.toArray()); // [7, 8] [21, 30]
+ * ```
+ */
+export function batchNormReduceBackward(
+  args: BatchNormReduceBackwardArgs,
+): BatchNormReduceBackwardResult {
+  const gradOut = requireTensor(OP, "gradOut", args.gradOut);
+  const input = requireTensor(OP, "input", args.input);
+  const mean = requireTensor(OP, "mean", args.mean);
+  const invstd = requireTensor(OP, "invstd", args.invstd);
+  const weight = optionalTensor(OP, "weight", args.weight);
+  const { inputG, weightG, biasG } = parseScalars(OP, masksSchema, {
+    inputG: args.inputG,
+    weightG: args.weightG,
+    biasG: args.biasG,
+  });
+  const out = args.out as Record<string, unknown> | undefined;
+  let sumDy = requestedOutput(OP, "sumDy", out, inputG);
+  let sumDyXmu = requestedOutput(OP, "sumDyXmu", out, inputG);
+  let gradWeight = requestedOutput(OP, "gradWeight", out, weightG);
+  let gradBias = requestedOutput(OP, "gradBias", out, biasG);
+
+  for (const [name, t] of Object.entries({ gradOut, input, mean, invstd, weight })) {
+    if (t) checkDType(OP, name, t, FLOAT_DTYPES);
+  }
+  checkSameDType(OP, "gradOut", gradOut, "input", input);
+  checkRank(OP, "gradOut", gradOut, 2, 8);
+  checkRank(OP, "input", input, 2, 8);
+  checkShape(OP, "gradOut", gradOut, input.shape, "input");
+  const channels = input.shape[1];
+  if (channels === 0) invalid(OP, "input", "channel dim (dim 1) must not be 0");
+  const perChannel = { mean, invstd, weight, sumDy, sumDyXmu, gradWeight, gradBias };
+  for (const [name, t] of Object.entries(perChannel)) {
+    if (!t) continue;
+    checkDType(OP, name, t, FLOAT_DTYPES);
+    checkNumel(OP, name, t, channels, "C (input dim 1)");
+  }
+  const device = commonDevice(OP, { gradOut, input, ...perChannel });
+
+  // PyTorch's allocation rule: per-channel sums in mean's dtype, weight gradients in weight's.
+  const gradDType = weight?.dtype ?? mean.dtype;
+  if (inputG) {
+    sumDy ??= Tensor.zeros([channels], mean.dtype, device);
+    sumDyXmu ??= Tensor.zeros([channels], mean.dtype, device);
+  }
+  if (weightG) gradWeight ??= Tensor.zeros([channels], gradDType, device);
+  if (biasG) gradBias ??= Tensor.zeros([channels], gradDType, device);
+  const result = {
+    sumDy: sumDy ?? null,
+    sumDyXmu: sumDyXmu ?? null,
+    gradWeight: gradWeight ?? null,
+    gradBias: gradBias ?? null,
+  };
+
+  if (device !== "cpu") {
+    runAclnn(device, OP, [
+      arg.tensor(gradOut),
+      arg.tensor(input),
+      arg.tensor(mean),
+      arg.tensor(invstd),
+      arg.tensor(weight),
+      arg.bool(inputG),
+      arg.bool(weightG),
+      arg.bool(biasG),
+      arg.tensor(sumDy),
+      arg.tensor(sumDyXmu),
+      arg.tensor(gradWeight),
+      arg.tensor(gradBias),
+    ]);
+    return result;
+  }
+
+  const g = channelGeometry(input.shape);
+  const sums = channelSums(
+    g,
+    gradOut.toFloat64Array(),
+    input.toFloat64Array(),
+    mean.toFloat64Array(),
+  );
+  sumDy?.copy_(sums.sumDy);
+  sumDyXmu?.copy_(sums.sumDyXmu);
+  if (gradWeight) {
+    const inv = invstd.toFloat64Array();
+    gradWeight.copy_(sums.sumDyXmu.map((v, c) => v * inv[c]));
+  }
+  gradBias?.copy_(sums.sumDy);
+  return result;
+}

@@ -1,0 +1,76 @@
+/**
+ * Reading and writing the elements of a host view as float64 in logical row-major order.
+ * The CPU kernels gather their inputs with {@linkcode readView}, compute in float64, and
+ * scatter results with {@linkcode writeView}, which rounds to the view's dtype.
+ *
+ * @module
+ */
+
+import { bf16ToNumber, type DType, type HostData, numberToBf16 } from "./dtype.ts";
+import { forEachStorageIndex, isContiguousLayout, numel } from "./layout.ts";
+
+/** A host view: storage plus the (shape, strides, offset) that select its elements. */
+export interface HostView {
+  /** Element type of the storage. */
+  readonly dtype: DType;
+  /** Logical shape. */
+  readonly shape: readonly number[];
+  /** Strides in elements. */
+  readonly strides: readonly number[];
+  /** Offset of the first element, in elements. */
+  readonly offset: number;
+  /** Host storage. */
+  readonly data: HostData;
+}
+
+/** Copies the view's elements, in logical row-major order, into a new Float64Array. */
+export function readView(view: HostView): Float64Array {
+  const n = numel(view.shape);
+  const out = new Float64Array(n);
+  const { data, offset } = view;
+  const bf16 = view.dtype === "bfloat16";
+  if (isContiguousLayout(view.shape, view.strides)) {
+    if (bf16) { for (let i = 0; i < n; i++) out[i] = bf16ToNumber(data[offset + i]); }
+    else for (let i = 0; i < n; i++) out[i] = data[offset + i];
+    return out;
+  }
+  if (bf16) {
+    forEachStorageIndex(view.shape, view.strides, offset, (p, i) => {
+      out[i] = bf16ToNumber(data[p]);
+    });
+  } else {
+    forEachStorageIndex(view.shape, view.strides, offset, (p, i) => {
+      out[i] = data[p];
+    });
+  }
+  return out;
+}
+
+/**
+ * Writes `values` (logical row-major order) into the view, rounding each to the view's
+ * dtype with round-to-nearest-even (the typed arrays do this for float32 and float16).
+ */
+export function writeView(view: HostView, values: ArrayLike<number>): void {
+  const n = numel(view.shape);
+  if (values.length !== n) {
+    throw new RangeError(`writeView: ${values.length} values for a view of ${n} elements`);
+  }
+  const { data, offset } = view;
+  const bf16 = view.dtype === "bfloat16";
+  const int = view.dtype === "int32";
+  const convert = bf16 ? numberToBf16 : int ? (v: number) => Math.trunc(v) : undefined;
+  if (isContiguousLayout(view.shape, view.strides)) {
+    if (convert) { for (let i = 0; i < n; i++) data[offset + i] = convert(values[i]); }
+    else for (let i = 0; i < n; i++) data[offset + i] = values[i];
+    return;
+  }
+  if (convert) {
+    forEachStorageIndex(view.shape, view.strides, offset, (p, i) => {
+      data[p] = convert(values[i]);
+    });
+  } else {
+    forEachStorageIndex(view.shape, view.strides, offset, (p, i) => {
+      data[p] = values[i];
+    });
+  }
+}

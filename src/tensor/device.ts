@@ -1,0 +1,38 @@
+/**
+ * What the Tensor layer needs from an accelerator. The NPU implementation lives in
+ * `src/ffi/runtime.ts`; this layer only knows the interface, so it never loads native code.
+ *
+ * @module
+ */
+
+/** Memory owned by an accelerator: an opaque handle plus its size. */
+export interface DeviceStorage {
+  /** The device that owns this memory. */
+  readonly device: AcceleratorDevice;
+  /** Size in bytes. */
+  readonly byteLength: number;
+}
+
+/** An accelerator that can hold tensor storage (an Ascend NPU opened with `openAscend`). */
+export interface AcceleratorDevice {
+  /** Always `"npu"` for Ascend devices. */
+  readonly kind: "npu";
+  /** The device id passed to aclrtSetDevice. */
+  readonly id: number;
+  /** A printable name such as `npu:0`. */
+  readonly name: string;
+  /** Allocates `byteLength` bytes of device memory. */
+  allocate(byteLength: number): DeviceStorage;
+  /** Copies host bytes into device memory at `byteOffset`. */
+  upload(dst: DeviceStorage, src: Uint8Array, byteOffset: number): void;
+  /** Waits for queued work, then copies device bytes at `byteOffset` into `dst`. */
+  download(src: DeviceStorage, dst: Uint8Array, byteOffset: number): void;
+}
+
+/** Where a tensor lives: `"cpu"` (host memory) or an accelerator. */
+export type Device = "cpu" | AcceleratorDevice;
+
+/** A printable name of a device. */
+export function deviceName(device: Device): string {
+  return device === "cpu" ? "cpu" : device.name;
+}

@@ -1,0 +1,113 @@
+/**
+ * Element types: names, byte sizes, ACL codes and the float conversions
+ * (float64 -> float16 / bfloat16 with round-to-nearest-even).
+ *
+ * @module
+ */
+
+/** Element type of a {@linkcode Tensor}. `int32` exists for counts (SyncBatchNorm). */
+export type DType = "float32" | "float16" | "bfloat16" | "int32";
+
+/** The floating-point element types every normalization operator accepts. */
+export const FLOAT_DTYPES: readonly DType[] = ["float32", "float16", "bfloat16"];
+
+/** Every element type this package knows. */
+export const ALL_DTYPES: readonly DType[] = ["float32", "float16", "bfloat16", "int32"];
+
+/**
+ * Host storage of one dtype: float32 -> Float32Array, float16 -> Float16Array,
+ * bfloat16 -> Uint16Array of bit patterns, int32 -> Int32Array.
+ */
+export type HostData = Float32Array | Float16Array | Uint16Array | Int32Array;
+
+/** Size of one element in bytes. */
+export function dtypeByteSize(dtype: DType): number {
+  return dtype === "float32" || dtype === "int32" ? 4 : 2;
+}
+
+/** The aclDataType enum value of a dtype (FLOAT=0, FLOAT16=1, INT32=3, BF16=27). */
+export function aclDataType(dtype: DType): number {
+  switch (dtype) {
+    case "float32":
+      return 0;
+    case "float16":
+      return 1;
+    case "int32":
+      return 3;
+    case "bfloat16":
+      return 27;
+  }
+}
+
+/** Whether a value names a known dtype (for arguments coming from untyped JavaScript). */
+export function isDType(value: unknown): value is DType {
+  return typeof value === "string" && (ALL_DTYPES as readonly string[]).includes(value);
+}
+
+/** Allocates zero-filled host storage for `length` elements of `dtype`. */
+export function allocateHostData(dtype: DType, length: number): HostData {
+  switch (dtype) {
+    case "float32":
+      return new Float32Array(length);
+    case "float16":
+      return new Float16Array(length);
+    case "bfloat16":
+      return new Uint16Array(length);
+    case "int32":
+      return new Int32Array(length);
+  }
+}
+
+/** The dtype that a host typed array stores (Uint16Array is read as bfloat16 bit patterns). */
+export function dtypeOfHostData(data: HostData): DType {
+  if (data instanceof Float32Array) return "float32";
+  if (data instanceof Float16Array) return "float16";
+  if (data instanceof Int32Array) return "int32";
+  return "bfloat16";
+}
+
+// Scratch views for bit-level float32 conversions (bfloat16 is the top half of a float32).
+const scratchF32 = new Float32Array(1);
+const scratchU32 = new Uint32Array(scratchF32.buffer);
+
+/** Converts a bfloat16 bit pattern to its value. */
+export function bf16ToNumber(bits: number): number {
+  scratchU32[0] = bits << 16;
+  return scratchF32[0];
+}
+
+/**
+ * Rounds a number to the nearest bfloat16 (ties to even) and returns its bit pattern.
+ * NaN stays a quiet NaN with its sign. The float64 -> float32 step uses round-to-odd so that
+ * the second rounding to bfloat16 is exact (no double-rounding error).
+ */
+export function numberToBf16(value: number): number {
+  if (Number.isNaN(value)) {
+    scratchF32[0] = value;
+    return ((scratchU32[0] >>> 16) | 0x0040) & 0xffff;
+  }
+  scratchF32[0] = value;
+  let bits = scratchU32[0];
+  const rounded = scratchF32[0];
+  if (rounded !== value && Number.isFinite(value)) {
+    // Round-to-odd: truncate toward zero, then set the sticky bit.
+    if (Math.abs(rounded) > Math.abs(value)) bits = (bits - 1) >>> 0;
+    bits = (bits | 1) >>> 0;
+  }
+  const lsb = (bits >>> 16) & 1;
+  return ((bits + 0x7fff + lsb) >>> 16) & 0xffff;
+}
+
+/** Rounds a float64 to the value that `dtype` would store. */
+export function roundToDType(value: number, dtype: DType): number {
+  switch (dtype) {
+    case "float32":
+      return Math.fround(value);
+    case "float16":
+      return Math.f16round(value);
+    case "bfloat16":
+      return bf16ToNumber(numberToBf16(value));
+    case "int32":
+      return value | 0;
+  }
+}

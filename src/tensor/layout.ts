@@ -1,0 +1,148 @@
+/**
+ * Shape and stride arithmetic. Strides and offsets count elements, never bytes, as in
+ * aclCreateTensor and PyTorch.
+ *
+ * @module
+ */
+
+/** The largest rank a tensor may have (CANN's limit). */
+export const MAX_RANK = 8;
+
+/** Number of elements of a shape (1 for rank 0). */
+export function numel(shape: readonly number[]): number {
+  let n = 1;
+  for (const d of shape) n *= d;
+  return n;
+}
+
+/** Row-major (C-contiguous) strides of a shape. */
+export function contiguousStrides(shape: readonly number[]): number[] {
+  const strides = new Array<number>(shape.length);
+  let s = 1;
+  for (let i = shape.length - 1; i >= 0; i--) {
+    strides[i] = s;
+    s *= Math.max(shape[i], 1);
+  }
+  return strides;
+}
+
+/** Whether a view with these strides is row-major contiguous (size-1 dims are ignored). */
+export function isContiguousLayout(shape: readonly number[], strides: readonly number[]): boolean {
+  let expected = 1;
+  for (let i = shape.length - 1; i >= 0; i--) {
+    if (shape[i] === 1) continue;
+    if (shape[i] === 0) return true;
+    if (strides[i] !== expected) return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
+/**
+ * Number of storage elements a view touches from its offset: 1 + sum((d-1)*stride),
+ * or 0 for an empty view. Strides are never negative in this package.
+ */
+export function viewSpan(shape: readonly number[], strides: readonly number[]): number {
+  let span = 1;
+  for (let i = 0; i < shape.length; i++) {
+    if (shape[i] === 0) return 0;
+    span += (shape[i] - 1) * strides[i];
+  }
+  return span;
+}
+
+/**
+ * Whether the view covers its span exactly once (a permutation of a contiguous layout,
+ * e.g. channels-last). Such a view can be copied byte for byte with its strides kept.
+ */
+export function isDenseLayout(shape: readonly number[], strides: readonly number[]): boolean {
+  return viewSpan(shape, strides) === numel(shape) || numel(shape) === 0;
+}
+
+/**
+ * Strides for viewing (shape, strides) as `newShape` without copying, or undefined when
+ * the memory layout does not allow it (PyTorch's `view` rule).
+ */
+export function reshapeStrides(
+  shape: readonly number[],
+  strides: readonly number[],
+  newShape: readonly number[],
+): number[] | undefined {
+  if (numel(shape) === 0 || isContiguousLayout(shape, strides)) {
+    return contiguousStrides(newShape);
+  }
+  // Walk chunks of old dims that are contiguous among themselves and match them to new dims.
+  const newStrides = new Array<number>(newShape.length);
+  let viewD = newShape.length - 1;
+  let chunkBaseStride = strides[strides.length - 1];
+  let tensorNumel = 1;
+  let viewNumel = 1;
+  for (let d = shape.length - 1; d >= 0; d--) {
+    tensorNumel *= shape[d];
+    if (d === 0 || (shape[d - 1] !== 1 && strides[d - 1] !== tensorNumel * chunkBaseStride)) {
+      while (viewD >= 0 && (viewNumel < tensorNumel || newShape[viewD] === 1)) {
+        newStrides[viewD] = viewNumel * chunkBaseStride;
+        viewNumel *= newShape[viewD];
+        viewD--;
+      }
+      if (viewNumel !== tensorNumel) return undefined;
+      if (d > 0) {
+        chunkBaseStride = strides[d - 1];
+        tensorNumel = 1;
+        viewNumel = 1;
+      }
+    }
+  }
+  return viewD === -1 ? newStrides : undefined;
+}
+
+/**
+ * Storage index of every element of the view, in logical row-major order.
+ * The innermost dimension runs in a tight loop; the others advance like an odometer.
+ */
+export function forEachStorageIndex(
+  shape: readonly number[],
+  strides: readonly number[],
+  offset: number,
+  visit: (storageIndex: number, logicalIndex: number) => void,
+): void {
+  const rank = shape.length;
+  const total = numel(shape);
+  if (total === 0) return;
+  if (rank === 0) {
+    visit(offset, 0);
+    return;
+  }
+  const inner = shape[rank - 1];
+  const innerStride = strides[rank - 1];
+  const counter = new Array<number>(rank).fill(0);
+  let base = offset;
+  for (let logical = 0; logical < total; logical += inner) {
+    for (let i = 0, p = base; i < inner; i++, p += innerStride) visit(p, logical + i);
+    // Advance the outer dims.
+    for (let d = rank - 2; d >= 0; d--) {
+      counter[d]++;
+      base += strides[d];
+      if (counter[d] < shape[d]) break;
+      base -= strides[d] * shape[d];
+      counter[d] = 0;
+    }
+  }
+}
+
+/**
+ * Checks a shape: integer dims >= 0, rank <= 8. Returns the problem as text, or undefined.
+ */
+export function shapeProblem(shape: readonly number[]): string | undefined {
+  if (!Array.isArray(shape)) return "shape must be an array of integers";
+  if (shape.length > MAX_RANK) return `rank ${shape.length} exceeds the maximum of ${MAX_RANK}`;
+  for (const d of shape) {
+    if (!Number.isSafeInteger(d) || d < 0) return `dimension ${d} is not an integer >= 0`;
+  }
+  return undefined;
+}
+
+/** Formats a shape like `[8, 64, 32, 32]` for messages. */
+export function formatShape(shape: readonly number[]): string {
+  return `[${shape.join(", ")}]`;
+}

@@ -1,0 +1,47 @@
+/**
+ * A small seeded generator (SplitMix32-style mixing over a 32-bit state) so that tests,
+ * benchmarks and the demo produce the same data on every machine.
+ *
+ * @module
+ */
+
+/** A deterministic source of uniform and normal numbers. */
+export class Random {
+  #state: number;
+  #spareNormal: number | undefined;
+
+  /** Creates a generator; equal seeds give equal sequences. */
+  constructor(seed = 0x9e3779b9) {
+    this.#state = seed >>> 0;
+  }
+
+  /** A uniform number in [0, 1). */
+  next(): number {
+    this.#state = (this.#state + 0x9e3779b9) >>> 0;
+    let z = this.#state;
+    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b);
+    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35);
+    z = (z ^ (z >>> 16)) >>> 0;
+    return z / 4294967296;
+  }
+
+  /** A uniform number in [low, high). */
+  uniform(low = 0, high = 1): number {
+    return low + (high - low) * this.next();
+  }
+
+  /** A standard normal number (Box-Muller; the second value is kept for the next call). */
+  normal(): number {
+    if (this.#spareNormal !== undefined) {
+      const v = this.#spareNormal;
+      this.#spareNormal = undefined;
+      return v;
+    }
+    let u = this.next();
+    while (u === 0) u = this.next();
+    const v = this.next();
+    const r = Math.sqrt(-2 * Math.log(u));
+    this.#spareNormal = r * Math.sin(2 * Math.PI * v);
+    return r * Math.cos(2 * Math.PI * v);
+  }
+}
