@@ -11,6 +11,12 @@ export interface DeviceStorage {
   readonly device: AcceleratorDevice;
   /** Size in bytes. */
   readonly byteLength: number;
+  /**
+   * Returns the memory to the device now (idempotent). Work already queued on the device
+   * keeps it until that work has finished. Without a call, a FinalizationRegistry frees it
+   * after the last Tensor using it is garbage-collected.
+   */
+  release(): void;
 }
 
 /** An accelerator that can hold tensor storage (an Ascend NPU opened with `openAscend`). */

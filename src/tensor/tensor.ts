@@ -389,6 +389,19 @@ export class Tensor {
     return this;
   }
 
+  /**
+   * Frees the device memory of this tensor's storage now (every view of it becomes unusable).
+   * Does nothing for host tensors, whose memory the garbage collector owns.
+   */
+  dispose(): void {
+    if (!isHostData(this.storage)) this.storage.release();
+  }
+
+  /** Same as {@linkcode Tensor.dispose}, for `using` declarations. */
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
   /** A short description such as `Tensor<float32>[2, 3] on cpu`. */
   toString(): string {
     return `Tensor<${this.dtype}>${formatShape(this.shape)} on ${deviceName(this.device)}`;
