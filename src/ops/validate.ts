@@ -8,7 +8,12 @@
  */
 
 import { z } from "zod";
-import { ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError } from "../ffi/errors.ts";
+import {
+  ACLNN_ERR_PARAM_INVALID,
+  ACLNN_ERR_PARAM_NULLPTR,
+  AclnnError,
+  type InfiniStatus,
+} from "../ffi/errors.ts";
 import type { Device } from "../tensor/device.ts";
 import { deviceName } from "../tensor/device.ts";
 import type { DType } from "../tensor/dtype.ts";
@@ -28,6 +33,20 @@ export function missing(op: string, argument: string, why = "is required"): neve
   throw new AclnnError(ACLNN_ERR_PARAM_NULLPTR, `${op}: ${argument} ${why} but is missing`, {
     argument,
   });
+}
+
+/**
+ * Throws an error of the InfiniOp descriptor API: 161001 for status `NULL_POINTER`, 161002
+ * otherwise, with `status` set.
+ */
+export function invalidStatus(
+  op: string,
+  argument: string,
+  rule: string,
+  status: InfiniStatus,
+): never {
+  const code = status === "NULL_POINTER" ? ACLNN_ERR_PARAM_NULLPTR : ACLNN_ERR_PARAM_INVALID;
+  throw new AclnnError(code, `${op}: ${argument} ${rule} (${status})`, { argument, status });
 }
 
 function checkIsTensor(op: string, name: string, value: unknown): Tensor {

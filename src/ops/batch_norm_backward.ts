@@ -1,0 +1,325 @@
+/**
+ * aclnnBatchNormBackward: the gradients of BatchNorm with respect to its input, weight and
+ * bias, in training mode (batch statistics saveMean/saveInvstd) or in evaluation mode
+ * (running statistics runningMean/runningVar + eps).
+ *
+ * Training mode, per channel c with M = numel(input) / C elements:
+ *
+ * ```
+ * gradInput  = w * invstd * (dy - sumDy / M - (x - mean) * invstd^2 * sumDyXmu / M)
+ * gradWeight = sumDyXmu * invstd          sumDy = sum(dy), sumDyXmu = sum(dy * (x - mean))
+ * gradBias   = sumDy                      mean = saveMean, invstd = saveInvstd
+ * ```
+ *
+ * Evaluation mode uses mean = runningMean, invstd = 1 / sqrt(runningVar + eps) and
+ * gradInput = dy * invstd * w. Missing tensors default to weight = 1, runningMean = 0,
+ * runningVar = 1, saveMean = 0, saveInvstd = 1.
+ *
+ * @example
+ * ```ts
+ * import { batchNormBackward, Tensor } from "@aclnn/norm";
+ * const x = Tensor.fromArray([1, 2, 3, 4, 5, 6, 7, 8], [2, 2, 2]);
+ * const dy = Tensor.ones([2, 2, 2]);
+ * const r = batchNormBackward({ gradOut: dy, input: x, training: false });
+ * console.log(r.gradBias?.toArray()); // [4, 4]
+ * ```
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { arg, runAclnn } from "../ffi/executor.ts";
+import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
+import { formatShape } from "../tensor/layout.ts";
+import { Tensor } from "../tensor/tensor.ts";
+import { type ChannelGeometry, channelGeometry, channelSums } from "./channels.ts";
+import {
+  checkDType,
+  checkRank,
+  checkSameDType,
+  checkShape,
+  commonDevice,
+  finiteNumber,
+  invalid,
+  type MaybeTensor,
+  optionalTensor,
+  parseScalars,
+  requestedOutput,
+  requireTensor,
+  valuesOr,
+} from "./validate.ts";
+
+const OP = "aclnnBatchNormBackward";
+
+/** Preallocated outputs of {@linkcode batchNormBackward}. */
+export interface BatchNormBackwardOut {
+  /** Receives dL/dx: same dtype and shape as `input` (any strides). */
+  gradInput?: Tensor | null;
+  /** Receives dL/dweight: C elements. */
+  gradWeight?: Tensor | null;
+  /** Receives dL/dbias: C elements. */
+  gradBias?: Tensor | null;
+}
+
+/** Arguments of {@linkcode batchNormBackward} (names as in CANN). */
+export interface BatchNormBackwardArgs {
+  /** dL/dy, same dtype and shape as `input`; rank 2-8. */
+  gradOut: MaybeTensor;
+  /** x, rank 2-8, channel = dim 1. */
+  input: MaybeTensor;
+  /** gamma, C elements; all ones when absent. */
+  weight?: MaybeTensor;
+  /** Running mean, C elements (used when `training` is false); zeros when absent. */
+  runningMean?: MaybeTensor;
+  /** Running variance, C elements (used when `training` is false); ones when absent. */
+  runningVar?: MaybeTensor;
+  /** Batch mean saved by the forward, C elements (or 0 in eval mode); zeros when absent. */
+  saveMean?: MaybeTensor;
+  /** Batch 1/sqrt(var + eps), C elements (or 0 in eval mode); ones when absent. */
+  saveInvstd?: MaybeTensor;
+  /** true: gradient through the batch statistics; false: through fixed running statistics. */
+  training: boolean;
+  /** Added to runningVar in evaluation mode. Default 1e-5. */
+  eps?: number;
+  /** Which of gradInput, gradWeight, gradBias to compute. Default [true, true, true]. */
+  outputMask?: readonly boolean[];
+  /** Preallocated outputs (validated as aclnn does); missing ones are allocated. */
+  out?: BatchNormBackwardOut;
+}
+
+/** Results; an output is null when its outputMask entry is false. */
+export interface BatchNormBackwardResult {
+  /** dL/dx, shape of `input`. */
+  gradInput: Tensor | null;
+  /** dL/dweight per channel. */
+  gradWeight: Tensor | null;
+  /** dL/dbias per channel. */
+  gradBias: Tensor | null;
+}
+
+const scalarsSchema = z.object({
+  training: z.boolean({
+    required_error: "is required (a boolean)",
+    invalid_type_error: "must be a boolean",
+  }),
+  eps: finiteNumber.default(1e-5),
+  outputMask: z.array(z.boolean({ invalid_type_error: "entries must be booleans" }), {
+    invalid_type_error: "must be an array of 3 booleans",
+  }).length(3, "must have exactly 3 entries (gradInput, gradWeight, gradBias)")
+    .default([true, true, true]),
+});
+
+/** Float64 results of {@linkcode batchNormBackwardKernel}; undefined where not requested. */
+export interface BatchNormBackwardValues {
+  /** dL/dx in logical row-major order. */
+  gradInput?: Float64Array;
+  /** dL/dweight per channel. */
+  gradWeight?: Float64Array;
+  /** dL/dbias per channel. */
+  gradBias?: Float64Array;
+}
+
+/**
+ * The CPU kernel, in float64 over logical row-major data. `mean`/`invstd` are the statistics
+ * the gradient is taken at (saveMean/saveInvstd in training, runningMean and
+ * 1/sqrt(runningVar + eps) in evaluation). Every input is read before any output is
+ * produced, so callers may write gradInput over gradOut. Empty inputs give zero-filled
+ * per-channel results.
+ */
+export function batchNormBackwardKernel(
+  g: ChannelGeometry,
+  dy: Float64Array,
+  x: Float64Array,
+  weight: Float64Array,
+  mean: Float64Array,
+  invstd: Float64Array,
+  training: boolean,
+  mask: readonly [boolean, boolean, boolean],
+): BatchNormBackwardValues {
+  const { outer, channels, inner, perChannel } = g;
+  const result: BatchNormBackwardValues = {};
+  if (perChannel === 0) {
+    if (mask[0]) result.gradInput = new Float64Array(0);
+    if (mask[1]) result.gradWeight = new Float64Array(channels);
+    if (mask[2]) result.gradBias = new Float64Array(channels);
+    return result;
+  }
+  const needSums = mask[1] || mask[2] || (mask[0] && training);
+  const sums = needSums ? channelSums(g, dy, x, mean) : undefined;
+  if (mask[0]) {
+    const gradInput = new Float64Array(dy.length);
+    for (let c = 0; c < channels; c++) {
+      const scale = weight[c] * invstd[c];
+      // Training: dy - sumDy/M - (x - mean) * k with k = invstd^2 * sumDyXmu / M.
+      const meanDy = training ? sums!.sumDy[c] / perChannel : 0;
+      const k = training ? invstd[c] * invstd[c] * sums!.sumDyXmu[c] / perChannel : 0;
+      const m = mean[c];
+      for (let n = 0; n < outer; n++) {
+        const base = (n * channels + c) * inner;
+        if (training) {
+          for (let j = base; j < base + inner; j++) {
+            gradInput[j] = scale * (dy[j] - meanDy - (x[j] - m) * k);
+          }
+        } else {
+          for (let j = base; j < base + inner; j++) gradInput[j] = dy[j] * scale;
+        }
+      }
+    }
+    result.gradInput = gradInput;
+  }
+  if (mask[1]) result.gradWeight = sums!.sumDyXmu.map((v, c) => v * invstd[c]);
+  if (mask[2]) result.gradBias = sums!.sumDy.slice();
+  return result;
+}
+
+/** A per-channel tensor: C elements (or 0 where `allowEmpty`), as aclnn counts them. */
+function checkPerChannel(name: string, t: Tensor, channels: number, allowEmpty = false): void {
+  if (t.numel !== channels && !(allowEmpty && t.numel === 0)) {
+    const want = allowEmpty ? `${channels} (or 0 when training is false)` : `${channels}`;
+    invalid(
+      OP,
+      name,
+      `must have C (input dim 1) = ${want} elements (shape ${formatShape(t.shape)} has ${t.numel})`,
+    );
+  }
+}
+
+/** Mixed precision as CANN allows it: `t.dtype` is `base` or float32. */
+function checkDTypeOrFloat32(name: string, t: Tensor, baseName: string, base: DType): void {
+  if (t.dtype !== base && t.dtype !== "float32") {
+    invalid(OP, name, `dtype ${t.dtype} must be float32 or ${baseName} dtype ${base}`);
+  }
+}
+
+/**
+ * Computes the BatchNorm gradients as aclnnBatchNormBackward does, on the CPU or on the NPU
+ * the tensors live on.
+ *
+ * Validation follows the aclnn documentation: 161001 when gradOut or input is missing, or
+ * when an output the mask asks for is given as `null` in `out`; 161002 for unsupported
+ * dtypes (float32/float16/bfloat16), ranks outside 2-8, gradOut/input/gradInput shape or
+ * dtype mismatches, per-channel tensors without C elements, and an
+ * outputMask that does not have 3 entries. Per-channel tensors may be float32 with float16
+ * or bfloat16 data (mixed precision); runningVar must share runningMean's dtype, saveInvstd
+ * saveMean's, gradBias gradWeight's. Masked-off outputs are neither validated nor written.
+ *
+ * Without `out`, gradInput is a contiguous tensor of input's dtype and shape, and
+ * gradWeight/gradBias use weight's dtype (input's when weight is absent).
+ *
+ * @example
+ * ```ts
+ * import { batchNormBackward, Tensor } from "@aclnn/norm";
+ * const x = Tensor.random([4, 3, 5], { seed: 1 });
+ * const dy = Tensor.random([4, 3, 5], { seed: 2 });
+ * const { gradInput, gradWeight, gradBias } = batchNormBackward({
+ *   gradOut: dy,
+ *   input: x,
+ *   saveMean: Tensor.zeros([3]),
+ *   saveInvstd: Tensor.ones([3]),
+ *   training: true,
+ * });
+ * console.log(gradInput?.shape, gradWeight?.shape, gradBias?.shape); // [4, 3, 5] [3] [3]
+ * ```
+ */
+export function batchNormBackward(args: BatchNormBackwardArgs): BatchNormBackwardResult {
+  const gradOut = requireTensor(OP, "gradOut", args.gradOut);
+  const input = requireTensor(OP, "input", args.input);
+  const weight = optionalTensor(OP, "weight", args.weight);
+  const runningMean = optionalTensor(OP, "runningMean", args.runningMean);
+  const runningVar = optionalTensor(OP, "runningVar", args.runningVar);
+  const saveMean = optionalTensor(OP, "saveMean", args.saveMean);
+  const saveInvstd = optionalTensor(OP, "saveInvstd", args.saveInvstd);
+  const { training, eps, outputMask } = parseScalars(OP, scalarsSchema, {
+    training: args.training,
+    eps: args.eps,
+    outputMask: args.outputMask,
+  });
+  const mask = outputMask as [boolean, boolean, boolean];
+  const out = args.out as Record<string, unknown> | undefined;
+  let gradInput = requestedOutput(OP, "gradInput", out, mask[0]);
+  let gradWeight = requestedOutput(OP, "gradWeight", out, mask[1]);
+  let gradBias = requestedOutput(OP, "gradBias", out, mask[2]);
+
+  // Order: dtypes, then ranks and shapes, then per-channel sizes (as aclnn checks them).
+  const stats = { weight, runningMean, runningVar, saveMean, saveInvstd };
+  const all = { gradOut, input, ...stats, gradInput, gradWeight, gradBias };
+  for (const [name, t] of Object.entries(all)) {
+    if (t) checkDType(OP, name, t, FLOAT_DTYPES);
+  }
+  checkSameDType(OP, "input", input, "gradOut", gradOut);
+  if (gradInput) checkSameDType(OP, "gradInput", gradInput, "gradOut", gradOut);
+  for (const [name, t] of Object.entries(stats)) {
+    if (t) checkDTypeOrFloat32(name, t, "gradOut", gradOut.dtype);
+  }
+  if (runningMean && runningVar) {
+    checkSameDType(OP, "runningVar", runningVar, "runningMean", runningMean);
+  }
+  if (saveMean && saveInvstd) checkSameDType(OP, "saveInvstd", saveInvstd, "saveMean", saveMean);
+  const gradDType = weight?.dtype ?? input.dtype;
+  const gradBaseName = weight ? "weight" : "gradOut";
+  if (gradWeight) checkDTypeOrFloat32("gradWeight", gradWeight, gradBaseName, gradDType);
+  if (gradBias) checkDTypeOrFloat32("gradBias", gradBias, gradBaseName, gradDType);
+  if (gradWeight && gradBias) checkSameDType(OP, "gradBias", gradBias, "gradWeight", gradWeight);
+
+  checkRank(OP, "gradOut", gradOut, 2, 8);
+  checkRank(OP, "input", input, 2, 8);
+  checkShape(OP, "input", input, gradOut.shape, "gradOut");
+  if (gradInput) checkShape(OP, "gradInput", gradInput, gradOut.shape, "gradOut");
+  const channels = input.shape[1];
+  for (const [name, t] of Object.entries({ ...stats, gradWeight, gradBias })) {
+    if (t) checkPerChannel(name, t, channels, !training && name.startsWith("save"));
+  }
+  const device = commonDevice(OP, { gradOut, input, ...stats, gradInput, gradWeight, gradBias });
+
+  if (mask[0]) gradInput ??= Tensor.zeros(input.shape, input.dtype, device);
+  if (mask[1]) gradWeight ??= Tensor.zeros([channels], gradDType, device);
+  if (mask[2]) gradBias ??= Tensor.zeros([channels], gradDType, device);
+  const result = {
+    gradInput: gradInput ?? null,
+    gradWeight: gradWeight ?? null,
+    gradBias: gradBias ?? null,
+  };
+
+  if (device !== "cpu") {
+    runAclnn(device, OP, [
+      arg.tensor(gradOut),
+      arg.tensor(input),
+      arg.tensor(weight),
+      arg.tensor(runningMean),
+      arg.tensor(runningVar),
+      arg.tensor(saveMean),
+      arg.tensor(saveInvstd),
+      arg.bool(training),
+      arg.f64(eps),
+      arg.boolArray(mask),
+      arg.tensor(gradInput),
+      arg.tensor(gradWeight),
+      arg.tensor(gradBias),
+    ]);
+    return result;
+  }
+
+  let mean: Float64Array;
+  let invstd: Float64Array;
+  if (training) {
+    mean = valuesOr(saveMean, channels, 0);
+    invstd = valuesOr(saveInvstd, channels, 1);
+  } else {
+    mean = valuesOr(runningMean, channels, 0);
+    invstd = valuesOr(runningVar, channels, 1).map((v) => 1 / Math.sqrt(v + eps));
+  }
+  const values = batchNormBackwardKernel(
+    channelGeometry(input.shape),
+    gradOut.toFloat64Array(),
+    input.toFloat64Array(),
+    valuesOr(weight, channels, 1),
+    mean,
+    invstd,
+    training,
+    mask,
+  );
+  if (values.gradInput) gradInput?.copy_(values.gradInput);
+  if (values.gradWeight) gradWeight?.copy_(values.gradWeight);
+  if (values.gradBias) gradBias?.copy_(values.gradBias);
+  return result;
+}

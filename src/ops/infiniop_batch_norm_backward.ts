@@ -1,0 +1,468 @@
+/**
+ * BatchNorm backward in the shape of the InfiniOp API (`infiniopCreateBatchNormBackwardDescriptor`,
+ * `infiniopGetBatchNormBackwardWorkspaceSize`, `infiniopBatchNormBackward`,
+ * `infiniopDestroyBatchNormBackwardDescriptor`): a descriptor is created once from tensor
+ * descriptions, reports its workspace size, computes into the output tensors it is given, and
+ * is destroyed.
+ *
+ * The InfiniOp forward is y = (x - E[x]) / sqrt(Var[x]) * gamma + beta, with E[x] and Var[x]
+ * taken over dims 0 and 2 of an (N, C, L) input and passed as `runningMean`/`runningVar`.
+ * The gradient is therefore BatchNorm's training-mode gradient at mean = runningMean and
+ * invstd = 1 / sqrt(runningVar + eps) (`eps` defaults to 0, as in the InfiniOp formula):
+ *
+ * ```
+ * gradInput  = w * invstd * (dy - sum(dy) / M - (x - mean) * invstd^2 * sum(dy * (x - mean)) / M)
+ * gradWeight = sum(dy * (x - mean)) * invstd,   gradBias = sum(dy),   M = N * L
+ * ```
+ *
+ * Errors are `AclnnError`s whose `status` is the InfiniOp status name: code 161001
+ * with `NULL_POINTER` for a missing tensor, 161002 with `BAD_PARAM`, `BAD_TENSOR_DTYPE`,
+ * `BAD_TENSOR_SHAPE`, `BAD_TENSOR_STRIDES` or `INSUFFICIENT_WORKSPACE` for the rest.
+ *
+ * @example
+ * ```ts
+ * import { createBatchNormBackwardDescriptor, Tensor } from "@aclnn/norm";
+ * const x = Tensor.random([2, 3, 4], { seed: 1 });
+ * const dy = Tensor.random([2, 3, 4], { seed: 2 });
+ * const perChannel = { dtype: "float32", shape: [3] } as const;
+ * using desc = createBatchNormBackwardDescriptor({
+ *   gradInput: x, gradOutput: dy, input: x,
+ *   gradWeight: perChannel, gradBias: perChannel,
+ *   weight: perChannel, runningMean: perChannel, runningVar: perChannel,
+ * });
+ * const gradInput = Tensor.zeros([2, 3, 4]);
+ * const gradWeight = Tensor.zeros([3]);
+ * const gradBias = Tensor.zeros([3]);
+ * desc.compute({
+ *   gradInput, gradWeight, gradBias, input: x, gradOutput: dy,
+ *   weight: Tensor.ones([3]), runningMean: Tensor.zeros([3]), runningVar: Tensor.ones([3]),
+ *   workspace: new Uint8Array(desc.workspaceSize),
+ * });
+ * console.log(gradBias.toArray().length); // 3
+ * ```
+ *
+ * @module
+ */
+
+import type { InfiniStatus } from "../ffi/errors.ts";
+import type { Device } from "../tensor/device.ts";
+import { type DType, dtypeByteSize, FLOAT_DTYPES, isDType } from "../tensor/dtype.ts";
+import {
+  contiguousStrides,
+  formatShape,
+  isContiguousLayout,
+  shapeProblem,
+} from "../tensor/layout.ts";
+import { Tensor } from "../tensor/tensor.ts";
+import { batchNormBackward, batchNormBackwardKernel } from "./batch_norm_backward.ts";
+import { channelGeometry } from "./channels.ts";
+import { invalidStatus } from "./validate.ts";
+
+const CREATE = "infiniopCreateBatchNormBackwardDescriptor";
+const COMPUTE = "infiniopBatchNormBackward";
+
+/** A tensor description as InfiniOp's `infiniopTensorDescriptor_t` holds it. */
+export interface InfiniopTensorDescriptor {
+  /** Element type. */
+  readonly dtype: DType;
+  /** Shape. */
+  readonly shape: readonly number[];
+  /** Strides in elements; row-major contiguous when omitted. */
+  readonly strides?: readonly number[];
+}
+
+/** A Tensor, or just its description. */
+export type TensorOrDescriptor = Tensor | InfiniopTensorDescriptor;
+
+/**
+ * Arguments of {@linkcode createBatchNormBackwardDescriptor}. All tensors share one dtype dT
+ * (float16, float32 or bfloat16). gradInput, gradOutput and input are (N, C, L) with
+ * contiguous strides (C*L, L, 1); the others are (C) with any strides.
+ */
+export interface BatchNormBackwardDescriptorArgs {
+  /** dL/dx, (N, C, L), contiguous. */
+  gradInput: TensorOrDescriptor | null | undefined;
+  /** dL/dgamma, (C). */
+  gradWeight: TensorOrDescriptor | null | undefined;
+  /** dL/dbeta, (C). */
+  gradBias: TensorOrDescriptor | null | undefined;
+  /** x, (N, C, L), contiguous. */
+  input: TensorOrDescriptor | null | undefined;
+  /** dL/dy, (N, C, L), contiguous. */
+  gradOutput: TensorOrDescriptor | null | undefined;
+  /** gamma, (C). */
+  weight: TensorOrDescriptor | null | undefined;
+  /** E[x] over dims 0 and 2, (C). */
+  runningMean: TensorOrDescriptor | null | undefined;
+  /** Var[x] (biased) over dims 0 and 2, (C). */
+  runningVar: TensorOrDescriptor | null | undefined;
+  /** Added to runningVar before the square root; finite and >= 0. Default 0. */
+  eps?: number;
+}
+
+/**
+ * Arguments of {@linkcode BatchNormBackwardDescriptor.compute}: tensors matching the
+ * descriptor (dtype, shape, strides), all on one device. `gradInput` may be the same tensor
+ * as `gradOutput` (in place).
+ */
+export interface BatchNormBackwardComputeArgs {
+  /** Receives dL/dx. */
+  gradInput: Tensor | null | undefined;
+  /** Receives dL/dgamma. */
+  gradWeight: Tensor | null | undefined;
+  /** Receives dL/dbeta. */
+  gradBias: Tensor | null | undefined;
+  /** x. */
+  input: Tensor | null | undefined;
+  /** dL/dy. */
+  gradOutput: Tensor | null | undefined;
+  /** gamma. */
+  weight: Tensor | null | undefined;
+  /** E[x] per channel. */
+  runningMean: Tensor | null | undefined;
+  /** Var[x] per channel. */
+  runningVar: Tensor | null | undefined;
+  /**
+   * Scratch memory of at least `workspaceSize` bytes: a Uint8Array or a Tensor (its bytes are
+   * numel * element size). When omitted the package provides its own scratch; when given but
+   * smaller than `workspaceSize` the call fails with INSUFFICIENT_WORKSPACE.
+   */
+  workspace?: Uint8Array | Tensor | null;
+}
+
+/**
+ * A BatchNorm backward plan over fixed tensor descriptions (InfiniOp's
+ * `infiniopBatchNormBackwardDescriptor_t`). Disposable: `using desc = create...(...)`.
+ */
+export interface BatchNormBackwardDescriptor extends Disposable {
+  /** The common dtype dT. */
+  readonly dtype: DType;
+  /** Batch size N. */
+  readonly N: number;
+  /** Channels C. */
+  readonly C: number;
+  /** Length L. */
+  readonly L: number;
+  /** The eps added to runningVar. */
+  readonly eps: number;
+  /**
+   * Bytes of workspace that {@linkcode BatchNormBackwardDescriptor.compute} requires:
+   * 24 * C, room for three float64 per-channel intermediates (invstd, sum(dy),
+   * sum(dy * (x - mean))). The CPU backend checks the size as InfiniOp does but keeps its
+   * float64 scratch in JavaScript memory; on an NPU, aclnn plans its own device workspace.
+   */
+  readonly workspaceSize: number;
+  /** Whether {@linkcode BatchNormBackwardDescriptor.destroy} was called. */
+  readonly destroyed: boolean;
+  /**
+   * Computes gradInput, gradWeight and gradBias into the given tensors. Throws an
+   * `AclnnError` with the InfiniOp status on a mismatch with the descriptor, a
+   * short workspace, or a destroyed descriptor.
+   */
+  compute(args: BatchNormBackwardComputeArgs): void;
+  /** Releases the descriptor (idempotent); compute afterwards throws BAD_PARAM. */
+  destroy(): void;
+}
+
+interface Layout {
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  readonly strides: readonly number[];
+}
+
+const NAMES = [
+  "gradInput",
+  "gradWeight",
+  "gradBias",
+  "input",
+  "gradOutput",
+  "weight",
+  "runningMean",
+  "runningVar",
+] as const;
+type Name = typeof NAMES[number];
+const DATA: readonly Name[] = ["gradInput", "gradOutput", "input"];
+
+function fail(op: string, name: string, rule: string, status: InfiniStatus): never {
+  invalidStatus(op, name, rule, status);
+}
+
+function layoutOf(name: Name, value: unknown): Layout {
+  if (value === undefined || value === null) {
+    fail(CREATE, name, "descriptor is required but is missing", "NULL_POINTER");
+  }
+  if (value instanceof Tensor) {
+    return { dtype: value.dtype, shape: value.shape, strides: value.strides };
+  }
+  if (typeof value !== "object") {
+    fail(CREATE, name, "must be a Tensor or { dtype, shape, strides? }", "BAD_PARAM");
+  }
+  const d = value as Partial<InfiniopTensorDescriptor>;
+  if (!isDType(d.dtype)) {
+    fail(CREATE, name, `dtype ${String(d.dtype)} is unknown`, "BAD_TENSOR_DTYPE");
+  }
+  const problem = shapeProblem(d.shape as number[]);
+  if (problem) fail(CREATE, name, `shape is invalid: ${problem}`, "BAD_TENSOR_SHAPE");
+  const shape = [...d.shape!];
+  if (d.strides === undefined) return { dtype: d.dtype, shape, strides: contiguousStrides(shape) };
+  const strides = d.strides;
+  if (
+    !Array.isArray(strides) || strides.length !== shape.length ||
+    strides.some((s) => !Number.isSafeInteger(s) || s < 0)
+  ) {
+    fail(
+      CREATE,
+      name,
+      `strides ${String(strides)} must be ${shape.length} integers >= 0`,
+      "BAD_TENSOR_STRIDES",
+    );
+  }
+  return { dtype: d.dtype, shape, strides: [...strides] };
+}
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
+}
+
+/** Strides agree on every dim that has more than one element. */
+function sameStrides(shape: readonly number[], a: readonly number[], b: readonly number[]) {
+  return shape.every((d, i) => d <= 1 || a[i] === b[i]);
+}
+
+class Descriptor implements BatchNormBackwardDescriptor {
+  readonly dtype: DType;
+  readonly N: number;
+  readonly C: number;
+  readonly L: number;
+  readonly eps: number;
+  readonly workspaceSize: number;
+  readonly #layouts: Readonly<Record<Name, Layout>>;
+  #destroyed = false;
+
+  constructor(layouts: Record<Name, Layout>, eps: number) {
+    this.#layouts = layouts;
+    const [N, C, L] = layouts.input.shape;
+    this.dtype = layouts.input.dtype;
+    this.N = N;
+    this.C = C;
+    this.L = L;
+    this.eps = eps;
+    this.workspaceSize = 3 * 8 * C;
+  }
+
+  get destroyed(): boolean {
+    return this.#destroyed;
+  }
+
+  compute(args: BatchNormBackwardComputeArgs): void {
+    if (this.#destroyed) {
+      fail(COMPUTE, "descriptor", "was destroyed", "BAD_PARAM");
+    }
+    const a = (args ?? {}) as unknown as Record<string, unknown>;
+    this.#checkWorkspace(a.workspace);
+    const t = {} as Record<Name, Tensor>;
+    let device: Device | undefined;
+    for (const name of NAMES) {
+      const value = a[name];
+      if (value === undefined || value === null) {
+        fail(COMPUTE, name, "is required but is missing", "NULL_POINTER");
+      }
+      if (!(value instanceof Tensor)) fail(COMPUTE, name, "must be a Tensor", "BAD_PARAM");
+      const want = this.#layouts[name];
+      if (value.dtype !== want.dtype) {
+        fail(
+          COMPUTE,
+          name,
+          `dtype ${value.dtype} differs from the descriptor's ${want.dtype}`,
+          "BAD_TENSOR_DTYPE",
+        );
+      }
+      if (!sameShape(value.shape, want.shape)) {
+        fail(
+          COMPUTE,
+          name,
+          `shape ${formatShape(value.shape)} differs from the descriptor's ${
+            formatShape(want.shape)
+          }`,
+          "BAD_TENSOR_SHAPE",
+        );
+      }
+      if (!sameStrides(want.shape, value.strides, want.strides)) {
+        fail(
+          COMPUTE,
+          name,
+          `strides ${formatShape(value.strides)} differ from the descriptor's ${
+            formatShape(want.strides)
+          }`,
+          "BAD_TENSOR_STRIDES",
+        );
+      }
+      if (device === undefined) device = value.device;
+      else if (value.device !== device) {
+        fail(COMPUTE, name, "is on another device than gradInput", "BAD_PARAM");
+      }
+      t[name] = value;
+    }
+    this.#run(t, device ?? "cpu");
+  }
+
+  #checkWorkspace(workspace: unknown): void {
+    if (workspace === undefined || workspace === null) return;
+    let bytes: number;
+    if (workspace instanceof Uint8Array) bytes = workspace.byteLength;
+    else if (workspace instanceof Tensor) bytes = workspace.numel * dtypeByteSize(workspace.dtype);
+    else fail(COMPUTE, "workspace", "must be a Uint8Array or a Tensor", "BAD_PARAM");
+    if (bytes < this.workspaceSize) {
+      fail(
+        COMPUTE,
+        "workspace",
+        `holds ${bytes} bytes but the descriptor needs workspaceSize = ${this.workspaceSize}`,
+        "INSUFFICIENT_WORKSPACE",
+      );
+    }
+  }
+
+  #run(t: Record<Name, Tensor>, device: Device): void {
+    const invstd = t.runningVar.toFloat64Array().map((v) => 1 / Math.sqrt(v + this.eps));
+    if (device !== "cpu") {
+      // aclnnBatchNormBackward in training mode at (runningMean, invstd); invstd goes up in dT
+      // (saveInvstd must share saveMean's dtype on every chip).
+      const saveInvstd = Tensor.fromArray(invstd, [this.C], this.dtype).to(device);
+      const inPlace = t.gradInput.storage === t.gradOutput.storage;
+      const r = batchNormBackward({
+        gradOut: t.gradOutput,
+        input: t.input,
+        weight: t.weight,
+        saveMean: t.runningMean,
+        saveInvstd,
+        training: true,
+        eps: this.eps,
+        out: {
+          gradInput: inPlace ? undefined : t.gradInput,
+          gradWeight: t.gradWeight,
+          gradBias: t.gradBias,
+        },
+      });
+      if (inPlace) t.gradInput.copy_(r.gradInput!);
+      saveInvstd.dispose();
+      return;
+    }
+    // Every input is read into float64 before gradInput is written: in-place is safe.
+    const values = batchNormBackwardKernel(
+      channelGeometry(t.input.shape),
+      t.gradOutput.toFloat64Array(),
+      t.input.toFloat64Array(),
+      t.weight.toFloat64Array(),
+      t.runningMean.toFloat64Array(),
+      invstd,
+      true,
+      [true, true, true],
+    );
+    t.gradInput.copy_(values.gradInput!);
+    t.gradWeight.copy_(values.gradWeight!);
+    t.gradBias.copy_(values.gradBias!);
+  }
+
+  destroy(): void {
+    this.#destroyed = true;
+  }
+
+  [Symbol.dispose](): void {
+    this.destroy();
+  }
+}
+
+/**
+ * Creates a BatchNorm backward descriptor from Tensors or plain `{ dtype, shape, strides? }`
+ * descriptions (InfiniOp's `infiniopCreateBatchNormBackwardDescriptor`).
+ *
+ * Checks, in order: every tensor present (NULL_POINTER, code 161001); one dtype dT in
+ * float16/float32/bfloat16 for all (BAD_TENSOR_DTYPE); input of rank 3 (N, C, L), gradOutput
+ * and gradInput of input's shape, the per-channel tensors of shape (C) (BAD_TENSOR_SHAPE);
+ * gradInput, gradOutput and input contiguous, strides (C*L, L, 1) where a dim has more than
+ * one element (BAD_TENSOR_STRIDES); eps finite and >= 0
+ * (BAD_PARAM). All but NULL_POINTER are code 161002.
+ *
+ * @example
+ * ```ts
+ * import { createBatchNormBackwardDescriptor, Tensor } from "@aclnn/norm";
+ * const data = { dtype: "float16", shape: [8, 4, 16] } as const;
+ * const c = { dtype: "float16", shape: [4] } as const;
+ * const desc = createBatchNormBackwardDescriptor({
+ *   gradInput: data, gradOutput: data, input: data,
+ *   gradWeight: c, gradBias: c, weight: c, runningMean: c, runningVar: c, eps: 1e-5,
+ * });
+ * console.log(desc.workspaceSize); // 96
+ * desc.destroy();
+ * ```
+ */
+export function createBatchNormBackwardDescriptor(
+  args: BatchNormBackwardDescriptorArgs,
+): BatchNormBackwardDescriptor {
+  const a = (args ?? {}) as unknown as Record<string, unknown>;
+  const layouts = {} as Record<Name, Layout>;
+  for (const name of NAMES) layouts[name] = layoutOf(name, a[name]);
+
+  const dT = layouts.input.dtype;
+  if (!FLOAT_DTYPES.includes(dT)) {
+    fail(
+      CREATE,
+      "input",
+      `dtype ${dT} is not supported (supported: ${FLOAT_DTYPES.join(", ")})`,
+      "BAD_TENSOR_DTYPE",
+    );
+  }
+  for (const name of NAMES) {
+    if (layouts[name].dtype !== dT) {
+      fail(
+        CREATE,
+        name,
+        `dtype ${layouts[name].dtype} must equal input dtype ${dT} (one dtype for all tensors)`,
+        "BAD_TENSOR_DTYPE",
+      );
+    }
+  }
+
+  const shape = layouts.input.shape;
+  if (shape.length !== 3) {
+    fail(CREATE, "input", `shape ${formatShape(shape)} must be (N, C, L)`, "BAD_TENSOR_SHAPE");
+  }
+  for (const name of ["gradOutput", "gradInput"] as const) {
+    if (!sameShape(layouts[name].shape, shape)) {
+      fail(
+        CREATE,
+        name,
+        `shape ${formatShape(layouts[name].shape)} must equal input shape ${formatShape(shape)}`,
+        "BAD_TENSOR_SHAPE",
+      );
+    }
+  }
+  for (const name of NAMES) {
+    if (DATA.includes(name)) continue;
+    if (!sameShape(layouts[name].shape, [shape[1]])) {
+      fail(
+        CREATE,
+        name,
+        `shape ${formatShape(layouts[name].shape)} must be (C) = [${shape[1]}]`,
+        "BAD_TENSOR_SHAPE",
+      );
+    }
+  }
+  for (const name of DATA) {
+    if (!isContiguousLayout(layouts[name].shape, layouts[name].strides)) {
+      fail(
+        CREATE,
+        name,
+        `strides ${formatShape(layouts[name].strides)} must be contiguous (C*L, L, 1) = ${
+          formatShape(contiguousStrides(shape))
+        }`,
+        "BAD_TENSOR_STRIDES",
+      );
+    }
+  }
+  const eps = a.eps ?? 0;
+  if (typeof eps !== "number" || !Number.isFinite(eps) || eps < 0) {
+    fail(CREATE, "eps", `${String(eps)} must be a finite number >= 0`, "BAD_PARAM");
+  }
+  return new Descriptor(layouts, eps);
+}
