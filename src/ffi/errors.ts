@@ -130,12 +130,66 @@ export class AclError extends Error {
     message: string,
     details: { nativeMessage?: string; cause?: unknown } = {},
   ) {
-    const codeName = ACL_STATUS_NAMES[code] ??
-      (code === 0 ? "ACL_LIBRARY_ERROR" : "ACL_UNKNOWN_STATUS");
+    // Code 0 marks errors with no native status (discovery, permissions), not ACL_SUCCESS.
+    const codeName = code === 0
+      ? "ACL_LIBRARY_ERROR"
+      : ACL_STATUS_NAMES[code] ?? "ACL_UNKNOWN_STATUS";
     super(`${message} [${codeName} ${code}]`, { cause: details.cause });
     this.name = "AclError";
     this.code = code;
     this.codeName = codeName;
     this.nativeMessage = details.nativeMessage;
   }
+}
+
+/** The one symbol {@linkcode unwrapAcl}/{@linkcode unwrapAclnn} need: aclGetRecentErrMsg. */
+export interface RecentErrorSource {
+  /** `const char *aclGetRecentErrMsg(void)`: the calling thread's latest error text, or NULL. */
+  readonly aclGetRecentErrMsg: () => Deno.PointerValue;
+}
+
+/**
+ * Reads (and so clears) the calling thread's latest native error text; undefined when there is
+ * none or it cannot be read. Call it right after the failing call, before any other ACL call.
+ */
+export function recentErrorMessage(lib: RecentErrorSource | null | undefined): string | undefined {
+  if (!lib) return undefined;
+  try {
+    const p = lib.aclGetRecentErrMsg();
+    if (p === null) return undefined;
+    const text = Deno.UnsafePointerView.getCString(p).trim();
+    return text.length > 0 ? text : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function withNative(what: string, nativeMessage: string | undefined): string {
+  return nativeMessage === undefined ? `${what} failed` : `${what} failed: ${nativeMessage}`;
+}
+
+/**
+ * Throws an {@linkcode AclError} unless `status` is ACL_SUCCESS (0). The message names the call
+ * (`what`, e.g. `aclrtMalloc(4096 bytes)`) and carries aclGetRecentErrMsg's text, read right
+ * away from `lib`.
+ */
+export function unwrapAcl(status: number, what: string, lib: RecentErrorSource | null): void {
+  if (status === 0) return;
+  const nativeMessage = recentErrorMessage(lib);
+  throw new AclError(status, withNative(what, nativeMessage), { nativeMessage });
+}
+
+/**
+ * Throws an {@linkcode AclnnError} unless `status` is ACLNN_SUCCESS (0), with the native text of
+ * aclGetRecentErrMsg (read right away from `lib`) as `nativeMessage` and in the message.
+ */
+export function unwrapAclnn(
+  status: number,
+  what: string,
+  lib: RecentErrorSource | null,
+  details: Omit<AclnnErrorDetails, "nativeMessage"> = {},
+): void {
+  if (status === 0) return;
+  const nativeMessage = recentErrorMessage(lib);
+  throw new AclnnError(status, withNative(what, nativeMessage), { ...details, nativeMessage });
 }

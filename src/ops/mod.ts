@@ -11,3 +11,24 @@ export type {
   BatchNormReduceBackwardOut,
   BatchNormReduceBackwardResult,
 } from "./batch_norm_reduce_backward.ts";
+export type { MaybeTensor } from "./validate.ts";
+export { batchNormBackward } from "./batch_norm_backward.ts";
+export type {
+  BatchNormBackwardArgs,
+  BatchNormBackwardOut,
+  BatchNormBackwardResult,
+} from "./batch_norm_backward.ts";
+export { createBatchNormBackwardDescriptor } from "./infiniop_batch_norm_backward.ts";
+export type {
+  BatchNormBackwardComputeArgs,
+  BatchNormBackwardDescriptor,
+  BatchNormBackwardDescriptorArgs,
+  InfiniopTensorDescriptor,
+  TensorOrDescriptor,
+} from "./infiniop_batch_norm_backward.ts";
+export { groupNormBackward } from "./group_norm_backward.ts";
+export type {
+  GroupNormBackwardArgs,
+  GroupNormBackwardOut,
+  GroupNormBackwardResult,
+} from "./group_norm_backward.ts";

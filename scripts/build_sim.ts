@@ -1,0 +1,178 @@
+/**
+ * Builds the software CANN (tests/sim/*.c) into build/sim/ as shared libraries with the real
+ * CANN file names, plus the C smoke test.
+ *
+ * ```sh
+ * deno run --allow-run=cc --allow-read --allow-write scripts/build_sim.ts            # build
+ * deno run --allow-run=cc --allow-read --allow-write scripts/build_sim.ts --force    # rebuild all
+ * deno run --allow-run=cc,build/sim/smoke --allow-read --allow-write --allow-env \
+ *   scripts/build_sim.ts --smoke                                                      # build + run smoke
+ * ```
+ *
+ * Targets are skipped when they are newer than their sources (and this script). On a compiler
+ * error the compiler output is printed and the script exits with status 1.
+ *
+ * @module
+ */
+
+const root = new URL("../", import.meta.url);
+const srcDir = new URL("tests/sim/", root);
+const outDir = new URL("build/sim/", root);
+
+const CFLAGS = [
+  "-std=c11",
+  "-O2",
+  "-fPIC",
+  "-Wall",
+  "-Wextra",
+  "-Werror",
+  "-fvisibility=hidden",
+];
+const HEADERS = ["sim.h", "sim_api.h"];
+
+/** One output of the build. */
+interface Target {
+  /** File name in build/sim/. */
+  out: string;
+  /** Source files in tests/sim/. */
+  sources: string[];
+  /** Extra compiler/linker arguments. */
+  args: string[];
+}
+
+const CORE = "libaclsim_core.so";
+const linkCore = ["-L", ".", "-laclsim_core", "-Wl,-rpath,$ORIGIN", "-Wl,--no-undefined"];
+
+const TARGETS: Target[] = [
+  {
+    out: CORE,
+    sources: ["sim_core.c", "sim_numeric.c", "sim_ops.c"],
+    args: ["-shared", `-Wl,-soname,${CORE}`, "-Wl,--no-undefined", "-lm", "-lpthread"],
+  },
+  ...["libacl_rt.so", "libascendcl.so"].map((out) => ({
+    out,
+    sources: ["export_runtime.c"],
+    args: ["-shared", `-Wl,-soname,${out}`, ...linkCore],
+  })),
+  {
+    out: "libnnopbase.so",
+    sources: ["export_nnopbase.c"],
+    args: ["-shared", "-Wl,-soname,libnnopbase.so", ...linkCore],
+  },
+  {
+    out: "libopapi_nn.so",
+    sources: ["export_opapi.c"],
+    args: ["-shared", "-DSIM_WITH_NN", "-Wl,-soname,libopapi_nn.so", ...linkCore],
+  },
+  {
+    out: "libopapi_math.so",
+    sources: ["export_opapi.c"],
+    args: ["-shared", "-DSIM_WITH_MATH", "-Wl,-soname,libopapi_math.so", ...linkCore],
+  },
+  {
+    out: "libopapi.so",
+    sources: ["export_opapi.c"],
+    args: [
+      "-shared",
+      "-DSIM_WITH_NN",
+      "-DSIM_WITH_MATH",
+      "-Wl,-soname,libopapi.so",
+      ...linkCore,
+    ],
+  },
+  {
+    out: "smoke",
+    sources: ["smoke.c"],
+    args: [
+      "-fvisibility=default",
+      "-L",
+      ".",
+      "-lacl_rt",
+      "-lnnopbase",
+      "-lopapi_nn",
+      "-lopapi_math",
+      "-laclsim_core",
+      "-Wl,-rpath,$ORIGIN",
+      "-lm",
+      "-lpthread",
+    ],
+  },
+];
+
+async function mtime(url: URL): Promise<number | null> {
+  try {
+    return (await Deno.stat(url)).mtime?.getTime() ?? null;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return null;
+    throw e;
+  }
+}
+
+async function upToDate(t: Target, force: boolean): Promise<boolean> {
+  if (force) return false;
+  const out = await mtime(new URL(t.out, outDir));
+  if (out === null) return false;
+  const inputs = [
+    ...[...t.sources, ...HEADERS].map((s) => new URL(s, srcDir)),
+    new URL(import.meta.url),
+  ];
+  for (const input of inputs) {
+    const m = await mtime(input);
+    if (m === null || m >= out) return false;
+  }
+  return true;
+}
+
+async function compile(t: Target): Promise<void> {
+  const args = [
+    ...CFLAGS,
+    `-I${srcDir.pathname}`,
+    ...t.sources.map((s) => new URL(s, srcDir).pathname),
+    "-o",
+    t.out,
+    ...t.args,
+  ];
+  const { code, stdout, stderr } = await new Deno.Command("cc", {
+    args,
+    cwd: outDir,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
+  if (code !== 0) {
+    console.error(
+      `build_sim: compiling ${t.out} failed (cc exit ${code}):\ncc ${args.join(" ")}\n`,
+    );
+    console.error(text);
+    Deno.exit(1);
+  }
+  if (text.trim()) console.error(text);
+}
+
+async function main(): Promise<void> {
+  const force = Deno.args.includes("--force");
+  const smoke = Deno.args.includes("--smoke");
+  await Deno.mkdir(outDir, { recursive: true });
+  for (const t of TARGETS) {
+    const rel = `build/sim/${t.out}`;
+    if (await upToDate(t, force)) {
+      console.log(`up to date  ${rel}`);
+      continue;
+    }
+    await compile(t);
+    console.log(`built       ${rel}  (${t.sources.map((s) => `tests/sim/${s}`).join(", ")})`);
+  }
+  if (smoke) {
+    const { code } = await new Deno.Command(new URL("smoke", outDir).pathname, {
+      env: { ASCEND_OPP_PATH: "" },
+      stdout: "inherit",
+      stderr: "inherit",
+    }).output();
+    if (code !== 0) {
+      console.error(`build_sim: smoke test failed (exit ${code})`);
+      Deno.exit(1);
+    }
+  }
+}
+
+if (import.meta.main) await main();

@@ -1,0 +1,236 @@
+/**
+ * `deno task demo`: runs the three seed operators on a realistic shape on the embedded
+ * default backend (an Ascend NPU when CANN and a device are found, the CPU backend
+ * otherwise), and prints the backend, the shapes, the time per op and the largest deviation
+ * from a float64 recomputation.
+ *
+ * Flags: `--shape 8,64,32,32`, `--groups 32`, `--dtype float32|float16|bfloat16`,
+ * `--repeat 3`, `--lib-dir DIR`, `--cpu` (skip the NPU probe).
+ *
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import {
+  batchNormBackward,
+  batchNormReduceBackward,
+  createBatchNormBackwardDescriptor,
+  type DType,
+  groupNormBackward,
+  selectDefaultDevice,
+  Tensor,
+} from "../mod.ts";
+import {
+  batchNormGradInput64,
+  batchNormSums64,
+  groupNormGrads64,
+  maxDeviation,
+} from "./demo_reference.ts";
+
+const { values: flags } = parseArgs({
+  args: Deno.args,
+  options: {
+    shape: { type: "string", default: "8,64,32,32" },
+    groups: { type: "string", default: "32" },
+    dtype: { type: "string", default: "float32" },
+    repeat: { type: "string", default: "3" },
+    "lib-dir": { type: "string" },
+    cpu: { type: "boolean", default: false },
+  },
+});
+
+const shape = flags.shape.split(",").map(Number);
+const group = Number(flags.groups);
+const dtype = flags.dtype as DType;
+const repeat = Math.max(1, Number(flags.repeat));
+const [N, C] = shape;
+const HxW = shape.slice(2).reduce((a, b) => a * b, 1);
+
+const selection = flags.cpu
+  ? { device: "cpu" as const, description: "CPU backend (--cpu)" }
+  : selectDefaultDevice({ libDir: flags["lib-dir"] });
+const device = selection.device;
+console.log(`backend: ${selection.description}`);
+console.log(`shape: [${shape.join(", ")}] ${dtype}, GroupNorm groups: ${group}, repeat: ${repeat}`);
+
+// Inputs in float64 (the reference sees exactly the values the tensors hold after rounding).
+const x = Tensor.random(shape, { seed: 1, dtype, distribution: "normal", low: 0.5, high: 2 });
+const dy = Tensor.random(shape, { seed: 2, dtype, distribution: "normal" });
+const x64 = x.toFloat64Array();
+const dy64 = dy.toFloat64Array();
+
+// BatchNorm statistics of the batch, and GroupNorm statistics per (n, group).
+const bnMean = new Float64Array(C);
+const bnVar = new Float64Array(C);
+const inner = HxW;
+for (let i = 0; i < x64.length; i++) bnMean[Math.floor(i / inner) % C] += x64[i] / (N * inner);
+for (let i = 0; i < x64.length; i++) {
+  const c = Math.floor(i / inner) % C;
+  bnVar[c] += (x64[i] - bnMean[c]) ** 2 / (N * inner);
+}
+const bnInvstd = bnVar.map((v) => 1 / Math.sqrt(v + 1e-5));
+const gnSize = (C / group) * HxW;
+const gnMean = new Float64Array(N * group);
+const gnRstd = new Float64Array(N * group);
+for (let k = 0; k < N * group; k++) {
+  const slice = x64.subarray(k * gnSize, (k + 1) * gnSize);
+  const m = slice.reduce((a, b) => a + b, 0) / gnSize;
+  const v = slice.reduce((a, b) => a + (b - m) ** 2, 0) / gnSize;
+  gnMean[k] = m;
+  gnRstd[k] = 1 / Math.sqrt(v + 1e-5);
+}
+const weight64 = Float64Array.from({ length: C }, (_, c) => 0.5 + c / C);
+
+const onDevice = (t: Tensor) => t.to(device);
+const xs = onDevice(x);
+const dys = onDevice(dy);
+const mean = onDevice(Tensor.fromArray(bnMean, [C]));
+const invstd = onDevice(Tensor.fromArray(bnInvstd, [C]));
+const weight = onDevice(Tensor.fromArray(weight64, [C]));
+const runningMean = onDevice(Tensor.fromArray(bnMean, [C], dtype));
+const runningVar = onDevice(Tensor.fromArray(bnVar, [C], dtype));
+const gnMeanT = onDevice(Tensor.fromArray(gnMean, [N, group]));
+const gnRstdT = onDevice(Tensor.fromArray(gnRstd, [N, group]));
+const gamma = onDevice(Tensor.fromArray(weight64, [C]));
+
+/** Median wall time of `repeat` runs after one warm-up, in milliseconds. */
+function time<T>(run: () => T): { result: T; ms: number } {
+  let result = run();
+  const times: number[] = [];
+  for (let i = 0; i < repeat; i++) {
+    const start = performance.now();
+    result = run();
+    times.push(performance.now() - start);
+  }
+  times.sort((a, b) => a - b);
+  return { result, ms: times[Math.floor(times.length / 2)] };
+}
+
+const rows: { op: string; outputs: string; ms: number; deviation: number }[] = [];
+
+// 1. aclnnBatchNormReduceBackward
+{
+  const { result, ms } = time(() => {
+    const r = batchNormReduceBackward({ gradOut: dys, input: xs, mean, invstd, weight });
+    return [
+      r.sumDy!.toFloat64Array(),
+      r.sumDyXmu!.toFloat64Array(),
+      r.gradWeight!.toFloat64Array(),
+    ];
+  });
+  const ref = batchNormSums64(dy64, x64, bnMean, shape);
+  const deviation = Math.max(
+    maxDeviation(result[0], ref.sumDy),
+    maxDeviation(result[1], ref.sumDyXmu),
+    maxDeviation(result[2], ref.sumDyXmu.map((v, c) => v * bnInvstd[c])),
+  );
+  rows.push({ op: "batchNormReduceBackward", outputs: `4 x [${C}]`, ms, deviation });
+}
+
+// 2. BatchNorm backward, aclnn shape and InfiniOp descriptor shape (training gradient).
+const refGradInput = batchNormGradInput64(dy64, x64, bnMean, bnInvstd, weight64, shape);
+{
+  const { result, ms } = time(() =>
+    batchNormBackward({
+      gradOut: dys,
+      input: xs,
+      weight,
+      saveMean: mean,
+      saveInvstd: invstd,
+      training: true,
+    }).gradInput!.toFloat64Array()
+  );
+  const deviation = maxDeviation(result, refGradInput);
+  rows.push({ op: "batchNormBackward", outputs: `[${shape.join(", ")}]`, ms, deviation });
+}
+{
+  const L = HxW;
+  const as3d = (t: Tensor) => t.reshape([N, C, L]);
+  const gradInput = Tensor.zeros([N, C, L], dtype, device);
+  const gradWeight = Tensor.zeros([C], dtype, device);
+  const gradBias = Tensor.zeros([C], dtype, device);
+  const dweight = onDevice(Tensor.fromArray(weight64, [C], dtype));
+  // InfiniOp's running stats are E[x] and Var[x] of the batch; eps 1e-5 matches the reference.
+  using descriptor = createBatchNormBackwardDescriptor({
+    gradInput,
+    gradWeight,
+    gradBias,
+    input: as3d(xs),
+    gradOutput: as3d(dys),
+    weight: dweight,
+    runningMean,
+    runningVar,
+    eps: 1e-5,
+  });
+  const { ms } = time(() =>
+    descriptor.compute({
+      gradInput,
+      gradWeight,
+      gradBias,
+      input: as3d(xs),
+      gradOutput: as3d(dys),
+      weight: dweight,
+      runningMean,
+      runningVar,
+    })
+  );
+  // The descriptor uses the dtype-rounded running stats; compare against those.
+  const rm = runningMean.toFloat64Array();
+  const rv = runningVar.toFloat64Array();
+  const ref = batchNormGradInput64(
+    dy64,
+    x64,
+    rm,
+    rv.map((v) => 1 / Math.sqrt(v + 1e-5)),
+    dweight.toFloat64Array(),
+    shape,
+  );
+  const deviation = maxDeviation(gradInput.toFloat64Array(), ref);
+  rows.push({ op: "InfiniOp BatchNormBackward", outputs: `[${N}, ${C}, ${L}]`, ms, deviation });
+}
+
+// 3. aclnnGroupNormBackward
+{
+  const { result, ms } = time(() => {
+    const r = groupNormBackward({
+      gradOut: dys,
+      input: xs,
+      mean: gnMeanT,
+      rstd: gnRstdT,
+      gamma,
+      group,
+    });
+    return [
+      r.gradInput!.toFloat64Array(),
+      r.gradGamma!.toFloat64Array(),
+      r.gradBeta!.toFloat64Array(),
+    ];
+  });
+  const ref = groupNormGrads64(dy64, x64, gnMean, gnRstd, weight64, N, C, HxW, group);
+  const deviation = Math.max(
+    maxDeviation(result[0], ref.gradInput),
+    maxDeviation(result[1], ref.gradGamma),
+    maxDeviation(result[2], ref.gradBeta),
+  );
+  rows.push({
+    op: `groupNormBackward (group ${group})`,
+    outputs: `[${shape.join(", ")}]`,
+    ms,
+    deviation,
+  });
+}
+
+console.log("");
+console.log(
+  `${"operator".padEnd(34)}${"outputs".padEnd(22)}${
+    "ms/op".padStart(10)
+  }  max deviation vs float64`,
+);
+for (const r of rows) {
+  console.log(
+    `${r.op.padEnd(34)}${r.outputs.padEnd(22)}${r.ms.toFixed(2).padStart(10)}  ${
+      r.deviation.toExponential(2)
+    }`,
+  );
+}
+if (device !== "cpu") device.close();

@@ -1,0 +1,147 @@
+/**
+ * `deno task doctor [--lib-dir DIR] [--json]`: reports where the CANN libraries were found
+ * (and every path tried), the CANN version if an install-info file is readable, ASCEND_OPP_PATH,
+ * the device count and SoC name, and what is missing. Always exits 0: it is a report.
+ *
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { describeLibraries, type DiscoveryReport } from "../src/ffi/library.ts";
+import { openCannLibraries } from "../src/ffi/library.ts";
+import { recentErrorMessage } from "../src/ffi/errors.ts";
+
+const { values: flags } = parseArgs({
+  args: Deno.args,
+  options: { "lib-dir": { type: "string" }, json: { type: "boolean", default: false } },
+});
+
+function env(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
+}
+
+function readText(path: string): string | undefined {
+  try {
+    return Deno.readTextFileSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+function listDir(path: string): string[] {
+  try {
+    return [...Deno.readDirSync(path)].map((e) => e.name);
+  } catch {
+    return [];
+  }
+}
+
+/** `version=8.0.RC2` / `Version=...` lines of CANN's version.info / *_install.info files. */
+function parseVersion(text: string): string | undefined {
+  const m = text.match(/^\s*(?:version|Version|VERSION)\s*[=:]\s*(\S+)/m);
+  return m?.[1];
+}
+
+/** Looks for a version file beside (and above) the library directory. */
+function cannVersion(libDir: string | null): { version: string; file?: string } {
+  if (libDir === null) return { version: "unknown" };
+  const root = libDir.replace(/\/lib64\/?$/, "");
+  const candidates = [`${root}/version.info`, `${root}/version.cfg`];
+  for (const name of listDir(root)) {
+    if (name.endsWith("_install.info")) candidates.push(`${root}/${name}`);
+    if (name.endsWith("-linux")) {
+      for (const inner of listDir(`${root}/${name}`)) {
+        if (inner.endsWith("_install.info")) candidates.push(`${root}/${name}/${inner}`);
+      }
+    }
+  }
+  candidates.push(`${root}/runtime/version.info`, `${root}/compiler/version.info`);
+  for (const file of candidates) {
+    const text = readText(file);
+    const version = text === undefined ? undefined : parseVersion(text);
+    if (version) return { version, file };
+  }
+  return { version: "unknown" };
+}
+
+interface DeviceProbe {
+  deviceCount?: number;
+  socName?: string;
+  error?: string;
+}
+
+function probeDevices(report: DiscoveryReport, libDir: string | undefined): DeviceProbe {
+  if (!report.found) return {};
+  try {
+    const libs = openCannLibraries({ libDir });
+    const rt = libs.runtime;
+    const init = rt.aclInit(null);
+    if (init !== 0 && init !== 100002) {
+      return { error: `aclInit returned ${init}: ${recentErrorMessage(rt) ?? "no message"}` };
+    }
+    const count = new Uint32Array(1);
+    const status = rt.aclrtGetDeviceCount(count);
+    const probe: DeviceProbe = status === 0
+      ? { deviceCount: count[0] }
+      : { error: `aclrtGetDeviceCount returned ${status}: ${recentErrorMessage(rt) ?? ""}` };
+    if (rt.aclrtGetSocName) {
+      const p = rt.aclrtGetSocName();
+      probe.socName = p === null ? "unknown" : Deno.UnsafePointerView.getCString(p);
+    } else probe.socName = "unknown (aclrtGetSocName not exported)";
+    return probe;
+  } catch (e) {
+    return { error: e instanceof Error ? e.message : String(e) };
+  }
+}
+
+const report = describeLibraries({ libDir: flags["lib-dir"] });
+const version = cannVersion(report.dir);
+const oppPath = env("ASCEND_OPP_PATH");
+const devices = probeDevices(report, flags["lib-dir"]);
+
+const missing: string[] = [];
+if (!report.found) missing.push("the CANN libraries (see the paths tried above)");
+if (!oppPath) missing.push("ASCEND_OPP_PATH (aclnn phase 1 fails with 561107 without it)");
+for (const lib of report.libraries) {
+  for (const symbol of lib.missingOptional) {
+    missing.push(`optional symbol ${symbol} in ${lib.path}`);
+  }
+}
+if (devices.deviceCount === 0) missing.push("an NPU device (aclrtGetDeviceCount = 0)");
+
+if (flags.json) {
+  console.log(
+    JSON.stringify({ report, version, oppPath: oppPath ?? null, devices, missing }, null, 2),
+  );
+} else {
+  const lines: string[] = ["@aclnn/norm doctor", ""];
+  if (report.found) {
+    lines.push(`CANN libraries: found via ${report.source} in ${report.dir ?? "(loader path)"}`);
+    for (const lib of report.libraries) lines.push(`  ${lib.role.padEnd(10)} ${lib.path}`);
+  } else {
+    lines.push("CANN libraries: NOT FOUND");
+  }
+  lines.push("", "Paths tried:");
+  for (const a of report.attempts) {
+    lines.push(`  [${a.source}] ${a.path}: ${a.error ?? "ok"}`);
+  }
+  for (const s of report.skipped) lines.push(`  [${s.source}] skipped: ${s.reason}`);
+  if (!report.found && report.error) {
+    lines.push("", report.error.split("\n").at(-1) ?? "");
+  }
+  lines.push(
+    "",
+    `CANN version:    ${version.version}${version.file ? ` (${version.file})` : ""}`,
+    `ASCEND_OPP_PATH: ${oppPath ?? "not set"}`,
+    `Devices:         ${devices.deviceCount ?? "unknown"}`,
+    `SoC:             ${devices.socName ?? "unknown"}`,
+  );
+  if (devices.error) lines.push(`Device probe:    ${devices.error}`);
+  lines.push("", missing.length === 0 ? "Nothing missing." : "Missing:");
+  for (const m of missing) lines.push(`  - ${m}`);
+  console.log(lines.join("\n"));
+}

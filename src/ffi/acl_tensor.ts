@@ -1,0 +1,158 @@
+/**
+ * Tensor -> aclTensor marshalling, the way torch_npu builds its descriptors: view dims,
+ * strides and offset in elements; the storage base (the DeviceBuffer's address, not the first
+ * element) as `tensorData`; a 1-D storage shape `[storage elements]`; the aclDataType of the
+ * dtype; the base format ND, labelled NCL/NCHW/NCDHW for rank 3/4/5.
+ *
+ * Every object whose address native code holds (the DeviceBuffer, and the dims/strides arrays)
+ * stays referenced by the descriptor until `aclDestroyTensor`.
+ *
+ * @module
+ */
+
+import { aclDataType, dtypeByteSize } from "../tensor/dtype.ts";
+import type { Tensor } from "../tensor/tensor.ts";
+import { AclFormat } from "./constants.ts";
+import { ACLNN_ERR_PARAM_INVALID, AclnnError, recentErrorMessage } from "./errors.ts";
+import type { CannLibraries } from "./library.ts";
+import type { DeviceBuffer } from "./runtime.ts";
+
+/** The aclFormat torch_npu gives a base-format tensor of this rank (channel = view dim 1). */
+export function aclFormatForRank(rank: number): number {
+  switch (rank) {
+    case 3:
+      return AclFormat.NCL;
+    case 4:
+      return AclFormat.NCHW;
+    case 5:
+      return AclFormat.NCDHW;
+    default:
+      return AclFormat.ND;
+  }
+}
+
+/** An aclTensor handle and everything it pins; destroy it once phase 2 has been called. */
+export class AclTensorDescriptor {
+  /** The aclTensor*. */
+  readonly handle: Deno.PointerObject;
+  /** The tensor described (keeps its storage reachable). */
+  readonly tensor: Tensor;
+  /** The device memory whose address the descriptor holds. */
+  readonly buffer: DeviceBuffer;
+  /** dims | strides | storage dims, passed by address to aclCreateTensor. */
+  readonly #shapes: BigInt64Array;
+  #destroy: ((handle: Deno.PointerObject) => number) | null;
+
+  /** Wraps a handle from aclCreateTensor. */
+  constructor(
+    handle: Deno.PointerObject,
+    tensor: Tensor,
+    buffer: DeviceBuffer,
+    shapes: BigInt64Array,
+    destroy: (handle: Deno.PointerObject) => number,
+  ) {
+    this.handle = handle;
+    this.tensor = tensor;
+    this.buffer = buffer;
+    this.#shapes = shapes;
+    this.#destroy = destroy;
+  }
+
+  /** aclDestroyTensor (idempotent); returns its status. */
+  destroy(): number {
+    const destroy = this.#destroy;
+    if (destroy === null) return 0;
+    this.#destroy = null;
+    void this.#shapes;
+    return destroy(this.handle);
+  }
+}
+
+/** An aclBoolArray handle; destroy it once phase 2 has been called. */
+export class AclBoolArrayDescriptor {
+  /** The aclBoolArray*. */
+  readonly handle: Deno.PointerObject;
+  /** The values, as passed (aclCreateBoolArray copies them; kept for diagnostics). */
+  readonly values: readonly boolean[];
+  #destroy: ((handle: Deno.PointerObject) => number) | null;
+
+  /** Wraps a handle from aclCreateBoolArray. */
+  constructor(
+    handle: Deno.PointerObject,
+    values: readonly boolean[],
+    destroy: (handle: Deno.PointerObject) => number,
+  ) {
+    this.handle = handle;
+    this.values = values;
+    this.#destroy = destroy;
+  }
+
+  /** aclDestroyBoolArray (idempotent); returns its status. */
+  destroy(): number {
+    const destroy = this.#destroy;
+    if (destroy === null) return 0;
+    this.#destroy = null;
+    return destroy(this.handle);
+  }
+}
+
+/**
+ * aclCreateTensor for `tensor`, whose storage is `buffer` (already checked to belong to the
+ * device). Throws AclnnError 161002 with the native message when the library refuses it.
+ */
+export function createAclTensor(
+  libs: CannLibraries,
+  tensor: Tensor,
+  buffer: DeviceBuffer,
+  what = "tensor",
+): AclTensorDescriptor {
+  const rank = tensor.shape.length;
+  const elementBytes = dtypeByteSize(tensor.dtype);
+  const shapes = new BigInt64Array(2 * rank + 1);
+  for (let i = 0; i < rank; i++) {
+    shapes[i] = BigInt(tensor.shape[i]);
+    shapes[rank + i] = BigInt(tensor.strides[i]);
+  }
+  const storageElements = Math.floor(buffer.byteLength / elementBytes);
+  shapes[2 * rank] = BigInt(storageElements);
+  const nn = libs.nnopbase;
+  const handle = nn.aclCreateTensor(
+    shapes.subarray(0, rank),
+    BigInt(rank),
+    aclDataType(tensor.dtype),
+    shapes.subarray(rank, 2 * rank),
+    BigInt(tensor.offset),
+    aclFormatForRank(rank),
+    shapes.subarray(2 * rank),
+    1n,
+    buffer.pointer,
+  );
+  if (handle === null) {
+    const nativeMessage = recentErrorMessage(libs.runtime);
+    throw new AclnnError(
+      ACLNN_ERR_PARAM_INVALID,
+      `aclCreateTensor(${what}: ${tensor}) failed${nativeMessage ? `: ${nativeMessage}` : ""}`,
+      { nativeMessage },
+    );
+  }
+  return new AclTensorDescriptor(handle, tensor, buffer, shapes, nn.aclDestroyTensor);
+}
+
+/** aclCreateBoolArray (the library copies the values). */
+export function createAclBoolArray(
+  libs: CannLibraries,
+  values: readonly boolean[],
+  what = "boolArray",
+): AclBoolArrayDescriptor {
+  const bytes = Uint8Array.from(values, (v) => (v ? 1 : 0));
+  const handle = libs.nnopbase.aclCreateBoolArray(bytes, BigInt(bytes.length));
+  if (handle === null) {
+    const nativeMessage = recentErrorMessage(libs.runtime);
+    throw new AclnnError(
+      ACLNN_ERR_PARAM_INVALID,
+      `aclCreateBoolArray(${what}) failed${nativeMessage ? `: ${nativeMessage}` : ""}`,
+      { nativeMessage },
+    );
+  }
+  return new AclBoolArrayDescriptor(handle, [...values], libs.nnopbase.aclDestroyBoolArray);
+}

@@ -1,0 +1,77 @@
+/**
+ * The embedded default backend: an Ascend NPU when CANN and a device can be opened, the CPU
+ * backend otherwise. Scripts (the demo, the examples, benchmarks) start here.
+ *
+ * @module
+ */
+
+import { type AscendDevice, openAscend, type OpenAscendOptions } from "./runtime.ts";
+
+/** Environment variable that forces a backend: `cpu`, `npu` or `auto` (the default). */
+export const BACKEND_ENV = "ACLNN_NORM_BACKEND";
+
+/** Which backend {@linkcode selectDefaultDevice} should pick. */
+export type BackendChoice = "auto" | "cpu" | "npu";
+
+/** Options of {@linkcode selectDefaultDevice}. */
+export interface DefaultDeviceOptions extends OpenAscendOptions {
+  /** `auto` tries the NPU and falls back to the CPU; `npu` fails when no NPU opens. */
+  backend?: BackendChoice;
+}
+
+/** The chosen device and why. */
+export interface DefaultDeviceSelection {
+  /** `"cpu"` or the opened AscendDevice (close it when done). */
+  readonly device: "cpu" | AscendDevice;
+  /** A one-line description for logs, e.g. `NPU npu:0 (CANN in /usr/local/Ascend/...)`. */
+  readonly description: string;
+  /** Why the NPU was not used, when the CPU backend was chosen in `auto` mode. */
+  readonly fallbackReason?: string;
+}
+
+function readBackendEnv(): BackendChoice | undefined {
+  try {
+    const value = Deno.env.get(BACKEND_ENV);
+    return value === "cpu" || value === "npu" || value === "auto" ? value : undefined;
+  } catch {
+    // Without --allow-env the variable cannot be read; auto is the documented default.
+    return undefined;
+  }
+}
+
+/**
+ * Opens the default device: the `backend` option, else `$ACLNN_NORM_BACKEND`, else `auto`
+ * (an NPU when CANN and a device can be opened, otherwise the CPU backend with the reason).
+ *
+ * @example
+ * ```ts
+ * import { selectDefaultDevice, Tensor } from "@aclnn/norm";
+ * const { device, description } = selectDefaultDevice();
+ * console.log(description);
+ * const x = Tensor.random([2, 3, 4], { seed: 1, device });
+ * if (device !== "cpu") device.close();
+ * ```
+ */
+export function selectDefaultDevice(options: DefaultDeviceOptions = {}): DefaultDeviceSelection {
+  const backend = options.backend ?? readBackendEnv() ?? "auto";
+  if (backend === "cpu") {
+    return { device: "cpu", description: `CPU backend (pure TypeScript, float64 accumulation)` };
+  }
+  try {
+    const device = openAscend(options);
+    const where = device.libDir ? ` (CANN libraries in ${device.libDir})` : "";
+    return { device, description: `NPU ${device.name}${where}` };
+  } catch (e) {
+    if (backend === "npu") throw e;
+    const message = e instanceof Error ? e.message : String(e);
+    // The discovery error lists every path tried over many lines; keep the log line short.
+    const reason = message.startsWith("Could not open the CANN libraries")
+      ? "CANN libraries not found (`deno task doctor` lists every path tried)"
+      : message.split("\n")[0];
+    return {
+      device: "cpu",
+      description: `CPU backend (pure TypeScript; no NPU: ${reason})`,
+      fallbackReason: reason,
+    };
+  }
+}

@@ -1,0 +1,543 @@
+/**
+ * The Ascend device: ACL initialisation, device binding, one stream, device memory
+ * (aclrtMalloc/Free/Memcpy) and lifetimes.
+ *
+ * Lifetimes: a {@linkcode DeviceBuffer} is freed by `release()` (idempotent), by its device's
+ * `close()`, or, as a backstop only, by a FinalizationRegistry once it is garbage. Work that
+ * runAclnn queued on the stream records every buffer it uses; releasing such a buffer before
+ * the stream is synchronised defers the aclrtFree until after the next synchronisation, so the
+ * device never reads freed memory.
+ *
+ * aclFinalize policy: ACL is initialised once per process (a repeated aclInit, 100002, is
+ * tolerated) and is NOT finalised when a device closes: releases before CANN 8.x cannot call
+ * aclInit again after aclFinalize, and other devices may still be open. `finalizeAscend()`
+ * finalises explicitly once every device is closed.
+ *
+ * @module
+ */
+
+import type { AcceleratorDevice, DeviceStorage } from "../tensor/device.ts";
+import {
+  ACL_ERROR_REPEAT_INITIALIZE,
+  ACL_SUCCESS,
+  AclrtMemcpyKind,
+  AclrtMemMallocPolicy,
+} from "./constants.ts";
+import { AclError, recentErrorMessage, unwrapAcl } from "./errors.ts";
+import { type CannLibraries, type LibraryOptions, openCannLibraries } from "./library.ts";
+
+/** Options of {@linkcode openAscend}. */
+export interface OpenAscendOptions extends LibraryOptions {
+  /** The NPU to use (aclrtSetDevice id). Default 0. */
+  deviceId?: number;
+}
+
+type Runtime = CannLibraries["runtime"];
+
+/** Runtimes (per library set) on which this process has called aclInit. */
+const initialised = new WeakSet<Runtime>();
+/** Open devices, for finalizeAscend(). */
+const openDevices = new Set<DeviceState>();
+/** The device whose context is current on this thread (null: unknown, set it again). */
+let activeState: DeviceState | null = null;
+
+/** Deferred frees that trigger a synchronisation (bounds memory held by released buffers). */
+const MAX_DEFERRED_FREES = 256;
+const MAX_DEFERRED_BYTES = 256 * 1024 * 1024;
+
+/** Native memory of one allocation, shared by its DeviceBuffer and the backstop registry. */
+interface Allocation {
+  readonly id: number;
+  readonly pointer: Deno.PointerValue;
+  readonly byteLength: number;
+}
+
+/** Everything a device owns; DeviceBuffers and the executor reach it through `ascendState`. */
+export class DeviceState {
+  readonly libs: CannLibraries;
+  readonly rt: Runtime;
+  readonly deviceId: number;
+  readonly name: string;
+  context: Deno.PointerValue = null;
+  stream: Deno.PointerValue = null;
+  closed = false;
+  /** Live native allocations by id (ids, not buffers: the backstop must still see garbage). */
+  readonly live: Map<number, Allocation> = new Map();
+  /** Buffers used by work queued since the last synchronisation (kept alive until then). */
+  readonly inFlight: Set<DeviceBuffer> = new Set();
+  /** Allocations released while in flight: freed after the next synchronisation. */
+  readonly deferred: Allocation[] = [];
+  /** Bytes in `deferred`. */
+  deferredBytes = 0;
+  /** Whether work has been queued since the last synchronisation. */
+  queued = false;
+  /** The reusable operator workspace. */
+  workspace: DeviceBuffer | null = null;
+  /** Out-params reused by every two-phase call of this device (pinned here). */
+  readonly workspaceSizeOut: BigUint64Array = new BigUint64Array(1);
+  readonly executorOut: BigUint64Array = new BigUint64Array(1);
+  nextId = 1;
+
+  constructor(libs: CannLibraries, deviceId: number) {
+    this.libs = libs;
+    this.rt = libs.runtime;
+    this.deviceId = deviceId;
+    this.name = `npu:${deviceId}`;
+  }
+
+  /** Throws a clear error once the device is closed: no call ever reaches a closed device. */
+  check(what: string): void {
+    if (this.closed) {
+      throw new AclError(
+        100000,
+        `${what}: AscendDevice ${this.name} is closed; open a new one with openAscend()`,
+      );
+    }
+  }
+
+  /** Makes this device's context current on the calling thread (cheap when it already is). */
+  activate(): void {
+    if (activeState === this) return;
+    if (this.context !== null) {
+      unwrapAcl(
+        this.rt.aclrtSetCurrentContext(this.context),
+        `aclrtSetCurrentContext(${this.name})`,
+        this.rt,
+      );
+    } else {
+      unwrapAcl(this.rt.aclrtSetDevice(this.deviceId), `aclrtSetDevice(${this.deviceId})`, this.rt);
+    }
+    activeState = this;
+  }
+
+  allocate(byteLength: number): Allocation {
+    const id = this.nextId++;
+    if (byteLength === 0) return { id, pointer: null, byteLength };
+    this.activate();
+    const out = new BigUint64Array(1);
+    const status = this.rt.aclrtMalloc(out, BigInt(byteLength), AclrtMemMallocPolicy.HUGE_FIRST);
+    unwrapAcl(status, `aclrtMalloc(${byteLength} bytes on ${this.name})`, this.rt);
+    const allocation = { id, pointer: Deno.UnsafePointer.create(out[0]), byteLength };
+    this.live.set(id, allocation);
+    return allocation;
+  }
+
+  /** Frees one allocation now (no-op for empty or already freed ones). */
+  free(allocation: Allocation): void {
+    if (!this.live.delete(allocation.id) || allocation.pointer === null) return;
+    this.activate();
+    unwrapAcl(
+      this.rt.aclrtFree(allocation.pointer),
+      `aclrtFree(${allocation.byteLength} bytes on ${this.name})`,
+      this.rt,
+    );
+  }
+
+  /** Waits for the stream, then frees what was released meanwhile. */
+  synchronize(): void {
+    this.activate();
+    const status = this.rt.aclrtSynchronizeStream(this.stream);
+    // The work has finished (or failed): nothing on the stream uses these buffers any more.
+    this.queued = false;
+    this.inFlight.clear();
+    const nativeMessage = status === ACL_SUCCESS ? undefined : recentErrorMessage(this.rt);
+    const pending = this.deferred.splice(0);
+    this.deferredBytes = 0;
+    let firstError: unknown;
+    for (const a of pending) {
+      try {
+        this.free(a);
+      } catch (e) {
+        firstError ??= e;
+      }
+    }
+    if (status !== ACL_SUCCESS) {
+      throw new AclError(
+        status,
+        `aclrtSynchronizeStream(${this.name}) failed${nativeMessage ? `: ${nativeMessage}` : ""}`,
+        { nativeMessage },
+      );
+    }
+    if (firstError) throw firstError;
+  }
+
+  /**
+   * Frees now, or after the next synchronisation when queued work may still use it. When
+   * deferred frees pile up (a loop that never reads a result), synchronises to bound them.
+   */
+  release(buffer: DeviceBuffer, allocation: Allocation): void {
+    if (this.closed) return;
+    if (!this.inFlight.has(buffer)) {
+      this.free(allocation);
+      return;
+    }
+    this.deferred.push(allocation);
+    this.deferredBytes += allocation.byteLength;
+    if (
+      this.deferred.length >= MAX_DEFERRED_FREES || this.deferredBytes >= MAX_DEFERRED_BYTES
+    ) {
+      this.synchronize();
+    }
+  }
+
+  /** A workspace of at least `size` bytes; grown (never shrunk) when too small. */
+  workspaceFor(size: bigint): DeviceBuffer {
+    const current = this.workspace;
+    if (current !== null && BigInt(current.byteLength) >= size) return current;
+    // Grow by at least 1.5x to avoid a reallocation per slightly larger call.
+    const wanted = Number(size);
+    const grown = current === null ? wanted : Math.max(wanted, Math.ceil(current.byteLength * 1.5));
+    const next = new DeviceBuffer(this, this.allocate(grown), internalToken);
+    this.workspace = next;
+    current?.release(); // deferred if queued work still uses it
+    return next;
+  }
+}
+
+/** Backstop: frees allocations whose DeviceBuffer became garbage without release(). */
+const backstop = new FinalizationRegistry<{ state: DeviceState; allocation: Allocation }>(
+  ({ state, allocation }) => {
+    if (state.closed) return;
+    try {
+      state.free(allocation);
+    } catch {
+      // A finaliser has nobody to report to; close() frees whatever is left.
+    }
+  },
+);
+
+const internalToken = Symbol("DeviceBuffer.internal");
+let bufferState!: (buffer: DeviceBuffer) => DeviceState;
+
+/**
+ * Device memory from `aclrtMalloc` (no native allocation for 0 bytes: its pointer is NULL).
+ * Tensors on an NPU hold one as their `storage`.
+ */
+export class DeviceBuffer implements DeviceStorage {
+  /** The device that owns this memory. */
+  readonly device: AscendDevice;
+  /** Size in bytes. */
+  readonly byteLength: number;
+  readonly #state: DeviceState;
+  readonly #allocation: Allocation;
+  #released = false;
+
+  static {
+    bufferState = (buffer) => buffer.#state;
+  }
+
+  /** Not for users: buffers come from {@linkcode AscendDevice.allocate}. */
+  constructor(state: unknown, allocation: unknown, token: symbol) {
+    if (token !== internalToken || !(state instanceof DeviceState)) {
+      throw new TypeError("DeviceBuffer: use AscendDevice.allocate()");
+    }
+    this.#state = state;
+    this.#allocation = allocation as Allocation;
+    this.byteLength = this.#allocation.byteLength;
+    this.device = deviceOf(state);
+    if (this.#allocation.pointer !== null) {
+      backstop.register(this, { state, allocation: this.#allocation }, this);
+    }
+  }
+
+  /** Whether the memory has been released (explicitly or by closing the device). */
+  get released(): boolean {
+    return this.#released || this.#state.closed;
+  }
+
+  /**
+   * The device address (NULL for a 0-byte buffer). Throws once released: native code must
+   * never see a freed address.
+   */
+  get pointer(): Deno.PointerValue {
+    if (this.released) {
+      this.#state.check("DeviceBuffer.pointer");
+      throw new AclError(100000, `DeviceBuffer.pointer: the buffer was released`);
+    }
+    return this.#allocation.pointer;
+  }
+
+  /**
+   * Returns the memory to the device (idempotent). If work queued on the stream may still use
+   * it, the aclrtFree happens right after the next synchronisation instead.
+   */
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    backstop.unregister(this);
+    this.#state.release(this, this.#allocation);
+  }
+
+  /** Same as {@linkcode DeviceBuffer.release}. */
+  [Symbol.dispose](): void {
+    this.release();
+  }
+}
+
+const devices = new WeakMap<DeviceState, AscendDevice>();
+function deviceOf(state: DeviceState): AscendDevice {
+  const device = devices.get(state);
+  if (!device) throw new TypeError("DeviceBuffer: unknown device");
+  return device;
+}
+
+let deviceState!: (device: AscendDevice) => DeviceState;
+
+function checkOwn(device: AscendDevice, storage: DeviceStorage, what: string): DeviceBuffer {
+  if (!(storage instanceof DeviceBuffer) || storage.device !== device) {
+    throw new AclError(100000, `${what}: the storage does not belong to ${device.name}`);
+  }
+  if (storage.released) throw new AclError(100000, `${what}: the buffer was released`);
+  return storage;
+}
+
+function checkRange(buffer: DeviceBuffer, byteOffset: number, length: number, what: string) {
+  if (
+    !Number.isSafeInteger(byteOffset) || byteOffset < 0 || byteOffset + length > buffer.byteLength
+  ) {
+    throw new RangeError(
+      `${what}: bytes [${byteOffset}, ${
+        byteOffset + length
+      }) exceed the ${buffer.byteLength}-byte buffer`,
+    );
+  }
+}
+
+/**
+ * An Ascend NPU opened with {@linkcode openAscend}: one device, one stream, device memory.
+ * Close it with `close()` or a `using` declaration.
+ */
+export class AscendDevice implements AcceleratorDevice, Disposable {
+  /** Always `"npu"`. */
+  readonly kind: "npu" = "npu";
+  /** The device id passed to aclrtSetDevice. */
+  readonly id: number;
+  /** `npu:<id>`. */
+  readonly name: string;
+  readonly #state: DeviceState;
+
+  static {
+    deviceState = (device) => device.#state;
+  }
+
+  /** Not for users: devices come from {@linkcode openAscend}. */
+  constructor(state: unknown, token: symbol) {
+    if (token !== internalToken || !(state instanceof DeviceState)) {
+      throw new TypeError("AscendDevice: use openAscend()");
+    }
+    this.#state = state;
+    this.id = state.deviceId;
+    this.name = state.name;
+    devices.set(state, this);
+  }
+
+  /** Whether {@linkcode AscendDevice.close} has been called. */
+  get closed(): boolean {
+    return this.#state.closed;
+  }
+
+  /** Where the CANN libraries were loaded from (null: the loader's path). */
+  get libDir(): string | null {
+    return this.#state.libs.dir;
+  }
+
+  /** Allocates `byteLength` bytes (aclrtMalloc, HUGE_FIRST); 0 bytes allocates nothing. */
+  allocate(byteLength: number): DeviceBuffer {
+    const state = this.#state;
+    state.check("allocate");
+    if (!Number.isSafeInteger(byteLength) || byteLength < 0) {
+      throw new RangeError(`allocate: byteLength ${byteLength} must be an integer >= 0`);
+    }
+    return new DeviceBuffer(state, state.allocate(byteLength), internalToken);
+  }
+
+  /**
+   * Copies `src` into device memory at `byteOffset` (aclrtMemcpy host-to-device). Waits first
+   * when queued work uses the buffer, so the copy cannot overtake it.
+   */
+  upload(dst: DeviceStorage, src: Uint8Array, byteOffset: number): void {
+    const state = this.#state;
+    state.check("upload");
+    const buffer = checkOwn(this, dst, "upload");
+    checkRange(buffer, byteOffset, src.byteLength, "upload");
+    if (src.byteLength === 0) return;
+    if (state.inFlight.has(buffer)) state.synchronize();
+    state.activate();
+    const status = state.rt.aclrtMemcpy(
+      Deno.UnsafePointer.offset(buffer.pointer!, byteOffset),
+      BigInt(buffer.byteLength - byteOffset),
+      Deno.UnsafePointer.of(src as Uint8Array<ArrayBuffer>),
+      BigInt(src.byteLength),
+      AclrtMemcpyKind.HOST_TO_DEVICE,
+    );
+    unwrapAcl(status, `aclrtMemcpy(host to ${this.name}, ${src.byteLength} bytes)`, state.rt);
+  }
+
+  /** Waits for queued work (aclrtSynchronizeStream), then copies device bytes into `dst`. */
+  download(src: DeviceStorage, dst: Uint8Array, byteOffset: number): void {
+    const state = this.#state;
+    state.check("download");
+    const buffer = checkOwn(this, src, "download");
+    checkRange(buffer, byteOffset, dst.byteLength, "download");
+    state.synchronize();
+    if (dst.byteLength === 0) return;
+    const status = state.rt.aclrtMemcpy(
+      Deno.UnsafePointer.of(dst as Uint8Array<ArrayBuffer>),
+      BigInt(dst.byteLength),
+      Deno.UnsafePointer.offset(buffer.pointer!, byteOffset),
+      BigInt(dst.byteLength),
+      AclrtMemcpyKind.DEVICE_TO_HOST,
+    );
+    unwrapAcl(status, `aclrtMemcpy(${this.name} to host, ${dst.byteLength} bytes)`, state.rt);
+  }
+
+  /** Waits until the work queued on this device's stream has finished. */
+  synchronize(): void {
+    this.#state.check("synchronize");
+    this.#state.synchronize();
+  }
+
+  /**
+   * Synchronises, frees the workspace and every buffer still allocated, destroys the stream and
+   * resets the device. Idempotent; tensors on this device are unusable afterwards.
+   */
+  close(): void {
+    const state = this.#state;
+    if (state.closed) return;
+    const errors: unknown[] = [];
+    const attempt = (fn: () => void) => {
+      try {
+        fn();
+      } catch (e) {
+        errors.push(e);
+      }
+    };
+    attempt(() => state.synchronize());
+    attempt(() => state.workspace?.release());
+    state.workspace = null;
+    state.inFlight.clear();
+    for (const a of [...state.deferred.splice(0), ...state.live.values()]) {
+      attempt(() => state.free(a));
+    }
+    attempt(() => {
+      state.activate();
+      if (state.stream !== null) {
+        unwrapAcl(state.rt.aclrtDestroyStream(state.stream), "aclrtDestroyStream", state.rt);
+      }
+    });
+    state.stream = null;
+    attempt(() =>
+      unwrapAcl(
+        state.rt.aclrtResetDevice(state.deviceId),
+        `aclrtResetDevice(${state.deviceId})`,
+        state.rt,
+      )
+    );
+    state.closed = true;
+    openDevices.delete(state);
+    if (activeState === state || activeState?.deviceId === state.deviceId) activeState = null;
+    if (errors.length > 0) throw errors[0];
+  }
+
+  /** Same as {@linkcode AscendDevice.close}, for `using` declarations. */
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  /** `AscendDevice(npu:0)`. */
+  toString(): string {
+    return `AscendDevice(${this.name}${this.closed ? ", closed" : ""})`;
+  }
+}
+
+function initAcl(libs: CannLibraries): void {
+  const rt = libs.runtime;
+  if (initialised.has(rt)) return;
+  const status = rt.aclInit(null);
+  if (status === ACL_ERROR_REPEAT_INITIALIZE) recentErrorMessage(rt); // harmless; clear it
+  else unwrapAcl(status, "aclInit", rt);
+  if (libs.nnopbase.aclnnInit) {
+    // aclnnInit is optional (missing before CANN 8.0); a failure surfaces again in phase 1 with
+    // a better message, so only clear the error text here.
+    if (libs.nnopbase.aclnnInit(null) !== ACL_SUCCESS) recentErrorMessage(rt);
+  }
+  initialised.add(rt);
+}
+
+/**
+ * Opens an Ascend NPU: finds and loads the CANN libraries, initialises ACL (once per process),
+ * binds the device to the calling thread and creates a stream.
+ *
+ * Throws an {@linkcode AclError}: code 0 with every library path tried when CANN is not found
+ * (or naming the missing `--allow-ffi`/`--allow-env` flag), or the runtime's code and message.
+ *
+ * @example
+ * ```ts
+ * import { batchNormReduceBackward, openAscend, Tensor } from "@aclnn/norm";
+ * using npu = openAscend({ deviceId: 0 });
+ * const x = Tensor.random([8, 4, 16], { seed: 1, device: npu });
+ * const dy = Tensor.random([8, 4, 16], { seed: 2, device: npu });
+ * const r = batchNormReduceBackward({
+ *   gradOut: dy, input: x,
+ *   mean: Tensor.zeros([4], "float32", npu), invstd: Tensor.ones([4], "float32", npu),
+ * });
+ * console.log(r.sumDy?.toArray()); // downloads (and synchronises) the result
+ * ```
+ */
+export function openAscend(options: OpenAscendOptions = {}): AscendDevice {
+  const deviceId = options.deviceId ?? 0;
+  if (!Number.isInteger(deviceId) || deviceId < 0 || deviceId > 0x7fffffff) {
+    throw new RangeError(`openAscend: deviceId ${deviceId} must be an integer >= 0`);
+  }
+  const libs = openCannLibraries({ libDir: options.libDir });
+  const rt = libs.runtime;
+  initAcl(libs);
+  const state = new DeviceState(libs, deviceId);
+  unwrapAcl(rt.aclrtSetDevice(deviceId), `aclrtSetDevice(${deviceId})`, rt);
+  activeState = state;
+  try {
+    const out = new BigUint64Array(1);
+    if (rt.aclrtGetCurrentContext(out) === ACL_SUCCESS) {
+      state.context = Deno.UnsafePointer.create(out[0]);
+    } else recentErrorMessage(rt);
+    unwrapAcl(rt.aclrtCreateStream(out), `aclrtCreateStream(${state.name})`, rt);
+    state.stream = Deno.UnsafePointer.create(out[0]);
+  } catch (e) {
+    rt.aclrtResetDevice(deviceId);
+    activeState = null;
+    throw e;
+  }
+  const device = new AscendDevice(state, internalToken);
+  openDevices.add(state);
+  return device;
+}
+
+/**
+ * Calls aclFinalize for the libraries in `options` (or the automatically discovered ones) when
+ * every device is closed. Optional: the process may simply exit. Returns whether it finalised.
+ */
+export function finalizeAscend(options: LibraryOptions = {}): boolean {
+  const libs = openCannLibraries(options);
+  for (const s of openDevices) {
+    if (s.libs.runtime === libs.runtime) {
+      throw new AclError(100000, `finalizeAscend: ${s.name} is still open; close it first`);
+    }
+  }
+  if (!initialised.has(libs.runtime)) return false;
+  if (libs.nnopbase.aclnnFinalize) {
+    if (libs.nnopbase.aclnnFinalize() !== ACL_SUCCESS) recentErrorMessage(libs.runtime);
+  }
+  unwrapAcl(libs.runtime.aclFinalize(), "aclFinalize", libs.runtime);
+  initialised.delete(libs.runtime);
+  return true;
+}
+
+/** Internal: the state behind a device (for the executor and marshalling). */
+export function ascendState(device: AscendDevice): DeviceState {
+  return deviceState(device);
+}
+
+/** Internal: the state behind a buffer. */
+export function bufferDeviceState(buffer: DeviceBuffer): DeviceState {
+  return bufferState(buffer);
+}

@@ -1,0 +1,235 @@
+/**
+ * aclnnBatchNorm: the BatchNorm forward pass, in training mode (batch statistics, running
+ * statistics updated in place) or evaluation mode (running statistics).
+ *
+ * Per channel c (view dim 1), with M = numel(input) / C:
+ *
+ * ```
+ * training:  mean = sum(x) / M,  var = sum((x - mean)^2) / M          (biased)
+ *            runningMean = (1 - momentum) * runningMean + momentum * mean
+ *            runningVar  = (1 - momentum) * runningVar  + momentum * var * M / (M - 1)
+ *            saveMean = mean, saveInvstd = 1 / sqrt(var + eps)
+ * eval:      mean = runningMean (0 when absent), var = runningVar (1 when absent)
+ * output = (x - mean) / sqrt(var + eps) * weight + bias
+ * ```
+ *
+ * saveMean/saveInvstd are outputs of the training mode only: in evaluation mode they are not
+ * validated or written, and without `out` they are empty `[0]` tensors (as torch_npu
+ * allocates them). Note that real Atlas A2/A3 chips write the *variance* to saveInvstd
+ * (documented per product); this package, like PyTorch and Ascend 950, defines it as
+ * 1/sqrt(var + eps), which is what {@linkcode batchNormBackward} expects.
+ *
+ * @example
+ * ```ts
+ * import { batchNorm, Tensor } from "@aclnn/norm";
+ * const r = batchNorm({
+ *   input: Tensor.fromArray([1, 2, 3, 4], [2, 2]),
+ *   training: true,
+ *   eps: 0,
+ * });
+ * console.log(r.output.toArray(), r.saveMean.toArray()); // [-1, -1, 1, 1] [2, 3]
+ * ```
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { arg, runAclnn } from "../ffi/executor.ts";
+import { FLOAT_DTYPES } from "../tensor/dtype.ts";
+import { Tensor } from "../tensor/tensor.ts";
+import { channelMeanVar } from "./batch_norm_stats.ts";
+import { normalizeChannels } from "./batch_norm_elemt.ts";
+import { channelGeometry } from "./channels.ts";
+import {
+  checkDType,
+  checkNumel,
+  checkRank,
+  checkSameDType,
+  checkShape,
+  commonDevice,
+  finiteNumber,
+  type MaybeTensor,
+  optionalTensor,
+  parseScalars,
+  requestedOutput,
+  requireTensor,
+  valuesOr,
+} from "./validate.ts";
+
+const OP = "aclnnBatchNorm";
+
+/** Preallocated outputs of {@linkcode batchNorm}. */
+export interface BatchNormOut {
+  /** Receives y: input's shape and dtype (any strides). */
+  output?: Tensor | null;
+  /** Receives the batch mean (training mode): C elements. */
+  saveMean?: Tensor | null;
+  /** Receives the batch 1/sqrt(var + eps) (training mode): C elements. */
+  saveInvstd?: Tensor | null;
+}
+
+/** Arguments of {@linkcode batchNorm} (names as in CANN). */
+export interface BatchNormArgs {
+  /** x: rank 2-8, channel = dim 1. */
+  input: MaybeTensor;
+  /** gamma, C elements; all ones when absent. */
+  weight?: MaybeTensor;
+  /** beta, C elements; zeros when absent. */
+  bias?: MaybeTensor;
+  /** Running mean, C elements: used in eval mode, updated in place in training mode. */
+  runningMean?: MaybeTensor;
+  /** Running variance, C elements: used in eval mode, updated in place (unbiased) in training. */
+  runningVar?: MaybeTensor;
+  /** true: normalize with the batch statistics; false: with the running statistics. */
+  training: boolean;
+  /** Weight of the batch statistics in the running update. Default 0.1. */
+  momentum?: number;
+  /** Added to the variance. Default 1e-5. */
+  eps?: number;
+  /** Preallocated outputs (validated as aclnn does); missing ones are allocated. */
+  out?: BatchNormOut;
+}
+
+/** Results of {@linkcode batchNorm}. */
+export interface BatchNormResult {
+  /** y, input's shape and dtype. */
+  output: Tensor;
+  /** Batch mean per channel (training); an empty tensor in eval mode unless given in `out`. */
+  saveMean: Tensor;
+  /** Batch 1/sqrt(var + eps) per channel (training); empty in eval mode unless given. */
+  saveInvstd: Tensor;
+}
+
+const scalarsSchema = z.object({
+  training: z.boolean({
+    required_error: "is required (a boolean)",
+    invalid_type_error: "must be a boolean",
+  }),
+  momentum: finiteNumber.default(0.1),
+  eps: finiteNumber.default(1e-5),
+});
+
+/**
+ * Runs the BatchNorm forward pass as aclnnBatchNorm does, on the CPU or on the NPU the
+ * tensors live on.
+ *
+ * Validation (aclnnBatchNorm documentation): 161001 when input is missing, or when
+ * `out.output` is `null`, or (training) `out.saveMean`/`out.saveInvstd` is `null`; 161002
+ * when a tensor is not float32/float16/bfloat16, output's dtype or shape differs from
+ * input's, input's rank is outside 2-8, weight/bias/runningMean/runningVar (and, in
+ * training, saveMean/saveInvstd) do not have C elements, or training/momentum/eps have the
+ * wrong type.
+ *
+ * Without `out`: output is a contiguous tensor of input's shape and dtype; in training,
+ * saveMean/saveInvstd are float32 `[C]` (as torch_npu allocates them). An empty batch
+ * leaves the running statistics unchanged and gives zero saveMean/saveInvstd.
+ *
+ * @example
+ * ```ts
+ * import { batchNorm, Tensor } from "@aclnn/norm";
+ * const x = Tensor.random([8, 3, 4, 4], { seed: 1 });
+ * const runningMean = Tensor.zeros([3]);
+ * const runningVar = Tensor.ones([3]);
+ * const { output, saveMean, saveInvstd } = batchNorm({
+ *   input: x, runningMean, runningVar, training: true, momentum: 0.1, eps: 1e-5,
+ * });
+ * console.log(output.shape, saveMean.shape, runningMean.toArray()); // [8, 3, 4, 4] [3] [...]
+ * ```
+ */
+export function batchNorm(args: BatchNormArgs): BatchNormResult {
+  const input = requireTensor(OP, "input", args.input);
+  const weight = optionalTensor(OP, "weight", args.weight);
+  const bias = optionalTensor(OP, "bias", args.bias);
+  const runningMean = optionalTensor(OP, "runningMean", args.runningMean);
+  const runningVar = optionalTensor(OP, "runningVar", args.runningVar);
+  const { training, momentum, eps } = parseScalars(OP, scalarsSchema, {
+    training: args.training,
+    momentum: args.momentum,
+    eps: args.eps,
+  });
+  const out = args.out as Record<string, unknown> | undefined;
+  let output = requestedOutput(OP, "output", out, true);
+  let saveMean = requestedOutput(OP, "saveMean", out, training);
+  let saveInvstd = requestedOutput(OP, "saveInvstd", out, training);
+
+  const perChannel = { weight, bias, runningMean, runningVar, saveMean, saveInvstd };
+  const all = { input, ...perChannel, output };
+  for (const [name, t] of Object.entries(all)) if (t) checkDType(OP, name, t, FLOAT_DTYPES);
+  if (output) checkSameDType(OP, "output", output, "input", input);
+  checkRank(OP, "input", input, 2, 8);
+  if (output) checkShape(OP, "output", output, input.shape, "input");
+  const channels = input.shape[1];
+  for (const [name, t] of Object.entries(perChannel)) {
+    if (t) checkNumel(OP, name, t, channels, "C (input dim 1)");
+  }
+  const device = commonDevice(OP, all);
+
+  output ??= Tensor.zeros(input.shape, input.dtype, device);
+  if (training) {
+    saveMean ??= Tensor.zeros([channels], "float32", device);
+    saveInvstd ??= Tensor.zeros([channels], "float32", device);
+  } else {
+    // Not outputs in eval mode: keep what the caller gave (unwritten), else empty tensors.
+    const given = (v: unknown) => v instanceof Tensor ? v : undefined;
+    saveMean = given(out?.saveMean) ?? Tensor.zeros([0], input.dtype, device);
+    saveInvstd = given(out?.saveInvstd) ?? Tensor.zeros([0], input.dtype, device);
+  }
+  const result = { output, saveMean, saveInvstd };
+
+  if (device !== "cpu") {
+    runAclnn(device, OP, [
+      arg.tensor(input),
+      arg.tensor(weight),
+      arg.tensor(bias),
+      arg.tensor(runningMean),
+      arg.tensor(runningVar),
+      arg.bool(training),
+      arg.f64(momentum),
+      arg.f64(eps),
+      arg.tensor(output),
+      arg.tensor(saveMean),
+      arg.tensor(saveInvstd),
+    ]);
+    return result;
+  }
+
+  const g = channelGeometry(input.shape);
+  const x = input.toFloat64Array();
+  let mean: Float64Array;
+  let invstd: Float64Array;
+  if (training) {
+    const stats = channelMeanVar(g, x);
+    const M = g.perChannel;
+    mean = stats.mean;
+    invstd = M === 0
+      ? new Float64Array(channels)
+      : stats.variance.map((v) => 1 / Math.sqrt(v + eps));
+    if (M > 0 && runningMean) {
+      const rm = runningMean.toFloat64Array();
+      runningMean.copy_(rm.map((v, c) => (1 - momentum) * v + momentum * mean[c]));
+    }
+    if (M > 0 && runningVar) {
+      const rv = runningVar.toFloat64Array();
+      const unbiased = stats.variance.map((v) => v * M / (M - 1));
+      runningVar.copy_(rv.map((v, c) => (1 - momentum) * v + momentum * unbiased[c]));
+    }
+    saveMean.copy_(mean);
+    saveInvstd.copy_(invstd);
+  } else {
+    mean = valuesOr(runningMean, channels, 0);
+    invstd = valuesOr(runningVar, channels, 1).map((v) => 1 / Math.sqrt(v + eps));
+  }
+  if (g.perChannel > 0) {
+    output.copy_(
+      normalizeChannels(
+        g,
+        x,
+        mean,
+        invstd,
+        valuesOr(weight, channels, 1),
+        valuesOr(bias, channels, 0),
+      ),
+    );
+  }
+  return result;
+}

@@ -1,0 +1,171 @@
+/**
+ * aclnnBatchNormElemt: normalizes x with given per-channel statistics (the last step of the
+ * SyncBatchNorm forward pass, after {@linkcode batchNormGatherStatsWithCounts}):
+ *
+ * ```
+ * output = (x - mean) * invstd * weight + bias
+ * ```
+ *
+ * `eps` is passed through to CANN; it is not used by the formula (invstd already has it).
+ *
+ * @example
+ * ```ts
+ * import { batchNormElemt, Tensor } from "@aclnn/norm";
+ * const y = batchNormElemt({
+ *   input: Tensor.fromArray([1, 2, 3, 4], [2, 2]),
+ *   mean: Tensor.fromArray([2, 3], [2]),
+ *   invstd: Tensor.fromArray([1, 0.5], [2]),
+ * });
+ * console.log(y.toArray()); // [-1, -0.5, 1, 0.5]
+ * ```
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { arg, runAclnn } from "../ffi/executor.ts";
+import { FLOAT_DTYPES } from "../tensor/dtype.ts";
+import { Tensor } from "../tensor/tensor.ts";
+import { type ChannelGeometry, channelGeometry } from "./channels.ts";
+import {
+  checkDType,
+  checkNumel,
+  checkRank,
+  checkSameDType,
+  checkShape,
+  commonDevice,
+  finiteNumber,
+  invalid,
+  type MaybeTensor,
+  optionalTensor,
+  parseScalars,
+  requestedOutput,
+  requireTensor,
+  valuesOr,
+} from "./validate.ts";
+
+const OP = "aclnnBatchNormElemt";
+
+/** Preallocated output of {@linkcode batchNormElemt}. */
+export interface BatchNormElemtOut {
+  /** Receives y: input's shape and dtype (any strides). */
+  output?: Tensor | null;
+}
+
+/** Arguments of {@linkcode batchNormElemt} (names as in CANN). */
+export interface BatchNormElemtArgs {
+  /** x: rank 2-8, channel = dim 1 (must not be 0). */
+  input: MaybeTensor;
+  /** gamma: rank 1, C elements, input's dtype; all ones when absent. */
+  weight?: MaybeTensor;
+  /** beta: rank 1, C elements, input's dtype; zeros when absent. */
+  bias?: MaybeTensor;
+  /** Per-channel mean: rank 1, C elements, input's dtype. */
+  mean: MaybeTensor;
+  /** Per-channel 1/sqrt(var + eps): rank 1, C elements, input's dtype. */
+  invstd: MaybeTensor;
+  /** Passed to CANN (unused by the formula). Default 1e-5. */
+  eps?: number;
+  /** Preallocated output (validated as aclnn does); allocated when missing. */
+  out?: BatchNormElemtOut;
+}
+
+const scalarsSchema = z.object({ eps: finiteNumber.default(1e-5) });
+
+/** Float64 kernel: y = (x - mean) * invstd * w + b per channel, logical row-major order. */
+export function normalizeChannels(
+  g: ChannelGeometry,
+  x: Float64Array,
+  mean: Float64Array,
+  invstd: Float64Array,
+  weight: Float64Array,
+  bias: Float64Array,
+): Float64Array {
+  const { outer, channels, inner } = g;
+  const y = new Float64Array(x.length);
+  for (let c = 0; c < channels; c++) {
+    const scale = invstd[c] * weight[c];
+    const m = mean[c];
+    const b = bias[c];
+    for (let n = 0; n < outer; n++) {
+      const base = (n * channels + c) * inner;
+      for (let j = base; j < base + inner; j++) y[j] = (x[j] - m) * scale + b;
+    }
+  }
+  return y;
+}
+
+/**
+ * Normalizes x with given statistics as aclnnBatchNormElemt does, on the CPU or on the NPU
+ * the tensors live on.
+ *
+ * Validation (aclnnBatchNormElemt documentation): 161001 when input, mean or invstd is
+ * missing, or `out.output` is `null`; 161002 when a tensor is not float32/float16/bfloat16,
+ * weight/bias/mean/invstd/output do not share input's dtype, input's rank is outside 2-8,
+ * output's shape differs from input's, C (input dim 1) is 0, or weight/bias/mean/invstd are
+ * not rank 1 with C elements.
+ *
+ * @example
+ * ```ts
+ * import { batchNormElemt, batchNormStats, Tensor } from "@aclnn/norm";
+ * const x = Tensor.random([8, 3, 4], { seed: 1 });
+ * const { mean, invstd } = batchNormStats({ input: x });
+ * const y = batchNormElemt({ input: x, mean, invstd });
+ * console.log(y.shape); // [8, 3, 4]
+ * ```
+ */
+export function batchNormElemt(args: BatchNormElemtArgs): Tensor {
+  const input = requireTensor(OP, "input", args.input);
+  const weight = optionalTensor(OP, "weight", args.weight);
+  const bias = optionalTensor(OP, "bias", args.bias);
+  const mean = requireTensor(OP, "mean", args.mean);
+  const invstd = requireTensor(OP, "invstd", args.invstd);
+  const { eps } = parseScalars(OP, scalarsSchema, { eps: args.eps });
+  const out = args.out as Record<string, unknown> | undefined;
+  let output = requestedOutput(OP, "output", out, true);
+
+  const perChannel = { weight, bias, mean, invstd };
+  const all = { input, ...perChannel, output };
+  for (const [name, t] of Object.entries(all)) if (t) checkDType(OP, name, t, FLOAT_DTYPES);
+  for (const [name, t] of Object.entries({ ...perChannel, output })) {
+    if (t) checkSameDType(OP, name, t, "input", input);
+  }
+  checkRank(OP, "input", input, 2, 8);
+  if (output) checkShape(OP, "output", output, input.shape, "input");
+  const channels = input.shape[1];
+  if (channels === 0) invalid(OP, "input", "channel dim (dim 1) must not be 0");
+  for (const [name, t] of Object.entries(perChannel)) {
+    if (!t) continue;
+    checkRank(OP, name, t, 1, 1);
+    checkNumel(OP, name, t, channels, "C (input dim 1)");
+  }
+  const device = commonDevice(OP, all);
+
+  output ??= Tensor.zeros(input.shape, input.dtype, device);
+
+  if (device !== "cpu") {
+    runAclnn(device, OP, [
+      arg.tensor(input),
+      arg.tensor(weight),
+      arg.tensor(bias),
+      arg.tensor(mean),
+      arg.tensor(invstd),
+      arg.f64(eps),
+      arg.tensor(output),
+    ]);
+    return output;
+  }
+
+  if (input.numel === 0) return output;
+  output.copy_(
+    normalizeChannels(
+      channelGeometry(input.shape),
+      input.toFloat64Array(),
+      mean.toFloat64Array(),
+      invstd.toFloat64Array(),
+      valuesOr(weight, channels, 1),
+      valuesOr(bias, channels, 0),
+    ),
+  );
+  return output;
+}

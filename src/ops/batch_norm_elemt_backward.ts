@@ -1,0 +1,201 @@
+/**
+ * aclnnBatchNormElemtBackward: the element-wise half of the SyncBatchNorm backward pass. Given
+ * the global statistics and the all-reduced sums of {@linkcode batchNormReduceBackward}, it
+ * computes each rank's dL/dx. Per channel c, with M = sum(counter) the global element count:
+ *
+ * ```
+ * gradInput = w * invstd * (dy - sumDy / M - (x - mean) * invstd^2 * sumDyXmu / M)
+ * ```
+ *
+ * @example
+ * ```ts
+ * import { batchNormElemtBackward, Tensor } from "@aclnn/norm";
+ * const g = batchNormElemtBackward({
+ *   gradOut: Tensor.ones([2, 2]),
+ *   input: Tensor.fromArray([0, 1, 2, 3], [2, 2]),
+ *   mean: Tensor.fromArray([1, 2], [2]),
+ *   invstd: Tensor.ones([2]),
+ *   sumDy: Tensor.fromArray([2, 2], [2]),
+ *   sumDyXmu: Tensor.zeros([2]),
+ *   counter: Tensor.fromArray([2], [1], "int32"),
+ * });
+ * console.log(g.toArray()); // [0, 0, 0, 0]
+ * ```
+ *
+ * @module
+ */
+
+import { arg, runAclnn } from "../ffi/executor.ts";
+import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
+import { Tensor } from "../tensor/tensor.ts";
+import { type ChannelGeometry, channelGeometry } from "./channels.ts";
+import {
+  checkDType,
+  checkNumel,
+  checkRank,
+  checkShape,
+  commonDevice,
+  invalid,
+  type MaybeTensor,
+  optionalTensor,
+  requestedOutput,
+  requireTensor,
+  valuesOr,
+} from "./validate.ts";
+
+const OP = "aclnnBatchNormElemtBackward";
+
+/** The dtypes `counter` may have (aclnnBatchNormElemtBackward documentation). */
+const COUNTER_DTYPES: readonly DType[] = ["int32", "float16", "float32"];
+
+/** Preallocated output of {@linkcode batchNormElemtBackward}. */
+export interface BatchNormElemtBackwardOut {
+  /** Receives dL/dx: input's shape, float32/float16/bfloat16 (any strides). */
+  gradInput?: Tensor | null;
+}
+
+/** Arguments of {@linkcode batchNormElemtBackward} (names as in CANN). */
+export interface BatchNormElemtBackwardArgs {
+  /** dL/dy: input's shape. */
+  gradOut: MaybeTensor;
+  /** x: rank 2-8, channel = dim 1 (must not be 0). */
+  input: MaybeTensor;
+  /** Global per-channel mean, C elements. */
+  mean: MaybeTensor;
+  /** Global per-channel 1/sqrt(var + eps), C elements. */
+  invstd: MaybeTensor;
+  /** gamma, C elements; all ones when absent. */
+  weight?: MaybeTensor;
+  /** All-reduced sum(dy) per channel, C elements. */
+  sumDy: MaybeTensor;
+  /** All-reduced sum(dy * (x - mean)) per channel, C elements. */
+  sumDyXmu: MaybeTensor;
+  /** Element counts (e.g. one per rank), int32/float16/float32; summed to M. */
+  counter: MaybeTensor;
+  /** Preallocated output (validated as aclnn does); allocated when missing. */
+  out?: BatchNormElemtBackwardOut;
+}
+
+/**
+ * Float64 kernel over logical row-major data. Every input is read before the result is
+ * produced, so callers may write gradInput over gradOut.
+ */
+export function elemtBackwardKernel(
+  g: ChannelGeometry,
+  dy: Float64Array,
+  x: Float64Array,
+  mean: Float64Array,
+  invstd: Float64Array,
+  weight: Float64Array,
+  sumDy: Float64Array,
+  sumDyXmu: Float64Array,
+  total: number,
+): Float64Array {
+  const { outer, channels, inner } = g;
+  const gradInput = new Float64Array(dy.length);
+  for (let c = 0; c < channels; c++) {
+    const is = invstd[c];
+    const scale = weight[c] * is;
+    const meanDy = sumDy[c] / total;
+    const k = is * is * sumDyXmu[c] / total;
+    const m = mean[c];
+    for (let n = 0; n < outer; n++) {
+      const base = (n * channels + c) * inner;
+      for (let j = base; j < base + inner; j++) {
+        gradInput[j] = scale * (dy[j] - meanDy - (x[j] - m) * k);
+      }
+    }
+  }
+  return gradInput;
+}
+
+/**
+ * Computes dL/dx from global statistics and all-reduced sums as aclnnBatchNormElemtBackward
+ * does, on the CPU or on the NPU the tensors live on.
+ *
+ * Validation (aclnnBatchNormElemtBackward documentation): 161001 when gradOut, input, mean,
+ * invstd, sumDy, sumDyXmu or counter is missing, or `out.gradInput` is `null`; 161002 when
+ * a tensor is not float32/float16/bfloat16 (counter: int32/float16/float32), input's rank is
+ * outside 2-8, counter's rank exceeds 8, C (input dim 1) is 0, gradOut or gradInput does not
+ * have input's shape, or mean/invstd/weight/sumDy/sumDyXmu do not have C elements.
+ *
+ * Without `out`, gradInput is a contiguous tensor of input's shape and dtype.
+ *
+ * @example
+ * ```ts
+ * import { batchNormElemtBackward, Tensor } from "@aclnn/norm";
+ * const x = Tensor.random([4, 3, 5], { seed: 1 });
+ * const dy = Tensor.random([4, 3, 5], { seed: 2 });
+ * const gradInput = batchNormElemtBackward({
+ *   gradOut: dy, input: x,
+ *   mean: Tensor.zeros([3]), invstd: Tensor.ones([3]),
+ *   sumDy: Tensor.zeros([3]), sumDyXmu: Tensor.zeros([3]),
+ *   counter: Tensor.fromArray([10, 10], [2], "int32"),
+ * });
+ * console.log(gradInput.shape); // [4, 3, 5]
+ * ```
+ */
+export function batchNormElemtBackward(args: BatchNormElemtBackwardArgs): Tensor {
+  const gradOut = requireTensor(OP, "gradOut", args.gradOut);
+  const input = requireTensor(OP, "input", args.input);
+  const mean = requireTensor(OP, "mean", args.mean);
+  const invstd = requireTensor(OP, "invstd", args.invstd);
+  const weight = optionalTensor(OP, "weight", args.weight);
+  const sumDy = requireTensor(OP, "sumDy", args.sumDy);
+  const sumDyXmu = requireTensor(OP, "sumDyXmu", args.sumDyXmu);
+  const counter = requireTensor(OP, "counter", args.counter);
+  const out = args.out as Record<string, unknown> | undefined;
+  let gradInput = requestedOutput(OP, "gradInput", out, true);
+
+  const perChannel = { mean, invstd, weight, sumDy, sumDyXmu };
+  const floats = { gradOut, input, ...perChannel, gradInput };
+  for (const [name, t] of Object.entries(floats)) if (t) checkDType(OP, name, t, FLOAT_DTYPES);
+  checkDType(OP, "counter", counter, COUNTER_DTYPES);
+  checkRank(OP, "input", input, 2, 8);
+  checkRank(OP, "gradOut", gradOut, 0, 8);
+  if (gradInput) checkRank(OP, "gradInput", gradInput, 0, 8);
+  checkRank(OP, "counter", counter, 0, 8);
+  const channels = input.shape[1];
+  if (channels === 0) invalid(OP, "input", "channel dim (dim 1) must not be 0");
+  checkShape(OP, "gradOut", gradOut, input.shape, "input");
+  if (gradInput) checkShape(OP, "gradInput", gradInput, input.shape, "input");
+  for (const [name, t] of Object.entries(perChannel)) {
+    if (t) checkNumel(OP, name, t, channels, "C (input dim 1)");
+  }
+  const device = commonDevice(OP, { ...floats, counter });
+
+  gradInput ??= Tensor.zeros(input.shape, input.dtype, device);
+
+  if (device !== "cpu") {
+    runAclnn(device, OP, [
+      arg.tensor(gradOut),
+      arg.tensor(input),
+      arg.tensor(mean),
+      arg.tensor(invstd),
+      arg.tensor(weight),
+      arg.tensor(sumDy),
+      arg.tensor(sumDyXmu),
+      arg.tensor(counter),
+      arg.tensor(gradInput),
+    ]);
+    return gradInput;
+  }
+
+  if (input.numel === 0) return gradInput;
+  let total = 0;
+  for (const v of counter.toFloat64Array()) total += v;
+  gradInput.copy_(
+    elemtBackwardKernel(
+      channelGeometry(input.shape),
+      gradOut.toFloat64Array(),
+      input.toFloat64Array(),
+      mean.toFloat64Array(),
+      invstd.toFloat64Array(),
+      valuesOr(weight, channels, 1),
+      sumDy.toFloat64Array(),
+      sumDyXmu.toFloat64Array(),
+      total,
+    ),
+  );
+  return gradInput;
+}

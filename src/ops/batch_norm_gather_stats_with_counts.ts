@@ -1,0 +1,258 @@
+/**
+ * aclnnBatchNormGatherStatsWithCounts: combines the per-rank statistics of SyncBatchNorm
+ * (`mean`/`invstd` of shape `[W, C]` from {@linkcode batchNormStats} on each of W ranks, and
+ * the element count per channel of each rank, `counts` `[W]`) into the global mean and
+ * invstd, and updates the running statistics in place.
+ *
+ * Per channel, with n_w = counts[w], var_w = 1/invstd[w]^2 - eps and n = sum(n_w):
+ *
+ * ```
+ * mean   = sum(n_w * mean_w) / n
+ * var    = sum(n_w * (var_w + (mean_w - mean)^2)) / n          (biased)
+ * invstd = 1 / sqrt(var + eps)
+ * runningMean = (1 - momentum) * runningMean + momentum * mean
+ * runningVar  = (1 - momentum) * runningVar  + momentum * var * n / (n - 1)   (unbiased)
+ * ```
+ *
+ * This is PyTorch's `batch_norm_gather_stats_with_counts`; the aclnn documentation writes
+ * the running update with Var[x], the unbiased estimate.
+ *
+ * @example
+ * ```ts
+ * import { batchNormGatherStatsWithCounts, Tensor } from "@aclnn/norm";
+ * const r = batchNormGatherStatsWithCounts({
+ *   input: Tensor.zeros([2, 2]),
+ *   mean: Tensor.fromArray([0, 1, 2, 3], [2, 2]),
+ *   invstd: Tensor.fromArray([1, 1, 1, 1], [2, 2]),
+ *   counts: Tensor.fromArray([1, 3], [2]),
+ *   momentum: 0.1,
+ *   eps: 0,
+ * });
+ * console.log(r.mean.toArray()); // [1.5, 2.5]
+ * ```
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { arg, runAclnn } from "../ffi/executor.ts";
+import { FLOAT_DTYPES } from "../tensor/dtype.ts";
+import { formatShape } from "../tensor/layout.ts";
+import { Tensor } from "../tensor/tensor.ts";
+import {
+  checkDType,
+  checkNumel,
+  checkRank,
+  commonDevice,
+  finiteNumber,
+  invalid,
+  type MaybeTensor,
+  optionalTensor,
+  parseScalars,
+  requestedOutput,
+  requireTensor,
+} from "./validate.ts";
+
+const OP = "aclnnBatchNormGatherStatsWithCounts";
+
+/** Preallocated outputs of {@linkcode batchNormGatherStatsWithCounts} (CANN meanAll/invstdAll). */
+export interface BatchNormGatherStatsWithCountsOut {
+  /** Receives the global mean: C elements, float32/float16/bfloat16. */
+  mean?: Tensor | null;
+  /** Receives the global 1/sqrt(biased variance + eps): C elements. */
+  invstd?: Tensor | null;
+}
+
+/** Arguments of {@linkcode batchNormGatherStatsWithCounts} (names as in CANN). */
+export interface BatchNormGatherStatsWithCountsArgs {
+  /** This rank's x: rank 2-8, channel = dim 1. Only its shape (C) is used. */
+  input: MaybeTensor;
+  /** Per-rank means, `[W, C]`. */
+  mean: MaybeTensor;
+  /** Per-rank 1/sqrt(biased variance + eps), `[W, C]`. */
+  invstd: MaybeTensor;
+  /** Running mean, C elements; updated in place when given. */
+  runningMean?: MaybeTensor;
+  /** Running (unbiased) variance, C elements; updated in place when given. */
+  runningVar?: MaybeTensor;
+  /** Weight of the new statistics in the running update. Default 0.1. */
+  momentum?: number;
+  /** The eps the per-rank invstd were computed with (also used for the global one). Default 1e-5. */
+  eps?: number;
+  /** Elements per channel on each rank, `[W]` (float32/float16/bfloat16). */
+  counts: MaybeTensor;
+  /** Preallocated outputs (validated as aclnn does); missing ones are allocated. */
+  out?: BatchNormGatherStatsWithCountsOut;
+}
+
+/** Results of {@linkcode batchNormGatherStatsWithCounts}. */
+export interface BatchNormGatherStatsWithCountsResult {
+  /** Global per-channel mean, `[C]` in `mean`'s dtype unless given in `out`. */
+  mean: Tensor;
+  /** Global per-channel invstd, `[C]` in `mean`'s dtype unless given in `out`. */
+  invstd: Tensor;
+}
+
+const scalarsSchema = z.object({
+  momentum: finiteNumber.default(0.1),
+  eps: finiteNumber.default(1e-5),
+});
+
+/** Float64 kernel; returns the global stats and the updated running stats (when given). */
+export function gatherStatsKernel(
+  mean: Float64Array,
+  invstd: Float64Array,
+  counts: Float64Array,
+  channels: number,
+  momentum: number,
+  eps: number,
+  runningMean: Float64Array | undefined,
+  runningVar: Float64Array | undefined,
+): { mean: Float64Array; invstd: Float64Array } {
+  const W = counts.length;
+  let n = 0;
+  for (let w = 0; w < W; w++) n += counts[w];
+  const meanAll = new Float64Array(channels);
+  const invstdAll = new Float64Array(channels);
+  for (let c = 0; c < channels; c++) {
+    let s = 0;
+    for (let w = 0; w < W; w++) s += counts[w] * mean[w * channels + c];
+    const m = s / n;
+    let q = 0;
+    for (let w = 0; w < W; w++) {
+      const d = mean[w * channels + c] - m;
+      const is = invstd[w * channels + c];
+      q += counts[w] * (1 / (is * is) - eps + d * d);
+    }
+    const v = q / n;
+    meanAll[c] = m;
+    invstdAll[c] = 1 / Math.sqrt(v + eps);
+    if (runningMean) runningMean[c] = (1 - momentum) * runningMean[c] + momentum * m;
+    if (runningVar) runningVar[c] = (1 - momentum) * runningVar[c] + momentum * v * n / (n - 1);
+  }
+  return { mean: meanAll, invstd: invstdAll };
+}
+
+/**
+ * Combines per-rank BatchNorm statistics into global ones as aclnnBatchNormGatherStatsWithCounts
+ * does, on the CPU or on the NPU the tensors live on, updating runningMean/runningVar in place.
+ *
+ * Validation (aclnnBatchNormGatherStatsWithCounts documentation): 161001 when input, mean,
+ * invstd or counts is missing, or an output is given as `null` in `out`; 161002 when a
+ * tensor is not float32/float16/bfloat16, input's rank is outside 2-8, mean or invstd is not
+ * rank 2, counts is not rank 1, the first dims of mean, invstd and counts differ, dim 1 of
+ * mean or invstd is not C, runningMean/runningVar/outputs do not have C elements, or
+ * momentum/eps are not finite numbers.
+ *
+ * @example
+ * ```ts
+ * import { batchNormGatherStatsWithCounts, Tensor } from "@aclnn/norm";
+ * const runningMean = Tensor.zeros([3]);
+ * const runningVar = Tensor.ones([3]);
+ * const { mean, invstd } = batchNormGatherStatsWithCounts({
+ *   input: Tensor.zeros([4, 3]),
+ *   mean: Tensor.random([2, 3], { seed: 1 }),
+ *   invstd: Tensor.full([2, 3], 2),
+ *   counts: Tensor.fromArray([4, 4], [2]),
+ *   runningMean,
+ *   runningVar,
+ *   momentum: 0.1,
+ *   eps: 1e-5,
+ * });
+ * console.log(mean.shape, invstd.shape, runningMean.toArray()); // [3] [3] [...]
+ * ```
+ */
+export function batchNormGatherStatsWithCounts(
+  args: BatchNormGatherStatsWithCountsArgs,
+): BatchNormGatherStatsWithCountsResult {
+  const input = requireTensor(OP, "input", args.input);
+  const mean = requireTensor(OP, "mean", args.mean);
+  const invstd = requireTensor(OP, "invstd", args.invstd);
+  const counts = requireTensor(OP, "counts", args.counts);
+  const runningMean = optionalTensor(OP, "runningMean", args.runningMean);
+  const runningVar = optionalTensor(OP, "runningVar", args.runningVar);
+  const { momentum, eps } = parseScalars(OP, scalarsSchema, {
+    momentum: args.momentum,
+    eps: args.eps,
+  });
+  // The outputs are named out.mean / out.invstd so that messages tell them from the inputs.
+  let meanAll = requestedOutput(OP, "out.mean", { "out.mean": args.out?.mean }, true);
+  let invstdAll = requestedOutput(OP, "out.invstd", { "out.invstd": args.out?.invstd }, true);
+
+  const all = {
+    input,
+    mean,
+    invstd,
+    runningMean,
+    runningVar,
+    counts,
+    "out.mean": meanAll,
+    "out.invstd": invstdAll,
+  };
+  for (const [name, t] of Object.entries(all)) if (t) checkDType(OP, name, t, FLOAT_DTYPES);
+  checkRank(OP, "input", input, 2, 8);
+  checkRank(OP, "mean", mean, 2, 2);
+  checkRank(OP, "invstd", invstd, 2, 2);
+  checkRank(OP, "counts", counts, 1, 1);
+  const W = mean.shape[0];
+  if (invstd.shape[0] !== W) {
+    invalid(OP, "invstd", `dim 0 (${invstd.shape[0]}) must equal mean dim 0 (${W})`);
+  }
+  if (counts.shape[0] !== W) {
+    invalid(OP, "counts", `dim 0 (${counts.shape[0]}) must equal mean dim 0 (${W})`);
+  }
+  const channels = input.shape[1];
+  for (const [name, t] of Object.entries({ mean, invstd })) {
+    if (t.shape[1] !== channels) {
+      invalid(
+        OP,
+        name,
+        `dim 1 of shape ${formatShape(t.shape)} must equal C = ${channels} (input dim 1)`,
+      );
+    }
+  }
+  for (const [name, t] of Object.entries({ runningMean, runningVar })) {
+    if (t) checkNumel(OP, name, t, channels, "C (input dim 1)");
+  }
+  if (meanAll) checkNumel(OP, "out.mean", meanAll, channels, "C (input dim 1)");
+  if (invstdAll) checkNumel(OP, "out.invstd", invstdAll, channels, "C (input dim 1)");
+  const device = commonDevice(OP, all);
+
+  meanAll ??= Tensor.zeros([channels], mean.dtype, device);
+  invstdAll ??= Tensor.zeros([channels], mean.dtype, device);
+  const result = { mean: meanAll, invstd: invstdAll };
+
+  if (device !== "cpu") {
+    runAclnn(device, OP, [
+      arg.tensor(input),
+      arg.tensor(mean),
+      arg.tensor(invstd),
+      arg.tensor(runningMean),
+      arg.tensor(runningVar),
+      arg.f64(momentum),
+      arg.f64(eps),
+      arg.tensor(counts),
+      arg.tensor(meanAll),
+      arg.tensor(invstdAll),
+    ]);
+    return result;
+  }
+
+  const rm = runningMean?.toFloat64Array();
+  const rv = runningVar?.toFloat64Array();
+  const values = gatherStatsKernel(
+    mean.toFloat64Array(),
+    invstd.toFloat64Array(),
+    counts.toFloat64Array(),
+    channels,
+    momentum,
+    eps,
+    rm,
+    rv,
+  );
+  meanAll.copy_(values.mean);
+  invstdAll.copy_(values.invstd);
+  if (rm) runningMean?.copy_(rm);
+  if (rv) runningVar?.copy_(rv);
+  return result;
+}

@@ -1,0 +1,162 @@
+/**
+ * aclnnBatchNormStats: the per-channel mean and 1/sqrt(biased variance + eps) of one rank's
+ * data, the first step of the SyncBatchNorm forward pass.
+ *
+ * Per channel c (view dim 1) with M = numel(input) / C elements:
+ *
+ * ```
+ * mean[c]   = sum(x) / M
+ * invstd[c] = 1 / sqrt(sum((x - mean)^2) / M + eps)
+ * ```
+ *
+ * Both outputs are float32 `[C]` whatever the input dtype (the documented rule). An empty
+ * batch (M = 0) gives zero-filled statistics.
+ *
+ * @example
+ * ```ts
+ * import { batchNormStats, Tensor } from "@aclnn/norm";
+ * const { mean, invstd } = batchNormStats({
+ *   input: Tensor.fromArray([1, 2, 3, 4, 5, 6], [2, 3]),
+ *   eps: 0,
+ * });
+ * console.log(mean.toArray(), invstd.toArray()); // [2.5, 3.5, 4.5] [0.666..., 0.666..., 0.666...]
+ * ```
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { arg, runAclnn } from "../ffi/executor.ts";
+import { FLOAT_DTYPES } from "../tensor/dtype.ts";
+import { Tensor } from "../tensor/tensor.ts";
+import { type ChannelGeometry, channelGeometry } from "./channels.ts";
+import {
+  checkDType,
+  checkNumel,
+  checkRank,
+  commonDevice,
+  finiteNumber,
+  invalid,
+  type MaybeTensor,
+  parseScalars,
+  requestedOutput,
+  requireTensor,
+} from "./validate.ts";
+
+const OP = "aclnnBatchNormStats";
+
+/** Preallocated outputs of {@linkcode batchNormStats}: float32, C elements, rank 1. */
+export interface BatchNormStatsOut {
+  /** Receives the per-channel mean. */
+  mean?: Tensor | null;
+  /** Receives the per-channel 1/sqrt(biased variance + eps). */
+  invstd?: Tensor | null;
+}
+
+/** Arguments of {@linkcode batchNormStats} (names as in CANN). */
+export interface BatchNormStatsArgs {
+  /** x: rank 2-8, float32/float16/bfloat16, channel = dim 1 (must not be 0). */
+  input: MaybeTensor;
+  /** Added to the biased variance. Default 1e-5. */
+  eps?: number;
+  /** Preallocated outputs (validated as aclnn does); missing ones are allocated. */
+  out?: BatchNormStatsOut;
+}
+
+/** Results of {@linkcode batchNormStats}. */
+export interface BatchNormStatsResult {
+  /** Per-channel mean, float32 `[C]`. */
+  mean: Tensor;
+  /** Per-channel 1/sqrt(biased variance + eps), float32 `[C]`. */
+  invstd: Tensor;
+}
+
+const scalarsSchema = z.object({ eps: finiteNumber.default(1e-5) });
+
+/**
+ * Per channel: mean and biased variance in float64 (two passes: the centred sum stays
+ * accurate when |mean| is large). An empty batch gives zeros.
+ */
+export function channelMeanVar(
+  g: ChannelGeometry,
+  x: Float64Array,
+): { mean: Float64Array; variance: Float64Array } {
+  const { outer, channels, inner, perChannel } = g;
+  const mean = new Float64Array(channels);
+  const variance = new Float64Array(channels);
+  if (perChannel === 0) return { mean, variance };
+  for (let n = 0; n < outer; n++) {
+    for (let c = 0; c < channels; c++) {
+      const base = (n * channels + c) * inner;
+      let s = 0;
+      for (let j = base; j < base + inner; j++) s += x[j];
+      mean[c] += s;
+    }
+  }
+  for (let c = 0; c < channels; c++) mean[c] /= perChannel;
+  for (let n = 0; n < outer; n++) {
+    for (let c = 0; c < channels; c++) {
+      const base = (n * channels + c) * inner;
+      const m = mean[c];
+      let q = 0;
+      for (let j = base; j < base + inner; j++) q += (x[j] - m) * (x[j] - m);
+      variance[c] += q;
+    }
+  }
+  for (let c = 0; c < channels; c++) variance[c] /= perChannel;
+  return { mean, variance };
+}
+
+/**
+ * Computes one rank's per-channel mean and invstd as aclnnBatchNormStats does, on the CPU or
+ * on the NPU the input lives on.
+ *
+ * Validation (aclnnBatchNormStats documentation): 161001 when input is missing or an output
+ * is given as `null` in `out`; 161002 when input is not float32/float16/bfloat16, when
+ * mean/invstd are not float32, when input's rank is outside 2-8, when mean/invstd are not
+ * rank 1 with C elements, when C (input dim 1) is 0, or when eps is not a finite number.
+ *
+ * @example
+ * ```ts
+ * import { batchNormStats, Tensor } from "@aclnn/norm";
+ * const x = Tensor.random([8, 4, 5, 5], { seed: 1, dtype: "float16" });
+ * const { mean, invstd } = batchNormStats({ input: x, eps: 1e-5 });
+ * console.log(mean.dtype, mean.shape, invstd.shape); // float32 [4] [4]
+ * ```
+ */
+export function batchNormStats(args: BatchNormStatsArgs): BatchNormStatsResult {
+  const input = requireTensor(OP, "input", args.input);
+  const { eps } = parseScalars(OP, scalarsSchema, { eps: args.eps });
+  const out = args.out as Record<string, unknown> | undefined;
+  let mean = requestedOutput(OP, "mean", out, true);
+  let invstd = requestedOutput(OP, "invstd", out, true);
+
+  checkDType(OP, "input", input, FLOAT_DTYPES);
+  if (mean) checkDType(OP, "mean", mean, ["float32"]);
+  if (invstd) checkDType(OP, "invstd", invstd, ["float32"]);
+  checkRank(OP, "input", input, 2, 8);
+  const channels = input.shape[1];
+  for (const [name, t] of Object.entries({ mean, invstd })) {
+    if (!t) continue;
+    checkRank(OP, name, t, 1, 1);
+    checkNumel(OP, name, t, channels, "C (input dim 1)");
+  }
+  if (channels === 0) invalid(OP, "input", "channel dim (dim 1) must not be 0");
+  const device = commonDevice(OP, { input, mean, invstd });
+
+  mean ??= Tensor.zeros([channels], "float32", device);
+  invstd ??= Tensor.zeros([channels], "float32", device);
+
+  if (device !== "cpu") {
+    runAclnn(device, OP, [arg.tensor(input), arg.f64(eps), arg.tensor(mean), arg.tensor(invstd)]);
+    return { mean, invstd };
+  }
+
+  const g = channelGeometry(input.shape);
+  const stats = channelMeanVar(g, input.toFloat64Array());
+  mean.copy_(stats.mean);
+  invstd.copy_(
+    g.perChannel === 0 ? new Float64Array(channels) : stats.variance.map((v) => 1 / Math.sqrt(v + eps)),
+  );
+  return { mean, invstd };
+}

@@ -1,0 +1,257 @@
+/**
+ * aclnnGroupNorm: the GroupNorm forward pass. The input is read as (N, C, HxW) in logical
+ * row-major order and split into `group` groups of D = C / group channels; per (n, g), over
+ * the group's D * HxW elements:
+ *
+ * ```
+ * mean = sum(x) / (D * HxW)
+ * rstd = 1 / sqrt(sum((x - mean)^2) / (D * HxW) + eps)       (biased variance, as PyTorch)
+ * output = (x - mean) * rstd * gamma[c] + beta[c]
+ * ```
+ *
+ * mean and rstd have shape (N, group). (The aclnn page writes Var with 1/(n-1), but the
+ * operator, like PyTorch's native_group_norm, uses the biased variance.)
+ *
+ * @example
+ * ```ts
+ * import { groupNorm, Tensor } from "@aclnn/norm";
+ * const r = groupNorm({ input: Tensor.fromArray([1, 2, 3, 4], [1, 2, 2]), group: 1, eps: 0 });
+ * console.log(r.mean.toArray()); // [2.5]
+ * ```
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { arg, runAclnn } from "../ffi/executor.ts";
+import { FLOAT_DTYPES } from "../tensor/dtype.ts";
+import { formatShape } from "../tensor/layout.ts";
+import { Tensor } from "../tensor/tensor.ts";
+import {
+  checkDType,
+  checkNumel,
+  checkRank,
+  checkSameDType,
+  checkShape,
+  commonDevice,
+  finiteNumber,
+  int64,
+  invalid,
+  type MaybeTensor,
+  optionalTensor,
+  parseScalars,
+  requestedOutput,
+  requireTensor,
+  valuesOr,
+} from "./validate.ts";
+
+const OP = "aclnnGroupNorm";
+
+/** Preallocated outputs of {@linkcode groupNorm} (CANN out/meanOut/rstdOut). */
+export interface GroupNormOut {
+  /** Receives y: input's shape and dtype (any strides). */
+  output?: Tensor | null;
+  /** Receives the per-(n, group) mean: shape (N, group), input's dtype. */
+  mean?: Tensor | null;
+  /** Receives the per-(n, group) 1/sqrt(var + eps): shape (N, group), input's dtype. */
+  rstd?: Tensor | null;
+}
+
+/** Arguments of {@linkcode groupNorm} (names as in CANN; `input` is CANN's `self`). */
+export interface GroupNormArgs {
+  /** x: rank 2-8, float32/float16/bfloat16. */
+  input: MaybeTensor;
+  /** Per-channel scale: rank 1, C elements, input's dtype; all ones when absent. */
+  gamma?: MaybeTensor;
+  /** Per-channel offset: rank 1, C elements, input's dtype; zeros when absent. */
+  beta?: MaybeTensor;
+  /** Batch size; must equal input dim 0. Default input dim 0. */
+  N?: number;
+  /** Channels; must equal input dim 1. Default input dim 1. */
+  C?: number;
+  /** Elements per channel; must equal the product of input dims 2.. (1 for rank 2). */
+  HxW?: number;
+  /** Number of groups: > 0 and a divisor of C. */
+  group: number;
+  /** Added to the variance; must be > 0. Default 1e-5. */
+  eps?: number;
+  /** Preallocated outputs (validated as aclnn does); missing ones are allocated. */
+  out?: GroupNormOut;
+}
+
+/** Results of {@linkcode groupNorm}. */
+export interface GroupNormResult {
+  /** y, input's shape and dtype. */
+  output: Tensor;
+  /** Per-(n, group) mean, shape (N, group). */
+  mean: Tensor;
+  /** Per-(n, group) 1/sqrt(biased var + eps), shape (N, group). */
+  rstd: Tensor;
+}
+
+const scalarsSchema = z.object({
+  N: int64.optional(),
+  C: int64.optional(),
+  HxW: int64.optional(),
+  group: z.number({
+    required_error: "is required (an integer > 0)",
+    invalid_type_error: "must be an integer",
+  }).int("must be an integer").safe("must be a safe integer"),
+  eps: finiteNumber.default(1e-5),
+});
+
+/** Float64 kernel over (N, C, HxW) row-major data. Empty groups give zero statistics. */
+export function groupNormKernel(
+  x: Float64Array,
+  gamma: Float64Array,
+  beta: Float64Array,
+  N: number,
+  C: number,
+  HxW: number,
+  group: number,
+  eps: number,
+): { output: Float64Array; mean: Float64Array; rstd: Float64Array } {
+  const D = C / group;
+  const count = D * HxW;
+  const output = new Float64Array(N * C * HxW);
+  const mean = new Float64Array(N * group);
+  const rstd = new Float64Array(N * group);
+  if (count === 0) return { output, mean, rstd };
+  for (let n = 0; n < N; n++) {
+    for (let g = 0; g < group; g++) {
+      const base = (n * C + g * D) * HxW;
+      let s = 0;
+      for (let i = base; i < base + count; i++) s += x[i];
+      const m = s / count;
+      let q = 0;
+      for (let i = base; i < base + count; i++) q += (x[i] - m) * (x[i] - m);
+      const r = 1 / Math.sqrt(q / count + eps);
+      mean[n * group + g] = m;
+      rstd[n * group + g] = r;
+      for (let d = 0; d < D; d++) {
+        const c = g * D + d;
+        const scale = r * gamma[c];
+        const shift = beta[c];
+        const cb = base + d * HxW;
+        for (let i = cb; i < cb + HxW; i++) output[i] = (x[i] - m) * scale + shift;
+      }
+    }
+  }
+  return { output, mean, rstd };
+}
+
+/**
+ * Runs the GroupNorm forward pass as aclnnGroupNorm does, on the CPU or on the NPU the
+ * tensors live on.
+ *
+ * Validation (aclnnGroupNorm documentation): 161001 when input is missing or an output is
+ * given as `null` in `out`; 161002 when a tensor is not float32/float16/bfloat16, gamma,
+ * beta or an output does not share input's dtype, input's rank is outside 2-8, N/C/HxW are
+ * negative, group <= 0, C is not divisible by group, eps <= 0, output's shape differs from
+ * input's, mean/rstd are not (N, group), input dim 0 != N, dim 1 != C, the product of dims
+ * 2.. != HxW, numel(input) != N * C * HxW, or gamma/beta are not rank 1 with C elements.
+ *
+ * Without `out`: output is a contiguous tensor of input's shape and dtype; mean and rstd
+ * are (N, group) in input's dtype.
+ *
+ * @example
+ * ```ts
+ * import { groupNorm, Tensor } from "@aclnn/norm";
+ * const x = Tensor.random([2, 4, 3, 3], { seed: 1 });
+ * const { output, mean, rstd } = groupNorm({ input: x, gamma: Tensor.ones([4]), group: 2 });
+ * console.log(output.shape, mean.shape, rstd.shape); // [2, 4, 3, 3] [2, 2] [2, 2]
+ * ```
+ */
+export function groupNorm(args: GroupNormArgs): GroupNormResult {
+  const input = requireTensor(OP, "input", args.input);
+  const gamma = optionalTensor(OP, "gamma", args.gamma);
+  const beta = optionalTensor(OP, "beta", args.beta);
+  const scalars = parseScalars(OP, scalarsSchema, {
+    N: args.N,
+    C: args.C,
+    HxW: args.HxW,
+    group: args.group,
+    eps: args.eps,
+  });
+  const { group, eps } = scalars;
+  const out = args.out as Record<string, unknown> | undefined;
+  let output = requestedOutput(OP, "output", out, true);
+  let mean = requestedOutput(OP, "mean", out, true);
+  let rstd = requestedOutput(OP, "rstd", out, true);
+
+  const all = { input, gamma, beta, output, mean, rstd };
+  for (const [name, t] of Object.entries(all)) if (t) checkDType(OP, name, t, FLOAT_DTYPES);
+  for (const [name, t] of Object.entries({ gamma, beta, output, mean, rstd })) {
+    if (t) checkSameDType(OP, name, t, "input", input);
+  }
+  checkRank(OP, "input", input, 2, 8);
+  const shapeHxW = input.shape.slice(2).reduce((a, b) => a * b, 1);
+  const N = scalars.N ?? input.shape[0];
+  const C = scalars.C ?? input.shape[1];
+  const HxW = scalars.HxW ?? shapeHxW;
+  for (const [name, v] of Object.entries({ N, C, HxW })) {
+    if (v < 0) invalid(OP, name, `(${v}) must not be negative`);
+  }
+  if (group <= 0) invalid(OP, "group", `(${group}) must be greater than 0`);
+  if (C % group !== 0) invalid(OP, "group", `(${group}) must divide C (${C})`);
+  if (!(eps > 0)) invalid(OP, "eps", `(${eps}) must be greater than 0`);
+  if (output) checkShape(OP, "output", output, input.shape, "input");
+  for (const [name, t] of Object.entries({ mean, rstd })) {
+    if (t) checkShape(OP, name, t, [N, group], "(N, group)");
+  }
+  if (input.shape[0] !== N) invalid(OP, "N", `(${N}) must equal input dim 0 (${input.shape[0]})`);
+  if (input.shape[1] !== C) invalid(OP, "C", `(${C}) must equal input dim 1 (${input.shape[1]})`);
+  if (shapeHxW !== HxW) {
+    invalid(
+      OP,
+      "HxW",
+      `(${HxW}) must equal the product of input dims 2.. (${shapeHxW}; shape ${
+        formatShape(input.shape)
+      })`,
+    );
+  }
+  checkNumel(OP, "input", input, N * C * HxW, "N * C * HxW");
+  for (const [name, t] of Object.entries({ gamma, beta })) {
+    if (!t) continue;
+    checkRank(OP, name, t, 1, 1);
+    checkNumel(OP, name, t, C, "C");
+  }
+  const device = commonDevice(OP, all);
+
+  output ??= Tensor.zeros(input.shape, input.dtype, device);
+  mean ??= Tensor.zeros([N, group], input.dtype, device);
+  rstd ??= Tensor.zeros([N, group], input.dtype, device);
+  const result = { output, mean, rstd };
+
+  if (device !== "cpu") {
+    runAclnn(device, OP, [
+      arg.tensor(input),
+      arg.tensor(gamma),
+      arg.tensor(beta),
+      arg.i64(N),
+      arg.i64(C),
+      arg.i64(HxW),
+      arg.i64(group),
+      arg.f64(eps),
+      arg.tensor(output),
+      arg.tensor(mean),
+      arg.tensor(rstd),
+    ]);
+    return result;
+  }
+
+  const values = groupNormKernel(
+    input.toFloat64Array(),
+    valuesOr(gamma, C, 1),
+    valuesOr(beta, C, 0),
+    N,
+    C,
+    HxW,
+    group,
+    eps,
+  );
+  output.copy_(values.output);
+  mean.copy_(values.mean);
+  rstd.copy_(values.rstd);
+  return result;
+}

@@ -1,0 +1,353 @@
+/**
+ * aclnnGroupNormBackward: the gradients of GroupNorm with respect to its input, gamma and
+ * beta. The data is read as (N, C, HxW) in logical row-major order (element
+ * `(n * C + c) * HxW + hw`), split into `group` groups of D = C / group channels; mean and
+ * rstd hold one value per (n, group), element `n * group + g`.
+ *
+ * Per (n, g), with xhat = (x - mean) * rstd, M = D * HxW and sums over the group's elements:
+ *
+ * ```
+ * gradInput  = rstd * (dy * gamma - sum(dy * gamma) / M - xhat * sum(dy * gamma * xhat) / M)
+ * gradGamma  = sum over n, hw of dy * xhat            (per channel)
+ * gradBeta   = sum over n, hw of dy                   (per channel)
+ * ```
+ *
+ * @example
+ * ```ts
+ * import { groupNormBackward, Tensor } from "@aclnn/norm";
+ * const x = Tensor.random([2, 4, 3], { seed: 1 });
+ * const dy = Tensor.random([2, 4, 3], { seed: 2 });
+ * const r = groupNormBackward({
+ *   gradOut: dy, input: x, mean: Tensor.zeros([2, 2]), rstd: Tensor.ones([2, 2]), group: 2,
+ * });
+ * console.log(r.gradInput?.shape, r.gradGamma?.shape); // [2, 4, 3] [4]
+ * ```
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { arg, runAclnn } from "../ffi/executor.ts";
+import { FLOAT_DTYPES } from "../tensor/dtype.ts";
+import { formatShape } from "../tensor/layout.ts";
+import { Tensor } from "../tensor/tensor.ts";
+import {
+  checkDType,
+  checkNumel,
+  checkRank,
+  checkSameDType,
+  checkShape,
+  commonDevice,
+  int64,
+  invalid,
+  type MaybeTensor,
+  optionalTensor,
+  parseScalars,
+  requestedOutput,
+  requireTensor,
+  valuesOr,
+} from "./validate.ts";
+
+const OP = "aclnnGroupNormBackward";
+
+/** Preallocated outputs of {@linkcode groupNormBackward}. */
+export interface GroupNormBackwardOut {
+  /** Receives dL/dinput: input's shape, gradOut's dtype (any strides). */
+  gradInput?: Tensor | null;
+  /** Receives dL/dgamma: gamma's shape (C elements when gamma is absent), mean's dtype. */
+  gradGamma?: Tensor | null;
+  /** Receives dL/dbeta: gamma's shape (C elements when gamma is absent), mean's dtype. */
+  gradBeta?: Tensor | null;
+}
+
+/** Arguments of {@linkcode groupNormBackward} (names as in CANN). */
+export interface GroupNormBackwardArgs {
+  /** dL/dy: N*C*HxW elements, float32/float16/bfloat16, rank 0-8. */
+  gradOut: MaybeTensor;
+  /** x, the forward's input: N*C*HxW elements, gradOut's dtype, rank 0-8. */
+  input: MaybeTensor;
+  /** Per-(n, group) mean saved by the forward: N*group elements, gradOut's dtype or float32. */
+  mean: MaybeTensor;
+  /** Per-(n, group) 1/sqrt(var + eps) saved by the forward: N*group elements, mean's dtype. */
+  rstd: MaybeTensor;
+  /** Per-channel scale: C elements, mean's dtype; all ones when absent. */
+  gamma?: MaybeTensor;
+  /** Batch size. Default input dim 0 (required when input has rank < 2). */
+  N?: number;
+  /** Channels. Default input dim 1 (required when input has rank < 2). */
+  C?: number;
+  /** Elements per channel. Default the product of input dims 2.. (required when rank < 2). */
+  HxW?: number;
+  /** Number of groups: > 0 and a divisor of C. */
+  group: number;
+  /** Which of gradInput, gradGamma, gradBeta to compute. Default [true, true, true]. */
+  outputMask?: readonly boolean[];
+  /** Preallocated outputs (validated as aclnn does); missing ones are allocated. */
+  out?: GroupNormBackwardOut;
+}
+
+/** Results; an output is null when its outputMask entry is false. */
+export interface GroupNormBackwardResult {
+  /** dL/dinput, shape of `input`. */
+  gradInput: Tensor | null;
+  /** dL/dgamma per channel. */
+  gradGamma: Tensor | null;
+  /** dL/dbeta per channel. */
+  gradBeta: Tensor | null;
+}
+
+/** Float64 results of {@linkcode groupNormBackwardKernel}; undefined where not requested. */
+export interface GroupNormBackwardValues {
+  /** dL/dinput, logical row-major order. */
+  gradInput?: Float64Array;
+  /** dL/dgamma per channel. */
+  gradGamma?: Float64Array;
+  /** dL/dbeta per channel. */
+  gradBeta?: Float64Array;
+}
+
+const scalarsSchema = z.object({
+  N: int64.optional(),
+  C: int64.optional(),
+  HxW: int64.optional(),
+  group: z.number({
+    required_error: "is required (an integer > 0)",
+    invalid_type_error: "must be an integer",
+  }).int("must be an integer").safe("must be a safe integer"),
+  outputMask: z.array(z.boolean({ invalid_type_error: "entries must be booleans" }), {
+    invalid_type_error: "must be an array of 3 booleans",
+  }).length(3, "must have exactly 3 entries (gradInput, gradGamma, gradBeta)")
+    .default([true, true, true]),
+});
+
+/**
+ * The CPU kernel, in float64. `dy` and `x` are (N, C, HxW) in logical row-major order,
+ * `mean`/`rstd` have N*group values, `gamma` C values. Sums over a group use the centred
+ * form (x - mean), which stays accurate when |mean| is large. Every input is read before any
+ * output is produced. Empty inputs give zero-filled per-channel results.
+ */
+export function groupNormBackwardKernel(
+  dy: Float64Array,
+  x: Float64Array,
+  mean: Float64Array,
+  rstd: Float64Array,
+  gamma: Float64Array,
+  N: number,
+  C: number,
+  HxW: number,
+  group: number,
+  mask: readonly [boolean, boolean, boolean],
+): GroupNormBackwardValues {
+  const D = C / group;
+  const count = D * HxW;
+  const gradInput = mask[0] ? new Float64Array(N * C * HxW) : undefined;
+  const gradGamma = new Float64Array(C);
+  const gradBeta = new Float64Array(C);
+  if (count > 0) {
+    for (let n = 0; n < N; n++) {
+      for (let g = 0; g < group; g++) {
+        const m = mean[n * group + g];
+        const r = rstd[n * group + g];
+        let s1 = 0; // sum(dy * gamma)
+        let s2 = 0; // sum(dy * gamma * xhat)
+        for (let c = g * D; c < (g + 1) * D; c++) {
+          const w = gamma[c];
+          const base = (n * C + c) * HxW;
+          let sdy = 0;
+          let sdyXhat = 0;
+          for (let i = base; i < base + HxW; i++) {
+            const xhat = (x[i] - m) * r;
+            sdy += dy[i];
+            sdyXhat += dy[i] * xhat;
+          }
+          gradGamma[c] += sdyXhat;
+          gradBeta[c] += sdy;
+          s1 += sdy * w;
+          s2 += sdyXhat * w;
+        }
+        if (!gradInput) continue;
+        const a = s1 / count;
+        const b = s2 / count;
+        for (let c = g * D; c < (g + 1) * D; c++) {
+          const w = gamma[c];
+          const base = (n * C + c) * HxW;
+          for (let i = base; i < base + HxW; i++) {
+            const xhat = (x[i] - m) * r;
+            gradInput[i] = r * (dy[i] * w - a - xhat * b);
+          }
+        }
+      }
+    }
+  }
+  const result: GroupNormBackwardValues = {};
+  if (gradInput) result.gradInput = gradInput;
+  if (mask[1]) result.gradGamma = gradGamma;
+  if (mask[2]) result.gradBeta = gradBeta;
+  return result;
+}
+
+/** N, C and HxW: given values win, the rest come from input's shape (rank >= 2). */
+function resolveGeometry(
+  input: Tensor,
+  given: { N?: number; C?: number; HxW?: number },
+): { N: number; C: number; HxW: number } {
+  const fromShape = input.rank >= 2
+    ? {
+      N: input.shape[0],
+      C: input.shape[1],
+      HxW: input.shape.slice(2).reduce((a, b) => a * b, 1),
+    }
+    : undefined;
+  const pick = (name: "N" | "C" | "HxW"): number => {
+    const v = given[name] ?? fromShape?.[name];
+    if (v === undefined) {
+      invalid(
+        OP,
+        name,
+        `is required when input has rank < 2 (input shape ${formatShape(input.shape)})`,
+      );
+    }
+    return v;
+  };
+  return { N: pick("N"), C: pick("C"), HxW: pick("HxW") };
+}
+
+/**
+ * Computes the GroupNorm gradients as aclnnGroupNormBackward does, on the CPU or on the NPU
+ * the tensors live on.
+ *
+ * Validation follows the aclnn documentation. 161001: gradOut, input, mean or rstd missing,
+ * or an output the mask asks for given as `null` in `out`. 161002: gradOut dtype not
+ * float32/float16/bfloat16; input dtype != gradOut's; mean dtype neither gradOut's nor
+ * float32 (fp16/bf16 data with fp32 statistics is legal); rstd or gamma dtype != mean's;
+ * outputMask without 3 entries; gradInput shape != input's or dtype != gradOut's;
+ * gradGamma/gradBeta shape != gamma's (numel != C when gamma is absent) or dtype != mean's;
+ * N, C or HxW negative (or missing when input has rank < 2); group <= 0; C not divisible
+ * by group; numel(input) or numel(gradOut) != N*C*HxW; numel(mean) or numel(rstd) !=
+ * N*group; gamma present with numel != C. Masked-off outputs are neither validated nor
+ * written.
+ *
+ * Real Atlas A2/A3 chips add two hardware limits, C <= 240000 and C / group <= 8000; they
+ * are not checked here (the CPU backend has no such limit) and the native library reports
+ * them when the tensors live on such an NPU.
+ *
+ * Without `out`, gradInput is a contiguous tensor of input's shape in gradOut's dtype, and
+ * gradGamma/gradBeta have gamma's shape ([C] without gamma) in mean's dtype.
+ *
+ * @example
+ * ```ts
+ * import { groupNormBackward, Tensor } from "@aclnn/norm";
+ * const x = Tensor.fromArray(Array.from({ length: 24 }, (_, i) => i + 1), [2, 3, 4]);
+ * const { gradInput, gradGamma, gradBeta } = groupNormBackward({
+ *   gradOut: x,
+ *   input: x,
+ *   mean: Tensor.fromArray([6.5, 18.5], [2, 1]),
+ *   rstd: Tensor.fromArray([0.2896827, 0.2896827], [2, 1]),
+ *   gamma: Tensor.ones([3]),
+ *   group: 1,
+ * });
+ * console.log(gradInput?.shape, gradGamma?.toArray(), gradBeta?.toArray());
+ * ```
+ */
+export function groupNormBackward(args: GroupNormBackwardArgs): GroupNormBackwardResult {
+  const gradOut = requireTensor(OP, "gradOut", args.gradOut);
+  const input = requireTensor(OP, "input", args.input);
+  const mean = requireTensor(OP, "mean", args.mean);
+  const rstd = requireTensor(OP, "rstd", args.rstd);
+  const gamma = optionalTensor(OP, "gamma", args.gamma);
+  const scalars = parseScalars(OP, scalarsSchema, {
+    N: args.N,
+    C: args.C,
+    HxW: args.HxW,
+    group: args.group,
+    outputMask: args.outputMask,
+  });
+  const mask = scalars.outputMask as [boolean, boolean, boolean];
+  const group = scalars.group;
+  const out = args.out as Record<string, unknown> | undefined;
+  let gradInput = requestedOutput(OP, "gradInput", out, mask[0]);
+  let gradGamma = requestedOutput(OP, "gradGamma", out, mask[1]);
+  let gradBeta = requestedOutput(OP, "gradBeta", out, mask[2]);
+
+  // dtypes
+  checkDType(OP, "gradOut", gradOut, FLOAT_DTYPES);
+  checkSameDType(OP, "input", input, "gradOut", gradOut);
+  checkDType(OP, "mean", mean, FLOAT_DTYPES);
+  if (mean.dtype !== gradOut.dtype && mean.dtype !== "float32") {
+    invalid(OP, "mean", `dtype ${mean.dtype} must be float32 or gradOut dtype ${gradOut.dtype}`);
+  }
+  checkSameDType(OP, "rstd", rstd, "mean", mean);
+  if (gamma) checkSameDType(OP, "gamma", gamma, "mean", mean);
+  if (gradInput) checkSameDType(OP, "gradInput", gradInput, "gradOut", gradOut);
+  if (gradGamma) checkSameDType(OP, "gradGamma", gradGamma, "mean", mean);
+  if (gradBeta) checkSameDType(OP, "gradBeta", gradBeta, "mean", mean);
+  const tensors = { gradOut, input, mean, rstd, gamma, gradInput, gradGamma, gradBeta };
+  for (const [name, t] of Object.entries(tensors)) if (t) checkRank(OP, name, t, 0, 8);
+
+  // geometry and output shapes
+  const { N, C, HxW } = resolveGeometry(input, scalars);
+  if (gradInput) checkShape(OP, "gradInput", gradInput, input.shape, "input");
+  for (const [name, t] of Object.entries({ gradGamma, gradBeta })) {
+    if (!t) continue;
+    if (gamma) checkShape(OP, name, t, gamma.shape, "gamma");
+    else checkNumel(OP, name, t, C, "C (gamma is absent)");
+  }
+  for (const [name, v] of Object.entries({ N, C, HxW })) {
+    if (v < 0) invalid(OP, name, `(${v}) must not be negative`);
+  }
+  if (group <= 0) invalid(OP, "group", `(${group}) must be greater than 0`);
+  if (C % group !== 0) invalid(OP, "group", `(${group}) must divide C (${C})`);
+  const total = N * C * HxW;
+  checkNumel(OP, "input", input, total, "N * C * HxW");
+  checkNumel(OP, "gradOut", gradOut, total, "N * C * HxW");
+  checkNumel(OP, "mean", mean, N * group, "N * group");
+  checkNumel(OP, "rstd", rstd, N * group, "N * group");
+  if (gamma) checkNumel(OP, "gamma", gamma, C, "C");
+  const device = commonDevice(OP, tensors);
+
+  if (mask[0]) gradInput ??= Tensor.zeros(input.shape, gradOut.dtype, device);
+  const perChannelShape = gamma ? gamma.shape : [C];
+  if (mask[1]) gradGamma ??= Tensor.zeros(perChannelShape, mean.dtype, device);
+  if (mask[2]) gradBeta ??= Tensor.zeros(perChannelShape, mean.dtype, device);
+  const result = {
+    gradInput: gradInput ?? null,
+    gradGamma: gradGamma ?? null,
+    gradBeta: gradBeta ?? null,
+  };
+
+  if (device !== "cpu") {
+    runAclnn(device, OP, [
+      arg.tensor(gradOut),
+      arg.tensor(input),
+      arg.tensor(mean),
+      arg.tensor(rstd),
+      arg.tensor(gamma),
+      arg.i64(N),
+      arg.i64(C),
+      arg.i64(HxW),
+      arg.i64(group),
+      arg.boolArray(mask),
+      arg.tensor(gradInput),
+      arg.tensor(gradGamma),
+      arg.tensor(gradBeta),
+    ]);
+    return result;
+  }
+
+  const values = groupNormBackwardKernel(
+    gradOut.toFloat64Array(),
+    input.toFloat64Array(),
+    mean.toFloat64Array(),
+    rstd.toFloat64Array(),
+    valuesOr(gamma, C, 1),
+    N,
+    C,
+    HxW,
+    group,
+    mask,
+  );
+  if (values.gradInput) gradInput?.copy_(values.gradInput);
+  if (values.gradGamma) gradGamma?.copy_(values.gradGamma);
+  if (values.gradBeta) gradBeta?.copy_(values.gradBeta);
+  return result;
+}

@@ -1,0 +1,102 @@
+/*
+ * Software CANN ("aclsim") -- public aclnn operator symbols.  Compiled with
+ * -DSIM_WITH_NN into libopapi_nn.so, with -DSIM_WITH_MATH into libopapi_math.so, and with
+ * both into libopapi.so (the older single-library layout).  Each function forwards to
+ * libaclsim_core.so.
+ */
+#include "sim.h"
+#include "sim_api.h"
+
+#define SIM_PHASE2(NAME, OP)                                                                              \
+  SIM_PUBLIC aclnnStatus NAME(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,         \
+                              aclrtStream stream) {                                                      \
+    return sim_op_launch(OP, #NAME, workspace, workspaceSize, executor, stream);                          \
+  }
+
+#ifdef SIM_WITH_NN
+SIM_PUBLIC aclnnStatus aclnnBatchNormReduceBackwardGetWorkspaceSize(
+    const aclTensor *gradOut, const aclTensor *input, const aclTensor *mean, const aclTensor *invstd,
+    const aclTensor *weight, const bool inputG, const bool weightG, const bool biasG, aclTensor *sumDy,
+    aclTensor *sumDyXmu, aclTensor *gradWeight, aclTensor *gradBias, uint64_t *workspaceSize,
+    aclOpExecutor **executor) {
+  return sim_bn_reduce_backward_ws(gradOut, input, mean, invstd, weight, inputG, weightG, biasG, sumDy, sumDyXmu,
+                                   gradWeight, gradBias, workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnBatchNormReduceBackward, SIM_OP_BN_REDUCE_BACKWARD)
+
+SIM_PUBLIC aclnnStatus aclnnBatchNormElemtBackwardGetWorkspaceSize(
+    const aclTensor *gradOut, const aclTensor *input, const aclTensor *mean, const aclTensor *invstd,
+    const aclTensor *weight, const aclTensor *sumDy, const aclTensor *sumDyXmu, aclTensor *counter,
+    aclTensor *gradInput, uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_bn_elemt_backward_ws(gradOut, input, mean, invstd, weight, sumDy, sumDyXmu, counter, gradInput,
+                                  workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnBatchNormElemtBackward, SIM_OP_BN_ELEMT_BACKWARD)
+
+SIM_PUBLIC aclnnStatus aclnnBatchNormBackwardGetWorkspaceSize(
+    const aclTensor *gradOut, const aclTensor *input, const aclTensor *weight, const aclTensor *runningMean,
+    const aclTensor *runningVar, const aclTensor *saveMean, const aclTensor *saveInvstd, bool training, double eps,
+    const aclBoolArray *outputMask, aclTensor *gradInput, aclTensor *gradWeight, aclTensor *gradBias,
+    uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_bn_backward_ws(gradOut, input, weight, runningMean, runningVar, saveMean, saveInvstd, training, eps,
+                            outputMask, gradInput, gradWeight, gradBias, workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnBatchNormBackward, SIM_OP_BN_BACKWARD)
+
+SIM_PUBLIC aclnnStatus aclnnBatchNormGetWorkspaceSize(const aclTensor *input, const aclTensor *weight,
+                                                      const aclTensor *bias, aclTensor *runningMean,
+                                                      aclTensor *runningVar, bool training, double momentum,
+                                                      double eps, aclTensor *output, aclTensor *saveMean,
+                                                      aclTensor *saveInvstd, uint64_t *workspaceSize,
+                                                      aclOpExecutor **executor) {
+  return sim_bn_ws(input, weight, bias, runningMean, runningVar, training, momentum, eps, output, saveMean,
+                   saveInvstd, workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnBatchNorm, SIM_OP_BN)
+
+SIM_PUBLIC aclnnStatus aclnnBatchNormElemtGetWorkspaceSize(const aclTensor *input, const aclTensor *weight,
+                                                           const aclTensor *bias, aclTensor *mean,
+                                                           aclTensor *invstd, double eps, aclTensor *output,
+                                                           uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_bn_elemt_ws(input, weight, bias, mean, invstd, eps, output, workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnBatchNormElemt, SIM_OP_BN_ELEMT)
+
+SIM_PUBLIC aclnnStatus aclnnBatchNormGatherStatsWithCountsGetWorkspaceSize(
+    const aclTensor *input, const aclTensor *mean, const aclTensor *invstd, aclTensor *runningMean,
+    aclTensor *runningVar, double momentum, double eps, const aclTensor *counts, aclTensor *meanAll,
+    aclTensor *invstdAll, uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_bn_gather_stats_ws(input, mean, invstd, runningMean, runningVar, momentum, eps, counts, meanAll,
+                                invstdAll, workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnBatchNormGatherStatsWithCounts, SIM_OP_BN_GATHER_STATS)
+
+SIM_PUBLIC aclnnStatus aclnnGroupNormGetWorkspaceSize(const aclTensor *self, const aclTensor *gamma,
+                                                      const aclTensor *beta, int64_t N, int64_t C, int64_t HxW,
+                                                      int64_t group, double eps, aclTensor *out,
+                                                      aclTensor *meanOut, aclTensor *rstdOut,
+                                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_gn_ws(self, gamma, beta, N, C, HxW, group, eps, out, meanOut, rstdOut, workspaceSize,
+                   (void **)executor);
+}
+SIM_PHASE2(aclnnGroupNorm, SIM_OP_GN)
+
+SIM_PUBLIC aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(
+    const aclTensor *gradOut, const aclTensor *input, const aclTensor *mean, const aclTensor *rstd,
+    const aclTensor *gamma, int64_t N, int64_t C, int64_t HxW, int64_t group, const aclBoolArray *outputMask,
+    aclTensor *gradInput, aclTensor *gradGammaOut, aclTensor *gradBetaOut, uint64_t *workspaceSize,
+    aclOpExecutor **executor) {
+  return sim_gn_backward_ws(gradOut, input, mean, rstd, gamma, N, C, HxW, group, outputMask, gradInput,
+                            gradGammaOut, gradBetaOut, workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnGroupNormBackward, SIM_OP_GN_BACKWARD)
+#endif
+
+#ifdef SIM_WITH_MATH
+SIM_PUBLIC aclnnStatus aclnnBatchNormStatsGetWorkspaceSize(const aclTensor *input, double eps, aclTensor *mean,
+                                                           aclTensor *invstd, uint64_t *workspaceSize,
+                                                           aclOpExecutor **executor) {
+  return sim_bn_stats_ws(input, eps, mean, invstd, workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnBatchNormStats, SIM_OP_BN_STATS)
+#endif

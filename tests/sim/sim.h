@@ -1,0 +1,229 @@
+/*
+ * Software CANN ("aclsim") -- internal header shared by every simulator source file.
+ *
+ * The shared state (device-memory registry, handles, streams, per-thread error text,
+ * counters) lives in libaclsim_core.so; every function here is prefixed with sim_ and is
+ * exported from the core library only.  The public libraries (libacl_rt.so, libascendcl.so,
+ * libnnopbase.so, libopapi*.so) export exactly the CANN symbols declared in sim_api.h and
+ * forward to these functions.
+ */
+#ifndef ACLSIM_SIM_H
+#define ACLSIM_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SIM_CORE_API __attribute__((visibility("default")))
+#define SIM_PUBLIC __attribute__((visibility("default")))
+
+#define SIM_MAX_DIMS 8
+#define SIM_MAX_TENSORS 12
+
+/* ---- status codes ---------------------------------------------------------------- */
+enum {
+  SIM_OK = 0,
+  /* aclnn */
+  SIM_NN_NULLPTR = 161001,
+  SIM_NN_INVALID = 161002,
+  SIM_NN_RUNTIME = 361001,
+  SIM_NN_INNER_NULLPTR = 561103,
+  SIM_NN_OPP_PATH = 561107,
+  /* acl runtime */
+  SIM_ACL_INVALID_PARAM = 100000,
+  SIM_ACL_UNINITIALIZE = 100001,
+  SIM_ACL_REPEAT_INIT = 100002,
+  SIM_ACL_REPEAT_FINALIZE = 100037,
+  SIM_RT_PARAM_INVALID = 107000,
+  SIM_RT_INVALID_DEVICEID = 107001,
+  SIM_RT_CONTEXT_NULL = 107002,
+  SIM_RT_MEMORY_ALLOCATION = 207001,
+  SIM_RT_NO_DEVICE = 207004,
+  SIM_RT_INTERNAL_ERROR = 507000
+};
+
+/* ---- enums ------------------------------------------------------------------------- */
+enum {
+  SIM_DT_FLOAT = 0, SIM_DT_FLOAT16 = 1, SIM_DT_INT8 = 2, SIM_DT_INT32 = 3, SIM_DT_UINT8 = 4,
+  SIM_DT_INT16 = 6, SIM_DT_UINT16 = 7, SIM_DT_UINT32 = 8, SIM_DT_INT64 = 9, SIM_DT_UINT64 = 10,
+  SIM_DT_DOUBLE = 11, SIM_DT_BOOL = 12, SIM_DT_BF16 = 27
+};
+enum {
+  SIM_FMT_NCHW = 0, SIM_FMT_NHWC = 1, SIM_FMT_ND = 2, SIM_FMT_NC1HWC0 = 3, SIM_FMT_FRACTAL_Z = 4,
+  SIM_FMT_HWCN = 16, SIM_FMT_NDHWC = 27, SIM_FMT_FRACTAL_NZ = 29, SIM_FMT_NCDHW = 30,
+  SIM_FMT_NDC1HWC0 = 32, SIM_FMT_FRACTAL_Z_3D = 33, SIM_FMT_NC = 35, SIM_FMT_NCL = 47
+};
+enum { SIM_H2H = 0, SIM_H2D = 1, SIM_D2H = 2, SIM_D2D = 3, SIM_MEMCPY_DEFAULT = 4 };
+
+/* ---- operators ---------------------------------------------------------------------- */
+typedef enum {
+  SIM_OP_BN_REDUCE_BACKWARD = 1,
+  SIM_OP_BN_BACKWARD,
+  SIM_OP_GN_BACKWARD,
+  SIM_OP_BN_STATS,
+  SIM_OP_BN_GATHER_STATS,
+  SIM_OP_BN_ELEMT_BACKWARD,
+  SIM_OP_BN,
+  SIM_OP_BN_ELEMT,
+  SIM_OP_GN,
+  SIM_OP_COUNT
+} SimOpId;
+
+/* A tensor descriptor: a copy of what aclCreateTensor recorded (the executor snapshots it). */
+typedef struct {
+  int32_t ndim;
+  int64_t dims[SIM_MAX_DIMS];
+  int64_t strides[SIM_MAX_DIMS];
+  int64_t offset;
+  int32_t dtype;
+  int32_t format;
+  int32_t sndim;
+  int64_t sdims[SIM_MAX_DIMS];
+  void *data;
+  uint64_t alloc_id; /* device allocation validated at phase 1 (0 = none needed) */
+  void *origin;      /* aclTensor handle this descriptor was copied from */
+} SimTensorDesc;
+
+/* Everything phase 1 planned: tensors (inputs first, then outputs), flags and scalars. */
+typedef struct {
+  SimOpId op;
+  const char *name; /* e.g. "aclnnBatchNormReduceBackward" */
+  int n_in, n_out;
+  SimTensorDesc t[SIM_MAX_TENSORS];
+  bool present[SIM_MAX_TENSORS];
+  const char *tname[SIM_MAX_TENSORS];
+  bool mask[3];
+  bool training;
+  double eps, momentum;
+  int64_t N, C, HxW, group;
+  uint64_t ws_size;
+} SimPlan;
+
+/* ---- errors (thread-local text) ------------------------------------------------------ */
+SIM_CORE_API int sim_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+SIM_CORE_API const char *sim_take_error(void);
+
+/* ---- helpers -------------------------------------------------------------------------- */
+SIM_CORE_API size_t sim_dtype_size(int32_t dtype);
+SIM_CORE_API const char *sim_dtype_name(int32_t dtype);
+SIM_CORE_API const char *sim_format_name(int32_t format);
+SIM_CORE_API int64_t sim_desc_numel(const SimTensorDesc *d);
+SIM_CORE_API int64_t sim_desc_storage_numel(const SimTensorDesc *d);
+SIM_CORE_API double *sim_load(const SimTensorDesc *d);                 /* malloc'd, numel doubles */
+SIM_CORE_API void sim_store(const SimTensorDesc *d, const double *v);  /* logical row-major */
+SIM_CORE_API uint16_t sim_to_fp16(double x);
+SIM_CORE_API uint16_t sim_to_bf16(double x);
+SIM_CORE_API double sim_from_fp16(uint16_t h);
+SIM_CORE_API double sim_from_bf16(uint16_t h);
+
+/* ---- locking & handles ------------------------------------------------------------------ */
+SIM_CORE_API void sim_lock(void);
+SIM_CORE_API void sim_unlock(void);
+
+/* device memory queries (lock held by the caller or not: they lock themselves) */
+SIM_CORE_API uint64_t sim_dev_range_alloc(const void *p, uint64_t bytes); /* alloc id or 0 */
+SIM_CORE_API bool sim_dev_alloc_live(uint64_t alloc_id);
+SIM_CORE_API bool sim_is_device_ptr(const void *p);
+SIM_CORE_API void sim_describe_ptr(const void *p, char *buf, size_t n);
+
+/* ---- runtime (acl / aclrt) ------------------------------------------------------------ */
+SIM_CORE_API int sim_acl_init(const char *config);
+SIM_CORE_API int sim_acl_finalize(void);
+SIM_CORE_API int sim_rt_set_device(int32_t id);
+SIM_CORE_API int sim_rt_reset_device(int32_t id);
+SIM_CORE_API int sim_rt_get_device(int32_t *id);
+SIM_CORE_API int sim_rt_get_device_count(uint32_t *count);
+SIM_CORE_API int sim_rt_sync_device(void);
+SIM_CORE_API int sim_rt_create_stream(void **stream);
+SIM_CORE_API int sim_rt_destroy_stream(void *stream);
+SIM_CORE_API int sim_rt_sync_stream(void *stream);
+SIM_CORE_API int sim_rt_malloc(void **p, uint64_t size, uint32_t policy);
+SIM_CORE_API int sim_rt_free(void *p);
+SIM_CORE_API int sim_rt_malloc_host(void **p, uint64_t size);
+SIM_CORE_API int sim_rt_free_host(void *p);
+SIM_CORE_API int sim_rt_memcpy(void *dst, uint64_t destMax, const void *src, uint64_t count,
+                               uint32_t kind);
+SIM_CORE_API int sim_rt_memcpy_async(void *dst, uint64_t destMax, const void *src, uint64_t count,
+                                     uint32_t kind, void *stream);
+SIM_CORE_API int sim_rt_memset(void *p, uint64_t maxCount, int32_t value, uint64_t count);
+SIM_CORE_API int sim_rt_create_context(void **ctx, int32_t device);
+SIM_CORE_API int sim_rt_set_current_context(void *ctx);
+SIM_CORE_API int sim_rt_get_current_context(void **ctx);
+SIM_CORE_API int sim_rt_destroy_context(void *ctx);
+SIM_CORE_API int sim_rt_get_mem_info(uint32_t attr, uint64_t *freeBytes, uint64_t *totalBytes);
+SIM_CORE_API const char *sim_rt_get_soc_name(void);
+SIM_CORE_API int32_t sim_get_stats(int64_t *out, uint64_t n);
+
+/* ---- nnopbase ---------------------------------------------------------------------------- */
+SIM_CORE_API void *sim_create_tensor(const int64_t *viewDims, uint64_t viewDimsNum, int32_t dataType,
+                                     const int64_t *stride, int64_t offset, int32_t format,
+                                     const int64_t *storageDims, uint64_t storageDimsNum,
+                                     void *tensorData);
+SIM_CORE_API int sim_destroy_tensor(const void *t);
+SIM_CORE_API void *sim_create_bool_array(const bool *v, uint64_t n);
+SIM_CORE_API int sim_destroy_bool_array(const void *a);
+SIM_CORE_API void *sim_create_int_array(const int64_t *v, uint64_t n);
+SIM_CORE_API int sim_destroy_int_array(const void *a);
+SIM_CORE_API void *sim_create_scalar(const void *v, int32_t dtype);
+SIM_CORE_API int sim_destroy_scalar(const void *s);
+SIM_CORE_API int sim_executor_set_repeatable(void *e);
+SIM_CORE_API int sim_executor_destroy(void *e);
+/* which: 0 = input index, 1 = output index, 2 = inputs then outputs */
+SIM_CORE_API int sim_executor_set_addr(void *e, uint64_t index, void *tensor, void *addr, int which);
+SIM_CORE_API int sim_tensor_set_raw_addr(void *t, void *addr);
+SIM_CORE_API int sim_tensor_get_raw_addr(const void *t, void **addr);
+SIM_CORE_API int sim_tensor_get_view_offset(const void *t, int64_t *offset);
+SIM_CORE_API int sim_tensor_get_format(const void *t, int32_t *format);
+SIM_CORE_API int sim_tensor_get_dtype(const void *t, int32_t *dtype);
+SIM_CORE_API int sim_nn_init(const char *config);
+SIM_CORE_API int sim_nn_finalize(void);
+
+/* used by the operator code: resolve handles (lock taken inside) */
+SIM_CORE_API int sim_lookup_tensor(const void *h, SimTensorDesc *out); /* 0 or -1 */
+SIM_CORE_API int sim_lookup_bool_array(const void *h, bool *vals, uint64_t cap, uint64_t *n);
+
+/* executors: phase 1 registers a plan, phase 2 launches it */
+SIM_CORE_API int sim_executor_create(const SimPlan *plan, uint64_t *workspaceSize, void **executor);
+SIM_CORE_API int sim_op_launch(SimOpId op, const char *fname, void *workspace, uint64_t wsSize,
+                               void *executor, void *stream);
+
+/* ---- operators (sim_ops_*.c, part of the core) -------------------------------------------- */
+SIM_CORE_API int sim_op_run(const SimPlan *p, void *workspace); /* executes at synchronise */
+
+SIM_CORE_API int sim_bn_reduce_backward_ws(const void *gradOut, const void *input, const void *mean,
+                                           const void *invstd, const void *weight, bool inputG,
+                                           bool weightG, bool biasG, void *sumDy, void *sumDyXmu,
+                                           void *gradWeight, void *gradBias, uint64_t *ws,
+                                           void **exec);
+SIM_CORE_API int sim_bn_backward_ws(const void *gradOut, const void *input, const void *weight,
+                                    const void *runningMean, const void *runningVar,
+                                    const void *saveMean, const void *saveInvstd, bool training,
+                                    double eps, const void *outputMask, void *gradInput,
+                                    void *gradWeight, void *gradBias, uint64_t *ws, void **exec);
+SIM_CORE_API int sim_gn_backward_ws(const void *gradOut, const void *input, const void *mean,
+                                    const void *rstd, const void *gamma, int64_t N, int64_t C,
+                                    int64_t HxW, int64_t group, const void *outputMask,
+                                    void *gradInput, void *gradGamma, void *gradBeta, uint64_t *ws,
+                                    void **exec);
+SIM_CORE_API int sim_bn_stats_ws(const void *input, double eps, void *mean, void *invstd,
+                                 uint64_t *ws, void **exec);
+SIM_CORE_API int sim_bn_gather_stats_ws(const void *input, const void *mean, const void *invstd,
+                                        void *runningMean, void *runningVar, double momentum,
+                                        double eps, const void *counts, void *meanAll,
+                                        void *invstdAll, uint64_t *ws, void **exec);
+SIM_CORE_API int sim_bn_elemt_backward_ws(const void *gradOut, const void *input, const void *mean,
+                                          const void *invstd, const void *weight, const void *sumDy,
+                                          const void *sumDyXmu, void *counter, void *gradInput,
+                                          uint64_t *ws, void **exec);
+SIM_CORE_API int sim_bn_ws(const void *input, const void *weight, const void *bias,
+                           void *runningMean, void *runningVar, bool training, double momentum,
+                           double eps, void *output, void *saveMean, void *saveInvstd,
+                           uint64_t *ws, void **exec);
+SIM_CORE_API int sim_bn_elemt_ws(const void *input, const void *weight, const void *bias,
+                                 void *mean, void *invstd, double eps, void *output, uint64_t *ws,
+                                 void **exec);
+SIM_CORE_API int sim_gn_ws(const void *self, const void *gamma, const void *beta, int64_t N,
+                           int64_t C, int64_t HxW, int64_t group, double eps, void *out,
+                           void *meanOut, void *rstdOut, uint64_t *ws, void **exec);
+
+#endif
