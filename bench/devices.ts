@@ -5,14 +5,14 @@
  * @module
  */
 
-import { type Device, openAscend } from "../mod.ts";
+import { type AscendDevice, openAscend } from "../mod.ts";
 
 /** A named device for benchmark labels. */
 export interface BenchDevice {
   /** Label used in benchmark names: `cpu` or `npu:0`. */
   name: string;
   /** The device tensors are put on. */
-  device: Device;
+  device: "cpu" | AscendDevice;
 }
 
 /** The CPU backend, and the NPU when one opens (never fails: benchmarks still run on CPU). */

@@ -1,0 +1,115 @@
+/**
+ * Side-by-side timing in one run: every seed operator on every available device
+ * (CPU backend; the NPU code path when CANN opens, e.g. `ACLNN_NORM_LIB_DIR=build/sim`), per
+ * dtype, reporting the median time and the ratio to the CPU float32 row of the same operator.
+ *
+ *   deno run --allow-ffi --allow-env --allow-read bench/compare.ts [--shape 8,64,32,32] [--runs 7]
+ *
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import {
+  batchNormBackward,
+  batchNormReduceBackward,
+  type DType,
+  groupNormBackward,
+  Tensor,
+} from "../mod.ts";
+import { benchDevices } from "./devices.ts";
+
+const { values: flags } = parseArgs({
+  args: Deno.args,
+  options: {
+    shape: { type: "string", default: "8,64,32,32" },
+    runs: { type: "string", default: "7" },
+    groups: { type: "string", default: "32" },
+  },
+});
+const shape = flags.shape.split(",").map(Number);
+const runs = Math.max(3, Number(flags.runs));
+const group = Number(flags.groups);
+const [N, C] = shape;
+
+function median(run: () => void): number {
+  run(); // warm-up (JIT, workspace growth)
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const start = performance.now();
+    run();
+    times.push(performance.now() - start);
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)];
+}
+
+interface Row {
+  op: string;
+  device: string;
+  dtype: DType;
+  ms: number;
+}
+const rows: Row[] = [];
+
+for (const { name, device } of benchDevices()) {
+  for (const dtype of ["float32", "float16", "bfloat16"] as const) {
+    const put = (t: Tensor) => t.to(device);
+    const x = put(Tensor.random(shape, { seed: 1, dtype }));
+    const dy = put(Tensor.random(shape, { seed: 2, dtype }));
+    const mean = put(Tensor.random([C], { seed: 3 }));
+    const invstd = put(Tensor.random([C], { seed: 4, low: 0.5, high: 2 }));
+    const weight = put(Tensor.random([C], { seed: 5 }));
+    const gnMean = put(Tensor.random([N, group], { seed: 6 }));
+    const gnRstd = put(Tensor.random([N, group], { seed: 7, low: 0.5, high: 2 }));
+    // Reading an element synchronises the NPU stream, so the time includes the kernel.
+    const settle = (t: Tensor | null) => void t?.slice(0, 0, 1).toFloat64Array();
+    const ops: Record<string, () => void> = {
+      batchNormReduceBackward: () =>
+        settle(
+          batchNormReduceBackward({ gradOut: dy, input: x, mean, invstd, weight }).gradBias,
+        ),
+      batchNormBackward: () =>
+        settle(
+          batchNormBackward({
+            gradOut: dy,
+            input: x,
+            weight,
+            saveMean: mean,
+            saveInvstd: invstd,
+            training: true,
+          }).gradInput,
+        ),
+      groupNormBackward: () =>
+        settle(
+          groupNormBackward({
+            gradOut: dy,
+            input: x,
+            mean: gnMean,
+            rstd: gnRstd,
+            gamma: weight,
+            group,
+          })
+            .gradInput,
+        ),
+    };
+    for (const [op, run] of Object.entries(ops)) {
+      rows.push({ op, device: name, dtype, ms: median(run) });
+    }
+  }
+  if (device !== "cpu") device.close();
+}
+
+console.log(`shape [${shape.join(", ")}], GroupNorm groups ${group}, median of ${runs} runs`);
+console.log(
+  `${"operator".padEnd(26)}${"device".padEnd(8)}${"dtype".padEnd(10)}${
+    "ms".padStart(9)
+  }  vs cpu float32`,
+);
+for (const r of rows) {
+  const base = rows.find((b) => b.op === r.op && b.device === "cpu" && b.dtype === "float32")!;
+  console.log(
+    `${r.op.padEnd(26)}${r.device.padEnd(8)}${r.dtype.padEnd(10)}${r.ms.toFixed(2).padStart(9)}  ${
+      (r.ms / base.ms).toFixed(2)
+    }x`,
+  );
+}
