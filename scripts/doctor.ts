@@ -125,11 +125,14 @@ if (flags.json) {
   } else {
     lines.push("CANN libraries: NOT FOUND");
   }
-  lines.push("", "Paths tried:");
+  lines.push("", "Paths tried, in order:");
   for (const a of report.attempts) {
     lines.push(`  [${a.source}] ${a.path}: ${a.error ?? "ok"}`);
   }
-  for (const s of report.skipped) lines.push(`  [${s.source}] skipped: ${s.reason}`);
+  if (report.skipped.length > 0) {
+    lines.push("", "Locations not tried:");
+    for (const s of report.skipped) lines.push(`  [${s.source}] ${s.reason}`);
+  }
   if (!report.found && report.error) {
     lines.push("", report.error.split("\n").at(-1) ?? "");
   }
