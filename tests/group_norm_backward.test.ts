@@ -4,6 +4,7 @@ import { groupNormBackward, type GroupNormBackwardArgs } from "../src/ops/group_
 import type { DType } from "../src/tensor/dtype.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
 import { assertAclnnError, assertClose, toleranceFor } from "./helpers/assert.ts";
+import { openSim, SIM_DIR } from "./helpers/ffi_sim.ts";
 import { dot, groupNormForward64, numericalGradient } from "./helpers/reference.ts";
 
 const NULLPTR = 161001;
@@ -727,4 +728,59 @@ Deno.test("groupNormBackward: property: random shapes match finite differences",
     ),
     { numRuns: 25, seed: 20240601 },
   );
+});
+
+// ---------------------------------------------------------------------------------------
+// NPU branch, on the software CANN (build/sim) when it has been built
+
+function simBuilt(): boolean {
+  try {
+    return Deno.statSync(`${SIM_DIR}/libopapi_nn.so`).isFile;
+  } catch {
+    return false;
+  }
+}
+
+Deno.test({
+  name: "groupNormBackward: on the simulated NPU it matches the CPU backend",
+  ignore: !simBuilt(),
+  fn() {
+    using npu = openSim();
+    const a = problem(2, 6, 5, 3, "float16", "float32");
+    const onNpu = (t: Tensor) => t.to(npu);
+    const dev = {
+      ...a,
+      gradOut: onNpu(a.gradOut),
+      input: onNpu(a.input.permute([0, 2, 1]).contiguous().permute([0, 2, 1])),
+      mean: onNpu(a.mean),
+      rstd: onNpu(a.rstd),
+      gamma: onNpu(a.gamma),
+    };
+    const cpu = groupNormBackward(a);
+    const r = groupNormBackward(dev);
+    for (const name of ["gradInput", "gradGamma", "gradBeta"] as const) {
+      assert.notEqual(r[name]!.device, "cpu");
+      assert.equal(r[name]!.dtype, cpu[name]!.dtype);
+      assertClose(r[name]!, cpu[name]!, toleranceFor(cpu[name]!.dtype), name);
+    }
+    // Masks, gamma absent, and a rank-1 input with explicit N/C/HxW.
+    const m = groupNormBackward({
+      ...dev,
+      gamma: undefined,
+      input: dev.input.reshape([60]),
+      N: 2,
+      C: 6,
+      HxW: 5,
+      outputMask: [true, false, true],
+    });
+    const mc = groupNormBackward({ ...a, gamma: undefined, outputMask: [true, false, true] });
+    assert.equal(m.gradGamma, null);
+    assertClose(m.gradInput!, mc.gradInput!, toleranceFor("float16"));
+    assertClose(m.gradBeta!, mc.gradBeta!, toleranceFor("float32"));
+    // Validation runs before the native call: same code and argument as on the CPU.
+    assertAclnnError(() => groupNormBackward({ ...dev, group: 4 }), INVALID, "group");
+    for (const t of [...Object.values(dev), ...Object.values(r), ...Object.values(m)]) {
+      if (t instanceof Tensor) t.dispose();
+    }
+  },
 });

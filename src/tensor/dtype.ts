@@ -58,12 +58,21 @@ export function allocateHostData(dtype: DType, length: number): HostData {
   }
 }
 
-/** The dtype that a host typed array stores (Uint16Array is read as bfloat16 bit patterns). */
+/**
+ * The dtype that a host typed array stores (Uint16Array is read as bfloat16 bit patterns).
+ * Throws a TypeError for any other array (e.g. a Float64Array from untyped JavaScript).
+ */
 export function dtypeOfHostData(data: HostData): DType {
   if (data instanceof Float32Array) return "float32";
   if (data instanceof Float16Array) return "float16";
   if (data instanceof Int32Array) return "int32";
-  return "bfloat16";
+  if (data instanceof Uint16Array) return "bfloat16";
+  // Untyped callers can pass any typed array; never reinterpret it as bfloat16 bits.
+  const name = (data as ArrayBufferView).constructor.name;
+  throw new TypeError(
+    `${name} is not tensor storage (Float32Array, Float16Array, Uint16Array for bfloat16, ` +
+      `Int32Array)`,
+  );
 }
 
 // Scratch views for bit-level float32 conversions (bfloat16 is the top half of a float32).
