@@ -150,6 +150,34 @@ Deno.test("runtime: buffers released while work is queued are freed only after s
   assert.equal(simStats().deviceAllocations, s0.deviceAllocations - 1);
 });
 
+Deno.test("runtime: a loop that never reads results keeps the stream queue bounded", () => {
+  using npu = openSim();
+  const x = Tensor.random([2, 4, 3], { seed: 1, device: npu });
+  const mean = Tensor.zeros([4], "float32", npu);
+  const invstd = Tensor.ones([4], "float32", npu);
+  const out = {
+    sumDy: Tensor.zeros([4], "float32", npu),
+    sumDyXmu: Tensor.zeros([4], "float32", npu),
+    gradWeight: Tensor.zeros([4], "float32", npu),
+    gradBias: Tensor.zeros([4], "float32", npu),
+  };
+  // One launch first, so the workspace (allocated once, on first use) is in the baseline.
+  batchNormReduceBackward({ gradOut: x, input: x, mean, invstd, out });
+  npu.synchronize();
+  const start = simStats();
+  let maxPending = 0;
+  for (let i = 0; i < 2500; i++) {
+    batchNormReduceBackward({ gradOut: x, input: x, mean, invstd, out });
+    maxPending = Math.max(maxPending, simStats().pendingTasks);
+  }
+  // The runtime synchronises every 1024 launches: the queue never holds more.
+  assert.ok(maxPending <= 1024, `pending tasks peaked at ${maxPending}`);
+  assert.ok(maxPending >= 1000, `launches were queued, not run one by one (${maxPending})`);
+  const end = simStats();
+  assert.equal(end.deviceAllocations, start.deviceAllocations, "no allocation per call with out");
+  assert.equal(end.tasksDone - start.tasksDone + end.pendingTasks, 2500);
+});
+
 Deno.test("runtime: the workspace is reused across calls and freed by close", () => {
   const before = simStats();
   {

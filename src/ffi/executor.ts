@@ -223,7 +223,6 @@ export function runAclnn(device: AcceleratorDevice, op: string, args: readonly A
     );
   }
   // Queued: every buffer it touches stays alive (and is not freed) until synchronisation.
-  for (const b of buffers) state.inFlight.add(b);
-  if (workspace !== null) state.inFlight.add(workspace);
-  state.queued = true;
+  if (workspace !== null) buffers.push(workspace);
+  state.noteLaunch(buffers);
 }

@@ -44,6 +44,12 @@ let activeState: DeviceState | null = null;
 /** Deferred frees that trigger a synchronisation (bounds memory held by released buffers). */
 const MAX_DEFERRED_FREES = 256;
 const MAX_DEFERRED_BYTES = 256 * 1024 * 1024;
+/**
+ * Launches queued since the last synchronisation that trigger one. A loop that never reads a
+ * result would otherwise grow the stream's queue, and the set of buffers kept alive for it
+ * (which the garbage-collection backstop cannot free), without bound.
+ */
+const MAX_QUEUED_LAUNCHES = 1024;
 
 /** Native memory of one allocation, shared by its DeviceBuffer and the backstop registry. */
 interface Allocation {
@@ -71,6 +77,8 @@ export class DeviceState {
   deferredBytes = 0;
   /** Whether work has been queued since the last synchronisation. */
   queued = false;
+  /** Operator launches queued since the last synchronisation. */
+  queuedLaunches = 0;
   /** The reusable operator workspace. */
   workspace: DeviceBuffer | null = null;
   /** Out-params reused by every two-phase call of this device (pinned here). */
@@ -139,6 +147,7 @@ export class DeviceState {
     const status = this.rt.aclrtSynchronizeStream(this.stream);
     // The work has finished (or failed): nothing on the stream uses these buffers any more.
     this.queued = false;
+    this.queuedLaunches = 0;
     this.inFlight.clear();
     const nativeMessage = status === ACL_SUCCESS ? undefined : recentErrorMessage(this.rt);
     const pending = this.deferred.splice(0);
@@ -159,6 +168,16 @@ export class DeviceState {
       );
     }
     if (firstError) throw firstError;
+  }
+
+  /**
+   * Records a queued launch and the buffers it uses (kept alive until synchronisation);
+   * synchronises every MAX_QUEUED_LAUNCHES launches to bound the queue.
+   */
+  noteLaunch(buffers: Iterable<DeviceBuffer>): void {
+    for (const b of buffers) this.inFlight.add(b);
+    this.queued = true;
+    if (++this.queuedLaunches >= MAX_QUEUED_LAUNCHES) this.synchronize();
   }
 
   /**
