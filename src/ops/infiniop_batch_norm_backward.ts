@@ -325,15 +325,19 @@ class Descriptor implements BatchNormBackwardDescriptor {
   #run(t: Record<Name, Tensor>, device: Device): void {
     const invstd = t.runningVar.toFloat64Array().map((v) => 1 / Math.sqrt(v + this.eps));
     if (device !== "cpu") {
-      // aclnnBatchNormBackward in training mode at (runningMean, invstd); invstd goes up in dT
-      // (saveInvstd must share saveMean's dtype on every chip).
-      const saveInvstd = Tensor.fromArray(invstd, [this.C], this.dtype).to(device);
+      // aclnnBatchNormBackward in training mode at (runningMean, invstd). Both statistics go
+      // up as float32 (legal with fp16/bf16 data): invstd rounded to dT loses enough precision
+      // to dominate the gradient when a channel has few elements (conformance found it).
+      const saveMean = t.runningMean.dtype === "float32"
+        ? t.runningMean
+        : Tensor.fromArray(t.runningMean.toFloat64Array(), [this.C], "float32").to(device);
+      const saveInvstd = Tensor.fromArray(invstd, [this.C], "float32").to(device);
       const inPlace = t.gradInput.storage === t.gradOutput.storage;
       const r = batchNormBackward({
         gradOut: t.gradOutput,
         input: t.input,
         weight: t.weight,
-        saveMean: t.runningMean,
+        saveMean,
         saveInvstd,
         training: true,
         eps: this.eps,
@@ -345,6 +349,7 @@ class Descriptor implements BatchNormBackwardDescriptor {
       });
       if (inPlace) t.gradInput.copy_(r.gradInput!);
       saveInvstd.dispose();
+      if (saveMean !== t.runningMean) saveMean.dispose();
       return;
     }
     // Every input is read into float64 before gradInput is written: in-place is safe.
