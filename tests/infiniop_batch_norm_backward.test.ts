@@ -372,6 +372,47 @@ Deno.test("infiniop BatchNormBackward: equals batchNormBackward in training mode
   assertClose(t.gradBias, r.gradBias!, tol);
 });
 
+Deno.test("infiniop BatchNormBackward: training: false gives the eval-mode gradient (fixed stats)", () => {
+  // With fixed running statistics y = (x - m) / sqrt(v + eps) * w + b is affine in x, so the
+  // finite differences of that forward are the eval-mode gradient.
+  const shape = [3, 2, 4];
+  const t = tensors(3, 2, 4);
+  const eps = 1e-3;
+  // Statistics that are NOT the batch's: the two readings must differ.
+  t.runningMean.copy_([0.25, -0.5]);
+  t.runningVar.copy_([2, 0.5]);
+  using desc = createBatchNormBackwardDescriptor({ ...t, eps, training: false });
+  desc.compute(t);
+  const x = t.input.toFloat64Array();
+  const w = t.weight.toFloat64Array();
+  const dy = t.gradOutput.toFloat64Array();
+  const stats = { mean: new Float64Array([0.25, -0.5]), variance: new Float64Array([2, 0.5]) };
+  const bias = new Float64Array([0.1, 0.2]);
+  const loss = (xv: Float64Array, wv: Float64Array, bv: Float64Array) =>
+    dot(dy, batchNormForward64(xv, shape, wv, bv, eps, stats).y);
+  const tol = toleranceFor("float32");
+  assertClose(t.gradInput, numericalGradient((v) => loss(v, w, bias), x), tol, "gradInput");
+  assertClose(t.gradWeight, numericalGradient((v) => loss(x, v, bias), w), tol, "gradWeight");
+  assertClose(t.gradBias, numericalGradient((v) => loss(x, w, v), bias), tol, "gradBias");
+  // And the default (training) reading gives a different gradInput on the same statistics.
+  const u = tensors(3, 2, 4);
+  u.runningMean.copy_([0.25, -0.5]);
+  u.runningVar.copy_([2, 0.5]);
+  using trainingDesc = createBatchNormBackwardDescriptor({ ...u, eps });
+  trainingDesc.compute(u);
+  assert.ok(
+    u.gradInput.toFloat64Array().some((v, i) =>
+      Math.abs(v - t.gradInput.toFloat64Array()[i]) > 1e-3
+    ),
+  );
+  assertAclnnError(
+    () => createBatchNormBackwardDescriptor({ ...t, training: 1 as unknown as boolean }),
+    161002,
+    "training",
+    "BAD_PARAM",
+  );
+});
+
 Deno.test("infiniop BatchNormBackward: gradients equal finite differences of the seed forward", () => {
   // y = (x - E[x]) / sqrt(Var[x]) * gamma + beta, statistics over dims 0 and 2, no eps.
   const shape = [3, 2, 4];

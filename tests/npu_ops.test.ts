@@ -197,5 +197,17 @@ Deno.test("npu ops: the InfiniOp descriptor computes on the NPU, also in place",
     const inPlace = dy.to(npu);
     desc.compute({ ...dev, ...devOut, gradOutput: inPlace, gradInput: inPlace });
     compare({ gradInput: inPlace }, { gradInput: cpuOut.gradInput }, npu, `in place ${dtype}`);
+    // Eval reading (training: false): fixed running statistics, eps added by the kernel.
+    using evalDesc = createBatchNormBackwardDescriptor({
+      ...host,
+      ...outs("cpu"),
+      eps: 1e-3,
+      training: false,
+    });
+    const cpuEval = outs("cpu");
+    evalDesc.compute({ ...host, ...cpuEval });
+    const devEval = outs(npu);
+    evalDesc.compute({ ...dev, ...devEval });
+    compare({ ...devEval }, { ...cpuEval }, npu, `eval descriptor ${dtype}`);
   }
 });

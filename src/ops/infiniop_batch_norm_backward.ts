@@ -98,6 +98,13 @@ export interface BatchNormBackwardDescriptorArgs {
   runningVar: TensorOrDescriptor | null | undefined;
   /** Added to runningVar before the square root; finite and >= 0. Default 0. */
   eps?: number;
+  /**
+   * `true` (default, the seed's reading): runningMean/runningVar are the batch's statistics,
+   * so the gradient is the training-mode one. `false`: they are fixed running statistics and
+   * the gradient is PyTorch's eval-mode one, dx = dy * weight / sqrt(runningVar + eps), as
+   * some InfiniCore releases test it.
+   */
+  training?: boolean;
 }
 
 /**
@@ -145,6 +152,8 @@ export interface BatchNormBackwardDescriptor extends Disposable {
   readonly L: number;
   /** The eps added to runningVar. */
   readonly eps: number;
+  /** Whether the statistics are the batch's (training-mode gradient). */
+  readonly training: boolean;
   /**
    * Bytes of workspace that {@linkcode BatchNormBackwardDescriptor.compute} requires:
    * 24 * C, room for three float64 per-channel intermediates (invstd, sum(dy),
@@ -235,11 +244,12 @@ class Descriptor implements BatchNormBackwardDescriptor {
   readonly C: number;
   readonly L: number;
   readonly eps: number;
+  readonly training: boolean;
   readonly workspaceSize: number;
   readonly #layouts: Readonly<Record<Name, Layout>>;
   #destroyed = false;
 
-  constructor(layouts: Record<Name, Layout>, eps: number) {
+  constructor(layouts: Record<Name, Layout>, eps: number, training: boolean) {
     this.#layouts = layouts;
     const [N, C, L] = layouts.input.shape;
     this.dtype = layouts.input.dtype;
@@ -247,6 +257,7 @@ class Descriptor implements BatchNormBackwardDescriptor {
     this.C = C;
     this.L = L;
     this.eps = eps;
+    this.training = training;
     this.workspaceSize = 3 * 8 * C;
   }
 
@@ -339,7 +350,10 @@ class Descriptor implements BatchNormBackwardDescriptor {
         weight: t.weight,
         saveMean,
         saveInvstd,
-        training: true,
+        training: this.training,
+        // Eval mode reads the running statistics and adds eps itself.
+        runningMean: this.training ? undefined : t.runningMean,
+        runningVar: this.training ? undefined : t.runningVar,
         eps: this.eps,
         out: {
           gradInput: inPlace ? undefined : t.gradInput,
@@ -360,7 +374,7 @@ class Descriptor implements BatchNormBackwardDescriptor {
       t.weight.toFloat64Array(),
       t.runningMean.toFloat64Array(),
       invstd,
-      true,
+      this.training,
       [true, true, true],
     );
     t.gradInput.copy_(values.gradInput!);
@@ -469,5 +483,9 @@ export function createBatchNormBackwardDescriptor(
   if (typeof eps !== "number" || !Number.isFinite(eps) || eps < 0) {
     fail(CREATE, "eps", `${String(eps)} must be a finite number >= 0`, "BAD_PARAM");
   }
-  return new Descriptor(layouts, eps);
+  const training = a.training ?? true;
+  if (typeof training !== "boolean") {
+    fail(CREATE, "training", `${String(training)} must be a boolean`, "BAD_PARAM");
+  }
+  return new Descriptor(layouts, eps, training);
 }
