@@ -156,7 +156,9 @@ export function batchNormStats(args: BatchNormStatsArgs): BatchNormStatsResult {
   const stats = channelMeanVar(g, input.toFloat64Array());
   mean.copy_(stats.mean);
   invstd.copy_(
-    g.perChannel === 0 ? new Float64Array(channels) : stats.variance.map((v) => 1 / Math.sqrt(v + eps)),
+    g.perChannel === 0
+      ? new Float64Array(channels)
+      : stats.variance.map((v) => 1 / Math.sqrt(v + eps)),
   );
   return { mean, invstd };
 }

@@ -15,7 +15,7 @@
  * @example
  * ```ts
  * import { groupNorm, Tensor } from "@aclnn/norm";
- * const r = groupNorm({ input: Tensor.fromArray([1, 2, 3, 4], [1, 2, 2]), group: 1, eps: 0 });
+ * const r = groupNorm({ input: Tensor.fromArray([1, 2, 3, 4], [1, 2, 2]), group: 1 });
  * console.log(r.mean.toArray()); // [2.5]
  * ```
  *

@@ -32,3 +32,40 @@ export type {
   GroupNormBackwardOut,
   GroupNormBackwardResult,
 } from "./group_norm_backward.ts";
+export { batchNormStats } from "./batch_norm_stats.ts";
+export type {
+  BatchNormStatsArgs,
+  BatchNormStatsOut,
+  BatchNormStatsResult,
+} from "./batch_norm_stats.ts";
+export { batchNormGatherStatsWithCounts } from "./batch_norm_gather_stats_with_counts.ts";
+export type {
+  BatchNormGatherStatsWithCountsArgs,
+  BatchNormGatherStatsWithCountsOut,
+  BatchNormGatherStatsWithCountsResult,
+} from "./batch_norm_gather_stats_with_counts.ts";
+export { batchNormElemtBackward } from "./batch_norm_elemt_backward.ts";
+export type {
+  BatchNormElemtBackwardArgs,
+  BatchNormElemtBackwardOut,
+} from "./batch_norm_elemt_backward.ts";
+export { batchNormElemt } from "./batch_norm_elemt.ts";
+export type { BatchNormElemtArgs, BatchNormElemtOut } from "./batch_norm_elemt.ts";
+export { batchNorm } from "./batch_norm.ts";
+export type { BatchNormArgs, BatchNormOut, BatchNormResult } from "./batch_norm.ts";
+export { groupNorm } from "./group_norm.ts";
+export type { GroupNormArgs, GroupNormOut, GroupNormResult } from "./group_norm.ts";
+export {
+  createLocalProcessGroup,
+  syncBatchNormBackward,
+  syncBatchNormForward,
+} from "./sync_batch_norm.ts";
+export type {
+  AllGather,
+  AllReduceSum,
+  SyncBatchNormBackwardArgs,
+  SyncBatchNormBackwardResult,
+  SyncBatchNormCollectives,
+  SyncBatchNormForwardArgs,
+  SyncBatchNormForwardResult,
+} from "./sync_batch_norm.ts";
