@@ -29,7 +29,7 @@ import { openBackend } from "./backend.ts";
 
 const THRESHOLD = 1e-3;
 const H = 1e-2;
-const backend = await openBackend();
+const backend = openBackend();
 const device: Device = backend.device;
 
 const shape = [4, 3, 5];

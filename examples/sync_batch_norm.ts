@@ -22,7 +22,7 @@ import { openBackend } from "./backend.ts";
 
 const RANKS = 4;
 const THRESHOLD = 1e-4;
-const backend = await openBackend();
+const backend = openBackend();
 const device = backend.device;
 const shape = [16, 32, 8, 8];
 const C = shape[1];

@@ -19,7 +19,7 @@ import {
 import { openBackend } from "./backend.ts";
 
 const STEPS = 60;
-const backend = await openBackend();
+const backend = openBackend();
 const device = backend.device;
 const shape = [16, 8, 6, 6];
 const [N, C] = shape;
