@@ -153,6 +153,15 @@ async function main(): Promise<void> {
   const force = Deno.args.includes("--force");
   const smoke = Deno.args.includes("--smoke");
   await Deno.mkdir(outDir, { recursive: true });
+  // A CANN install keeps its operator packages in <root>/opp beside the libraries, and
+  // set_env.sh points ASCEND_OPP_PATH there. Lay the simulator out the same way: build/opp
+  // beside build/sim, so openAscend derives ASCEND_OPP_PATH for it exactly as for CANN.
+  const oppDir = new URL("build/opp/", root);
+  await Deno.mkdir(oppDir, { recursive: true });
+  await Deno.writeTextFile(
+    new URL("README", oppDir),
+    "Operator-package directory of the software CANN (tests/sim): ASCEND_OPP_PATH points here.\n",
+  );
   for (const t of TARGETS) {
     const rel = `build/sim/${t.out}`;
     if (await upToDate(t, force)) {

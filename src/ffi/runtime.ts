@@ -509,6 +509,7 @@ export function openAscend(options: OpenAscendOptions = {}): AscendDevice {
     throw new RangeError(`openAscend: deviceId ${deviceId} must be an integer >= 0`);
   }
   const libs = openCannLibraries({ libDir: options.libDir });
+  deriveOppPath(libs.dir);
   const rt = libs.runtime;
   initAcl(libs);
   const state = new DeviceState(libs, deviceId);
@@ -529,6 +530,23 @@ export function openAscend(options: OpenAscendOptions = {}): AscendDevice {
   const device = new AscendDevice(state, internalToken);
   openDevices.add(state);
   return device;
+}
+
+/**
+ * `set_env.sh` points ASCEND_OPP_PATH at `<install root>/opp`, the sibling of `lib64`, and aclnn
+ * fails with 561107 without it. When it is unset and the libraries came from a directory that
+ * has such a sibling, set it the same way, so `openAscend({ libDir })` works without sourcing
+ * set_env.sh. Anything else (no sibling, no permission) leaves it to aclnn's own 561107 hint.
+ */
+function deriveOppPath(libDir: string | null): void {
+  if (libDir === null) return;
+  try {
+    if (Deno.env.get("ASCEND_OPP_PATH")) return;
+    const opp = Deno.realPathSync(`${libDir}/../opp`);
+    if (Deno.statSync(opp).isDirectory) Deno.env.set("ASCEND_OPP_PATH", opp);
+  } catch {
+    // No opp directory beside the libraries, or no --allow-env / --allow-read for it.
+  }
 }
 
 /**
