@@ -3,7 +3,7 @@
  * (CPU backend; the NPU code path when CANN opens, e.g. `ACLNN_NORM_LIB_DIR=build/sim`), per
  * dtype, reporting the median time and the ratio to the CPU float32 row of the same operator.
  *
- *   deno run --allow-ffi --allow-env --allow-read bench/compare.ts [--shape 8,64,32,32] [--runs 7]
+ *   deno run --allow-ffi --allow-env --allow-read bench/compare.ts [--shape 8,64,32,32] [--runs 15]
  *
  * @module
  */
@@ -22,7 +22,7 @@ const { values: flags } = parseArgs({
   args: Deno.args,
   options: {
     shape: { type: "string", default: "8,64,32,32" },
-    runs: { type: "string", default: "7" },
+    runs: { type: "string", default: "15" },
     groups: { type: "string", default: "32" },
   },
 });
@@ -32,7 +32,6 @@ const group = Number(flags.groups);
 const [N, C] = shape;
 
 function median(run: () => void): number {
-  run(); // warm-up (JIT, workspace growth)
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
     const start = performance.now();
@@ -50,8 +49,10 @@ interface Row {
   ms: number;
 }
 const rows: Row[] = [];
+const cases: (Omit<Row, "ms"> & { run: () => void })[] = [];
+const devices = benchDevices();
 
-for (const { name, device } of benchDevices()) {
+for (const { name, device } of devices) {
   for (const dtype of ["float32", "float16", "bfloat16"] as const) {
     const put = (t: Tensor) => t.to(device);
     const x = put(Tensor.random(shape, { seed: 1, dtype }));

@@ -31,7 +31,8 @@ export function readView(view: HostView): Float64Array {
   const bf16 = view.dtype === "bfloat16";
   if (isContiguousLayout(view.shape, view.strides)) {
     if (bf16) { for (let i = 0; i < n; i++) out[i] = bf16ToNumber(data[offset + i]); }
-    else for (let i = 0; i < n; i++) out[i] = data[offset + i];
+    // Native element conversion: several times faster than a JS loop.
+    else out.set(data.subarray(offset, offset + n));
     return out;
   }
   if (bf16) {
@@ -61,7 +62,8 @@ export function writeView(view: HostView, values: ArrayLike<number>): void {
   const convert = bf16 ? numberToBf16 : int ? (v: number) => Math.trunc(v) : undefined;
   if (isContiguousLayout(view.shape, view.strides)) {
     if (convert) { for (let i = 0; i < n; i++) data[offset + i] = convert(values[i]); }
-    else for (let i = 0; i < n; i++) data[offset + i] = values[i];
+    // Native conversion rounds to nearest even, as float32/float16 stores require.
+    else data.set(values, offset);
     return;
   }
   if (convert) {
