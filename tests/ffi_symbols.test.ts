@@ -17,7 +17,7 @@ type Abi = Record<string, { parameters: string[]; result: string }>;
 
 /** The shared reference when present (authoritative), else the copy beside the tests. */
 function loadAbi(): Abi {
-  for (const url of ["../../shared/reference/cann_abi.json", "./fixtures/cann_abi.json"]) {
+  for (const url of ["../../shared/reference/cann_abi.json", "./sim/cann_abi.json"]) {
     try {
       return JSON.parse(Deno.readTextFileSync(new URL(url, import.meta.url)));
     } catch {
