@@ -93,12 +93,15 @@ for (const { name, device } of devices) {
             .gradInput,
         ),
     };
-    for (const [op, run] of Object.entries(ops)) {
-      rows.push({ op, device: name, dtype, ms: median(run) });
-    }
+    for (const [op, run] of Object.entries(ops)) cases.push({ op, device: name, dtype, run });
   }
-  if (device !== "cpu") device.close();
 }
+
+// Warm every case before timing any (JIT tiers, workspace growth, first touch of outputs), so
+// no row pays for the order it runs in.
+for (const c of cases) for (let i = 0; i < 3; i++) c.run();
+for (const c of cases) rows.push({ op: c.op, device: c.device, dtype: c.dtype, ms: median(c.run) });
+for (const { device } of devices) if (device !== "cpu") device.close();
 
 console.log(`shape [${shape.join(", ")}], GroupNorm groups ${group}, median of ${runs} runs`);
 console.log(

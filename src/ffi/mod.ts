@@ -26,3 +26,4 @@ export type {
   DefaultDeviceOptions,
   DefaultDeviceSelection,
 } from "./default_device.ts";
+export { batchNormSavesVariance } from "./soc.ts";

@@ -79,6 +79,8 @@ export class DeviceState {
   queued = false;
   /** Operator launches queued since the last synchronisation. */
   queuedLaunches = 0;
+  /** aclrtGetSocName, once read (undefined: not read yet). */
+  socName: string | null | undefined = undefined;
   /** The reusable operator workspace. */
   workspace: DeviceBuffer | null = null;
   /** Out-params reused by every two-phase call of this device (pinned here). */
@@ -358,6 +360,20 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
   /** Where the CANN libraries were loaded from (null: the loader's path). */
   get libDir(): string | null {
     return this.#state.libs.dir;
+  }
+
+  /**
+   * The SoC name from aclrtGetSocName (e.g. `Ascend910B4`), or null when the runtime does not
+   * export it. Read once: some operators' documented outputs differ by SoC family.
+   */
+  get socName(): string | null {
+    const state = this.#state;
+    if (state.socName === undefined) {
+      state.check("socName");
+      const p = state.rt.aclrtGetSocName?.() ?? null;
+      state.socName = p === null ? null : Deno.UnsafePointerView.getCString(p);
+    }
+    return state.socName;
   }
 
   /** Allocates `byteLength` bytes (aclrtMalloc, HUGE_FIRST); 0 bytes allocates nothing. */

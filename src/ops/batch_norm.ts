@@ -35,6 +35,8 @@
 
 import { z } from "zod";
 import { arg, runAclnn } from "../ffi/executor.ts";
+import { AscendDevice } from "../ffi/runtime.ts";
+import { batchNormSavesVariance } from "../ffi/soc.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { channelMeanVar } from "./batch_norm_stats.ts";
@@ -190,6 +192,14 @@ export function batchNorm(args: BatchNormArgs): BatchNormResult {
       arg.tensor(saveMean),
       arg.tensor(saveInvstd),
     ]);
+    // Atlas A2/A3 write Var(x) into saveInvstd (documented per SoC); this API always returns
+    // invstd, as the CPU backend, PyTorch and the backward operators expect.
+    if (
+      training && saveInvstd && device instanceof AscendDevice &&
+      batchNormSavesVariance(device.socName)
+    ) {
+      saveInvstd.copy_(saveInvstd.toFloat64Array().map((v) => 1 / Math.sqrt(v + eps)));
+    }
     return result;
   }
 

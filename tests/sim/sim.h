@@ -152,6 +152,8 @@ SIM_CORE_API int sim_rt_get_current_context(void **ctx);
 SIM_CORE_API int sim_rt_destroy_context(void *ctx);
 SIM_CORE_API int sim_rt_get_mem_info(uint32_t attr, uint64_t *freeBytes, uint64_t *totalBytes);
 SIM_CORE_API const char *sim_rt_get_soc_name(void);
+/* aclnnBatchNorm's saveInvstd holds Var(x) on Atlas A2/A3 SoC names (ACLSIM_SOC_NAME). */
+SIM_CORE_API bool sim_soc_bn_saves_variance(void);
 SIM_CORE_API int32_t sim_get_stats(int64_t *out, uint64_t n);
 
 /* ---- nnopbase ---------------------------------------------------------------------------- */

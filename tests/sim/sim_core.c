@@ -1020,6 +1020,11 @@ const char *sim_rt_get_soc_name(void) {
   return s && *s ? s : "AscendSim";
 }
 
+bool sim_soc_bn_saves_variance(void) {
+  const char *s = sim_rt_get_soc_name();
+  return strncmp(s, "Ascend910B", 10) == 0 || strncmp(s, "Ascend910_93", 12) == 0;
+}
+
 /* Counter order (stable; documented in README.md):
  *  0 live device allocations      1 live device bytes        2 live aclrtMallocHost allocations
  *  3 live aclTensor               4 live aclBoolArray        5 live aclIntArray

@@ -813,7 +813,8 @@ static int run_bn(const SimPlan *p) {
       free(rm), free(rv);
     }
     store_if(p, BN_SM, mean);
-    store_if(p, BN_SI, invstd);
+    /* Atlas A2/A3 write Var(x) into saveInvstd, Ascend 950 invstd (aclnnBatchNorm doc). */
+    store_if(p, BN_SI, sim_soc_bn_saves_variance() ? var : invstd);
   } else {
     double *rm = per_channel_or(p, BN_RM, C, 0.0), *rv = per_channel_or(p, BN_RV, C, 1.0);
     for (int64_t i = 0; i < C; i++) {
