@@ -97,18 +97,35 @@ async function check(
 }
 
 const lossOf = (y: Tensor): number => dot(dy0, y.toFloat64Array());
+
+/**
+ * Checks the gradients with respect to input, weight and bias of a forward f(x, w, b),
+ * varying one argument at a time around (x0, w0, b0). `names` labels them.
+ */
+async function checkAffine(
+  op: string,
+  forward: (x: Float64Array, w: Float64Array, b: Float64Array) => Tensor,
+  grads: [Tensor | null, Tensor | null, Tensor | null],
+  names = ["input", "weight", "bias"],
+): Promise<void> {
+  await check(op, names[0], grads[0], (v) => lossOf(forward(v, w0, b0)), x0);
+  await check(op, names[1], grads[1], (v) => lossOf(forward(x0, v, b0)), w0);
+  await check(op, names[2], grads[2], (v) => lossOf(forward(x0, w0, v)), b0);
+}
+
+/** BatchNorm forward with batch statistics. */
+const bnTrain = (x: Float64Array, w: Float64Array, b: Float64Array) =>
+  batchNorm({
+    input: tensor(x, shape),
+    weight: tensor(w, [C]),
+    bias: tensor(b, [C]),
+    training: true,
+    eps: EPS,
+  });
 const started = performance.now();
 
 // 1. batchNormBackward, training mode: forward = batchNorm with batch statistics.
 {
-  const bnTrain = (x: Float64Array, w: Float64Array, b: Float64Array) =>
-    batchNorm({
-      input: tensor(x, shape),
-      weight: tensor(w, [C]),
-      bias: tensor(b, [C]),
-      training: true,
-      eps: EPS,
-    });
   const fwd = bnTrain(x0, w0, b0);
   const g = batchNormBackward({
     gradOut: dy,
@@ -119,10 +136,11 @@ const started = performance.now();
     training: true,
     eps: EPS,
   });
-  const op = "batchNormBackward (training)";
-  await check(op, "input", g.gradInput, (v) => lossOf(bnTrain(v, w0, b0).output), x0);
-  await check(op, "weight", g.gradWeight, (v) => lossOf(bnTrain(x0, v, b0).output), w0);
-  await check(op, "bias", g.gradBias, (v) => lossOf(bnTrain(x0, w0, v).output), b0);
+  await checkAffine(
+    "batchNormBackward (training)",
+    (x, w, b) => bnTrain(x, w, b).output,
+    [g.gradInput, g.gradWeight, g.gradBias],
+  );
 }
 
 // 2. batchNormBackward, eval mode: forward = batchNorm with running statistics.
@@ -148,10 +166,11 @@ const started = performance.now();
     training: false,
     eps: EPS,
   });
-  const op = "batchNormBackward (eval)";
-  await check(op, "input", g.gradInput, (v) => lossOf(bnEval(v, w0, b0).output), x0);
-  await check(op, "weight", g.gradWeight, (v) => lossOf(bnEval(x0, v, b0).output), w0);
-  await check(op, "bias", g.gradBias, (v) => lossOf(bnEval(x0, w0, v).output), b0);
+  await checkAffine(
+    "batchNormBackward (eval)",
+    (x, w, b) => bnEval(x, w, b).output,
+    [g.gradInput, g.gradWeight, g.gradBias],
+  );
 }
 
 // 3. batchNormReduceBackward: gradWeight/gradBias of batchNormElemt with fixed statistics.
@@ -224,10 +243,12 @@ const started = performance.now();
     gamma: tensor(w0, [C]),
     group: GROUPS,
   });
-  const op = "groupNormBackward";
-  await check(op, "input", g.gradInput, (v) => lossOf(gn(v, w0, b0).output), x0);
-  await check(op, "gamma", g.gradGamma, (v) => lossOf(gn(x0, v, b0).output), w0);
-  await check(op, "beta", g.gradBeta, (v) => lossOf(gn(x0, w0, v).output), b0);
+  await checkAffine(
+    "groupNormBackward",
+    (x, gm, bt) => gn(x, gm, bt).output,
+    [g.gradInput, g.gradGamma, g.gradBeta],
+    ["input", "gamma", "beta"],
+  );
 }
 
 // 6. syncBatchNormBackward over 2 simulated ranks: forward = syncBatchNormForward.
@@ -274,14 +295,6 @@ const started = performance.now();
 
 // 7. The InfiniOp-style descriptor: running stats are the batch's E[x] and biased Var[x].
 {
-  const bnTrain = (x: Float64Array, w: Float64Array, b: Float64Array) =>
-    batchNorm({
-      input: tensor(x, shape),
-      weight: tensor(w, [C]),
-      bias: tensor(b, [C]),
-      training: true,
-      eps: EPS,
-    });
   const fwd = bnTrain(x0, w0, b0);
   const variance = fwd.saveInvstd.toFloat64Array().map((v) => 1 / (v * v) - EPS);
   const t = {
@@ -296,10 +309,11 @@ const started = performance.now();
   };
   using desc = createBatchNormBackwardDescriptor({ ...t, eps: EPS });
   desc.compute(t);
-  const op = "BatchNormBackwardDescriptor";
-  await check(op, "input", t.gradInput, (v) => lossOf(bnTrain(v, w0, b0).output), x0);
-  await check(op, "weight", t.gradWeight, (v) => lossOf(bnTrain(x0, v, b0).output), w0);
-  await check(op, "bias", t.gradBias, (v) => lossOf(bnTrain(x0, w0, v).output), b0);
+  await checkAffine(
+    "BatchNormBackwardDescriptor",
+    (x, w, b) => bnTrain(x, w, b).output,
+    [t.gradInput, t.gradWeight, t.gradBias],
+  );
 }
 
 console.log(`shape [${shape.join(", ")}], h = ${H}, threshold ${THRESHOLD}`);

@@ -150,8 +150,7 @@ const refGradInput = batchNormGradInput64(dy64, x64, bnMean, bnInvstd, weight64,
   const gradWeight = Tensor.zeros([C], dtype, device);
   const gradBias = Tensor.zeros([C], dtype, device);
   const dweight = onDevice(Tensor.fromArray(weight64, [C], dtype));
-  // InfiniOp's running stats are E[x] and Var[x] of the batch; eps 1e-5 matches the reference.
-  using descriptor = createBatchNormBackwardDescriptor({
+  const tensors = {
     gradInput,
     gradWeight,
     gradBias,
@@ -160,20 +159,10 @@ const refGradInput = batchNormGradInput64(dy64, x64, bnMean, bnInvstd, weight64,
     weight: dweight,
     runningMean,
     runningVar,
-    eps: 1e-5,
-  });
-  const { ms } = time(() =>
-    descriptor.compute({
-      gradInput,
-      gradWeight,
-      gradBias,
-      input: as3d(xs),
-      gradOutput: as3d(dys),
-      weight: dweight,
-      runningMean,
-      runningVar,
-    })
-  );
+  };
+  // InfiniOp's running stats are E[x] and Var[x] of the batch; eps 1e-5 matches the reference.
+  using descriptor = createBatchNormBackwardDescriptor({ ...tensors, eps: 1e-5 });
+  const { ms } = time(() => descriptor.compute(tensors));
   // The descriptor uses the dtype-rounded running stats; compare against those.
   const rm = runningMean.toFloat64Array();
   const rv = runningVar.toFloat64Array();

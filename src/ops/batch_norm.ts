@@ -39,9 +39,9 @@ import { AscendDevice } from "../ffi/runtime.ts";
 import { batchNormSavesVariance } from "../ffi/soc.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { channelMeanVar } from "./batch_norm_stats.ts";
+import { channelStats } from "./batch_norm_stats.ts";
 import { normalizeChannels } from "./batch_norm_elemt.ts";
-import { channelGeometry } from "./channels.ts";
+import { channelGeometry, invstdOf, runningStats } from "./channels.ts";
 import {
   checkDType,
   checkNumel,
@@ -55,6 +55,7 @@ import {
   parseScalars,
   requestedOutput,
   requireTensor,
+  trainingFlag,
   valuesOr,
 } from "./validate.ts";
 
@@ -103,10 +104,7 @@ export interface BatchNormResult {
 }
 
 const scalarsSchema = z.object({
-  training: z.boolean({
-    required_error: "is required (a boolean)",
-    invalid_type_error: "must be a boolean",
-  }),
+  training: trainingFlag,
   momentum: finiteNumber.default(0.1),
   eps: finiteNumber.default(1e-5),
 });
@@ -198,7 +196,7 @@ export function batchNorm(args: BatchNormArgs): BatchNormResult {
       training && saveInvstd && device instanceof AscendDevice &&
       batchNormSavesVariance(device.socName)
     ) {
-      saveInvstd.copy_(saveInvstd.toFloat64Array().map((v) => 1 / Math.sqrt(v + eps)));
+      saveInvstd.copy_(invstdOf(saveInvstd.toFloat64Array(), eps));
     }
     return result;
   }
@@ -208,12 +206,9 @@ export function batchNorm(args: BatchNormArgs): BatchNormResult {
   let mean: Float64Array;
   let invstd: Float64Array;
   if (training) {
-    const stats = channelMeanVar(g, x);
+    const stats = channelStats(g, x, eps);
     const M = g.perChannel;
-    mean = stats.mean;
-    invstd = M === 0
-      ? new Float64Array(channels)
-      : stats.variance.map((v) => 1 / Math.sqrt(v + eps));
+    ({ mean, invstd } = stats);
     if (M > 0 && runningMean) {
       const rm = runningMean.toFloat64Array();
       runningMean.copy_(rm.map((v, c) => (1 - momentum) * v + momentum * mean[c]));
@@ -226,8 +221,7 @@ export function batchNorm(args: BatchNormArgs): BatchNormResult {
     saveMean.copy_(mean);
     saveInvstd.copy_(invstd);
   } else {
-    mean = valuesOr(runningMean, channels, 0);
-    invstd = valuesOr(runningVar, channels, 1).map((v) => 1 / Math.sqrt(v + eps));
+    ({ mean, invstd } = runningStats(runningMean, runningVar, channels, eps));
   }
   if (g.perChannel > 0) {
     output.copy_(

@@ -32,7 +32,8 @@ import { arg, runAclnn } from "../ffi/executor.ts";
 import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { type ChannelGeometry, channelGeometry, channelSums } from "./channels.ts";
+import { elemtBackwardKernel } from "./batch_norm_elemt_backward.ts";
+import { type ChannelGeometry, channelGeometry, channelSums, runningStats } from "./channels.ts";
 import {
   checkDType,
   checkRank,
@@ -43,9 +44,11 @@ import {
   invalid,
   type MaybeTensor,
   optionalTensor,
+  outputMask as outputMaskSchema,
   parseScalars,
   requestedOutput,
   requireTensor,
+  trainingFlag,
   valuesOr,
 } from "./validate.ts";
 
@@ -98,15 +101,9 @@ export interface BatchNormBackwardResult {
 }
 
 const scalarsSchema = z.object({
-  training: z.boolean({
-    required_error: "is required (a boolean)",
-    invalid_type_error: "must be a boolean",
-  }),
+  training: trainingFlag,
   eps: finiteNumber.default(1e-5),
-  outputMask: z.array(z.boolean({ invalid_type_error: "entries must be booleans" }), {
-    invalid_type_error: "must be an array of 3 booleans",
-  }).length(3, "must have exactly 3 entries (gradInput, gradWeight, gradBias)")
-    .default([true, true, true]),
+  outputMask: outputMaskSchema("gradInput, gradWeight, gradBias"),
 });
 
 /** Float64 results of {@linkcode batchNormBackwardKernel}; undefined where not requested. */
@@ -136,7 +133,7 @@ export function batchNormBackwardKernel(
   training: boolean,
   mask: readonly [boolean, boolean, boolean],
 ): BatchNormBackwardValues {
-  const { outer, channels, inner, perChannel } = g;
+  const { channels, perChannel } = g;
   const result: BatchNormBackwardValues = {};
   if (perChannel === 0) {
     if (mask[0]) result.gradInput = new Float64Array(0);
@@ -147,29 +144,33 @@ export function batchNormBackwardKernel(
   const needSums = mask[1] || mask[2] || (mask[0] && training);
   const sums = needSums ? channelSums(g, dy, x, mean) : undefined;
   if (mask[0]) {
-    const gradInput = new Float64Array(dy.length);
-    for (let c = 0; c < channels; c++) {
-      const scale = weight[c] * invstd[c];
-      // Training: dy - sumDy/M - (x - mean) * k with k = invstd^2 * sumDyXmu / M.
-      const meanDy = training ? sums!.sumDy[c] / perChannel : 0;
-      const k = training ? invstd[c] * invstd[c] * sums!.sumDyXmu[c] / perChannel : 0;
-      const m = mean[c];
-      for (let n = 0; n < outer; n++) {
-        const base = (n * channels + c) * inner;
-        if (training) {
-          for (let j = base; j < base + inner; j++) {
-            gradInput[j] = scale * (dy[j] - meanDy - (x[j] - m) * k);
-          }
-        } else {
-          for (let j = base; j < base + inner; j++) gradInput[j] = dy[j] * scale;
-        }
-      }
-    }
-    result.gradInput = gradInput;
+    // Training: the SyncBatchNorm element-wise formula with this batch's sums and M.
+    result.gradInput = training
+      ? elemtBackwardKernel(g, dy, x, mean, invstd, weight, sums!.sumDy, sums!.sumDyXmu, perChannel)
+      : evalGradInput(g, dy, weight, invstd);
   }
   if (mask[1]) result.gradWeight = sums!.sumDyXmu.map((v, c) => v * invstd[c]);
   if (mask[2]) result.gradBias = sums!.sumDy.slice();
   return result;
+}
+
+/** Evaluation mode: gradInput = dy * weight * invstd per channel (the statistics are constants). */
+function evalGradInput(
+  g: ChannelGeometry,
+  dy: Float64Array,
+  weight: Float64Array,
+  invstd: Float64Array,
+): Float64Array {
+  const { outer, channels, inner } = g;
+  const gradInput = new Float64Array(dy.length);
+  for (let c = 0; c < channels; c++) {
+    const scale = weight[c] * invstd[c];
+    for (let n = 0; n < outer; n++) {
+      const base = (n * channels + c) * inner;
+      for (let j = base; j < base + inner; j++) gradInput[j] = dy[j] * scale;
+    }
+  }
+  return gradInput;
 }
 
 /** A per-channel tensor: C elements (or 0 where `allowEmpty`), as aclnn counts them. */
@@ -269,7 +270,7 @@ export function batchNormBackward(args: BatchNormBackwardArgs): BatchNormBackwar
   for (const [name, t] of Object.entries({ ...stats, gradWeight, gradBias })) {
     if (t) checkPerChannel(name, t, channels, !training && name.startsWith("save"));
   }
-  const device = commonDevice(OP, { gradOut, input, ...stats, gradInput, gradWeight, gradBias });
+  const device = commonDevice(OP, all);
 
   if (mask[0]) gradInput ??= Tensor.zeros(input.shape, input.dtype, device);
   if (mask[1]) gradWeight ??= Tensor.zeros([channels], gradDType, device);
@@ -299,15 +300,9 @@ export function batchNormBackward(args: BatchNormBackwardArgs): BatchNormBackwar
     return result;
   }
 
-  let mean: Float64Array;
-  let invstd: Float64Array;
-  if (training) {
-    mean = valuesOr(saveMean, channels, 0);
-    invstd = valuesOr(saveInvstd, channels, 1);
-  } else {
-    mean = valuesOr(runningMean, channels, 0);
-    invstd = valuesOr(runningVar, channels, 1).map((v) => 1 / Math.sqrt(v + eps));
-  }
+  const { mean, invstd } = training
+    ? { mean: valuesOr(saveMean, channels, 0), invstd: valuesOr(saveInvstd, channels, 1) }
+    : runningStats(runningMean, runningVar, channels, eps);
   const values = batchNormBackwardKernel(
     channelGeometry(input.shape),
     gradOut.toFloat64Array(),

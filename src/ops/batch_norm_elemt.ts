@@ -28,6 +28,7 @@ import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { type ChannelGeometry, channelGeometry } from "./channels.ts";
 import {
+  checkChannelsNonZero,
   checkDType,
   checkNumel,
   checkRank,
@@ -35,7 +36,6 @@ import {
   checkShape,
   commonDevice,
   finiteNumber,
-  invalid,
   type MaybeTensor,
   optionalTensor,
   parseScalars,
@@ -133,7 +133,7 @@ export function batchNormElemt(args: BatchNormElemtArgs): Tensor {
   checkRank(OP, "input", input, 2, 8);
   if (output) checkShape(OP, "output", output, input.shape, "input");
   const channels = input.shape[1];
-  if (channels === 0) invalid(OP, "input", "channel dim (dim 1) must not be 0");
+  checkChannelsNonZero(OP, channels);
   for (const [name, t] of Object.entries(perChannel)) {
     if (!t) continue;
     checkRank(OP, name, t, 1, 1);

@@ -30,12 +30,12 @@ import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { type ChannelGeometry, channelGeometry } from "./channels.ts";
 import {
+  checkChannelsNonZero,
   checkDType,
   checkNumel,
   checkRank,
   checkShape,
   commonDevice,
-  invalid,
   type MaybeTensor,
   optionalTensor,
   requestedOutput,
@@ -156,7 +156,7 @@ export function batchNormElemtBackward(args: BatchNormElemtBackwardArgs): Tensor
   if (gradInput) checkRank(OP, "gradInput", gradInput, 0, 8);
   checkRank(OP, "counter", counter, 0, 8);
   const channels = input.shape[1];
-  if (channels === 0) invalid(OP, "input", "channel dim (dim 1) must not be 0");
+  checkChannelsNonZero(OP, channels);
   checkShape(OP, "gradOut", gradOut, input.shape, "input");
   if (gradInput) checkShape(OP, "gradInput", gradInput, input.shape, "input");
   for (const [name, t] of Object.entries(perChannel)) {

@@ -11,6 +11,7 @@ import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { channelGeometry, channelSums } from "./channels.ts";
 import {
+  checkChannelsNonZero,
   checkDType,
   checkNumel,
   checkRank,
@@ -18,7 +19,6 @@ import {
   checkShape,
   commonDevice,
   flag,
-  invalid,
   type MaybeTensor,
   optionalTensor,
   parseScalars,
@@ -119,7 +119,7 @@ export function batchNormReduceBackward(
   checkRank(OP, "input", input, 2, 8);
   checkShape(OP, "gradOut", gradOut, input.shape, "input");
   const channels = input.shape[1];
-  if (channels === 0) invalid(OP, "input", "channel dim (dim 1) must not be 0");
+  checkChannelsNonZero(OP, channels);
   const perChannel = { mean, invstd, weight, sumDy, sumDyXmu, gradWeight, gradBias };
   for (const [name, t] of Object.entries(perChannel)) {
     if (!t) continue;

@@ -29,14 +29,14 @@ import { z } from "zod";
 import { arg, runAclnn } from "../ffi/executor.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { type ChannelGeometry, channelGeometry } from "./channels.ts";
+import { type ChannelGeometry, channelGeometry, invstdOf } from "./channels.ts";
 import {
+  checkChannelsNonZero,
   checkDType,
   checkNumel,
   checkRank,
   commonDevice,
   finiteNumber,
-  invalid,
   type MaybeTensor,
   parseScalars,
   requestedOutput,
@@ -74,17 +74,19 @@ export interface BatchNormStatsResult {
 const scalarsSchema = z.object({ eps: finiteNumber.default(1e-5) });
 
 /**
- * Per channel: mean and biased variance in float64 (two passes: the centred sum stays
- * accurate when |mean| is large). An empty batch gives zeros.
+ * Per channel: mean, biased variance and invstd = 1 / sqrt(variance + eps) in float64 (two
+ * passes: the centred sum stays accurate when |mean| is large). An empty batch gives zeros
+ * for all three.
  */
-export function channelMeanVar(
+export function channelStats(
   g: ChannelGeometry,
   x: Float64Array,
-): { mean: Float64Array; variance: Float64Array } {
+  eps: number,
+): { mean: Float64Array; variance: Float64Array; invstd: Float64Array } {
   const { outer, channels, inner, perChannel } = g;
   const mean = new Float64Array(channels);
   const variance = new Float64Array(channels);
-  if (perChannel === 0) return { mean, variance };
+  if (perChannel === 0) return { mean, variance, invstd: new Float64Array(channels) };
   for (let n = 0; n < outer; n++) {
     for (let c = 0; c < channels; c++) {
       const base = (n * channels + c) * inner;
@@ -104,7 +106,7 @@ export function channelMeanVar(
     }
   }
   for (let c = 0; c < channels; c++) variance[c] /= perChannel;
-  return { mean, variance };
+  return { mean, variance, invstd: invstdOf(variance, eps) };
 }
 
 /**
@@ -141,7 +143,7 @@ export function batchNormStats(args: BatchNormStatsArgs): BatchNormStatsResult {
     checkRank(OP, name, t, 1, 1);
     checkNumel(OP, name, t, channels, "C (input dim 1)");
   }
-  if (channels === 0) invalid(OP, "input", "channel dim (dim 1) must not be 0");
+  checkChannelsNonZero(OP, channels);
   const device = commonDevice(OP, { input, mean, invstd });
 
   mean ??= Tensor.zeros([channels], "float32", device);
@@ -152,13 +154,8 @@ export function batchNormStats(args: BatchNormStatsArgs): BatchNormStatsResult {
     return { mean, invstd };
   }
 
-  const g = channelGeometry(input.shape);
-  const stats = channelMeanVar(g, input.toFloat64Array());
+  const stats = channelStats(channelGeometry(input.shape), input.toFloat64Array(), eps);
   mean.copy_(stats.mean);
-  invstd.copy_(
-    g.perChannel === 0
-      ? new Float64Array(channels)
-      : stats.variance.map((v) => 1 / Math.sqrt(v + eps)),
-  );
+  invstd.copy_(stats.invstd);
   return { mean, invstd };
 }

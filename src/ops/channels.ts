@@ -5,6 +5,9 @@
  * @module
  */
 
+import type { Tensor } from "../tensor/tensor.ts";
+import { valuesOr } from "./validate.ts";
+
 /** How a (N, C, *) shape splits around its channel dimension. */
 export interface ChannelGeometry {
   /** Product of the dims before the channel (dim 0). */
@@ -54,4 +57,25 @@ export function channelSums(
     }
   }
   return { sumDy, sumDyXmu };
+}
+
+/** invstd = 1 / sqrt(variance + eps), element by element. */
+export function invstdOf(variance: Float64Array, eps: number): Float64Array {
+  return variance.map((v) => 1 / Math.sqrt(v + eps));
+}
+
+/**
+ * Evaluation-mode statistics: mean = runningMean (0 when absent), invstd =
+ * 1 / sqrt(runningVar + eps) with runningVar 1 when absent.
+ */
+export function runningStats(
+  runningMean: Tensor | undefined,
+  runningVar: Tensor | undefined,
+  channels: number,
+  eps: number,
+): { mean: Float64Array; invstd: Float64Array } {
+  return {
+    mean: valuesOr(runningMean, channels, 0),
+    invstd: invstdOf(valuesOr(runningVar, channels, 1), eps),
+  };
 }

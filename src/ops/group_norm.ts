@@ -29,12 +29,14 @@ import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import {
   checkDType,
+  checkGroupGeometry,
   checkNumel,
   checkRank,
   checkSameDType,
   checkShape,
   commonDevice,
   finiteNumber,
+  groupCount,
   int64,
   invalid,
   type MaybeTensor,
@@ -93,10 +95,7 @@ const scalarsSchema = z.object({
   N: int64.optional(),
   C: int64.optional(),
   HxW: int64.optional(),
-  group: z.number({
-    required_error: "is required (an integer > 0)",
-    invalid_type_error: "must be an integer",
-  }).int("must be an integer").safe("must be a safe integer"),
+  group: groupCount,
   eps: finiteNumber.default(1e-5),
 });
 
@@ -189,11 +188,7 @@ export function groupNorm(args: GroupNormArgs): GroupNormResult {
   const N = scalars.N ?? input.shape[0];
   const C = scalars.C ?? input.shape[1];
   const HxW = scalars.HxW ?? shapeHxW;
-  for (const [name, v] of Object.entries({ N, C, HxW })) {
-    if (v < 0) invalid(OP, name, `(${v}) must not be negative`);
-  }
-  if (group <= 0) invalid(OP, "group", `(${group}) must be greater than 0`);
-  if (C % group !== 0) invalid(OP, "group", `(${group}) must divide C (${C})`);
+  checkGroupGeometry(OP, { N, C, HxW }, group);
   if (!(eps > 0)) invalid(OP, "eps", `(${eps}) must be greater than 0`);
   if (output) checkShape(OP, "output", output, input.shape, "input");
   for (const [name, t] of Object.entries({ mean, rstd })) {

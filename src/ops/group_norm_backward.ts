@@ -33,15 +33,18 @@ import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import {
   checkDType,
+  checkGroupGeometry,
   checkNumel,
   checkRank,
   checkSameDType,
   checkShape,
   commonDevice,
+  groupCount,
   int64,
   invalid,
   type MaybeTensor,
   optionalTensor,
+  outputMask as outputMaskSchema,
   parseScalars,
   requestedOutput,
   requireTensor,
@@ -110,14 +113,8 @@ const scalarsSchema = z.object({
   N: int64.optional(),
   C: int64.optional(),
   HxW: int64.optional(),
-  group: z.number({
-    required_error: "is required (an integer > 0)",
-    invalid_type_error: "must be an integer",
-  }).int("must be an integer").safe("must be a safe integer"),
-  outputMask: z.array(z.boolean({ invalid_type_error: "entries must be booleans" }), {
-    invalid_type_error: "must be an array of 3 booleans",
-  }).length(3, "must have exactly 3 entries (gradInput, gradGamma, gradBeta)")
-    .default([true, true, true]),
+  group: groupCount,
+  outputMask: outputMaskSchema("gradInput, gradGamma, gradBeta"),
 });
 
 /**
@@ -292,11 +289,7 @@ export function groupNormBackward(args: GroupNormBackwardArgs): GroupNormBackwar
     if (gamma) checkShape(OP, name, t, gamma.shape, "gamma");
     else checkNumel(OP, name, t, C, "C (gamma is absent)");
   }
-  for (const [name, v] of Object.entries({ N, C, HxW })) {
-    if (v < 0) invalid(OP, name, `(${v}) must not be negative`);
-  }
-  if (group <= 0) invalid(OP, "group", `(${group}) must be greater than 0`);
-  if (C % group !== 0) invalid(OP, "group", `(${group}) must divide C (${C})`);
+  checkGroupGeometry(OP, { N, C, HxW }, group);
   const total = N * C * HxW;
   checkNumel(OP, "input", input, total, "N * C * HxW");
   checkNumel(OP, "gradOut", gradOut, total, "N * C * HxW");

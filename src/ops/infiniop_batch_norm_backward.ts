@@ -44,7 +44,6 @@
  * @module
  */
 
-import type { InfiniStatus } from "../ffi/errors.ts";
 import type { Device } from "../tensor/device.ts";
 import { type DType, dtypeByteSize, FLOAT_DTYPES, isDType } from "../tensor/dtype.ts";
 import {
@@ -55,8 +54,8 @@ import {
 } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { batchNormBackward, batchNormBackwardKernel } from "./batch_norm_backward.ts";
-import { channelGeometry } from "./channels.ts";
-import { invalidStatus } from "./validate.ts";
+import { channelGeometry, invstdOf } from "./channels.ts";
+import { invalidStatus as fail, sameShape } from "./validate.ts";
 
 const CREATE = "infiniopCreateBatchNormBackwardDescriptor";
 const COMPUTE = "infiniopBatchNormBackward";
@@ -192,10 +191,6 @@ const NAMES = [
 type Name = typeof NAMES[number];
 const DATA: readonly Name[] = ["gradInput", "gradOutput", "input"];
 
-function fail(op: string, name: string, rule: string, status: InfiniStatus): never {
-  invalidStatus(op, name, rule, status);
-}
-
 function layoutOf(name: Name, value: unknown): Layout {
   if (value === undefined || value === null) {
     fail(CREATE, name, "descriptor is required but is missing", "NULL_POINTER");
@@ -227,10 +222,6 @@ function layoutOf(name: Name, value: unknown): Layout {
     );
   }
   return { dtype: d.dtype, shape, strides: [...strides] };
-}
-
-function sameShape(a: readonly number[], b: readonly number[]): boolean {
-  return a.length === b.length && a.every((d, i) => d === b[i]);
 }
 
 /** Strides agree on every dim that has more than one element. */
@@ -334,7 +325,7 @@ class Descriptor implements BatchNormBackwardDescriptor {
   }
 
   #run(t: Record<Name, Tensor>, device: Device): void {
-    const invstd = t.runningVar.toFloat64Array().map((v) => 1 / Math.sqrt(v + this.eps));
+    const invstd = invstdOf(t.runningVar.toFloat64Array(), this.eps);
     if (device !== "cpu") {
       // aclnnBatchNormBackward in training mode at (runningMean, invstd). Both statistics go
       // up as float32 (legal with fp16/bf16 data): invstd rounded to dT loses enough precision

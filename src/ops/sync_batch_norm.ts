@@ -56,8 +56,10 @@ import {
   invalid,
   type MaybeTensor,
   optionalTensor,
+  outputMask as outputMaskSchema,
   parseScalars,
   requireTensor,
+  sameShape,
 } from "./validate.ts";
 
 const FWD = "syncBatchNormForward";
@@ -154,10 +156,7 @@ const forwardSchema = z.object({
 });
 
 const backwardSchema = z.object({
-  outputMask: z.array(z.boolean({ invalid_type_error: "entries must be booleans" }), {
-    invalid_type_error: "must be an array of 3 booleans",
-  }).length(3, "must have exactly 3 entries (gradInput, gradWeight, gradBias)")
-    .default([true, true, true]),
+  outputMask: outputMaskSchema("gradInput, gradWeight, gradBias"),
   allReduce: z.custom<AllReduceSum>((v) => typeof v === "function", {
     message: "must be a function (the all-reduce collective)",
   }),
@@ -339,6 +338,12 @@ export async function syncBatchNormBackward(
   return { gradInput, gradWeight: local.gradWeight, gradBias: local.gradBias };
 }
 
+/** Combines the ranks' values (each of `shape`) into the result every rank receives. */
+type Combine = (parts: Float64Array[], shape: readonly number[]) => {
+  values: Float64Array;
+  shape: number[];
+};
+
 interface Round {
   parts: (Tensor | undefined)[];
   arrived: number;
@@ -349,21 +354,11 @@ interface Round {
 class Rendezvous {
   readonly #worldSize: number;
   readonly #name: string;
-  readonly #combine: (parts: Float64Array[], shape: readonly number[]) => {
-    values: Float64Array;
-    shape: number[];
-  };
+  readonly #combine: Combine;
   readonly #rounds = new Map<number, Round>();
   readonly #next: number[];
 
-  constructor(
-    worldSize: number,
-    name: string,
-    combine: (parts: Float64Array[], shape: readonly number[]) => {
-      values: Float64Array;
-      shape: number[];
-    },
-  ) {
+  constructor(worldSize: number, name: string, combine: Combine) {
     this.#worldSize = worldSize;
     this.#name = name;
     this.#combine = combine;
@@ -397,7 +392,7 @@ class Rendezvous {
   #finish(parts: Tensor[]): Tensor[] {
     const shape = parts[0].shape;
     for (let r = 1; r < parts.length; r++) {
-      if (parts[r].shape.join() !== shape.join()) {
+      if (!sameShape(parts[r].shape, shape)) {
         throw new RangeError(
           `${this.#name}: rank ${r} sent shape ${formatShape(parts[r].shape)}, rank 0 sent ${
             formatShape(shape)

@@ -127,6 +127,11 @@ export function checkNumel(
   }
 }
 
+/** Whether two shapes are equal dim by dim. */
+export function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
+}
+
 /** Shape must equal `shape`. */
 export function checkShape(
   op: string,
@@ -135,13 +140,34 @@ export function checkShape(
   shape: readonly number[],
   otherName: string,
 ): void {
-  if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
+  if (!sameShape(t.shape, shape)) {
     invalid(
       op,
       name,
       `shape ${formatShape(t.shape)} must equal ${otherName} shape ${formatShape(shape)}`,
     );
   }
+}
+
+/** The channel count C (input dim 1) must not be 0. */
+export function checkChannelsNonZero(op: string, channels: number): void {
+  if (channels === 0) invalid(op, "input", "channel dim (dim 1) must not be 0");
+}
+
+/**
+ * GroupNorm geometry: N, C and HxW must not be negative, group must be > 0 and divide C
+ * (checked in that order).
+ */
+export function checkGroupGeometry(
+  op: string,
+  dims: { N: number; C: number; HxW: number },
+  group: number,
+): void {
+  for (const [name, v] of Object.entries(dims)) {
+    if (v < 0) invalid(op, name, `(${v}) must not be negative`);
+  }
+  if (group <= 0) invalid(op, "group", `(${group}) must be greater than 0`);
+  if (dims.C % group !== 0) invalid(op, "group", `(${group}) must divide C (${dims.C})`);
 }
 
 /**
@@ -190,6 +216,28 @@ export const finiteNumber: z.ZodNumber = z.number({ invalid_type_error: "must be
   .finite(
     "must be finite",
   );
+
+/** The required `training` flag of the BatchNorm operators. */
+export const trainingFlag: z.ZodBoolean = z.boolean({
+  required_error: "is required (a boolean)",
+  invalid_type_error: "must be a boolean",
+});
+
+/** GroupNorm's required `group` count (its range is checked by {@linkcode checkGroupGeometry}). */
+export const groupCount: z.ZodNumber = z.number({
+  required_error: "is required (an integer > 0)",
+  invalid_type_error: "must be an integer",
+}).int("must be an integer").safe("must be a safe integer");
+
+/**
+ * An outputMask of exactly 3 booleans, default all true; `outputs` names the three outputs
+ * in order for the length message, e.g. `"gradInput, gradWeight, gradBias"`.
+ */
+export function outputMask(outputs: string): z.ZodDefault<z.ZodArray<z.ZodBoolean>> {
+  return z.array(z.boolean({ invalid_type_error: "entries must be booleans" }), {
+    invalid_type_error: "must be an array of 3 booleans",
+  }).length(3, `must have exactly 3 entries (${outputs})`).default([true, true, true]);
+}
 
 /** An integer that CANN passes as int64_t. */
 export const int64: z.ZodNumber = z.number({ invalid_type_error: "must be an integer" }).int(
