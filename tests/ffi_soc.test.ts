@@ -7,7 +7,7 @@
  */
 
 import assert from "node:assert/strict";
-import { batchNormSavesVariance } from "../src/ffi/soc.ts";
+import { batchNormSavesVariance } from "../src/backends/ascend/soc.ts";
 import { SIM_DIR } from "./helpers/ffi_sim.ts";
 
 const root = new URL("..", import.meta.url).pathname;

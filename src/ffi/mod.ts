@@ -26,4 +26,3 @@ export type {
   DefaultDeviceOptions,
   DefaultDeviceSelection,
 } from "./default_device.ts";
-export { batchNormSavesVariance } from "./soc.ts";

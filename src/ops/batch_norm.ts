@@ -34,15 +34,11 @@
  */
 
 import { z } from "zod";
-import { arg, runAclnn } from "../ffi/executor.ts";
-import { AscendDevice } from "../ffi/runtime.ts";
-import { batchNormSavesVariance } from "../ffi/soc.ts";
+import { channelGeometry } from "../backends/mod.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { channelStats } from "./batch_norm_stats.ts";
-import { normalizeChannels } from "./batch_norm_elemt.ts";
-import { channelGeometry, invstdOf, runningStats } from "./channels.ts";
 import {
+  backendChecked,
   checkDType,
   checkNumel,
   checkRank,
@@ -56,7 +52,6 @@ import {
   requestedOutput,
   requireTensor,
   trainingFlag,
-  valuesOr,
 } from "./validate.ts";
 
 const OP = "aclnnBatchNorm";
@@ -163,6 +158,7 @@ export function batchNorm(args: BatchNormArgs): BatchNormResult {
     if (t) checkNumel(OP, name, t, channels, "C (input dim 1)");
   }
   const device = commonDevice(OP, all);
+  const backend = backendChecked(OP, device, all);
 
   output ??= Tensor.zeros(input.shape, input.dtype, device);
   if (training) {
@@ -174,66 +170,9 @@ export function batchNorm(args: BatchNormArgs): BatchNormResult {
     saveMean = given(out?.saveMean) ?? Tensor.zeros([0], input.dtype, device);
     saveInvstd = given(out?.saveInvstd) ?? Tensor.zeros([0], input.dtype, device);
   }
-  const result = { output, saveMean, saveInvstd };
-
-  if (device !== "cpu") {
-    runAclnn(device, OP, [
-      arg.tensor(input),
-      arg.tensor(weight),
-      arg.tensor(bias),
-      arg.tensor(runningMean),
-      arg.tensor(runningVar),
-      arg.bool(training),
-      arg.f64(momentum),
-      arg.f64(eps),
-      arg.tensor(output),
-      arg.tensor(saveMean),
-      arg.tensor(saveInvstd),
-    ]);
-    // Atlas A2/A3 write Var(x) into saveInvstd (documented per SoC); this API always returns
-    // invstd, as the CPU backend, PyTorch and the backward operators expect.
-    if (
-      training && saveInvstd && device instanceof AscendDevice &&
-      batchNormSavesVariance(device.socName)
-    ) {
-      saveInvstd.copy_(invstdOf(saveInvstd.toFloat64Array(), eps));
-    }
-    return result;
-  }
-
-  const g = channelGeometry(input.shape);
-  const x = input.toFloat64Array();
-  let mean: Float64Array;
-  let invstd: Float64Array;
-  if (training) {
-    const stats = channelStats(g, x, eps);
-    const M = g.perChannel;
-    ({ mean, invstd } = stats);
-    if (M > 0 && runningMean) {
-      const rm = runningMean.toFloat64Array();
-      runningMean.copy_(rm.map((v, c) => (1 - momentum) * v + momentum * mean[c]));
-    }
-    if (M > 0 && runningVar) {
-      const rv = runningVar.toFloat64Array();
-      const unbiased = stats.variance.map((v) => v * M / (M - 1));
-      runningVar.copy_(rv.map((v, c) => (1 - momentum) * v + momentum * unbiased[c]));
-    }
-    saveMean.copy_(mean);
-    saveInvstd.copy_(invstd);
-  } else {
-    ({ mean, invstd } = runningStats(runningMean, runningVar, channels, eps));
-  }
-  if (g.perChannel > 0) {
-    output.copy_(
-      normalizeChannels(
-        g,
-        x,
-        mean,
-        invstd,
-        valuesOr(weight, channels, 1),
-        valuesOr(bias, channels, 0),
-      ),
-    );
-  }
-  return result;
+  backend.batchNorm(
+    { geometry: channelGeometry(input.shape), training, momentum, eps },
+    { input, weight, bias, runningMean, runningVar, output, saveMean, saveInvstd },
+  );
+  return { output, saveMean, saveInvstd };
 }

@@ -28,13 +28,12 @@
  */
 
 import { z } from "zod";
-import { arg, runAclnn } from "../ffi/executor.ts";
+import { channelGeometry } from "../backends/mod.ts";
 import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { elemtBackwardKernel } from "./batch_norm_elemt_backward.ts";
-import { type ChannelGeometry, channelGeometry, channelSums, runningStats } from "./channels.ts";
 import {
+  backendChecked,
   checkDType,
   checkRank,
   checkSameDType,
@@ -49,7 +48,6 @@ import {
   requestedOutput,
   requireTensor,
   trainingFlag,
-  valuesOr,
 } from "./validate.ts";
 
 const OP = "aclnnBatchNormBackward";
@@ -105,73 +103,6 @@ const scalarsSchema = z.object({
   eps: finiteNumber.default(1e-5),
   outputMask: outputMaskSchema("gradInput, gradWeight, gradBias"),
 });
-
-/** Float64 results of {@linkcode batchNormBackwardKernel}; undefined where not requested. */
-export interface BatchNormBackwardValues {
-  /** dL/dx in logical row-major order. */
-  gradInput?: Float64Array;
-  /** dL/dweight per channel. */
-  gradWeight?: Float64Array;
-  /** dL/dbias per channel. */
-  gradBias?: Float64Array;
-}
-
-/**
- * The CPU kernel, in float64 over logical row-major data. `mean`/`invstd` are the statistics
- * the gradient is taken at (saveMean/saveInvstd in training, runningMean and
- * 1/sqrt(runningVar + eps) in evaluation). Every input is read before any output is
- * produced, so callers may write gradInput over gradOut. Empty inputs give zero-filled
- * per-channel results.
- */
-export function batchNormBackwardKernel(
-  g: ChannelGeometry,
-  dy: Float64Array,
-  x: Float64Array,
-  weight: Float64Array,
-  mean: Float64Array,
-  invstd: Float64Array,
-  training: boolean,
-  mask: readonly [boolean, boolean, boolean],
-): BatchNormBackwardValues {
-  const { channels, perChannel } = g;
-  const result: BatchNormBackwardValues = {};
-  if (perChannel === 0) {
-    if (mask[0]) result.gradInput = new Float64Array(0);
-    if (mask[1]) result.gradWeight = new Float64Array(channels);
-    if (mask[2]) result.gradBias = new Float64Array(channels);
-    return result;
-  }
-  const needSums = mask[1] || mask[2] || (mask[0] && training);
-  const sums = needSums ? channelSums(g, dy, x, mean) : undefined;
-  if (mask[0]) {
-    // Training: the SyncBatchNorm element-wise formula with this batch's sums and M.
-    result.gradInput = training
-      ? elemtBackwardKernel(g, dy, x, mean, invstd, weight, sums!.sumDy, sums!.sumDyXmu, perChannel)
-      : evalGradInput(g, dy, weight, invstd);
-  }
-  if (mask[1]) result.gradWeight = sums!.sumDyXmu.map((v, c) => v * invstd[c]);
-  if (mask[2]) result.gradBias = sums!.sumDy.slice();
-  return result;
-}
-
-/** Evaluation mode: gradInput = dy * weight * invstd per channel (the statistics are constants). */
-function evalGradInput(
-  g: ChannelGeometry,
-  dy: Float64Array,
-  weight: Float64Array,
-  invstd: Float64Array,
-): Float64Array {
-  const { outer, channels, inner } = g;
-  const gradInput = new Float64Array(dy.length);
-  for (let c = 0; c < channels; c++) {
-    const scale = weight[c] * invstd[c];
-    for (let n = 0; n < outer; n++) {
-      const base = (n * channels + c) * inner;
-      for (let j = base; j < base + inner; j++) gradInput[j] = dy[j] * scale;
-    }
-  }
-  return gradInput;
-}
 
 /** A per-channel tensor: C elements (or 0 where `allowEmpty`), as aclnn counts them. */
 function checkPerChannel(name: string, t: Tensor, channels: number, allowEmpty = false): void {
@@ -271,50 +202,18 @@ export function batchNormBackward(args: BatchNormBackwardArgs): BatchNormBackwar
     if (t) checkPerChannel(name, t, channels, !training && name.startsWith("save"));
   }
   const device = commonDevice(OP, all);
+  const backend = backendChecked(OP, device, all);
 
   if (mask[0]) gradInput ??= Tensor.zeros(input.shape, input.dtype, device);
   if (mask[1]) gradWeight ??= Tensor.zeros([channels], gradDType, device);
   if (mask[2]) gradBias ??= Tensor.zeros([channels], gradDType, device);
-  const result = {
+  backend.batchNormBackward(
+    { geometry: channelGeometry(input.shape), training, eps, mask },
+    { ...stats, gradOut, input, gradInput, gradWeight, gradBias },
+  );
+  return {
     gradInput: gradInput ?? null,
     gradWeight: gradWeight ?? null,
     gradBias: gradBias ?? null,
   };
-
-  if (device !== "cpu") {
-    runAclnn(device, OP, [
-      arg.tensor(gradOut),
-      arg.tensor(input),
-      arg.tensor(weight),
-      arg.tensor(runningMean),
-      arg.tensor(runningVar),
-      arg.tensor(saveMean),
-      arg.tensor(saveInvstd),
-      arg.bool(training),
-      arg.f64(eps),
-      arg.boolArray(mask),
-      arg.tensor(gradInput),
-      arg.tensor(gradWeight),
-      arg.tensor(gradBias),
-    ]);
-    return result;
-  }
-
-  const { mean, invstd } = training
-    ? { mean: valuesOr(saveMean, channels, 0), invstd: valuesOr(saveInvstd, channels, 1) }
-    : runningStats(runningMean, runningVar, channels, eps);
-  const values = batchNormBackwardKernel(
-    channelGeometry(input.shape),
-    gradOut.toFloat64Array(),
-    input.toFloat64Array(),
-    valuesOr(weight, channels, 1),
-    mean,
-    invstd,
-    training,
-    mask,
-  );
-  if (values.gradInput) gradInput?.copy_(values.gradInput);
-  if (values.gradWeight) gradWeight?.copy_(values.gradWeight);
-  if (values.gradBias) gradBias?.copy_(values.gradBias);
-  return result;
 }

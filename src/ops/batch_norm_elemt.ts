@@ -23,11 +23,11 @@
  */
 
 import { z } from "zod";
-import { arg, runAclnn } from "../ffi/executor.ts";
+import { channelGeometry } from "../backends/mod.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { type ChannelGeometry, channelGeometry } from "./channels.ts";
 import {
+  backendChecked,
   checkChannelsNonZero,
   checkDType,
   checkNumel,
@@ -41,7 +41,6 @@ import {
   parseScalars,
   requestedOutput,
   requireTensor,
-  valuesOr,
 } from "./validate.ts";
 
 const OP = "aclnnBatchNormElemt";
@@ -71,29 +70,6 @@ export interface BatchNormElemtArgs {
 }
 
 const scalarsSchema = z.object({ eps: finiteNumber.default(1e-5) });
-
-/** Float64 kernel: y = (x - mean) * invstd * w + b per channel, logical row-major order. */
-export function normalizeChannels(
-  g: ChannelGeometry,
-  x: Float64Array,
-  mean: Float64Array,
-  invstd: Float64Array,
-  weight: Float64Array,
-  bias: Float64Array,
-): Float64Array {
-  const { outer, channels, inner } = g;
-  const y = new Float64Array(x.length);
-  for (let c = 0; c < channels; c++) {
-    const scale = invstd[c] * weight[c];
-    const m = mean[c];
-    const b = bias[c];
-    for (let n = 0; n < outer; n++) {
-      const base = (n * channels + c) * inner;
-      for (let j = base; j < base + inner; j++) y[j] = (x[j] - m) * scale + b;
-    }
-  }
-  return y;
-}
 
 /**
  * Normalizes x with given statistics as aclnnBatchNormElemt does, on the CPU or on the NPU
@@ -140,32 +116,12 @@ export function batchNormElemt(args: BatchNormElemtArgs): Tensor {
     checkNumel(OP, name, t, channels, "C (input dim 1)");
   }
   const device = commonDevice(OP, all);
+  const backend = backendChecked(OP, device, all);
 
   output ??= Tensor.zeros(input.shape, input.dtype, device);
-
-  if (device !== "cpu") {
-    runAclnn(device, OP, [
-      arg.tensor(input),
-      arg.tensor(weight),
-      arg.tensor(bias),
-      arg.tensor(mean),
-      arg.tensor(invstd),
-      arg.f64(eps),
-      arg.tensor(output),
-    ]);
-    return output;
-  }
-
-  if (input.numel === 0) return output;
-  output.copy_(
-    normalizeChannels(
-      channelGeometry(input.shape),
-      input.toFloat64Array(),
-      mean.toFloat64Array(),
-      invstd.toFloat64Array(),
-      valuesOr(weight, channels, 1),
-      valuesOr(bias, channels, 0),
-    ),
+  backend.batchNormElemt(
+    { geometry: channelGeometry(input.shape), eps },
+    { input, weight, bias, mean, invstd, output },
   );
   return output;
 }

@@ -25,11 +25,11 @@
  * @module
  */
 
-import { arg, runAclnn } from "../ffi/executor.ts";
+import { channelGeometry } from "../backends/mod.ts";
 import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { type ChannelGeometry, channelGeometry } from "./channels.ts";
 import {
+  backendChecked,
   checkChannelsNonZero,
   checkDType,
   checkNumel,
@@ -40,7 +40,6 @@ import {
   optionalTensor,
   requestedOutput,
   requireTensor,
-  valuesOr,
 } from "./validate.ts";
 
 const OP = "aclnnBatchNormElemtBackward";
@@ -74,39 +73,6 @@ export interface BatchNormElemtBackwardArgs {
   counter: MaybeTensor;
   /** Preallocated output (validated as aclnn does); allocated when missing. */
   out?: BatchNormElemtBackwardOut;
-}
-
-/**
- * Float64 kernel over logical row-major data. Every input is read before the result is
- * produced, so callers may write gradInput over gradOut.
- */
-export function elemtBackwardKernel(
-  g: ChannelGeometry,
-  dy: Float64Array,
-  x: Float64Array,
-  mean: Float64Array,
-  invstd: Float64Array,
-  weight: Float64Array,
-  sumDy: Float64Array,
-  sumDyXmu: Float64Array,
-  total: number,
-): Float64Array {
-  const { outer, channels, inner } = g;
-  const gradInput = new Float64Array(dy.length);
-  for (let c = 0; c < channels; c++) {
-    const is = invstd[c];
-    const scale = weight[c] * is;
-    const meanDy = sumDy[c] / total;
-    const k = is * is * sumDyXmu[c] / total;
-    const m = mean[c];
-    for (let n = 0; n < outer; n++) {
-      const base = (n * channels + c) * inner;
-      for (let j = base; j < base + inner; j++) {
-        gradInput[j] = scale * (dy[j] - meanDy - (x[j] - m) * k);
-      }
-    }
-  }
-  return gradInput;
 }
 
 /**
@@ -163,39 +129,12 @@ export function batchNormElemtBackward(args: BatchNormElemtBackwardArgs): Tensor
     if (t) checkNumel(OP, name, t, channels, "C (input dim 1)");
   }
   const device = commonDevice(OP, { ...floats, counter });
+  const backend = backendChecked(OP, device, { ...floats, counter });
 
   gradInput ??= Tensor.zeros(input.shape, input.dtype, device);
-
-  if (device !== "cpu") {
-    runAclnn(device, OP, [
-      arg.tensor(gradOut),
-      arg.tensor(input),
-      arg.tensor(mean),
-      arg.tensor(invstd),
-      arg.tensor(weight),
-      arg.tensor(sumDy),
-      arg.tensor(sumDyXmu),
-      arg.tensor(counter),
-      arg.tensor(gradInput),
-    ]);
-    return gradInput;
-  }
-
-  if (input.numel === 0) return gradInput;
-  let total = 0;
-  for (const v of counter.toFloat64Array()) total += v;
-  gradInput.copy_(
-    elemtBackwardKernel(
-      channelGeometry(input.shape),
-      gradOut.toFloat64Array(),
-      input.toFloat64Array(),
-      mean.toFloat64Array(),
-      invstd.toFloat64Array(),
-      valuesOr(weight, channels, 1),
-      sumDy.toFloat64Array(),
-      sumDyXmu.toFloat64Array(),
-      total,
-    ),
+  backend.batchNormElemtBackward(
+    { geometry: channelGeometry(input.shape) },
+    { gradOut, input, mean, invstd, weight, sumDy, sumDyXmu, counter, gradInput },
   );
   return gradInput;
 }

@@ -35,11 +35,11 @@
  */
 
 import { z } from "zod";
-import { arg, runAclnn } from "../ffi/executor.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import {
+  backendChecked,
   checkDType,
   checkNumel,
   checkRank,
@@ -97,41 +97,6 @@ const scalarsSchema = z.object({
   momentum: finiteNumber.default(0.1),
   eps: finiteNumber.default(1e-5),
 });
-
-/** Float64 kernel; returns the global stats and the updated running stats (when given). */
-export function gatherStatsKernel(
-  mean: Float64Array,
-  invstd: Float64Array,
-  counts: Float64Array,
-  channels: number,
-  momentum: number,
-  eps: number,
-  runningMean: Float64Array | undefined,
-  runningVar: Float64Array | undefined,
-): { mean: Float64Array; invstd: Float64Array } {
-  const W = counts.length;
-  let n = 0;
-  for (let w = 0; w < W; w++) n += counts[w];
-  const meanAll = new Float64Array(channels);
-  const invstdAll = new Float64Array(channels);
-  for (let c = 0; c < channels; c++) {
-    let s = 0;
-    for (let w = 0; w < W; w++) s += counts[w] * mean[w * channels + c];
-    const m = s / n;
-    let q = 0;
-    for (let w = 0; w < W; w++) {
-      const d = mean[w * channels + c] - m;
-      const is = invstd[w * channels + c];
-      q += counts[w] * (1 / (is * is) - eps + d * d);
-    }
-    const v = q / n;
-    meanAll[c] = m;
-    invstdAll[c] = 1 / Math.sqrt(v + eps);
-    if (runningMean) runningMean[c] = (1 - momentum) * runningMean[c] + momentum * m;
-    if (runningVar) runningVar[c] = (1 - momentum) * runningVar[c] + momentum * v * n / (n - 1);
-  }
-  return { mean: meanAll, invstd: invstdAll };
-}
 
 /**
  * Combines per-rank BatchNorm statistics into global ones as aclnnBatchNormGatherStatsWithCounts
@@ -217,42 +182,13 @@ export function batchNormGatherStatsWithCounts(
   if (meanAll) checkNumel(OP, "out.mean", meanAll, channels, "C (input dim 1)");
   if (invstdAll) checkNumel(OP, "out.invstd", invstdAll, channels, "C (input dim 1)");
   const device = commonDevice(OP, all);
+  const backend = backendChecked(OP, device, all);
 
   meanAll ??= Tensor.zeros([channels], mean.dtype, device);
   invstdAll ??= Tensor.zeros([channels], mean.dtype, device);
-  const result = { mean: meanAll, invstd: invstdAll };
-
-  if (device !== "cpu") {
-    runAclnn(device, OP, [
-      arg.tensor(input),
-      arg.tensor(mean),
-      arg.tensor(invstd),
-      arg.tensor(runningMean),
-      arg.tensor(runningVar),
-      arg.f64(momentum),
-      arg.f64(eps),
-      arg.tensor(counts),
-      arg.tensor(meanAll),
-      arg.tensor(invstdAll),
-    ]);
-    return result;
-  }
-
-  const rm = runningMean?.toFloat64Array();
-  const rv = runningVar?.toFloat64Array();
-  const values = gatherStatsKernel(
-    mean.toFloat64Array(),
-    invstd.toFloat64Array(),
-    counts.toFloat64Array(),
-    channels,
-    momentum,
-    eps,
-    rm,
-    rv,
+  backend.batchNormGatherStatsWithCounts(
+    { channels, ranks: W, momentum, eps },
+    { input, mean, invstd, runningMean, runningVar, counts, meanAll, invstdAll },
   );
-  meanAll.copy_(values.mean);
-  invstdAll.copy_(values.invstd);
-  if (rm) runningMean?.copy_(rm);
-  if (rv) runningVar?.copy_(rv);
-  return result;
+  return { mean: meanAll, invstd: invstdAll };
 }

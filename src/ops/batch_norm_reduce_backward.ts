@@ -6,11 +6,11 @@
  */
 
 import { z } from "zod";
-import { arg, runAclnn } from "../ffi/executor.ts";
+import { channelGeometry } from "../backends/mod.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { channelGeometry, channelSums } from "./channels.ts";
 import {
+  backendChecked,
   checkChannelsNonZero,
   checkDType,
   checkNumel,
@@ -127,6 +127,7 @@ export function batchNormReduceBackward(
     checkNumel(OP, name, t, channels, "C (input dim 1)");
   }
   const device = commonDevice(OP, { gradOut, input, ...perChannel });
+  const backend = backendChecked(OP, device, { gradOut, input, ...perChannel });
 
   // PyTorch's allocation rule: per-channel sums in mean's dtype, weight gradients in weight's.
   const gradDType = weight?.dtype ?? mean.dtype;
@@ -136,44 +137,14 @@ export function batchNormReduceBackward(
   }
   if (weightG) gradWeight ??= Tensor.zeros([channels], gradDType, device);
   if (biasG) gradBias ??= Tensor.zeros([channels], gradDType, device);
-  const result = {
+  backend.batchNormReduceBackward(
+    { geometry: channelGeometry(input.shape), inputG, weightG, biasG },
+    { gradOut, input, mean, invstd, weight, sumDy, sumDyXmu, gradWeight, gradBias },
+  );
+  return {
     sumDy: sumDy ?? null,
     sumDyXmu: sumDyXmu ?? null,
     gradWeight: gradWeight ?? null,
     gradBias: gradBias ?? null,
   };
-
-  if (device !== "cpu") {
-    runAclnn(device, OP, [
-      arg.tensor(gradOut),
-      arg.tensor(input),
-      arg.tensor(mean),
-      arg.tensor(invstd),
-      arg.tensor(weight),
-      arg.bool(inputG),
-      arg.bool(weightG),
-      arg.bool(biasG),
-      arg.tensor(sumDy),
-      arg.tensor(sumDyXmu),
-      arg.tensor(gradWeight),
-      arg.tensor(gradBias),
-    ]);
-    return result;
-  }
-
-  const g = channelGeometry(input.shape);
-  const sums = channelSums(
-    g,
-    gradOut.toFloat64Array(),
-    input.toFloat64Array(),
-    mean.toFloat64Array(),
-  );
-  sumDy?.copy_(sums.sumDy);
-  sumDyXmu?.copy_(sums.sumDyXmu);
-  if (gradWeight) {
-    const inv = invstd.toFloat64Array();
-    gradWeight.copy_(sums.sumDyXmu.map((v, c) => v * inv[c]));
-  }
-  gradBias?.copy_(sums.sumDy);
-  return result;
 }

@@ -26,11 +26,11 @@
  */
 
 import { z } from "zod";
-import { arg, runAclnn } from "../ffi/executor.ts";
+import { channelGeometry } from "../backends/mod.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { type ChannelGeometry, channelGeometry, invstdOf } from "./channels.ts";
 import {
+  backendChecked,
   checkChannelsNonZero,
   checkDType,
   checkNumel,
@@ -74,42 +74,6 @@ export interface BatchNormStatsResult {
 const scalarsSchema = z.object({ eps: finiteNumber.default(1e-5) });
 
 /**
- * Per channel: mean, biased variance and invstd = 1 / sqrt(variance + eps) in float64 (two
- * passes: the centred sum stays accurate when |mean| is large). An empty batch gives zeros
- * for all three.
- */
-export function channelStats(
-  g: ChannelGeometry,
-  x: Float64Array,
-  eps: number,
-): { mean: Float64Array; variance: Float64Array; invstd: Float64Array } {
-  const { outer, channels, inner, perChannel } = g;
-  const mean = new Float64Array(channels);
-  const variance = new Float64Array(channels);
-  if (perChannel === 0) return { mean, variance, invstd: new Float64Array(channels) };
-  for (let n = 0; n < outer; n++) {
-    for (let c = 0; c < channels; c++) {
-      const base = (n * channels + c) * inner;
-      let s = 0;
-      for (let j = base; j < base + inner; j++) s += x[j];
-      mean[c] += s;
-    }
-  }
-  for (let c = 0; c < channels; c++) mean[c] /= perChannel;
-  for (let n = 0; n < outer; n++) {
-    for (let c = 0; c < channels; c++) {
-      const base = (n * channels + c) * inner;
-      const m = mean[c];
-      let q = 0;
-      for (let j = base; j < base + inner; j++) q += (x[j] - m) * (x[j] - m);
-      variance[c] += q;
-    }
-  }
-  for (let c = 0; c < channels; c++) variance[c] /= perChannel;
-  return { mean, variance, invstd: invstdOf(variance, eps) };
-}
-
-/**
  * Computes one rank's per-channel mean and invstd as aclnnBatchNormStats does, on the CPU or
  * on the NPU the input lives on.
  *
@@ -145,17 +109,10 @@ export function batchNormStats(args: BatchNormStatsArgs): BatchNormStatsResult {
   }
   checkChannelsNonZero(OP, channels);
   const device = commonDevice(OP, { input, mean, invstd });
+  const backend = backendChecked(OP, device, { input, mean, invstd });
 
   mean ??= Tensor.zeros([channels], "float32", device);
   invstd ??= Tensor.zeros([channels], "float32", device);
-
-  if (device !== "cpu") {
-    runAclnn(device, OP, [arg.tensor(input), arg.f64(eps), arg.tensor(mean), arg.tensor(invstd)]);
-    return { mean, invstd };
-  }
-
-  const stats = channelStats(channelGeometry(input.shape), input.toFloat64Array(), eps);
-  mean.copy_(stats.mean);
-  invstd.copy_(stats.invstd);
+  backend.batchNormStats({ geometry: channelGeometry(input.shape), eps }, { input, mean, invstd });
   return { mean, invstd };
 }

@@ -23,11 +23,11 @@
  */
 
 import { z } from "zod";
-import { arg, runAclnn } from "../ffi/executor.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import {
+  backendChecked,
   checkDType,
   checkGroupGeometry,
   checkNumel,
@@ -44,7 +44,6 @@ import {
   parseScalars,
   requestedOutput,
   requireTensor,
-  valuesOr,
 } from "./validate.ts";
 
 const OP = "aclnnGroupNorm";
@@ -98,46 +97,6 @@ const scalarsSchema = z.object({
   group: groupCount,
   eps: finiteNumber.default(1e-5),
 });
-
-/** Float64 kernel over (N, C, HxW) row-major data. Empty groups give zero statistics. */
-export function groupNormKernel(
-  x: Float64Array,
-  gamma: Float64Array,
-  beta: Float64Array,
-  N: number,
-  C: number,
-  HxW: number,
-  group: number,
-  eps: number,
-): { output: Float64Array; mean: Float64Array; rstd: Float64Array } {
-  const D = C / group;
-  const count = D * HxW;
-  const output = new Float64Array(N * C * HxW);
-  const mean = new Float64Array(N * group);
-  const rstd = new Float64Array(N * group);
-  if (count === 0) return { output, mean, rstd };
-  for (let n = 0; n < N; n++) {
-    for (let g = 0; g < group; g++) {
-      const base = (n * C + g * D) * HxW;
-      let s = 0;
-      for (let i = base; i < base + count; i++) s += x[i];
-      const m = s / count;
-      let q = 0;
-      for (let i = base; i < base + count; i++) q += (x[i] - m) * (x[i] - m);
-      const r = 1 / Math.sqrt(q / count + eps);
-      mean[n * group + g] = m;
-      rstd[n * group + g] = r;
-      for (let d = 0; d < D; d++) {
-        const c = g * D + d;
-        const scale = r * gamma[c];
-        const shift = beta[c];
-        const cb = base + d * HxW;
-        for (let i = cb; i < cb + HxW; i++) output[i] = (x[i] - m) * scale + shift;
-      }
-    }
-  }
-  return { output, mean, rstd };
-}
 
 /**
  * Runs the GroupNorm forward pass as aclnnGroupNorm does, on the CPU or on the NPU the
@@ -212,41 +171,14 @@ export function groupNorm(args: GroupNormArgs): GroupNormResult {
     checkNumel(OP, name, t, C, "C");
   }
   const device = commonDevice(OP, all);
+  const backend = backendChecked(OP, device, all);
 
   output ??= Tensor.zeros(input.shape, input.dtype, device);
   mean ??= Tensor.zeros([N, group], input.dtype, device);
   rstd ??= Tensor.zeros([N, group], input.dtype, device);
-  const result = { output, mean, rstd };
-
-  if (device !== "cpu") {
-    runAclnn(device, OP, [
-      arg.tensor(input),
-      arg.tensor(gamma),
-      arg.tensor(beta),
-      arg.i64(N),
-      arg.i64(C),
-      arg.i64(HxW),
-      arg.i64(group),
-      arg.f64(eps),
-      arg.tensor(output),
-      arg.tensor(mean),
-      arg.tensor(rstd),
-    ]);
-    return result;
-  }
-
-  const values = groupNormKernel(
-    input.toFloat64Array(),
-    valuesOr(gamma, C, 1),
-    valuesOr(beta, C, 0),
-    N,
-    C,
-    HxW,
-    group,
-    eps,
+  backend.groupNorm(
+    { N, C, HxW, group, eps },
+    { input, gamma, beta, output, mean, rstd },
   );
-  output.copy_(values.output);
-  mean.copy_(values.mean);
-  rstd.copy_(values.rstd);
-  return result;
+  return { output, mean, rstd };
 }

@@ -27,11 +27,11 @@
  */
 
 import { z } from "zod";
-import { arg, runAclnn } from "../ffi/executor.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import {
+  backendChecked,
   checkDType,
   checkGroupGeometry,
   checkNumel,
@@ -48,7 +48,6 @@ import {
   parseScalars,
   requestedOutput,
   requireTensor,
-  valuesOr,
 } from "./validate.ts";
 
 const OP = "aclnnGroupNormBackward";
@@ -99,16 +98,6 @@ export interface GroupNormBackwardResult {
   gradBeta: Tensor | null;
 }
 
-/** Float64 results of {@linkcode groupNormBackwardKernel}; undefined where not requested. */
-export interface GroupNormBackwardValues {
-  /** dL/dinput, logical row-major order. */
-  gradInput?: Float64Array;
-  /** dL/dgamma per channel. */
-  gradGamma?: Float64Array;
-  /** dL/dbeta per channel. */
-  gradBeta?: Float64Array;
-}
-
 const scalarsSchema = z.object({
   N: int64.optional(),
   C: int64.optional(),
@@ -116,72 +105,6 @@ const scalarsSchema = z.object({
   group: groupCount,
   outputMask: outputMaskSchema("gradInput, gradGamma, gradBeta"),
 });
-
-/**
- * The CPU kernel, in float64. `dy` and `x` are (N, C, HxW) in logical row-major order,
- * `mean`/`rstd` have N*group values, `gamma` C values. Sums over a group use the centred
- * form (x - mean), which stays accurate when |mean| is large. Every input is read before any
- * output is produced. Empty inputs give zero-filled per-channel results.
- */
-export function groupNormBackwardKernel(
-  dy: Float64Array,
-  x: Float64Array,
-  mean: Float64Array,
-  rstd: Float64Array,
-  gamma: Float64Array,
-  N: number,
-  C: number,
-  HxW: number,
-  group: number,
-  mask: readonly [boolean, boolean, boolean],
-): GroupNormBackwardValues {
-  const D = C / group;
-  const count = D * HxW;
-  const gradInput = mask[0] ? new Float64Array(N * C * HxW) : undefined;
-  const gradGamma = new Float64Array(C);
-  const gradBeta = new Float64Array(C);
-  if (count > 0) {
-    for (let n = 0; n < N; n++) {
-      for (let g = 0; g < group; g++) {
-        const m = mean[n * group + g];
-        const r = rstd[n * group + g];
-        let s1 = 0; // sum(dy * gamma)
-        let s2 = 0; // sum(dy * gamma * xhat)
-        for (let c = g * D; c < (g + 1) * D; c++) {
-          const w = gamma[c];
-          const base = (n * C + c) * HxW;
-          let sdy = 0;
-          let sdyXhat = 0;
-          for (let i = base; i < base + HxW; i++) {
-            const xhat = (x[i] - m) * r;
-            sdy += dy[i];
-            sdyXhat += dy[i] * xhat;
-          }
-          gradGamma[c] += sdyXhat;
-          gradBeta[c] += sdy;
-          s1 += sdy * w;
-          s2 += sdyXhat * w;
-        }
-        if (!gradInput) continue;
-        const a = s1 / count;
-        const b = s2 / count;
-        for (let c = g * D; c < (g + 1) * D; c++) {
-          const w = gamma[c];
-          const base = (n * C + c) * HxW;
-          for (let i = base; i < base + HxW; i++) {
-            const xhat = (x[i] - m) * r;
-            gradInput[i] = r * (dy[i] * w - a - xhat * b);
-          }
-        }
-      }
-    }
-  }
-  const result: GroupNormBackwardValues = {};
-  if (gradInput) result.gradInput = gradInput;
-  if (mask[1]) result.gradGamma = gradGamma;
-  if (mask[2]) result.gradBeta = gradBeta;
-  return result;
-}
 
 /** N, C and HxW: given values win, the rest come from input's shape (rank >= 2). */
 function resolveGeometry(
@@ -297,50 +220,19 @@ export function groupNormBackward(args: GroupNormBackwardArgs): GroupNormBackwar
   checkNumel(OP, "rstd", rstd, N * group, "N * group");
   if (gamma) checkNumel(OP, "gamma", gamma, C, "C");
   const device = commonDevice(OP, tensors);
+  const backend = backendChecked(OP, device, tensors);
 
   if (mask[0]) gradInput ??= Tensor.zeros(input.shape, gradOut.dtype, device);
   const perChannelShape = gamma ? gamma.shape : [C];
   if (mask[1]) gradGamma ??= Tensor.zeros(perChannelShape, mean.dtype, device);
   if (mask[2]) gradBeta ??= Tensor.zeros(perChannelShape, mean.dtype, device);
-  const result = {
+  backend.groupNormBackward(
+    { N, C, HxW, group, mask },
+    { gradOut, input, mean, rstd, gamma, gradInput, gradGamma, gradBeta },
+  );
+  return {
     gradInput: gradInput ?? null,
     gradGamma: gradGamma ?? null,
     gradBeta: gradBeta ?? null,
   };
-
-  if (device !== "cpu") {
-    runAclnn(device, OP, [
-      arg.tensor(gradOut),
-      arg.tensor(input),
-      arg.tensor(mean),
-      arg.tensor(rstd),
-      arg.tensor(gamma),
-      arg.i64(N),
-      arg.i64(C),
-      arg.i64(HxW),
-      arg.i64(group),
-      arg.boolArray(mask),
-      arg.tensor(gradInput),
-      arg.tensor(gradGamma),
-      arg.tensor(gradBeta),
-    ]);
-    return result;
-  }
-
-  const values = groupNormBackwardKernel(
-    gradOut.toFloat64Array(),
-    input.toFloat64Array(),
-    mean.toFloat64Array(),
-    rstd.toFloat64Array(),
-    valuesOr(gamma, C, 1),
-    N,
-    C,
-    HxW,
-    group,
-    mask,
-  );
-  if (values.gradInput) gradInput?.copy_(values.gradInput);
-  if (values.gradGamma) gradGamma?.copy_(values.gradGamma);
-  if (values.gradBeta) gradBeta?.copy_(values.gradBeta);
-  return result;
 }

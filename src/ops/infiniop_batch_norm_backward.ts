@@ -53,12 +53,13 @@ import {
   shapeProblem,
 } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { batchNormBackward, batchNormBackwardKernel } from "./batch_norm_backward.ts";
-import { channelGeometry, invstdOf } from "./channels.ts";
-import { invalidStatus as fail, sameShape } from "./validate.ts";
+import { channelGeometry } from "../backends/mod.ts";
+import { backendChecked, invalidStatus as fail, sameShape } from "./validate.ts";
 
 const CREATE = "infiniopCreateBatchNormBackwardDescriptor";
 const COMPUTE = "infiniopBatchNormBackward";
+/** The aclnn operator the descriptor runs (its device rules apply). */
+const KERNEL_OP = "aclnnBatchNormBackward";
 
 /** A tensor description as InfiniOp's `infiniopTensorDescriptor_t` holds it. */
 export interface InfiniopTensorDescriptor {
@@ -325,52 +326,50 @@ class Descriptor implements BatchNormBackwardDescriptor {
   }
 
   #run(t: Record<Name, Tensor>, device: Device): void {
-    const invstd = invstdOf(t.runningVar.toFloat64Array(), this.eps);
-    if (device !== "cpu") {
-      // aclnnBatchNormBackward in training mode at (runningMean, invstd). Both statistics go
-      // up as float32 (legal with fp16/bf16 data): invstd rounded to dT loses enough precision
-      // to dominate the gradient when a channel has few elements (conformance found it).
+    const backend = backendChecked(KERNEL_OP, device, t);
+    const temporaries: Tensor[] = [];
+    const onDevice = (host: Tensor) => {
+      const placed = host.to(device);
+      if (placed !== host) temporaries.push(placed);
+      return placed;
+    };
+    let statistics: { saveMean: Tensor; saveInvstd: Tensor } | {
+      runningMean: Tensor;
+      runningVar: Tensor;
+    };
+    if (this.training) {
+      // BatchNorm's training-mode gradient at (runningMean, 1/sqrt(runningVar + eps)). Both go
+      // to the kernel as float32 (legal with fp16/bf16 data): invstd rounded to dT loses enough
+      // precision to dominate the gradient when a channel has few elements.
+      const invstd = t.runningVar.toFloat64Array().map((v) => 1 / Math.sqrt(v + this.eps));
       const saveMean = t.runningMean.dtype === "float32"
         ? t.runningMean
-        : Tensor.fromArray(t.runningMean.toFloat64Array(), [this.C], "float32").to(device);
-      const saveInvstd = Tensor.fromArray(invstd, [this.C], "float32").to(device);
-      const inPlace = t.gradInput.storage === t.gradOutput.storage;
-      const r = batchNormBackward({
-        gradOut: t.gradOutput,
-        input: t.input,
-        weight: t.weight,
-        saveMean,
-        saveInvstd,
-        training: this.training,
-        // Eval mode reads the running statistics and adds eps itself.
-        runningMean: this.training ? undefined : t.runningMean,
-        runningVar: this.training ? undefined : t.runningVar,
-        eps: this.eps,
-        out: {
-          gradInput: inPlace ? undefined : t.gradInput,
+        : onDevice(Tensor.fromArray(t.runningMean.toFloat64Array(), [this.C], "float32"));
+      statistics = { saveMean, saveInvstd: onDevice(Tensor.fromArray(invstd, [this.C])) };
+    } else {
+      statistics = { runningMean: t.runningMean, runningVar: t.runningVar };
+    }
+    try {
+      backend.batchNormBackward(
+        {
+          geometry: channelGeometry(t.input.shape),
+          training: this.training,
+          eps: this.eps,
+          mask: [true, true, true],
+        },
+        {
+          gradOut: t.gradOutput,
+          input: t.input,
+          weight: t.weight,
+          ...statistics,
+          gradInput: t.gradInput,
           gradWeight: t.gradWeight,
           gradBias: t.gradBias,
         },
-      });
-      if (inPlace) t.gradInput.copy_(r.gradInput!);
-      saveInvstd.dispose();
-      if (saveMean !== t.runningMean) saveMean.dispose();
-      return;
+      );
+    } finally {
+      for (const temporary of temporaries) temporary.dispose();
     }
-    // Every input is read into float64 before gradInput is written: in-place is safe.
-    const values = batchNormBackwardKernel(
-      channelGeometry(t.input.shape),
-      t.gradOutput.toFloat64Array(),
-      t.input.toFloat64Array(),
-      t.weight.toFloat64Array(),
-      t.runningMean.toFloat64Array(),
-      invstd,
-      this.training,
-      [true, true, true],
-    );
-    t.gradInput.copy_(values.gradInput!);
-    t.gradWeight.copy_(values.gradWeight!);
-    t.gradBias.copy_(values.gradBias!);
   }
 
   destroy(): void {

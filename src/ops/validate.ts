@@ -14,6 +14,7 @@ import {
   AclnnError,
   type InfiniStatus,
 } from "../ffi/errors.ts";
+import { type Backend, backendFor } from "../backends/mod.ts";
 import type { Device } from "../tensor/device.ts";
 import { deviceName } from "../tensor/device.ts";
 import type { DType } from "../tensor/dtype.ts";
@@ -190,6 +191,21 @@ export function commonDevice(op: string, tensors: Record<string, Tensor | undefi
 }
 
 /**
+ * The backend that runs `device`, after its device-specific rules (e.g. the dtypes a SoC
+ * supports) have accepted the call's tensors. Call it once validation is done and before
+ * any output is allocated, so a rejected call leaves nothing behind.
+ */
+export function backendChecked(
+  op: string,
+  device: Device,
+  tensors: Readonly<Record<string, Tensor | undefined>>,
+): Backend {
+  const backend = backendFor(op, device);
+  backend.rules?.check(op, device, tensors);
+  return backend;
+}
+
+/**
  * Parses scalar arguments with a zod schema; any issue is 161002 naming the argument.
  */
 export function parseScalars<S extends z.ZodTypeAny>(
@@ -243,8 +259,3 @@ export function outputMask(outputs: string): z.ZodDefault<z.ZodArray<z.ZodBoolea
 export const int64: z.ZodNumber = z.number({ invalid_type_error: "must be an integer" }).int(
   "must be an integer",
 ).safe("must be a safe integer");
-
-/** Reads a per-channel (or per-group) tensor as float64, or a constant when absent. */
-export function valuesOr(t: Tensor | undefined, length: number, fill: number): Float64Array {
-  return t ? t.toFloat64Array() : new Float64Array(length).fill(fill);
-}

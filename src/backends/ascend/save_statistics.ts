@@ -1,0 +1,53 @@
+/**
+ * The one place where this package's `saveInvstd` (always 1/sqrt(var + eps), as in PyTorch and
+ * on the CPU backend) meets a chip that stores the batch variance in that slot instead. On such
+ * SoCs (see {@linkcode batchNormSavesVariance}) aclnnBatchNorm writes Var(x) into saveInvstd
+ * and aclnnBatchNormBackward reads that slot as Var(x), adding eps itself; both directions are
+ * converted here.
+ *
+ * The conversion is done on the host: the tensors are per-channel (`[C]`), so the cost is a
+ * stream synchronisation and two copies of C values.
+ *
+ * @module
+ */
+
+import type { AscendDevice } from "../../ffi/runtime.ts";
+import { Tensor } from "../../tensor/tensor.ts";
+import { batchNormSavesVariance } from "./soc.ts";
+
+/**
+ * After aclnnBatchNorm in training mode: on a SoC that wrote Var(x) into `saveInvstd`,
+ * replace it in place by 1/sqrt(Var(x) + eps).
+ */
+export function savedToInvstd(device: AscendDevice, saveInvstd: Tensor, eps: number): void {
+  if (!batchNormSavesVariance(device.socName) || saveInvstd.numel === 0) return;
+  const variance = saveInvstd.toFloat64Array();
+  saveInvstd.copy_(variance.map((v) => 1 / Math.sqrt(v + eps)));
+}
+
+/** A device tensor made for one call, and how to free it. */
+export interface ScratchTensor {
+  /** The tensor to pass in the call. */
+  readonly tensor: Tensor;
+  /** Frees its device memory (after the queued call has used it). */
+  release(): void;
+}
+
+/**
+ * Before aclnnBatchNormBackward in training mode: on a SoC that reads the saveInvstd slot as
+ * Var(x), a scratch tensor holding Var(x) = 1/invstd^2 - eps (the chip adds eps back, so the
+ * invstd it uses is the caller's). Undefined when the chip reads invstd, or nothing was given.
+ */
+export function invstdToSaved(
+  device: AscendDevice,
+  saveInvstd: Tensor | undefined,
+  eps: number,
+): ScratchTensor | undefined {
+  if (!saveInvstd || saveInvstd.numel === 0 || !batchNormSavesVariance(device.socName)) {
+    return undefined;
+  }
+  const invstd = saveInvstd.toFloat64Array();
+  const variance = invstd.map((v) => 1 / (v * v) - eps);
+  const tensor = Tensor.fromArray(variance, saveInvstd.shape, saveInvstd.dtype).to(device);
+  return { tensor, release: () => tensor.dispose() };
+}

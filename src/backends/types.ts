@@ -1,0 +1,368 @@
+/**
+ * The kernel interface every backend implements: one method per operator, each taking the
+ * plan the operator built once (geometry, masks, scalars) and the tensors it validated and
+ * allocated. Operators (src/ops/) only ever call these methods, so a new backend (WebAssembly,
+ * WebGPU, another accelerator) is a new folder plus one {@linkcode registerBackend} call, and
+ * touches no operator file (PyTorch's one-declaration-many-kernels, tfjs's backend registry).
+ *
+ * Contract of every kernel:
+ * - validation has already run: shapes, dtypes, devices and masks are as the operator documents;
+ * - every output tensor that the plan asks for is present and writable, and nothing else is
+ *   written (masked-off outputs are absent);
+ * - every input is read before any output element that could alias it is written, so the
+ *   in-place uses that CANN documents (running statistics, InfiniOp's gradInput over
+ *   gradOutput with the same layout) stay correct.
+ *
+ * @module
+ */
+
+import type { Device } from "../tensor/device.ts";
+import type { Tensor } from "../tensor/tensor.ts";
+
+/** How a `(N, C, *)` shape splits around its channel dimension (view dim 1). */
+export interface ChannelGeometry {
+  /** Product of the dims before the channel (dim 0). */
+  readonly outer: number;
+  /** Number of channels (dim 1). */
+  readonly channels: number;
+  /** Product of the dims after the channel. */
+  readonly inner: number;
+  /** Elements per channel: outer * inner. */
+  readonly perChannel: number;
+}
+
+/** Splits a shape of rank >= 2 around dim 1. */
+export function channelGeometry(shape: readonly number[]): ChannelGeometry {
+  const outer = shape[0];
+  const channels = shape[1];
+  let inner = 1;
+  for (let i = 2; i < shape.length; i++) inner *= shape[i];
+  return { outer, channels, inner, perChannel: outer * inner };
+}
+
+/** GroupNorm's view of the data: (N, C, HxW) in logical row-major order, `group` groups. */
+export interface GroupGeometry {
+  /** Batch size. */
+  readonly N: number;
+  /** Channels. */
+  readonly C: number;
+  /** Elements per channel and sample. */
+  readonly HxW: number;
+  /** Number of groups (divides C). */
+  readonly group: number;
+}
+
+/** A three-entry output mask: which of the three outputs to compute. */
+export type OutputMask = readonly [boolean, boolean, boolean];
+
+/** aclnnBatchNormReduceBackward. */
+export interface BatchNormReduceBackwardPlan {
+  /** Geometry of input. */
+  readonly geometry: ChannelGeometry;
+  /** Compute sumDy and sumDyXmu. */
+  readonly inputG: boolean;
+  /** Compute gradWeight. */
+  readonly weightG: boolean;
+  /** Compute gradBias. */
+  readonly biasG: boolean;
+}
+
+/** Tensors of aclnnBatchNormReduceBackward (outputs present exactly where masked on). */
+export interface BatchNormReduceBackwardTensors {
+  /** dL/dy. */
+  readonly gradOut: Tensor;
+  /** x. */
+  readonly input: Tensor;
+  /** Per-channel mean. */
+  readonly mean: Tensor;
+  /** Per-channel invstd. */
+  readonly invstd: Tensor;
+  /** gamma (checked only; CANN does not read its values). */
+  readonly weight?: Tensor;
+  /** Output: sum(dy). */
+  readonly sumDy?: Tensor;
+  /** Output: sum(dy * (x - mean)). */
+  readonly sumDyXmu?: Tensor;
+  /** Output: sumDyXmu * invstd. */
+  readonly gradWeight?: Tensor;
+  /** Output: sum(dy). */
+  readonly gradBias?: Tensor;
+}
+
+/** aclnnBatchNormBackward. */
+export interface BatchNormBackwardPlan {
+  /** Geometry of input. */
+  readonly geometry: ChannelGeometry;
+  /** Gradient through the batch statistics (true) or fixed running statistics (false). */
+  readonly training: boolean;
+  /** Added to runningVar in evaluation mode (and passed to CANN). */
+  readonly eps: number;
+  /** gradInput, gradWeight, gradBias. */
+  readonly mask: OutputMask;
+}
+
+/**
+ * Tensors of aclnnBatchNormBackward. `saveInvstd` always means 1/sqrt(var + eps), whatever
+ * a chip stores in that slot natively: converting is the backend's job.
+ */
+export interface BatchNormBackwardTensors {
+  /** dL/dy. */
+  readonly gradOut: Tensor;
+  /** x. */
+  readonly input: Tensor;
+  /** gamma (ones when absent). */
+  readonly weight?: Tensor;
+  /** Running mean (zeros when absent), read in evaluation mode. */
+  readonly runningMean?: Tensor;
+  /** Running variance (ones when absent), read in evaluation mode. */
+  readonly runningVar?: Tensor;
+  /** Batch mean (zeros when absent), read in training mode. */
+  readonly saveMean?: Tensor;
+  /** Batch 1/sqrt(var + eps) (ones when absent), read in training mode. */
+  readonly saveInvstd?: Tensor;
+  /** Output dL/dx. */
+  readonly gradInput?: Tensor;
+  /** Output dL/dweight. */
+  readonly gradWeight?: Tensor;
+  /** Output dL/dbias. */
+  readonly gradBias?: Tensor;
+}
+
+/** aclnnGroupNormBackward. */
+export interface GroupNormBackwardPlan extends GroupGeometry {
+  /** gradInput, gradGamma, gradBeta. */
+  readonly mask: OutputMask;
+}
+
+/** Tensors of aclnnGroupNormBackward. */
+export interface GroupNormBackwardTensors {
+  /** dL/dy, N*C*HxW elements. */
+  readonly gradOut: Tensor;
+  /** x, N*C*HxW elements. */
+  readonly input: Tensor;
+  /** Per-(n, group) mean. */
+  readonly mean: Tensor;
+  /** Per-(n, group) 1/sqrt(var + eps). */
+  readonly rstd: Tensor;
+  /** Per-channel scale (ones when absent). */
+  readonly gamma?: Tensor;
+  /** Output dL/dx. */
+  readonly gradInput?: Tensor;
+  /** Output dL/dgamma. */
+  readonly gradGamma?: Tensor;
+  /** Output dL/dbeta. */
+  readonly gradBeta?: Tensor;
+}
+
+/** aclnnBatchNormStats. */
+export interface BatchNormStatsPlan {
+  /** Geometry of input. */
+  readonly geometry: ChannelGeometry;
+  /** Added to the biased variance. */
+  readonly eps: number;
+}
+
+/** Tensors of aclnnBatchNormStats. */
+export interface BatchNormStatsTensors {
+  /** x. */
+  readonly input: Tensor;
+  /** Output: per-channel mean (float32). */
+  readonly mean: Tensor;
+  /** Output: per-channel 1/sqrt(var + eps) (float32). */
+  readonly invstd: Tensor;
+}
+
+/** aclnnBatchNormGatherStatsWithCounts. */
+export interface BatchNormGatherStatsPlan {
+  /** C. */
+  readonly channels: number;
+  /** W, the number of ranks (rows of mean/invstd). */
+  readonly ranks: number;
+  /** Weight of the new statistics in the running update. */
+  readonly momentum: number;
+  /** The eps of the per-rank invstd (and of the global one). */
+  readonly eps: number;
+}
+
+/** Tensors of aclnnBatchNormGatherStatsWithCounts. */
+export interface BatchNormGatherStatsTensors {
+  /** This rank's x (only its shape matters). */
+  readonly input: Tensor;
+  /** Per-rank means `[W, C]`. */
+  readonly mean: Tensor;
+  /** Per-rank invstd `[W, C]`. */
+  readonly invstd: Tensor;
+  /** Updated in place when present. */
+  readonly runningMean?: Tensor;
+  /** Updated in place when present. */
+  readonly runningVar?: Tensor;
+  /** Elements per channel on each rank `[W]`. */
+  readonly counts: Tensor;
+  /** Output: global mean. */
+  readonly meanAll: Tensor;
+  /** Output: global invstd. */
+  readonly invstdAll: Tensor;
+}
+
+/** aclnnBatchNormElemt. */
+export interface BatchNormElemtPlan {
+  /** Geometry of input. */
+  readonly geometry: ChannelGeometry;
+  /** Passed to CANN (the formula does not use it). */
+  readonly eps: number;
+}
+
+/** Tensors of aclnnBatchNormElemt. */
+export interface BatchNormElemtTensors {
+  /** x. */
+  readonly input: Tensor;
+  /** gamma (ones when absent). */
+  readonly weight?: Tensor;
+  /** beta (zeros when absent). */
+  readonly bias?: Tensor;
+  /** Per-channel mean. */
+  readonly mean: Tensor;
+  /** Per-channel invstd. */
+  readonly invstd: Tensor;
+  /** Output y. */
+  readonly output: Tensor;
+}
+
+/** aclnnBatchNormElemtBackward. */
+export interface BatchNormElemtBackwardPlan {
+  /** Geometry of input. */
+  readonly geometry: ChannelGeometry;
+}
+
+/** Tensors of aclnnBatchNormElemtBackward. */
+export interface BatchNormElemtBackwardTensors {
+  /** dL/dy. */
+  readonly gradOut: Tensor;
+  /** x. */
+  readonly input: Tensor;
+  /** Global per-channel mean. */
+  readonly mean: Tensor;
+  /** Global per-channel invstd. */
+  readonly invstd: Tensor;
+  /** gamma (ones when absent). */
+  readonly weight?: Tensor;
+  /** All-reduced sum(dy). */
+  readonly sumDy: Tensor;
+  /** All-reduced sum(dy * (x - mean)). */
+  readonly sumDyXmu: Tensor;
+  /** Element counts, summed to the global M. */
+  readonly counter: Tensor;
+  /** Output dL/dx. */
+  readonly gradInput: Tensor;
+}
+
+/** aclnnBatchNorm. */
+export interface BatchNormPlan {
+  /** Geometry of input. */
+  readonly geometry: ChannelGeometry;
+  /** Batch statistics (true) or running statistics (false). */
+  readonly training: boolean;
+  /** Weight of the batch statistics in the running update. */
+  readonly momentum: number;
+  /** Added to the variance. */
+  readonly eps: number;
+}
+
+/**
+ * Tensors of aclnnBatchNorm. In training mode `saveInvstd` receives 1/sqrt(var + eps) on every
+ * backend (a chip that stores the variance natively is converted by its backend).
+ */
+export interface BatchNormTensors {
+  /** x. */
+  readonly input: Tensor;
+  /** gamma (ones when absent). */
+  readonly weight?: Tensor;
+  /** beta (zeros when absent). */
+  readonly bias?: Tensor;
+  /** Read in evaluation mode, updated in place in training mode. */
+  readonly runningMean?: Tensor;
+  /** Read in evaluation mode, updated in place (unbiased) in training mode. */
+  readonly runningVar?: Tensor;
+  /** Output y. */
+  readonly output: Tensor;
+  /** Output (training): batch mean; unwritten in evaluation mode. */
+  readonly saveMean: Tensor;
+  /** Output (training): batch invstd; unwritten in evaluation mode. */
+  readonly saveInvstd: Tensor;
+}
+
+/** aclnnGroupNorm. */
+export interface GroupNormPlan extends GroupGeometry {
+  /** Added to the variance (> 0). */
+  readonly eps: number;
+}
+
+/** Tensors of aclnnGroupNorm. */
+export interface GroupNormTensors {
+  /** x. */
+  readonly input: Tensor;
+  /** Per-channel scale (ones when absent). */
+  readonly gamma?: Tensor;
+  /** Per-channel offset (zeros when absent). */
+  readonly beta?: Tensor;
+  /** Output y. */
+  readonly output: Tensor;
+  /** Output: per-(n, group) mean. */
+  readonly mean: Tensor;
+  /** Output: per-(n, group) 1/sqrt(var + eps). */
+  readonly rstd: Tensor;
+}
+
+/** The nine kernels, one per operator. */
+export interface Kernels {
+  /** aclnnBatchNormReduceBackward. */
+  batchNormReduceBackward(
+    plan: BatchNormReduceBackwardPlan,
+    tensors: BatchNormReduceBackwardTensors,
+  ): void;
+  /** aclnnBatchNormBackward. */
+  batchNormBackward(plan: BatchNormBackwardPlan, tensors: BatchNormBackwardTensors): void;
+  /** aclnnGroupNormBackward. */
+  groupNormBackward(plan: GroupNormBackwardPlan, tensors: GroupNormBackwardTensors): void;
+  /** aclnnBatchNormStats. */
+  batchNormStats(plan: BatchNormStatsPlan, tensors: BatchNormStatsTensors): void;
+  /** aclnnBatchNormGatherStatsWithCounts. */
+  batchNormGatherStatsWithCounts(
+    plan: BatchNormGatherStatsPlan,
+    tensors: BatchNormGatherStatsTensors,
+  ): void;
+  /** aclnnBatchNormElemt. */
+  batchNormElemt(plan: BatchNormElemtPlan, tensors: BatchNormElemtTensors): void;
+  /** aclnnBatchNormElemtBackward. */
+  batchNormElemtBackward(
+    plan: BatchNormElemtBackwardPlan,
+    tensors: BatchNormElemtBackwardTensors,
+  ): void;
+  /** aclnnBatchNorm. */
+  batchNorm(plan: BatchNormPlan, tensors: BatchNormTensors): void;
+  /** aclnnGroupNorm. */
+  groupNorm(plan: GroupNormPlan, tensors: GroupNormTensors): void;
+}
+
+/** The operator names of {@linkcode Kernels}. */
+export type KernelName = keyof Kernels;
+
+/**
+ * Checks a backend makes of an operator call before any tensor is written, beyond the
+ * device-independent rules the operator file checks: e.g. the dtypes one SoC supports.
+ * Throws the documented error (AclnnError 161002 naming the argument and the rule).
+ */
+export interface DeviceRules {
+  /** `op` is the CANN operator name; `tensors` the call's present tensors by argument name. */
+  check(op: string, device: Device, tensors: Readonly<Record<string, Tensor | undefined>>): void;
+}
+
+/** A backend: the devices it owns and its kernels. */
+export interface Backend extends Kernels {
+  /** A short name, e.g. `cpu` or `ascend`. */
+  readonly name: string;
+  /** Whether tensors on `device` run on this backend. */
+  owns(device: Device): boolean;
+  /** Device-specific argument rules; absent when the backend accepts what the operator does. */
+  readonly rules?: DeviceRules;
+}
