@@ -41,7 +41,12 @@ interface Target {
 }
 
 const CORE = "libaclsim_core.so";
-const linkCore = ["-L", ".", "-laclsim_core", "-Wl,-rpath,$ORIGIN", "-Wl,--no-undefined"];
+/**
+ * No RPATH/RUNPATH, like CANN's own libraries: loading one by absolute path only works once the
+ * libraries it needs are loaded (src/ffi/library.ts opens each DT_NEEDED entry of the same
+ * directory first), so the tests exercise the same loading as a real install.
+ */
+const linkCore = ["-L", ".", "-laclsim_core", "-Wl,--no-undefined"];
 
 const TARGETS: Target[] = [
   {
@@ -60,14 +65,23 @@ const TARGETS: Target[] = [
     args: ["-shared", "-Wl,-soname,libnnopbase.so", ...linkCore],
   },
   {
-    out: "libopapi_nn.so",
-    sources: ["export_opapi.c"],
-    args: ["-shared", "-DSIM_WITH_NN", "-Wl,-soname,libopapi_nn.so", ...linkCore],
-  },
-  {
     out: "libopapi_math.so",
     sources: ["export_opapi.c"],
     args: ["-shared", "-DSIM_WITH_MATH", "-Wl,-soname,libopapi_math.so", ...linkCore],
+  },
+  {
+    // CANN >= 8.5's libopapi_nn.so needs libopapi_math.so (a DT_NEEDED entry), whether or not
+    // it calls into it; --no-as-needed keeps the entry.
+    out: "libopapi_nn.so",
+    sources: ["export_opapi.c"],
+    args: [
+      "-shared",
+      "-DSIM_WITH_NN",
+      "-Wl,-soname,libopapi_nn.so",
+      "-Wl,--no-as-needed",
+      "-lopapi_math",
+      ...linkCore,
+    ],
   },
   {
     out: "libopapi.so",

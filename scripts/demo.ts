@@ -5,7 +5,8 @@
  * from a float64 recomputation.
  *
  * Flags: `--shape 8,64,32,32`, `--groups 32`, `--dtype float32|float16|bfloat16`,
- * `--repeat 3`, `--lib-dir DIR`, `--cpu` (skip the NPU probe).
+ * `--repeat 3`, `--lib-dir DIR`, `--cpu` (skip the NPU probe), `--sim` (the NPU code path on the
+ * software CANN built into build/sim by `deno task build:sim`).
  *
  * @module
  */
@@ -36,6 +37,7 @@ const { values: flags } = parseArgs({
     repeat: { type: "string", default: "3" },
     "lib-dir": { type: "string" },
     cpu: { type: "boolean", default: false },
+    sim: { type: "boolean", default: false },
   },
 });
 
@@ -46,8 +48,12 @@ const repeat = Math.max(1, Number(flags.repeat));
 const [N, C] = shape;
 const HxW = shape.slice(2).reduce((a, b) => a * b, 1);
 
+// Library directories must be absolute (relative ones are refused): resolve build/sim here.
+const simDir = new URL("../build/sim", import.meta.url).pathname;
 const selection = flags.cpu
   ? { device: "cpu" as const, description: "CPU backend (--cpu)" }
+  : flags.sim
+  ? selectDefaultDevice({ libDir: simDir, backend: "npu" })
   : selectDefaultDevice({ libDir: flags["lib-dir"] });
 const device = selection.device;
 console.log(`backend: ${selection.description}`);

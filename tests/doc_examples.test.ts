@@ -11,7 +11,7 @@ import { SIM_DIR } from "./helpers/ffi_sim.ts";
 
 Deno.test("doc examples: every @example and README block runs (NPU ones on the simulator)", async () => {
   const root = new URL("..", import.meta.url).pathname;
-  const { code, stdout, stderr } = await new Deno.Command("deno", {
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
     args: [
       "test",
       "--doc",

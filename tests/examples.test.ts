@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 
 async function runExample(name: string): Promise<string> {
   const path = new URL(`../examples/${name}`, import.meta.url).pathname;
-  const out = await new Deno.Command("deno", {
+  const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "--no-prompt", "--allow-ffi", "--allow-env", "--allow-read", path],
     stdout: "piped",
     stderr: "piped",

@@ -215,7 +215,7 @@ Deno.test("executor: programming errors (arity, kinds, unknown operator) are cau
 });
 
 Deno.test("executor: thousands of operations, then dispose + close: every live counter is zero", async () => {
-  const out = await new Deno.Command("deno", {
+  const out = await new Deno.Command(Deno.execPath(), {
     args: [
       "run",
       "--no-prompt",

@@ -31,7 +31,7 @@ try {
 async function run(libDir: string): Promise<Record<string, unknown>> {
   const env = { ...Deno.env.toObject() };
   delete env.ASCEND_OPP_PATH;
-  const { code, stdout, stderr } = await new Deno.Command("deno", {
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
     args: ["eval", "--ext=ts", probe, libDir],
     env,
     clearEnv: true,

@@ -253,7 +253,7 @@ Deno.test("runtime: tensors of another device or on the cpu are 161002 at runAcl
 });
 
 Deno.test("runtime: the FinalizationRegistry frees buffers that became garbage (backstop)", async () => {
-  const out = await new Deno.Command("deno", {
+  const out = await new Deno.Command(Deno.execPath(), {
     args: [
       "run",
       "--no-prompt",

@@ -37,7 +37,7 @@ console.log(JSON.stringify({
 async function run(
   soc: string,
 ): Promise<{ soc: string; cpuInvstd: number[]; devInvstd: number[]; raw: number[] }> {
-  const { code, stdout, stderr } = await new Deno.Command("deno", {
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
     args: ["eval", "--ext=ts", probe, SIM_DIR],
     env: { ACLSIM_SOC_NAME: soc },
   }).output();

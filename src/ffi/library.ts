@@ -1,23 +1,38 @@
 /**
  * Finding and opening the CANN shared libraries.
  *
- * Search order (first directory where the whole set opens wins):
- * 1. the `libDir` option,
- * 2. `$ACLNN_NORM_LIB_DIR`,
- * 3. `$ASCEND_HOME_PATH/lib64`, then `$ASCEND_TOOLKIT_HOME/lib64` (exported by `set_env.sh`),
- * 4. `/usr/local/Ascend/cann/lib64` (CANN >= 8.5), `/usr/local/Ascend/ascend-toolkit/latest/lib64`,
- * 5. the dynamic loader's own path (bare file names: `LD_LIBRARY_PATH`, ld.so.cache).
+ * Where (first location whose whole set opens wins):
+ * 1. the `libDir` option, else `$ACLNN_NORM_LIB_DIR`: an explicit choice. Only that directory
+ *    is tried; when it is missing, relative, empty or incomplete the error names it, and no
+ *    other location silently replaces it;
+ * 2. `$ASCEND_HOME_PATH/lib64`, then `$ASCEND_TOOLKIT_HOME/lib64` (exported by `set_env.sh`);
+ * 3. `/usr/local/Ascend/cann/lib64` (CANN >= 8.5), `/usr/local/Ascend/ascend-toolkit/latest/lib64`;
+ * 4. only when asked for (`useLoaderPath`, or `$ACLNN_NORM_USE_LOADER_PATH=1`): bare file names
+ *    resolved by the dynamic loader (`LD_LIBRARY_PATH`, ld.so.cache).
  *
- * In each directory the runtime is `libacl_rt.so` (CANN >= 8.5) or else `libascendcl.so`, then
- * `libnnopbase.so`, then the operators from `libopapi_nn.so` + `libopapi_math.so` or else the
- * single `libopapi.so` of older releases. They are opened in that (dependency) order, so the
- * DT_NEEDED entries of the later ones resolve to the objects already loaded even when
- * `LD_LIBRARY_PATH` does not name the directory. Opened sets are cached per directory for the
- * life of the process and never closed (the ACL runtime keeps process-wide state).
+ * Every directory must be an absolute path: a relative one (e.g. `ACLNN_NORM_LIB_DIR=.`) would
+ * load whatever a working directory holds, so it is refused (explicit) or skipped (hint).
+ *
+ * What: the runtime is `libacl_rt.so` (CANN >= 8.5) or else `libascendcl.so`, then
+ * `libnnopbase.so`, then the operators from `libopapi_math.so` + `libopapi_nn.so` or else the
+ * single `libopapi.so` of older releases.
+ *
+ * How: CANN's shared objects carry no RPATH, so `dlopen("<dir>/libopapi_nn.so")` only works if
+ * every library it needs is already loaded (glibc reuses a loaded object whose SONAME matches a
+ * DT_NEEDED entry) or on `LD_LIBRARY_PATH`, which `set_env.sh` sets but which is read only at
+ * process start. So before opening a library, each of its DT_NEEDED entries that exists in the
+ * same directory is opened first, recursively (dependency order). Libraries outside it (the
+ * driver's, libc) are left to the loader; when one is missing, the dlopen error names it and
+ * the hint explains `set_env.sh`. Every file is checked against its ELF headers before
+ * `dlopen`, because a truncated `.so` makes the loader fault (SIGBUS) instead of failing.
+ *
+ * Opened sets are cached per directory for the life of the process and never closed (the
+ * ACL runtime keeps process-wide state).
  *
  * @module
  */
 
+import { type ElfDynamicInfo, fileSource, inspectElf } from "./elf.ts";
 import { AclError } from "./errors.ts";
 import {
   type NnopbaseSymbols,
@@ -30,17 +45,35 @@ import {
   runtimeSymbols,
 } from "./symbols.ts";
 
-/** The environment variable naming a directory that holds the CANN libraries. */
+/** The environment variable naming the directory that holds the CANN libraries. */
 export const LIB_DIR_ENV = "ACLNN_NORM_LIB_DIR";
+
+/** The environment variable that opts in to the loader-path fallback (`1` or `true`). */
+export const LOADER_PATH_ENV = "ACLNN_NORM_USE_LOADER_PATH";
 
 /** Where {@linkcode openCannLibraries} looks. */
 export interface LibraryOptions {
-  /** A directory holding libacl_rt.so/libascendcl.so, libnnopbase.so and libopapi*.so. */
+  /**
+   * An absolute directory holding libacl_rt.so/libascendcl.so, libnnopbase.so and
+   * libopapi*.so. When given, it is the only location tried.
+   */
   libDir?: string;
+  /**
+   * Last resort: let the dynamic loader resolve bare file names (`LD_LIBRARY_PATH`,
+   * ld.so.cache). Off by default, because an empty `LD_LIBRARY_PATH` entry means the current
+   * directory.
+   */
+  useLoaderPath?: boolean;
 }
 
-/** What a library file is for. */
-export type LibraryRole = "runtime" | "nnopbase" | "opapi_nn" | "opapi_math" | "opapi";
+/** What a library file is for (`dependency`: a library another one needs, opened first). */
+export type LibraryRole =
+  | "runtime"
+  | "nnopbase"
+  | "opapi_nn"
+  | "opapi_math"
+  | "opapi"
+  | "dependency";
 
 /** One dlopen attempt. */
 export interface LibraryAttempt {
@@ -50,11 +83,11 @@ export interface LibraryAttempt {
   readonly role: LibraryRole;
   /** The path (or bare file name) passed to dlopen. */
   readonly path: string;
-  /** The dlopen error, or undefined when it opened. */
+  /** Why it did not open, or undefined when it opened. */
   readonly error?: string;
 }
 
-/** A search location that could not be tried (e.g. its environment variable is unset). */
+/** A search location that was not tried (e.g. its environment variable is unset). */
 export interface SkippedLocation {
   /** The location, e.g. `$ASCEND_HOME_PATH/lib64`. */
   readonly source: string;
@@ -76,12 +109,16 @@ export interface OpenedLibrary {
 export interface DiscoveryReport {
   /** Whether a complete set was opened. */
   readonly found: boolean;
-  /** The directory the set came from (null: the loader's path resolved bare names). */
+  /** The directory of the set as it was found (null: bare names through the loader path). */
   readonly dir: string | null;
+  /** That directory with every symlink resolved (null as for `dir`). */
+  readonly resolvedDir: string | null;
   /** Where it was found, e.g. `$ASCEND_HOME_PATH/lib64`. */
   readonly source: string | null;
-  /** The libraries opened, in dependency order. */
+  /** The libraries of the set, in the order they were opened. */
   readonly libraries: readonly OpenedLibrary[];
+  /** Libraries opened first because the set needs them (paths, in order). */
+  readonly dependencies: readonly string[];
   /** Every dlopen attempt, in order, including failed ones. */
   readonly attempts: readonly LibraryAttempt[];
   /** Locations that were not tried and why. */
@@ -106,7 +143,8 @@ export interface CannLibraries {
 
 const RUNTIME_FILES = ["libacl_rt.so", "libascendcl.so"] as const;
 const NNOPBASE_FILE = "libnnopbase.so";
-const OPAPI_SPLIT_FILES = ["libopapi_nn.so", "libopapi_math.so"] as const;
+const OPAPI_MATH_FILE = "libopapi_math.so";
+const OPAPI_NN_FILE = "libopapi_nn.so";
 const OPAPI_LEGACY_FILE = "libopapi.so";
 
 /** Default install roots' lib64 directories, newest layout first. */
@@ -115,10 +153,12 @@ export const DEFAULT_LIB_DIRS: readonly string[] = Object.freeze([
   "/usr/local/Ascend/ascend-toolkit/latest/lib64",
 ]);
 
-const HINT = "Install CANN and `source <install root>/set_env.sh` (e.g. " +
-  "/usr/local/Ascend/ascend-toolkit/set_env.sh), or pass openAscend({ libDir }) or set " +
-  `${LIB_DIR_ENV} to the directory holding libacl_rt.so (or libascendcl.so), libnnopbase.so ` +
-  "and libopapi_nn.so/libopapi_math.so (or libopapi.so).";
+const HINT = "Install CANN and `source <install root>/set_env.sh` before starting deno (e.g. " +
+  "/usr/local/Ascend/ascend-toolkit/set_env.sh; it also puts the driver libraries on " +
+  "LD_LIBRARY_PATH, which the loader reads only at process start), or pass " +
+  `openAscend({ libDir }) or set ${LIB_DIR_ENV} to the absolute directory holding ` +
+  "libacl_rt.so (or libascendcl.so), libnnopbase.so and libopapi_nn.so/libopapi_math.so " +
+  "(or libopapi.so).";
 
 /** Turns a missing-permission error into an {@linkcode AclError} that names the flag. */
 export function permissionError(error: unknown, flag: string, what: string): unknown {
@@ -152,27 +192,48 @@ function join(dir: string | null, file: string): string {
 interface Candidate {
   readonly source: string;
   readonly dir: string | null;
+  /** The user named this directory: failures are errors that name it, never replaced. */
+  readonly explicit: boolean;
+}
+
+function truthy(value: string | undefined): boolean {
+  return value !== undefined && /^(1|true|yes|on)$/i.test(value.trim());
 }
 
 /** Search locations in order; env vars are read lazily (only when earlier ones failed). */
 function* candidates(options: LibraryOptions, skipped: SkippedLocation[]): Generator<Candidate> {
   if (options.libDir !== undefined) {
-    yield { source: "libDir option", dir: trimDir(options.libDir) };
+    yield { source: "libDir option", dir: trimDir(options.libDir), explicit: true };
+    return;
   }
-  for (
-    const [name, suffix] of [[LIB_DIR_ENV, ""], ["ASCEND_HOME_PATH", "/lib64"], [
-      "ASCEND_TOOLKIT_HOME",
-      "/lib64",
-    ]] as const
-  ) {
+  const fromEnv = readEnv(LIB_DIR_ENV);
+  if (fromEnv !== undefined && fromEnv !== "") {
+    yield { source: `$${LIB_DIR_ENV}`, dir: trimDir(fromEnv), explicit: true };
+    return;
+  }
+  skipped.push({ source: `$${LIB_DIR_ENV}`, reason: `${LIB_DIR_ENV} is not set` });
+  for (const name of ["ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"]) {
     const value = readEnv(name);
-    const source = `$${name}${suffix}`;
+    const source = `$${name}/lib64`;
     if (value === undefined || value === "") {
       skipped.push({ source, reason: `${name} is not set` });
-    } else yield { source, dir: trimDir(value) + suffix };
+    } else if (!value.startsWith("/")) {
+      skipped.push({ source, reason: `${name}=${value} is not an absolute path (ignored)` });
+    } else yield { source, dir: `${trimDir(value)}/lib64`, explicit: false };
   }
-  for (const dir of DEFAULT_LIB_DIRS) yield { source: "default install root", dir };
-  yield { source: "loader path (LD_LIBRARY_PATH, ld.so.cache)", dir: null };
+  for (const dir of DEFAULT_LIB_DIRS) {
+    yield { source: "default install root", dir, explicit: false };
+  }
+  const source = "loader path (LD_LIBRARY_PATH, ld.so.cache)";
+  if (options.useLoaderPath || truthy(readEnv(LOADER_PATH_ENV))) {
+    yield { source, dir: null, explicit: false };
+  } else {
+    skipped.push({
+      source,
+      reason: `off by default; opt in with openAscend({ useLoaderPath: true }) or ` +
+        `${LOADER_PATH_ENV}=1`,
+    });
+  }
 }
 
 function dlopenError(e: unknown, path: string): string {
@@ -190,99 +251,209 @@ function missingOptional(
   return Object.keys(table).filter((name) => symbols[name] === null);
 }
 
-/** Opens `path`; NotCapable (no --allow-ffi) propagates as a clear AclError. */
-function tryOpen<S extends Deno.ForeignLibraryInterface>(
-  candidate: Candidate,
+/** Every file opened so far in this process (dependencies included), by path. */
+const loaded = new Map<string, Deno.DynamicLibrary<Deno.ForeignLibraryInterface>>();
+
+/**
+ * Stat + ELF check of `path`: the problem in words, or its dynamic info. A missing
+ * --allow-read becomes the AclError that names the flag.
+ */
+function checkFile(path: string): { info?: ElfDynamicInfo; problem?: string } {
+  let file: Deno.FsFile;
+  try {
+    const stat = Deno.statSync(path);
+    if (!stat.isFile) return { problem: "is not a regular file" };
+    file = Deno.openSync(path, { read: true });
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) {
+      return { problem: "cannot open shared object file: No such file or directory" };
+    }
+    const denied = permissionError(e, "--allow-read", `checking ${path}`);
+    if (denied !== e) throw denied;
+    return { problem: e instanceof Error ? e.message : String(e) };
+  }
+  try {
+    const check = inspectElf(fileSource(file));
+    return check.ok ? { info: check.info } : { problem: `${check.problem} (not loaded)` };
+  } catch (e) {
+    return { problem: `cannot be read: ${e instanceof Error ? e.message : String(e)}` };
+  } finally {
+    file.close();
+  }
+}
+
+/** Whether `dir/name` exists (a missing permission propagates as the flag's AclError). */
+function exists(path: string): boolean {
+  try {
+    return Deno.statSync(path).isFile;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return false;
+    const denied = permissionError(e, "--allow-read", `checking ${path}`);
+    if (denied !== e) throw denied;
+    return false;
+  }
+}
+
+/** dlopen with a clear AclError for a missing --allow-ffi (scoped or not). */
+function dlopen<S extends Deno.ForeignLibraryInterface>(
+  path: string,
+  table: S,
+): Deno.DynamicLibrary<S> {
+  try {
+    return Deno.dlopen(path, table);
+  } catch (e) {
+    const denied = permissionError(
+      e,
+      "--allow-ffi",
+      `opening ${path} (a path-scoped --allow-ffi must include the CANN library directory)`,
+    );
+    if (denied !== e) throw denied;
+    throw e;
+  }
+}
+
+/** Per-candidate state: the attempts so far and the dependencies opened for it. */
+interface Walk {
+  readonly candidate: Candidate;
+  readonly attempts: LibraryAttempt[];
+  readonly dependencies: string[];
+  /** Files being opened (guards against DT_NEEDED cycles). */
+  readonly opening: Set<string>;
+}
+
+/**
+ * Opens the DT_NEEDED entries of a library that exist in its own directory, dependencies
+ * first. Returns the first problem, or undefined when every in-directory dependency opened.
+ */
+function openDependencies(walk: Walk, info: ElfDynamicInfo): string | undefined {
+  const dir = walk.candidate.dir;
+  if (dir === null) return undefined;
+  for (const name of info.needed) {
+    const path = join(dir, name);
+    if (loaded.has(path) || walk.opening.has(path) || !exists(path)) continue;
+    walk.opening.add(path);
+    const problem = openChecked(walk, "dependency", path, {});
+    walk.opening.delete(path);
+    if (problem !== undefined) return `${name} (needed) ${problem}`;
+    walk.dependencies.push(path);
+  }
+  return undefined;
+}
+
+/**
+ * Checks, opens the dependencies of, and dlopens `path` with `table` (cached per path).
+ * Records the attempt; returns the problem, or undefined on success.
+ */
+function openChecked(
+  walk: Walk,
+  role: LibraryRole,
+  path: string,
+  table: Deno.ForeignLibraryInterface,
+): string | undefined {
+  const record = (error?: string) => {
+    walk.attempts.push({ source: walk.candidate.source, role, path, error });
+    return error;
+  };
+  if (walk.candidate.dir !== null) {
+    const { info, problem } = checkFile(path);
+    if (problem !== undefined) return record(problem);
+    const dependencyProblem = openDependencies(walk, info!);
+    if (dependencyProblem !== undefined) return record(dependencyProblem);
+  }
+  if (Object.keys(table).length === 0 && loaded.has(path)) return record();
+  try {
+    loaded.set(path, dlopen(path, table));
+    return record();
+  } catch (e) {
+    if (e instanceof AclError) throw e;
+    return record(dlopenError(e, path));
+  }
+}
+
+/** Opens one library of the set with its symbol table; null when it did not open. */
+function openLibrary<S extends Deno.ForeignLibraryInterface>(
+  walk: Walk,
   role: LibraryRole,
   file: string,
   table: S,
-  attempts: LibraryAttempt[],
 ): Deno.DynamicLibrary<S> | null {
-  const path = join(candidate.dir, file);
-  try {
-    const lib = Deno.dlopen(path, table);
-    attempts.push({ source: candidate.source, role, path });
-    return lib;
-  } catch (e) {
-    if (e instanceof Deno.errors.NotCapable || e instanceof Deno.errors.PermissionDenied) {
-      throw permissionError(e, "--allow-ffi", `opening ${path}`);
-    }
-    attempts.push({ source: candidate.source, role, path, error: dlopenError(e, path) });
-    return null;
-  }
+  const path = join(walk.candidate.dir, file);
+  if (openChecked(walk, role, path, table) !== undefined) return null;
+  return loaded.get(path) as unknown as Deno.DynamicLibrary<S>;
 }
 
 interface OpenedSet {
   readonly libs: CannLibraries;
-  readonly opened: OpenedLibrary[];
 }
 
-/** Tries one directory; closes what it opened when the set is incomplete. */
-function openSet(candidate: Candidate, attempts: LibraryAttempt[]): OpenedSet | null {
-  const handles: Deno.DynamicLibrary<Deno.ForeignLibraryInterface>[] = [];
+/** Tries one directory. Libraries that opened stay loaded (harmless; reused on a retry). */
+function openSet(walk: Walk, skipped: SkippedLocation[]): OpenedSet | null {
   const opened: OpenedLibrary[] = [];
-  const fail = () => {
-    for (const h of handles.reverse()) h.close();
-    return null;
-  };
   const note = <S extends Deno.ForeignLibraryInterface>(
     lib: Deno.DynamicLibrary<S>,
     role: LibraryRole,
     file: string,
     table: S,
   ) => {
-    handles.push(lib as unknown as Deno.DynamicLibrary<Deno.ForeignLibraryInterface>);
     opened.push({
       role,
-      path: join(candidate.dir, file),
+      path: join(walk.candidate.dir, file),
       missingOptional: missingOptional(lib.symbols as Record<string, unknown>, table),
     });
   };
 
   let runtime: Deno.DynamicLibrary<RuntimeSymbols> | null = null;
   for (const file of RUNTIME_FILES) {
-    runtime = tryOpen(candidate, "runtime", file, runtimeSymbols, attempts);
+    runtime = openLibrary(walk, "runtime", file, runtimeSymbols);
     if (runtime) {
       note(runtime, "runtime", file, runtimeSymbols);
       break;
     }
   }
-  if (!runtime) return fail();
+  if (!runtime) return null;
 
-  const nnopbase = tryOpen(candidate, "nnopbase", NNOPBASE_FILE, nnopbaseSymbols, attempts);
-  if (!nnopbase) return fail();
+  const nnopbase = openLibrary(walk, "nnopbase", NNOPBASE_FILE, nnopbaseSymbols);
+  if (!nnopbase) return null;
   note(nnopbase, "nnopbase", NNOPBASE_FILE, nnopbaseSymbols);
 
   let ops: Deno.DynamicLibrary<OpapiSymbols>["symbols"] | null = null;
-  const nn = tryOpen(candidate, "opapi_nn", OPAPI_SPLIT_FILES[0], opapiNnSymbols, attempts);
-  const math = nn
-    ? tryOpen(candidate, "opapi_math", OPAPI_SPLIT_FILES[1], opapiMathSymbols, attempts)
-    : null;
+  // libopapi_nn.so needs libopapi_math.so: open math first.
+  const math = openLibrary(walk, "opapi_math", OPAPI_MATH_FILE, opapiMathSymbols);
+  const nn = math ? openLibrary(walk, "opapi_nn", OPAPI_NN_FILE, opapiNnSymbols) : null;
   if (nn && math) {
-    note(nn, "opapi_nn", OPAPI_SPLIT_FILES[0], opapiNnSymbols);
-    note(math, "opapi_math", OPAPI_SPLIT_FILES[1], opapiMathSymbols);
+    note(math, "opapi_math", OPAPI_MATH_FILE, opapiMathSymbols);
+    note(nn, "opapi_nn", OPAPI_NN_FILE, opapiNnSymbols);
     ops = { ...nn.symbols, ...math.symbols };
   } else {
-    nn?.close();
-    const legacy = tryOpen(candidate, "opapi", OPAPI_LEGACY_FILE, opapiSymbols, attempts);
+    const legacy = openLibrary(walk, "opapi", OPAPI_LEGACY_FILE, opapiSymbols);
     if (legacy) {
       note(legacy, "opapi", OPAPI_LEGACY_FILE, opapiSymbols);
       ops = legacy.symbols;
     }
   }
-  if (!ops) return fail();
+  if (!ops) return null;
 
+  const dir = walk.candidate.dir;
+  let resolvedDir: string | null = null;
+  if (dir !== null) {
+    try {
+      resolvedDir = Deno.realPathSync(dir);
+    } catch {
+      resolvedDir = dir;
+    }
+  }
   const report: DiscoveryReport = {
     found: true,
-    dir: candidate.dir,
-    source: candidate.source,
+    dir,
+    resolvedDir,
+    source: walk.candidate.source,
     libraries: opened,
-    attempts: [...attempts],
-    skipped: [],
+    dependencies: [...walk.dependencies],
+    attempts: [...walk.attempts],
+    skipped: [...skipped],
   };
   return {
-    libs: { dir: candidate.dir, runtime: runtime.symbols, nnopbase: nnopbase.symbols, ops, report },
-    opened,
+    libs: { dir, runtime: runtime.symbols, nnopbase: nnopbase.symbols, ops, report },
   };
 }
 
@@ -314,16 +485,56 @@ function formatFailure(trail: readonly (LibraryAttempt | SkippedLocation)[]): st
   return lines.join("\n");
 }
 
+/** Why an explicit directory cannot hold the libraries, before any dlopen; else undefined. */
+function explicitDirProblem(candidate: Candidate): string | undefined {
+  const dir = candidate.dir!;
+  const name = candidate.source === "libDir option" ? "libDir" : `$${LIB_DIR_ENV}`;
+  if (dir === "") return `${name} is empty`;
+  if (!dir.startsWith("/")) {
+    return `${name} ${dir} is not an absolute path (relative library directories are refused)`;
+  }
+  try {
+    if (!Deno.statSync(dir).isDirectory) return `${name} ${dir} is not a directory`;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return `${name} ${dir} does not exist`;
+    const denied = permissionError(e, "--allow-read", `checking ${name} ${dir}`);
+    if (denied !== e) throw denied;
+    return `${name} ${dir} cannot be read: ${e instanceof Error ? e.message : String(e)}`;
+  }
+  if (!RUNTIME_FILES.some((f) => exists(`${dir}/${f}`))) {
+    return `${name} ${dir} holds neither libacl_rt.so nor libascendcl.so`;
+  }
+  return undefined;
+}
+
 function discover(options: LibraryOptions): { libs?: CannLibraries; report: DiscoveryReport } {
   const attempts: LibraryAttempt[] = [];
   const skipped: SkippedLocation[] = [];
   const trail: (LibraryAttempt | SkippedLocation)[] = [];
+  const failed = (error: string): { report: DiscoveryReport } => ({
+    report: {
+      found: false,
+      dir: null,
+      resolvedDir: null,
+      source: null,
+      libraries: [],
+      dependencies: [],
+      attempts,
+      skipped,
+      error,
+    },
+  });
   for (const candidate of candidates(options, skipped)) {
     const cached = cache.get(cacheKey(candidate.dir));
     if (cached) return { libs: cached, report: cached.report };
-    const before = attempts.length;
-    const set = openSet(candidate, attempts);
-    trail.push(...skipped.filter((s) => !trail.includes(s)), ...attempts.slice(before));
+    if (candidate.explicit) {
+      const problem = explicitDirProblem(candidate);
+      if (problem !== undefined) return failed(`${problem}. ${HINT}`);
+    }
+    const walk: Walk = { candidate, attempts: [], dependencies: [], opening: new Set() };
+    const set = openSet(walk, skipped);
+    attempts.push(...walk.attempts);
+    trail.push(...skipped.filter((s) => !trail.includes(s)), ...walk.attempts);
     if (set) {
       const report: DiscoveryReport = { ...set.libs.report, attempts, skipped };
       const libs: CannLibraries = { ...set.libs, report };
@@ -332,21 +543,43 @@ function discover(options: LibraryOptions): { libs?: CannLibraries; report: Disc
     }
   }
   trail.push(...skipped.filter((s) => !trail.includes(s)));
-  const error = formatFailure(trail);
-  return {
-    report: { found: false, dir: null, source: null, libraries: [], attempts, skipped, error },
-  };
+  return failed(formatFailure(trail));
+}
+
+/**
+ * The NPU backend needs Deno's pointer API (Deno.UnsafePointer) for device addresses, handles
+ * and error texts, and Deno 2.9 grants it only with an unscoped --allow-ffi: under a
+ * path-scoped --allow-ffi=<dir> the libraries would open and the first call would fail with a
+ * raw NotCapable. Say so up front, naming what to grant.
+ */
+function checkFfiPermission(): void {
+  let state: Deno.PermissionState;
+  try {
+    state = Deno.permissions.querySync({ name: "ffi" }).state;
+  } catch {
+    return; // no permission API (should not happen): dlopen reports the problem
+  }
+  if (state === "granted") return;
+  throw new AclError(
+    0,
+    "The NPU backend needs the --allow-ffi permission without a path: besides dlopen it uses " +
+      "Deno's pointer API (Deno.UnsafePointer), which a path-scoped --allow-ffi=<dir> does " +
+      "not grant. Run deno with --allow-ffi.",
+  );
 }
 
 /**
  * Finds and opens the CANN libraries (cached per directory). Throws one {@linkcode AclError}
- * (code 0) listing every path tried with its dlopen error, or naming the missing permission.
+ * (code 0) listing every path tried with its problem, naming the explicit directory that is
+ * wrong, or naming the missing permission.
  */
 export function openCannLibraries(options: LibraryOptions = {}): CannLibraries {
-  if (options.libDir === undefined && autoDiscovered) return autoDiscovered;
+  const automatic = options.libDir === undefined && !options.useLoaderPath;
+  if (automatic && autoDiscovered) return autoDiscovered;
+  checkFfiPermission();
   const { libs, report } = discover(options);
   if (!libs) throw new AclError(0, report.error ?? "Could not open the CANN libraries");
-  if (options.libDir === undefined) autoDiscovered = libs;
+  if (automatic) autoDiscovered = libs;
   return libs;
 }
 
@@ -364,17 +597,21 @@ export function openCannLibraries(options: LibraryOptions = {}): CannLibraries {
  */
 export function describeLibraries(options: LibraryOptions = {}): DiscoveryReport {
   try {
-    if (options.libDir === undefined && autoDiscovered) return autoDiscovered.report;
+    const automatic = options.libDir === undefined && !options.useLoaderPath;
+    if (automatic && autoDiscovered) return autoDiscovered.report;
+    checkFfiPermission();
     const { libs, report } = discover(options);
-    if (libs && options.libDir === undefined) autoDiscovered = libs;
+    if (libs && automatic) autoDiscovered = libs;
     return report;
   } catch (e) {
     const error = e instanceof Error ? e.message : String(e);
     return {
       found: false,
       dir: null,
+      resolvedDir: null,
       source: null,
       libraries: [],
+      dependencies: [],
       attempts: [],
       skipped: [],
       error,

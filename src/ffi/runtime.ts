@@ -24,7 +24,12 @@ import {
   AclrtMemMallocPolicy,
 } from "./constants.ts";
 import { AclError, recentErrorMessage, unwrapAcl } from "./errors.ts";
-import { type CannLibraries, type LibraryOptions, openCannLibraries } from "./library.ts";
+import {
+  type CannLibraries,
+  type LibraryOptions,
+  openCannLibraries,
+  permissionError,
+} from "./library.ts";
 
 /** Options of {@linkcode openAscend}. */
 export interface OpenAscendOptions extends LibraryOptions {
@@ -549,19 +554,32 @@ export function openAscend(options: OpenAscendOptions = {}): AscendDevice {
 }
 
 /**
- * `set_env.sh` points ASCEND_OPP_PATH at `<install root>/opp`, the sibling of `lib64`, and aclnn
- * fails with 561107 without it. When it is unset and the libraries came from a directory that
- * has such a sibling, set it the same way, so `openAscend({ libDir })` works without sourcing
- * set_env.sh. Anything else (no sibling, no permission) leaves it to aclnn's own 561107 hint.
+ * `set_env.sh` sets ASCEND_OPP_PATH to `<toolkit>/opp`, the sibling of `<toolkit>/lib64`, and
+ * aclnn fails with 561107 without it. When it is unset, set it the same way from the directory
+ * the libraries were loaded from, taken lexically: `<toolkit>/lib64` is a symlink to
+ * `<toolkit>/<arch>-linux/lib64`, so resolving it first would look for a `<arch>-linux/opp`
+ * that does not exist. Only an absolute library directory (never the loader path) is trusted.
+ * Missing permissions surface as an AclError that names the flag.
  */
 function deriveOppPath(libDir: string | null): void {
-  if (libDir === null) return;
+  if (libDir === null || !libDir.startsWith("/")) return;
   try {
     if (Deno.env.get("ASCEND_OPP_PATH")) return;
-    const opp = Deno.realPathSync(`${libDir}/../opp`);
-    if (Deno.statSync(opp).isDirectory) Deno.env.set("ASCEND_OPP_PATH", opp);
-  } catch {
-    // No opp directory beside the libraries, or no --allow-env / --allow-read for it.
+    const parent = libDir.slice(0, libDir.lastIndexOf("/")) || "/";
+    const opp = `${parent === "/" ? "" : parent}/opp`;
+    let isDirectory = false;
+    try {
+      isDirectory = Deno.statSync(opp).isDirectory;
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+    }
+    if (isDirectory) Deno.env.set("ASCEND_OPP_PATH", opp);
+  } catch (e) {
+    const flag = e instanceof Deno.errors.NotCapable && /env/i.test(String(e))
+      ? "--allow-env"
+      : "--allow-read";
+    const denied = permissionError(e, flag, "setting ASCEND_OPP_PATH beside the CANN libraries");
+    throw denied;
   }
 }
 

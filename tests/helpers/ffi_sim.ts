@@ -57,6 +57,8 @@ let statsLib:
 
 /** Reads aclsimGetStats (a test hook exported by the simulator's libacl_rt.so). */
 export function simStats(): SimStats {
+  // libacl_rt.so needs the simulator core and has no RPATH: load the core first.
+  if (!statsLib) Deno.dlopen(`${SIM_DIR}/libaclsim_core.so`, {});
   statsLib ??= Deno.dlopen(`${SIM_DIR}/libacl_rt.so`, {
     aclsimGetStats: { parameters: ["buffer", "u64"], result: "i32" },
   });

@@ -219,7 +219,10 @@ export async function checkAbi(options: CheckAbiOptions = {}): Promise<string[]>
     if (!(name in expected)) problems.push(`sim_api.h: ${name} is not in cann_abi.json`);
   }
 
-  // 2. exact export sets, 3. dlopen with the JSON signatures
+  // 2. exact export sets, 3. dlopen with the JSON signatures. The libraries carry no RPATH
+  // (as CANN's do), so what they need is loaded first: the core, then libopapi_math.so.
+  const needed = [Deno.dlopen(`${dir}libaclsim_core.so`, {})];
+  needed.push(Deno.dlopen(`${dir}libopapi_math.so`, {}));
   for (const [lib, symbols] of Object.entries(libraryLayout(names))) {
     const path = dir + lib;
     let exported: string[];
@@ -255,6 +258,7 @@ export async function checkAbi(options: CheckAbiOptions = {}): Promise<string[]>
       );
     }
   }
+  for (const handle of needed.reverse()) handle.close();
   return problems;
 }
 
