@@ -188,14 +188,21 @@ Deno.test("batchNormBackward: rank and shape rules are 161002 naming the argumen
       name,
     );
   }
-  // Per-channel tensors are counted by elements (as aclnn does): [3, 1] holds C = 3.
-  const r2 = batchNormBackward({
-    ...p,
-    weight: p.weight.reshape([3, 1]),
-    saveInvstd: p.saveInvstd.reshape([1, 3]),
-    training: true,
-  });
-  assertClose(r2.gradInput!, expected(p, true).gi, toleranceFor("float32"));
+  // Per-channel tensors must be exactly [C], as CANN's CheckOtherShape requires: [3, 1] and
+  // [1, 3] hold C = 3 elements and are still refused.
+  for (
+    const [name, t] of [["weight", p.weight.reshape([3, 1])], [
+      "saveInvstd",
+      p.saveInvstd.reshape([1, 3]),
+    ]] as const
+  ) {
+    const e = assertAclnnError(
+      () => batchNormBackward({ ...p, [name]: t, training: true }),
+      INVALID,
+      name,
+    );
+    assert.match(e.message, /must be \[3\]: one value per channel/);
+  }
   // saveMean/saveInvstd may be empty in evaluation mode only.
   const empty = { saveMean: Tensor.zeros([0]), saveInvstd: Tensor.zeros([0]) };
   assertAclnnError(
@@ -214,7 +221,7 @@ Deno.test("batchNormBackward: output rules are 161002 naming the output", () => 
     [{ gradInput: Tensor.zeros([2, 3, 4], "float32") }, "gradInput"],
     [{ gradInput: Tensor.zeros([2, 3, 4], "int32") }, "gradInput"],
     [{ gradWeight: Tensor.zeros([4], "float16") }, "gradWeight"],
-    [{ gradWeight: Tensor.zeros([1, 3], "float16") }, ""],
+    [{ gradWeight: Tensor.zeros([1, 3], "float16") }, "gradWeight"],
     [{ gradWeight: Tensor.zeros([3], "bfloat16") }, "gradWeight"],
     [{ gradBias: Tensor.zeros([2], "float16") }, "gradBias"],
     [{ gradBias: Tensor.zeros([3], "int32") }, "gradBias"],
@@ -229,7 +236,7 @@ Deno.test("batchNormBackward: output rules are 161002 naming the output", () => 
   }
 });
 
-Deno.test("batchNormBackward: scalar rules (training, eps, outputMask) are 161002", () => {
+Deno.test("batchNormBackward: scalar rules are 161002; an outputMask of the wrong length 161001", () => {
   const p = problem([2, 3, 4]);
   const args = p as unknown as BatchNormBackwardArgs;
   assertAclnnError(() => batchNormBackward(args), INVALID, "training");
@@ -244,13 +251,20 @@ Deno.test("batchNormBackward: scalar rules (training, eps, outputMask) are 16100
     INVALID,
     "eps",
   );
-  for (const outputMask of [[true, true], [true, true, true, true], []]) {
+  // CANN returns ACLNN_ERR_PARAM_NULLPTR for every outputMask failure (CheckMaskNotNull).
+  for (const outputMask of [[true, true], [true, true, true, true], [], null]) {
     assertAclnnError(
-      () => batchNormBackward({ ...p, training: true, outputMask }),
-      INVALID,
+      () => batchNormBackward({ ...p, training: true, outputMask: outputMask as boolean[] }),
+      161001,
       "outputMask",
     );
   }
+  assertAclnnError(
+    () =>
+      batchNormBackward({ ...p, training: true, outputMask: [1, 0, 1] as unknown as boolean[] }),
+    INVALID,
+    "outputMask.0",
+  );
   assertAclnnError(
     () => batchNormBackward({ ...p, training: true, gradOut: [1, 2] as unknown as Tensor }),
     INVALID,

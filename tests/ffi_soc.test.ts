@@ -56,11 +56,16 @@ function assertNear(a: number[], b: number[], what: string): void {
   }
 }
 
-Deno.test("soc: the documented families", () => {
-  assert.equal(batchNormSavesVariance("Ascend910B4"), true);
-  assert.equal(batchNormSavesVariance("Ascend910_9391"), true);
-  assert.equal(batchNormSavesVariance("Ascend950PR"), false);
-  assert.equal(batchNormSavesVariance("Ascend910A"), false);
+Deno.test("soc: every family but DAV_3510 stores the variance in saveInvstd", () => {
+  for (const name of ["Ascend910B4", "Ascend910_9391", "Ascend910A", "Ascend910B", "Ascend310P3"]) {
+    assert.equal(batchNormSavesVariance(name), true, name);
+  }
+  for (const name of ["Ascend950PR_9599", "Ascend950DT_9591", "Ascend350_354f"]) {
+    assert.equal(batchNormSavesVariance(name), false, name);
+  }
+  // Unknown names: the pre-950 convention unless the name marks the 950/350 line.
+  assert.equal(batchNormSavesVariance("Ascend910Z9"), true);
+  assert.equal(batchNormSavesVariance("Ascend950XX_1"), false);
   assert.equal(batchNormSavesVariance(null), false);
 });
 
@@ -73,7 +78,7 @@ Deno.test("soc: on Atlas A2 batchNorm converts the native variance to invstd", a
 });
 
 Deno.test("soc: on Ascend 950 the native invstd is passed through", async () => {
-  const r = await run("Ascend950PR");
+  const r = await run("Ascend950PR_9599");
   assertNear(r.raw, r.cpuInvstd, "raw invstd");
   assertNear(r.devInvstd, r.cpuInvstd, "saveInvstd");
 });

@@ -75,8 +75,9 @@ Deno.test("batchNormStats: non-contiguous input, preallocated outputs, empty bat
   const s = stats64(x.toFloat64Array(), x.shape);
   assertClose(mean, s.mean, F32);
   const empty = batchNormStats({ input: Tensor.zeros([0, 3, 4]) });
+  // What CANN writes for an empty batch (ProcessEmptyTensorWithValue): mean 0, invstd NaN.
   assert.deepEqual(empty.mean.toArray(), [0, 0, 0]);
-  assert.deepEqual(empty.invstd.toArray(), [0, 0, 0]);
+  assert.deepEqual(empty.invstd.toArray(), [NaN, NaN, NaN]);
 });
 
 Deno.test("batchNormStats: documented error codes", () => {
@@ -295,10 +296,11 @@ Deno.test("batchNormElemt: (x - mean) * invstd * w + b in input's dtype", () => 
 
 Deno.test("batchNormElemt: documented error codes", () => {
   const ok = { input: rnd([2, 3], 1), mean: Tensor.zeros([3]), invstd: Tensor.ones([3]) };
+  // CANN returns 161002 (not 161001) for these nulls: CheckBatchNormElemtParams.
   for (const name of ["input", "mean", "invstd"] as const) {
-    assertAclnnError(() => batchNormElemt({ ...ok, [name]: undefined }), NULLPTR, name);
+    assertAclnnError(() => batchNormElemt({ ...ok, [name]: undefined }), INVALID, name);
   }
-  assertAclnnError(() => batchNormElemt({ ...ok, out: { output: null } }), NULLPTR, "output");
+  assertAclnnError(() => batchNormElemt({ ...ok, out: { output: null } }), INVALID, "output");
   assertAclnnError(
     () => batchNormElemt({ ...ok, mean: Tensor.zeros([3], "float16") }),
     INVALID,
@@ -575,6 +577,7 @@ Deno.test("batchNorm: float16/bfloat16 data, channels-last view, empty batch", (
   const empty = batchNorm({ input: Tensor.zeros([0, 3, 2]), runningMean: rm, training: true });
   assert.deepEqual(empty.output.shape, [0, 3, 2]);
   assert.deepEqual(empty.saveMean.toArray(), [0, 0, 0]);
+  assert.deepEqual(empty.saveInvstd.toArray(), [NaN, NaN, NaN]);
   assert.deepEqual(rm.toArray(), [5, 5, 5]);
 });
 
@@ -704,7 +707,8 @@ Deno.test("groupNorm: explicit N/C/HxW, out tensors, non-contiguous input, empty
   const empty = groupNorm({ input: Tensor.zeros([0, 4, 3]), group: 2 });
   assert.deepEqual(empty.mean.shape, [0, 2]);
   const noSpatial = groupNorm({ input: Tensor.zeros([2, 4, 0]), group: 2 });
-  assert.deepEqual(noSpatial.rstd.toArray(), [0, 0, 0, 0]);
+  assert.deepEqual(noSpatial.mean.toArray(), [0, 0, 0, 0]);
+  assert.deepEqual(noSpatial.rstd.toArray(), [NaN, NaN, NaN, NaN]);
 });
 
 Deno.test("groupNorm: documented error codes", () => {

@@ -143,10 +143,11 @@ Deno.test("groupNormBackward: missing gradOut/input/mean/rstd is 161001", () => 
   }
 });
 
-Deno.test("groupNormBackward: a requested output given as null in out is 161001", () => {
+Deno.test("groupNormBackward: a requested output given as null in out is 161002", () => {
   const a = problem(2, 4, 3, 2);
+  // CANN's CheckParams maps every CheckMaskNotNull failure to 161002 (its doc says 161001).
   for (const name of ["gradInput", "gradGamma", "gradBeta"] as const) {
-    assertAclnnError(() => groupNormBackward({ ...a, out: { [name]: null } }), NULLPTR, name);
+    assertAclnnError(() => groupNormBackward({ ...a, out: { [name]: null } }), INVALID, name);
   }
   // Masked off: null is fine.
   const r = groupNormBackward({ ...a, outputMask: [false, true, true], out: { gradInput: null } });

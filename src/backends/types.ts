@@ -353,8 +353,16 @@ export type KernelName = keyof Kernels;
  * Throws the documented error (AclnnError 161002 naming the argument and the rule).
  */
 export interface DeviceRules {
-  /** `op` is the CANN operator name; `tensors` the call's present tensors by argument name. */
-  check(op: string, device: Device, tensors: Readonly<Record<string, Tensor | undefined>>): void;
+  /**
+   * `op` is the CANN operator name; `tensors` the call's present tensors by argument name;
+   * `scalars` its integer arguments by name (e.g. GroupNorm's C and group).
+   */
+  check(
+    op: string,
+    device: Device,
+    tensors: Readonly<Record<string, Tensor | undefined>>,
+    scalars?: Readonly<Record<string, number>>,
+  ): void;
 }
 
 /** A backend: the devices it owns and its kernels. */

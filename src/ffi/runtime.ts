@@ -84,8 +84,8 @@ export class DeviceState {
   queued = false;
   /** Operator launches queued since the last synchronisation. */
   queuedLaunches = 0;
-  /** aclrtGetSocName, once read (undefined: not read yet). */
-  socName: string | null | undefined = undefined;
+  /** aclrtGetSocName, read when the device opens (null: not exported by this runtime). */
+  socName: string | null = null;
   /** The reusable operator workspace. */
   workspace: DeviceBuffer | null = null;
   /** Out-params reused by every two-phase call of this device (pinned here). */
@@ -369,16 +369,11 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
 
   /**
    * The SoC name from aclrtGetSocName (e.g. `Ascend910B4`), or null when the runtime does not
-   * export it. Read once: some operators' documented outputs differ by SoC family.
+   * export it. Read when the device opens: operators' dtype support and the meaning of
+   * BatchNorm's saveInvstd depend on the SoC family.
    */
   get socName(): string | null {
-    const state = this.#state;
-    if (state.socName === undefined) {
-      state.check("socName");
-      const p = state.rt.aclrtGetSocName?.() ?? null;
-      state.socName = p === null ? null : Deno.UnsafePointerView.getCString(p);
-    }
-    return state.socName;
+    return this.#state.socName;
   }
 
   /** Allocates `byteLength` bytes (aclrtMalloc, HUGE_FIRST); 0 bytes allocates nothing. */
@@ -543,6 +538,8 @@ export function openAscend(options: OpenAscendOptions = {}): AscendDevice {
     } else recentErrorMessage(rt);
     unwrapAcl(rt.aclrtCreateStream(out), `aclrtCreateStream(${state.name})`, rt);
     state.stream = Deno.UnsafePointer.create(out[0]);
+    const soc = rt.aclrtGetSocName?.() ?? null;
+    state.socName = soc === null ? null : Deno.UnsafePointerView.getCString(soc);
   } catch (e) {
     rt.aclrtResetDevice(deviceId);
     activeState = null;

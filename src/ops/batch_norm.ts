@@ -40,7 +40,7 @@ import { Tensor } from "../tensor/tensor.ts";
 import {
   backendChecked,
   checkDType,
-  checkNumel,
+  checkPerChannelShape,
   checkRank,
   checkSameDType,
   checkShape,
@@ -155,7 +155,7 @@ export function batchNorm(args: BatchNormArgs): BatchNormResult {
   if (output) checkShape(OP, "output", output, input.shape, "input");
   const channels = input.shape[1];
   for (const [name, t] of Object.entries(perChannel)) {
-    if (t) checkNumel(OP, name, t, channels, "C (input dim 1)");
+    if (t) checkPerChannelShape(OP, name, t, channels);
   }
   const device = commonDevice(OP, all);
   const backend = backendChecked(OP, device, all);

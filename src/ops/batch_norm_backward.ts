@@ -30,17 +30,18 @@
 import { z } from "zod";
 import { channelGeometry } from "../backends/mod.ts";
 import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
-import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import {
   backendChecked,
   checkDType,
+  checkPerChannelShape,
   checkRank,
   checkSameDType,
   checkShape,
   commonDevice,
   finiteNumber,
   invalid,
+  missing,
   type MaybeTensor,
   optionalTensor,
   outputMask as outputMaskSchema,
@@ -104,18 +105,6 @@ const scalarsSchema = z.object({
   outputMask: outputMaskSchema("gradInput, gradWeight, gradBias"),
 });
 
-/** A per-channel tensor: C elements (or 0 where `allowEmpty`), as aclnn counts them. */
-function checkPerChannel(name: string, t: Tensor, channels: number, allowEmpty = false): void {
-  if (t.numel !== channels && !(allowEmpty && t.numel === 0)) {
-    const want = allowEmpty ? `${channels} (or 0 when training is false)` : `${channels}`;
-    invalid(
-      OP,
-      name,
-      `must have C (input dim 1) = ${want} elements (shape ${formatShape(t.shape)} has ${t.numel})`,
-    );
-  }
-}
-
 /** Mixed precision as CANN allows it: `t.dtype` is `base` or float32. */
 function checkDTypeOrFloat32(name: string, t: Tensor, baseName: string, base: DType): void {
   if (t.dtype !== base && t.dtype !== "float32") {
@@ -161,6 +150,17 @@ export function batchNormBackward(args: BatchNormBackwardArgs): BatchNormBackwar
   const runningVar = optionalTensor(OP, "runningVar", args.runningVar);
   const saveMean = optionalTensor(OP, "saveMean", args.saveMean);
   const saveInvstd = optionalTensor(OP, "saveInvstd", args.saveInvstd);
+  // CANN returns 161001 for every outputMask failure, a wrong length included
+  // (aclnn_batch_norm_backward.cpp CheckParams maps CheckMaskNotNull to ACLNN_ERR_PARAM_NULLPTR).
+  const givenMask = (args as { outputMask?: unknown } | undefined)?.outputMask;
+  if (givenMask === null) missing(OP, "outputMask");
+  if (Array.isArray(givenMask) && givenMask.length !== 3) {
+    missing(
+      OP,
+      "outputMask",
+      `must have exactly 3 entries (gradInput, gradWeight, gradBias), has ${givenMask.length}, and`,
+    );
+  }
   const { training, eps, outputMask } = parseScalars(OP, scalarsSchema, {
     training: args.training,
     eps: args.eps,
@@ -199,7 +199,7 @@ export function batchNormBackward(args: BatchNormBackwardArgs): BatchNormBackwar
   if (gradInput) checkShape(OP, "gradInput", gradInput, gradOut.shape, "gradOut");
   const channels = input.shape[1];
   for (const [name, t] of Object.entries({ ...stats, gradWeight, gradBias })) {
-    if (t) checkPerChannel(name, t, channels, !training && name.startsWith("save"));
+    if (t) checkPerChannelShape(OP, name, t, channels, !training && name.startsWith("save"));
   }
   const device = commonDevice(OP, all);
   const backend = backendChecked(OP, device, all);

@@ -24,13 +24,14 @@
 
 import { z } from "zod";
 import { channelGeometry } from "../backends/mod.ts";
+import { ACLNN_ERR_PARAM_INVALID } from "../ffi/errors.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import {
   backendChecked,
   checkChannelsNonZero,
   checkDType,
-  checkNumel,
+  checkPerChannelShape,
   checkRank,
   checkSameDType,
   checkShape,
@@ -91,14 +92,17 @@ const scalarsSchema = z.object({ eps: finiteNumber.default(1e-5) });
  * ```
  */
 export function batchNormElemt(args: BatchNormElemtArgs): Tensor {
-  const input = requireTensor(OP, "input", args.input);
+  // CANN returns 161002, not 161001, for a null input, mean, invstd or output
+  // (aclnn_batch_norm_elemt.cpp CheckBatchNormElemtParams: CHECK_RET(CheckNotNull(...),
+  // ACLNN_ERR_PARAM_INVALID)); so does this function.
+  const input = requireTensor(OP, "input", args.input, ACLNN_ERR_PARAM_INVALID);
   const weight = optionalTensor(OP, "weight", args.weight);
   const bias = optionalTensor(OP, "bias", args.bias);
-  const mean = requireTensor(OP, "mean", args.mean);
-  const invstd = requireTensor(OP, "invstd", args.invstd);
+  const mean = requireTensor(OP, "mean", args.mean, ACLNN_ERR_PARAM_INVALID);
+  const invstd = requireTensor(OP, "invstd", args.invstd, ACLNN_ERR_PARAM_INVALID);
   const { eps } = parseScalars(OP, scalarsSchema, { eps: args.eps });
   const out = args.out as Record<string, unknown> | undefined;
-  let output = requestedOutput(OP, "output", out, true);
+  let output = requestedOutput(OP, "output", out, true, ACLNN_ERR_PARAM_INVALID);
 
   const perChannel = { weight, bias, mean, invstd };
   const all = { input, ...perChannel, output };
@@ -112,8 +116,7 @@ export function batchNormElemt(args: BatchNormElemtArgs): Tensor {
   checkChannelsNonZero(OP, channels);
   for (const [name, t] of Object.entries(perChannel)) {
     if (!t) continue;
-    checkRank(OP, name, t, 1, 1);
-    checkNumel(OP, name, t, channels, "C (input dim 1)");
+    checkPerChannelShape(OP, name, t, channels);
   }
   const device = commonDevice(OP, all);
   const backend = backendChecked(OP, device, all);

@@ -32,7 +32,7 @@ import {
   backendChecked,
   checkChannelsNonZero,
   checkDType,
-  checkNumel,
+  checkPerChannelShape,
   checkRank,
   checkShape,
   commonDevice,
@@ -126,7 +126,7 @@ export function batchNormElemtBackward(args: BatchNormElemtBackwardArgs): Tensor
   checkShape(OP, "gradOut", gradOut, input.shape, "input");
   if (gradInput) checkShape(OP, "gradInput", gradInput, input.shape, "input");
   for (const [name, t] of Object.entries(perChannel)) {
-    if (t) checkNumel(OP, name, t, channels, "C (input dim 1)");
+    if (t) checkPerChannelShape(OP, name, t, channels);
   }
   const device = commonDevice(OP, { ...floats, counter });
   const backend = backendChecked(OP, device, { ...floats, counter });

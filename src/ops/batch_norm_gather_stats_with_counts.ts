@@ -41,7 +41,7 @@ import { Tensor } from "../tensor/tensor.ts";
 import {
   backendChecked,
   checkDType,
-  checkNumel,
+  checkPerChannelShape,
   checkRank,
   commonDevice,
   finiteNumber,
@@ -177,10 +177,10 @@ export function batchNormGatherStatsWithCounts(
     }
   }
   for (const [name, t] of Object.entries({ runningMean, runningVar })) {
-    if (t) checkNumel(OP, name, t, channels, "C (input dim 1)");
+    if (t) checkPerChannelShape(OP, name, t, channels);
   }
-  if (meanAll) checkNumel(OP, "out.mean", meanAll, channels, "C (input dim 1)");
-  if (invstdAll) checkNumel(OP, "out.invstd", invstdAll, channels, "C (input dim 1)");
+  if (meanAll) checkPerChannelShape(OP, "out.mean", meanAll, channels);
+  if (invstdAll) checkPerChannelShape(OP, "out.invstd", invstdAll, channels);
   const device = commonDevice(OP, all);
   const backend = backendChecked(OP, device, all);
 

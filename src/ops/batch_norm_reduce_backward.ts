@@ -13,7 +13,7 @@ import {
   backendChecked,
   checkChannelsNonZero,
   checkDType,
-  checkNumel,
+  checkPerChannelShape,
   checkRank,
   checkSameDType,
   checkShape,
@@ -124,7 +124,7 @@ export function batchNormReduceBackward(
   for (const [name, t] of Object.entries(perChannel)) {
     if (!t) continue;
     checkDType(OP, name, t, FLOAT_DTYPES);
-    checkNumel(OP, name, t, channels, "C (input dim 1)");
+    checkPerChannelShape(OP, name, t, channels);
   }
   const device = commonDevice(OP, { gradOut, input, ...perChannel });
   const backend = backendChecked(OP, device, { gradOut, input, ...perChannel });

@@ -33,7 +33,7 @@ import {
   backendChecked,
   checkChannelsNonZero,
   checkDType,
-  checkNumel,
+  checkPerChannelShape,
   checkRank,
   commonDevice,
   finiteNumber,
@@ -104,8 +104,7 @@ export function batchNormStats(args: BatchNormStatsArgs): BatchNormStatsResult {
   const channels = input.shape[1];
   for (const [name, t] of Object.entries({ mean, invstd })) {
     if (!t) continue;
-    checkRank(OP, name, t, 1, 1);
-    checkNumel(OP, name, t, channels, "C (input dim 1)");
+    checkPerChannelShape(OP, name, t, channels);
   }
   checkChannelsNonZero(OP, channels);
   const device = commonDevice(OP, { input, mean, invstd });

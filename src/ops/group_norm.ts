@@ -31,6 +31,7 @@ import {
   checkDType,
   checkGroupGeometry,
   checkNumel,
+  checkPerChannelShape,
   checkRank,
   checkSameDType,
   checkShape,
@@ -167,8 +168,7 @@ export function groupNorm(args: GroupNormArgs): GroupNormResult {
   checkNumel(OP, "input", input, N * C * HxW, "N * C * HxW");
   for (const [name, t] of Object.entries({ gamma, beta })) {
     if (!t) continue;
-    checkRank(OP, name, t, 1, 1);
-    checkNumel(OP, name, t, C, "C");
+    checkPerChannelShape(OP, name, t, C);
   }
   const device = commonDevice(OP, all);
   const backend = backendChecked(OP, device, all);

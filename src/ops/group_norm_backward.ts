@@ -27,6 +27,7 @@
  */
 
 import { z } from "zod";
+import { ACLNN_ERR_PARAM_INVALID } from "../ffi/errors.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
@@ -185,9 +186,12 @@ export function groupNormBackward(args: GroupNormBackwardArgs): GroupNormBackwar
   const mask = scalars.outputMask as [boolean, boolean, boolean];
   const group = scalars.group;
   const out = args.out as Record<string, unknown> | undefined;
-  let gradInput = requestedOutput(OP, "gradInput", out, mask[0]);
-  let gradGamma = requestedOutput(OP, "gradGamma", out, mask[1]);
-  let gradBeta = requestedOutput(OP, "gradBeta", out, mask[2]);
+  // CANN returns 161002 for a null output whose mask bit is set
+  // (aclnn_group_norm_backward.cpp CheckParams maps CheckMaskNotNull to 161002).
+  const INVALID = ACLNN_ERR_PARAM_INVALID;
+  let gradInput = requestedOutput(OP, "gradInput", out, mask[0], INVALID);
+  let gradGamma = requestedOutput(OP, "gradGamma", out, mask[1], INVALID);
+  let gradBeta = requestedOutput(OP, "gradBeta", out, mask[2], INVALID);
 
   // dtypes
   checkDType(OP, "gradOut", gradOut, FLOAT_DTYPES);
@@ -220,7 +224,7 @@ export function groupNormBackward(args: GroupNormBackwardArgs): GroupNormBackwar
   checkNumel(OP, "rstd", rstd, N * group, "N * group");
   if (gamma) checkNumel(OP, "gamma", gamma, C, "C");
   const device = commonDevice(OP, tensors);
-  const backend = backendChecked(OP, device, tensors);
+  const backend = backendChecked(OP, device, tensors, { N, C, HxW, group });
 
   if (mask[0]) gradInput ??= Tensor.zeros(input.shape, gradOut.dtype, device);
   const perChannelShape = gamma ? gamma.shape : [C];

@@ -29,11 +29,18 @@ export function invalid(op: string, argument: string, rule: string): never {
   throw new AclnnError(ACLNN_ERR_PARAM_INVALID, `${op}: ${argument} ${rule}`, { argument });
 }
 
-/** Throws 161001: `op: argument is required ...`. */
-export function missing(op: string, argument: string, why = "is required"): never {
-  throw new AclnnError(ACLNN_ERR_PARAM_NULLPTR, `${op}: ${argument} ${why} but is missing`, {
-    argument,
-  });
+/**
+ * Throws for a null pointer: `op: argument is required ... but is missing`. The code is
+ * 161001 unless the operator returns another one for it (aclnnBatchNormElemt and
+ * aclnnGroupNormBackward's outputs return 161002 in CANN's code, whatever their docs say).
+ */
+export function missing(
+  op: string,
+  argument: string,
+  why = "is required",
+  code: number = ACLNN_ERR_PARAM_NULLPTR,
+): never {
+  throw new AclnnError(code, `${op}: ${argument} ${why} but is missing`, { argument });
 }
 
 /**
@@ -55,9 +62,14 @@ function checkIsTensor(op: string, name: string, value: unknown): Tensor {
   return value;
 }
 
-/** A required tensor: missing is 161001, anything but a Tensor is 161002. */
-export function requireTensor(op: string, name: string, value: unknown): Tensor {
-  if (value === undefined || value === null) missing(op, name);
+/** A required tensor: missing is `nullCode` (161001), anything but a Tensor is 161002. */
+export function requireTensor(
+  op: string,
+  name: string,
+  value: unknown,
+  nullCode: number = ACLNN_ERR_PARAM_NULLPTR,
+): Tensor {
+  if (value === undefined || value === null) missing(op, name, "is required", nullCode);
   return checkIsTensor(op, name, value);
 }
 
@@ -76,10 +88,11 @@ export function requestedOutput(
   name: string,
   out: Record<string, unknown> | undefined,
   mask: boolean,
+  nullCode: number = ACLNN_ERR_PARAM_NULLPTR,
 ): Tensor | undefined {
   if (!mask || out === undefined) return undefined;
   const value = out[name];
-  if (value === null) missing(op, name, "is requested by the output mask");
+  if (value === null) missing(op, name, "is requested by the output mask", nullCode);
   if (value === undefined) return undefined;
   return checkIsTensor(op, name, value);
 }
@@ -126,6 +139,28 @@ export function checkNumel(
       `must have ${what} = ${expected} elements (shape ${formatShape(t.shape)} has ${t.numel})`,
     );
   }
+}
+
+/**
+ * A per-channel tensor must have shape exactly `[C]`: CANN rejects `[1, C]` (or any other
+ * shape with C elements) with 161002 (ops-nn aclnn_batch_norm.cpp CheckOtherShape and its
+ * siblings), so both backends do. `allowEmpty` also accepts `[0]` (e.g. BatchNorm backward's
+ * saved statistics in evaluation mode).
+ */
+export function checkPerChannelShape(
+  op: string,
+  name: string,
+  t: Tensor,
+  channels: number,
+  allowEmpty = false,
+): void {
+  if (t.rank === 1 && (t.shape[0] === channels || (allowEmpty && t.shape[0] === 0))) return;
+  const want = allowEmpty ? `[${channels}] (or [0] when training is false)` : `[${channels}]`;
+  invalid(
+    op,
+    name,
+    `shape ${formatShape(t.shape)} must be ${want}: one value per channel, C = input dim 1`,
+  );
 }
 
 /** Whether two shapes are equal dim by dim. */
@@ -199,9 +234,10 @@ export function backendChecked(
   op: string,
   device: Device,
   tensors: Readonly<Record<string, Tensor | undefined>>,
+  scalars?: Readonly<Record<string, number>>,
 ): Backend {
   const backend = backendFor(op, device);
-  backend.rules?.check(op, device, tensors);
+  backend.rules?.check(op, device, tensors, scalars);
   return backend;
 }
 

@@ -32,18 +32,49 @@ import type {
   GroupNormPlan,
   GroupNormTensors,
 } from "../types.ts";
+import { ascendRules } from "./rules.ts";
 import { invstdToSaved, savedToInvstd } from "./save_statistics.ts";
 
 function deviceOf(t: Tensor): AscendDevice {
   return t.device as AscendDevice;
 }
 
+/**
+ * Per-channel reductions over an empty batch are 0 on every backend. CANN leaves them
+ * unwritten on most SoCs (aclnnBatchNormBackward, aclnnBatchNormReduceBackward and
+ * aclnnGroupNormBackward return before launching anything; only DAV_3510 zero-fills some),
+ * so the backend writes the zeros itself instead of calling the operator.
+ */
+function zeroFill(...outputs: (Tensor | undefined)[]): void {
+  for (const t of outputs) if (t && t.numel > 0) t.copy_(new Float64Array(t.numel));
+}
+
+/**
+ * A zero-filled scratch tensor for a running statistic CANN needs in pairs: with runningMean
+ * but no runningVar aclnnBatchNormGatherStatsWithCounts dereferences null (a crash), and with
+ * runningVar but no runningMean it silently skips the runningVar update
+ * (ops-nn aclnn_batch_norm_gather_stats_with_counts.cpp, CopyRunningTensorToDst).
+ */
+function pairedRunningStat(
+  given: Tensor | undefined,
+  other: Tensor | undefined,
+  device: AscendDevice,
+): Tensor | undefined {
+  if (given || !other) return given;
+  return Tensor.zeros(other.shape, other.dtype, device);
+}
+
 /** The Ascend backend. */
 export const ascendBackend: Backend = {
   name: "ascend",
   owns: (device: Device) => device instanceof AscendDevice,
+  rules: ascendRules,
 
   batchNormReduceBackward(p: BatchNormReduceBackwardPlan, t: BatchNormReduceBackwardTensors) {
+    if (p.geometry.perChannel === 0) {
+      zeroFill(t.sumDy, t.sumDyXmu, t.gradWeight, t.gradBias);
+      return;
+    }
     runAclnn(deviceOf(t.input), "aclnnBatchNormReduceBackward", [
       arg.tensor(t.gradOut),
       arg.tensor(t.input),
@@ -62,7 +93,13 @@ export const ascendBackend: Backend = {
 
   batchNormBackward(p: BatchNormBackwardPlan, t: BatchNormBackwardTensors) {
     const device = deviceOf(t.input);
-    const saved = p.training ? invstdToSaved(device, t.saveInvstd, p.eps) : undefined;
+    if (p.geometry.perChannel === 0) {
+      zeroFill(t.gradWeight, t.gradBias);
+      return;
+    }
+    const saved = p.training
+      ? invstdToSaved(device, t.saveInvstd, t.saveMean, p.geometry.channels, p.eps)
+      : undefined;
     // CANN documents no in-place gradInput; InfiniOp's gradInput over gradOutput goes through
     // a scratch output.
     const inPlace = t.gradInput !== undefined && t.gradInput.storage === t.gradOut.storage;
@@ -93,6 +130,10 @@ export const ascendBackend: Backend = {
   },
 
   groupNormBackward(p: GroupNormBackwardPlan, t: GroupNormBackwardTensors) {
+    if (p.N * p.C * p.HxW === 0) {
+      zeroFill(t.gradGamma, t.gradBeta);
+      return;
+    }
     runAclnn(deviceOf(t.input), "aclnnGroupNormBackward", [
       arg.tensor(t.gradOut),
       arg.tensor(t.input),
@@ -120,18 +161,26 @@ export const ascendBackend: Backend = {
   },
 
   batchNormGatherStatsWithCounts(p: BatchNormGatherStatsPlan, t: BatchNormGatherStatsTensors) {
-    runAclnn(deviceOf(t.input), "aclnnBatchNormGatherStatsWithCounts", [
-      arg.tensor(t.input),
-      arg.tensor(t.mean),
-      arg.tensor(t.invstd),
-      arg.tensor(t.runningMean),
-      arg.tensor(t.runningVar),
-      arg.f64(p.momentum),
-      arg.f64(p.eps),
-      arg.tensor(t.counts),
-      arg.tensor(t.meanAll),
-      arg.tensor(t.invstdAll),
-    ]);
+    const device = deviceOf(t.input);
+    const runningMean = pairedRunningStat(t.runningMean, t.runningVar, device);
+    const runningVar = pairedRunningStat(t.runningVar, t.runningMean, device);
+    try {
+      runAclnn(device, "aclnnBatchNormGatherStatsWithCounts", [
+        arg.tensor(t.input),
+        arg.tensor(t.mean),
+        arg.tensor(t.invstd),
+        arg.tensor(runningMean),
+        arg.tensor(runningVar),
+        arg.f64(p.momentum),
+        arg.f64(p.eps),
+        arg.tensor(t.counts),
+        arg.tensor(t.meanAll),
+        arg.tensor(t.invstdAll),
+      ]);
+    } finally {
+      if (runningMean !== t.runningMean) runningMean?.dispose();
+      if (runningVar !== t.runningVar) runningVar?.dispose();
+    }
   },
 
   batchNormElemt(p: BatchNormElemtPlan, t: BatchNormElemtTensors) {

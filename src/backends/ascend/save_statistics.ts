@@ -36,18 +36,23 @@ export interface ScratchTensor {
 /**
  * Before aclnnBatchNormBackward in training mode: on a SoC that reads the saveInvstd slot as
  * Var(x), a scratch tensor holding Var(x) = 1/invstd^2 - eps (the chip adds eps back, so the
- * invstd it uses is the caller's). Undefined when the chip reads invstd, or nothing was given.
+ * invstd it uses is the caller's). Undefined when the chip reads invstd.
  */
 export function invstdToSaved(
   device: AscendDevice,
   saveInvstd: Tensor | undefined,
+  saveMean: Tensor | undefined,
+  channels: number,
   eps: number,
 ): ScratchTensor | undefined {
-  if (!saveInvstd || saveInvstd.numel === 0 || !batchNormSavesVariance(device.socName)) {
-    return undefined;
-  }
-  const invstd = saveInvstd.toFloat64Array();
+  if (!batchNormSavesVariance(device.socName) || saveInvstd?.numel === 0) return undefined;
+  // Absent, saveInvstd means invstd = 1 here; CANN would fill its slot with 1 and read that as
+  // a variance (1/sqrt(1 + eps)), so pass the variance of invstd = 1 explicitly. Its dtype
+  // must equal saveMean's.
+  const invstd = saveInvstd?.toFloat64Array() ?? new Float64Array(channels).fill(1);
   const variance = invstd.map((v) => 1 / (v * v) - eps);
-  const tensor = Tensor.fromArray(variance, saveInvstd.shape, saveInvstd.dtype).to(device);
+  const shape = saveInvstd?.shape ?? [channels];
+  const dtype = saveInvstd?.dtype ?? saveMean?.dtype ?? "float32";
+  const tensor = Tensor.fromArray(variance, shape, dtype).to(device);
   return { tensor, release: () => tensor.dispose() };
 }

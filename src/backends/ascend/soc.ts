@@ -1,16 +1,247 @@
 /**
- * Behaviour that CANN documents per SoC family. The SoC name comes from aclrtGetSocName
- * (e.g. `Ascend910B4` on Atlas A2, `Ascend910_9391` on Atlas A3, `Ascend950PR`).
+ * The one table of Ascend SoC families and their traits, used by the library (this backend's
+ * argument rules and the saveInvstd conversion) and by the software CANN in tests/sim
+ * (`scripts/build_sim.ts` generates its C table from this module), so that the two cannot
+ * disagree about a chip.
+ *
+ * Sources (hicann repositories, snapshots of 2026-07/08):
+ * - SoC names, short versions and NpuArch: hicann/runtime
+ *   `src/platform/platform_config/{cann,cann-dev}/<SoC>.ini` ([version] SoC_version,
+ *   Short_SoC_version, NpuArch); what `aclrtGetSocName()` returns is SoC_version.
+ * - Short version -> op::SocVersion: hicann/opbase `src/nnopbase/composite_op/utils/platform.cpp`
+ *   InitSocVersion(); enum values in `include/nnopbase/opdev/platform.h`.
+ * - Per-operator dtype lists: hicann/ops-nn `norm/<op>/op_host/op_api/aclnn_<op>.cpp`
+ *   (GetSupportDtypeList / GetDtypeSupportList and friends) and hicann/ops-math
+ *   `math/reduce_std_with_mean/op_api/aclnn_batch_norm_stats.cpp`; see {@linkcode bf16Allowed}.
+ * - saveInvstd convention: ops-nn `norm/batch_norm_v3/docs/aclnnBatchNorm.md` ("saveInvstd
+ *   表示input的方差" on Atlas training/inference/A2/A3; "标准差的倒数" on 950), and the
+ *   backward kernels' `batch_variance` input (`aclnn_batch_norm_backward.cpp`,
+ *   BNTrainingUpdateGrad/BNTrainingReduceGrad).
  *
  * @module
  */
 
+/** The operators whose rules depend on the SoC. */
+export const SOC_OPERATORS = [
+  "aclnnBatchNorm",
+  "aclnnBatchNormBackward",
+  "aclnnBatchNormReduceBackward",
+  "aclnnBatchNormStats",
+  "aclnnBatchNormGatherStatsWithCounts",
+  "aclnnBatchNormElemt",
+  "aclnnBatchNormElemtBackward",
+  "aclnnGroupNorm",
+  "aclnnGroupNormBackward",
+] as const;
+
+/** One of {@linkcode SOC_OPERATORS}. */
+export type SocOperator = typeof SOC_OPERATORS[number];
+
+/** A SoC family: what CANN's operator code branches on. */
+export interface SocFamily {
+  /** Short_SoC_version, e.g. `Ascend910B`. */
+  readonly name: string;
+  /** The product line as CANN's documentation names it, e.g. `Atlas A2 training series`. */
+  readonly product: string;
+  /** NpuArch of the platform ini (DAV_xxxx), what newer operator code branches on. */
+  readonly npuArch: number;
+  /** op::SocVersion enum value, what older (and some current) operator code branches on. */
+  readonly socVersion: number;
+  /** SoC_version strings (aclrtGetSocName) of this family. */
+  readonly names: readonly string[];
+  /** Prefixes of further SoC_version strings of this family (matched after exact names). */
+  readonly prefixes: readonly string[];
+}
+
+/** op::SocVersion values (opbase include/nnopbase/opdev/platform.h). */
+const SocVersion = {
+  ASCEND910: 0,
+  ASCEND910B: 1,
+  ASCEND910_93: 2,
+  ASCEND950: 3, // == ASCEND910_95
+  ASCEND910E: 4,
+  ASCEND310P: 6,
+  ASCEND310B: 7,
+  ASCEND350: 12,
+} as const;
+
+/** DAV_3510: the "regbase" architecture of Ascend 950 and 350 (ops-nn aclnn_util.h IsRegbase). */
+export const DAV_3510 = 3510;
+
+/** Every SoC family this package knows, from the platform ini files. */
+export const SOC_FAMILIES: readonly SocFamily[] = Object.freeze([
+  {
+    name: "Ascend910",
+    product: "Atlas training series",
+    npuArch: 1001,
+    socVersion: SocVersion.ASCEND910,
+    // "Ascend910B" alone is the first-generation 910 (its ini says Short_SoC_version=Ascend910).
+    names: ["Ascend910A", "Ascend910B", "Ascend910ProA", "Ascend910ProB", "Ascend910PremiumA"],
+    prefixes: [],
+  },
+  {
+    name: "Ascend910B",
+    product: "Atlas A2 training series",
+    npuArch: 2201,
+    socVersion: SocVersion.ASCEND910B,
+    names: [
+      "Ascend910B1",
+      "Ascend910B2",
+      "Ascend910B2C",
+      "Ascend910B3",
+      "Ascend910B4",
+      "Ascend910B4-1",
+    ],
+    prefixes: ["Ascend910B"],
+  },
+  {
+    name: "Ascend910_93",
+    product: "Atlas A3 training series",
+    npuArch: 2201,
+    socVersion: SocVersion.ASCEND910_93,
+    names: [
+      "Ascend910_9362",
+      "Ascend910_9363",
+      "Ascend910_9372",
+      "Ascend910_9381",
+      "Ascend910_9382",
+      "Ascend910_9391",
+      "Ascend910_9392",
+    ],
+    prefixes: ["Ascend910_93"],
+  },
+  {
+    name: "Ascend310P",
+    product: "Atlas inference series",
+    npuArch: 2002,
+    socVersion: SocVersion.ASCEND310P,
+    names: ["Ascend310P1", "Ascend310P3", "Ascend310P5", "Ascend310P7"],
+    prefixes: ["Ascend310P"],
+  },
+  {
+    name: "Ascend310B",
+    product: "Atlas 200I/500 A2 inference",
+    npuArch: 3002,
+    socVersion: SocVersion.ASCEND310B,
+    names: ["Ascend310B1", "Ascend310B2", "Ascend310B3", "Ascend310B4"],
+    prefixes: ["Ascend310B"],
+  },
+  {
+    name: "Ascend950",
+    product: "Ascend 950PR/950DT",
+    npuArch: DAV_3510,
+    socVersion: SocVersion.ASCEND950,
+    names: [],
+    prefixes: ["Ascend950PR_", "Ascend950DT_"],
+  },
+  {
+    name: "Ascend350",
+    product: "Ascend 350",
+    npuArch: DAV_3510,
+    socVersion: SocVersion.ASCEND350,
+    names: [],
+    prefixes: ["Ascend350_"],
+  },
+]);
+
+/** The family of a SoC name (aclrtGetSocName), or undefined when this package does not know it. */
+export function socFamily(socName: string | null | undefined): SocFamily | undefined {
+  if (!socName) return undefined;
+  for (const f of SOC_FAMILIES) if (f.names.includes(socName)) return f;
+  for (const f of SOC_FAMILIES) {
+    if (f.prefixes.some((p) => socName.startsWith(p) && socName.length > p.length)) return f;
+  }
+  return undefined;
+}
+
+/** Whether the family is the DAV_3510 ("regbase") architecture. */
+export function isRegbase(family: SocFamily): boolean {
+  return family.npuArch === DAV_3510;
+}
+
 /**
  * Whether aclnnBatchNorm writes the batch variance Var(x), not 1/sqrt(Var(x) + eps), into its
- * `saveInvstd` output. Its doc (hicann/ops-nn norm/batch_norm_v3/docs/aclnnBatchNorm.md) says
- * so for Atlas A2 (Ascend910B*) and A3 (Ascend910_93*); Ascend 950 writes invstd.
+ * `saveInvstd` output, and aclnnBatchNormBackward reads that slot as Var(x) in training mode:
+ * every family but DAV_3510 (BNTrainingUpdate / BatchNormV3 full-reduce write `batch_variance`;
+ * BNTrainingUpdateGrad / BNTrainingReduceGrad read it). An unknown SoC is assumed to follow
+ * the pre-950 convention unless its name marks the 950/350 line.
  */
 export function batchNormSavesVariance(socName: string | null): boolean {
-  return socName !== null &&
-    (socName.startsWith("Ascend910B") || socName.startsWith("Ascend910_93"));
+  if (socName === null) return false;
+  const family = socFamily(socName);
+  if (family) return !isRegbase(family);
+  return !/^Ascend(950|350)/.test(socName);
+}
+
+const DAV_2201 = 2201;
+
+/**
+ * Whether `op` accepts bfloat16 on `family` (hicann/ops-nn and ops-math, current sources):
+ * - NpuArch 2201 or 3510: aclnnBatchNorm (aclnn_batch_norm.cpp GetSupportDtypeList),
+ *   aclnnBatchNormBackward (aclnn_batch_norm_backward.cpp GetDtypeSupportList),
+ *   aclnnBatchNormReduceBackward (aclnn_batch_norm_backward_reduce.cpp GetDtypeSupportList),
+ *   aclnnGroupNorm and aclnnGroupNormBackward (GetDtypeSupportList / GetDtypeSupportListV2);
+ * - DAV_3510 only: aclnnBatchNormStats (ops-math aclnn_batch_norm_stats.cpp);
+ * - SocVersion in [ASCEND910B, ASCEND910E] (910B, 910_93, 950, 910E):
+ *   aclnnBatchNormGatherStatsWithCounts (CheckSocVersionGe910B) and aclnnBatchNormElemt;
+ * - SocVersion 910B or 910_93, or DAV_3510: aclnnBatchNormElemtBackward (CheckParams).
+ */
+export function bf16Allowed(op: SocOperator, family: SocFamily): boolean {
+  const arch = family.npuArch;
+  const sv = family.socVersion;
+  switch (op) {
+    case "aclnnBatchNorm":
+    case "aclnnBatchNormBackward":
+    case "aclnnBatchNormReduceBackward":
+    case "aclnnGroupNorm":
+    case "aclnnGroupNormBackward":
+      return arch === DAV_2201 || arch === DAV_3510;
+    case "aclnnBatchNormStats":
+      return arch === DAV_3510;
+    case "aclnnBatchNormGatherStatsWithCounts":
+    case "aclnnBatchNormElemt":
+      return sv >= SocVersion.ASCEND910B && sv <= SocVersion.ASCEND910E;
+    case "aclnnBatchNormElemtBackward":
+      return sv === SocVersion.ASCEND910B || sv === SocVersion.ASCEND910_93 || arch === DAV_3510;
+  }
+}
+
+/**
+ * Whether `op` runs on `family` at all. The documentation's "产品支持情况" tables list the
+ * Atlas 200I/500 A2 inference products (Ascend310B) as unsupported for all nine operators and
+ * the Atlas inference series (Ascend310P) as supported only by aclnnBatchNorm and
+ * aclnnGroupNorm (ops-nn norm/<op>/docs/aclnn<Op>.md); aclnnBatchNorm's code rejects
+ * NpuArch 3002 with "support for npuArch ... is not implemented".
+ */
+export function operatorSupported(op: SocOperator, family: SocFamily): boolean {
+  if (family.name === "Ascend310B") return false;
+  if (family.name === "Ascend310P") return op === "aclnnBatchNorm" || op === "aclnnGroupNorm";
+  return true;
+}
+
+/**
+ * Whether aclnnGroupNormBackward accepts statistics (mean, rstd, gamma, gradGamma, gradBeta)
+ * of another dtype than gradOut: only DAV_3510 (CheckMixPrecisionDtype); every other
+ * architecture requires all of them to equal gradOut's dtype (aclnn_group_norm_backward.cpp
+ * CheckDtypeValid).
+ */
+export function groupNormBackwardMixedPrecision(family: SocFamily): boolean {
+  return isRegbase(family);
+}
+
+/**
+ * aclnnGroupNormBackward's hardware limits, enforced by CheckAttr on NpuArch 2201 only:
+ * C / group <= 8000 and C <= 240000.
+ */
+export function groupNormBackwardLimits(
+  family: SocFamily,
+): { maxChannelsPerGroup: number; maxChannels: number } | undefined {
+  return family.npuArch === DAV_2201
+    ? { maxChannelsPerGroup: 8000, maxChannels: 240000 }
+    : undefined;
+}
+
+/** `Ascend910B4 (Atlas A2 training series)`, for messages. */
+export function describeSoc(socName: string, family: SocFamily): string {
+  return `${socName} (${family.product})`;
 }

@@ -34,6 +34,13 @@ export function batchNormGatherStatsWithCounts(
   t: BatchNormGatherStatsTensors,
 ): void {
   const { channels, momentum, eps } = plan;
+  if (plan.ranks === 0) {
+    // No rank at all: CANN writes meanAll = 0 and invstdAll = NaN and leaves the running
+    // statistics alone (aclnn_batch_norm_gather_stats_with_counts.cpp, empty `mean`).
+    t.meanAll.copy_(new Float64Array(channels));
+    t.invstdAll.copy_(new Float64Array(channels).fill(NaN));
+    return;
+  }
   const mean = t.mean.toFloat64Array();
   const invstd = t.invstd.toFloat64Array();
   const counts = t.counts.toFloat64Array();
@@ -84,13 +91,20 @@ export function batchNormElemt(plan: BatchNormElemtPlan, t: BatchNormElemtTensor
 
 /**
  * aclnnBatchNorm. Training: batch statistics, running statistics updated in place (unbiased
- * variance; untouched for an empty batch), saveMean/saveInvstd written. Evaluation: running
- * statistics (0/1 when absent), saves untouched.
+ * variance), saveMean/saveInvstd written. Evaluation: running statistics (0/1 when absent),
+ * saves untouched. An empty batch writes saveMean = 0 and saveInvstd = NaN in either mode
+ * and leaves the running statistics alone, as CANN does (aclnn_batch_norm.cpp fills them
+ * before anything else when the input is empty).
  */
 export function batchNorm(plan: BatchNormPlan, t: BatchNormTensors): void {
   const g = plan.geometry;
   const C = g.channels;
   const { momentum, eps } = plan;
+  if (g.perChannel === 0) {
+    if (t.saveMean.numel > 0) t.saveMean.copy_(new Float64Array(t.saveMean.numel));
+    if (t.saveInvstd.numel > 0) t.saveInvstd.copy_(new Float64Array(t.saveInvstd.numel).fill(NaN));
+    return;
+  }
   const x = t.input.toFloat64Array();
   let mean: Float64Array;
   let invstd: Float64Array;
@@ -98,11 +112,11 @@ export function batchNorm(plan: BatchNormPlan, t: BatchNormTensors): void {
     const stats = channelStats(g, x, eps);
     const M = g.perChannel;
     ({ mean, invstd } = stats);
-    if (M > 0 && t.runningMean) {
+    if (t.runningMean) {
       const rm = t.runningMean.toFloat64Array();
       t.runningMean.copy_(rm.map((v, c) => (1 - momentum) * v + momentum * mean[c]));
     }
-    if (M > 0 && t.runningVar) {
+    if (t.runningVar) {
       const rv = t.runningVar.toFloat64Array();
       const unbiased = stats.variance.map((v) => v * M / (M - 1));
       t.runningVar.copy_(rv.map((v, c) => (1 - momentum) * v + momentum * unbiased[c]));
@@ -113,9 +127,7 @@ export function batchNorm(plan: BatchNormPlan, t: BatchNormTensors): void {
     mean = valuesOr(t.runningMean, C, 0);
     invstd = invstdOf(valuesOr(t.runningVar, C, 1), eps);
   }
-  if (g.perChannel > 0) {
-    t.output.copy_(
-      normalizeChannels(g, x, mean, invstd, valuesOr(t.weight, C, 1), valuesOr(t.bias, C, 0)),
-    );
-  }
+  t.output.copy_(
+    normalizeChannels(g, x, mean, invstd, valuesOr(t.weight, C, 1), valuesOr(t.bias, C, 0)),
+  );
 }

@@ -27,7 +27,8 @@ export function groupNorm(plan: GroupNormPlan, t: GroupNormTensors): void {
   const count = D * HxW;
   const output = new Float64Array(N * C * HxW);
   const mean = new Float64Array(N * group);
-  const rstd = new Float64Array(N * group);
+  // An empty input gives mean 0 and rstd NaN, as CANN writes (aclnn_group_norm.cpp).
+  const rstd = new Float64Array(N * group).fill(N * C * HxW === 0 ? NaN : 0);
   if (count > 0) {
     for (let n = 0; n < N; n++) {
       for (let g = 0; g < group; g++) {

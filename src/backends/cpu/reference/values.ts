@@ -50,7 +50,9 @@ export function channelSums(
 
 /**
  * Per channel: mean, biased variance and invstd = 1 / sqrt(variance + eps) in float64 (two
- * passes: the centred sum stays accurate when |mean| is large). An empty batch gives zeros.
+ * passes: the centred sum stays accurate when |mean| is large). An empty batch gives what CANN
+ * writes for one (ProcessEmptyTensorWithValue in aclnn_batch_norm.cpp and
+ * aclnn_batch_norm_stats.cpp): mean 0, and NaN for the variance and invstd.
  */
 export function channelStats(
   g: ChannelGeometry,
@@ -60,7 +62,13 @@ export function channelStats(
   const { outer, channels, inner, perChannel } = g;
   const mean = new Float64Array(channels);
   const variance = new Float64Array(channels);
-  if (perChannel === 0) return { mean, variance, invstd: new Float64Array(channels) };
+  if (perChannel === 0) {
+    return {
+      mean,
+      variance: new Float64Array(channels).fill(NaN),
+      invstd: new Float64Array(channels).fill(NaN),
+    };
+  }
   for (let n = 0; n < outer; n++) {
     for (let c = 0; c < channels; c++) {
       const base = (n * channels + c) * inner;
