@@ -4,8 +4,8 @@
  * element) as `tensorData`; a 1-D storage shape `[storage elements]`; the aclDataType of the
  * dtype; the base format ND, labelled NCL/NCHW/NCDHW for rank 3/4/5.
  *
- * Every object whose address native code holds (the DeviceBuffer, and the dims/strides arrays)
- * stays referenced by the descriptor until `aclDestroyTensor`.
+ * The dims/strides arrays whose addresses native code was given stay referenced by the
+ * descriptor until `aclDestroyTensor`.
  *
  * @module
  */
@@ -15,7 +15,6 @@ import type { Tensor } from "../tensor/tensor.ts";
 import { AclFormat } from "./constants.ts";
 import { ACLNN_ERR_PARAM_INVALID, AclnnError, recentErrorMessage } from "./errors.ts";
 import type { CannLibraries } from "./library.ts";
-import type { DeviceBuffer } from "./runtime.ts";
 
 /** The aclFormat torch_npu gives a base-format tensor of this rank (channel = view dim 1). */
 export function aclFormatForRank(rank: number): number {
@@ -31,14 +30,14 @@ export function aclFormatForRank(rank: number): number {
   }
 }
 
-/** An aclTensor handle and everything it pins; destroy it once phase 2 has been called. */
+/**
+ * An aclTensor handle and the dims/strides arrays whose addresses it was created from.
+ * It does not hold the tensor or its device memory: the executor keeps those alive for the
+ * duration of a call, and a cached descriptor gets its storage address refreshed before reuse.
+ */
 export class AclTensorDescriptor {
   /** The aclTensor*. */
   readonly handle: Deno.PointerObject;
-  /** The tensor described (keeps its storage reachable). */
-  readonly tensor: Tensor;
-  /** The device memory whose address the descriptor holds. */
-  readonly buffer: DeviceBuffer;
   /** dims | strides | storage dims, passed by address to aclCreateTensor. */
   readonly #shapes: BigInt64Array;
   #destroy: ((handle: Deno.PointerObject) => number) | null;
@@ -46,14 +45,10 @@ export class AclTensorDescriptor {
   /** Wraps a handle from aclCreateTensor. */
   constructor(
     handle: Deno.PointerObject,
-    tensor: Tensor,
-    buffer: DeviceBuffer,
     shapes: BigInt64Array,
     destroy: (handle: Deno.PointerObject) => number,
   ) {
     this.handle = handle;
-    this.tensor = tensor;
-    this.buffer = buffer;
     this.#shapes = shapes;
     this.#destroy = destroy;
   }
@@ -97,13 +92,15 @@ export class AclBoolArrayDescriptor {
 }
 
 /**
- * aclCreateTensor for `tensor`, whose storage is `buffer` (already checked to belong to the
- * device). Throws AclnnError 161002 with the native message when the library refuses it.
+ * aclCreateTensor for `tensor`, whose storage (already checked to belong to the device)
+ * starts at device address `data` and holds `storageBytes` bytes. Throws AclnnError 161002
+ * with the native message when the library refuses it.
  */
 export function createAclTensor(
   libs: CannLibraries,
   tensor: Tensor,
-  buffer: DeviceBuffer,
+  data: Deno.PointerValue,
+  storageBytes: number,
   what = "tensor",
 ): AclTensorDescriptor {
   const rank = tensor.shape.length;
@@ -113,8 +110,7 @@ export function createAclTensor(
     shapes[i] = BigInt(tensor.shape[i]);
     shapes[rank + i] = BigInt(tensor.strides[i]);
   }
-  const storageElements = Math.floor(buffer.byteLength / elementBytes);
-  shapes[2 * rank] = BigInt(storageElements);
+  shapes[2 * rank] = BigInt(Math.floor(storageBytes / elementBytes));
   const nn = libs.nnopbase;
   const handle = nn.aclCreateTensor(
     shapes.subarray(0, rank),
@@ -125,7 +121,7 @@ export function createAclTensor(
     aclFormatForRank(rank),
     shapes.subarray(2 * rank),
     1n,
-    buffer.pointer,
+    data,
   );
   if (handle === null) {
     const nativeMessage = recentErrorMessage(libs.runtime);
@@ -135,7 +131,7 @@ export function createAclTensor(
       { nativeMessage },
     );
   }
-  return new AclTensorDescriptor(handle, tensor, buffer, shapes, nn.aclDestroyTensor);
+  return new AclTensorDescriptor(handle, shapes, nn.aclDestroyTensor);
 }
 
 /** aclCreateBoolArray (the library copies the values). */

@@ -1,13 +1,19 @@
 /**
- * The two-phase aclnn call: GetWorkspaceSize -> workspace -> execute on the device's stream.
+ * The two-phase aclnn call: GetWorkspaceSize -> workspace -> execute on the device's stream,
+ * through a per-device cache of prepared calls ({@linkcode ./call_cache.ts}).
  *
  * 1. Checks: the device is an open AscendDevice and every tensor's storage is a live
  *    DeviceBuffer of that device (else AclnnError 161002 naming the argument).
- * 2. Builds the descriptors, calls `${op}GetWorkspaceSize(...args, &workspaceSize, &executor)`;
- *    on failure destroys what it created and throws AclnnError with the native message.
- * 3. Takes the device's reusable workspace (grown when too small; NULL for 0 bytes), calls
- *    `${op}(workspace, workspaceSize, executor, stream)`, destroys the descriptors and records
- *    every buffer the queued work uses, so none is freed before the stream is synchronised.
+ * 2. First call of a signature: builds the descriptors, calls
+ *    `${op}GetWorkspaceSize(...args, &workspaceSize, &executor)` (on failure destroys what it
+ *    created and throws AclnnError with the native message), and asks CANN to make the
+ *    executor repeatable. The prepared call is cached.
+ * 3. A repeated signature refreshes only the storage addresses that changed, then runs phase 2
+ *    on the repeatable executor (or, where CANN refused that, phase 1 and 2 on the cached
+ *    descriptors).
+ * 4. Phase 2, `${op}(workspace, workspaceSize, executor, stream)`, uses the device's reusable
+ *    workspace (grown when too small; NULL for 0 bytes) and records every buffer the queued
+ *    work uses, so none is freed before the stream is synchronised.
  *
  * @module
  */
@@ -20,13 +26,19 @@ import {
   createAclBoolArray,
   createAclTensor,
 } from "./acl_tensor.ts";
+import type { CachedCall, CachedTensorArg, NativeArg } from "./call_cache.ts";
 import { ACLNN_ERR_PARAM_INVALID, AclnnError, recentErrorMessage } from "./errors.ts";
 import { AscendDevice, ascendState, DeviceBuffer, type DeviceState } from "./runtime.ts";
 import { opapiSymbols } from "./symbols.ts";
 
 /** One argument of an aclnn call, in the order of the C prototype (before workspaceSize). */
 export type AclnnArg =
-  | { readonly kind: "tensor"; readonly tensor: Tensor | undefined }
+  | {
+    readonly kind: "tensor";
+    readonly tensor: Tensor | undefined;
+    /** Written by the operator (its executor address is set with aclSetOutputTensorAddr). */
+    readonly output: boolean;
+  }
   | { readonly kind: "bool"; readonly value: boolean }
   | { readonly kind: "i64"; readonly value: number }
   | { readonly kind: "f64"; readonly value: number }
@@ -34,8 +46,10 @@ export type AclnnArg =
 
 /** Builders for {@linkcode AclnnArg}s, so operator files read like the C prototype. */
 export const arg = {
-  /** An aclTensor* (NULL when undefined). */
-  tensor: (tensor: Tensor | undefined): AclnnArg => ({ kind: "tensor", tensor }),
+  /** An input aclTensor* (NULL when undefined); running statistics updated in place too. */
+  tensor: (tensor: Tensor | undefined): AclnnArg => ({ kind: "tensor", tensor, output: false }),
+  /** An output aclTensor* (NULL when undefined). */
+  output: (tensor: Tensor | undefined): AclnnArg => ({ kind: "tensor", tensor, output: true }),
   /** A C bool. */
   bool: (value: boolean): AclnnArg => ({ kind: "bool", value }),
   /** An int64_t. */
@@ -46,7 +60,6 @@ export const arg = {
   boolArray: (values: readonly boolean[]): AclnnArg => ({ kind: "boolArray", values }),
 };
 
-type NativeArg = Deno.PointerValue | boolean | bigint | number;
 type Descriptor = AclTensorDescriptor | AclBoolArrayDescriptor;
 type OpFunction = (...args: NativeArg[]) => number;
 
@@ -66,9 +79,13 @@ function invalidArg(op: string, index: number, kind: string, rule: string): neve
 }
 
 /** The declared parameter types of `${op}GetWorkspaceSize` without the two out-params. */
-function phaseOneParameters(op: string): readonly string[] | undefined {
-  const table = opapiSymbols as Record<string, { parameters: readonly string[] }>;
-  return table[`${op}GetWorkspaceSize`]?.parameters.slice(0, -2);
+const phaseOneParameters = new Map<string, readonly string[] | undefined>();
+function parametersOf(op: string): readonly string[] | undefined {
+  if (!phaseOneParameters.has(op)) {
+    const table = opapiSymbols as Record<string, { parameters: readonly string[] }>;
+    phaseOneParameters.set(op, table[`${op}GetWorkspaceSize`]?.parameters.slice(0, -2));
+  }
+  return phaseOneParameters.get(op);
 }
 
 function checkStorage(
@@ -93,8 +110,236 @@ function checkStorage(
   return storage;
 }
 
-function destroyAll(descriptors: Descriptor[]): void {
+/** Tensors' geometry never changes (shape, strides, offset, storage are frozen): memoise. */
+const geometryKeys = new WeakMap<Tensor, string>();
+function geometryKey(t: Tensor, buffer: DeviceBuffer): string {
+  let key = geometryKeys.get(t);
+  if (key === undefined) {
+    key = `${t.dtype}[${t.shape.join(",")}][${t.strides.join(",")}]+${t.offset}/` +
+      buffer.byteLength;
+    geometryKeys.set(t, key);
+  }
+  return key;
+}
+
+/** Everything phase 1 depends on, as a string: the cache key. */
+function signature(op: string, args: readonly AclnnArg[], buffers: (DeviceBuffer | null)[]) {
+  let key = op;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    switch (a.kind) {
+      case "tensor":
+        key += a.tensor === undefined ? "|-" : `|${geometryKey(a.tensor, buffers[i]!)}`;
+        break;
+      case "boolArray":
+        key += `|[${a.values.map((v) => (v ? 1 : 0)).join("")}]`;
+        break;
+      default:
+        key += `|${a.value}`;
+    }
+  }
+  return key;
+}
+
+function destroyAll(descriptors: readonly Descriptor[]): void {
   for (const d of descriptors) d.destroy();
+}
+
+function failure(op: string, what: string, status: number, state: DeviceState): AclnnError {
+  const nativeMessage = recentErrorMessage(state.libs.runtime);
+  return new AclnnError(
+    status,
+    `${op}${what} failed${nativeMessage ? `: ${nativeMessage}` : ""}`,
+    { nativeMessage },
+  );
+}
+
+/** What a single call needs: the checked operator functions and buffers. */
+interface Call {
+  readonly op: string;
+  readonly state: DeviceState;
+  readonly args: readonly AclnnArg[];
+  /** Per argument: the tensor's storage, or null. */
+  readonly buffers: (DeviceBuffer | null)[];
+  readonly phase1: OpFunction;
+  readonly phase2: OpFunction;
+}
+
+/**
+ * Builds the descriptors and the phase-1 argument list of a new signature. Throws (after
+ * destroying what it built) when the library refuses a descriptor.
+ */
+function prepare(call: Call): {
+  descriptors: Descriptor[];
+  native: NativeArg[];
+  tensors: CachedTensorArg[];
+} {
+  const { args, buffers, state } = call;
+  const libs = state.libs;
+  const descriptors: Descriptor[] = [];
+  const tensors: CachedTensorArg[] = [];
+  const native: NativeArg[] = new Array(args.length + 2);
+  let inputs = 0n;
+  let outputs = 0n;
+  try {
+    for (let i = 0; i < args.length; i++) {
+      const a = args[i];
+      switch (a.kind) {
+        case "tensor": {
+          const index = a.output ? outputs++ : inputs++;
+          if (a.tensor === undefined) {
+            native[i] = null;
+            break;
+          }
+          const buffer = buffers[i]!;
+          const address = buffer.pointer;
+          const d = createAclTensor(libs, a.tensor, address, buffer.byteLength, `#${i}`);
+          descriptors.push(d);
+          tensors.push({ position: i, descriptor: d, output: a.output, index, address });
+          native[i] = d.handle;
+          break;
+        }
+        case "boolArray": {
+          const d = createAclBoolArray(libs, a.values, `#${i}`);
+          descriptors.push(d);
+          native[i] = d.handle;
+          break;
+        }
+        case "bool":
+        case "f64":
+          native[i] = a.value;
+          break;
+        case "i64":
+          native[i] = BigInt(a.value);
+          break;
+      }
+    }
+  } catch (e) {
+    destroyAll(descriptors);
+    throw e;
+  }
+  native[args.length] = state.workspaceSizeOut as unknown as NativeArg;
+  native[args.length + 1] = state.executorOut as unknown as NativeArg;
+  return { descriptors, native, tensors };
+}
+
+/** Phase 1 on prepared arguments: the workspace size and the executor, or a thrown error. */
+function phaseOne(call: Call, native: NativeArg[]): { size: bigint; executor: Deno.PointerValue } {
+  const { state } = call;
+  state.workspaceSizeOut[0] = 0n;
+  state.executorOut[0] = 0n;
+  const status = call.phase1(...native);
+  if (status !== 0) throw failure(call.op, "GetWorkspaceSize", status, state);
+  return {
+    size: state.workspaceSizeOut[0],
+    executor: Deno.UnsafePointer.create(state.executorOut[0]),
+  };
+}
+
+/**
+ * Phase 2 with the device's workspace. When the workspace cannot be had, a non-repeatable
+ * executor (which only phase 2 frees) is destroyed before the error propagates.
+ */
+function phaseTwo(call: Call, size: bigint, executor: Deno.PointerValue, repeatable: boolean) {
+  const { state } = call;
+  let workspace: DeviceBuffer | null = null;
+  try {
+    if (size > 0n) workspace = state.workspaceFor(size);
+  } catch (e) {
+    if (!repeatable && executor !== null) {
+      if (state.libs.nnopbase.aclDestroyAclOpExecutor(executor) !== 0) {
+        recentErrorMessage(state.libs.runtime);
+      }
+    }
+    throw e;
+  }
+  const status = call.phase2(
+    workspace === null ? null : workspace.pointer,
+    size,
+    executor,
+    state.stream,
+  );
+  if (status !== 0) throw failure(call.op, "", status, state);
+  // Queued: every buffer it touches stays alive (and is not freed) until synchronisation.
+  const used: DeviceBuffer[] = [];
+  for (const b of call.buffers) if (b !== null) used.push(b);
+  if (workspace !== null) used.push(workspace);
+  state.noteLaunch(used);
+}
+
+/** First call of a signature: prepare, phase 1, try to make it repeatable, cache, phase 2. */
+function runFresh(call: Call, key: string): void {
+  const { state } = call;
+  const nn = state.libs.nnopbase;
+  const { descriptors, native, tensors } = prepare(call);
+  let phase1: { size: bigint; executor: Deno.PointerValue };
+  try {
+    phase1 = phaseOne(call, native);
+  } catch (e) {
+    destroyAll(descriptors);
+    throw e;
+  }
+  const { size, executor } = phase1;
+  let repeatable = false;
+  if (executor !== null) {
+    repeatable = nn.aclSetAclOpExecutorRepeatable(executor) === 0;
+    if (!repeatable) recentErrorMessage(state.libs.runtime); // refused (561000): clear it
+  }
+  // Without a repeatable executor the descriptors can only be reused if their addresses can
+  // be refreshed before phase 1 (aclSetRawTensorAddr, CANN >= 8.0).
+  const cacheable = repeatable || nn.aclSetRawTensorAddr !== null;
+  const entry: CachedCall = {
+    key,
+    descriptors,
+    native,
+    tensors,
+    executor: repeatable ? executor : null,
+    workspaceSize: size,
+    lastUse: 0,
+  };
+  if (cacheable) state.calls.add(entry);
+  try {
+    phaseTwo(call, size, executor, repeatable);
+  } catch (e) {
+    if (cacheable) state.calls.retire(key);
+    else destroyAll(descriptors);
+    throw e;
+  }
+  // One-shot descriptors go right after phase 2, as CANN allows.
+  if (!cacheable) destroyAll(descriptors);
+}
+
+/** A cached signature: refresh changed addresses, then phase 2 (and phase 1 if needed). */
+function runCached(call: Call, entry: CachedCall): void {
+  const { state, buffers } = call;
+  const nn = state.libs.nnopbase;
+  const executor = entry.executor;
+  for (const t of entry.tensors) {
+    const address = buffers[t.position]!.pointer;
+    if (address === t.address) continue;
+    const handle = t.descriptor.handle;
+    const status = executor === null
+      ? nn.aclSetRawTensorAddr!(handle, address)
+      : t.output
+      ? nn.aclSetOutputTensorAddr(executor, t.index, handle, address)
+      : nn.aclSetInputTensorAddr(executor, t.index, handle, address);
+    if (status !== 0) {
+      state.calls.retire(entry.key);
+      throw failure(call.op, ` (refreshing the address of argument ${t.position})`, status, state);
+    }
+    t.address = address;
+  }
+  if (executor !== null) {
+    try {
+      phaseTwo(call, entry.workspaceSize, executor, true);
+    } catch (e) {
+      state.calls.retire(entry.key);
+      throw e;
+    }
+    return;
+  }
+  const { size, executor: oneShot } = phaseOne(call, entry.native);
+  phaseTwo(call, size, oneShot, false);
 }
 
 /**
@@ -111,9 +356,8 @@ export function runAclnn(device: AcceleratorDevice, op: string, args: readonly A
   }
   const state: DeviceState = ascendState(device);
   state.check(op);
-  const libs = state.libs;
-  const ops = libs.ops as unknown as Record<string, OpFunction | null | undefined>;
-  const params = phaseOneParameters(op);
+  const ops = state.libs.ops as unknown as Record<string, OpFunction | null | undefined>;
+  const params = parametersOf(op);
   const phase1 = ops[`${op}GetWorkspaceSize`];
   const phase2 = ops[op];
   if (!params || !phase1 || !phase2) {
@@ -123,106 +367,24 @@ export function runAclnn(device: AcceleratorDevice, op: string, args: readonly A
     throw new TypeError(`${op}: expected ${params.length} arguments, got ${args.length}`);
   }
 
-  // Check everything before creating any native object.
-  const buffers: DeviceBuffer[] = [];
+  // Check everything before touching any native object.
+  const buffers: (DeviceBuffer | null)[] = new Array(args.length).fill(null);
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
     if (!ARG_KIND_FOR[params[i]]?.includes(a.kind)) {
       throw new TypeError(`${op}: argument ${i} is a ${a.kind}, the C parameter is ${params[i]}`);
     }
     if (a.kind === "tensor" && a.tensor !== undefined) {
-      buffers.push(checkStorage(op, i, a.tensor, device));
+      buffers[i] = checkStorage(op, i, a.tensor, device);
     } else if (a.kind === "i64" && !Number.isSafeInteger(a.value)) {
       invalidArg(op, i, "i64", `${a.value} is not an integer`);
     }
   }
 
-  const descriptors: Descriptor[] = [];
-  const native: NativeArg[] = new Array(args.length + 2);
-  try {
-    state.activate();
-    for (let i = 0; i < args.length; i++) {
-      const a = args[i];
-      switch (a.kind) {
-        case "tensor": {
-          if (a.tensor === undefined) {
-            native[i] = null;
-            break;
-          }
-          const d = createAclTensor(libs, a.tensor, a.tensor.storage as DeviceBuffer, `#${i}`);
-          descriptors.push(d);
-          native[i] = d.handle;
-          break;
-        }
-        case "boolArray": {
-          const d = createAclBoolArray(libs, a.values, `#${i}`);
-          descriptors.push(d);
-          native[i] = d.handle;
-          break;
-        }
-        case "bool":
-          native[i] = a.value;
-          break;
-        case "i64":
-          native[i] = BigInt(a.value);
-          break;
-        case "f64":
-          native[i] = a.value;
-          break;
-      }
-    }
-  } catch (e) {
-    destroyAll(descriptors);
-    throw e;
-  }
-
-  const sizeOut = state.workspaceSizeOut;
-  const executorOut = state.executorOut;
-  sizeOut[0] = 0n;
-  executorOut[0] = 0n;
-  native[args.length] = sizeOut as unknown as NativeArg;
-  native[args.length + 1] = executorOut as unknown as NativeArg;
-  const status1 = phase1(...native);
-  if (status1 !== 0) {
-    const nativeMessage = recentErrorMessage(libs.runtime);
-    destroyAll(descriptors);
-    throw new AclnnError(
-      status1,
-      `${op}GetWorkspaceSize failed${nativeMessage ? `: ${nativeMessage}` : ""}`,
-      { nativeMessage },
-    );
-  }
-  const workspaceSize = sizeOut[0];
-  const executor = Deno.UnsafePointer.create(executorOut[0]);
-
-  let workspace: DeviceBuffer | null = null;
-  try {
-    if (workspaceSize > 0n) workspace = state.workspaceFor(workspaceSize);
-  } catch (e) {
-    // Phase 2 never runs: free the executor it would have consumed.
-    if (executor !== null && libs.nnopbase.aclDestroyAclOpExecutor(executor) !== 0) {
-      recentErrorMessage(libs.runtime);
-    }
-    destroyAll(descriptors);
-    throw e;
-  }
-
-  const status2 = phase2(
-    workspace === null ? null : workspace.pointer,
-    workspaceSize,
-    executor,
-    state.stream,
-  );
-  const nativeMessage2 = status2 === 0 ? undefined : recentErrorMessage(libs.runtime);
-  destroyAll(descriptors);
-  if (status2 !== 0) {
-    throw new AclnnError(
-      status2,
-      `${op} failed${nativeMessage2 ? `: ${nativeMessage2}` : ""}`,
-      { nativeMessage: nativeMessage2 },
-    );
-  }
-  // Queued: every buffer it touches stays alive (and is not freed) until synchronisation.
-  if (workspace !== null) buffers.push(workspace);
-  state.noteLaunch(buffers);
+  state.activate();
+  const call: Call = { op, state, args, buffers, phase1, phase2 };
+  const key = signature(op, args, buffers);
+  const entry = state.calls.get(key);
+  if (entry === undefined) runFresh(call, key);
+  else runCached(call, entry);
 }

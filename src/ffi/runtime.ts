@@ -23,6 +23,7 @@ import {
   AclrtMemcpyKind,
   AclrtMemMallocPolicy,
 } from "./constants.ts";
+import { CallCache } from "./call_cache.ts";
 import { AclError, recentErrorMessage, unwrapAcl } from "./errors.ts";
 import {
   type CannLibraries,
@@ -91,6 +92,8 @@ export class DeviceState {
   /** Out-params reused by every two-phase call of this device (pinned here). */
   readonly workspaceSizeOut: BigUint64Array = new BigUint64Array(1);
   readonly executorOut: BigUint64Array = new BigUint64Array(1);
+  /** Prepared calls (descriptors, repeatable executors) by signature. */
+  readonly calls: CallCache;
   nextId = 1;
 
   constructor(libs: CannLibraries, deviceId: number) {
@@ -98,6 +101,10 @@ export class DeviceState {
     this.rt = libs.runtime;
     this.deviceId = deviceId;
     this.name = `npu:${deviceId}`;
+    this.calls = new CallCache({
+      destroyExecutor: (executor) => libs.nnopbase.aclDestroyAclOpExecutor(executor),
+      clearError: () => void recentErrorMessage(libs.runtime),
+    });
   }
 
   /** Throws a clear error once the device is closed: no call ever reaches a closed device. */
@@ -152,11 +159,13 @@ export class DeviceState {
   synchronize(): void {
     this.activate();
     const status = this.rt.aclrtSynchronizeStream(this.stream);
-    // The work has finished (or failed): nothing on the stream uses these buffers any more.
+    // The work has finished (or failed): nothing on the stream uses these buffers, or the
+    // executors and descriptors of retired cache entries, any more.
     this.queued = false;
     this.queuedLaunches = 0;
     this.inFlight.clear();
     const nativeMessage = status === ACL_SUCCESS ? undefined : recentErrorMessage(this.rt);
+    this.calls.destroyRetired();
     const pending = this.deferred.splice(0);
     this.deferredBytes = 0;
     let firstError: unknown;
@@ -447,7 +456,9 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
         errors.push(e);
       }
     };
+    state.calls.retireAll();
     attempt(() => state.synchronize());
+    attempt(() => state.calls.destroyRetired());
     attempt(() => state.workspace?.release());
     state.workspace = null;
     state.inFlight.clear();

@@ -34,10 +34,18 @@
  */
 
 import { z } from "zod";
-import { channelGeometry } from "../backends/mod.ts";
+import {
+  type Backend,
+  type BatchNormPlan,
+  type BatchNormTensors,
+  channelGeometry,
+} from "../backends/mod.ts";
+import type { Device } from "../tensor/device.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
+import { ValidationMemo } from "./memo.ts";
 import {
+  argumentsOf,
   backendChecked,
   checkDType,
   checkPerChannelShape,
@@ -132,6 +140,53 @@ const scalarsSchema = z.object({
  * ```
  */
 export function batchNorm(args: BatchNormArgs): BatchNormResult {
+  const a = argumentsOf(OP, args);
+  const out = a.out ?? undefined;
+  const keys = [
+    a.input,
+    a.weight,
+    a.bias,
+    a.runningMean,
+    a.runningVar,
+    a.training,
+    a.momentum,
+    a.eps,
+    out?.output,
+    out?.saveMean,
+    out?.saveInvstd,
+  ];
+  const v = memo.get(keys) ?? memo.set(keys, validate(a));
+  const { device, plan, tensors: t } = v;
+  const C = plan.geometry.channels;
+  const output = t.output ?? Tensor.zeros(t.input.shape, t.input.dtype, device);
+  // Training: float32 [C] (as torch_npu allocates them). Evaluation: not outputs; what the
+  // caller gave, else empty tensors.
+  const save = (given: Tensor | undefined) =>
+    given ??
+      (plan.training
+        ? Tensor.zeros([C], "float32", device)
+        : Tensor.zeros([0], t.input.dtype, device));
+  const saveMean = save(t.saveMean);
+  const saveInvstd = save(t.saveInvstd);
+  v.backend.batchNorm(plan, { ...t, output, saveMean, saveInvstd });
+  return { output, saveMean, saveInvstd };
+}
+
+/** What validation established for one set of argument values. */
+interface Validated {
+  readonly device: Device;
+  readonly backend: Backend;
+  readonly plan: BatchNormPlan;
+  readonly tensors: Omit<BatchNormTensors, "output" | "saveMean" | "saveInvstd"> & {
+    output?: Tensor;
+    saveMean?: Tensor;
+    saveInvstd?: Tensor;
+  };
+}
+
+const memo = new ValidationMemo<Validated>();
+
+function validate(args: BatchNormArgs): Validated {
   const input = requireTensor(OP, "input", args.input);
   const weight = optionalTensor(OP, "weight", args.weight);
   const bias = optionalTensor(OP, "bias", args.bias);
@@ -142,12 +197,23 @@ export function batchNorm(args: BatchNormArgs): BatchNormResult {
     momentum: args.momentum,
     eps: args.eps,
   });
-  const out = args.out as Record<string, unknown> | undefined;
-  let output = requestedOutput(OP, "output", out, true);
-  let saveMean = requestedOutput(OP, "saveMean", out, training);
-  let saveInvstd = requestedOutput(OP, "saveInvstd", out, training);
+  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
+  const output = requestedOutput(OP, "output", out, true);
+  // Not outputs in eval mode: what the caller gave is kept (unwritten, unvalidated).
+  const given = (v: unknown) => v instanceof Tensor ? v : undefined;
+  const saveMean = training ? requestedOutput(OP, "saveMean", out, true) : given(out?.saveMean);
+  const saveInvstd = training
+    ? requestedOutput(OP, "saveInvstd", out, true)
+    : given(out?.saveInvstd);
 
-  const perChannel = { weight, bias, runningMean, runningVar, saveMean, saveInvstd };
+  const perChannel = {
+    weight,
+    bias,
+    runningMean,
+    runningVar,
+    saveMean: training ? saveMean : undefined,
+    saveInvstd: training ? saveInvstd : undefined,
+  };
   const all = { input, ...perChannel, output };
   for (const [name, t] of Object.entries(all)) if (t) checkDType(OP, name, t, FLOAT_DTYPES);
   if (output) checkSameDType(OP, "output", output, "input", input);
@@ -160,19 +226,10 @@ export function batchNorm(args: BatchNormArgs): BatchNormResult {
   const device = commonDevice(OP, all);
   const backend = backendChecked(OP, device, all);
 
-  output ??= Tensor.zeros(input.shape, input.dtype, device);
-  if (training) {
-    saveMean ??= Tensor.zeros([channels], "float32", device);
-    saveInvstd ??= Tensor.zeros([channels], "float32", device);
-  } else {
-    // Not outputs in eval mode: keep what the caller gave (unwritten), else empty tensors.
-    const given = (v: unknown) => v instanceof Tensor ? v : undefined;
-    saveMean = given(out?.saveMean) ?? Tensor.zeros([0], input.dtype, device);
-    saveInvstd = given(out?.saveInvstd) ?? Tensor.zeros([0], input.dtype, device);
-  }
-  backend.batchNorm(
-    { geometry: channelGeometry(input.shape), training, momentum, eps },
-    { input, weight, bias, runningMean, runningVar, output, saveMean, saveInvstd },
-  );
-  return { output, saveMean, saveInvstd };
+  return {
+    device,
+    backend,
+    plan: { geometry: channelGeometry(input.shape), training, momentum, eps },
+    tensors: { input, weight, bias, runningMean, runningVar, output, saveMean, saveInvstd },
+  };
 }

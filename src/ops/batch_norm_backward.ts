@@ -28,10 +28,18 @@
  */
 
 import { z } from "zod";
-import { channelGeometry } from "../backends/mod.ts";
+import {
+  type Backend,
+  type BatchNormBackwardPlan,
+  type BatchNormBackwardTensors,
+  channelGeometry,
+} from "../backends/mod.ts";
+import type { Device } from "../tensor/device.ts";
 import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
+import { ValidationMemo } from "./memo.ts";
 import {
+  argumentsOf,
   backendChecked,
   checkDType,
   checkPerChannelShape,
@@ -41,8 +49,8 @@ import {
   commonDevice,
   finiteNumber,
   invalid,
-  missing,
   type MaybeTensor,
+  missing,
   optionalTensor,
   outputMask as outputMaskSchema,
   parseScalars,
@@ -143,6 +151,63 @@ function checkDTypeOrFloat32(name: string, t: Tensor, baseName: string, base: DT
  * ```
  */
 export function batchNormBackward(args: BatchNormBackwardArgs): BatchNormBackwardResult {
+  const a = argumentsOf(OP, args);
+  const out = a.out ?? undefined;
+  const m = a.outputMask;
+  const keys = [
+    a.gradOut,
+    a.input,
+    a.weight,
+    a.runningMean,
+    a.runningVar,
+    a.saveMean,
+    a.saveInvstd,
+    a.training,
+    a.eps,
+    m,
+    m?.length,
+    m?.[0],
+    m?.[1],
+    m?.[2],
+    out?.gradInput,
+    out?.gradWeight,
+    out?.gradBias,
+  ];
+  const v = memo.get(keys) ?? memo.set(keys, validate(a));
+  const { device, plan, tensors: t } = v;
+  const [wantInput, wantWeight, wantBias] = plan.mask;
+  const gradInput = wantInput
+    ? t.gradInput ?? Tensor.zeros(t.input.shape, t.input.dtype, device)
+    : undefined;
+  const gradWeight = wantWeight
+    ? t.gradWeight ?? Tensor.zeros([v.channels], v.gradDType, device)
+    : undefined;
+  const gradBias = wantBias
+    ? t.gradBias ?? Tensor.zeros([v.channels], v.gradDType, device)
+    : undefined;
+  v.backend.batchNormBackward(plan, { ...t, gradInput, gradWeight, gradBias });
+  return {
+    gradInput: gradInput ?? null,
+    gradWeight: gradWeight ?? null,
+    gradBias: gradBias ?? null,
+  };
+}
+
+/** What validation established for one set of argument values. */
+interface Validated {
+  readonly device: Device;
+  readonly backend: Backend;
+  readonly plan: BatchNormBackwardPlan;
+  /** The inputs and the outputs given in `out`. */
+  readonly tensors: BatchNormBackwardTensors;
+  readonly channels: number;
+  /** dtype of gradWeight/gradBias when allocated (weight's, else input's). */
+  readonly gradDType: DType;
+}
+
+const memo = new ValidationMemo<Validated>();
+
+function validate(args: BatchNormBackwardArgs): Validated {
   const gradOut = requireTensor(OP, "gradOut", args.gradOut);
   const input = requireTensor(OP, "input", args.input);
   const weight = optionalTensor(OP, "weight", args.weight);
@@ -167,10 +232,10 @@ export function batchNormBackward(args: BatchNormBackwardArgs): BatchNormBackwar
     outputMask: args.outputMask,
   });
   const mask = outputMask as [boolean, boolean, boolean];
-  const out = args.out as Record<string, unknown> | undefined;
-  let gradInput = requestedOutput(OP, "gradInput", out, mask[0]);
-  let gradWeight = requestedOutput(OP, "gradWeight", out, mask[1]);
-  let gradBias = requestedOutput(OP, "gradBias", out, mask[2]);
+  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
+  const gradInput = requestedOutput(OP, "gradInput", out, mask[0]);
+  const gradWeight = requestedOutput(OP, "gradWeight", out, mask[1]);
+  const gradBias = requestedOutput(OP, "gradBias", out, mask[2]);
 
   // Order: dtypes, then ranks and shapes, then per-channel sizes (as aclnn checks them).
   const stats = { weight, runningMean, runningVar, saveMean, saveInvstd };
@@ -203,17 +268,12 @@ export function batchNormBackward(args: BatchNormBackwardArgs): BatchNormBackwar
   }
   const device = commonDevice(OP, all);
   const backend = backendChecked(OP, device, all);
-
-  if (mask[0]) gradInput ??= Tensor.zeros(input.shape, input.dtype, device);
-  if (mask[1]) gradWeight ??= Tensor.zeros([channels], gradDType, device);
-  if (mask[2]) gradBias ??= Tensor.zeros([channels], gradDType, device);
-  backend.batchNormBackward(
-    { geometry: channelGeometry(input.shape), training, eps, mask },
-    { ...stats, gradOut, input, gradInput, gradWeight, gradBias },
-  );
   return {
-    gradInput: gradInput ?? null,
-    gradWeight: gradWeight ?? null,
-    gradBias: gradBias ?? null,
+    device,
+    backend,
+    plan: { geometry: channelGeometry(input.shape), training, eps, mask },
+    tensors: { ...stats, gradOut, input, gradInput, gradWeight, gradBias },
+    channels,
+    gradDType,
   };
 }

@@ -23,11 +23,19 @@
  */
 
 import { z } from "zod";
-import { channelGeometry } from "../backends/mod.ts";
+import {
+  type Backend,
+  type BatchNormElemtPlan,
+  type BatchNormElemtTensors,
+  channelGeometry,
+} from "../backends/mod.ts";
+import type { Device } from "../tensor/device.ts";
 import { ACLNN_ERR_PARAM_INVALID } from "../ffi/errors.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
+import { ValidationMemo } from "./memo.ts";
 import {
+  argumentsOf,
   backendChecked,
   checkChannelsNonZero,
   checkDType,
@@ -92,6 +100,26 @@ const scalarsSchema = z.object({ eps: finiteNumber.default(1e-5) });
  * ```
  */
 export function batchNormElemt(args: BatchNormElemtArgs): Tensor {
+  const a = argumentsOf(OP, args);
+  const keys = [a.input, a.weight, a.bias, a.mean, a.invstd, a.eps, a.out?.output];
+  const v = memo.get(keys) ?? memo.set(keys, validate(a));
+  const { device, plan, tensors: t } = v;
+  const output = t.output ?? Tensor.zeros(t.input.shape, t.input.dtype, device);
+  v.backend.batchNormElemt(plan, { ...t, output });
+  return output;
+}
+
+/** What validation established for one set of argument values. */
+interface Validated {
+  readonly device: Device;
+  readonly backend: Backend;
+  readonly plan: BatchNormElemtPlan;
+  readonly tensors: Omit<BatchNormElemtTensors, "output"> & { output?: Tensor };
+}
+
+const memo = new ValidationMemo<Validated>();
+
+function validate(args: BatchNormElemtArgs): Validated {
   // CANN returns 161002, not 161001, for a null input, mean, invstd or output
   // (aclnn_batch_norm_elemt.cpp CheckBatchNormElemtParams: CHECK_RET(CheckNotNull(...),
   // ACLNN_ERR_PARAM_INVALID)); so does this function.
@@ -101,8 +129,8 @@ export function batchNormElemt(args: BatchNormElemtArgs): Tensor {
   const mean = requireTensor(OP, "mean", args.mean, ACLNN_ERR_PARAM_INVALID);
   const invstd = requireTensor(OP, "invstd", args.invstd, ACLNN_ERR_PARAM_INVALID);
   const { eps } = parseScalars(OP, scalarsSchema, { eps: args.eps });
-  const out = args.out as Record<string, unknown> | undefined;
-  let output = requestedOutput(OP, "output", out, true, ACLNN_ERR_PARAM_INVALID);
+  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
+  const output = requestedOutput(OP, "output", out, true, ACLNN_ERR_PARAM_INVALID);
 
   const perChannel = { weight, bias, mean, invstd };
   const all = { input, ...perChannel, output };
@@ -121,10 +149,10 @@ export function batchNormElemt(args: BatchNormElemtArgs): Tensor {
   const device = commonDevice(OP, all);
   const backend = backendChecked(OP, device, all);
 
-  output ??= Tensor.zeros(input.shape, input.dtype, device);
-  backend.batchNormElemt(
-    { geometry: channelGeometry(input.shape), eps },
-    { input, weight, bias, mean, invstd, output },
-  );
-  return output;
+  return {
+    device,
+    backend,
+    plan: { geometry: channelGeometry(input.shape), eps },
+    tensors: { input, weight, bias, mean, invstd, output },
+  };
 }

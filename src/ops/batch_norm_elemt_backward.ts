@@ -25,10 +25,18 @@
  * @module
  */
 
-import { channelGeometry } from "../backends/mod.ts";
+import {
+  type Backend,
+  type BatchNormElemtBackwardPlan,
+  type BatchNormElemtBackwardTensors,
+  channelGeometry,
+} from "../backends/mod.ts";
+import type { Device } from "../tensor/device.ts";
 import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
+import { ValidationMemo } from "./memo.ts";
 import {
+  argumentsOf,
   backendChecked,
   checkChannelsNonZero,
   checkDType,
@@ -102,6 +110,36 @@ export interface BatchNormElemtBackwardArgs {
  * ```
  */
 export function batchNormElemtBackward(args: BatchNormElemtBackwardArgs): Tensor {
+  const a = argumentsOf(OP, args);
+  const keys = [
+    a.gradOut,
+    a.input,
+    a.mean,
+    a.invstd,
+    a.weight,
+    a.sumDy,
+    a.sumDyXmu,
+    a.counter,
+    a.out?.gradInput,
+  ];
+  const v = memo.get(keys) ?? memo.set(keys, validate(a));
+  const { device, plan, tensors: t } = v;
+  const gradInput = t.gradInput ?? Tensor.zeros(t.input.shape, t.input.dtype, device);
+  v.backend.batchNormElemtBackward(plan, { ...t, gradInput });
+  return gradInput;
+}
+
+/** What validation established for one set of argument values. */
+interface Validated {
+  readonly device: Device;
+  readonly backend: Backend;
+  readonly plan: BatchNormElemtBackwardPlan;
+  readonly tensors: Omit<BatchNormElemtBackwardTensors, "gradInput"> & { gradInput?: Tensor };
+}
+
+const memo = new ValidationMemo<Validated>();
+
+function validate(args: BatchNormElemtBackwardArgs): Validated {
   const gradOut = requireTensor(OP, "gradOut", args.gradOut);
   const input = requireTensor(OP, "input", args.input);
   const mean = requireTensor(OP, "mean", args.mean);
@@ -110,8 +148,8 @@ export function batchNormElemtBackward(args: BatchNormElemtBackwardArgs): Tensor
   const sumDy = requireTensor(OP, "sumDy", args.sumDy);
   const sumDyXmu = requireTensor(OP, "sumDyXmu", args.sumDyXmu);
   const counter = requireTensor(OP, "counter", args.counter);
-  const out = args.out as Record<string, unknown> | undefined;
-  let gradInput = requestedOutput(OP, "gradInput", out, true);
+  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
+  const gradInput = requestedOutput(OP, "gradInput", out, true);
 
   const perChannel = { mean, invstd, weight, sumDy, sumDyXmu };
   const floats = { gradOut, input, ...perChannel, gradInput };
@@ -131,10 +169,10 @@ export function batchNormElemtBackward(args: BatchNormElemtBackwardArgs): Tensor
   const device = commonDevice(OP, { ...floats, counter });
   const backend = backendChecked(OP, device, { ...floats, counter });
 
-  gradInput ??= Tensor.zeros(input.shape, input.dtype, device);
-  backend.batchNormElemtBackward(
-    { geometry: channelGeometry(input.shape) },
-    { gradOut, input, mean, invstd, weight, sumDy, sumDyXmu, counter, gradInput },
-  );
-  return gradInput;
+  return {
+    device,
+    backend,
+    plan: { geometry: channelGeometry(input.shape) },
+    tensors: { gradOut, input, mean, invstd, weight, sumDy, sumDyXmu, counter, gradInput },
+  };
 }

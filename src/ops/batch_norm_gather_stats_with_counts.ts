@@ -35,10 +35,18 @@
  */
 
 import { z } from "zod";
+import type {
+  Backend,
+  BatchNormGatherStatsPlan,
+  BatchNormGatherStatsTensors,
+} from "../backends/mod.ts";
+import type { Device } from "../tensor/device.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
+import { ValidationMemo } from "./memo.ts";
 import {
+  argumentsOf,
   backendChecked,
   checkDType,
   checkPerChannelShape,
@@ -130,6 +138,42 @@ const scalarsSchema = z.object({
 export function batchNormGatherStatsWithCounts(
   args: BatchNormGatherStatsWithCountsArgs,
 ): BatchNormGatherStatsWithCountsResult {
+  const a = argumentsOf(OP, args);
+  const out = a.out ?? undefined;
+  const keys = [
+    a.input,
+    a.mean,
+    a.invstd,
+    a.runningMean,
+    a.runningVar,
+    a.momentum,
+    a.eps,
+    a.counts,
+    out?.mean,
+    out?.invstd,
+  ];
+  const v = memo.get(keys) ?? memo.set(keys, validate(a));
+  const { device, plan, tensors: t } = v;
+  const meanAll = t.meanAll ?? Tensor.zeros([plan.channels], t.mean.dtype, device);
+  const invstdAll = t.invstdAll ?? Tensor.zeros([plan.channels], t.mean.dtype, device);
+  v.backend.batchNormGatherStatsWithCounts(plan, { ...t, meanAll, invstdAll });
+  return { mean: meanAll, invstd: invstdAll };
+}
+
+/** What validation established for one set of argument values. */
+interface Validated {
+  readonly device: Device;
+  readonly backend: Backend;
+  readonly plan: BatchNormGatherStatsPlan;
+  readonly tensors: Omit<BatchNormGatherStatsTensors, "meanAll" | "invstdAll"> & {
+    meanAll?: Tensor;
+    invstdAll?: Tensor;
+  };
+}
+
+const memo = new ValidationMemo<Validated>();
+
+function validate(args: BatchNormGatherStatsWithCountsArgs): Validated {
   const input = requireTensor(OP, "input", args.input);
   const mean = requireTensor(OP, "mean", args.mean);
   const invstd = requireTensor(OP, "invstd", args.invstd);
@@ -141,8 +185,8 @@ export function batchNormGatherStatsWithCounts(
     eps: args.eps,
   });
   // The outputs are named out.mean / out.invstd so that messages tell them from the inputs.
-  let meanAll = requestedOutput(OP, "out.mean", { "out.mean": args.out?.mean }, true);
-  let invstdAll = requestedOutput(OP, "out.invstd", { "out.invstd": args.out?.invstd }, true);
+  const meanAll = requestedOutput(OP, "out.mean", { "out.mean": args.out?.mean }, true);
+  const invstdAll = requestedOutput(OP, "out.invstd", { "out.invstd": args.out?.invstd }, true);
 
   const all = {
     input,
@@ -184,11 +228,10 @@ export function batchNormGatherStatsWithCounts(
   const device = commonDevice(OP, all);
   const backend = backendChecked(OP, device, all);
 
-  meanAll ??= Tensor.zeros([channels], mean.dtype, device);
-  invstdAll ??= Tensor.zeros([channels], mean.dtype, device);
-  backend.batchNormGatherStatsWithCounts(
-    { channels, ranks: W, momentum, eps },
-    { input, mean, invstd, runningMean, runningVar, counts, meanAll, invstdAll },
-  );
-  return { mean: meanAll, invstd: invstdAll };
+  return {
+    device,
+    backend,
+    plan: { channels, ranks: W, momentum, eps },
+    tensors: { input, mean, invstd, runningMean, runningVar, counts, meanAll, invstdAll },
+  };
 }

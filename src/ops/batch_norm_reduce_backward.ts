@@ -6,10 +6,19 @@
  */
 
 import { z } from "zod";
-import { channelGeometry } from "../backends/mod.ts";
+import {
+  type Backend,
+  type BatchNormReduceBackwardPlan,
+  type BatchNormReduceBackwardTensors,
+  channelGeometry,
+} from "../backends/mod.ts";
+import type { Device } from "../tensor/device.ts";
+import type { DType } from "../tensor/dtype.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
+import { ValidationMemo } from "./memo.ts";
 import {
+  argumentsOf,
   backendChecked,
   checkChannelsNonZero,
   checkDType,
@@ -95,6 +104,62 @@ const masksSchema = z.object({ inputG: flag, weightG: flag, biasG: flag });
 export function batchNormReduceBackward(
   args: BatchNormReduceBackwardArgs,
 ): BatchNormReduceBackwardResult {
+  const a = argumentsOf(OP, args);
+  const out = a.out ?? undefined;
+  const keys = [
+    a.gradOut,
+    a.input,
+    a.mean,
+    a.invstd,
+    a.weight,
+    a.inputG,
+    a.weightG,
+    a.biasG,
+    out?.sumDy,
+    out?.sumDyXmu,
+    out?.gradWeight,
+    out?.gradBias,
+  ];
+  const v = memo.get(keys) ?? memo.set(keys, validate(a));
+  const { device, plan, channels } = v;
+  const t = v.tensors;
+  // PyTorch's allocation rule: per-channel sums in mean's dtype, weight gradients in weight's.
+  const sumDy = plan.inputG ? t.sumDy ?? Tensor.zeros([channels], v.sumDType, device) : undefined;
+  const sumDyXmu = plan.inputG
+    ? t.sumDyXmu ?? Tensor.zeros([channels], v.sumDType, device)
+    : undefined;
+  const gradWeight = plan.weightG
+    ? t.gradWeight ?? Tensor.zeros([channels], v.gradDType, device)
+    : undefined;
+  const gradBias = plan.biasG
+    ? t.gradBias ?? Tensor.zeros([channels], v.gradDType, device)
+    : undefined;
+  v.backend.batchNormReduceBackward(plan, { ...t, sumDy, sumDyXmu, gradWeight, gradBias });
+  return {
+    sumDy: sumDy ?? null,
+    sumDyXmu: sumDyXmu ?? null,
+    gradWeight: gradWeight ?? null,
+    gradBias: gradBias ?? null,
+  };
+}
+
+/** What validation established for one set of argument values. */
+interface Validated {
+  readonly device: Device;
+  readonly backend: Backend;
+  readonly plan: BatchNormReduceBackwardPlan;
+  /** The inputs and the outputs given in `out`. */
+  readonly tensors: BatchNormReduceBackwardTensors;
+  readonly channels: number;
+  /** dtype of sumDy/sumDyXmu when allocated (mean's). */
+  readonly sumDType: DType;
+  /** dtype of gradWeight/gradBias when allocated (weight's, else mean's). */
+  readonly gradDType: DType;
+}
+
+const memo = new ValidationMemo<Validated>();
+
+function validate(args: BatchNormReduceBackwardArgs): Validated {
   const gradOut = requireTensor(OP, "gradOut", args.gradOut);
   const input = requireTensor(OP, "input", args.input);
   const mean = requireTensor(OP, "mean", args.mean);
@@ -105,11 +170,11 @@ export function batchNormReduceBackward(
     weightG: args.weightG,
     biasG: args.biasG,
   });
-  const out = args.out as Record<string, unknown> | undefined;
-  let sumDy = requestedOutput(OP, "sumDy", out, inputG);
-  let sumDyXmu = requestedOutput(OP, "sumDyXmu", out, inputG);
-  let gradWeight = requestedOutput(OP, "gradWeight", out, weightG);
-  let gradBias = requestedOutput(OP, "gradBias", out, biasG);
+  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
+  const sumDy = requestedOutput(OP, "sumDy", out, inputG);
+  const sumDyXmu = requestedOutput(OP, "sumDyXmu", out, inputG);
+  const gradWeight = requestedOutput(OP, "gradWeight", out, weightG);
+  const gradBias = requestedOutput(OP, "gradBias", out, biasG);
 
   for (const [name, t] of Object.entries({ gradOut, input, mean, invstd, weight })) {
     if (t) checkDType(OP, name, t, FLOAT_DTYPES);
@@ -128,23 +193,13 @@ export function batchNormReduceBackward(
   }
   const device = commonDevice(OP, { gradOut, input, ...perChannel });
   const backend = backendChecked(OP, device, { gradOut, input, ...perChannel });
-
-  // PyTorch's allocation rule: per-channel sums in mean's dtype, weight gradients in weight's.
-  const gradDType = weight?.dtype ?? mean.dtype;
-  if (inputG) {
-    sumDy ??= Tensor.zeros([channels], mean.dtype, device);
-    sumDyXmu ??= Tensor.zeros([channels], mean.dtype, device);
-  }
-  if (weightG) gradWeight ??= Tensor.zeros([channels], gradDType, device);
-  if (biasG) gradBias ??= Tensor.zeros([channels], gradDType, device);
-  backend.batchNormReduceBackward(
-    { geometry: channelGeometry(input.shape), inputG, weightG, biasG },
-    { gradOut, input, mean, invstd, weight, sumDy, sumDyXmu, gradWeight, gradBias },
-  );
   return {
-    sumDy: sumDy ?? null,
-    sumDyXmu: sumDyXmu ?? null,
-    gradWeight: gradWeight ?? null,
-    gradBias: gradBias ?? null,
+    device,
+    backend,
+    plan: { geometry: channelGeometry(input.shape), inputG, weightG, biasG },
+    tensors: { gradOut, input, ...perChannel },
+    channels,
+    sumDType: mean.dtype,
+    gradDType: weight?.dtype ?? mean.dtype,
   };
 }

@@ -26,10 +26,13 @@
  */
 
 import { z } from "zod";
-import { channelGeometry } from "../backends/mod.ts";
+import { type Backend, type BatchNormStatsPlan, channelGeometry } from "../backends/mod.ts";
+import type { Device } from "../tensor/device.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
+import { ValidationMemo } from "./memo.ts";
 import {
+  argumentsOf,
   backendChecked,
   checkChannelsNonZero,
   checkDType,
@@ -91,11 +94,33 @@ const scalarsSchema = z.object({ eps: finiteNumber.default(1e-5) });
  * ```
  */
 export function batchNormStats(args: BatchNormStatsArgs): BatchNormStatsResult {
+  const a = argumentsOf(OP, args);
+  const keys = [a.input, a.eps, a.out?.mean, a.out?.invstd];
+  const v = memo.get(keys) ?? memo.set(keys, validate(a));
+  const { device, plan, tensors: t } = v;
+  const C = plan.geometry.channels;
+  const mean = t.mean ?? Tensor.zeros([C], "float32", device);
+  const invstd = t.invstd ?? Tensor.zeros([C], "float32", device);
+  v.backend.batchNormStats(plan, { input: t.input, mean, invstd });
+  return { mean, invstd };
+}
+
+/** What validation established for one set of argument values (outputs when given). */
+interface Validated {
+  readonly device: Device;
+  readonly backend: Backend;
+  readonly plan: BatchNormStatsPlan;
+  readonly tensors: { input: Tensor; mean?: Tensor; invstd?: Tensor };
+}
+
+const memo = new ValidationMemo<Validated>();
+
+function validate(args: BatchNormStatsArgs): Validated {
   const input = requireTensor(OP, "input", args.input);
   const { eps } = parseScalars(OP, scalarsSchema, { eps: args.eps });
-  const out = args.out as Record<string, unknown> | undefined;
-  let mean = requestedOutput(OP, "mean", out, true);
-  let invstd = requestedOutput(OP, "invstd", out, true);
+  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
+  const mean = requestedOutput(OP, "mean", out, true);
+  const invstd = requestedOutput(OP, "invstd", out, true);
 
   checkDType(OP, "input", input, FLOAT_DTYPES);
   if (mean) checkDType(OP, "mean", mean, ["float32"]);
@@ -109,9 +134,10 @@ export function batchNormStats(args: BatchNormStatsArgs): BatchNormStatsResult {
   checkChannelsNonZero(OP, channels);
   const device = commonDevice(OP, { input, mean, invstd });
   const backend = backendChecked(OP, device, { input, mean, invstd });
-
-  mean ??= Tensor.zeros([channels], "float32", device);
-  invstd ??= Tensor.zeros([channels], "float32", device);
-  backend.batchNormStats({ geometry: channelGeometry(input.shape), eps }, { input, mean, invstd });
-  return { mean, invstd };
+  return {
+    device,
+    backend,
+    plan: { geometry: channelGeometry(input.shape), eps },
+    tensors: { input, mean, invstd },
+  };
 }

@@ -23,10 +23,14 @@
  */
 
 import { z } from "zod";
+import type { Backend, GroupNormPlan, GroupNormTensors } from "../backends/mod.ts";
+import type { Device } from "../tensor/device.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
+import { ValidationMemo } from "./memo.ts";
 import {
+  argumentsOf,
   backendChecked,
   checkDType,
   checkGroupGeometry,
@@ -122,6 +126,46 @@ const scalarsSchema = z.object({
  * ```
  */
 export function groupNorm(args: GroupNormArgs): GroupNormResult {
+  const a = argumentsOf(OP, args);
+  const out = a.out ?? undefined;
+  const keys = [
+    a.input,
+    a.gamma,
+    a.beta,
+    a.N,
+    a.C,
+    a.HxW,
+    a.group,
+    a.eps,
+    out?.output,
+    out?.mean,
+    out?.rstd,
+  ];
+  const v = memo.get(keys) ?? memo.set(keys, validate(a));
+  const { device, plan, tensors: t } = v;
+  const { input } = t;
+  const output = t.output ?? Tensor.zeros(input.shape, input.dtype, device);
+  const mean = t.mean ?? Tensor.zeros([plan.N, plan.group], input.dtype, device);
+  const rstd = t.rstd ?? Tensor.zeros([plan.N, plan.group], input.dtype, device);
+  v.backend.groupNorm(plan, { ...t, output, mean, rstd });
+  return { output, mean, rstd };
+}
+
+/** What validation established for one set of argument values. */
+interface Validated {
+  readonly device: Device;
+  readonly backend: Backend;
+  readonly plan: GroupNormPlan;
+  readonly tensors: Omit<GroupNormTensors, "output" | "mean" | "rstd"> & {
+    output?: Tensor;
+    mean?: Tensor;
+    rstd?: Tensor;
+  };
+}
+
+const memo = new ValidationMemo<Validated>();
+
+function validate(args: GroupNormArgs): Validated {
   const input = requireTensor(OP, "input", args.input);
   const gamma = optionalTensor(OP, "gamma", args.gamma);
   const beta = optionalTensor(OP, "beta", args.beta);
@@ -133,10 +177,10 @@ export function groupNorm(args: GroupNormArgs): GroupNormResult {
     eps: args.eps,
   });
   const { group, eps } = scalars;
-  const out = args.out as Record<string, unknown> | undefined;
-  let output = requestedOutput(OP, "output", out, true);
-  let mean = requestedOutput(OP, "mean", out, true);
-  let rstd = requestedOutput(OP, "rstd", out, true);
+  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
+  const output = requestedOutput(OP, "output", out, true);
+  const mean = requestedOutput(OP, "mean", out, true);
+  const rstd = requestedOutput(OP, "rstd", out, true);
 
   const all = { input, gamma, beta, output, mean, rstd };
   for (const [name, t] of Object.entries(all)) if (t) checkDType(OP, name, t, FLOAT_DTYPES);
@@ -173,12 +217,10 @@ export function groupNorm(args: GroupNormArgs): GroupNormResult {
   const device = commonDevice(OP, all);
   const backend = backendChecked(OP, device, all);
 
-  output ??= Tensor.zeros(input.shape, input.dtype, device);
-  mean ??= Tensor.zeros([N, group], input.dtype, device);
-  rstd ??= Tensor.zeros([N, group], input.dtype, device);
-  backend.groupNorm(
-    { N, C, HxW, group, eps },
-    { input, gamma, beta, output, mean, rstd },
-  );
-  return { output, mean, rstd };
+  return {
+    device,
+    backend,
+    plan: { N, C, HxW, group, eps },
+    tensors: { input, gamma, beta, output, mean, rstd },
+  };
 }

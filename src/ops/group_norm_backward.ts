@@ -27,11 +27,15 @@
  */
 
 import { z } from "zod";
+import type { Backend, GroupNormBackwardPlan, GroupNormBackwardTensors } from "../backends/mod.ts";
 import { ACLNN_ERR_PARAM_INVALID } from "../ffi/errors.ts";
+import type { Device } from "../tensor/device.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
+import { ValidationMemo } from "./memo.ts";
 import {
+  argumentsOf,
   backendChecked,
   checkDType,
   checkGroupGeometry,
@@ -171,6 +175,61 @@ function resolveGeometry(
  * ```
  */
 export function groupNormBackward(args: GroupNormBackwardArgs): GroupNormBackwardResult {
+  const a = argumentsOf(OP, args);
+  const out = a.out ?? undefined;
+  const m = a.outputMask;
+  const keys = [
+    a.gradOut,
+    a.input,
+    a.mean,
+    a.rstd,
+    a.gamma,
+    a.N,
+    a.C,
+    a.HxW,
+    a.group,
+    m,
+    m?.length,
+    m?.[0],
+    m?.[1],
+    m?.[2],
+    out?.gradInput,
+    out?.gradGamma,
+    out?.gradBeta,
+  ];
+  const v = memo.get(keys) ?? memo.set(keys, validate(a));
+  const { device, plan, tensors: t } = v;
+  const gradInput = plan.mask[0]
+    ? t.gradInput ?? Tensor.zeros(t.input.shape, t.gradOut.dtype, device)
+    : undefined;
+  const gradGamma = plan.mask[1]
+    ? t.gradGamma ?? Tensor.zeros(v.perChannelShape, t.mean.dtype, device)
+    : undefined;
+  const gradBeta = plan.mask[2]
+    ? t.gradBeta ?? Tensor.zeros(v.perChannelShape, t.mean.dtype, device)
+    : undefined;
+  v.backend.groupNormBackward(plan, { ...t, gradInput, gradGamma, gradBeta });
+  return {
+    gradInput: gradInput ?? null,
+    gradGamma: gradGamma ?? null,
+    gradBeta: gradBeta ?? null,
+  };
+}
+
+/** What validation established for one set of argument values. */
+interface Validated {
+  readonly device: Device;
+  readonly backend: Backend;
+  readonly plan: GroupNormBackwardPlan;
+  /** The inputs and the outputs given in `out`. */
+  readonly tensors: GroupNormBackwardTensors;
+  /** Shape of gradGamma/gradBeta when allocated: gamma's, or [C]. */
+  readonly perChannelShape: readonly number[];
+}
+
+const memo = new ValidationMemo<Validated>();
+
+function validate(args: GroupNormBackwardArgs): Validated {
   const gradOut = requireTensor(OP, "gradOut", args.gradOut);
   const input = requireTensor(OP, "input", args.input);
   const mean = requireTensor(OP, "mean", args.mean);
@@ -185,13 +244,13 @@ export function groupNormBackward(args: GroupNormBackwardArgs): GroupNormBackwar
   });
   const mask = scalars.outputMask as [boolean, boolean, boolean];
   const group = scalars.group;
-  const out = args.out as Record<string, unknown> | undefined;
+  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
   // CANN returns 161002 for a null output whose mask bit is set
   // (aclnn_group_norm_backward.cpp CheckParams maps CheckMaskNotNull to 161002).
   const INVALID = ACLNN_ERR_PARAM_INVALID;
-  let gradInput = requestedOutput(OP, "gradInput", out, mask[0], INVALID);
-  let gradGamma = requestedOutput(OP, "gradGamma", out, mask[1], INVALID);
-  let gradBeta = requestedOutput(OP, "gradBeta", out, mask[2], INVALID);
+  const gradInput = requestedOutput(OP, "gradInput", out, mask[0], INVALID);
+  const gradGamma = requestedOutput(OP, "gradGamma", out, mask[1], INVALID);
+  const gradBeta = requestedOutput(OP, "gradBeta", out, mask[2], INVALID);
 
   // dtypes
   checkDType(OP, "gradOut", gradOut, FLOAT_DTYPES);
@@ -226,17 +285,11 @@ export function groupNormBackward(args: GroupNormBackwardArgs): GroupNormBackwar
   const device = commonDevice(OP, tensors);
   const backend = backendChecked(OP, device, tensors, { N, C, HxW, group });
 
-  if (mask[0]) gradInput ??= Tensor.zeros(input.shape, gradOut.dtype, device);
-  const perChannelShape = gamma ? gamma.shape : [C];
-  if (mask[1]) gradGamma ??= Tensor.zeros(perChannelShape, mean.dtype, device);
-  if (mask[2]) gradBeta ??= Tensor.zeros(perChannelShape, mean.dtype, device);
-  backend.groupNormBackward(
-    { N, C, HxW, group, mask },
-    { gradOut, input, mean, rstd, gamma, gradInput, gradGamma, gradBeta },
-  );
   return {
-    gradInput: gradInput ?? null,
-    gradGamma: gradGamma ?? null,
-    gradBeta: gradBeta ?? null,
+    device,
+    backend,
+    plan: { N, C, HxW, group, mask },
+    tensors,
+    perChannelShape: gamma ? gamma.shape : [C],
   };
 }

@@ -62,6 +62,16 @@ function checkIsTensor(op: string, name: string, value: unknown): Tensor {
   return value;
 }
 
+/**
+ * The argument object of an operator: calling one without it (or with `null`) is 161001
+ * naming `args`, not a TypeError from reading a property of undefined.
+ */
+export function argumentsOf<T extends object>(op: string, args: T | null | undefined): T {
+  if (args === undefined || args === null) missing(op, "args", "(the argument object) is required");
+  if (typeof args !== "object") invalid(op, "args", `must be an object (got ${typeof args})`);
+  return args;
+}
+
 /** A required tensor: missing is `nullCode` (161001), anything but a Tensor is 161002. */
 export function requireTensor(
   op: string,

@@ -84,10 +84,10 @@ export const ascendBackend: Backend = {
       arg.bool(p.inputG),
       arg.bool(p.weightG),
       arg.bool(p.biasG),
-      arg.tensor(t.sumDy),
-      arg.tensor(t.sumDyXmu),
-      arg.tensor(t.gradWeight),
-      arg.tensor(t.gradBias),
+      arg.output(t.sumDy),
+      arg.output(t.sumDyXmu),
+      arg.output(t.gradWeight),
+      arg.output(t.gradBias),
     ]);
   },
 
@@ -118,9 +118,9 @@ export const ascendBackend: Backend = {
         arg.bool(p.training),
         arg.f64(p.eps),
         arg.boolArray(p.mask),
-        arg.tensor(gradInput),
-        arg.tensor(t.gradWeight),
-        arg.tensor(t.gradBias),
+        arg.output(gradInput),
+        arg.output(t.gradWeight),
+        arg.output(t.gradBias),
       ]);
       if (inPlace) t.gradInput!.copy_(gradInput!);
     } finally {
@@ -145,9 +145,9 @@ export const ascendBackend: Backend = {
       arg.i64(p.HxW),
       arg.i64(p.group),
       arg.boolArray(p.mask),
-      arg.tensor(t.gradInput),
-      arg.tensor(t.gradGamma),
-      arg.tensor(t.gradBeta),
+      arg.output(t.gradInput),
+      arg.output(t.gradGamma),
+      arg.output(t.gradBeta),
     ]);
   },
 
@@ -155,8 +155,8 @@ export const ascendBackend: Backend = {
     runAclnn(deviceOf(t.input), "aclnnBatchNormStats", [
       arg.tensor(t.input),
       arg.f64(p.eps),
-      arg.tensor(t.mean),
-      arg.tensor(t.invstd),
+      arg.output(t.mean),
+      arg.output(t.invstd),
     ]);
   },
 
@@ -174,8 +174,8 @@ export const ascendBackend: Backend = {
         arg.f64(p.momentum),
         arg.f64(p.eps),
         arg.tensor(t.counts),
-        arg.tensor(t.meanAll),
-        arg.tensor(t.invstdAll),
+        arg.output(t.meanAll),
+        arg.output(t.invstdAll),
       ]);
     } finally {
       if (runningMean !== t.runningMean) runningMean?.dispose();
@@ -191,7 +191,7 @@ export const ascendBackend: Backend = {
       arg.tensor(t.mean),
       arg.tensor(t.invstd),
       arg.f64(p.eps),
-      arg.tensor(t.output),
+      arg.output(t.output),
     ]);
   },
 
@@ -205,7 +205,7 @@ export const ascendBackend: Backend = {
       arg.tensor(t.sumDy),
       arg.tensor(t.sumDyXmu),
       arg.tensor(t.counter),
-      arg.tensor(t.gradInput),
+      arg.output(t.gradInput),
     ]);
   },
 
@@ -220,9 +220,9 @@ export const ascendBackend: Backend = {
       arg.bool(p.training),
       arg.f64(p.momentum),
       arg.f64(p.eps),
-      arg.tensor(t.output),
-      arg.tensor(t.saveMean),
-      arg.tensor(t.saveInvstd),
+      arg.output(t.output),
+      arg.output(t.saveMean),
+      arg.output(t.saveInvstd),
     ]);
     if (p.training) savedToInvstd(device, t.saveInvstd, p.eps);
   },
@@ -237,9 +237,9 @@ export const ascendBackend: Backend = {
       arg.i64(p.HxW),
       arg.i64(p.group),
       arg.f64(p.eps),
-      arg.tensor(t.output),
-      arg.tensor(t.mean),
-      arg.tensor(t.rstd),
+      arg.output(t.output),
+      arg.output(t.mean),
+      arg.output(t.rstd),
     ]);
   },
 };

@@ -144,14 +144,19 @@ export const SOC_FAMILIES: readonly SocFamily[] = Object.freeze([
   },
 ]);
 
+/** Families by SoC name, looked up once per name (every operator call asks). */
+const familyByName = new Map<string, SocFamily | undefined>();
+
 /** The family of a SoC name (aclrtGetSocName), or undefined when this package does not know it. */
 export function socFamily(socName: string | null | undefined): SocFamily | undefined {
   if (!socName) return undefined;
-  for (const f of SOC_FAMILIES) if (f.names.includes(socName)) return f;
-  for (const f of SOC_FAMILIES) {
-    if (f.prefixes.some((p) => socName.startsWith(p) && socName.length > p.length)) return f;
-  }
-  return undefined;
+  if (familyByName.has(socName)) return familyByName.get(socName);
+  let family = SOC_FAMILIES.find((f) => f.names.includes(socName));
+  family ??= SOC_FAMILIES.find((f) =>
+    f.prefixes.some((p) => socName.startsWith(p) && socName.length > p.length)
+  );
+  familyByName.set(socName, family);
+  return family;
 }
 
 /** Whether the family is the DAV_3510 ("regbase") architecture. */
