@@ -116,10 +116,10 @@ function reduceArgs(gradOut: Tensor, input: Tensor, stat: Tensor, out?: Tensor):
     arg.bool(out !== undefined),
     arg.bool(false),
     arg.bool(false),
-    arg.tensor(out),
-    arg.tensor(out),
-    arg.tensor(undefined),
-    arg.tensor(undefined),
+    arg.output(out),
+    arg.output(out),
+    arg.output(undefined),
+    arg.output(undefined),
   ];
 }
 
@@ -148,13 +148,14 @@ Deno.test("executor: native validation errors reach the caller with code and nat
   const e1 = expectNative(
     () => runAclnn(npu, "aclnnBatchNormReduceBackward", reduceArgs(x1, x1, stat12)),
     161002,
-    /gradOut must have 2 to 8 dims but has shape \[12\]/,
+    // CANN's own text (OP_CHECK_MIN_DIM in aclnn_batch_norm_backward_reduce.cpp CheckShape).
+    /The gradOut tensor must have at least 2 dimensions\./,
   );
   assert.match(e1.message, /^aclnnBatchNormReduceBackwardGetWorkspaceSize failed: /);
   expectNative(
     () => runAclnn(npu, "aclnnBatchNormReduceBackward", reduceArgs(h2, x2, stat)),
     161002,
-    /gradOut dtype FLOAT16 must equal input dtype FLOAT/,
+    /Tensor inputParamTensorList\[0\]\.param expected dtype is DT_FLOAT but found DT_FLOAT16\./,
   );
   // A masked-on output that is missing: 161001.
   expectNative(
@@ -165,7 +166,7 @@ Deno.test("executor: native validation errors reach the caller with code and nat
         ...reduceArgs(x2, x2, stat).slice(6),
       ]),
     161001,
-    /sumDy is a null pointer but inputG is true/,
+    /expected a proper Tensor but got null for argument sumDy\./,
   );
   // The error text was consumed: the next good call succeeds and leaves no stale message.
   const out = Tensor.zeros([3], "float32", npu);

@@ -11,7 +11,14 @@
  * aclFinalize policy: ACL is initialised once per process (a repeated aclInit, 100002, is
  * tolerated) and is NOT finalised when a device closes: releases before CANN 8.x cannot call
  * aclInit again after aclFinalize, and other devices may still be open. `finalizeAscend()`
- * finalises explicitly once every device is closed.
+ * finalises explicitly once every device is closed, and only when this package's aclInit is
+ * the one that initialised ACL: aclFinalize zeroes the process-wide reference count whatever
+ * it was (hicann/runtime src/acl/aclrt_impl/acl.cpp aclFinalizeInternal), so finalising after
+ * a 100002 would pull ACL from under whoever initialised it first.
+ *
+ * Device references: aclrtSetDevice counts per process and device, aclrtResetDevice releases
+ * one (hicann/runtime runtime.cc PrimaryContextRetain/Release; an extra reset is 507007). Every
+ * successful aclrtSetDevice this package makes is matched by one aclrtResetDevice at close.
  *
  * @module
  */
@@ -40,8 +47,11 @@ export interface OpenAscendOptions extends LibraryOptions {
 
 type Runtime = CannLibraries["runtime"];
 
-/** Runtimes (per library set) on which this process has called aclInit. */
-const initialised = new WeakSet<Runtime>();
+/**
+ * Runtimes (per library set) on which this process has called aclInit, and whether that call
+ * initialised ACL (0) or found it initialised by someone else (100002).
+ */
+const initialised = new WeakMap<Runtime, { owner: boolean; aclnn: boolean }>();
 /** Open devices, for finalizeAscend(). */
 const openDevices = new Set<DeviceState>();
 /** The device whose context is current on this thread (null: unknown, set it again). */
@@ -81,6 +91,8 @@ export class DeviceState {
   readonly deferred: Allocation[] = [];
   /** Bytes in `deferred`. */
   deferredBytes = 0;
+  /** Successful aclrtSetDevice calls, each released by one aclrtResetDevice at close. */
+  deviceReferences = 0;
   /** Whether work has been queued since the last synchronisation. */
   queued = false;
   /** Operator launches queued since the last synchronisation. */
@@ -128,6 +140,7 @@ export class DeviceState {
       );
     } else {
       unwrapAcl(this.rt.aclrtSetDevice(this.deviceId), `aclrtSetDevice(${this.deviceId})`, this.rt);
+      this.deviceReferences++;
     }
     activeState = this;
   }
@@ -472,13 +485,16 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
       }
     });
     state.stream = null;
-    attempt(() =>
-      unwrapAcl(
-        state.rt.aclrtResetDevice(state.deviceId),
-        `aclrtResetDevice(${state.deviceId})`,
-        state.rt,
-      )
-    );
+    // One reset per successful aclrtSetDevice: an extra one is 507007 in CANN.
+    for (; state.deviceReferences > 0; state.deviceReferences--) {
+      attempt(() =>
+        unwrapAcl(
+          state.rt.aclrtResetDevice(state.deviceId),
+          `aclrtResetDevice(${state.deviceId})`,
+          state.rt,
+        )
+      );
+    }
     state.closed = true;
     openDevices.delete(state);
     if (activeState === state || activeState?.deviceId === state.deviceId) activeState = null;
@@ -499,15 +515,22 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
 function initAcl(libs: CannLibraries): void {
   const rt = libs.runtime;
   if (initialised.has(rt)) return;
+  // Whatever text is pending belongs to an earlier failure, not to this call: drop it, so a
+  // failing aclInit never reports a stale message (aclGetRecentErrMsg keeps a message until it
+  // is read, and repeats it on a thread with no device; runtime acl.cpp GetRecentErrMsgImpl).
+  recentErrorMessage(rt);
   const status = rt.aclInit(null);
+  const owner = status === ACL_SUCCESS;
   if (status === ACL_ERROR_REPEAT_INITIALIZE) recentErrorMessage(rt); // harmless; clear it
   else unwrapAcl(status, "aclInit", rt);
+  // aclnnInit is optional (missing before CANN 8.0) and not needed (operator packages load on
+  // first use) but documented; it returns 0 even when called again (opbase aclnn_init.cpp).
+  let aclnn = false;
   if (libs.nnopbase.aclnnInit) {
-    // aclnnInit is optional (missing before CANN 8.0); a failure surfaces again in phase 1 with
-    // a better message, so only clear the error text here.
-    if (libs.nnopbase.aclnnInit(null) !== ACL_SUCCESS) recentErrorMessage(rt);
+    aclnn = libs.nnopbase.aclnnInit(null) === ACL_SUCCESS;
+    if (!aclnn) recentErrorMessage(rt);
   }
-  initialised.add(rt);
+  initialised.set(rt, { owner, aclnn });
 }
 
 /**
@@ -540,7 +563,9 @@ export function openAscend(options: OpenAscendOptions = {}): AscendDevice {
   const rt = libs.runtime;
   initAcl(libs);
   const state = new DeviceState(libs, deviceId);
+  recentErrorMessage(rt); // never attach an earlier failure's text to this call's
   unwrapAcl(rt.aclrtSetDevice(deviceId), `aclrtSetDevice(${deviceId})`, rt);
+  state.deviceReferences = 1;
   activeState = state;
   try {
     const out = new BigUint64Array(1);
@@ -552,7 +577,7 @@ export function openAscend(options: OpenAscendOptions = {}): AscendDevice {
     const soc = rt.aclrtGetSocName?.() ?? null;
     state.socName = soc === null ? null : Deno.UnsafePointerView.getCString(soc);
   } catch (e) {
-    rt.aclrtResetDevice(deviceId);
+    if (rt.aclrtResetDevice(deviceId) !== ACL_SUCCESS) recentErrorMessage(rt);
     activeState = null;
     throw e;
   }
@@ -592,8 +617,22 @@ function deriveOppPath(libDir: string | null): void {
 }
 
 /**
- * Calls aclFinalize for the libraries in `options` (or the automatically discovered ones) when
- * every device is closed. Optional: the process may simply exit. Returns whether it finalised.
+ * Calls aclFinalize for the libraries in `options` (or the automatically discovered ones) once
+ * every device is closed. Optional: the process may simply exit. Returns whether it finalised:
+ * false when this package never initialised ACL, or when ACL was already initialised by
+ * someone else in this process (aclInit answered 100002), whose initialisation this package
+ * must not undo.
+ *
+ * @example
+ * ```ts
+ * import { finalizeAscend, openAscend } from "@aclnn/norm";
+ * try {
+ *   openAscend().close();
+ *   console.log(finalizeAscend()); // true: this package initialised ACL
+ * } catch (e) {
+ *   console.log((e as Error).message.split("\n")[0]); // no CANN here
+ * }
+ * ```
  */
 export function finalizeAscend(options: LibraryOptions = {}): boolean {
   const libs = openCannLibraries(options);
@@ -602,12 +641,14 @@ export function finalizeAscend(options: LibraryOptions = {}): boolean {
       throw new AclError(100000, `finalizeAscend: ${s.name} is still open; close it first`);
     }
   }
-  if (!initialised.has(libs.runtime)) return false;
-  if (libs.nnopbase.aclnnFinalize) {
+  const init = initialised.get(libs.runtime);
+  if (init === undefined) return false;
+  initialised.delete(libs.runtime);
+  if (!init.owner) return false;
+  if (init.aclnn && libs.nnopbase.aclnnFinalize) {
     if (libs.nnopbase.aclnnFinalize() !== ACL_SUCCESS) recentErrorMessage(libs.runtime);
   }
   unwrapAcl(libs.runtime.aclFinalize(), "aclFinalize", libs.runtime);
-  initialised.delete(libs.runtime);
   return true;
 }
 

@@ -84,6 +84,13 @@ typedef struct {
   void *origin;      /* aclTensor handle this descriptor was copied from */
 } SimTensorDesc;
 
+/* How the task of a plan runs at synchronisation. */
+typedef enum {
+  SIM_RUN_COMPUTE = 0, /* the operator's computation */
+  SIM_RUN_NOTHING,     /* CANN's early SUCCESS that writes nothing (e.g. an empty input) */
+  SIM_RUN_FILL         /* CANN's empty-tensor path: every slot with fill_on[] gets fill[] */
+} SimRunMode;
+
 /* Everything phase 1 planned: tensors (inputs first, then outputs), flags and scalars. */
 typedef struct {
   SimOpId op;
@@ -97,7 +104,30 @@ typedef struct {
   double eps, momentum;
   int64_t N, C, HxW, group;
   uint64_t ws_size;
+  SimRunMode run;
+  bool fill_on[SIM_MAX_TENSORS];
+  double fill[SIM_MAX_TENSORS];
+  /* SoC traits captured at phase 1 (the SoC name is read per call, like the real runtime's). */
+  bool regbase;           /* NpuArch DAV_3510 */
+  bool bn_saves_variance; /* saveInvstd holds Var(x) (BatchNorm writes it, Backward reads it) */
 } SimPlan;
+
+/* ---- SoC families (sim_soc.c; the table is generated from src/backends/ascend/soc.ts) ---- */
+typedef struct {
+  const char *soc_name; /* what aclrtGetSocName returned */
+  bool known;           /* false: the name is in no family of the table */
+  const char *family;   /* Short_SoC_version, e.g. "Ascend910B" */
+  const char *product;  /* e.g. "Atlas A2 training series" */
+  int32_t npu_arch, soc_version;
+  uint32_t bf16_ops, supported_ops; /* bit i = SOC_OPERATORS[i] (sim_soc_op_index) */
+  bool regbase;                     /* NpuArch DAV_3510 (ops-nn aclnn_util.h IsRegbase) */
+  bool bn_saves_variance;           /* aclnnBatchNorm's saveInvstd holds Var(x), not invstd */
+  bool gnb_mixed_precision;
+  int64_t gnb_max_channels_per_group, gnb_max_channels; /* 0 = no limit */
+} SimSocInfo;
+SIM_CORE_API void sim_soc_lookup(const char *soc_name, SimSocInfo *out);
+SIM_CORE_API int sim_soc_op_index(const char *op); /* index in SOC_OPERATORS, or -1 */
+SIM_CORE_API void sim_soc_known_families(char *buf, size_t n);
 
 /* ---- errors (thread-local text) ------------------------------------------------------ */
 SIM_CORE_API int sim_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -151,9 +181,8 @@ SIM_CORE_API int sim_rt_set_current_context(void *ctx);
 SIM_CORE_API int sim_rt_get_current_context(void **ctx);
 SIM_CORE_API int sim_rt_destroy_context(void *ctx);
 SIM_CORE_API int sim_rt_get_mem_info(uint32_t attr, uint64_t *freeBytes, uint64_t *totalBytes);
+/* ACLSIM_SOC_NAME (read on every call) or "Ascend950PR_9599" (sim_soc.c). */
 SIM_CORE_API const char *sim_rt_get_soc_name(void);
-/* aclnnBatchNorm's saveInvstd holds Var(x) on Atlas A2/A3 SoC names (ACLSIM_SOC_NAME). */
-SIM_CORE_API bool sim_soc_bn_saves_variance(void);
 SIM_CORE_API int32_t sim_get_stats(int64_t *out, uint64_t n);
 
 /* ---- nnopbase ---------------------------------------------------------------------------- */

@@ -1015,16 +1015,6 @@ int sim_rt_get_mem_info(uint32_t attr, uint64_t *freeBytes, uint64_t *totalBytes
   return 0;
 }
 
-const char *sim_rt_get_soc_name(void) {
-  const char *s = getenv("ACLSIM_SOC_NAME");
-  return s && *s ? s : "AscendSim";
-}
-
-bool sim_soc_bn_saves_variance(void) {
-  const char *s = sim_rt_get_soc_name();
-  return strncmp(s, "Ascend910B", 10) == 0 || strncmp(s, "Ascend910_93", 12) == 0;
-}
-
 /* Counter order (stable; documented in README.md):
  *  0 live device allocations      1 live device bytes        2 live aclrtMallocHost allocations
  *  3 live aclTensor               4 live aclBoolArray        5 live aclIntArray
@@ -1147,7 +1137,8 @@ int sim_executor_set_addr(void *h, uint64_t index, void *tensor, void *addr, int
     }
   }
   d->data = addr;
-  d->alloc_id = id;
+  /* a task on CANN's early path touches only its filled slots: no liveness check on the rest */
+  d->alloc_id = p->run == SIM_RUN_NOTHING || (p->run == SIM_RUN_FILL && !p->fill_on[slot]) ? 0 : id;
   Tensor *t = tensor ? handle_get(tensor, K_TENSOR, NULL) : NULL;
   if (t) t->d.data = addr;
   sim_unlock();

@@ -5,6 +5,7 @@
 #include "sim.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,7 +140,11 @@ static void write_elem(char *p, int32_t dt, double v) {
     case SIM_DT_FLOAT: { float f = (float)v; memcpy(p, &f, 4); break; }
     case SIM_DT_FLOAT16: { uint16_t h = sim_to_fp16(v); memcpy(p, &h, 2); break; }
     case SIM_DT_BF16: { uint16_t h = sim_to_bf16(v); memcpy(p, &h, 2); break; }
-    case SIM_DT_INT32: { int32_t i = (int32_t)v; memcpy(p, &i, 4); break; }
+    case SIM_DT_INT32: { /* NaN (an empty-tensor fill) and out-of-range values: no UB */
+      int32_t i = isnan(v) ? 0 : v >= 2147483647.0 ? INT32_MAX : v <= -2147483648.0 ? INT32_MIN : (int32_t)v;
+      memcpy(p, &i, 4);
+      break;
+    }
     case SIM_DT_DOUBLE: memcpy(p, &v, 8); break;
     default: break;
   }

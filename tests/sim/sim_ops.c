@@ -1,13 +1,28 @@
 /*
- * Software CANN ("aclsim") -- the nine norm operators: phase-1 validation (the documented
- * 161001 / 161002 rules), planning, and the computation run at stream synchronisation.
- * Accumulation is in double; every output is rounded once to its own dtype (RNE).
+ * Software CANN ("aclsim") -- the nine norm operators: phase-1 validation as CANN performs it on
+ * the SoC family of aclrtGetSocName() (return codes, order of the checks and message texts of
+ * the CANN sources cited at each rule), planning, and the computation run at stream
+ * synchronisation.  Accumulation is in double; every output is rounded once to its own dtype.
+ *
+ * Sources (the behaviour of each rule is cited as repo + path + function):
+ *   hicann/ops-nn   e5c3fa9327ea95ba26d06227e746923580d10921 (2026-08-22)
+ *   hicann/ops-math c41933244c31e44fd496e3bb3212164f8c48c214 (2026-08-22)
+ * Message macros (OP_CHECK_NULL, OP_CHECK_DTYPE_NOT_SUPPORT, ...) are those of ops-math
+ * common/inc/external/aclnn_kernels/common/op_error_check.h, shipped with CANN as
+ * aclnn_kernels/common/op_error_check.h.  A dtype list prints as "[DT_FLOAT,DT_FLOAT16,]" and a
+ * shape as "[2, 3, 4]" (opbase src/nnopbase/common/utils/{data_type_utils,shape_utils}.cpp).
+ *
+ * Rules marked [aclsim] are the simulator's own, not CANN's: a kernel here must never read or
+ * write out of bounds, and memory must be live device memory (mem_ok).  They run after every
+ * CANN rule, so they never change which CANN error a call gets.
+ * Every error text is "<operator>: <CANN's text>".
  */
 #define _GNU_SOURCE
 #include "sim.h"
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +33,9 @@
 typedef struct {
   const char *op;
   SimPlan plan;
+  SimSocInfo soc;
+  int opi;           /* index of the operator in SOC_OPERATORS (the generated table) */
+  bool op_supported; /* operatorSupported(op, family) */
 } Ctx;
 
 #define T(s) (&c->plan.t[(s)])
@@ -35,12 +53,46 @@ static void ctx_init(Ctx *c, SimOpId op, const char *name, int n_in, int n_out, 
   for (int i = 0; i < n_in + n_out; i++) c->plan.tname[i] = names[i];
 }
 
-static void shape_str(const SimTensorDesc *d, char *buf, size_t n) {
+static int fail(Ctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(Ctx *c, int code, const char *fmt, ...) {
+  char buf[1536];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return sim_fail(code, "%s: %s", c->op, buf);
+}
+
+/* op::ToString(Shape): "[2, 3, 4]", "[]" for 0-d. */
+static void dims_str(const int64_t *dims, int nd, char *buf, size_t n) {
   size_t k = (size_t)snprintf(buf, n, "[");
-  for (int i = 0; i < d->ndim && k < n; i++)
-    k += (size_t)snprintf(buf + k, n - k, i ? ", %" PRId64 : "%" PRId64, d->dims[i]);
+  for (int i = 0; i < nd && k < n; i++) k += (size_t)snprintf(buf + k, n - k, i ? ", %" PRId64 : "%" PRId64, dims[i]);
   if (k < n) snprintf(buf + k, n - k, "]");
 }
+
+static void shape_str(const SimTensorDesc *d, char *buf, size_t n) { dims_str(d->dims, d->ndim, buf, n); }
+
+/* ge::TypeUtils::DataTypeToSerialString */
+static const char *dt_str(int32_t dt) {
+  switch (dt) {
+    case SIM_DT_FLOAT: return "DT_FLOAT";
+    case SIM_DT_FLOAT16: return "DT_FLOAT16";
+    case SIM_DT_INT8: return "DT_INT8";
+    case SIM_DT_INT32: return "DT_INT32";
+    case SIM_DT_UINT8: return "DT_UINT8";
+    case SIM_DT_INT16: return "DT_INT16";
+    case SIM_DT_UINT16: return "DT_UINT16";
+    case SIM_DT_UINT32: return "DT_UINT32";
+    case SIM_DT_INT64: return "DT_INT64";
+    case SIM_DT_UINT64: return "DT_UINT64";
+    case SIM_DT_DOUBLE: return "DT_DOUBLE";
+    case SIM_DT_BOOL: return "DT_BOOL";
+    case SIM_DT_BF16: return "DT_BF16";
+    default: return "DT_UNDEFINED";
+  }
+}
+
+static const char *fmt_str(int32_t f) { return sim_format_name(f); }
 
 static int opp_path(const char *op) {
   const char *s = getenv("ASCEND_OPP_PATH");
@@ -53,120 +105,197 @@ static int opp_path(const char *op) {
   return 0;
 }
 
+/* L2_DFX_PHASE_1 / OP_CHECK_COMM_INPUT (opbase include/nnopbase/opdev/op_dfx.h CheckPhase1Params):
+ * a NULL workspaceSize or executor out-param is 161001. */
 static int outparams(Ctx *c, const uint64_t *ws, void *const *exec) {
-  if (!ws) return sim_fail(SIM_NN_NULLPTR, "%s: workspaceSize (out-param) is NULL", c->op);
-  if (!exec) return sim_fail(SIM_NN_NULLPTR, "%s: executor (out-param) is NULL", c->op);
+  if (!ws || !exec) return fail(c, SIM_NN_NULLPTR, "The workspaceSize or executor is nullptr.");
   return 0;
 }
 
-static int req(Ctx *c, const void *h, int slot) {
-  if (!h) return sim_fail(SIM_NN_NULLPTR, "%s: %s is a null pointer", c->op, NAME(slot));
+/* ---- the SoC family ------------------------------------------------------------------- */
+/* The SoC name is read on every phase 1 (ACLSIM_SOC_NAME, default Ascend950PR_9599), like the
+ * runtime's platform info; its family comes from the table generated from
+ * src/backends/ascend/soc.ts.  An unknown name fails every operator: the simulator cannot know
+ * which NpuArch / SocVersion branch CANN would take (CANN's aclnnBatchNorm, e.g., fails an
+ * unknown NpuArch with "support for npuArch %u is not implemented", ops-nn
+ * norm/batch_norm_v3/op_host/op_api/aclnn_batch_norm.cpp CheckDtypeValid). */
+static int soc_check(Ctx *c) {
+  const char *name = sim_rt_get_soc_name();
+  sim_soc_lookup(name, &c->soc);
+  c->opi = sim_soc_op_index(c->op);
+  if (!c->soc.known || c->opi < 0) {
+    char fams[1024];
+    sim_soc_known_families(fams, sizeof fams);
+    return fail(c, SIM_NN_INVALID,
+                "the SoC \"%s\" (aclrtGetSocName) is unknown to the simulator, which models the SoC families of "
+                "src/backends/ascend/soc.ts: %s; set ACLSIM_SOC_NAME to a SoC name of one of them (CANN fails an "
+                "NpuArch it has no support for, e.g. aclnnBatchNorm: \"support for npuArch %%u is not implemented\")",
+                name, fams);
+  }
+  c->plan.regbase = c->soc.regbase;
+  c->plan.bn_saves_variance = c->soc.bn_saves_variance;
+  c->op_supported = (c->soc.supported_ops >> c->opi) & 1u;
   return 0;
 }
 
-static int req_mask(Ctx *c, const void *h, int slot, const char *mask) {
-  if (!h) return sim_fail(SIM_NN_NULLPTR, "%s: %s is a null pointer but %s is true", c->op, NAME(slot), mask);
-  return 0;
+/* operatorSupported(op, family) is false: CANN's documentation ("产品支持情况" of
+ * ops-nn norm/<op>/docs/aclnn<Op>.md, ops-math math/reduce_std_with_mean/docs/aclnnBatchNormStats.md)
+ * lists the product as unsupported.  What the unsupported code path does is not in the sources
+ * (no kernel for the chip); the simulator fails phase 1 with 161002 right after the out-params. */
+static int op_supported(Ctx *c) {
+  if (c->op_supported) return 0;
+  return fail(c, SIM_NN_INVALID,
+              "the operator is not supported on SoC %s (%s; Short_SoC_version %s, NpuArch %d): CANN's documentation "
+              "of %s lists the %s as unsupported",
+              c->soc.soc_name, c->soc.product, c->soc.family, (int)c->soc.npu_arch, c->op, c->soc.product);
 }
 
-/* Records a (possibly NULL) tensor argument in its slot. */
+static bool bf16_ok(const Ctx *c) { return (c->soc.bf16_ops >> c->opi) & 1u; }
+
+/* ---- dtype lists ------------------------------------------------------------------------ */
+typedef struct {
+  int n;
+  int32_t v[3];
+} DtList;
+
+static bool dl_has(const DtList *l, int32_t dt) {
+  for (int i = 0; i < l->n; i++)
+    if (l->v[i] == dt) return true;
+  return false;
+}
+
+static void dl_str(const DtList *l, char *buf, size_t n) {
+  size_t k = (size_t)snprintf(buf, n, "[");
+  for (int i = 0; i < l->n && k < n; i++) k += (size_t)snprintf(buf + k, n - k, "%s,", dt_str(l->v[i]));
+  if (k < n) snprintf(buf + k, n - k, "]");
+}
+
+/* {DT_FLOAT, DT_FLOAT16[, DT_BF16]}: the order of every ops-nn batch-norm list. */
+static DtList dl_fhb(const Ctx *c) {
+  DtList l = {2, {SIM_DT_FLOAT, SIM_DT_FLOAT16, 0}};
+  if (bf16_ok(c)) l.v[l.n++] = SIM_DT_BF16;
+  return l;
+}
+
+/* ---- CANN's check macros ------------------------------------------------------------------ */
+/* OP_CHECK_NULL (IsNullptr): the demangled C++ type and the argument's variable name. */
+static int null_arg(Ctx *c, const void *h, const char *type, const char *arg, int code) {
+  if (h) return 0;
+  return fail(c, code, "Expected a value of type [%s] for argument [%s] but instead found nullptr.", type, arg);
+}
+#define NULL_TENSOR(c, h, arg, code) null_arg((c), (h), "aclTensor", (arg), (code))
+
+/* Records a (possibly NULL) tensor argument in its slot; a pointer that is not a live aclTensor
+ * is 161002 [aclsim: real CANN would read freed memory]. */
 static int get(Ctx *c, const void *h, int slot) {
   if (!h) return 0;
   if (sim_lookup_tensor(h, T(slot)) != 0)
-    return sim_fail(SIM_NN_INVALID, "%s: %s (%p) is not a live aclTensor (destroyed or never created)", c->op, NAME(slot), h);
+    return fail(c, SIM_NN_INVALID, "%s (%p) is not a live aclTensor (destroyed or never created)", NAME(slot), h);
   P(slot) = true;
   return 0;
 }
 
-static bool is_float(int32_t dt) { return dt == SIM_DT_FLOAT || dt == SIM_DT_FLOAT16 || dt == SIM_DT_BF16; }
+/* OP_CHECK_DTYPE_NOT_SUPPORT: "Tensor %s not implemented for %s, should be in dtype support
+ * list %s."; prefix "" for the hand-written variants without "Tensor ". */
+static int dt_list(Ctx *c, int s, const DtList *l, const char *prefix, const char *shown) {
+  if (!P(s) || dl_has(l, T(s)->dtype)) return 0;
+  char ls[128];
+  dl_str(l, ls, sizeof ls);
+  return fail(c, SIM_NN_INVALID, "%s%s not implemented for %s, should be in dtype support list %s.", prefix,
+              shown ? shown : NAME(s), dt_str(T(s)->dtype), ls);
+}
+#define DT_SUPPORT(c, s, l) dt_list((c), (s), (l), "Tensor ", NULL)
 
-static int dt_float(Ctx *c, int s) {
-  if (P(s) && !is_float(T(s)->dtype))
-    return sim_fail(SIM_NN_INVALID, "%s: %s dtype %s is not supported (expected FLOAT, FLOAT16 or BF16)", c->op, NAME(s),
-                    sim_dtype_name(T(s)->dtype));
-  return 0;
+/* OP_CHECK_DTYPE_NOT_MATCH: "Tensor %s expected dtype is %s but found %s." */
+static int dt_match(Ctx *c, int s, int32_t expected, const char *shown) {
+  if (!P(s) || T(s)->dtype == expected) return 0;
+  return fail(c, SIM_NN_INVALID, "Tensor %s expected dtype is %s but found %s.", shown ? shown : NAME(s),
+              dt_str(expected), dt_str(T(s)->dtype));
 }
 
-static int dt_only(Ctx *c, int s, int32_t dt) {
-  if (P(s) && T(s)->dtype != dt)
-    return sim_fail(SIM_NN_INVALID, "%s: %s dtype %s is not supported (must be %s)", c->op, NAME(s), sim_dtype_name(T(s)->dtype),
-                    sim_dtype_name(dt));
-  return 0;
+/* OP_CHECK_DTYPE_NOT_SAME: "Expected both tensors to have same dtype, but found %s %s and %s %s." */
+static int dt_same(Ctx *c, int a, int b) {
+  if (!P(a) || !P(b) || T(a)->dtype == T(b)->dtype) return 0;
+  return fail(c, SIM_NN_INVALID, "Expected both tensors to have same dtype, but found %s %s and %s %s.", NAME(a),
+              dt_str(T(a)->dtype), NAME(b), dt_str(T(b)->dtype));
 }
 
-static int dt_eq(Ctx *c, int a, int b) {
-  if (P(a) && P(b) && T(a)->dtype != T(b)->dtype)
-    return sim_fail(SIM_NN_INVALID, "%s: %s dtype %s must equal %s dtype %s", c->op, NAME(a), sim_dtype_name(T(a)->dtype),
-                    NAME(b), sim_dtype_name(T(b)->dtype));
-  return 0;
+/* OP_CHECK_MAX_DIM / OP_CHECK_MIN_DIM */
+static int max_dim(Ctx *c, int s, int n, const char *shown) {
+  if (!P(s) || T(s)->ndim <= n) return 0;
+  return fail(c, SIM_NN_INVALID, "The %s tensor cannot be larger than %d dimensions.", shown ? shown : NAME(s), n);
+}
+static int min_dim(Ctx *c, int s, int n, const char *shown) {
+  if (!P(s) || T(s)->ndim >= n) return 0;
+  return fail(c, SIM_NN_INVALID, "The %s tensor must have at least %d dimensions.", shown ? shown : NAME(s), n);
 }
 
-/* a's dtype must equal b's dtype or be FLOAT (mixed precision). */
-static int dt_eq_or_f32(Ctx *c, int a, int b) {
-  if (P(a) && P(b) && T(a)->dtype != T(b)->dtype && T(a)->dtype != SIM_DT_FLOAT)
-    return sim_fail(SIM_NN_INVALID, "%s: %s dtype %s must equal %s dtype %s or be FLOAT", c->op, NAME(a),
-                    sim_dtype_name(T(a)->dtype), NAME(b), sim_dtype_name(T(b)->dtype));
-  return 0;
+static bool same_shape(const SimTensorDesc *a, const SimTensorDesc *b) {
+  if (a->ndim != b->ndim) return false;
+  for (int i = 0; i < a->ndim; i++)
+    if (a->dims[i] != b->dims[i]) return false;
+  return true;
 }
 
+static bool shape_is(const SimTensorDesc *a, const int64_t *dims, int nd) {
+  if (a->ndim != nd) return false;
+  for (int i = 0; i < nd; i++)
+    if (a->dims[i] != dims[i]) return false;
+  return true;
+}
+
+/* OP_CHECK_SHAPE_NOT_EQUAL: "Expected tensor for %s to have same size as tensor for %s, but %s
+ * does not equal %s." */
+static int shape_same(Ctx *c, int a, int b, const char *na, const char *nb) {
+  if (!P(a) || !P(b) || same_shape(T(a), T(b))) return 0;
+  char sa[160], sb[160];
+  shape_str(T(a), sa, sizeof sa);
+  shape_str(T(b), sb, sizeof sb);
+  return fail(c, SIM_NN_INVALID, "Expected tensor for %s to have same size as tensor for %s, but %s does not equal %s.",
+              na ? na : NAME(a), nb ? nb : NAME(b), sa, sb);
+}
+
+/* OP_CHECK_SHAPE_NOT_EQUAL_WITH_EXPECTED_SIZE: "Expected tensor for %s to have same size as %s,
+ * but got %s." */
+static int shape_expect(Ctx *c, int s, const int64_t *dims, int nd, const char *shown) {
+  if (!P(s) || shape_is(T(s), dims, nd)) return 0;
+  char want[160], got[160];
+  dims_str(dims, nd, want, sizeof want);
+  shape_str(T(s), got, sizeof got);
+  return fail(c, SIM_NN_INVALID, "Expected tensor for %s to have same size as %s, but got %s.", shown ? shown : NAME(s),
+              want, got);
+}
+
+/* OP_CHECK_WRONG_DIMENSION: "Expected %zu dimension input, but got %s with sizes %s." */
+static int wrong_dim(Ctx *c, int s, int n) {
+  if (!P(s) || T(s)->ndim == n) return 0;
+  char got[160];
+  shape_str(T(s), got, sizeof got);
+  return fail(c, SIM_NN_INVALID, "Expected %d dimension input, but got %s with sizes %s.", n, NAME(s), got);
+}
+
+/* op::IsPrivateFormat (opbase): NC1HWC0, FRACTAL_Z, FRACTAL_NZ, NDC1HWC0, FRACTAL_Z_3D, ... */
 static bool private_format(int32_t f) {
   return f == SIM_FMT_NC1HWC0 || f == SIM_FMT_FRACTAL_Z || f == SIM_FMT_FRACTAL_NZ || f == SIM_FMT_NDC1HWC0 ||
          f == SIM_FMT_FRACTAL_Z_3D || f == -1;
 }
+static bool is_private(const Ctx *c, int s) { return c->plan.present[s] && private_format(c->plan.t[s].format); }
 
-static int fmt_ok(Ctx *c, int s) {
-  if (P(s) && private_format(T(s)->format))
-    return sim_fail(SIM_NN_INVALID,
-                    "%s: %s format %s is not supported (private formats are rejected; use ND, NC, NCL, NCHW, NHWC, "
-                    "NCDHW or NDHWC)",
-                    c->op, NAME(s), sim_format_name(T(s)->format));
-  return 0;
+static bool is_empty(const SimTensorDesc *d) { return sim_desc_numel(d) == 0 && d->ndim > 0; }
+
+/* [aclsim] A per-channel tensor the kernel reads (or writes) C values of must hold C elements. */
+static int numel_c(Ctx *c, int s, int64_t C, const char *why) {
+  if (!P(s) || sim_desc_numel(T(s)) == C) return 0;
+  char sh[160];
+  shape_str(T(s), sh, sizeof sh);
+  return fail(c, SIM_NN_INVALID,
+              "[aclsim] %s has %" PRId64 " elements (shape %s) but the kernel %s C = %" PRId64
+              " of them; CANN does not check this (its kernel would access memory out of bounds), the simulator "
+              "rejects it",
+              NAME(s), sim_desc_numel(T(s)), sh, why, C);
 }
 
-static int fmt_eq(Ctx *c, int a, int b) {
-  if (P(a) && P(b) && T(a)->format != T(b)->format)
-    return sim_fail(SIM_NN_INVALID, "%s: %s format %s must equal %s format %s", c->op, NAME(a), sim_format_name(T(a)->format),
-                    NAME(b), sim_format_name(T(b)->format));
-  return 0;
-}
-
-static int rank_in(Ctx *c, int s, int lo, int hi) {
-  if (P(s) && (T(s)->ndim < lo || T(s)->ndim > hi)) {
-    char sh[160];
-    shape_str(T(s), sh, sizeof sh);
-    if (lo == hi)
-      return sim_fail(SIM_NN_INVALID, "%s: %s must be %d-D but has shape %s", c->op, NAME(s), lo, sh);
-    return sim_fail(SIM_NN_INVALID, "%s: %s must have %d to %d dims but has shape %s", c->op, NAME(s), lo, hi, sh);
-  }
-  return 0;
-}
-
-static int numel_eq(Ctx *c, int s, int64_t want, const char *what) {
-  if (P(s) && sim_desc_numel(T(s)) != want) {
-    char sh[160];
-    shape_str(T(s), sh, sizeof sh);
-    return sim_fail(SIM_NN_INVALID, "%s: %s has %" PRId64 " elements (shape %s) but must have %s = %" PRId64, c->op, NAME(s),
-                    sim_desc_numel(T(s)), sh, what, want);
-  }
-  return 0;
-}
-
-static int shape_eq(Ctx *c, int a, int b) {
-  if (!P(a) || !P(b)) return 0;
-  bool same = T(a)->ndim == T(b)->ndim;
-  for (int i = 0; same && i < T(a)->ndim; i++) same = T(a)->dims[i] == T(b)->dims[i];
-  if (!same) {
-    char sa[160], sb[160];
-    shape_str(T(a), sa, sizeof sa);
-    shape_str(T(b), sb, sizeof sb);
-    return sim_fail(SIM_NN_INVALID, "%s: %s shape %s must equal %s shape %s", c->op, NAME(a), sa, NAME(b), sb);
-  }
-  return 0;
-}
-
-static int64_t channel(Ctx *c, int s) { return T(s)->ndim >= 2 ? T(s)->dims[1] : 0; }
-
-/* The view must fit its storage shape, and the storage must lie inside one live device
+/* [aclsim] The view must fit its storage shape, and the storage must lie inside one live device
  * allocation.  Records the allocation id for the liveness check at execution time. */
 static int mem_ok(Ctx *c, int s) {
   if (!P(s)) return 0;
@@ -183,44 +312,62 @@ static int mem_ok(Ctx *c, int s) {
   if (lo < 0 || hi >= sn) {
     char sh[160];
     shape_str(d, sh, sizeof sh);
-    return sim_fail(SIM_NN_INVALID,
-                    "%s: %s view (shape %s, offset %" PRId64 ") reaches storage elements [%" PRId64 ", %" PRId64
-                    "] but its storage shape holds %" PRId64 " elements",
-                    c->op, NAME(s), sh, d->offset, lo, hi, sn);
+    return fail(c, SIM_NN_INVALID,
+                "%s view (shape %s, offset %" PRId64 ") reaches storage elements [%" PRId64 ", %" PRId64
+                "] but its storage shape holds %" PRId64 " elements",
+                NAME(s), sh, d->offset, lo, hi, sn);
   }
-  if (d->data == NULL)
-    return sim_fail(SIM_NN_INVALID, "%s: %s has a NULL data pointer but a non-empty view", c->op, NAME(s));
+  if (d->data == NULL) return fail(c, SIM_NN_INVALID, "%s has a NULL data pointer but a non-empty view", NAME(s));
   uint64_t bytes = (uint64_t)sn * sim_dtype_size(d->dtype);
   uint64_t id = sim_dev_range_alloc(d->data, bytes);
   if (id == 0) {
     char why[256];
     sim_describe_ptr(d->data, why, sizeof why);
-    return sim_fail(SIM_NN_INVALID,
-                    "%s: %s data must be device memory holding its whole storage (%" PRId64 " x %s = %" PRIu64
-                    " bytes) inside one live aclrtMalloc allocation, but %s",
-                    c->op, NAME(s), sn, sim_dtype_name(d->dtype), bytes, why);
+    return fail(c, SIM_NN_INVALID,
+                "%s data must be device memory holding its whole storage (%" PRId64 " x %s = %" PRIu64
+                " bytes) inside one live aclrtMalloc allocation, but %s",
+                NAME(s), sn, sim_dtype_name(d->dtype), bytes, why);
   }
   d->alloc_id = id;
   return 0;
 }
 
-static int get_mask(Ctx *c, const void *h, const char *name) {
-  if (!h) return sim_fail(SIM_NN_NULLPTR, "%s: %s is a null pointer", c->op, name);
-  bool v[8] = {false};
-  uint64_t n = 0;
-  if (sim_lookup_bool_array(h, v, 8, &n) != 0)
-    return sim_fail(SIM_NN_INVALID, "%s: %s (%p) is not a live aclBoolArray", c->op, name, h);
-  if (n != 3) return sim_fail(SIM_NN_INVALID, "%s: %s has %" PRIu64 " elements but must have 3", c->op, name, n);
-  for (int i = 0; i < 3; i++) c->plan.mask[i] = v[i];
+/* Looks an aclBoolArray up: plan.mask = its first 3 values, *n = its length. */
+static int lookup_mask(Ctx *c, const void *h, uint64_t *n) {
+  bool v[64] = {false};
+  if (sim_lookup_bool_array(h, v, 64, n) != 0)
+    return fail(c, SIM_NN_INVALID, "outputMask (%p) is not a live aclBoolArray", h);
+  for (int i = 0; i < 3; i++) c->plan.mask[i] = (uint64_t)i < *n ? v[i] : false;
   return 0;
 }
 
 /* Workspace formula: 512 + 16 * R bytes rounded up to 32, R = reduction rows (C for the batch
- * norm family, N * C for group norm): always nonzero, like CANN's reduce kernels. */
+ * norm family, N * C for group norm): always nonzero for a computing plan, like CANN's reduce
+ * kernels. */
 static int finish(Ctx *c, int64_t rows, uint64_t *ws, void **exec) {
   for (int i = 0; i < c->plan.n_in + c->plan.n_out; i++) TRY(mem_ok(c, i));
   uint64_t r = rows > 0 ? (uint64_t)rows : 0;
+  c->plan.run = SIM_RUN_COMPUTE;
   c->plan.ws_size = 512 + ((16 * r + 31) / 32) * 32;
+  return sim_executor_create(&c->plan, ws, exec);
+}
+
+/* CANN's early SUCCESS paths: workspace 0 and an executor whose task writes nothing
+ * (SIM_RUN_NOTHING) or only fills the slots marked with fill_slot (SIM_RUN_FILL), at
+ * synchronisation like every other write.  Only the filled slots must be device memory. */
+static void fill_slot(Ctx *c, int s, double v) {
+  if (!P(s)) return;
+  c->plan.fill_on[s] = true;
+  c->plan.fill[s] = v;
+}
+
+static int finish_early(Ctx *c, SimRunMode run, uint64_t *ws, void **exec) {
+  for (int i = 0; i < c->plan.n_in + c->plan.n_out; i++) {
+    if (run == SIM_RUN_FILL && c->plan.fill_on[i]) TRY(mem_ok(c, i));
+    else c->plan.t[i].alloc_id = 0; /* neither read nor written */
+  }
+  c->plan.run = run;
+  c->plan.ws_size = 0;
   return sim_executor_create(&c->plan, ws, exec);
 }
 
@@ -229,8 +376,22 @@ static const int64_t *dims_of(const SimTensorDesc *d) { return d->dims; }
 /* zero-filled array of n doubles (at least one element, so n == 0 is fine) */
 static double *zalloc(int64_t n) { return calloc(n > 0 ? (size_t)n : 1, sizeof(double)); }
 
+/* [aclsim] A channels-last storage format on DAV_3510 makes CANN take C from the LAST dim
+ * (ops-nn aclnn_batch_norm.cpp GetBatchNormDimC, aclnn_batch_norm_backward.cpp GetDimC); the
+ * simulator's kernels always use dim 1, so it rejects that case rather than compute wrongly. */
+static int regbase_channels_last(Ctx *c, int s) {
+  int32_t f = T(s)->format;
+  if (c->plan.regbase && (f == SIM_FMT_NHWC || f == SIM_FMT_NDHWC))
+    return fail(c, SIM_NN_INVALID,
+                "[aclsim] %s has storage format %s: on DAV_3510 CANN then takes C from the last dim, which the "
+                "simulator does not model (pass ND/NCL/NCHW/NCDHW; the channel is view dim 1)",
+                NAME(s), fmt_str(f));
+  return 0;
+}
+
 /* ======================================================================================
  * 1. aclnnBatchNormReduceBackward
+ *    ops-nn norm/sync_batch_norm_backward_reduce/op_api/aclnn_batch_norm_backward_reduce.cpp
  * ====================================================================================== */
 enum { RB_DY, RB_X, RB_MEAN, RB_INVSTD, RB_W, RB_SUMDY, RB_SUMDYXMU, RB_GW, RB_GB };
 
@@ -242,45 +403,72 @@ int sim_bn_reduce_backward_ws(const void *gradOut, const void *input, const void
   Ctx cc, *c = &cc;
   ctx_init(c, SIM_OP_BN_REDUCE_BACKWARD, "aclnnBatchNormReduceBackward", 5, 4, names);
   TRY(opp_path(c->op));
-  TRY(outparams(c, ws, exec));
-  TRY(req(c, gradOut, RB_DY));
-  TRY(req(c, input, RB_X));
-  TRY(req(c, mean, RB_MEAN));
-  TRY(req(c, invstd, RB_INVSTD));
-  if (inputG) {
-    TRY(req_mask(c, sumDy, RB_SUMDY, "inputG"));
-    TRY(req_mask(c, sumDyXmu, RB_SUMDYXMU, "inputG"));
-  }
-  if (weightG) TRY(req_mask(c, gradWeight, RB_GW, "weightG"));
-  if (biasG) TRY(req_mask(c, gradBias, RB_GB, "biasG"));
+  TRY(outparams(c, ws, exec)); /* OP_CHECK_COMM_INPUT */
+  TRY(soc_check(c));
+  TRY(op_supported(c));
+  /* CheckInputNotNull / CheckOutputNotNull (GetMaskIdx: inputG -> sumDy and sumDyXmu, weightG ->
+   * gradWeight, biasG -> gradBias): custom text logged with 561103, returned as 161001. */
+  const void *hs[] = {gradOut, input, mean, invstd, weight, sumDy, sumDyXmu, gradWeight, gradBias};
+  const bool need[] = {true, true, true, true, false, inputG, inputG, weightG, biasG};
+  for (int s = RB_DY; s <= RB_GB; s++)
+    if (need[s] && !hs[s])
+      return fail(c, SIM_NN_NULLPTR, "expected a proper Tensor but got null for argument %s.", NAME(s));
   c->plan.mask[0] = inputG;
   c->plan.mask[1] = weightG;
   c->plan.mask[2] = biasG;
-  TRY(get(c, gradOut, RB_DY));
-  TRY(get(c, input, RB_X));
-  TRY(get(c, mean, RB_MEAN));
-  TRY(get(c, invstd, RB_INVSTD));
-  TRY(get(c, weight, RB_W)); /* optional (older releases); values unused */
-  if (inputG) {
-    TRY(get(c, sumDy, RB_SUMDY));
-    TRY(get(c, sumDyXmu, RB_SUMDYXMU));
+  for (int s = RB_DY; s <= RB_W; s++) TRY(get(c, hs[s], s));
+  for (int s = RB_SUMDY; s <= RB_GB; s++)
+    if (need[s]) TRY(get(c, hs[s], s)); /* a masked-off output is neither checked nor written */
+  /* CheckDtypeValid: gradOut, input, mean, invstd in the list ("%s not implemented ..." without
+   * "Tensor "), then OP_CHECK_DTYPE_NOT_MATCH(inputParamTensorList[0].param, input dtype), then
+   * the masked outputs.  weight's dtype is never checked (it is unused). */
+  DtList l = dl_fhb(c); /* GetDtypeSupportList: DAV_2201 or regbase -> + BF16 */
+  for (int s = RB_DY; s <= RB_INVSTD; s++) TRY(dt_list(c, s, &l, "", NULL));
+  TRY(dt_match(c, RB_DY, T(RB_X)->dtype, "inputParamTensorList[0].param"));
+  for (int s = RB_SUMDY; s <= RB_GB; s++) TRY(dt_list(c, s, &l, "", NULL));
+  /* CheckFormat */
+  if (T(RB_DY)->format != T(RB_X)->format)
+    return fail(c, SIM_NN_INVALID, "Format of gradOut and input should be equal. self [%s], out [%s].",
+                fmt_str(T(RB_DY)->format), fmt_str(T(RB_X)->format));
+  for (int s = RB_DY; s <= RB_GB; s++)
+    if (s != RB_W && is_private(c, s))
+      return fail(c, SIM_NN_INVALID, "Format only support ND, NCHW, NHWC, HWCN, NDHWC, NCDHW;but %s format is %s, please check.",
+                  NAME(s), fmt_str(T(s)->format));
+  /* CheckShape: rank 2..8, C != 0, every masked output exactly [C].  mean, invstd and weight
+   * shapes and gradOut == input are NOT checked by CANN. */
+  TRY(min_dim(c, RB_DY, 2, NULL));
+  TRY(max_dim(c, RB_DY, 8, NULL));
+  TRY(min_dim(c, RB_X, 2, NULL));
+  TRY(max_dim(c, RB_X, 8, NULL));
+  int64_t C = T(RB_X)->dims[1];
+  if (C == 0) return fail(c, SIM_NN_INVALID, "channel size of input should not be zero.");
+  for (int s = RB_SUMDY; s <= RB_GB; s++) {
+    if (!P(s) || shape_is(T(s), &C, 1)) continue;
+    char got[160];
+    shape_str(T(s), got, sizeof got);
+    return fail(c, SIM_NN_INVALID, "expected tensor for %s to have same size as [%" PRId64 "], but got %s.", NAME(s), C,
+                got);
   }
-  if (weightG) TRY(get(c, gradWeight, RB_GW));
-  if (biasG) TRY(get(c, gradBias, RB_GB));
-  for (int s = RB_DY; s <= RB_GB; s++) TRY(dt_float(c, s));
-  TRY(dt_eq(c, RB_DY, RB_X));
-  for (int s = RB_DY; s <= RB_GB; s++) TRY(fmt_ok(c, s));
-  TRY(fmt_eq(c, RB_DY, RB_X));
-  TRY(rank_in(c, RB_DY, 2, 8));
-  TRY(rank_in(c, RB_X, 2, 8));
-  TRY(shape_eq(c, RB_DY, RB_X));
-  int64_t C = channel(c, RB_X);
-  if (C == 0) return sim_fail(SIM_NN_INVALID, "%s: the channel axis (dim 1) of input must not be 0", c->op);
-  TRY(numel_eq(c, RB_MEAN, C, "C (input dim 1)"));
-  TRY(numel_eq(c, RB_INVSTD, C, "C (input dim 1)"));
-  TRY(numel_eq(c, RB_W, C, "C (input dim 1)"));
-  for (int s = RB_SUMDY; s <= RB_GB; s++) TRY(numel_eq(c, s, C, "C (input dim 1)"));
   c->plan.C = C;
+  /* Empty gradOut, input, mean or invstd (after CheckParams): DAV_3510 fills every masked output
+   * with 0, other architectures write nothing (OutputParamFillZeroForEmptyTensor). */
+  if (is_empty(T(RB_DY)) || is_empty(T(RB_X)) || is_empty(T(RB_MEAN)) || is_empty(T(RB_INVSTD))) {
+    if (!c->plan.regbase) return finish_early(c, SIM_RUN_NOTHING, ws, exec);
+    for (int s = RB_SUMDY; s <= RB_GB; s++) fill_slot(c, s, 0.0);
+    return finish_early(c, SIM_RUN_FILL, ws, exec);
+  }
+  /* [aclsim] the kernel reads dy in input's layout and C values of mean and invstd. */
+  if (!same_shape(T(RB_DY), T(RB_X))) {
+    char a[160], b[160];
+    shape_str(T(RB_DY), a, sizeof a);
+    shape_str(T(RB_X), b, sizeof b);
+    return fail(c, SIM_NN_INVALID,
+                "[aclsim] gradOut shape %s differs from input shape %s; CANN does not check this (its reductions would "
+                "then read mismatched data), the simulator rejects it",
+                a, b);
+  }
+  TRY(numel_c(c, RB_MEAN, C, "reads"));
+  TRY(numel_c(c, RB_INVSTD, C, "reads"));
   return finish(c, C, ws, exec);
 }
 
@@ -321,6 +509,8 @@ static int run_reduce_backward(const SimPlan *p) {
   double *mean = sim_load(&p->t[RB_MEAN]), *invstd = sim_load(&p->t[RB_INVSTD]);
   double *sdy = zalloc(C), *sdx = zalloc(C);
   double *gw = zalloc(C);
+  /* sumDyXmu = sum(dy * x) - mean * sum(dy) on the device (arch35 sync_batch_norm_backward_reduce_dag.h);
+   * the two-pass form here is the same value, computed more accurately. weight is unused. */
   channel_sums(&p->t[RB_X], x, dy, mean, sdy, sdx);
   for (int64_t i = 0; i < C; i++) gw[i] = sdx[i] * invstd[i];
   store_if(p, RB_SUMDY, sdy);
@@ -333,8 +523,31 @@ static int run_reduce_backward(const SimPlan *p) {
 
 /* ======================================================================================
  * 2. aclnnBatchNormBackward
+ *    ops-nn norm/batch_norm_grad_v3/op_host/op_api/aclnn_batch_norm_backward.cpp
  * ====================================================================================== */
 enum { BB_DY, BB_X, BB_W, BB_RM, BB_RV, BB_SM, BB_SI, BB_GI, BB_GW, BB_GB };
+
+/* RegbaseCheckDtypeSame / CheckDtypeMatchReferenceOrFloat: "Dtype of %s:[%s] should be float or
+ * same as %s, %s dtype: [%s]." (no check when either tensor is NULL). */
+static int dt_ref_or_float(Ctx *c, int s, int ref) {
+  if (!P(s) || !P(ref)) return 0;
+  if (T(s)->dtype == T(ref)->dtype || T(s)->dtype == SIM_DT_FLOAT) return 0;
+  return fail(c, SIM_NN_INVALID, "Dtype of %s:[%s] should be float or same as %s, %s dtype: [%s].", NAME(s),
+              dt_str(T(s)->dtype), NAME(ref), NAME(ref), dt_str(T(ref)->dtype));
+}
+
+/* CheckOtherShape / CheckSaveMeanSaveInvstdShape / CheckGradWeightGradBiasShape: "Dim of %s
+ * should be one and shape is channel num of input[%d], but got [%s]." (the shape string has its
+ * own brackets, so "[[1, 3]]"). */
+static int bb_dim_c(Ctx *c, int s, int64_t C, bool allow_zero) {
+  if (!P(s)) return 0;
+  const SimTensorDesc *d = T(s);
+  if (d->ndim == 1 && (d->dims[0] == C || (allow_zero && d->dims[0] == 0))) return 0;
+  char got[160];
+  shape_str(d, got, sizeof got);
+  return fail(c, SIM_NN_INVALID, "Dim of %s should be one and shape is channel num of input[%d], but got [%s].", NAME(s),
+              (int)C, got);
+}
 
 int sim_bn_backward_ws(const void *gradOut, const void *input, const void *weight, const void *runningMean,
                        const void *runningVar, const void *saveMean, const void *saveInvstd, bool training, double eps,
@@ -346,16 +559,34 @@ int sim_bn_backward_ws(const void *gradOut, const void *input, const void *weigh
   ctx_init(c, SIM_OP_BN_BACKWARD, "aclnnBatchNormBackward", 7, 3, names);
   TRY(opp_path(c->op));
   TRY(outparams(c, ws, exec));
-  TRY(req(c, gradOut, BB_DY));
-  TRY(req(c, input, BB_X));
-  TRY(get_mask(c, outputMask, "outputMask"));
-  if (c->plan.mask[0]) TRY(req_mask(c, gradInput, BB_GI, "outputMask[0]"));
-  if (c->plan.mask[1]) TRY(req_mask(c, gradWeight, BB_GW, "outputMask[1]"));
-  if (c->plan.mask[2]) TRY(req_mask(c, gradBias, BB_GB, "outputMask[2]"));
+  TRY(soc_check(c));
+  TRY(op_supported(c));
   c->plan.training = training;
   c->plan.eps = eps;
+  /* CheckInputNotNull -> 161001 */
+  TRY(NULL_TENSOR(c, gradOut, "gradOut", SIM_NN_NULLPTR));
+  TRY(NULL_TENSOR(c, input, "input", SIM_NN_NULLPTR));
   TRY(get(c, gradOut, BB_DY));
   TRY(get(c, input, BB_X));
+  /* input or gradOut empty: workspace 0, SUCCESS, nothing written, before any other check
+   * (aclnnBatchNormBackwardGetWorkspaceSize). */
+  if (is_empty(T(BB_X)) || is_empty(T(BB_DY))) return finish_early(c, SIM_RUN_NOTHING, ws, exec);
+  /* CheckMaskNotNull: every failure is returned as 161001 (CheckParams maps false to
+   * ACLNN_ERR_PARAM_NULLPTR), including a wrong length on DAV_3510. */
+  TRY(null_arg(c, outputMask, "aclBoolArray", "outputMask", SIM_NN_NULLPTR));
+  uint64_t mlen = 0;
+  TRY(lookup_mask(c, outputMask, &mlen));
+  if (mlen < 1) return fail(c, SIM_NN_NULLPTR, "outputMask size should not less than 1.");
+  if (c->plan.regbase && mlen != 3)
+    return fail(c, SIM_NN_NULLPTR, "outputMask size should be 3, but got %" PRIu64 ".", mlen);
+  if (mlen < 3) /* [aclsim] non-regbase CANN reads (*outputMask)[1] and [2] anyway: out of bounds */
+    return fail(c, SIM_NN_NULLPTR,
+                "[aclsim] outputMask has %" PRIu64 " element(s): CANN on this SoC reads outputMask[1] and outputMask[2] "
+                "regardless (an out-of-bounds read); the simulator rejects it",
+                mlen);
+  if (c->plan.mask[0]) TRY(NULL_TENSOR(c, gradInput, "gradInput", SIM_NN_NULLPTR));
+  if (c->plan.mask[1]) TRY(NULL_TENSOR(c, gradWeight, "gradWeight", SIM_NN_NULLPTR));
+  if (c->plan.mask[2]) TRY(NULL_TENSOR(c, gradBias, "gradBias", SIM_NN_NULLPTR));
   TRY(get(c, weight, BB_W));
   TRY(get(c, runningMean, BB_RM));
   TRY(get(c, runningVar, BB_RV));
@@ -364,32 +595,79 @@ int sim_bn_backward_ws(const void *gradOut, const void *input, const void *weigh
   if (c->plan.mask[0]) TRY(get(c, gradInput, BB_GI));
   if (c->plan.mask[1]) TRY(get(c, gradWeight, BB_GW));
   if (c->plan.mask[2]) TRY(get(c, gradBias, BB_GB));
-  for (int s = BB_DY; s <= BB_GB; s++) TRY(dt_float(c, s));
-  TRY(dt_eq(c, BB_X, BB_DY));
-  TRY(dt_eq(c, BB_GI, BB_DY));
-  for (int s = BB_W; s <= BB_SI; s++) TRY(dt_eq_or_f32(c, s, BB_DY));
-  TRY(dt_eq(c, BB_RV, BB_RM));
-  TRY(dt_eq(c, BB_SI, BB_SM));
-  int wref = P(BB_W) ? BB_W : BB_DY;
-  TRY(dt_eq_or_f32(c, BB_GW, wref));
-  TRY(dt_eq_or_f32(c, BB_GB, wref));
-  for (int s = BB_DY; s <= BB_GB; s++) TRY(fmt_ok(c, s));
-  TRY(fmt_eq(c, BB_X, BB_DY));
-  TRY(fmt_eq(c, BB_GI, BB_DY));
-  TRY(rank_in(c, BB_DY, 2, 8));
-  TRY(rank_in(c, BB_X, 2, 8));
-  TRY(shape_eq(c, BB_X, BB_DY));
-  TRY(shape_eq(c, BB_GI, BB_X));
-  int64_t C = channel(c, BB_X);
-  TRY(numel_eq(c, BB_W, C, "C (input dim 1)"));
-  TRY(numel_eq(c, BB_RM, C, "C (input dim 1)"));
-  TRY(numel_eq(c, BB_RV, C, "C (input dim 1)"));
-  for (int s = BB_SM; s <= BB_SI; s++) {
-    if (!training && P(s) && sim_desc_numel(T(s)) == 0) continue; /* inference: may be empty */
-    TRY(numel_eq(c, s, C, training ? "C (input dim 1)" : "C (input dim 1) or 0 in inference"));
+  /* CheckDtypeValid, CheckGradDtypeValid, CheckOtherDtypeValid: list membership only
+   * (GetDtypeSupportList: DAV_2201 or regbase -> + BF16); input's dtype == gradOut's. */
+  DtList l = dl_fhb(c);
+  TRY(DT_SUPPORT(c, BB_DY, &l));
+  TRY(DT_SUPPORT(c, BB_X, &l));
+  TRY(dt_same(c, BB_X, BB_DY));
+  for (int s = BB_GI; s <= BB_GB; s++) TRY(DT_SUPPORT(c, s, &l));
+  for (int s = BB_W; s <= BB_SI; s++) TRY(DT_SUPPORT(c, s, &l));
+  /* DAV_3510 only: RegbaseCheckDtypeSame (the mixed-precision rules). */
+  if (c->plan.regbase) {
+    TRY(dt_ref_or_float(c, BB_W, BB_DY));
+    TRY(dt_ref_or_float(c, BB_RM, BB_DY));
+    TRY(dt_ref_or_float(c, BB_RV, BB_DY));
+    TRY(dt_same(c, BB_RM, BB_RV));
+    TRY(dt_ref_or_float(c, BB_SM, BB_DY));
+    TRY(dt_ref_or_float(c, BB_SI, BB_DY));
+    TRY(dt_same(c, BB_SI, BB_SM));
+    TRY(dt_same(c, BB_GI, BB_DY));
+    TRY(dt_ref_or_float(c, BB_GW, BB_W));
+    TRY(dt_ref_or_float(c, BB_GB, BB_W));
+    TRY(dt_same(c, BB_GW, BB_GB));
   }
-  TRY(numel_eq(c, BB_GW, C, "C (input dim 1)"));
-  TRY(numel_eq(c, BB_GB, C, "C (input dim 1)"));
+  /* CheckFormat */
+  if (T(BB_DY)->format != T(BB_X)->format)
+    return fail(c, SIM_NN_INVALID, "Format of gradOut and input should be equal, gradOut [%s], input [%s].",
+                fmt_str(T(BB_DY)->format), fmt_str(T(BB_X)->format));
+  if (P(BB_GI) && T(BB_DY)->format != T(BB_GI)->format)
+    return fail(c, SIM_NN_INVALID, "Format of gradOut and gradInput should be equal, gradOut [%s], gradInput [%s].",
+                fmt_str(T(BB_DY)->format), fmt_str(T(BB_GI)->format));
+  if (c->plan.regbase) {
+    int32_t f = T(BB_X)->format;
+    if (T(BB_X)->ndim == 5 && f != SIM_FMT_NCDHW && f != SIM_FMT_NDHWC)
+      return fail(c, SIM_NN_INVALID, "Format of input should be NCDHW or NDHWC, when input dim is 5.");
+    if (P(BB_GI) && T(BB_GI)->ndim == 5 && T(BB_GI)->format != SIM_FMT_NCDHW && T(BB_GI)->format != SIM_FMT_NDHWC)
+      return fail(c, SIM_NN_INVALID, "Format of output should be NCDHW or NDHWC, when input dim is 5.");
+  }
+  if (is_private(c, BB_DY) || is_private(c, BB_X))
+    return fail(c, SIM_NN_INVALID, "Format only support NC, NCL, NCHW, NCDHW.");
+  /* CheckShape */
+  TRY(max_dim(c, BB_X, 8, NULL));
+  TRY(min_dim(c, BB_X, 2, NULL));
+  TRY(max_dim(c, BB_DY, 8, NULL));
+  TRY(min_dim(c, BB_DY, 2, NULL));
+  TRY(shape_same(c, BB_DY, BB_X, NULL, NULL));
+  if (P(BB_GI)) {
+    TRY(max_dim(c, BB_GI, 8, NULL));
+    TRY(min_dim(c, BB_GI, 2, NULL));
+    TRY(shape_same(c, BB_GI, BB_DY, NULL, NULL));
+  }
+  TRY(regbase_channels_last(c, BB_X));
+  int64_t C = T(BB_X)->dims[1];
+  /* CheckOtherShape: weight, runningMean, runningVar exactly [C] (every SoC). */
+  TRY(bb_dim_c(c, BB_W, C, false));
+  TRY(bb_dim_c(c, BB_RM, C, false));
+  TRY(bb_dim_c(c, BB_RV, C, false));
+  if (c->plan.regbase) {
+    /* CheckSaveMeanSaveInvstdShape ([C]; [0] allowed in inference), CheckGradWeightGradBiasShape */
+    TRY(bb_dim_c(c, BB_SM, C, !training));
+    TRY(bb_dim_c(c, BB_SI, C, !training));
+    TRY(bb_dim_c(c, BB_GW, C, false));
+    TRY(bb_dim_c(c, BB_GB, C, false));
+    /* every mask bit false: SUCCESS, workspace 0, nothing to do (canEarlyReturn) */
+    if (!c->plan.mask[0] && !c->plan.mask[1] && !c->plan.mask[2]) return finish_early(c, SIM_RUN_NOTHING, ws, exec);
+  } else {
+    /* Non-regbase CANN never checks saveMean/saveInvstd/gradWeight/gradBias shapes.
+     * [aclsim] the kernel reads C saved statistics (training) and writes C gradients. */
+    if (training) {
+      TRY(numel_c(c, BB_SM, C, "reads"));
+      TRY(numel_c(c, BB_SI, C, "reads"));
+    }
+    TRY(numel_c(c, BB_GW, C, "writes"));
+    TRY(numel_c(c, BB_GB, C, "writes"));
+  }
   c->plan.C = C;
   return finish(c, C, ws, exec);
 }
@@ -398,11 +676,20 @@ static int run_bn_backward(const SimPlan *p) {
   const SimTensorDesc *xd = &p->t[BB_X];
   int64_t C = p->C, numel = sim_desc_numel(xd);
   double *x = sim_load(xd), *dy = sim_load(&p->t[BB_DY]);
+  /* NULL optionals are filled before dispatch: runningMean 0, runningVar 1, weight 1, saveMean 0,
+   * saveInvstd 1 (ops-nn .../op_host/op_api/aclnn_batch_norm_backward.cpp BatchNormBackward,
+   * op::FillScalar; BatchNormBackwardRegbase likewise). */
   double *w = per_channel_or(p, BB_W, C, 1.0);
   double *mean, *invstd;
   if (p->training) {
     mean = per_channel_or(p, BB_SM, C, 0.0);
     invstd = per_channel_or(p, BB_SI, C, 1.0);
+    /* Non-regbase: saveInvstd goes to the kernel input `batch_variance` of BNTrainingUpdateGrad /
+     * BNTrainingReduceGrad (BatchNormBackwardProc; proto in ops-nn
+     * common/inc/op_graph/op_nn_proto_extend.h), i.e. it is read as the biased VARIANCE, the value
+     * aclnnBatchNorm writes there on these SoCs.  DAV_3510's BatchNormGradV3 reads `save_rstd`. */
+    if (p->bn_saves_variance)
+      for (int64_t i = 0; i < C; i++) invstd[i] = 1.0 / sqrt(invstd[i] + p->eps);
   } else {
     mean = per_channel_or(p, BB_RM, C, 0.0);
     invstd = per_channel_or(p, BB_RV, C, 1.0);
@@ -435,22 +722,9 @@ static int run_bn_backward(const SimPlan *p) {
 
 /* ======================================================================================
  * 3. aclnnGroupNormBackward
+ *    ops-nn norm/group_norm_grad/op_host/op_api/aclnn_group_norm_backward.cpp
  * ====================================================================================== */
 enum { GB_DY, GB_X, GB_MEAN, GB_RSTD, GB_GAMMA, GB_GI, GB_GG, GB_GBETA };
-
-static int gn_ints(Ctx *c, int64_t N, int64_t C, int64_t HxW, int64_t group) {
-  if (N < 0 || C < 0 || HxW < 0)
-    return sim_fail(SIM_NN_INVALID, "%s: N (%" PRId64 "), C (%" PRId64 ") and HxW (%" PRId64 ") must not be negative", c->op, N,
-                    C, HxW);
-  if (group <= 0) return sim_fail(SIM_NN_INVALID, "%s: group (%" PRId64 ") must be greater than 0", c->op, group);
-  if (C % group != 0)
-    return sim_fail(SIM_NN_INVALID, "%s: C (%" PRId64 ") must be divisible by group (%" PRId64 ")", c->op, C, group);
-  c->plan.N = N;
-  c->plan.C = C;
-  c->plan.HxW = HxW;
-  c->plan.group = group;
-  return 0;
-}
 
 int sim_gn_backward_ws(const void *gradOut, const void *input, const void *mean, const void *rstd, const void *gamma,
                        int64_t N, int64_t C, int64_t HxW, int64_t group, const void *outputMask, void *gradInput,
@@ -459,15 +733,24 @@ int sim_gn_backward_ws(const void *gradOut, const void *input, const void *mean,
   Ctx cc, *c = &cc;
   ctx_init(c, SIM_OP_GN_BACKWARD, "aclnnGroupNormBackward", 5, 3, names);
   TRY(opp_path(c->op));
-  TRY(outparams(c, ws, exec));
-  TRY(req(c, gradOut, GB_DY));
-  TRY(req(c, input, GB_X));
-  TRY(req(c, mean, GB_MEAN));
-  TRY(req(c, rstd, GB_RSTD));
-  TRY(get_mask(c, outputMask, "outputMask"));
-  if (c->plan.mask[0]) TRY(req_mask(c, gradInput, GB_GI, "outputMask[0]"));
-  if (c->plan.mask[1]) TRY(req_mask(c, gradGamma, GB_GG, "outputMask[1]"));
-  if (c->plan.mask[2]) TRY(req_mask(c, gradBeta, GB_GBETA, "outputMask[2]"));
+  TRY(outparams(c, ws, exec)); /* OP_CHECK_COMM_INPUT */
+  TRY(soc_check(c));
+  TRY(op_supported(c));
+  /* CheckNotNull -> 161001 */
+  TRY(NULL_TENSOR(c, gradOut, "gradOut", SIM_NN_NULLPTR));
+  TRY(NULL_TENSOR(c, input, "input", SIM_NN_NULLPTR));
+  TRY(NULL_TENSOR(c, mean, "mean", SIM_NN_NULLPTR));
+  TRY(NULL_TENSOR(c, rstd, "rstd", SIM_NN_NULLPTR));
+  /* CheckMaskNotNull: every failure is returned as 161002 (CheckParams maps it to
+   * ACLNN_ERR_PARAM_INVALID; the doc says 161001 for the NULL outputs). */
+  TRY(null_arg(c, outputMask, "aclBoolArray", "outputMask", SIM_NN_INVALID));
+  uint64_t mlen = 0;
+  TRY(lookup_mask(c, outputMask, &mlen));
+  if (mlen != 3)
+    return fail(c, SIM_NN_INVALID, "Expected aclnnGroupNormBackward outputMask len to be 3, but got %" PRIu64 ".", mlen);
+  if (c->plan.mask[0]) TRY(NULL_TENSOR(c, gradInput, "gradInput", SIM_NN_INVALID));
+  if (c->plan.mask[1]) TRY(NULL_TENSOR(c, gradGamma, "gradGammaOut", SIM_NN_INVALID));
+  if (c->plan.mask[2]) TRY(NULL_TENSOR(c, gradBeta, "gradBetaOut", SIM_NN_INVALID));
   TRY(get(c, gradOut, GB_DY));
   TRY(get(c, input, GB_X));
   TRY(get(c, mean, GB_MEAN));
@@ -476,30 +759,90 @@ int sim_gn_backward_ws(const void *gradOut, const void *input, const void *mean,
   if (c->plan.mask[0]) TRY(get(c, gradInput, GB_GI));
   if (c->plan.mask[1]) TRY(get(c, gradGamma, GB_GG));
   if (c->plan.mask[2]) TRY(get(c, gradBeta, GB_GBETA));
-  TRY(dt_float(c, GB_DY));
-  TRY(dt_eq(c, GB_X, GB_DY));
-  TRY(dt_float(c, GB_MEAN));
-  TRY(dt_eq_or_f32(c, GB_MEAN, GB_DY));
-  TRY(dt_eq(c, GB_RSTD, GB_MEAN));
-  TRY(dt_eq(c, GB_GAMMA, GB_MEAN));
-  TRY(dt_eq(c, GB_GI, GB_DY));
-  TRY(dt_eq(c, GB_GG, GB_MEAN));
-  TRY(dt_eq(c, GB_GBETA, GB_MEAN));
-  for (int s = GB_DY; s <= GB_GBETA; s++) TRY(fmt_ok(c, s));
-  TRY(shape_eq(c, GB_GI, GB_X));
-  if (P(GB_GAMMA)) {
-    TRY(shape_eq(c, GB_GG, GB_GAMMA));
-    TRY(shape_eq(c, GB_GBETA, GB_GAMMA));
+  /* CheckDtypeValid: gradOut in GetDtypeSupportListV2 (DAV_2201 or regbase -> + BF16). */
+  DtList l = dl_fhb(c);
+  TRY(DT_SUPPORT(c, GB_DY, &l));
+  int32_t dyt = T(GB_DY)->dtype;
+  if (c->soc.gnb_mixed_precision) {
+    /* DAV_3510: mean in the list, then CheckMixPrecisionDtype. */
+    TRY(DT_SUPPORT(c, GB_MEAN, &l));
+    TRY(dt_match(c, GB_X, dyt, NULL));
+    TRY(dt_match(c, GB_GI, dyt, NULL));
+    if (dyt == SIM_DT_FLOAT) {
+      TRY(dt_match(c, GB_MEAN, SIM_DT_FLOAT, NULL));
+    } else if (dyt == SIM_DT_FLOAT16) {
+      const DtList fh = {2, {SIM_DT_FLOAT, SIM_DT_FLOAT16, 0}}; /* REGBASE_FP16_FP32_SUPPORT_LIST */
+      TRY(DT_SUPPORT(c, GB_MEAN, &fh));
+    } else if (dyt == SIM_DT_BF16) {
+      const DtList fb = {2, {SIM_DT_FLOAT, SIM_DT_BF16, 0}}; /* REGBASE_BF16_FP32_SUPPORT_LIST */
+      TRY(DT_SUPPORT(c, GB_MEAN, &fb));
+    }
+    int32_t mt = T(GB_MEAN)->dtype;
+    TRY(dt_match(c, GB_RSTD, mt, NULL));
+    TRY(dt_match(c, GB_GAMMA, mt, NULL));
+    TRY(dt_match(c, GB_GG, mt, NULL));
+    TRY(dt_match(c, GB_GBETA, mt, NULL));
   } else {
-    TRY(numel_eq(c, GB_GG, C, "C (gamma is NULL)"));
-    TRY(numel_eq(c, GB_GBETA, C, "C (gamma is NULL)"));
+    /* every other architecture: everything equals gradOut's dtype (no mixed precision) */
+    for (int s = GB_X; s <= GB_GBETA; s++) TRY(dt_match(c, s, dyt, NULL));
   }
-  TRY(gn_ints(c, N, C, HxW, group));
-  TRY(numel_eq(c, GB_X, N * C * HxW, "N * C * HxW"));
-  TRY(numel_eq(c, GB_DY, N * C * HxW, "N * C * HxW"));
-  TRY(numel_eq(c, GB_MEAN, N * group, "N * group"));
-  TRY(numel_eq(c, GB_RSTD, N * group, "N * group"));
-  TRY(numel_eq(c, GB_GAMMA, C, "C"));
+  /* CheckAttr */
+  if (group <= 0) return fail(c, SIM_NN_INVALID, "Expected group to be greater than 0, got %" PRId64 ".", group);
+  if (C % group != 0) return fail(c, SIM_NN_INVALID, "Expected C can be divided by group, but got false.");
+  /* DAV_2201 only (groupNormBackwardLimits): C / group <= 8000, C <= 240000 */
+  if (c->soc.gnb_max_channels_per_group > 0 && C / group > c->soc.gnb_max_channels_per_group)
+    return fail(c, SIM_NN_INVALID, "Expected C / group <= %" PRId64 " to be true, but got false.",
+                c->soc.gnb_max_channels_per_group);
+  if (c->soc.gnb_max_channels > 0 && C > c->soc.gnb_max_channels)
+    return fail(c, SIM_NN_INVALID, "Expecting C to not exceed %" PRId64 ", got %" PRId64 ".", c->soc.gnb_max_channels, C);
+  /* CheckShape: only element counts (and gradOut rank <= 8) */
+  TRY(max_dim(c, GB_DY, 8, NULL));
+  if (sim_desc_numel(T(GB_DY)) != N * C * HxW)
+    return fail(c, SIM_NN_INVALID, "Expected gradOut.numel() == N * C * HxW to be true, but got false.");
+  if (sim_desc_numel(T(GB_X)) != N * C * HxW)
+    return fail(c, SIM_NN_INVALID, "Expected input.numel() == N * C * HxW to be true, but got false.");
+  if (sim_desc_numel(T(GB_MEAN)) != N * group)
+    return fail(c, SIM_NN_INVALID, "Expected mean.numel() == N * group to be true, but got false.");
+  if (sim_desc_numel(T(GB_RSTD)) != N * group)
+    return fail(c, SIM_NN_INVALID, "Expected rstd.numel() == N * group to be true, but got false.");
+  if (P(GB_GAMMA) && sim_desc_numel(T(GB_GAMMA)) != C)
+    return fail(c, SIM_NN_INVALID, "Expected gamma.numel() == C to be true, but got false.");
+  TRY(shape_expect(c, GB_GI, T(GB_X)->dims, T(GB_X)->ndim, NULL));
+  const int64_t cdims[1] = {C};
+  const int64_t *gdims = P(GB_GAMMA) ? T(GB_GAMMA)->dims : cdims;
+  int gnd = P(GB_GAMMA) ? T(GB_GAMMA)->ndim : 1;
+  TRY(shape_expect(c, GB_GG, gdims, gnd, NULL));
+  TRY(shape_expect(c, GB_GBETA, gdims, gnd, NULL));
+  /* [aclsim] negative sizes pass CANN's checks only in combinations no kernel can run */
+  if (N < 0 || C < 0 || HxW < 0)
+    return fail(c, SIM_NN_INVALID, "[aclsim] N (%" PRId64 "), C (%" PRId64 ") and HxW (%" PRId64 ") must not be negative",
+                N, C, HxW);
+  c->plan.N = N;
+  c->plan.C = C;
+  c->plan.HxW = HxW;
+  c->plan.group = group;
+  /* Empty tensors (after CheckParams): other architectures return SUCCESS with nothing written
+   * when gradOut or input is empty; DAV_3510 launches GroupNormGrad, whose dgamma/dbeta for an
+   * empty input are zeros, when gradOut, input, mean or rstd is empty and gamma (ones [C] when
+   * NULL) is not (ComputeGroupNormBackwardEmptyInput), and writes nothing when gamma is empty. */
+  bool any_empty = is_empty(T(GB_DY)) || is_empty(T(GB_X));
+  if (!c->plan.regbase) {
+    if (any_empty) return finish_early(c, SIM_RUN_NOTHING, ws, exec);
+  } else {
+    bool gamma_empty = P(GB_GAMMA) ? sim_desc_numel(T(GB_GAMMA)) == 0 : C == 0;
+    any_empty = any_empty || is_empty(T(GB_MEAN)) || is_empty(T(GB_RSTD));
+    if (any_empty && !gamma_empty) {
+      fill_slot(c, GB_GG, 0.0);
+      fill_slot(c, GB_GBETA, 0.0);
+      return finish_early(c, SIM_RUN_FILL, ws, exec);
+    }
+    if (gamma_empty) return finish_early(c, SIM_RUN_NOTHING, ws, exec);
+  }
+  /* [aclsim] the kernels read base layouts only */
+  for (int s = GB_DY; s <= GB_GBETA; s++)
+    if (is_private(c, s))
+      return fail(c, SIM_NN_INVALID, "[aclsim] %s has the private format %s, which the simulator does not model", NAME(s),
+                  fmt_str(T(s)->format));
   return finish(c, N * C, ws, exec);
 }
 
@@ -543,6 +886,7 @@ static int run_gn_backward(const SimPlan *p) {
 
 /* ======================================================================================
  * 4. aclnnBatchNormStats
+ *    ops-math math/reduce_std_with_mean/op_api/aclnn_batch_norm_stats.cpp
  * ====================================================================================== */
 enum { ST_X, ST_MEAN, ST_INVSTD };
 
@@ -551,26 +895,43 @@ int sim_bn_stats_ws(const void *input, double eps, void *mean, void *invstd, uin
   Ctx cc, *c = &cc;
   ctx_init(c, SIM_OP_BN_STATS, "aclnnBatchNormStats", 1, 2, names);
   TRY(opp_path(c->op));
-  TRY(outparams(c, ws, exec));
-  TRY(req(c, input, ST_X));
-  TRY(req(c, mean, ST_MEAN));
-  TRY(req(c, invstd, ST_INVSTD));
+  TRY(outparams(c, ws, exec)); /* OP_CHECK_COMM_INPUT */
+  TRY(soc_check(c));
+  TRY(op_supported(c));
+  /* CheckNotNull -> 161001 */
+  TRY(NULL_TENSOR(c, input, "input", SIM_NN_NULLPTR));
+  TRY(NULL_TENSOR(c, mean, "mean", SIM_NN_NULLPTR));
+  TRY(NULL_TENSOR(c, invstd, "invstd", SIM_NN_NULLPTR));
   TRY(get(c, input, ST_X));
   TRY(get(c, mean, ST_MEAN));
   TRY(get(c, invstd, ST_INVSTD));
   c->plan.eps = eps;
-  TRY(dt_float(c, ST_X));
-  TRY(dt_only(c, ST_MEAN, SIM_DT_FLOAT));
-  TRY(dt_only(c, ST_INVSTD, SIM_DT_FLOAT));
-  for (int s = ST_X; s <= ST_INVSTD; s++) TRY(fmt_ok(c, s));
-  TRY(rank_in(c, ST_X, 2, 8));
-  TRY(rank_in(c, ST_MEAN, 1, 1));
-  TRY(rank_in(c, ST_INVSTD, 1, 1));
-  int64_t C = channel(c, ST_X);
-  TRY(numel_eq(c, ST_MEAN, C, "C (input dim 1)"));
-  TRY(numel_eq(c, ST_INVSTD, C, "C (input dim 1)"));
-  if (C == 0) return sim_fail(SIM_NN_INVALID, "%s: the channel axis (dim 1) of input must not be 0", c->op);
+  /* CheckDtypeValid: input in {FLOAT, FLOAT16} (+ BF16 on regbase only), mean and invstd FLOAT */
+  DtList l = dl_fhb(c);
+  const DtList f = {1, {SIM_DT_FLOAT, 0, 0}};
+  TRY(DT_SUPPORT(c, ST_X, &l));
+  TRY(DT_SUPPORT(c, ST_MEAN, &f));
+  TRY(DT_SUPPORT(c, ST_INVSTD, &f));
+  /* CheckFormat */
+  if (is_private(c, ST_X)) return fail(c, SIM_NN_INVALID, "Input format only support ND, NCL, NCHW, NCDHW.");
+  if (is_private(c, ST_MEAN)) return fail(c, SIM_NN_INVALID, "Mean format only support ND, NCL, NCHW, NCDHW.");
+  if (is_private(c, ST_INVSTD)) return fail(c, SIM_NN_INVALID, "Invstd format only support ND, NCL, NCHW, NCDHW.");
+  /* CheckShape */
+  TRY(max_dim(c, ST_X, 8, NULL));
+  TRY(min_dim(c, ST_X, 2, NULL));
+  TRY(wrong_dim(c, ST_MEAN, 1));
+  TRY(wrong_dim(c, ST_INVSTD, 1));
+  int64_t C = T(ST_X)->dims[1];
+  if (C == 0) return fail(c, SIM_NN_INVALID, "Channel size of input should not be zero.");
+  TRY(shape_expect(c, ST_MEAN, &C, 1, NULL));
+  TRY(shape_expect(c, ST_INVSTD, &C, 1, NULL));
   c->plan.C = C;
+  /* Empty input (after CheckParams): mean = 0, invstd = NaN (ProcessEmptyTensorWithValue). */
+  if (is_empty(T(ST_X))) {
+    fill_slot(c, ST_MEAN, 0.0);
+    fill_slot(c, ST_INVSTD, NAN);
+    return finish_early(c, SIM_RUN_FILL, ws, exec);
+  }
   return finish(c, C, ws, exec);
 }
 
@@ -599,8 +960,9 @@ static int run_bn_stats(const SimPlan *p) {
   int64_t C = p->C;
   double *x = sim_load(&p->t[ST_X]);
   double *mean = zalloc(C), *var = zalloc(C);
+  /* invstd = 1/sqrt(biased var + eps) (ReduceStdWithMean invert=true / ReduceVar + Pow) */
   int64_t M = channel_mean_var(&p->t[ST_X], x, mean, var);
-  for (int64_t i = 0; i < C; i++) var[i] = M > 0 ? 1.0 / sqrt(var[i] + p->eps) : 0; /* empty: zero-filled */
+  for (int64_t i = 0; i < C; i++) var[i] = M > 0 ? 1.0 / sqrt(var[i] + p->eps) : NAN;
   sim_store(&p->t[ST_MEAN], mean);
   sim_store(&p->t[ST_INVSTD], var);
   free(x), free(mean), free(var);
@@ -609,6 +971,8 @@ static int run_bn_stats(const SimPlan *p) {
 
 /* ======================================================================================
  * 5. aclnnBatchNormGatherStatsWithCounts
+ *    ops-nn norm/sync_batch_norm_gather_stats_with_counts/op_host/op_api/
+ *    aclnn_batch_norm_gather_stats_with_counts.cpp
  * ====================================================================================== */
 enum { GS_X, GS_MEAN, GS_INVSTD, GS_RM, GS_RV, GS_COUNTS, GS_MEANALL, GS_INVSTDALL };
 
@@ -619,41 +983,82 @@ int sim_bn_gather_stats_ws(const void *input, const void *mean, const void *invs
   Ctx cc, *c = &cc;
   ctx_init(c, SIM_OP_BN_GATHER_STATS, "aclnnBatchNormGatherStatsWithCounts", 6, 2, names);
   TRY(opp_path(c->op));
-  TRY(outparams(c, ws, exec));
-  TRY(req(c, input, GS_X));
-  TRY(req(c, mean, GS_MEAN));
-  TRY(req(c, invstd, GS_INVSTD));
-  TRY(req(c, counts, GS_COUNTS));
-  TRY(req(c, meanAll, GS_MEANALL));
-  TRY(req(c, invstdAll, GS_INVSTDALL));
-  TRY(get(c, input, GS_X));
-  TRY(get(c, mean, GS_MEAN));
-  TRY(get(c, invstd, GS_INVSTD));
-  TRY(get(c, runningMean, GS_RM));
-  TRY(get(c, runningVar, GS_RV));
-  TRY(get(c, counts, GS_COUNTS));
-  TRY(get(c, meanAll, GS_MEANALL));
-  TRY(get(c, invstdAll, GS_INVSTDALL));
+  TRY(outparams(c, ws, exec)); /* OP_CHECK_COMM_INPUT */
+  TRY(soc_check(c));
+  TRY(op_supported(c));
+  /* CheckNotNull (CHECK_COND -> 161001) */
+  const void *hs[] = {input, mean, invstd, runningMean, runningVar, counts, meanAll, invstdAll};
+  for (int s = GS_X; s <= GS_INVSTDALL; s++)
+    if (s != GS_RM && s != GS_RV) TRY(NULL_TENSOR(c, hs[s], NAME(s), SIM_NN_NULLPTR));
+  for (int s = GS_X; s <= GS_INVSTDALL; s++) TRY(get(c, hs[s], s));
   c->plan.momentum = momentum;
   c->plan.eps = eps;
-  for (int s = GS_X; s <= GS_INVSTDALL; s++) TRY(dt_float(c, s));
-  for (int s = GS_X; s <= GS_INVSTDALL; s++) TRY(fmt_ok(c, s));
-  TRY(rank_in(c, GS_X, 2, 8));
-  TRY(rank_in(c, GS_MEAN, 2, 2));
-  TRY(rank_in(c, GS_INVSTD, 2, 2));
-  TRY(rank_in(c, GS_COUNTS, 1, 1));
-  int64_t C = channel(c, GS_X), W = T(GS_MEAN)->dims[0];
-  if (T(GS_INVSTD)->dims[0] != W || T(GS_COUNTS)->dims[0] != W)
-    return sim_fail(SIM_NN_INVALID, "%s: the first dims of counts (%" PRId64 "), mean (%" PRId64 ") and invstd (%" PRId64
-                    ") must be equal", c->op, T(GS_COUNTS)->dims[0], W, T(GS_INVSTD)->dims[0]);
-  if (T(GS_MEAN)->dims[1] != C || T(GS_INVSTD)->dims[1] != C)
-    return sim_fail(SIM_NN_INVALID, "%s: dim 1 of mean (%" PRId64 ") and invstd (%" PRId64 ") must equal C = %" PRId64
-                    " (input dim 1)", c->op, T(GS_MEAN)->dims[1], T(GS_INVSTD)->dims[1], C);
-  TRY(numel_eq(c, GS_RM, C, "C (input dim 1)"));
-  TRY(numel_eq(c, GS_RV, C, "C (input dim 1)"));
-  TRY(numel_eq(c, GS_MEANALL, C, "C (input dim 1)"));
-  TRY(numel_eq(c, GS_INVSTDALL, C, "C (input dim 1)"));
+  /* CheckDtypeValid: every tensor (counts too: a float dtype) in the list; BF16 when SocVersion is
+   * in [ASCEND910B, ASCEND910E] or ASCEND950 (CheckSocVersionGe910B, IsSocVersion950). */
+  DtList l = dl_fhb(c);
+  for (int s = GS_X; s <= GS_INVSTD; s++) TRY(DT_SUPPORT(c, s, &l));
+  TRY(DT_SUPPORT(c, GS_RM, &l));
+  TRY(DT_SUPPORT(c, GS_RV, &l));
+  TRY(DT_SUPPORT(c, GS_COUNTS, &l));
+  TRY(DT_SUPPORT(c, GS_MEANALL, &l));
+  TRY(DT_SUPPORT(c, GS_INVSTDALL, &l));
+  /* CheckFormat */
+  if (is_private(c, GS_X) || is_private(c, GS_MEAN) || is_private(c, GS_INVSTD) || is_private(c, GS_COUNTS))
+    return fail(c, SIM_NN_INVALID, "Format only support ND,NCHW,NCL,NCDHW.");
+  /* CheckShape, in its order */
+  TRY(max_dim(c, GS_X, 8, NULL));
+  TRY(min_dim(c, GS_X, 2, NULL));
+  TRY(wrong_dim(c, GS_MEAN, 2));
+  TRY(wrong_dim(c, GS_INVSTD, 2));
+  /* counts.shape[0] is read before counts' rank is checked; [aclsim] a 0-d counts fails here */
+  if (T(GS_MEAN)->dims[0] != T(GS_INVSTD)->dims[0] || T(GS_COUNTS)->ndim < 1 ||
+      T(GS_COUNTS)->dims[0] != T(GS_MEAN)->dims[0]) {
+    char a[160], b[160], k[160];
+    shape_str(T(GS_MEAN), a, sizeof a);
+    shape_str(T(GS_INVSTD), b, sizeof b);
+    shape_str(T(GS_COUNTS), k, sizeof k);
+    return fail(c, SIM_NN_INVALID,
+                "first dimension of mean, invstd and count should be the same, but got mean: %s, invstd: %s, counts: %s.",
+                a, b, k);
+  }
+  int64_t C = T(GS_X)->dims[1];
+  if (T(GS_MEAN)->dims[1] != C || T(GS_INVSTD)->dims[1] != C) {
+    char a[160], b[160];
+    shape_str(T(GS_MEAN), a, sizeof a);
+    shape_str(T(GS_INVSTD), b, sizeof b);
+    return fail(c, SIM_NN_INVALID,
+                "second dimension of mean/invstd should be the channel size of input %" PRId64 ", but gotmean: %s, "
+                "invstd: %s.",
+                C, a, b);
+  }
+  TRY(shape_expect(c, GS_RM, &C, 1, NULL));
+  TRY(shape_expect(c, GS_RV, &C, 1, NULL));
+  if (T(GS_COUNTS)->ndim != 1) return fail(c, SIM_NN_INVALID, "dim of counts should be one.");
+  TRY(shape_expect(c, GS_MEANALL, &C, 1, NULL));
+  TRY(shape_expect(c, GS_INVSTDALL, &C, 1, NULL));
   c->plan.C = C;
+  /* Only an empty `mean` short-circuits (input's data is never read): meanAll = 0, invstdAll =
+   * NaN, running statistics untouched. */
+  if (is_empty(T(GS_MEAN))) {
+    fill_slot(c, GS_MEANALL, 0.0);
+    fill_slot(c, GS_INVSTDALL, NAN);
+    return finish_early(c, SIM_RUN_FILL, ws, exec);
+  }
+  /* runningMean given, runningVar NULL: CopyRunningTensorToDst returns early only when
+   * runningMeanDst is NULL and then evaluates runningVarDst->GetDataType() (line 326) -- a NULL
+   * dereference during GetWorkspaceSize (the 950 path's CopyResultTensorToDst passes the NULL to
+   * l0op::ViewCopy).  The process dies; the simulator dies loudly the same way. */
+  if (P(GS_RM) && !P(GS_RV)) {
+    fprintf(stderr,
+            "aclsim: aclnnBatchNormGatherStatsWithCountsGetWorkspaceSize: runningMean is given but runningVar is NULL; "
+            "CANN dereferences the NULL runningVar here (hicann/ops-nn norm/sync_batch_norm_gather_stats_with_counts/"
+            "op_host/op_api/aclnn_batch_norm_gather_stats_with_counts.cpp:326, CopyRunningTensorToDst: "
+            "runningVarDst->GetDataType()) and the process crashes: aborting\n");
+    fflush(stderr);
+    abort();
+  }
+  /* runningVar given, runningMean NULL: both copy-back functions return early when runningMeanDst
+   * is NULL, so runningVar is silently NOT updated (run_gather_stats). */
   return finish(c, C, ws, exec);
 }
 
@@ -663,7 +1068,8 @@ static int run_gather_stats(const SimPlan *p) {
   double *counts = sim_load(&p->t[GS_COUNTS]);
   double *ma = zalloc(C), *ia = zalloc(C);
   double *rm = p->present[GS_RM] ? sim_load(&p->t[GS_RM]) : NULL;
-  double *rv = p->present[GS_RV] ? sim_load(&p->t[GS_RV]) : NULL;
+  /* runningVar is written back only together with runningMean (CopyRunningTensorToDst) */
+  double *rv = p->present[GS_RV] && p->present[GS_RM] ? sim_load(&p->t[GS_RV]) : NULL;
   for (int64_t ch = 0; ch < C; ch++) {
     double n = 0, avg = 0, var_n = 0;
     for (int64_t w = 0; w < W; w++) { /* parallel (Chan) merge of per-device statistics */
@@ -689,6 +1095,7 @@ static int run_gather_stats(const SimPlan *p) {
 
 /* ======================================================================================
  * 6. aclnnBatchNormElemtBackward
+ *    ops-nn norm/sync_batch_norm_backward_elemt/op_api/aclnn_batch_norm_elemt_backward.cpp
  * ====================================================================================== */
 enum { EB_DY, EB_X, EB_MEAN, EB_INVSTD, EB_W, EB_SUMDY, EB_SUMDYXMU, EB_COUNTER, EB_GI };
 
@@ -699,27 +1106,38 @@ int sim_bn_elemt_backward_ws(const void *gradOut, const void *input, const void 
   Ctx cc, *c = &cc;
   ctx_init(c, SIM_OP_BN_ELEMT_BACKWARD, "aclnnBatchNormElemtBackward", 8, 1, names);
   TRY(opp_path(c->op));
-  TRY(outparams(c, ws, exec));
+  TRY(outparams(c, ws, exec)); /* OP_CHECK_COMM_INPUT */
+  TRY(soc_check(c));
+  TRY(op_supported(c));
+  /* CheckNotNull (CHECK_COND -> 161001): everything but weight */
   const void *hs[] = {gradOut, input, mean, invstd, weight, sumDy, sumDyXmu, counter, gradInput};
   for (int s = EB_DY; s <= EB_GI; s++)
-    if (s != EB_W) TRY(req(c, hs[s], s));
+    if (s != EB_W) TRY(NULL_TENSOR(c, hs[s], NAME(s), SIM_NN_NULLPTR));
   for (int s = EB_DY; s <= EB_GI; s++) TRY(get(c, hs[s], s));
-  for (int s = EB_DY; s <= EB_GI; s++)
-    if (s != EB_COUNTER) TRY(dt_float(c, s));
-  if (T(EB_COUNTER)->dtype != SIM_DT_INT32 && T(EB_COUNTER)->dtype != SIM_DT_FLOAT16 && T(EB_COUNTER)->dtype != SIM_DT_FLOAT)
-    return sim_fail(SIM_NN_INVALID, "%s: counter dtype %s is not supported (expected INT32, FLOAT16 or FLOAT)", c->op,
-                    sim_dtype_name(T(EB_COUNTER)->dtype));
-  for (int s = EB_DY; s <= EB_GI; s++) TRY(fmt_ok(c, s));
-  TRY(rank_in(c, EB_X, 2, 8));
-  TRY(rank_in(c, EB_DY, 0, 8));
-  TRY(rank_in(c, EB_GI, 0, 8));
-  TRY(rank_in(c, EB_COUNTER, 0, 8));
-  int64_t C = channel(c, EB_X);
-  if (C == 0) return sim_fail(SIM_NN_INVALID, "%s: the channel axis (dim 1) of input must not be 0", c->op);
-  TRY(shape_eq(c, EB_DY, EB_X));
-  TRY(shape_eq(c, EB_GI, EB_X));
-  for (int s = EB_MEAN; s <= EB_SUMDYXMU; s++) TRY(numel_eq(c, s, C, "C (input dim 1)"));
+  /* CheckParams: + BF16 on SocVersion ASCEND910B / ASCEND910_93 or regbase (not 910E);
+   * counter in {FLOAT, FLOAT16, INT32} on every SoC.  No same-dtype rule. */
+  DtList l = dl_fhb(c);
+  const DtList cl = {3, {SIM_DT_FLOAT, SIM_DT_FLOAT16, SIM_DT_INT32}}; /* COUNTER_DTYPE_SUPPORT_LIST */
+  for (int s = EB_DY; s <= EB_GI; s++) TRY(DT_SUPPORT(c, s, s == EB_COUNTER ? &cl : &l));
+  /* CheckFormat */
+  const int fs[] = {EB_DY, EB_X, EB_GI};
+  for (int i = 0; i < 3; i++)
+    if (is_private(c, fs[i]))
+      return fail(c, SIM_NN_INVALID, "Format of %s only support ND, NCHW, NCL, NCDHW.", NAME(fs[i]));
+  /* CheckShape */
+  TRY(min_dim(c, EB_X, 2, NULL));
+  TRY(max_dim(c, EB_X, 8, NULL));
+  TRY(max_dim(c, EB_DY, 8, NULL));
+  TRY(max_dim(c, EB_GI, 8, NULL));
+  TRY(max_dim(c, EB_COUNTER, 8, NULL));
+  int64_t C = T(EB_X)->dims[1];
+  if (C == 0) return fail(c, SIM_NN_INVALID, "Input channel size should not be zero.");
+  TRY(shape_same(c, EB_DY, EB_X, NULL, NULL));
+  TRY(shape_same(c, EB_GI, EB_X, NULL, NULL));
+  for (int s = EB_MEAN; s <= EB_SUMDYXMU; s++) TRY(shape_expect(c, s, &C, 1, NULL));
   c->plan.C = C;
+  /* input or gradOut empty (after the checks): SUCCESS, nothing written */
+  if (is_empty(T(EB_X)) || is_empty(T(EB_DY))) return finish_early(c, SIM_RUN_NOTHING, ws, exec);
   return finish(c, C, ws, exec);
 }
 
@@ -732,6 +1150,7 @@ static int run_elemt_backward(const SimPlan *p) {
   double *w = per_channel_or(p, EB_W, C, 1.0);
   double *sdy = sim_load(&p->t[EB_SUMDY]), *sdx = sim_load(&p->t[EB_SUMDYXMU]);
   double *cnt = sim_load(&p->t[EB_COUNTER]);
+  /* total = sum of counter over all its elements (MeanByCounter) */
   double total = 0;
   for (int64_t i = 0; i < sim_desc_numel(&p->t[EB_COUNTER]); i++) total += cnt[i];
   double *gi = zalloc(numel);
@@ -748,8 +1167,15 @@ static int run_elemt_backward(const SimPlan *p) {
 
 /* ======================================================================================
  * 7. aclnnBatchNorm
+ *    ops-nn norm/batch_norm_v3/op_host/op_api/aclnn_batch_norm.cpp
  * ====================================================================================== */
 enum { BN_X, BN_W, BN_B, BN_RM, BN_RV, BN_Y, BN_SM, BN_SI };
+
+/* CheckOtherShape: "Dim of %s should be one and shape is channel num of input." */
+static int bn_dim_c(Ctx *c, int s, int64_t C) {
+  if (!P(s) || (T(s)->ndim == 1 && T(s)->dims[0] == C)) return 0;
+  return fail(c, SIM_NN_INVALID, "Dim of %s should be one and shape is channel num of input.", NAME(s));
+}
 
 int sim_bn_ws(const void *input, const void *weight, const void *bias, void *runningMean, void *runningVar, bool training,
               double momentum, double eps, void *output, void *saveMean, void *saveInvstd, uint64_t *ws, void **exec) {
@@ -758,16 +1184,28 @@ int sim_bn_ws(const void *input, const void *weight, const void *bias, void *run
   ctx_init(c, SIM_OP_BN, "aclnnBatchNorm", 5, 3, names);
   TRY(opp_path(c->op));
   TRY(outparams(c, ws, exec));
-  TRY(req(c, input, BN_X));
-  TRY(req(c, output, BN_Y));
-  if (training) {
-    TRY(req_mask(c, saveMean, BN_SM, "training"));
-    TRY(req_mask(c, saveInvstd, BN_SI, "training"));
-  }
+  TRY(soc_check(c));
   c->plan.training = training;
   c->plan.momentum = momentum;
   c->plan.eps = eps;
+  /* CheckNotNull -> 161001: input and out; saveMean and saveInvstd in training only */
+  TRY(NULL_TENSOR(c, input, "input", SIM_NN_NULLPTR));
+  TRY(NULL_TENSOR(c, output, "out", SIM_NN_NULLPTR));
+  if (training) {
+    TRY(NULL_TENSOR(c, saveMean, "saveMean", SIM_NN_NULLPTR));
+    TRY(NULL_TENSOR(c, saveInvstd, "saveInvstd", SIM_NN_NULLPTR));
+  }
   TRY(get(c, input, BN_X));
+  /* Empty input, before any dtype or shape check: saveMean = 0 and saveInvstd = NaN when they
+   * are non-NULL, whatever `training` says; output and running statistics untouched
+   * (aclnnBatchNormGetWorkspaceSize, ProcessEmptyTensorWithValue). */
+  if (is_empty(T(BN_X))) {
+    TRY(get(c, saveMean, BN_SM));
+    TRY(get(c, saveInvstd, BN_SI));
+    fill_slot(c, BN_SM, 0.0);
+    fill_slot(c, BN_SI, NAN);
+    return finish_early(c, SIM_RUN_FILL, ws, exec);
+  }
   TRY(get(c, weight, BN_W));
   TRY(get(c, bias, BN_B));
   TRY(get(c, runningMean, BN_RM));
@@ -777,16 +1215,49 @@ int sim_bn_ws(const void *input, const void *weight, const void *bias, void *run
     TRY(get(c, saveMean, BN_SM));
     TRY(get(c, saveInvstd, BN_SI));
   }
-  for (int s = BN_X; s <= BN_SI; s++) TRY(dt_float(c, s));
-  TRY(dt_eq(c, BN_Y, BN_X));
-  for (int s = BN_X; s <= BN_SI; s++) TRY(fmt_ok(c, s));
-  TRY(fmt_eq(c, BN_Y, BN_X));
-  TRY(rank_in(c, BN_X, 2, 8));
-  TRY(shape_eq(c, BN_Y, BN_X));
-  int64_t C = channel(c, BN_X);
-  for (int s = BN_W; s <= BN_RV; s++) TRY(numel_eq(c, s, C, "C (input dim 1)"));
-  TRY(numel_eq(c, BN_SM, C, "C (input dim 1)"));
-  TRY(numel_eq(c, BN_SI, C, "C (input dim 1)"));
+  /* CheckDtypeValid: GetSupportDtypeList(npuArch) has no entry -> "support for npuArch %u is not
+   * implemented" (Ascend310B, NpuArch 3002, is the one known family without a list). */
+  if (!c->op_supported)
+    return fail(c, SIM_NN_INVALID, "support for npuArch %d is not implemented (SoC %s, %s)", (int)c->soc.npu_arch,
+                c->soc.soc_name, c->soc.product);
+  /* Each tensor against the list independently, no same-dtype rule: input, out, [saveMean,
+   * saveInvstd], then CheckOtherDtypeValid: weight, bias, runningMean, runningVar. */
+  DtList l = dl_fhb(c);
+  TRY(DT_SUPPORT(c, BN_X, &l));
+  TRY(dt_list(c, BN_Y, &l, "Tensor ", "out"));
+  TRY(DT_SUPPORT(c, BN_SM, &l));
+  TRY(DT_SUPPORT(c, BN_SI, &l));
+  for (int s = BN_W; s <= BN_RV; s++) TRY(DT_SUPPORT(c, s, &l));
+  /* CheckFormat */
+  int32_t fi = T(BN_X)->format, fo = T(BN_Y)->format;
+  if (fi != fo)
+    return fail(c, SIM_NN_INVALID, "Format of input and output should be equal, input [%s], output [%s].", fmt_str(fi),
+                fmt_str(fo));
+  if (c->plan.regbase) {
+    if (T(BN_X)->ndim == 5 && fi != SIM_FMT_NCDHW && fi != SIM_FMT_NDHWC)
+      return fail(c, SIM_NN_INVALID, "Format of input should be NCDHW or NDHWC, when input dim is 5.");
+    if (T(BN_Y)->ndim == 5 && fo != SIM_FMT_NCDHW && fo != SIM_FMT_NDHWC)
+      return fail(c, SIM_NN_INVALID, "Format of output should be NCDHW or NDHWC, when input dim is 5.");
+  } else {
+    if (T(BN_X)->ndim == 5 && fi != SIM_FMT_NCDHW)
+      return fail(c, SIM_NN_INVALID, "Format of input should be NCDHW, when input dim is 5.");
+    if (T(BN_Y)->ndim == 5 && fo != SIM_FMT_NCDHW)
+      return fail(c, SIM_NN_INVALID, "Format of output should be NCDHW, when input dim is 5.");
+  }
+  if (private_format(fi)) return fail(c, SIM_NN_INVALID, "Format only support ND、NCL、NCHW、NCDHW.");
+  /* CheckShape, CheckOtherShape, then (training) saveMean / saveInvstd exactly [C] */
+  TRY(max_dim(c, BN_X, 8, NULL));
+  TRY(min_dim(c, BN_X, 2, NULL));
+  TRY(max_dim(c, BN_Y, 8, "out"));
+  TRY(min_dim(c, BN_Y, 2, "out"));
+  TRY(shape_same(c, BN_Y, BN_X, "out", NULL));
+  TRY(regbase_channels_last(c, BN_X));
+  int64_t C = T(BN_X)->dims[1];
+  for (int s = BN_W; s <= BN_RV; s++) TRY(bn_dim_c(c, s, C));
+  if (training) {
+    TRY(shape_expect(c, BN_SM, &C, 1, NULL));
+    TRY(shape_expect(c, BN_SI, &C, 1, NULL));
+  }
   c->plan.C = C;
   return finish(c, C, ws, exec);
 }
@@ -795,6 +1266,7 @@ static int run_bn(const SimPlan *p) {
   const SimTensorDesc *xd = &p->t[BN_X];
   int64_t C = p->C, numel = sim_desc_numel(xd);
   double *x = sim_load(xd);
+  /* NULL optionals: weight 1, bias 0, runningMean 0, runningVar 1 (BatchNorm(): FillScalar) */
   double *w = per_channel_or(p, BN_W, C, 1.0), *b = per_channel_or(p, BN_B, C, 0.0);
   double *mean = zalloc(C), *var = zalloc(C);
   double *invstd = zalloc(C);
@@ -802,6 +1274,8 @@ static int run_bn(const SimPlan *p) {
     int64_t M = C > 0 ? channel_mean_var(xd, x, mean, var) : 0;
     for (int64_t i = 0; i < C; i++) invstd[i] = M > 0 ? 1.0 / sqrt(var[i] + p->eps) : 0;
     if (M > 0) {
+      /* running = (1 - momentum) * running + momentum * batch, unbiased variance var * M / (M - 1);
+       * written back only when the caller passed them */
       double *rm = p->present[BN_RM] ? sim_load(&p->t[BN_RM]) : NULL;
       double *rv = p->present[BN_RV] ? sim_load(&p->t[BN_RV]) : NULL;
       for (int64_t i = 0; i < C; i++) {
@@ -813,8 +1287,12 @@ static int run_bn(const SimPlan *p) {
       free(rm), free(rv);
     }
     store_if(p, BN_SM, mean);
-    /* Atlas A2/A3 write Var(x) into saveInvstd, Ascend 950 invstd (aclnnBatchNorm doc). */
-    store_if(p, BN_SI, sim_soc_bn_saves_variance() ? var : invstd);
+    /* saveInvstd: the biased batch variance on every non-DAV_3510 family (BNTrainingUpdate's
+     * `batch_variance`, BatchNormV3 full-reduce's `save_var`; the doc: "saveInvstd表示input的方差"
+     * on Atlas training/inference/A2/A3), 1/sqrt(var + eps) on DAV_3510 (arch35 BatchNormV3
+     * `batch_rstd`) -- ops-nn norm/batch_norm_v3/op_host/op_api/aclnn_batch_norm.cpp BatchNorm(),
+     * docs/aclnnBatchNorm.md.  batchNormSavesVariance() of soc.ts, via the generated table. */
+    store_if(p, BN_SI, p->bn_saves_variance ? var : invstd);
   } else {
     double *rm = per_channel_or(p, BN_RM, C, 0.0), *rv = per_channel_or(p, BN_RV, C, 1.0);
     for (int64_t i = 0; i < C; i++) {
@@ -839,6 +1317,7 @@ static int run_bn(const SimPlan *p) {
 
 /* ======================================================================================
  * 8. aclnnBatchNormElemt
+ *    ops-nn norm/batch_norm_elemt/op_host/op_api/aclnn_batch_norm_elemt.cpp
  * ====================================================================================== */
 enum { BE_X, BE_W, BE_B, BE_MEAN, BE_INVSTD, BE_Y };
 
@@ -849,26 +1328,43 @@ int sim_bn_elemt_ws(const void *input, const void *weight, const void *bias, voi
   ctx_init(c, SIM_OP_BN_ELEMT, "aclnnBatchNormElemt", 5, 1, names);
   TRY(opp_path(c->op));
   TRY(outparams(c, ws, exec));
-  TRY(req(c, input, BE_X));
-  TRY(req(c, mean, BE_MEAN));
-  TRY(req(c, invstd, BE_INVSTD));
-  TRY(req(c, output, BE_Y));
+  TRY(soc_check(c));
+  TRY(op_supported(c));
+  /* CheckBatchNormElemtParams: CHECK_RET(CheckNotNull(input, mean, invstd, out),
+   * ACLNN_ERR_PARAM_INVALID) -- a NULL input, mean, invstd or out is 161002 (the doc says
+   * 161001). weight and bias are optional (FillScalar 1 and 0). */
+  TRY(NULL_TENSOR(c, input, "input", SIM_NN_INVALID));
+  TRY(NULL_TENSOR(c, mean, "mean", SIM_NN_INVALID));
+  TRY(NULL_TENSOR(c, invstd, "invstd", SIM_NN_INVALID));
+  TRY(NULL_TENSOR(c, output, "out", SIM_NN_INVALID));
   const void *hs[] = {input, weight, bias, mean, invstd, output};
   for (int s = BE_X; s <= BE_Y; s++) TRY(get(c, hs[s], s));
   c->plan.eps = eps;
-  for (int s = BE_X; s <= BE_Y; s++) TRY(dt_float(c, s));
-  for (int s = BE_W; s <= BE_Y; s++) TRY(dt_eq(c, s, BE_X));
-  for (int s = BE_X; s <= BE_Y; s++) TRY(fmt_ok(c, s));
-  TRY(fmt_eq(c, BE_Y, BE_X));
-  TRY(rank_in(c, BE_X, 2, 8));
-  TRY(shape_eq(c, BE_Y, BE_X));
-  int64_t C = channel(c, BE_X);
-  if (C == 0) return sim_fail(SIM_NN_INVALID, "%s: the channel axis (dim 1) of input must not be 0", c->op);
-  for (int s = BE_W; s <= BE_INVSTD; s++) {
-    TRY(rank_in(c, s, 1, 1));
-    TRY(numel_eq(c, s, C, "C (input dim 1)"));
-  }
+  /* CheckDtypeValid<...>: each tensor in the list (+ BF16 for SocVersion in [ASCEND910B,
+   * ASCEND910E] or ASCEND950), the message always says "input"; no same-dtype rule. */
+  DtList l = dl_fhb(c);
+  for (int s = BE_X; s <= BE_Y; s++) TRY(dt_list(c, s, &l, "", "input"));
+  /* CheckFormat */
+  if (T(BE_X)->format != T(BE_Y)->format)
+    return fail(c, SIM_NN_INVALID, "Format of input and out should be equal, input [%s], out [%s].",
+                fmt_str(T(BE_X)->format), fmt_str(T(BE_Y)->format));
+  if (is_private(c, BE_X)) return fail(c, SIM_NN_INVALID, "Format only support ND,NCHW,NCL,NCDHW.");
+  /* CheckShape */
+  TRY(max_dim(c, BE_X, 8, NULL));
+  TRY(min_dim(c, BE_X, 2, NULL));
+  TRY(max_dim(c, BE_Y, 8, "out"));
+  TRY(min_dim(c, BE_Y, 2, "out"));
+  TRY(shape_same(c, BE_Y, BE_X, "out", NULL));
+  int64_t C = T(BE_X)->dims[1];
+  if (C == 0) return fail(c, SIM_NN_INVALID, "Input channel size should not be zero.");
+  for (int s = BE_W; s <= BE_INVSTD; s++)
+    if (P(s) && T(s)->ndim != 1) return fail(c, SIM_NN_INVALID, "Weight/bias/mean/invstd dim size should be one.");
+  for (int s = BE_W; s <= BE_INVSTD; s++)
+    if (P(s) && T(s)->dims[0] != C)
+      return fail(c, SIM_NN_INVALID, "Weight/bias/mean/invstd shape should be same as the channel size of input.");
   c->plan.C = C;
+  /* empty input (after the checks): workspace 0, SUCCESS, nothing written */
+  if (is_empty(T(BE_X))) return finish_early(c, SIM_RUN_NOTHING, ws, exec);
   return finish(c, C, ws, exec);
 }
 
@@ -880,6 +1376,8 @@ static int run_bn_elemt(const SimPlan *p) {
   double *w = per_channel_or(p, BE_W, C, 1.0), *b = per_channel_or(p, BE_B, C, 0.0);
   double *y = zalloc(numel);
   int64_t inner = numel / (xd->dims[0] * C);
+  /* CANN forms variance = 1/invstd^2 - eps in invstd's dtype and calls BNInfer, i.e.
+   * y = (x - mean) * invstd * w + b up to that round trip (not modelled: exact here). */
   for (int64_t i = 0; i < numel; i++) {
     int64_t ch = (i / inner) % C;
     y[i] = (x[i] - mean[ch]) * invstd[ch] * w[ch] + b[ch];
@@ -891,8 +1389,22 @@ static int run_bn_elemt(const SimPlan *p) {
 
 /* ======================================================================================
  * 9. aclnnGroupNorm
+ *    ops-nn norm/group_norm/op_host/op_api/aclnn_group_norm.cpp
  * ====================================================================================== */
 enum { GN_X, GN_GAMMA, GN_BETA, GN_Y, GN_MEAN, GN_RSTD };
+
+/* "Expected gamma to be a vector of size equal to the number of channels in input, but got
+ * gamma of shape %s and input of shape %s." */
+static int gn_vector_c(Ctx *c, int s, int64_t C) {
+  if (!P(s) || (T(s)->ndim == 1 && T(s)->dims[0] == C)) return 0;
+  char a[160], b[160];
+  shape_str(T(s), a, sizeof a);
+  shape_str(T(GN_X), b, sizeof b);
+  return fail(c, SIM_NN_INVALID,
+              "Expected %s to be a vector of size equal to the number of channels in input, but got %s of shape %s and "
+              "input of shape %s.",
+              NAME(s), NAME(s), a, b);
+}
 
 int sim_gn_ws(const void *self, const void *gamma, const void *beta, int64_t N, int64_t C, int64_t HxW, int64_t group,
               double eps, void *out, void *meanOut, void *rstdOut, uint64_t *ws, void **exec) {
@@ -901,44 +1413,70 @@ int sim_gn_ws(const void *self, const void *gamma, const void *beta, int64_t N, 
   ctx_init(c, SIM_OP_GN, "aclnnGroupNorm", 3, 3, names);
   TRY(opp_path(c->op));
   TRY(outparams(c, ws, exec));
-  TRY(req(c, self, GN_X));
-  TRY(req(c, out, GN_Y));
-  TRY(req(c, meanOut, GN_MEAN));
-  TRY(req(c, rstdOut, GN_RSTD));
+  TRY(soc_check(c));
+  TRY(op_supported(c));
+  /* CheckNotNull4Tensor(self, out, meanOut, rstdOut) (ops-nn common/inc/op_api/level2_base.h):
+   * its parameters are t0..t3, which is what OP_CHECK_NULL prints. */
+  TRY(NULL_TENSOR(c, self, "t0", SIM_NN_NULLPTR));
+  TRY(NULL_TENSOR(c, out, "t1", SIM_NN_NULLPTR));
+  TRY(NULL_TENSOR(c, meanOut, "t2", SIM_NN_NULLPTR));
+  TRY(NULL_TENSOR(c, rstdOut, "t3", SIM_NN_NULLPTR));
   const void *hs[] = {self, gamma, beta, out, meanOut, rstdOut};
   for (int s = GN_X; s <= GN_RSTD; s++) TRY(get(c, hs[s], s));
   c->plan.eps = eps;
-  for (int s = GN_X; s <= GN_RSTD; s++) TRY(dt_float(c, s));
-  for (int s = GN_GAMMA; s <= GN_RSTD; s++) TRY(dt_eq(c, s, GN_X));
-  for (int s = GN_X; s <= GN_RSTD; s++) TRY(fmt_ok(c, s));
-  TRY(rank_in(c, GN_X, 2, 8));
-  TRY(gn_ints(c, N, C, HxW, group));
-  if (!(eps > 0)) return sim_fail(SIM_NN_INVALID, "%s: eps (%g) must be greater than 0", c->op, eps);
-  TRY(shape_eq(c, GN_Y, GN_X));
-  for (int s = GN_MEAN; s <= GN_RSTD; s++) {
-    if (T(s)->ndim != 2 || T(s)->dims[0] != N || T(s)->dims[1] != group) {
-      char sh[160];
-      shape_str(T(s), sh, sizeof sh);
-      return sim_fail(SIM_NN_INVALID, "%s: %s shape %s must be (N, group) = (%" PRId64 ", %" PRId64 ")", c->op, NAME(s), sh, N,
-                      group);
-    }
+  /* CheckDtypeValid: self in {FLOAT16, [BF16,] FLOAT} (DAV_2201 or regbase: + BF16); gamma,
+   * beta, out, meanOut, rstdOut each exactly self's dtype (no mixed precision). */
+  DtList l = {1, {SIM_DT_FLOAT16, 0, 0}};
+  if (bf16_ok(c)) l.v[l.n++] = SIM_DT_BF16;
+  l.v[l.n++] = SIM_DT_FLOAT;
+  TRY(DT_SUPPORT(c, GN_X, &l));
+  for (int s = GN_GAMMA; s <= GN_RSTD; s++) TRY(dt_match(c, s, T(GN_X)->dtype, NULL));
+  /* CheckAttr */
+  if (group <= 0) return fail(c, SIM_NN_INVALID, "Expected group to be greater than 0, got %" PRId64 ".", group);
+  if (C % group != 0) {
+    char sh[160];
+    shape_str(T(GN_X), sh, sizeof sh);
+    return fail(c, SIM_NN_INVALID,
+                "Expected number of channels in input to be divisible by group, but got input of shape %s and "
+                "group=%" PRId64 ".",
+                sh, group);
   }
+  if (!(eps > 0.0)) return fail(c, SIM_NN_INVALID, "Expected eps to be greater than 0, got %lf.", eps);
+  /* CheckShape, in its order */
+  TRY(min_dim(c, GN_X, 2, NULL));
+  TRY(max_dim(c, GN_X, 8, NULL));
+  TRY(shape_same(c, GN_Y, GN_X, NULL, NULL));
+  const int64_t ng[2] = {N, group};
+  TRY(shape_expect(c, GN_MEAN, ng, 2, NULL));
+  TRY(shape_expect(c, GN_RSTD, ng, 2, NULL));
   const SimTensorDesc *x = T(GN_X);
-  if (x->dims[0] != N)
-    return sim_fail(SIM_NN_INVALID, "%s: self dim 0 (%" PRId64 ") must equal N (%" PRId64 ")", c->op, x->dims[0], N);
-  if (x->dims[1] != C)
-    return sim_fail(SIM_NN_INVALID, "%s: self dim 1 (%" PRId64 ") must equal C (%" PRId64 ")", c->op, x->dims[1], C);
+  if (x->dims[0] != N) return fail(c, SIM_NN_INVALID, "Expected self.shape[0] == N to be true, but got false.");
+  if (x->dims[1] != C) return fail(c, SIM_NN_INVALID, "Expected self.shape[1] == C to be true, but got false.");
   int64_t rest = 1;
   for (int i = 2; i < x->ndim; i++) rest *= x->dims[i];
   if (rest != HxW)
-    return sim_fail(SIM_NN_INVALID, "%s: the product of self dims 2.. (%" PRId64 ") must equal HxW (%" PRId64 ")", c->op, rest,
-                    HxW);
-  TRY(numel_eq(c, GN_X, N * C * HxW, "N * C * HxW"));
-  for (int s = GN_GAMMA; s <= GN_BETA; s++) {
-    TRY(rank_in(c, s, 1, 1));
-    TRY(numel_eq(c, s, C, "C"));
+    return fail(c, SIM_NN_INVALID,
+                "Expected the size of self outside the N and C dimensions == HxW to be true, but got false.");
+  if (sim_desc_numel(x) != N * C * HxW)
+    return fail(c, SIM_NN_INVALID, "Expected self.numel() == N * C * HxW to be true, but got false.");
+  TRY(gn_vector_c(c, GN_GAMMA, C));
+  TRY(gn_vector_c(c, GN_BETA, C));
+  /* CheckFormat: self == out; private formats and NHWC, HWCN, NDHWC rejected */
+  if (x->format != T(GN_Y)->format)
+    return fail(c, SIM_NN_INVALID, "Format of self and out should be equal, but got self [%s], out [%s]",
+                fmt_str(x->format), fmt_str(T(GN_Y)->format));
+  if (private_format(x->format) || x->format == SIM_FMT_NHWC || x->format == SIM_FMT_HWCN || x->format == SIM_FMT_NDHWC)
+    return fail(c, SIM_NN_INVALID, "Format only support ND、NCL、NCHW、NCDHW.");
+  c->plan.N = N;
+  c->plan.C = C;
+  c->plan.HxW = HxW;
+  c->plan.group = group;
+  /* empty self (after the checks): meanOut = 0, rstdOut = NaN, in their own dtype; workspace 0 */
+  if (is_empty(x)) {
+    fill_slot(c, GN_MEAN, 0.0);
+    fill_slot(c, GN_RSTD, NAN);
+    return finish_early(c, SIM_RUN_FILL, ws, exec);
   }
-  TRY(fmt_eq(c, GN_Y, GN_X));
   return finish(c, N * C, ws, exec);
 }
 
@@ -953,13 +1491,15 @@ static int run_gn(const SimPlan *p) {
   double cnt = (double)(D * HxW);
   for (int64_t n = 0; n < N; n++) {
     for (int64_t g = 0; g < G; g++) {
-      if (cnt == 0) continue; /* empty group: zero-filled statistics */
+      if (cnt == 0) continue; /* unreachable: an empty self takes the fill path */
       int64_t b0 = (n * C + g * D) * HxW, len = D * HxW;
       double s = 0, q = 0;
       for (int64_t i = 0; i < len; i++) s += x[b0 + i];
       double m = s / cnt;
       for (int64_t i = 0; i < len; i++) q += (x[b0 + i] - m) * (x[b0 + i] - m);
-      double r = 1.0 / sqrt(q / cnt + p->eps); /* biased variance, like PyTorch */
+      /* population (biased) variance: GroupNorm proto "Per-group population variance",
+       * GroupNormSilu likewise; rstd = 1/sqrt(var + eps) */
+      double r = 1.0 / sqrt(q / cnt + p->eps);
       mo[n * G + g] = m;
       ro[n * G + g] = r;
       for (int64_t i = 0; i < len; i++) {
@@ -976,8 +1516,24 @@ static int run_gn(const SimPlan *p) {
 }
 
 /* ====================================================================================== */
+static void run_fill(const SimPlan *p) {
+  for (int s = 0; s < p->n_in + p->n_out; s++) {
+    if (!p->present[s] || !p->fill_on[s]) continue;
+    int64_t n = sim_desc_numel(&p->t[s]);
+    double *v = zalloc(n);
+    for (int64_t i = 0; i < n; i++) v[i] = p->fill[s];
+    sim_store(&p->t[s], v);
+    free(v);
+  }
+}
+
 int sim_op_run(const SimPlan *p, void *workspace) {
   (void)workspace;
+  if (p->run == SIM_RUN_NOTHING) return 0;
+  if (p->run == SIM_RUN_FILL) {
+    run_fill(p);
+    return 0;
+  }
   switch (p->op) {
     case SIM_OP_BN_REDUCE_BACKWARD: return run_reduce_backward(p);
     case SIM_OP_BN_BACKWARD: return run_bn_backward(p);

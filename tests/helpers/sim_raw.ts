@@ -1,0 +1,143 @@
+/**
+ * Raw calls into the software CANN for the fidelity tests: aclnn operators through the real FFI
+ * path (`runAclnn`), bypassing the library's own validation, with the SoC chosen per call
+ * through ACLSIM_SOC_NAME (the simulator reads it on every phase 1, like the runtime's platform
+ * info; the library caches `AscendDevice.socName`, which these helpers never use).
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { SOC_FAMILIES, type SocFamily } from "../../src/backends/ascend/soc.ts";
+import { AclnnError } from "../../src/ffi/errors.ts";
+import { type AclnnArg, runAclnn } from "../../src/ffi/executor.ts";
+import type { AscendDevice } from "../../src/ffi/runtime.ts";
+import { type DType, dtypeByteSize } from "../../src/tensor/dtype.ts";
+import { Tensor } from "../../src/tensor/tensor.ts";
+import { openSim } from "./ffi_sim.ts";
+
+/** What `aclrtGetSocName()` returns when ACLSIM_SOC_NAME is unset. */
+export const DEFAULT_SOC = "Ascend950PR_9599";
+
+/** A SoC name of the family (its first exact name, or its first prefix + "9599"). */
+export function sampleSoc(family: SocFamily): string {
+  return family.names[0] ?? `${family.prefixes[0]}9599`;
+}
+
+/** Every family with a sample SoC name, in SOC_FAMILIES order. */
+export const FAMILIES: readonly { family: SocFamily; soc: string }[] = SOC_FAMILIES.map((
+  family,
+) => ({ family, soc: sampleSoc(family) }));
+
+/** Runs `fn` with ACLSIM_SOC_NAME = `soc` (undefined: unset, the default SoC), then restores it. */
+export function withSoc<T>(soc: string | undefined, fn: () => T): T {
+  const saved = Deno.env.get("ACLSIM_SOC_NAME");
+  if (soc === undefined) Deno.env.delete("ACLSIM_SOC_NAME");
+  else Deno.env.set("ACLSIM_SOC_NAME", soc);
+  try {
+    return fn();
+  } finally {
+    if (saved === undefined) Deno.env.delete("ACLSIM_SOC_NAME");
+    else Deno.env.set("ACLSIM_SOC_NAME", saved);
+  }
+}
+
+/**
+ * Runs `fn` on a device opened while ACLSIM_SOC_NAME = `soc`, closed afterwards. A fresh device
+ * per SoC matters: the library caches repeatable executors per device, and a cached executor
+ * (planned under one SoC) runs again without phase 1.
+ */
+export function onSoc<T>(soc: string | undefined, fn: (npu: AscendDevice) => T): T {
+  return withSoc(soc, () => {
+    using npu = openSim();
+    return fn(npu);
+  });
+}
+
+/** A device tensor holding `values` (row-major), rounded to `dtype`. */
+export function dev(
+  npu: AscendDevice,
+  values: ArrayLike<number>,
+  shape: readonly number[],
+  dtype: DType = "float32",
+): Tensor {
+  return Tensor.fromArray(values, shape, dtype).to(npu);
+}
+
+/** A device tensor filled with `value`. */
+export function full(
+  npu: AscendDevice,
+  shape: readonly number[],
+  value: number,
+  dtype: DType = "float32",
+): Tensor {
+  return dev(npu, new Array(shape.reduce((a, b) => a * b, 1)).fill(value), shape, dtype);
+}
+
+/**
+ * A device tensor that nothing has written: aclrtMalloc fills fresh memory with 0xFF, which
+ * reads as NaN in every float dtype, so "the operator wrote nothing" stays visible.
+ */
+export function fresh(
+  npu: AscendDevice,
+  shape: readonly number[],
+  dtype: DType = "float32",
+): Tensor {
+  const n = shape.reduce((a, b) => a * b, 1);
+  return new Tensor(npu.allocate(n * dtypeByteSize(dtype)), dtype, shape);
+}
+
+/** Runs `op` and returns the AclnnError it threw, or null on success. */
+export function tryAclnn(
+  npu: AscendDevice,
+  op: string,
+  args: readonly AclnnArg[],
+): AclnnError | null {
+  try {
+    runAclnn(npu, op, args);
+    return null;
+  } catch (e) {
+    if (e instanceof AclnnError) return e;
+    throw e;
+  }
+}
+
+/** Runs `op`, which must succeed. */
+export function expectOk(
+  npu: AscendDevice,
+  op: string,
+  args: readonly AclnnArg[],
+  what = op,
+): void {
+  const e = tryAclnn(npu, op, args);
+  assert.equal(e, null, `${what}: ${e?.message}`);
+}
+
+/** Runs `op`, which must fail with `code` and a native text matching `text` (a substring or RegExp). */
+export function expectAclnn(
+  npu: AscendDevice,
+  op: string,
+  args: readonly AclnnArg[],
+  code: number,
+  text?: string | RegExp,
+  what = op,
+): AclnnError {
+  const e = tryAclnn(npu, op, args);
+  assert.ok(e, `${what}: expected ${code}, but the call succeeded`);
+  assert.equal(e.code, code, `${what}: ${e.message}`);
+  const native = e.nativeMessage ?? "";
+  if (typeof text === "string") {
+    assert.ok(
+      native.includes(text),
+      `${what}: native text ${JSON.stringify(native)} lacks ${JSON.stringify(text)}`,
+    );
+  } else if (text) {
+    assert.match(native, text, what);
+  }
+  return e;
+}
+
+/** The values of a tensor (synchronises). */
+export function values(t: Tensor): number[] {
+  return Array.from(t.toFloat64Array());
+}
