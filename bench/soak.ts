@@ -1,23 +1,29 @@
 /**
- * Soak run of the NPU code path on the software CANN: tens of thousands of operator calls,
- * printing the simulator's live device allocations and the process RSS as it goes, for three
- * usage styles: results disposed (`using`), preallocated `out` tensors reused, and results left
- * to the garbage collector with an `await` now and then (FinalizationRegistry callbacks only
- * run when the event loop turns).
+ * Soak run of the NPU code path on the software CANN: many small operator calls in four usage
+ * styles, reporting the device allocator's figures (`device.memory()`), the simulator's native
+ * allocations and the process RSS at the start and end of each, and whether it stayed flat:
+ *
+ * 1. `dispose`: results disposed once read;
+ * 2. `using/tidy`: results bound with `using` (even the result object), and a `tidy` scope;
+ * 3. `out`: preallocated outputs reused;
+ * 4. `gc`: nothing disposed, the loop yielding to the event loop every 200 calls (the
+ *    FinalizationRegistry backstop then frees what became garbage).
  *
  *   deno task build:sim
- *   deno run --allow-ffi --allow-env --allow-read bench/soak.ts [--calls 20000]
+ *   deno run --allow-ffi --allow-env --allow-read bench/soak.ts [--calls 20000] [--json]
+ *
+ * tests/memory.test.ts runs it with fewer calls and asserts every style stays flat.
  *
  * @module
  */
 
 import { parseArgs } from "node:util";
-import { batchNormReduceBackward, groupNormBackward, Tensor } from "../mod.ts";
+import { batchNormReduceBackward, groupNormBackward, Tensor, tidy } from "../mod.ts";
 import { openSim, simStats } from "../tests/helpers/ffi_sim.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,
-  options: { calls: { type: "string", default: "20000" } },
+  options: { calls: { type: "string", default: "20000" }, json: { type: "boolean" } },
 });
 const calls = Number(flags.calls);
 const npu = openSim();
@@ -29,45 +35,86 @@ const invstd = Tensor.ones([16], "float32", npu);
 const gnMean = Tensor.zeros([4, 4], "float32", npu);
 const gnRstd = Tensor.ones([4, 4], "float32", npu);
 
-function report(style: string, i: number): void {
-  const s = simStats();
-  const rss = (Deno.memoryUsage().rss / 2 ** 20).toFixed(1);
-  console.log(
-    `${style.padEnd(10)} call ${String(i).padStart(6)}: live device allocations ${
-      String(s.deviceAllocations).padStart(5)
-    }, device bytes ${String(s.deviceBytes).padStart(9)}, RSS ${rss} MiB`,
-  );
+/** What one style held at its start and end. */
+interface Snapshot {
+  blocksInUse: number;
+  bytesInUse: number;
+  bytesCached: number;
+  nativeAllocations: number;
+  rssMiB: number;
 }
 
-const every = Math.max(1, Math.floor(calls / 4));
+function snapshot(): Snapshot {
+  npu.synchronize(); // settle deferred releases, so the figures are the steady state
+  const m = npu.memory();
+  return {
+    blocksInUse: m.blocksInUse,
+    bytesInUse: m.bytesInUse,
+    bytesCached: m.bytesCached,
+    nativeAllocations: simStats().deviceAllocations,
+    rssMiB: Math.round(Deno.memoryUsage().rss / 2 ** 20),
+  };
+}
 
-// 1. Results disposed as soon as they are read.
-for (let i = 1; i <= calls; i++) {
+const results: { style: string; start: Snapshot; end: Snapshot; peakBlocksInUse: number }[] = [];
+
+async function style(name: string, body: (i: number) => void | Promise<void>): Promise<void> {
+  // A warm-up pass first: the allocator's cache and V8's heap reach their steady size.
+  for (let i = 0; i < Math.min(500, calls); i++) await body(i);
+  npu.resetPeakMemory();
+  const start = snapshot();
+  for (let i = 1; i <= calls; i++) await body(i);
+  const end = snapshot();
+  results.push({ style: name, start, end, peakBlocksInUse: npu.memory().peakBytesInUse });
+}
+
+await style("dispose", () => {
   const r = batchNormReduceBackward({ gradOut: dy, input: x, mean, invstd });
-  using _a = r.sumDy!, _b = r.sumDyXmu!, _c = r.gradWeight!, _d = r.gradBias!;
-  const g = groupNormBackward({ gradOut: dy, input: x, mean: gnMean, rstd: gnRstd, group: 4 });
-  using _e = g.gradInput!, _f = g.gradGamma!, _g = g.gradBeta!;
-  if (i % every === 0) report("dispose", i);
-}
+  r.sumDy?.dispose();
+  r.sumDyXmu?.dispose();
+  r.gradWeight?.dispose();
+  r.gradBias?.dispose();
+});
 
-// 2. Preallocated outputs reused through `out`.
+await style("using/tidy", (i) => {
+  if (i % 2 === 0) {
+    using _r = batchNormReduceBackward({ gradOut: dy, input: x, mean, invstd });
+    using _g = groupNormBackward({ gradOut: dy, input: x, mean: gnMean, rstd: gnRstd, group: 4 });
+  } else {
+    tidy(() => batchNormReduceBackward({ gradOut: dy, input: x, mean, invstd }).sumDy?.shape);
+  }
+});
+
 const out = {
   sumDy: Tensor.zeros([16], "float32", npu),
   sumDyXmu: Tensor.zeros([16], "float32", npu),
   gradWeight: Tensor.zeros([16], "float32", npu),
   gradBias: Tensor.zeros([16], "float32", npu),
 };
-for (let i = 1; i <= calls; i++) {
+await style("out", () => {
   batchNormReduceBackward({ gradOut: dy, input: x, mean, invstd, out });
-  if (i % every === 0) report("out", i);
-}
+});
 
-// 3. Nothing disposed: the FinalizationRegistry frees outputs once the event loop turns.
-for (let i = 1; i <= calls; i++) {
+await style("gc", async (i) => {
   batchNormReduceBackward({ gradOut: dy, input: x, mean, invstd });
-  if (i % 500 === 0) await new Promise((resolve) => setTimeout(resolve, 0));
-  if (i % every === 0) report("gc", i);
-}
+  if (i % 200 === 0) await new Promise((resolve) => setTimeout(resolve, 0));
+});
 npu.close();
-const s = simStats();
-console.log(`after close: live device allocations ${s.deviceAllocations}, tensors ${s.tensors}`);
+const final = simStats();
+
+if (flags.json) {
+  console.log(JSON.stringify({ calls, results, final }));
+} else {
+  console.log(`soak: ${calls} calls per style (device figures after a synchronisation)`);
+  for (const { style, start, end } of results) {
+    console.log(
+      `${style.padEnd(11)} blocks in use ${start.blocksInUse} -> ${end.blocksInUse}, cached ` +
+        `${start.bytesCached} -> ${end.bytesCached} B, native allocations ` +
+        `${start.nativeAllocations} -> ${end.nativeAllocations}, RSS ${start.rssMiB} -> ` +
+        `${end.rssMiB} MiB`,
+    );
+  }
+  console.log(
+    `after close: native allocations ${final.deviceAllocations}, tensors ${final.tensors}`,
+  );
+}

@@ -132,22 +132,32 @@ Deno.test("runtime: buffers released while work is queued are freed only after s
   });
   const r = batchNormReduceBackward({ gradOut: dy, input: x, mean, invstd });
   const queued = simStats();
+  const inUse = npu.memory().blocksInUse;
   assert.equal(queued.pendingTasks, 1);
   for (const t of [x, dy, mean, invstd]) t.dispose();
-  // Still allocated: the queued task reads them.
+  // Still in use: the queued task reads them (nothing went back to the allocator or device).
   assert.deepEqual(liveDelta(queued, simStats()), {});
+  assert.equal(npu.memory().blocksInUse, inUse);
+  assert.equal(npu.memory().pendingReleases, 4);
   npu.synchronize();
   const after = simStats();
   assert.equal(after.pendingTasks, 0);
-  assert.equal(after.deviceAllocations, queued.deviceAllocations - 4);
+  assert.equal(npu.memory().blocksInUse, inUse - 4, "released after the synchronisation");
+  assert.equal(npu.memory().blocksCached, 4, "kept by the caching allocator");
+  assert.equal(after.deviceAllocations, queued.deviceAllocations, "no aclrtFree: cached");
   assert.equal(after.tasksFailed, queued.tasksFailed, "no task saw freed memory");
   assertSameValues(r.sumDy!.to("cpu"), expected.sumDy!, "sumDy");
   assertSameValues(r.gradWeight!.to("cpu"), expected.gradWeight!, "gradWeight");
-  // A buffer not used by queued work is freed at once.
+  // A buffer not used by queued work goes back to the allocator at once, and emptyCache()
+  // hands the cached blocks back to the device.
   const loose = Tensor.zeros([16], "float32", npu);
-  const s0 = simStats();
+  const m0 = npu.memory();
   loose.dispose();
-  assert.equal(simStats().deviceAllocations, s0.deviceAllocations - 1);
+  assert.equal(npu.memory().blocksInUse, m0.blocksInUse - 1);
+  const s0 = simStats();
+  npu.emptyCache();
+  assert.equal(simStats().deviceAllocations, s0.deviceAllocations - m0.blocksCached - 1);
+  assert.equal(npu.memory().bytesCached, 0);
 });
 
 Deno.test("runtime: a loop that never reads results keeps the stream queue bounded", () => {

@@ -24,13 +24,16 @@
  */
 
 import type { AcceleratorDevice, DeviceStorage } from "../tensor/device.ts";
+import { trackStorage } from "../tensor/scope.ts";
 import {
   ACL_ERROR_REPEAT_INITIALIZE,
   ACL_SUCCESS,
   AclrtMemcpyKind,
   AclrtMemMallocPolicy,
 } from "./constants.ts";
+import { type AllocatorStats, type Block, CachingAllocator } from "./allocator.ts";
 import { CallCache } from "./call_cache.ts";
+import { collectGarbage, onNextTurn, RECLAIM_AFTER_BYTES } from "./reclaim.ts";
 import { AclError, recentErrorMessage, unwrapAcl } from "./errors.ts";
 import {
   type CannLibraries,
@@ -39,10 +42,28 @@ import {
   permissionError,
 } from "./library.ts";
 
+/** What {@linkcode AscendDevice.memory} reports (bytes and counts). */
+export interface DeviceMemoryStats extends AllocatorStats {
+  /** DeviceBuffers alive (each tensor's storage; views share one). */
+  readonly liveBuffers: number;
+  /** Buffers released while queued work used them, freed at the next synchronisation. */
+  readonly pendingReleases: number;
+  /** Operator launches queued since the last synchronisation (synchronised at 1024). */
+  readonly queuedLaunches: number;
+  /** Prepared calls kept for repeated signatures (at most 64). */
+  readonly cachedCalls: number;
+}
+
 /** Options of {@linkcode openAscend}. */
 export interface OpenAscendOptions extends LibraryOptions {
   /** The NPU to use (aclrtSetDevice id). Default 0. */
   deviceId?: number;
+  /**
+   * Bytes of device memory this device may hold (in use plus cached). Past it, allocation
+   * fails with an out-of-memory AclError giving the allocator's figures. Default: no limit
+   * (aclrtMalloc's own failure is reported the same way).
+   */
+  memoryLimit?: number;
 }
 
 type Runtime = CannLibraries["runtime"];
@@ -67,9 +88,13 @@ const MAX_DEFERRED_BYTES = 256 * 1024 * 1024;
  */
 const MAX_QUEUED_LAUNCHES = 1024;
 
-/** Native memory of one allocation, shared by its DeviceBuffer and the backstop registry. */
+/**
+ * The memory behind one DeviceBuffer, shared with the backstop registry: an allocator block
+ * (null for 0 bytes) and the bytes asked for. The id is unique per device.
+ */
 interface Allocation {
   readonly id: number;
+  readonly block: Block | null;
   readonly pointer: Deno.PointerValue;
   readonly byteLength: number;
 }
@@ -83,10 +108,22 @@ export class DeviceState {
   context: Deno.PointerValue = null;
   stream: Deno.PointerValue = null;
   closed = false;
-  /** Live native allocations by id (ids, not buffers: the backstop must still see garbage). */
+  /** Allocations in use by id (ids, not buffers: the backstop must still see garbage). */
   readonly live: Map<number, Allocation> = new Map();
-  /** Buffers used by work queued since the last synchronisation (kept alive until then). */
-  readonly inFlight: Set<DeviceBuffer> = new Set();
+  /**
+   * Allocations used by work queued since the last synchronisation. Ids, not DeviceBuffers:
+   * a result nobody references any more can be collected at once, and its memory goes back
+   * to the allocator only after the synchronisation (see release()).
+   */
+  readonly inFlight: Set<number> = new Set();
+  /** The caching allocator (aclrtMalloc/aclrtFree underneath). */
+  readonly allocator: CachingAllocator;
+  /** Live DeviceBuffers, weakly, by allocation id: reclaim() releases those that died. */
+  readonly buffers: Map<number, WeakRef<DeviceBuffer>> = new Map();
+  /** Bytes allocated since the last collection this device asked for. */
+  bytesSinceCollection = 0;
+  /** Whether a collection is scheduled for the next turn of the event loop. */
+  collectionScheduled = false;
   /** Allocations released while in flight: freed after the next synchronisation. */
   readonly deferred: Allocation[] = [];
   /** Bytes in `deferred`. */
@@ -117,7 +154,27 @@ export class DeviceState {
       destroyExecutor: (executor) => libs.nnopbase.aclDestroyAclOpExecutor(executor),
       clearError: () => void recentErrorMessage(libs.runtime),
     });
+    this.allocator = new CachingAllocator({
+      malloc: (bytes) => {
+        this.activate();
+        const out = this.mallocOut;
+        const status = this.rt.aclrtMalloc(out, BigInt(bytes), AclrtMemMallocPolicy.HUGE_FIRST);
+        unwrapAcl(status, `aclrtMalloc(${bytes} bytes on ${this.name})`, this.rt);
+        return Deno.UnsafePointer.create(out[0])!;
+      },
+      free: (pointer, bytes) => {
+        this.activate();
+        unwrapAcl(this.rt.aclrtFree(pointer), `aclrtFree(${bytes} bytes on ${this.name})`, this.rt);
+      },
+      reclaim: () => {
+        this.reclaim();
+        if (this.queued || this.deferred.length > 0) this.synchronize();
+      },
+    }, this.name);
   }
+
+  /** aclrtMalloc's out-param (pinned here). */
+  readonly mallocOut: BigUint64Array = new BigUint64Array(1);
 
   /** Throws a clear error once the device is closed: no call ever reaches a closed device. */
   check(what: string): void {
@@ -147,25 +204,47 @@ export class DeviceState {
 
   allocate(byteLength: number): Allocation {
     const id = this.nextId++;
-    if (byteLength === 0) return { id, pointer: null, byteLength };
-    this.activate();
-    const out = new BigUint64Array(1);
-    const status = this.rt.aclrtMalloc(out, BigInt(byteLength), AclrtMemMallocPolicy.HUGE_FIRST);
-    unwrapAcl(status, `aclrtMalloc(${byteLength} bytes on ${this.name})`, this.rt);
-    const allocation = { id, pointer: Deno.UnsafePointer.create(out[0]), byteLength };
+    if (byteLength === 0) return { id, block: null, pointer: null, byteLength };
+    const block = this.allocator.allocate(byteLength);
+    const allocation = { id, block, pointer: block.pointer, byteLength };
     this.live.set(id, allocation);
+    this.bytesSinceCollection += block.size;
+    if (this.bytesSinceCollection >= RECLAIM_AFTER_BYTES && !this.collectionScheduled) {
+      this.collectionScheduled = true;
+      onNextTurn(() => {
+        this.collectionScheduled = false;
+        if (!this.closed) this.reclaim();
+      });
+    }
     return allocation;
   }
 
-  /** Frees one allocation now (no-op for empty or already freed ones). */
+  /**
+   * Collects garbage (when V8 allows) and releases the buffers that died: the memory of
+   * results nobody references goes back to the allocator (after the next synchronisation
+   * when queued work still uses it). Returns how many buffers were released.
+   */
+  reclaim(): number {
+    this.bytesSinceCollection = 0;
+    if (!collectGarbage()) return 0;
+    let released = 0;
+    for (const [id, ref] of this.buffers) {
+      if (ref.deref() !== undefined) continue;
+      this.buffers.delete(id);
+      const allocation = this.live.get(id);
+      if (allocation !== undefined) {
+        this.release(allocation);
+        released++;
+      }
+    }
+    return released;
+  }
+
+  /** Gives one allocation back to the allocator now (no-op for empty or already freed ones). */
   free(allocation: Allocation): void {
-    if (!this.live.delete(allocation.id) || allocation.pointer === null) return;
-    this.activate();
-    unwrapAcl(
-      this.rt.aclrtFree(allocation.pointer),
-      `aclrtFree(${allocation.byteLength} bytes on ${this.name})`,
-      this.rt,
-    );
+    this.buffers.delete(allocation.id);
+    if (!this.live.delete(allocation.id) || allocation.block === null) return;
+    this.allocator.release(allocation.block);
   }
 
   /** Waits for the stream, then frees what was released meanwhile. */
@@ -204,7 +283,7 @@ export class DeviceState {
    * synchronises every MAX_QUEUED_LAUNCHES launches to bound the queue.
    */
   noteLaunch(buffers: Iterable<DeviceBuffer>): void {
-    for (const b of buffers) this.inFlight.add(b);
+    for (const b of buffers) this.inFlight.add(bufferAllocation(b).id);
     this.queued = true;
     if (++this.queuedLaunches >= MAX_QUEUED_LAUNCHES) this.synchronize();
   }
@@ -213,9 +292,9 @@ export class DeviceState {
    * Frees now, or after the next synchronisation when queued work may still use it. When
    * deferred frees pile up (a loop that never reads a result), synchronises to bound them.
    */
-  release(buffer: DeviceBuffer, allocation: Allocation): void {
+  release(allocation: Allocation): void {
     if (this.closed) return;
-    if (!this.inFlight.has(buffer)) {
+    if (!this.inFlight.has(allocation.id)) {
       this.free(allocation);
       return;
     }
@@ -242,12 +321,15 @@ export class DeviceState {
   }
 }
 
-/** Backstop: frees allocations whose DeviceBuffer became garbage without release(). */
+/**
+ * Backstop: gives back allocations whose DeviceBuffer became garbage without release() (after
+ * the next synchronisation when queued work still uses them).
+ */
 const backstop = new FinalizationRegistry<{ state: DeviceState; allocation: Allocation }>(
   ({ state, allocation }) => {
     if (state.closed) return;
     try {
-      state.free(allocation);
+      state.release(allocation);
     } catch {
       // A finaliser has nobody to report to; close() frees whatever is left.
     }
@@ -256,6 +338,7 @@ const backstop = new FinalizationRegistry<{ state: DeviceState; allocation: Allo
 
 const internalToken = Symbol("DeviceBuffer.internal");
 let bufferState!: (buffer: DeviceBuffer) => DeviceState;
+let bufferAllocation!: (buffer: DeviceBuffer) => Allocation;
 
 /**
  * Device memory from `aclrtMalloc` (no native allocation for 0 bytes: its pointer is NULL).
@@ -272,6 +355,7 @@ export class DeviceBuffer implements DeviceStorage {
 
   static {
     bufferState = (buffer) => buffer.#state;
+    bufferAllocation = (buffer) => buffer.#allocation;
   }
 
   /** Not for users: buffers come from {@linkcode AscendDevice.allocate}. */
@@ -285,6 +369,7 @@ export class DeviceBuffer implements DeviceStorage {
     this.device = deviceOf(state);
     if (this.#allocation.pointer !== null) {
       backstop.register(this, { state, allocation: this.#allocation }, this);
+      state.buffers.set(this.#allocation.id, new WeakRef(this));
     }
   }
 
@@ -313,7 +398,7 @@ export class DeviceBuffer implements DeviceStorage {
     if (this.#released) return;
     this.#released = true;
     backstop.unregister(this);
-    this.#state.release(this, this.#allocation);
+    this.#state.release(this.#allocation);
   }
 
   /** Same as {@linkcode DeviceBuffer.release}. */
@@ -398,6 +483,63 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
     return this.#state.socName;
   }
 
+  /**
+   * The device-memory figures of this device's caching allocator, as PyTorch's
+   * `torch.npu.memory_allocated` / `memory_reserved` report them: blocks and bytes in use by
+   * live buffers (tensors), bytes cached for reuse, the peak, and the native allocations.
+   *
+   * @example
+   * ```ts
+   * import { openAscend, Tensor } from "@aclnn/norm";
+   * try {
+   *   using npu = openAscend();
+   *   const t = Tensor.zeros([1024], "float32", npu);
+   *   console.log(npu.memory().bytesInUse); // 4096
+   *   t.dispose();
+   *   console.log(npu.memory().bytesCached); // 4096: kept for the next allocation
+   *   npu.emptyCache();
+   * } catch (e) {
+   *   console.log((e as Error).message.split("\n")[0]); // no CANN here
+   * }
+   * ```
+   */
+  memory(): DeviceMemoryStats {
+    const state = this.#state;
+    return {
+      ...state.allocator.stats(),
+      liveBuffers: state.live.size,
+      pendingReleases: state.deferred.length,
+      queuedLaunches: state.queuedLaunches,
+      cachedCalls: state.calls.size,
+    };
+  }
+
+  /**
+   * Gives every cached (free) block back to the device with aclrtFree, after waiting for
+   * queued work. Memory held by live tensors stays.
+   */
+  emptyCache(): void {
+    const state = this.#state;
+    state.check("emptyCache");
+    state.synchronize();
+    state.allocator.emptyCache();
+  }
+
+  /** Makes `memory().peakBytesInUse` the current in-use figure. */
+  resetPeakMemory(): void {
+    this.#state.allocator.resetPeak();
+  }
+
+  /**
+   * Limits the bytes this device may hold (in use plus cached): past it an allocation fails
+   * with an out-of-memory AclError that gives the allocator's figures, before the device runs
+   * dry. `Infinity` removes the limit (the default).
+   */
+  setMemoryLimit(bytes: number): void {
+    if (!(bytes > 0)) throw new RangeError(`setMemoryLimit: ${bytes} must be > 0 bytes`);
+    this.#state.allocator.setMemoryLimit(bytes);
+  }
+
   /** Allocates `byteLength` bytes (aclrtMalloc, HUGE_FIRST); 0 bytes allocates nothing. */
   allocate(byteLength: number): DeviceBuffer {
     const state = this.#state;
@@ -405,7 +547,9 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
     if (!Number.isSafeInteger(byteLength) || byteLength < 0) {
       throw new RangeError(`allocate: byteLength ${byteLength} must be an integer >= 0`);
     }
-    return new DeviceBuffer(state, state.allocate(byteLength), internalToken);
+    const buffer = new DeviceBuffer(state, state.allocate(byteLength), internalToken);
+    trackStorage(buffer); // freed by the innermost tidy() scope unless returned from it
+    return buffer;
   }
 
   /**
@@ -418,7 +562,7 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
     const buffer = checkOwn(this, dst, "upload");
     checkRange(buffer, byteOffset, src.byteLength, "upload");
     if (src.byteLength === 0) return;
-    if (state.inFlight.has(buffer)) state.synchronize();
+    if (state.inFlight.has(bufferAllocation(buffer).id)) state.synchronize();
     state.activate();
     const status = state.rt.aclrtMemcpy(
       Deno.UnsafePointer.offset(buffer.pointer!, byteOffset),
@@ -428,6 +572,22 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
       AclrtMemcpyKind.HOST_TO_DEVICE,
     );
     unwrapAcl(status, `aclrtMemcpy(host to ${this.name}, ${src.byteLength} bytes)`, state.rt);
+  }
+
+  /**
+   * Sets every byte of `dst` to `byte` with aclrtMemset (synchronous, device side). Waits first
+   * when queued work uses the buffer, since aclrtMemset does not order itself with the stream.
+   */
+  fill(dst: DeviceStorage, byte: number): void {
+    const state = this.#state;
+    state.check("fill");
+    const buffer = checkOwn(this, dst, "fill");
+    if (buffer.byteLength === 0) return;
+    if (state.inFlight.has(bufferAllocation(buffer).id)) state.synchronize();
+    state.activate();
+    const size = BigInt(buffer.byteLength);
+    const status = state.rt.aclrtMemset(buffer.pointer, size, byte & 0xff, size);
+    unwrapAcl(status, `aclrtMemset(${this.name}, ${buffer.byteLength} bytes)`, state.rt);
   }
 
   /** Waits for queued work (aclrtSynchronizeStream), then copies device bytes into `dst`. */
@@ -478,6 +638,8 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
     for (const a of [...state.deferred.splice(0), ...state.live.values()]) {
       attempt(() => state.free(a));
     }
+    // Everything is back in the cache now: give it all to the device.
+    attempt(() => state.allocator.emptyCache());
     attempt(() => {
       state.activate();
       if (state.stream !== null) {
@@ -582,6 +744,7 @@ export function openAscend(options: OpenAscendOptions = {}): AscendDevice {
     throw e;
   }
   const device = new AscendDevice(state, internalToken);
+  if (options.memoryLimit !== undefined) device.setMemoryLimit(options.memoryLimit);
   openDevices.add(state);
   return device;
 }

@@ -43,6 +43,7 @@ import {
 import type { Device } from "../tensor/device.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
+import { allocatedBy, disposable } from "./results.ts";
 import { ValidationMemo } from "./memo.ts";
 import {
   argumentsOf,
@@ -96,8 +97,8 @@ export interface BatchNormArgs {
   out?: BatchNormOut;
 }
 
-/** Results of {@linkcode batchNorm}. */
-export interface BatchNormResult {
+/** Results of {@linkcode batchNorm}; `using` frees the outputs the call allocated. */
+export interface BatchNormResult extends Disposable {
   /** y, input's shape and dtype. */
   output: Tensor;
   /** Batch mean per channel (training); an empty tensor in eval mode unless given in `out`. */
@@ -169,7 +170,11 @@ export function batchNorm(args: BatchNormArgs): BatchNormResult {
   const saveMean = save(t.saveMean);
   const saveInvstd = save(t.saveInvstd);
   v.backend.batchNorm(plan, { ...t, output, saveMean, saveInvstd });
-  return { output, saveMean, saveInvstd };
+  return disposable({ output, saveMean, saveInvstd }, [
+    allocatedBy(t.output, output),
+    allocatedBy(t.saveMean, saveMean),
+    allocatedBy(t.saveInvstd, saveInvstd),
+  ]);
 }
 
 /** What validation established for one set of argument values. */

@@ -37,6 +37,7 @@ import {
 import type { Device } from "../tensor/device.ts";
 import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
+import { allocatedBy, disposable } from "./results.ts";
 import { ValidationMemo } from "./memo.ts";
 import {
   argumentsOf,
@@ -97,8 +98,11 @@ export interface BatchNormBackwardArgs {
   out?: BatchNormBackwardOut;
 }
 
-/** Results; an output is null when its outputMask entry is false. */
-export interface BatchNormBackwardResult {
+/**
+ * Results; an output is null when its outputMask entry is false. `using` frees the outputs the
+ * call allocated.
+ */
+export interface BatchNormBackwardResult extends Disposable {
   /** dL/dx, shape of `input`. */
   gradInput: Tensor | null;
   /** dL/dweight per channel. */
@@ -186,11 +190,15 @@ export function batchNormBackward(args: BatchNormBackwardArgs): BatchNormBackwar
     ? t.gradBias ?? Tensor.zeros([v.channels], v.gradDType, device)
     : undefined;
   v.backend.batchNormBackward(plan, { ...t, gradInput, gradWeight, gradBias });
-  return {
+  return disposable({
     gradInput: gradInput ?? null,
     gradWeight: gradWeight ?? null,
     gradBias: gradBias ?? null,
-  };
+  }, [
+    allocatedBy(t.gradInput, gradInput),
+    allocatedBy(t.gradWeight, gradWeight),
+    allocatedBy(t.gradBias, gradBias),
+  ]);
 }
 
 /** What validation established for one set of argument values. */

@@ -44,6 +44,7 @@ import type { Device } from "../tensor/device.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
+import { allocatedBy, disposable } from "./results.ts";
 import { ValidationMemo } from "./memo.ts";
 import {
   argumentsOf,
@@ -93,8 +94,11 @@ export interface BatchNormGatherStatsWithCountsArgs {
   out?: BatchNormGatherStatsWithCountsOut;
 }
 
-/** Results of {@linkcode batchNormGatherStatsWithCounts}. */
-export interface BatchNormGatherStatsWithCountsResult {
+/**
+ * Results of {@linkcode batchNormGatherStatsWithCounts}; `using` frees the outputs the call
+ * allocated.
+ */
+export interface BatchNormGatherStatsWithCountsResult extends Disposable {
   /** Global per-channel mean, `[C]` in `mean`'s dtype unless given in `out`. */
   mean: Tensor;
   /** Global per-channel invstd, `[C]` in `mean`'s dtype unless given in `out`. */
@@ -157,7 +161,10 @@ export function batchNormGatherStatsWithCounts(
   const meanAll = t.meanAll ?? Tensor.zeros([plan.channels], t.mean.dtype, device);
   const invstdAll = t.invstdAll ?? Tensor.zeros([plan.channels], t.mean.dtype, device);
   v.backend.batchNormGatherStatsWithCounts(plan, { ...t, meanAll, invstdAll });
-  return { mean: meanAll, invstd: invstdAll };
+  return disposable({ mean: meanAll, invstd: invstdAll }, [
+    allocatedBy(t.meanAll, meanAll),
+    allocatedBy(t.invstdAll, invstdAll),
+  ]);
 }
 
 /** What validation established for one set of argument values. */

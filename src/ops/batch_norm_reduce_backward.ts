@@ -16,6 +16,7 @@ import type { Device } from "../tensor/device.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
+import { allocatedBy, disposable } from "./results.ts";
 import { ValidationMemo } from "./memo.ts";
 import {
   argumentsOf,
@@ -71,8 +72,11 @@ export interface BatchNormReduceBackwardArgs {
   out?: BatchNormReduceBackwardOut;
 }
 
-/** Results; an output is null when its mask is false. */
-export interface BatchNormReduceBackwardResult {
+/**
+ * Results; an output is null when its mask is false. `using` frees the outputs the call
+ * allocated.
+ */
+export interface BatchNormReduceBackwardResult extends Disposable {
   /** sum(gradOut) per channel. */
   sumDy: Tensor | null;
   /** sum(gradOut * (input - mean)) per channel. */
@@ -135,12 +139,17 @@ export function batchNormReduceBackward(
     ? t.gradBias ?? Tensor.zeros([channels], v.gradDType, device)
     : undefined;
   v.backend.batchNormReduceBackward(plan, { ...t, sumDy, sumDyXmu, gradWeight, gradBias });
-  return {
+  return disposable({
     sumDy: sumDy ?? null,
     sumDyXmu: sumDyXmu ?? null,
     gradWeight: gradWeight ?? null,
     gradBias: gradBias ?? null,
-  };
+  }, [
+    allocatedBy(t.sumDy, sumDy),
+    allocatedBy(t.sumDyXmu, sumDyXmu),
+    allocatedBy(t.gradWeight, gradWeight),
+    allocatedBy(t.gradBias, gradBias),
+  ]);
 }
 
 /** What validation established for one set of argument values. */

@@ -30,6 +30,7 @@ import { type Backend, type BatchNormStatsPlan, channelGeometry } from "../backe
 import type { Device } from "../tensor/device.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
+import { allocatedBy, disposable } from "./results.ts";
 import { ValidationMemo } from "./memo.ts";
 import {
   argumentsOf,
@@ -66,8 +67,8 @@ export interface BatchNormStatsArgs {
   out?: BatchNormStatsOut;
 }
 
-/** Results of {@linkcode batchNormStats}. */
-export interface BatchNormStatsResult {
+/** Results of {@linkcode batchNormStats}; `using` frees the outputs the call allocated. */
+export interface BatchNormStatsResult extends Disposable {
   /** Per-channel mean, float32 `[C]`. */
   mean: Tensor;
   /** Per-channel 1/sqrt(biased variance + eps), float32 `[C]`. */
@@ -102,7 +103,7 @@ export function batchNormStats(args: BatchNormStatsArgs): BatchNormStatsResult {
   const mean = t.mean ?? Tensor.zeros([C], "float32", device);
   const invstd = t.invstd ?? Tensor.zeros([C], "float32", device);
   v.backend.batchNormStats(plan, { input: t.input, mean, invstd });
-  return { mean, invstd };
+  return disposable({ mean, invstd }, [allocatedBy(t.mean, mean), allocatedBy(t.invstd, invstd)]);
 }
 
 /** What validation established for one set of argument values (outputs when given). */

@@ -28,6 +28,7 @@ import type { Device } from "../tensor/device.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
+import { allocatedBy, disposable } from "./results.ts";
 import { ValidationMemo } from "./memo.ts";
 import {
   argumentsOf,
@@ -85,8 +86,8 @@ export interface GroupNormArgs {
   out?: GroupNormOut;
 }
 
-/** Results of {@linkcode groupNorm}. */
-export interface GroupNormResult {
+/** Results of {@linkcode groupNorm}; `using` frees the outputs the call allocated. */
+export interface GroupNormResult extends Disposable {
   /** y, input's shape and dtype. */
   output: Tensor;
   /** Per-(n, group) mean, shape (N, group). */
@@ -148,7 +149,11 @@ export function groupNorm(args: GroupNormArgs): GroupNormResult {
   const mean = t.mean ?? Tensor.zeros([plan.N, plan.group], input.dtype, device);
   const rstd = t.rstd ?? Tensor.zeros([plan.N, plan.group], input.dtype, device);
   v.backend.groupNorm(plan, { ...t, output, mean, rstd });
-  return { output, mean, rstd };
+  return disposable({ output, mean, rstd }, [
+    allocatedBy(t.output, output),
+    allocatedBy(t.mean, mean),
+    allocatedBy(t.rstd, rstd),
+  ]);
 }
 
 /** What validation established for one set of argument values. */

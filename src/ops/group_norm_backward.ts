@@ -33,6 +33,7 @@ import type { Device } from "../tensor/device.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
+import { allocatedBy, disposable } from "./results.ts";
 import { ValidationMemo } from "./memo.ts";
 import {
   argumentsOf,
@@ -93,8 +94,11 @@ export interface GroupNormBackwardArgs {
   out?: GroupNormBackwardOut;
 }
 
-/** Results; an output is null when its outputMask entry is false. */
-export interface GroupNormBackwardResult {
+/**
+ * Results; an output is null when its outputMask entry is false. `using` frees the outputs the
+ * call allocated.
+ */
+export interface GroupNormBackwardResult extends Disposable {
   /** dL/dinput, shape of `input`. */
   gradInput: Tensor | null;
   /** dL/dgamma per channel. */
@@ -209,11 +213,15 @@ export function groupNormBackward(args: GroupNormBackwardArgs): GroupNormBackwar
     ? t.gradBeta ?? Tensor.zeros(v.perChannelShape, t.mean.dtype, device)
     : undefined;
   v.backend.groupNormBackward(plan, { ...t, gradInput, gradGamma, gradBeta });
-  return {
+  return disposable({
     gradInput: gradInput ?? null,
     gradGamma: gradGamma ?? null,
     gradBeta: gradBeta ?? null,
-  };
+  }, [
+    allocatedBy(t.gradInput, gradInput),
+    allocatedBy(t.gradGamma, gradGamma),
+    allocatedBy(t.gradBeta, gradBeta),
+  ]);
 }
 
 /** What validation established for one set of argument values. */

@@ -67,13 +67,15 @@ const BWD = "syncBatchNormBackward";
 
 /**
  * All-gather: receives this rank's 1-D tensor `[K]` and returns the tensors of all W ranks
- * stacked in rank order, `[W, K]`, on this rank's device (or a promise of it).
+ * stacked in rank order, `[W, K]`, on this rank's device (or a promise of it). The returned
+ * tensor is handed over: the composition frees its device memory when done with it.
  */
 export type AllGather = (local: Tensor) => Tensor | Promise<Tensor>;
 
 /**
  * All-reduce (sum): receives this rank's 1-D tensor `[K]` and returns the element-wise sum
- * over all ranks, `[K]`, on this rank's device (or a promise of it).
+ * over all ranks, `[K]`, on this rank's device (or a promise of it). The returned tensor is
+ * handed over: the composition frees its device memory when done with it.
  */
 export type AllReduceSum = (local: Tensor) => Tensor | Promise<Tensor>;
 
@@ -237,7 +239,8 @@ export async function syncBatchNormForward(
     `[W, ${2 * C + 1}]`,
   );
   const W = gathered.shape[0];
-  const counts = gathered.slice(1, 2 * C, 2 * C + 1).reshape([W]);
+  // Its own storage: counts outlives `gathered`, which is freed below.
+  const counts = gathered.slice(1, 2 * C, 2 * C + 1).reshape([W]).clone();
   const global = batchNormGatherStatsWithCounts({
     input,
     mean: gathered.slice(1, 0, C),
@@ -248,18 +251,30 @@ export async function syncBatchNormForward(
     eps,
     counts,
   });
+  // After the queued work that reads them (the device defers the free). A single-rank
+  // collective may return a view of `packed` itself: releasing twice is harmless.
+  gathered.dispose();
+  packed.dispose();
 
-  // aclnnBatchNormElemt wants every per-channel tensor in input's dtype.
-  if (weight) weight = withDType(weight, input.dtype);
-  if (bias) bias = withDType(bias, input.dtype);
+  // aclnnBatchNormElemt wants every per-channel tensor in input's dtype; the converted copies
+  // are temporaries.
+  const converted: Tensor[] = [];
+  const inInputDType = (t: Tensor) => {
+    const c = withDType(t, input.dtype);
+    if (c !== t) converted.push(c);
+    return c;
+  };
+  if (weight) weight = inInputDType(weight);
+  if (bias) bias = inInputDType(bias);
   const output = batchNormElemt({
     input,
     weight,
     bias,
-    mean: withDType(global.mean, input.dtype),
-    invstd: withDType(global.invstd, input.dtype),
+    mean: inInputDType(global.mean),
+    invstd: inInputDType(global.invstd),
     eps,
   });
+  for (const t of converted) t.dispose();
   return { output, mean: global.mean, invstd: global.invstd, counts };
 }
 
@@ -335,6 +350,10 @@ export async function syncBatchNormBackward(
     sumDyXmu: reduced.slice(0, C, 2 * C),
     counter: counts,
   });
+  // After the queued work that reads them (the device defers the free); `reduced` may be
+  // `packed` itself for a single rank.
+  reduced.dispose();
+  packed.dispose();
   return { gradInput, gradWeight: local.gradWeight, gradBias: local.gradBias };
 }
 

@@ -33,6 +33,8 @@ export interface AcceleratorDevice {
   upload(dst: DeviceStorage, src: Uint8Array, byteOffset: number): void;
   /** Waits for queued work, then copies device bytes at `byteOffset` into `dst`. */
   download(src: DeviceStorage, dst: Uint8Array, byteOffset: number): void;
+  /** Sets every byte of `dst` to `byte` on the device (no host copy). */
+  fill(dst: DeviceStorage, byte: number): void;
 }
 
 /** Where a tensor lives: `"cpu"` (host memory) or an accelerator. */

@@ -10,3 +10,4 @@ export type { AcceleratorDevice, Device, DeviceStorage } from "./device.ts";
 export { bf16ToNumber, dtypeByteSize, numberToBf16, roundToDType } from "./dtype.ts";
 export type { DType, HostData } from "./dtype.ts";
 export { Random } from "./random.ts";
+export { keep, tidy } from "./scope.ts";

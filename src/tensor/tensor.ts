@@ -157,11 +157,16 @@ export class Tensor {
     return new Tensor(data, dtypeOfHostData(data), shape, options.strides, options.offset ?? 0);
   }
 
-  /** A zero-filled tensor on `device` (default the host). */
+  /**
+   * A zero-filled tensor on `device` (default the host). On an accelerator the memory is set
+   * on the device (aclrtMemset), without a host copy.
+   */
   static zeros(shape: readonly number[], dtype: DType = "float32", device: Device = "cpu"): Tensor {
     const s = checkShape(shape, "Tensor.zeros");
-    const host = new Tensor(allocateHostData(dtype, numel(s)), dtype, s);
-    return device === "cpu" ? host : host.to(device);
+    if (device === "cpu") return new Tensor(allocateHostData(dtype, numel(s)), dtype, s);
+    const storage = device.allocate(numel(s) * dtypeByteSize(dtype));
+    device.fill(storage, 0);
+    return new Tensor(storage, dtype, s);
   }
 
   /** A tensor filled with `value` (rounded to `dtype`). */

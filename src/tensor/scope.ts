@@ -1,0 +1,120 @@
+/**
+ * `tidy(fn)`: frees the device memory of every tensor created inside `fn` except what `fn`
+ * returns, as tfjs's `tf.tidy` does, but also for `async` functions: the scope follows `fn`
+ * across `await` (node:async_hooks AsyncLocalStorage), so concurrent tidy scopes do not mix.
+ *
+ * What a scope frees is device storage allocated while it was active (a DeviceStorage created
+ * by `Tensor.zeros`, `to(device)`, an operator's outputs, ...). Views made inside a scope of
+ * tensors from outside share outside storage and are never freed by it. Host tensors need no
+ * freeing (the garbage collector owns them). Storage reachable from the returned value (a
+ * Tensor, or arrays / plain objects holding tensors) is kept and handed to the enclosing scope.
+ *
+ * @module
+ */
+
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { DeviceStorage } from "./device.ts";
+
+interface Scope {
+  readonly storages: Set<DeviceStorage>;
+  readonly parent: Scope | undefined;
+}
+
+const current = new AsyncLocalStorage<Scope>();
+
+/** Records storage allocated now, for the innermost active `tidy` scope (if any). */
+export function trackStorage(storage: DeviceStorage): void {
+  current.getStore()?.storages.add(storage);
+}
+
+/** Anything holding a DeviceStorage in a `storage` property (a Tensor). */
+interface HasStorage {
+  readonly storage: unknown;
+}
+
+function isDeviceStorage(value: unknown): value is DeviceStorage {
+  return typeof value === "object" && value !== null && "release" in value &&
+    "byteLength" in value && "device" in value;
+}
+
+/** Every device storage reachable from `value` through tensors, arrays and plain objects. */
+function reachableStorages(value: unknown, found: Set<DeviceStorage>, seen: Set<unknown>): void {
+  if (typeof value !== "object" || value === null || seen.has(value)) return;
+  seen.add(value);
+  const storage = (value as HasStorage).storage;
+  if (isDeviceStorage(storage)) {
+    found.add(storage);
+    return;
+  }
+  if (Array.isArray(value)) {
+    for (const item of value) reachableStorages(item, found, seen);
+    return;
+  }
+  const proto = Object.getPrototypeOf(value);
+  if (proto === Object.prototype || proto === null) {
+    for (const item of Object.values(value)) reachableStorages(item, found, seen);
+  }
+}
+
+function close(scope: Scope, result: unknown): void {
+  const keep = new Set<DeviceStorage>();
+  reachableStorages(result, keep, new Set());
+  for (const storage of scope.storages) {
+    if (keep.has(storage)) scope.parent?.storages.add(storage);
+    else storage.release();
+  }
+  scope.storages.clear();
+}
+
+/**
+ * Runs `fn` and frees the device memory of every tensor it created, except the tensors
+ * reachable from its result (a Tensor, or arrays and plain objects of them). Works with
+ * `async` functions: the returned promise settles after the cleanup. Scopes nest; what an
+ * inner scope returns belongs to the outer one.
+ *
+ * @example
+ * ```ts
+ * import { batchNormStats, Tensor, tidy } from "@aclnn/norm";
+ * const x = Tensor.random([8, 3, 4], { seed: 1 });
+ * const invstd = tidy(() => {
+ *   // On an NPU, mean's device memory is freed when the scope ends; invstd is returned.
+ *   const { mean, invstd } = batchNormStats({ input: x });
+ *   return invstd;
+ * });
+ * console.log(invstd.shape); // [3]
+ * ```
+ */
+export function tidy<T>(fn: () => T): T {
+  const scope: Scope = { storages: new Set(), parent: current.getStore() };
+  let result: T;
+  try {
+    result = current.run(scope, fn);
+  } catch (e) {
+    close(scope, undefined);
+    throw e;
+  }
+  if (result instanceof Promise) {
+    return result.then(
+      (value) => {
+        close(scope, value);
+        return value;
+      },
+      (error) => {
+        close(scope, undefined);
+        throw error;
+      },
+    ) as T;
+  }
+  close(scope, result);
+  return result;
+}
+
+/**
+ * Keeps a tensor's storage out of the innermost `tidy` scope (its memory is then yours to
+ * free with `dispose()`). Returns its argument.
+ */
+export function keep<T extends HasStorage>(tensor: T): T {
+  const storage = tensor.storage;
+  if (isDeviceStorage(storage)) current.getStore()?.storages.delete(storage);
+  return tensor;
+}
