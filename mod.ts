@@ -2,6 +2,12 @@
  * @aclnn/norm: Ascend CANN normalization kernels (BatchNorm, SyncBatchNorm, GroupNorm) from
  * Deno, with a pure-TypeScript CPU backend that runs everywhere and is the reference.
  *
+ * This root module holds what applications call: tensors, the operators, devices, errors,
+ * SyncBatchNorm and the InfiniOp-style descriptor API. Advanced users find the FFI layer
+ * (library discovery, the raw CANN symbol tables, constants, the SoC table) in
+ * `@aclnn/norm/ascend`, and the backend registry and kernel interface in
+ * `@aclnn/norm/backends`.
+ *
  * @example
  * ```ts
  * import { groupNormBackward, Tensor } from "@aclnn/norm";
@@ -16,6 +22,28 @@
  * @module
  */
 
-export * from "./src/tensor/mod.ts";
-export * from "./src/ffi/mod.ts";
+// Tensors and memory scopes.
+export { Tensor } from "./src/tensor/tensor.ts";
+export type { RandomOptions, ViewOptions } from "./src/tensor/tensor.ts";
+export type { AcceleratorDevice, Device, DeviceStorage } from "./src/tensor/device.ts";
+export { bf16ToNumber, dtypeByteSize, numberToBf16, roundToDType } from "./src/tensor/dtype.ts";
+export type { DType, HostData } from "./src/tensor/dtype.ts";
+export { keep, tidy } from "./src/tensor/scope.ts";
+
+// Operators, SyncBatchNorm and the descriptor API.
 export * from "./src/ops/mod.ts";
+
+// Devices.
+export { AscendDevice, openAscend } from "./src/ffi/runtime.ts";
+export type { DeviceMemoryStats, OpenAscendOptions } from "./src/ffi/runtime.ts";
+export { BACKEND_ENV, selectDefaultDevice } from "./src/ffi/default_device.ts";
+export type {
+  BackendChoice,
+  DefaultDeviceOptions,
+  DefaultDeviceSelection,
+} from "./src/ffi/default_device.ts";
+export { cpuThreads, setCpuThreads } from "./src/backends/cpu/threads.ts";
+
+// Errors.
+export { AclError, AclnnError } from "./src/ffi/errors.ts";
+export type { AclnnErrorDetails, InfiniStatus } from "./src/ffi/errors.ts";

@@ -31,7 +31,15 @@ export interface ChannelGeometry {
   readonly perChannel: number;
 }
 
-/** Splits a shape of rank >= 2 around dim 1. */
+/**
+ * Splits a shape of rank >= 2 around dim 1.
+ *
+ * @example
+ * ```ts
+ * import { channelGeometry } from "@aclnn/norm/backends";
+ * console.log(channelGeometry([8, 3, 4, 4])); // { outer: 8, channels: 3, inner: 16, perChannel: 128 }
+ * ```
+ */
 export function channelGeometry(shape: readonly number[]): ChannelGeometry {
   const outer = shape[0];
   const channels = shape[1];

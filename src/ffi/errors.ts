@@ -114,7 +114,18 @@ export class AclnnError extends Error {
 
 /**
  * An ACL runtime error (device, memory, stream, library loading): `code` is the ACL status
- * (e.g. 107002 no device on this thread), `codeName` its CANN name.
+ * (e.g. 107002 no device on this thread), `codeName` its CANN name. Errors without a native
+ * status (library discovery, a missing permission) have code 0.
+ *
+ * @example
+ * ```ts
+ * import { AclError, openAscend } from "@aclnn/norm";
+ * try {
+ *   openAscend({ libDir: "/nonexistent" }).close();
+ * } catch (e) {
+ *   if (e instanceof AclError) console.log(e.code, e.codeName); // 0 ACL_LIBRARY_ERROR
+ * }
+ * ```
  */
 export class AclError extends Error {
   /** The ACL runtime status code (0 for errors that have no native code, like discovery). */

@@ -571,7 +571,19 @@ function checkFfiPermission(): void {
 /**
  * Finds and opens the CANN libraries (cached per directory). Throws one {@linkcode AclError}
  * (code 0) listing every path tried with its problem, naming the explicit directory that is
- * wrong, or naming the missing permission.
+ * wrong, or naming the missing permission. The result holds the raw symbol tables.
+ *
+ * @example
+ * ```ts
+ * import { openCannLibraries } from "@aclnn/norm/ascend";
+ * try {
+ *   const libs = openCannLibraries();
+ *   const soc = libs.runtime.aclrtGetSocName?.();
+ *   console.log(libs.dir, soc ? Deno.UnsafePointerView.getCString(soc) : "unknown SoC");
+ * } catch (e) {
+ *   console.log((e as Error).message.split("\n")[0]); // Could not open the CANN libraries...
+ * }
+ * ```
  */
 export function openCannLibraries(options: LibraryOptions = {}): CannLibraries {
   const automatic = options.libDir === undefined && !options.useLoaderPath;
@@ -590,7 +602,7 @@ export function openCannLibraries(options: LibraryOptions = {}): CannLibraries {
  *
  * @example
  * ```ts
- * import { describeLibraries } from "@aclnn/norm";
+ * import { describeLibraries } from "@aclnn/norm/ascend";
  * const report = describeLibraries();
  * console.log(report.found ? `CANN in ${report.dir}` : report.error);
  * ```

@@ -341,8 +341,24 @@ let bufferState!: (buffer: DeviceBuffer) => DeviceState;
 let bufferAllocation!: (buffer: DeviceBuffer) => Allocation;
 
 /**
- * Device memory from `aclrtMalloc` (no native allocation for 0 bytes: its pointer is NULL).
- * Tensors on an NPU hold one as their `storage`.
+ * Device memory from the device's caching allocator (no allocation for 0 bytes: its pointer
+ * is NULL). Tensors on an NPU hold one as their `storage`.
+ *
+ * @example
+ * ```ts
+ * import { openAscend, Tensor } from "@aclnn/norm";
+ * import { DeviceBuffer } from "@aclnn/norm/ascend";
+ * try {
+ *   using npu = openAscend();
+ *   const t = Tensor.zeros([8], "float32", npu);
+ *   const buffer = t.storage as DeviceBuffer;
+ *   console.log(buffer instanceof DeviceBuffer, buffer.byteLength); // true 32
+ *   t.dispose();
+ *   console.log(buffer.released); // true
+ * } catch (e) {
+ *   console.log((e as Error).message.split("\n")[0]); // no CANN here
+ * }
+ * ```
  */
 export class DeviceBuffer implements DeviceStorage {
   /** The device that owns this memory. */
@@ -439,6 +455,19 @@ function checkRange(buffer: DeviceBuffer, byteOffset: number, length: number, wh
 /**
  * An Ascend NPU opened with {@linkcode openAscend}: one device, one stream, device memory.
  * Close it with `close()` or a `using` declaration.
+ *
+ * @example
+ * ```ts
+ * import { AscendDevice, openAscend, Tensor } from "@aclnn/norm";
+ * try {
+ *   using npu = openAscend();
+ *   console.log(npu instanceof AscendDevice, npu.name, npu.socName); // true npu:0 Ascend...
+ *   const x = Tensor.ones([4], "float32", npu);
+ *   console.log(x.toArray()); // [1, 1, 1, 1] (reading synchronises the stream)
+ * } catch (e) {
+ *   console.log((e as Error).message.split("\n")[0]); // no CANN here
+ * }
+ * ```
  */
 export class AscendDevice implements AcceleratorDevice, Disposable {
   /** Always `"npu"`. */
@@ -788,7 +817,8 @@ function deriveOppPath(libDir: string | null): void {
  *
  * @example
  * ```ts
- * import { finalizeAscend, openAscend } from "@aclnn/norm";
+ * import { openAscend } from "@aclnn/norm";
+ * import { finalizeAscend } from "@aclnn/norm/ascend";
  * try {
  *   openAscend().close();
  *   console.log(finalizeAscend()); // true: this package initialised ACL

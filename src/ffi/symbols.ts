@@ -369,7 +369,7 @@ export const opapiMathSymbols = {
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /** Every operator symbol: what the single `libopapi.so` of releases before 8.5 exports. */
-export const opapiSymbols = {
+export const opapiSymbols: typeof opapiNnSymbols & typeof opapiMathSymbols = {
   ...opapiNnSymbols,
   ...opapiMathSymbols,
 } as const satisfies Deno.ForeignLibraryInterface;

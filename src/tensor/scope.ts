@@ -14,6 +14,7 @@
 
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { DeviceStorage } from "./device.ts";
+import type { Tensor } from "./tensor.ts";
 
 interface Scope {
   readonly storages: Set<DeviceStorage>;
@@ -112,8 +113,18 @@ export function tidy<T>(fn: () => T): T {
 /**
  * Keeps a tensor's storage out of the innermost `tidy` scope (its memory is then yours to
  * free with `dispose()`). Returns its argument.
+ *
+ * @example
+ * ```ts
+ * import { keep, Tensor, tidy } from "@aclnn/norm";
+ * let running: Tensor | undefined;
+ * tidy(() => {
+ *   running = keep(Tensor.zeros([4])); // survives the scope without being returned
+ * });
+ * console.log(running?.shape); // [4]
+ * ```
  */
-export function keep<T extends HasStorage>(tensor: T): T {
+export function keep<T extends Tensor>(tensor: T): T {
   const storage = tensor.storage;
   if (isDeviceStorage(storage)) current.getStore()?.storages.delete(storage);
   return tensor;

@@ -147,7 +147,15 @@ export const SOC_FAMILIES: readonly SocFamily[] = Object.freeze([
 /** Families by SoC name, looked up once per name (every operator call asks). */
 const familyByName = new Map<string, SocFamily | undefined>();
 
-/** The family of a SoC name (aclrtGetSocName), or undefined when this package does not know it. */
+/**
+ * The family of a SoC name (aclrtGetSocName), or undefined when this package does not know it.
+ *
+ * @example
+ * ```ts
+ * import { socFamily } from "@aclnn/norm/ascend";
+ * console.log(socFamily("Ascend910B4")?.product); // Atlas A2 training series
+ * ```
+ */
 export function socFamily(socName: string | null | undefined): SocFamily | undefined {
   if (!socName) return undefined;
   if (familyByName.has(socName)) return familyByName.get(socName);
@@ -170,6 +178,13 @@ export function isRegbase(family: SocFamily): boolean {
  * every family but DAV_3510 (BNTrainingUpdate / BatchNormV3 full-reduce write `batch_variance`;
  * BNTrainingUpdateGrad / BNTrainingReduceGrad read it). An unknown SoC is assumed to follow
  * the pre-950 convention unless its name marks the 950/350 line.
+ *
+ * @example
+ * ```ts
+ * import { batchNormSavesVariance } from "@aclnn/norm/ascend";
+ * console.log(batchNormSavesVariance("Ascend910B4"), batchNormSavesVariance("Ascend950PR_9599"));
+ * // true false
+ * ```
  */
 export function batchNormSavesVariance(socName: string | null): boolean {
   if (socName === null) return false;
@@ -190,6 +205,13 @@ const DAV_2201 = 2201;
  * - SocVersion in [ASCEND910B, ASCEND910E] (910B, 910_93, 950, 910E):
  *   aclnnBatchNormGatherStatsWithCounts (CheckSocVersionGe910B) and aclnnBatchNormElemt;
  * - SocVersion 910B or 910_93, or DAV_3510: aclnnBatchNormElemtBackward (CheckParams).
+ *
+ * @example
+ * ```ts
+ * import { bf16Allowed, socFamily } from "@aclnn/norm/ascend";
+ * const a2 = socFamily("Ascend910B4")!;
+ * console.log(bf16Allowed("aclnnBatchNorm", a2), bf16Allowed("aclnnBatchNormStats", a2)); // true false
+ * ```
  */
 export function bf16Allowed(op: SocOperator, family: SocFamily): boolean {
   const arch = family.npuArch;
@@ -217,6 +239,14 @@ export function bf16Allowed(op: SocOperator, family: SocFamily): boolean {
  * the Atlas inference series (Ascend310P) as supported only by aclnnBatchNorm and
  * aclnnGroupNorm (ops-nn norm/<op>/docs/aclnn<Op>.md); aclnnBatchNorm's code rejects
  * NpuArch 3002 with "support for npuArch ... is not implemented".
+ *
+ * @example
+ * ```ts
+ * import { operatorSupported, socFamily } from "@aclnn/norm/ascend";
+ * const inference = socFamily("Ascend310P3")!;
+ * console.log(operatorSupported("aclnnGroupNorm", inference)); // true
+ * console.log(operatorSupported("aclnnBatchNormStats", inference)); // false
+ * ```
  */
 export function operatorSupported(op: SocOperator, family: SocFamily): boolean {
   if (family.name === "Ascend310B") return false;

@@ -1,0 +1,58 @@
+/**
+ * `@aclnn/norm/ascend`: the FFI layer for advanced users. Library discovery and its report,
+ * the raw CANN symbol tables of an opened install, ACL/aclnn status names and enum values,
+ * `finalizeAscend`, device buffers, and the table of Ascend SoC families with the rules this
+ * package applies per chip. Applications normally need only the root module.
+ *
+ * @example
+ * ```ts
+ * import { describeLibraries } from "@aclnn/norm/ascend";
+ * const report = describeLibraries();
+ * console.log(report.found ? `CANN in ${report.dir}` : report.error?.split("\n")[0]);
+ * ```
+ *
+ * @module
+ */
+
+export {
+  DEFAULT_LIB_DIRS,
+  describeLibraries,
+  LIB_DIR_ENV,
+  LOADER_PATH_ENV,
+  openCannLibraries,
+} from "./src/ffi/library.ts";
+export type {
+  CannLibraries,
+  DiscoveryReport,
+  LibraryAttempt,
+  LibraryOptions,
+  LibraryRole,
+  OpenedLibrary,
+  SkippedLocation,
+} from "./src/ffi/library.ts";
+export { DeviceBuffer, finalizeAscend } from "./src/ffi/runtime.ts";
+export type { AllocatorStats } from "./src/ffi/allocator.ts";
+export { ACL_STATUS_NAMES, ACLNN_STATUS_NAMES } from "./src/ffi/errors.ts";
+export {
+  AclDataType,
+  AclFormat,
+  AclrtMemcpyKind,
+  AclrtMemMallocPolicy,
+} from "./src/ffi/constants.ts";
+export {
+  nnopbaseSymbols,
+  opapiMathSymbols,
+  opapiNnSymbols,
+  opapiSymbols,
+  runtimeSymbols,
+} from "./src/ffi/symbols.ts";
+export type { NnopbaseSymbols, OpapiSymbols, RuntimeSymbols } from "./src/ffi/symbols.ts";
+export {
+  batchNormSavesVariance,
+  bf16Allowed,
+  operatorSupported,
+  SOC_FAMILIES,
+  SOC_OPERATORS,
+  socFamily,
+} from "./src/backends/ascend/soc.ts";
+export type { SocFamily, SocOperator } from "./src/backends/ascend/soc.ts";
