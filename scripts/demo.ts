@@ -1,12 +1,8 @@
 /**
  * `deno task demo`: runs the three seed operators on a realistic shape on the embedded
  * default backend (an Ascend NPU when CANN and a device are found, the CPU backend
- * otherwise), and prints the backend, the shapes, the time per op and the largest deviation
- * from a float64 recomputation.
- *
- * Flags: `--shape 8,64,32,32`, `--groups 32`, `--dtype float32|float16|bfloat16`,
- * `--repeat 3`, `--lib-dir DIR`, `--cpu` (skip the NPU probe), `--sim` (the NPU code path on the
- * software CANN built into build/sim by `deno task build:sim`).
+ * otherwise), and prints the backend, the shapes, the time per op, the largest deviation
+ * from a float64 recomputation and whether it is within tolerance. `--help` lists the flags.
  *
  * @module
  */
@@ -28,23 +24,80 @@ import {
   maxDeviation,
 } from "./demo_reference.ts";
 
-const { values: flags } = parseArgs({
-  args: Deno.args,
-  options: {
-    shape: { type: "string", default: "8,64,32,32" },
-    groups: { type: "string", default: "32" },
-    dtype: { type: "string", default: "float32" },
-    repeat: { type: "string", default: "3" },
-    "lib-dir": { type: "string" },
-    cpu: { type: "boolean", default: false },
-    sim: { type: "boolean", default: false },
-  },
-});
+const USAGE = `deno task demo [options]
 
-const shape = flags.shape.split(",").map(Number);
-const group = Number(flags.groups);
+Runs the three seed operators (aclnnBatchNormReduceBackward, aclnnBatchNormBackward and its
+InfiniOp descriptor form, aclnnGroupNormBackward) on the default backend: an Ascend NPU when
+CANN and a device are found, the CPU backend otherwise. For each it prints the time per call
+and the deviation from a float64 recomputation, and says whether that is within tolerance.
+
+Options:
+  --shape N,C,H,W   input shape, rank 2 to 8 (default 8,64,32,32)
+  --groups G        GroupNorm groups, a divisor of C (default 32)
+  --dtype D         float32, float16 or bfloat16 (default float32)
+  --repeat R        timed runs per operator, the median is shown (default 3)
+  --lib-dir DIR     absolute directory of the CANN libraries (default: discovery)
+  --cpu             use the CPU backend without looking for an NPU
+  --sim             use the software CANN built into build/sim (deno task build:sim)
+  -h, --help        print this text
+
+Exit status: 0 when every operator matches, 1 when one does not, 2 for a bad option.`;
+
+/** Ends the demo with one line about a bad option (no stack trace). */
+function usageError(message: string): never {
+  console.error(`demo: ${message} (see deno task demo --help)`);
+  Deno.exit(2);
+}
+
+let parsed;
+try {
+  parsed = parseArgs({
+    args: Deno.args,
+    strict: true,
+    options: {
+      shape: { type: "string", default: "8,64,32,32" },
+      groups: { type: "string", default: "32" },
+      dtype: { type: "string", default: "float32" },
+      repeat: { type: "string", default: "3" },
+      "lib-dir": { type: "string" },
+      cpu: { type: "boolean", default: false },
+      sim: { type: "boolean", default: false },
+      help: { type: "boolean", short: "h", default: false },
+    },
+  });
+} catch (e) {
+  usageError(e instanceof Error ? e.message : String(e));
+}
+const flags = parsed.values;
+if (flags.help) {
+  console.log(USAGE);
+  Deno.exit(0);
+}
+
+function positiveInteger(text: string, what: string): number {
+  if (!/^\d+$/.test(text.trim()) || Number(text) < 1) {
+    usageError(`${what} must be a positive integer, got "${text}"`);
+  }
+  return Number(text);
+}
+
+const shape = flags.shape.split(",").map((d) => positiveInteger(d, "--shape dimensions"));
+if (shape.length < 2 || shape.length > 8) {
+  usageError(`--shape needs 2 to 8 dimensions, got ${shape.length}`);
+}
+const group = positiveInteger(flags.groups, "--groups");
+if (shape[1] % group !== 0) {
+  usageError(`--groups ${group} must divide C = ${shape[1]} (--shape dimension 2)`);
+}
+if (!["float32", "float16", "bfloat16"].includes(flags.dtype)) {
+  usageError(`--dtype must be float32, float16 or bfloat16, got "${flags.dtype}"`);
+}
 const dtype = flags.dtype as DType;
-const repeat = Math.max(1, Number(flags.repeat));
+const repeat = positiveInteger(flags.repeat, "--repeat");
+const libDir = flags["lib-dir"];
+if (libDir !== undefined && !libDir.startsWith("/")) {
+  usageError(`--lib-dir must be an absolute path, got "${libDir}"`);
+}
 const [N, C] = shape;
 const HxW = shape.slice(2).reduce((a, b) => a * b, 1);
 
@@ -54,7 +107,7 @@ const selection = flags.cpu
   ? { device: "cpu" as const, description: "CPU backend (--cpu)" }
   : flags.sim
   ? selectDefaultDevice({ libDir: simDir, backend: "npu" })
-  : selectDefaultDevice({ libDir: flags["lib-dir"] });
+  : selectDefaultDevice({ libDir });
 const device = selection.device;
 console.log(`backend: ${selection.description}`);
 console.log(`shape: [${shape.join(", ")}] ${dtype}, GroupNorm groups: ${group}, repeat: ${repeat}`);
@@ -215,17 +268,41 @@ const refGradInput = batchNormGradInput64(dy64, x64, bnMean, bnInvstd, weight64,
   });
 }
 
+/**
+ * Tolerance of the deviation per dtype: the float64 recomputation sees exactly the rounded
+ * inputs, so what remains is the output's own rounding (half an ulp: 6e-8 for float32, 4.9e-4
+ * for float16, 3.9e-3 for bfloat16) plus accumulation order, with room for an NPU that
+ * accumulates in float32 over ~1e5 elements.
+ */
+const TOLERANCE: Record<string, number> = { float32: 1e-4, float16: 2e-3, bfloat16: 1.6e-2 };
+const tolerance = TOLERANCE[dtype];
+
 console.log("");
 console.log(
-  `${"operator".padEnd(34)}${"outputs".padEnd(22)}${
-    "ms/op".padStart(10)
-  }  max deviation vs float64`,
+  `${"operator".padEnd(34)}${"outputs".padEnd(22)}${"ms/op".padStart(10)}  ${
+    "deviation".padStart(9)
+  }  verdict`,
 );
+let failed = 0;
 for (const r of rows) {
+  const ok = r.deviation <= tolerance;
+  if (!ok) failed++;
   console.log(
     `${r.op.padEnd(34)}${r.outputs.padEnd(22)}${r.ms.toFixed(2).padStart(10)}  ${
-      r.deviation.toExponential(2)
-    }`,
+      r.deviation.toExponential(2).padStart(9)
+    }  ${ok ? "matches" : "DOES NOT MATCH"}`,
   );
 }
+console.log("");
+console.log(
+  `deviation: the largest |output - reference| / max(1, |reference|) over every element of the\n` +
+    `operator's outputs, where the reference is a float64 recomputation from the same (rounded)\n` +
+    `inputs (scripts/demo_reference.ts). Tolerance for ${dtype} outputs: ${tolerance}.`,
+);
+console.log(
+  failed === 0
+    ? `All ${rows.length} operators match their float64 recomputation.`
+    : `${failed} of ${rows.length} operators do NOT match their float64 recomputation.`,
+);
 if (device !== "cpu") device.close();
+if (failed > 0) Deno.exit(1);

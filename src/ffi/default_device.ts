@@ -5,6 +5,7 @@
  * @module
  */
 
+import { AclError } from "./errors.ts";
 import { type AscendDevice, openAscend, type OpenAscendOptions } from "./runtime.ts";
 
 /** Environment variable that forces a backend: `cpu`, `npu` or `auto` (the default). */
@@ -29,19 +30,38 @@ export interface DefaultDeviceSelection {
   readonly fallbackReason?: string;
 }
 
+const CHOICES: readonly BackendChoice[] = ["auto", "cpu", "npu"];
+
+function checkChoice(value: unknown, where: string): BackendChoice {
+  if (!(CHOICES as readonly unknown[]).includes(value)) {
+    throw new AclError(
+      0,
+      `${where} is ${JSON.stringify(value)}, which is not a backend: use one of ` +
+        `${CHOICES.map((c) => `"${c}"`).join(", ")}`,
+    );
+  }
+  return value as BackendChoice;
+}
+
 function readBackendEnv(): BackendChoice | undefined {
+  let value: string | undefined;
   try {
-    const value = Deno.env.get(BACKEND_ENV);
-    return value === "cpu" || value === "npu" || value === "auto" ? value : undefined;
+    // Only when granted: without --allow-env the documented default applies, and the CPU
+    // path must never prompt for a permission.
+    const state = Deno.permissions.querySync({ name: "env", variable: BACKEND_ENV }).state;
+    if (state !== "granted") return undefined;
+    value = Deno.env.get(BACKEND_ENV);
   } catch {
-    // Without --allow-env the variable cannot be read; auto is the documented default.
     return undefined;
   }
+  if (value === undefined || value === "") return undefined;
+  return checkChoice(value, `$${BACKEND_ENV}`);
 }
 
 /**
  * Opens the default device: the `backend` option, else `$ACLNN_NORM_BACKEND`, else `auto`
  * (an NPU when CANN and a device can be opened, otherwise the CPU backend with the reason).
+ * A value other than `auto`, `cpu` or `npu` is an AclError that lists the valid ones.
  *
  * @example
  * ```ts
@@ -53,7 +73,9 @@ function readBackendEnv(): BackendChoice | undefined {
  * ```
  */
 export function selectDefaultDevice(options: DefaultDeviceOptions = {}): DefaultDeviceSelection {
-  const backend = options.backend ?? readBackendEnv() ?? "auto";
+  const backend = options.backend === undefined
+    ? readBackendEnv() ?? "auto"
+    : checkChoice(options.backend, "the backend option");
   if (backend === "cpu") {
     return { device: "cpu", description: `CPU backend (pure TypeScript, float64 accumulation)` };
   }

@@ -5,8 +5,11 @@
  * @module
  */
 
-/** The largest rank a tensor may have (CANN's limit). */
-export const MAX_RANK = 8;
+/**
+ * The largest rank a tensor may have: 64, as in PyTorch. The CANN operators take at most 8
+ * dimensions and refuse more with 161002 (each operator checks its arguments' ranks).
+ */
+export const MAX_RANK = 64;
 
 /** Number of elements of a shape (1 for rank 0). */
 export function numel(shape: readonly number[]): number {
