@@ -8,6 +8,7 @@
  * @module
  */
 
+import "../scripts/require_deno.ts";
 import { parseArgs } from "node:util";
 import {
   batchNormBackward,

@@ -17,6 +17,7 @@
  * @module
  */
 
+import "../scripts/require_deno.ts";
 import { parseArgs } from "node:util";
 import { batchNormReduceBackward, openAscend, Tensor } from "../mod.ts";
 

@@ -17,6 +17,7 @@
  * @module
  */
 
+import "../scripts/require_deno.ts";
 import { parseArgs } from "node:util";
 import { batchNormReduceBackward, groupNormBackward, Tensor, tidy } from "../mod.ts";
 import { openSim, simStats } from "../tests/helpers/ffi_sim.ts";

@@ -7,6 +7,7 @@
  * @module
  */
 
+import "./require_deno.ts";
 import { parseArgs } from "node:util";
 import {
   batchNormBackward,

@@ -6,6 +6,7 @@
  * @module
  */
 
+import "./require_deno.ts";
 import { parseArgs } from "node:util";
 import { describeLibraries, type DiscoveryReport } from "../src/ffi/library.ts";
 import { openCannLibraries } from "../src/ffi/library.ts";

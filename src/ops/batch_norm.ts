@@ -33,7 +33,7 @@
  * @module
  */
 
-import { z } from "zod";
+import { z } from "./zod.ts";
 import {
   type Backend,
   type BatchNormPlan,

@@ -34,7 +34,7 @@
  * @module
  */
 
-import { z } from "zod";
+import { z } from "./zod.ts";
 import type {
   Backend,
   BatchNormGatherStatsPlan,

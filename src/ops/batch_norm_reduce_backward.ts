@@ -5,7 +5,7 @@
  * @module
  */
 
-import { z } from "zod";
+import { z } from "./zod.ts";
 import {
   type Backend,
   type BatchNormReduceBackwardPlan,

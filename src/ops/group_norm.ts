@@ -22,7 +22,7 @@
  * @module
  */
 
-import { z } from "zod";
+import { z } from "./zod.ts";
 import type { Backend, GroupNormPlan, GroupNormTensors } from "../backends/mod.ts";
 import type { Device } from "../tensor/device.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";

@@ -26,7 +26,7 @@
  * @module
  */
 
-import { z } from "zod";
+import { z } from "./zod.ts";
 import type { Backend, GroupNormBackwardPlan, GroupNormBackwardTensors } from "../backends/mod.ts";
 import { ACLNN_ERR_PARAM_INVALID } from "../ffi/errors.ts";
 import type { Device } from "../tensor/device.ts";

@@ -40,7 +40,7 @@
  * @module
  */
 
-import { z } from "zod";
+import { z } from "./zod.ts";
 import type { Device } from "../tensor/device.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { z } from "zod";
+import { z } from "./zod.ts";
 import {
   ACLNN_ERR_PARAM_INVALID,
   ACLNN_ERR_PARAM_NULLPTR,
