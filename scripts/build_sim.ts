@@ -20,6 +20,7 @@
  * @module
  */
 
+import "./require_deno.ts";
 import {
   batchNormSavesVariance,
   bf16Allowed,
@@ -261,12 +262,24 @@ async function compile(t: Target): Promise<void> {
     t.out,
     ...t.args,
   ];
-  const { code, stdout, stderr } = await new Deno.Command("cc", {
-    args,
-    cwd: outDir,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
+  let result: Deno.CommandOutput;
+  try {
+    result = await new Deno.Command("cc", {
+      args,
+      cwd: outDir,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+    console.error(
+      "build_sim: the software CANN (needed by `deno task test`, `demo:sim` and the NPU " +
+        "benchmarks) is built with a C compiler, and no `cc` was found on PATH; install one " +
+        "(e.g. apt-get install gcc).",
+    );
+    Deno.exit(1);
+  }
+  const { code, stdout, stderr } = result;
   const text = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
   if (code !== 0) {
     console.error(
