@@ -7,11 +7,8 @@
 import assert from "node:assert/strict";
 import { batchNorm } from "../src/ops/batch_norm.ts";
 import { batchNormBackward } from "../src/ops/batch_norm_backward.ts";
-import {
-  createLocalProcessGroup,
-  syncBatchNormBackward,
-  syncBatchNormForward,
-} from "../src/ops/sync_batch_norm.ts";
+import { createLocalProcessGroup } from "../src/ops/local_process_group.ts";
+import { syncBatchNormBackward, syncBatchNormForward } from "../src/ops/sync_batch_norm.ts";
 import type { DType } from "../src/tensor/dtype.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
 import { assertClose, toleranceFor } from "./helpers/assert.ts";

@@ -25,9 +25,9 @@
  * const r = batchNorm({
  *   input: Tensor.fromArray([1, 2, 3, 4], [2, 2]),
  *   training: true,
- *   eps: 0,
  * });
- * console.log(r.output.toArray(), r.saveMean.toArray()); // [-1, -1, 1, 1] [2, 3]
+ * // eps (default 1e-5) keeps the outputs just inside ±1.
+ * console.log(r.output.toArray(), r.saveMean.toArray()); // [-0.99999, -0.99999, 0.99999, 0.99999] [2, 3]
  * ```
  *
  * @module
@@ -42,6 +42,7 @@ import {
 } from "../backends/mod.ts";
 import type { Device } from "../tensor/device.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
+import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { allocatedBy, disposable } from "./results.ts";
 import { ValidationMemo } from "./memo.ts";
@@ -53,8 +54,11 @@ import {
   checkRank,
   checkSameDType,
   checkShape,
+  checkWrites,
   commonDevice,
+  epsilon,
   finiteNumber,
+  invalid,
   type MaybeTensor,
   optionalTensor,
   parseScalars,
@@ -110,7 +114,7 @@ export interface BatchNormResult extends Disposable {
 const scalarsSchema = z.object({
   training: trainingFlag,
   momentum: finiteNumber.default(0.1),
-  eps: finiteNumber.default(1e-5),
+  eps: epsilon,
 });
 
 /**
@@ -225,9 +229,25 @@ function validate(args: BatchNormArgs): Validated {
   checkRank(OP, "input", input, 2, 8);
   if (output) checkShape(OP, "output", output, input.shape, "input");
   const channels = input.shape[1];
+  const valuesPerChannel = channels === 0 ? 0 : input.numel / channels;
+  if (training && valuesPerChannel === 1) {
+    // PyTorch refuses it too: the running variance would divide by M - 1 = 0 and become NaN.
+    invalid(
+      OP,
+      "input",
+      `has 1 value per channel (shape ${formatShape(input.shape)}); training needs more than 1 ` +
+        "value per channel, as PyTorch requires",
+    );
+  }
   for (const [name, t] of Object.entries(perChannel)) {
     if (t) checkPerChannelShape(OP, name, t, channels);
   }
+  // Training writes the saved and (in place) the running statistics; evaluation reads them.
+  checkWrites(
+    OP,
+    training ? { output, saveMean, saveInvstd, runningMean, runningVar } : { output },
+    training ? { input, weight, bias } : { input, weight, bias, runningMean, runningVar },
+  );
   const device = commonDevice(OP, all);
   const backend = backendChecked(OP, device, all);
 

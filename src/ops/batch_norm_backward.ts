@@ -47,8 +47,9 @@ import {
   checkRank,
   checkSameDType,
   checkShape,
+  checkWrites,
   commonDevice,
-  finiteNumber,
+  epsilon,
   invalid,
   type MaybeTensor,
   missing,
@@ -113,7 +114,7 @@ export interface BatchNormBackwardResult extends Disposable {
 
 const scalarsSchema = z.object({
   training: trainingFlag,
-  eps: finiteNumber.default(1e-5),
+  eps: epsilon,
   outputMask: outputMaskSchema("gradInput, gradWeight, gradBias"),
 });
 
@@ -274,6 +275,7 @@ function validate(args: BatchNormBackwardArgs): Validated {
   for (const [name, t] of Object.entries({ ...stats, gradWeight, gradBias })) {
     if (t) checkPerChannelShape(OP, name, t, channels, !training && name.startsWith("save"));
   }
+  checkWrites(OP, { gradInput, gradWeight, gradBias }, { gradOut, input, ...stats });
   const device = commonDevice(OP, all);
   const backend = backendChecked(OP, device, all);
   return {

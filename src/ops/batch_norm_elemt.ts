@@ -43,8 +43,9 @@ import {
   checkRank,
   checkSameDType,
   checkShape,
+  checkWrites,
   commonDevice,
-  finiteNumber,
+  epsilon,
   type MaybeTensor,
   optionalTensor,
   parseScalars,
@@ -78,7 +79,7 @@ export interface BatchNormElemtArgs {
   out?: BatchNormElemtOut;
 }
 
-const scalarsSchema = z.object({ eps: finiteNumber.default(1e-5) });
+const scalarsSchema = z.object({ eps: epsilon });
 
 /**
  * Normalizes x with given statistics as aclnnBatchNormElemt does, on the CPU or on the NPU
@@ -146,6 +147,7 @@ function validate(args: BatchNormElemtArgs): Validated {
     if (!t) continue;
     checkPerChannelShape(OP, name, t, channels);
   }
+  checkWrites(OP, { output }, { input, ...perChannel });
   const device = commonDevice(OP, all);
   const backend = backendChecked(OP, device, all);
 

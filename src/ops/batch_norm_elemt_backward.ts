@@ -43,6 +43,7 @@ import {
   checkPerChannelShape,
   checkRank,
   checkShape,
+  checkWrites,
   commonDevice,
   type MaybeTensor,
   optionalTensor,
@@ -166,6 +167,7 @@ function validate(args: BatchNormElemtBackwardArgs): Validated {
   for (const [name, t] of Object.entries(perChannel)) {
     if (t) checkPerChannelShape(OP, name, t, channels);
   }
+  checkWrites(OP, { gradInput }, { gradOut, input, ...perChannel, counter });
   const device = commonDevice(OP, { ...floats, counter });
   const backend = backendChecked(OP, device, { ...floats, counter });
 

@@ -26,7 +26,6 @@
  *   invstd: Tensor.fromArray([1, 1, 1, 1], [2, 2]),
  *   counts: Tensor.fromArray([1, 3], [2]),
  *   momentum: 0.1,
- *   eps: 0,
  * });
  * console.log(r.mean.toArray()); // [1.5, 2.5]
  * ```
@@ -52,7 +51,9 @@ import {
   checkDType,
   checkPerChannelShape,
   checkRank,
+  checkWrites,
   commonDevice,
+  epsilon,
   finiteNumber,
   invalid,
   type MaybeTensor,
@@ -107,7 +108,7 @@ export interface BatchNormGatherStatsWithCountsResult extends Disposable {
 
 const scalarsSchema = z.object({
   momentum: finiteNumber.default(0.1),
-  eps: finiteNumber.default(1e-5),
+  eps: epsilon,
 });
 
 /**
@@ -158,6 +159,7 @@ export function batchNormGatherStatsWithCounts(
   ];
   const v = memo.get(keys) ?? memo.set(keys, validate(a));
   const { device, plan, tensors: t } = v;
+  checkCounts(t.counts);
   const meanAll = t.meanAll ?? Tensor.zeros([plan.channels], t.mean.dtype, device);
   const invstdAll = t.invstdAll ?? Tensor.zeros([plan.channels], t.mean.dtype, device);
   v.backend.batchNormGatherStatsWithCounts(plan, { ...t, meanAll, invstdAll });
@@ -165,6 +167,20 @@ export function batchNormGatherStatsWithCounts(
     allocatedBy(t.meanAll, meanAll),
     allocatedBy(t.invstdAll, invstdAll),
   ]);
+}
+
+/**
+ * counts are element counts: finite and >= 0 (a negative count gives silently wrong global
+ * statistics). Their values can change between calls with the same tensor, so this runs on
+ * every call; on an NPU it reads the W values back (a synchronisation).
+ */
+function checkCounts(counts: Tensor): void {
+  const values = counts.toFloat64Array();
+  for (let w = 0; w < values.length; w++) {
+    if (!(values[w] >= 0) || !Number.isFinite(values[w])) {
+      invalid(OP, "counts", `[${w}] is ${values[w]}; counts must be finite and >= 0`);
+    }
+  }
 }
 
 /** What validation established for one set of argument values. */
@@ -232,6 +248,12 @@ function validate(args: BatchNormGatherStatsWithCountsArgs): Validated {
   }
   if (meanAll) checkPerChannelShape(OP, "out.mean", meanAll, channels);
   if (invstdAll) checkPerChannelShape(OP, "out.invstd", invstdAll, channels);
+  // The running statistics are written in place: nothing else may share their memory.
+  checkWrites(
+    OP,
+    { "out.mean": meanAll, "out.invstd": invstdAll, runningMean, runningVar },
+    { input, mean, invstd, counts },
+  );
   const device = commonDevice(OP, all);
   const backend = backendChecked(OP, device, all);
 

@@ -27,6 +27,7 @@ import {
   checkRank,
   checkSameDType,
   checkShape,
+  checkWrites,
   commonDevice,
   flag,
   type MaybeTensor,
@@ -200,6 +201,11 @@ function validate(args: BatchNormReduceBackwardArgs): Validated {
     checkDType(OP, name, t, FLOAT_DTYPES);
     checkPerChannelShape(OP, name, t, channels);
   }
+  checkWrites(
+    OP,
+    { sumDy, sumDyXmu, gradWeight, gradBias },
+    { gradOut, input, mean, invstd, weight },
+  );
   const device = commonDevice(OP, { gradOut, input, ...perChannel });
   const backend = backendChecked(OP, device, { gradOut, input, ...perChannel });
   return {

@@ -15,11 +15,8 @@
  * @example
  * ```ts
  * import { batchNormStats, Tensor } from "@aclnn/norm";
- * const { mean, invstd } = batchNormStats({
- *   input: Tensor.fromArray([1, 2, 3, 4, 5, 6], [2, 3]),
- *   eps: 0,
- * });
- * console.log(mean.toArray(), invstd.toArray()); // [2.5, 3.5, 4.5] [0.666..., 0.666..., 0.666...]
+ * const { mean, invstd } = batchNormStats({ input: Tensor.fromArray([1, 2, 3, 4, 5, 6], [2, 3]) });
+ * console.log(mean.toArray(), invstd.toArray()); // [2.5, 3.5, 4.5] [0.66666, 0.66666, 0.66666]
  * ```
  *
  * @module
@@ -39,8 +36,9 @@ import {
   checkDType,
   checkPerChannelShape,
   checkRank,
+  checkWrites,
   commonDevice,
-  finiteNumber,
+  epsilon,
   type MaybeTensor,
   parseScalars,
   requestedOutput,
@@ -75,7 +73,7 @@ export interface BatchNormStatsResult extends Disposable {
   invstd: Tensor;
 }
 
-const scalarsSchema = z.object({ eps: finiteNumber.default(1e-5) });
+const scalarsSchema = z.object({ eps: epsilon });
 
 /**
  * Computes one rank's per-channel mean and invstd as aclnnBatchNormStats does, on the CPU or
@@ -133,6 +131,7 @@ function validate(args: BatchNormStatsArgs): Validated {
     checkPerChannelShape(OP, name, t, channels);
   }
   checkChannelsNonZero(OP, channels);
+  checkWrites(OP, { mean, invstd }, { input });
   const device = commonDevice(OP, { input, mean, invstd });
   const backend = backendChecked(OP, device, { input, mean, invstd });
   return {

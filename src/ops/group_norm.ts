@@ -40,8 +40,9 @@ import {
   checkRank,
   checkSameDType,
   checkShape,
+  checkWrites,
   commonDevice,
-  finiteNumber,
+  epsilon,
   groupCount,
   int64,
   invalid,
@@ -101,7 +102,7 @@ const scalarsSchema = z.object({
   C: int64.optional(),
   HxW: int64.optional(),
   group: groupCount,
-  eps: finiteNumber.default(1e-5),
+  eps: epsilon,
 });
 
 /**
@@ -198,7 +199,6 @@ function validate(args: GroupNormArgs): Validated {
   const C = scalars.C ?? input.shape[1];
   const HxW = scalars.HxW ?? shapeHxW;
   checkGroupGeometry(OP, { N, C, HxW }, group);
-  if (!(eps > 0)) invalid(OP, "eps", `(${eps}) must be greater than 0`);
   if (output) checkShape(OP, "output", output, input.shape, "input");
   for (const [name, t] of Object.entries({ mean, rstd })) {
     if (t) checkShape(OP, name, t, [N, group], "(N, group)");
@@ -219,6 +219,7 @@ function validate(args: GroupNormArgs): Validated {
     if (!t) continue;
     checkPerChannelShape(OP, name, t, C);
   }
+  checkWrites(OP, { output, mean, rstd }, { input, gamma, beta });
   const device = commonDevice(OP, all);
   const backend = backendChecked(OP, device, all);
 

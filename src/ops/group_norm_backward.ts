@@ -44,6 +44,7 @@ import {
   checkRank,
   checkSameDType,
   checkShape,
+  checkWrites,
   commonDevice,
   groupCount,
   int64,
@@ -290,6 +291,7 @@ function validate(args: GroupNormBackwardArgs): Validated {
   checkNumel(OP, "mean", mean, N * group, "N * group");
   checkNumel(OP, "rstd", rstd, N * group, "N * group");
   if (gamma) checkNumel(OP, "gamma", gamma, C, "C");
+  checkWrites(OP, { gradInput, gradGamma, gradBeta }, { gradOut, input, mean, rstd, gamma });
   const device = commonDevice(OP, tensors);
   const backend = backendChecked(OP, device, tensors, { N, C, HxW, group });
 

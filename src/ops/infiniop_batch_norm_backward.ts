@@ -54,6 +54,7 @@ import {
 } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { channelGeometry } from "../backends/mod.ts";
+import { hasInternalOverlap, overlaps, sameView } from "./overlap.ts";
 import { backendChecked, invalidStatus as fail, sameShape } from "./validate.ts";
 
 const CREATE = "infiniopCreateBatchNormBackwardDescriptor";
@@ -230,6 +231,26 @@ function sameStrides(shape: readonly number[], a: readonly number[], b: readonly
   return shape.every((d, i) => d <= 1 || a[i] === b[i]);
 }
 
+const WRITTEN: readonly Name[] = ["gradInput", "gradWeight", "gradBias"];
+
+/**
+ * The outputs must not share memory with each other, themselves or the inputs, except
+ * gradInput over gradOutput as the very same view (the in-place use InfiniOp documents).
+ */
+function checkAliasing(t: Record<Name, Tensor>): void {
+  for (const [i, name] of WRITTEN.entries()) {
+    const out = t[name];
+    if (hasInternalOverlap(out)) {
+      fail(COMPUTE, name, "has elements that share memory (a stride 0?)", "BAD_TENSOR_STRIDES");
+    }
+    for (const other of NAMES) {
+      if (other === name || (WRITTEN.indexOf(other) > i) || !overlaps(out, t[other])) continue;
+      if (name === "gradInput" && other === "gradOutput" && sameView(out, t[other])) continue;
+      fail(COMPUTE, name, `shares memory with ${other}`, "BAD_PARAM");
+    }
+  }
+}
+
 class Descriptor implements BatchNormBackwardDescriptor {
   readonly dtype: DType;
   readonly N: number;
@@ -306,6 +327,7 @@ class Descriptor implements BatchNormBackwardDescriptor {
       }
       t[name] = value;
     }
+    checkAliasing(t);
     this.#run(t, device ?? "cpu");
   }
 

@@ -55,14 +55,13 @@ export { batchNorm } from "./batch_norm.ts";
 export type { BatchNormArgs, BatchNormOut, BatchNormResult } from "./batch_norm.ts";
 export { groupNorm } from "./group_norm.ts";
 export type { GroupNormArgs, GroupNormOut, GroupNormResult } from "./group_norm.ts";
-export {
-  createLocalProcessGroup,
-  syncBatchNormBackward,
-  syncBatchNormForward,
-} from "./sync_batch_norm.ts";
+export { syncBatchNormBackward, syncBatchNormForward } from "./sync_batch_norm.ts";
+export { createLocalProcessGroup } from "./local_process_group.ts";
+export type { LocalProcessGroupOptions } from "./local_process_group.ts";
 export type {
   AllGather,
   AllReduceSum,
+  CollectiveCall,
   SyncBatchNormBackwardArgs,
   SyncBatchNormBackwardResult,
   SyncBatchNormCollectives,

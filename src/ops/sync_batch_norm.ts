@@ -41,6 +41,7 @@
  */
 
 import { z } from "./zod.ts";
+import { ACLNN_ERR_RUNTIME_ERROR, AclnnError } from "../ffi/errors.ts";
 import type { Device } from "../tensor/device.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
@@ -52,6 +53,7 @@ import { batchNormReduceBackward } from "./batch_norm_reduce_backward.ts";
 import { batchNormStats } from "./batch_norm_stats.ts";
 import {
   checkRank,
+  epsilon,
   finiteNumber,
   invalid,
   type MaybeTensor,
@@ -59,25 +61,36 @@ import {
   outputMask as outputMaskSchema,
   parseScalars,
   requireTensor,
-  sameShape,
 } from "./validate.ts";
 
 const FWD = "syncBatchNormForward";
 const BWD = "syncBatchNormBackward";
 
 /**
+ * What a composition says about the collective call it makes, so that a process group can
+ * check that every rank is in the same step: the operator and what is exchanged.
+ */
+export interface CollectiveCall {
+  /** `syncBatchNormForward` or `syncBatchNormBackward`. */
+  readonly op: string;
+  /** What is exchanged, e.g. `[mean, invstd, count]` or `[sumDy, sumDyXmu]`. */
+  readonly payload: string;
+}
+
+/**
  * All-gather: receives this rank's 1-D tensor `[K]` and returns the tensors of all W ranks
  * stacked in rank order, `[W, K]`, on this rank's device (or a promise of it). The returned
- * tensor is handed over: the composition frees its device memory when done with it.
+ * tensor is handed over: the composition frees its device memory when done with it. The
+ * second argument describes the call (a group may check it matches on every rank).
  */
-export type AllGather = (local: Tensor) => Tensor | Promise<Tensor>;
+export type AllGather = (local: Tensor, call: CollectiveCall) => Tensor | Promise<Tensor>;
 
 /**
  * All-reduce (sum): receives this rank's 1-D tensor `[K]` and returns the element-wise sum
  * over all ranks, `[K]`, on this rank's device (or a promise of it). The returned tensor is
  * handed over: the composition frees its device memory when done with it.
  */
-export type AllReduceSum = (local: Tensor) => Tensor | Promise<Tensor>;
+export type AllReduceSum = (local: Tensor, call: CollectiveCall) => Tensor | Promise<Tensor>;
 
 /** The two collectives SyncBatchNorm needs, for one rank. */
 export interface SyncBatchNormCollectives {
@@ -105,6 +118,8 @@ export interface SyncBatchNormForwardArgs {
   eps?: number;
   /** Gathers `[mean (C), invstd (C), count (1)]` float32 from every rank into `[W, 2C + 1]`. */
   allGather: AllGather;
+  /** Milliseconds to wait for the collective before failing (361001). Default 60000. */
+  timeoutMs?: number;
 }
 
 /** Results of {@linkcode syncBatchNormForward}; pass mean, invstd and counts to the backward. */
@@ -137,6 +152,8 @@ export interface SyncBatchNormBackwardArgs {
   outputMask?: readonly boolean[];
   /** Sums `[sumDy (C), sumDyXmu (C)]` float32 over every rank. Called only for gradInput. */
   allReduce: AllReduceSum;
+  /** Milliseconds to wait for the collective before failing (361001). Default 60000. */
+  timeoutMs?: number;
 }
 
 /** Results of {@linkcode syncBatchNormBackward}; null where the mask is false. */
@@ -149,9 +166,16 @@ export interface SyncBatchNormBackwardResult {
   gradBias: Tensor | null;
 }
 
+/** Milliseconds a composition waits for a collective by default. */
+const DEFAULT_TIMEOUT_MS = 60_000;
+
+const timeout = z.number({ invalid_type_error: "must be a number of milliseconds" })
+  .positive("must be greater than 0").default(DEFAULT_TIMEOUT_MS);
+
 const forwardSchema = z.object({
   momentum: finiteNumber.default(0.1),
-  eps: finiteNumber.default(1e-5),
+  eps: epsilon,
+  timeoutMs: timeout,
   allGather: z.custom<AllGather>((v) => typeof v === "function", {
     message: "must be a function (the all-gather collective)",
   }),
@@ -159,6 +183,7 @@ const forwardSchema = z.object({
 
 const backwardSchema = z.object({
   outputMask: outputMaskSchema("gradInput, gradWeight, gradBias"),
+  timeoutMs: timeout,
   allReduce: z.custom<AllReduceSum>((v) => typeof v === "function", {
     message: "must be a function (the all-reduce collective)",
   }),
@@ -169,6 +194,33 @@ function withDType(t: Tensor, dtype: DType): Tensor {
   if (t.dtype === dtype) return t;
   const host = Tensor.fromArray(t.toFloat64Array(), t.shape, dtype);
   return t.device === "cpu" ? host : host.to(t.device);
+}
+
+/**
+ * Waits for a collective's result, at most `ms`: a rank that never comes (or a transport that
+ * hangs) becomes an error (361001) instead of a hang.
+ */
+async function within<T>(op: string, name: string, ms: number, work: T | Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new AclnnError(
+            ACLNN_ERR_RUNTIME_ERROR,
+            `${op}: ${name} did not complete within ${ms} ms (a rank that never joined, or a ` +
+              "stalled transport)",
+            { argument: name },
+          ),
+        ),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([work, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function checkCollectiveResult(
@@ -213,10 +265,11 @@ export async function syncBatchNormForward(
   const input = requireTensor(FWD, "input", args.input);
   let weight = optionalTensor(FWD, "weight", args.weight);
   let bias = optionalTensor(FWD, "bias", args.bias);
-  const { momentum, eps } = parseScalars(FWD, forwardSchema, {
+  const { momentum, eps, timeoutMs } = parseScalars(FWD, forwardSchema, {
     momentum: args.momentum,
     eps: args.eps,
     allGather: args.allGather,
+    timeoutMs: args.timeoutMs,
   });
   checkRank(FWD, "input", input, 2, 8);
   const C = input.shape[1];
@@ -231,26 +284,39 @@ export async function syncBatchNormForward(
     out: { mean: packed.slice(0, 0, C), invstd: packed.slice(0, C, 2 * C) },
   });
 
+  const call = { op: FWD, payload: "[mean, invstd, count]" };
   const gathered = checkCollectiveResult(
     FWD,
     "allGather",
-    await args.allGather(packed),
+    await within(FWD, "allGather", timeoutMs, args.allGather(packed, call)),
     (t) => t.rank === 2 && t.shape[0] >= 1 && t.shape[1] === 2 * C + 1,
     `[W, ${2 * C + 1}]`,
   );
-  const W = gathered.shape[0];
+  // Ranks with an empty batch carry no statistics (their invstd is NaN): drop them before
+  // merging, as PyTorch's SyncBatchNorm does (count >= 1), or one empty rank would make every
+  // rank's output and running statistics NaN.
+  const rows = gathered.toFloat64Array();
+  const width = 2 * C + 1;
+  const kept: number[] = [];
+  for (let w = 0; w < gathered.shape[0]; w++) if (rows[w * width + 2 * C] >= 1) kept.push(w);
+  const live = kept.length === gathered.shape[0] ? gathered : Tensor.fromArray(
+    kept.flatMap((w) => Array.from(rows.subarray(w * width, (w + 1) * width))),
+    [kept.length, width],
+  ).to(device);
+  const W = live.shape[0];
   // Its own storage: counts outlives `gathered`, which is freed below.
-  const counts = gathered.slice(1, 2 * C, 2 * C + 1).reshape([W]).clone();
+  const counts = live.slice(1, 2 * C, 2 * C + 1).reshape([W]).clone();
   const global = batchNormGatherStatsWithCounts({
     input,
-    mean: gathered.slice(1, 0, C),
-    invstd: gathered.slice(1, C, 2 * C),
+    mean: live.slice(1, 0, C),
+    invstd: live.slice(1, C, 2 * C),
     runningMean: args.runningMean,
     runningVar: args.runningVar,
     momentum,
     eps,
     counts,
   });
+  if (live !== gathered) live.dispose();
   // After the queued work that reads them (the device defers the free). A single-rank
   // collective may return a view of `packed` itself: releasing twice is harmless.
   gathered.dispose();
@@ -311,9 +377,10 @@ export async function syncBatchNormBackward(
   const invstd = requireTensor(BWD, "invstd", args.invstd);
   const counts = requireTensor(BWD, "counts", args.counts);
   const weight = optionalTensor(BWD, "weight", args.weight);
-  const { outputMask } = parseScalars(BWD, backwardSchema, {
+  const { outputMask, timeoutMs } = parseScalars(BWD, backwardSchema, {
     outputMask: args.outputMask,
     allReduce: args.allReduce,
+    timeoutMs: args.timeoutMs,
   });
   const [inputG, weightG, biasG] = outputMask;
   checkRank(BWD, "input", input, 2, 8);
@@ -336,7 +403,12 @@ export async function syncBatchNormBackward(
   const reduced = checkCollectiveResult(
     BWD,
     "allReduce",
-    await args.allReduce(packed),
+    await within(
+      BWD,
+      "allReduce",
+      timeoutMs,
+      args.allReduce(packed, { op: BWD, payload: "[sumDy, sumDyXmu]" }),
+    ),
     (t) => t.numel === 2 * C,
     `${2 * C} elements`,
   ).reshape([2 * C]);
@@ -355,113 +427,4 @@ export async function syncBatchNormBackward(
   reduced.dispose();
   packed.dispose();
   return { gradInput, gradWeight: local.gradWeight, gradBias: local.gradBias };
-}
-
-/** Combines the ranks' values (each of `shape`) into the result every rank receives. */
-type Combine = (parts: Float64Array[], shape: readonly number[]) => {
-  values: Float64Array;
-  shape: number[];
-};
-
-interface Round {
-  parts: (Tensor | undefined)[];
-  arrived: number;
-  done: PromiseWithResolvers<Tensor[]>;
-}
-
-/** Collects one contribution per rank per round, then combines them for everyone. */
-class Rendezvous {
-  readonly #worldSize: number;
-  readonly #name: string;
-  readonly #combine: Combine;
-  readonly #rounds = new Map<number, Round>();
-  readonly #next: number[];
-
-  constructor(worldSize: number, name: string, combine: Combine) {
-    this.#worldSize = worldSize;
-    this.#name = name;
-    this.#combine = combine;
-    this.#next = new Array(worldSize).fill(0);
-  }
-
-  async contribute(rank: number, local: Tensor): Promise<Tensor> {
-    const index = this.#next[rank]++;
-    let round = this.#rounds.get(index);
-    if (!round) {
-      round = {
-        parts: new Array(this.#worldSize),
-        arrived: 0,
-        done: Promise.withResolvers<Tensor[]>(),
-      };
-      this.#rounds.set(index, round);
-    }
-    round.parts[rank] = local;
-    round.arrived++;
-    if (round.arrived === this.#worldSize) {
-      this.#rounds.delete(index);
-      try {
-        round.done.resolve(this.#finish(round.parts as Tensor[]));
-      } catch (e) {
-        round.done.reject(e);
-      }
-    }
-    return (await round.done.promise)[rank];
-  }
-
-  #finish(parts: Tensor[]): Tensor[] {
-    const shape = parts[0].shape;
-    for (let r = 1; r < parts.length; r++) {
-      if (!sameShape(parts[r].shape, shape)) {
-        throw new RangeError(
-          `${this.#name}: rank ${r} sent shape ${formatShape(parts[r].shape)}, rank 0 sent ${
-            formatShape(shape)
-          }`,
-        );
-      }
-    }
-    const combined = this.#combine(parts.map((t) => t.toFloat64Array()), shape);
-    return parts.map((t) => {
-      const host = Tensor.fromArray(combined.values, combined.shape, t.dtype);
-      return t.device === "cpu" ? host : host.to(t.device);
-    });
-  }
-}
-
-/**
- * Simulates a process group of `worldSize` ranks inside one process: returns one
- * {@linkcode SyncBatchNormCollectives} per rank, where `allGather` stacks the ranks'
- * tensors (`[W, ...shape]`) and `allReduce` sums them. A call resolves once every rank has
- * made its matching call, so run the ranks concurrently (e.g. `Promise.all`); a rank that
- * never calls leaves the others waiting. Each rank receives its own copy, on its device.
- *
- * @example
- * ```ts
- * import { createLocalProcessGroup, Tensor } from "@aclnn/norm";
- * const [a, b] = createLocalProcessGroup(2);
- * const [sa, sb] = await Promise.all([
- *   a.allReduce(Tensor.fromArray([1, 2], [2])),
- *   b.allReduce(Tensor.fromArray([10, 20], [2])),
- * ]);
- * console.log(sa.toArray(), sb.toArray()); // [11, 22] [11, 22]
- * ```
- */
-export function createLocalProcessGroup(worldSize: number): SyncBatchNormCollectives[] {
-  if (!Number.isSafeInteger(worldSize) || worldSize < 1) {
-    throw new RangeError(`createLocalProcessGroup: worldSize ${worldSize} must be an integer >= 1`);
-  }
-  const gather = new Rendezvous(worldSize, "allGather", (parts, shape) => {
-    const size = parts[0].length;
-    const values = new Float64Array(size * parts.length);
-    parts.forEach((p, r) => values.set(p, r * size));
-    return { values, shape: [parts.length, ...shape] };
-  });
-  const reduce = new Rendezvous(worldSize, "allReduce", (parts, shape) => {
-    const values = new Float64Array(parts[0].length);
-    for (const p of parts) for (let i = 0; i < p.length; i++) values[i] += p[i];
-    return { values, shape: [...shape] };
-  });
-  return Array.from({ length: worldSize }, (_, rank) => ({
-    allGather: (local: Tensor) => gather.contribute(rank, local),
-    allReduce: (local: Tensor) => reduce.contribute(rank, local),
-  }));
 }

@@ -20,6 +20,7 @@ import { deviceName } from "../tensor/device.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
+import { hasInternalOverlap, overlaps, sameView } from "./overlap.ts";
 
 /** A tensor argument as callers may pass it. */
 export type MaybeTensor = Tensor | null | undefined;
@@ -58,8 +59,60 @@ export function invalidStatus(
 }
 
 function checkIsTensor(op: string, name: string, value: unknown): Tensor {
-  if (!(value instanceof Tensor)) invalid(op, name, `must be a Tensor (got ${typeof value})`);
+  if (!Tensor.isTensor(value)) {
+    const what = typeof value === "object" && value !== null
+      ? `an object that is not a Tensor made by this package`
+      : typeof value;
+    invalid(op, name, `must be a Tensor (got ${what})`);
+  }
+  const problem = value.storageProblem();
+  if (problem !== undefined) invalid(op, name, `is not usable: its ${problem}`);
   return value;
+}
+
+/**
+ * Tensors a call writes must not share memory with each other, with themselves (a stride 0 on
+ * an expanded view), or with the tensors it reads: PyTorch refuses such calls ("unsupported
+ * operation: more than one element of the written-to tensor refers to a single memory
+ * location"), and so do both backends here, with 161002 naming the written tensor. `inPlace`
+ * lists the [written, read] pairs an operator documents as in-place: those may be the very
+ * same view (not a partial overlap).
+ */
+export function checkWrites(
+  op: string,
+  written: Readonly<Record<string, Tensor | undefined>>,
+  read: Readonly<Record<string, Tensor | undefined>>,
+  inPlace: readonly (readonly [string, string])[] = [],
+): void {
+  const writes = Object.entries(written).filter(([, t]) => t !== undefined) as [string, Tensor][];
+  const reads = Object.entries(read).filter(([, t]) => t !== undefined) as [string, Tensor][];
+  for (let i = 0; i < writes.length; i++) {
+    const [name, t] = writes[i];
+    if (hasInternalOverlap(t)) {
+      invalid(
+        op,
+        name,
+        `has elements that share memory (strides ${formatShape(t.strides)} for shape ` +
+          `${formatShape(t.shape)}): more than one element of the written-to tensor would ` +
+          `refer to a single memory location`,
+      );
+    }
+    for (let j = 0; j < i; j++) {
+      const [other, o] = writes[j];
+      if (overlaps(t, o)) invalid(op, name, `shares memory with ${other}, which is also written`);
+    }
+    for (const [other, o] of reads) {
+      if (!overlaps(t, o)) continue;
+      const allowed = inPlace.some(([w, r]) => w === name && r === other) && sameView(t, o);
+      if (!allowed) {
+        invalid(
+          op,
+          name,
+          `shares memory with the input ${other} (outputs must not overlap inputs)`,
+        );
+      }
+    }
+  }
 }
 
 /**
@@ -278,6 +331,14 @@ export const finiteNumber: z.ZodNumber = z.number({ invalid_type_error: "must be
   .finite(
     "must be finite",
   );
+
+/**
+ * eps of every operator: a finite number > 0 (GroupNorm's CANN check; the BatchNorm operators
+ * take the same rule, since eps <= 0 gives an infinite invstd for a constant channel).
+ */
+export const epsilon: z.ZodDefault<z.ZodNumber> = z.number({
+  invalid_type_error: "must be a number",
+}).finite("must be finite").gt(0, "must be greater than 0").default(1e-5);
 
 /** The required `training` flag of the BatchNorm operators. */
 export const trainingFlag: z.ZodBoolean = z.boolean({

@@ -27,6 +27,7 @@ export interface HostView {
 export function readView(view: HostView): Float64Array {
   const n = numel(view.shape);
   const out = new Float64Array(n);
+  if (n === 0) return out;
   const { data, offset } = view;
   const bf16 = view.dtype === "bfloat16";
   if (isContiguousLayout(view.shape, view.strides)) {
@@ -56,6 +57,8 @@ export function writeView(view: HostView, values: ArrayLike<number>): void {
   if (values.length !== n) {
     throw new RangeError(`writeView: ${values.length} values for a view of ${n} elements`);
   }
+  // An empty view touches no element; its offset may lie past the storage's end.
+  if (n === 0) return;
   const { data, offset } = view;
   const bf16 = view.dtype === "bfloat16";
   const int = view.dtype === "int32";

@@ -84,6 +84,8 @@ export class Tensor {
   readonly offset: number;
   /** The storage: a host typed array or accelerator memory. Views share it. */
   readonly storage: HostData | DeviceStorage;
+  /** Brand: only instances made by this constructor have it. */
+  readonly #brand = true;
 
   /**
    * Wraps a storage in a view. Checks that the view fits inside the storage.
@@ -128,6 +130,40 @@ export class Tensor {
     this.dtype = dtype;
     this.offset = offset;
     this.storage = storage;
+    // A Tensor's geometry never changes: operators rely on it (validation is memoised by
+    // identity), so the instance is frozen and untyped code cannot rewrite `offset`.
+    Object.freeze(this);
+  }
+
+  /**
+   * Whether `value` is a Tensor made by this class (not an object that merely inherits its
+   * prototype): the operators refuse anything else with 161002.
+   *
+   * @example
+   * ```ts
+   * import { Tensor } from "@aclnn/norm";
+   * console.log(Tensor.isTensor(Tensor.zeros([2])), Tensor.isTensor(Object.create(Tensor.prototype)));
+   * // true false
+   * ```
+   */
+  static isTensor(value: unknown): value is Tensor {
+    return typeof value === "object" && value !== null && #brand in value;
+  }
+
+  /**
+   * Why this view no longer fits its storage (a host buffer that was transferred or
+   * detached), or undefined when it does.
+   */
+  storageProblem(): string | undefined {
+    const span = viewSpan(this.shape, this.strides);
+    if (span === 0) return undefined;
+    const capacity = isHostData(this.storage)
+      ? this.storage.length
+      : Math.floor(this.storage.byteLength / dtypeByteSize(this.dtype));
+    if (this.offset + span <= capacity) return undefined;
+    return `view (shape ${formatShape(this.shape)}, strides ${formatShape(this.strides)}, ` +
+      `offset ${this.offset}) needs ${this.offset + span} elements but its storage holds ` +
+      `${capacity}`;
   }
 
   /** Makes a tensor from numbers in row-major order, rounding them to `dtype`. */
@@ -380,6 +416,12 @@ export class Tensor {
     }
     if (this.device === "cpu") {
       writeView(this.#hostView(), source);
+      return this;
+    }
+    if (this.numel === 0) {
+      if (source.length !== 0) {
+        throw new RangeError(`copy_: ${source.length} values for a view of 0 elements`);
+      }
       return this;
     }
     // Device view: read its span, patch it on the host, write it back.

@@ -247,25 +247,25 @@ const CASES: BnCase[] = [
     weight: true,
     layout: "channels-last",
   },
-  // infer_003 NHWC (10,2,3,200): C = 200, eval, eps 0, bf16 params, fp32 save stats.
+  // infer_003 NHWC (10,2,3,200): C = 200, eval, eps 0 (1e-12 here: eps <= 0 is refused), bf16 params, fp32 save stats.
   {
     source: "ops-nn ST infer_003 NHWC eval",
     shape: [10, 200, 2, 3],
     dtype: "bfloat16",
     saveDType: "float32",
     training: false,
-    eps: 0,
+    eps: 1e-12,
     weight: true,
     layout: "channels-last",
   },
-  // infer_010 NCHW (10,2,3,200): C = 2, eval, eps 0, fp32 params.
+  // infer_010 NCHW (10,2,3,200): C = 2, eval, eps 0 (1e-12 here: eps <= 0 is refused), fp32 params.
   {
     source: "ops-nn ST infer_010 eval",
     shape: [10, 2, 3, 200],
     dtype: "bfloat16",
     paramDType: "float32",
     training: false,
-    eps: 0,
+    eps: 1e-12,
     weight: true,
   },
   // infer_019 NCDHW (1,128,1,1,1): eval, M = 1.
