@@ -122,6 +122,10 @@ if (flags.json) {
   const lines: string[] = ["@aclnn/norm doctor", ""];
   if (report.found) {
     lines.push(`CANN libraries: found via ${report.source} in ${report.dir ?? "(loader path)"}`);
+    // CANN's lib64 is usually a symlink: show where the libraries really are.
+    if (report.resolvedDir !== null && report.resolvedDir !== report.dir) {
+      lines.push(`  (resolved: ${report.resolvedDir})`);
+    }
     for (const lib of report.libraries) lines.push(`  ${lib.role.padEnd(10)} ${lib.path}`);
   } else {
     lines.push("CANN libraries: NOT FOUND");

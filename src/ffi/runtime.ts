@@ -33,6 +33,7 @@ import {
 } from "./constants.ts";
 import { type AllocatorStats, type Block, CachingAllocator } from "./allocator.ts";
 import { CallCache } from "./call_cache.ts";
+import { openDevicesInProcess, registerOpenDevice, unregisterOpenDevice } from "./open_devices.ts";
 import { collectGarbage, onNextTurn, RECLAIM_AFTER_BYTES } from "./reclaim.ts";
 import { AclError, recentErrorMessage, unwrapAcl } from "./errors.ts";
 import {
@@ -136,6 +137,8 @@ export class DeviceState {
   queuedLaunches = 0;
   /** aclrtGetSocName, read when the device opens (null: not exported by this runtime). */
   socName: string | null = null;
+  /** The process-wide record of this open device (see open_devices.ts), null once closed. */
+  registration: string | null = null;
   /** The reusable operator workspace. */
   workspace: DeviceBuffer | null = null;
   /** Out-params reused by every two-phase call of this device (pinned here). */
@@ -688,6 +691,8 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
     }
     state.closed = true;
     openDevices.delete(state);
+    if (state.registration !== null) unregisterOpenDevice(state.registration);
+    state.registration = null;
     if (activeState === state || activeState?.deviceId === state.deviceId) activeState = null;
     if (errors.length > 0) throw errors[0];
   }
@@ -775,6 +780,7 @@ export function openAscend(options: OpenAscendOptions = {}): AscendDevice {
   const device = new AscendDevice(state, internalToken);
   if (options.memoryLimit !== undefined) device.setMemoryLimit(options.memoryLimit);
   openDevices.add(state);
+  state.registration = registerOpenDevice(openRecord(libs.dir, state.name));
   return device;
 }
 
@@ -810,7 +816,9 @@ function deriveOppPath(libDir: string | null): void {
 
 /**
  * Calls aclFinalize for the libraries in `options` (or the automatically discovered ones) once
- * every device is closed. Optional: the process may simply exit. Returns whether it finalised:
+ * every device is closed. ACL is process-wide, so a device still open in another Worker of
+ * this process (recorded in the process environment when `--allow-env` is granted) makes it
+ * throw too. Optional: the process may simply exit. Returns whether it finalised:
  * false when this package never initialised ACL, or when ACL was already initialised by
  * someone else in this process (aclInit answered 100002), whose initialisation this package
  * must not undo.
@@ -834,6 +842,16 @@ export function finalizeAscend(options: LibraryOptions = {}): boolean {
       throw new AclError(100000, `finalizeAscend: ${s.name} is still open; close it first`);
     }
   }
+  // ACL is process-wide: a device another Worker opened on the same libraries counts too.
+  const prefix = openRecord(libs.dir, "");
+  const elsewhere = openDevicesInProcess().filter((r) => r.startsWith(prefix));
+  if (elsewhere.length > 0) {
+    const names = elsewhere.map((r) => r.slice(prefix.length)).join(", ");
+    throw new AclError(
+      100000,
+      `finalizeAscend: ${names} still open in another Worker of this process; close it first`,
+    );
+  }
   const init = initialised.get(libs.runtime);
   if (init === undefined) return false;
   initialised.delete(libs.runtime);
@@ -843,6 +861,11 @@ export function finalizeAscend(options: LibraryOptions = {}): boolean {
   }
   unwrapAcl(libs.runtime.aclFinalize(), "aclFinalize", libs.runtime);
   return true;
+}
+
+/** What open_devices.ts records for a device: the library directory, a tab, the name. */
+function openRecord(dir: string | null, name: string): string {
+  return `${dir ?? "(loader path)"}\t${name}`;
 }
 
 /** Internal: the state behind a device (for the executor and marshalling). */
