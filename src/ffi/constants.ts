@@ -66,6 +66,3 @@ export const ACL_SUCCESS = 0;
 export const ACL_ERROR_REPEAT_INITIALIZE = 100002;
 /** ACL_ERROR_RT_CONTEXT_NULL: no device has been set on the calling thread. */
 export const ACL_ERROR_RT_CONTEXT_NULL = 107002;
-
-/** Alignment (bytes) CANN guarantees for aclrtMalloc and expects of `tensorData`. */
-export const DEVICE_ALIGNMENT = 32;

@@ -64,11 +64,6 @@ export interface ElfSource {
   read(offset: number, length: number): Uint8Array;
 }
 
-/** An {@linkcode ElfSource} over bytes already in memory (tests, small files). */
-export function bytesSource(bytes: Uint8Array): ElfSource {
-  return { size: bytes.length, read: (offset, length) => bytes.subarray(offset, offset + length) };
-}
-
 /** An {@linkcode ElfSource} over an open file (needs --allow-read to open it). */
 export function fileSource(file: Deno.FsFile): ElfSource {
   const size = file.statSync().size;

@@ -153,7 +153,7 @@ export class AclError extends Error {
   }
 }
 
-/** The one symbol {@linkcode unwrapAcl}/{@linkcode unwrapAclnn} need: aclGetRecentErrMsg. */
+/** The one symbol {@linkcode unwrapAcl} needs: aclGetRecentErrMsg. */
 export interface RecentErrorSource {
   /** `const char *aclGetRecentErrMsg(void)`: the calling thread's latest error text, or NULL. */
   readonly aclGetRecentErrMsg: () => Deno.PointerValue;
@@ -188,19 +188,4 @@ export function unwrapAcl(status: number, what: string, lib: RecentErrorSource |
   if (status === 0) return;
   const nativeMessage = recentErrorMessage(lib);
   throw new AclError(status, withNative(what, nativeMessage), { nativeMessage });
-}
-
-/**
- * Throws an {@linkcode AclnnError} unless `status` is ACLNN_SUCCESS (0), with the native text of
- * aclGetRecentErrMsg (read right away from `lib`) as `nativeMessage` and in the message.
- */
-export function unwrapAclnn(
-  status: number,
-  what: string,
-  lib: RecentErrorSource | null,
-  details: Omit<AclnnErrorDetails, "nativeMessage"> = {},
-): void {
-  if (status === 0) return;
-  const nativeMessage = recentErrorMessage(lib);
-  throw new AclnnError(status, withNative(what, nativeMessage), { ...details, nativeMessage });
 }

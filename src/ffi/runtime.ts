@@ -340,7 +340,6 @@ const backstop = new FinalizationRegistry<{ state: DeviceState; allocation: Allo
 );
 
 const internalToken = Symbol("DeviceBuffer.internal");
-let bufferState!: (buffer: DeviceBuffer) => DeviceState;
 let bufferAllocation!: (buffer: DeviceBuffer) => Allocation;
 
 /**
@@ -373,7 +372,6 @@ export class DeviceBuffer implements DeviceStorage {
   #released = false;
 
   static {
-    bufferState = (buffer) => buffer.#state;
     bufferAllocation = (buffer) => buffer.#allocation;
   }
 
@@ -871,9 +869,4 @@ function openRecord(dir: string | null, name: string): string {
 /** Internal: the state behind a device (for the executor and marshalling). */
 export function ascendState(device: AscendDevice): DeviceState {
   return deviceState(device);
-}
-
-/** Internal: the state behind a buffer. */
-export function bufferDeviceState(buffer: DeviceBuffer): DeviceState {
-  return bufferState(buffer);
 }

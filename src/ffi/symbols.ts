@@ -385,10 +385,3 @@ export type OpapiSymbols = typeof opapiSymbols;
 export type AclnnOperatorName = {
   [K in keyof OpapiSymbols]: K extends `${string}GetWorkspaceSize` ? never : K;
 }[keyof OpapiSymbols];
-
-/** Every symbol table by role, for tests and the doctor. */
-export const symbolTables: {
-  readonly runtime: RuntimeSymbols;
-  readonly nnopbase: NnopbaseSymbols;
-  readonly opapi: OpapiSymbols;
-} = { runtime: runtimeSymbols, nnopbase: nnopbaseSymbols, opapi: opapiSymbols };
