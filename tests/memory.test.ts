@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { AclError } from "../src/ffi/errors.ts";
 import { batchNormReduceBackward } from "../src/ops/batch_norm_reduce_backward.ts";
 import { batchNormStats } from "../src/ops/batch_norm_stats.ts";
+import { createBatchNormBackwardDescriptor } from "../src/ops/infiniop_batch_norm_backward.ts";
 import { keep, tidy } from "../src/tensor/scope.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
 import { openSim, SIM_DIR } from "./helpers/ffi_sim.ts";
@@ -206,4 +207,42 @@ Deno.test("memory: bench/soak.ts styles stay flat (dispose, using/tidy, out)", a
   }
   assert.equal(r.final.deviceAllocations, 0, "everything freed at close");
   assert.equal(r.final.tensors, 0);
+});
+
+Deno.test("memory: the descriptor API's in-place compute holds no buffer after the call", () => {
+  using npu = openSim();
+  const shape = [4, 3, 8];
+  const data = { dtype: "float16", shape } as const;
+  const c = { dtype: "float16", shape: [3] } as const;
+  using descriptor = createBatchNormBackwardDescriptor({
+    gradInput: data,
+    gradOutput: data,
+    input: data,
+    gradWeight: c,
+    gradBias: c,
+    weight: c,
+    runningMean: c,
+    runningVar: c,
+  });
+  const dy = Tensor.random(shape, { seed: 2, dtype: "float16", device: npu });
+  const t = {
+    input: Tensor.random(shape, { seed: 1, dtype: "float16", device: npu }),
+    gradOutput: dy,
+    gradInput: dy, // in place, as InfiniOp documents
+    weight: Tensor.ones([3], "float16", npu),
+    runningMean: Tensor.zeros([3], "float16", npu),
+    runningVar: Tensor.ones([3], "float16", npu),
+    gradWeight: Tensor.zeros([3], "float16", npu),
+    gradBias: Tensor.zeros([3], "float16", npu),
+  };
+  descriptor.compute(t);
+  npu.synchronize();
+  const before = npu.memory();
+  for (let i = 0; i < 200; i++) descriptor.compute(t);
+  npu.synchronize();
+  const after = npu.memory();
+  // Every temporary (the float32 statistics) went back to the cache: nothing waits for GC.
+  assert.equal(after.blocksInUse, before.blocksInUse);
+  assert.equal(after.liveBuffers, before.liveBuffers);
+  assert.equal(after.pendingReleases, 0);
 });
