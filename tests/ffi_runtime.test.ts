@@ -295,3 +295,20 @@ Deno.test("runtime: finalizeAscend refuses while a device is open, then finalise
   using again = openSim();
   assert.deepEqual(Tensor.ones([2], "float32", again).toArray(), [1, 1]);
 });
+
+Deno.test("runtime: an error carries only its own native text, never an earlier one", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("./fixtures/stale_message_child.ts", import.meta.url).pathname],
+    env: { ASCEND_OPP_PATH: SIM_DIR, ACLSIM_DEVICE_COUNT: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  const { noDevice, withDevice } = JSON.parse(new TextDecoder().decode(out.stdout));
+  const invalid = (id: number) =>
+    `aclrtSetDevice: device id ${id} is invalid (the simulator has 1 device(s); set ACLSIM_DEVICE_COUNT)`;
+  // Without a device the runtime returns `new\n<previous>`: only the new part is attached.
+  assert.deepEqual(noDevice, [invalid(5), invalid(6), invalid(7)]);
+  // With one, the same failure twice is reported twice (nothing is mistaken for a kept copy).
+  assert.deepEqual(withDevice, [invalid(9), invalid(9)]);
+});

@@ -160,15 +160,45 @@ export interface RecentErrorSource {
 }
 
 /**
+ * What aclGetRecentErrMsg keeps returning on this thread (per library set; each Worker is its
+ * own thread with its own copy of this module). CANN formats and clears the thread's message
+ * queue on every read, but keeps the result in a thread-local string that only the device
+ * message callback clears, and that callback runs only on a thread with a current context
+ * (runtime src/acl/aclrt_impl/acl.cpp aclGetRecentErrMsgImpl/aclGetMsgCallback; api_impl
+ * ApiImpl::GetDevErrMsg). So on a thread without a device a read returns the previous text
+ * again, and a new message comes back as `new + "\n" + previous`.
+ */
+const keptText = new WeakMap<RecentErrorSource, string>();
+
+function readRaw(lib: RecentErrorSource): string | null {
+  const p = lib.aclGetRecentErrMsg();
+  return p === null ? null : Deno.UnsafePointerView.getCString(p);
+}
+
+/**
  * Reads (and so clears) the calling thread's latest native error text; undefined when there is
  * none or it cannot be read. Call it right after the failing call, before any other ACL call.
+ * Text an earlier read already returned is never returned again: a second read right after
+ * the first shows whether the runtime keeps a copy, and a kept copy is cut from later texts.
  */
 export function recentErrorMessage(lib: RecentErrorSource | null | undefined): string | undefined {
   if (!lib) return undefined;
   try {
-    const p = lib.aclGetRecentErrMsg();
-    if (p === null) return undefined;
-    const text = Deno.UnsafePointerView.getCString(p).trim();
+    const raw = readRaw(lib);
+    if (raw === null) {
+      keptText.delete(lib);
+      return undefined;
+    }
+    const kept = keptText.get(lib);
+    let fresh = raw;
+    if (kept !== undefined) {
+      if (raw === kept) fresh = "";
+      else if (raw.endsWith("\n" + kept)) fresh = raw.slice(0, raw.length - kept.length - 1);
+    }
+    const again = readRaw(lib);
+    if (again === null) keptText.delete(lib);
+    else keptText.set(lib, again);
+    const text = fresh.trim();
     return text.length > 0 ? text : undefined;
   } catch {
     return undefined;

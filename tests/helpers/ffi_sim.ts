@@ -41,9 +41,13 @@ export const STAT_NAMES = [
   "contexts",
   "tasksDone",
   "tasksFailed",
+  "deviceReferences",
 ] as const;
 
-/** The live-object counters (the last two are cumulative). */
+/**
+ * The live-object counters (11 and 12 are cumulative; 13, the device references, is
+ * process-wide state that other open devices hold, so it is checked on its own).
+ */
 export const LIVE_STATS: readonly (typeof STAT_NAMES)[number][] = STAT_NAMES.slice(0, 11);
 
 /** Counter values by name. */

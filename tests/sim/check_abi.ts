@@ -47,6 +47,7 @@ export const STAT_NAMES: readonly string[] = [
   "contexts",
   "tasksExecuted",
   "tasksFailed",
+  "deviceReferences",
 ];
 
 const RUNTIME_EXTRA = new Set(["aclInit", "aclFinalize", "aclGetRecentErrMsg"]);

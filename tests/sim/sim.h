@@ -27,6 +27,7 @@ enum {
   SIM_NN_NULLPTR = 161001,
   SIM_NN_INVALID = 161002,
   SIM_NN_RUNTIME = 361001,
+  SIM_NN_INNER = 561000,
   SIM_NN_INNER_NULLPTR = 561103,
   SIM_NN_OPP_PATH = 561107,
   /* acl runtime */
@@ -39,7 +40,8 @@ enum {
   SIM_RT_CONTEXT_NULL = 107002,
   SIM_RT_MEMORY_ALLOCATION = 207001,
   SIM_RT_NO_DEVICE = 207004,
-  SIM_RT_INTERNAL_ERROR = 507000
+  SIM_RT_INTERNAL_ERROR = 507000,
+  SIM_RT_CONTEXT_RELEASE = 507007
 };
 
 /* ---- enums ------------------------------------------------------------------------- */
@@ -53,7 +55,7 @@ enum {
   SIM_FMT_HWCN = 16, SIM_FMT_NDHWC = 27, SIM_FMT_FRACTAL_NZ = 29, SIM_FMT_NCDHW = 30,
   SIM_FMT_NDC1HWC0 = 32, SIM_FMT_FRACTAL_Z_3D = 33, SIM_FMT_NC = 35, SIM_FMT_NCL = 47
 };
-enum { SIM_H2H = 0, SIM_H2D = 1, SIM_D2H = 2, SIM_D2D = 3, SIM_MEMCPY_DEFAULT = 4 };
+enum { SIM_H2H = 0, SIM_H2D = 1, SIM_D2H = 2, SIM_D2D = 3, SIM_MEMCPY_DEFAULT = 4, SIM_H2B2D = 5 };
 
 /* ---- operators ---------------------------------------------------------------------- */
 typedef enum {
@@ -183,7 +185,7 @@ SIM_CORE_API int sim_rt_destroy_context(void *ctx);
 SIM_CORE_API int sim_rt_get_mem_info(uint32_t attr, uint64_t *freeBytes, uint64_t *totalBytes);
 /* ACLSIM_SOC_NAME (read on every call) or "Ascend950PR_9599" (sim_soc.c). */
 SIM_CORE_API const char *sim_rt_get_soc_name(void);
-SIM_CORE_API int32_t sim_get_stats(int64_t *out, uint64_t n);
+SIM_CORE_API int32_t sim_get_stats(int64_t *out, uint64_t n); /* 14 counters (README) */
 
 /* ---- nnopbase ---------------------------------------------------------------------------- */
 SIM_CORE_API void *sim_create_tensor(const int64_t *viewDims, uint64_t viewDimsNum, int32_t dataType,
@@ -199,7 +201,7 @@ SIM_CORE_API void *sim_create_scalar(const void *v, int32_t dtype);
 SIM_CORE_API int sim_destroy_scalar(const void *s);
 SIM_CORE_API int sim_executor_set_repeatable(void *e);
 SIM_CORE_API int sim_executor_destroy(void *e);
-/* which: 0 = input index, 1 = output index, 2 = inputs then outputs */
+/* which: 0 = aclSetInputTensorAddr, 1 = aclSetOutputTensorAddr, 2 = aclSetTensorAddr (index ignored) */
 SIM_CORE_API int sim_executor_set_addr(void *e, uint64_t index, void *tensor, void *addr, int which);
 SIM_CORE_API int sim_tensor_set_raw_addr(void *t, void *addr);
 SIM_CORE_API int sim_tensor_get_raw_addr(const void *t, void **addr);

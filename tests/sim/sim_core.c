@@ -2,6 +2,9 @@
  * Software CANN ("aclsim") -- shared state: errors, handles, device memory, streams,
  * executors, counters, and the runtime (acl / aclrt) and nnopbase behaviour.
  * Built into libaclsim_core.so; see tests/sim/README.md for every documented choice.
+ *
+ * Citations name the CANN source a behaviour is modelled on, as read in
+ * /work/research/runtime_opbase.md: "runtime:" is hicann/runtime, "opbase:" is hicann/opbase.
  */
 #define _GNU_SOURCE
 #include "sim.h"
@@ -35,30 +38,154 @@ void sim_lock(void) {
 
 void sim_unlock(void) { pthread_mutex_unlock(&g_mutex); }
 
+/* The calling thread's current device and context (runtime: InnerThreadLocalContainer). */
+static _Thread_local int t_device = -1;
+static _Thread_local void *t_ctx = NULL;
+
 /* ======================================================================================
- * Thread-local error text (aclGetRecentErrMsg returns and clears it)
+ * Error messages: aclGetRecentErrMsg
+ *
+ * runtime src/acl/aclrt_impl/acl.cpp aclGetRecentErrMsgImpl, with the host messages of
+ * runtime src/dfx/error_manager/error_manager.cc (ErrorManager):
+ * - every failing call reports one item into the calling thread's queue (INTERNAL_MODE keeps
+ *   one queue per work stream = per thread, error_manager.cc GenWorkStreamIdDefault);
+ * - an item identical to a queued one (same code and text, ErrorItem::operator==) is not
+ *   queued again (ReportErrMessage / ReportInterErrMessage, `find(...) == end()`);
+ * - at most SIM_ERR_MAX_ITEMS items are kept (ReportInterErrMessage kMaxWorkSize = 1000);
+ * - a read formats the queue as ErrorManager::GetErrorMessage does (the first item, then
+ *   "TraceBack (most recent call last):" and every later item indented by 8 spaces, each
+ *   line ending in '\n'; the "[PID: n] <time> <title>(<code>): " prefix is not modelled)
+ *   and clears it (GetRawErrorMessages);
+ * - the result is kept in a thread-local string (acl.cpp `thread_local aclRecentErrMsg`) that
+ *   only the device-message callback clears: aclGetRecentErrMsgImpl first calls
+ *   rtGetDevMsg(RT_GET_DEV_ERROR_MSG, aclGetMsgCallback), which on a thread with a current
+ *   context calls callback("", 0) (runtime api_impl_standard_soc.cc ApiImpl::GetDevErrMsg,
+ *   STARS platforms) and fails without calling it on a thread without one. So on a thread with
+ *   no device a second read returns the previous text again, and a new message is returned as
+ *   `new + "\n" + previous`; with a device set a second read returns NULL.
+ * - nothing pending at all -> NULL, never "".
  * ====================================================================================== */
 #define SIM_ERR_CAP 2048
-static _Thread_local char t_err[SIM_ERR_CAP];
-static _Thread_local bool t_has_err;
-static _Thread_local char t_err_ret[SIM_ERR_CAP];
+#define SIM_ERR_MAX_ITEMS 1000
+#define SIM_ERR_LAST_CAP (256 * 1024) /* [aclsim] bound on the thread-local copy */
+
+typedef struct {
+  int code;
+  char *text;
+} ErrItem;
+
+typedef struct {
+  ErrItem *items; /* the host queue (ErrorManager, this thread's work stream) */
+  size_t n, cap;
+  char *last; /* aclRecentErrMsg (thread_local std::string); NULL = empty */
+} ErrState;
+
+/* One per thread that ever reported or read a message. Deliberately never freed: a pthread key
+ * destructor would run at thread exit, possibly after the process dlclose()d this library (Deno
+ * closes FFI libraries), and jump into unmapped code. */
+static _Thread_local ErrState *t_err;
+
+static void err_clear_queue(ErrState *s) {
+  for (size_t i = 0; i < s->n; i++) free(s->items[i].text);
+  s->n = 0;
+}
+
+static ErrState *err_state(void) {
+  if (!t_err) t_err = calloc(1, sizeof *t_err);
+  return t_err;
+}
+
+static void err_report(int code, const char *text) {
+  ErrState *s = err_state();
+  if (!s) return;
+  for (size_t i = 0; i < s->n; i++) /* ErrorItem::operator==: same id, same message */
+    if (s->items[i].code == code && strcmp(s->items[i].text, text) == 0) return;
+  if (s->n >= SIM_ERR_MAX_ITEMS) return; /* kMaxWorkSize: further items are skipped */
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? s->cap * 2 : 8;
+    ErrItem *p = realloc(s->items, cap * sizeof *p);
+    if (!p) return;
+    s->items = p;
+    s->cap = cap;
+  }
+  char *copy = strdup(text);
+  if (!copy) return;
+  s->items[s->n].code = code;
+  s->items[s->n].text = copy;
+  s->n++;
+}
 
 int sim_fail(int code, const char *fmt, ...) {
+  char buf[SIM_ERR_CAP];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(t_err, sizeof t_err, fmt, ap);
+  vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
-  t_has_err = true;
-  if (getenv("ACLSIM_VERBOSE") != NULL) fprintf(stderr, "[aclsim] %d: %s\n", code, t_err);
+  err_report(code, buf);
+  if (getenv("ACLSIM_VERBOSE") != NULL) fprintf(stderr, "[aclsim] %d: %s\n", code, buf);
   return code;
 }
 
+/* A failure CANN only logs (a warning: no error message is reported, opbase op_log.h OP_LOGW,
+ * runtime ACL_LOG_INFO): returns `code` and queues nothing (printed with ACLSIM_VERBOSE). */
+static int sim_quiet_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int sim_quiet_fail(int code, const char *fmt, ...) {
+  if (getenv("ACLSIM_VERBOSE") == NULL) return code;
+  char buf[SIM_ERR_CAP];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "[aclsim] %d (warning only, no error message): %s\n", code, buf);
+  return code;
+}
+
+/* ErrorManager::GetErrorMessage: the first item, then the traceback. malloc'd, or NULL. */
+static char *err_format(const ErrState *s) {
+  if (s->n == 0) return NULL;
+  static const char tb[] = "TraceBack (most recent call last):\n";
+  size_t len = strlen(s->items[0].text) + 1 + (s->n > 1 ? sizeof tb - 1 : 0);
+  for (size_t i = 1; i < s->n; i++) len += 8 + strlen(s->items[i].text) + 1;
+  char *out = malloc(len + 1), *w = out;
+  if (!out) return NULL;
+  w += sprintf(w, "%s\n", s->items[0].text);
+  if (s->n > 1) w += sprintf(w, "%s", tb);
+  for (size_t i = 1; i < s->n; i++) w += sprintf(w, "        %s\n", s->items[i].text);
+  return out;
+}
+
 const char *sim_take_error(void) {
-  if (!t_has_err) return NULL;
-  memcpy(t_err_ret, t_err, sizeof t_err_ret);
-  t_has_err = false;
-  t_err[0] = '\0';
-  return t_err_ret;
+  ErrState *s = err_state();
+  if (!s) return NULL;
+  /* rtGetDevMsg: with a current context the callback empties aclRecentErrMsg. */
+  if (t_ctx != NULL && s->last) {
+    free(s->last);
+    s->last = NULL;
+  }
+  char *host = err_format(s); /* GetErrMgrErrorMessage: read and clear */
+  err_clear_queue(s);
+  if (!host) return s->last; /* NULL when both are empty */
+  if (!s->last) {
+    s->last = host;
+    return s->last;
+  }
+  /* aclRecentErrMsg = aclHostErrMsg + "\n" + aclRecentErrMsg */
+  size_t hl = strlen(host), ll = strlen(s->last);
+  if (hl + 1 + ll > SIM_ERR_LAST_CAP) ll = hl + 1 >= SIM_ERR_LAST_CAP ? 0 : SIM_ERR_LAST_CAP - hl - 1;
+  char *joined = malloc(hl + 1 + ll + 1);
+  if (!joined) {
+    free(s->last);
+    s->last = host;
+    return s->last;
+  }
+  memcpy(joined, host, hl);
+  joined[hl] = '\n';
+  memcpy(joined + hl + 1, s->last, ll);
+  joined[hl + 1 + ll] = '\0';
+  free(host);
+  free(s->last);
+  s->last = joined;
+  return s->last;
 }
 
 /* ======================================================================================
@@ -79,10 +206,14 @@ static const char *kind_name(Kind k) {
   }
 }
 
+/* Why a handle died, for diagnostics. */
+typedef enum { END_NONE = 0, END_DESTROYED, END_CONSUMED, END_DELETED_BY_ERROR, END_TORN_DOWN } HandleEnd;
+
 #define HANDLE_BASE 0x5A1D00000000ULL
 typedef struct {
   Kind kind;
   Kind was; /* kind of a destroyed object, for diagnostics */
+  HandleEnd end;
   void *obj;
 } Slot;
 static Slot *g_slots;
@@ -124,22 +255,35 @@ static void *handle_get(const void *h, Kind k, const char **why) {
   return g_slots[id].obj;
 }
 
-static void handle_free(const void *h, bool counted) {
+/* How a dead handle of kind `k` ended (END_NONE: never one, or still live). */
+static HandleEnd handle_end(const void *h, Kind k) {
+  uint64_t id = handle_id(h);
+  if (id == 0 || g_slots[id].kind != K_NONE || g_slots[id].was != k) return END_NONE;
+  return g_slots[id].end;
+}
+
+static void handle_free(const void *h, bool counted, HandleEnd end) {
   uint64_t id = handle_id(h);
   if (id == 0) return;
   if (counted && g_slots[id].kind != K_NONE) g_live[g_slots[id].kind]--;
   g_slots[id].was = g_slots[id].kind;
   g_slots[id].kind = K_NONE;
+  g_slots[id].end = end;
   g_slots[id].obj = NULL;
 }
 
 /* ======================================================================================
  * Devices, thread binding, contexts
+ *
+ * runtime src/runtime/core/src/runtime.cc PrimaryContextRetain / PrimaryContextRelease: one
+ * reference count per process and device (shared by every thread) for the device's default
+ * ("primary") context; the current context is per thread (api_impl.cc SetDevice,
+ * InnerThreadLocalContainer::SetCurRef).
  * ====================================================================================== */
 #define SIM_MAX_DEVICES 64
-static _Thread_local int t_device = -1;
-static _Thread_local void *t_ctx = NULL;
-static bool g_acl_inited;
+static uint64_t g_acl_init_count; /* runtime acl_rt_impl_base.cpp aclInitRefCount */
+static bool g_acl_finalized;      /* runtime acl.cpp aclFinalizeFlag */
+static uint64_t g_dev_refs[SIM_MAX_DEVICES];
 static void *g_default_stream[SIM_MAX_DEVICES];
 static void *g_default_ctx[SIM_MAX_DEVICES];
 
@@ -188,45 +332,114 @@ static void *default_context(int dev) {
 
 /* ======================================================================================
  * Device and host memory registries
+ *
+ * Both are kept sorted by base address, so "which live allocation contains p" is a binary
+ * search (O(log n)); the ids of live device allocations are kept sorted too (they are handed
+ * out in increasing order), so "is allocation #id still live" is a binary search as well.
+ * Freed device ranges are remembered in a ring for double-free / use-after-free messages.
  * ====================================================================================== */
 typedef struct {
   char *base;
-  uint64_t size;
+  uint64_t size;      /* bytes really allocated (aclrtMalloc's padded size) */
+  uint64_t requested; /* bytes the caller asked for */
   uint64_t id;
   int device;
 } Alloc;
-static Alloc *g_dev;
-static uint64_t g_ndev, g_capdev, g_next_alloc_id = 1;
+
+typedef struct {
+  Alloc *a; /* sorted by base */
+  uint64_t n, cap;
+} Registry;
+
+static Registry g_devreg, g_hostreg;
+static uint64_t *g_live_ids; /* ids of live device allocations, ascending */
+static uint64_t g_nlive_ids, g_cap_live_ids;
+static uint64_t g_next_alloc_id = 1;
 static uint64_t g_dev_bytes;
-static Alloc *g_host;
-static uint64_t g_nhost, g_caphost;
+static uint64_t g_dev_used[SIM_MAX_DEVICES];
 #define FREED_RING 4096
 static Alloc g_freed[FREED_RING];
 static uint64_t g_nfreed;
 
-static bool push_alloc(Alloc **arr, uint64_t *n, uint64_t *cap, Alloc a) {
-  if (*n >= *cap) {
-    uint64_t c = *cap ? *cap * 2 : 256;
-    Alloc *p = realloc(*arr, c * sizeof *p);
-    if (!p) return false;
-    *arr = p;
-    *cap = c;
+/* Index of the first entry whose base is > p (0..n). */
+static uint64_t reg_upper(const Registry *r, const void *p) {
+  const char *c = p;
+  uint64_t lo = 0, hi = r->n;
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (r->a[mid].base <= c) lo = mid + 1;
+    else hi = mid;
   }
-  (*arr)[(*n)++] = a;
+  return lo;
+}
+
+static Alloc *reg_find_containing(const Registry *r, const void *p) {
+  uint64_t i = reg_upper(r, p);
+  if (i == 0) return NULL;
+  Alloc *a = &r->a[i - 1];
+  const char *c = p;
+  return c < a->base + a->size ? a : NULL;
+}
+
+/* Index of the entry whose base is exactly p, or -1. */
+static int64_t reg_find_base(const Registry *r, const void *p) {
+  uint64_t i = reg_upper(r, p);
+  return i > 0 && r->a[i - 1].base == (const char *)p ? (int64_t)(i - 1) : -1;
+}
+
+static bool reg_insert(Registry *r, Alloc a) {
+  if (r->n >= r->cap) {
+    uint64_t c = r->cap ? r->cap * 2 : 256;
+    Alloc *p = realloc(r->a, c * sizeof *p);
+    if (!p) return false;
+    r->a = p;
+    r->cap = c;
+  }
+  uint64_t i = reg_upper(r, a.base);
+  memmove(&r->a[i + 1], &r->a[i], (r->n - i) * sizeof *r->a);
+  r->a[i] = a;
+  r->n++;
   return true;
 }
 
-static Alloc *find_containing(Alloc *arr, uint64_t n, const void *p) {
-  const char *c = p;
-  for (uint64_t i = 0; i < n; i++)
-    if (c >= arr[i].base && c < arr[i].base + arr[i].size) return &arr[i];
-  return NULL;
+static void reg_remove_at(Registry *r, uint64_t i) {
+  memmove(&r->a[i], &r->a[i + 1], (r->n - i - 1) * sizeof *r->a);
+  r->n--;
+}
+
+static int64_t live_id_index(uint64_t id) {
+  uint64_t lo = 0, hi = g_nlive_ids;
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (g_live_ids[mid] < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < g_nlive_ids && g_live_ids[lo] == id ? (int64_t)lo : -1;
+}
+
+static bool live_id_add(uint64_t id) { /* ids only grow: append */
+  if (g_nlive_ids >= g_cap_live_ids) {
+    uint64_t c = g_cap_live_ids ? g_cap_live_ids * 2 : 256;
+    uint64_t *p = realloc(g_live_ids, c * sizeof *p);
+    if (!p) return false;
+    g_live_ids = p;
+    g_cap_live_ids = c;
+  }
+  g_live_ids[g_nlive_ids++] = id;
+  return true;
+}
+
+static void live_id_remove(uint64_t id) {
+  int64_t i = live_id_index(id);
+  if (i < 0) return;
+  memmove(&g_live_ids[i], &g_live_ids[i + 1], (g_nlive_ids - (uint64_t)i - 1) * sizeof *g_live_ids);
+  g_nlive_ids--;
 }
 
 uint64_t sim_dev_range_alloc(const void *p, uint64_t bytes) {
   sim_lock();
   uint64_t id = 0;
-  Alloc *a = p ? find_containing(g_dev, g_ndev, p) : NULL;
+  Alloc *a = p ? reg_find_containing(&g_devreg, p) : NULL;
   if (a && (uint64_t)((const char *)p - a->base) + bytes <= a->size) id = a->id;
   sim_unlock();
   return id;
@@ -234,16 +447,14 @@ uint64_t sim_dev_range_alloc(const void *p, uint64_t bytes) {
 
 bool sim_dev_alloc_live(uint64_t alloc_id) {
   sim_lock();
-  bool live = false;
-  for (uint64_t i = 0; i < g_ndev; i++)
-    if (g_dev[i].id == alloc_id) { live = true; break; }
+  bool live = live_id_index(alloc_id) >= 0;
   sim_unlock();
   return live;
 }
 
 bool sim_is_device_ptr(const void *p) {
   sim_lock();
-  bool r = p && find_containing(g_dev, g_ndev, p) != NULL;
+  bool r = p && reg_find_containing(&g_devreg, p) != NULL;
   sim_unlock();
   return r;
 }
@@ -254,10 +465,10 @@ void sim_describe_ptr(const void *p, char *buf, size_t n) {
   Alloc *a;
   if (p == NULL) {
     snprintf(buf, n, "NULL");
-  } else if ((a = find_containing(g_dev, g_ndev, p)) != NULL) {
+  } else if ((a = reg_find_containing(&g_devreg, p)) != NULL) {
     snprintf(buf, n, "%p lies %" PRIu64 " bytes into the live device allocation %p of %" PRIu64 " bytes",
              p, (uint64_t)(c - a->base), (void *)a->base, a->size);
-  } else if ((a = find_containing(g_host, g_nhost, p)) != NULL) {
+  } else if ((a = reg_find_containing(&g_hostreg, p)) != NULL) {
     snprintf(buf, n, "%p is host memory from aclrtMallocHost (allocation %p of %" PRIu64 " bytes), not device memory",
              p, (void *)a->base, a->size);
   } else {
@@ -373,7 +584,7 @@ static int destroy_obj(const char *fn, const void *h, Kind k) {
   if (k == K_BOOLARR) free(((BoolArr *)o)->v);
   if (k == K_INTARR) free(((IntArr *)o)->v);
   free(o);
-  handle_free(h, true);
+  handle_free(h, true, END_DESTROYED);
   sim_unlock();
   return 0;
 }
@@ -452,7 +663,7 @@ int sim_lookup_bool_array(const void *h, bool *vals, uint64_t cap, uint64_t *n) 
 }
 
 static int tensor_get(const char *fn, const void *h, const void *out, Tensor **t) {
-  if (h == NULL) return sim_fail(SIM_NN_NULLPTR, "%s: tensor is NULL", fn);
+  if (h == NULL) return sim_fail(SIM_NN_NULLPTR, "%s failed because tensor cannot be a NULL pointer.", fn);
   if (out == NULL) return sim_fail(SIM_NN_NULLPTR, "%s: output pointer is NULL", fn);
   const char *why = NULL;
   *t = handle_get(h, K_TENSOR, &why);
@@ -460,6 +671,9 @@ static int tensor_get(const char *fn, const void *h, const void *out, Tensor **t
   return 0;
 }
 
+/* opbase acl_op_api.cpp aclSetRawTensorAddr: NULL tensor -> 161001 (ACLNN_ERR_PARAM_NULLPTR, not
+ * the 561103 of the executor functions), else tensor->SetStorageAddr(addr). A stale handle is the
+ * simulator's 161002. */
 int sim_tensor_set_raw_addr(void *h, void *addr) {
   sim_lock();
   Tensor *t;
@@ -501,6 +715,10 @@ int sim_tensor_get_dtype(const void *h, int32_t *dtype) {
   return rc;
 }
 
+/* opbase src/nnopbase/common/api/aclnn_init.cpp aclnnInit: loads the OPP packages once
+ * (std::call_once) and sets the debug-kernel flag; it has no repeat guard and always returns
+ * ACLNN_SUCCESS, a second call included. aclnnFinalize (same file) clears the AI-CPU task spaces
+ * and always returns ACLNN_SUCCESS. Neither is required before an aclnn call. */
 int sim_nn_init(const char *config) {
   (void)config;
   return 0;
@@ -528,18 +746,46 @@ typedef struct Task {
 typedef struct {
   int device;
   bool is_default;
+  void *handle;
+  void *ctx; /* the context current when it was created (default streams: the device's) */
   Task *head, *tail;
 } Stream;
 
 static int64_t g_pending, g_tasks_done, g_tasks_failed;
 static uint64_t g_task_seq;
+static Stream **g_streams; /* every live stream, default streams included */
+static uint64_t g_nstreams, g_capstreams;
+
+static bool stream_register(Stream *s) {
+  if (g_nstreams >= g_capstreams) {
+    uint64_t c = g_capstreams ? g_capstreams * 2 : 16;
+    Stream **p = realloc(g_streams, c * sizeof *p);
+    if (!p) return false;
+    g_streams = p;
+    g_capstreams = c;
+  }
+  g_streams[g_nstreams++] = s;
+  return true;
+}
+
+static void stream_unregister(Stream *s) {
+  for (uint64_t i = 0; i < g_nstreams; i++)
+    if (g_streams[i] == s) {
+      memmove(&g_streams[i], &g_streams[i + 1], (g_nstreams - i - 1) * sizeof *g_streams);
+      g_nstreams--;
+      return;
+    }
+}
 
 static void *default_stream(int dev) {
   if (!g_default_stream[dev]) {
     Stream *s = calloc(1, sizeof *s);
     s->device = dev;
     s->is_default = true;
-    g_default_stream[dev] = handle_new(K_STREAM, s, false);
+    s->ctx = default_context(dev);
+    s->handle = handle_new(K_STREAM, s, false);
+    stream_register(s);
+    g_default_stream[dev] = s->handle;
   }
   return g_default_stream[dev];
 }
@@ -551,6 +797,9 @@ static Stream *resolve_stream(const char *fn, void *h, int *rc, int badcode) {
   const char *why = NULL;
   Stream *s = handle_get(h, K_STREAM, &why);
   if (!s) {
+    if (handle_end(h, K_STREAM) == END_TORN_DOWN)
+      why = "was destroyed when the last aclrtResetDevice of its device tore the device's default context "
+            "down (runtime runtime.cc PrimaryContextRelease: the streams created in it go with it)";
     *rc = sim_fail(badcode, "%s: stream %p %s (not a live aclrtStream)", fn, h, why);
     return NULL;
   }
@@ -569,6 +818,18 @@ static void enqueue(Stream *s, Task *t) {
   else s->head = t;
   s->tail = t;
   g_pending++;
+}
+
+/* Drops every queued task of the stream unexecuted (counted as discarded). */
+static void discard_tasks(Stream *s) {
+  while (s->head) {
+    Task *t = s->head;
+    s->head = t->next;
+    g_pending--;
+    g_tasks_failed++;
+    free(t);
+  }
+  s->tail = NULL;
 }
 
 static const char *alloc_state(uint64_t id) { return sim_dev_alloc_live(id) ? "live" : "freed"; }
@@ -630,47 +891,112 @@ static int drain_stream(const char *fn, Stream *s) {
   return rc;
 }
 
+/* The last reference of a device went (runtime runtime.cc ReleasePrimaryContextSlot ->
+ * ExecutePrimaryTearDown -> Context::TearDown): the default context goes with its default stream
+ * and every stream created in it (their queued tasks are discarded, counter 12); a stale handle
+ * of them is then refused like any other (107000). The calling thread is unbound when that
+ * context was its current one (the ScopeGuard in ExecutePrimaryTearDown,
+ * `(previousCtx == ctx) ? nullptr : previousCtx`). Device memory is NOT released, so leaks
+ * stay visible; other threads keep their (now stale) binding, which is not modelled. */
+static void device_teardown(int dev) {
+  void *dctx = g_default_ctx[dev];
+  for (uint64_t i = 0; i < g_nstreams;) {
+    Stream *s = g_streams[i];
+    if (s->device == dev && (s->is_default || (dctx && s->ctx == dctx))) {
+      discard_tasks(s);
+      memmove(&g_streams[i], &g_streams[i + 1], (g_nstreams - i - 1) * sizeof *g_streams);
+      g_nstreams--;
+      handle_free(s->handle, !s->is_default, END_TORN_DOWN);
+      if (s->is_default) g_default_stream[dev] = NULL;
+      free(s);
+    } else {
+      i++;
+    }
+  }
+  if (dctx) {
+    free(handle_get(dctx, K_CONTEXT, NULL));
+    handle_free(dctx, false, END_TORN_DOWN);
+    g_default_ctx[dev] = NULL;
+    if (t_ctx == dctx) {
+      t_ctx = NULL;
+      t_device = -1;
+    }
+  }
+}
+
 /* ======================================================================================
  * Runtime API
  * ====================================================================================== */
+
+/* runtime src/acl/aclrt_impl/acl.cpp aclInitImpl: a process-wide reference count
+ * (acl_rt_impl_base.cpp aclInitRefCount). Already > 0: count + 1 and ACL_ERROR_REPEAT_INITIALIZE
+ * (100002), before any config is read, logged at INFO only (no error message). Otherwise the
+ * count becomes 1, aclFinalizeFlag false, 0. (The config path is not read here.) */
 int sim_acl_init(const char *config) {
   (void)config;
   sim_lock();
-  bool was = g_acl_inited;
-  g_acl_inited = true;
+  if (g_acl_init_count > 0) {
+    uint64_t n = ++g_acl_init_count;
+    sim_unlock();
+    return sim_quiet_fail(SIM_ACL_REPEAT_INIT, "aclInit: repeatedly initialized, new aclInitRefCount: %" PRIu64, n);
+  }
+  g_acl_init_count = 1;
+  g_acl_finalized = false;
   sim_unlock();
-  if (was) return sim_fail(SIM_ACL_REPEAT_INIT, "aclInit: ACL is already initialized (repeated aclInit)");
   return 0;
 }
 
+/* runtime acl.cpp aclFinalizeImpl: aclFinalizeFlag already set -> ACL_ERROR_REPEAT_FINALIZE (100037,
+ * "[Finalize][Acl]repeatedly finalized"); otherwise aclFinalizeInternal sets the flag and zeroes
+ * aclInitRefCount whatever it was, and returns 0 -- also in a process that never called aclInit
+ * (the flag starts false). Resources are not released here, so leaks stay visible. */
 int sim_acl_finalize(void) {
   sim_lock();
-  bool was = g_acl_inited;
-  g_acl_inited = false;
+  if (g_acl_finalized) {
+    sim_unlock();
+    return sim_fail(SIM_ACL_REPEAT_FINALIZE, "aclFinalize: [Finalize][Acl]repeatedly finalized");
+  }
+  g_acl_finalized = true;
+  g_acl_init_count = 0;
   sim_unlock();
-  if (!was) return sim_fail(SIM_ACL_REPEAT_FINALIZE, "aclFinalize: ACL is not initialized (aclFinalize without aclInit, or repeated)");
   return 0;
 }
 
+/* runtime api_error.cc ApiErrorDecorator::SetDevice: a bad id is RT_ERROR_DEVICE_ID -> 107001
+ * before PrimaryContextRetain, so the count is unchanged. Otherwise runtime.cc
+ * PrimaryContextRetain adds one reference (per process and device) and api_impl.cc SetDevice
+ * makes the device's default context current on the calling thread. */
 int sim_rt_set_device(int32_t id) {
   int n = device_count();
   if (id < 0 || id >= n)
     return sim_fail(SIM_RT_INVALID_DEVICEID, "aclrtSetDevice: device id %d is invalid (the simulator has %d device(s); set ACLSIM_DEVICE_COUNT)", id, n);
   sim_lock();
+  g_dev_refs[id]++;
   t_device = id;
   t_ctx = default_context(id);
   sim_unlock();
   return 0;
 }
 
+/* runtime api_impl.cc ApiImpl::DeviceReset -> runtime.cc PrimaryContextRelease /
+ * DecideOrdinaryPrimaryReleaseAction: one reference released (TryDecRef); none left to release ->
+ * RT_ERROR_CONTEXT_DEL, reported by api_error.cc ApiErrorDecorator::DeviceReset as EE1018 and
+ * mapped to ACL_ERROR_RT_CONTEXT_RELEASE_ERROR 507007 (errcode_manage.cc). The last reference
+ * tears the default context down (device_teardown). */
 int sim_rt_reset_device(int32_t id) {
   int n = device_count();
   if (id < 0 || id >= n)
     return sim_fail(SIM_RT_INVALID_DEVICEID, "aclrtResetDevice: device id %d is invalid (the simulator has %d device(s))", id, n);
-  if (t_device == id) {
-    t_device = -1;
-    t_ctx = NULL;
+  sim_lock();
+  if (g_dev_refs[id] == 0) {
+    sim_unlock();
+    return sim_fail(SIM_RT_CONTEXT_RELEASE,
+                    "aclrtResetDevice: Resetting the device failed. Reason: The device has not been set or has "
+                    "already been reset (device %d: every aclrtSetDevice reference is already released)",
+                    id);
   }
+  if (--g_dev_refs[id] == 0) device_teardown(id);
+  sim_unlock();
   return 0;
 }
 
@@ -694,9 +1020,8 @@ int sim_rt_sync_device(void) {
   int rc = need_device("aclrtSynchronizeDevice");
   if (rc) return rc;
   sim_lock();
-  for (uint64_t id = 1; id < g_nslots; id++) {
-    if (g_slots[id].kind != K_STREAM) continue;
-    Stream *s = g_slots[id].obj;
+  for (uint64_t i = 0; i < g_nstreams; i++) {
+    Stream *s = g_streams[i];
     if (s->device != t_device) continue;
     int r = drain_stream("aclrtSynchronizeDevice", s);
     if (r && !rc) rc = r;
@@ -711,8 +1036,11 @@ int sim_rt_create_stream(void **stream) {
   if (rc) return rc;
   Stream *s = calloc(1, sizeof *s);
   s->device = t_device;
+  s->ctx = t_ctx;
   sim_lock();
-  *stream = handle_new(K_STREAM, s, true);
+  s->handle = handle_new(K_STREAM, s, true);
+  stream_register(s);
+  *stream = s->handle;
   sim_unlock();
   return 0;
 }
@@ -727,7 +1055,8 @@ int sim_rt_destroy_stream(void *stream) {
   if (!s) { sim_unlock(); return rc; }
   if (s->is_default) { sim_unlock(); return sim_fail(SIM_ACL_INVALID_PARAM, "%s: the default stream cannot be destroyed", fn); }
   rc = drain_stream(fn, s);
-  handle_free(stream, true);
+  stream_unregister(s);
+  handle_free(stream, true, END_DESTROYED);
   free(s);
   sim_unlock();
   return rc;
@@ -744,6 +1073,21 @@ int sim_rt_sync_stream(void *stream) {
   return rc;
 }
 
+/* runtime src/acl/aclrt_impl/memory.cpp aclMallocMemInner / GetAlignedAndPaddingSize: aclrtMalloc
+ * allocates (size + 32 + padding_size - 1) / 32 * 32 bytes, padding_size being the SoC spec's
+ * [AICoreSpec] padding_size (default 32; 0 in Ascend950PR_9599.ini): round_up(size, 32) + 32
+ * everywhere except on NpuArch DAV_3510 (Ascend950 / Ascend350 families), where it is
+ * round_up(size, 32). The SoC is the one aclrtGetSocName() names now. */
+static bool malloc_padded_size(uint64_t size, uint64_t *out) {
+  SimSocInfo soc;
+  sim_soc_lookup(sim_rt_get_soc_name(), &soc);
+  uint64_t padding = soc.known && soc.npu_arch == 3510 ? 0 : 32;
+  uint64_t append = 32 + padding;
+  if (size > UINT64_MAX - append) return false;
+  *out = (size + append - 1) / 32 * 32;
+  return true;
+}
+
 int sim_rt_malloc(void **p, uint64_t size, uint32_t policy) {
   const char *fn = "aclrtMalloc";
   (void)policy; /* every policy value is accepted (HUGE_FIRST / HUGE_ONLY / NORMAL_ONLY / ...) */
@@ -751,29 +1095,32 @@ int sim_rt_malloc(void **p, uint64_t size, uint32_t policy) {
   if (size == 0) return sim_fail(SIM_ACL_INVALID_PARAM, "%s: size is 0", fn);
   int rc = need_device(fn);
   if (rc) return rc;
+  uint64_t total = device_memory_total(), bytes = 0;
   sim_lock();
-  uint64_t used = 0;
-  for (uint64_t i = 0; i < g_ndev; i++)
-    if (g_dev[i].device == t_device) used += g_dev[i].size;
-  uint64_t total = device_memory_total();
-  if (size > total || used + size > total) {
+  uint64_t used = g_dev_used[t_device];
+  if (!malloc_padded_size(size, &bytes) || bytes > total || used + bytes > total) {
     sim_unlock();
-    return sim_fail(SIM_RT_MEMORY_ALLOCATION, "%s: out of device memory: %" PRIu64 " bytes requested, %" PRIu64 " of %" PRIu64 " in use",
-                    fn, size, used, total);
+    return sim_fail(SIM_RT_MEMORY_ALLOCATION,
+                    "%s: out of device memory: %" PRIu64 " bytes requested (%" PRIu64 " with aclrtMalloc's padding), %" PRIu64
+                    " of %" PRIu64 " in use",
+                    fn, size, bytes, used, total);
   }
   void *mem = NULL;
-  if (posix_memalign(&mem, 512, (size_t)size) != 0 || !mem) {
+  if (posix_memalign(&mem, 512, (size_t)bytes) != 0 || !mem) {
     sim_unlock();
-    return sim_fail(SIM_RT_MEMORY_ALLOCATION, "%s: host allocation of %" PRIu64 " bytes failed", fn, size);
+    return sim_fail(SIM_RT_MEMORY_ALLOCATION, "%s: host allocation of %" PRIu64 " bytes failed", fn, bytes);
   }
-  memset(mem, 0xFF, (size_t)size); /* uninitialised device memory reads as NaN */
-  Alloc a = {mem, size, g_next_alloc_id++, t_device};
-  if (!push_alloc(&g_dev, &g_ndev, &g_capdev, a)) {
+  memset(mem, 0xFF, (size_t)bytes); /* uninitialised device memory reads as NaN */
+  Alloc a = {mem, bytes, size, g_next_alloc_id++, t_device};
+  if (!reg_insert(&g_devreg, a) || !live_id_add(a.id)) {
+    int64_t i = reg_find_base(&g_devreg, mem);
+    if (i >= 0) reg_remove_at(&g_devreg, (uint64_t)i);
     free(mem);
     sim_unlock();
     return sim_fail(SIM_RT_MEMORY_ALLOCATION, "%s: registry allocation failed", fn);
   }
-  g_dev_bytes += size;
+  g_dev_bytes += bytes;
+  g_dev_used[t_device] += bytes;
   *p = mem;
   sim_unlock();
   return 0;
@@ -785,17 +1132,18 @@ int sim_rt_free(void *p) {
   int rc = need_device(fn);
   if (rc) return rc;
   sim_lock();
-  for (uint64_t i = 0; i < g_ndev; i++) {
-    if (g_dev[i].base == (char *)p) {
-      Alloc a = g_dev[i];
-      g_dev[i] = g_dev[--g_ndev];
-      g_dev_bytes -= a.size;
-      g_freed[g_nfreed++ % FREED_RING] = a; /* remembered for double-free diagnostics */
-      memset(a.base, 0xDD, (size_t)a.size); /* poison */
-      free(a.base);
-      sim_unlock();
-      return 0;
-    }
+  int64_t i = reg_find_base(&g_devreg, p);
+  if (i >= 0) {
+    Alloc a = g_devreg.a[i];
+    reg_remove_at(&g_devreg, (uint64_t)i);
+    live_id_remove(a.id);
+    g_dev_bytes -= a.size;
+    g_dev_used[a.device] -= a.size;
+    g_freed[g_nfreed++ % FREED_RING] = a; /* remembered for double-free diagnostics */
+    memset(a.base, 0xDD, (size_t)a.size); /* poison */
+    free(a.base);
+    sim_unlock();
+    return 0;
   }
   char why[256];
   sim_describe_ptr(p, why, sizeof why);
@@ -814,8 +1162,12 @@ int sim_rt_malloc_host(void **p, uint64_t size) {
   if (posix_memalign(&mem, 64, (size_t)size) != 0 || !mem)
     return sim_fail(SIM_RT_MEMORY_ALLOCATION, "%s: allocation of %" PRIu64 " bytes failed", fn, size);
   sim_lock();
-  Alloc a = {mem, size, 0, t_device};
-  push_alloc(&g_host, &g_nhost, &g_caphost, a);
+  Alloc a = {mem, size, size, 0, t_device};
+  if (!reg_insert(&g_hostreg, a)) {
+    free(mem);
+    sim_unlock();
+    return sim_fail(SIM_RT_MEMORY_ALLOCATION, "%s: registry allocation failed", fn);
+  }
   *p = mem;
   sim_unlock();
   return 0;
@@ -825,13 +1177,12 @@ int sim_rt_free_host(void *p) {
   const char *fn = "aclrtFreeHost";
   if (!p) return sim_fail(SIM_ACL_INVALID_PARAM, "%s: hostPtr is NULL", fn);
   sim_lock();
-  for (uint64_t i = 0; i < g_nhost; i++) {
-    if (g_host[i].base == (char *)p) {
-      free(g_host[i].base);
-      g_host[i] = g_host[--g_nhost];
-      sim_unlock();
-      return 0;
-    }
+  int64_t i = reg_find_base(&g_hostreg, p);
+  if (i >= 0) {
+    free(g_hostreg.a[i].base);
+    reg_remove_at(&g_hostreg, (uint64_t)i);
+    sim_unlock();
+    return 0;
   }
   char why[256];
   sim_describe_ptr(p, why, sizeof why);
@@ -845,6 +1196,7 @@ static const char *kind_str(uint32_t k) {
     case SIM_H2D: return "ACL_MEMCPY_HOST_TO_DEVICE";
     case SIM_D2H: return "ACL_MEMCPY_DEVICE_TO_HOST";
     case SIM_D2D: return "ACL_MEMCPY_DEVICE_TO_DEVICE";
+    case SIM_H2B2D: return "ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE";
     default: return "ACL_MEMCPY_DEFAULT";
   }
 }
@@ -870,43 +1222,54 @@ static int check_side(const char *fn, const char *side, const void *p, uint64_t 
   return 0;
 }
 
+/* runtime src/acl/aclrt_impl/memory.cpp aclrtMemcpyImpl, then api_error.cc
+ * ApiErrorDecorator::MemCopySync, then the context (ApiImpl): count 0 -> 0 before any pointer
+ * check; NULL dst or src -> 100000; a kind outside 0..5 -> 100000 (MemcpyKindTranslate);
+ * destMax 0 or count > destMax -> 107000 (RT_ERROR_INVALID_VALUE); dst == src -> 0 without
+ * copying; no current context -> 107002. The address checks after that are the simulator's
+ * registry (107000). *skip: nothing to copy. */
 static int check_copy(const char *fn, void *dst, uint64_t destMax, const void *src, uint64_t count,
-                      uint32_t *kind, uint64_t *da, uint64_t *sa) {
+                      uint32_t *kind, uint64_t *da, uint64_t *sa, bool *skip) {
   *da = *sa = 0;
-  if (*kind > SIM_MEMCPY_DEFAULT) return sim_fail(SIM_ACL_INVALID_PARAM, "%s: invalid aclrtMemcpyKind %u", fn, *kind);
-  if (count > destMax)
-    return sim_fail(SIM_ACL_INVALID_PARAM, "%s: count %" PRIu64 " exceeds destMax %" PRIu64, fn, count, destMax);
+  *skip = true;
   if (count == 0) return 0;
   if (!dst || !src) return sim_fail(SIM_ACL_INVALID_PARAM, "%s: %s is NULL", fn, dst ? "src" : "dst");
+  if (*kind > SIM_H2B2D) return sim_fail(SIM_ACL_INVALID_PARAM, "%s: invalid aclrtMemcpyKind %u", fn, *kind);
+  if (destMax == 0) return sim_fail(SIM_RT_PARAM_INVALID, "%s: destMax is 0", fn);
+  if (count > destMax)
+    return sim_fail(SIM_RT_PARAM_INVALID, "%s: count %" PRIu64 " exceeds destMax %" PRIu64, fn, count, destMax);
+  if (dst == src) return 0; /* MemCopySync: a warning, success without copying */
+  int rc = need_device(fn);
+  if (rc) return rc;
+  if (*kind == SIM_H2B2D) *kind = SIM_H2D; /* through a host buffer: still host to device */
   if (*kind == SIM_MEMCPY_DEFAULT) /* infer from the pointers */
     *kind = (uint32_t)((sim_is_device_ptr(src) ? 2 : 0) + (sim_is_device_ptr(dst) ? 1 : 0));
   bool dst_dev = *kind == SIM_H2D || *kind == SIM_D2D;
   bool src_dev = *kind == SIM_D2H || *kind == SIM_D2D;
-  int rc = check_side(fn, "dst", dst, count, dst_dev, *kind, da);
+  rc = check_side(fn, "dst", dst, count, dst_dev, *kind, da);
   if (!rc) rc = check_side(fn, "src", src, count, src_dev, *kind, sa);
+  if (!rc) *skip = false;
   return rc;
 }
 
 int sim_rt_memcpy(void *dst, uint64_t destMax, const void *src, uint64_t count, uint32_t kind) {
   const char *fn = "aclrtMemcpy";
-  int rc = need_device(fn);
-  if (rc) return rc;
   uint64_t da, sa;
+  bool skip;
   sim_lock();
-  rc = check_copy(fn, dst, destMax, src, count, &kind, &da, &sa);
-  if (!rc && count) memmove(dst, src, (size_t)count);
+  int rc = check_copy(fn, dst, destMax, src, count, &kind, &da, &sa, &skip);
+  if (!rc && !skip) memmove(dst, src, (size_t)count);
   sim_unlock();
   return rc;
 }
 
 int sim_rt_memcpy_async(void *dst, uint64_t destMax, const void *src, uint64_t count, uint32_t kind, void *stream) {
   const char *fn = "aclrtMemcpyAsync";
-  int rc = need_device(fn);
-  if (rc) return rc;
   uint64_t da, sa;
+  bool skip;
   sim_lock();
-  rc = check_copy(fn, dst, destMax, src, count, &kind, &da, &sa);
-  Stream *s = rc ? NULL : resolve_stream(fn, stream, &rc, SIM_RT_PARAM_INVALID);
+  int rc = check_copy(fn, dst, destMax, src, count, &kind, &da, &sa, &skip);
+  Stream *s = rc || skip ? NULL : resolve_stream(fn, stream, &rc, SIM_RT_PARAM_INVALID);
   if (s) {
     Task *t = calloc(1, sizeof *t);
     t->kind = T_MEMCPY;
@@ -922,18 +1285,23 @@ int sim_rt_memcpy_async(void *dst, uint64_t destMax, const void *src, uint64_t c
   return rc;
 }
 
+/* runtime memory.cpp aclrtMemsetImpl: count 0 -> 0 at once, even with a NULL devPtr; NULL ->
+ * 100000; then rtMemset needs a current context (107002) and ends in the driver's
+ * drvMemsetD8(dev, destMax, (UINT8)value, count) (npu_driver_mem.cc): the value is truncated to
+ * one byte. The synchronous runtime path leaves count > maxCount to the driver; it is 107000
+ * here, as the asynchronous path returns (RT_ERROR_INVALID_VALUE). */
 int sim_rt_memset(void *p, uint64_t maxCount, int32_t value, uint64_t count) {
   const char *fn = "aclrtMemset";
+  if (count == 0) return 0;
+  if (!p) return sim_fail(SIM_ACL_INVALID_PARAM, "%s: devPtr is NULL", fn);
   int rc = need_device(fn);
   if (rc) return rc;
-  if (!p) return sim_fail(SIM_ACL_INVALID_PARAM, "%s: devPtr is NULL", fn);
   if (count > maxCount)
-    return sim_fail(SIM_ACL_INVALID_PARAM, "%s: count %" PRIu64 " exceeds maxCount %" PRIu64, fn, count, maxCount);
-  if (count == 0) return 0;
+    return sim_fail(SIM_RT_PARAM_INVALID, "%s: count %" PRIu64 " exceeds maxCount %" PRIu64, fn, count, maxCount);
   sim_lock();
   uint64_t a;
   rc = check_side(fn, "devPtr", p, count, true, SIM_H2D, &a);
-  if (!rc) memset(p, value, (size_t)count);
+  if (!rc) memset(p, (unsigned char)value, (size_t)count);
   sim_unlock();
   return rc;
 }
@@ -960,6 +1328,9 @@ int sim_rt_set_current_context(void *ctx) {
   const char *why = NULL;
   Context *c = handle_get(ctx, K_CONTEXT, &why);
   if (!c) {
+    if (handle_end(ctx, K_CONTEXT) == END_TORN_DOWN)
+      why = "is the default context of a device whose last aclrtSetDevice reference was released by "
+            "aclrtResetDevice (the context was torn down)";
     sim_unlock();
     return sim_fail(SIM_RT_PARAM_INVALID, "%s: context %p %s (not a live aclrtContext)", fn, ctx, why);
   }
@@ -992,12 +1363,13 @@ int sim_rt_destroy_context(void *ctx) {
     t_ctx = NULL;
     t_device = -1;
   }
-  handle_free(ctx, true);
+  handle_free(ctx, true, END_DESTROYED);
   free(c);
   sim_unlock();
   return 0;
 }
 
+/* aclrtGetMemInfo counts the padded sizes aclrtMalloc really allocated. */
 int sim_rt_get_mem_info(uint32_t attr, uint64_t *freeBytes, uint64_t *totalBytes) {
   const char *fn = "aclrtGetMemInfo";
   if (!freeBytes || !totalBytes) return sim_fail(SIM_ACL_INVALID_PARAM, "%s: free or total is NULL", fn);
@@ -1005,9 +1377,7 @@ int sim_rt_get_mem_info(uint32_t attr, uint64_t *freeBytes, uint64_t *totalBytes
   int rc = need_device(fn);
   if (rc) return rc;
   sim_lock();
-  uint64_t used = 0;
-  for (uint64_t i = 0; i < g_ndev; i++)
-    if (g_dev[i].device == t_device) used += g_dev[i].size;
+  uint64_t used = g_dev_used[t_device];
   uint64_t total = device_memory_total();
   *totalBytes = total;
   *freeBytes = used >= total ? 0 : total - used;
@@ -1020,14 +1390,17 @@ int sim_rt_get_mem_info(uint32_t attr, uint64_t *freeBytes, uint64_t *totalBytes
  *  3 live aclTensor               4 live aclBoolArray        5 live aclIntArray
  *  6 live aclScalar               7 live aclOpExecutor       8 live user streams
  *  9 pending stream tasks        10 live user contexts      11 tasks executed (cumulative)
- * 12 tasks failed or discarded (cumulative) */
-#define SIM_NSTATS 13
+ * 12 tasks failed or discarded (cumulative)                 13 device references (aclrtSetDevice
+ *    calls not yet released by aclrtResetDevice, summed over devices) */
+#define SIM_NSTATS 14
 int32_t sim_get_stats(int64_t *out, uint64_t n) {
   sim_lock();
+  int64_t refs = 0;
+  for (int d = 0; d < SIM_MAX_DEVICES; d++) refs += (int64_t)g_dev_refs[d];
   int64_t v[SIM_NSTATS] = {
-      (int64_t)g_ndev, (int64_t)g_dev_bytes, (int64_t)g_nhost,  g_live[K_TENSOR], g_live[K_BOOLARR],
-      g_live[K_INTARR], g_live[K_SCALAR],    g_live[K_EXEC],    g_live[K_STREAM], g_pending,
-      g_live[K_CONTEXT], g_tasks_done,       g_tasks_failed};
+      (int64_t)g_devreg.n, (int64_t)g_dev_bytes, (int64_t)g_hostreg.n, g_live[K_TENSOR], g_live[K_BOOLARR],
+      g_live[K_INTARR],    g_live[K_SCALAR],     g_live[K_EXEC],       g_live[K_STREAM], g_pending,
+      g_live[K_CONTEXT],   g_tasks_done,         g_tasks_failed,       refs};
   sim_unlock();
   if (out)
     for (uint64_t i = 0; i < n && i < SIM_NSTATS; i++) out[i] = v[i];
@@ -1035,19 +1408,122 @@ int32_t sim_get_stats(int64_t *out, uint64_t n) {
 }
 
 /* ======================================================================================
- * Executors
+ * Executors: CANN's composite ("hand-written" aclnn) executors, opbase
+ * src/nnopbase/common/api/acl_op_api.cpp and composite_op/aclnn_engine/op_executor.cpp.
+ *
+ * Phase 1 snapshots every descriptor. A non-repeatable executor runs that snapshot once and
+ * is freed by its phase 2 (CommonOpExecutorRun `delete executor`). A repeatable one keeps the
+ * caller's aclTensor objects and re-reads their storage addresses on every run
+ * (RepeatRunWithCache reads cachedStorageList_'s current addresses), until
+ * aclDestroyAclOpExecutor.
+ *
+ * CANN's executor cache (op_cache.cpp GetFromCache, on by default): a phase 1 whose arguments
+ * equal those of an executor that already ran non-repeatably is answered with a cache wrap
+ * (OpExecCacheWrap), which aclSetAclOpExecutorRepeatable refuses (561000). Modelled by a set of
+ * phase-1 signatures (operator, every tensor's presence / dtype / format / shape / strides /
+ * offset / storage shape, every scalar and mask, the SoC name) of executors whose
+ * non-repeatable phase 2 succeeded.
  * ====================================================================================== */
+typedef struct {
+  uint64_t h[2];
+} Sig;
+
 typedef struct {
   SimPlan plan;
   bool repeatable;
+  bool from_cache; /* phase 1 would have been answered from CANN's executor cache */
+  bool touched[SIM_MAX_TENSORS]; /* slots whose memory the task uses (validated at phase 1) */
+  Sig sig;
   int runs;
 } Exec;
+
+static Sig *g_sigs; /* open addressing; {0, 0} = empty */
+static uint64_t g_nsigs, g_capsigs;
+
+static void sig_mix(Sig *s, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) {
+    s->h[0] = (s->h[0] ^ b[i]) * 0x100000001b3ULL; /* FNV-1a */
+    s->h[1] = ((s->h[1] ^ b[i]) * 0x9E3779B97F4A7C15ULL) ^ (s->h[1] >> 29);
+  }
+}
+#define SIG_MIX(s, v) sig_mix((s), &(v), sizeof(v))
+
+static Sig plan_signature(const SimPlan *p, const char *soc) {
+  Sig s = {{0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL}};
+  int32_t op = (int32_t)p->op;
+  SIG_MIX(&s, op);
+  SIG_MIX(&s, p->n_in);
+  SIG_MIX(&s, p->n_out);
+  for (int i = 0; i < p->n_in + p->n_out; i++) {
+    unsigned char present = p->present[i];
+    SIG_MIX(&s, present);
+    if (!present) continue;
+    const SimTensorDesc *d = &p->t[i];
+    SIG_MIX(&s, d->dtype);
+    SIG_MIX(&s, d->format);
+    SIG_MIX(&s, d->ndim);
+    sig_mix(&s, d->dims, (size_t)d->ndim * sizeof d->dims[0]);
+    sig_mix(&s, d->strides, (size_t)d->ndim * sizeof d->strides[0]);
+    SIG_MIX(&s, d->offset);
+    SIG_MIX(&s, d->sndim);
+    sig_mix(&s, d->sdims, (size_t)d->sndim * sizeof d->sdims[0]);
+  }
+  for (int i = 0; i < 3; i++) {
+    unsigned char m = p->mask[i];
+    SIG_MIX(&s, m);
+  }
+  unsigned char training = p->training;
+  SIG_MIX(&s, training);
+  SIG_MIX(&s, p->eps);
+  SIG_MIX(&s, p->momentum);
+  SIG_MIX(&s, p->N);
+  SIG_MIX(&s, p->C);
+  SIG_MIX(&s, p->HxW);
+  SIG_MIX(&s, p->group);
+  if (soc) sig_mix(&s, soc, strlen(soc));
+  if (s.h[0] == 0 && s.h[1] == 0) s.h[1] = 1;
+  return s;
+}
+
+static uint64_t sig_slot(const Sig *s, uint64_t cap) {
+  uint64_t i = s->h[0] & (cap - 1);
+  while ((g_sigs[i].h[0] || g_sigs[i].h[1]) && (g_sigs[i].h[0] != s->h[0] || g_sigs[i].h[1] != s->h[1]))
+    i = (i + 1) & (cap - 1);
+  return i;
+}
+
+static bool sigset_has(const Sig *s) {
+  if (g_capsigs == 0) return false;
+  const Sig *e = &g_sigs[sig_slot(s, g_capsigs)];
+  return e->h[0] == s->h[0] && e->h[1] == s->h[1];
+}
+
+static void sigset_add(const Sig *s) {
+  if (sigset_has(s)) return;
+  if (2 * (g_nsigs + 1) > g_capsigs) {
+    uint64_t cap = g_capsigs ? g_capsigs * 2 : 256;
+    Sig *old = g_sigs, *fresh = calloc(cap, sizeof *fresh);
+    if (!fresh) return;
+    uint64_t oldcap = g_capsigs;
+    g_sigs = fresh;
+    g_capsigs = cap;
+    for (uint64_t i = 0; i < oldcap; i++)
+      if (old[i].h[0] || old[i].h[1]) g_sigs[sig_slot(&old[i], cap)] = old[i];
+    free(old);
+  }
+  g_sigs[sig_slot(s, g_capsigs)] = *s;
+  g_nsigs++;
+}
 
 int sim_executor_create(const SimPlan *plan, uint64_t *workspaceSize, void **executor) {
   Exec *e = calloc(1, sizeof *e);
   if (!e) return sim_fail(561101, "%s: cannot create the executor", plan->name);
   e->plan = *plan;
+  for (int i = 0; i < plan->n_in + plan->n_out; i++) e->touched[i] = plan->present[i] && plan->t[i].alloc_id != 0;
+  e->sig = plan_signature(plan, sim_rt_get_soc_name());
   sim_lock();
+  e->from_cache = sigset_has(&e->sig);
   void *h = handle_new(K_EXEC, e, true);
   sim_unlock();
   *workspaceSize = plan->ws_size;
@@ -1055,43 +1531,128 @@ int sim_executor_create(const SimPlan *plan, uint64_t *workspaceSize, void **exe
   return 0;
 }
 
-static void exec_free(void *h, Exec *e) {
-  handle_free(h, true);
+static void exec_free(void *h, Exec *e, HandleEnd end) {
+  handle_free(h, true, end);
   free(e);
 }
 
+/* Why `h` is not a live executor, in words. */
+static const char *dead_executor(const void *h, const char *why) {
+  switch (handle_end(h, K_EXEC)) {
+    case END_CONSUMED:
+      return "has already run: phase 2 frees a non-repeatable executor (opbase op_executor.cpp "
+             "CommonOpExecutorRun `delete executor`), so CANN would use freed memory here";
+    case END_DELETED_BY_ERROR:
+      return "was deleted by a phase 2 that got workspaceSize > 0 with a NULL workspace (opbase "
+             "CommonOpExecutorRun DeleteExecutorForError), so CANN would use freed memory here";
+    case END_DESTROYED:
+      return "was already destroyed by aclDestroyAclOpExecutor, so CANN would use freed memory here";
+    default:
+      return why;
+  }
+}
+
+/* ACLSIM_UNREPEATABLE_OPS: comma-separated aclnn names, or `*` -- the test hook for operators
+ * whose executor CANN marks unrepeatable (ops that copy host data to the device, CopyToNpu /
+ * ViewCopy: op_cache "MarkOpCacheInvalid"). */
+static bool listed_unrepeatable(const char *name) {
+  const char *env = getenv("ACLSIM_UNREPEATABLE_OPS");
+  if (!env) return false;
+  size_t nl = strlen(name);
+  for (const char *p = env; *p;) {
+    while (*p == ',' || *p == ' ') p++;
+    const char *q = p;
+    while (*q && *q != ',') q++;
+    const char *end = q;
+    while (end > p && end[-1] == ' ') end--;
+    size_t len = (size_t)(end - p);
+    if ((len == 1 && *p == '*') || (len == nl && strncmp(p, name, nl) == 0)) return true;
+    p = q;
+  }
+  return false;
+}
+
+/* opbase acl_op_api.cpp aclSetAclOpExecutorRepeatable: NULL -> 561103 (NNOPBASE_ASSERT_NULLPTR,
+ * "... cannot be a NULL pointer."); a composite executor -> OpExecutorImpl::SetRepeatable
+ * (op_executor.cpp), which refuses with 561000 an executor marked unrepeatable (logged as a
+ * warning only: no error message); anything else -- a cache wrap from a phase 1 answered by the
+ * executor cache included -- 561000, without a message. The simulator also refuses (561000, with
+ * a message) an executor that already ran: CANN would read freed memory. */
 int sim_executor_set_repeatable(void *h) {
   const char *fn = "aclSetAclOpExecutorRepeatable";
-  if (!h) return sim_fail(SIM_NN_NULLPTR, "%s: executor is NULL", fn);
+  if (!h) return sim_fail(SIM_NN_INNER_NULLPTR, "%s failed because executor cannot be a NULL pointer.", fn);
   sim_lock();
   const char *why = NULL;
   Exec *e = handle_get(h, K_EXEC, &why);
   if (!e) {
+    why = dead_executor(h, why);
     sim_unlock();
-    return sim_fail(SIM_NN_INVALID, "%s: executor %p %s (not a live aclOpExecutor)", fn, h, why);
+    return sim_fail(SIM_NN_INNER, "%s: executor %p %s (not a live aclOpExecutor); call %s right after phase 1", fn, h,
+                    why, fn);
   }
   if (e->runs > 0) {
     sim_unlock();
-    return sim_fail(SIM_NN_INVALID, "%s: executor %p has already run; call it right after phase 1", fn, h);
+    return sim_fail(SIM_NN_INNER, "%s: executor %p of %s has already run; call %s right after phase 1, before the "
+                    "first phase 2", fn, h, e->plan.name, fn);
+  }
+  if (e->from_cache) {
+    sim_unlock();
+    return sim_quiet_fail(SIM_NN_INNER,
+                          "%s: phase 1 of %s was answered from CANN's executor cache (an identical call already ran "
+                          "non-repeatably in this process); a cache wrap cannot be made repeatable",
+                          fn, e->plan.name);
+  }
+  if (listed_unrepeatable(e->plan.name)) {
+    sim_unlock();
+    return sim_quiet_fail(SIM_NN_INNER, "%s: unrepeatable executor of %s (ACLSIM_UNREPEATABLE_OPS), find keyword "
+                          "MarkOpCacheInvalid in log", fn, e->plan.name);
   }
   e->repeatable = true;
   sim_unlock();
   return 0;
 }
 
+/* opbase acl_op_api.cpp aclDestroyAclOpExecutor: NULL -> 561103; a composite executor (repeatable,
+ * or never run) or a cache wrap -> deleted, 0; anything else -> 561000 (here: a consumed,
+ * destroyed or unknown handle, with a message saying which). */
 int sim_executor_destroy(void *h) {
   const char *fn = "aclDestroyAclOpExecutor";
-  if (!h) return 0;
+  if (!h) return sim_fail(SIM_NN_INNER_NULLPTR, "%s failed because executor cannot be a NULL pointer.", fn);
   sim_lock();
   const char *why = NULL;
   Exec *e = handle_get(h, K_EXEC, &why);
   if (!e) {
+    why = dead_executor(h, why);
     sim_unlock();
-    return sim_fail(SIM_NN_INVALID, "%s: executor %p %s (not a live aclOpExecutor; a non-repeatable executor is "
-                    "freed by its phase-2 call)", fn, h, why);
+    return sim_fail(SIM_NN_INNER, "%s: executor %p %s (not a live aclOpExecutor; only a repeatable executor, or one "
+                    "that phase 2 never ran, is destroyed by the caller)", fn, h, why);
   }
-  exec_free(h, e);
+  exec_free(h, e, END_DESTROYED);
   sim_unlock();
+  return 0;
+}
+
+/* opbase acl_op_api.cpp aclSetInputTensorAddr / aclSetOutputTensorAddr / aclSetTensorAddr on a
+ * composite executor: `index` is [[maybe_unused]]; NULL tensor -> 561103 (nothing changed);
+ * tensor->SetStorageAddr(addr) FIRST; then NULL executor -> 561103 (the tensor keeps its new
+ * address); otherwise 0 -- the executor reads the tensor's address at its next run. (The
+ * individual-op executor's indexed path, NnopbaseSetInputTensorAddr, is not modelled: every
+ * operator here is a composite one.) A stale tensor handle is the simulator's 161002. */
+int sim_executor_set_addr(void *h, uint64_t index, void *tensor, void *addr, int which) {
+  static const char *const fns[] = {"aclSetInputTensorAddr", "aclSetOutputTensorAddr", "aclSetTensorAddr"};
+  const char *fn = fns[which];
+  (void)index;
+  if (!tensor) return sim_fail(SIM_NN_INNER_NULLPTR, "%s failed because tensor cannot be a NULL pointer.", fn);
+  sim_lock();
+  const char *why = NULL;
+  Tensor *t = handle_get(tensor, K_TENSOR, &why);
+  if (!t) {
+    sim_unlock();
+    return sim_fail(SIM_NN_INVALID, "%s: tensor %p %s (not a live aclTensor)", fn, tensor, why);
+  }
+  t->d.data = addr;
+  sim_unlock();
+  if (!h) return sim_fail(SIM_NN_INNER_NULLPTR, "%s failed because executor cannot be a NULL pointer.", fn);
   return 0;
 }
 
@@ -1101,56 +1662,60 @@ static uint64_t storage_alloc(const SimTensorDesc *d, void *addr) {
   return sim_dev_range_alloc(addr, bytes ? bytes : 1);
 }
 
-int sim_executor_set_addr(void *h, uint64_t index, void *tensor, void *addr, int which) {
-  static const char *const fns[] = {"aclSetInputTensorAddr", "aclSetOutputTensorAddr", "aclSetTensorAddr"};
-  const char *fn = fns[which];
-  if (!h) return sim_fail(SIM_NN_NULLPTR, "%s: executor is NULL", fn);
-  sim_lock();
-  const char *why = NULL;
-  Exec *e = handle_get(h, K_EXEC, &why);
-  if (!e) {
-    sim_unlock();
-    return sim_fail(SIM_NN_INVALID, "%s: executor %p %s (not a live aclOpExecutor)", fn, h, why);
-  }
-  SimPlan *p = &e->plan;
-  uint64_t limit = which == 0 ? (uint64_t)p->n_in : which == 1 ? (uint64_t)p->n_out : (uint64_t)(p->n_in + p->n_out);
-  if (index >= limit) {
-    sim_unlock();
-    return sim_fail(SIM_NN_INVALID, "%s: index %" PRIu64 " out of range (%s has %" PRIu64 " %s tensor slots)", fn, index,
-                    p->name, limit, which == 0 ? "input" : which == 1 ? "output" : "");
-  }
-  int slot = (int)index + (which == 1 ? p->n_in : 0);
-  if (!p->present[slot]) {
-    sim_unlock();
-    return sim_fail(SIM_NN_INVALID, "%s: slot %" PRIu64 " ('%s') of %s was NULL at phase 1", fn, index, p->tname[slot], p->name);
-  }
-  SimTensorDesc *d = &p->t[slot];
-  uint64_t id = 0;
-  if (sim_desc_numel(d) > 0) {
-    id = storage_alloc(d, addr);
+/* A repeatable executor's run: every tensor's CURRENT storage address, read from the caller's
+ * aclTensor (opbase op_executor.cpp RepeatRunWithCache reads cachedStorageList_'s addresses), and
+ * checked (the simulator's rule, as at phase 1) to hold the tensor's storage inside one live
+ * device allocation, whose id the staleness check at synchronisation uses. */
+static int rebind_from_tensors(const char *fname, void *executor, SimPlan *p, const bool *touched) {
+  for (int i = 0; i < p->n_in + p->n_out; i++) {
+    if (!p->present[i]) continue;
+    SimTensorDesc *d = &p->t[i];
+    const char *role = i < p->n_in ? "input" : "output";
+    Tensor *t = handle_get(d->origin, K_TENSOR, NULL);
+    if (!t)
+      return sim_fail(SIM_NN_INNER_NULLPTR,
+                      "%s: the repeatable executor %p outlived its tensor: the aclTensor %p of %s '%s' was destroyed, "
+                      "but a repeatable executor keeps the caller's aclTensor objects and reads their storage address "
+                      "on every run (opbase op_executor.cpp RepeatRunWithCache); destroy the executor "
+                      "(aclDestroyAclOpExecutor) before its tensors",
+                      fname, executor, d->origin, role, p->tname[i]);
+    d->data = t->d.data;
+    d->alloc_id = 0;
+    if (!touched[i]) continue;
+    uint64_t id = storage_alloc(d, d->data);
     if (id == 0) {
       char w[256];
-      sim_describe_ptr(addr, w, sizeof w);
-      sim_unlock();
-      return sim_fail(SIM_NN_INVALID, "%s: new address for '%s' must hold its storage (%" PRId64 " elements) inside one live "
-                      "device allocation: %s", fn, p->tname[slot], sim_desc_storage_numel(d), w);
+      sim_describe_ptr(d->data, w, sizeof w);
+      return sim_fail(SIM_NN_INVALID,
+                      "%s: repeatable executor %p: the current address of %s '%s' must hold its storage (%" PRId64
+                      " x %s) inside one live aclrtMalloc allocation, but %s",
+                      fname, executor, role, p->tname[i], sim_desc_storage_numel(d), sim_dtype_name(d->dtype), w);
     }
+    d->alloc_id = id;
   }
-  d->data = addr;
-  /* a task on CANN's early path touches only its filled slots: no liveness check on the rest */
-  d->alloc_id = p->run == SIM_RUN_NOTHING || (p->run == SIM_RUN_FILL && !p->fill_on[slot]) ? 0 : id;
-  Tensor *t = tensor ? handle_get(tensor, K_TENSOR, NULL) : NULL;
-  if (t) t->d.data = addr;
-  sim_unlock();
   return 0;
 }
 
+/* Phase 2: opbase op_executor.cpp CommonOpExecutorRun -- NULL executor -> 161001 ("executor is
+ * nullptr."); workspaceSize > 0 with a NULL workspace -> 161001 and the executor is deleted even
+ * when repeatable (DeleteExecutorForError); a repeatable executor survives its runs
+ * (FinalizeCache), a non-repeatable one is deleted by its run whatever the outcome. The rest are
+ * the simulator's checks (README "Executors"). */
 int sim_op_launch(SimOpId op, const char *fname, void *workspace, uint64_t wsSize, void *executor, void *stream) {
-  if (!executor) return sim_fail(SIM_NN_INNER_NULLPTR, "%s: executor is NULL", fname);
+  if (!executor) return sim_fail(SIM_NN_NULLPTR, "%s: executor is nullptr.", fname);
   sim_lock();
   const char *why = NULL;
   Exec *e = handle_get(executor, K_EXEC, &why);
+  if (wsSize > 0 && !workspace) {
+    if (e) exec_free(executor, e, END_DELETED_BY_ERROR);
+    sim_unlock();
+    return sim_fail(SIM_NN_NULLPTR,
+                    "%s: workspace is nullptr. (workspaceSize %" PRIu64 "; the executor %p was deleted, even a "
+                    "repeatable one)",
+                    fname, wsSize, executor);
+  }
   if (!e) {
+    why = dead_executor(executor, why);
     sim_unlock();
     return sim_fail(SIM_NN_INNER_NULLPTR,
                     "%s: executor %p %s; an executor runs once (phase 2 frees it) unless "
@@ -1173,8 +1738,6 @@ int sim_op_launch(SimOpId op, const char *fname, void *workspace, uint64_t wsSiz
     if (wsSize < e->plan.ws_size) {
       rc = sim_fail(SIM_NN_INVALID, "%s: workspaceSize %" PRIu64 " is smaller than the %" PRIu64
                     " bytes planned by phase 1", fname, wsSize, e->plan.ws_size);
-    } else if (!workspace) {
-      rc = sim_fail(SIM_NN_INVALID, "%s: workspace is NULL but phase 1 planned %" PRIu64 " bytes", fname, e->plan.ws_size);
     } else if ((ws_alloc = sim_dev_range_alloc(workspace, wsSize)) == 0) {
       char w[256];
       sim_describe_ptr(workspace, w, sizeof w);
@@ -1182,16 +1745,23 @@ int sim_op_launch(SimOpId op, const char *fname, void *workspace, uint64_t wsSiz
                     fname, workspace, wsSize, w);
     }
   }
+  Task *t = NULL;
   if (rc == 0) {
-    Task *t = calloc(1, sizeof *t);
+    t = calloc(1, sizeof *t);
     t->kind = T_OP;
     t->plan = e->plan;
     t->ws = workspace;
     t->ws_alloc = ws_alloc;
-    enqueue(s, t);
+    if (e->repeatable) rc = rebind_from_tensors(fname, executor, &t->plan, e->touched);
+    if (rc == 0) enqueue(s, t);
+    else free(t);
   }
   e->runs++;
-  if (!e->repeatable) exec_free(executor, e); /* consumed, whatever the outcome */
+  if (!e->repeatable) {
+    /* A successful run leaves its signature in CANN's executor cache. */
+    if (rc == 0) sigset_add(&e->sig);
+    exec_free(executor, e, END_CONSUMED); /* consumed, whatever the outcome */
+  }
   sim_unlock();
   return rc;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sim.h"
@@ -29,13 +30,30 @@ static int g_checks, g_failures;
     }                                                            \
   } while (0)
 
-/* Checks a status and that aclGetRecentErrMsg() holds a text containing `needle`. */
+/* Checks a status and that aclGetRecentErrMsg() holds a text containing `needle` (on a thread
+ * with a device set: a second read returns NULL). */
 static void expect_error(int got, int want, const char *needle, const char *what) {
   const char *msg = aclGetRecentErrMsg();
   CHECK(got == want, "%s: status %d, want %d (msg: %s)", what, got, want, msg ? msg : "(none)");
   CHECK(msg != NULL, "%s: no error text", what);
   if (msg && needle) CHECK(strstr(msg, needle) != NULL, "%s: message '%s' lacks '%s'", what, msg, needle);
   CHECK(aclGetRecentErrMsg() == NULL, "%s: error text not cleared after reading", what);
+}
+
+/* The same on a thread with NO device set: the text is kept in the thread-local copy that only
+ * the device-message callback clears, so a second read returns the same text again (runtime
+ * acl.cpp aclGetRecentErrMsgImpl). */
+static void expect_error_nodev(int got, int want, const char *needle, const char *what) {
+  const char *msg = aclGetRecentErrMsg();
+  CHECK(got == want, "%s: status %d, want %d (msg: %s)", what, got, want, msg ? msg : "(none)");
+  CHECK(msg != NULL, "%s: no error text", what);
+  if (!msg) return;
+  if (needle) CHECK(strstr(msg, needle) != NULL, "%s: message '%s' lacks '%s'", what, msg, needle);
+  char *copy = strdup(msg);
+  const char *again = aclGetRecentErrMsg();
+  CHECK(again != NULL && strcmp(again, copy) == 0, "%s: no device: a second read returns the text again ('%s')", what,
+        again ? again : "(NULL)");
+  free(copy);
 }
 
 static bool near(double a, double b, double tol) { return fabs(a - b) <= tol * (1.0 + fabs(b)); }
@@ -94,7 +112,7 @@ static void *ws_alloc(uint64_t size) {
   return p;
 }
 
-static void stats(int64_t *s) { CHECK(aclsimGetStats(s, 13) == 13, "aclsimGetStats count"); }
+static void stats(int64_t *s) { CHECK(aclsimGetStats(s, 14) == 14, "aclsimGetStats count"); }
 
 /* ---- fp16 / bf16 rounding ------------------------------------------------------------ */
 static void test_rounding(void) {
@@ -131,7 +149,7 @@ static void test_reduce_backward_seed(aclrtStream stream) {
   CHECK(rc == 0, "phase 1: %d %s", rc, aclGetRecentErrMsg());
   CHECK(wsSize == 512 + 32, "workspace formula: %llu", (unsigned long long)wsSize);
   void *ws = ws_alloc(wsSize);
-  int64_t s[13];
+  int64_t s[14];
   stats(s);
   CHECK(s[7] == 1, "one live executor after phase 1 (%lld)", (long long)s[7]);
   rc = aclnnBatchNormReduceBackward(ws, wsSize, ex, stream);
@@ -147,7 +165,7 @@ static void test_reduce_backward_seed(aclrtStream stream) {
 
   /* running the consumed executor again is an error */
   rc = aclnnBatchNormReduceBackward(ws, wsSize, ex, stream);
-  expect_error(rc, 561103, "already destroyed", "rerun of a consumed executor");
+  expect_error(rc, 561103, "has already run", "rerun of a consumed executor");
 
   CHECK(aclrtSynchronizeStream(stream) == 0, "sync");
   read_f32(&sdy, out);
@@ -219,15 +237,23 @@ static void test_reduce_backward_seed(aclrtStream stream) {
   stats(s);
   CHECK(s[7] == 0, "executor consumed by the failed phase 2");
 
-  /* repeatable executor: runs twice, destroyed by the caller */
+  /* this signature already ran non-repeatably: CANN answers phase 1 from its executor cache, and a
+   * cache wrap cannot be made repeatable (561000, a warning only: no error text) */
   rc = aclnnBatchNormReduceBackwardGetWorkspaceSize(gd.t, in.t, mean.t, inv.t, w.t, true, true, true, sdy.t, sdx.t, gw.t,
                                                     gb.t, &wsSize, &ex);
+  CHECK(rc == 0 && aclSetAclOpExecutorRepeatable(ex) == 561000, "cache hit: not repeatable");
+  CHECK(aclGetRecentErrMsg() == NULL, "cache hit: 561000 without an error text");
+  CHECK(aclDestroyAclOpExecutor(ex) == 0, "destroy the unrun cache-hit executor");
+
+  /* repeatable executor (a signature that never ran: biasG off): runs twice, destroyed by the caller */
+  rc = aclnnBatchNormReduceBackwardGetWorkspaceSize(gd.t, in.t, mean.t, inv.t, w.t, true, true, false, sdy.t, sdx.t, gw.t,
+                                                    NULL, &wsSize, &ex);
   CHECK(rc == 0 && aclSetAclOpExecutorRepeatable(ex) == 0, "repeatable");
   CHECK(aclnnBatchNormReduceBackward(ws, wsSize, ex, stream) == 0, "repeatable run 1");
   CHECK(aclnnBatchNormReduceBackward(ws, wsSize, ex, stream) == 0, "repeatable run 2");
   CHECK(aclrtSynchronizeStream(stream) == 0, "sync repeatable");
   CHECK(aclDestroyAclOpExecutor(ex) == 0, "destroy repeatable executor");
-  expect_error(aclDestroyAclOpExecutor(ex), 161002, "aclOpExecutor", "double destroy of an executor");
+  expect_error(aclDestroyAclOpExecutor(ex), 561000, "already destroyed", "double destroy of an executor");
 
   /* freeing an input before synchronising: the synchronise call reports it */
   rc = aclnnBatchNormReduceBackwardGetWorkspaceSize(gd.t, in.t, mean.t, inv.t, w.t, true, true, true, sdy.t, sdx.t, gw.t,
@@ -495,25 +521,33 @@ static void test_dtypes_and_misc(aclrtStream stream) {
   read_f32(&gb, f);
   CHECK(f[0] == 7 && f[1] == 8, "fp32 gradBias from fp16 input");
 
-  /* repeatable executor rebound to a new input buffer with aclSetInputTensorAddr (slot 1 = input) */
+  /* repeatable executor rebound to a new input buffer: on a composite executor the index is
+   * ignored, the aclTensor gets the address, and the executor reads it at its next run */
   const float x2[] = {1, 2, 3, 4, 5, 6, 7, 8};
   Buf in2 = make(x2, s42, 2, 1);
   rc = aclnnBatchNormReduceBackwardGetWorkspaceSize(gd.t, in.t, mean.t, inv.t, NULL, true, false, false, sdy.t, sdx.t,
                                                     NULL, NULL, &wsSize, &ex);
   CHECK(rc == 0 && aclSetAclOpExecutorRepeatable(ex) == 0, "repeatable fp16");
-  CHECK(aclSetInputTensorAddr(ex, 1, in.t, in2.dev) == 0, "rebind input");
-  expect_error(aclSetInputTensorAddr(ex, 4, NULL, in2.dev), 161002, "NULL at phase 1", "rebind a NULL slot (weight)");
-  expect_error(aclSetOutputTensorAddr(ex, 4, NULL, in2.dev), 161002, "out of range", "output index out of range");
-  int local[4];
-  expect_error(aclSetInputTensorAddr(ex, 0, NULL, local), 161002, "not device memory", "rebind to a host pointer");
+  CHECK(aclSetInputTensorAddr(ex, 99, in.t, in2.dev) == 0, "rebind input (the index is ignored)");
+  void *raw = NULL;
+  CHECK(aclGetRawTensorAddr(in.t, &raw) == 0 && raw == in2.dev, "aclSetInputTensorAddr set the aclTensor's address");
+  expect_error(aclSetInputTensorAddr(ex, 0, NULL, in2.dev), 561103, "tensor cannot be a NULL pointer", "NULL tensor");
   CHECK(aclnnBatchNormReduceBackward(ws, wsSize, ex, stream) == 0, "rebound run");
   CHECK(aclrtSynchronizeStream(stream) == 0, "rebound sync");
   read_u16(&sdx, h);
   CHECK(sim_from_bf16(h[0]) == 28 && sim_from_bf16(h[1]) == 38, "rebound sumDyXmu %g %g", sim_from_bf16(h[0]),
         sim_from_bf16(h[1]));
-  void *raw = NULL;
-  CHECK(aclGetRawTensorAddr(in.t, &raw) == 0 && raw == in2.dev, "aclSetInputTensorAddr updated the aclTensor too");
+  /* the setter accepts any address; the launch refuses one that is not device memory */
+  int local[4];
+  CHECK(aclSetInputTensorAddr(ex, 0, in.t, local) == 0, "a host address is set without a check");
+  expect_error(aclnnBatchNormReduceBackward(ws, wsSize, ex, stream), 161002, "not device memory",
+               "launch with a host address");
   CHECK(aclSetRawTensorAddr(in.t, in.dev) == 0, "restore raw address");
+  CHECK(aclnnBatchNormReduceBackward(ws, wsSize, ex, stream) == 0, "the executor survived the refused launch");
+  CHECK(aclrtSynchronizeStream(stream) == 0, "restored sync");
+  read_u16(&sdx, h);
+  CHECK(sim_from_bf16(h[0]) == 21 && sim_from_bf16(h[1]) == 30, "restored sumDyXmu %g %g", sim_from_bf16(h[0]),
+        sim_from_bf16(h[1]));
   CHECK(aclDestroyAclOpExecutor(ex) == 0, "destroy repeatable");
 
   /* empty input (N = 0): phase 1 succeeds, per-channel outputs are zero-filled */
@@ -763,9 +797,17 @@ static void test_soc_fidelity(aclrtStream stream) {
 static void *thread_without_device(void *arg) {
   (void)arg;
   void *p = NULL;
-  expect_error(aclrtMalloc(&p, 64, 0), 107002, "aclrtSetDevice", "malloc on a thread without a device");
+  expect_error_nodev(aclrtMalloc(&p, 64, 0), 107002, "aclrtSetDevice", "malloc on a thread without a device");
+  /* a new message on a device-less thread comes first, followed by the kept older text */
+  expect_error_nodev(aclrtGetDevice(NULL), 100000, "deviceId is NULL", "second error on a thread without a device");
+  const char *both = aclGetRecentErrMsg();
+  const char *prefix = "aclrtGetDevice: deviceId is NULL\n\naclrtMalloc: no device";
+  CHECK(both && strncmp(both, prefix, strlen(prefix)) == 0,
+        "new text + \"\\n\" + the kept text: '%s'", both ? both : "(NULL)");
   CHECK(aclrtSetDevice(0) == 0, "set device on the second thread");
+  CHECK(aclGetRecentErrMsg() == NULL, "with a device set the kept text is cleared by the device-message callback");
   CHECK(aclrtMalloc(&p, 64, 0) == 0 && aclrtFree(p) == 0, "malloc/free after aclrtSetDevice");
+  CHECK(aclrtResetDevice(0) == 0, "reset the second thread's reference");
   return NULL;
 }
 
@@ -778,7 +820,7 @@ static void test_runtime_errors(void) {
   int local = 0;
   expect_error(aclrtFree(&local), 107000, "not device memory", "host pointer free");
   char host[200];
-  expect_error(aclrtMemcpy(p, 100, host, 200, 1), 100000, "destMax", "count > destMax");
+  expect_error(aclrtMemcpy(p, 100, host, 200, 1), 107000, "destMax", "count > destMax");
   expect_error(aclrtMemcpy(p, 200, host, 200, 1), 107000, "inside one live device allocation", "out of bounds H2D");
   expect_error(aclrtMemcpy(host, 100, p, 100, 1), 107000, "device allocation", "H2D with reversed pointers");
   CHECK(aclrtMalloc(&q, 100, 0) == 0, "malloc q");
@@ -786,6 +828,24 @@ static void test_runtime_errors(void) {
   CHECK(aclrtMemcpy(q, 100, p, 100, 3) == 0, "D2D");
   CHECK(aclrtMemset(p, 100, 0, 100) == 0, "memset");
   expect_error(aclrtMemset(p, 200, 0, 200), 107000, "device allocation", "memset out of bounds");
+
+  /* runtime memory.cpp aclrtMemcpyImpl / aclrtMemsetImpl and api_error.cc MemCopySync */
+  CHECK(aclrtMemcpy(NULL, 0, NULL, 0, 1) == 0, "memcpy count 0 with NULL pointers: 0");
+  CHECK(aclrtMemcpy(NULL, 0, NULL, 0, 77) == 0, "memcpy count 0 comes before the kind check");
+  expect_error(aclrtMemcpy(NULL, 8, host, 8, 1), 100000, "dst is NULL", "memcpy NULL dst");
+  expect_error(aclrtMemcpy(p, 100, host, 8, 6), 100000, "aclrtMemcpyKind", "memcpy kind 6");
+  expect_error(aclrtMemcpy(p, 0, host, 8, 1), 107000, "destMax is 0", "memcpy destMax 0");
+  memset(host, 0x5A, 8);
+  CHECK(aclrtMemcpy(p, 100, host, 8, 5) == 0, "kind 5 (ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) is host to device");
+  CHECK(aclrtMemcpy(p, 100, p, 100, 1) == 0, "dst == src: 0 without copying (even with a wrong kind)");
+  unsigned char back[8] = {0};
+  CHECK(aclrtMemcpy(back, 8, p, 8, 2) == 0 && back[0] == 0x5A && back[7] == 0x5A, "kind 5 copied");
+  CHECK(aclrtMemset(NULL, 0, 7, 0) == 0, "memset count 0 with a NULL pointer: 0");
+  expect_error(aclrtMemset(NULL, 8, 0, 8), 100000, "devPtr is NULL", "memset NULL");
+  expect_error(aclrtMemset(p, 8, 0, 16), 107000, "maxCount", "memset count > maxCount");
+  CHECK(aclrtMemset(p, 100, 0x1AB, 4) == 0 && aclrtMemcpy(back, 8, p, 8, 2) == 0, "memset 0x1AB");
+  CHECK(back[0] == 0xAB && back[3] == 0xAB && back[4] == 0x5A, "the value is truncated to a byte (%#x)", back[0]);
+  CHECK(aclrtMemset(p, 100, -1, 2) == 0 && aclrtMemcpy(back, 8, p, 8, 2) == 0 && back[1] == 0xFF, "memset -1");
   CHECK(aclrtFree(p) == 0, "free p");
   expect_error(aclrtFree(p), 107000, "already freed", "double free");
   CHECK(aclrtFree(q) == 0, "free q");
@@ -809,14 +869,311 @@ static void test_runtime_errors(void) {
   pthread_join(th, NULL);
 }
 
+
+/* ---- aclGetRecentErrMsg: the per-thread queue (runtime acl.cpp, error_manager.cc) ---------- */
+static int count_char(const char *str, char c) {
+  int n = 0;
+  for (; *str; str++) n += *str == c;
+  return n;
+}
+
+static void test_error_queue(void) {
+  /* on the main thread, device 0 set */
+  void *p = NULL;
+  CHECK(aclGetRecentErrMsg() == NULL, "nothing pending: NULL, not \"\"");
+  CHECK(aclrtMalloc(&p, 0, 0) == 100000, "first failure");
+  CHECK(aclrtSetDevice(99) == 107001, "second failure");
+  CHECK(aclrtMalloc(&p, 0, 0) == 100000, "the first failure again (an identical item is not queued twice)");
+  const char *m = aclGetRecentErrMsg();
+  const char *want = "aclrtMalloc: size is 0\nTraceBack (most recent call last):\n        aclrtSetDevice: device id 99 ";
+  CHECK(m && strncmp(m, want, strlen(want)) == 0, "ErrorManager format: '%s'", m ? m : "(NULL)");
+  CHECK(m && count_char(m, '\n') == 3, "three lines, each ending in a newline: '%s'", m ? m : "(NULL)");
+  CHECK(aclGetRecentErrMsg() == NULL, "cleared by the read");
+  for (int i = 0; i < 1005; i++) CHECK(aclrtSetDevice(1000 + i) == 107001, "failure %d", i);
+  m = aclGetRecentErrMsg();
+  CHECK(m && count_char(m, '\n') == 1001, "1000 items: the first line, the TraceBack line and 999 more (%d)",
+        m ? count_char(m, '\n') : -1);
+  CHECK(m && strstr(m, "device id 1999 ") != NULL && strstr(m, "device id 2000 ") == NULL,
+        "items after the 1000th are dropped");
+  CHECK(aclGetRecentErrMsg() == NULL, "cleared after 1000 items");
+}
+
+/* ---- work in a forked child: process-wide state (aclInit counts, device references) -------- */
+static void in_child(void (*fn)(void), const char *what) {
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    g_failures = 0;
+    fn();
+    fflush(stderr);
+    _exit(g_failures ? 1 : 0);
+  }
+  int wstatus = 0;
+  CHECK(pid > 0 && waitpid(pid, &wstatus, 0) == pid && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0,
+        "%s: a check failed in the child process (FAIL lines above)", what);
+}
+
+/* runtime acl.cpp aclInitImpl / aclFinalizeImpl; opbase aclnn_init.cpp. Runs before any aclInit. */
+static void child_init_finalize(void) {
+  CHECK(aclFinalize() == 0, "aclFinalize in a process that never called aclInit: 0 the first time");
+  expect_error_nodev(aclFinalize(), 100037, "repeatedly finalized", "second aclFinalize");
+  CHECK(aclInit(NULL) == 0, "aclInit after aclFinalize");
+  CHECK(aclInit(NULL) == 100002 && aclInit("other.json") == 100002, "repeated aclInit: 100002 (count 3)");
+  const char *m = aclGetRecentErrMsg();
+  CHECK(m && strstr(m, "repeatedly finalized") && !strstr(m, "aclInit"),
+        "100002 queues no message (the kept 100037 text comes back: no device): '%s'", m ? m : "(NULL)");
+  CHECK(aclFinalize() == 0, "aclFinalize zeroes the count (3) in one call");
+  CHECK(aclFinalize() == 100037, "then it is a repeated finalize");
+  CHECK(aclInit(NULL) == 0, "the count was zeroed: aclInit initialises again");
+  CHECK(aclnnInit(NULL) == 0 && aclnnInit(NULL) == 0 && aclnnInit("x.json") == 0, "aclnnInit: always 0");
+  CHECK(aclnnFinalize() == 0 && aclnnFinalize() == 0, "aclnnFinalize: always 0");
+  CHECK(aclFinalize() == 0, "final aclFinalize");
+}
+
+static int64_t stat_at(int i) {
+  int64_t s[14];
+  stats(s);
+  return s[i];
+}
+
+/* runtime runtime.cc PrimaryContextRetain / PrimaryContextRelease, api_error.cc DeviceReset. */
+static void child_device_refs(void) {
+  setenv("ACLSIM_DEVICE_COUNT", "2", 1);
+  int64_t refs = stat_at(13);
+  CHECK(refs == 1, "the parent's one reference of device 0 (%lld)", (long long)refs);
+  expect_error(aclrtSetDevice(2), 107001, "invalid", "bad device id");
+  CHECK(stat_at(13) == refs, "a failed aclrtSetDevice adds no reference");
+  expect_error(aclrtResetDevice(1), 507007,
+               "Resetting the device failed. Reason: The device has not been set or has already been reset",
+               "aclrtResetDevice without a reference");
+  expect_error(aclrtResetDevice(-1), 107001, "invalid", "aclrtResetDevice of a bad id");
+  CHECK(aclrtSetDevice(1) == 0 && aclrtSetDevice(1) == 0, "two references of device 1");
+  CHECK(stat_at(13) == refs + 2, "counted per call");
+  aclrtStream s1 = NULL;
+  aclrtContext c1 = NULL;
+  CHECK(aclrtCreateStream(&s1) == 0 && aclrtGetCurrentContext(&c1) == 0, "a stream in device 1's default context");
+  CHECK(aclrtResetDevice(1) == 0, "one reference released");
+  int32_t dev = -1;
+  CHECK(aclrtGetDevice(&dev) == 0 && dev == 1, "still bound while a reference remains");
+  CHECK(aclrtSynchronizeStream(s1) == 0, "its streams live on");
+  void *d = NULL;
+  char src[64] = {0};
+  CHECK(aclrtMalloc(&d, 64, 0) == 0 && aclrtMemcpyAsync(d, 64, src, 64, 1, s1) == 0, "a task queued on the stream");
+  int64_t st[14];
+  stats(st);
+  int64_t failed = st[12], streams = st[8];
+  CHECK(aclrtResetDevice(1) == 0, "the last reference");
+  stats(st);
+  CHECK(st[13] == refs, "references back to the parent's (%lld)", (long long)st[13]);
+  CHECK(st[9] == 0 && st[12] == failed + 1, "the queued task was discarded");
+  CHECK(st[8] == streams - 1, "the user stream was torn down");
+  expect_error_nodev(aclrtGetDevice(&dev), 107002, "no device", "the calling thread was unbound");
+  CHECK(aclrtSetDevice(1) == 0, "set device 1 again");
+  expect_error(aclrtSynchronizeStream(s1), 107000, "tore the device's default context down",
+               "a stream of the torn-down context");
+  expect_error(aclrtDestroyStream(s1), 107000, "not a live aclrtStream", "destroying it");
+  expect_error(aclrtSetCurrentContext(c1), 107000, "torn down", "the torn-down default context");
+  CHECK(aclrtFree(d) == 0, "device memory is not released by the reset");
+  CHECK(aclrtSetDevice(0) == 0, "bind device 0 (a second reference)");
+  CHECK(aclrtResetDevice(1) == 0, "last reference of device 1 from a thread bound to device 0");
+  CHECK(aclrtGetDevice(&dev) == 0 && dev == 0, "the thread stays on device 0");
+  CHECK(aclrtResetDevice(0) == 0 && stat_at(13) == refs, "the extra device 0 reference released");
+}
+
+/* ---- aclrtMalloc's padding (runtime memory.cpp GetAlignedAndPaddingSize) -------------------- */
+static void test_malloc_padding(void) {
+  static const struct {
+    const char *soc;
+    uint64_t size, want;
+  } cases[] = {
+      {NULL, 100, 128},          {NULL, 1, 32},           {NULL, 32, 32},           {NULL, 33, 64},
+      {"Ascend350_354f", 64, 64}, {"Ascend910B4", 100, 160}, {"Ascend910B4", 1, 64},    {"Ascend910B4", 32, 64},
+      {"Ascend910B4", 33, 96},   {"Ascend910A", 64, 96},  {"Ascend310P3", 64, 96},  {"Ascend910_9391", 64, 96},
+      {"Ascend310B1", 64, 96},   {"NoSuchSoc", 64, 96},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    set_soc(cases[i].soc);
+    const char *soc = cases[i].soc ? cases[i].soc : "default";
+    int64_t b0 = stat_at(1);
+    size_t fr0 = 0, fr1 = 0, tot = 0;
+    void *p = NULL;
+    CHECK(aclrtGetMemInfo(1, &fr0, &tot) == 0 && aclrtMalloc(&p, cases[i].size, 0) == 0, "%s malloc", soc);
+    CHECK(aclrtGetMemInfo(1, &fr1, &tot) == 0 && fr0 - fr1 == cases[i].want, "%s: aclrtGetMemInfo counts %zu bytes for %llu",
+          soc, fr0 - fr1, (unsigned long long)cases[i].size);
+    CHECK(stat_at(1) - b0 == (int64_t)cases[i].want, "%s: live bytes +%lld for %llu (want %llu)", soc,
+          (long long)(stat_at(1) - b0), (unsigned long long)cases[i].size, (unsigned long long)cases[i].want);
+    CHECK(aclrtMemset(p, cases[i].want, 0, cases[i].want) == 0, "%s: the padding is addressable", soc);
+    CHECK(aclrtMemset(p, cases[i].want + 1, 0, cases[i].want + 1) == 107000, "%s: one byte past it is not", soc);
+    CHECK(aclGetRecentErrMsg() != NULL, "%s: message", soc);
+    CHECK(aclrtFree(p) == 0 && stat_at(1) == b0, "%s free", soc);
+  }
+  set_soc(NULL);
+}
+
+/* ---- device-address lookups: correctness with many allocations, O(log n) ------------------- */
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double lookup_seconds(void *const *ptrs, int n) {
+  volatile uint64_t sink = 0;
+  double best = 1e9;
+  for (int r = 0; r < 3; r++) {
+    double t0 = now_s();
+    for (int k = 0; k < 200000; k++) sink += sim_dev_range_alloc((const char *)ptrs[k % n] + 8, 8);
+    double t = now_s() - t0;
+    if (t < best) best = t;
+  }
+  (void)sink;
+  return best;
+}
+
+static void test_registry(void) {
+  enum { N = 1200 };
+  static void *p[N];
+  static uint64_t id[N];
+  for (int i = 0; i < N; i++) CHECK(aclrtMalloc(&p[i], 64 + (uint64_t)(i % 7) * 32, 0) == 0, "malloc %d", i);
+  for (int i = 0; i < N; i++) id[i] = sim_dev_range_alloc(p[i], 1);
+  for (int i = 0; i < N; i += 3) CHECK(aclrtFree(p[i]) == 0, "free %d", i);
+  int bad = 0;
+  for (int i = 0; i < N; i++) {
+    bool live = i % 3 != 0;
+    uint64_t got = sim_dev_range_alloc((char *)p[i] + 16, 16);
+    bad += live ? got != id[i] || !sim_dev_alloc_live(id[i]) : got != 0 || sim_dev_alloc_live(id[i]);
+    bad += sim_is_device_ptr((char *)p[i] + 63) != live;
+    bad += sim_dev_range_alloc((char *)p[i] + 16, 1 << 20) != 0; /* past the end */
+  }
+  CHECK(bad == 0, "%d wrong lookups over %d allocations", bad, N);
+  expect_error(aclrtFree(p[0]), 107000, "already freed", "double free among many");
+  expect_error(aclrtFree((char *)p[1] + 8), 107000, "8 bytes into", "interior free among many");
+  static void *live[N];
+  int nl = 0;
+  for (int i = 0; i < N; i++)
+    if (i % 3 != 0) live[nl++] = p[i];
+  double many = lookup_seconds(live, nl);
+  for (int i = 10; i < nl; i++) CHECK(aclrtFree(live[i]) == 0, "free live %d", i);
+  double few = lookup_seconds(live, 10);
+  CHECK(many < 8 * few + 2e-3, "lookups over %d live allocations cost %.2fx those over 10 (binary search expected)", nl,
+        many / few);
+  for (int i = 0; i < 10; i++) CHECK(aclrtFree(live[i]) == 0, "free live %d", i);
+}
+
+/* ---- the repeatable-executor API (opbase acl_op_api.cpp, op_executor.cpp) --------------------- */
+static void test_executor_api(aclrtStream stream) {
+  /* a [2, 3] input (C = 3): a signature no other test runs */
+  const float dy[] = {1, 2, 3, 4, 5, 6}, x[] = {1, 1, 1, 3, 3, 3}, x2[] = {0, 0, 0, 4, 4, 4}, zeros[] = {0, 0, 0},
+              ones[] = {1, 1, 1};
+  const int64_t s23[] = {2, 3}, s3[] = {3};
+  Buf gd = make(dy, s23, 2, 0), in = make(x, s23, 2, 0), in2 = make(x2, s23, 2, 0), mean = make(zeros, s3, 1, 0),
+      inv = make(ones, s3, 1, 0), sdy = make(NULL, s3, 1, 0), sdx = make(NULL, s3, 1, 0);
+  uint64_t wsSize = 0;
+  aclOpExecutor *ex = NULL, *ex2 = NULL;
+  int64_t s[14];
+#define PHASE1(input, exec)                                                                                           \
+  aclnnBatchNormReduceBackwardGetWorkspaceSize(gd.t, (input), mean.t, inv.t, NULL, true, false, false, sdy.t, sdx.t, \
+                                               NULL, NULL, &wsSize, (exec))
+
+  /* NULL handles */
+  expect_error(aclSetAclOpExecutorRepeatable(NULL), 561103, "executor cannot be a NULL pointer", "SetRepeatable(NULL)");
+  expect_error(aclDestroyAclOpExecutor(NULL), 561103, "executor cannot be a NULL pointer", "Destroy(NULL)");
+  expect_error(aclSetRawTensorAddr(NULL, in.dev), 161001, "tensor cannot be a NULL pointer", "SetRawTensorAddr(NULL)");
+  expect_error(aclnnBatchNormReduceBackward(NULL, 0, NULL, stream), 161001, "executor is nullptr", "phase 2 NULL");
+  expect_error(aclDestroyAclOpExecutor((aclOpExecutor *)(uintptr_t)0x1230), 561000, "never created", "unknown pointer");
+  /* the address setters: the tensor first (index ignored), then the executor */
+  void *raw = NULL;
+  expect_error(aclSetOutputTensorAddr(NULL, 7, sdx.t, sdy.dev), 561103, "executor cannot be a NULL pointer",
+               "NULL executor");
+  CHECK(aclGetRawTensorAddr(sdx.t, &raw) == 0 && raw == sdy.dev, "the address was set before the executor check");
+  CHECK(aclSetRawTensorAddr(sdx.t, sdx.dev) == 0, "restore sdx");
+  expect_error(aclSetTensorAddr(NULL, 0, NULL, sdy.dev), 561103, "tensor cannot be a NULL pointer", "NULL tensor");
+
+  /* ACLSIM_UNREPEATABLE_OPS: 561000, a warning only (no error text) */
+  static const char *const lists[] = {"aclnnBatchNormStats, aclnnBatchNormReduceBackward", "*"};
+  for (int i = 0; i < 2; i++) {
+    setenv("ACLSIM_UNREPEATABLE_OPS", lists[i], 1);
+    CHECK(PHASE1(in.t, &ex) == 0 && aclSetAclOpExecutorRepeatable(ex) == 561000, "unrepeatable (%s)", lists[i]);
+    CHECK(aclGetRecentErrMsg() == NULL, "no error text (%s)", lists[i]);
+    CHECK(aclDestroyAclOpExecutor(ex) == 0, "destroy the never-run executor");
+  }
+  setenv("ACLSIM_UNREPEATABLE_OPS", "aclnnBatchNorm,aclnnBatchNormReduceBackwardX", 1);
+  CHECK(PHASE1(in.t, &ex) == 0 && aclSetAclOpExecutorRepeatable(ex) == 0, "other names listed: repeatable");
+  unsetenv("ACLSIM_UNREPEATABLE_OPS");
+  void *ws = ws_alloc(wsSize);
+
+  /* a repeatable executor: any index, the current address read at every run */
+  CHECK(aclnnBatchNormReduceBackward(ws, wsSize, ex, stream) == 0, "run 1");
+  expect_error(aclSetAclOpExecutorRepeatable(ex), 561000, "has already run", "SetRepeatable after a run");
+  CHECK(aclSetTensorAddr(ex, 12345, in.t, in2.dev) == 0, "aclSetTensorAddr ignores the index");
+  CHECK(aclnnBatchNormReduceBackward(ws, wsSize, ex, stream) == 0, "run 2");
+  float f[3];
+  read_f32(&sdx, f);
+  CHECK(f[0] != f[0], "nothing ran before synchronising (fresh memory is NaN)");
+  CHECK(aclrtSynchronizeStream(stream) == 0, "sync");
+  read_f32(&sdx, f);
+  /* sumDyXmu = sum dy * (x - 0): run 2 reads x2 = {0, 0, 0, 4, 4, 4} */
+  CHECK(f[0] == 16 && f[1] == 20 && f[2] == 24, "run 2 read the new address: %g %g %g", f[0], f[1], f[2]);
+  stats(s);
+  CHECK(s[7] == 1, "the repeatable executor survives its runs (%lld)", (long long)s[7]);
+  /* memory freed before a relaunch: 161002 at the launch, the executor survives */
+  CHECK(aclrtFree(in2.dev) == 0, "free in2");
+  expect_error(aclnnBatchNormReduceBackward(ws, wsSize, ex, stream), 161002, "already freed", "relaunch on freed memory");
+  /* memory freed (and allocated again) after the launch: the allocation id catches it at sync */
+  CHECK(aclrtMalloc(&in2.dev, 24, 0) == 0 && aclSetInputTensorAddr(ex, 0, in.t, in2.dev) == 0, "new in2");
+  CHECK(aclnnBatchNormReduceBackward(ws, wsSize, ex, stream) == 0, "launch on the new in2");
+  void *old = in2.dev;
+  CHECK(aclrtFree(in2.dev) == 0 && aclrtMalloc(&in2.dev, 24, 0) == 0, "free + malloc after the launch (%s address)",
+        in2.dev == old ? "same" : "other");
+  expect_error(aclrtSynchronizeStream(stream), 507000, "'input'", "the launched allocation is gone at sync");
+  CHECK(aclSetRawTensorAddr(in.t, in.dev) == 0, "restore in");
+
+  /* an executor that outlives its aclTensor: 561103 at relaunch, the executor survives */
+  int64_t st6 = 6, str[] = {3, 1};
+  aclTensor *alias = aclCreateTensor(s23, 2, 0, str, 0, 2, &st6, 1, in.dev);
+  CHECK(PHASE1(alias, &ex2) == 0 && aclSetAclOpExecutorRepeatable(ex2) == 0, "repeatable executor on an alias");
+  CHECK(aclDestroyTensor(alias) == 0, "destroy the alias");
+  expect_error(aclnnBatchNormReduceBackward(ws, wsSize, ex2, stream), 561103, "outlived its tensor",
+               "relaunch after aclDestroyTensor");
+  CHECK(aclDestroyAclOpExecutor(ex2) == 0, "the executor is still destroyable");
+
+  /* workspaceSize > 0 with a NULL workspace: 161001, and even a repeatable executor is deleted */
+  stats(s);
+  int64_t live = s[7];
+  expect_error(aclnnBatchNormReduceBackward(NULL, wsSize, ex, stream), 161001, "workspace is nullptr", "NULL workspace");
+  CHECK(stat_at(7) == live - 1, "the repeatable executor was deleted");
+  expect_error(aclDestroyAclOpExecutor(ex), 561000, "NULL workspace", "destroy after that deletion");
+
+  /* non-repeatable: consumed by its run; afterwards the signature is in CANN's executor cache */
+  CHECK(PHASE1(in.t, &ex) == 0 && aclnnBatchNormReduceBackward(ws, wsSize, ex, stream) == 0, "non-repeatable run");
+  expect_error(aclSetAclOpExecutorRepeatable(ex), 561000, "has already run", "SetRepeatable on a consumed executor");
+  expect_error(aclDestroyAclOpExecutor(ex), 561000, "has already run", "destroy of a consumed executor");
+  CHECK(PHASE1(in.t, &ex) == 0 && aclSetAclOpExecutorRepeatable(ex) == 561000, "phase 1 answered from the cache");
+  CHECK(aclGetRecentErrMsg() == NULL, "cache hit: no error text");
+  CHECK(aclnnBatchNormReduceBackward(ws, wsSize, ex, stream) == 0 && stat_at(7) == 0, "it runs once, consumed");
+  CHECK(aclSetRawTensorAddr(in2.t, in2.dev) == 0, "in2's new memory");
+  CHECK(PHASE1(in2.t, &ex) == 0 && aclSetAclOpExecutorRepeatable(ex) == 561000,
+        "another aclTensor with the same geometry: a cache hit too");
+  CHECK(aclDestroyAclOpExecutor(ex) == 0, "destroy it unrun");
+  CHECK(aclrtSynchronizeStream(stream) == 0, "sync");
+  read_f32(&sdx, f);
+  CHECK(f[0] == 13 && f[1] == 17 && f[2] == 21, "sumDyXmu over x = {1, 1, 1, 3, 3, 3}: %g %g %g", f[0], f[1], f[2]);
+#undef PHASE1
+  if (ws) CHECK(aclrtFree(ws) == 0, "free ws");
+  drop(&gd), drop(&in), drop(&in2), drop(&mean), drop(&inv), drop(&sdy), drop(&sdx);
+}
+
 int main(void) {
   unsetenv("ASCEND_OPP_PATH");
   unsetenv("ACLSIM_SOC_NAME"); /* the default SoC, Ascend950PR_9599 */
   CHECK(aclGetRecentErrMsg() == NULL, "no error text at start");
+  in_child(child_init_finalize, "aclInit / aclFinalize in a fresh process");
   CHECK(aclInit(NULL) == 0, "aclInit");
-  expect_error(aclInit(NULL), 100002, "already", "second aclInit");
+  CHECK(aclInit(NULL) == 100002, "second aclInit");
+  CHECK(aclGetRecentErrMsg() == NULL, "100002 queues no message (runtime logs it at INFO only)");
   void *p = NULL;
-  expect_error(aclrtMalloc(&p, 64, 0), 107002, "no device", "malloc before aclrtSetDevice");
+  expect_error_nodev(aclrtMalloc(&p, 64, 0), 107002, "no device", "malloc before aclrtSetDevice");
   CHECK(aclrtSetDevice(0) == 0, "aclrtSetDevice");
   aclrtStream stream = NULL;
   CHECK(aclrtCreateStream(&stream) == 0, "aclrtCreateStream");
@@ -836,15 +1193,25 @@ int main(void) {
   test_dtypes_and_misc(stream);
   test_soc_fidelity(stream);
   test_runtime_errors();
+  test_error_queue();
+  test_malloc_padding();
+  test_registry();
+  test_executor_api(stream);
+  in_child(child_device_refs, "aclrtSetDevice / aclrtResetDevice reference counts");
 
   CHECK(aclrtDestroyStream(stream) == 0, "aclrtDestroyStream");
-  int64_t s[13];
+  int64_t s[14];
   stats(s);
   static const char *const names[] = {"device allocations", "device bytes", "host allocations", "tensors", "bool arrays",
                                       "int arrays", "scalars", "executors", "streams", "pending tasks", "contexts"};
   for (int i = 0; i < 11; i++) CHECK(s[i] == 0, "live %s = %lld at exit", names[i], (long long)s[i]);
   CHECK(s[11] > 0, "tasks executed (%lld)", (long long)s[11]);
+  CHECK(s[13] == 1, "one device reference left (%lld)", (long long)s[13]);
   CHECK(aclrtResetDevice(0) == 0, "aclrtResetDevice");
+  CHECK(stat_at(13) == 0, "no device reference left");
+  int32_t dev = -1;
+  expect_error_nodev(aclrtGetDevice(&dev), 107002, "no device", "the last reset unbound the thread");
+  expect_error_nodev(aclrtResetDevice(0), 507007, "has already been reset", "one reset too many");
   CHECK(aclFinalize() == 0, "aclFinalize");
   printf("aclsim smoke: %d checks, %d failures\n", g_checks, g_failures);
   return g_failures ? 1 : 0;
