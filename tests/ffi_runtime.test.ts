@@ -312,3 +312,44 @@ Deno.test("runtime: an error carries only its own native text, never an earlier 
   // With one, the same failure twice is reported twice (nothing is mistaken for a kept copy).
   assert.deepEqual(withDevice, [invalid(9), invalid(9)]);
 });
+
+Deno.test("runtime: ACL ownership (finalise only what we initialised) and balanced device resets", async () => {
+  for (const scenario of ["ours", "theirs"]) {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        new URL("./fixtures/acl_ownership_child.ts", import.meta.url).pathname,
+        scenario,
+      ],
+      env: { ASCEND_OPP_PATH: SIM_DIR, ACLSIM_DEVICE_COUNT: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+    assert.equal(out.code, 0, text);
+    assert.match(text, new RegExp(`ok ${scenario}`));
+  }
+});
+
+Deno.test("runtime: prepared calls are bounded per device and destroyed by close", () => {
+  const before = simStats();
+  const npu = openSim();
+  // 100 distinct signatures (shapes): each prepares a call, at most 64 are kept.
+  for (let n = 1; n <= 100; n++) {
+    const input = Tensor.random([n, 2, 3], { seed: n, device: npu });
+    using r = batchNormReduceBackward({
+      gradOut: input,
+      input,
+      mean: Tensor.zeros([2], "float32", npu),
+      invstd: Tensor.ones([2], "float32", npu),
+    });
+    void r;
+  }
+  npu.synchronize();
+  const m = npu.memory();
+  assert.ok(m.cachedCalls > 0 && m.cachedCalls <= 64, `cachedCalls ${m.cachedCalls}`);
+  assert.ok(simStats().executors - before.executors <= 64, "retired executors were destroyed");
+  npu.close();
+  assert.deepEqual(liveDelta(before, simStats()), {}, "close destroys every cached call");
+});
