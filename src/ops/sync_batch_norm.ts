@@ -277,12 +277,22 @@ export async function syncBatchNormForward(
 
   // [mean | invstd | count] in one buffer, so one collective call moves everything.
   const packed = Tensor.zeros([2 * C + 1], "float32", device);
-  packed.slice(0, 2 * C, 2 * C + 1).copy_([C === 0 ? 0 : input.numel / C]);
-  batchNormStats({
-    input,
-    eps,
-    out: { mean: packed.slice(0, 0, C), invstd: packed.slice(0, C, 2 * C) },
-  });
+  const count = C === 0 ? 0 : input.numel / C;
+  if (count === 0) {
+    // An empty batch has no statistics (batchNormStats would give invstd NaN). PyTorch drops
+    // such ranks (count < 1) before merging, by masking the gathered rows, which reads them
+    // back to the host. Here the empty rank sends mean 0, invstd 1 and count 0 instead: every
+    // term of the merge is weighted by the count, so the row adds exactly nothing, and no
+    // rank has to wait for the gathered statistics on the host.
+    packed.slice(0, C, 2 * C).copy_(new Array(C).fill(1));
+  } else {
+    packed.slice(0, 2 * C, 2 * C + 1).copy_([count]);
+    batchNormStats({
+      input,
+      eps,
+      out: { mean: packed.slice(0, 0, C), invstd: packed.slice(0, C, 2 * C) },
+    });
+  }
 
   const call = { op: FWD, payload: "[mean, invstd, count]" };
   const gathered = checkCollectiveResult(
@@ -292,31 +302,19 @@ export async function syncBatchNormForward(
     (t) => t.rank === 2 && t.shape[0] >= 1 && t.shape[1] === 2 * C + 1,
     `[W, ${2 * C + 1}]`,
   );
-  // Ranks with an empty batch carry no statistics (their invstd is NaN): drop them before
-  // merging, as PyTorch's SyncBatchNorm does (count >= 1), or one empty rank would make every
-  // rank's output and running statistics NaN.
-  const rows = gathered.toFloat64Array();
-  const width = 2 * C + 1;
-  const kept: number[] = [];
-  for (let w = 0; w < gathered.shape[0]; w++) if (rows[w * width + 2 * C] >= 1) kept.push(w);
-  const live = kept.length === gathered.shape[0] ? gathered : Tensor.fromArray(
-    kept.flatMap((w) => Array.from(rows.subarray(w * width, (w + 1) * width))),
-    [kept.length, width],
-  ).to(device);
-  const W = live.shape[0];
+  const W = gathered.shape[0];
   // Its own storage: counts outlives `gathered`, which is freed below.
-  const counts = live.slice(1, 2 * C, 2 * C + 1).reshape([W]).clone();
+  const counts = gathered.slice(1, 2 * C, 2 * C + 1).reshape([W]).clone();
   const global = batchNormGatherStatsWithCounts({
     input,
-    mean: live.slice(1, 0, C),
-    invstd: live.slice(1, C, 2 * C),
+    mean: gathered.slice(1, 0, C),
+    invstd: gathered.slice(1, C, 2 * C),
     runningMean: args.runningMean,
     runningVar: args.runningVar,
     momentum,
     eps,
     counts,
   });
-  if (live !== gathered) live.dispose();
   // After the queued work that reads them (the device defers the free). A single-rank
   // collective may return a view of `packed` itself: releasing twice is harmless.
   gathered.dispose();
