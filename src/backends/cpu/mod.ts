@@ -7,11 +7,13 @@
 
 import type { Device } from "../../tensor/device.ts";
 import type { Backend } from "../types.ts";
-import { referenceKernels } from "./reference/mod.ts";
+import { fastKernels } from "./fast/mod.ts";
 
-/** The CPU backend. */
+export { cpuThreads, setCpuThreads, startCpuThreads, THREADS_ENV } from "./threads.ts";
+
+/** The CPU backend: the streaming kernels (the float64 reference kernels are their oracle). */
 export const cpuBackend: Backend = {
   name: "cpu",
   owns: (device: Device) => device === "cpu",
-  ...referenceKernels,
+  ...fastKernels,
 };

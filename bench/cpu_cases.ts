@@ -1,0 +1,194 @@
+/**
+ * The CPU benchmark cases shared by `bench/cpu_kernels.bench.ts` and `bench/cpu_compare.ts`:
+ * the 10 public operators on one dtype, shape and layout, with their inputs built once and
+ * the large outputs preallocated (`out`) in the inputs' layout, so that a run times the
+ * kernel (plus validation) and a channels-last call writes channels-last, as PyTorch does.
+ *
+ * @module
+ */
+
+import {
+  batchNorm,
+  batchNormBackward,
+  batchNormElemt,
+  batchNormElemtBackward,
+  batchNormGatherStatsWithCounts,
+  batchNormReduceBackward,
+  batchNormStats,
+  createBatchNormBackwardDescriptor,
+  type DType,
+  groupNorm,
+  groupNormBackward,
+  Tensor,
+} from "../mod.ts";
+
+/** The 10 public operators, by the names the comparison prints. */
+export const CPU_OPS = [
+  "batchNormReduceBackward",
+  "batchNormBackward",
+  "batchNormBackwardDescriptor",
+  "groupNormBackward",
+  "batchNormStats",
+  "batchNormGatherStatsWithCounts",
+  "batchNormElemt",
+  "batchNormElemtBackward",
+  "batchNorm",
+  "groupNorm",
+] as const;
+
+/** One of {@linkcode CPU_OPS}. */
+export type CpuOp = typeof CPU_OPS[number];
+
+/** Data layouts: NCHW, or channels-last (NHWC memory viewed as NCHW). */
+export type BenchLayout = "contiguous" | "channels_last";
+
+/** The shapes of issue 9: small, medium, large. */
+export const CPU_SHAPES: readonly (readonly number[])[] = [
+  [4, 16, 8, 8],
+  [8, 64, 32, 32],
+  [32, 64, 56, 56],
+];
+
+/** GroupNorm groups: 32, or 4 when C = 16 (as the PyTorch baseline uses). */
+export function groupsFor(C: number): number {
+  return C === 16 ? 4 : 32;
+}
+
+/** A tensor of `shape` (NCHW logical) stored channels-last when asked. */
+function inLayout(t: Tensor, layout: BenchLayout): Tensor {
+  if (layout === "contiguous" || t.rank < 3) return t;
+  const r = t.rank;
+  const toLast = [0, ...Array.from({ length: r - 2 }, (_, i) => i + 2), 1];
+  const back = [0, r - 1, ...Array.from({ length: r - 2 }, (_, i) => i + 1)];
+  return t.permute(toLast).contiguous().permute(back);
+}
+
+/** A zero tensor of `shape` in `layout`. */
+function zerosIn(shape: readonly number[], dtype: DType, layout: BenchLayout): Tensor {
+  return inLayout(Tensor.zeros(shape, dtype), layout);
+}
+
+/**
+ * A closure that runs `op` once on prepared tensors, or undefined when the op does not take
+ * this case (the InfiniOp descriptor takes contiguous (N, C, L) tensors only).
+ */
+export function cpuCase(
+  op: CpuOp,
+  dtype: DType,
+  shape: readonly number[],
+  layout: BenchLayout,
+): (() => void) | undefined {
+  const [N, C] = shape;
+  const HxW = shape.slice(2).reduce((a, b) => a * b, 1);
+  const group = groupsFor(C);
+  const x = inLayout(Tensor.random(shape, { seed: 1, dtype, distribution: "normal" }), layout);
+  const dy = inLayout(Tensor.random(shape, { seed: 2, dtype, distribution: "normal" }), layout);
+  const data = () => zerosIn(shape, dtype, layout);
+  const perChannel = (seed: number, low = -1, high = 1, d: DType = "float32") =>
+    Tensor.random([C], { seed, low, high, dtype: d });
+  const mean = perChannel(3, -0.1, 0.1);
+  const invstd = perChannel(4, 0.5, 2);
+  const weight = perChannel(5, 0.5, 1.5);
+  const bias = perChannel(6);
+  switch (op) {
+    case "batchNormReduceBackward":
+      return () => batchNormReduceBackward({ gradOut: dy, input: x, mean, invstd, weight });
+    case "batchNormBackward": {
+      const out = { gradInput: data() };
+      return () =>
+        batchNormBackward({
+          gradOut: dy,
+          input: x,
+          weight,
+          saveMean: mean,
+          saveInvstd: invstd,
+          training: true,
+          out,
+        });
+    }
+    case "batchNormBackwardDescriptor": {
+      if (layout !== "contiguous") return undefined;
+      const L = HxW;
+      const view = (t: Tensor) => t.reshape([N, C, L]);
+      const same = (t: Tensor) => Tensor.fromArray(t.toFloat64Array(), [C], dtype);
+      const args = {
+        gradInput: view(data()),
+        gradWeight: Tensor.zeros([C], dtype),
+        gradBias: Tensor.zeros([C], dtype),
+        input: view(x),
+        gradOutput: view(dy),
+        weight: same(weight),
+        runningMean: same(mean),
+        runningVar: same(perChannel(7, 0.5, 2)),
+      };
+      const desc = createBatchNormBackwardDescriptor(args);
+      const workspace = new Uint8Array(desc.workspaceSize);
+      return () => desc.compute({ ...args, workspace });
+    }
+    case "groupNormBackward": {
+      const out = { gradInput: data() };
+      const gnMean = Tensor.random([N, group], { seed: 8, low: -0.1, high: 0.1, dtype });
+      const rstd = Tensor.random([N, group], { seed: 9, low: 0.5, high: 2, dtype });
+      const gamma = perChannel(5, 0.5, 1.5, dtype);
+      return () =>
+        groupNormBackward({ gradOut: dy, input: x, mean: gnMean, rstd, gamma, group, out });
+    }
+    case "batchNormStats":
+      return () => batchNormStats({ input: x });
+    case "batchNormGatherStatsWithCounts": {
+      const W = 8;
+      const means = Tensor.random([W, C], { seed: 10, low: -0.1, high: 0.1 });
+      const invstds = Tensor.random([W, C], { seed: 11, low: 0.5, high: 2 });
+      const counts = Tensor.full([W], N * HxW / W);
+      const runningMean = Tensor.zeros([C]);
+      const runningVar = Tensor.ones([C]);
+      return () =>
+        batchNormGatherStatsWithCounts({
+          input: x,
+          mean: means,
+          invstd: invstds,
+          runningMean,
+          runningVar,
+          counts,
+        });
+    }
+    case "batchNormElemt": {
+      const out = { output: data() };
+      const [w, b, m, s] = [weight, bias, mean, invstd].map((t) =>
+        Tensor.fromArray(t.toFloat64Array(), [C], dtype)
+      );
+      return () => batchNormElemt({ input: x, weight: w, bias: b, mean: m, invstd: s, out });
+    }
+    case "batchNormElemtBackward": {
+      const out = { gradInput: data() };
+      const sumDy = perChannel(12, -5, 5);
+      const sumDyXmu = perChannel(13, -5, 5);
+      const counter = Tensor.fromArray([N * HxW], [1], "int32");
+      return () =>
+        batchNormElemtBackward({
+          gradOut: dy,
+          input: x,
+          mean,
+          invstd,
+          weight,
+          sumDy,
+          sumDyXmu,
+          counter,
+          out,
+        });
+    }
+    case "batchNorm": {
+      const out = { output: data() };
+      const runningMean = Tensor.zeros([C]);
+      const runningVar = Tensor.ones([C]);
+      return () =>
+        batchNorm({ input: x, weight, bias, runningMean, runningVar, training: true, out });
+    }
+    case "groupNorm": {
+      const out = { output: data() };
+      const gamma = perChannel(5, 0.5, 1.5, dtype);
+      const beta = perChannel(6, -1, 1, dtype);
+      return () => groupNorm({ input: x, gamma, beta, group, out });
+    }
+  }
+}

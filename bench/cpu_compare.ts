@@ -1,0 +1,253 @@
+/**
+ * `deno task bench:cpu`: the CPU backend's streaming kernels against its float64 reference
+ * kernels and against PyTorch's CPU kernels, side by side in one run. For every operator,
+ * dtype, shape and layout it prints the fast median, the reference median and their ratio,
+ * and (when `/usr/bin/python3 bench/torch_baseline.py --json` works) the PyTorch median and
+ * our/PyTorch ratio; then the geometric mean of our/PyTorch over the comparable rows, the
+ * worst row, and each float16 row against the float32 row of the same case.
+ *
+ *   deno task bench:cpu [--threads 2] [--ops a,b] [--dtypes float32,bfloat16]
+ *                       [--shapes 4x16x8x8,...] [--layouts contiguous,channels_last]
+ *                       [--min-time 0.3] [--repeat 1] [--no-reference] [--no-torch]
+ *
+ * Both sides use the same thread count (`--threads`, default 2; PyTorch through
+ * torch.set_num_threads). Data outputs are preallocated in the inputs' layout (`out`).
+ * `--repeat N` times every case N times (interleaved with the others) and keeps the lowest
+ * median, on both sides (PyTorch runs N times too), which filters out load from other
+ * processes on a shared machine.
+ *
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import type { DType } from "../mod.ts";
+import { cpuBackend } from "../src/backends/cpu/mod.ts";
+import { fastKernels } from "../src/backends/cpu/fast/mod.ts";
+import { referenceKernels } from "../src/backends/cpu/reference/mod.ts";
+import { setCpuThreads, startCpuThreads } from "../src/backends/cpu/threads.ts";
+import { type BenchLayout, CPU_OPS, CPU_SHAPES, cpuCase, type CpuOp } from "./cpu_cases.ts";
+
+const { values: flags } = parseArgs({
+  args: Deno.args,
+  options: {
+    threads: { type: "string", default: "2" },
+    ops: { type: "string", default: CPU_OPS.join(",") },
+    dtypes: { type: "string", default: "float32,float16,bfloat16" },
+    shapes: { type: "string", default: CPU_SHAPES.map((s) => s.join("x")).join(",") },
+    layouts: { type: "string", default: "contiguous,channels_last" },
+    "min-time": { type: "string", default: "0.3" },
+    repeat: { type: "string", default: "1" },
+    "no-reference": { type: "boolean", default: false },
+    "no-torch": { type: "boolean", default: false },
+  },
+});
+const threads = Number(flags.threads);
+const ops = flags.ops.split(",") as CpuOp[];
+const dtypes = flags.dtypes.split(",") as DType[];
+const shapes = flags.shapes.split(",").map((s) => s.split("x").map(Number));
+const layouts = flags.layouts.split(",") as BenchLayout[];
+const minTime = Number(flags["min-time"]) * 1000;
+const repeat = Math.max(1, Number(flags.repeat));
+
+/** A PyTorch baseline row (bench/torch_baseline.py --json). */
+interface TorchRow {
+  op: string;
+  dtype: string;
+  shape: number[];
+  layout: BenchLayout;
+  median_ms?: number;
+  error?: string;
+  torch?: string;
+  threads?: number;
+}
+
+/** Median ms of `run` after warm-up, over at least 5 runs and `budget` ms (at most 200). */
+function median(run: () => void, budget: number): number {
+  for (let i = 0; i < 3; i++) run();
+  const times: number[] = [];
+  let total = 0;
+  while (times.length < 200 && (times.length < 5 || total < budget)) {
+    const start = performance.now();
+    run();
+    const t = performance.now() - start;
+    times.push(t);
+    total += t;
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)];
+}
+
+/** Runs `body` with the CPU backend's kernels replaced by `kernels`. */
+function withKernels<T>(kernels: typeof fastKernels, body: () => T): T {
+  Object.assign(cpuBackend, kernels);
+  try {
+    return body();
+  } finally {
+    Object.assign(cpuBackend, fastKernels);
+  }
+}
+
+async function torchRows(): Promise<{ rows: TorchRow[]; note: string }> {
+  if (flags["no-torch"]) return { rows: [], note: "PyTorch: skipped (--no-torch)" };
+  const torchOps = ops.filter((op) =>
+    ["batchNormReduceBackward", "batchNormBackward", "groupNormBackward", "batchNorm", "groupNorm"]
+      .includes(op)
+  );
+  if (torchOps.length === 0) return { rows: [], note: "PyTorch: no comparable op selected" };
+  try {
+    const out = await new Deno.Command("/usr/bin/python3", {
+      args: [
+        new URL("./torch_baseline.py", import.meta.url).pathname,
+        "--json",
+        "--threads",
+        String(threads),
+        "--ops",
+        torchOps.join(","),
+        "--dtypes",
+        dtypes.join(","),
+        "--layouts",
+        layouts.join(","),
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (!out.success) {
+      const why = new TextDecoder().decode(out.stderr).trim().split("\n").at(-1);
+      return { rows: [], note: `PyTorch: bench/torch_baseline.py failed (${why})` };
+    }
+    const rows = JSON.parse(new TextDecoder().decode(out.stdout)) as TorchRow[];
+    const version = rows.find((r) => r.torch)?.torch ?? "?";
+    return { rows, note: `PyTorch ${version}, ${rows[0]?.threads ?? threads} threads` };
+  } catch (error) {
+    return { rows: [], note: `PyTorch: not available (${(error as Error).message})` };
+  }
+}
+
+setCpuThreads(threads);
+await startCpuThreads();
+// Torch runs first, alone, so that neither side times the other's load.
+const key = (op: string, dtype: string, shape: readonly number[], layout: string) =>
+  `${op}|${dtype}|${shape.join("x")}|${layout}`;
+const torchMs = new Map<string, number>();
+let torch = { rows: [] as TorchRow[], note: "" };
+for (let r = 0; r < repeat; r++) {
+  torch = await torchRows();
+  for (const row of torch.rows) {
+    if (row.median_ms === undefined) continue;
+    const k = key(row.op, row.dtype, row.shape, row.layout);
+    torchMs.set(k, Math.min(torchMs.get(k) ?? Infinity, row.median_ms));
+  }
+}
+
+interface Row {
+  op: CpuOp;
+  dtype: DType;
+  shape: readonly number[];
+  layout: BenchLayout;
+  fast: number;
+  reference?: number;
+  torch?: number;
+}
+const rows: Row[] = [];
+const fmt = (ms: number | undefined) =>
+  ms === undefined ? "" : ms >= 100 ? ms.toFixed(1) : ms >= 1 ? ms.toFixed(2) : ms.toFixed(4);
+const ratio = (a?: number, b?: number) => (a !== undefined && b ? (a / b).toFixed(2) : "");
+console.log(
+  `CPU backend, ${threads} thread(s), ${navigator.hardwareConcurrency} cores; ${torch.note}`,
+);
+console.log(
+  [
+    "op".padEnd(30),
+    "dtype".padEnd(9),
+    "shape".padEnd(12),
+    "layout".padEnd(14),
+    "fast ms".padStart(9),
+    "ref ms".padStart(9),
+    "ref/fast".padStart(9),
+    "torch ms".padStart(9),
+    "fast/torch".padStart(10),
+  ].join(" "),
+);
+const cases: { op: CpuOp; dtype: DType; shape: number[]; layout: BenchLayout; run: () => void }[] =
+  [];
+for (const shape of shapes) {
+  for (const dtype of dtypes) {
+    for (const layout of layouts) {
+      for (const op of ops) {
+        const run = cpuCase(op, dtype, shape, layout);
+        if (run) cases.push({ op, dtype, shape, layout, run });
+      }
+    }
+  }
+}
+const best = cases.map(() => ({ fast: Infinity, reference: Infinity }));
+for (let r = 0; r < repeat; r++) {
+  cases.forEach((c, i) => {
+    best[i].fast = Math.min(best[i].fast, median(c.run, minTime));
+    if (!flags["no-reference"]) {
+      const ref = withKernels(referenceKernels, () => median(c.run, minTime));
+      best[i].reference = Math.min(best[i].reference, ref);
+    }
+  });
+}
+cases.forEach(({ op, dtype, shape, layout }, i) => {
+  const row: Row = {
+    op,
+    dtype,
+    shape,
+    layout,
+    fast: best[i].fast,
+    reference: flags["no-reference"] ? undefined : best[i].reference,
+    torch: torchMs.get(key(op, dtype, shape, layout)),
+  };
+  rows.push(row);
+  console.log(
+    [
+      op.padEnd(30),
+      dtype.padEnd(9),
+      shape.join("x").padEnd(12),
+      layout.padEnd(14),
+      fmt(row.fast).padStart(9),
+      fmt(row.reference).padStart(9),
+      ratio(row.reference, row.fast).padStart(9),
+      fmt(row.torch).padStart(9),
+      ratio(row.fast, row.torch).padStart(10),
+    ].join(" "),
+  );
+});
+
+const compared = rows.filter((r) => r.torch !== undefined);
+if (compared.length > 0) {
+  const ratios = compared.map((r) => r.fast / r.torch!);
+  const geomean = Math.exp(ratios.reduce((s, v) => s + Math.log(v), 0) / ratios.length);
+  const worst = compared[ratios.indexOf(Math.max(...ratios))];
+  console.log(
+    `\nfast/PyTorch over ${compared.length} comparable rows: geometric mean ${
+      geomean.toFixed(2)
+    }, ` +
+      `worst ${(worst.fast / worst.torch!).toFixed(2)} (${worst.op} ${worst.dtype} ` +
+      `${worst.shape.join("x")} ${worst.layout})`,
+  );
+}
+const halfRows = rows.filter((r) => r.dtype === "float16");
+if (halfRows.length > 0) {
+  console.log("\nfloat16 / float32 of the same case:");
+  const pairs: number[] = [];
+  for (const h of halfRows) {
+    const f = rows.find((r) =>
+      r.dtype === "float32" && r.op === h.op && r.layout === h.layout &&
+      r.shape.join() === h.shape.join()
+    );
+    if (!f) continue;
+    pairs.push(h.fast / f.fast);
+    console.log(
+      `  ${h.op.padEnd(30)} ${h.shape.join("x").padEnd(12)} ${h.layout.padEnd(14)} ` +
+        (h.fast / f.fast).toFixed(2),
+    );
+  }
+  if (pairs.length > 0) {
+    const worst = Math.max(...pairs);
+    const geomean = Math.exp(pairs.reduce((s, v) => s + Math.log(v), 0) / pairs.length);
+    console.log(`  geometric mean ${geomean.toFixed(2)}, worst ${worst.toFixed(2)}`);
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * `deno bench bench/cpu_kernels.bench.ts`: the CPU backend's streaming kernels through the
+ * 10 public operators, for float32/float16/bfloat16, the shapes [4,16,8,8], [8,64,32,32] and
+ * [32,64,56,56], NCHW and channels-last (GroupNorm with 32 groups, or 4 when C = 16). Each
+ * group compares the dtypes of one operator, shape and layout against float32. The worker
+ * pool is started first, so no case times worker startup; the thread count is the
+ * CPU backend's default (ACLNN_NORM_THREADS when --allow-env grants it, else the cores).
+ *
+ * @module
+ */
+
+import { startCpuThreads } from "../src/backends/cpu/threads.ts";
+import { type BenchLayout, CPU_OPS, CPU_SHAPES, cpuCase } from "./cpu_cases.ts";
+
+await startCpuThreads();
+
+for (const shape of CPU_SHAPES) {
+  const large = shape[0] * shape[1] * shape[2] * shape[3] > 1 << 20;
+  for (const layout of ["contiguous", "channels_last"] as BenchLayout[]) {
+    for (const op of CPU_OPS) {
+      for (const dtype of ["float32", "float16", "bfloat16"] as const) {
+        const run = cpuCase(op, dtype, shape, layout);
+        if (!run) continue;
+        Deno.bench({
+          name: `${op} ${dtype} ${shape.join("x")} ${layout}`,
+          group: `${op} ${shape.join("x")} ${layout}`,
+          baseline: dtype === "float32",
+          // Large cases take tens of milliseconds: bound their iterations.
+          ...(large ? { n: 20, warmup: 10 } : {}),
+          fn: run,
+        });
+      }
+    }
+  }
+}

@@ -1,0 +1,165 @@
+/**
+ * Streaming kernels of the BatchNorm backward family: aclnnBatchNormReduceBackward,
+ * aclnnBatchNormBackward and aclnnBatchNormElemtBackward. One read pass computes the
+ * per-channel sums; the gradInput pass reads dy and x again and writes each element once.
+ *
+ * @module
+ */
+
+import type {
+  BatchNormBackwardPlan,
+  BatchNormBackwardTensors,
+  BatchNormElemtBackwardPlan,
+  BatchNormElemtBackwardTensors,
+  BatchNormReduceBackwardPlan,
+  BatchNormReduceBackwardTensors,
+} from "../../types.ts";
+import * as reference from "../reference/batch_norm_backward.ts";
+import { invstdOf } from "../reference/values.ts";
+import { channelValues, channelValuesOr, writeChannelValues } from "./channel_values.ts";
+import { type Call, execute, float64, visible } from "./call.ts";
+import { batchNormItems } from "./kernels/layout_types.ts";
+import { type Stage, uniformStage, type WriteStage } from "./kernels/stage_types.ts";
+import { type ChannelPair, mergeChannelSums } from "./merge.ts";
+import { batchNormCall, sumsStage } from "./setup.ts";
+import { readArray, writeArray } from "./tensor_arrays.ts";
+import type { Tensor } from "../../../tensor/tensor.ts";
+
+/** aclnnBatchNormReduceBackward: sumDy, sumDyXmu, gradWeight = sumDyXmu * invstd, gradBias. */
+export function batchNormReduceBackward(
+  plan: BatchNormReduceBackwardPlan,
+  t: BatchNormReduceBackwardTensors,
+): void {
+  const call = batchNormCall(plan.geometry, [t.gradOut, t.input], undefined);
+  if (!call) return reference.batchNormReduceBackward(plan, t);
+  if (!t.sumDy && !t.sumDyXmu && !t.gradWeight && !t.gradBias) return;
+  const sums = sumsStage(call, t.gradOut, t.input, channelValues(t.mean));
+  execute(call, [sums]);
+  const { first: sumDy, second: sumDyXmu } = mergeChannelSums(call.layout, sums.partials);
+  if (t.sumDy) writeChannelValues(t.sumDy, sumDy);
+  if (t.sumDyXmu) writeChannelValues(t.sumDyXmu, sumDyXmu);
+  if (t.gradWeight) {
+    const inv = channelValues(t.invstd);
+    writeChannelValues(t.gradWeight, sumDyXmu.map((v, c) => v * inv[c]));
+  }
+  if (t.gradBias) writeChannelValues(t.gradBias, sumDy);
+}
+
+/**
+ * The gradInput stage: gi = w * invstd * (dy - sumDy / M - (x - mean) * invstd^2 *
+ * sumDyXmu / M), with the per-channel constants (mean, scale, meanDy, k) packed by
+ * {@linkcode fillGradConstants}.
+ */
+function gradStage(call: Call, dy: Tensor, x: Tensor, gradInput: Tensor): WriteStage {
+  return uniformStage<WriteStage>({
+    op: "batchNormGrad",
+    layout: call.layout,
+    dtype: call.dtype,
+    items: batchNormItems(call.layout),
+    dy: readArray(dy),
+    dyAt: call.addresses[0],
+    x: readArray(x),
+    xAt: call.addresses[1],
+    out: writeArray(gradInput),
+    outAt: call.addresses[2],
+    constants: float64(call, 4 * call.layout.C),
+  });
+}
+
+/** The reference's per-channel constants of the training-mode gradient, with M = total. */
+function fillGradConstants(
+  stage: WriteStage,
+  mean: Float64Array,
+  invstd: Float64Array,
+  weight: Float64Array,
+  sums: ChannelPair,
+  total: number,
+): void {
+  const C = mean.length;
+  const k = stage.constants;
+  for (let c = 0; c < C; c++) {
+    const is = invstd[c];
+    k[c] = mean[c];
+    k[C + c] = weight[c] * is;
+    k[2 * C + c] = sums.first[c] / total;
+    k[3 * C + c] = is * is * sums.second[c] / total;
+  }
+}
+
+/**
+ * aclnnBatchNormBackward. Training: statistics saveMean/saveInvstd (0/1 when absent);
+ * evaluation: runningMean and 1/sqrt(runningVar + eps). The sums pass runs only when an
+ * output needs it; in evaluation mode gradInput = dy * w * invstd needs none.
+ */
+export function batchNormBackward(plan: BatchNormBackwardPlan, t: BatchNormBackwardTensors): void {
+  const g = plan.geometry;
+  const C = g.channels;
+  const [wantInput, wantWeight, wantBias] = plan.mask;
+  const gradInput = wantInput ? t.gradInput : undefined;
+  const call = batchNormCall(g, [t.gradOut, t.input], gradInput);
+  if (!call) return reference.batchNormBackward(plan, t);
+  const mean = plan.training
+    ? channelValuesOr(t.saveMean, C, 0)
+    : channelValuesOr(t.runningMean, C, 0);
+  const invstd = plan.training
+    ? channelValuesOr(t.saveInvstd, C, 1)
+    : invstdOf(channelValuesOr(t.runningVar, C, 1), plan.eps);
+  const weight = channelValuesOr(t.weight, C, 1);
+  const needSums = wantWeight || wantBias || (gradInput !== undefined && plan.training);
+  const stages: Stage[] = [];
+  const between: (() => void)[] = [];
+  let sums: ChannelPair | undefined;
+  if (needSums) {
+    const stage = sumsStage(call, t.gradOut, t.input, mean);
+    stages.push(stage);
+    between.push(() => (sums = mergeChannelSums(call.layout, stage.partials)));
+  }
+  if (gradInput && plan.training) {
+    const stage = gradStage(call, t.gradOut, t.input, gradInput);
+    stages.push(stage);
+    const merge = between.pop()!;
+    between.push(() => {
+      merge();
+      fillGradConstants(stage, mean, invstd, weight, sums!, g.perChannel);
+    });
+  } else if (gradInput) {
+    stages.push(uniformStage<WriteStage>({
+      op: "scale",
+      layout: call.layout,
+      dtype: call.dtype,
+      items: batchNormItems(call.layout),
+      dy: readArray(t.gradOut),
+      dyAt: call.addresses[0],
+      xAt: call.addresses[1],
+      out: writeArray(gradInput),
+      outAt: call.addresses[2],
+      constants: visible(call, weight.map((w, c) => w * invstd[c])),
+    }));
+  }
+  execute(call, stages, between);
+  if (wantWeight && t.gradWeight) {
+    writeChannelValues(
+      t.gradWeight,
+      sums!.second.map((v, c) => v * invstd[c]),
+    );
+  }
+  if (wantBias && t.gradBias) writeChannelValues(t.gradBias, sums!.first);
+}
+
+/** aclnnBatchNormElemtBackward with M = sum(counter). Empty inputs write nothing. */
+export function batchNormElemtBackward(
+  plan: BatchNormElemtBackwardPlan,
+  t: BatchNormElemtBackwardTensors,
+): void {
+  const g = plan.geometry;
+  const call = batchNormCall(g, [t.gradOut, t.input], t.gradInput);
+  if (!call) return reference.batchNormElemtBackward(plan, t);
+  let total = 0;
+  for (const v of channelValues(t.counter)) total += v;
+  const stage = gradStage(call, t.gradOut, t.input, t.gradInput);
+  const sums = { first: channelValues(t.sumDy), second: channelValues(t.sumDyXmu) };
+  const weight = channelValuesOr(t.weight, g.channels, 1);
+  const mean = channelValues(t.mean);
+  fillGradConstants(stage, mean, channelValues(t.invstd), weight, sums, total);
+  execute(call, [stage]);
+}

@@ -1,0 +1,149 @@
+/**
+ * Streaming kernels of the BatchNorm forward family: aclnnBatchNormStats,
+ * aclnnBatchNormElemt and aclnnBatchNorm (aclnnBatchNormGatherStatsWithCounts has no data
+ * pass: it runs the reference kernel). The statistics take one read pass over memory: each
+ * cached segment is read twice (sum, then squared deviations from its own mean) and the
+ * segments are merged with Chan's update, as accurate as the reference's two passes.
+ *
+ * @module
+ */
+
+import type {
+  BatchNormElemtPlan,
+  BatchNormElemtTensors,
+  BatchNormPlan,
+  BatchNormStatsPlan,
+  BatchNormStatsTensors,
+  BatchNormTensors,
+} from "../../types.ts";
+import type { Tensor } from "../../../tensor/tensor.ts";
+import * as reference from "../reference/batch_norm_forward.ts";
+import { invstdOf } from "../reference/values.ts";
+import { channelValues, channelValuesOr, writeChannelValues } from "./channel_values.ts";
+import { type Call, execute, float64 } from "./call.ts";
+import { batchNormItems } from "./kernels/layout_types.ts";
+import { uniformStage, type WriteStage } from "./kernels/stage_types.ts";
+import { mergeChannelMoments } from "./merge.ts";
+import { batchNormCall, statsStage } from "./setup.ts";
+import { readArray, writeArray } from "./tensor_arrays.ts";
+
+/** Per-channel mean, biased variance and invstd from a stats stage's merged moments. */
+interface ChannelStats {
+  readonly mean: Float64Array;
+  readonly variance: Float64Array;
+  readonly invstd: Float64Array;
+}
+
+function channelStats(call: Call, partials: Float64Array, count: number, eps: number) {
+  const { first, second } = mergeChannelMoments(call.layout, partials);
+  const mean = first.map((s) => s / count);
+  const variance = second.map((q) => q / count);
+  const stats: ChannelStats = { mean, variance, invstd: invstdOf(variance, eps) };
+  return stats;
+}
+
+/** aclnnBatchNormStats: per-channel mean and 1/sqrt(biased var + eps). */
+export function batchNormStats(plan: BatchNormStatsPlan, t: BatchNormStatsTensors): void {
+  const g = plan.geometry;
+  const call = batchNormCall(g, [t.input], undefined);
+  if (!call) return reference.batchNormStats(plan, t);
+  const stage = statsStage(call, t.input);
+  execute(call, [stage]);
+  const stats = channelStats(call, stage.partials, g.perChannel, plan.eps);
+  writeChannelValues(t.mean, stats.mean);
+  writeChannelValues(t.invstd, stats.invstd);
+}
+
+/** aclnnBatchNormGatherStatsWithCounts: O(W * C) work, no data pass: the reference. */
+export const batchNormGatherStatsWithCounts = reference.batchNormGatherStatsWithCounts;
+
+/** The normalizing write y = (x - mean) * invstd * w + b; constants packed later. */
+function normalizeStage(call: Call, x: Tensor, output: Tensor): WriteStage {
+  return uniformStage<WriteStage>({
+    op: "normalize",
+    layout: call.layout,
+    dtype: call.dtype,
+    items: batchNormItems(call.layout),
+    x: readArray(x),
+    xAt: call.addresses[0],
+    dyAt: call.addresses[0],
+    out: writeArray(output),
+    outAt: call.addresses[1],
+    constants: float64(call, 3 * call.layout.C),
+  });
+}
+
+/** Packs the normalizing constants (mean, invstd * weight, bias) as the reference has them. */
+function fillNormalize(
+  stage: WriteStage,
+  mean: Float64Array,
+  invstd: Float64Array,
+  weight: Float64Array,
+  bias: Float64Array,
+): void {
+  const C = mean.length;
+  const k = stage.constants;
+  for (let c = 0; c < C; c++) {
+    k[c] = mean[c];
+    k[C + c] = invstd[c] * weight[c];
+    k[2 * C + c] = bias[c];
+  }
+}
+
+/** aclnnBatchNormElemt: y = (x - mean) * invstd * weight + bias. Empty inputs write nothing. */
+export function batchNormElemt(plan: BatchNormElemtPlan, t: BatchNormElemtTensors): void {
+  const g = plan.geometry;
+  const C = g.channels;
+  const call = batchNormCall(g, [t.input], t.output);
+  if (!call) return reference.batchNormElemt(plan, t);
+  const stage = normalizeStage(call, t.input, t.output);
+  fillNormalize(
+    stage,
+    channelValues(t.mean),
+    channelValues(t.invstd),
+    channelValuesOr(t.weight, C, 1),
+    channelValuesOr(t.bias, C, 0),
+  );
+  execute(call, [stage]);
+}
+
+/**
+ * aclnnBatchNorm. Training: batch statistics (stats pass), then the output pass; running
+ * statistics updated in place (unbiased variance), saveMean/saveInvstd written after the
+ * data passes. Evaluation: running statistics (0/1 when absent), saves untouched.
+ */
+export function batchNorm(plan: BatchNormPlan, t: BatchNormTensors): void {
+  const g = plan.geometry;
+  const C = g.channels;
+  const { momentum, eps } = plan;
+  const call = batchNormCall(g, [t.input], t.output);
+  if (!call) return reference.batchNorm(plan, t);
+  const weight = channelValuesOr(t.weight, C, 1);
+  const bias = channelValuesOr(t.bias, C, 0);
+  const write = normalizeStage(call, t.input, t.output);
+  if (!plan.training) {
+    const mean = channelValuesOr(t.runningMean, C, 0);
+    fillNormalize(write, mean, invstdOf(channelValuesOr(t.runningVar, C, 1), eps), weight, bias);
+    execute(call, [write]);
+    return;
+  }
+  const stats = statsStage(call, t.input);
+  let result: ChannelStats | undefined;
+  execute(call, [stats, write], [() => {
+    result = channelStats(call, stats.partials, g.perChannel, eps);
+    fillNormalize(write, result.mean, result.invstd, weight, bias);
+  }]);
+  const { mean, variance, invstd } = result!;
+  const M = g.perChannel;
+  if (t.runningMean) {
+    const rm = channelValues(t.runningMean);
+    writeChannelValues(t.runningMean, rm.map((v, c) => (1 - momentum) * v + momentum * mean[c]));
+  }
+  if (t.runningVar) {
+    const rv = channelValues(t.runningVar);
+    const unbiased = variance.map((v) => v * M / (M - 1));
+    writeChannelValues(t.runningVar, rv.map((v, c) => (1 - momentum) * v + momentum * unbiased[c]));
+  }
+  writeChannelValues(t.saveMean, mean);
+  writeChannelValues(t.saveInvstd, invstd);
+}

@@ -1,0 +1,50 @@
+/**
+ * Reading and writing the small per-channel tensors (weights, statistics, sums) as float64.
+ * Calls on small data tensors spend much of their time here, so contiguous float32 and
+ * float16 views, the common case, take a direct loop instead of the generic gather of
+ * `Tensor.toFloat64Array` / `Tensor.copy_` (which remain the path for everything else).
+ *
+ * @module
+ */
+
+import type { Tensor } from "../../../tensor/tensor.ts";
+import { hostData } from "./tensor_arrays.ts";
+
+/** Whether `t` is a dense run of its elements from its offset (any rank). */
+function isRun(t: Tensor): boolean {
+  let expected = 1;
+  for (let i = t.shape.length - 1; i >= 0; i--) {
+    if (t.shape[i] === 1) continue;
+    if (t.strides[i] !== expected) return false;
+    expected *= t.shape[i];
+  }
+  return true;
+}
+
+/** The elements of `t` as float64, in logical order. */
+export function channelValues(t: Tensor): Float64Array {
+  const data = hostData(t);
+  if ((t.dtype === "float32" || t.dtype === "float16") && isRun(t)) {
+    const n = t.numel;
+    const out = new Float64Array(n);
+    const source = data as Float32Array | Float16Array;
+    for (let i = 0, p = t.offset; i < n; i++, p++) out[i] = source[p];
+    return out;
+  }
+  return t.toFloat64Array();
+}
+
+/** The elements of `t` as float64, or `length` copies of `fill` when it is absent. */
+export function channelValuesOr(t: Tensor | undefined, length: number, fill: number): Float64Array {
+  return t ? channelValues(t) : new Float64Array(length).fill(fill);
+}
+
+/** Writes `values` (logical order) into `t`, rounding each once to its dtype. */
+export function writeChannelValues(t: Tensor, values: Float64Array): void {
+  if ((t.dtype === "float32" || t.dtype === "float16") && isRun(t)) {
+    const target = hostData(t) as Float32Array | Float16Array;
+    target.set(values, t.offset);
+    return;
+  }
+  t.copy_(values);
+}

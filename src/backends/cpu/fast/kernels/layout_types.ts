@@ -1,0 +1,116 @@
+/**
+ * How a stage sees its tensors: the data is (N, C, inner) in logical order, and each tensor
+ * says where element (n, c, i) lives. Plus the fixed partitions of the work into items,
+ * which depend on the shape only, so that partial sums (and therefore the results) never
+ * depend on how many threads share the items.
+ *
+ * Worker-safe (see codecs.ts).
+ *
+ * @module
+ */
+
+/**
+ * Loop structure of a call: `rows` (every (n, c) is one contiguous run of `inner` elements),
+ * `pixels` (channels-last: every (n, i) is one contiguous run of C channels) or `strided`
+ * (anything else: gathered through float64 blocks).
+ */
+export type LayoutKind = "rows" | "pixels" | "strided";
+
+/** The shared geometry of a stage's tensors. */
+export interface Layout {
+  /** Loop structure. */
+  readonly kind: LayoutKind;
+  /** Outer size (BatchNorm: dim 0; GroupNorm: N). */
+  readonly N: number;
+  /** Channels. */
+  readonly C: number;
+  /** Elements per (n, c). */
+  readonly inner: number;
+  /** `strided` only: the inner dims (collapsed where every tensor allows it). */
+  readonly innerShape: readonly number[];
+}
+
+/**
+ * Where one tensor's elements are: (n, c, i) lives at base + n*strideN + c*strideC + (offset
+ * of i). For `rows` the inner stride is 1, for `pixels` strideC is 1 and i moves by
+ * strideI, for `strided` i is a multi-index over `innerShape` with `innerStrides`.
+ */
+export interface TensorAddress {
+  /** Element index of (0, 0, 0) in the typed array. */
+  readonly base: number;
+  /** Stride of n. */
+  readonly strideN: number;
+  /** Stride of c. */
+  readonly strideC: number;
+  /** `pixels`: stride of the collapsed inner position. */
+  readonly strideI: number;
+  /** `strided`: strides of `innerShape`. */
+  readonly innerStrides: readonly number[];
+}
+
+/** Elements a work item aims for: big enough to amortise, small enough to balance. */
+export const ITEM_ELEMENTS = 32768;
+
+/** Channels-last reductions keep at most this many per-block partials per channel. */
+export const MAX_PIXEL_BLOCKS = 64;
+
+/** Elements re-read from cache by the second pass of the statistics. */
+export const SEGMENT_ELEMENTS = 4096;
+
+/** First item of share `part` of `parts` over `items` items (contiguous ranges). */
+export function shareStart(items: number, part: number, parts: number): number {
+  return Math.floor((items * part) / parts);
+}
+
+/** `rows`/`strided` BatchNorm items: rows of one channel per item (a function of shape). */
+export function rowsPerItem(layout: Layout): number {
+  return Math.max(1, Math.ceil(ITEM_ELEMENTS / Math.max(1, layout.inner)));
+}
+
+/** `pixels` items: pixels per block, so that there are at most MAX_PIXEL_BLOCKS blocks. */
+export function pixelsPerBlock(layout: Layout): number {
+  const pixels = layout.N * layout.inner;
+  const byElements = Math.ceil(ITEM_ELEMENTS / Math.max(1, layout.C));
+  return Math.max(1, byElements, Math.ceil(pixels / MAX_PIXEL_BLOCKS));
+}
+
+/**
+ * Number of BatchNorm work items: C * ceil(N / rowsPerItem) (rows, strided; item = channel
+ * c, row chunk k at c * chunks + k) or the number of pixel blocks.
+ */
+export function batchNormItems(layout: Layout): number {
+  if (layout.kind === "pixels") {
+    return Math.ceil((layout.N * layout.inner) / pixelsPerBlock(layout));
+  }
+  return layout.C * Math.ceil(layout.N / rowsPerItem(layout));
+}
+
+/** GroupNorm: samples n per item, from the elements of one sample (C * inner). */
+export function samplesPerItem(layout: Layout): number {
+  return Math.max(1, Math.ceil(ITEM_ELEMENTS / Math.max(1, layout.C * layout.inner)));
+}
+
+/**
+ * Number of GroupNorm work items: sample chunks times groups (rows, strided: item =
+ * chunk * group + g) or sample chunks (pixels: all groups of a sample at once).
+ */
+export function groupNormItems(layout: Layout, group: number): number {
+  const chunks = Math.ceil(layout.N / samplesPerItem(layout));
+  return layout.kind === "pixels" ? chunks : chunks * group;
+}
+
+/** `strided`: element offset of sub-row r (every inner dim but the last) from its row base. */
+export function subRowOffset(
+  innerShape: readonly number[],
+  innerStrides: readonly number[],
+  r: number,
+): number {
+  let offset = 0;
+  for (let d = innerShape.length - 2; d >= 0; d--) {
+    const size = innerShape[d];
+    const q = Math.floor(r / size);
+    offset += (r - q * size) * innerStrides[d];
+    r = q;
+  }
+  return offset;
+}

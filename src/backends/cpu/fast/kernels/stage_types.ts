@@ -1,0 +1,179 @@
+/**
+ * Stages: the unit of work the CPU backend runs, on the calling thread or split over the
+ * worker pool. A stage is plain data (typed arrays, numbers), so it can be posted to a
+ * worker as is: typed arrays over SharedArrayBuffers arrive as views of the same memory.
+ * A stage covers `items` work items; a thread runs a contiguous range of them.
+ *
+ * Worker-safe (see codecs.ts).
+ *
+ * @module
+ */
+
+import type { Layout, TensorAddress } from "./layout_types.ts";
+
+/** Element type code of a stage's data tensors: float32, float16, bfloat16. */
+export type DataCode = 0 | 1 | 2;
+
+/** float32 data. */
+export const FLOAT32 = 0;
+/** float16 data. */
+export const FLOAT16 = 1;
+/** bfloat16 data. */
+export const BFLOAT16 = 2;
+
+/** What a stage reads: Float32Array for float32, the Uint16Array bits otherwise. */
+export type ReadArray = Float32Array | Uint16Array;
+
+/** What a stage writes: Float32Array, Float16Array (float16) or Uint16Array (bfloat16). */
+export type WriteArray = Float32Array | Float16Array | Uint16Array;
+
+/**
+ * What the row and pixel kernels read from a stage: the geometry, the dtype, and the data
+ * tensors with their addresses (an unused address may be any tensor's).
+ */
+export interface KernelStage {
+  /** Shared geometry and loop structure. */
+  readonly layout: Layout;
+  /** Element type of the data tensors. */
+  readonly dtype: DataCode;
+  /** dL/dy, when the stage reads it. */
+  readonly dy?: ReadArray;
+  /** Where dy's elements are. */
+  readonly dyAt: TensorAddress;
+  /** x, when the stage reads it. */
+  readonly x?: ReadArray;
+  /** Where x's elements are. */
+  readonly xAt: TensorAddress;
+  /** The data output, when the stage writes one. */
+  readonly out?: WriteArray;
+  /** Where the output's elements are. */
+  readonly outAt: TensorAddress;
+}
+
+/** The stage a row kernel receives. */
+export type RowStage = KernelStage;
+
+/** The stage a pixel kernel receives. */
+export type PixelStage = KernelStage;
+
+/** Fields every stage has. */
+export interface StageBase extends KernelStage {
+  /** Number of work items (a function of the shape only). */
+  readonly items: number;
+}
+
+/**
+ * Per-channel sum(dy) and sum(dy * (x - mean[c])) into per-item partials: rows/strided
+ * items at partials[2 * item], pixel blocks at partials[2C * block + c] (+ C for the second).
+ */
+export interface SumsStage extends StageBase {
+  /** Stage kind. */
+  readonly op: "sums";
+  /** Per-channel mean subtracted from x. */
+  readonly mean: Float64Array;
+  /** Output partials (layout above). */
+  readonly partials: Float64Array;
+}
+
+/**
+ * Per-channel (sum, m2) of x into per-item partials (same layout as {@linkcode SumsStage}),
+ * m2 being the squared deviations from the item's own mean.
+ */
+export interface StatsStage extends StageBase {
+  /** Stage kind. */
+  readonly op: "stats";
+  /** Output partials. */
+  readonly partials: Float64Array;
+}
+
+/**
+ * A per-channel write: every output element from constants packed per channel,
+ * constants[j * C + c] for the j-th of `count`: normalize (mean, scale, shift) writes
+ * (x - mean) * scale + shift, batchNormGrad (mean, scale, meanDy, k) writes
+ * scale * (dy - meanDy - (x - mean) * k), scale (scale) writes dy * scale.
+ */
+export interface WriteStage extends StageBase {
+  /** Stage kind. */
+  readonly op: "normalize" | "batchNormGrad" | "scale";
+  /** Packed per-channel constants. */
+  readonly constants: Float64Array;
+}
+
+/**
+ * GroupNorm forward, fused per item: statistics of each (n, g), then its output.
+ * stats[2 * (n * group + g)] = mean, [+ 1] = rstd.
+ */
+export interface GroupNormStage extends StageBase {
+  /** Stage kind. */
+  readonly op: "groupNorm";
+  /** Number of groups. */
+  readonly group: number;
+  /** Added to the variance. */
+  readonly eps: number;
+  /** Per-channel gamma. */
+  readonly gamma: Float64Array;
+  /** Per-channel beta. */
+  readonly beta: Float64Array;
+  /** Output: mean and rstd per (n, g). */
+  readonly stats: Float64Array;
+}
+
+/**
+ * GroupNorm backward, fused per item: per-channel sums of each (n, g), then its gradInput
+ * (when `out` is present). partials[2 * (chunk * C + c)] = sum(dy * xhat), [+ 1] = sum(dy)
+ * over the chunk's samples.
+ */
+export interface GroupNormBackwardStage extends StageBase {
+  /** Stage kind. */
+  readonly op: "groupNormBackward";
+  /** Number of groups. */
+  readonly group: number;
+  /** Mean per (n, g). */
+  readonly mean: Float64Array;
+  /** rstd per (n, g). */
+  readonly rstd: Float64Array;
+  /** Per-channel gamma. */
+  readonly gamma: Float64Array;
+  /** Output partials (layout above). */
+  readonly partials: Float64Array;
+}
+
+/** Any stage. */
+export type Stage =
+  | SumsStage
+  | StatsStage
+  | WriteStage
+  | GroupNormStage
+  | GroupNormBackwardStage;
+
+/**
+ * `fields` as a stage object with every stage field present, in one fixed order: all stages
+ * then share one hidden class, so the kernels' property reads stay monomorphic and V8 does
+ * not deoptimize them when a stage of another kind comes along (measured: a kernel compiled
+ * for one stage kind was deoptimized, "dependent field type changed", by the next kind).
+ */
+export function uniformStage<S extends Stage>(fields: S): S {
+  const record = {
+    op: fields.op,
+    layout: fields.layout,
+    dtype: fields.dtype,
+    items: fields.items,
+    dy: undefined,
+    dyAt: fields.dyAt,
+    x: undefined,
+    xAt: fields.xAt,
+    out: undefined,
+    outAt: fields.outAt,
+    mean: undefined,
+    partials: undefined,
+    constants: undefined,
+    group: 0,
+    eps: NaN,
+    gamma: undefined,
+    beta: undefined,
+    stats: undefined,
+    rstd: undefined,
+  };
+  // Object.assign writes the given fields in place, keeping the literal's field order.
+  return Object.assign(record, fields);
+}

@@ -1,0 +1,100 @@
+/**
+ * Merging per-item partials into per-channel results on the calling thread, always in item
+ * order: the partition into items depends on the shape only, so the results are the same
+ * bits whatever the number of threads.
+ *
+ * @module
+ */
+
+import type { Layout } from "./kernels/layout_types.ts";
+import { pixelsPerBlock, rowsPerItem, samplesPerItem } from "./kernels/layout_types.ts";
+import { mergeMoments } from "./kernels/moments.ts";
+
+/** Two per-channel results. */
+export interface ChannelPair {
+  /** First result per channel (e.g. sum(dy)). */
+  readonly first: Float64Array;
+  /** Second result per channel (e.g. sum(dy * (x - mean))). */
+  readonly second: Float64Array;
+}
+
+/** Per-channel totals of a sums stage's partials. */
+export function mergeChannelSums(layout: Layout, partials: Float64Array): ChannelPair {
+  const C = layout.C;
+  const first = new Float64Array(C);
+  const second = new Float64Array(C);
+  if (layout.kind === "pixels") {
+    const blocks = Math.ceil((layout.N * layout.inner) / pixelsPerBlock(layout));
+    for (let b = 0; b < blocks; b++) {
+      for (let c = 0; c < C; c++) {
+        first[c] += partials[2 * C * b + c];
+        second[c] += partials[2 * C * b + C + c];
+      }
+    }
+    return { first, second };
+  }
+  const chunks = Math.ceil(layout.N / rowsPerItem(layout));
+  for (let c = 0; c < C; c++) {
+    for (let k = 0; k < chunks; k++) {
+      first[c] += partials[2 * (c * chunks + k)];
+      second[c] += partials[2 * (c * chunks + k) + 1];
+    }
+  }
+  return { first, second };
+}
+
+/**
+ * Per-channel (sum, m2) of a stats stage's partials: `first` = sum(x), `second` =
+ * sum((x - mean)^2), each item merged with its element count.
+ */
+export function mergeChannelMoments(layout: Layout, partials: Float64Array): ChannelPair {
+  const C = layout.C;
+  const out = new Float64Array(2);
+  const first = new Float64Array(C);
+  const second = new Float64Array(C);
+  if (layout.kind === "pixels") {
+    const per = pixelsPerBlock(layout);
+    const pixels = layout.N * layout.inner;
+    const blocks = Math.ceil(pixels / per);
+    for (let c = 0; c < C; c++) {
+      let done = 0;
+      for (let b = 0; b < blocks; b++) {
+        const count = Math.min(pixels, (b + 1) * per) - b * per;
+        mergeMoments(out, 0, 1, done, partials[2 * C * b + c], partials[2 * C * b + C + c], count);
+        done += count;
+      }
+      first[c] = out[0];
+      second[c] = out[1];
+    }
+    return { first, second };
+  }
+  const rows = rowsPerItem(layout);
+  const chunks = Math.ceil(layout.N / rows);
+  for (let c = 0; c < C; c++) {
+    let done = 0;
+    for (let k = 0; k < chunks; k++) {
+      const count = (Math.min(layout.N, (k + 1) * rows) - k * rows) * layout.inner;
+      const slot = 2 * (c * chunks + k);
+      mergeMoments(out, 0, 1, done, partials[slot], partials[slot + 1], count);
+      done += count;
+    }
+    first[c] = out[0];
+    second[c] = out[1];
+  }
+  return { first, second };
+}
+
+/** Per-channel totals of a GroupNorm backward stage's per-chunk partials. */
+export function mergeGroupPartials(layout: Layout, partials: Float64Array): ChannelPair {
+  const C = layout.C;
+  const first = new Float64Array(C);
+  const second = new Float64Array(C);
+  const chunks = Math.ceil(layout.N / samplesPerItem(layout));
+  for (let k = 0; k < chunks; k++) {
+    for (let c = 0; c < C; c++) {
+      first[c] += partials[2 * (k * C + c)];
+      second[c] += partials[2 * (k * C + c) + 1];
+    }
+  }
+  return { first, second };
+}

@@ -1,0 +1,36 @@
+/**
+ * The streaming CPU kernels: every operator as one or two passes over each tensor's own
+ * typed array (no whole-tensor copies), float64 accumulation, one rounding per output, loops
+ * specialised for NCHW rows, channels-last pixels and a strided fallback, and work split
+ * over the worker pool for large tensors. Empty tensors, and outputs that overlap their
+ * inputs other than element for element, run the reference kernels.
+ *
+ * @module
+ */
+
+import type { Kernels } from "../../types.ts";
+import {
+  batchNormBackward,
+  batchNormElemtBackward,
+  batchNormReduceBackward,
+} from "./batch_norm_backward.ts";
+import {
+  batchNorm,
+  batchNormElemt,
+  batchNormGatherStatsWithCounts,
+  batchNormStats,
+} from "./batch_norm_forward.ts";
+import { groupNorm, groupNormBackward } from "./group_norm.ts";
+
+/** Every operator's streaming kernel. */
+export const fastKernels: Kernels = {
+  batchNormReduceBackward,
+  batchNormBackward,
+  groupNormBackward,
+  batchNormStats,
+  batchNormGatherStatsWithCounts,
+  batchNormElemt,
+  batchNormElemtBackward,
+  batchNorm,
+  groupNorm,
+};

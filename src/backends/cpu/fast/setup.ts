@@ -1,0 +1,73 @@
+/**
+ * Building a call's stages from tensors: which tensors stream (layout, pool), and the stage
+ * records with their typed arrays, addresses, constants and partials.
+ *
+ * @module
+ */
+
+import type { Tensor } from "../../../tensor/tensor.ts";
+import type { ChannelGeometry } from "../../types.ts";
+import { streamable } from "./aliasing.ts";
+import { type Call, float64, prepareCall, visible } from "./call.ts";
+import type { Layout } from "./kernels/layout_types.ts";
+import { batchNormItems } from "./kernels/layout_types.ts";
+import { type StatsStage, type SumsStage, uniformStage } from "./kernels/stage_types.ts";
+import { batchNormDims, chooseLayout } from "./layout.ts";
+import { readArray } from "./tensor_arrays.ts";
+
+/**
+ * A BatchNorm-family call over `inputs` (and `output`, written from them), or undefined
+ * when the reference kernel must run it: an empty tensor (one definition of the empty
+ * semantics), or an output that overlaps an input other than element for element.
+ */
+export function batchNormCall(
+  g: ChannelGeometry,
+  inputs: readonly Tensor[],
+  output: Tensor | undefined,
+): Call | undefined {
+  if (g.perChannel === 0 || g.channels === 0) return undefined;
+  if (!streamable(output, inputs)) return undefined;
+  const data = output ? [...inputs, output] : [...inputs];
+  const innerShape = data[0].shape.slice(2);
+  const chosen = chooseLayout(g.outer, g.channels, innerShape, data.map(batchNormDims));
+  return prepareCall(chosen, data, g.outer * g.channels * g.inner);
+}
+
+/** Length of the partials of a BatchNorm reduction: two per item (per channel for pixels). */
+export function partialsLength(layout: Layout, items: number): number {
+  return layout.kind === "pixels" ? 2 * layout.C * items : 2 * items;
+}
+
+/** The sums stage of a call whose data tensors start with dy (0) and x (1). */
+export function sumsStage(call: Call, dy: Tensor, x: Tensor, mean: Float64Array): SumsStage {
+  const items = batchNormItems(call.layout);
+  return uniformStage<SumsStage>({
+    op: "sums",
+    layout: call.layout,
+    dtype: call.dtype,
+    items,
+    dy: readArray(dy),
+    dyAt: call.addresses[0],
+    x: readArray(x),
+    xAt: call.addresses[1],
+    outAt: call.addresses[0],
+    mean: visible(call, mean),
+    partials: float64(call, partialsLength(call.layout, items)),
+  });
+}
+
+/** The stats stage of a call whose first data tensor is x. */
+export function statsStage(call: Call, x: Tensor): StatsStage {
+  const items = batchNormItems(call.layout);
+  return uniformStage<StatsStage>({
+    op: "stats",
+    layout: call.layout,
+    dtype: call.dtype,
+    items,
+    x: readArray(x),
+    xAt: call.addresses[0],
+    dyAt: call.addresses[0],
+    outAt: call.addresses[0],
+    partials: float64(call, partialsLength(call.layout, items)),
+  });
+}

@@ -1,0 +1,207 @@
+/**
+ * The worker pool of the CPU backend: `threads - 1` Workers that share the calling thread's
+ * work over SharedArrayBuffer memory. The API stays synchronous: the calling thread posts a
+ * job, runs its own share, and blocks in Atomics.wait (allowed on Deno's main thread) until
+ * the workers are done.
+ *
+ * Lifetime: workers start on the first call large enough to share (that call and any call
+ * made before they are up run on the calling thread alone, so startup, about 35 ms, never
+ * stalls a call), and they are terminated after {@linkcode POOL_IDLE_MS} without work by an
+ * unref'd timer: Deno keeps a process alive while it has live workers, so an idle pool must
+ * go away for scripts to exit by themselves.
+ *
+ * @module
+ */
+
+import type { ThreadScratch } from "../fast/kernels/codecs.ts";
+import { createThreadScratch } from "../fast/kernels/codecs.ts";
+import { shareStart } from "../fast/kernels/layout_types.ts";
+import type { Stage } from "../fast/kernels/stage_types.ts";
+import { runStage } from "../fast/kernels/stages.ts";
+import {
+  CONTROL_ARRIVE,
+  CONTROL_BUFFER_BYTES,
+  CONTROL_ERROR_BYTES,
+  CONTROL_ERROR_LENGTH,
+  CONTROL_FAILED,
+  CONTROL_READY,
+  CONTROL_RELEASE,
+  MAX_STAGES,
+  recordFailure,
+  signal,
+  waitAtLeast,
+} from "./sync.ts";
+import type { WorkerMessage } from "./worker_main.ts";
+import { workerUrl } from "./worker_source.ts";
+
+/** Idle time after which the workers are terminated (and the process may exit). */
+export const POOL_IDLE_MS = 500;
+
+/** The calling thread's scratch (decode tables etc.), shared by all inline and pooled runs. */
+export const callerScratch: ThreadScratch = createThreadScratch();
+
+let workerScript: string | undefined;
+
+/** Workers plus their control block; replaced as a whole when resized or retired. */
+export class WorkerPool {
+  /** The shared control block (see sync.ts). */
+  readonly control: Int32Array;
+  /** The workers; the calling thread is share 0, worker w runs share w + 1. */
+  readonly workers: Worker[] = [];
+  #readyPromise: Promise<void> | undefined;
+
+  /** Starts `size` workers (they report ready asynchronously). */
+  constructor(size: number) {
+    this.control = new Int32Array(new SharedArrayBuffer(CONTROL_BUFFER_BYTES));
+    workerScript ??= workerUrl();
+    for (let i = 0; i < size; i++) {
+      const worker = new Worker(workerScript, { type: "module" });
+      const init: WorkerMessage = { control: this.control.buffer as SharedArrayBuffer };
+      worker.postMessage(init);
+      this.workers.push(worker);
+    }
+  }
+
+  /** Whether every worker has started. */
+  get ready(): boolean {
+    return Atomics.load(this.control, CONTROL_READY) >= this.workers.length;
+  }
+
+  /** Resolves when every worker has started (polls: the workers report through memory). */
+  whenReady(): Promise<void> {
+    this.#readyPromise ??= new Promise((resolve) => {
+      const poll = () => (this.ready ? resolve() : setTimeout(poll, 2));
+      poll();
+    });
+    return this.#readyPromise;
+  }
+
+  /** Terminates every worker. */
+  terminate(): void {
+    for (const worker of this.workers) worker.terminate();
+    this.workers.length = 0;
+  }
+}
+
+let pool: WorkerPool | undefined;
+let lastUsed = 0;
+let pooledJobs = 0;
+
+/** How many jobs ran on the pool so far (for tests and benchmarks). */
+export function pooledJobCount(): number {
+  return pooledJobs;
+}
+let idleTimer: ReturnType<typeof setTimeout> | undefined;
+
+function armIdleTimer(): void {
+  if (idleTimer !== undefined) return;
+  const check = () => {
+    idleTimer = undefined;
+    const idle = performance.now() - lastUsed;
+    if (idle >= POOL_IDLE_MS) retirePool();
+    else armTimer(POOL_IDLE_MS - idle, check);
+  };
+  armTimer(POOL_IDLE_MS, check);
+}
+
+function armTimer(ms: number, callback: () => void): void {
+  const timer = setTimeout(callback, Math.max(1, Math.ceil(ms)));
+  // An unref'd timer does not keep the process alive by itself.
+  Deno.unrefTimer(timer);
+  idleTimer = timer;
+}
+
+/** Terminates the workers now (the next large call starts new ones). */
+export function retirePool(): void {
+  pool?.terminate();
+  pool = undefined;
+  if (idleTimer !== undefined) clearTimeout(idleTimer);
+  idleTimer = undefined;
+}
+
+/**
+ * The pool with `workers` workers if it is ready; otherwise starts it (once) and returns
+ * undefined, so the caller runs alone this time.
+ */
+export function readyPool(workers: number): WorkerPool | undefined {
+  if (pool && pool.workers.length !== workers) retirePool();
+  pool ??= new WorkerPool(workers);
+  lastUsed = performance.now();
+  armIdleTimer();
+  return pool.ready ? pool : undefined;
+}
+
+/** Starts `workers` workers (if not running) and resolves when they are ready. */
+export function startPool(workers: number): Promise<void> {
+  if (pool && pool.workers.length !== workers) retirePool();
+  pool ??= new WorkerPool(workers);
+  lastUsed = performance.now();
+  armIdleTimer();
+  return pool.whenReady();
+}
+
+/** Whether a pool of exactly `workers` workers is running and ready. */
+export function poolReady(workers: number): boolean {
+  return pool !== undefined && pool.workers.length === workers && pool.ready;
+}
+
+/**
+ * Runs `stages` on the calling thread alone: each stage over all its items, then
+ * `between[i]` (which may fill the next stage's constants).
+ */
+export function runInline(
+  stages: readonly Stage[],
+  between: readonly ((() => void) | undefined)[],
+) {
+  for (let i = 0; i < stages.length; i++) {
+    runStage(stages[i], 0, stages[i].items, callerScratch);
+    between[i]?.();
+  }
+}
+
+/**
+ * Runs `stages` over the calling thread and every worker of `ready` (share 0 here), with
+ * `between[i]` run here after every thread finished stage i. Every typed array in the
+ * stages must be backed by a SharedArrayBuffer. Throws the first failure of any thread.
+ */
+export function runPooled(
+  ready: WorkerPool,
+  stages: readonly Stage[],
+  between: readonly ((() => void) | undefined)[],
+): void {
+  if (stages.length > MAX_STAGES) throw new RangeError(`at most ${MAX_STAGES} stages per job`);
+  const { control, workers } = ready;
+  const parts = workers.length + 1;
+  pooledJobs++;
+  Atomics.store(control, CONTROL_FAILED, 0);
+  Atomics.store(control, CONTROL_ERROR_LENGTH, 0);
+  for (let i = 0; i < stages.length; i++) {
+    Atomics.store(control, CONTROL_ARRIVE + i, 0);
+    Atomics.store(control, CONTROL_RELEASE + i, 0);
+  }
+  for (let w = 0; w < workers.length; w++) {
+    const job: WorkerMessage = { stages, part: w + 1, parts };
+    workers[w].postMessage(job);
+  }
+  for (let i = 0; i < stages.length; i++) {
+    try {
+      if (Atomics.load(control, CONTROL_FAILED) === 0) {
+        const stage = stages[i];
+        runStage(stage, 0, shareStart(stage.items, 1, parts), callerScratch);
+      }
+      waitAtLeast(control, CONTROL_ARRIVE + i, workers.length);
+      if (Atomics.load(control, CONTROL_FAILED) === 0) between[i]?.();
+    } catch (error) {
+      recordFailure(control, error);
+    } finally {
+      // Always let the workers through, even after a failure, so none is left waiting.
+      if (i < stages.length - 1) signal(control, CONTROL_RELEASE + i);
+    }
+  }
+  lastUsed = performance.now();
+  if (Atomics.load(control, CONTROL_FAILED) !== 0) {
+    const length = Atomics.load(control, CONTROL_ERROR_LENGTH);
+    const bytes = new Uint8Array(control.buffer, CONTROL_ERROR_BYTES, length).slice();
+    throw new Error(`CPU worker pool: ${new TextDecoder().decode(bytes)}`);
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * The body of a pool worker: it receives the control buffer once, counts itself ready, and
+ * then runs its share of each job it is sent.
+ *
+ * Worker-safe: serialised into the worker script (see worker_source.ts).
+ *
+ * @module
+ */
+
+import { createThreadScratch } from "../fast/kernels/codecs.ts";
+import { CONTROL_READY, type JobShare, runShare, signal } from "./sync.ts";
+
+/** The messages a worker receives: the control buffer first, then jobs. */
+export type WorkerMessage = { readonly control: SharedArrayBuffer } | JobShare;
+
+/** The global scope of a worker, as far as this module needs it. */
+interface WorkerScope {
+  onmessage: ((event: MessageEvent<WorkerMessage>) => void) | null;
+}
+
+/** Installs the worker's message handler (called once at the top of the worker script). */
+export function workerMain(): void {
+  const scratch = createThreadScratch();
+  let control: Int32Array | undefined;
+  const scope = globalThis as unknown as WorkerScope;
+  scope.onmessage = (event) => {
+    const message = event.data;
+    if ("control" in message) {
+      control = new Int32Array(message.control);
+      signal(control, CONTROL_READY);
+      return;
+    }
+    if (control) runShare(message, control, scratch);
+  };
+}
