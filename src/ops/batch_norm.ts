@@ -163,7 +163,7 @@ export function batchNorm(args: BatchNormArgs): BatchNormResult {
   const v = memo.get(keys) ?? memo.set(keys, validate(a));
   const { device, plan, tensors: t } = v;
   const C = plan.geometry.channels;
-  const output = t.output ?? Tensor.zeros(t.input.shape, t.input.dtype, device);
+  const output = t.output ?? Tensor.zerosLike(t.input, t.input.dtype, device);
   // Training: float32 [C] (as torch_npu allocates them). Evaluation: not outputs; what the
   // caller gave, else empty tensors.
   const save = (given: Tensor | undefined) =>

@@ -182,7 +182,7 @@ export function batchNormBackward(args: BatchNormBackwardArgs): BatchNormBackwar
   const { device, plan, tensors: t } = v;
   const [wantInput, wantWeight, wantBias] = plan.mask;
   const gradInput = wantInput
-    ? t.gradInput ?? Tensor.zeros(t.input.shape, t.input.dtype, device)
+    ? t.gradInput ?? Tensor.zerosLike(t.input, t.input.dtype, device)
     : undefined;
   const gradWeight = wantWeight
     ? t.gradWeight ?? Tensor.zeros([v.channels], v.gradDType, device)

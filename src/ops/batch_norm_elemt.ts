@@ -105,7 +105,7 @@ export function batchNormElemt(args: BatchNormElemtArgs): Tensor {
   const keys = [a.input, a.weight, a.bias, a.mean, a.invstd, a.eps, a.out?.output];
   const v = memo.get(keys) ?? memo.set(keys, validate(a));
   const { device, plan, tensors: t } = v;
-  const output = t.output ?? Tensor.zeros(t.input.shape, t.input.dtype, device);
+  const output = t.output ?? Tensor.zerosLike(t.input, t.input.dtype, device);
   v.backend.batchNormElemt(plan, { ...t, output });
   return output;
 }

@@ -125,7 +125,7 @@ export function batchNormElemtBackward(args: BatchNormElemtBackwardArgs): Tensor
   ];
   const v = memo.get(keys) ?? memo.set(keys, validate(a));
   const { device, plan, tensors: t } = v;
-  const gradInput = t.gradInput ?? Tensor.zeros(t.input.shape, t.input.dtype, device);
+  const gradInput = t.gradInput ?? Tensor.zerosLike(t.input, t.input.dtype, device);
   v.backend.batchNormElemtBackward(plan, { ...t, gradInput });
   return gradInput;
 }

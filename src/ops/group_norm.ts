@@ -146,7 +146,7 @@ export function groupNorm(args: GroupNormArgs): GroupNormResult {
   const v = memo.get(keys) ?? memo.set(keys, validate(a));
   const { device, plan, tensors: t } = v;
   const { input } = t;
-  const output = t.output ?? Tensor.zeros(input.shape, input.dtype, device);
+  const output = t.output ?? Tensor.zerosLike(input, input.dtype, device);
   const mean = t.mean ?? Tensor.zeros([plan.N, plan.group], input.dtype, device);
   const rstd = t.rstd ?? Tensor.zeros([plan.N, plan.group], input.dtype, device);
   v.backend.groupNorm(plan, { ...t, output, mean, rstd });

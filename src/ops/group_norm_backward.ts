@@ -205,7 +205,7 @@ export function groupNormBackward(args: GroupNormBackwardArgs): GroupNormBackwar
   const v = memo.get(keys) ?? memo.set(keys, validate(a));
   const { device, plan, tensors: t } = v;
   const gradInput = plan.mask[0]
-    ? t.gradInput ?? Tensor.zeros(t.input.shape, t.gradOut.dtype, device)
+    ? t.gradInput ?? Tensor.zerosLike(t.input, t.gradOut.dtype, device)
     : undefined;
   const gradGamma = plan.mask[1]
     ? t.gradGamma ?? Tensor.zeros(v.perChannelShape, t.mean.dtype, device)

@@ -63,6 +63,23 @@ export function isDenseLayout(shape: readonly number[], strides: readonly number
 }
 
 /**
+ * Compact strides for a new tensor of `shape` whose dimensions are laid out in the same order
+ * as `strides` orders them (largest stride outermost; ties keep the dimension order). A
+ * contiguous layout gives contiguous strides and a channels-last one channels-last strides:
+ * what PyTorch's `empty_like` (preserve_format) gives, so outputs keep their inputs' layout.
+ */
+export function stridesLike(shape: readonly number[], strides: readonly number[]): number[] {
+  const order = shape.map((_, i) => i).sort((a, b) => strides[b] - strides[a] || a - b);
+  const out = new Array<number>(shape.length);
+  let step = 1;
+  for (let k = order.length - 1; k >= 0; k--) {
+    out[order[k]] = step;
+    step *= Math.max(shape[order[k]], 1);
+  }
+  return out;
+}
+
+/**
  * Strides for viewing (shape, strides) as `newShape` without copying, or undefined when
  * the memory layout does not allow it (PyTorch's `view` rule).
  */

@@ -24,6 +24,7 @@ import {
   numel,
   reshapeStrides,
   shapeProblem,
+  stridesLike,
   viewSpan,
 } from "./layout.ts";
 import { Random } from "./random.ts";
@@ -203,6 +204,29 @@ export class Tensor {
     const storage = device.allocate(numel(s) * dtypeByteSize(dtype));
     device.fill(storage, 0);
     return new Tensor(storage, dtype, s);
+  }
+
+  /**
+   * A zero-filled tensor with the shape of `like` and its memory layout (a channels-last
+   * tensor gives a channels-last one, as PyTorch's `zeros_like`), in `dtype` (default
+   * `like`'s) on `device` (default `like`'s).
+   *
+   * @example
+   * ```ts
+   * import { Tensor } from "@aclnn/norm";
+   * const x = Tensor.zeros([2, 3, 4, 5]).permute([0, 2, 3, 1]).permute([0, 3, 1, 2]);
+   * console.log(Tensor.zerosLike(x).strides); // [60, 1, 15, 3]: channels-last, like x
+   * ```
+   */
+  static zerosLike(like: Tensor, dtype: DType = like.dtype, device: Device = like.device): Tensor {
+    const strides = stridesLike(like.shape, like.strides);
+    const n = numel(like.shape);
+    if (device === "cpu") {
+      return new Tensor(allocateHostData(dtype, n), dtype, like.shape, strides);
+    }
+    const storage = device.allocate(n * dtypeByteSize(dtype));
+    device.fill(storage, 0);
+    return new Tensor(storage, dtype, like.shape, strides);
   }
 
   /** A tensor filled with `value` (rounded to `dtype`). */
