@@ -31,8 +31,20 @@ export type {
   SkippedLocation,
 } from "./src/ffi/library.ts";
 export { DeviceBuffer, finalizeAscend } from "./src/ffi/runtime.ts";
+export { openHccl } from "./src/ffi/library.ts";
+export type { HcclLibrary } from "./src/ffi/library.ts";
+export {
+  HCCL_COMM_CONFIG_BYTES,
+  HCCL_ROOT_INFO_BYTES,
+  hcclCommConfig,
+  HcclCommunicator,
+  HcclDataType,
+  HcclReduceOp,
+  hcclRootInfo,
+} from "./src/ffi/hccl.ts";
+export type { HcclCommunicatorOptions, HcclReduction } from "./src/ffi/hccl.ts";
 export type { AllocatorStats } from "./src/ffi/allocator.ts";
-export { ACL_STATUS_NAMES, ACLNN_STATUS_NAMES } from "./src/ffi/errors.ts";
+export { ACL_STATUS_NAMES, ACLNN_STATUS_NAMES, HCCL_STATUS_NAMES } from "./src/ffi/errors.ts";
 export {
   AclDataType,
   AclFormat,
@@ -40,13 +52,19 @@ export {
   AclrtMemMallocPolicy,
 } from "./src/ffi/constants.ts";
 export {
+  hcclSymbols,
   nnopbaseSymbols,
   opapiMathSymbols,
   opapiNnSymbols,
   opapiSymbols,
   runtimeSymbols,
 } from "./src/ffi/symbols.ts";
-export type { NnopbaseSymbols, OpapiSymbols, RuntimeSymbols } from "./src/ffi/symbols.ts";
+export type {
+  HcclSymbols,
+  NnopbaseSymbols,
+  OpapiSymbols,
+  RuntimeSymbols,
+} from "./src/ffi/symbols.ts";
 export {
   batchNormSavesVariance,
   bf16Allowed,

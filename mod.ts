@@ -45,5 +45,12 @@ export type {
 export { cpuThreads, setCpuThreads } from "./src/backends/cpu/threads.ts";
 
 // Errors.
-export { AclError, AclnnError } from "./src/ffi/errors.ts";
-export type { AclnnErrorDetails, InfiniStatus } from "./src/ffi/errors.ts";
+export { AclError, AclnnError, HcclError } from "./src/ffi/errors.ts";
+export type { AclnnErrorDetails, HcclErrorDetails, InfiniStatus } from "./src/ffi/errors.ts";
+
+// SyncBatchNorm across processes and machines, over HCCL.
+export { createHcclProcessGroup } from "./src/distributed/hccl_process_group.ts";
+export type {
+  HcclProcessGroup,
+  HcclProcessGroupOptions,
+} from "./src/distributed/hccl_process_group.ts";

@@ -38,7 +38,49 @@ export const ACL_STATUS_NAMES: Readonly<Record<number, string>> = Object.freeze(
   207004: "ACL_ERROR_RT_NO_DEVICE",
   507000: "ACL_ERROR_RT_INTERNAL_ERROR",
   507015: "ACL_ERROR_RT_AICORE_EXCEPTION",
+  // What aclrtSynchronizeStream returns when an HCCL collective waits past HCCL_EXEC_TIMEOUT
+  // (runtime include/external/acl/error_codes/rt_error_codes.h).
+  507048: "ACL_ERROR_RT_FFTS_PLUS_TIMEOUT",
 });
+
+/** `HcclResult` codes and their names (hcomm include/hccl/hccl_types.h). */
+export const HCCL_STATUS_NAMES: Readonly<Record<number, string>> = Object.freeze({
+  0: "HCCL_SUCCESS",
+  1: "HCCL_E_PARA",
+  2: "HCCL_E_PTR",
+  3: "HCCL_E_MEMORY",
+  4: "HCCL_E_INTERNAL",
+  5: "HCCL_E_NOT_SUPPORT",
+  6: "HCCL_E_NOT_FOUND",
+  7: "HCCL_E_UNAVAIL",
+  8: "HCCL_E_SYSCALL",
+  9: "HCCL_E_TIMEOUT",
+  10: "HCCL_E_OPEN_FILE_FAILURE",
+  11: "HCCL_E_TCP_CONNECT",
+  12: "HCCL_E_ROCE_CONNECT",
+  13: "HCCL_E_TCP_TRANSFER",
+  14: "HCCL_E_ROCE_TRANSFER",
+  15: "HCCL_E_RUNTIME",
+  16: "HCCL_E_DRV",
+  17: "HCCL_E_PROFILING",
+  18: "HCCL_E_CCE",
+  19: "HCCL_E_NETWORK",
+  20: "HCCL_E_AGAIN",
+  21: "HCCL_E_REMOTE",
+  22: "HCCL_E_SUSPENDING",
+  23: "HCCL_E_OPRETRY_FAIL",
+  24: "HCCL_E_OOM",
+  1041: "HCCL_E_IN_STATUS",
+});
+
+/** HCCL_E_PARA: an argument is wrong (rank, world size, ...). */
+export const HCCL_E_PARA = 1;
+/** HCCL_E_TIMEOUT: a peer did not come in time. */
+export const HCCL_E_TIMEOUT = 9;
+/** HCCL_E_TCP_CONNECT: the connection to the root could not be made. */
+export const HCCL_E_TCP_CONNECT = 11;
+/** HCCL_E_TCP_TRANSFER: a connection broke while exchanging data. */
+export const HCCL_E_TCP_TRANSFER = 13;
 
 /** ACLNN_ERR_PARAM_NULLPTR: a required tensor is missing. */
 export const ACLNN_ERR_PARAM_NULLPTR = 161001;
@@ -149,6 +191,52 @@ export class AclError extends Error {
     this.name = "AclError";
     this.code = code;
     this.codeName = codeName;
+    this.nativeMessage = details.nativeMessage;
+  }
+}
+
+/** Extra details of an {@linkcode HcclError}. */
+export interface HcclErrorDetails {
+  /** HcclGetErrorString's text for the code, when the library gave one. */
+  text?: string;
+  /** aclGetRecentErrMsg text read right after the failing call. */
+  nativeMessage?: string;
+  /** The underlying error, if any. */
+  cause?: unknown;
+}
+
+/**
+ * An HCCL error (communicator set-up, collectives, the rendezvous that exchanges HCCL's root
+ * info): `code` is the `HcclResult` (e.g. 9 HCCL_E_TIMEOUT), `codeName` its name and `text`
+ * HCCL's own description of the code (HcclGetErrorString). The rendezvous uses the codes HCCL
+ * uses for the same failures: 1 for a wrong rank or world size, 9 for a peer that never came,
+ * 11 when the root cannot be reached and 13 when a connection breaks.
+ *
+ * @example
+ * ```ts
+ * import { HcclError } from "@aclnn/norm";
+ * const e = new HcclError(9, "rendezvous: rank 1 never joined");
+ * console.log(e.codeName, e.message); // HCCL_E_TIMEOUT rendezvous: rank 1 never joined [HCCL_E_TIMEOUT 9]
+ * ```
+ */
+export class HcclError extends Error {
+  /** The HcclResult code. */
+  readonly code: number;
+  /** The code's name, e.g. `HCCL_E_TIMEOUT`. */
+  readonly codeName: string;
+  /** HcclGetErrorString's text for the code, when known. */
+  readonly text: string | undefined;
+  /** aclGetRecentErrMsg text, when the native library gave one. */
+  readonly nativeMessage: string | undefined;
+
+  /** Creates an error with an HcclResult code. */
+  constructor(code: number, message: string, details: HcclErrorDetails = {}) {
+    const codeName = HCCL_STATUS_NAMES[code] ?? "HCCL_UNKNOWN_STATUS";
+    super(`${message} [${codeName} ${code}]`, { cause: details.cause });
+    this.name = "HcclError";
+    this.code = code;
+    this.codeName = codeName;
+    this.text = details.text;
     this.nativeMessage = details.nativeMessage;
   }
 }

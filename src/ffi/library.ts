@@ -35,6 +35,8 @@
 import { type ElfDynamicInfo, fileSource, inspectElf } from "./elf.ts";
 import { AclError } from "./errors.ts";
 import {
+  type HcclSymbols,
+  hcclSymbols,
   type NnopbaseSymbols,
   nnopbaseSymbols,
   opapiMathSymbols,
@@ -73,6 +75,7 @@ export type LibraryRole =
   | "opapi_nn"
   | "opapi_math"
   | "opapi"
+  | "hccl"
   | "dependency";
 
 /** One dlopen attempt. */
@@ -629,4 +632,68 @@ export function describeLibraries(options: LibraryOptions = {}): DiscoveryReport
       error,
     };
   }
+}
+
+const HCCL_FILE = "libhccl.so";
+
+/** HCCL opened beside a set of CANN libraries (see {@linkcode openHccl}). */
+export interface HcclLibrary {
+  /** The file that was opened. */
+  readonly path: string;
+  /** The HCCL symbol table (optional symbols are null when this release lacks them). */
+  readonly symbols: Deno.DynamicLibrary<HcclSymbols>["symbols"];
+  /** Optional symbols this release does not export. */
+  readonly missingOptional: readonly string[];
+}
+
+/** HCCL by the directory of the CANN set it was opened beside. */
+const hcclCache = new Map<string, HcclLibrary>();
+
+/**
+ * Opens `libhccl.so` from the directory of an opened CANN set (HCCL ships in the same
+ * `lib64`), after the libraries it needs from that directory (on CANN releases that split
+ * HCCL, `libhcomm.so`, which defines the communicator calls): the same rules as the rest of
+ * discovery, and never another directory. Throws an {@linkcode AclError} (code 0) that names
+ * the file and its problem.
+ *
+ * @example
+ * ```ts
+ * import { openCannLibraries, openHccl } from "@aclnn/norm/ascend";
+ * try {
+ *   const hccl = openHccl(openCannLibraries());
+ *   console.log(hccl.path, hccl.missingOptional);
+ * } catch (e) {
+ *   console.log((e as Error).message.split("\n")[0]); // no CANN (or no HCCL) here
+ * }
+ * ```
+ */
+export function openHccl(libs: CannLibraries): HcclLibrary {
+  const key = cacheKey(libs.dir);
+  const cached = hcclCache.get(key);
+  if (cached) return cached;
+  checkFfiPermission();
+  const candidate: Candidate = {
+    source: libs.report.source ?? "loader path",
+    dir: libs.dir,
+    explicit: true,
+  };
+  const walk: Walk = { candidate, attempts: [], dependencies: [], opening: new Set() };
+  const lib = openLibrary(walk, "hccl", HCCL_FILE, hcclSymbols);
+  if (!lib) {
+    const tried = walk.attempts.map((a) => `  ${a.path}: ${a.error ?? "opened"}`).join("\n");
+    throw new AclError(
+      0,
+      `Could not open HCCL (${HCCL_FILE}) beside the CANN libraries in ${
+        libs.dir ?? "the loader path"
+      }:\n${tried}\nHCCL is part of the CANN toolkit; install it with the toolkit that ` +
+        `provides the other libraries.`,
+    );
+  }
+  const opened: HcclLibrary = {
+    path: join(libs.dir, HCCL_FILE),
+    symbols: lib.symbols,
+    missingOptional: missingOptional(lib.symbols as Record<string, unknown>, hcclSymbols),
+  };
+  hcclCache.set(key, opened);
+  return opened;
 }

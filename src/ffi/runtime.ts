@@ -137,6 +137,11 @@ export class DeviceState {
   queuedLaunches = 0;
   /** aclrtGetSocName, read when the device opens (null: not exported by this runtime). */
   socName: string | null = null;
+  /**
+   * Native objects bound to this device that must go before its stream and memory (HCCL
+   * communicators): closed first by AscendDevice.close().
+   */
+  readonly dependents: Set<{ close(): void }> = new Set();
   /** The process-wide record of this open device (see open_devices.ts), null once closed. */
   registration: string | null = null;
   /** The reusable operator workspace. */
@@ -661,6 +666,8 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
     };
     state.calls.retireAll();
     attempt(() => state.synchronize());
+    for (const dependent of [...state.dependents]) attempt(() => dependent.close());
+    state.dependents.clear();
     attempt(() => state.calls.destroyRetired());
     attempt(() => state.workspace?.release());
     state.workspace = null;

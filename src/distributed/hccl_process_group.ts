@@ -1,0 +1,174 @@
+/**
+ * `createHcclProcessGroup`: SyncBatchNorm across processes and machines over HCCL, as
+ * torch.distributed's "hccl" backend gives it to torch_npu users. One process per NPU: each
+ * calls it with its rank, the ranks meet at a TCP rendezvous (rank 0 listens at
+ * `masterAddr:masterPort`) that hands out HCCL's root info, and each joins the HCCL
+ * communicator on its device. The returned collectives run on the device's stream (no host
+ * round trip) and plug into {@linkcode syncBatchNormForward}/{@linkcode syncBatchNormBackward}
+ * as they are.
+ *
+ * @module
+ */
+
+import { HCCL_E_PARA, HcclError } from "../ffi/errors.ts";
+import { HcclCommunicator, hcclRootInfo } from "../ffi/hccl.ts";
+import { AscendDevice } from "../ffi/runtime.ts";
+import type { Tensor } from "../tensor/tensor.ts";
+import { rendezvous } from "./rendezvous.ts";
+
+/** The port PyTorch's launchers use when MASTER_PORT is unset. */
+const DEFAULT_PORT = 29500;
+const DEFAULT_TIMEOUT_MS = 300_000;
+const OP = "createHcclProcessGroup";
+
+/** Options of {@linkcode createHcclProcessGroup}. Unset values come from the environment. */
+export interface HcclProcessGroupOptions {
+  /** This process's NPU (opened with `openAscend`). */
+  device: AscendDevice;
+  /** This process's rank, 0..worldSize-1. Default: `$RANK`. */
+  rank?: number;
+  /** The number of processes. Default: `$WORLD_SIZE`. */
+  worldSize?: number;
+  /** Where rank 0 listens for the rendezvous. Default: `$MASTER_ADDR`, else `127.0.0.1`. */
+  masterAddr?: string;
+  /** The rendezvous port. Default: `$MASTER_PORT`, else 29500. */
+  masterPort?: number;
+  /**
+   * Milliseconds the rendezvous may take, and how long a collective waits for the other ranks
+   * before the stream fails (HCCL's exec timeout, rounded up to whole seconds). Default
+   * 300000 (5 minutes).
+   */
+  timeoutMs?: number;
+}
+
+/** One rank's HCCL process group: the SyncBatchNorm collectives, and `close()`. */
+export interface HcclProcessGroup {
+  /** This process's rank. */
+  readonly rank: number;
+  /** The number of ranks. */
+  readonly worldSize: number;
+  /** The device the collectives run on. */
+  readonly device: AscendDevice;
+  /** All-gather in rank order, `[worldSize, ...shape]`, on the device's stream. */
+  allGather(tensor: Tensor): Tensor;
+  /** Element-wise sum over the ranks, on the device's stream. */
+  allReduce(tensor: Tensor): Tensor;
+  /** Destroys the communicator (after queued collectives finish). Idempotent. */
+  close(): void;
+  /** Same as `close()`, for `using` declarations. */
+  [Symbol.dispose](): void;
+}
+
+function fromEnv(name: string): string | undefined {
+  try {
+    if (Deno.permissions.querySync({ name: "env", variable: name }).state !== "granted") {
+      return undefined;
+    }
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
+}
+
+function integer(name: string, value: number | undefined, env: string): number {
+  if (value !== undefined) return value;
+  const text = fromEnv(env);
+  if (text === undefined) {
+    throw new HcclError(
+      HCCL_E_PARA,
+      `${OP}: ${name} is required: pass { ${name} } or set ${env} (readable with --allow-env)`,
+    );
+  }
+  const parsed = Number(text);
+  if (!Number.isInteger(parsed)) {
+    throw new HcclError(HCCL_E_PARA, `${OP}: ${env}=${text} is not an integer`);
+  }
+  return parsed;
+}
+
+/**
+ * Joins an HCCL process group: meets the other ranks at the rendezvous, then creates this
+ * rank's HCCL communicator on `device`. Every rank calls it with its own rank and the same
+ * world size, address and port (as `torch.distributed.init_process_group("hccl")`).
+ *
+ * Errors are {@linkcode HcclError}s, within `timeoutMs` and on every rank concerned: a wrong
+ * world size or a rank given twice (HCCL_E_PARA), a rank that never comes (HCCL_E_TIMEOUT),
+ * rank 0 unreachable (HCCL_E_TCP_CONNECT); HCCL's own failures carry its code and text. A
+ * rank that dies mid-collective makes the others' next synchronisation (reading a result)
+ * fail with ACL 507048 once the timeout has passed.
+ *
+ * @example
+ * ```ts
+ * import {
+ *   createHcclProcessGroup, openAscend, syncBatchNormForward, Tensor,
+ * } from "@aclnn/norm";
+ * try {
+ *   using npu = openAscend();
+ *   // A world of one (launch W processes with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
+ *   using group = await createHcclProcessGroup({ device: npu, rank: 0, worldSize: 1, masterPort: 29517 });
+ *   const input = Tensor.random([4, 3, 5], { seed: 1, device: npu });
+ *   const { output } = await syncBatchNormForward({ input, allGather: group.allGather });
+ *   console.log(output.shape); // [4, 3, 5]
+ * } catch (e) {
+ *   console.log((e as Error).message.split("\n")[0]); // no CANN or HCCL here
+ * }
+ * ```
+ */
+export async function createHcclProcessGroup(
+  options: HcclProcessGroupOptions,
+): Promise<HcclProcessGroup> {
+  const { device } = options;
+  if (!(device instanceof AscendDevice)) {
+    throw new HcclError(HCCL_E_PARA, `${OP}: device must be an AscendDevice (from openAscend())`);
+  }
+  const rank = integer("rank", options.rank, "RANK");
+  const worldSize = integer("worldSize", options.worldSize, "WORLD_SIZE");
+  if (!(worldSize >= 1)) {
+    throw new HcclError(HCCL_E_PARA, `${OP}: worldSize ${worldSize} must be >= 1`);
+  }
+  if (!(rank >= 0 && rank < worldSize)) {
+    throw new HcclError(HCCL_E_PARA, `${OP}: rank ${rank} must be in 0..${worldSize - 1}`);
+  }
+  const masterAddr = options.masterAddr ?? fromEnv("MASTER_ADDR") ?? "127.0.0.1";
+  const masterPort = options.masterPort ?? masterPortFromEnv();
+  if (!Number.isInteger(masterPort) || masterPort < 1 || masterPort > 65535) {
+    throw new HcclError(HCCL_E_PARA, `${OP}: masterPort ${masterPort} must be in 1..65535`);
+  }
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
+    throw new HcclError(HCCL_E_PARA, `${OP}: timeoutMs ${timeoutMs} must be a number > 0`);
+  }
+  device.synchronize(); // a closed device fails here, before any peer waits for this rank
+
+  const rootInfo = await rendezvous(
+    { rank, worldSize, masterAddr, masterPort, timeoutMs },
+    () => hcclRootInfo(device),
+  );
+  const communicator = HcclCommunicator.create(device, {
+    rank,
+    worldSize,
+    rootInfo,
+    execTimeoutSeconds: Math.max(1, Math.ceil(timeoutMs / 1000)),
+  });
+  const close = () => communicator.destroy();
+  return {
+    rank,
+    worldSize,
+    device,
+    allGather: (tensor: Tensor) => communicator.allGather(tensor),
+    allReduce: (tensor: Tensor) => communicator.allReduce(tensor, "sum"),
+    close,
+    [Symbol.dispose]: close,
+  };
+}
+
+/** `$MASTER_PORT` when set, else PyTorch's customary 29500. */
+function masterPortFromEnv(): number {
+  const text = fromEnv("MASTER_PORT");
+  if (text === undefined) return DEFAULT_PORT;
+  const parsed = Number(text);
+  if (!Number.isInteger(parsed)) {
+    throw new HcclError(HCCL_E_PARA, `${OP}: MASTER_PORT=${text} is not an integer`);
+  }
+  return parsed;
+}
