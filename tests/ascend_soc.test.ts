@@ -1,6 +1,6 @@
 /**
- * The library on every SoC family the software CANN models (ACLSIM_SOC_NAME, one child
- * process per SoC): the CPU backend and the NPU code path return the same values (the
+ * The library on every SoC family the software CANN models (forEachBackend plays each through
+ * ACLSIM_SOC_NAME): the CPU backend and the NPU code path return the same values (the
  * saveInvstd convention converted at the boundary, empty batches, GatherStatsWithCounts with
  * one running statistic), and what a chip refuses is refused up front with 161002 naming the
  * argument and the SoC. Needs the built simulator (`deno task build:sim`).
@@ -9,43 +9,26 @@
  */
 
 import assert from "node:assert/strict";
-import { bf16Allowed, socFamily, type SocOperator } from "../src/backends/ascend/soc.ts";
+import {
+  bf16Allowed,
+  groupNormBackwardLimits,
+  groupNormBackwardMixedPrecision,
+  operatorSupported,
+  socFamily,
+  type SocOperator,
+} from "../src/backends/ascend/soc.ts";
+import { SOC_SCENARIOS } from "./fixtures/soc_scenarios.ts";
 import { assertClose } from "./helpers/assert.ts";
-
-const CHILD = new URL("./fixtures/soc_scenarios_child.ts", import.meta.url).pathname;
-
-type Outcome = { values: number[][] } | { code: number; argument?: string; message: string };
-interface ChildReport {
-  soc: string;
-  results: Record<string, { cpu: Outcome; npu: Outcome }>;
-}
-
-async function runOn(soc: string): Promise<ChildReport> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-ffi", "--allow-env", "--allow-read", CHILD],
-    env: { ACLSIM_SOC_NAME: soc },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const text = new TextDecoder().decode(out.stdout);
-  assert.equal(out.code, 0, text + new TextDecoder().decode(out.stderr));
-  // JSON has no NaN: the child's NaN values arrive as null.
-  return JSON.parse(text.trim().split("\n").at(-1)!, (_, v) => v === null ? NaN : v);
-}
+import { forEachBackend } from "./helpers/backends.ts";
+import { betweenKernels, toleranceFor } from "./helpers/tolerance.ts";
 
 /** Which argument the NPU path must refuse in `scenario` on `soc`, or undefined (it runs). */
 function refusal(soc: string, scenario: string): string | undefined {
   const family = socFamily(soc)!;
-  const supported = (op: SocOperator) =>
-    family.name === "Ascend310B"
-      ? false
-      : family.name === "Ascend310P"
-      ? op === "aclnnBatchNorm" || op === "aclnnGroupNorm"
-      : true;
-  const op = (name: SocOperator) => supported(name) ? undefined : "device";
+  const op = (name: SocOperator) => operatorSupported(name, family) ? undefined : "device";
   const bf16 = (name: SocOperator, argument: string) =>
     op(name) ?? (bf16Allowed(name, family) ? undefined : argument);
-  const regbase = family.npuArch === 3510;
+  const mixed = groupNormBackwardMixedPrecision(family);
   switch (scenario) {
     case "batchNorm bf16":
       return bf16("aclnnBatchNorm", "input");
@@ -54,9 +37,10 @@ function refusal(soc: string, scenario: string): string | undefined {
     case "batchNormElemt bf16":
       return bf16("aclnnBatchNormElemt", "input");
     case "groupNormBackward mixed fp16/fp32":
-      return op("aclnnGroupNormBackward") ?? (regbase ? undefined : "mean");
+      return op("aclnnGroupNormBackward") ?? (mixed ? undefined : "mean");
     case "groupNormBackward C/group > 8000":
-      return op("aclnnGroupNormBackward") ?? (family.npuArch === 2201 ? "group" : undefined);
+      return op("aclnnGroupNormBackward") ??
+        (groupNormBackwardLimits(family) ? "group" : undefined);
     case "batchNorm -> batchNormBackward":
     case "batchNormBackward without saveInvstd":
     case "empty batch: batchNormBackward":
@@ -88,38 +72,42 @@ const SOCS = [
   "Ascend350_354f",
 ];
 
-for (const soc of SOCS) {
-  Deno.test(`soc ${soc}: the NPU path equals the CPU backend or refuses as the chip does`, async () => {
-    const report = await runOn(soc);
-    assert.equal(report.soc, soc);
-    for (const [scenario, { cpu, npu }] of Object.entries(report.results)) {
-      assert.ok("values" in cpu, `${scenario}: the CPU backend failed: ${JSON.stringify(cpu)}`);
-      const refused = refusal(soc, scenario);
-      if (refused !== undefined) {
-        assert.ok(!("values" in npu), `${scenario} on ${soc}: expected a refusal of ${refused}`);
-        assert.equal(npu.code, 161002, `${scenario}: ${npu.message}`);
-        assert.equal(npu.argument, refused, `${scenario}: ${npu.message}`);
-        assert.ok(
-          npu.message.includes(soc),
-          `${scenario}: the message names the SoC: ${npu.message}`,
-        );
-        continue;
-      }
-      assert.ok("values" in npu, `${scenario} on ${soc}: ${JSON.stringify(npu)}`);
-      const tolerance = /bf16/.test(scenario)
-        ? { rtol: 1.6e-2, atol: 1.6e-2 }
-        : /fp16/.test(scenario)
-        ? { rtol: 2e-3, atol: 2e-3 }
-        : { rtol: 2e-5, atol: 2e-5 };
-      assert.equal(npu.values.length, cpu.values.length);
-      npu.values.forEach((v, i) => assertClose(v, cpu.values[i], tolerance, `${scenario} #${i}`));
+forEachBackend("soc: the NPU path equals the CPU backend or refuses as the chip does", (ctx) => {
+  const soc = ctx.socName!;
+  for (const [scenario, run] of Object.entries(SOC_SCENARIOS)) {
+    const cpu = run("cpu");
+    const npu = run(ctx.device);
+    assert.ok("values" in cpu, `${scenario}: the CPU backend failed: ${JSON.stringify(cpu)}`);
+    const refused = refusal(soc, scenario);
+    if (refused !== undefined) {
+      assert.ok(!("values" in npu), `${scenario} on ${soc}: expected a refusal of ${refused}`);
+      assert.equal(npu.code, 161002, `${scenario}: ${npu.message}`);
+      assert.equal(npu.argument, refused, `${scenario}: ${npu.message}`);
+      assert.ok(
+        npu.message.includes(soc),
+        `${scenario}: the message names the SoC: ${npu.message}`,
+      );
+      continue;
     }
-  });
-}
+    assert.ok("values" in npu, `${scenario} on ${soc}: ${JSON.stringify(npu)}`);
+    // Two kernels (the NPU path's and the CPU backend's), each within its table entry.
+    const dtype = /bf16/.test(scenario)
+      ? "bfloat16"
+      : /fp16/.test(scenario)
+      ? "float16"
+      : "float32";
+    const tolerance = betweenKernels(toleranceFor(dtype));
+    assert.equal(npu.values.length, cpu.values.length);
+    npu.values.forEach((v, i) => assertClose(v, cpu.values[i], tolerance, `${scenario} #${i}`));
+  }
+}, { cpu: false, socs: SOCS });
 
-Deno.test("soc: empty batches give the documented values on the CPU backend", async () => {
-  const { results } = await runOn("Ascend950PR_9599");
-  const cpu = (name: string) => (results[name].cpu as { values: number[][] }).values;
+Deno.test("soc: empty batches give the documented values on the CPU backend", () => {
+  const cpu = (name: string) => {
+    const outcome = SOC_SCENARIOS[name]("cpu");
+    assert.ok("values" in outcome, `${name}: ${JSON.stringify(outcome)}`);
+    return outcome.values;
+  };
   assert.deepEqual(cpu("empty batch: batchNorm training").slice(0, 2), [[0, 0, 0], [
     NaN,
     NaN,

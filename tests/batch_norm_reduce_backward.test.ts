@@ -5,41 +5,19 @@ import {
 } from "../src/ops/batch_norm_reduce_backward.ts";
 import type { DType } from "../src/tensor/dtype.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
-import { assertAclnnError, assertClose, toleranceFor } from "./helpers/assert.ts";
-import { batchNormForward64, dot, numericalGradient } from "./helpers/reference.ts";
+import { assertAclnnError, assertClose } from "./helpers/assert.ts";
+import { EXACT, ROUNDING_ONLY, toleranceFor } from "./helpers/tolerance.ts";
+import {
+  batchNormForward64,
+  batchNormReduceBackward64,
+  dot,
+  numericalGradient,
+  type ReduceBackward64,
+} from "./oracle/mod.ts";
 
 const NULLPTR = 161001;
 const INVALID = 161002;
 const EPS = 1e-5;
-
-/**
- * Float64 reference from the seed's formulas, over logical row-major (N, C, *) data:
- * sumDy_c = sum(dy), sumDyXmu_c = sum(dy * (x - mean_c)), gradWeight = sumDyXmu * invstd,
- * gradBias = sumDy.
- */
-function reference(
-  shape: readonly number[],
-  dy: Float64Array,
-  x: Float64Array,
-  mean: Float64Array,
-  invstd: Float64Array,
-) {
-  const C = shape[1];
-  const inner = shape.slice(2).reduce((a, b) => a * b, 1);
-  const sumDy = new Float64Array(C);
-  const sumDyXmu = new Float64Array(C);
-  for (let i = 0; i < dy.length; i++) {
-    const c = Math.floor(i / inner) % C;
-    sumDy[c] += dy[i];
-    sumDyXmu[c] += dy[i] * (x[i] - mean[c]);
-  }
-  return {
-    sumDy,
-    sumDyXmu,
-    gradWeight: sumDyXmu.map((v, c) => v * invstd[c]),
-    gradBias: sumDy.slice(),
-  };
-}
 
 function rnd(shape: number[], seed: number, dtype: DType = "float32", low = -1, high = 1) {
   return Tensor.random(shape, { seed, dtype, low, high });
@@ -57,10 +35,10 @@ function problem(shape: number[], dtype: DType = "float32", statsDType: DType = 
 }
 
 function referenceOf(a: ReturnType<typeof problem>) {
-  return reference(
-    a.input.shape,
+  return batchNormReduceBackward64(
     a.gradOut.toFloat64Array(),
     a.input.toFloat64Array(),
+    a.input.shape,
     a.mean.toFloat64Array(),
     a.invstd.toFloat64Array(),
   );
@@ -68,7 +46,7 @@ function referenceOf(a: ReturnType<typeof problem>) {
 
 function assertMatches(
   r: ReturnType<typeof batchNormReduceBackward>,
-  ref: ReturnType<typeof reference>,
+  ref: ReduceBackward64,
   dtype: DType,
   what = "",
 ) {
@@ -105,10 +83,10 @@ Deno.test("batchNormReduceBackward: the CANN doc example", () => {
   // (1,1) (2,3) (2,5) (3,7).
   // sumDy:    1+1+2+3 = 7,                 1+2+2+3 = 8
   // sumDyXmu: 1*-1 + 1*1 + 2*3 + 3*5 = 21, 1*0 + 2*2 + 2*4 + 3*6 = 30
-  assertClose(r.sumDy!, [7, 8], { rtol: 0, atol: 0 });
-  assertClose(r.sumDyXmu!, [21, 30], { rtol: 0, atol: 0 });
-  assertClose(r.gradWeight!, [21 * 1, 30 * 1], { rtol: 0, atol: 0 }); // sumDyXmu * invstd
-  assertClose(r.gradBias!, [7, 8], { rtol: 0, atol: 0 }); // sumDy
+  assertClose(r.sumDy!, [7, 8], EXACT);
+  assertClose(r.sumDyXmu!, [21, 30], EXACT);
+  assertClose(r.gradWeight!, [21 * 1, 30 * 1], EXACT); // sumDyXmu * invstd
+  assertClose(r.gradBias!, [7, 8], EXACT); // sumDy
   for (const name of OUTPUTS) {
     assert.deepEqual(r[name]!.shape, [2]);
     assert.equal(r[name]!.dtype, "float32");
@@ -353,7 +331,8 @@ Deno.test("batchNormReduceBackward: float32 matches the float64 formulas and fin
     dot(dy, batchNormForward64(x, shape, wv, bv, EPS, stats).y);
   const dw = numericalGradient((v) => loss(v, b), w.slice());
   const db = numericalGradient((v) => loss(w, v), b.slice());
-  const tol = { rtol: 1e-5, atol: 1e-5 };
+  // The float32 outputs vs exact derivatives: the outputs' rounding alone.
+  const tol = ROUNDING_ONLY.float32;
   assertClose(r.gradWeight!, dw, tol, "gradWeight vs FD");
   assertClose(r.gradBias!, db, tol, "gradBias vs FD");
   // sumDy is dL/db and sumDyXmu is dL/dw / invstd.
@@ -367,8 +346,8 @@ Deno.test("batchNormReduceBackward: weight's values are unused; its absence chan
   const r2 = batchNormReduceBackward({ ...a, weight: Tensor.full([3], 123) });
   const r3 = batchNormReduceBackward({ ...a, weight: undefined });
   for (const name of OUTPUTS) {
-    assertClose(r2[name]!, r1[name]!, { rtol: 0, atol: 0 });
-    assertClose(r3[name]!, r1[name]!, { rtol: 0, atol: 0 });
+    assertClose(r2[name]!, r1[name]!, EXACT);
+    assertClose(r3[name]!, r1[name]!, EXACT);
   }
 });
 
@@ -445,7 +424,7 @@ Deno.test("batchNormReduceBackward: empty batch (N = 0) gives zeros", () => {
     invstd: Tensor.ones([3]),
     out,
   });
-  for (const name of OUTPUTS) assertClose(r[name]!, [0, 0, 0], { rtol: 0, atol: 0 }, name);
+  for (const name of OUTPUTS) assertClose(r[name]!, [0, 0, 0], EXACT, name);
   assert.equal(r.sumDy, out.sumDy);
   // Spatial size 0 as well.
   const s = batchNormReduceBackward({
@@ -454,7 +433,7 @@ Deno.test("batchNormReduceBackward: empty batch (N = 0) gives zeros", () => {
     mean: Tensor.ones([3]),
     invstd: Tensor.ones([3]),
   });
-  assertClose(s.sumDyXmu!, [0, 0, 0], { rtol: 0, atol: 0 });
+  assertClose(s.sumDyXmu!, [0, 0, 0], EXACT);
 });
 
 Deno.test("batchNormReduceBackward: large |mean| stays accurate (two-pass sum)", () => {
@@ -468,8 +447,8 @@ Deno.test("batchNormReduceBackward: large |mean| stays accurate (two-pass sum)",
   const r = batchNormReduceBackward({ gradOut, input, mean, invstd: Tensor.ones([C]) });
   const x = input.toFloat64Array();
   const dy = gradOut.toFloat64Array();
-  const ref = reference([N, C], dy, x, mean.toFloat64Array(), new Float64Array([1, 1]));
-  assertClose(r.sumDyXmu!, ref.sumDyXmu, { rtol: 1e-6, atol: 1e-6 });
+  const ref = batchNormReduceBackward64(dy, x, [N, C], mean.toFloat64Array(), [1, 1]);
+  assertClose(r.sumDyXmu!, ref.sumDyXmu, ROUNDING_ONLY.float32);
   // The one-pass form CANN uses, sum(dy * x) - mean * sum(dy), accumulated in float32, is far
   // off on the same data: the test above is meaningful.
   const f = Math.fround;

@@ -14,7 +14,9 @@ import { syncBatchNormForward } from "../src/ops/sync_batch_norm.ts";
 import type { Device } from "../src/tensor/device.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
 import { assertClose } from "./helpers/assert.ts";
-import { liveDelta, openSim, SIM_DIR, simStats } from "./helpers/ffi_sim.ts";
+import { forEachBackend } from "./helpers/backends.ts";
+import { openSim, SIM_DIR } from "./helpers/ffi_sim.ts";
+import { batchNorm64, batchNormStats64 } from "./oracle/mod.ts";
 
 function concat(parts: Tensor[]): Float64Array {
   const arrays = parts.map((t) => t.toFloat64Array());
@@ -44,26 +46,35 @@ async function hundredRanks(device: Device): Promise<void> {
       allGather: g.allGather,
     })
   ));
-  // One by one: the same normalisation of the whole batch in a single call.
-  const whole = batchNorm({ input: x, weight, bias, training: true, eps: 1e-5 });
-  assertClose(concat(ranks.map((r) => r.output)), whole.output, { rtol: 1e-5, atol: 1e-5 });
+  // One by one: the same normalisation of the whole batch (the oracle, and one batchNorm call).
+  const whole = batchNorm64({
+    x: x.toFloat64Array(),
+    shape: x.shape,
+    weight: weight.toFloat64Array(),
+    bias: bias.toFloat64Array(),
+    training: true,
+    momentum: 0.1,
+    eps: 1e-5,
+  });
+  assertClose(concat(ranks.map((r) => r.output)), whole.output, undefined, "output");
   for (const r of ranks) {
-    assertClose(r.mean, whole.saveMean, { rtol: 1e-6, atol: 1e-6 });
-    assertClose(r.invstd, whole.saveInvstd, { rtol: 1e-5, atol: 1e-6 });
+    assertClose(r.mean, whole.saveMean, undefined, "mean");
+    assertClose(r.invstd, whole.saveInvstd, undefined, "invstd");
   }
+  const one = batchNorm({
+    input: x.to(device),
+    weight: weight.to(device),
+    bias: bias.to(device),
+    training: true,
+    eps: 1e-5,
+  });
+  assertClose(one.output, whole.output, undefined, "one whole-batch call");
 }
 
-Deno.test("concurrency: 100 SyncBatchNorm ranks in flight equal one whole-batch call [cpu]", () =>
-  hundredRanks("cpu"));
-
-Deno.test("concurrency: 100 SyncBatchNorm ranks in flight equal one whole-batch call [sim]", async () => {
-  const before = simStats();
-  {
-    using npu = openSim();
-    await hundredRanks(npu);
-  }
-  assert.deepEqual(liveDelta(before, simStats()), {}, "nothing left live on the simulator");
-});
+forEachBackend(
+  "concurrency: 100 SyncBatchNorm ranks in flight equal one whole-batch call",
+  ({ device }) => hundredRanks(device),
+);
 
 Deno.test("concurrency: operators queued on one stream before any result is read", () => {
   using npu = openSim();
@@ -74,9 +85,9 @@ Deno.test("concurrency: operators queued on one stream before any result is read
   // 100 launches queued (nothing downloaded in between), then every result read.
   const results = inputs.map((input) => batchNormStats({ input, eps: 1e-5 }));
   results.forEach((r, i) => {
-    const one = batchNormStats({ input: inputs[i].to("cpu"), eps: 1e-5 });
-    assertClose(r.mean, one.mean, { rtol: 1e-6, atol: 1e-6 });
-    assertClose(r.invstd, one.invstd, { rtol: 1e-5, atol: 1e-6 });
+    const one = batchNormStats64(inputs[i].toFloat64Array(), [2, 3, 16], 1e-5);
+    assertClose(r.mean, one.mean, undefined, `launch ${i} mean`);
+    assertClose(r.invstd, one.invstd, undefined, `launch ${i} invstd`);
   });
 });
 
@@ -91,14 +102,15 @@ Deno.test("concurrency: two Workers each open a device; finalizeAscend waits for
   assert.equal(child.code, 0, stderr);
   const report = JSON.parse(new TextDecoder().decode(child.stdout).trim().split("\n").at(-1)!);
   assert.deepEqual(report.open.map((a: { value: string }) => a.value), ["npu:0", "npu:1"]);
-  // Every run of either Worker equals the CPU backend on the same seeded input.
+  // Every run of either Worker equals the oracle on the same seeded input.
   for (let i = 0; i < report.runs.length; i++) {
     const answer = report.runs[i];
     assert.ok(answer.ok, answer.message);
     const seed = Math.floor(i / 2);
-    const cpu = batchNormStats({ input: Tensor.random([4, 3, 64], { seed }), eps: 1e-5 });
-    assertClose(answer.value.mean, cpu.mean, { rtol: 1e-6, atol: 1e-6 });
-    assertClose(answer.value.invstd, cpu.invstd, { rtol: 1e-5, atol: 1e-6 });
+    const x = Tensor.random([4, 3, 64], { seed }).toFloat64Array();
+    const e = batchNormStats64(x, [4, 3, 64], 1e-5);
+    assertClose(answer.value.mean, e.mean, undefined, `run ${i} mean`);
+    assertClose(answer.value.invstd, e.invstd, undefined, `run ${i} invstd`);
   }
   // Worker A's devices are closed, Worker B's is not: ACL is process-wide, so A may not finalise.
   const refused = report.finalizeWhileBOpen;

@@ -1,6 +1,7 @@
 /**
- * The two-phase call through the software CANN: batchNormReduceBackward on the NPU equals the
- * CPU backend (contiguous, non-contiguous, channels-last, mixed dtypes, masks), native
+ * The two-phase call through the software CANN: batchNormReduceBackward on every backend
+ * equals the float64 oracle (contiguous, non-contiguous, channels-last, mixed dtypes, masks,
+ * an empty batch; the NPU path as Ascend 950 and as Atlas A2), native
  * validation errors reach the caller with their code and text, and a long run returns every
  * counter to zero. Needs the built simulator (`deno task build:sim`).
  */
@@ -8,12 +9,13 @@
 import assert from "node:assert/strict";
 import { AclnnError } from "../src/ffi/errors.ts";
 import { type AclnnArg, arg, runAclnn } from "../src/ffi/executor.ts";
-import type { AscendDevice } from "../src/ffi/runtime.ts";
 import { batchNormReduceBackward } from "../src/ops/batch_norm_reduce_backward.ts";
 import type { DType } from "../src/tensor/dtype.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
-import { assertClose, toleranceFor } from "./helpers/assert.ts";
+import { assertClose } from "./helpers/assert.ts";
+import { forEachBackend, on, onOpt } from "./helpers/backends.ts";
 import { LIVE_STATS, openSim, SIM_DIR } from "./helpers/ffi_sim.ts";
+import { batchNormReduceBackward64 } from "./oracle/mod.ts";
 
 const CHILD = new URL("./fixtures/ffi_many_ops_child.ts", import.meta.url).pathname;
 
@@ -73,34 +75,36 @@ function inputs(c: Case) {
   };
 }
 
-function toDevice<T extends Record<string, Tensor | undefined>>(xs: T, npu: AscendDevice): T {
-  return Object.fromEntries(Object.entries(xs).map(([k, v]) => [k, v?.to(npu)])) as T;
-}
-
-Deno.test("executor: batchNormReduceBackward on the simulator equals the CPU backend", () => {
-  using npu = openSim();
+forEachBackend("executor: batchNormReduceBackward equals the oracle", ({ device }) => {
   for (const c of CASES) {
     const host = inputs(c);
     const [inputG, weightG, biasG] = c.masks ?? [true, true, true];
-    const cpu = batchNormReduceBackward({ ...host, inputG, weightG, biasG });
-    const dev = toDevice(host, npu);
+    const dev = {
+      gradOut: on(host.gradOut, device),
+      input: on(host.input, device),
+      mean: on(host.mean, device),
+      invstd: on(host.invstd, device),
+      weight: onOpt(host.weight, device),
+    };
     if (c.layout) assert.deepEqual(dev.input.strides, host.input.strides, "layout kept on device");
     const out = batchNormReduceBackward({ ...dev, inputG, weightG, biasG });
+    const e = batchNormReduceBackward64(
+      host.gradOut.toFloat64Array(),
+      host.input.toFloat64Array(),
+      c.shape,
+      host.mean.toFloat64Array(),
+      host.invstd.toFloat64Array(),
+    );
+    const wanted = { sumDy: inputG, sumDyXmu: inputG, gradWeight: weightG, gradBias: biasG };
     for (const key of ["sumDy", "sumDyXmu", "gradWeight", "gradBias"] as const) {
       const a = out[key];
-      const e = cpu[key];
-      assert.equal(a === null, e === null, `${c.name} ${key} presence`);
-      if (!a || !e) continue;
-      assert.equal(a.device, npu);
-      assert.equal(a.dtype, e.dtype);
-      // fp32 accumulation on real hardware: ~1e-4 relative; the result dtype rounds once more.
-      const tol = toleranceFor(a.dtype);
-      assertClose(
-        a,
-        e,
-        { rtol: Math.max(1e-4, tol.rtol), atol: Math.max(1e-4, tol.atol) },
-        `${c.name} ${key}`,
-      );
+      assert.equal(a !== null, wanted[key], `${c.name} ${key} presence`);
+      if (!a) continue;
+      assert.equal(a.device, device);
+      // Per-channel sums in mean's dtype, weight gradients in weight's (else mean's).
+      const dtype = key.startsWith("sum") ? c.statsDType : host.weight?.dtype ?? c.statsDType;
+      assert.equal(a.dtype, dtype, `${c.name} ${key} dtype`);
+      assertClose(a, e[key], undefined, `${c.name} ${key}`);
     }
   }
 });

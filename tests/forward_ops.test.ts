@@ -1,9 +1,9 @@
 /**
  * The forward operators (batchNormStats, batchNormGatherStatsWithCounts, batchNormElemt,
- * batchNormElemtBackward, batchNorm, groupNorm) on the CPU backend: values against float64
- * references written from the PyTorch/aclnn formulas, running-stat updates, dtypes, empty
- * tensors, every documented error code on the exact argument, and forward + backward composed
- * against finite differences.
+ * batchNormElemtBackward, batchNorm, groupNorm): values against the float64 oracle
+ * (tests/oracle/), running-stat updates, dtypes, empty tensors, every documented error code on
+ * the exact argument, forward + backward composed against finite differences; and every op on
+ * every backend (the NPU path on the software CANN as Ascend 950 and as Atlas A2).
  */
 
 import assert from "node:assert/strict";
@@ -17,34 +17,35 @@ import { groupNorm } from "../src/ops/group_norm.ts";
 import { groupNormBackward } from "../src/ops/group_norm_backward.ts";
 import type { DType } from "../src/tensor/dtype.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
-import { assertAclnnError, assertClose, toleranceFor } from "./helpers/assert.ts";
-import { liveDelta, openSim, simStats } from "./helpers/ffi_sim.ts";
+import { assertAclnnError, assertClose } from "./helpers/assert.ts";
 import {
+  assertChipRefuses,
+  type BackendContext,
+  chipAccepts,
+  forEachBackend,
+  on,
+} from "./helpers/backends.ts";
+import { betweenKernels, TOLERANCE, toleranceFor } from "./helpers/tolerance.ts";
+import {
+  batchNorm64,
+  batchNormElemt64,
+  batchNormElemtBackward64,
   batchNormForward64,
+  batchNormGatherStatsWithCounts64,
+  batchNormReduceBackward64,
+  batchNormStats64,
   dot,
+  groupNorm64,
   groupNormForward64,
   numericalGradient,
-} from "./helpers/reference.ts";
+} from "./oracle/mod.ts";
 
 const NULLPTR = 161001;
 const INVALID = 161002;
-const F32 = toleranceFor("float32");
+const F32 = TOLERANCE.float32;
 
 function rnd(shape: number[], seed: number, dtype: DType = "float32", low = -1, high = 1) {
   return Tensor.random(shape, { seed, dtype, low, high });
-}
-
-/** Biased mean/var per channel of a row-major (N, C, *) array, straight from the definition. */
-function stats64(x: Float64Array, shape: readonly number[]) {
-  const C = shape[1];
-  const inner = shape.slice(2).reduce((a, b) => a * b, 1);
-  const M = x.length / C;
-  const mean = new Float64Array(C);
-  const variance = new Float64Array(C);
-  const ch = (i: number) => Math.floor(i / inner) % C;
-  for (let i = 0; i < x.length; i++) mean[ch(i)] += x[i] / M;
-  for (let i = 0; i < x.length; i++) variance[ch(i)] += (x[i] - mean[ch(i)]) ** 2 / M;
-  return { mean, variance, M };
 }
 
 // ---------------------------------------------------------------- batchNormStats
@@ -57,9 +58,9 @@ Deno.test("batchNormStats: mean and 1/sqrt(biased var + eps) per channel, float3
       const r = batchNormStats({ input: x, eps });
       assert.equal(r.mean.dtype, "float32");
       assert.deepEqual(r.invstd.shape, [shape[1]]);
-      const s = stats64(x.toFloat64Array(), shape);
-      assertClose(r.mean, s.mean, F32, `${shape} ${dtype} mean`);
-      assertClose(r.invstd, s.variance.map((v) => 1 / Math.sqrt(v + eps)), F32, `invstd`);
+      const e = batchNormStats64(x.toFloat64Array(), shape, eps);
+      assertClose(r.mean, e.mean, F32, `${shape} ${dtype} mean`);
+      assertClose(r.invstd, e.invstd, F32, `${shape} ${dtype} invstd`);
     }
   }
 });
@@ -72,8 +73,10 @@ Deno.test("batchNormStats: non-contiguous input, preallocated outputs, empty bat
   const invstd = Tensor.zeros([5]);
   const r = batchNormStats({ input: y, out: { mean, invstd } });
   assert.equal(r.mean, mean);
-  const s = stats64(x.toFloat64Array(), x.shape);
-  assertClose(mean, s.mean, F32);
+  assert.equal(r.invstd, invstd);
+  const e = batchNormStats64(x.toFloat64Array(), x.shape, 1e-5);
+  assertClose(mean, e.mean, F32, "mean");
+  assertClose(invstd, e.invstd, F32, "invstd");
   const empty = batchNormStats({ input: Tensor.zeros([0, 3, 4]) });
   // What CANN writes for an empty batch (ProcessEmptyTensorWithValue): mean 0, invstd NaN.
   assert.deepEqual(empty.mean.toArray(), [0, 0, 0]);
@@ -155,15 +158,20 @@ Deno.test("batchNormGatherStatsWithCounts: global stats equal whole-batch stats;
     momentum,
     eps,
   });
-  const s = stats64(x.toFloat64Array(), x.shape);
-  assertClose(r.mean, s.mean, { rtol: 1e-5, atol: 1e-5 }, "mean");
-  assertClose(r.invstd, s.variance.map((v) => 1 / Math.sqrt(v + eps)), { rtol: 1e-4 }, "invstd");
-  const rm = rm0.toFloat64Array().map((v, c) => (1 - momentum) * v + momentum * s.mean[c]);
-  const rv = rv0.toFloat64Array().map((v, c) =>
-    (1 - momentum) * v + momentum * s.variance[c] * s.M / (s.M - 1)
-  );
-  assertClose(runningMean, rm, { rtol: 1e-5, atol: 1e-5 }, "runningMean");
-  assertClose(runningVar, rv, { rtol: 1e-4, atol: 1e-5 }, "runningVar");
+  // The whole batch's statistics and running update (batchNorm in training on all ranks' data).
+  const whole = batchNorm64({
+    x: x.toFloat64Array(),
+    shape: x.shape,
+    runningMean: rm0.toFloat64Array(),
+    runningVar: rv0.toFloat64Array(),
+    training: true,
+    momentum,
+    eps,
+  });
+  assertClose(r.mean, whole.saveMean, F32, "mean");
+  assertClose(r.invstd, whole.saveInvstd, F32, "invstd");
+  assertClose(runningMean, whole.runningMean!, F32, "runningMean");
+  assertClose(runningVar, whole.runningVar!, F32, "runningVar");
   assert.equal(r.mean.dtype, "float32");
 });
 
@@ -173,13 +181,17 @@ Deno.test("batchNormGatherStatsWithCounts: float16/bfloat16 stats, outputs in me
     const g = perRank(x, [4, 4], 1e-5, dtype);
     const r = batchNormGatherStatsWithCounts({ input: x, ...g, momentum: 0.1, eps: 1e-5 });
     assert.equal(r.mean.dtype, dtype);
-    const s = stats64(x.toFloat64Array(), x.shape);
-    const tol = toleranceFor(dtype);
-    assertClose(r.mean, s.mean, { rtol: tol.rtol * 2, atol: tol.atol * 2 }, dtype);
-    assertClose(r.invstd, s.variance.map((v) => 1 / Math.sqrt(v + 1e-5)), {
-      rtol: tol.rtol * 4,
-      atol: tol.atol * 4,
-    }, dtype);
+    // The oracle on the same (rounded) per-rank statistics.
+    const e = batchNormGatherStatsWithCounts64({
+      mean: g.mean.toFloat64Array(),
+      invstd: g.invstd.toFloat64Array(),
+      counts: g.counts.toFloat64Array(),
+      C: 4,
+      momentum: 0.1,
+      eps: 1e-5,
+    });
+    assertClose(r.mean, e.mean, toleranceFor(dtype), `${dtype} mean`);
+    assertClose(r.invstd, e.invstd, toleranceFor(dtype), `${dtype} invstd`);
   }
 });
 
@@ -276,15 +288,15 @@ Deno.test("batchNormElemt: (x - mean) * invstd * w + b in input's dtype", () => 
     const b = rnd([4], 5, dtype);
     const y = batchNormElemt({ input: x, weight: w, bias: b, mean, invstd, eps: 1e-5 });
     assert.equal(y.dtype, dtype);
-    const ref = batchNormForward64(
-      x.toFloat64Array(),
+    const e = batchNormElemt64({
+      x: x.toFloat64Array(),
       shape,
-      w.toFloat64Array(),
-      b.toFloat64Array(),
-      0,
-      { mean: mean.toFloat64Array(), variance: invstd.toFloat64Array().map((v) => 1 / (v * v)) },
-    );
-    assertClose(y, ref.y, toleranceFor(dtype), dtype);
+      mean: mean.toFloat64Array(),
+      invstd: invstd.toFloat64Array(),
+      weight: w.toFloat64Array(),
+      bias: b.toFloat64Array(),
+    });
+    assertClose(y, e, toleranceFor(dtype), dtype);
   }
   const empty = batchNormElemt({
     input: Tensor.zeros([0, 2]),
@@ -346,18 +358,15 @@ Deno.test("batchNormElemtBackward: equals batchNormBackward's training gradInput
       saveInvstd: fwd.saveInvstd,
       training: true,
     });
-    // sums as batchNormReduceBackward would give them, computed here from the definition
-    const inner = shape.slice(2).reduce((a, b) => a * b, 1);
+    // The sums batchNormReduceBackward gives, from the oracle.
     const xs = x.toFloat64Array();
-    const dys = dy.toFloat64Array();
-    const m = fwd.saveMean.toFloat64Array();
-    const sumDy = new Float64Array(C);
-    const sumDyXmu = new Float64Array(C);
-    for (let i = 0; i < xs.length; i++) {
-      const c = Math.floor(i / inner) % C;
-      sumDy[c] += dys[i];
-      sumDyXmu[c] += dys[i] * (xs[i] - m[c]);
-    }
+    const { sumDy, sumDyXmu } = batchNormReduceBackward64(
+      dy.toFloat64Array(),
+      xs,
+      shape,
+      fwd.saveMean.toFloat64Array(),
+      fwd.saveInvstd.toFloat64Array(),
+    );
     const M = xs.length / C;
     for (
       const counter of [
@@ -376,7 +385,7 @@ Deno.test("batchNormElemtBackward: equals batchNormBackward's training gradInput
         sumDyXmu: Tensor.fromArray(sumDyXmu, [C]),
         counter,
       });
-      assertClose(gi, full.gradInput!, { rtol: 1e-4, atol: 1e-5 }, `${shape} ${counter.dtype}`);
+      assertClose(gi, full.gradInput!, betweenKernels(F32), `${shape} ${counter.dtype}`);
     }
   }
 });
@@ -504,30 +513,23 @@ Deno.test("batchNorm training: output, saveMean/saveInvstd and running stats mat
       momentum,
       eps,
     });
-    const ref = batchNormForward64(
-      x.toFloat64Array(),
+    const e = batchNorm64({
+      x: x.toFloat64Array(),
       shape,
-      w.toFloat64Array(),
-      b.toFloat64Array(),
+      weight: w.toFloat64Array(),
+      bias: b.toFloat64Array(),
+      runningMean: rm0.toFloat64Array(),
+      runningVar: rv0.toFloat64Array(),
+      training: true,
+      momentum,
       eps,
-    );
-    assertClose(r.output, ref.y, { rtol: 1e-5, atol: 2e-5 }, `${shape} output`);
-    assertClose(r.saveMean, ref.mean, F32, "saveMean");
-    assertClose(r.saveInvstd, ref.invstd, F32, "saveInvstd");
+    });
+    assertClose(r.output, e.output, F32, `${shape} output`);
+    assertClose(r.saveMean, e.saveMean, F32, "saveMean");
+    assertClose(r.saveInvstd, e.saveInvstd, F32, "saveInvstd");
     assert.equal(r.saveMean.dtype, "float32");
-    const s = stats64(x.toFloat64Array(), shape);
-    assertClose(
-      runningMean,
-      rm0.toFloat64Array().map((v, c) => 0.8 * v + 0.2 * s.mean[c]),
-      F32,
-      "runningMean",
-    );
-    assertClose(
-      runningVar,
-      rv0.toFloat64Array().map((v, c) => 0.8 * v + 0.2 * s.variance[c] * s.M / (s.M - 1)),
-      F32,
-      "runningVar",
-    );
+    assertClose(runningMean, e.runningMean!, F32, "runningMean");
+    assertClose(runningVar, e.runningVar!, F32, "runningVar");
   }
 });
 
@@ -537,22 +539,29 @@ Deno.test("batchNorm eval: running statistics, empty save tensors, nothing updat
   const rm = rnd([3], 2);
   const rv = rnd([3], 3, "float32", 0.5, 2);
   const rmBefore = rm.toArray();
+  const rvBefore = rv.toArray();
   const r = batchNorm({ input: x, runningMean: rm, runningVar: rv, training: false, eps: 1e-5 });
-  const ref = batchNormForward64(x.toFloat64Array(), shape, undefined, undefined, 1e-5, {
-    mean: rm.toFloat64Array(),
-    variance: rv.toFloat64Array(),
+  const e = batchNorm64({
+    x: x.toFloat64Array(),
+    shape,
+    runningMean: rmBefore,
+    runningVar: rvBefore,
+    training: false,
+    momentum: 0.1,
+    eps: 1e-5,
   });
-  assertClose(r.output, ref.y, F32);
+  assertClose(r.output, e.output, F32);
   assert.deepEqual(r.saveMean.shape, [0]);
   assert.deepEqual(r.saveInvstd.shape, [0]);
   assert.deepEqual(rm.toArray(), rmBefore);
+  assert.deepEqual(rv.toArray(), rvBefore);
   // No running stats: mean 0, var 1.
   const plain = batchNorm({ input: x, training: false, eps: 1e-12 });
   assertClose(plain.output, x, F32);
   // Given save tensors of any size are neither validated nor written in eval mode.
   const sm = Tensor.full([7], 9);
-  const e = batchNorm({ input: x, training: false, out: { saveMean: sm, saveInvstd: null } });
-  assert.equal(e.saveMean, sm);
+  const kept = batchNorm({ input: x, training: false, out: { saveMean: sm, saveInvstd: null } });
+  assert.equal(kept.saveMean, sm);
   assert.deepEqual(sm.toArray(), new Array(7).fill(9));
 });
 
@@ -562,16 +571,27 @@ Deno.test("batchNorm: float16/bfloat16 data, channels-last view, empty batch", (
     const x = rnd(shape, 7, dtype, -1, 2);
     const r = batchNorm({ input: x, training: true, eps: 1e-5 });
     assert.equal(r.output.dtype, dtype);
-    const ref = batchNormForward64(x.toFloat64Array(), shape, undefined, undefined, 1e-5);
-    const tol = toleranceFor(dtype);
-    assertClose(r.output, ref.y, { rtol: tol.rtol, atol: tol.atol * 2 }, dtype);
-    assertClose(r.saveInvstd, ref.invstd, F32, dtype);
+    const e = batchNorm64({
+      x: x.toFloat64Array(),
+      shape,
+      training: true,
+      momentum: 0.1,
+      eps: 1e-5,
+    });
+    assertClose(r.output, e.output, toleranceFor(dtype), dtype);
+    assertClose(r.saveInvstd, e.saveInvstd, F32, dtype);
   }
   const base = rnd([2, 4, 4, 3], 8); // NHWC storage
   const x = base.permute([0, 3, 1, 2]); // logical NCHW
   const r = batchNorm({ input: x, training: true });
-  const ref = batchNormForward64(x.toFloat64Array(), x.shape, undefined, undefined, 1e-5);
-  assertClose(r.output, ref.y, { rtol: 1e-5, atol: 2e-5 });
+  const e = batchNorm64({
+    x: x.toFloat64Array(),
+    shape: x.shape,
+    training: true,
+    momentum: 0.1,
+    eps: 1e-5,
+  });
+  assertClose(r.output, e.output, F32, "channels-last output");
 
   const rm = Tensor.full([3], 5);
   const empty = batchNorm({ input: Tensor.zeros([0, 3, 2]), runningMean: rm, training: true });
@@ -674,7 +694,7 @@ Deno.test("groupNorm: output, mean and rstd (biased) match PyTorch", () => {
       const r = groupNorm({ input: x, gamma, beta, group, eps });
       assert.equal(r.output.dtype, dtype);
       assert.deepEqual(r.mean.shape, [N, group]);
-      const ref = groupNormForward64(
+      const e = groupNorm64(
         x.toFloat64Array(),
         N,
         C,
@@ -685,10 +705,9 @@ Deno.test("groupNorm: output, mean and rstd (biased) match PyTorch", () => {
         eps,
       );
       const tol = toleranceFor(dtype);
-      const loose = { rtol: tol.rtol, atol: tol.atol * 4 };
-      assertClose(r.output, ref.y, dtype === "float32" ? { rtol: 1e-5, atol: 2e-5 } : loose);
-      assertClose(r.mean, ref.mean, tol, `${shape} ${dtype} mean`);
-      assertClose(r.rstd, ref.rstd, tol, `${shape} ${dtype} rstd`);
+      assertClose(r.output, e.output, tol, `${shape} ${dtype} output`);
+      assertClose(r.mean, e.mean, tol, `${shape} ${dtype} mean`);
+      assertClose(r.rstd, e.rstd, tol, `${shape} ${dtype} rstd`);
     }
   }
 });
@@ -701,9 +720,10 @@ Deno.test("groupNorm: explicit N/C/HxW, out tensors, non-contiguous input, empty
   const rstd = Tensor.zeros([2, 2]);
   const r = groupNorm({ input: x, N: 2, C: 4, HxW: 25, group: 2, out: { output, mean, rstd } });
   assert.equal(r.output, output);
-  const ref = groupNormForward64(x.toFloat64Array(), 2, 4, 25, 2, undefined, undefined, 1e-5);
-  assertClose(output, ref.y, { rtol: 1e-5, atol: 2e-5 });
-  assertClose(rstd, ref.rstd, F32);
+  const e = groupNorm64(x.toFloat64Array(), 2, 4, 25, 2, undefined, undefined, 1e-5);
+  assertClose(output, e.output, F32, "output");
+  assertClose(mean, e.mean, F32, "mean");
+  assertClose(rstd, e.rstd, F32, "rstd");
   const empty = groupNorm({ input: Tensor.zeros([0, 4, 3]), group: 2 });
   assert.deepEqual(empty.mean.shape, [0, 2]);
   const noSpatial = groupNorm({ input: Tensor.zeros([2, 4, 0]), group: 2 });
@@ -787,7 +807,8 @@ Deno.test("batchNorm (training) -> batchNormBackward equals finite differences o
   const b64 = b.toFloat64Array();
   const loss = (xv: Float64Array, wv: Float64Array, bv: Float64Array) =>
     dot(dy64, batchNormForward64(xv, shape, wv, bv, eps).y);
-  const tol = { rtol: 1e-3, atol: 1e-4 };
+  // float32 outputs at float32 statistics vs exact derivatives.
+  const tol = F32;
   assertClose(grads.gradInput!, numericalGradient((v) => loss(v, w64, b64), x64), tol, "dx");
   assertClose(grads.gradWeight!, numericalGradient((v) => loss(x64, v, b64), w64), tol, "dw");
   assertClose(grads.gradBias!, numericalGradient((v) => loss(x64, w64, v), b64), tol, "db");
@@ -816,134 +837,225 @@ Deno.test("groupNorm -> groupNormBackward equals finite differences of the forwa
   const b64 = beta.toFloat64Array();
   const loss = (xv: Float64Array, gv: Float64Array, bv: Float64Array) =>
     dot(dy64, groupNormForward64(xv, N, C, HxW, group, gv, bv, eps).y);
-  const tol = { rtol: 1e-3, atol: 1e-4 };
+  // float32 outputs at float32 statistics vs exact derivatives.
+  const tol = F32;
   assertClose(grads.gradInput!, numericalGradient((v) => loss(v, g64, b64), x64), tol, "dx");
   assertClose(grads.gradGamma!, numericalGradient((v) => loss(x64, v, b64), g64), tol, "dgamma");
   assertClose(grads.gradBeta!, numericalGradient((v) => loss(x64, g64, v), b64), tol, "dbeta");
 });
 
-// ---------------------------------------------------------------- NPU (software CANN)
+// ---------------------------------------------------------------- every backend
 
-/** Same values, dtype and shape on the device as on the CPU backend. */
-function sameOnNpu(dev: Tensor, cpu: Tensor, what: string): void {
-  assert.notEqual(dev.device, "cpu", `${what} device`);
-  assert.equal(dev.dtype, cpu.dtype, `${what} dtype`);
-  assert.deepEqual(dev.shape, cpu.shape, `${what} shape`);
-  const tol = toleranceFor(cpu.dtype);
-  assertClose(
-    dev,
-    cpu,
-    { rtol: Math.max(1e-4, 2 * tol.rtol), atol: Math.max(1e-4, 2 * tol.atol) },
-    what,
-  );
+/** An output on the backend's device, in the oracle's dtype and shape, equal to its values. */
+function expectOn(
+  ctx: BackendContext,
+  got: Tensor,
+  dtype: DType,
+  shape: readonly number[],
+  values: ArrayLike<number>,
+  what: string,
+): void {
+  assert.equal(got.device, ctx.device, `${what} device`);
+  assert.equal(got.dtype, dtype, `${what} dtype`);
+  assert.deepEqual(got.shape, shape, `${what} shape`);
+  assertClose(got, values, undefined, what);
 }
 
-Deno.test("npu: every forward op on the software CANN equals the CPU backend", () => {
-  const before = simStats();
-  {
-    using npu = openSim();
-    for (const dtype of ["float32", "float16", "bfloat16"] as DType[]) {
-      const shape = [4, 6, 3, 5];
-      const C = shape[1];
-      const x = rnd(shape, 1, dtype, -1, 2);
-      const xd = x.to(npu);
-      const label = (op: string) => `${op} ${dtype}`;
+forEachBackend("forward ops: every forward op equals the oracle", (ctx) => {
+  const d = ctx.device;
+  for (const dtype of ["float32", "float16", "bfloat16"] as DType[]) {
+    const shape = [4, 6, 3, 5];
+    const C = shape[1];
+    const x = rnd(shape, 1, dtype, -1, 2);
+    const xd = on(x, d);
+    const x64 = x.toFloat64Array();
+    const label = (op: string) => `${op} ${dtype}`;
 
-      const s = batchNormStats({ input: x, eps: 1e-4 });
-      const sd = batchNormStats({ input: xd, eps: 1e-4 });
-      sameOnNpu(sd.mean, s.mean, label("stats mean"));
-      sameOnNpu(sd.invstd, s.invstd, label("stats invstd"));
+    const stats = () => batchNormStats({ input: xd, eps: 1e-4 });
+    if (chipAccepts(ctx.soc, "aclnnBatchNormStats", [dtype])) {
+      const s = stats();
+      const e = batchNormStats64(x64, shape, 1e-4);
+      expectOn(ctx, s.mean, "float32", [C], e.mean, label("stats mean"));
+      expectOn(ctx, s.invstd, "float32", [C], e.invstd, label("stats invstd"));
+    } else assertChipRefuses(ctx, stats, "input");
 
-      const g = perRank(x, [1, 3], 1e-4, "float32");
-      const rm = rnd([C], 4);
-      const rv = rnd([C], 5, "float32", 0.5, 2);
-      const gArgs = { momentum: 0.2, eps: 1e-4 };
-      const rmd = rm.to(npu);
-      const rvd = rv.to(npu);
-      const gs = batchNormGatherStatsWithCounts({
-        input: x,
-        ...g,
-        runningMean: rm,
-        runningVar: rv,
-        ...gArgs,
-      });
-      const gsd = batchNormGatherStatsWithCounts({
+    const g = perRank(x, [1, 3], 1e-4, "float32");
+    const rm = rnd([C], 4);
+    const rv = rnd([C], 5, "float32", 0.5, 2);
+    const rmd = on(rm.clone(), d);
+    const rvd = on(rv.clone(), d);
+    const gs = batchNormGatherStatsWithCounts({
+      input: xd,
+      mean: on(g.mean, d),
+      invstd: on(g.invstd, d),
+      counts: on(g.counts, d),
+      runningMean: rmd,
+      runningVar: rvd,
+      momentum: 0.2,
+      eps: 1e-4,
+    });
+    const ge = batchNormGatherStatsWithCounts64({
+      mean: g.mean.toFloat64Array(),
+      invstd: g.invstd.toFloat64Array(),
+      counts: g.counts.toFloat64Array(),
+      C,
+      runningMean: rm.toFloat64Array(),
+      runningVar: rv.toFloat64Array(),
+      momentum: 0.2,
+      eps: 1e-4,
+    });
+    expectOn(ctx, gs.mean, "float32", [C], ge.mean, label("gather mean"));
+    expectOn(ctx, gs.invstd, "float32", [C], ge.invstd, label("gather invstd"));
+    expectOn(ctx, rmd, "float32", [C], ge.runningMean!, label("gather runningMean"));
+    expectOn(ctx, rvd, "float32", [C], ge.runningVar!, label("gather runningVar"));
+
+    const stat = (seed: number, low = -1, high = 1) => rnd([C], seed, dtype, low, high);
+    const p = { mean: stat(6), invstd: stat(7, 0.5, 2), weight: stat(8), bias: stat(9) };
+    expectOn(
+      ctx,
+      batchNormElemt({
         input: xd,
-        mean: g.mean.to(npu),
-        invstd: g.invstd.to(npu),
-        counts: g.counts.to(npu),
-        runningMean: rmd,
-        runningVar: rvd,
-        ...gArgs,
+        mean: on(p.mean, d),
+        invstd: on(p.invstd, d),
+        weight: on(p.weight, d),
+        bias: on(p.bias, d),
+      }),
+      dtype,
+      shape,
+      batchNormElemt64({
+        x: x64,
+        shape,
+        mean: p.mean.toFloat64Array(),
+        invstd: p.invstd.toFloat64Array(),
+        weight: p.weight.toFloat64Array(),
+        bias: p.bias.toFloat64Array(),
+      }),
+      label("elemt"),
+    );
+
+    const dy = rnd(shape, 10, dtype);
+    const eb = {
+      mean: rnd([C], 11),
+      invstd: rnd([C], 12, "float32", 0.5, 2),
+      weight: rnd([C], 13),
+      sumDy: rnd([C], 14),
+      sumDyXmu: rnd([C], 15),
+      counter: Tensor.fromArray([30, 30], [2], "int32"),
+    };
+    expectOn(
+      ctx,
+      batchNormElemtBackward({
+        gradOut: on(dy, d),
+        input: xd,
+        mean: on(eb.mean, d),
+        invstd: on(eb.invstd, d),
+        weight: on(eb.weight, d),
+        sumDy: on(eb.sumDy, d),
+        sumDyXmu: on(eb.sumDyXmu, d),
+        counter: on(eb.counter, d),
+      }),
+      dtype,
+      shape,
+      batchNormElemtBackward64({
+        dy: dy.toFloat64Array(),
+        x: x64,
+        shape,
+        mean: eb.mean.toFloat64Array(),
+        invstd: eb.invstd.toFloat64Array(),
+        weight: eb.weight.toFloat64Array(),
+        sumDy: eb.sumDy.toFloat64Array(),
+        sumDyXmu: eb.sumDyXmu.toFloat64Array(),
+        counter: [30, 30],
+      }),
+      label("elemt backward"),
+    );
+
+    for (const training of [true, false]) {
+      const rm2 = rnd([C], 16);
+      const rv2 = rnd([C], 17, "float32", 0.5, 2);
+      const rm2d = on(rm2.clone(), d);
+      const rv2d = on(rv2.clone(), d);
+      const w = rnd([C], 18);
+      const flags = { training, momentum: 0.3, eps: 1e-4 };
+      const bn = batchNorm({
+        input: xd,
+        weight: on(w, d),
+        runningMean: rm2d,
+        runningVar: rv2d,
+        ...flags,
       });
-      sameOnNpu(gsd.mean, gs.mean, label("gather mean"));
-      sameOnNpu(gsd.invstd, gs.invstd, label("gather invstd"));
-      sameOnNpu(rmd, rm, label("gather runningMean"));
-      sameOnNpu(rvd, rv, label("gather runningVar"));
-
-      const stat = (seed: number, low = -1, high = 1) => rnd([C], seed, dtype, low, high);
-      const e = { mean: stat(6), invstd: stat(7, 0.5, 2), weight: stat(8), bias: stat(9) };
-      const ed = Object.fromEntries(Object.entries(e).map(([k, v]) => [k, v.to(npu)]));
-      sameOnNpu(
-        batchNormElemt({ input: xd, ...ed } as Parameters<typeof batchNormElemt>[0]),
-        batchNormElemt({ input: x, ...e }),
-        label("elemt"),
-      );
-
-      const dy = rnd(shape, 10, dtype);
-      const eb = {
-        mean: rnd([C], 11),
-        invstd: rnd([C], 12, "float32", 0.5, 2),
-        weight: rnd([C], 13),
-        sumDy: rnd([C], 14),
-        sumDyXmu: rnd([C], 15),
-        counter: Tensor.fromArray([30, 30], [2], "int32"),
-      };
-      const ebd = Object.fromEntries(Object.entries(eb).map(([k, v]) => [k, v.to(npu)]));
-      sameOnNpu(
-        batchNormElemtBackward(
-          { gradOut: dy.to(npu), input: xd, ...ebd } as Parameters<
-            typeof batchNormElemtBackward
-          >[0],
-        ),
-        batchNormElemtBackward({ gradOut: dy, input: x, ...eb }),
-        label("elemt backward"),
-      );
-
-      for (const training of [true, false]) {
-        const rm2 = rnd([C], 16);
-        const rv2 = rnd([C], 17, "float32", 0.5, 2);
-        const rm2d = rm2.to(npu);
-        const rv2d = rv2.to(npu);
-        const w = rnd([C], 18);
-        const flags = { training, momentum: 0.3, eps: 1e-4 };
-        const bn = batchNorm({ input: x, weight: w, runningMean: rm2, runningVar: rv2, ...flags });
-        const bnd = batchNorm({
-          input: xd,
-          weight: w.to(npu),
-          runningMean: rm2d,
-          runningVar: rv2d,
-          ...flags,
-        });
-        const what = label(`batchNorm training=${training}`);
-        sameOnNpu(bnd.output, bn.output, `${what} output`);
-        sameOnNpu(rm2d, rm2, `${what} runningMean`);
-        sameOnNpu(rv2d, rv2, `${what} runningVar`);
-        if (training) {
-          sameOnNpu(bnd.saveMean, bn.saveMean, `${what} saveMean`);
-          sameOnNpu(bnd.saveInvstd, bn.saveInvstd, `${what} saveInvstd`);
-        } else {
-          assert.deepEqual(bnd.saveMean.shape, [0]);
-        }
-      }
-
-      const gamma = rnd([C], 19, dtype);
-      const gn = groupNorm({ input: x, gamma, group: 3, eps: 1e-4 });
-      const gnd = groupNorm({ input: xd, gamma: gamma.to(npu), group: 3, eps: 1e-4 });
-      sameOnNpu(gnd.output, gn.output, label("groupNorm output"));
-      sameOnNpu(gnd.mean, gn.mean, label("groupNorm mean"));
-      sameOnNpu(gnd.rstd, gn.rstd, label("groupNorm rstd"));
+      const e = batchNorm64({
+        x: x64,
+        shape,
+        weight: w.toFloat64Array(),
+        runningMean: rm2.toFloat64Array(),
+        runningVar: rv2.toFloat64Array(),
+        ...flags,
+      });
+      const what = label(`batchNorm training=${training}`);
+      expectOn(ctx, bn.output, dtype, shape, e.output, `${what} output`);
+      expectOn(ctx, rm2d, "float32", [C], e.runningMean!, `${what} runningMean`);
+      expectOn(ctx, rv2d, "float32", [C], e.runningVar!, `${what} runningVar`);
+      const saves = training ? [C] : [0];
+      expectOn(ctx, bn.saveMean, training ? "float32" : dtype, saves, e.saveMean, `${what} mean`);
+      expectOn(ctx, bn.saveInvstd, training ? "float32" : dtype, saves, e.saveInvstd, what);
     }
+
+    const gamma = rnd([C], 19, dtype);
+    const gn = groupNorm({ input: xd, gamma: on(gamma, d), group: 3, eps: 1e-4 });
+    const ge2 = groupNorm64(x64, 4, C, 15, 3, gamma.toFloat64Array(), undefined, 1e-4);
+    expectOn(ctx, gn.output, dtype, shape, ge2.output, label("groupNorm output"));
+    expectOn(ctx, gn.mean, dtype, [4, 3], ge2.mean, label("groupNorm mean"));
+    expectOn(ctx, gn.rstd, dtype, [4, 3], ge2.rstd, label("groupNorm rstd"));
   }
-  assert.deepEqual(liveDelta(before, simStats()), {});
 });
+
+// KNOWN LIBRARY BUG (fails on the NPU path). batchNormGatherStatsWithCounts takes counts >= 0
+// (a rank may hold no element), and the CPU backend merges ranks with the closed formula, where
+// a count of 0 contributes nothing. The NPU path (the software CANN models CANN's kernel, which
+// merges ranks one by one as PyTorch's CUDA kernel batch_norm_reduce_statistics does, with a
+// factor 1 / (n + count)) gives NaN for every channel when the first rank's count is 0
+// (0 * 0 * 1/0). PyTorch avoids it by dropping such ranks before the merge; the library's
+// SyncBatchNorm does too, but a direct call does not, so the two backends disagree.
+forEachBackend(
+  "batchNormGatherStatsWithCounts: a rank of count 0 contributes nothing, also first",
+  (ctx) => {
+    const d = ctx.device;
+    const C = 3;
+    const mean = Tensor.fromArray([5, 5, 5, 1, 2, 3, 4, 5, 6], [3, C]);
+    const invstd = Tensor.fromArray([9, 9, 9, 1, 1, 1, 0.5, 0.5, 0.5], [3, C]);
+    for (const counts of [[4, 0, 4], [0, 4, 4]]) {
+      const e = batchNormGatherStatsWithCounts64({
+        mean: mean.toFloat64Array(),
+        invstd: invstd.toFloat64Array(),
+        counts,
+        C,
+        momentum: 0.1,
+        eps: 1e-5,
+      });
+      // Without the empty rank, the same answer: it contributes nothing.
+      const kept = counts.map((n, w) => n > 0 ? w : -1).filter((w) => w >= 0);
+      const pick = (t: Tensor) =>
+        kept.flatMap((w) => [...t.toFloat64Array().slice(w * C, w * C + C)]);
+      const without = batchNormGatherStatsWithCounts64({
+        mean: pick(mean),
+        invstd: pick(invstd),
+        counts: kept.map((w) => counts[w]),
+        C,
+        momentum: 0.1,
+        eps: 1e-5,
+      });
+      assertClose(e.mean, without.mean, undefined, "oracle: an empty rank adds nothing");
+      const r = batchNormGatherStatsWithCounts({
+        input: Tensor.zeros([2, C], "float32", d),
+        mean: on(mean, d),
+        invstd: on(invstd, d),
+        counts: on(Tensor.fromArray(counts, [3]), d),
+        momentum: 0.1,
+        eps: 1e-5,
+      });
+      assertClose(r.mean, e.mean, undefined, `counts ${counts}: mean`);
+      assertClose(r.invstd, e.invstd, undefined, `counts ${counts}: invstd`);
+    }
+  },
+);

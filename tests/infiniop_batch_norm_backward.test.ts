@@ -8,8 +8,16 @@ import {
 } from "../src/ops/infiniop_batch_norm_backward.ts";
 import type { DType } from "../src/tensor/dtype.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
-import { assertAclnnError, assertClose, toleranceFor } from "./helpers/assert.ts";
-import { batchNormForward64, dot, numericalGradient } from "./helpers/reference.ts";
+import { assertAclnnError, assertClose } from "./helpers/assert.ts";
+import { toleranceFor } from "./helpers/tolerance.ts";
+import {
+  batchNormForward64,
+  batchStats64,
+  dot,
+  infiniopBatchNormBackward64,
+  invstdOf,
+  numericalGradient,
+} from "./oracle/mod.ts";
 
 const NULLPTR = 161001;
 const INVALID = 161002;
@@ -46,8 +54,7 @@ function tensors(N: number, C: number, L: number, dtype: DType = "float32") {
   const input = Tensor.random(shape, { seed: 1, low: -2, high: 3, dtype });
   const gradOutput = Tensor.random(shape, { seed: 2, dtype });
   const weight = Tensor.random([C], { seed: 3, low: 0.5, high: 1.5, dtype });
-  const stats = batchNormForward64(input.toFloat64Array(), shape, undefined, undefined, 0);
-  const variance = stats.invstd.map((v) => 1 / (v * v));
+  const stats = batchStats64(input.toFloat64Array(), shape);
   return {
     gradInput: Tensor.zeros(shape, dtype),
     gradWeight: Tensor.zeros([C], dtype),
@@ -56,41 +63,22 @@ function tensors(N: number, C: number, L: number, dtype: DType = "float32") {
     gradOutput,
     weight,
     runningMean: Tensor.fromArray(stats.mean, [C], dtype),
-    runningVar: Tensor.fromArray(variance, [C], dtype),
+    runningVar: Tensor.fromArray(stats.variance, [C], dtype),
   } satisfies BatchNormBackwardComputeArgs;
 }
 
-/** Float64 reference from the training-mode formula at (runningMean, 1/sqrt(runningVar+eps)). */
+/** The oracle's gradient at (runningMean, 1/sqrt(runningVar + eps)), training reading. */
 function reference(t: ReturnType<typeof tensors>, eps = 0) {
-  const [N, C, L] = t.input.shape;
-  const x = t.input.toFloat64Array();
-  const dy = t.gradOutput.toFloat64Array();
-  const w = t.weight.toFloat64Array();
-  const mean = t.runningMean.toFloat64Array();
-  const invstd = t.runningVar.toFloat64Array().map((v) => 1 / Math.sqrt(v + eps));
-  const M = N * L;
-  const gb = new Float64Array(C);
-  const gw = new Float64Array(C);
-  for (let n = 0; n < N; n++) {
-    for (let c = 0; c < C; c++) {
-      for (let l = 0; l < L; l++) {
-        const i = (n * C + c) * L + l;
-        gb[c] += dy[i];
-        gw[c] += dy[i] * (x[i] - mean[c]) * invstd[c];
-      }
-    }
-  }
-  const gi = new Float64Array(N * C * L);
-  for (let n = 0; n < N; n++) {
-    for (let c = 0; c < C; c++) {
-      for (let l = 0; l < L; l++) {
-        const i = (n * C + c) * L + l;
-        const xhat = (x[i] - mean[c]) * invstd[c];
-        gi[i] = w[c] * invstd[c] * (dy[i] - gb[c] / M - xhat * gw[c] / M);
-      }
-    }
-  }
-  return { gi, gw, gb };
+  const g = infiniopBatchNormBackward64({
+    dy: t.gradOutput.toFloat64Array(),
+    x: t.input.toFloat64Array(),
+    shape: t.input.shape,
+    weight: t.weight.toFloat64Array(),
+    runningMean: t.runningMean.toFloat64Array(),
+    runningVar: t.runningVar.toFloat64Array(),
+    eps,
+  });
+  return { gi: g.gradInput, gw: g.gradWeight, gb: g.gradBias };
 }
 
 function assertMatches(t: ReturnType<typeof tensors>, eps: number, dtype: DType, what = "") {
@@ -357,7 +345,7 @@ Deno.test("infiniop BatchNormBackward: equals batchNormBackward in training mode
   const eps = 1e-2;
   using desc = createBatchNormBackwardDescriptor({ ...t, eps });
   desc.compute(t);
-  const invstd = t.runningVar.toFloat64Array().map((v) => 1 / Math.sqrt(v + eps));
+  const invstd = invstdOf(t.runningVar.toFloat64Array(), eps);
   const r = batchNormBackward({
     gradOut: t.gradOutput,
     input: t.input,

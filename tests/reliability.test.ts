@@ -282,8 +282,8 @@ Deno.test("reliability: a rank with an empty batch adds nothing to SyncBatchNorm
   for (const r of [0, 1, 2]) {
     // The empty rank sends count 0 (and finite statistics): its row weighs nothing.
     assert.deepEqual(results[r].fwd.counts.toArray(), [9, 0, 9]);
-    assertClose(runningVars[r], wholeVar, { rtol: 1e-5, atol: 1e-6 }, `rank ${r} runningVar`);
-    assertClose(results[r].fwd.invstd, whole.saveInvstd, { rtol: 1e-5, atol: 1e-6 });
+    assertClose(runningVars[r], wholeVar, undefined, `rank ${r} runningVar`);
+    assertClose(results[r].fwd.invstd, whole.saveInvstd, undefined, `rank ${r} invstd`);
   }
   assert.deepEqual(results[1].fwd.output.shape, [0, 2, 3]);
   assert.deepEqual(results[1].bwd.gradInput?.shape, [0, 2, 3]);

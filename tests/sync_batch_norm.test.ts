@@ -1,19 +1,26 @@
 /**
  * SyncBatchNorm over W simulated ranks in one process (each rank a slice of the batch along
  * dim 0; all-gather = stack, all-reduce = sum): outputs, statistics, running statistics and
- * gradients equal single-process batchNorm/batchNormBackward on the whole batch.
+ * gradients equal the float64 oracle's whole-batch BatchNorm, on every backend (the NPU path
+ * on the software CANN as Ascend 950 and as Atlas A2).
  */
 
 import assert from "node:assert/strict";
-import { batchNorm } from "../src/ops/batch_norm.ts";
-import { batchNormBackward } from "../src/ops/batch_norm_backward.ts";
 import { createLocalProcessGroup } from "../src/ops/local_process_group.ts";
 import { syncBatchNormBackward, syncBatchNormForward } from "../src/ops/sync_batch_norm.ts";
 import type { DType } from "../src/tensor/dtype.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
-import { assertClose, toleranceFor } from "./helpers/assert.ts";
-import { liveDelta, openSim, simStats } from "./helpers/ffi_sim.ts";
-import { batchNormForward64, dot, numericalGradient } from "./helpers/reference.ts";
+import { assertClose } from "./helpers/assert.ts";
+import { forEachBackend } from "./helpers/backends.ts";
+import { TOLERANCE } from "./helpers/tolerance.ts";
+import {
+  batchNorm64,
+  batchNormBackwardAt64,
+  batchNormForward64,
+  batchNormReduceBackward64,
+  dot,
+  numericalGradient,
+} from "./oracle/mod.ts";
 
 const NULLPTR = 161001;
 const INVALID = 161002;
@@ -26,12 +33,6 @@ function concat(parts: Tensor[]): Float64Array {
     out.set(a, at);
     at += a.length;
   }
-  return out;
-}
-
-function sum(parts: Tensor[]): Float64Array {
-  const out = new Float64Array(parts[0].numel);
-  for (const t of parts) t.toFloat64Array().forEach((v, i) => out[i] += v);
   return out;
 }
 
@@ -85,79 +86,87 @@ async function runRanks(p: Problem, splits: number[], momentum = 0.1, eps = 1e-5
   }));
 }
 
-function single(p: Problem, momentum = 0.1, eps = 1e-5) {
-  const C = p.x.shape[1];
-  const runningMean = Tensor.zeros([C]);
-  const runningVar = Tensor.ones([C]);
-  const fwd = batchNorm({
-    input: p.x,
-    weight: p.weight,
-    bias: p.bias,
-    runningMean,
-    runningVar,
-    training: true,
-    momentum,
-    eps,
-  });
-  const bwd = batchNormBackward({
-    gradOut: p.dy,
-    input: p.x,
-    weight: p.weight,
-    saveMean: fwd.saveMean,
-    saveInvstd: fwd.saveInvstd,
-    training: true,
-    eps,
-  });
-  return { fwd, bwd, runningMean, runningVar };
-}
-
-async function assertMatchesSingle(
-  p: Problem,
-  splits: number[],
-  tol: { rtol: number; atol: number },
-) {
+/**
+ * Every rank's outputs equal the oracle's whole-batch BatchNorm (training, running statistics
+ * from 0/1, momentum 0.1): the output and gradInput slices, the global statistics, the running
+ * statistics; each rank's gradWeight/gradBias are its local contributions (the oracle's
+ * reductions over its slice at the global statistics).
+ */
+async function assertMatchesWholeBatch(p: Problem, splits: number[]) {
   const ranks = await runRanks(p, splits);
-  const ref = single(p);
-  const label = `${p.x.shape} ${p.x.dtype} splits ${splits}`;
-  assertClose(concat(ranks.map((r) => r.fwd.output)), ref.fwd.output, tol, `${label} output`);
-  for (const r of ranks) {
-    assertClose(r.fwd.mean, ref.fwd.saveMean, { rtol: 1e-5, atol: 1e-5 }, `${label} mean`);
-    assertClose(r.fwd.invstd, ref.fwd.saveInvstd, { rtol: 1e-4, atol: 1e-5 }, `${label} invstd`);
-    assertClose(r.runningMean, ref.runningMean, { rtol: 1e-5, atol: 1e-6 }, `${label} rm`);
-    assertClose(r.runningVar, ref.runningVar, { rtol: 1e-4, atol: 1e-6 }, `${label} rv`);
-    assert.deepEqual(r.fwd.counts.shape, [splits.length]);
-  }
-  assertClose(
-    concat(ranks.map((r) => r.bwd.gradInput!)),
-    ref.bwd.gradInput!,
-    tol,
-    `${label} gradInput`,
+  const C = p.x.shape[1];
+  const x = p.x.toFloat64Array();
+  const dy = p.dy.toFloat64Array();
+  const weight = p.weight.toFloat64Array();
+  const eps = 1e-5;
+  const whole = batchNorm64({
+    x,
+    shape: p.x.shape,
+    weight,
+    bias: p.bias.toFloat64Array(),
+    runningMean: new Float64Array(C),
+    runningVar: new Float64Array(C).fill(1),
+    training: true,
+    momentum: 0.1,
+    eps,
+  });
+  const grads = batchNormBackwardAt64(
+    dy,
+    x,
+    p.x.shape,
+    weight,
+    whole.saveMean,
+    whole.saveInvstd,
+    true,
   );
-  assertClose(sum(ranks.map((r) => r.bwd.gradWeight!)), ref.bwd.gradWeight!, {
-    rtol: tol.rtol * 10,
-    atol: tol.atol * 10,
-  }, `${label} gradWeight`);
-  assertClose(sum(ranks.map((r) => r.bwd.gradBias!)), ref.bwd.gradBias!, {
-    rtol: tol.rtol * 10,
-    atol: tol.atol * 10,
-  }, `${label} gradBias`);
+  const label = `${p.x.shape} ${p.x.dtype} splits ${splits}`;
+  const perSample = x.length / p.x.shape[0];
+  let at = 0;
+  ranks.forEach((r, k) => {
+    const n = splits[k] * perSample;
+    const slice = (v: Float64Array) => v.slice(at, at + n);
+    const rank = `${label} rank ${k}`;
+    assertClose(r.fwd.output, slice(whole.output), undefined, `${rank} output`);
+    assertClose(r.fwd.mean, whole.saveMean, undefined, `${rank} mean`);
+    assertClose(r.fwd.invstd, whole.saveInvstd, undefined, `${rank} invstd`);
+    assertClose(r.runningMean, whole.runningMean!, undefined, `${rank} runningMean`);
+    assertClose(r.runningVar, whole.runningVar!, undefined, `${rank} runningVar`);
+    assert.deepEqual(r.fwd.counts.shape, [splits.length]);
+    assertClose(r.bwd.gradInput, slice(grads.gradInput), undefined, `${rank} gradInput`);
+    const local = batchNormReduceBackward64(
+      slice(dy),
+      slice(x),
+      [splits[k], ...p.x.shape.slice(1)],
+      r.fwd.mean.toFloat64Array(),
+      r.fwd.invstd.toFloat64Array(),
+    );
+    assertClose(r.bwd.gradWeight, local.gradWeight, undefined, `${rank} gradWeight`);
+    assertClose(r.bwd.gradBias, local.gradBias, undefined, `${rank} gradBias`);
+    at += n;
+  });
 }
 
-Deno.test("SyncBatchNorm over 2 and 4 ranks equals single-process BatchNorm (float32)", async () => {
-  const tol = { rtol: 1e-4, atol: 1e-4 };
-  await assertMatchesSingle(problem([2, 3, 4, 5]), [1, 1], tol);
-  await assertMatchesSingle(problem([8, 64, 8, 8]), [4, 4], tol);
-  await assertMatchesSingle(problem([8, 64, 8, 8]), [2, 2, 2, 2], tol);
-  await assertMatchesSingle(problem([7, 5, 6]), [1, 3, 2, 1], tol); // uneven counts
-  await assertMatchesSingle(problem([6, 3]), [3, 3], tol); // rank 2 (N, C)
-});
+forEachBackend(
+  "SyncBatchNorm over 2 and 4 ranks equals whole-batch BatchNorm (float32)",
+  async ({ device }) => {
+    const on = (p: Problem): Problem => ({
+      x: p.x.to(device),
+      dy: p.dy.to(device),
+      weight: p.weight.to(device),
+      bias: p.bias.to(device),
+    });
+    await assertMatchesWholeBatch(on(problem([2, 3, 4, 5])), [1, 1]);
+    await assertMatchesWholeBatch(on(problem([8, 64, 8, 8])), [4, 4]);
+    await assertMatchesWholeBatch(on(problem([8, 16, 8, 8])), [2, 2, 2, 2]);
+    await assertMatchesWholeBatch(on(problem([7, 5, 6])), [1, 3, 2, 1]); // uneven counts
+    await assertMatchesWholeBatch(on(problem([6, 3])), [3, 3]); // rank 2 (N, C)
+  },
+);
 
 Deno.test("SyncBatchNorm with float16/bfloat16 data (fp32 or own-dtype weights)", async () => {
   for (const dtype of ["float16", "bfloat16"] as DType[]) {
-    const t = toleranceFor(dtype);
-    const tol = { rtol: t.rtol * 4, atol: t.atol * 4 };
-    await assertMatchesSingle(problem([4, 6, 5], dtype), [2, 2], tol);
-    await assertMatchesSingle(problem([4, 6, 5], dtype, "float32"), [1, 1, 1, 1], tol);
+    await assertMatchesWholeBatch(problem([4, 6, 5], dtype), [2, 2]);
+    await assertMatchesWholeBatch(problem([4, 6, 5], dtype, "float32"), [1, 1, 1, 1]);
   }
 });
 
@@ -173,13 +182,14 @@ Deno.test("SyncBatchNorm backward equals finite differences of the whole-batch f
     (v) => dot(dy, batchNormForward64(v, shape, w, b, eps).y),
     p.x.toFloat64Array(),
   );
-  assertClose(concat(ranks.map((r) => r.bwd.gradInput!)), fd, { rtol: 1e-3, atol: 1e-4 });
+  // float32 gradients at float32 global statistics vs exact derivatives.
+  assertClose(concat(ranks.map((r) => r.bwd.gradInput!)), fd, TOLERANCE.float32);
 });
 
 Deno.test("SyncBatchNorm: channels-last rank inputs, masks, single rank", async () => {
   const x = Tensor.random([4, 5, 5, 3], { seed: 9 }).permute([0, 3, 1, 2]); // [4, 3, 5, 5]
   const p: Problem = { ...problem([4, 3, 5, 5]), x };
-  await assertMatchesSingle(p, [2, 2], { rtol: 1e-4, atol: 1e-4 });
+  await assertMatchesWholeBatch(p, [2, 2]);
 
   const [solo] = createLocalProcessGroup(1);
   const fwd = await syncBatchNormForward({ input: x, allGather: solo.allGather });
@@ -265,28 +275,34 @@ Deno.test("SyncBatchNorm: errors name the argument", async () => {
   assert.throws(() => createLocalProcessGroup(0), RangeError);
 });
 
-Deno.test("SyncBatchNorm on the software CANN (4 ranks) equals the CPU backend", async () => {
-  const before = simStats();
-  {
-    using npu = openSim();
-    const host = problem([8, 5, 3, 4]);
-    const dev: Problem = {
-      x: host.x.to(npu),
-      dy: host.dy.to(npu),
-      weight: host.weight.to(npu),
-      bias: host.bias.to(npu),
-    };
-    const cpu = await runRanks(host, [2, 2, 2, 2]);
-    const npuRanks = await runRanks(dev, [2, 2, 2, 2]);
-    const tol = { rtol: 1e-4, atol: 1e-4 };
-    npuRanks.forEach((r, i) => {
-      assert.notEqual(r.fwd.output.device, "cpu");
-      assertClose(r.fwd.output, cpu[i].fwd.output, tol, `rank ${i} output`);
-      assertClose(r.fwd.invstd, cpu[i].fwd.invstd, tol, `rank ${i} invstd`);
-      assertClose(r.runningVar, cpu[i].runningVar, tol, `rank ${i} runningVar`);
-      assertClose(r.bwd.gradInput!, cpu[i].bwd.gradInput!, tol, `rank ${i} gradInput`);
-      assertClose(r.bwd.gradWeight!, cpu[i].bwd.gradWeight!, tol, `rank ${i} gradWeight`);
-    });
+// KNOWN LIBRARY BUG (fails on the NPU path, since 011d52b). An empty rank sends count 0 and its
+// row must weigh nothing. CANN's gather-stats kernel merges ranks one by one with a factor
+// 1 / (n + count), so when the empty rank comes FIRST every statistic becomes 0 * 0 * 1/0 = NaN
+// on every rank (the issue 12 failure, now on the NPU path only). The CPU backend's closed
+// formula is right. (batchNormGatherStatsWithCounts has the same failing test with count 0 first.)
+forEachBackend("SyncBatchNorm: an empty rank adds nothing, wherever it is", async ({ device }) => {
+  const x = Tensor.random([6, 2, 3], { seed: 3, distribution: "normal", low: 1, high: 2 });
+  const whole = batchNorm64({
+    x: x.toFloat64Array(),
+    shape: x.shape,
+    training: true,
+    momentum: 0.1,
+    eps: 1e-5,
+  });
+  for (const empty of [1, 0, 2]) {
+    const parts = [x.slice(0, 0, 3), x.slice(0, 3, 6)];
+    parts.splice(empty, 0, x.slice(0, 0, 0));
+    const group = createLocalProcessGroup(3);
+    const ranks = await Promise.all(
+      group.map((g, r) =>
+        syncBatchNormForward({ input: parts[r].to(device), eps: 1e-5, allGather: g.allGather })
+      ),
+    );
+    const what = `empty rank ${empty}`;
+    for (const r of ranks) {
+      assertClose(r.mean, whole.saveMean, undefined, `${what}: mean`);
+      assertClose(r.invstd, whole.saveInvstd, undefined, `${what}: invstd`);
+    }
+    assertClose(concat(ranks.map((r) => r.output)), whole.output, undefined, `${what}: output`);
   }
-  assert.deepEqual(liveDelta(before, simStats()), {});
 });

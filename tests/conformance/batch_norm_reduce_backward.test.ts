@@ -1,17 +1,20 @@
 /**
  * Conformance of batchNormReduceBackward (aclnnBatchNormReduceBackward,
  * torch.batch_norm_backward_reduce) with peers' cases: known answers where the peer states
- * them, the float64 reference of ./reference.ts otherwise.
+ * them, the float64 oracle (tests/oracle/) otherwise. Every case runs on every backend.
  *
  * @module
  */
 
 import assert from "node:assert/strict";
 import { batchNormReduceBackward, type DType, Tensor } from "../../mod.ts";
+import type { Device } from "../../src/tensor/device.ts";
+import { forEachBackend } from "../helpers/backends.ts";
+import { TOLERANCE, toleranceFor } from "../helpers/tolerance.ts";
+import { batchNormReduceBackward64, batchStats64 } from "../oracle/mod.ts";
 import {
   capShape,
   channelsLast,
-  conformance,
   expectClose,
   f64,
   fromValues,
@@ -19,11 +22,9 @@ import {
   onOpt,
   runAll,
   strided,
-  type Target,
-  TOLERANCE,
   uniform,
 } from "./common.ts";
-import { batchNormReduceBackward64, batchStats64, NumpyRandomState } from "./reference.ts";
+import { NumpyRandomState } from "./numpy_random.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Known answers
@@ -33,7 +34,7 @@ import { batchNormReduceBackward64, batchStats64, NumpyRandomState } from "./ref
 // {1,1,1,2,2,2,3,3}, input 0..7, mean {1,1}, invstd {1,1}, weight {1,1}, all masks true.
 // Answer by hand: channel 0 dy {1,1,2,3}, x-mean {-1,1,3,5}; channel 1 dy {1,2,2,3},
 // x-mean {0,2,4,6}.
-conformance("reduce: CANN doc example [4,2] known answer", (target) => {
+forEachBackend("reduce: CANN doc example [4,2] known answer", ({ device: target }) => {
   for (const dtype of ["float32", "float16", "bfloat16"] as const) {
     const r = batchNormReduceBackward({
       gradOut: on(fromValues([1, 1, 1, 2, 2, 2, 3, 3], [4, 2], dtype), target),
@@ -86,44 +87,51 @@ Deno.test("reduce: numpy MT19937 replay is faithful (np.random.seed(0) known dra
   assert.equal(rng.randomSample(), 0.7151893663724195);
 });
 
-conformance("reduce: torch_npu test_batch_norm_backward_reduce known answer", (target) => {
-  const i = torchNpuInputs("float32");
-  const r = batchNormReduceBackward({
-    gradOut: on(i.gradOut, target),
-    input: on(i.input, target),
-    mean: on(i.mean, target),
-    invstd: on(i.invstd, target),
-    weight: on(i.weight, target),
-    inputG: true,
-    weightG: true,
-    biasG: true,
-  });
-  for (const k of ["sumDy", "sumDyXmu", "gradWeight", "gradBias"] as const) {
-    expectClose(r[k], TORCH_NPU_EXPECTED[k], `torch_npu ${k}`, TOLERANCE.float32);
-  }
-});
-
-// Same file, test_batch_norm_backward_reduce_mix_precision: fp16 data with fp32 statistics
-// must agree with the fp32 run (assertRtolEqual at fp16 precision, 1e-3).
-conformance("reduce: torch_npu mix precision (fp16 data, fp32 stats) equals fp32 run", (target) => {
-  const run = (dtype: DType) => {
-    const i = torchNpuInputs(dtype);
-    return batchNormReduceBackward({
+forEachBackend(
+  "reduce: torch_npu test_batch_norm_backward_reduce known answer",
+  ({ device: target }) => {
+    const i = torchNpuInputs("float32");
+    const r = batchNormReduceBackward({
       gradOut: on(i.gradOut, target),
       input: on(i.input, target),
       mean: on(i.mean, target),
       invstd: on(i.invstd, target),
       weight: on(i.weight, target),
+      inputG: true,
+      weightG: true,
+      biasG: true,
     });
-  };
-  const r16 = run("float16");
-  const r32 = run("float32");
-  for (const k of ["sumDy", "sumDyXmu", "gradWeight", "gradBias"] as const) {
-    assert.equal(r16[k]?.dtype, "float32", `${k} follows mean's dtype`);
-    // fp16 rounding of the data moves the sums by ~1e-3 relative.
-    expectClose(r16[k], f64(r32[k]!), `mix ${k}`, { rtol: 1e-3, atol: 1e-3 });
-  }
-});
+    for (const k of ["sumDy", "sumDyXmu", "gradWeight", "gradBias"] as const) {
+      expectClose(r[k], TORCH_NPU_EXPECTED[k], `torch_npu ${k}`, TOLERANCE.float32);
+    }
+  },
+);
+
+// Same file, test_batch_norm_backward_reduce_mix_precision: fp16 data with fp32 statistics
+// must agree with the fp32 run (assertRtolEqual at fp16 precision, 1e-3).
+forEachBackend(
+  "reduce: torch_npu mix precision (fp16 data, fp32 stats) equals fp32 run",
+  ({ device: target }) => {
+    const run = (dtype: DType) => {
+      const i = torchNpuInputs(dtype);
+      return batchNormReduceBackward({
+        gradOut: on(i.gradOut, target),
+        input: on(i.input, target),
+        mean: on(i.mean, target),
+        invstd: on(i.invstd, target),
+        weight: on(i.weight, target),
+      });
+    };
+    const r16 = run("float16");
+    const r32 = run("float32");
+    for (const k of ["sumDy", "sumDyXmu", "gradWeight", "gradBias"] as const) {
+      assert.equal(r16[k]?.dtype, "float32", `${k} follows mean's dtype`);
+      // The fp16 run's data went through one fp16 rounding: its sums stay within the float16
+      // entry of the fp32 run's (torch_npu asserts 1e-3).
+      expectClose(r16[k], f64(r32[k]!), `mix ${k}`, toleranceFor("float16"));
+    }
+  },
+);
 
 // ---------------------------------------------------------------------------------------------
 // Reference cases
@@ -237,7 +245,7 @@ const CASES: ReduceCase[] = [
   { source: "rank 8", shape: [2, 3, 2, 1, 2, 1, 2, 3], dtype: "float32" },
 ];
 
-function runCase(c: ReduceCase, target: Target, seed: number): void {
+function runCase(c: ReduceCase, target: Device, seed: number): void {
   const statsDType = c.statsDType ?? c.dtype;
   const [lo, hi] = c.range ?? [-2, 2];
   let gradOut = uniform(c.shape, c.dtype, seed, lo, hi);
@@ -286,13 +294,13 @@ function runCase(c: ReduceCase, target: Target, seed: number): void {
   if (inputG) assert.equal(r.sumDy?.dtype, statsDType);
 }
 
-conformance("reduce: peer shapes vs float64 reference", (target) => {
+forEachBackend("reduce: peer shapes vs float64 reference", ({ device: target }) => {
   runAll(CASES, (c, k) => runCase(c, target, 100 + 10 * k));
 });
 
 // Empty batch (CANN doc: "支持空Tensor"; "当任一输入的为空Tensor时，输出为空Tensor"): with
 // N = 0 the per-channel outputs still have C elements; their sums are 0.
-conformance("reduce: empty batch N=0 gives zero per-channel sums", (target) => {
+forEachBackend("reduce: empty batch N=0 gives zero per-channel sums", ({ device: target }) => {
   for (const dtype of ["float32", "float16", "bfloat16"] as const) {
     const r = batchNormReduceBackward({
       gradOut: on(Tensor.zeros([0, 3, 4], dtype), target),

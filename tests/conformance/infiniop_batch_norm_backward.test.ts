@@ -17,18 +17,10 @@
 
 import assert from "node:assert/strict";
 import { createBatchNormBackwardDescriptor, type DType, Tensor } from "../../mod.ts";
-import {
-  capShape,
-  conformance,
-  expectClose,
-  f64,
-  fromValues,
-  on,
-  runAll,
-  type Target,
-  uniform,
-} from "./common.ts";
-import { batchNormBackward64, batchStats64 } from "./reference.ts";
+import type { Device } from "../../src/tensor/device.ts";
+import { forEachBackend } from "../helpers/backends.ts";
+import { batchStats64, infiniopBatchNormBackward64 } from "../oracle/mod.ts";
+import { capShape, expectClose, f64, fromValues, on, runAll, uniform } from "./common.ts";
 
 interface InfiniCase {
   source: string;
@@ -44,7 +36,7 @@ const WAWAHEJUN = "wawahejun/InfiniCore-Reference test/infiniop/batch_norm_backw
 
 const CASES: InfiniCase[] = [
   // (shape, grad_weight_strides, grad_bias_strides); tolerances there: f16 1e-1, f32 5e-2,
-  // bf16 2e-1 (ours are tighter, common.ts).
+  // bf16 2e-1 (ours are tighter: tests/helpers/tolerance.ts).
   { source: QINYIQUN, shape: [5, 4, 3], gradWeightStride: 2 },
   { source: QINYIQUN, shape: [6, 10, 5], gradBiasStride: 3 },
   { source: QINYIQUN, shape: [15, 9, 4], gradWeightStride: 1, gradBiasStride: 1 },
@@ -92,7 +84,7 @@ function perChannel(C: number, dtype: DType, stride = 1): Tensor {
   return Tensor.zeros([C * stride], dtype).slice(0, 0, C * stride, stride);
 }
 
-function runCase(c: InfiniCase, dtype: DType, inPlace: boolean, target: Target, seed: number) {
+function runCase(c: InfiniCase, dtype: DType, inPlace: boolean, target: Device, seed: number) {
   const [N, C, L] = c.shape;
   const shape = [N, C, L];
   // InfiniCore TestTensor "random" data; the batch statistics in the data dtype.
@@ -103,15 +95,15 @@ function runCase(c: InfiniCase, dtype: DType, inPlace: boolean, target: Target, 
   const runningMean = fromValues(st.mean, [C], dtype);
   const runningVar = fromValues(st.variance, [C], dtype);
   const eps = c.eps ?? 0;
-  const expected = batchNormBackward64(
-    f64(gradOutputHost),
-    f64(input),
+  const expected = infiniopBatchNormBackward64({
+    dy: f64(gradOutputHost),
+    x: f64(input),
     shape,
-    f64(weight),
-    f64(runningMean),
-    f64(runningVar).map((v) => 1 / Math.sqrt(v + eps)),
-    true,
-  );
+    weight: f64(weight),
+    runningMean: f64(runningMean),
+    runningVar: f64(runningVar),
+    eps,
+  });
 
   const gradOutput = on(gradOutputHost, target);
   const gradInput = inPlace ? gradOutput : on(Tensor.zeros(shape, dtype), target);
@@ -142,60 +134,60 @@ function runCase(c: InfiniCase, dtype: DType, inPlace: boolean, target: Target, 
   expectClose(gradBias, expected.gradBias, `${label} grad_bias`);
 }
 
-conformance("infiniop: InfiniCore (N, C, L) cases, out-of-place and in-place", (target) => {
-  const runs = CASES.flatMap((c) =>
-    DTYPES.flatMap((dtype) => [false, true].map((inPlace) => ({ c, dtype, inPlace })))
-  );
-  runAll(runs, (r, k) => runCase(r.c, r.dtype, r.inPlace, target, 3000 + 7 * k));
-});
+forEachBackend(
+  "infiniop: InfiniCore (N, C, L) cases, out-of-place and in-place",
+  ({ device: target }) => {
+    const runs = CASES.flatMap((c) =>
+      DTYPES.flatMap((dtype) => [false, true].map((inPlace) => ({ c, dtype, inPlace })))
+    );
+    runAll(runs, (r, k) => runCase(r.c, r.dtype, r.inPlace, target, 3000 + 7 * k));
+  },
+);
 
 // InfiniCore's upstream variant feeds "running" statistics that are NOT the batch's (random
 // mean, var in [0.5, 1)). With this package's documented semantics the result is the
 // training-mode gradient at those statistics (not PyTorch's eval-mode gradient); grad_weight
 // and grad_bias agree in both readings. Pinned here so a change of semantics is noticed.
-conformance("infiniop: non-batch running statistics use the training-mode formula", (target) => {
-  const shape = [4, 8, 16];
-  const input = uniform(shape, "float32", 41, -1, 1);
-  const gradOutput = uniform(shape, "float32", 42, -1, 1);
-  const weight = uniform([8], "float32", 43, 0.5, 1.5);
-  const runningMean = uniform([8], "float32", 44, -0.25, 0.25);
-  const runningVar = uniform([8], "float32", 45, 0.5, 1);
-  const eps = 1e-5;
-  const gradInput = on(Tensor.zeros(shape), target);
-  const gradWeight = on(Tensor.zeros([8]), target);
-  const gradBias = on(Tensor.zeros([8]), target);
-  const args = {
-    gradInput,
-    gradWeight,
-    gradBias,
-    input: on(input, target),
-    gradOutput: on(gradOutput, target),
-    weight: on(weight, target),
-    runningMean: on(runningMean, target),
-    runningVar: on(runningVar, target),
-  };
-  using desc = createBatchNormBackwardDescriptor({ ...args, eps });
-  desc.compute(args);
-  const invstd = f64(runningVar).map((v) => 1 / Math.sqrt(v + eps));
-  const train = batchNormBackward64(
-    f64(gradOutput),
-    f64(input),
-    shape,
-    f64(weight),
-    f64(runningMean),
-    invstd,
-    true,
-  );
-  const evalMode = batchNormBackward64(
-    f64(gradOutput),
-    f64(input),
-    shape,
-    f64(weight),
-    f64(runningMean),
-    invstd,
-    false,
-  );
-  expectClose(gradInput, train.gradInput, "grad_input (training formula)");
-  expectClose(gradWeight, evalMode.gradWeight, "grad_weight (same in both readings)");
-  expectClose(gradBias, evalMode.gradBias, "grad_bias (same in both readings)");
-});
+forEachBackend(
+  "infiniop: non-batch running statistics use the training-mode formula",
+  ({ device: target }) => {
+    const shape = [4, 8, 16];
+    const input = uniform(shape, "float32", 41, -1, 1);
+    const gradOutput = uniform(shape, "float32", 42, -1, 1);
+    const weight = uniform([8], "float32", 43, 0.5, 1.5);
+    const runningMean = uniform([8], "float32", 44, -0.25, 0.25);
+    const runningVar = uniform([8], "float32", 45, 0.5, 1);
+    const eps = 1e-5;
+    const gradInput = on(Tensor.zeros(shape), target);
+    const gradWeight = on(Tensor.zeros([8]), target);
+    const gradBias = on(Tensor.zeros([8]), target);
+    const args = {
+      gradInput,
+      gradWeight,
+      gradBias,
+      input: on(input, target),
+      gradOutput: on(gradOutput, target),
+      weight: on(weight, target),
+      runningMean: on(runningMean, target),
+      runningVar: on(runningVar, target),
+    };
+    using desc = createBatchNormBackwardDescriptor({ ...args, eps });
+    desc.compute(args);
+    const reading = (training: boolean) =>
+      infiniopBatchNormBackward64({
+        dy: f64(gradOutput),
+        x: f64(input),
+        shape,
+        weight: f64(weight),
+        runningMean: f64(runningMean),
+        runningVar: f64(runningVar),
+        eps,
+        training,
+      });
+    const train = reading(true);
+    const evalMode = reading(false);
+    expectClose(gradInput, train.gradInput, "grad_input (training formula)");
+    expectClose(gradWeight, evalMode.gradWeight, "grad_weight (same in both readings)");
+    expectClose(gradBias, evalMode.gradBias, "grad_bias (same in both readings)");
+  },
+);

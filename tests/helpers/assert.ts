@@ -1,87 +1,78 @@
 /**
- * Assertions for numeric results and aclnn errors.
+ * Assertions for numeric results and aclnn errors. Numeric comparisons take their tolerance
+ * from the one table, tests/helpers/tolerance.ts.
  *
  * @module
  */
 
 import assert from "node:assert/strict";
 import { AclnnError } from "../../src/ffi/errors.ts";
-import type { DType } from "../../src/tensor/dtype.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
+import { TOLERANCE, type Tolerance, toleranceFor } from "./tolerance.ts";
 
-/** Relative and absolute tolerance: |a - e| <= atol + rtol * |e|. */
-export interface Tolerance {
-  rtol?: number;
-  atol?: number;
-}
-
-/** Tolerances for results stored in `dtype` (computed in float64, rounded once). */
-export function toleranceFor(dtype: DType): Required<Tolerance> {
-  switch (dtype) {
-    case "float32":
-      return { rtol: 1e-5, atol: 1e-5 };
-    case "float16":
-      return { rtol: 2e-3, atol: 2e-3 };
-    case "bfloat16":
-      return { rtol: 1.6e-2, atol: 1.6e-2 };
-    case "int32":
-      return { rtol: 0, atol: 0 };
-  }
-}
+export type { Tolerance } from "./tolerance.ts";
 
 function values(v: ArrayLike<number> | Tensor): ArrayLike<number> {
   return v instanceof Tensor ? v.toFloat64Array() : v;
 }
 
 /**
- * Element-wise closeness. NaN matches NaN and infinities must match exactly. The message
- * shows the first mismatching index and the worst error.
+ * Element-wise closeness under the tolerance table's rule (tests/helpers/tolerance.ts):
+ * |actual - expected| <= atol * scale + rtol * |expected| with scale = max(1, max finite
+ * |expected|). NaN must match NaN and infinities must match exactly. The tolerance defaults to
+ * the table's entry for `actual`'s dtype (float32 for plain arrays). The message names the
+ * first mismatching index and the worst one.
  */
 export function assertClose(
-  actual: ArrayLike<number> | Tensor,
+  actual: ArrayLike<number> | Tensor | null | undefined,
   expected: ArrayLike<number> | Tensor,
-  tolerance: Tolerance = {},
+  tolerance?: Tolerance,
   message = "",
 ): void {
+  assert.ok(actual, `${message}: the output is ${actual}`);
+  const tol = tolerance ??
+    (actual instanceof Tensor ? toleranceFor(actual.dtype) : TOLERANCE.float32);
   const a = values(actual);
   const e = values(expected);
-  const rtol = tolerance.rtol ?? 1e-6;
-  const atol = tolerance.atol ?? 1e-9;
-  assert.equal(a.length, e.length, `${message} length ${a.length} != expected ${e.length}`);
+  assert.equal(a.length, e.length, `${message}: ${a.length} values, expected ${e.length}`);
+  let scale = 1;
+  for (let i = 0; i < e.length; i++) {
+    if (Number.isFinite(e[i])) scale = Math.max(scale, Math.abs(e[i]));
+  }
+  let firstBad = -1;
+  let worst = 0;
+  let worstAt = -1;
   for (let i = 0; i < a.length; i++) {
     const x = a[i];
     const y = e[i];
-    if (Number.isNaN(y)) {
-      assert.ok(Number.isNaN(x), `${message} [${i}]: got ${x}, expected NaN`);
-      continue;
-    }
-    if (!Number.isFinite(y)) {
-      assert.equal(x, y, `${message} [${i}]: got ${x}, expected ${y}`);
+    if (Number.isNaN(y) || !Number.isFinite(y)) {
+      if (!Object.is(x, y) && !(Number.isNaN(x) && Number.isNaN(y)) && firstBad < 0) {
+        firstBad = i;
+      }
       continue;
     }
     const err = Math.abs(x - y);
-    if (!(err <= atol + rtol * Math.abs(y))) {
-      assert.fail(
-        `${message} [${i}]: got ${x}, expected ${y} (|err| ${err.toExponential(3)} > ` +
-          `atol ${atol} + rtol ${rtol} * |expected|)`,
-      );
+    const bound = tol.atol * scale + tol.rtol * Math.abs(y);
+    if (!(err <= bound)) {
+      if (firstBad < 0) firstBad = i;
+      const ratio = Number.isNaN(err) ? Infinity : err / bound;
+      if (ratio > worst) {
+        worst = ratio;
+        worstAt = i;
+      }
     }
   }
-}
-
-/** The largest |a - e| / max(|e|, floor) over all elements. */
-export function maxRelativeError(
-  actual: ArrayLike<number> | Tensor,
-  expected: ArrayLike<number> | Tensor,
-  floor = 1,
-): number {
-  const a = values(actual);
-  const e = values(expected);
-  let worst = 0;
-  for (let i = 0; i < a.length; i++) {
-    worst = Math.max(worst, Math.abs(a[i] - e[i]) / Math.max(Math.abs(e[i]), floor));
-  }
-  return worst;
+  if (firstBad < 0) return;
+  const dtype = actual instanceof Tensor ? `${actual.dtype}, ` : "";
+  const w = worstAt >= 0
+    ? `; worst at [${worstAt}]: got ${a[worstAt]}, expected ${e[worstAt]} ` +
+      `(${worst.toPrecision(3)}x the bound)`
+    : "";
+  assert.fail(
+    `${message} (${dtype}rtol ${tol.rtol.toPrecision(3)}, atol ${tol.atol.toPrecision(3)} x ` +
+      `scale ${scale.toPrecision(4)}): first mismatch at [${firstBad}]: got ${a[firstBad]}, ` +
+      `expected ${e[firstBad]}${w}`,
+  );
 }
 
 /**

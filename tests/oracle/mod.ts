@@ -1,0 +1,47 @@
+/**
+ * The tests' one float64 oracle: independent float64 implementations of every operator of
+ * the package, written from the formulas of the seed documents and the operators' JSDoc, over
+ * logical row-major float64 data (what `Tensor.toFloat64Array()` returns). It shares no code
+ * with `src/`; the tests read tensors into Float64Arrays and compare the kernels' results with
+ * these under the one tolerance table (tests/helpers/tolerance.ts).
+ *
+ * Every function takes the inputs exactly as the operator receives them (already rounded to
+ * their dtype), so a correct kernel differs from the oracle only by the final rounding of its
+ * outputs (and, on an NPU, fp32 accumulation). Empty batches follow the README's documented
+ * values. Gradient formulas are themselves checked against central differences of the
+ * forward passes (tests/oracle/self_check.test.ts).
+ *
+ * @module
+ */
+
+export { at, type ChannelSplit, channelSplit, eachElement, orFill } from "./geometry.ts";
+export { batchStats64, groupStats64, invstdOf, type Moments } from "./statistics.ts";
+export { type BatchNormForward64, batchNormForward64 } from "./batch_norm_forward.ts";
+export { dot, numericalGradient } from "./finite_differences.ts";
+export { type BatchNormStats64, batchNormStats64 } from "./batch_norm_stats.ts";
+export {
+  batchNormGatherStatsWithCounts64,
+  type GatherStats64,
+  type GatherStatsArgs,
+} from "./gather_stats.ts";
+export { type BatchNorm64, batchNorm64, type BatchNormArgs } from "./batch_norm.ts";
+export { batchNormElemt64, type BatchNormElemtArgs } from "./batch_norm_elemt.ts";
+export { batchNormElemtBackward64, type ElemtBackwardArgs } from "./batch_norm_elemt_backward.ts";
+export { batchNormReduceBackward64, type ReduceBackward64 } from "./batch_norm_reduce_backward.ts";
+export {
+  type BatchNormBackward64,
+  batchNormBackward64,
+  type BatchNormBackwardArgs,
+  batchNormBackwardAt64,
+} from "./batch_norm_backward.ts";
+export {
+  type InfiniopBackwardArgs,
+  infiniopBatchNormBackward64,
+} from "./infiniop_batch_norm_backward.ts";
+export {
+  type GroupNorm64,
+  groupNorm64,
+  type GroupNormForward64,
+  groupNormForward64,
+} from "./group_norm.ts";
+export { type GroupNormBackward64, groupNormBackward64 } from "./group_norm_backward.ts";
