@@ -164,7 +164,7 @@ const linkCore = ["-L", ".", "-laclsim_core", "-Wl,--no-undefined"];
 const TARGETS: Target[] = [
   {
     out: CORE,
-    sources: ["sim_core.c", "sim_numeric.c", "sim_ops.c", "sim_soc.c"],
+    sources: ["sim_core.c", "sim_numeric.c", "sim_ops.c", "sim_soc.c", "sim_fault.c"],
     args: ["-shared", `-Wl,-soname,${CORE}`, "-Wl,--no-undefined", "-lm", "-lpthread"],
   },
   ...["libacl_rt.so", "libascendcl.so"].map((out) => ({

@@ -127,6 +127,17 @@ export class CallCache {
     this.#retired.push(entry);
   }
 
+  /**
+   * Takes `key` out of use and destroys its native objects now: only for an entry no queued
+   * work can use (one whose first launch never happened).
+   */
+  discard(key: string): void {
+    const entry = this.#entries.get(key);
+    if (entry === undefined) return;
+    this.#entries.delete(key);
+    this.#destroy(entry);
+  }
+
   /** Retires every entry. */
   retireAll(): void {
     for (const key of [...this.#entries.keys()]) this.retire(key);

@@ -27,7 +27,7 @@ import {
   createAclTensor,
 } from "./acl_tensor.ts";
 import type { CachedCall, CachedTensorArg, NativeArg } from "./call_cache.ts";
-import { ACLNN_ERR_PARAM_INVALID, AclnnError, recentErrorMessage } from "./errors.ts";
+import { AclError, ACLNN_ERR_PARAM_INVALID, AclnnError, recentErrorMessage } from "./errors.ts";
 import { AscendDevice, ascendState, DeviceBuffer, type DeviceState } from "./runtime.ts";
 import { opapiSymbols } from "./symbols.ts";
 
@@ -237,6 +237,20 @@ function phaseOne(call: Call, native: NativeArg[]): { size: bigint; executor: De
 }
 
 /**
+ * The error of a workspace that cannot be allocated, naming the operator that asked for it
+ * (the allocator's error names only aclrtMalloc); the native code and message are kept.
+ */
+function workspaceError(op: string, size: bigint, e: unknown): unknown {
+  if (!(e instanceof AclError)) return e;
+  const what = e.message.replace(/ \[[A-Z_]+ \d+\]$/, "");
+  return new AclError(
+    e.code,
+    `${op}: the ${size}-byte workspace asked for by ${op}GetWorkspaceSize cannot be allocated: ${what}`,
+    { nativeMessage: e.nativeMessage, cause: e },
+  );
+}
+
+/**
  * Phase 2 with the device's workspace. When the workspace cannot be had, a non-repeatable
  * executor (which only phase 2 frees) is destroyed before the error propagates.
  */
@@ -251,7 +265,7 @@ function phaseTwo(call: Call, size: bigint, executor: Deno.PointerValue, repeata
         recentErrorMessage(state.libs.runtime);
       }
     }
-    throw e;
+    throw workspaceError(call.op, size, e);
   }
   const status = call.phase2(
     workspace === null ? null : workspace.pointer,
@@ -301,7 +315,9 @@ function runFresh(call: Call, key: string): void {
   try {
     phaseTwo(call, size, executor, repeatable);
   } catch (e) {
-    if (cacheable) state.calls.retire(key);
+    // Never launched: no queued work uses the executor or the descriptors, so they go now
+    // (a failed call leaves nothing behind), not at the next synchronisation.
+    if (cacheable) state.calls.discard(key);
     else destroyAll(descriptors);
     throw e;
   }

@@ -27,9 +27,10 @@ export interface AbiEntry {
   result: AbiClass;
 }
 
-/** The simulator-only test hook exported by libacl_rt.so and libascendcl.so. */
+/** The simulator-only test hooks exported by libacl_rt.so and libascendcl.so (not CANN). */
 export const TEST_HOOK: Readonly<Record<string, AbiEntry>> = {
   aclsimGetStats: { parameters: ["pointer", "u64"], result: "i32" },
+  aclsimInjectFault: { parameters: ["i32", "i64", "i64", "i64"], result: "i32" },
 };
 
 /** Names of the counters returned by aclsimGetStats, in order. */
@@ -48,6 +49,7 @@ export const STAT_NAMES: readonly string[] = [
   "tasksExecuted",
   "tasksFailed",
   "deviceReferences",
+  "faultsInjected",
 ];
 
 const RUNTIME_EXTRA = new Set(["aclInit", "aclFinalize", "aclGetRecentErrMsg"]);
@@ -248,6 +250,12 @@ export async function checkAbi(options: CheckAbiOptions = {}): Promise<string[]>
       if (lib === "libacl_rt.so" || lib === "libascendcl.so") {
         const n = fns.aclsimGetStats(null, 0n);
         if (n !== STAT_NAMES.length) problems.push(`${lib}: aclsimGetStats returned ${n}`);
+        // Disarming every fault kind is harmless and must succeed; an unknown kind is refused.
+        const clear = fns.aclsimInjectFault(0, 0n, 0n, 0n);
+        if (clear !== 0) problems.push(`${lib}: aclsimInjectFault(0, 0, 0, 0) returned ${clear}`);
+        const bad = fns.aclsimInjectFault(99, 1n, 1n, 0n);
+        if (bad !== 100000) problems.push(`${lib}: aclsimInjectFault(99, ...) returned ${bad}`);
+        fns.aclGetRecentErrMsg(); // consume the refusal's text
         const soc = fns.aclrtGetSocName() as Deno.PointerValue;
         const name = soc ? new Deno.UnsafePointerView(soc).getCString() : null;
         if (!name) problems.push(`${lib}: aclrtGetSocName returned NULL`);

@@ -43,3 +43,6 @@ SIM_PUBLIC aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *tot
 }
 SIM_PUBLIC const char *aclrtGetSocName(void) { return sim_rt_get_soc_name(); }
 SIM_PUBLIC int32_t aclsimGetStats(int64_t *out, uint64_t n) { return sim_get_stats(out, n); }
+SIM_PUBLIC int32_t aclsimInjectFault(int32_t kind, int64_t nth, int64_t times, int64_t value) {
+  return sim_fault_inject(kind, nth, times, value);
+}

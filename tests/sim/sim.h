@@ -38,10 +38,14 @@ enum {
   SIM_RT_PARAM_INVALID = 107000,
   SIM_RT_INVALID_DEVICEID = 107001,
   SIM_RT_CONTEXT_NULL = 107002,
+  SIM_RT_STREAM_ABORT = 107023,
   SIM_RT_MEMORY_ALLOCATION = 207001,
   SIM_RT_NO_DEVICE = 207004,
+  SIM_RT_NO_STREAM_RESOURCE = 207008,
   SIM_RT_INTERNAL_ERROR = 507000,
-  SIM_RT_CONTEXT_RELEASE = 507007
+  SIM_RT_CONTEXT_RELEASE = 507007,
+  SIM_RT_AICORE_EXCEPTION = 507015,
+  SIM_RT_DRV_INTERNAL_ERROR = 507899
 };
 
 /* ---- enums ------------------------------------------------------------------------- */
@@ -169,6 +173,9 @@ SIM_CORE_API int sim_rt_sync_device(void);
 SIM_CORE_API int sim_rt_create_stream(void **stream);
 SIM_CORE_API int sim_rt_destroy_stream(void *stream);
 SIM_CORE_API int sim_rt_sync_stream(void *stream);
+/* A host task on a stream (sim_core.c explains the contract; used by the software HCCL). */
+SIM_CORE_API int sim_stream_enqueue(const char *fn, void *stream, int badcode, int (*run)(void *arg),
+                                    void (*drop)(void *arg), void *arg);
 SIM_CORE_API int sim_rt_malloc(void **p, uint64_t size, uint32_t policy);
 SIM_CORE_API int sim_rt_free(void *p);
 SIM_CORE_API int sim_rt_malloc_host(void **p, uint64_t size);
@@ -185,7 +192,27 @@ SIM_CORE_API int sim_rt_destroy_context(void *ctx);
 SIM_CORE_API int sim_rt_get_mem_info(uint32_t attr, uint64_t *freeBytes, uint64_t *totalBytes);
 /* ACLSIM_SOC_NAME (read on every call) or "Ascend950PR_9599" (sim_soc.c). */
 SIM_CORE_API const char *sim_rt_get_soc_name(void);
-SIM_CORE_API int32_t sim_get_stats(int64_t *out, uint64_t n); /* 14 counters (README) */
+SIM_CORE_API int32_t sim_get_stats(int64_t *out, uint64_t n); /* 15 counters (README) */
+
+/* ---- fault injection (sim_fault.c; a test hook, README "Fault injection") ------------------- */
+typedef enum {
+  SIM_FAULT_MALLOC = 1,    /* aclrtMalloc fails (default 207001) */
+  SIM_FAULT_MEMCPY,        /* aclrtMemcpy fails (default 507899) */
+  SIM_FAULT_KERNEL,        /* an operator's task fails at synchronisation (default 507015) */
+  SIM_FAULT_WORKSPACE,     /* phase 1 asks for a workspace too large to allocate */
+  SIM_FAULT_CREATE_STREAM, /* aclrtCreateStream fails (default 207008) */
+  SIM_FAULT_STREAM,        /* a stream refuses a task: launch 361001, aclrtMemcpyAsync 107023 */
+  SIM_FAULT_KINDS
+} SimFaultKind;
+/* aclsimInjectFault: kind 0 disarms every kind; nth 0 disarms `kind`; otherwise the nth call of
+ * `kind` from now (1 = the next) and the next times - 1 ones (times -1: every one) fail with
+ * `value` (a status code, or for SIM_FAULT_WORKSPACE a byte size; 0 = the default). */
+SIM_CORE_API int32_t sim_fault_inject(int32_t kind, int64_t nth, int64_t times, int64_t value);
+/* Counts one call of `kind` (ACLSIM_FAULT read first); true: it must fail, *value = the armed
+ * value (0 = the kind's default, applied by the caller). */
+SIM_CORE_API bool sim_fault_fire(int kind, int64_t *value);
+SIM_CORE_API int64_t sim_fault_fired(void); /* faults injected so far (counter 14) */
+SIM_CORE_API const char *sim_fault_name(int kind);
 
 /* ---- nnopbase ---------------------------------------------------------------------------- */
 SIM_CORE_API void *sim_create_tensor(const int64_t *viewDims, uint64_t viewDimsNum, int32_t dataType,

@@ -58,8 +58,10 @@ aclError aclrtGetCurrentContext(aclrtContext *context);
 aclError aclrtDestroyContext(aclrtContext context);
 aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total);
 const char *aclrtGetSocName(void);
-/* Test hook (simulator only, not CANN): live-object counters, see tests/sim/README.md. */
+/* Test hooks (simulator only, not CANN): live-object counters and fault injection, see
+ * tests/sim/README.md. */
 int32_t aclsimGetStats(int64_t *out, uint64_t n);
+int32_t aclsimInjectFault(int32_t kind, int64_t nth, int64_t times, int64_t value);
 
 /* ---- libnnopbase.so ---- */
 aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType, const int64_t *stride, int64_t offset, aclFormat format, const int64_t *storageDims, uint64_t storageDimsNum, void *tensorData);

@@ -728,7 +728,7 @@ int sim_nn_finalize(void) { return 0; }
 /* ======================================================================================
  * Streams and tasks
  * ====================================================================================== */
-typedef enum { T_OP = 1, T_MEMCPY } TaskKind;
+typedef enum { T_OP = 1, T_MEMCPY, T_HOST } TaskKind;
 typedef struct Task {
   TaskKind kind;
   uint64_t seq;
@@ -740,6 +740,10 @@ typedef struct Task {
   uint64_t count;
   uint32_t memkind;
   uint64_t dst_alloc, src_alloc;
+  int (*host_run)(void *arg); /* T_HOST (sim_stream_enqueue) */
+  void (*host_drop)(void *arg);
+  void *host_arg;
+  int fault; /* nonzero: the kernel fails with this code at execution (fault injection) */
   struct Task *next;
 } Task;
 
@@ -820,6 +824,22 @@ static void enqueue(Stream *s, Task *t) {
   g_pending++;
 }
 
+/* A stream that refuses a task (fault injection): sending a task to a stream in abort state is
+ * RT_ERROR_STREAM_ABORT_SEND_TASK_FAIL -> ACL_ERROR_RT_STREAM_ABORT 107023 "stream abort" (runtime
+ * stars_engine.cc, errcode_manage.cc; stream.cc reports "The stream ... is in abort state"). The
+ * tasks already queued are kept. Returns the code. */
+static int stream_refuses(const char *fn, Stream *s, int64_t fv) {
+  return sim_fail(fv ? (int)fv : SIM_RT_STREAM_ABORT,
+                  "%s: The stream %p is in abort state; the task was not sent. (injected fault: ACLSIM_FAULT stream)",
+                  fn, s->handle);
+}
+
+/* Frees a task; a host task's drop hook runs exactly once, after its run or instead of it. */
+static void free_task(Task *t) {
+  if (t->kind == T_HOST && t->host_drop) t->host_drop(t->host_arg);
+  free(t);
+}
+
 /* Drops every queued task of the stream unexecuted (counted as discarded). */
 static void discard_tasks(Stream *s) {
   while (s->head) {
@@ -827,7 +847,7 @@ static void discard_tasks(Stream *s) {
     s->head = t->next;
     g_pending--;
     g_tasks_failed++;
-    free(t);
+    free_task(t);
   }
   s->tail = NULL;
 }
@@ -835,6 +855,16 @@ static void discard_tasks(Stream *s) {
 static const char *alloc_state(uint64_t id) { return sim_dev_alloc_live(id) ? "live" : "freed"; }
 
 static int run_task(const char *fn, Task *t) {
+  if (t->kind == T_HOST) {
+    /* A host task (the software HCCL's collectives, hccl_sim.c) may block for a long time: it
+     * waits for its peers, which can be other threads of this process synchronising their own
+     * streams. So it runs with the lock released (the task is already unlinked from its stream;
+     * two threads draining the SAME stream at once may then run its tasks out of order). */
+    sim_unlock();
+    int rc = t->host_run(t->host_arg);
+    sim_lock();
+    return rc;
+  }
   if (t->kind == T_MEMCPY) {
     if (t->dst_alloc && !sim_dev_alloc_live(t->dst_alloc))
       return sim_fail(SIM_RT_INTERNAL_ERROR,
@@ -863,6 +893,19 @@ static int run_task(const char *fn, Task *t) {
     return sim_fail(SIM_RT_INTERNAL_ERROR,
                     "%s: %s task #%" PRIu64 ": the workspace %p (%s) was freed before the stream was synchronised",
                     fn, p->name, t->seq, t->ws, alloc_state(t->ws_alloc));
+  if (t->fault == SIM_RT_AICORE_EXCEPTION)
+    /* An AI Core exception: the task scheduler reports TS_ERROR_AICORE_EXCEPTION (0x26), mapped to
+     * RT_ERROR_TSFW_AICORE_EXCEPTION -> ACL_ERROR_RT_AICORE_EXCEPTION 507015 "aicore exception",
+     * returned by the stream synchronisation (runtime task_scheduler_error.h, error_code.cc,
+     * errcode_manage.cc; notify_task.cc "Kernel task happen error"; api_error.cc StreamSynchronize
+     * "Stream synchronize failed"). Nothing is written. */
+    return sim_fail(t->fault,
+                    "%s: %s task #%" PRIu64 ": Kernel task happen error, retCode=0x26, [aicore exception]. "
+                    "Stream synchronize failed. (injected fault: ACLSIM_FAULT kernel)",
+                    fn, p->name, t->seq);
+  if (t->fault)
+    return sim_fail(t->fault, "%s: %s task #%" PRIu64 ": Kernel task happen error. Stream synchronize failed. "
+                    "(injected fault: ACLSIM_FAULT kernel)", fn, p->name, t->seq);
   /* The device scribbles over its workspace: a workspace overlapping a tensor corrupts it. */
   if (p->ws_size > 0) memset(t->ws, 0xCD, p->ws_size);
   int rc = sim_op_run(p, t->ws);
@@ -886,7 +929,7 @@ static int drain_stream(const char *fn, Stream *s) {
     } else {
       g_tasks_failed++;
     }
-    free(t);
+    free_task(t);
   }
   return rc;
 }
@@ -1034,6 +1077,13 @@ int sim_rt_create_stream(void **stream) {
   if (!stream) return sim_fail(SIM_ACL_INVALID_PARAM, "aclrtCreateStream: stream is NULL");
   int rc = need_device("aclrtCreateStream");
   if (rc) return rc;
+  int64_t fv = 0;
+  if (sim_fault_fire(SIM_FAULT_CREATE_STREAM, &fv))
+    /* The driver has no stream left: DRV_ERROR_NO_STREAM_RESOURCES -> RT_ERROR_DRV_NO_STREAM_RESOURCES
+     * -> ACL_ERROR_RT_NO_STREAM_RESOURCE 207008, "driver error:no stream resource" (runtime
+     * errcode_manage.cc InitDrvErrCodeMap / rtErrMap_). Nothing is created. */
+    return sim_fail(fv ? (int)fv : SIM_RT_NO_STREAM_RESOURCE,
+                    "aclrtCreateStream: driver error:no stream resource (injected fault: ACLSIM_FAULT create_stream)");
   Stream *s = calloc(1, sizeof *s);
   s->device = t_device;
   s->ctx = t_ctx;
@@ -1073,6 +1123,40 @@ int sim_rt_sync_stream(void *stream) {
   return rc;
 }
 
+/* A generic host task (used by the software HCCL, hccl_sim.c): queued on `stream` (NULL = the
+ * default stream of the calling thread's device), it runs in order with the stream's other tasks
+ * when the stream is drained (aclrtSynchronizeStream / aclrtSynchronizeDevice /
+ * aclrtDestroyStream), with the lock released (run_task). `run(arg)` returns 0 or the aclError the
+ * synchronisation returns, having reported its own text with sim_fail; a failure discards the
+ * stream's later tasks, as for any task. Host tasks count as tasks (counters 9, 11, 12).
+ * `drop(arg)` (may be NULL) is called exactly once, after `run` or instead of it when the task is
+ * discarded (an earlier task failed, or the last aclrtResetDevice tore the stream down), possibly
+ * with the lock held: it must not block. Returns 0, or the status with its text reported: 107002
+ * without a device on the calling thread, `badcode` for a stale stream or a stream of another
+ * device, 207001 when out of memory; on failure nothing is queued and `drop` is not called. */
+int sim_stream_enqueue(const char *fn, void *stream, int badcode, int (*run)(void *arg),
+                       void (*drop)(void *arg), void *arg) {
+  if (!run) return sim_fail(SIM_ACL_INVALID_PARAM, "%s: no host task function", fn);
+  int rc = need_device(fn);
+  if (rc) return rc;
+  sim_lock();
+  Stream *s = resolve_stream(fn, stream, &rc, badcode);
+  if (s) {
+    Task *t = calloc(1, sizeof *t);
+    if (!t) {
+      rc = sim_fail(SIM_RT_MEMORY_ALLOCATION, "%s: out of host memory for a stream task", fn);
+    } else {
+      t->kind = T_HOST;
+      t->host_run = run;
+      t->host_drop = drop;
+      t->host_arg = arg;
+      enqueue(s, t);
+    }
+  }
+  sim_unlock();
+  return rc;
+}
+
 /* runtime src/acl/aclrt_impl/memory.cpp aclMallocMemInner / GetAlignedAndPaddingSize: aclrtMalloc
  * allocates (size + 32 + padding_size - 1) / 32 * 32 bytes, padding_size being the SoC spec's
  * [AICoreSpec] padding_size (default 32; 0 in Ascend950PR_9599.ini): round_up(size, 32) + 32
@@ -1095,6 +1179,16 @@ int sim_rt_malloc(void **p, uint64_t size, uint32_t policy) {
   if (size == 0) return sim_fail(SIM_ACL_INVALID_PARAM, "%s: size is 0", fn);
   int rc = need_device(fn);
   if (rc) return rc;
+  int64_t fv = 0;
+  if (sim_fault_fire(SIM_FAULT_MALLOC, &fv)) {
+    /* The driver's out-of-memory: halMemAlloc fails, DRV_MALLOC_ERROR_PROCESS reports EL0004 with the
+     * module name (aclrtMalloc passes APP), RT_ERROR_DRV_OUT_MEMORY -> 207001 (runtime
+     * npu_driver_mem.cc, npu_driver_base.hpp, errcode_manage.cc, error_code.json). */
+    return sim_fail(fv ? (int)fv : SIM_RT_MEMORY_ALLOCATION,
+                    "%s: Failed to allocate memory requested by APP module. (EL0004: %" PRIu64
+                    " bytes requested; injected fault: ACLSIM_FAULT malloc)",
+                    fn, size);
+  }
   uint64_t total = device_memory_total(), bytes = 0;
   sim_lock();
   uint64_t used = g_dev_used[t_device];
@@ -1258,7 +1352,19 @@ int sim_rt_memcpy(void *dst, uint64_t destMax, const void *src, uint64_t count, 
   bool skip;
   sim_lock();
   int rc = check_copy(fn, dst, destMax, src, count, &kind, &da, &sa, &skip);
-  if (!rc && !skip) memmove(dst, src, (size_t)count);
+  int64_t fv = 0;
+  if (!rc && !skip && sim_fault_fire(SIM_FAULT_MEMCPY, &fv)) {
+    /* The driver's copy fails: NpuDriver::MemCopySync reports "Call driver api drvMemcpy failed"
+     * and returns RT_GET_DRV_ERRCODE(drvRet); an internal driver error is RT_ERROR_DRV_ERR ->
+     * ACL_ERROR_RT_DRV_INTERNAL_ERROR 507899 (runtime npu_driver_mem.cc, errcode_manage.cc).
+     * Nothing is copied. */
+    rc = sim_fail(fv ? (int)fv : SIM_RT_DRV_INTERNAL_ERROR,
+                  "%s: Call driver api drvMemcpy failed, destMax=%" PRIu64 ", size=%" PRIu64
+                  "(bytes), kind=%s. (injected fault: ACLSIM_FAULT memcpy)",
+                  fn, destMax, count, kind_str(kind));
+  } else if (!rc && !skip) {
+    memmove(dst, src, (size_t)count);
+  }
   sim_unlock();
   return rc;
 }
@@ -1270,6 +1376,11 @@ int sim_rt_memcpy_async(void *dst, uint64_t destMax, const void *src, uint64_t c
   sim_lock();
   int rc = check_copy(fn, dst, destMax, src, count, &kind, &da, &sa, &skip);
   Stream *s = rc || skip ? NULL : resolve_stream(fn, stream, &rc, SIM_RT_PARAM_INVALID);
+  int64_t fv = 0;
+  if (s && sim_fault_fire(SIM_FAULT_STREAM, &fv)) {
+    rc = stream_refuses(fn, s, fv);
+    s = NULL;
+  }
   if (s) {
     Task *t = calloc(1, sizeof *t);
     t->kind = T_MEMCPY;
@@ -1391,8 +1502,9 @@ int sim_rt_get_mem_info(uint32_t attr, uint64_t *freeBytes, uint64_t *totalBytes
  *  6 live aclScalar               7 live aclOpExecutor       8 live user streams
  *  9 pending stream tasks        10 live user contexts      11 tasks executed (cumulative)
  * 12 tasks failed or discarded (cumulative)                 13 device references (aclrtSetDevice
- *    calls not yet released by aclrtResetDevice, summed over devices) */
-#define SIM_NSTATS 14
+ *    calls not yet released by aclrtResetDevice, summed over devices)
+ * 14 injected faults (cumulative; sim_fault.c) */
+#define SIM_NSTATS 15
 int32_t sim_get_stats(int64_t *out, uint64_t n) {
   sim_lock();
   int64_t refs = 0;
@@ -1400,7 +1512,8 @@ int32_t sim_get_stats(int64_t *out, uint64_t n) {
   int64_t v[SIM_NSTATS] = {
       (int64_t)g_devreg.n, (int64_t)g_dev_bytes, (int64_t)g_hostreg.n, g_live[K_TENSOR], g_live[K_BOOLARR],
       g_live[K_INTARR],    g_live[K_SCALAR],     g_live[K_EXEC],       g_live[K_STREAM], g_pending,
-      g_live[K_CONTEXT],   g_tasks_done,         g_tasks_failed,       refs};
+      g_live[K_CONTEXT],   g_tasks_done,         g_tasks_failed,       refs,
+      sim_fault_fired()};
   sim_unlock();
   if (out)
     for (uint64_t i = 0; i < n && i < SIM_NSTATS; i++) out[i] = v[i];
@@ -1522,11 +1635,16 @@ int sim_executor_create(const SimPlan *plan, uint64_t *workspaceSize, void **exe
   e->plan = *plan;
   for (int i = 0; i < plan->n_in + plan->n_out; i++) e->touched[i] = plan->present[i] && plan->t[i].alloc_id != 0;
   e->sig = plan_signature(plan, sim_rt_get_soc_name());
+  int64_t fv = 0;
+  if (sim_fault_fire(SIM_FAULT_WORKSPACE, &fv))
+    /* [aclsim] A workspace no aclrtMalloc can satisfy (default: the device's memory + 1 byte). CANN
+     * reports it only as a size; the caller's aclrtMalloc fails (207001). */
+    e->plan.ws_size = fv > 0 ? (uint64_t)fv : device_memory_total() + 1;
   sim_lock();
   e->from_cache = sigset_has(&e->sig);
   void *h = handle_new(K_EXEC, e, true);
   sim_unlock();
-  *workspaceSize = plan->ws_size;
+  *workspaceSize = e->plan.ws_size;
   *executor = h;
   return 0;
 }
@@ -1745,6 +1863,13 @@ int sim_op_launch(SimOpId op, const char *fname, void *workspace, uint64_t wsSiz
                     fname, workspace, wsSize, w);
     }
   }
+  int64_t fv = 0;
+  if (rc == 0 && sim_fault_fire(SIM_FAULT_STREAM, &fv)) {
+    /* opbase rts_arg.cpp: a failed aclrtLaunchKernelWithHostArgs is ACLNN_ERR_RUNTIME_ERROR 361001,
+     * "aclrtLaunchKernelWithHostArgs failed: <runtime code>". */
+    int code = stream_refuses("aclrtLaunchKernelWithHostArgs", s, fv);
+    rc = sim_fail(SIM_NN_RUNTIME, "%s: aclrtLaunchKernelWithHostArgs failed: %d", fname, code);
+  }
   Task *t = NULL;
   if (rc == 0) {
     t = calloc(1, sizeof *t);
@@ -1753,6 +1878,7 @@ int sim_op_launch(SimOpId op, const char *fname, void *workspace, uint64_t wsSiz
     t->ws = workspace;
     t->ws_alloc = ws_alloc;
     if (e->repeatable) rc = rebind_from_tensors(fname, executor, &t->plan, e->touched);
+    if (rc == 0 && sim_fault_fire(SIM_FAULT_KERNEL, &fv)) t->fault = fv ? (int)fv : SIM_RT_AICORE_EXCEPTION;
     if (rc == 0) enqueue(s, t);
     else free(t);
   }

@@ -1070,15 +1070,24 @@ static int run_gather_stats(const SimPlan *p) {
   double *rm = p->present[GS_RM] ? sim_load(&p->t[GS_RM]) : NULL;
   /* runningVar is written back only together with runningMean (CopyRunningTensorToDst) */
   double *rv = p->present[GS_RV] && p->present[GS_RM] ? sim_load(&p->t[GS_RV]) : NULL;
+  /* meanAll = sum_w counts_w * mean_w / countSum (non-950: ReduceMeanWithCount, ops-nn
+   * aclnn_batch_norm_gather_stats_with_counts.cpp 461-480);
+   * var_sum = sum_w counts_w * ((1/invstd_w)^2 - eps + (mean_w - meanAll)^2),
+   * invstdAll = 1/sqrt(var_sum/countSum + eps), runningVar takes var_sum/(countSum - 1)
+   * (950: sync_batch_norm_gather_stats_fused op_kernel/..._first_axis_common.inl 149-190 and
+   * ..._compute.h 49-50, 139-186; the non-950 TBE kernel is not public and is taken to agree).
+   * Sums weighted by the counts, not PyTorch CUDA's sequential merge: a rank of count 0 adds
+   * nothing wherever it is (its invstd must still be finite: 0 * NaN is NaN). */
   for (int64_t ch = 0; ch < C; ch++) {
-    double n = 0, avg = 0, var_n = 0;
-    for (int64_t w = 0; w < W; w++) { /* parallel (Chan) merge of per-device statistics */
-      double cnt = counts[w], m = mean[w * C + ch], sd = 1.0 / invstd[w * C + ch];
-      double v = (sd * sd - p->eps) * cnt;
-      double f = 1.0 / (n + cnt);
-      var_n += v + (avg - m) * (avg - m) * n * cnt * f;
-      avg = n * f * avg + cnt * f * m;
-      n += cnt;
+    double n = 0, weighted = 0;
+    for (int64_t w = 0; w < W; w++) {
+      n += counts[w];
+      weighted += counts[w] * mean[w * C + ch];
+    }
+    double avg = weighted / n, var_n = 0;
+    for (int64_t w = 0; w < W; w++) {
+      double m = mean[w * C + ch], sd = 1.0 / invstd[w * C + ch];
+      var_n += counts[w] * (sd * sd - p->eps + (m - avg) * (m - avg));
     }
     ma[ch] = avg;
     ia[ch] = 1.0 / sqrt(var_n / n + p->eps);

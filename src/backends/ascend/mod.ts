@@ -98,15 +98,15 @@ export const ascendBackend: Backend = {
       return;
     }
     const saved = p.training
-      ? invstdToSaved(device, t.saveInvstd, t.saveMean, p.geometry.channels, p.eps)
+      ? invstdToSaved(device, t.saveInvstd, p.geometry.channels, p.eps)
       : undefined;
     // CANN documents no in-place gradInput; InfiniOp's gradInput over gradOutput goes through
     // a scratch output.
     const inPlace = t.gradInput !== undefined && t.gradInput.storage === t.gradOut.storage;
-    const gradInput = inPlace
-      ? Tensor.zeros(t.gradInput!.shape, t.gradInput!.dtype, device)
-      : t.gradInput;
+    let gradInput = inPlace ? undefined : t.gradInput;
     try {
+      // Inside the try: when the scratch cannot be allocated, `saved` is still freed.
+      if (inPlace) gradInput = Tensor.zeros(t.gradInput!.shape, t.gradInput!.dtype, device);
       runAclnn(device, "aclnnBatchNormBackward", [
         arg.tensor(t.gradOut),
         arg.tensor(t.input),
@@ -125,7 +125,7 @@ export const ascendBackend: Backend = {
       if (inPlace) t.gradInput!.copy_(gradInput!);
     } finally {
       saved?.release();
-      if (inPlace) gradInput!.dispose();
+      if (inPlace) gradInput?.dispose();
     }
   },
 

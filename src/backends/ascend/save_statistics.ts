@@ -41,18 +41,19 @@ export interface ScratchTensor {
 export function invstdToSaved(
   device: AscendDevice,
   saveInvstd: Tensor | undefined,
-  saveMean: Tensor | undefined,
   channels: number,
   eps: number,
 ): ScratchTensor | undefined {
   if (!batchNormSavesVariance(device.socName) || saveInvstd?.numel === 0) return undefined;
   // Absent, saveInvstd means invstd = 1 here; CANN would fill its slot with 1 and read that as
-  // a variance (1/sqrt(1 + eps)), so pass the variance of invstd = 1 explicitly. Its dtype
-  // must equal saveMean's.
+  // a variance (1/sqrt(1 + eps)), so pass the variance of invstd = 1 explicitly.
   const invstd = saveInvstd?.toFloat64Array() ?? new Float64Array(channels).fill(1);
   const variance = invstd.map((v) => 1 / (v * v) - eps);
   const shape = saveInvstd?.shape ?? [channels];
-  const dtype = saveInvstd?.dtype ?? saveMean?.dtype ?? "float32";
-  const tensor = Tensor.fromArray(variance, shape, dtype).to(device);
+  // Always float32: the variance rounded to a 16-bit saveInvstd dtype would no longer give back
+  // the caller's invstd. These chips take any listed dtype for each per-channel tensor and cast
+  // it to float (ops-nn aclnn_batch_norm_backward.cpp CheckOtherDtypeValid, ResizeFrom1D; the
+  // same-dtype rules are regbase-only, and regbase chips read invstd, not this scratch).
+  const tensor = Tensor.fromArray(variance, shape, "float32").to(device);
   return { tensor, release: () => tensor.dispose() };
 }
