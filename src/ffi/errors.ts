@@ -1,10 +1,16 @@
 /**
- * The two error types of this package and the names of CANN's status codes.
+ * The error types of this package and the names of CANN's and HCCL's status codes.
  * `AclnnError` carries aclnn operator codes (161001, 161002, 361001, 561xxx), raised both by
- * the TypeScript validation and by the native library; `AclError` carries ACL runtime codes.
+ * the TypeScript validation and by the native library; `AclError` carries ACL runtime codes;
+ * `HcclError` carries HCCL codes.
  *
  * @module
  */
+
+import { ACL_STATUS_NAMES } from "./acl_status_names.ts";
+
+/** ACL runtime status codes and their names (every code CANN's public headers define). */
+export { ACL_STATUS_NAMES };
 
 /** aclnn status codes and their names, from CANN's aclnn return-code table. */
 export const ACLNN_STATUS_NAMES: Readonly<Record<number, string>> = Object.freeze({
@@ -21,26 +27,6 @@ export const ACLNN_STATUS_NAMES: Readonly<Record<number, string>> = Object.freez
   561103: "ACLNN_ERR_INNER_NULLPTR",
   561107: "ACLNN_ERR_INNER_OPP_PATH_NOT_FOUND",
   561112: "ACLNN_ERR_INNER_OPP_KERNEL_PKG_NOT_FOUND",
-});
-
-/** ACL runtime status codes and their names, from CANN's acl_base.h / rt error tables. */
-export const ACL_STATUS_NAMES: Readonly<Record<number, string>> = Object.freeze({
-  0: "ACL_SUCCESS",
-  100000: "ACL_ERROR_INVALID_PARAM",
-  100001: "ACL_ERROR_UNINITIALIZE",
-  100002: "ACL_ERROR_REPEAT_INITIALIZE",
-  200000: "ACL_ERROR_BAD_ALLOC",
-  200002: "ACL_ERROR_INVALID_DEVICE",
-  107000: "ACL_ERROR_RT_PARAM_INVALID",
-  107001: "ACL_ERROR_RT_INVALID_DEVICEID",
-  107002: "ACL_ERROR_RT_CONTEXT_NULL",
-  207001: "ACL_ERROR_RT_MEMORY_ALLOCATION",
-  207004: "ACL_ERROR_RT_NO_DEVICE",
-  507000: "ACL_ERROR_RT_INTERNAL_ERROR",
-  507015: "ACL_ERROR_RT_AICORE_EXCEPTION",
-  // What aclrtSynchronizeStream returns when an HCCL collective waits past HCCL_EXEC_TIMEOUT
-  // (runtime include/external/acl/error_codes/rt_error_codes.h).
-  507048: "ACL_ERROR_RT_FFTS_PLUS_TIMEOUT",
 });
 
 /** `HcclResult` codes and their names (hcomm include/hccl/hccl_types.h). */

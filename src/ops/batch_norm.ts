@@ -43,6 +43,7 @@ import {
 import type { Device } from "../tensor/device.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
+import { releaseOnFailure } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { allocatedBy, disposable } from "./results.ts";
 import { ValidationMemo } from "./memo.ts";
@@ -161,24 +162,27 @@ export function batchNorm(args: BatchNormArgs): BatchNormResult {
     out?.saveInvstd,
   ];
   const v = memo.get(keys) ?? memo.set(keys, validate(a));
-  const { device, plan, tensors: t } = v;
-  const C = plan.geometry.channels;
-  const output = t.output ?? Tensor.zerosLike(t.input, t.input.dtype, device);
-  // Training: float32 [C] (as torch_npu allocates them). Evaluation: not outputs; what the
-  // caller gave, else empty tensors.
-  const save = (given: Tensor | undefined) =>
-    given ??
-      (plan.training
-        ? Tensor.zeros([C], "float32", device)
-        : Tensor.zeros([0], t.input.dtype, device));
-  const saveMean = save(t.saveMean);
-  const saveInvstd = save(t.saveInvstd);
-  v.backend.batchNorm(plan, { ...t, output, saveMean, saveInvstd });
-  return disposable({ output, saveMean, saveInvstd }, [
-    allocatedBy(t.output, output),
-    allocatedBy(t.saveMean, saveMean),
-    allocatedBy(t.saveInvstd, saveInvstd),
-  ]);
+  // Outputs and temporaries made before a failure are freed with it.
+  return releaseOnFailure(() => {
+    const { device, plan, tensors: t } = v;
+    const C = plan.geometry.channels;
+    const output = t.output ?? Tensor.zerosLike(t.input, t.input.dtype, device);
+    // Training: float32 [C] (as torch_npu allocates them). Evaluation: not outputs; what the
+    // caller gave, else empty tensors.
+    const save = (given: Tensor | undefined) =>
+      given ??
+        (plan.training
+          ? Tensor.zeros([C], "float32", device)
+          : Tensor.zeros([0], t.input.dtype, device));
+    const saveMean = save(t.saveMean);
+    const saveInvstd = save(t.saveInvstd);
+    v.backend.batchNorm(plan, { ...t, output, saveMean, saveInvstd });
+    return disposable({ output, saveMean, saveInvstd }, [
+      allocatedBy(t.output, output),
+      allocatedBy(t.saveMean, saveMean),
+      allocatedBy(t.saveInvstd, saveInvstd),
+    ]);
+  });
 }
 
 /** What validation established for one set of argument values. */

@@ -36,6 +36,7 @@ import {
 } from "../backends/mod.ts";
 import type { Device } from "../tensor/device.ts";
 import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
+import { releaseOnFailure } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { allocatedBy, disposable } from "./results.ts";
 import { ValidationMemo } from "./memo.ts";
@@ -179,27 +180,30 @@ export function batchNormBackward(args: BatchNormBackwardArgs): BatchNormBackwar
     out?.gradBias,
   ];
   const v = memo.get(keys) ?? memo.set(keys, validate(a));
-  const { device, plan, tensors: t } = v;
-  const [wantInput, wantWeight, wantBias] = plan.mask;
-  const gradInput = wantInput
-    ? t.gradInput ?? Tensor.zerosLike(t.input, t.input.dtype, device)
-    : undefined;
-  const gradWeight = wantWeight
-    ? t.gradWeight ?? Tensor.zeros([v.channels], v.gradDType, device)
-    : undefined;
-  const gradBias = wantBias
-    ? t.gradBias ?? Tensor.zeros([v.channels], v.gradDType, device)
-    : undefined;
-  v.backend.batchNormBackward(plan, { ...t, gradInput, gradWeight, gradBias });
-  return disposable({
-    gradInput: gradInput ?? null,
-    gradWeight: gradWeight ?? null,
-    gradBias: gradBias ?? null,
-  }, [
-    allocatedBy(t.gradInput, gradInput),
-    allocatedBy(t.gradWeight, gradWeight),
-    allocatedBy(t.gradBias, gradBias),
-  ]);
+  // Outputs and temporaries made before a failure are freed with it.
+  return releaseOnFailure(() => {
+    const { device, plan, tensors: t } = v;
+    const [wantInput, wantWeight, wantBias] = plan.mask;
+    const gradInput = wantInput
+      ? t.gradInput ?? Tensor.zerosLike(t.input, t.input.dtype, device)
+      : undefined;
+    const gradWeight = wantWeight
+      ? t.gradWeight ?? Tensor.zeros([v.channels], v.gradDType, device)
+      : undefined;
+    const gradBias = wantBias
+      ? t.gradBias ?? Tensor.zeros([v.channels], v.gradDType, device)
+      : undefined;
+    v.backend.batchNormBackward(plan, { ...t, gradInput, gradWeight, gradBias });
+    return disposable({
+      gradInput: gradInput ?? null,
+      gradWeight: gradWeight ?? null,
+      gradBias: gradBias ?? null,
+    }, [
+      allocatedBy(t.gradInput, gradInput),
+      allocatedBy(t.gradWeight, gradWeight),
+      allocatedBy(t.gradBias, gradBias),
+    ]);
+  });
 }
 
 /** What validation established for one set of argument values. */

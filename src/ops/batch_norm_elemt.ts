@@ -32,6 +32,7 @@ import {
 import type { Device } from "../tensor/device.ts";
 import { ACLNN_ERR_PARAM_INVALID } from "../ffi/errors.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
+import { releaseOnFailure } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { ValidationMemo } from "./memo.ts";
 import {
@@ -104,10 +105,13 @@ export function batchNormElemt(args: BatchNormElemtArgs): Tensor {
   const a = argumentsOf(OP, args);
   const keys = [a.input, a.weight, a.bias, a.mean, a.invstd, a.eps, a.out?.output];
   const v = memo.get(keys) ?? memo.set(keys, validate(a));
-  const { device, plan, tensors: t } = v;
-  const output = t.output ?? Tensor.zerosLike(t.input, t.input.dtype, device);
-  v.backend.batchNormElemt(plan, { ...t, output });
-  return output;
+  // Outputs and temporaries made before a failure are freed with it.
+  return releaseOnFailure(() => {
+    const { device, plan, tensors: t } = v;
+    const output = t.output ?? Tensor.zerosLike(t.input, t.input.dtype, device);
+    v.backend.batchNormElemt(plan, { ...t, output });
+    return output;
+  });
 }
 
 /** What validation established for one set of argument values. */

@@ -33,6 +33,7 @@ import {
 } from "../backends/mod.ts";
 import type { Device } from "../tensor/device.ts";
 import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
+import { releaseOnFailure } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { ValidationMemo } from "./memo.ts";
 import {
@@ -124,10 +125,13 @@ export function batchNormElemtBackward(args: BatchNormElemtBackwardArgs): Tensor
     a.out?.gradInput,
   ];
   const v = memo.get(keys) ?? memo.set(keys, validate(a));
-  const { device, plan, tensors: t } = v;
-  const gradInput = t.gradInput ?? Tensor.zerosLike(t.input, t.input.dtype, device);
-  v.backend.batchNormElemtBackward(plan, { ...t, gradInput });
-  return gradInput;
+  // Outputs and temporaries made before a failure are freed with it.
+  return releaseOnFailure(() => {
+    const { device, plan, tensors: t } = v;
+    const gradInput = t.gradInput ?? Tensor.zerosLike(t.input, t.input.dtype, device);
+    v.backend.batchNormElemtBackward(plan, { ...t, gradInput });
+    return gradInput;
+  });
 }
 
 /** What validation established for one set of argument values. */

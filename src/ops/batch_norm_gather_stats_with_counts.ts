@@ -42,6 +42,7 @@ import type {
 import type { Device } from "../tensor/device.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
+import { releaseOnFailure } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { allocatedBy, disposable } from "./results.ts";
 import { ValidationMemo } from "./memo.ts";
@@ -158,15 +159,18 @@ export function batchNormGatherStatsWithCounts(
     out?.invstd,
   ];
   const v = memo.get(keys) ?? memo.set(keys, validate(a));
-  const { device, plan, tensors: t } = v;
-  checkCounts(t.counts);
-  const meanAll = t.meanAll ?? Tensor.zeros([plan.channels], t.mean.dtype, device);
-  const invstdAll = t.invstdAll ?? Tensor.zeros([plan.channels], t.mean.dtype, device);
-  v.backend.batchNormGatherStatsWithCounts(plan, { ...t, meanAll, invstdAll });
-  return disposable({ mean: meanAll, invstd: invstdAll }, [
-    allocatedBy(t.meanAll, meanAll),
-    allocatedBy(t.invstdAll, invstdAll),
-  ]);
+  // Outputs and temporaries made before a failure are freed with it.
+  return releaseOnFailure(() => {
+    const { device, plan, tensors: t } = v;
+    checkCounts(t.counts);
+    const meanAll = t.meanAll ?? Tensor.zeros([plan.channels], t.mean.dtype, device);
+    const invstdAll = t.invstdAll ?? Tensor.zeros([plan.channels], t.mean.dtype, device);
+    v.backend.batchNormGatherStatsWithCounts(plan, { ...t, meanAll, invstdAll });
+    return disposable({ mean: meanAll, invstd: invstdAll }, [
+      allocatedBy(t.meanAll, meanAll),
+      allocatedBy(t.invstdAll, invstdAll),
+    ]);
+  });
 }
 
 /**

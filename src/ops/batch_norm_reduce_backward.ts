@@ -15,6 +15,7 @@ import {
 import type { Device } from "../tensor/device.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
+import { releaseOnFailure } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { allocatedBy, disposable } from "./results.ts";
 import { ValidationMemo } from "./memo.ts";
@@ -126,31 +127,34 @@ export function batchNormReduceBackward(
     out?.gradBias,
   ];
   const v = memo.get(keys) ?? memo.set(keys, validate(a));
-  const { device, plan, channels } = v;
-  const t = v.tensors;
-  // PyTorch's allocation rule: per-channel sums in mean's dtype, weight gradients in weight's.
-  const sumDy = plan.inputG ? t.sumDy ?? Tensor.zeros([channels], v.sumDType, device) : undefined;
-  const sumDyXmu = plan.inputG
-    ? t.sumDyXmu ?? Tensor.zeros([channels], v.sumDType, device)
-    : undefined;
-  const gradWeight = plan.weightG
-    ? t.gradWeight ?? Tensor.zeros([channels], v.gradDType, device)
-    : undefined;
-  const gradBias = plan.biasG
-    ? t.gradBias ?? Tensor.zeros([channels], v.gradDType, device)
-    : undefined;
-  v.backend.batchNormReduceBackward(plan, { ...t, sumDy, sumDyXmu, gradWeight, gradBias });
-  return disposable({
-    sumDy: sumDy ?? null,
-    sumDyXmu: sumDyXmu ?? null,
-    gradWeight: gradWeight ?? null,
-    gradBias: gradBias ?? null,
-  }, [
-    allocatedBy(t.sumDy, sumDy),
-    allocatedBy(t.sumDyXmu, sumDyXmu),
-    allocatedBy(t.gradWeight, gradWeight),
-    allocatedBy(t.gradBias, gradBias),
-  ]);
+  // Outputs and temporaries made before a failure are freed with it.
+  return releaseOnFailure(() => {
+    const { device, plan, channels } = v;
+    const t = v.tensors;
+    // PyTorch's allocation rule: per-channel sums in mean's dtype, weight gradients in weight's.
+    const sumDy = plan.inputG ? t.sumDy ?? Tensor.zeros([channels], v.sumDType, device) : undefined;
+    const sumDyXmu = plan.inputG
+      ? t.sumDyXmu ?? Tensor.zeros([channels], v.sumDType, device)
+      : undefined;
+    const gradWeight = plan.weightG
+      ? t.gradWeight ?? Tensor.zeros([channels], v.gradDType, device)
+      : undefined;
+    const gradBias = plan.biasG
+      ? t.gradBias ?? Tensor.zeros([channels], v.gradDType, device)
+      : undefined;
+    v.backend.batchNormReduceBackward(plan, { ...t, sumDy, sumDyXmu, gradWeight, gradBias });
+    return disposable({
+      sumDy: sumDy ?? null,
+      sumDyXmu: sumDyXmu ?? null,
+      gradWeight: gradWeight ?? null,
+      gradBias: gradBias ?? null,
+    }, [
+      allocatedBy(t.sumDy, sumDy),
+      allocatedBy(t.sumDyXmu, sumDyXmu),
+      allocatedBy(t.gradWeight, gradWeight),
+      allocatedBy(t.gradBias, gradBias),
+    ]);
+  });
 }
 
 /** What validation established for one set of argument values. */

@@ -26,6 +26,7 @@ import { z } from "./zod.ts";
 import { type Backend, type BatchNormStatsPlan, channelGeometry } from "../backends/mod.ts";
 import type { Device } from "../tensor/device.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
+import { releaseOnFailure } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { allocatedBy, disposable } from "./results.ts";
 import { ValidationMemo } from "./memo.ts";
@@ -96,12 +97,15 @@ export function batchNormStats(args: BatchNormStatsArgs): BatchNormStatsResult {
   const a = argumentsOf(OP, args);
   const keys = [a.input, a.eps, a.out?.mean, a.out?.invstd];
   const v = memo.get(keys) ?? memo.set(keys, validate(a));
-  const { device, plan, tensors: t } = v;
-  const C = plan.geometry.channels;
-  const mean = t.mean ?? Tensor.zeros([C], "float32", device);
-  const invstd = t.invstd ?? Tensor.zeros([C], "float32", device);
-  v.backend.batchNormStats(plan, { input: t.input, mean, invstd });
-  return disposable({ mean, invstd }, [allocatedBy(t.mean, mean), allocatedBy(t.invstd, invstd)]);
+  // Outputs and temporaries made before a failure are freed with it.
+  return releaseOnFailure(() => {
+    const { device, plan, tensors: t } = v;
+    const C = plan.geometry.channels;
+    const mean = t.mean ?? Tensor.zeros([C], "float32", device);
+    const invstd = t.invstd ?? Tensor.zeros([C], "float32", device);
+    v.backend.batchNormStats(plan, { input: t.input, mean, invstd });
+    return disposable({ mean, invstd }, [allocatedBy(t.mean, mean), allocatedBy(t.invstd, invstd)]);
+  });
 }
 
 /** What validation established for one set of argument values (outputs when given). */

@@ -27,6 +27,7 @@ import type { Backend, GroupNormPlan, GroupNormTensors } from "../backends/mod.t
 import type { Device } from "../tensor/device.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
+import { releaseOnFailure } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { allocatedBy, disposable } from "./results.ts";
 import { ValidationMemo } from "./memo.ts";
@@ -144,17 +145,20 @@ export function groupNorm(args: GroupNormArgs): GroupNormResult {
     out?.rstd,
   ];
   const v = memo.get(keys) ?? memo.set(keys, validate(a));
-  const { device, plan, tensors: t } = v;
-  const { input } = t;
-  const output = t.output ?? Tensor.zerosLike(input, input.dtype, device);
-  const mean = t.mean ?? Tensor.zeros([plan.N, plan.group], input.dtype, device);
-  const rstd = t.rstd ?? Tensor.zeros([plan.N, plan.group], input.dtype, device);
-  v.backend.groupNorm(plan, { ...t, output, mean, rstd });
-  return disposable({ output, mean, rstd }, [
-    allocatedBy(t.output, output),
-    allocatedBy(t.mean, mean),
-    allocatedBy(t.rstd, rstd),
-  ]);
+  // Outputs and temporaries made before a failure are freed with it.
+  return releaseOnFailure(() => {
+    const { device, plan, tensors: t } = v;
+    const { input } = t;
+    const output = t.output ?? Tensor.zerosLike(input, input.dtype, device);
+    const mean = t.mean ?? Tensor.zeros([plan.N, plan.group], input.dtype, device);
+    const rstd = t.rstd ?? Tensor.zeros([plan.N, plan.group], input.dtype, device);
+    v.backend.groupNorm(plan, { ...t, output, mean, rstd });
+    return disposable({ output, mean, rstd }, [
+      allocatedBy(t.output, output),
+      allocatedBy(t.mean, mean),
+      allocatedBy(t.rstd, rstd),
+    ]);
+  });
 }
 
 /** What validation established for one set of argument values. */

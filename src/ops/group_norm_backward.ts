@@ -32,6 +32,7 @@ import { ACLNN_ERR_PARAM_INVALID } from "../ffi/errors.ts";
 import type { Device } from "../tensor/device.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
+import { releaseOnFailure } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { allocatedBy, disposable } from "./results.ts";
 import { ValidationMemo } from "./memo.ts";
@@ -203,26 +204,29 @@ export function groupNormBackward(args: GroupNormBackwardArgs): GroupNormBackwar
     out?.gradBeta,
   ];
   const v = memo.get(keys) ?? memo.set(keys, validate(a));
-  const { device, plan, tensors: t } = v;
-  const gradInput = plan.mask[0]
-    ? t.gradInput ?? Tensor.zerosLike(t.input, t.gradOut.dtype, device)
-    : undefined;
-  const gradGamma = plan.mask[1]
-    ? t.gradGamma ?? Tensor.zeros(v.perChannelShape, t.mean.dtype, device)
-    : undefined;
-  const gradBeta = plan.mask[2]
-    ? t.gradBeta ?? Tensor.zeros(v.perChannelShape, t.mean.dtype, device)
-    : undefined;
-  v.backend.groupNormBackward(plan, { ...t, gradInput, gradGamma, gradBeta });
-  return disposable({
-    gradInput: gradInput ?? null,
-    gradGamma: gradGamma ?? null,
-    gradBeta: gradBeta ?? null,
-  }, [
-    allocatedBy(t.gradInput, gradInput),
-    allocatedBy(t.gradGamma, gradGamma),
-    allocatedBy(t.gradBeta, gradBeta),
-  ]);
+  // Outputs and temporaries made before a failure are freed with it.
+  return releaseOnFailure(() => {
+    const { device, plan, tensors: t } = v;
+    const gradInput = plan.mask[0]
+      ? t.gradInput ?? Tensor.zerosLike(t.input, t.gradOut.dtype, device)
+      : undefined;
+    const gradGamma = plan.mask[1]
+      ? t.gradGamma ?? Tensor.zeros(v.perChannelShape, t.mean.dtype, device)
+      : undefined;
+    const gradBeta = plan.mask[2]
+      ? t.gradBeta ?? Tensor.zeros(v.perChannelShape, t.mean.dtype, device)
+      : undefined;
+    v.backend.groupNormBackward(plan, { ...t, gradInput, gradGamma, gradBeta });
+    return disposable({
+      gradInput: gradInput ?? null,
+      gradGamma: gradGamma ?? null,
+      gradBeta: gradBeta ?? null,
+    }, [
+      allocatedBy(t.gradInput, gradInput),
+      allocatedBy(t.gradGamma, gradGamma),
+      allocatedBy(t.gradBeta, gradBeta),
+    ]);
+  });
 }
 
 /** What validation established for one set of argument values. */

@@ -22,10 +22,40 @@ interface Scope {
 }
 
 const current = new AsyncLocalStorage<Scope>();
+/**
+ * Scopes of synchronous calls ({@linkcode releaseOnFailure}), innermost last: a plain stack is
+ * enough (nothing else runs until the call returns) and costs far less than AsyncLocalStorage
+ * on every operator call.
+ */
+const callScopes: Scope[] = [];
 
-/** Records storage allocated now, for the innermost active `tidy` scope (if any). */
+/** Records storage allocated now, for the innermost active scope (if any). */
 export function trackStorage(storage: DeviceStorage): void {
-  current.getStore()?.storages.add(storage);
+  (callScopes.at(-1) ?? current.getStore())?.storages.add(storage);
+}
+
+/**
+ * Runs the synchronous `fn` (an operator call: its outputs, then its kernels). If `fn` throws,
+ * the device memory allocated while it ran is freed, so a failed call leaves nothing behind;
+ * if it returns, that memory belongs to the enclosing scope as if there were no scope here.
+ */
+export function releaseOnFailure<T>(fn: () => T): T {
+  const scope: Scope = {
+    storages: new Set(),
+    parent: callScopes.at(-1) ?? current.getStore(),
+  };
+  callScopes.push(scope);
+  let result: T;
+  try {
+    result = fn();
+  } catch (e) {
+    for (const storage of scope.storages) storage.release();
+    throw e;
+  } finally {
+    callScopes.pop();
+  }
+  for (const storage of scope.storages) scope.parent?.storages.add(storage);
+  return result;
 }
 
 /** Anything holding a DeviceStorage in a `storage` property (a Tensor). */

@@ -63,8 +63,25 @@ function checkShape(shape: readonly number[], where: string): number[] {
   return [...shape];
 }
 
+/** Allocates device memory and runs `init` on it; the memory goes back if `init` fails. */
+function deviceStorage(
+  device: AcceleratorDevice,
+  byteLength: number,
+  init: (storage: DeviceStorage) => void,
+): DeviceStorage {
+  const storage = device.allocate(byteLength);
+  try {
+    init(storage);
+  } catch (e) {
+    storage.release();
+    throw e;
+  }
+  return storage;
+}
+
 /**
- * An n-dimensional array (rank 0 to 8) of float32, float16, bfloat16 or int32 elements.
+ * An n-dimensional array (rank 0 to 64; the operators take rank 8 at most) of float32,
+ * float16, bfloat16 or int32 elements.
  *
  * @example
  * ```ts
@@ -201,8 +218,11 @@ export class Tensor {
   static zeros(shape: readonly number[], dtype: DType = "float32", device: Device = "cpu"): Tensor {
     const s = checkShape(shape, "Tensor.zeros");
     if (device === "cpu") return new Tensor(allocateHostData(dtype, numel(s)), dtype, s);
-    const storage = device.allocate(numel(s) * dtypeByteSize(dtype));
-    device.fill(storage, 0);
+    const storage = deviceStorage(
+      device,
+      numel(s) * dtypeByteSize(dtype),
+      (m) => device.fill(m, 0),
+    );
     return new Tensor(storage, dtype, s);
   }
 
@@ -224,8 +244,7 @@ export class Tensor {
     if (device === "cpu") {
       return new Tensor(allocateHostData(dtype, n), dtype, like.shape, strides);
     }
-    const storage = device.allocate(n * dtypeByteSize(dtype));
-    device.fill(storage, 0);
+    const storage = deviceStorage(device, n * dtypeByteSize(dtype), (m) => device.fill(m, 0));
     return new Tensor(storage, dtype, like.shape, strides);
   }
 
@@ -398,15 +417,15 @@ export class Tensor {
     const span = viewSpan(source.shape, source.strides);
     const host = source.storage as HostData;
     const target = device as AcceleratorDevice;
-    const storage = target.allocate(span * elementBytes);
-    if (span > 0) {
+    const storage = deviceStorage(target, span * elementBytes, (m) => {
+      if (span === 0) return;
       const bytes = new Uint8Array(
         host.buffer,
         host.byteOffset + source.offset * elementBytes,
         span * elementBytes,
       );
-      target.upload(storage, bytes, 0);
-    }
+      target.upload(m, bytes, 0);
+    });
     return new Tensor(storage, this.dtype, source.shape, source.strides, 0);
   }
 
