@@ -156,7 +156,10 @@ async function serve(o: RendezvousOptions, makePayload: () => Uint8Array): Promi
   let failure: HcclError | undefined;
   const fail = (error: HcclError) => {
     failure ??= error;
-    closeQuietly(listener);
+  };
+  const tell = async (conn: Deno.Conn, error: HcclError) => {
+    await send(conn, { error: { code: error.code, message: error.message } }).catch(() => {});
+    closeQuietly(conn);
   };
   const missing = () => {
     const absent: number[] = [];
@@ -191,6 +194,8 @@ async function serve(o: RendezvousOptions, makePayload: () => Uint8Array): Promi
       closeQuietly(conn); // not one of ours (a port scanner, a stale client)
       return;
     }
+    // Late ranks of a failed rendezvous hear why at once instead of retrying to their deadline.
+    if (failure) return tell(conn, failure);
     let problem: string | undefined;
     if (h.worldSize !== o.worldSize) {
       problem = `rank ${h.rank} says worldSize ${h.worldSize}, rank 0 says ${o.worldSize}`;
@@ -201,11 +206,9 @@ async function serve(o: RendezvousOptions, makePayload: () => Uint8Array): Promi
     }
     if (problem !== undefined) {
       const error = new HcclError(HCCL_E_PARA, `rendezvous at ${where(o)}: ${problem}`);
-      await send(conn, { error: { code: error.code, message: error.message } }).catch(() => {});
-      closeQuietly(conn);
       fail(error);
       allHere.reject(error);
-      return;
+      return tell(conn, error);
     }
     peers.set(h.rank, conn);
     // A rank that goes away before the payload leaves the world incomplete for good.
@@ -235,6 +238,7 @@ async function serve(o: RendezvousOptions, makePayload: () => Uint8Array): Promi
       return error;
     });
     closeQuietly(listener);
+    await accepting;
     const payload = makePayload();
     const text = base64(payload);
     served = true;
@@ -243,17 +247,26 @@ async function serve(o: RendezvousOptions, makePayload: () => Uint8Array): Promi
   } catch (e) {
     const error = failure ??
       (e instanceof HcclError ? e : new HcclError(4, String(e), { cause: e }));
-    // Ranks that connected but have not said hello yet hear it too.
-    await Promise.all(
-      [...peers.values(), ...pending].map((conn) =>
-        send(conn, { error: { code: error.code, message: error.message } }).catch(() => {})
-      ),
+    fail(error);
+    await Promise.all([...peers.values()].map((conn) => tell(conn, error)));
+    // Keep answering until the deadline, so that ranks still on their way (or still to say
+    // hello) learn the reason; unref'd, the listener never keeps this process alive.
+    listener.unref();
+    const linger = setTimeout(
+      () => closeQuietly(listener),
+      Math.max(0, deadline - performance.now()),
     );
+    Deno.unrefTimer(linger);
     throw error;
   } finally {
-    closeQuietly(listener);
-    for (const conn of [...peers.values(), ...pending]) closeQuietly(conn);
-    await accepting;
+    for (const conn of peers.values()) closeQuietly(conn);
+    if (!failure) {
+      closeQuietly(listener);
+      for (const conn of pending) closeQuietly(conn);
+      await accepting;
+    } else {
+      for (const conn of pending) conn.unref(); // they hear the reason if they say hello
+    }
   }
 }
 
