@@ -5,8 +5,8 @@
  * ```sh
  * deno run --allow-run=cc --allow-read --allow-write scripts/build_sim.ts            # build
  * deno run --allow-run=cc --allow-read --allow-write scripts/build_sim.ts --force    # rebuild all
- * deno run --allow-run=cc,build/sim/smoke --allow-read --allow-write --allow-env \
- *   scripts/build_sim.ts --smoke                                                      # build + run smoke
+ * deno run --allow-run=cc,build/sim/smoke,build/sim/hccl_smoke --allow-read --allow-write \
+ *   --allow-env scripts/build_sim.ts --smoke              # build + run smoke and hccl_smoke
  * ```
  *
  * Targets are skipped when they are newer than their sources, the headers, the SoC table and this
@@ -48,7 +48,7 @@ const CFLAGS = [
   "-Werror",
   "-fvisibility=hidden",
 ];
-const HEADERS = ["sim.h", "sim_api.h"];
+const HEADERS = ["sim.h", "sim_api.h", "hccl_sim.h", "sim_hccl_api.h"];
 
 /** A C string literal. */
 function cString(s: string): string {
@@ -164,7 +164,15 @@ const linkCore = ["-L", ".", "-laclsim_core", "-Wl,--no-undefined"];
 const TARGETS: Target[] = [
   {
     out: CORE,
-    sources: ["sim_core.c", "sim_numeric.c", "sim_ops.c", "sim_soc.c", "sim_fault.c"],
+    sources: [
+      "sim_core.c",
+      "sim_numeric.c",
+      "sim_ops.c",
+      "sim_soc.c",
+      "sim_fault.c",
+      "hccl_sim.c",
+      "hccl_transport.c",
+    ],
     args: ["-shared", `-Wl,-soname,${CORE}`, "-Wl,--no-undefined", "-lm", "-lpthread"],
   },
   ...["libacl_rt.so", "libascendcl.so"].map((out) => ({
@@ -205,6 +213,48 @@ const TARGETS: Target[] = [
       "-DSIM_WITH_MATH",
       "-Wl,-soname,libopapi.so",
       ...linkCore,
+    ],
+  },
+  // The software HCCL, split as in current CANN: libhcomm.so defines the communicator calls,
+  // libhccl.so the collectives and lists libhcomm.so (and libacl_rt.so) as DT_NEEDED entries,
+  // as hicann/hccl src/hccl.cmake:90-104 links it (--no-as-needed keeps entries it never calls).
+  {
+    out: "libhcomm.so",
+    sources: ["export_hcomm.c"],
+    args: [
+      "-shared",
+      "-Wl,-soname,libhcomm.so",
+      "-Wl,--no-as-needed",
+      "-lacl_rt",
+      ...linkCore,
+    ],
+  },
+  {
+    out: "libhccl.so",
+    sources: ["export_hccl.c"],
+    args: [
+      "-shared",
+      "-Wl,-soname,libhccl.so",
+      "-Wl,--no-as-needed",
+      "-lhcomm",
+      "-lacl_rt",
+      ...linkCore,
+    ],
+  },
+  {
+    out: "hccl_smoke",
+    sources: ["hccl_smoke.c"],
+    args: [
+      "-fvisibility=default",
+      "-L",
+      ".",
+      "-lhccl",
+      "-lhcomm",
+      "-lacl_rt",
+      "-laclsim_core",
+      "-Wl,-rpath,$ORIGIN",
+      "-lm",
+      "-lpthread",
     ],
   },
   {
@@ -315,14 +365,16 @@ async function main(): Promise<void> {
     console.log(`built       ${rel}  (${t.sources.map((s) => `tests/sim/${s}`).join(", ")})`);
   }
   if (smoke) {
-    const { code } = await new Deno.Command(new URL("smoke", outDir).pathname, {
-      env: { ASCEND_OPP_PATH: "" },
-      stdout: "inherit",
-      stderr: "inherit",
-    }).output();
-    if (code !== 0) {
-      console.error(`build_sim: smoke test failed (exit ${code})`);
-      Deno.exit(1);
+    for (const program of ["smoke", "hccl_smoke"]) {
+      const { code } = await new Deno.Command(new URL(program, outDir).pathname, {
+        env: { ASCEND_OPP_PATH: "" },
+        stdout: "inherit",
+        stderr: "inherit",
+      }).output();
+      if (code !== 0) {
+        console.error(`build_sim: ${program} test failed (exit ${code})`);
+        Deno.exit(1);
+      }
     }
   }
 }

@@ -6,6 +6,7 @@
 
 import assert from "node:assert/strict";
 import {
+  hcclSymbols,
   nnopbaseSymbols,
   opapiMathSymbols,
   opapiNnSymbols,
@@ -104,4 +105,33 @@ Deno.test("symbols: only release-dependent symbols are optional", () => {
     "aclnnInit",
     "aclrtGetSocName",
   ]);
+});
+
+Deno.test("symbols: the HCCL table matches hccl_abi.json class by class", () => {
+  // hccl_abi.json is written from hicann/hccl's public headers (hccl.h, hccl_comm.h,
+  // hccl_types.h); the software HCCL of tests/sim is checked against the same file.
+  const abi: Abi = JSON.parse(
+    Deno.readTextFileSync(new URL("./sim/hccl_abi.json", import.meta.url)),
+  );
+  for (const [name, def] of Object.entries(hcclSymbols)) {
+    const fn = def as Deno.ForeignFunction;
+    const expected = abi[name];
+    assert.ok(expected, `hccl.${name} is not in hccl_abi.json`);
+    assert.deepEqual(fn.parameters.map(abiClass), expected.parameters, `hccl.${name} parameters`);
+    assert.equal(abiClass(fn.result ?? "void"), expected.result, `hccl.${name} result`);
+    assert.notEqual(fn.nonblocking, true, `hccl.${name} must not be nonblocking`);
+  }
+  // Every call the issue names is bound (HcclBarrier/Broadcast/GetCommAsyncError are not used).
+  for (
+    const name of [
+      "HcclGetRootInfo",
+      "HcclCommInitRootInfo",
+      "HcclCommDestroy",
+      "HcclAllReduce",
+      "HcclAllGather",
+      "HcclGetRankSize",
+      "HcclGetRankId",
+      "HcclGetErrorString",
+    ]
+  ) assert.ok(name in hcclSymbols, `${name} is bound`);
 });

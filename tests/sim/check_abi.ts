@@ -16,6 +16,8 @@
  * @module
  */
 
+import { checkHcclAbi } from "./check_hccl_abi.ts";
+
 /** ABI class of one parameter or result, as written in cann_abi.json. */
 export type AbiClass = "pointer" | "bool" | "i32" | "u32" | "i64" | "u64" | "f32" | "f64";
 
@@ -100,6 +102,11 @@ const TYPE_CLASS: Record<string, AbiClass> = {
   double: "f64",
   aclrtStream: "pointer",
   aclrtContext: "pointer",
+  // sim_hccl_api.h (the software HCCL, checked by check_hccl_abi.ts)
+  HcclResult: "i32",
+  HcclDataType: "i32",
+  HcclReduceOp: "i32",
+  HcclComm: "pointer",
 };
 
 function classOf(decl: string, withName: boolean): AbiClass {
@@ -268,6 +275,8 @@ export async function checkAbi(options: CheckAbiOptions = {}): Promise<string[]>
     }
   }
   for (const handle of needed.reverse()) handle.close();
+  // The software HCCL: sim_hccl_api.h, libhcomm.so, libhccl.so against hccl_abi.json.
+  problems.push(...await checkHcclAbi(dir));
   return problems;
 }
 
@@ -278,5 +287,8 @@ if (import.meta.main) {
     for (const p of problems) console.error(`  - ${p}`);
     Deno.exit(1);
   }
-  console.log("check_abi: sim_api.h, the ELF exports and dlopen all agree with cann_abi.json");
+  console.log(
+    "check_abi: sim_api.h / sim_hccl_api.h, the ELF exports and dlopen all agree with " +
+      "cann_abi.json / hccl_abi.json",
+  );
 }
