@@ -9,12 +9,16 @@
  *   deno task bench:cpu [--threads 2] [--ops a,b] [--dtypes float32,bfloat16]
  *                       [--shapes 4x16x8x8,...] [--layouts contiguous,channels_last]
  *                       [--min-time 0.3] [--repeat 1] [--no-reference] [--no-torch]
+ *                       [--kernels both|wasm|ts]
  *
  * Both sides use the same thread count (`--threads`, default 2; PyTorch through
  * torch.set_num_threads). Data outputs are preallocated in the inputs' layout (`out`).
  * `--repeat N` times every case N times (interleaved with the others) and keeps the lowest
  * median, on both sides (PyTorch runs N times too), which filters out load from other
- * processes on a shared machine.
+ * processes on a shared machine. `--kernels both` (the default) times the streaming kernels
+ * twice, with the WebAssembly SIMD kernels ("fast", what users get) and with the TypeScript
+ * kernels alone ("ts"), and prints ts/fast: both give the same bits, so this is the measured
+ * case for keeping WebAssembly (issue 9, item 5).
  *
  * @module
  */
@@ -25,10 +29,12 @@ import { cpuBackend } from "../src/backends/cpu/mod.ts";
 import { fastKernels } from "../src/backends/cpu/fast/mod.ts";
 import { referenceKernels } from "../src/backends/cpu/reference/mod.ts";
 import { setCpuThreads, startCpuThreads } from "../src/backends/cpu/threads.ts";
+import { setWasmKernels } from "../src/backends/cpu/pool/pool.ts";
 import { type BenchLayout, CPU_OPS, CPU_SHAPES, cpuCase, type CpuOp } from "./cpu_cases.ts";
 
 const { values: flags } = parseArgs({
-  args: Deno.args,
+  // `deno task <name> -- --flag` hands the `--` through (after the task's own flags).
+  args: Deno.args.filter((arg) => arg !== "--"),
   options: {
     threads: { type: "string", default: "2" },
     ops: { type: "string", default: CPU_OPS.join(",") },
@@ -39,6 +45,7 @@ const { values: flags } = parseArgs({
     repeat: { type: "string", default: "1" },
     "no-reference": { type: "boolean", default: false },
     "no-torch": { type: "boolean", default: false },
+    kernels: { type: "string", default: "both" },
   },
 });
 const threads = Number(flags.threads);
@@ -48,6 +55,12 @@ const shapes = flags.shapes.split(",").map((s) => s.split("x").map(Number));
 const layouts = flags.layouts.split(",") as BenchLayout[];
 const minTime = Number(flags["min-time"]) * 1000;
 const repeat = Math.max(1, Number(flags.repeat));
+if (!["both", "wasm", "ts"].includes(flags.kernels)) {
+  console.error(`--kernels must be both, wasm or ts, not ${flags.kernels}`);
+  Deno.exit(2);
+}
+const timeTs = flags.kernels !== "wasm";
+const timeWasm = flags.kernels !== "ts";
 
 /** A PyTorch baseline row (bench/torch_baseline.py --json). */
 interface TorchRow {
@@ -145,6 +158,7 @@ interface Row {
   shape: readonly number[];
   layout: BenchLayout;
   fast: number;
+  ts?: number;
   reference?: number;
   torch?: number;
 }
@@ -162,6 +176,8 @@ console.log(
     "shape".padEnd(12),
     "layout".padEnd(14),
     "fast ms".padStart(9),
+    "ts ms".padStart(9),
+    "ts/fast".padStart(8),
     "ref ms".padStart(9),
     "ref/fast".padStart(9),
     "torch ms".padStart(9),
@@ -180,8 +196,16 @@ for (const shape of shapes) {
     }
   }
 }
-const best = cases.map(() => ({ fast: Infinity, reference: Infinity }));
+const best = cases.map(() => ({ fast: Infinity, ts: Infinity, reference: Infinity }));
 for (let r = 0; r < repeat; r++) {
+  if (timeTs && timeWasm) {
+    // The same cases with the TypeScript kernels alone (a new pool without WebAssembly).
+    setWasmKernels(false);
+    await startCpuThreads();
+    cases.forEach((c, i) => best[i].ts = Math.min(best[i].ts, median(c.run, minTime)));
+  }
+  setWasmKernels(timeWasm);
+  await startCpuThreads();
   cases.forEach((c, i) => {
     best[i].fast = Math.min(best[i].fast, median(c.run, minTime));
     if (!flags["no-reference"]) {
@@ -197,6 +221,7 @@ cases.forEach(({ op, dtype, shape, layout }, i) => {
     shape,
     layout,
     fast: best[i].fast,
+    ts: timeTs && timeWasm ? best[i].ts : undefined,
     reference: flags["no-reference"] ? undefined : best[i].reference,
     torch: torchMs.get(key(op, dtype, shape, layout)),
   };
@@ -208,6 +233,8 @@ cases.forEach(({ op, dtype, shape, layout }, i) => {
       shape.join("x").padEnd(12),
       layout.padEnd(14),
       fmt(row.fast).padStart(9),
+      fmt(row.ts).padStart(9),
+      ratio(row.ts, row.fast).padStart(8),
       fmt(row.reference).padStart(9),
       ratio(row.reference, row.fast).padStart(9),
       fmt(row.torch).padStart(9),
@@ -228,6 +255,18 @@ if (compared.length > 0) {
       `worst ${(worst.fast / worst.torch!).toFixed(2)} (${worst.op} ${worst.dtype} ` +
       `${worst.shape.join("x")} ${worst.layout})`,
   );
+}
+const tsRows = rows.filter((r) => r.ts !== undefined);
+if (tsRows.length > 0) {
+  for (const dtype of dtypes) {
+    const rs = tsRows.filter((r) => r.dtype === dtype).map((r) => r.ts! / r.fast);
+    if (rs.length === 0) continue;
+    const g = Math.exp(rs.reduce((s, v) => s + Math.log(v), 0) / rs.length);
+    console.log(
+      `TypeScript-only / with WebAssembly, ${dtype}: geometric mean ${g.toFixed(2)}, ` +
+        `range ${Math.min(...rs).toFixed(2)}-${Math.max(...rs).toFixed(2)}`,
+    );
+  }
 }
 const halfRows = rows.filter((r) => r.dtype === "float16");
 if (halfRows.length > 0) {

@@ -22,7 +22,8 @@ import { parseArgs } from "node:util";
 import { batchNormReduceBackward, openAscend, Tensor } from "../mod.ts";
 
 const { values: flags } = parseArgs({
-  args: Deno.args,
+  // `deno task <name> -- --flag` hands the `--` through (after the task's own flags).
+  args: Deno.args.filter((arg) => arg !== "--"),
   options: { calls: { type: "string", default: "20000" } },
 });
 const calls = Math.max(1000, Number(flags.calls));

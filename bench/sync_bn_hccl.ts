@@ -27,7 +27,8 @@ import {
 } from "../mod.ts";
 
 const { values: flags } = parseArgs({
-  args: Deno.args,
+  // `deno task <name> -- --flag` hands the `--` through (after the task's own flags).
+  args: Deno.args.filter((arg) => arg !== "--"),
   options: {
     "lib-dir": { type: "string" },
     sim: { type: "boolean", default: false },

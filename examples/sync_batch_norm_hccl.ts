@@ -29,7 +29,8 @@ import {
 import { describeLibraries } from "../ascend.ts";
 
 const { values: flags } = parseArgs({
-  args: Deno.args,
+  // `deno task <name> -- --flag` hands the `--` through (after the task's own flags).
+  args: Deno.args.filter((arg) => arg !== "--"),
   options: {
     ranks: { type: "string", default: "2" },
     "lib-dir": { type: "string" },

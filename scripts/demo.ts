@@ -53,7 +53,8 @@ function usageError(message: string): never {
 let parsed;
 try {
   parsed = parseArgs({
-    args: Deno.args,
+    // `deno task demo -- --flag` hands the `--` through.
+    args: Deno.args.filter((arg) => arg !== "--"),
     strict: true,
     options: {
       shape: { type: "string", default: "8,64,32,32" },

@@ -29,6 +29,10 @@ Deno.test("demo: --help prints the usage and exits 0", async () => {
   assert.match(r.stdout, /^deno task demo \[options\]/);
   assert.match(r.stdout, /--shape N,C,H,W/);
   assert.match(r.stdout, /Exit status: 0 when every operator matches/);
+  // `deno task demo -- --help` hands the `--` to the script.
+  const viaTask = await demo("--", "--help");
+  assert.equal(viaTask.code, 0);
+  assert.equal(viaTask.stdout, r.stdout);
 });
 
 Deno.test("demo: a bad option is one line and exit status 2", async () => {

@@ -1,5 +1,5 @@
 /**
- * Runs the three examples as they are documented (`deno run --allow-ffi --allow-env
+ * Runs the examples as they are documented (`deno run --allow-ffi --allow-env
  * --allow-read examples/X.ts`, on the default backend) and checks the exit code and the line
  * that states the result. Needs `--allow-run=deno`.
  */
@@ -49,4 +49,34 @@ Deno.test("examples/gradient_check.ts: every backward operator matches finite di
 Deno.test("examples/sync_batch_norm.ts: 4 ranks match single-process BatchNorm", async () => {
   const stdout = await runExample("sync_batch_norm.ts");
   assert.match(stdout, /^max deviation from single-process BN: .* ok$/m, stdout);
+});
+
+Deno.test("examples/sync_batch_norm_hccl.ts --sim: 3 rank processes over HCCL match single-process BatchNorm", async () => {
+  // As `deno task example:syncbn:sim -- --ranks 3` runs it (with the `--` the task hands on).
+  const path = new URL("../examples/sync_batch_norm_hccl.ts", import.meta.url).pathname;
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--no-prompt",
+      "--allow-ffi",
+      "--allow-env",
+      "--allow-read",
+      "--allow-run",
+      "--allow-net=127.0.0.1",
+      path,
+      "--sim",
+      "--",
+      "--ranks",
+      "3",
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const stdout = new TextDecoder().decode(out.stdout);
+  const stderr = new TextDecoder().decode(out.stderr);
+  assert.equal(out.code, 0, `exited with ${out.code}\n${stdout}\n${stderr}`);
+  for (const name of ["output", "gradInput", "gradWeight", "runningMean", "runningVar"]) {
+    assert.match(stdout, new RegExp(`^${name}\\b.* max deviation .* ok$`, "m"), stdout);
+  }
+  assert.match(stdout, /^3 ranks over HCCL agree with single-process BatchNorm: ok$/m, stdout);
 });

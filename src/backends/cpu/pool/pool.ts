@@ -33,12 +33,40 @@ import {
 } from "./sync.ts";
 import type { WorkerMessage } from "./worker_main.ts";
 import { workerUrl } from "./worker_source.ts";
+import { kernelsWasmBytes } from "../wasm/kernels_wasm.ts";
 
 /** Idle time after which the workers are terminated (and the process may exit). */
 export const POOL_IDLE_MS = 500;
 
+/** The WebAssembly kernels' bytes every thread instantiates, or undefined for none. */
+let wasmBytes: Uint8Array | undefined = kernelsWasmBytes();
+
 /** The calling thread's scratch (decode tables etc.), shared by all inline and pooled runs. */
-export const callerScratch: ThreadScratch = createThreadScratch();
+export const callerScratch: ThreadScratch = createThreadScratch(wasmBytes);
+
+/** Whether the CPU kernels may use WebAssembly (the default; it is tried once per thread). */
+export function wasmKernelsEnabled(): boolean {
+  return wasmBytes !== undefined;
+}
+
+/**
+ * Turns the WebAssembly kernels on or off on every thread (for tests and benchmarks: both
+ * kinds of kernels give the same bits). Running workers are retired so that new ones start
+ * with the setting.
+ */
+export function setWasmKernels(enabled: boolean): void {
+  if (enabled === wasmKernelsEnabled()) return;
+  wasmBytes = enabled ? kernelsWasmBytes() : undefined;
+  callerScratch.wasmBytes = wasmBytes;
+  callerScratch.wasm = undefined;
+  callerScratch.tables = undefined;
+  retirePool();
+}
+
+/** Whether the calling thread has instantiated the WebAssembly kernels (after a first call). */
+export function wasmKernelsActive(): boolean {
+  return callerScratch.wasm !== undefined && callerScratch.wasm !== null;
+}
 
 let workerScript: string | undefined;
 
@@ -56,7 +84,10 @@ export class WorkerPool {
     workerScript ??= workerUrl();
     for (let i = 0; i < size; i++) {
       const worker = new Worker(workerScript, { type: "module" });
-      const init: WorkerMessage = { control: this.control.buffer as SharedArrayBuffer };
+      const init: WorkerMessage = {
+        control: this.control.buffer as SharedArrayBuffer,
+        wasm: wasmBytes,
+      };
       worker.postMessage(init);
       this.workers.push(worker);
     }

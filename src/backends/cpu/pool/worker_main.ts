@@ -10,8 +10,13 @@
 import { createThreadScratch } from "../fast/kernels/codecs.ts";
 import { CONTROL_READY, type JobShare, runShare, signal } from "./sync.ts";
 
-/** The messages a worker receives: the control buffer first, then jobs. */
-export type WorkerMessage = { readonly control: SharedArrayBuffer } | JobShare;
+/**
+ * The messages a worker receives: the control buffer (and the WebAssembly kernels' bytes,
+ * when threads use them) first, then jobs.
+ */
+export type WorkerMessage =
+  | { readonly control: SharedArrayBuffer; readonly wasm: Uint8Array | undefined }
+  | JobShare;
 
 /** The global scope of a worker, as far as this module needs it. */
 interface WorkerScope {
@@ -27,6 +32,7 @@ export function workerMain(): void {
     const message = event.data;
     if ("control" in message) {
       control = new Int32Array(message.control);
+      scratch.wasmBytes = message.wasm;
       signal(control, CONTROL_READY);
       return;
     }

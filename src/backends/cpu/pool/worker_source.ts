@@ -23,6 +23,7 @@ import * as rowKernels from "../fast/kernels/row_kernels.ts";
 import * as stageTypes from "../fast/kernels/stage_types.ts";
 import * as stages from "../fast/kernels/stages.ts";
 import * as stridedKernels from "../fast/kernels/strided_kernels.ts";
+import * as wasmKernels from "../fast/kernels/wasm_kernels.ts";
 import * as sync from "./sync.ts";
 import * as workerMainModule from "./worker_main.ts";
 
@@ -39,6 +40,7 @@ export const WORKER_MODULES: readonly Readonly<Record<string, unknown>>[] = [
   stageTypes,
   stages,
   stridedKernels,
+  wasmKernels,
   sync,
   workerMainModule,
 ];

@@ -11,6 +11,7 @@
  */
 
 import type { KernelTables } from "./kernel_tables.ts";
+import type { WasmState } from "./wasm_kernels.ts";
 
 /**
  * Scratch owned by one thread: decode tables (built on first use: 256 KiB each) and the
@@ -35,10 +36,25 @@ export interface ThreadScratch {
   bf16Block: Float32Array | undefined;
   /** The kernel tables, built (and the drivers primed) by the first stage this thread runs. */
   tables: KernelTables | undefined;
+  /** The bytes of the WebAssembly kernels (kernels.wat), or undefined to use none. */
+  wasmBytes: Uint8Array | undefined;
+  /**
+   * This thread's instance of the WebAssembly kernels: undefined until the first stage,
+   * null when there are none (no bytes, or WebAssembly SIMD is unavailable).
+   */
+  wasm: WasmState | null | undefined;
+  /**
+   * Tests: run the WebAssembly kernel for every family and dtype, not only where
+   * stages.ts's `wasmWins` measured it faster, so that each is compared with its twin.
+   */
+  wasmEverywhere: boolean;
 }
 
-/** Fresh scratch for one thread (tables are built lazily by {@linkcode decodeTable}). */
-export function createThreadScratch(): ThreadScratch {
+/**
+ * Fresh scratch for one thread (tables are built lazily by {@linkcode decodeTable}), with
+ * the WebAssembly kernels' bytes when this thread may use them (instantiated lazily too).
+ */
+export function createThreadScratch(wasmBytes?: Uint8Array): ThreadScratch {
   const aliasF32 = new Float32Array(1);
   return {
     f16Table: undefined,
@@ -50,6 +66,9 @@ export function createThreadScratch(): ThreadScratch {
     blocks: undefined,
     tables: undefined,
     bf16Block: undefined,
+    wasmBytes,
+    wasm: undefined,
+    wasmEverywhere: false,
   };
 }
 

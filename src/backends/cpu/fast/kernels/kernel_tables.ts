@@ -1,6 +1,7 @@
 /**
- * Which kernel runs a stage: tables indexed by dtype code (0 float32, 1 float16, 2 bfloat16;
- * row tables have the strided fallback at 3). The tables are built at run time and kept on
+ * Which kernel runs a stage: tables indexed by dtype code (0 float32, 1 float16, 2 bfloat16),
+ * then the WebAssembly kernel (any dtype) at {@linkcode WASM_ROW} / {@linkcode WASM_PIXEL};
+ * row tables have the strided fallback at 3. The tables are built at run time and kept on
  * the thread's scratch, so the drivers receive kernels as loaded values, never as
  * compile-time constants (see drivers.ts for why that matters).
  *
@@ -54,6 +55,29 @@ import {
   statsRowStrided,
   sumsRowStrided,
 } from "./strided_kernels.ts";
+import {
+  batchNormGradPixelsWasm,
+  batchNormGradRowWasm,
+  groupNormGradPixelsWasm,
+  groupNormGradRowWasm,
+  normalizePixelsWasm,
+  normalizeRowWasm,
+  scalePixelsWasm,
+  scaleRowWasm,
+  statsPixelsWasm,
+  statsRowWasm,
+  sumsPixelsWasm,
+  sumsRowWasm,
+} from "./wasm_kernels.ts";
+
+/** Index of the strided fallback in the row tables. */
+export const STRIDED_ROW = 3;
+
+/** Index of the WebAssembly kernel in the row tables. */
+export const WASM_ROW = 4;
+
+/** Index of the WebAssembly kernel in the pixel tables. */
+export const WASM_PIXEL = 3;
 
 /** The kernel families, one per per-element formula or reduction. */
 export type KernelFamily =
@@ -64,7 +88,7 @@ export type KernelFamily =
   | "scale"
   | "groupNormGrad";
 
-/** Every kernel by family and dtype code (rows: index 3 = strided fallback). */
+/** Every kernel by family and dtype code (rows: index 3 = strided fallback, then wasm). */
 export interface KernelTables {
   /** Row kernels. */
   readonly rows: Record<KernelFamily, RowKernel[]>;
@@ -78,30 +102,53 @@ export function kernelTables(): KernelTables {
   const p = (f: unknown[]) => f as PixelKernel[];
   return {
     rows: {
-      sums: r([sumsRowF32, sumsRowU16, sumsRowU16, sumsRowStrided]),
-      stats: r([statsRowF32, statsRowU16, statsRowU16, statsRowStrided]),
-      normalize: r([normalizeRowF32, normalizeRowF16, normalizeRowBf16, normalizeRowStrided]),
+      sums: r([sumsRowF32, sumsRowU16, sumsRowU16, sumsRowStrided, sumsRowWasm]),
+      stats: r([statsRowF32, statsRowU16, statsRowU16, statsRowStrided, statsRowWasm]),
+      normalize: r([
+        normalizeRowF32,
+        normalizeRowF16,
+        normalizeRowBf16,
+        normalizeRowStrided,
+        normalizeRowWasm,
+      ]),
       batchNormGrad: r([
         batchNormGradRowF32,
         batchNormGradRowF16,
         batchNormGradRowBf16,
         batchNormGradRowStrided,
+        batchNormGradRowWasm,
       ]),
-      scale: r([scaleRowF32, scaleRowF16, scaleRowBf16, scaleRowStrided]),
+      scale: r([scaleRowF32, scaleRowF16, scaleRowBf16, scaleRowStrided, scaleRowWasm]),
       groupNormGrad: r([
         groupNormGradRowF32,
         groupNormGradRowF16,
         groupNormGradRowBf16,
         groupNormGradRowStrided,
+        groupNormGradRowWasm,
       ]),
     },
     pixels: {
-      sums: p([sumsPixelsF32, sumsPixelsU16, sumsPixelsU16]),
-      stats: p([statsPixelsF32, statsPixelsU16, statsPixelsU16]),
-      normalize: p([normalizePixelsF32, normalizePixelsF16, normalizePixelsBf16]),
-      batchNormGrad: p([batchNormGradPixelsF32, batchNormGradPixelsF16, batchNormGradPixelsBf16]),
-      scale: p([scalePixelsF32, scalePixelsF16, scalePixelsBf16]),
-      groupNormGrad: p([groupNormGradPixelsF32, groupNormGradPixelsF16, groupNormGradPixelsBf16]),
+      sums: p([sumsPixelsF32, sumsPixelsU16, sumsPixelsU16, sumsPixelsWasm]),
+      stats: p([statsPixelsF32, statsPixelsU16, statsPixelsU16, statsPixelsWasm]),
+      normalize: p([
+        normalizePixelsF32,
+        normalizePixelsF16,
+        normalizePixelsBf16,
+        normalizePixelsWasm,
+      ]),
+      batchNormGrad: p([
+        batchNormGradPixelsF32,
+        batchNormGradPixelsF16,
+        batchNormGradPixelsBf16,
+        batchNormGradPixelsWasm,
+      ]),
+      scale: p([scalePixelsF32, scalePixelsF16, scalePixelsBf16, scalePixelsWasm]),
+      groupNormGrad: p([
+        groupNormGradPixelsF32,
+        groupNormGradPixelsF16,
+        groupNormGradPixelsBf16,
+        groupNormGradPixelsWasm,
+      ]),
     },
   };
 }

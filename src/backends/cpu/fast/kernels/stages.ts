@@ -20,48 +20,104 @@ import {
   writePixels,
   writeRows,
 } from "./drivers.ts";
-import { kernelTables } from "./kernel_tables.ts";
+import {
+  type KernelFamily,
+  kernelTables,
+  STRIDED_ROW,
+  WASM_PIXEL,
+  WASM_ROW,
+} from "./kernel_tables.ts";
 import type { Stage } from "./stage_types.ts";
+import { instantiateWasm } from "./wasm_kernels.ts";
 
 /** Number of packed per-channel constants of a write stage. */
 export function constantCount(op: "normalize" | "batchNormGrad" | "scale"): number {
   return op === "normalize" ? 3 : op === "batchNormGrad" ? 4 : 1;
 }
 
+/**
+ * Rows shorter than this run the TypeScript kernels (the copies and the call into
+ * WebAssembly cost more than they save).
+ */
+export const WASM_MIN_ROW = 64;
+
+/**
+ * Whether the WebAssembly kernel runs `family` on dtype code `dtype` (0 float32, 1 float16,
+ * 2 bfloat16) when this thread has it. Both kernels give the same bits, so this only picks
+ * the faster one, as measured side by side by `deno task bench:cpu` (its ts/fast column,
+ * 2 threads, 2-vCPU AMD EPYC VM, 2026-11-23): WebAssembly wins only where it writes
+ * bfloat16 (batchNormElemt 1.4-1.9x, batchNormElemtBackward 1.1-1.6x, the write passes of
+ * batchNorm/Backward and groupNormBackward up to 1.4x), since TypeScript has no native
+ * bfloat16 store and rounds each element in scalar code. Its copy in and out of its memory
+ * costs more than it saves for every reduction (0.4-0.9x) and for float32 and float16
+ * (0.3-0.9x: `Float32Array` and `Float16Array` stores are native).
+ */
+export function wasmWins(family: KernelFamily, dtype: number): boolean {
+  return dtype === 2 && family !== "sums" && family !== "stats";
+}
+
 /** Runs items [from, to) of `s` with this thread's scratch. */
 export function runStage(s: Stage, from: number, to: number, scratch: ThreadScratch): void {
+  if (scratch.wasm === undefined) scratch.wasm = instantiateWasm(scratch.wasmBytes);
   if (!scratch.tables) {
     scratch.tables = kernelTables();
     primeDrivers(scratch);
   }
   const { rows, pixels } = scratch.tables;
-  const pixel = s.layout.kind === "pixels";
-  const row = s.layout.kind === "strided" ? 3 : s.dtype;
+  const layout = s.layout;
+  const pixel = layout.kind === "pixels";
+  const wasm = scratch.wasm !== null;
+  const everywhere = scratch.wasmEverywhere;
+  // The table index of each family's kernel for this stage: the strided fallback, the
+  // WebAssembly kernel where it wins, else the dtype's TypeScript kernel.
+  const row = (f: KernelFamily) =>
+    layout.kind === "strided"
+      ? STRIDED_ROW
+      : wasm && (everywhere || wasmWins(f, s.dtype)) && layout.inner >= WASM_MIN_ROW
+      ? WASM_ROW
+      : s.dtype;
+  const px = (f: KernelFamily) =>
+    wasm && (everywhere || wasmWins(f, s.dtype)) ? WASM_PIXEL : s.dtype;
   switch (s.op) {
     case "sums":
-      if (pixel) return sumPixels(s, from, to, pixels.sums[s.dtype], scratch);
-      return reduceRows(s, from, to, rows.sums[row], scratch);
+      if (pixel) return sumPixels(s, from, to, pixels.sums[px("sums")], scratch);
+      return reduceRows(s, from, to, rows.sums[row("sums")], scratch);
     case "stats":
-      if (pixel) return statPixels(s, from, to, pixels.stats[s.dtype], scratch);
-      return reduceRows(s, from, to, rows.stats[row], scratch);
+      if (pixel) return statPixels(s, from, to, pixels.stats[px("stats")], scratch);
+      return reduceRows(s, from, to, rows.stats[row("stats")], scratch);
     case "normalize":
     case "batchNormGrad":
     case "scale":
       if (pixel) {
-        return writePixels(s, from, to, pixels[s.op][s.dtype], constantCount(s.op), scratch);
+        return writePixels(s, from, to, pixels[s.op][px(s.op)], constantCount(s.op), scratch);
       }
-      return writeRows(s, from, to, rows[s.op][row], constantCount(s.op), scratch);
+      return writeRows(s, from, to, rows[s.op][row(s.op)], constantCount(s.op), scratch);
     case "groupNorm":
       if (pixel) {
-        const { stats, normalize } = pixels;
-        return groupNormPixels(s, from, to, stats[s.dtype], normalize[s.dtype], scratch);
+        const stats = pixels.stats[px("stats")];
+        return groupNormPixels(s, from, to, stats, pixels.normalize[px("normalize")], scratch);
       }
-      return groupNormRows(s, from, to, rows.stats[row], rows.normalize[row], scratch);
+      return groupNormRows(
+        s,
+        from,
+        to,
+        rows.stats[row("stats")],
+        rows.normalize[row("normalize")],
+        scratch,
+      );
     case "groupNormBackward":
       if (pixel) {
-        const { sums, groupNormGrad } = pixels;
-        return groupNormBackwardPixels(s, from, to, sums[s.dtype], groupNormGrad[s.dtype], scratch);
+        const sums = pixels.sums[px("sums")];
+        const grad = pixels.groupNormGrad[px("groupNormGrad")];
+        return groupNormBackwardPixels(s, from, to, sums, grad, scratch);
       }
-      return groupNormBackwardRows(s, from, to, rows.sums[row], rows.groupNormGrad[row], scratch);
+      return groupNormBackwardRows(
+        s,
+        from,
+        to,
+        rows.sums[row("sums")],
+        rows.groupNormGrad[row("groupNormGrad")],
+        scratch,
+      );
   }
 }

@@ -1,0 +1,897 @@
+;; WebAssembly SIMD kernels of the CPU backend (built by `deno task build:wasm` into
+;; kernels_wasm.ts). Each thread instantiates this module once with its own memory; the
+;; drivers in ../fast/kernels/wasm_kernels.ts copy a block of each tensor into it, call one
+;; kernel, and copy the output block back.
+;;
+;; Data: `dt` is the element type of the blocks: 0 float32, 1 float16, 2 bfloat16 (raw bits).
+;; Values are decoded exactly to float32 lanes, then promoted to float64: every formula is
+;; evaluated in float64 operation for operation as in ../fast/kernels/formulas.ts (wasm does
+;; not fuse multiply-adds), and each output is rounded once to its dtype (float16/bfloat16:
+;; round to odd to float32, then to nearest even, which equals one rounding from float64).
+;; Sums use the association of the TypeScript kernels exactly (row_kernels.ts,
+;; pixel_kernels.ts), so both give the same bits:
+;; - rows (row_sums, row_stats): eight chains, element j of the block into chain j mod 8,
+;;   combined as ((s0 + s2) + (s4 + s6)) + ((s1 + s3) + (s5 + s7)), then the n mod 8 tail
+;;   elements added in order;
+;; - pixels: per channel, four pixels at a time as (v0 + v1) + (v2 + v3), then the tail
+;;   pixels one at a time.
+;;
+;; Pixel blocks hold P pixels of C channels each (packed, pixel stride C); per-channel
+;; float64 arrays are cs = C rounded up to 4 long. A pixel is processed as cs / 4 vectors:
+;; the last one may run into the next pixel (or past the block), whose lanes only reach the
+;; padding of the per-channel arrays (reductions) or are rewritten by the next pixel
+;; (writes, done pixel by pixel in order). So blocks need 16 bytes of slack after their end.
+;; Row writes also process whole vectors past n (into the slack of the output block).
+
+(module
+  (memory (export "memory") 4)
+
+  ;; ---------------------------------------------------------------------------------
+  ;; Codecs
+
+  ;; Four elements at byte address p as float32 lanes (exact).
+  ;; float16: (h & 0x7fff) << 13 read as a float32 is the value times 2^-112 (subnormals
+  ;; included), so one multiply by 2^112 rebiases it; Inf/NaN (exponent 31) get an all-ones
+  ;; exponent with their mantissa kept. bfloat16: the top half of a float32.
+  (func $ld4 (param $p i32) (param $dt i32) (result v128)
+    (local $h v128)
+    (local $m v128)
+    (if (result v128) (i32.eqz (local.get $dt))
+      (then (v128.load (local.get $p)))
+      (else
+        (local.set $h (v128.load16x4_u (local.get $p)))
+        (if (result v128) (i32.eq (local.get $dt) (i32.const 2))
+          (then (i32x4.shl (local.get $h) (i32.const 16)))
+          (else
+            (local.set $m (v128.and (local.get $h) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff)))
+            (v128.or
+              (v128.or
+                (f32x4.mul
+                  (i32x4.shl (local.get $m) (i32.const 13))
+                  (v128.const f32x4 0x1p112 0x1p112 0x1p112 0x1p112))
+                (v128.and
+                  (i32x4.gt_u (local.get $m) (v128.const i32x4 0x7bff 0x7bff 0x7bff 0x7bff))
+                  (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000)))
+              (i32x4.shl
+                (v128.and (local.get $h) (v128.const i32x4 0x8000 0x8000 0x8000 0x8000))
+                (i32.const 16))))))))
+
+  ;; Lanes 0, 1 of a float32x4 as float64x2.
+  (func $lo (param $v v128) (result v128)
+    (f64x2.promote_low_f32x4 (local.get $v)))
+
+  ;; Lanes 2, 3 of a float32x4 as float64x2.
+  (func $hi (param $v v128) (result v128)
+    (f64x2.promote_low_f32x4
+      (i8x16.shuffle 8 9 10 11 12 13 14 15 0 1 2 3 4 5 6 7 (local.get $v) (local.get $v))))
+
+  ;; The float32 bits of four float64 values (lo, hi) rounded to odd: the nearest-even
+  ;; float32, minus one ulp when that rounded away from zero, with the last bit set when it
+  ;; was inexact. Rounding this once more to a format at least two bits shorter gives the
+  ;; same result as rounding the float64 value directly.
+  (func $odd4 (param $lo v128) (param $hi v128) (result v128)
+    (local $fa v128)
+    (local $fb v128)
+    (local $ba v128)
+    (local $bb v128)
+    (local.set $fa (f32x4.demote_f64x2_zero (local.get $lo)))
+    (local.set $fb (f32x4.demote_f64x2_zero (local.get $hi)))
+    (local.set $ba (f64x2.promote_low_f32x4 (local.get $fa)))
+    (local.set $bb (f64x2.promote_low_f32x4 (local.get $fb)))
+    (v128.or
+      (i32x4.add
+        (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $fa) (local.get $fb))
+        (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27
+          (f64x2.gt (f64x2.abs (local.get $ba)) (f64x2.abs (local.get $lo)))
+          (f64x2.gt (f64x2.abs (local.get $bb)) (f64x2.abs (local.get $hi)))))
+      (v128.and
+        (v128.const i32x4 1 1 1 1)
+        (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27
+          (f64x2.ne (local.get $ba) (local.get $lo))
+          (f64x2.ne (local.get $bb) (local.get $hi))))))
+
+  ;; Stores four float64 values (lo, hi) at byte address p, each rounded once to dt.
+  ;; float32: nearest even (the demotion). bfloat16: nearest even from the round-to-odd
+  ;; bits; NaN keeps its sign and top payload bits, made quiet. float16: the round-to-odd
+  ;; bits rebiased (normal results), or added to 0.5 so that the float32 addition rounds at
+  ;; the float16 subnormal spacing 2^-24 (results below 2^-14), Inf from 65520 up, NaN as
+  ;; 0x7e00 with its sign (as V8's Float16Array stores it).
+  (func $st4 (param $p i32) (param $dt i32) (param $lo v128) (param $hi v128)
+    (local $w v128)
+    (local $a v128)
+    (local $r v128)
+    (if (i32.eqz (local.get $dt))
+      (then
+        (v128.store (local.get $p)
+          (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23
+            (f32x4.demote_f64x2_zero (local.get $lo))
+            (f32x4.demote_f64x2_zero (local.get $hi))))
+        (return)))
+    (local.set $w (call $odd4 (local.get $lo) (local.get $hi)))
+    (local.set $a
+      (v128.and (local.get $w) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))
+    (if (i32.eq (local.get $dt) (i32.const 2))
+      (then
+        (local.set $r
+          (v128.bitselect
+            (v128.or
+              (i32x4.shr_u (local.get $w) (i32.const 16))
+              (v128.const i32x4 0x40 0x40 0x40 0x40))
+            (i32x4.shr_u
+              (i32x4.add
+                (i32x4.add (local.get $w) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff))
+                (v128.and
+                  (i32x4.shr_u (local.get $w) (i32.const 16))
+                  (v128.const i32x4 1 1 1 1)))
+              (i32.const 16))
+            (i32x4.gt_u (local.get $a)
+              (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000)))))
+      (else
+        (local.set $r
+          (v128.or
+            (v128.and
+              (i32x4.shr_u (local.get $w) (i32.const 16))
+              (v128.const i32x4 0x8000 0x8000 0x8000 0x8000))
+            (v128.bitselect
+              (v128.const i32x4 0x7e00 0x7e00 0x7e00 0x7e00)
+              (v128.bitselect
+                (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)
+                (v128.bitselect
+                  (i32x4.sub
+                    (f32x4.add (local.get $a) (v128.const f32x4 0.5 0.5 0.5 0.5))
+                    (v128.const i32x4 0x3f000000 0x3f000000 0x3f000000 0x3f000000))
+                  (i32x4.shr_u
+                    (i32x4.add
+                      (i32x4.add
+                        (local.get $a)
+                        (v128.const i32x4 0xc8000fff 0xc8000fff 0xc8000fff 0xc8000fff))
+                      (v128.and
+                        (i32x4.shr_u (local.get $a) (i32.const 13))
+                        (v128.const i32x4 1 1 1 1)))
+                    (i32.const 13))
+                  (i32x4.lt_u (local.get $a)
+                    (v128.const i32x4 0x38800000 0x38800000 0x38800000 0x38800000)))
+                (i32x4.ge_u (local.get $a)
+                  (v128.const i32x4 0x477ff000 0x477ff000 0x477ff000 0x477ff000)))
+              (i32x4.gt_u (local.get $a)
+                (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000)))))))
+    (v128.store64_lane 0 (local.get $p) (i16x8.narrow_i32x4_u (local.get $r) (local.get $r))))
+
+  ;; log2 of the element size of dt.
+  (func $shift (param $dt i32) (result i32)
+    (i32.add (i32.const 1) (i32.eqz (local.get $dt))))
+
+  ;; Element j of a block as float64.
+  (func $elem (param $p i32) (param $j i32) (param $dt i32) (result f64)
+    (f64.promote_f32
+      (f32x4.extract_lane 0
+        (call $ld4
+          (i32.add (local.get $p) (i32.shl (local.get $j) (call $shift (local.get $dt))))
+          (local.get $dt)))))
+
+  ;; Tests: n elements at src decoded to float32 at dst; n float64 at src encoded to dt at
+  ;; dst (n a multiple of 4).
+  (func (export "decode") (param $src i32) (param $dst i32) (param $n i32) (param $dt i32)
+    (local $i i32)
+    (local $es i32)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+        (v128.store (local.get $dst) (call $ld4 (local.get $src) (local.get $dt)))
+        (local.set $src (i32.add (local.get $src) (local.get $es)))
+        (local.set $dst (i32.add (local.get $dst) (i32.const 16)))
+        (local.set $i (i32.add (local.get $i) (i32.const 4)))
+        (br $next))))
+
+  (func (export "encode") (param $src i32) (param $dst i32) (param $n i32) (param $dt i32)
+    (local $i i32)
+    (local $es i32)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+        (call $st4 (local.get $dst) (local.get $dt)
+          (v128.load (local.get $src))
+          (v128.load offset=16 (local.get $src)))
+        (local.set $src (i32.add (local.get $src) (i32.const 32)))
+        (local.set $dst (i32.add (local.get $dst) (local.get $es)))
+        (local.set $i (i32.add (local.get $i) (i32.const 4)))
+        (br $next))))
+
+  ;; ---------------------------------------------------------------------------------
+  ;; Row kernels: n elements at unit stride, per-row constants as parameters.
+
+  ;; res[0] = sum(dy), res[1] = sum(dy * (x - mean)) over n elements.
+  (func (export "row_sums")
+    (param $dy i32) (param $x i32) (param $n i32) (param $dt i32) (param $mean f64)
+    (param $res i32)
+    (local $es i32)
+    (local $end i32)
+    (local $j i32)
+    (local $m v128)
+    (local $v v128)
+    (local $d v128)
+    (local $sa v128) (local $sb v128) (local $sc v128) (local $sd v128)
+    (local $ta v128) (local $tb v128) (local $tc v128) (local $td v128)
+    (local $sum f64)
+    (local $dot f64)
+    (local $e f64)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (local.set $m (f64x2.splat (local.get $mean)))
+    (local.set $end (i32.and (local.get $n) (i32.const -8)))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $j) (local.get $end)))
+        (local.set $v (call $ld4 (local.get $dy) (local.get $dt)))
+        (local.set $d (call $lo (local.get $v)))
+        (local.set $sa (f64x2.add (local.get $sa) (local.get $d)))
+        (local.set $ta (f64x2.add (local.get $ta)
+          (f64x2.mul (local.get $d)
+            (f64x2.sub (call $lo (call $ld4 (local.get $x) (local.get $dt))) (local.get $m)))))
+        (local.set $d (call $hi (local.get $v)))
+        (local.set $sb (f64x2.add (local.get $sb) (local.get $d)))
+        (local.set $tb (f64x2.add (local.get $tb)
+          (f64x2.mul (local.get $d)
+            (f64x2.sub (call $hi (call $ld4 (local.get $x) (local.get $dt))) (local.get $m)))))
+        (local.set $v (call $ld4 (i32.add (local.get $dy) (local.get $es)) (local.get $dt)))
+        (local.set $d (call $lo (local.get $v)))
+        (local.set $sc (f64x2.add (local.get $sc) (local.get $d)))
+        (local.set $tc (f64x2.add (local.get $tc)
+          (f64x2.mul (local.get $d)
+            (f64x2.sub
+              (call $lo (call $ld4 (i32.add (local.get $x) (local.get $es)) (local.get $dt)))
+              (local.get $m)))))
+        (local.set $d (call $hi (local.get $v)))
+        (local.set $sd (f64x2.add (local.get $sd) (local.get $d)))
+        (local.set $td (f64x2.add (local.get $td)
+          (f64x2.mul (local.get $d)
+            (f64x2.sub
+              (call $hi (call $ld4 (i32.add (local.get $x) (local.get $es)) (local.get $dt)))
+              (local.get $m)))))
+        (local.set $dy (i32.add (local.get $dy) (i32.shl (local.get $es) (i32.const 1))))
+        (local.set $x (i32.add (local.get $x) (i32.shl (local.get $es) (i32.const 1))))
+        (local.set $j (i32.add (local.get $j) (i32.const 8)))
+        (br $next)))
+    (local.set $sa
+      (f64x2.add
+        (f64x2.add (local.get $sa) (local.get $sb))
+        (f64x2.add (local.get $sc) (local.get $sd))))
+    (local.set $ta
+      (f64x2.add
+        (f64x2.add (local.get $ta) (local.get $tb))
+        (f64x2.add (local.get $tc) (local.get $td))))
+    (local.set $sum
+      (f64.add (f64x2.extract_lane 0 (local.get $sa)) (f64x2.extract_lane 1 (local.get $sa))))
+    (local.set $dot
+      (f64.add (f64x2.extract_lane 0 (local.get $ta)) (f64x2.extract_lane 1 (local.get $ta))))
+    (local.set $j (i32.const 0))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $j) (i32.sub (local.get $n) (local.get $end))))
+        (local.set $e (call $elem (local.get $dy) (local.get $j) (local.get $dt)))
+        (local.set $sum (f64.add (local.get $sum) (local.get $e)))
+        (local.set $dot
+          (f64.add (local.get $dot)
+            (f64.mul (local.get $e)
+              (f64.sub (call $elem (local.get $x) (local.get $j) (local.get $dt))
+                (local.get $mean)))))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $next)))
+    (f64.store (local.get $res) (local.get $sum))
+    (f64.store offset=8 (local.get $res) (local.get $dot)))
+
+  ;; res[0] = sum(x), res[1] = sum((x - sum / n)^2) over n > 0 elements (two passes).
+  (func (export "row_stats") (param $x i32) (param $n i32) (param $dt i32) (param $res i32)
+    (local $es i32)
+    (local $end i32)
+    (local $j i32)
+    (local $p i32)
+    (local $v v128)
+    (local $m v128)
+    (local $d v128)
+    (local $sa v128) (local $sb v128) (local $sc v128) (local $sd v128)
+    (local $sum f64)
+    (local $mean f64)
+    (local $e f64)
+    (local $t f64)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (local.set $end (i32.and (local.get $n) (i32.const -8)))
+    (local.set $p (local.get $x))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $j) (local.get $end)))
+        (local.set $v (call $ld4 (local.get $p) (local.get $dt)))
+        (local.set $sa (f64x2.add (local.get $sa) (call $lo (local.get $v))))
+        (local.set $sb (f64x2.add (local.get $sb) (call $hi (local.get $v))))
+        (local.set $v (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt)))
+        (local.set $sc (f64x2.add (local.get $sc) (call $lo (local.get $v))))
+        (local.set $sd (f64x2.add (local.get $sd) (call $hi (local.get $v))))
+        (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+        (local.set $j (i32.add (local.get $j) (i32.const 8)))
+        (br $next)))
+    (local.set $sa
+      (f64x2.add
+        (f64x2.add (local.get $sa) (local.get $sb))
+        (f64x2.add (local.get $sc) (local.get $sd))))
+    (local.set $sum
+      (f64.add (f64x2.extract_lane 0 (local.get $sa)) (f64x2.extract_lane 1 (local.get $sa))))
+    (local.set $j (local.get $end))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+        (local.set $sum
+          (f64.add (local.get $sum) (call $elem (local.get $x) (local.get $j) (local.get $dt))))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $next)))
+    (local.set $mean (f64.div (local.get $sum) (f64.convert_i32_u (local.get $n))))
+    (local.set $m (f64x2.splat (local.get $mean)))
+    (local.set $sa (v128.const i64x2 0 0))
+    (local.set $sb (v128.const i64x2 0 0))
+    (local.set $sc (v128.const i64x2 0 0))
+    (local.set $sd (v128.const i64x2 0 0))
+    (local.set $j (i32.const 0))
+    (local.set $p (local.get $x))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $j) (local.get $end)))
+        (local.set $v (call $ld4 (local.get $p) (local.get $dt)))
+        (local.set $d (f64x2.sub (call $lo (local.get $v)) (local.get $m)))
+        (local.set $sa (f64x2.add (local.get $sa) (f64x2.mul (local.get $d) (local.get $d))))
+        (local.set $d (f64x2.sub (call $hi (local.get $v)) (local.get $m)))
+        (local.set $sb (f64x2.add (local.get $sb) (f64x2.mul (local.get $d) (local.get $d))))
+        (local.set $v (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt)))
+        (local.set $d (f64x2.sub (call $lo (local.get $v)) (local.get $m)))
+        (local.set $sc (f64x2.add (local.get $sc) (f64x2.mul (local.get $d) (local.get $d))))
+        (local.set $d (f64x2.sub (call $hi (local.get $v)) (local.get $m)))
+        (local.set $sd (f64x2.add (local.get $sd) (f64x2.mul (local.get $d) (local.get $d))))
+        (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+        (local.set $j (i32.add (local.get $j) (i32.const 8)))
+        (br $next)))
+    (local.set $sa
+      (f64x2.add
+        (f64x2.add (local.get $sa) (local.get $sb))
+        (f64x2.add (local.get $sc) (local.get $sd))))
+    (local.set $e
+      (f64.add (f64x2.extract_lane 0 (local.get $sa)) (f64x2.extract_lane 1 (local.get $sa))))
+    (local.set $j (local.get $end))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+        (local.set $t
+          (f64.sub (call $elem (local.get $x) (local.get $j) (local.get $dt)) (local.get $mean)))
+        (local.set $e (f64.add (local.get $e) (f64.mul (local.get $t) (local.get $t))))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $next)))
+    (f64.store (local.get $res) (local.get $sum))
+    (f64.store offset=8 (local.get $res) (local.get $e)))
+
+  ;; out = (x - k0) * k1 + k2.
+  (func (export "row_normalize")
+    (param $x i32) (param $out i32) (param $n i32) (param $dt i32)
+    (param $k0 f64) (param $k1 f64) (param $k2 f64)
+    (local $es i32)
+    (local $j i32)
+    (local $v v128)
+    (local $a v128) (local $b v128) (local $c v128)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (local.set $a (f64x2.splat (local.get $k0)))
+    (local.set $b (f64x2.splat (local.get $k1)))
+    (local.set $c (f64x2.splat (local.get $k2)))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_s (local.get $j) (local.get $n)))
+        (local.set $v (call $ld4 (local.get $x) (local.get $dt)))
+        (call $st4 (local.get $out) (local.get $dt)
+          (f64x2.add
+            (f64x2.mul (f64x2.sub (call $lo (local.get $v)) (local.get $a)) (local.get $b))
+            (local.get $c))
+          (f64x2.add
+            (f64x2.mul (f64x2.sub (call $hi (local.get $v)) (local.get $a)) (local.get $b))
+            (local.get $c)))
+        (local.set $x (i32.add (local.get $x) (local.get $es)))
+        (local.set $out (i32.add (local.get $out) (local.get $es)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $next))))
+
+  ;; out = k1 * (dy - k2 - (x - k0) * k3).
+  (func $bngrad (param $d v128) (param $x v128) (param $k0 v128) (param $k1 v128)
+    (param $k2 v128) (param $k3 v128) (result v128)
+    (f64x2.mul (local.get $k1)
+      (f64x2.sub
+        (f64x2.sub (local.get $d) (local.get $k2))
+        (f64x2.mul (f64x2.sub (local.get $x) (local.get $k0)) (local.get $k3)))))
+
+  (func (export "row_bngrad")
+    (param $dy i32) (param $x i32) (param $out i32) (param $n i32) (param $dt i32)
+    (param $k0 f64) (param $k1 f64) (param $k2 f64) (param $k3 f64)
+    (local $es i32)
+    (local $j i32)
+    (local $v v128) (local $w v128)
+    (local $a v128) (local $b v128) (local $c v128) (local $e v128)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (local.set $a (f64x2.splat (local.get $k0)))
+    (local.set $b (f64x2.splat (local.get $k1)))
+    (local.set $c (f64x2.splat (local.get $k2)))
+    (local.set $e (f64x2.splat (local.get $k3)))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_s (local.get $j) (local.get $n)))
+        (local.set $v (call $ld4 (local.get $dy) (local.get $dt)))
+        (local.set $w (call $ld4 (local.get $x) (local.get $dt)))
+        (call $st4 (local.get $out) (local.get $dt)
+          (call $bngrad (call $lo (local.get $v)) (call $lo (local.get $w))
+            (local.get $a) (local.get $b) (local.get $c) (local.get $e))
+          (call $bngrad (call $hi (local.get $v)) (call $hi (local.get $w))
+            (local.get $a) (local.get $b) (local.get $c) (local.get $e)))
+        (local.set $dy (i32.add (local.get $dy) (local.get $es)))
+        (local.set $x (i32.add (local.get $x) (local.get $es)))
+        (local.set $out (i32.add (local.get $out) (local.get $es)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $next))))
+
+  ;; out = dy * k0.
+  (func (export "row_scale")
+    (param $dy i32) (param $out i32) (param $n i32) (param $dt i32) (param $k0 f64)
+    (local $es i32)
+    (local $j i32)
+    (local $v v128)
+    (local $a v128)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (local.set $a (f64x2.splat (local.get $k0)))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_s (local.get $j) (local.get $n)))
+        (local.set $v (call $ld4 (local.get $dy) (local.get $dt)))
+        (call $st4 (local.get $out) (local.get $dt)
+          (f64x2.mul (call $lo (local.get $v)) (local.get $a))
+          (f64x2.mul (call $hi (local.get $v)) (local.get $a)))
+        (local.set $dy (i32.add (local.get $dy) (local.get $es)))
+        (local.set $out (i32.add (local.get $out) (local.get $es)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $next))))
+
+  ;; out = k1 * (dy * k2 - k3 - (x - k0) * k1 * k4).
+  (func $gngrad (param $d v128) (param $x v128) (param $k0 v128) (param $k1 v128)
+    (param $k2 v128) (param $k3 v128) (param $k4 v128) (result v128)
+    (f64x2.mul (local.get $k1)
+      (f64x2.sub
+        (f64x2.sub (f64x2.mul (local.get $d) (local.get $k2)) (local.get $k3))
+        (f64x2.mul
+          (f64x2.mul (f64x2.sub (local.get $x) (local.get $k0)) (local.get $k1))
+          (local.get $k4)))))
+
+  (func (export "row_gngrad")
+    (param $dy i32) (param $x i32) (param $out i32) (param $n i32) (param $dt i32)
+    (param $k0 f64) (param $k1 f64) (param $k2 f64) (param $k3 f64) (param $k4 f64)
+    (local $es i32)
+    (local $j i32)
+    (local $v v128) (local $w v128)
+    (local $a v128) (local $b v128) (local $c v128) (local $e v128) (local $f v128)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (local.set $a (f64x2.splat (local.get $k0)))
+    (local.set $b (f64x2.splat (local.get $k1)))
+    (local.set $c (f64x2.splat (local.get $k2)))
+    (local.set $e (f64x2.splat (local.get $k3)))
+    (local.set $f (f64x2.splat (local.get $k4)))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_s (local.get $j) (local.get $n)))
+        (local.set $v (call $ld4 (local.get $dy) (local.get $dt)))
+        (local.set $w (call $ld4 (local.get $x) (local.get $dt)))
+        (call $st4 (local.get $out) (local.get $dt)
+          (call $gngrad (call $lo (local.get $v)) (call $lo (local.get $w))
+            (local.get $a) (local.get $b) (local.get $c) (local.get $e) (local.get $f))
+          (call $gngrad (call $hi (local.get $v)) (call $hi (local.get $w))
+            (local.get $a) (local.get $b) (local.get $c) (local.get $e) (local.get $f)))
+        (local.set $dy (i32.add (local.get $dy) (local.get $es)))
+        (local.set $x (i32.add (local.get $x) (local.get $es)))
+        (local.set $out (i32.add (local.get $out) (local.get $es)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $next))))
+
+  ;; ---------------------------------------------------------------------------------
+  ;; Pixel kernels: P pixels of C channels (pixel stride C elements), per-channel float64
+  ;; arrays of cs = C rounded up to 4 at byte address acc or cst (array j at + j * 8 cs).
+
+  ;; Per-channel sums of four pixels into acc (sums), acc + cb (dots), means at acc + 2 cb.
+  (func $sum4 (param $a i32) (param $cb i32)
+    (param $d0 v128) (param $d1 v128) (param $d2 v128) (param $d3 v128)
+    (param $x0 v128) (param $x1 v128) (param $x2 v128) (param $x3 v128)
+    (local $m v128)
+    (local $b i32)
+    (local.set $b (i32.add (local.get $a) (local.get $cb)))
+    (local.set $m (v128.load (i32.add (local.get $b) (local.get $cb))))
+    (v128.store (local.get $a)
+      (f64x2.add (v128.load (local.get $a))
+        (f64x2.add
+          (f64x2.add (local.get $d0) (local.get $d1))
+          (f64x2.add (local.get $d2) (local.get $d3)))))
+    (v128.store (local.get $b)
+      (f64x2.add (v128.load (local.get $b))
+        (f64x2.add
+          (f64x2.add
+            (f64x2.mul (local.get $d0) (f64x2.sub (local.get $x0) (local.get $m)))
+            (f64x2.mul (local.get $d1) (f64x2.sub (local.get $x1) (local.get $m))))
+          (f64x2.add
+            (f64x2.mul (local.get $d2) (f64x2.sub (local.get $x2) (local.get $m)))
+            (f64x2.mul (local.get $d3) (f64x2.sub (local.get $x3) (local.get $m))))))))
+
+  ;; The same for one pixel.
+  (func $sum1 (param $a i32) (param $cb i32) (param $d v128) (param $x v128)
+    (local $b i32)
+    (local.set $b (i32.add (local.get $a) (local.get $cb)))
+    (v128.store (local.get $a) (f64x2.add (v128.load (local.get $a)) (local.get $d)))
+    (v128.store (local.get $b)
+      (f64x2.add (v128.load (local.get $b))
+        (f64x2.mul (local.get $d)
+          (f64x2.sub (local.get $x) (v128.load (i32.add (local.get $b) (local.get $cb))))))))
+
+  ;; acc[c] += sum(dy), acc[cs + c] += sum(dy * (x - acc[2 cs + c])) per channel c.
+  (func (export "pix_sums")
+    (param $dy i32) (param $x i32) (param $P i32) (param $C i32) (param $cs i32) (param $dt i32)
+    (param $acc i32)
+    (local $sh i32) (local $rb i32) (local $es i32) (local $cb i32)
+    (local $p i32) (local $a i32) (local $aend i32) (local $pd i32) (local $px i32)
+    (local $d0 v128) (local $d1 v128) (local $d2 v128) (local $d3 v128)
+    (local $x0 v128) (local $x1 v128) (local $x2 v128) (local $x3 v128)
+    (local.set $sh (call $shift (local.get $dt)))
+    (local.set $rb (i32.shl (local.get $C) (local.get $sh)))
+    (local.set $es (i32.shl (i32.const 4) (local.get $sh)))
+    (local.set $cb (i32.shl (local.get $cs) (i32.const 3)))
+    (local.set $aend (i32.add (local.get $acc) (local.get $cb)))
+    (block $done
+      (loop $group
+        (br_if $done (i32.gt_s (i32.add (local.get $p) (i32.const 4)) (local.get $P)))
+        (local.set $pd (i32.add (local.get $dy) (i32.mul (local.get $p) (local.get $rb))))
+        (local.set $px (i32.add (local.get $x) (i32.mul (local.get $p) (local.get $rb))))
+        (local.set $a (local.get $acc))
+        (block $cdone
+          (loop $channels
+            (br_if $cdone (i32.ge_u (local.get $a) (local.get $aend)))
+            (local.set $d0 (call $ld4 (local.get $pd) (local.get $dt)))
+            (local.set $d1 (call $ld4 (i32.add (local.get $pd) (local.get $rb)) (local.get $dt)))
+            (local.set $d2
+              (call $ld4 (i32.add (local.get $pd) (i32.shl (local.get $rb) (i32.const 1)))
+                (local.get $dt)))
+            (local.set $d3
+              (call $ld4 (i32.add (local.get $pd) (i32.mul (local.get $rb) (i32.const 3)))
+                (local.get $dt)))
+            (local.set $x0 (call $ld4 (local.get $px) (local.get $dt)))
+            (local.set $x1 (call $ld4 (i32.add (local.get $px) (local.get $rb)) (local.get $dt)))
+            (local.set $x2
+              (call $ld4 (i32.add (local.get $px) (i32.shl (local.get $rb) (i32.const 1)))
+                (local.get $dt)))
+            (local.set $x3
+              (call $ld4 (i32.add (local.get $px) (i32.mul (local.get $rb) (i32.const 3)))
+                (local.get $dt)))
+            (call $sum4 (local.get $a) (local.get $cb)
+              (call $lo (local.get $d0)) (call $lo (local.get $d1))
+              (call $lo (local.get $d2)) (call $lo (local.get $d3))
+              (call $lo (local.get $x0)) (call $lo (local.get $x1))
+              (call $lo (local.get $x2)) (call $lo (local.get $x3)))
+            (call $sum4 (i32.add (local.get $a) (i32.const 16)) (local.get $cb)
+              (call $hi (local.get $d0)) (call $hi (local.get $d1))
+              (call $hi (local.get $d2)) (call $hi (local.get $d3))
+              (call $hi (local.get $x0)) (call $hi (local.get $x1))
+              (call $hi (local.get $x2)) (call $hi (local.get $x3)))
+            (local.set $pd (i32.add (local.get $pd) (local.get $es)))
+            (local.set $px (i32.add (local.get $px) (local.get $es)))
+            (local.set $a (i32.add (local.get $a) (i32.const 32)))
+            (br $channels)))
+        (local.set $p (i32.add (local.get $p) (i32.const 4)))
+        (br $group)))
+    (block $done
+      (loop $pixel
+        (br_if $done (i32.ge_s (local.get $p) (local.get $P)))
+        (local.set $pd (i32.add (local.get $dy) (i32.mul (local.get $p) (local.get $rb))))
+        (local.set $px (i32.add (local.get $x) (i32.mul (local.get $p) (local.get $rb))))
+        (local.set $a (local.get $acc))
+        (block $cdone
+          (loop $channels
+            (br_if $cdone (i32.ge_u (local.get $a) (local.get $aend)))
+            (local.set $d0 (call $ld4 (local.get $pd) (local.get $dt)))
+            (local.set $x0 (call $ld4 (local.get $px) (local.get $dt)))
+            (call $sum1 (local.get $a) (local.get $cb)
+              (call $lo (local.get $d0)) (call $lo (local.get $x0)))
+            (call $sum1 (i32.add (local.get $a) (i32.const 16)) (local.get $cb)
+              (call $hi (local.get $d0)) (call $hi (local.get $x0)))
+            (local.set $pd (i32.add (local.get $pd) (local.get $es)))
+            (local.set $px (i32.add (local.get $px) (local.get $es)))
+            (local.set $a (i32.add (local.get $a) (i32.const 32)))
+            (br $channels)))
+        (local.set $p (i32.add (local.get $p) (i32.const 1)))
+        (br $pixel))))
+
+  ;; Per-channel statistics of P > 0 pixels, overwritten: acc[c] = sum(x), acc[cs + c] =
+  ;; sum((x - acc[2 cs + c])^2) with acc[2 cs + c] = acc[c] / P (two passes).
+  (func (export "pix_stats")
+    (param $x i32) (param $P i32) (param $C i32) (param $cs i32) (param $dt i32) (param $acc i32)
+    (local $sh i32) (local $rb i32) (local $es i32) (local $cb i32) (local $pass i32)
+    (local $p i32) (local $a i32) (local $aend i32) (local $px i32)
+    (local $x0 v128) (local $x1 v128) (local $x2 v128) (local $x3 v128)
+    (local $count v128)
+    (local.set $sh (call $shift (local.get $dt)))
+    (local.set $rb (i32.shl (local.get $C) (local.get $sh)))
+    (local.set $es (i32.shl (i32.const 4) (local.get $sh)))
+    (local.set $cb (i32.shl (local.get $cs) (i32.const 3)))
+    (local.set $aend (i32.add (local.get $acc) (local.get $cb)))
+    (local.set $count (f64x2.splat (f64.convert_i32_u (local.get $P))))
+    ;; pass 0: sums; pass 1: squared deviations from the means.
+    (block $passes
+      (loop $pass
+        (br_if $passes (i32.gt_u (local.get $pass) (i32.const 1)))
+        (local.set $a (i32.add (local.get $acc) (i32.mul (local.get $pass) (local.get $cb))))
+        (block $zeroed
+          (loop $zero
+            (br_if $zeroed
+              (i32.ge_u (local.get $a)
+                (i32.add (local.get $aend) (i32.mul (local.get $pass) (local.get $cb)))))
+            (v128.store (local.get $a) (v128.const i64x2 0 0))
+            (local.set $a (i32.add (local.get $a) (i32.const 16)))
+            (br $zero)))
+        (local.set $p (i32.const 0))
+        (block $done
+          (loop $group
+            (br_if $done (i32.gt_s (i32.add (local.get $p) (i32.const 4)) (local.get $P)))
+            (local.set $px (i32.add (local.get $x) (i32.mul (local.get $p) (local.get $rb))))
+            (local.set $a (local.get $acc))
+            (block $cdone
+              (loop $channels
+                (br_if $cdone (i32.ge_u (local.get $a) (local.get $aend)))
+                (local.set $x0 (call $ld4 (local.get $px) (local.get $dt)))
+                (local.set $x1
+                  (call $ld4 (i32.add (local.get $px) (local.get $rb)) (local.get $dt)))
+                (local.set $x2
+                  (call $ld4 (i32.add (local.get $px) (i32.shl (local.get $rb) (i32.const 1)))
+                    (local.get $dt)))
+                (local.set $x3
+                  (call $ld4 (i32.add (local.get $px) (i32.mul (local.get $rb) (i32.const 3)))
+                    (local.get $dt)))
+                (call $stat4 (local.get $a) (local.get $cb) (local.get $pass)
+                  (call $lo (local.get $x0)) (call $lo (local.get $x1))
+                  (call $lo (local.get $x2)) (call $lo (local.get $x3)))
+                (call $stat4 (i32.add (local.get $a) (i32.const 16)) (local.get $cb)
+                  (local.get $pass)
+                  (call $hi (local.get $x0)) (call $hi (local.get $x1))
+                  (call $hi (local.get $x2)) (call $hi (local.get $x3)))
+                (local.set $px (i32.add (local.get $px) (local.get $es)))
+                (local.set $a (i32.add (local.get $a) (i32.const 32)))
+                (br $channels)))
+            (local.set $p (i32.add (local.get $p) (i32.const 4)))
+            (br $group)))
+        (block $done
+          (loop $pixel
+            (br_if $done (i32.ge_s (local.get $p) (local.get $P)))
+            (local.set $px (i32.add (local.get $x) (i32.mul (local.get $p) (local.get $rb))))
+            (local.set $a (local.get $acc))
+            (block $cdone
+              (loop $channels
+                (br_if $cdone (i32.ge_u (local.get $a) (local.get $aend)))
+                (local.set $x0 (call $ld4 (local.get $px) (local.get $dt)))
+                (call $stat1 (local.get $a) (local.get $cb) (local.get $pass)
+                  (call $lo (local.get $x0)))
+                (call $stat1 (i32.add (local.get $a) (i32.const 16)) (local.get $cb)
+                  (local.get $pass) (call $hi (local.get $x0)))
+                (local.set $px (i32.add (local.get $px) (local.get $es)))
+                (local.set $a (i32.add (local.get $a) (i32.const 32)))
+                (br $channels)))
+            (local.set $p (i32.add (local.get $p) (i32.const 1)))
+            (br $pixel)))
+        (if (i32.eqz (local.get $pass))
+          (then
+            (local.set $a (local.get $acc))
+            (block $meaned
+              (loop $mean
+                (br_if $meaned (i32.ge_u (local.get $a) (local.get $aend)))
+                (v128.store
+                  (i32.add (local.get $a) (i32.shl (local.get $cb) (i32.const 1)))
+                  (f64x2.div (v128.load (local.get $a)) (local.get $count)))
+                (local.set $a (i32.add (local.get $a) (i32.const 16)))
+                (br $mean)))))
+        (local.set $pass (i32.add (local.get $pass) (i32.const 1)))
+        (br $pass))))
+
+  ;; Pass 0: acc[c] += (x0 + x1) + (x2 + x3). Pass 1, with a = x - mean: acc[cs + c] +=
+  ;; (a0 a0 + a1 a1) + (a2 a2 + a3 a3).
+  (func $stat4 (param $a i32) (param $cb i32) (param $pass i32)
+    (param $x0 v128) (param $x1 v128) (param $x2 v128) (param $x3 v128)
+    (local $m v128)
+    (if (i32.eqz (local.get $pass))
+      (then
+        (v128.store (local.get $a)
+          (f64x2.add (v128.load (local.get $a))
+            (f64x2.add
+              (f64x2.add (local.get $x0) (local.get $x1))
+              (f64x2.add (local.get $x2) (local.get $x3))))))
+      (else
+        (local.set $m (v128.load (i32.add (local.get $a) (i32.shl (local.get $cb) (i32.const 1)))))
+        (local.set $x0 (f64x2.sub (local.get $x0) (local.get $m)))
+        (local.set $x1 (f64x2.sub (local.get $x1) (local.get $m)))
+        (local.set $x2 (f64x2.sub (local.get $x2) (local.get $m)))
+        (local.set $x3 (f64x2.sub (local.get $x3) (local.get $m)))
+        (local.set $a (i32.add (local.get $a) (local.get $cb)))
+        (v128.store (local.get $a)
+          (f64x2.add (v128.load (local.get $a))
+            (f64x2.add
+              (f64x2.add
+                (f64x2.mul (local.get $x0) (local.get $x0))
+                (f64x2.mul (local.get $x1) (local.get $x1)))
+              (f64x2.add
+                (f64x2.mul (local.get $x2) (local.get $x2))
+                (f64x2.mul (local.get $x3) (local.get $x3)))))))))
+
+  ;; The same for one pixel.
+  (func $stat1 (param $a i32) (param $cb i32) (param $pass i32) (param $x v128)
+    (if (i32.eqz (local.get $pass))
+      (then (v128.store (local.get $a) (f64x2.add (v128.load (local.get $a)) (local.get $x))))
+      (else
+        (local.set $x
+          (f64x2.sub (local.get $x)
+            (v128.load (i32.add (local.get $a) (i32.shl (local.get $cb) (i32.const 1))))))
+        (local.set $a (i32.add (local.get $a) (local.get $cb)))
+        (v128.store (local.get $a)
+          (f64x2.add (v128.load (local.get $a)) (f64x2.mul (local.get $x) (local.get $x)))))))
+
+  ;; out = (x - mean[c]) * scale[c] + shift[c] (cst: mean, scale, shift).
+  (func (export "pix_normalize")
+    (param $x i32) (param $out i32) (param $P i32) (param $C i32) (param $cs i32) (param $dt i32)
+    (param $cst i32)
+    (local $sh i32) (local $rb i32) (local $es i32) (local $cb i32)
+    (local $p i32) (local $a i32) (local $aend i32) (local $px i32) (local $po i32)
+    (local $v v128)
+    (local.set $sh (call $shift (local.get $dt)))
+    (local.set $rb (i32.shl (local.get $C) (local.get $sh)))
+    (local.set $es (i32.shl (i32.const 4) (local.get $sh)))
+    (local.set $cb (i32.shl (local.get $cs) (i32.const 3)))
+    (local.set $aend (i32.add (local.get $cst) (local.get $cb)))
+    (block $done
+      (loop $pixel
+        (br_if $done (i32.ge_s (local.get $p) (local.get $P)))
+        (local.set $px (i32.add (local.get $x) (i32.mul (local.get $p) (local.get $rb))))
+        (local.set $po (i32.add (local.get $out) (i32.mul (local.get $p) (local.get $rb))))
+        (local.set $a (local.get $cst))
+        (block $cdone
+          (loop $channels
+            (br_if $cdone (i32.ge_u (local.get $a) (local.get $aend)))
+            (local.set $v (call $ld4 (local.get $px) (local.get $dt)))
+            (call $st4 (local.get $po) (local.get $dt)
+              (call $norm (call $lo (local.get $v)) (local.get $a) (local.get $cb))
+              (call $norm (call $hi (local.get $v)) (i32.add (local.get $a) (i32.const 16))
+                (local.get $cb)))
+            (local.set $px (i32.add (local.get $px) (local.get $es)))
+            (local.set $po (i32.add (local.get $po) (local.get $es)))
+            (local.set $a (i32.add (local.get $a) (i32.const 32)))
+            (br $channels)))
+        (local.set $p (i32.add (local.get $p) (i32.const 1)))
+        (br $pixel))))
+
+  (func $norm (param $x v128) (param $a i32) (param $cb i32) (result v128)
+    (f64x2.add
+      (f64x2.mul
+        (f64x2.sub (local.get $x) (v128.load (local.get $a)))
+        (v128.load (i32.add (local.get $a) (local.get $cb))))
+      (v128.load (i32.add (local.get $a) (i32.shl (local.get $cb) (i32.const 1))))))
+
+  ;; out = scale[c] * (dy - meanDy[c] - (x - mean[c]) * k[c]) (cst: mean, scale, meanDy, k).
+  (func (export "pix_bngrad")
+    (param $dy i32) (param $x i32) (param $out i32) (param $P i32) (param $C i32) (param $cs i32)
+    (param $dt i32) (param $cst i32)
+    (local $sh i32) (local $rb i32) (local $es i32) (local $cb i32)
+    (local $p i32) (local $a i32) (local $aend i32) (local $pd i32) (local $px i32) (local $po i32)
+    (local $v v128) (local $w v128)
+    (local.set $sh (call $shift (local.get $dt)))
+    (local.set $rb (i32.shl (local.get $C) (local.get $sh)))
+    (local.set $es (i32.shl (i32.const 4) (local.get $sh)))
+    (local.set $cb (i32.shl (local.get $cs) (i32.const 3)))
+    (local.set $aend (i32.add (local.get $cst) (local.get $cb)))
+    (block $done
+      (loop $pixel
+        (br_if $done (i32.ge_s (local.get $p) (local.get $P)))
+        (local.set $pd (i32.add (local.get $dy) (i32.mul (local.get $p) (local.get $rb))))
+        (local.set $px (i32.add (local.get $x) (i32.mul (local.get $p) (local.get $rb))))
+        (local.set $po (i32.add (local.get $out) (i32.mul (local.get $p) (local.get $rb))))
+        (local.set $a (local.get $cst))
+        (block $cdone
+          (loop $channels
+            (br_if $cdone (i32.ge_u (local.get $a) (local.get $aend)))
+            (local.set $v (call $ld4 (local.get $pd) (local.get $dt)))
+            (local.set $w (call $ld4 (local.get $px) (local.get $dt)))
+            (call $st4 (local.get $po) (local.get $dt)
+              (call $bngradAt (call $lo (local.get $v)) (call $lo (local.get $w))
+                (local.get $a) (local.get $cb))
+              (call $bngradAt (call $hi (local.get $v)) (call $hi (local.get $w))
+                (i32.add (local.get $a) (i32.const 16)) (local.get $cb)))
+            (local.set $pd (i32.add (local.get $pd) (local.get $es)))
+            (local.set $px (i32.add (local.get $px) (local.get $es)))
+            (local.set $po (i32.add (local.get $po) (local.get $es)))
+            (local.set $a (i32.add (local.get $a) (i32.const 32)))
+            (br $channels)))
+        (local.set $p (i32.add (local.get $p) (i32.const 1)))
+        (br $pixel))))
+
+  (func $bngradAt (param $d v128) (param $x v128) (param $a i32) (param $cb i32) (result v128)
+    (call $bngrad (local.get $d) (local.get $x)
+      (v128.load (local.get $a))
+      (v128.load (i32.add (local.get $a) (local.get $cb)))
+      (v128.load (i32.add (local.get $a) (i32.shl (local.get $cb) (i32.const 1))))
+      (v128.load (i32.add (local.get $a) (i32.mul (local.get $cb) (i32.const 3))))))
+
+  ;; out = dy * scale[c] (cst: scale).
+  (func (export "pix_scale")
+    (param $dy i32) (param $out i32) (param $P i32) (param $C i32) (param $cs i32) (param $dt i32)
+    (param $cst i32)
+    (local $sh i32) (local $rb i32) (local $es i32) (local $cb i32)
+    (local $p i32) (local $a i32) (local $aend i32) (local $pd i32) (local $po i32)
+    (local $v v128)
+    (local.set $sh (call $shift (local.get $dt)))
+    (local.set $rb (i32.shl (local.get $C) (local.get $sh)))
+    (local.set $es (i32.shl (i32.const 4) (local.get $sh)))
+    (local.set $cb (i32.shl (local.get $cs) (i32.const 3)))
+    (local.set $aend (i32.add (local.get $cst) (local.get $cb)))
+    (block $done
+      (loop $pixel
+        (br_if $done (i32.ge_s (local.get $p) (local.get $P)))
+        (local.set $pd (i32.add (local.get $dy) (i32.mul (local.get $p) (local.get $rb))))
+        (local.set $po (i32.add (local.get $out) (i32.mul (local.get $p) (local.get $rb))))
+        (local.set $a (local.get $cst))
+        (block $cdone
+          (loop $channels
+            (br_if $cdone (i32.ge_u (local.get $a) (local.get $aend)))
+            (local.set $v (call $ld4 (local.get $pd) (local.get $dt)))
+            (call $st4 (local.get $po) (local.get $dt)
+              (f64x2.mul (call $lo (local.get $v)) (v128.load (local.get $a)))
+              (f64x2.mul (call $hi (local.get $v)) (v128.load offset=16 (local.get $a))))
+            (local.set $pd (i32.add (local.get $pd) (local.get $es)))
+            (local.set $po (i32.add (local.get $po) (local.get $es)))
+            (local.set $a (i32.add (local.get $a) (i32.const 32)))
+            (br $channels)))
+        (local.set $p (i32.add (local.get $p) (i32.const 1)))
+        (br $pixel))))
+
+  ;; out = rstd[c] * (dy * w[c] - a[c] - (x - mean[c]) * rstd[c] * b[c])
+  ;; (cst: mean, rstd, w, a, b).
+  (func (export "pix_gngrad")
+    (param $dy i32) (param $x i32) (param $out i32) (param $P i32) (param $C i32) (param $cs i32)
+    (param $dt i32) (param $cst i32)
+    (local $sh i32) (local $rb i32) (local $es i32) (local $cb i32)
+    (local $p i32) (local $a i32) (local $aend i32) (local $pd i32) (local $px i32) (local $po i32)
+    (local $v v128) (local $w v128)
+    (local.set $sh (call $shift (local.get $dt)))
+    (local.set $rb (i32.shl (local.get $C) (local.get $sh)))
+    (local.set $es (i32.shl (i32.const 4) (local.get $sh)))
+    (local.set $cb (i32.shl (local.get $cs) (i32.const 3)))
+    (local.set $aend (i32.add (local.get $cst) (local.get $cb)))
+    (block $done
+      (loop $pixel
+        (br_if $done (i32.ge_s (local.get $p) (local.get $P)))
+        (local.set $pd (i32.add (local.get $dy) (i32.mul (local.get $p) (local.get $rb))))
+        (local.set $px (i32.add (local.get $x) (i32.mul (local.get $p) (local.get $rb))))
+        (local.set $po (i32.add (local.get $out) (i32.mul (local.get $p) (local.get $rb))))
+        (local.set $a (local.get $cst))
+        (block $cdone
+          (loop $channels
+            (br_if $cdone (i32.ge_u (local.get $a) (local.get $aend)))
+            (local.set $v (call $ld4 (local.get $pd) (local.get $dt)))
+            (local.set $w (call $ld4 (local.get $px) (local.get $dt)))
+            (call $st4 (local.get $po) (local.get $dt)
+              (call $gngradAt (call $lo (local.get $v)) (call $lo (local.get $w))
+                (local.get $a) (local.get $cb))
+              (call $gngradAt (call $hi (local.get $v)) (call $hi (local.get $w))
+                (i32.add (local.get $a) (i32.const 16)) (local.get $cb)))
+            (local.set $pd (i32.add (local.get $pd) (local.get $es)))
+            (local.set $px (i32.add (local.get $px) (local.get $es)))
+            (local.set $po (i32.add (local.get $po) (local.get $es)))
+            (local.set $a (i32.add (local.get $a) (i32.const 32)))
+            (br $channels)))
+        (local.set $p (i32.add (local.get $p) (i32.const 1)))
+        (br $pixel))))
+
+  (func $gngradAt (param $d v128) (param $x v128) (param $a i32) (param $cb i32) (result v128)
+    (call $gngrad (local.get $d) (local.get $x)
+      (v128.load (local.get $a))
+      (v128.load (i32.add (local.get $a) (local.get $cb)))
+      (v128.load (i32.add (local.get $a) (i32.shl (local.get $cb) (i32.const 1))))
+      (v128.load (i32.add (local.get $a) (i32.mul (local.get $cb) (i32.const 3))))
+      (v128.load (i32.add (local.get $a) (i32.shl (local.get $cb) (i32.const 2))))))
+)

@@ -1,0 +1,604 @@
+/**
+ * The CPU backend's WebAssembly SIMD kernels (src/backends/cpu/wasm/kernels.wat):
+ * - the committed module is what `deno task build:wasm` builds from the .wat now;
+ * - the codecs: every float16 and bfloat16 pattern decodes exactly; float64 values round
+ *   once to float16/bfloat16/float32 exactly as Math.f16round / numberToBf16 / Math.fround
+ *   (ties to even, double-rounding traps, subnormals, overflow, NaN quiet with its sign);
+ * - every kernel gives the same bits as the TypeScript kernels, for every op, dtype and
+ *   layout the WebAssembly kernels take (rows with odd tails and several blocks,
+ *   channels-last with any channel count, dense or not), with NaN, Inf, ties, float16
+ *   subnormals and overflow in the data; and within 1 ulp of the float64 reference;
+ * - pooled runs (workers with their own instances) give the bits of an inline run without
+ *   WebAssembly.
+ */
+
+import assert from "node:assert/strict";
+import { buildModuleText, MODULE_PATH } from "../scripts/build_wasm.ts";
+import { kernelsWasmBytes } from "../src/backends/cpu/wasm/kernels_wasm.ts";
+import {
+  instantiateWasm,
+  type WasmExports,
+  wasmReserve,
+  type WasmState,
+} from "../src/backends/cpu/fast/kernels/wasm_kernels.ts";
+import { fastKernels } from "../src/backends/cpu/fast/mod.ts";
+import { referenceKernels } from "../src/backends/cpu/reference/mod.ts";
+import {
+  callerScratch,
+  pooledJobCount,
+  setWasmKernels,
+  wasmKernelsEnabled,
+} from "../src/backends/cpu/pool/pool.ts";
+import { cpuThreads, setCpuThreads, startCpuThreads } from "../src/backends/cpu/threads.ts";
+import { channelGeometry, type KernelName } from "../src/backends/types.ts";
+import { type DType, numberToBf16 } from "../src/tensor/dtype.ts";
+import { Tensor } from "../src/tensor/tensor.ts";
+import {
+  assertSetsClose,
+  FLOATS,
+  laidOut,
+  type TensorSet,
+  twinSet,
+  values,
+} from "./fixtures/cpu_cases.ts";
+
+// ---------------------------------------------------------------------------------------
+// The build
+
+Deno.test("wasm: the committed module is the build of kernels.wat (run deno task build:wasm)", async () => {
+  const committed = await Deno.readTextFile(new URL(`../${MODULE_PATH}`, import.meta.url));
+  assert.ok(committed === await buildModuleText(), `${MODULE_PATH} is stale`);
+  assert.ok(instantiateWasm(kernelsWasmBytes()) !== null, "the module instantiates");
+});
+
+// ---------------------------------------------------------------------------------------
+// Codecs
+
+const CHUNK = 4096;
+
+function codecInstance(): WasmState {
+  const w = instantiateWasm(kernelsWasmBytes());
+  assert.ok(w);
+  wasmReserve(w, 2 * CHUNK, 4);
+  return w;
+}
+
+/** Decodes `bits` (16-bit patterns, dt 1 or 2) through the kernels: float32 bits. */
+function wasmDecode(w: WasmState, bits: Uint16Array, dt: number): Uint32Array {
+  const out = new Uint32Array(bits.length);
+  const u32 = new Uint32Array(w.f32.buffer);
+  for (let i = 0; i < bits.length; i += CHUNK) {
+    const n = Math.min(CHUNK, bits.length - i);
+    w.u16.set(bits.subarray(i, i + n), w.dyAt >> 1);
+    w.exports.decode(w.dyAt, w.outAt, (n + 3) & ~3, dt);
+    out.set(u32.subarray(w.outAt >> 2, (w.outAt >> 2) + n), i);
+  }
+  return out;
+}
+
+/** Rounds `v` once to dt through the kernels: 16-bit patterns, or float32 bits for dt 0. */
+function wasmEncode(w: WasmState, v: Float64Array, dt: number): Uint16Array | Uint32Array {
+  const out = dt === 0 ? new Uint32Array(v.length) : new Uint16Array(v.length);
+  const view = dt === 0 ? new Uint32Array(w.f32.buffer) : w.u16;
+  const shift = dt === 0 ? 2 : 1;
+  for (let i = 0; i < v.length; i += CHUNK) {
+    const n = Math.min(CHUNK, v.length - i);
+    w.f64.set(v.subarray(i, i + n), w.dyAt >> 3);
+    w.exports.encode(w.dyAt, w.outAt, (n + 3) & ~3, dt);
+    out.set(view.subarray(w.outAt >> shift, (w.outAt >> shift) + n) as never, i);
+  }
+  return out;
+}
+
+Deno.test("wasm codecs: all 65536 float16 and bfloat16 patterns decode exactly", () => {
+  const w = codecInstance();
+  const bits = new Uint16Array(65536).map((_, i) => i);
+  const f16 = wasmDecode(w, bits, 1);
+  const expected = new Float32Array(new Float16Array(bits.buffer));
+  const expectedBits = new Uint32Array(expected.buffer);
+  for (let h = 0; h < 65536; h++) {
+    if ((h & 0x7c00) === 0x7c00 && (h & 0x3ff) !== 0) {
+      // NaN: all-ones exponent, its sign and mantissa (so quiet stays quiet).
+      const nan = ((h & 0x8000) << 16 | 0x7f800000 | (h & 0x3ff) << 13) >>> 0;
+      assert.equal(f16[h], nan, `float16 NaN ${h.toString(16)}`);
+    } else {
+      assert.equal(f16[h], expectedBits[h], `float16 ${h.toString(16)}`);
+    }
+  }
+  const bf16 = wasmDecode(w, bits, 2);
+  for (let h = 0; h < 65536; h++) assert.equal(bf16[h], (h << 16) >>> 0, `bfloat16 ${h}`);
+});
+
+/** Deterministic pseudo-random numbers in [0, 1). */
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * Edge and random float64 values: zeros, infinities, NaNs, the float16 and bfloat16 range
+ * ends, every float16 midpoint (a tie) and its float64 neighbours, bfloat16 ties and
+ * float32 values one float32 ulp around them, values that round to float32 on a tie
+ * (double-rounding traps), random float32 bit patterns, random magnitudes over the float16
+ * subnormal, normal and overflow ranges, and tiny and huge float64 values.
+ */
+function codecValues(): Float64Array {
+  const v: number[] = [
+    0,
+    -0,
+    Infinity,
+    -Infinity,
+    NaN,
+    -NaN,
+    65504,
+    65519.99,
+    65520,
+    -65520,
+    65536,
+    2 ** -24,
+    2 ** -25,
+    2 ** -25 * (1 + 2 ** -52),
+    3 * 2 ** -26,
+    2 ** -14,
+    2 ** -14 * (1 - 2 ** -12),
+    3.4028234663852886e38,
+    3.4e38,
+    3.5e38,
+    -3.5e38,
+    1e300,
+    5e-324,
+    -5e-324,
+    1e-40,
+    1.1754942106924411e-38,
+    Number.MAX_VALUE,
+  ];
+  const f16 = new Float16Array(1);
+  const h = new Uint16Array(f16.buffer);
+  for (let b = 0; b < 0x7c00; b++) {
+    h[0] = b;
+    const lo = f16[0];
+    h[0] = b + 1;
+    const hi = f16[0];
+    const mid = (lo + hi) / 2;
+    for (const s of [1, -1]) {
+      v.push(s * mid, s * mid * (1 + 2 ** -52), s * mid * (1 - 2 ** -52));
+      v.push(s * mid * (1 + 2 ** -30), s * mid * (1 - 2 ** -30), s * lo);
+    }
+  }
+  const f32 = new Float32Array(1);
+  const u32 = new Uint32Array(f32.buffer);
+  const random = rng(9);
+  for (let i = 0; i < 200000; i++) {
+    // A bfloat16 tie as a float32, nudged below a float32 ulp (rounds to the tie in float32).
+    u32[0] = ((Math.floor(random() * 0xffff) << 16) | 0x8000) >>> 0;
+    const tie = f32[0];
+    v.push(tie, tie * (1 + 2 ** -40), tie * (1 - 2 ** -40));
+    u32[0] = Math.floor(random() * 2 ** 32) >>> 0;
+    v.push(f32[0]);
+    const magnitude = 2 ** (random() * 60 - 40) * (1 + random());
+    v.push(random() < 0.5 ? magnitude : -magnitude);
+  }
+  for (let i = 0; i < 20000; i++) v.push((random() - 0.5) * 2 ** (random() * 2000 - 1000));
+  return Float64Array.from(v);
+}
+
+Deno.test("wasm codecs: float64 rounds once to float16, bfloat16, float32 (ties, subnormals)", () => {
+  const w = codecInstance();
+  const v = codecValues();
+  assert.ok(v.length > 1_000_000);
+  const f16 = wasmEncode(w, v, 1) as Uint16Array;
+  const bf16 = wasmEncode(w, v, 2) as Uint16Array;
+  const f32 = wasmEncode(w, v, 0) as Uint32Array;
+  const half = new Float16Array(1);
+  const halfBits = new Uint16Array(half.buffer);
+  const single = new Float32Array(1);
+  const singleBits = new Uint32Array(single.buffer);
+  for (let i = 0; i < v.length; i++) {
+    half[0] = v[i];
+    single[0] = v[i];
+    if (Number.isNaN(v[i])) {
+      // A quiet NaN with the value's sign (payloads are not specified: V8's own stores keep
+      // or drop them depending on the tier).
+      const sign = singleBits[0] >>> 31;
+      assert.equal(f16[i], sign ? 0xfe00 : 0x7e00, `float16 of NaN`);
+      assert.equal(bf16[i] >> 6, sign ? 0x3ff : 0x1ff, `bfloat16 of NaN`);
+      assert.equal(f32[i] >>> 22, sign ? 0x3ff : 0x1ff, `float32 of NaN`);
+      continue;
+    }
+    assert.equal(f16[i], halfBits[0], `float16 of ${v[i]}: ${f16[i].toString(16)}`);
+    assert.equal(bf16[i], numberToBf16(v[i]), `bfloat16 of ${v[i]}`);
+    assert.equal(f32[i], singleBits[0], `float32 of ${v[i]}`);
+  }
+  // Math.f16round agrees with the Float16Array store (one rounding from float64).
+  for (let i = 0; i < v.length; i += 7) {
+    half[0] = v[i];
+    assert.ok(Object.is(half[0], Math.f16round(v[i])) || Number.isNaN(v[i]));
+  }
+});
+
+// ---------------------------------------------------------------------------------------
+// Kernels: WebAssembly against TypeScript (same bits) and against the reference
+
+type Storage = Float32Array | Float16Array | Uint16Array | Int32Array;
+
+/**
+ * Byte-identical storages, except that NaN meets any NaN: when two NaNs meet in an addition
+ * or multiplication, which one propagates (its sign and payload) depends on the operand
+ * order the compiler chose, in V8's JavaScript and WebAssembly tiers alike (IEEE 754 leaves
+ * it unspecified).
+ */
+function assertSameValues(actual: Tensor, expected: Tensor, message: string): void {
+  const a = actual.storage as Storage;
+  const e = expected.storage as Storage;
+  assert.equal(a.length, e.length, `${message}: length`);
+  const bits = (s: Storage) =>
+    s instanceof Float32Array || s instanceof Int32Array
+      ? new Uint32Array(s.buffer, s.byteOffset, s.length)
+      : new Uint16Array(s.buffer, s.byteOffset, s.length);
+  const ab = bits(a);
+  const eb = bits(e);
+  const isNaN = (x: number) =>
+    actual.dtype === "bfloat16"
+      ? (x & 0x7f80) === 0x7f80 && (x & 0x7f) !== 0
+      : actual.dtype === "float16"
+      ? (x & 0x7c00) === 0x7c00 && (x & 0x3ff) !== 0
+      : (x & 0x7f800000) === 0x7f800000 && (x & 0x7fffff) !== 0;
+  for (let i = 0; i < ab.length; i++) {
+    if (ab[i] === eb[i] || (isNaN(ab[i]) && isNaN(eb[i]))) continue;
+    assert.fail(`${message} [${i}]: ${ab[i].toString(16)} vs ${eb[i].toString(16)}`);
+  }
+}
+
+/** Calls of each export of the WebAssembly kernels on the calling thread, by name. */
+const wasmCalls = new Map<string, number>();
+
+/** A counting instance for the calling thread (made once). */
+let counted: WasmState | undefined;
+
+function countingInstance(): WasmState {
+  if (counted) return counted;
+  const w = instantiateWasm(kernelsWasmBytes())!;
+  const real = w.exports as unknown as Record<string, unknown>;
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(real)) {
+    wrapped[name] = typeof value !== "function" ? value : (...args: unknown[]) => {
+      wasmCalls.set(name, (wasmCalls.get(name) ?? 0) + 1);
+      return (value as (...a: unknown[]) => unknown)(...args);
+    };
+  }
+  (w as { exports: WasmExports }).exports = wrapped as unknown as WasmExports;
+  counted = w;
+  return w;
+}
+
+type Run = (kernels: typeof fastKernels, set: TensorSet) => void;
+
+/**
+ * Runs `run` on `set` with the WebAssembly kernels, on a twin without them and on a twin
+ * with the reference kernels: same values as the TypeScript kernels, within 1 ulp of the
+ * reference. Returns the WebAssembly calls made.
+ */
+function compareWasm(name: string, set: TensorSet, run: Run): number {
+  const typescript = twinSet(set);
+  const reference = twinSet(set);
+  callerScratch.wasm = null;
+  run(fastKernels, typescript);
+  callerScratch.wasm = countingInstance();
+  const before = [...wasmCalls.values()].reduce((a, b) => a + b, 0);
+  run(fastKernels, set);
+  const calls = [...wasmCalls.values()].reduce((a, b) => a + b, 0) - before;
+  run(referenceKernels, reference);
+  for (const [key, t] of Object.entries(set)) {
+    if (t) assertSameValues(t, typescript[key]!, `${name}: ${key}`);
+  }
+  assertSetsClose(set, reference, name);
+  return calls;
+}
+
+const numel = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
+
+/** Data layouts of these tests: NCHW, channels-last, channels-last with padded pixels. */
+type WasmLayout = "contiguous" | "channelsLast" | "paddedPixels";
+
+/**
+ * A data tensor: seeded values around per-channel offsets, with NaN, Inf, -Inf and zeros at
+ * a few places when `special`, and ties/subnormal-prone values (multiples of 2^-12).
+ */
+function data(
+  shape: readonly number[],
+  dtype: DType,
+  layout: WasmLayout,
+  seed: number,
+  special = false,
+): Tensor {
+  const v = values(numel(shape), seed, -3, 3);
+  for (let i = 0; i < v.length; i++) {
+    if (i % 5 === 1) v[i] = Math.round(v[i] * 4096) / 4096;
+  }
+  if (special && v.length > 40) {
+    v[7] = NaN;
+    v[19] = Infinity;
+    v[23] = -Infinity;
+    v[31] = 0;
+    v[v.length - 2] = NaN;
+  }
+  if (layout !== "paddedPixels") return laidOut(v, shape, dtype, layout);
+  // Storage [N, ...inner, C + 3] sliced to C channels: the pixel stride is not C.
+  const r = shape.length;
+  const C = shape[1];
+  const stored = [shape[0], ...shape.slice(2), C + 3];
+  const perm = [0, r - 1, ...Array.from({ length: r - 2 }, (_, i) => i + 1)];
+  const t = Tensor.zeros(stored, dtype).slice(r - 1, 1, C + 1).permute(perm);
+  t.copy_(v);
+  return t;
+}
+
+/** C per-channel values in [low, high). */
+function channels(C: number, seed: number, low = -1, high = 1): Tensor {
+  return Tensor.fromArray(values(C, seed, low, high), [C], "float32");
+}
+
+/** An output in `layout`. */
+function output(shape: readonly number[], dtype: DType, layout: WasmLayout): Tensor {
+  const t = data(shape, dtype, layout, 0);
+  return t.copy_(new Float64Array(numel(shape)));
+}
+
+/** Every stage kind on one shape, dtype and layout; returns the WebAssembly calls made. */
+function everyOp(shape: number[], dtype: DType, layout: WasmLayout, seed: number): number {
+  const [N, C] = shape;
+  const HxW = numel(shape.slice(2));
+  const geometry = channelGeometry(shape);
+  const tag = `${dtype} ${layout} ${shape}`;
+  const x = () => data(shape, dtype, layout, seed, true);
+  const dy = () => data(shape, dtype, layout, seed + 1, true);
+  const group = C % 3 === 0 ? 3 : C % 2 === 0 ? 2 : 1;
+  let calls = 0;
+  calls += compareWasm(`reduce ${tag}`, {
+    gradOut: dy(),
+    input: x(),
+    mean: channels(C, seed + 2),
+    invstd: channels(C, seed + 3, 0.5, 2),
+    sumDy: Tensor.zeros([C]),
+    sumDyXmu: Tensor.zeros([C]),
+    gradWeight: Tensor.zeros([C]),
+    gradBias: Tensor.zeros([C]),
+  }, (k, t) =>
+    k.batchNormReduceBackward(
+      { geometry, inputG: true, weightG: true, biasG: true },
+      t as never,
+    ));
+  for (const training of [true, false]) {
+    calls += compareWasm(`backward ${training} ${tag}`, {
+      gradOut: dy(),
+      input: x(),
+      weight: channels(C, seed + 4),
+      runningMean: channels(C, seed + 5),
+      runningVar: channels(C, seed + 6, 0.5, 2),
+      saveMean: channels(C, seed + 7),
+      saveInvstd: channels(C, seed + 8, 0.5, 2),
+      gradInput: output(shape, dtype, layout),
+      gradWeight: Tensor.zeros([C]),
+      gradBias: Tensor.zeros([C]),
+    }, (k, t) =>
+      k.batchNormBackward(
+        { geometry, training, eps: 1e-5, mask: [true, true, true] },
+        t as never,
+      ));
+  }
+  calls += compareWasm(`elemtBackward ${tag}`, {
+    gradOut: dy(),
+    input: x(),
+    mean: channels(C, seed + 9),
+    invstd: channels(C, seed + 10, 0.5, 2),
+    weight: channels(C, seed + 11),
+    sumDy: channels(C, seed + 12, -5, 5),
+    sumDyXmu: channels(C, seed + 13, -5, 5),
+    counter: Tensor.fromArray([N * HxW], [1]),
+    gradInput: output(shape, dtype, layout),
+  }, (k, t) => k.batchNormElemtBackward({ geometry }, t as never));
+  calls += compareWasm(`stats ${tag}`, {
+    input: x(),
+    mean: Tensor.zeros([C]),
+    invstd: Tensor.zeros([C]),
+  }, (k, t) => k.batchNormStats({ geometry, eps: 1e-5 }, t as never));
+  // Exact ties (scale 1.5 on values with a full mantissa), float16 subnormals (scale
+  // 2^-20) and overflow (scale 1e5), per channel.
+  const scales = Tensor.fromArray(
+    Array.from({ length: C }, (_, c) => [1.5, 2 ** -20, 1e5, 0.75][c % 4]),
+    [C],
+  );
+  calls += compareWasm(`elemt ${tag}`, {
+    input: x(),
+    weight: channels(C, seed + 14),
+    bias: channels(C, seed + 15),
+    mean: Tensor.zeros([C]),
+    invstd: scales,
+    output: output(shape, dtype, layout),
+  }, (k, t) => k.batchNormElemt({ geometry, eps: 1e-5 }, t as never));
+  calls += compareWasm(`elemt ties ${tag}`, {
+    input: x(),
+    mean: Tensor.zeros([C]),
+    invstd: scales,
+    output: output(shape, dtype, layout),
+  }, (k, t) => k.batchNormElemt({ geometry, eps: 1e-5 }, t as never));
+  for (const training of [true, false]) {
+    calls += compareWasm(`batchNorm ${training} ${tag}`, {
+      input: x(),
+      weight: channels(C, seed + 16),
+      bias: channels(C, seed + 17),
+      runningMean: channels(C, seed + 18),
+      runningVar: channels(C, seed + 19, 0.5, 2),
+      output: output(shape, dtype, layout),
+      saveMean: training ? Tensor.zeros([C]) : Tensor.zeros([0]),
+      saveInvstd: training ? Tensor.zeros([C]) : Tensor.zeros([0]),
+    }, (k, t) => k.batchNorm({ geometry, training, momentum: 0.1, eps: 1e-5 }, t as never));
+  }
+  calls += compareWasm(`groupNorm ${tag}`, {
+    input: x(),
+    gamma: channels(C, seed + 20),
+    beta: channels(C, seed + 21),
+    output: output(shape, dtype, layout),
+    mean: Tensor.zeros([N, group]),
+    rstd: Tensor.zeros([N, group]),
+  }, (k, t) => k.groupNorm({ N, C, HxW, group, eps: 1e-5 }, t as never));
+  calls += compareWasm(`groupNormBackward ${tag}`, {
+    gradOut: dy(),
+    input: x(),
+    mean: Tensor.fromArray(values(N * group, seed + 22), [N, group]),
+    rstd: Tensor.fromArray(values(N * group, seed + 23, 0.5, 2), [N, group]),
+    gamma: channels(C, seed + 24),
+    gradInput: output(shape, dtype, layout),
+    gradGamma: Tensor.zeros([C]),
+    gradBeta: Tensor.zeros([C]),
+  }, (k, t) => k.groupNormBackward({ N, C, HxW, group, mask: [true, true, true] }, t as never));
+  return calls;
+}
+
+/**
+ * Runs `body` on the calling thread alone, with the WebAssembly kernels enabled for every
+ * kernel family and dtype (not only where they are faster).
+ */
+function inline(body: () => void): void {
+  const threads = cpuThreads();
+  const enabled = wasmKernelsEnabled();
+  setCpuThreads(1);
+  setWasmKernels(true);
+  callerScratch.wasmEverywhere = true;
+  try {
+    body();
+  } finally {
+    callerScratch.wasmEverywhere = false;
+    callerScratch.wasm = undefined;
+    setCpuThreads(threads);
+    setWasmKernels(enabled);
+  }
+}
+
+Deno.test("wasm row kernels = TypeScript kernels (bits): odd tails, blocks, NaN, ties", () => {
+  inline(() => {
+    // Rows of 64 (no tail), 67 (tails of 3), 130, and 4096 + 13 (two blocks).
+    for (const dtype of FLOATS) {
+      for (const shape of [[2, 3, 8, 8], [3, 2, 67], [2, 3, 130], [2, 2, 4109]]) {
+        wasmCalls.clear();
+        const calls = everyOp(shape, dtype, "contiguous", shape[2]);
+        assert.ok(calls > 0, `${dtype} ${shape}: WebAssembly ran`);
+        for (const name of ["row_sums", "row_stats", "row_normalize", "row_bngrad", "row_scale"]) {
+          assert.ok(wasmCalls.get(name), `${dtype} ${shape}: ${name} ran`);
+        }
+        assert.ok(wasmCalls.get("row_gngrad"), `${dtype} ${shape}: row_gngrad ran`);
+      }
+    }
+  });
+});
+
+Deno.test("wasm pixel kernels = TypeScript kernels (bits): channel counts, padded pixels", () => {
+  inline(() => {
+    for (const dtype of FLOATS) {
+      for (
+        const [shape, layout] of [
+          [[3, 2, 7, 5], "channelsLast"],
+          [[2, 3, 9, 7], "channelsLast"],
+          [[2, 4, 5, 5], "channelsLast"],
+          [[2, 6, 3, 5], "paddedPixels"],
+          [[3, 13, 4, 3], "channelsLast"],
+          [[2, 64, 3, 3], "channelsLast"],
+          [[5, 6], "channelsLast"],
+          [[2, 3, 40, 40], "channelsLast"],
+          [[1, 2048, 3, 1], "channelsLast"],
+        ] as [number[], WasmLayout][]
+      ) {
+        wasmCalls.clear();
+        everyOp(shape, dtype, layout, shape[1] + shape[2]);
+        for (
+          const name of [
+            "pix_sums",
+            "pix_stats",
+            "pix_normalize",
+            "pix_bngrad",
+            "pix_scale",
+            "pix_gngrad",
+          ]
+        ) {
+          assert.ok(wasmCalls.get(name), `${dtype} ${layout} ${shape}: ${name} ran`);
+        }
+      }
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+// Worker pool
+
+Deno.test("wasm on the worker pool: the bits of an inline run without WebAssembly", async () => {
+  const threads = cpuThreads();
+  const shape = [4, 8, 90, 92]; // above the pooling threshold
+  const [N, C] = shape;
+  const HxW = 90 * 92;
+  const geometry = channelGeometry(shape);
+  try {
+    for (const dtype of ["float16", "bfloat16", "float32"] as DType[]) {
+      for (const layout of ["contiguous", "channelsLast"] as WasmLayout[]) {
+        const cases: [KernelName, unknown, () => TensorSet][] = [
+          [
+            "batchNormBackward",
+            { geometry, training: true, eps: 1e-5, mask: [true, true, true] },
+            () => ({
+              gradOut: data(shape, dtype, layout, 2, true),
+              input: data(shape, dtype, layout, 1, true),
+              weight: channels(C, 5),
+              saveMean: channels(C, 3),
+              saveInvstd: channels(C, 4, 0.5, 2),
+              gradInput: output(shape, dtype, layout),
+              gradWeight: Tensor.zeros([C]),
+              gradBias: Tensor.zeros([C]),
+            }),
+          ],
+          ["batchNorm", { geometry, training: true, momentum: 0.1, eps: 1e-5 }, () => ({
+            input: data(shape, dtype, layout, 1),
+            runningMean: channels(C, 3),
+            runningVar: channels(C, 4, 0.5, 2),
+            output: output(shape, dtype, layout),
+            saveMean: Tensor.zeros([C]),
+            saveInvstd: Tensor.zeros([C]),
+          })],
+          ["groupNormBackward", { N, C, HxW, group: 4, mask: [true, true, true] }, () => ({
+            gradOut: data(shape, dtype, layout, 2),
+            input: data(shape, dtype, layout, 1),
+            mean: Tensor.fromArray(values(N * 4, 8), [N, 4]),
+            rstd: Tensor.fromArray(values(N * 4, 9, 0.5, 2), [N, 4]),
+            gradInput: output(shape, dtype, layout),
+            gradGamma: Tensor.zeros([C]),
+            gradBeta: Tensor.zeros([C]),
+          })],
+        ];
+        for (const [kernel, plan, make] of cases) {
+          const run = fastKernels[kernel] as (p: unknown, t: unknown) => void;
+          const pooled = make();
+          const alone = twinSet(pooled);
+          setWasmKernels(true);
+          setCpuThreads(2);
+          await startCpuThreads();
+          const jobs = pooledJobCount();
+          run(plan, pooled);
+          assert.ok(pooledJobCount() > jobs, `${kernel} ${dtype} ${layout} ran on the pool`);
+          setWasmKernels(false);
+          setCpuThreads(1);
+          run(plan, alone);
+          for (const [name, t] of Object.entries(pooled)) {
+            if (t) assertSameValues(t, alone[name]!, `${kernel} ${dtype} ${layout} ${name}`);
+          }
+        }
+      }
+    }
+  } finally {
+    setWasmKernels(true);
+    setCpuThreads(threads);
+  }
+});
