@@ -243,10 +243,15 @@ cases.forEach(({ op, dtype, shape, layout }, i) => {
   );
 });
 
+/** The geometric mean of positive ratios. */
+function geometricMean(values: readonly number[]): number {
+  return Math.exp(values.reduce((sum, v) => sum + Math.log(v), 0) / values.length);
+}
+
 const compared = rows.filter((r) => r.torch !== undefined);
 if (compared.length > 0) {
   const ratios = compared.map((r) => r.fast / r.torch!);
-  const geomean = Math.exp(ratios.reduce((s, v) => s + Math.log(v), 0) / ratios.length);
+  const geomean = geometricMean(ratios);
   const worst = compared[ratios.indexOf(Math.max(...ratios))];
   console.log(
     `\nfast/PyTorch over ${compared.length} comparable rows: geometric mean ${
@@ -261,7 +266,7 @@ if (tsRows.length > 0) {
   for (const dtype of dtypes) {
     const rs = tsRows.filter((r) => r.dtype === dtype).map((r) => r.ts! / r.fast);
     if (rs.length === 0) continue;
-    const g = Math.exp(rs.reduce((s, v) => s + Math.log(v), 0) / rs.length);
+    const g = geometricMean(rs);
     console.log(
       `TypeScript-only / with WebAssembly, ${dtype}: geometric mean ${g.toFixed(2)}, ` +
         `range ${Math.min(...rs).toFixed(2)}-${Math.max(...rs).toFixed(2)}`,
@@ -286,7 +291,7 @@ if (halfRows.length > 0) {
   }
   if (pairs.length > 0) {
     const worst = Math.max(...pairs);
-    const geomean = Math.exp(pairs.reduce((s, v) => s + Math.log(v), 0) / pairs.length);
+    const geomean = geometricMean(pairs);
     console.log(`  geometric mean ${geomean.toFixed(2)}, worst ${worst.toFixed(2)}`);
   }
 }

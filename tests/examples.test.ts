@@ -6,16 +6,32 @@
 
 import assert from "node:assert/strict";
 
-async function runExample(name: string): Promise<string> {
+/** Runs examples/`name` with the documented flags plus `flags`, then `args`; exit 0 required. */
+async function spawnExample(name: string, flags: string[] = [], args: string[] = []) {
   const path = new URL(`../examples/${name}`, import.meta.url).pathname;
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--no-prompt", "--allow-ffi", "--allow-env", "--allow-read", path],
+    args: [
+      "run",
+      "--no-prompt",
+      "--allow-ffi",
+      "--allow-env",
+      "--allow-read",
+      ...flags,
+      path,
+      ...args,
+    ],
     stdout: "piped",
     stderr: "piped",
   }).output();
   const stdout = new TextDecoder().decode(out.stdout);
   const stderr = new TextDecoder().decode(out.stderr);
   assert.equal(out.code, 0, `${name} exited with ${out.code}\n${stdout}\n${stderr}`);
+  return stdout;
+}
+
+/** An example on the default backend: it names the backend first. */
+async function runExample(name: string): Promise<string> {
+  const stdout = await spawnExample(name);
   assert.match(stdout, /^backend: /m, stdout);
   return stdout;
 }
@@ -53,28 +69,11 @@ Deno.test("examples/sync_batch_norm.ts: 4 ranks match single-process BatchNorm",
 
 Deno.test("examples/sync_batch_norm_hccl.ts --sim: 3 rank processes over HCCL match single-process BatchNorm", async () => {
   // As `deno task example:syncbn:sim -- --ranks 3` runs it (with the `--` the task hands on).
-  const path = new URL("../examples/sync_batch_norm_hccl.ts", import.meta.url).pathname;
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--no-prompt",
-      "--allow-ffi",
-      "--allow-env",
-      "--allow-read",
-      "--allow-run",
-      "--allow-net=127.0.0.1",
-      path,
-      "--sim",
-      "--",
-      "--ranks",
-      "3",
-    ],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const stdout = new TextDecoder().decode(out.stdout);
-  const stderr = new TextDecoder().decode(out.stderr);
-  assert.equal(out.code, 0, `exited with ${out.code}\n${stdout}\n${stderr}`);
+  const stdout = await spawnExample(
+    "sync_batch_norm_hccl.ts",
+    ["--allow-run", "--allow-net=127.0.0.1"],
+    ["--sim", "--", "--ranks", "3"],
+  );
   for (const name of ["output", "gradInput", "gradWeight", "runningMean", "runningVar"]) {
     assert.match(stdout, new RegExp(`^${name}\\b.* max deviation .* ok$`, "m"), stdout);
   }

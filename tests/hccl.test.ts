@@ -16,16 +16,10 @@ import { Tensor } from "../src/tensor/tensor.ts";
 import { assertClose } from "./helpers/assert.ts";
 import { SIM_DIR } from "./helpers/ffi_sim.ts";
 import { type Tolerance, toleranceFor } from "./helpers/tolerance.ts";
+import { freePort } from "./helpers/net.ts";
 import { wholeBatch } from "./fixtures/hccl_rank_child.ts";
 
 const CHILD = new URL("./fixtures/hccl_rank_child.ts", import.meta.url).pathname;
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
 
 // deno-lint-ignore no-explicit-any
 type RankResult = Record<string, any>;

@@ -10,13 +10,7 @@
 import assert from "node:assert/strict";
 import { rendezvous, type RendezvousOptions } from "../src/distributed/rendezvous.ts";
 import { HcclError } from "../src/ffi/errors.ts";
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
+import { freePort } from "./helpers/net.ts";
 
 function options(
   rank: number,

@@ -56,6 +56,25 @@ export function wasmWins(family: KernelFamily, dtype: number): boolean {
   return dtype === 2 && family !== "sums" && family !== "stats";
 }
 
+/** Whether this thread runs `family` of stage `s` in WebAssembly (see {@linkcode wasmWins}). */
+export function runsWasm(s: Stage, family: KernelFamily, scratch: ThreadScratch): boolean {
+  return scratch.wasm !== null && (scratch.wasmEverywhere || wasmWins(family, s.dtype));
+}
+
+/**
+ * The row-table index of `family`'s kernel for stage `s`: the strided fallback, the
+ * WebAssembly kernel where it wins (on rows long enough), else the dtype's TypeScript kernel.
+ */
+export function rowIndex(s: Stage, family: KernelFamily, scratch: ThreadScratch): number {
+  if (s.layout.kind === "strided") return STRIDED_ROW;
+  return s.layout.inner >= WASM_MIN_ROW && runsWasm(s, family, scratch) ? WASM_ROW : s.dtype;
+}
+
+/** The pixel-table index of `family`'s kernel for stage `s` (WebAssembly where it wins). */
+export function pixelIndex(s: Stage, family: KernelFamily, scratch: ThreadScratch): number {
+  return runsWasm(s, family, scratch) ? WASM_PIXEL : s.dtype;
+}
+
 /** Runs items [from, to) of `s` with this thread's scratch. */
 export function runStage(s: Stage, from: number, to: number, scratch: ThreadScratch): void {
   if (scratch.wasm === undefined) scratch.wasm = instantiateWasm(scratch.wasmBytes);
@@ -64,59 +83,71 @@ export function runStage(s: Stage, from: number, to: number, scratch: ThreadScra
     primeDrivers(scratch);
   }
   const { rows, pixels } = scratch.tables;
-  const layout = s.layout;
-  const pixel = layout.kind === "pixels";
-  const wasm = scratch.wasm !== null;
-  const everywhere = scratch.wasmEverywhere;
-  // The table index of each family's kernel for this stage: the strided fallback, the
-  // WebAssembly kernel where it wins, else the dtype's TypeScript kernel.
-  const row = (f: KernelFamily) =>
-    layout.kind === "strided"
-      ? STRIDED_ROW
-      : wasm && (everywhere || wasmWins(f, s.dtype)) && layout.inner >= WASM_MIN_ROW
-      ? WASM_ROW
-      : s.dtype;
-  const px = (f: KernelFamily) =>
-    wasm && (everywhere || wasmWins(f, s.dtype)) ? WASM_PIXEL : s.dtype;
+  const pixel = s.layout.kind === "pixels";
   switch (s.op) {
     case "sums":
-      if (pixel) return sumPixels(s, from, to, pixels.sums[px("sums")], scratch);
-      return reduceRows(s, from, to, rows.sums[row("sums")], scratch);
+      if (pixel) {
+        return sumPixels(s, from, to, pixels.sums[pixelIndex(s, "sums", scratch)], scratch);
+      }
+      return reduceRows(s, from, to, rows.sums[rowIndex(s, "sums", scratch)], scratch);
     case "stats":
-      if (pixel) return statPixels(s, from, to, pixels.stats[px("stats")], scratch);
-      return reduceRows(s, from, to, rows.stats[row("stats")], scratch);
+      if (pixel) {
+        return statPixels(s, from, to, pixels.stats[pixelIndex(s, "stats", scratch)], scratch);
+      }
+      return reduceRows(s, from, to, rows.stats[rowIndex(s, "stats", scratch)], scratch);
     case "normalize":
     case "batchNormGrad":
     case "scale":
       if (pixel) {
-        return writePixels(s, from, to, pixels[s.op][px(s.op)], constantCount(s.op), scratch);
+        return writePixels(
+          s,
+          from,
+          to,
+          pixels[s.op][pixelIndex(s, s.op, scratch)],
+          constantCount(s.op),
+          scratch,
+        );
       }
-      return writeRows(s, from, to, rows[s.op][row(s.op)], constantCount(s.op), scratch);
+      return writeRows(
+        s,
+        from,
+        to,
+        rows[s.op][rowIndex(s, s.op, scratch)],
+        constantCount(s.op),
+        scratch,
+      );
     case "groupNorm":
       if (pixel) {
-        const stats = pixels.stats[px("stats")];
-        return groupNormPixels(s, from, to, stats, pixels.normalize[px("normalize")], scratch);
+        const stats = pixels.stats[pixelIndex(s, "stats", scratch)];
+        return groupNormPixels(
+          s,
+          from,
+          to,
+          stats,
+          pixels.normalize[pixelIndex(s, "normalize", scratch)],
+          scratch,
+        );
       }
       return groupNormRows(
         s,
         from,
         to,
-        rows.stats[row("stats")],
-        rows.normalize[row("normalize")],
+        rows.stats[rowIndex(s, "stats", scratch)],
+        rows.normalize[rowIndex(s, "normalize", scratch)],
         scratch,
       );
     case "groupNormBackward":
       if (pixel) {
-        const sums = pixels.sums[px("sums")];
-        const grad = pixels.groupNormGrad[px("groupNormGrad")];
+        const sums = pixels.sums[pixelIndex(s, "sums", scratch)];
+        const grad = pixels.groupNormGrad[pixelIndex(s, "groupNormGrad", scratch)];
         return groupNormBackwardPixels(s, from, to, sums, grad, scratch);
       }
       return groupNormBackwardRows(
         s,
         from,
         to,
-        rows.sums[row("sums")],
-        rows.groupNormGrad[row("groupNormGrad")],
+        rows.sums[rowIndex(s, "sums", scratch)],
+        rows.groupNormGrad[rowIndex(s, "groupNormGrad", scratch)],
         scratch,
       );
   }
