@@ -50,7 +50,7 @@
                   (i32x4.shl (local.get $m) (i32.const 13))
                   (v128.const f32x4 0x1p112 0x1p112 0x1p112 0x1p112))
                 (v128.and
-                  (i32x4.gt_u (local.get $m) (v128.const i32x4 0x7bff 0x7bff 0x7bff 0x7bff))
+                  (i32x4.gt_s (local.get $m) (v128.const i32x4 0x7bff 0x7bff 0x7bff 0x7bff))
                   (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000)))
               (i32x4.shl
                 (v128.and (local.get $h) (v128.const i32x4 0x8000 0x8000 0x8000 0x8000))
@@ -107,9 +107,41 @@
             (f32x4.demote_f64x2_zero (local.get $lo))
             (f32x4.demote_f64x2_zero (local.get $hi))))
         (return)))
-    (local.set $w (call $odd4 (local.get $lo) (local.get $hi)))
+    ;; Fast path: the nearest-even float32 bits. Rounding those once more equals one rounding
+    ;; of the float64 value unless the first rounding landed on a tie of the target format
+    ;; (low bits 0x8000 for bfloat16, 0x1000 for float16: a tie is representable in float32,
+    ;; so an inexact value that rounds onto it lay on one side of it), or on Inf/NaN, or
+    ;; (float16) on a non-zero subnormal, rounded at the 2^-24 spacing below. Vectors with
+    ;; any such lane take the round-to-odd bits instead (same as the TypeScript stores).
+    (local.set $w
+      (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23
+        (f32x4.demote_f64x2_zero (local.get $lo))
+        (f32x4.demote_f64x2_zero (local.get $hi))))
     (local.set $a
       (v128.and (local.get $w) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))
+    (if (v128.any_true
+          (v128.or
+            (i32x4.gt_s (local.get $a)
+              (v128.const i32x4 0x7f7fffff 0x7f7fffff 0x7f7fffff 0x7f7fffff))
+            (if (result v128) (i32.eq (local.get $dt) (i32.const 2))
+              (then
+                (i32x4.eq
+                  (v128.and (local.get $w) (v128.const i32x4 0xffff 0xffff 0xffff 0xffff))
+                  (v128.const i32x4 0x8000 0x8000 0x8000 0x8000)))
+              (else
+                (v128.or
+                  (i32x4.eq
+                    (v128.and (local.get $w) (v128.const i32x4 0x1fff 0x1fff 0x1fff 0x1fff))
+                    (v128.const i32x4 0x1000 0x1000 0x1000 0x1000))
+                  (v128.and
+                    (i32x4.gt_s (local.get $a) (v128.const i64x2 0 0))
+                    (i32x4.lt_s (local.get $a)
+                      (v128.const i32x4 0x38800000 0x38800000 0x38800000 0x38800000))))))))
+      (then
+        (local.set $w (call $odd4 (local.get $lo) (local.get $hi)))
+        (local.set $a
+          (v128.and (local.get $w)
+            (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))))
     (if (i32.eq (local.get $dt) (i32.const 2))
       (then
         (local.set $r
@@ -124,7 +156,7 @@
                   (i32x4.shr_u (local.get $w) (i32.const 16))
                   (v128.const i32x4 1 1 1 1)))
               (i32.const 16))
-            (i32x4.gt_u (local.get $a)
+            (i32x4.gt_s (local.get $a)
               (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000)))))
       (else
         (local.set $r
@@ -149,11 +181,11 @@
                         (i32x4.shr_u (local.get $a) (i32.const 13))
                         (v128.const i32x4 1 1 1 1)))
                     (i32.const 13))
-                  (i32x4.lt_u (local.get $a)
+                  (i32x4.lt_s (local.get $a)
                     (v128.const i32x4 0x38800000 0x38800000 0x38800000 0x38800000)))
-                (i32x4.ge_u (local.get $a)
+                (i32x4.ge_s (local.get $a)
                   (v128.const i32x4 0x477ff000 0x477ff000 0x477ff000 0x477ff000)))
-              (i32x4.gt_u (local.get $a)
+              (i32x4.gt_s (local.get $a)
                 (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000)))))))
     (v128.store64_lane 0 (local.get $p) (i16x8.narrow_i32x4_u (local.get $r) (local.get $r))))
 

@@ -44,16 +44,20 @@ export const WASM_MIN_ROW = 64;
 /**
  * Whether the WebAssembly kernel runs `family` on dtype code `dtype` (0 float32, 1 float16,
  * 2 bfloat16) when this thread has it. Both kernels give the same bits, so this only picks
- * the faster one, as measured side by side by `deno task bench:cpu` (its ts/fast column,
- * 2 threads, 2-vCPU AMD EPYC VM, 2026-11-23): WebAssembly wins only where it writes
- * bfloat16 (batchNormElemt 1.4-1.9x, batchNormElemtBackward 1.1-1.6x, the write passes of
- * batchNorm/Backward and groupNormBackward up to 1.4x), since TypeScript has no native
- * bfloat16 store and rounds each element in scalar code. Its copy in and out of its memory
- * costs more than it saves for every reduction (0.4-0.9x) and for float32 and float16
- * (0.3-0.9x: `Float32Array` and `Float16Array` stores are native).
+ * the faster one, as measured side by side by `deno task bench:cpu` with WebAssembly for
+ * every family (its ts/fast column: 8 ops x 2 shapes x 2 layouts, 2 threads, 2-vCPU AMD EPYC
+ * VM, 2026-11-23):
+ * - bfloat16: WebAssembly everywhere, 1.1-4.8x (geometric mean 2.5x): TypeScript decodes
+ *   through a table and rounds each store in scalar code;
+ * - float16: WebAssembly everywhere, geometric mean 1.16x (reductions 0.8-1.9x, writes
+ *   1.3-2.2x on [32,64,56,56], 0.75-0.9x on [8,64,32,32]): its vector decoding beats the
+ *   table, its vector rounding beats V8's `Float16Array` store (2-3 ns per element);
+ * - float32: TypeScript everywhere: WebAssembly's copies in and out of its memory cost what
+ *   its vectors save on reductions (0.8-1.3x) and more on writes (0.54-0.8x), since V8
+ *   stores a `Float32Array` element natively.
  */
-export function wasmWins(family: KernelFamily, dtype: number): boolean {
-  return dtype === 2 && family !== "sums" && family !== "stats";
+export function wasmWins(_family: KernelFamily, dtype: number): boolean {
+  return dtype !== 0;
 }
 
 /** Whether this thread runs `family` of stage `s` in WebAssembly (see {@linkcode wasmWins}). */

@@ -92,8 +92,8 @@ export interface WasmExports {
 }
 
 /**
- * One thread's instance and the layout of its memory: the result pair at byte 0, five
- * per-channel float64 arrays of `channels` entries at `cst`, then the dy, x and out blocks
+ * One thread's instance and the layout of its memory: the result pair at byte 0, the
+ * kernels' vector constants from byte 64, five per-channel float64 arrays of `channels` entries at `cst`, then the dy, x and out blocks
  * of `blockElements` elements (4 bytes each, so any dtype fits) plus slack.
  */
 export interface WasmState {
@@ -125,6 +125,13 @@ export interface WasmState {
 
 /** Elements of one block of a row (rows longer than this run block by block). */
 export const WASM_BLOCK_ELEMENTS = SEGMENT_ELEMENTS;
+
+/**
+ * End of the vector constants the kernels keep in their memory (bytes 64 to 1023, written
+ * by the module's data segment: see `constantsToMemory` in scripts/build_wasm.ts); the
+ * per-channel arrays start here.
+ */
+export const WASM_CONSTANTS_END = 1024;
 
 /** Bytes after each block that a kernel may read or write past its end. */
 export const WASM_SLACK_BYTES = 64;
@@ -162,7 +169,7 @@ export function wasmReserve(w: WasmState, elements: number, channels: number): v
   if (elements <= w.blockElements && channels <= w.channels && w.f64.length > 0) return;
   const blockElements = Math.max(elements, w.blockElements);
   const cs = Math.max(channels, w.channels);
-  const cst = 64;
+  const cst = WASM_CONSTANTS_END;
   const block = blockElements * 4 + WASM_SLACK_BYTES;
   const dyAt = cst + 5 * cs * 8;
   const bytes = dyAt + 3 * block;
