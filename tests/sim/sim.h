@@ -158,6 +158,8 @@ SIM_CORE_API void sim_unlock(void);
 
 /* device memory queries (lock held by the caller or not: they lock themselves) */
 SIM_CORE_API uint64_t sim_dev_range_alloc(const void *p, uint64_t bytes); /* alloc id or 0 */
+/* Entries compared by the allocation registries' binary searches since load (tests). */
+SIM_CORE_API uint64_t sim_registry_probes(void);
 SIM_CORE_API bool sim_dev_alloc_live(uint64_t alloc_id);
 SIM_CORE_API bool sim_is_device_ptr(const void *p);
 SIM_CORE_API void sim_describe_ptr(const void *p, char *buf, size_t n);

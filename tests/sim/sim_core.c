@@ -361,12 +361,18 @@ static uint64_t g_dev_used[SIM_MAX_DEVICES];
 static Alloc g_freed[FREED_RING];
 static uint64_t g_nfreed;
 
+/* Entries compared by every registry search so far (tests check the O(log n) bound on it). */
+static uint64_t g_reg_probes;
+
+uint64_t sim_registry_probes(void) { return g_reg_probes; }
+
 /* Index of the first entry whose base is > p (0..n). */
 static uint64_t reg_upper(const Registry *r, const void *p) {
   const char *c = p;
   uint64_t lo = 0, hi = r->n;
   while (lo < hi) {
     uint64_t mid = lo + (hi - lo) / 2;
+    g_reg_probes++;
     if (r->a[mid].base <= c) lo = mid + 1;
     else hi = mid;
   }

@@ -3,6 +3,12 @@
 ;; drivers in ../fast/kernels/wasm_kernels.ts copy a block of each tensor into it, call one
 ;; kernel, and copy the output block back.
 ;;
+;; The build (scripts/build_wasm.ts) rewrites this text before assembling it: each export
+;; with a `$dt` parameter becomes a dispatcher over three copies specialised to dt 0, 1, 2;
+;; non-zero `v128.const`s become loads from a table at byte 64 (a data segment); Binaryen
+;; then inlines every helper below into the kernels. So helpers may stay small functions
+;; and constants stay where they are used, at no cost in the loops.
+;;
 ;; Data: `dt` is the element type of the blocks: 0 float32, 1 float16, 2 bfloat16 (raw bits).
 ;; Values are decoded exactly to float32 lanes, then promoted to float64: every formula is
 ;; evaluated in float64 operation for operation as in ../fast/kernels/formulas.ts (wasm does
