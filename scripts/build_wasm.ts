@@ -18,6 +18,11 @@
  * @module
  */
 
+import {
+  WASM_CONSTANTS_AT,
+  WASM_CONSTANTS_END,
+} from "../src/backends/cpu/fast/kernels/wasm_kernels.ts";
+
 /** The wabt release the kernels are assembled with (its output is the committed bytes). */
 export const WABT_VERSION = "1.0.37";
 
@@ -76,21 +81,13 @@ export function specializeByDtype(text: string): string {
 }
 
 /**
- * Byte address of the vector constants table in the kernels' memory, and its capacity: the
- * drivers (wasm_kernels.ts, `WASM_CONSTANTS_END`) keep the result pair below it and their
- * per-channel arrays above it.
- */
-export const CONSTANTS_AT = 64;
-/** End of the constants table (exclusive). */
-export const CONSTANTS_END = 1024;
-
-/**
  * Moves every non-zero `v128.const` into a table in memory (an active data segment at
- * {@linkcode CONSTANTS_AT}) and reads it with `v128.load`. V8 rebuilds a vector constant
+ * {@linkcode WASM_CONSTANTS_AT}) and reads it with `v128.load`. V8 rebuilds a vector constant
  * from general registers at each use inside a loop (it does not hoist it), which cost more
  * than the arithmetic: the float16 row sums ran at 2.7 ns per element with constants and
  * 1.1 ns with loads from the table (an L1 hit folded into the instruction). All-zero
- * constants stay, as V8 makes them with one `pxor`.
+ * constants stay, as V8 makes them with one `pxor`. The table's room is the drivers' layout
+ * (`WASM_CONSTANTS_AT`/`WASM_CONSTANTS_END` in wasm_kernels.ts).
  */
 export function constantsToMemory(text: string): string {
   const constant = /\(v128\.const (i32x4|f32x4) ([^)]*)\)/g;
@@ -109,15 +106,18 @@ export function constantsToMemory(text: string): string {
       });
       bytes.push(...new Uint8Array(lane.buffer));
     }
-    return `(v128.load offset=${CONSTANTS_AT + 16 * index} (i32.const 0))`;
+    return `(v128.load offset=${WASM_CONSTANTS_AT + 16 * index} (i32.const 0))`;
   });
-  if (CONSTANTS_AT + bytes.length > CONSTANTS_END) {
-    throw new Error(`${table.length} vector constants overflow the table at ${CONSTANTS_AT}`);
+  if (WASM_CONSTANTS_AT + bytes.length > WASM_CONSTANTS_END) {
+    throw new Error(`${table.length} vector constants overflow the table at ${WASM_CONSTANTS_AT}`);
   }
   const data = bytes.map((b) => `\\${b.toString(16).padStart(2, "0")}`).join("");
   const memory = /\(memory \(export "memory"\) \d+\)/;
   if (!memory.test(replaced)) throw new Error("kernels.wat declares no exported memory");
-  return replaced.replace(memory, (m) => `${m}\n  (data (i32.const ${CONSTANTS_AT}) "${data}")`);
+  return replaced.replace(
+    memory,
+    (m) => `${m}\n  (data (i32.const ${WASM_CONSTANTS_AT}) "${data}")`,
+  );
 }
 
 /** A float32 lane of WebAssembly text: decimal, or hexadecimal like `0x1p112`. */

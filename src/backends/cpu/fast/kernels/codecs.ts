@@ -44,8 +44,8 @@ export interface ThreadScratch {
    */
   wasm: WasmState | null | undefined;
   /**
-   * Tests: run the WebAssembly kernel for every family and dtype, not only where
-   * stages.ts's `wasmWins` measured it faster, so that each is compared with its twin.
+   * Tests: run the WebAssembly kernels for every dtype, not only where stages.ts's
+   * `wasmWins` measured them faster, so that each is compared with its twin.
    */
   wasmEverywhere: boolean;
 }

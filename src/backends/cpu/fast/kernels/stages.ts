@@ -20,13 +20,7 @@ import {
   writePixels,
   writeRows,
 } from "./drivers.ts";
-import {
-  type KernelFamily,
-  kernelTables,
-  STRIDED_ROW,
-  WASM_PIXEL,
-  WASM_ROW,
-} from "./kernel_tables.ts";
+import { kernelTables, STRIDED_ROW, WASM_PIXEL, WASM_ROW } from "./kernel_tables.ts";
 import type { Stage } from "./stage_types.ts";
 import { instantiateWasm } from "./wasm_kernels.ts";
 
@@ -42,8 +36,8 @@ export function constantCount(op: "normalize" | "batchNormGrad" | "scale"): numb
 export const WASM_MIN_ROW = 64;
 
 /**
- * Whether the WebAssembly kernel runs `family` on dtype code `dtype` (0 float32, 1 float16,
- * 2 bfloat16) when this thread has it. Both kernels give the same bits, so this only picks
+ * Whether the WebAssembly kernels run dtype code `dtype` (0 float32, 1 float16, 2 bfloat16)
+ * when this thread has them. Both kernels give the same bits, so this only picks
  * the faster one, as measured side by side by `deno task bench:cpu` with WebAssembly for
  * every family (its ts/fast column: 8 ops x 2 shapes x 2 layouts, 2 threads, 2-vCPU AMD EPYC
  * VM, 2026-11-23):
@@ -56,27 +50,27 @@ export const WASM_MIN_ROW = 64;
  *   its vectors save on reductions (0.8-1.3x) and more on writes (0.54-0.8x), since V8
  *   stores a `Float32Array` element natively.
  */
-export function wasmWins(_family: KernelFamily, dtype: number): boolean {
+export function wasmWins(dtype: number): boolean {
   return dtype !== 0;
 }
 
-/** Whether this thread runs `family` of stage `s` in WebAssembly (see {@linkcode wasmWins}). */
-export function runsWasm(s: Stage, family: KernelFamily, scratch: ThreadScratch): boolean {
-  return scratch.wasm !== null && (scratch.wasmEverywhere || wasmWins(family, s.dtype));
+/** Whether this thread runs stage `s` in WebAssembly (see {@linkcode wasmWins}). */
+export function runsWasm(s: Stage, scratch: ThreadScratch): boolean {
+  return scratch.wasm !== null && (scratch.wasmEverywhere || wasmWins(s.dtype));
 }
 
 /**
- * The row-table index of `family`'s kernel for stage `s`: the strided fallback, the
- * WebAssembly kernel where it wins (on rows long enough), else the dtype's TypeScript kernel.
+ * The row-table index of stage `s`'s kernels: the strided fallback, the WebAssembly kernels
+ * where they win (on rows long enough), else the dtype's TypeScript kernels.
  */
-export function rowIndex(s: Stage, family: KernelFamily, scratch: ThreadScratch): number {
+export function rowIndex(s: Stage, scratch: ThreadScratch): number {
   if (s.layout.kind === "strided") return STRIDED_ROW;
-  return s.layout.inner >= WASM_MIN_ROW && runsWasm(s, family, scratch) ? WASM_ROW : s.dtype;
+  return s.layout.inner >= WASM_MIN_ROW && runsWasm(s, scratch) ? WASM_ROW : s.dtype;
 }
 
-/** The pixel-table index of `family`'s kernel for stage `s` (WebAssembly where it wins). */
-export function pixelIndex(s: Stage, family: KernelFamily, scratch: ThreadScratch): number {
-  return runsWasm(s, family, scratch) ? WASM_PIXEL : s.dtype;
+/** The pixel-table index of stage `s`'s kernels (WebAssembly where they win). */
+export function pixelIndex(s: Stage, scratch: ThreadScratch): number {
+  return runsWasm(s, scratch) ? WASM_PIXEL : s.dtype;
 }
 
 /** Runs items [from, to) of `s` with this thread's scratch. */
@@ -88,17 +82,19 @@ export function runStage(s: Stage, from: number, to: number, scratch: ThreadScra
   }
   const { rows, pixels } = scratch.tables;
   const pixel = s.layout.kind === "pixels";
+  // One index for every kernel of the stage: the choice depends on the dtype and layout only.
+  const at = pixel ? pixelIndex(s, scratch) : rowIndex(s, scratch);
   switch (s.op) {
     case "sums":
       if (pixel) {
-        return sumPixels(s, from, to, pixels.sums[pixelIndex(s, "sums", scratch)], scratch);
+        return sumPixels(s, from, to, pixels.sums[at], scratch);
       }
-      return reduceRows(s, from, to, rows.sums[rowIndex(s, "sums", scratch)], scratch);
+      return reduceRows(s, from, to, rows.sums[at], scratch);
     case "stats":
       if (pixel) {
-        return statPixels(s, from, to, pixels.stats[pixelIndex(s, "stats", scratch)], scratch);
+        return statPixels(s, from, to, pixels.stats[at], scratch);
       }
-      return reduceRows(s, from, to, rows.stats[rowIndex(s, "stats", scratch)], scratch);
+      return reduceRows(s, from, to, rows.stats[at], scratch);
     case "normalize":
     case "batchNormGrad":
     case "scale":
@@ -107,7 +103,7 @@ export function runStage(s: Stage, from: number, to: number, scratch: ThreadScra
           s,
           from,
           to,
-          pixels[s.op][pixelIndex(s, s.op, scratch)],
+          pixels[s.op][at],
           constantCount(s.op),
           scratch,
         );
@@ -116,19 +112,19 @@ export function runStage(s: Stage, from: number, to: number, scratch: ThreadScra
         s,
         from,
         to,
-        rows[s.op][rowIndex(s, s.op, scratch)],
+        rows[s.op][at],
         constantCount(s.op),
         scratch,
       );
     case "groupNorm":
       if (pixel) {
-        const stats = pixels.stats[pixelIndex(s, "stats", scratch)];
+        const stats = pixels.stats[at];
         return groupNormPixels(
           s,
           from,
           to,
           stats,
-          pixels.normalize[pixelIndex(s, "normalize", scratch)],
+          pixels.normalize[at],
           scratch,
         );
       }
@@ -136,22 +132,22 @@ export function runStage(s: Stage, from: number, to: number, scratch: ThreadScra
         s,
         from,
         to,
-        rows.stats[rowIndex(s, "stats", scratch)],
-        rows.normalize[rowIndex(s, "normalize", scratch)],
+        rows.stats[at],
+        rows.normalize[at],
         scratch,
       );
     case "groupNormBackward":
       if (pixel) {
-        const sums = pixels.sums[pixelIndex(s, "sums", scratch)];
-        const grad = pixels.groupNormGrad[pixelIndex(s, "groupNormGrad", scratch)];
+        const sums = pixels.sums[at];
+        const grad = pixels.groupNormGrad[at];
         return groupNormBackwardPixels(s, from, to, sums, grad, scratch);
       }
       return groupNormBackwardRows(
         s,
         from,
         to,
-        rows.sums[rowIndex(s, "sums", scratch)],
-        rows.groupNormGrad[rowIndex(s, "groupNormGrad", scratch)],
+        rows.sums[at],
+        rows.groupNormGrad[at],
         scratch,
       );
   }

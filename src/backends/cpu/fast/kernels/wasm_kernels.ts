@@ -93,8 +93,9 @@ export interface WasmExports {
 
 /**
  * One thread's instance and the layout of its memory: the result pair at byte 0, the
- * kernels' vector constants from byte 64, five per-channel float64 arrays of `channels` entries at `cst`, then the dy, x and out blocks
- * of `blockElements` elements (4 bytes each, so any dtype fits) plus slack.
+ * kernels' vector constants from {@linkcode WASM_CONSTANTS_AT}, five per-channel float64
+ * arrays of `channels` entries at `cst`, then the dy, x and out blocks of `blockElements`
+ * elements (4 bytes each, so any dtype fits) plus slack.
  */
 export interface WasmState {
   /** The kernels. */
@@ -127,10 +128,13 @@ export interface WasmState {
 export const WASM_BLOCK_ELEMENTS = SEGMENT_ELEMENTS;
 
 /**
- * End of the vector constants the kernels keep in their memory (bytes 64 to 1023, written
- * by the module's data segment: see `constantsToMemory` in scripts/build_wasm.ts); the
- * per-channel arrays start here.
+ * Byte address of the vector constants the kernels keep in their memory, written by the
+ * module's data segment (see `constantsToMemory` in scripts/build_wasm.ts, which places
+ * them here); the result pair stays below.
  */
+export const WASM_CONSTANTS_AT = 64;
+
+/** End of the constants' room (exclusive); the per-channel arrays start here. */
 export const WASM_CONSTANTS_END = 1024;
 
 /** Bytes after each block that a kernel may read or write past its end. */
