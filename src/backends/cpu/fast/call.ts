@@ -21,6 +21,8 @@ import { dataCode, isShared } from "./tensor_arrays.ts";
  * through its event loop); batchNormBackward took 0.22 ms alone vs 0.55 ms pooled at 64K
  * elements, 0.37 vs 0.36 ms at 128K, 0.71 vs 0.60 ms at 256K and 1.43 vs 0.89 ms at 512K;
  * batchNormReduceBackward broke even at 128K-256K. So the pool starts at 256K elements.
+ * (Measured with fixed shares per thread; since threads claim items (pool/sync.ts) a late
+ * worker no longer holds a call up, so the threshold could go lower: not re-measured yet.)
  */
 export const MIN_PARALLEL_ELEMENTS = 1 << 18;
 

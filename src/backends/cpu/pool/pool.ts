@@ -1,8 +1,8 @@
 /**
  * The worker pool of the CPU backend: `threads - 1` Workers that share the calling thread's
  * work over SharedArrayBuffer memory. The API stays synchronous: the calling thread posts a
- * job, runs its own share, and blocks in Atomics.wait (allowed on Deno's main thread) until
- * the workers are done.
+ * job, claims items of it like every worker (sync.ts), and blocks in Atomics.wait (allowed
+ * on Deno's main thread) until the items the workers claimed are done.
  *
  * Lifetime: workers start on the first call large enough to share (that call and any call
  * made before they are up run on the calling thread alone, so startup, about 35 ms, never
@@ -15,20 +15,22 @@
 
 import type { ThreadScratch } from "../fast/kernels/codecs.ts";
 import { createThreadScratch } from "../fast/kernels/codecs.ts";
-import { shareStart } from "../fast/kernels/layout_types.ts";
 import type { Stage } from "../fast/kernels/stage_types.ts";
 import { runStage } from "../fast/kernels/stages.ts";
 import {
-  CONTROL_ARRIVE,
   CONTROL_BUFFER_BYTES,
+  CONTROL_DONE,
   CONTROL_ERROR_BYTES,
   CONTROL_ERROR_LENGTH,
   CONTROL_FAILED,
+  CONTROL_JOB,
   CONTROL_READY,
   CONTROL_RELEASE,
   MAX_STAGES,
+  nextJob,
+  openJob,
   recordFailure,
-  signal,
+  runClaimed,
   waitAtLeast,
 } from "./sync.ts";
 import type { WorkerMessage } from "./worker_main.ts";
@@ -74,7 +76,7 @@ let workerScript: string | undefined;
 export class WorkerPool {
   /** The shared control block (see sync.ts). */
   readonly control: Int32Array;
-  /** The workers; the calling thread is share 0, worker w runs share w + 1. */
+  /** The workers. */
   readonly workers: Worker[] = [];
   #readyPromise: Promise<void> | undefined;
 
@@ -191,9 +193,10 @@ export function runInline(
 }
 
 /**
- * Runs `stages` over the calling thread and every worker of `ready` (share 0 here), with
- * `between[i]` run here after every thread finished stage i. Every typed array in the
- * stages must be backed by a SharedArrayBuffer. Throws the first failure of any thread.
+ * Runs `stages` over the calling thread and every worker of `ready`, which claim items
+ * until none is left (see sync.ts), with `between[i]` run here after every item of stage i
+ * is done. Every typed array in the stages must be backed by a SharedArrayBuffer. Throws
+ * the first failure of any thread.
  */
 export function runPooled(
   ready: WorkerPool,
@@ -202,31 +205,26 @@ export function runPooled(
 ): void {
   if (stages.length > MAX_STAGES) throw new RangeError(`at most ${MAX_STAGES} stages per job`);
   const { control, workers } = ready;
-  const parts = workers.length + 1;
   pooledJobs++;
-  Atomics.store(control, CONTROL_FAILED, 0);
-  Atomics.store(control, CONTROL_ERROR_LENGTH, 0);
-  for (let i = 0; i < stages.length; i++) {
-    Atomics.store(control, CONTROL_ARRIVE + i, 0);
-    Atomics.store(control, CONTROL_RELEASE + i, 0);
-  }
-  for (let w = 0; w < workers.length; w++) {
-    const job: WorkerMessage = { stages, part: w + 1, parts };
-    workers[w].postMessage(job);
-  }
+  const job = nextJob(Atomics.load(control, CONTROL_JOB));
+  // Open the job before posting it: a worker that takes the message must find it open.
+  openJob(control, job, stages.length);
+  const message: WorkerMessage = { job, stages };
+  for (const worker of workers) worker.postMessage(message);
   for (let i = 0; i < stages.length; i++) {
     try {
-      if (Atomics.load(control, CONTROL_FAILED) === 0) {
-        const stage = stages[i];
-        runStage(stage, 0, shareStart(stage.items, 1, parts), callerScratch);
-      }
-      waitAtLeast(control, CONTROL_ARRIVE + i, workers.length);
+      runClaimed(control, job, i, stages[i], callerScratch);
+      // Items other threads claimed may still be running.
+      waitAtLeast(control, CONTROL_DONE + i, stages[i].items);
       if (Atomics.load(control, CONTROL_FAILED) === 0) between[i]?.();
     } catch (error) {
       recordFailure(control, error);
     } finally {
-      // Always let the workers through, even after a failure, so none is left waiting.
-      if (i < stages.length - 1) signal(control, CONTROL_RELEASE + i);
+      // Always release the next stage, even after a failure, so no worker is left waiting.
+      if (i < stages.length - 1) {
+        Atomics.store(control, CONTROL_RELEASE + i, job);
+        Atomics.notify(control, CONTROL_RELEASE + i);
+      }
     }
   }
   lastUsed = performance.now();

@@ -1,8 +1,20 @@
 /**
- * The shared control block of the worker pool and the share of a job one thread runs.
- * Threads meet at one barrier per stage: every worker counts itself in `ARRIVE + i` when its
- * share of stage i is done and waits for `RELEASE + i`, which the calling thread sets after
- * it has merged the partials of stage i (so the next stage can read the merged constants).
+ * The shared control block of the worker pool, and how threads share a job's stages.
+ *
+ * Work is claimed, not assigned: every thread (the calling one and each worker) takes the
+ * next unclaimed item of the current stage from a shared counter until none is left. So a
+ * worker that wakes late, or a vCPU that the hypervisor takes away for a while, only means
+ * that the other threads run more items: a pooled call is never much slower than the
+ * calling thread alone. (A fixed split made every call wait for its slowest thread: on the
+ * 2-vCPU VM of issue 9, medium float32 calls took 0.8-1.8 ms on 2 threads against
+ * 0.5-1.2 ms on one.) Results do not depend on which thread runs an item: each item writes
+ * its own partials, merged in item order afterwards.
+ *
+ * Stages end at a barrier: the calling thread waits until every item of stage i is done,
+ * runs the merge that fills stage i + 1's constants, then releases stage i + 1.
+ *
+ * Jobs are numbered, and the claim counters carry the job's number, so a worker still busy
+ * with (or only now woken for) an earlier job can never claim an item of a later one.
  *
  * Worker-safe (see ../fast/kernels/codecs.ts): serialised into the worker script.
  *
@@ -10,7 +22,6 @@
  */
 
 import type { ThreadScratch } from "../fast/kernels/codecs.ts";
-import { shareStart } from "../fast/kernels/layout_types.ts";
 import type { Stage } from "../fast/kernels/stage_types.ts";
 import { runStage } from "../fast/kernels/stages.ts";
 
@@ -20,10 +31,14 @@ export const CONTROL_READY = 0;
 export const CONTROL_FAILED = 1;
 /** Control word: byte length of the UTF-8 error text of the failure. */
 export const CONTROL_ERROR_LENGTH = 2;
-/** Control words ARRIVE + i: workers done with stage i. */
-export const CONTROL_ARRIVE = 8;
-/** Control words RELEASE + i: 1 once the calling thread let stage i + 1 start. */
-export const CONTROL_RELEASE = 24;
+/** Control word: the number of the current job (1 .. JOB_TAGS). */
+export const CONTROL_JOB = 3;
+/** Control words CLAIM + i: job number << CLAIM_SHIFT | items of stage i claimed so far. */
+export const CONTROL_CLAIM = 8;
+/** Control words DONE + i: items of stage i finished. */
+export const CONTROL_DONE = 24;
+/** Control words RELEASE + i: the job number once stage i + 1 may start. */
+export const CONTROL_RELEASE = 40;
 /** Most stages one job may have. */
 export const MAX_STAGES = 16;
 /** Byte offset of the error text in the control buffer. */
@@ -31,17 +46,25 @@ export const CONTROL_ERROR_BYTES = 256;
 /** Size of the control buffer in bytes (words, then up to 3840 bytes of error text). */
 export const CONTROL_BUFFER_BYTES = 4096;
 
+/** Bits of a claim word that count items (so a stage has fewer than 2^20 items). */
+export const CLAIM_SHIFT = 20;
+/** Job numbers cycle through 1 .. JOB_TAGS (above the item count, below the sign bit). */
+export const JOB_TAGS = 1023;
+
 /** Iterations of busy polling before sleeping in Atomics.wait (waits are usually short). */
 export const SPIN_ITERATIONS = 20000;
 
-/** A job as a worker receives it: the stages, and which share this worker runs. */
+/** A job as a worker receives it: its number and its stages. */
 export interface JobShare {
+  /** The job's number (see {@linkcode CONTROL_JOB}). */
+  readonly job: number;
   /** The stages, in order. */
   readonly stages: readonly Stage[];
-  /** This worker's share (1 .. parts - 1; the calling thread runs share 0). */
-  readonly part: number;
-  /** Number of shares (threads). */
-  readonly parts: number;
+}
+
+/** The job number after `job`. */
+export function nextJob(job: number): number {
+  return job >= JOB_TAGS ? 1 : job + 1;
 }
 
 /** Blocks until control[index] >= value: a short spin, then Atomics.wait. */
@@ -53,6 +76,20 @@ export function waitAtLeast(control: Int32Array, index: number, value: number): 
     const seen = Atomics.load(control, index);
     if (seen >= value) return;
     Atomics.wait(control, index, seen, 50);
+  }
+}
+
+/**
+ * Blocks until stage `stage` of job `job` is released (true), or the pool has moved on to
+ * another job (false: this worker woke too late to take part in the rest of `job`).
+ */
+export function waitRelease(control: Int32Array, stage: number, job: number): boolean {
+  const index = CONTROL_RELEASE + stage;
+  for (let i = 0;; i++) {
+    const seen = Atomics.load(control, index);
+    if (seen === job) return true;
+    if (Atomics.load(control, CONTROL_JOB) !== job) return false;
+    if (i >= SPIN_ITERATIONS) Atomics.wait(control, index, seen, 50);
   }
 }
 
@@ -73,24 +110,61 @@ export function recordFailure(control: Int32Array, error: unknown): void {
   Atomics.store(control, CONTROL_ERROR_LENGTH, length);
 }
 
+/** Claims the next item of stage `stage` of job `job`, or returns -1 when none is left. */
+export function claimItem(control: Int32Array, stage: number, job: number, items: number): number {
+  const index = CONTROL_CLAIM + stage;
+  for (;;) {
+    const seen = Atomics.load(control, index);
+    const item = seen & ((1 << CLAIM_SHIFT) - 1);
+    if (seen >>> CLAIM_SHIFT !== job || item >= items) return -1;
+    if (Atomics.compareExchange(control, index, seen, seen + 1) === seen) return item;
+  }
+}
+
 /**
- * A worker's part of a job: its share of every stage, a barrier after each. After a failure
- * it still passes every barrier (doing no work) so that no thread waits forever.
+ * Runs items of stage `stage` of job `job` until none is left to claim, counting each in
+ * DONE + stage (a failed or skipped item too, so that nobody waits forever).
  */
-export function runShare(job: JobShare, control: Int32Array, scratch: ThreadScratch): void {
-  const { stages, part, parts } = job;
-  for (let i = 0; i < stages.length; i++) {
+export function runClaimed(
+  control: Int32Array,
+  job: number,
+  stage: number,
+  s: Stage,
+  scratch: ThreadScratch,
+): void {
+  for (;;) {
+    const item = claimItem(control, stage, job, s.items);
+    if (item < 0) return;
     if (Atomics.load(control, CONTROL_FAILED) === 0) {
       try {
-        const stage = stages[i];
-        const from = shareStart(stage.items, part, parts);
-        const to = shareStart(stage.items, part + 1, parts);
-        runStage(stage, from, to, scratch);
+        runStage(s, item, item + 1, scratch);
       } catch (error) {
         recordFailure(control, error);
       }
     }
-    signal(control, CONTROL_ARRIVE + i);
-    if (i < stages.length - 1) waitAtLeast(control, CONTROL_RELEASE + i, 1);
+    signal(control, CONTROL_DONE + stage);
+  }
+}
+
+/** Opens job `job` for `stages` stages (the calling thread, before it posts the job). */
+export function openJob(control: Int32Array, job: number, stages: number): void {
+  Atomics.store(control, CONTROL_FAILED, 0);
+  Atomics.store(control, CONTROL_ERROR_LENGTH, 0);
+  for (let i = 0; i < stages; i++) {
+    Atomics.store(control, CONTROL_DONE + i, 0);
+    Atomics.store(control, CONTROL_RELEASE + i, 0);
+    Atomics.store(control, CONTROL_CLAIM + i, job << CLAIM_SHIFT);
+  }
+  Atomics.store(control, CONTROL_JOB, job);
+  // Wakes any worker of the previous job still waiting for a release that will not come now.
+  for (let i = 0; i < MAX_STAGES; i++) Atomics.notify(control, CONTROL_RELEASE + i);
+}
+
+/** A worker's part of a job: items of each stage while there are any, stage after stage. */
+export function runShare(message: JobShare, control: Int32Array, scratch: ThreadScratch): void {
+  const { job, stages } = message;
+  for (let i = 0; i < stages.length; i++) {
+    if (i > 0 && !waitRelease(control, i - 1, job)) return;
+    runClaimed(control, job, i, stages[i], scratch);
   }
 }

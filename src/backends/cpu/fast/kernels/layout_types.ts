@@ -57,11 +57,6 @@ export const MAX_PIXEL_BLOCKS = 64;
 /** Elements re-read from cache by the second pass of the statistics. */
 export const SEGMENT_ELEMENTS = 4096;
 
-/** First item of share `part` of `parts` over `items` items (contiguous ranges). */
-export function shareStart(items: number, part: number, parts: number): number {
-  return Math.floor((items * part) / parts);
-}
-
 /** `rows`/`strided` BatchNorm items: rows of one channel per item (a function of shape). */
 export function rowsPerItem(layout: Layout): number {
   return Math.max(1, Math.ceil(ITEM_ELEMENTS / Math.max(1, layout.inner)));
