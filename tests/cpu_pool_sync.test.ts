@@ -16,7 +16,7 @@ import {
   JOB_TAGS,
   nextJob,
   openJob,
-  runShare,
+  runJob,
   waitRelease,
 } from "../src/backends/cpu/pool/sync.ts";
 import type { Stage } from "../src/backends/cpu/fast/kernels/stage_types.ts";
@@ -48,10 +48,10 @@ Deno.test("pool sync: a worker with an earlier job's message claims nothing of t
   openJob(c, nextJob(3), 1);
   assert.equal(claimItem(c, 0, 3, 4), -1, "job 3 is over");
   assert.equal(claimItem(c, 0, 4, 4), 0, "job 4 starts at item 0");
-  // runShare of the stale job returns without touching the counters (its stages would throw
+  // runJob of the stale job returns without touching the counters (its stages would throw
   // if run: they are not real stages).
   const stale = [{ items: 4 }, { items: 4 }] as unknown as Stage[];
-  runShare({ job: 3, stages: stale }, c, createThreadScratch());
+  runJob({ job: 3, stages: stale }, c, createThreadScratch());
   assert.equal(Atomics.load(c, CONTROL_CLAIM) & ((1 << CLAIM_SHIFT) - 1), 1);
   assert.equal(Atomics.load(c, CONTROL_DONE), 0);
 });

@@ -55,7 +55,7 @@ export const JOB_TAGS = 1023;
 export const SPIN_ITERATIONS = 20000;
 
 /** A job as a worker receives it: its number and its stages. */
-export interface JobShare {
+export interface JobMessage {
   /** The job's number (see {@linkcode CONTROL_JOB}). */
   readonly job: number;
   /** The stages, in order. */
@@ -161,7 +161,7 @@ export function openJob(control: Int32Array, job: number, stages: number): void 
 }
 
 /** A worker's part of a job: items of each stage while there are any, stage after stage. */
-export function runShare(message: JobShare, control: Int32Array, scratch: ThreadScratch): void {
+export function runJob(message: JobMessage, control: Int32Array, scratch: ThreadScratch): void {
   const { job, stages } = message;
   for (let i = 0; i < stages.length; i++) {
     if (i > 0 && !waitRelease(control, i - 1, job)) return;

@@ -1,6 +1,6 @@
 /**
  * The body of a pool worker: it receives the control buffer once, counts itself ready, and
- * then runs its share of each job it is sent.
+ * then takes part in each job it is sent (see sync.ts).
  *
  * Worker-safe: serialised into the worker script (see worker_source.ts).
  *
@@ -8,7 +8,7 @@
  */
 
 import { createThreadScratch } from "../fast/kernels/codecs.ts";
-import { CONTROL_READY, type JobShare, runShare, signal } from "./sync.ts";
+import { CONTROL_READY, type JobMessage, runJob, signal } from "./sync.ts";
 
 /**
  * The messages a worker receives: the control buffer (and the WebAssembly kernels' bytes,
@@ -16,7 +16,7 @@ import { CONTROL_READY, type JobShare, runShare, signal } from "./sync.ts";
  */
 export type WorkerMessage =
   | { readonly control: SharedArrayBuffer; readonly wasm: Uint8Array | undefined }
-  | JobShare;
+  | JobMessage;
 
 /** The global scope of a worker, as far as this module needs it. */
 interface WorkerScope {
@@ -36,6 +36,6 @@ export function workerMain(): void {
       signal(control, CONTROL_READY);
       return;
     }
-    if (control) runShare(message, control, scratch);
+    if (control) runJob(message, control, scratch);
   };
 }
