@@ -41,9 +41,12 @@ const root = new URL("../", import.meta.url);
 export async function assemble(text: string, name = "kernels.wat"): Promise<Uint8Array> {
   const init = (await import("wabt")).default; // npm:wabt@1.0.37 (deno.json imports)
   const wabt = await init();
-  const module = wabt.parseWat(name, text, { simd: true });
+  const features = { simd: true, threads: true };
+  const module = wabt.parseWat(name, text, features);
   try {
-    module.validate();
+    // wabt's validate takes the features too (its .d.ts omits the argument): without
+    // `threads` it rejects the shared memory the kernels import.
+    (module.validate as (features: object) => void)(features);
     return new Uint8Array(module.toBinary({}).buffer);
   } finally {
     module.destroy();
@@ -112,8 +115,8 @@ export function constantsToMemory(text: string): string {
     throw new Error(`${table.length} vector constants overflow the table at ${WASM_CONSTANTS_AT}`);
   }
   const data = bytes.map((b) => `\\${b.toString(16).padStart(2, "0")}`).join("");
-  const memory = /\(memory \(export "memory"\) \d+\)/;
-  if (!memory.test(replaced)) throw new Error("kernels.wat declares no exported memory");
+  const memory = /\(import "env" "memory" \(memory \d+ \d+ shared\)\)/;
+  if (!memory.test(replaced)) throw new Error("kernels.wat imports no shared memory");
   return replaced.replace(
     memory,
     (m) => `${m}\n  (data (i32.const ${WASM_CONSTANTS_AT}) "${data}")`,
@@ -145,7 +148,9 @@ export async function optimize(bytes: Uint8Array): Promise<Uint8Array> {
   const binaryen = (await import("binaryen")).default; // npm:binaryen (deno.json imports)
   const module = binaryen.readBinary(bytes);
   try {
-    module.setFeatures(binaryen.Features.MVP | binaryen.Features.SIMD128);
+    module.setFeatures(
+      binaryen.Features.MVP | binaryen.Features.SIMD128 | binaryen.Features.Atomics,
+    );
     binaryen.setOptimizeLevel(3);
     binaryen.setShrinkLevel(0);
     binaryen.setFastMath(false);

@@ -36,11 +36,18 @@ import { Tensor } from "../src/tensor/tensor.ts";
 import {
   assertSetsClose,
   FLOATS,
+  heapStorage,
   laidOut,
   type TensorSet,
   twinSet,
   values,
 } from "./fixtures/cpu_cases.ts";
+import {
+  HEAP_REGION_BYTES,
+  type HeapKernels,
+  instantiateHeapKernels,
+} from "../src/backends/cpu/fast/kernels/heap_kernels.ts";
+import { heapAllocate, hostHeapMemory } from "../src/tensor/host_heap.ts";
 
 // ---------------------------------------------------------------------------------------
 // The build
@@ -277,25 +284,62 @@ function countingInstance(): WasmState {
   return w;
 }
 
+/** Calls of each export of the in-place kernels (heap_kernels.ts) on this thread, by name. */
+const heapCalls = new Map<string, number>();
+
+/** A counting instance of the in-place kernels for the calling thread (made once). */
+let countedHeap: HeapKernels | undefined;
+
+function countingHeapKernels(): HeapKernels {
+  if (countedHeap) return countedHeap;
+  const memory = hostHeapMemory()!;
+  const region = heapAllocate(HEAP_REGION_BYTES)!;
+  region.adopt(globalThis);
+  const h = instantiateHeapKernels(kernelsWasmBytes(), memory, region.at)!;
+  countedHeap = { ...h, exports: counting(h.exports, heapCalls) };
+  return countedHeap;
+}
+
+/** `exports` with each function counting its calls into `calls`. */
+function counting(exports: WasmExports, calls: Map<string, number>): WasmExports {
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(exports)) {
+    wrapped[name] = typeof value !== "function" ? value : (...args: unknown[]) => {
+      calls.set(name, (calls.get(name) ?? 0) + 1);
+      return (value as (...a: unknown[]) => unknown)(...args);
+    };
+  }
+  return wrapped as unknown as WasmExports;
+}
+
 type Run = (kernels: typeof fastKernels, set: TensorSet) => void;
 
 /**
- * Runs `run` on `set` with the WebAssembly kernels, on a twin without them and on a twin
- * with the reference kernels: same values as the TypeScript kernels, within 1 ulp of the
- * reference. Returns the WebAssembly calls made.
+ * Runs `run` on `set` with the WebAssembly kernels copying blocks, on a twin in the host
+ * heap (the kernels in place, where they apply), on a twin with neither and on a twin with
+ * the reference kernels: the same bits as the TypeScript kernels, within 1 ulp of the
+ * reference. Returns the WebAssembly calls made (copying and in place).
  */
 function compareWasm(name: string, set: TensorSet, run: Run): number {
   const typescript = twinSet(set);
   const reference = twinSet(set);
+  const inHeap = twinSet(set, heapStorage);
   callerScratch.wasm = null;
+  callerScratch.heapOff = true;
   run(fastKernels, typescript);
   callerScratch.wasm = countingInstance();
-  const before = [...wasmCalls.values()].reduce((a, b) => a + b, 0);
+  const total = () => [...wasmCalls.values(), ...heapCalls.values()].reduce((a, b) => a + b, 0);
+  const before = total();
   run(fastKernels, set);
-  const calls = [...wasmCalls.values()].reduce((a, b) => a + b, 0) - before;
+  callerScratch.heapOff = false;
+  callerScratch.heapKernels = countingHeapKernels();
+  run(fastKernels, inHeap);
+  const calls = total() - before;
   run(referenceKernels, reference);
   for (const [key, t] of Object.entries(set)) {
-    if (t) assertSameValues(t, typescript[key]!, `${name}: ${key}`);
+    if (!t) continue;
+    assertSameValues(t, typescript[key]!, `${name}: ${key}`);
+    assertSameValues(inHeap[key]!, typescript[key]!, `${name}: ${key} in place`);
   }
   assertSetsClose(set, reference, name);
   return calls;
@@ -476,6 +520,8 @@ function inline(body: () => void): void {
   } finally {
     callerScratch.wasmEverywhere = false;
     callerScratch.wasm = undefined;
+    callerScratch.heapKernels = undefined;
+    callerScratch.heapOff = false;
     setCpuThreads(threads);
     setWasmKernels(enabled);
   }
@@ -487,12 +533,16 @@ Deno.test("wasm row kernels = TypeScript kernels (bits): odd tails, blocks, NaN,
     for (const dtype of FLOATS) {
       for (const shape of [[2, 3, 8, 8], [3, 2, 67], [2, 3, 130], [2, 2, 4109]]) {
         wasmCalls.clear();
+        heapCalls.clear();
         const calls = everyOp(shape, dtype, "contiguous", shape[2]);
         assert.ok(calls > 0, `${dtype} ${shape}: WebAssembly ran`);
-        for (const name of ["row_sums", "row_stats", "row_normalize", "row_bngrad", "row_scale"]) {
+        const names = ["row_sums", "row_stats", "row_normalize", "row_bngrad", "row_scale"];
+        for (const name of [...names, "row_gngrad"]) {
           assert.ok(wasmCalls.get(name), `${dtype} ${shape}: ${name} ran`);
+          // In place, the writing kernels need rows of whole vectors (multiples of 4).
+          const inPlace = shape[2] % 4 === 0 || name === "row_sums" || name === "row_stats";
+          assert.equal(!!heapCalls.get(name), inPlace, `${dtype} ${shape}: ${name} in place`);
         }
-        assert.ok(wasmCalls.get("row_gngrad"), `${dtype} ${shape}: row_gngrad ran`);
       }
     }
   });
@@ -515,6 +565,7 @@ Deno.test("wasm pixel kernels = TypeScript kernels (bits): channel counts, padde
         ] as [number[], WasmLayout][]
       ) {
         wasmCalls.clear();
+        heapCalls.clear();
         everyOp(shape, dtype, layout, shape[1] + shape[2]);
         for (
           const name of [
@@ -527,6 +578,15 @@ Deno.test("wasm pixel kernels = TypeScript kernels (bits): channel counts, padde
           ]
         ) {
           assert.ok(wasmCalls.get(name), `${dtype} ${layout} ${shape}: ${name} ran`);
+          // In place: packed pixels, and for writes whole vectors of channels.
+          const reads = name === "pix_sums" || name === "pix_stats";
+          const inPlace = layout === "channelsLast" && shape[1] <= 1636 &&
+            (reads || shape[1] % 4 === 0);
+          assert.equal(
+            !!heapCalls.get(name),
+            inPlace,
+            `${dtype} ${layout} ${shape}: ${name} in place`,
+          );
         }
       }
     }

@@ -100,7 +100,13 @@ export class Tensor {
   readonly strides: readonly number[];
   /** Offset of the first element in the storage, in elements. */
   readonly offset: number;
-  /** The storage: a host typed array or accelerator memory. Views share it. */
+  /**
+   * The storage: a host typed array or accelerator memory. Views share it. A large host
+   * storage (64 KiB and up) is a block of the host heap, a shared memory that holds many
+   * tensors: its `buffer` is the whole heap (use `byteOffset` and `length`), and the block is
+   * reused once this typed array is collected, so keep this array (not a `subarray` of it or
+   * another view of its buffer) for as long as you use its memory.
+   */
   readonly storage: HostData | DeviceStorage;
   /** Brand: only instances made by this constructor have it. */
   readonly #brand = true;

@@ -36,6 +36,8 @@ import {
 import type { WorkerMessage } from "./worker_main.ts";
 import { workerUrl } from "./worker_source.ts";
 import { kernelsWasmBytes } from "../wasm/kernels_wasm.ts";
+import { heapAddress, heapAllocate, hostHeapMemory } from "../../../tensor/host_heap.ts";
+import { HEAP_REGION_BYTES } from "../fast/kernels/heap_kernels.ts";
 
 /** Idle time after which the workers are terminated (and the process may exit). */
 export const POOL_IDLE_MS = 500;
@@ -61,6 +63,7 @@ export function setWasmKernels(enabled: boolean): void {
   wasmBytes = enabled ? kernelsWasmBytes() : undefined;
   callerScratch.wasmBytes = wasmBytes;
   callerScratch.wasm = undefined;
+  callerScratch.heapKernels = undefined;
   callerScratch.tables = undefined;
   retirePool();
 }
@@ -86,9 +89,12 @@ export class WorkerPool {
     workerScript ??= workerUrl();
     for (let i = 0; i < size; i++) {
       const worker = new Worker(workerScript, { type: "module" });
+      const region = wasmBytes ? heapRegion(worker) : 0;
       const init: WorkerMessage = {
         control: this.control.buffer as SharedArrayBuffer,
         wasm: wasmBytes,
+        heap: region > 0 ? hostHeapMemory() ?? undefined : undefined,
+        region,
       };
       worker.postMessage(init);
       this.workers.push(worker);
@@ -179,6 +185,36 @@ export function poolReady(workers: number): boolean {
 }
 
 /**
+ * A region of the host heap for one thread's kernels in place (heap_kernels.ts), freed once
+ * `owner` (the thread's scratch or Worker) is collected; 0 when the heap has no room.
+ */
+function heapRegion(owner: object): number {
+  const block = heapAllocate(HEAP_REGION_BYTES);
+  if (!block) return 0;
+  block.adopt(owner);
+  return block.at;
+}
+
+/**
+ * Notes where each stage's tensors are in the host heap (the kernels run in place where all
+ * of a stage's are), and gives the calling thread its heap region the first time.
+ */
+export function locateInHeap(stages: readonly Stage[]): void {
+  let any = false;
+  for (const s of stages) {
+    s.dyHeap = heapAddress(s.dy);
+    s.xHeap = heapAddress(s.x);
+    s.outHeap = heapAddress(s.out);
+    any ||= s.dyHeap >= 0 || s.xHeap >= 0 || s.outHeap >= 0;
+  }
+  if (any && callerScratch.heapRegion === 0 && wasmBytes) {
+    callerScratch.heapRegion = heapRegion(callerScratch);
+    callerScratch.heapMemory = hostHeapMemory() ?? undefined;
+    callerScratch.heapKernels = undefined;
+  }
+}
+
+/**
  * Runs `stages` on the calling thread alone: each stage over all its items, then
  * `between[i]` (which may fill the next stage's constants).
  */
@@ -186,6 +222,7 @@ export function runInline(
   stages: readonly Stage[],
   between: readonly ((() => void) | undefined)[],
 ) {
+  locateInHeap(stages);
   for (let i = 0; i < stages.length; i++) {
     runStage(stages[i], 0, stages[i].items, callerScratch);
     between[i]?.();
@@ -206,6 +243,7 @@ export function runPooled(
   if (stages.length > MAX_STAGES) throw new RangeError(`at most ${MAX_STAGES} stages per job`);
   const { control, workers } = ready;
   pooledJobs++;
+  locateInHeap(stages);
   const job = nextJob(Atomics.load(control, CONTROL_JOB));
   // Open the job before posting it: a worker that takes the message must find it open.
   openJob(control, job, stages.length);

@@ -11,11 +11,18 @@ import { createThreadScratch } from "../fast/kernels/codecs.ts";
 import { CONTROL_READY, type JobMessage, runJob, signal } from "./sync.ts";
 
 /**
- * The messages a worker receives: the control buffer (and the WebAssembly kernels' bytes,
- * when threads use them) first, then jobs.
+ * The messages a worker receives: the control buffer (and the WebAssembly kernels' bytes
+ * and the host heap, when threads use them) first, then jobs.
  */
 export type WorkerMessage =
-  | { readonly control: SharedArrayBuffer; readonly wasm: Uint8Array | undefined }
+  | {
+    readonly control: SharedArrayBuffer;
+    readonly wasm: Uint8Array | undefined;
+    /** The host heap's memory, when this worker has a region of it. */
+    readonly heap: WebAssembly.Memory | undefined;
+    /** Byte address of this worker's heap region (0: none). */
+    readonly region: number;
+  }
   | JobMessage;
 
 /** The global scope of a worker, as far as this module needs it. */
@@ -33,6 +40,8 @@ export function workerMain(): void {
     if ("control" in message) {
       control = new Int32Array(message.control);
       scratch.wasmBytes = message.wasm;
+      scratch.heapMemory = message.heap;
+      scratch.heapRegion = message.region;
       signal(control, CONTROL_READY);
       return;
     }

@@ -15,6 +15,7 @@
 import * as codecs from "../fast/kernels/codecs.ts";
 import * as drivers from "../fast/kernels/drivers.ts";
 import * as formulas from "../fast/kernels/formulas.ts";
+import * as heapKernels from "../fast/kernels/heap_kernels.ts";
 import * as kernelTables from "../fast/kernels/kernel_tables.ts";
 import * as layoutTypes from "../fast/kernels/layout_types.ts";
 import * as moments from "../fast/kernels/moments.ts";
@@ -32,6 +33,7 @@ export const WORKER_MODULES: readonly Readonly<Record<string, unknown>>[] = [
   codecs,
   drivers,
   formulas,
+  heapKernels,
   kernelTables,
   layoutTypes,
   moments,

@@ -1,7 +1,10 @@
 ;; WebAssembly SIMD kernels of the CPU backend (built by `deno task build:wasm` into
-;; kernels_wasm.ts). Each thread instantiates this module once with its own memory; the
-;; drivers in ../fast/kernels/wasm_kernels.ts copy a block of each tensor into it, call one
-;; kernel, and copy the output block back.
+;; kernels_wasm.ts). The module imports its memory (shared, so that threads can share it).
+;; Each thread instantiates it twice: on a memory of its own, into which the drivers in
+;; ../fast/kernels/wasm_kernels.ts copy a block of each tensor, call one kernel, and copy
+;; the output block back; and on the host heap (src/tensor/host_heap.ts), where
+;; ../fast/kernels/heap_kernels.ts runs the kernels on the tensors in place. Every address
+;; below is a byte address into that memory; the vector constants sit at byte 64 in both.
 ;;
 ;; The build (scripts/build_wasm.ts) rewrites this text before assembling it: each export
 ;; with a `$dt` parameter becomes a dispatcher over three copies specialised to dt 0, 1, 2;
@@ -30,7 +33,7 @@
 ;; Row writes also process whole vectors past n (into the slack of the output block).
 
 (module
-  (memory (export "memory") 4)
+  (import "env" "memory" (memory 4 65536 shared))
 
   ;; ---------------------------------------------------------------------------------
   ;; Codecs

@@ -11,6 +11,7 @@
  */
 
 import type { KernelTables } from "./kernel_tables.ts";
+import type { HeapKernels } from "./heap_kernels.ts";
 import type { WasmState } from "./wasm_kernels.ts";
 
 /**
@@ -43,6 +44,17 @@ export interface ThreadScratch {
    * null when there are none (no bytes, or WebAssembly SIMD is unavailable).
    */
   wasm: WasmState | null | undefined;
+  /** The host heap's memory, once this thread has been given it (see heap_kernels.ts). */
+  heapMemory: WebAssembly.Memory | undefined;
+  /** Byte address of this thread's region of the heap (0: none yet). */
+  heapRegion: number;
+  /**
+   * This thread's kernels on the heap: undefined until a stage first needs them, null when
+   * unavailable (no WebAssembly kernels, no heap or no region).
+   */
+  heapKernels: HeapKernels | null | undefined;
+  /** Tests: never run the kernels in place (so that the copying ones can be compared). */
+  heapOff: boolean;
   /**
    * Tests: run the WebAssembly kernels for every dtype, not only where stages.ts's
    * `wasmWins` measured them faster, so that each is compared with its twin.
@@ -68,6 +80,10 @@ export function createThreadScratch(wasmBytes?: Uint8Array): ThreadScratch {
     bf16Block: undefined,
     wasmBytes,
     wasm: undefined,
+    heapMemory: undefined,
+    heapRegion: 0,
+    heapKernels: undefined,
+    heapOff: false,
     wasmEverywhere: false,
   };
 }

@@ -25,7 +25,6 @@ import { mergeMoments } from "./moments.ts";
 import type {
   GroupNormBackwardStage,
   GroupNormStage,
-  KernelStage,
   PixelStage,
   RowStage,
   StatsStage,
@@ -418,7 +417,7 @@ export function primeDrivers(scratch: ThreadScratch): void {
   const at = { base: 0, strideN: 0, strideC: 0, strideI: 0, innerStrides: [] };
   const one = () => new Float64Array(1);
   const eight = () => new Float64Array(8);
-  const base: KernelStage = { layout, dtype: 0, dyAt: at, xAt: at, outAt: at };
+  const base = { layout, dtype: 0 as const, dyAt: at, xAt: at, outAt: at };
   const noop = noopKernel as RowKernel & PixelKernel;
   const sums = uniformStage<SumsStage>({
     ...base,

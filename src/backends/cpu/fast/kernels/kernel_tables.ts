@@ -56,6 +56,20 @@ import {
   sumsRowStrided,
 } from "./strided_kernels.ts";
 import {
+  batchNormGradPixelsHeap,
+  batchNormGradRowHeap,
+  groupNormGradPixelsHeap,
+  groupNormGradRowHeap,
+  normalizePixelsHeap,
+  normalizeRowHeap,
+  scalePixelsHeap,
+  scaleRowHeap,
+  statsPixelsHeap,
+  statsRowHeap,
+  sumsPixelsHeap,
+  sumsRowHeap,
+} from "./heap_kernels.ts";
+import {
   batchNormGradPixelsWasm,
   batchNormGradRowWasm,
   groupNormGradPixelsWasm,
@@ -78,6 +92,12 @@ export const WASM_ROW = 4;
 
 /** Index of the WebAssembly kernel in the pixel tables. */
 export const WASM_PIXEL = 3;
+
+/** Row-table index of the WebAssembly kernels in place (heap_kernels.ts). */
+export const HEAP_ROW = 5;
+
+/** Pixel-table index of the WebAssembly kernels in place. */
+export const HEAP_PIXEL = 4;
 
 /** The kernel families, one per per-element formula or reduction. */
 export type KernelFamily =
@@ -102,14 +122,22 @@ export function kernelTables(): KernelTables {
   const p = (f: unknown[]) => f as PixelKernel[];
   return {
     rows: {
-      sums: r([sumsRowF32, sumsRowU16, sumsRowU16, sumsRowStrided, sumsRowWasm]),
-      stats: r([statsRowF32, statsRowU16, statsRowU16, statsRowStrided, statsRowWasm]),
+      sums: r([sumsRowF32, sumsRowU16, sumsRowU16, sumsRowStrided, sumsRowWasm, sumsRowHeap]),
+      stats: r([
+        statsRowF32,
+        statsRowU16,
+        statsRowU16,
+        statsRowStrided,
+        statsRowWasm,
+        statsRowHeap,
+      ]),
       normalize: r([
         normalizeRowF32,
         normalizeRowF16,
         normalizeRowBf16,
         normalizeRowStrided,
         normalizeRowWasm,
+        normalizeRowHeap,
       ]),
       batchNormGrad: r([
         batchNormGradRowF32,
@@ -117,37 +145,49 @@ export function kernelTables(): KernelTables {
         batchNormGradRowBf16,
         batchNormGradRowStrided,
         batchNormGradRowWasm,
+        batchNormGradRowHeap,
       ]),
-      scale: r([scaleRowF32, scaleRowF16, scaleRowBf16, scaleRowStrided, scaleRowWasm]),
+      scale: r([
+        scaleRowF32,
+        scaleRowF16,
+        scaleRowBf16,
+        scaleRowStrided,
+        scaleRowWasm,
+        scaleRowHeap,
+      ]),
       groupNormGrad: r([
         groupNormGradRowF32,
         groupNormGradRowF16,
         groupNormGradRowBf16,
         groupNormGradRowStrided,
         groupNormGradRowWasm,
+        groupNormGradRowHeap,
       ]),
     },
     pixels: {
-      sums: p([sumsPixelsF32, sumsPixelsU16, sumsPixelsU16, sumsPixelsWasm]),
-      stats: p([statsPixelsF32, statsPixelsU16, statsPixelsU16, statsPixelsWasm]),
+      sums: p([sumsPixelsF32, sumsPixelsU16, sumsPixelsU16, sumsPixelsWasm, sumsPixelsHeap]),
+      stats: p([statsPixelsF32, statsPixelsU16, statsPixelsU16, statsPixelsWasm, statsPixelsHeap]),
       normalize: p([
         normalizePixelsF32,
         normalizePixelsF16,
         normalizePixelsBf16,
         normalizePixelsWasm,
+        normalizePixelsHeap,
       ]),
       batchNormGrad: p([
         batchNormGradPixelsF32,
         batchNormGradPixelsF16,
         batchNormGradPixelsBf16,
         batchNormGradPixelsWasm,
+        batchNormGradPixelsHeap,
       ]),
-      scale: p([scalePixelsF32, scalePixelsF16, scalePixelsBf16, scalePixelsWasm]),
+      scale: p([scalePixelsF32, scalePixelsF16, scalePixelsBf16, scalePixelsWasm, scalePixelsHeap]),
       groupNormGrad: p([
         groupNormGradPixelsF32,
         groupNormGradPixelsF16,
         groupNormGradPixelsBf16,
         groupNormGradPixelsWasm,
+        groupNormGradPixelsHeap,
       ]),
     },
   };

@@ -48,6 +48,15 @@ export interface KernelStage {
   readonly out?: WriteArray;
   /** Where the output's elements are. */
   readonly outAt: TensorAddress;
+  /**
+   * Heap byte address of dy's array (element 0) when it lives in the host heap, else -1
+   * (set by the calling thread before each run; see heap_kernels.ts).
+   */
+  dyHeap: number;
+  /** Heap byte address of x's array, or -1. */
+  xHeap: number;
+  /** Heap byte address of the output's array, or -1. */
+  outHeap: number;
 }
 
 /** The stage a row kernel receives. */
@@ -146,13 +155,16 @@ export type Stage =
   | GroupNormStage
   | GroupNormBackwardStage;
 
+/** A stage's fields as its builder gives them (the heap addresses are set before each run). */
+export type StageFields<S extends Stage> = Omit<S, "dyHeap" | "xHeap" | "outHeap">;
+
 /**
  * `fields` as a stage object with every stage field present, in one fixed order: all stages
  * then share one hidden class, so the kernels' property reads stay monomorphic and V8 does
  * not deoptimize them when a stage of another kind comes along (measured: a kernel compiled
  * for one stage kind was deoptimized, "dependent field type changed", by the next kind).
  */
-export function uniformStage<S extends Stage>(fields: S): S {
+export function uniformStage<S extends Stage>(fields: StageFields<S>): S {
   const record = {
     op: fields.op,
     layout: fields.layout,
@@ -164,6 +176,9 @@ export function uniformStage<S extends Stage>(fields: S): S {
     xAt: fields.xAt,
     out: undefined,
     outAt: fields.outAt,
+    dyHeap: -1,
+    xHeap: -1,
+    outHeap: -1,
     mean: undefined,
     partials: undefined,
     constants: undefined,
@@ -175,5 +190,5 @@ export function uniformStage<S extends Stage>(fields: S): S {
     rstd: undefined,
   };
   // Object.assign writes the given fields in place, keeping the literal's field order.
-  return Object.assign(record, fields);
+  return Object.assign(record, fields) as unknown as S;
 }

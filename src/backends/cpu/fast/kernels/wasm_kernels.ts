@@ -1,8 +1,10 @@
 /**
  * Drivers of the WebAssembly SIMD kernels (src/backends/cpu/wasm/kernels.wat): row and pixel
- * kernels with the same signatures as row_kernels.ts and pixel_kernels.ts. Tensors stay in
- * their own typed arrays; each thread has its own instance, whose (unshared) memory holds
- * one block per data tensor plus the per-channel arrays. A kernel copies a block of each
+ * kernels with the same signatures as row_kernels.ts and pixel_kernels.ts, for tensors
+ * outside the host heap (heap_kernels.ts runs the kernels in place on those inside). Tensors
+ * stay in their own typed arrays; each thread has its own instance, whose memory (its own,
+ * though shared-typed as the module imports it) holds one block per data tensor plus the
+ * per-channel arrays. A kernel copies a block of each
  * input in (a memcpy: 2 bytes per element for float16/bfloat16), runs, and copies the
  * output block back.
  *
@@ -25,8 +27,6 @@ import { FLOAT32 } from "./stage_types.ts";
 
 /** The exports of kernels.wat (byte addresses into its memory; dt = dtype code). */
 export interface WasmExports {
-  /** The instance's memory. */
-  readonly memory: WebAssembly.Memory;
   /** Tests: n (a multiple of 4) elements decoded to float32. */
   decode(src: number, dst: number, n: number, dt: number): void;
   /** Tests: n (a multiple of 4) float64 values rounded once to dt. */
@@ -100,6 +100,8 @@ export interface WasmExports {
 export interface WasmState {
   /** The kernels. */
   readonly exports: WasmExports;
+  /** The instance's memory (shared, as the module imports it; this thread's own). */
+  readonly memory: WebAssembly.Memory;
   /** Views of the memory (replaced when it grows). */
   f32: Float32Array;
   /** 16-bit view. */
@@ -140,18 +142,29 @@ export const WASM_CONSTANTS_END = 1024;
 /** Bytes after each block that a kernel may read or write past its end. */
 export const WASM_SLACK_BYTES = 64;
 
+/** The most pages the module's memory may have (4 GiB: 32-bit addresses). */
+export const WASM_MAX_PAGES = 65536;
+
+/** Instantiates the kernels on `memory` (a shared memory of at most WASM_MAX_PAGES pages). */
+export function instantiateOn(bytes: Uint8Array, memory: WebAssembly.Memory): WasmExports {
+  const module = new WebAssembly.Module(bytes as Uint8Array<ArrayBuffer>);
+  return new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as WasmExports;
+}
+
 /** Instantiates the kernels with a fresh memory, or null when that fails (no SIMD). */
 export function instantiateWasm(bytes: Uint8Array | undefined): WasmState | null {
   if (!bytes) return null;
   let exports: WasmExports;
+  let memory: WebAssembly.Memory;
   try {
-    const module = new WebAssembly.Module(bytes as Uint8Array<ArrayBuffer>);
-    exports = new WebAssembly.Instance(module, {}).exports as unknown as WasmExports;
+    memory = new WebAssembly.Memory({ initial: 4, maximum: WASM_MAX_PAGES, shared: true });
+    exports = instantiateOn(bytes, memory);
   } catch {
     return null;
   }
   const w: WasmState = {
     exports,
+    memory,
     f32: new Float32Array(0),
     u16: new Uint16Array(0),
     f64: new Float64Array(0),
@@ -177,7 +190,7 @@ export function wasmReserve(w: WasmState, elements: number, channels: number): v
   const block = blockElements * 4 + WASM_SLACK_BYTES;
   const dyAt = cst + 5 * cs * 8;
   const bytes = dyAt + 3 * block;
-  const memory = w.exports.memory;
+  const memory = w.memory;
   const missing = bytes - memory.buffer.byteLength;
   if (missing > 0) memory.grow(Math.ceil(missing / 65536));
   w.blockElements = blockElements;
