@@ -29,6 +29,8 @@ export type { AcceleratorDevice, Device, DeviceStorage } from "./src/tensor/devi
 export { bf16ToNumber, dtypeByteSize, numberToBf16, roundToDType } from "./src/tensor/dtype.ts";
 export type { DType, HostData } from "./src/tensor/dtype.ts";
 export { keep, tidy } from "./src/tensor/scope.ts";
+export { HOST_HEAP_ENV, hostHeapUsage } from "./src/tensor/host_heap.ts";
+export type { HostHeapUsage } from "./src/tensor/host_heap.ts";
 
 // Operators, SyncBatchNorm and the descriptor API.
 export * from "./src/ops/mod.ts";

@@ -9,14 +9,17 @@ import assert from "node:assert/strict";
 import {
   heapAddress,
   heapAllocate,
-  HOST_HEAP_MAX_BYTES,
+  heapFreed,
+  HOST_HEAP_DEFAULT_BYTES,
+  HOST_HEAP_ENV,
   HOST_HEAP_SLACK_BYTES,
+  hostHeapMaxBytes,
   hostHeapMemory,
   hostHeapUsage,
   releaseForTests,
 } from "../src/tensor/host_heap.ts";
 import { allocateHostData, SHARED_HOST_BYTES } from "../src/tensor/dtype.ts";
-import { batchNormReduceBackward } from "../mod.ts";
+import { AclnnError, batchNorm, batchNormReduceBackward } from "../mod.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
 
 Deno.test("host heap: large host storage lives in the heap, small storage does not", () => {
@@ -69,7 +72,8 @@ Deno.test("host heap: freed blocks are reused zero-filled, merged, and the top c
 });
 
 Deno.test("host heap: when it is full, storage gets a buffer of its own", () => {
-  assert.equal(heapAllocate(HOST_HEAP_MAX_BYTES), undefined, "beyond the maximum");
+  assert.equal(hostHeapMaxBytes(), HOST_HEAP_DEFAULT_BYTES, "256 MiB unless configured");
+  assert.equal(heapAllocate(hostHeapMaxBytes()), undefined, "beyond the maximum");
   // Fill the heap (grown memory is committed only when touched, so this is cheap).
   const taken: number[] = [];
   for (const size of [1 << 26, 1 << 20, 1 << 16]) {
@@ -124,4 +128,67 @@ Deno.test("host heap: kernels give the same results on heap and non-heap storage
   };
   close(inHeap.sumDy!.toFloat64Array(), sumDy, "sumDy");
   close(inHeap.sumDyXmu!.toFloat64Array(), sumDyXmu, "sumDyXmu");
+});
+
+Deno.test("host heap: dispose() frees a large host tensor's block now; later use is an error", () => {
+  const t = Tensor.random([4, 8, 32, 32], { seed: 5 });
+  const data = t.storage as Float32Array;
+  const at = heapAddress(data);
+  assert.ok(at > 0, "in the heap");
+  const blocks = hostHeapUsage().blocks;
+  const view = t.reshape([32, 1024]);
+  t.dispose();
+  assert.equal(hostHeapUsage().blocks, blocks - 1, "the block is free");
+  assert.ok(heapFreed(data));
+  t.dispose(); // idempotent
+  assert.equal(hostHeapUsage().blocks, blocks - 1);
+  assert.throws(() => view.toArray(), /was disposed/, "views of it are unusable");
+  assert.throws(() => t.copy_(new Float32Array(t.numel)), /was disposed/);
+  assert.throws(
+    () => batchNorm({ input: t, training: true }),
+    (e: unknown) =>
+      e instanceof AclnnError && e.code === 161002 && /input was disposed/.test(e.message),
+  );
+  // Small host tensors are the garbage collector's: dispose() leaves them usable.
+  const small = Tensor.fromArray([1, 2, 3], [3]);
+  small.dispose();
+  assert.deepEqual(small.toArray(), [1, 2, 3]);
+});
+
+Deno.test("host heap: `using` on a result frees the outputs' blocks at the end of the scope", () => {
+  const x = Tensor.random([4, 8, 32, 32], { seed: 6 });
+  const blocks = hostHeapUsage().blocks;
+  {
+    using result = batchNorm({ input: x, training: true });
+    assert.ok(heapAddress(result.output.storage as Float32Array) > 0);
+    assert.equal(hostHeapUsage().blocks, blocks + 1, "the output took a block");
+  }
+  assert.equal(hostHeapUsage().blocks, blocks, "given back when the scope ended");
+});
+
+Deno.test("host heap: ACLNN_NORM_HOST_HEAP_MB sets its maximum (0 turns it off)", async () => {
+  const script = [
+    `import { allocateHostData } from "${new URL("../src/tensor/dtype.ts", import.meta.url)}";`,
+    `import { heapAddress, hostHeapMaxBytes } from "${new URL(
+      "../src/tensor/host_heap.ts",
+      import.meta.url,
+    )}";`,
+    `const data = allocateHostData("float32", 1 << 16);`,
+    `console.log(hostHeapMaxBytes(), heapAddress(data) >= 0, data.length);`,
+  ].join("\n");
+  const run = async (value: string) => {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["eval", "--no-config", script],
+      env: { [HOST_HEAP_ENV]: value },
+    }).output();
+    assert.ok(out.success, new TextDecoder().decode(out.stderr));
+    return new TextDecoder().decode(out.stdout).trim();
+  };
+  assert.equal(await run("0"), "0 false 65536", "no heap: storage on its own buffer");
+  assert.equal(await run("64"), `${64 << 20} true 65536`);
+  assert.equal(
+    await run("lots"),
+    `${HOST_HEAP_DEFAULT_BYTES} true 65536`,
+    "ignored when not a number",
+  );
 });

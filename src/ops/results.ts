@@ -1,5 +1,5 @@
 /**
- * Result objects that support `using`: disposing one frees the device memory of the tensors
+ * Result objects that support `using`: disposing one frees the memory of the tensors
  * the call allocated (outputs passed in `out` stay the caller's). The dispose method is not
  * enumerable, so spreading a result (`{ ...forward }`) or `Object.values(result)` sees only
  * the tensors.

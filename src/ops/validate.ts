@@ -20,6 +20,7 @@ import { deviceName } from "../tensor/device.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
+import { heapFreed } from "../tensor/host_heap.ts";
 import { hasInternalOverlap, overlaps, sameView } from "./overlap.ts";
 
 /** A tensor argument as callers may pass it. */
@@ -278,6 +279,9 @@ export function commonDevice(op: string, tensors: Record<string, Tensor | undefi
   let first = "";
   for (const [name, t] of Object.entries(tensors)) {
     if (!t) continue;
+    if (t.device === "cpu" && heapFreed(t.storage)) {
+      invalid(op, name, "was disposed: its host memory went back to the host heap");
+    }
     if (device === undefined) {
       device = t.device;
       first = name;

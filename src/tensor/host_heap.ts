@@ -6,18 +6,46 @@
  * sums ran at 0.64 ns per element in place against 1.15-1.35 with the copies (0.45-0.6 of
  * them copying), and TypeScript's at 1.4-1.5.
  *
- * Blocks are freed when the garbage collector collects their typed array (a
- * FinalizationRegistry), so never while a view of them is alive. Collection runs between
- * tasks: a synchronous loop that allocates without end fills the heap, and then storage
- * falls back to a SharedArrayBuffer of its own, as before the heap (the kernels then copy).
- * The memory grows up to {@linkcode HOST_HEAP_MAX_BYTES} and never shrinks (WebAssembly
- * memories cannot); freed blocks are reused.
+ * A block is freed by `Tensor.dispose()` (also through `using` on an operator's result), or
+ * else when the garbage collector collects its typed array (a FinalizationRegistry). That
+ * last way runs between tasks only: a synchronous loop that allocates without disposing
+ * fills the heap, and then storage falls back to a SharedArrayBuffer of its own, as before
+ * the heap (the kernels then copy). The memory grows up to {@linkcode hostHeapMaxBytes}
+ * (256 MiB unless `ACLNN_NORM_HOST_HEAP_MB` says otherwise; 0 turns the heap off) and never
+ * shrinks (WebAssembly memories cannot); freed blocks are reused.
  *
  * @module
  */
 
-/** Bytes the heap may grow to (1 GiB); storage beyond that gets its own buffer. */
-export const HOST_HEAP_MAX_BYTES = 1 << 30;
+/** The environment variable that sets the heap's maximum size in MiB (0: no heap). */
+export const HOST_HEAP_ENV = "ACLNN_NORM_HOST_HEAP_MB";
+
+/** The heap's default maximum size: 256 MiB (storage beyond it gets its own buffer). */
+export const HOST_HEAP_DEFAULT_BYTES = 256 << 20;
+
+/** The largest maximum the environment may set (4 GiB less a page: 32-bit addresses). */
+const HOST_HEAP_LIMIT_BYTES = 2 ** 32 - 65536;
+
+let maxBytes: number | undefined;
+
+/**
+ * Bytes the heap may grow to: `ACLNN_NORM_HOST_HEAP_MB` when `--allow-env` grants it (read
+ * once; never prompts), else {@linkcode HOST_HEAP_DEFAULT_BYTES}.
+ */
+export function hostHeapMaxBytes(): number {
+  if (maxBytes !== undefined) return maxBytes;
+  maxBytes = HOST_HEAP_DEFAULT_BYTES;
+  try {
+    const state = Deno.permissions.querySync({ name: "env", variable: HOST_HEAP_ENV }).state;
+    const text = state === "granted" ? Deno.env.get(HOST_HEAP_ENV) : undefined;
+    if (text !== undefined && /^\s*\d+\s*$/.test(text)) {
+      maxBytes = Math.min(Number(text) * 2 ** 20, HOST_HEAP_LIMIT_BYTES);
+    }
+  } catch {
+    // Not Deno, or no permission API: the default applies.
+  }
+  return maxBytes;
+}
 
 /** Page size of WebAssembly memories. */
 const PAGE_BYTES = 65536;
@@ -59,6 +87,10 @@ interface HostHeap {
   /** Live blocks. */
   blocks: number;
   readonly registry: FinalizationRegistry<Block>;
+  /** The block of each owner (the typed array made over it). */
+  readonly owners: WeakMap<object, Block>;
+  /** Owners whose block `Tensor.dispose()` freed. */
+  readonly freed: WeakSet<object>;
   /** The live blocks (a block is freed once: by its owner's collection, or by tests). */
   readonly live: Set<Block>;
 }
@@ -74,6 +106,7 @@ let heap: HostHeap | null | undefined;
 /** The heap, created on first use; null where shared WebAssembly memories are unavailable. */
 function theHeap(): HostHeap | null {
   if (heap !== undefined) return heap;
+  if (hostHeapMaxBytes() <= HOST_HEAP_RESERVED_BYTES) return (heap = null);
   try {
     const memory = new WebAssembly.Memory({
       initial: 16,
@@ -90,6 +123,8 @@ function theHeap(): HostHeap | null {
       blocks: 0,
       registry: new FinalizationRegistry(release),
       live: new Set(),
+      owners: new WeakMap(),
+      freed: new WeakSet(),
     };
   } catch {
     heap = null;
@@ -123,7 +158,7 @@ function take(h: HostHeap, size: number): number {
     return at;
   }
   const end = h.top + size;
-  if (end > HOST_HEAP_MAX_BYTES) return -1;
+  if (end > hostHeapMaxBytes()) return -1;
   const have = h.memory.buffer.byteLength;
   if (end > have) {
     try {
@@ -189,7 +224,32 @@ export function heapAllocate(
   h.live.add(block);
   h.used += size;
   h.blocks++;
-  return { buffer, at, adopt: (owner) => h.registry.register(owner, block) };
+  const adopt = (owner: object) => {
+    h.owners.set(owner, block);
+    h.registry.register(owner, block, block);
+  };
+  return { buffer, at, adopt };
+}
+
+/**
+ * Frees the block `owner` (a typed array from {@linkcode heapAllocate}) owns, now; every
+ * view of it must no longer be used ({@linkcode heapFreed} then says so). False when
+ * `owner` owns no live block (not in the heap, or freed already).
+ */
+export function heapFree(owner: object): boolean {
+  const h = heap;
+  const block = h?.owners.get(owner);
+  if (!h || !block || !h.live.has(block)) return false;
+  h.registry.unregister(block);
+  h.owners.delete(owner);
+  h.freed.add(owner);
+  release(block);
+  return true;
+}
+
+/** Whether {@linkcode heapFree} freed `owner`'s block. */
+export function heapFreed(owner: object): boolean {
+  return heap?.freed.has(owner) ?? false;
 }
 
 /**
@@ -201,7 +261,7 @@ export function heapAddress(view: ArrayBufferView | undefined): number {
   return heap.buffers.has(view.buffer as SharedArrayBuffer) ? view.byteOffset : -1;
 }
 
-/** What the heap holds now (for `memory()`-style reports and tests). */
+/** What the host heap holds (see {@linkcode hostHeapUsage}). */
 export interface HostHeapUsage {
   /** Bytes of memory the heap has (it never shrinks). */
   readonly bytesReserved: number;
@@ -211,7 +271,21 @@ export interface HostHeapUsage {
   readonly blocks: number;
 }
 
-/** The heap's current usage (all zero before the heap is first used). */
+/**
+ * What the host heap holds now: the shared memory where large host tensors (64 KiB and up)
+ * live, so that the CPU backend's WebAssembly kernels work on them in place. All zero before
+ * the heap is first used. `bytesReserved` never shrinks; `dispose()` (or `using` on a
+ * result) gives a tensor's block back at once, the garbage collector otherwise.
+ *
+ * @example
+ * ```ts
+ * import { hostHeapUsage, Tensor } from "@aclnn/norm";
+ * const x = Tensor.zeros([64, 1024]); // 256 KiB: in the heap
+ * const before = hostHeapUsage().blocks;
+ * x.dispose(); // its block is free now
+ * console.log(hostHeapUsage().blocks === before - 1); // true
+ * ```
+ */
 export function hostHeapUsage(): HostHeapUsage {
   const h = heap;
   if (!h) return { bytesReserved: 0, bytesInUse: 0, blocks: 0 };

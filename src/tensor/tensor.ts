@@ -28,6 +28,7 @@ import {
   viewSpan,
 } from "./layout.ts";
 import { Random } from "./random.ts";
+import { heapFree, heapFreed } from "./host_heap.ts";
 
 /** Options of {@linkcode Tensor.random}. */
 export interface RandomOptions {
@@ -51,6 +52,14 @@ export interface ViewOptions {
   strides?: readonly number[];
   /** Offset of the first element, in elements; default 0. */
   offset?: number;
+}
+
+/** `data`, unless `dispose()` gave its memory back to the host heap (then throws). */
+export function liveHostData(data: HostData): HostData {
+  if (heapFreed(data)) {
+    throw new TypeError("Tensor: its host storage was disposed (dispose() freed its memory)");
+  }
+  return data;
 }
 
 function isHostData(storage: HostData | DeviceStorage): storage is HostData {
@@ -421,7 +430,7 @@ export class Tensor {
     }
     const source = isDenseLayout(this.shape, this.strides) ? this : this.contiguous();
     const span = viewSpan(source.shape, source.strides);
-    const host = source.storage as HostData;
+    const host = liveHostData(source.storage as HostData);
     const target = device as AcceleratorDevice;
     const storage = deviceStorage(target, span * elementBytes, (m) => {
       if (span === 0) return;
@@ -486,11 +495,14 @@ export class Tensor {
   }
 
   /**
-   * Frees the device memory of this tensor's storage now (every view of it becomes unusable).
-   * Does nothing for host tensors, whose memory the garbage collector owns.
+   * Frees the memory of this tensor's storage now (every view of it becomes unusable): device
+   * memory, or a large host tensor's block of the host heap (64 KiB and up; see
+   * `hostHeapUsage`). Does nothing for other host tensors, whose memory the garbage
+   * collector owns.
    */
   dispose(): void {
     if (!isHostData(this.storage)) this.storage.release();
+    else heapFree(this.storage);
   }
 
   /** Same as {@linkcode Tensor.dispose}, for `using` declarations. */
@@ -508,7 +520,7 @@ export class Tensor {
   }
 
   #hostView() {
-    return { ...this.#plainView(), data: this.storage as HostData };
+    return { ...this.#plainView(), data: liveHostData(this.storage as HostData) };
   }
 
   #resolveShape(shape: readonly number[], where: string): number[] {
