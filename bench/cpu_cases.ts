@@ -54,13 +54,18 @@ export function groupsFor(C: number): number {
   return C === 16 ? 4 : 32;
 }
 
-/** A tensor of `shape` (NCHW logical) stored channels-last when asked. */
+/**
+ * A tensor of `shape` (NCHW logical) stored channels-last when asked (the NCHW original is
+ * disposed, so its host heap block is free at once).
+ */
 function inLayout(t: Tensor, layout: BenchLayout): Tensor {
   if (layout === "contiguous" || t.rank < 3) return t;
   const r = t.rank;
   const toLast = [0, ...Array.from({ length: r - 2 }, (_, i) => i + 2), 1];
   const back = [0, r - 1, ...Array.from({ length: r - 2 }, (_, i) => i + 1)];
-  return t.permute(toLast).contiguous().permute(back);
+  const stored = t.permute(toLast).contiguous().permute(back);
+  t.dispose();
+  return stored;
 }
 
 /** A zero tensor of `shape` in `layout`. */
@@ -68,22 +73,55 @@ function zerosIn(shape: readonly number[], dtype: DType, layout: BenchLayout): T
   return inLayout(Tensor.zeros(shape, dtype), layout);
 }
 
+/** One benchmark case: its tensors are built; `run` calls the operator once. */
+export interface CpuCase {
+  /** Runs the operator once on the case's tensors. */
+  run(): void;
+  /**
+   * Frees the case's data tensors (their host heap blocks: cases are built one at a time,
+   * so that every case finds room in the heap, as a program that disposes would).
+   */
+  dispose(): void;
+}
+
 /**
- * A closure that runs `op` once on prepared tensors, or undefined when the op does not take
- * this case (the InfiniOp descriptor takes contiguous (N, C, L) tensors only).
+ * A case that runs `op` on prepared tensors, or undefined when the op does not take this
+ * case (the InfiniOp descriptor takes contiguous (N, C, L) tensors only).
  */
 export function cpuCase(
   op: CpuOp,
   dtype: DType,
   shape: readonly number[],
   layout: BenchLayout,
+): CpuCase | undefined {
+  const made: Tensor[] = [];
+  const run = caseRun(op, dtype, shape, layout, made);
+  if (!run) {
+    for (const t of made) t.dispose();
+    return undefined;
+  }
+  return { run, dispose: () => made.forEach((t) => t.dispose()) };
+}
+
+/** The operator call of a case; the data tensors it makes go into `made`. */
+function caseRun(
+  op: CpuOp,
+  dtype: DType,
+  shape: readonly number[],
+  layout: BenchLayout,
+  made: Tensor[],
 ): (() => void) | undefined {
   const [N, C] = shape;
   const HxW = shape.slice(2).reduce((a, b) => a * b, 1);
   const group = groupsFor(C);
-  const x = inLayout(Tensor.random(shape, { seed: 1, dtype, distribution: "normal" }), layout);
-  const dy = inLayout(Tensor.random(shape, { seed: 2, dtype, distribution: "normal" }), layout);
-  const data = () => zerosIn(shape, dtype, layout);
+  const track = (t: Tensor) => (made.push(t), t);
+  const x = track(
+    inLayout(Tensor.random(shape, { seed: 1, dtype, distribution: "normal" }), layout),
+  );
+  const dy = track(
+    inLayout(Tensor.random(shape, { seed: 2, dtype, distribution: "normal" }), layout),
+  );
+  const data = () => track(zerosIn(shape, dtype, layout));
   const perChannel = (seed: number, low = -1, high = 1, d: DType = "float32") =>
     Tensor.random([C], { seed, low, high, dtype: d });
   const mean = perChannel(3, -0.1, 0.1);

@@ -29,9 +29,9 @@ choice is recorded as ``stats_dtype``. ``--stats float32`` prefers float32 inste
 combination PyTorch rejects (e.g. float16 on CPU in older releases) is recorded with an
 ``error`` field instead of timings.
 
-Timing: 3 warm-up calls, then calls timed one by one with ``time.perf_counter_ns`` until at
-least ``--min-time`` seconds (0.3) *and* ``--min-runs`` (15) calls, capped at ``--max-runs``
-(200). Median and minimum are reported in milliseconds. ``torch.set_num_threads(--threads)``
+Timing: warm-up calls for at least 3 calls and 0.05 s, then calls timed one by one with
+``time.perf_counter_ns`` until at least ``--min-time`` seconds (0.3) *and* ``--min-runs`` (15)
+calls, capped at ``--max-runs`` (1000). Median and minimum are reported in milliseconds. ``torch.set_num_threads(--threads)``
 (default 2) is applied first, so compare against the Deno CPU backend at the same thread
 count.
 
@@ -67,6 +67,7 @@ EPS = 1e-5
 MOMENTUM = 0.1
 SEED = 1234
 WARMUP = 3
+WARMUP_S = 0.05
 
 
 def groups_for(c):
@@ -169,8 +170,13 @@ def dtype_name(dt):
 
 
 def time_call(fn, min_time_s, min_runs, max_runs):
-    for _ in range(WARMUP):
+    # Warm up for WARMUP calls and WARMUP_S seconds, as bench/cpu_compare.ts does for the
+    # Deno side (whose JIT needs more than 3 calls): both sides are timed in steady state.
+    start = time.perf_counter()
+    warmed = 0
+    while warmed < WARMUP or time.perf_counter() - start < WARMUP_S:
         fn()
+        warmed += 1
     samples = []
     total = 0
     budget = int(min_time_s * 1e9)
@@ -247,7 +253,7 @@ def main():
                         "float32; 'float32' = float32 if accepted, else data dtype")
     p.add_argument("--min-time", type=float, default=0.3, help="seconds of timed calls per case (0.3)")
     p.add_argument("--min-runs", type=int, default=15, help="minimum timed calls per case (15)")
-    p.add_argument("--max-runs", type=int, default=200, help="maximum timed calls per case (200)")
+    p.add_argument("--max-runs", type=int, default=1000, help="maximum timed calls per case (1000)")
     args = p.parse_args()
 
     ops = parse_list(args.ops, OPS, "op")

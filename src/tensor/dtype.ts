@@ -6,6 +6,7 @@
  */
 
 import { heapAllocate } from "./host_heap.ts";
+import { storageSlab } from "./slab.ts";
 /** Element type of a {@linkcode Tensor}. `int32` exists for counts (SyncBatchNorm). */
 export type DType = "float32" | "float16" | "bfloat16" | "int32";
 
@@ -77,13 +78,15 @@ export function allocateHostBuffer(bytes: number): ArrayBuffer | SharedArrayBuff
  * Allocates zero-filled host storage for `length` elements of `dtype`: from
  * {@linkcode SHARED_HOST_BYTES} bytes up in the host heap (host_heap.ts, where the CPU
  * backend's WebAssembly kernels work in place), or on a SharedArrayBuffer of its own when
- * the heap is full or unavailable; smaller storage on an ArrayBuffer.
+ * the heap is full or unavailable; smaller storage on an ArrayBuffer (up to 1 KiB, a view
+ * of a shared slab: see slab.ts).
  */
 export function allocateHostData(dtype: DType, length: number): HostData {
   const bytes = length * dtypeByteSize(dtype);
   const block = bytes >= SHARED_HOST_BYTES ? heapAllocate(bytes) : undefined;
-  const buffer = block?.buffer ?? allocateHostBuffer(bytes);
-  const at = block?.at ?? 0;
+  const range = block ? undefined : storageSlab.take(bytes);
+  const buffer = block?.buffer ?? range?.[0] ?? allocateHostBuffer(bytes);
+  const at = block?.at ?? range?.[1] ?? 0;
   let data: HostData;
   switch (dtype) {
     case "float32":

@@ -16,7 +16,7 @@ import type {
 } from "../../types.ts";
 import * as reference from "../reference/batch_norm_backward.ts";
 import { invstdOf } from "../reference/values.ts";
-import { channelValues, channelValuesOr, writeChannelValues } from "./channel_values.ts";
+import { channelValues, channelValuesOr, mapValues, writeChannelValues } from "./channel_values.ts";
 import { type Call, execute, float64, visible } from "./call.ts";
 import { batchNormItems } from "./kernels/layout_types.ts";
 import { type Stage, uniformStage, type WriteStage } from "./kernels/stage_types.ts";
@@ -40,7 +40,7 @@ export function batchNormReduceBackward(
   if (t.sumDyXmu) writeChannelValues(t.sumDyXmu, sumDyXmu);
   if (t.gradWeight) {
     const inv = channelValues(t.invstd);
-    writeChannelValues(t.gradWeight, sumDyXmu.map((v, c) => v * inv[c]));
+    writeChannelValues(t.gradWeight, mapValues(sumDyXmu, (v, c) => v * inv[c]));
   }
   if (t.gradBias) writeChannelValues(t.gradBias, sumDy);
 }
@@ -133,14 +133,14 @@ export function batchNormBackward(plan: BatchNormBackwardPlan, t: BatchNormBackw
       xAt: call.addresses[1],
       out: writeArray(gradInput),
       outAt: call.addresses[2],
-      constants: visible(call, weight.map((w, c) => w * invstd[c])),
+      constants: visible(call, mapValues(weight, (w, c) => w * invstd[c])),
     }));
   }
   execute(call, stages, between);
   if (wantWeight && t.gradWeight) {
     writeChannelValues(
       t.gradWeight,
-      sums!.second.map((v, c) => v * invstd[c]),
+      mapValues(sums!.second, (v, c) => v * invstd[c]),
     );
   }
   if (wantBias && t.gradBias) writeChannelValues(t.gradBias, sums!.first);

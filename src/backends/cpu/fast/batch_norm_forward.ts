@@ -19,7 +19,7 @@ import type {
 import type { Tensor } from "../../../tensor/tensor.ts";
 import * as reference from "../reference/batch_norm_forward.ts";
 import { invstdOf } from "../reference/values.ts";
-import { channelValues, channelValuesOr, writeChannelValues } from "./channel_values.ts";
+import { channelValues, channelValuesOr, mapValues, writeChannelValues } from "./channel_values.ts";
 import { type Call, execute, float64 } from "./call.ts";
 import { batchNormItems } from "./kernels/layout_types.ts";
 import { uniformStage, type WriteStage } from "./kernels/stage_types.ts";
@@ -36,8 +36,8 @@ interface ChannelStats {
 
 function channelStats(call: Call, partials: Float64Array, count: number, eps: number) {
   const { first, second } = mergeChannelMoments(call.layout, partials);
-  const mean = first.map((s) => s / count);
-  const variance = second.map((q) => q / count);
+  const mean = mapValues(first, (s) => s / count);
+  const variance = mapValues(second, (q) => q / count);
   const stats: ChannelStats = { mean, variance, invstd: invstdOf(variance, eps) };
   return stats;
 }
@@ -137,12 +137,18 @@ export function batchNorm(plan: BatchNormPlan, t: BatchNormTensors): void {
   const M = g.perChannel;
   if (t.runningMean) {
     const rm = channelValues(t.runningMean);
-    writeChannelValues(t.runningMean, rm.map((v, c) => (1 - momentum) * v + momentum * mean[c]));
+    writeChannelValues(
+      t.runningMean,
+      mapValues(rm, (v, c) => (1 - momentum) * v + momentum * mean[c]),
+    );
   }
   if (t.runningVar) {
     const rv = channelValues(t.runningVar);
-    const unbiased = variance.map((v) => v * M / (M - 1));
-    writeChannelValues(t.runningVar, rv.map((v, c) => (1 - momentum) * v + momentum * unbiased[c]));
+    const unbiased = mapValues(variance, (v) => v * M / (M - 1));
+    writeChannelValues(
+      t.runningVar,
+      mapValues(rv, (v, c) => (1 - momentum) * v + momentum * unbiased[c]),
+    );
   }
   writeChannelValues(t.saveMean, mean);
   writeChannelValues(t.saveInvstd, invstd);

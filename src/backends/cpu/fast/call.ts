@@ -13,6 +13,7 @@ import type { DataCode, Stage } from "./kernels/stage_types.ts";
 import { readyPool, runInline, runPooled, type WorkerPool } from "../pool/pool.ts";
 import { cpuThreads } from "../threads.ts";
 import { dataCode, isShared } from "./tensor_arrays.ts";
+import { temporaryFloat64 } from "../../../tensor/slab.ts";
 
 /**
  * Calls with fewer elements stay on the calling thread. Measured on 2 vCPUs (AMD EPYC,
@@ -58,7 +59,7 @@ export function prepareCall(chosen: ChosenLayout, data: readonly Tensor[], numel
 export function float64(call: Call, length: number): Float64Array {
   return call.pool
     ? new Float64Array(new SharedArrayBuffer(length * Float64Array.BYTES_PER_ELEMENT))
-    : new Float64Array(length);
+    : temporaryFloat64(length);
 }
 
 /** `values`, copied into shared memory when the call is pooled. */

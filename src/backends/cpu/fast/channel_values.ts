@@ -9,6 +9,7 @@
 
 import type { Tensor } from "../../../tensor/tensor.ts";
 import { hostData } from "./tensor_arrays.ts";
+import { temporaryFloat64 } from "../../../tensor/slab.ts";
 
 /** Whether `t` is a dense run of its elements from its offset (any rank). */
 function isRun(t: Tensor): boolean {
@@ -26,7 +27,7 @@ export function channelValues(t: Tensor): Float64Array {
   const data = hostData(t);
   if ((t.dtype === "float32" || t.dtype === "float16") && isRun(t)) {
     const n = t.numel;
-    const out = new Float64Array(n);
+    const out = temporaryFloat64(n);
     const source = data as Float32Array | Float16Array;
     for (let i = 0, p = t.offset; i < n; i++, p++) out[i] = source[p];
     return out;
@@ -34,9 +35,22 @@ export function channelValues(t: Tensor): Float64Array {
   return t.toFloat64Array();
 }
 
+/**
+ * `f` of each value (and its channel), as a new float64 temporary: what `values.map(f)`
+ * gives, without allocating a typed array of its own (see slab.ts).
+ */
+export function mapValues(
+  values: Float64Array,
+  f: (value: number, channel: number) => number,
+): Float64Array {
+  const out = temporaryFloat64(values.length);
+  for (let c = 0; c < values.length; c++) out[c] = f(values[c], c);
+  return out;
+}
+
 /** The elements of `t` as float64, or `length` copies of `fill` when it is absent. */
 export function channelValuesOr(t: Tensor | undefined, length: number, fill: number): Float64Array {
-  return t ? channelValues(t) : new Float64Array(length).fill(fill);
+  return t ? channelValues(t) : temporaryFloat64(length).fill(fill);
 }
 
 /** Writes `values` (logical order) into `t`, rounding each once to its dtype. */

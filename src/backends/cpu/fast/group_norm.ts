@@ -27,6 +27,7 @@ import {
 import { chooseLayout, flatGroupNormDims, groupNormDims } from "./layout.ts";
 import { mergeGroupPartials } from "./merge.ts";
 import { readArray, writeArray } from "./tensor_arrays.ts";
+import { temporaryFloat64 } from "../../../tensor/slab.ts";
 
 /**
  * A GroupNorm call over `inputs` and `output`, or undefined for the reference kernel: empty
@@ -78,8 +79,8 @@ export function groupNorm(plan: GroupNormPlan, t: GroupNormTensors): void {
     stats: float64(call, 2 * N * group),
   });
   execute(call, [stage]);
-  const mean = new Float64Array(N * group);
-  const rstd = new Float64Array(N * group);
+  const mean = temporaryFloat64(N * group);
+  const rstd = temporaryFloat64(N * group);
   for (let i = 0; i < N * group; i++) {
     mean[i] = stage.stats[2 * i];
     rstd[i] = stage.stats[2 * i + 1];

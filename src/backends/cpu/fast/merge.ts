@@ -9,6 +9,7 @@
 import type { Layout } from "./kernels/layout_types.ts";
 import { pixelsPerBlock, rowsPerItem, samplesPerItem } from "./kernels/layout_types.ts";
 import { mergeMoments } from "./kernels/moments.ts";
+import { temporaryFloat64 } from "../../../tensor/slab.ts";
 
 /** Two per-channel results. */
 export interface ChannelPair {
@@ -21,8 +22,8 @@ export interface ChannelPair {
 /** Per-channel totals of a sums stage's partials. */
 export function mergeChannelSums(layout: Layout, partials: Float64Array): ChannelPair {
   const C = layout.C;
-  const first = new Float64Array(C);
-  const second = new Float64Array(C);
+  const first = temporaryFloat64(C);
+  const second = temporaryFloat64(C);
   if (layout.kind === "pixels") {
     const blocks = Math.ceil((layout.N * layout.inner) / pixelsPerBlock(layout));
     for (let b = 0; b < blocks; b++) {
@@ -49,9 +50,9 @@ export function mergeChannelSums(layout: Layout, partials: Float64Array): Channe
  */
 export function mergeChannelMoments(layout: Layout, partials: Float64Array): ChannelPair {
   const C = layout.C;
-  const out = new Float64Array(2);
-  const first = new Float64Array(C);
-  const second = new Float64Array(C);
+  const out = temporaryFloat64(2);
+  const first = temporaryFloat64(C);
+  const second = temporaryFloat64(C);
   if (layout.kind === "pixels") {
     const per = pixelsPerBlock(layout);
     const pixels = layout.N * layout.inner;
@@ -87,8 +88,8 @@ export function mergeChannelMoments(layout: Layout, partials: Float64Array): Cha
 /** Per-channel totals of a GroupNorm backward stage's per-chunk partials. */
 export function mergeGroupPartials(layout: Layout, partials: Float64Array): ChannelPair {
   const C = layout.C;
-  const first = new Float64Array(C);
-  const second = new Float64Array(C);
+  const first = temporaryFloat64(C);
+  const second = temporaryFloat64(C);
   const chunks = Math.ceil(layout.N / samplesPerItem(layout));
   for (let k = 0; k < chunks; k++) {
     for (let c = 0; c < C; c++) {

@@ -18,7 +18,7 @@
  */
 
 import type { ThreadScratch } from "./codecs.ts";
-import { channelScratch } from "./codecs.ts";
+import { channelScratch, scratchFloat64 } from "./codecs.ts";
 import type { Layout } from "./layout_types.ts";
 import { pixelsPerBlock, rowsPerItem, samplesPerItem, SEGMENT_ELEMENTS } from "./layout_types.ts";
 import { mergeMoments } from "./moments.ts";
@@ -121,8 +121,8 @@ export function sumPixels(
   scratch: ThreadScratch,
 ): void {
   const C = s.layout.C;
-  const sums = new Float64Array(C);
-  const dots = new Float64Array(C);
+  const sums = scratchFloat64(scratch, C);
+  const dots = scratchFloat64(scratch, C);
   const p = [sums, dots, s.mean];
   for (let b = from; b < to; b++) {
     const [q0, q1] = pixelBlock(s.layout, b);
@@ -150,7 +150,7 @@ export function pixelMoments(
 ): void {
   const C = s.layout.C;
   const sub = Math.max(1, Math.floor(SEGMENT_ELEMENTS / C));
-  const part = [new Float64Array(C), new Float64Array(C)];
+  const part = [scratchFloat64(scratch, C), scratchFloat64(scratch, C)];
   let done = 0;
   for (let q = q0; q < q1; q += sub) {
     const qe = Math.min(q1, q + sub);
@@ -263,10 +263,10 @@ export function groupNormPixels(
   const D = C / group;
   const count = D * I;
   const samples = samplesPerItem(layout);
-  const moments = new Float64Array(2 * C);
-  const groups = new Float64Array(2 * group);
-  const mean = new Float64Array(C);
-  const scale = new Float64Array(C);
+  const moments = scratchFloat64(scratch, 2 * C);
+  const groups = scratchFloat64(scratch, 2 * group);
+  const mean = scratchFloat64(scratch, C);
+  const scale = scratchFloat64(scratch, C);
   const p = [mean, scale, beta];
   for (let item = from; item < to; item++) {
     const nEnd = Math.min(layout.N, (item + 1) * samples);
@@ -364,12 +364,12 @@ export function groupNormBackwardPixels(
   const D = C / group;
   const count = D * I;
   const samples = samplesPerItem(layout);
-  const sumDy = new Float64Array(C);
-  const sumDot = new Float64Array(C);
-  const mean = new Float64Array(C);
-  const rstd = new Float64Array(C);
-  const a = new Float64Array(C);
-  const b = new Float64Array(C);
+  const sumDy = scratchFloat64(scratch, C);
+  const sumDot = scratchFloat64(scratch, C);
+  const mean = scratchFloat64(scratch, C);
+  const rstd = scratchFloat64(scratch, C);
+  const a = scratchFloat64(scratch, C);
+  const b = scratchFloat64(scratch, C);
   const acc = [sumDy, sumDot, mean];
   const p = [mean, rstd, gamma, a, b];
   for (let item = from; item < to; item++) {
@@ -415,8 +415,8 @@ export function noopKernel(): void {}
 export function primeDrivers(scratch: ThreadScratch): void {
   const layout: Layout = { kind: "rows", N: 1, C: 1, inner: 1, innerShape: [] };
   const at = { base: 0, strideN: 0, strideC: 0, strideI: 0, innerStrides: [] };
-  const one = () => new Float64Array(1);
-  const eight = () => new Float64Array(8);
+  const one = () => scratchFloat64(scratch, 1);
+  const eight = () => scratchFloat64(scratch, 8);
   const base = { layout, dtype: 0 as const, dyAt: at, xAt: at, outAt: at };
   const noop = noopKernel as RowKernel & PixelKernel;
   const sums = uniformStage<SumsStage>({
