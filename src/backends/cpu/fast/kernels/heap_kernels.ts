@@ -28,7 +28,7 @@ import { mergeMoments } from "./moments.ts";
 import type { PixelStage, RowStage } from "./stage_types.ts";
 import { FLOAT32 } from "./stage_types.ts";
 import type { WasmExports } from "./wasm_kernels.ts";
-import { instantiateOn, paddedChannels } from "./wasm_kernels.ts";
+import { instantiateOn, packConstants, paddedChannels } from "./wasm_kernels.ts";
 
 /** Bytes of each thread's region of the heap: the result pair, then per-channel arrays. */
 export const HEAP_REGION_BYTES = 65536;
@@ -293,7 +293,7 @@ export function writePixelsHeap(
   kernel: number,
 ): void {
   const C = s.layout.C;
-  channelArraysToRegion(h, p, count, C);
+  packConstants(h.region, HEAP_CHANNELS_OFFSET >> 3, p, count, C);
   const dy = s.dy ? heapPixel(s, s.dyHeap, s.dyAt, q0) : 0;
   const x = s.x ? heapPixel(s, s.xHeap, s.xAt, q0) : 0;
   const out = heapPixel(s, s.outHeap, s.outAt, q0);

@@ -466,6 +466,24 @@ export function channelArraysIn(
   for (let j = 0; j < count; j++) w.f64.set(p[j].subarray(0, C), base + j * cs);
 }
 
+/**
+ * Writes the `count` per-channel constants `p[k]` (C entries each) packed as the pixel
+ * writes read them (see kernels.wat): for channels 4v..4v+3, constant k's four values at
+ * f64[base + 4 (count v + k) + lane], so one vector's constants are one run.
+ */
+export function packConstants(
+  f64: Float64Array,
+  base: number,
+  p: readonly Float64Array[],
+  count: number,
+  C: number,
+): void {
+  for (let k = 0; k < count; k++) {
+    const values = p[k];
+    for (let c = 0; c < C; c++) f64[base + 4 * (count * (c >> 2) + k) + (c & 3)] = values[c];
+  }
+}
+
 /** Per channel over pixels [q0, q1): p[0] += sum(dy), p[1] += sum(dy * (x - p[2])). */
 export function sumsPixelsWasm(
   s: PixelStage,
@@ -535,7 +553,7 @@ export function writePixelsWasm(
   const view = wasmView(w, dt);
   const out = wasmOutput(w, s.out!);
   const per = pixelsPerWasmBlock(w, C);
-  channelArraysIn(w, p, count, C);
+  packConstants(w.f64, w.cst >> 3, p, count, C);
   const e = w.exports;
   for (let q = q0; q < q1; q += per) {
     const P = Math.min(per, q1 - q);
