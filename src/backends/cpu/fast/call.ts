@@ -22,8 +22,11 @@ import { temporaryFloat64 } from "../../../tensor/slab.ts";
  * through its event loop); batchNormBackward took 0.22 ms alone vs 0.55 ms pooled at 64K
  * elements, 0.37 vs 0.36 ms at 128K, 0.71 vs 0.60 ms at 256K and 1.43 vs 0.89 ms at 512K;
  * batchNormReduceBackward broke even at 128K-256K. So the pool starts at 256K elements.
- * (Measured with fixed shares per thread; since threads claim items (pool/sync.ts) a late
- * worker no longer holds a call up, so the threshold could go lower: not re-measured yet.)
+ * Re-measured with claimed items (pool/sync.ts) and the kernels in place (float32
+ * [n, 32, 32, 32] contiguous, threshold lowered for the test, 1 vs 2 threads, medians): at
+ * 64K batchNormBackward 92-137 vs 106-171 us and batchNormReduceBackward 60 vs 97 us (alone
+ * wins), at 128K even (166-170 vs 157-161, 105 vs 118), at 256K 324-333 vs 267-276 and
+ * 194-198 vs 117-152 (the pool wins): the threshold stays.
  */
 export const MIN_PARALLEL_ELEMENTS = 1 << 18;
 
