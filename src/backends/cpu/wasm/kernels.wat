@@ -132,26 +132,27 @@
     (local.set $a
       (v128.and (local.get $w) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))
     (if (v128.any_true
-          (v128.or
-            (i32x4.gt_s (local.get $a)
-              (v128.const i32x4 0x7f7fffff 0x7f7fffff 0x7f7fffff 0x7f7fffff))
-            (if (result v128) (i32.eq (local.get $dt) (i32.const 2))
-              (then
+          (if (result v128) (i32.eq (local.get $dt) (i32.const 2))
+            (then
+              (v128.or
+                (i32x4.gt_s (local.get $a)
+                  (v128.const i32x4 0x7f7fffff 0x7f7fffff 0x7f7fffff 0x7f7fffff))
                 (i32x4.eq
                   (v128.and (local.get $w) (v128.const i32x4 0xffff 0xffff 0xffff 0xffff))
-                  (v128.const i32x4 0x8000 0x8000 0x8000 0x8000)))
-              (else
-                (v128.or
-                  (i32x4.eq
-                    (v128.and (local.get $w) (v128.const i32x4 0x1fff 0x1fff 0x1fff 0x1fff))
-                    (v128.const i32x4 0x1000 0x1000 0x1000 0x1000))
-                  (v128.or
-                    (v128.and
-                      (i32x4.gt_s (local.get $a) (v128.const i64x2 0 0))
-                      (i32x4.lt_s (local.get $a)
-                        (v128.const i32x4 0x38800000 0x38800000 0x38800000 0x38800000)))
-                    (i32x4.ge_s (local.get $a)
-                      (v128.const i32x4 0x477ff000 0x477ff000 0x477ff000 0x477ff000))))))))
+                  (v128.const i32x4 0x8000 0x8000 0x8000 0x8000))))
+            (else
+              ;; float16: a tie, or a non-zero |w| outside [2^-14, 65520) (subnormal, overflow,
+              ;; Inf, NaN), found with one unsigned compare of a - 2^-14's bits.
+              (v128.or
+                (i32x4.eq
+                  (v128.and (local.get $w) (v128.const i32x4 0x1fff 0x1fff 0x1fff 0x1fff))
+                  (v128.const i32x4 0x1000 0x1000 0x1000 0x1000))
+                (v128.and
+                  (i32x4.gt_u
+                    (i32x4.sub (local.get $a)
+                      (v128.const i32x4 0x38800000 0x38800000 0x38800000 0x38800000))
+                    (v128.const i32x4 0x0ef7efff 0x0ef7efff 0x0ef7efff 0x0ef7efff))
+                  (i32x4.ne (local.get $a) (v128.const i64x2 0 0)))))))
       (then
         (local.set $w (call $odd4 (local.get $lo) (local.get $hi)))
         (call $st4exact (local.get $p) (local.get $dt) (local.get $w)
@@ -177,8 +178,9 @@
             (v128.and
               (i32x4.shr_u (local.get $w) (i32.const 16))
               (v128.const i32x4 0x8000 0x8000 0x8000 0x8000))
-            (v128.and
-              (i32x4.shr_u
+            ;; Rebias and round; a zero lane's sum is negative and clamps to 0.
+            (i32x4.shr_u
+              (i32x4.max_s
                 (i32x4.add
                   (i32x4.add
                     (local.get $a)
@@ -186,8 +188,8 @@
                   (v128.and
                     (i32x4.shr_u (local.get $a) (i32.const 13))
                     (v128.const i32x4 1 1 1 1)))
-                (i32.const 13))
-              (v128.not (i32x4.eq (local.get $a) (v128.const i64x2 0 0))))))))
+                (v128.const i64x2 0 0))
+              (i32.const 13))))))
     (v128.store64_lane 0 (local.get $p) (i16x8.narrow_i32x4_u (local.get $r) (local.get $r))))
 
   ;; Stores four results given as float32 bits w (|w| = a) rounded once more to dt (1 or 2),
