@@ -14,6 +14,7 @@ import { HCCL_E_PARA, HcclError } from "../ffi/errors.ts";
 import { HcclCommunicator, hcclRootInfo } from "../ffi/hccl.ts";
 import { AscendDevice } from "../ffi/runtime.ts";
 import type { Tensor } from "../tensor/tensor.ts";
+import { grantedEnv } from "../tensor/env.ts";
 import { rendezvous } from "./rendezvous.ts";
 
 /** The port PyTorch's launchers use when MASTER_PORT is unset. */
@@ -59,20 +60,9 @@ export interface HcclProcessGroup {
   [Symbol.dispose](): void;
 }
 
-function fromEnv(name: string): string | undefined {
-  try {
-    if (Deno.permissions.querySync({ name: "env", variable: name }).state !== "granted") {
-      return undefined;
-    }
-    return Deno.env.get(name);
-  } catch {
-    return undefined;
-  }
-}
-
 function integer(name: string, value: number | undefined, env: string): number {
   if (value !== undefined) return value;
-  const text = fromEnv(env);
+  const text = grantedEnv(env);
   if (text === undefined) {
     throw new HcclError(
       HCCL_E_PARA,
@@ -129,7 +119,7 @@ export async function createHcclProcessGroup(
   if (!(rank >= 0 && rank < worldSize)) {
     throw new HcclError(HCCL_E_PARA, `${OP}: rank ${rank} must be in 0..${worldSize - 1}`);
   }
-  const masterAddr = options.masterAddr ?? fromEnv("MASTER_ADDR") ?? "127.0.0.1";
+  const masterAddr = options.masterAddr ?? grantedEnv("MASTER_ADDR") ?? "127.0.0.1";
   const masterPort = options.masterPort ?? masterPortFromEnv();
   if (!Number.isInteger(masterPort) || masterPort < 1 || masterPort > 65535) {
     throw new HcclError(HCCL_E_PARA, `${OP}: masterPort ${masterPort} must be in 1..65535`);
@@ -164,7 +154,7 @@ export async function createHcclProcessGroup(
 
 /** `$MASTER_PORT` when set, else PyTorch's customary 29500. */
 function masterPortFromEnv(): number {
-  const text = fromEnv("MASTER_PORT");
+  const text = grantedEnv("MASTER_PORT");
   if (text === undefined) return DEFAULT_PORT;
   const parsed = Number(text);
   if (!Number.isInteger(parsed)) {

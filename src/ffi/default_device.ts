@@ -6,6 +6,7 @@
  */
 
 import { AclError } from "./errors.ts";
+import { grantedEnv } from "../tensor/env.ts";
 import { type AscendDevice, openAscend, type OpenAscendOptions } from "./runtime.ts";
 
 /** Environment variable that forces a backend: `cpu`, `npu` or `auto` (the default). */
@@ -44,16 +45,9 @@ function checkChoice(value: unknown, where: string): BackendChoice {
 }
 
 function readBackendEnv(): BackendChoice | undefined {
-  let value: string | undefined;
-  try {
-    // Only when granted: without --allow-env the documented default applies, and the CPU
-    // path must never prompt for a permission.
-    const state = Deno.permissions.querySync({ name: "env", variable: BACKEND_ENV }).state;
-    if (state !== "granted") return undefined;
-    value = Deno.env.get(BACKEND_ENV);
-  } catch {
-    return undefined;
-  }
+  // Only when granted: without --allow-env the documented default applies, and the CPU
+  // path must never prompt for a permission.
+  const value = grantedEnv(BACKEND_ENV);
   if (value === undefined || value === "") return undefined;
   return checkChoice(value, `$${BACKEND_ENV}`);
 }

@@ -17,6 +17,8 @@
  * @module
  */
 
+import { grantedEnv } from "./env.ts";
+
 /** The environment variable that sets the heap's maximum size in MiB (0: no heap). */
 export const HOST_HEAP_ENV = "ACLNN_NORM_HOST_HEAP_MB";
 
@@ -34,16 +36,10 @@ let maxBytes: number | undefined;
  */
 export function hostHeapMaxBytes(): number {
   if (maxBytes !== undefined) return maxBytes;
-  maxBytes = HOST_HEAP_DEFAULT_BYTES;
-  try {
-    const state = Deno.permissions.querySync({ name: "env", variable: HOST_HEAP_ENV }).state;
-    const text = state === "granted" ? Deno.env.get(HOST_HEAP_ENV) : undefined;
-    if (text !== undefined && /^\s*\d+\s*$/.test(text)) {
-      maxBytes = Math.min(Number(text) * 2 ** 20, HOST_HEAP_LIMIT_BYTES);
-    }
-  } catch {
-    // Not Deno, or no permission API: the default applies.
-  }
+  const text = grantedEnv(HOST_HEAP_ENV);
+  maxBytes = text !== undefined && /^\s*\d+\s*$/.test(text)
+    ? Math.min(Number(text) * 2 ** 20, HOST_HEAP_LIMIT_BYTES)
+    : HOST_HEAP_DEFAULT_BYTES;
   return maxBytes;
 }
 
@@ -84,14 +80,12 @@ interface HostHeap {
   clean: number;
   /** Bytes in live blocks. */
   used: number;
-  /** Live blocks. */
-  blocks: number;
   readonly registry: FinalizationRegistry<Block>;
   /** The block of each owner (the typed array made over it). */
   readonly owners: WeakMap<object, Block>;
   /** Owners whose block `Tensor.dispose()` freed. */
   readonly freed: WeakSet<object>;
-  /** The live blocks (a block is freed once: by its owner's collection, or by tests). */
+  /** The live blocks (a block is freed once: by `dispose()`, its owner's collection, or tests). */
   readonly live: Set<Block>;
 }
 
@@ -120,7 +114,6 @@ function theHeap(): HostHeap | null {
       top: HOST_HEAP_RESERVED_BYTES,
       clean: HOST_HEAP_RESERVED_BYTES,
       used: 0,
-      blocks: 0,
       registry: new FinalizationRegistry(release),
       live: new Set(),
       owners: new WeakMap(),
@@ -178,7 +171,6 @@ function release(block: Block): void {
   if (!h || !h.live.delete(block)) return;
   const { at, bytes: size } = block;
   h.used -= size;
-  h.blocks--;
   const free = h.free;
   let i = 0;
   while (i < free.length && free[i].at < at) i++;
@@ -223,7 +215,6 @@ export function heapAllocate(
   const block: Block = { at, bytes: size };
   h.live.add(block);
   h.used += size;
-  h.blocks++;
   const adopt = (owner: object) => {
     h.owners.set(owner, block);
     h.registry.register(owner, block, block);
@@ -289,7 +280,7 @@ export interface HostHeapUsage {
 export function hostHeapUsage(): HostHeapUsage {
   const h = heap;
   if (!h) return { bytesReserved: 0, bytesInUse: 0, blocks: 0 };
-  return { bytesReserved: h.memory.buffer.byteLength, bytesInUse: h.used, blocks: h.blocks };
+  return { bytesReserved: h.memory.buffer.byteLength, bytesInUse: h.used, blocks: h.live.size };
 }
 
 /** Tests: frees the block at byte `at` now, as the registry does once its owner is collected. */

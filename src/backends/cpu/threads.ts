@@ -7,6 +7,7 @@
  */
 
 import { startPool } from "./pool/pool.ts";
+import { grantedEnv } from "../../tensor/env.ts";
 
 /** The environment variable that sets the default thread count. */
 export const THREADS_ENV = "ACLNN_NORM_THREADS";
@@ -21,14 +22,8 @@ function parseThreads(text: string | undefined): number | null {
 }
 
 function envThreads(): number | null {
-  if (fromEnv !== undefined) return fromEnv;
-  fromEnv = null;
-  try {
-    const state = Deno.permissions.querySync({ name: "env", variable: THREADS_ENV }).state;
-    if (state === "granted") fromEnv = parseThreads(Deno.env.get(THREADS_ENV));
-  } catch {
-    // Not Deno, or no permission API: the default applies.
-  }
+  // Read once (null, "not set", is cached too: cpuThreads runs on every call).
+  if (fromEnv === undefined) fromEnv = parseThreads(grantedEnv(THREADS_ENV));
   return fromEnv;
 }
 

@@ -28,7 +28,15 @@ import { mergeMoments } from "./moments.ts";
 import type { PixelStage, RowStage } from "./stage_types.ts";
 import { FLOAT32 } from "./stage_types.ts";
 import type { WasmExports } from "./wasm_kernels.ts";
-import { instantiateOn, packConstants, paddedChannels } from "./wasm_kernels.ts";
+import {
+  callPixelWrite,
+  callRowWrite,
+  channelArraysTo,
+  channelPairFrom,
+  instantiateOn,
+  packConstants,
+  paddedChannels,
+} from "./wasm_kernels.ts";
 
 /** Bytes of each thread's region of the heap: the result pair, then per-channel arrays. */
 export const HEAP_REGION_BYTES = 65536;
@@ -155,12 +163,7 @@ export function writeRowHeap(
   const dy = s.dy ? heapRow(s.dyHeap, s.dyAt, n, c, dt) : 0;
   const x = s.x ? heapRow(s.xHeap, s.xAt, n, c, dt) : 0;
   const out = heapRow(s.outHeap, s.outAt, n, c, dt);
-  const length = s.layout.inner;
-  const e = h.exports;
-  if (kernel === 0) e.row_normalize(x, out, length, dt, k[0], k[1], k[2]);
-  else if (kernel === 1) e.row_bngrad(dy, x, out, length, dt, k[0], k[1], k[2], k[3]);
-  else if (kernel === 2) e.row_scale(dy, out, length, dt, k[0]);
-  else e.row_gngrad(dy, x, out, length, dt, k[0], k[1], k[2], k[3], k[4]);
+  callRowWrite(h.exports, kernel, dy, x, out, s.layout.inner, dt, k);
 }
 
 /** out = (x - k[0]) * k[1] + k[2] over row (n, c). */
@@ -215,26 +218,6 @@ export function heapPixel(s: PixelStage, heap: number, at: TensorAddress, q: num
   return heap + (at.base + q * s.layout.C) * elementBytes(s.dtype);
 }
 
-/** Copies `count` per-channel arrays `p[j]` (C entries) into this thread's region. */
-export function channelArraysToRegion(
-  h: HeapKernels,
-  p: readonly Float64Array[],
-  count: number,
-  C: number,
-): void {
-  const cs = paddedChannels(C);
-  const base = HEAP_CHANNELS_OFFSET >> 3;
-  for (let j = 0; j < count; j++) h.region.set(p[j].subarray(0, C), base + j * cs);
-}
-
-/** Copies the region's first two per-channel arrays out to p[0], p[1]. */
-export function channelPairFromRegion(h: HeapKernels, p: readonly Float64Array[], C: number) {
-  const cs = paddedChannels(C);
-  const base = HEAP_CHANNELS_OFFSET >> 3;
-  p[0].set(h.region.subarray(base, base + C));
-  p[1].set(h.region.subarray(base + cs, base + cs + C));
-}
-
 /** Per channel over pixels [q0, q1): p[0] += sum(dy), p[1] += sum(dy * (x - p[2])). */
 export function sumsPixelsHeap(
   s: PixelStage,
@@ -245,7 +228,7 @@ export function sumsPixelsHeap(
 ): void {
   const h = scratch.heapKernels!;
   const C = s.layout.C;
-  channelArraysToRegion(h, p, 3, C);
+  channelArraysTo(h.region, HEAP_CHANNELS_OFFSET >> 3, p, 3, C);
   h.exports.pix_sums(
     heapPixel(s, s.dyHeap, s.dyAt, q0),
     heapPixel(s, s.xHeap, s.xAt, q0),
@@ -255,7 +238,7 @@ export function sumsPixelsHeap(
     s.dtype,
     h.at + HEAP_CHANNELS_OFFSET,
   );
-  channelPairFromRegion(h, p, C);
+  channelPairFrom(h.region, HEAP_CHANNELS_OFFSET >> 3, p, C);
 }
 
 /** Two-pass statistics per channel over pixels [q0, q1): p[0] = sum(x), p[1] = m2. */
@@ -276,7 +259,7 @@ export function statsPixelsHeap(
     s.dtype,
     h.at + HEAP_CHANNELS_OFFSET,
   );
-  channelPairFromRegion(h, p, C);
+  channelPairFrom(h.region, HEAP_CHANNELS_OFFSET >> 3, p, C);
 }
 
 /**
@@ -297,15 +280,7 @@ export function writePixelsHeap(
   const dy = s.dy ? heapPixel(s, s.dyHeap, s.dyAt, q0) : 0;
   const x = s.x ? heapPixel(s, s.xHeap, s.xAt, q0) : 0;
   const out = heapPixel(s, s.outHeap, s.outAt, q0);
-  const P = q1 - q0;
-  const cs = paddedChannels(C);
-  const dt = s.dtype;
-  const cst = h.at + HEAP_CHANNELS_OFFSET;
-  const e = h.exports;
-  if (kernel === 0) e.pix_normalize(x, out, P, C, cs, dt, cst);
-  else if (kernel === 1) e.pix_bngrad(dy, x, out, P, C, cs, dt, cst);
-  else if (kernel === 2) e.pix_scale(dy, out, P, C, cs, dt, cst);
-  else e.pix_gngrad(dy, x, out, P, C, cs, dt, cst);
+  callPixelWrite(h.exports, kernel, dy, x, out, q1 - q0, C, s.dtype, h.at + HEAP_CHANNELS_OFFSET);
 }
 
 /** Channels-last out = (x - mean[c]) * scale[c] + shift[c] (p = [mean, scale, shift]). */

@@ -295,6 +295,57 @@ export function statsRowWasm(
   }
 }
 
+/**
+ * Calls row write `kernel` (0 normalize, 1 BatchNorm gradient, 2 scale, 3 GroupNorm
+ * gradient) on n elements at byte addresses dy, x, out (those it does not read are
+ * ignored), with row constants k: the one dispatch of the copying and the in-place drivers.
+ */
+export function callRowWrite(
+  e: WasmExports,
+  kernel: number,
+  dy: number,
+  x: number,
+  out: number,
+  n: number,
+  dt: number,
+  k: Float64Array,
+): void {
+  if (kernel === 0) e.row_normalize(x, out, n, dt, k[0], k[1], k[2]);
+  else if (kernel === 1) e.row_bngrad(dy, x, out, n, dt, k[0], k[1], k[2], k[3]);
+  else if (kernel === 2) e.row_scale(dy, out, n, dt, k[0]);
+  else e.row_gngrad(dy, x, out, n, dt, k[0], k[1], k[2], k[3], k[4]);
+}
+
+/**
+ * A row write over row (n, c) through blocks: dy and/or x copied in (`reads` 0 dy, 1 x,
+ * 2 both), {@linkcode callRowWrite}, the output block copied back.
+ */
+export function writeRowWasm(
+  s: RowStage,
+  n: number,
+  c: number,
+  k: Float64Array,
+  w: WasmState,
+  reads: number,
+  kernel: number,
+): void {
+  const dt = s.dtype;
+  const view = wasmView(w, dt);
+  const out = wasmOutput(w, s.out!);
+  const d0 = reads !== 1 ? rowStart(s.dyAt, n, c) : 0;
+  const x0 = reads !== 0 ? rowStart(s.xAt, n, c) : 0;
+  const o0 = rowStart(s.outAt, n, c);
+  const length = s.layout.inner;
+  const outIndex = wasmIndex(w.outAt, dt);
+  for (let start = 0; start < length; start += WASM_BLOCK_ELEMENTS) {
+    const count = Math.min(WASM_BLOCK_ELEMENTS, length - start);
+    if (reads !== 1) copyRun(view, wasmIndex(w.dyAt, dt), s.dy!, d0 + start, count);
+    if (reads !== 0) copyRun(view, wasmIndex(w.xAt, dt), s.x!, x0 + start, count);
+    callRowWrite(w.exports, kernel, w.dyAt, w.xAt, w.outAt, count, dt, k);
+    copyRun(out, o0 + start, view, outIndex, count);
+  }
+}
+
 /** out = (x - k[0]) * k[1] + k[2] over row (n, c). */
 export function normalizeRowWasm(
   s: RowStage,
@@ -303,20 +354,7 @@ export function normalizeRowWasm(
   k: Float64Array,
   scratch: ThreadScratch,
 ): void {
-  const w = scratch.wasm!;
-  const dt = s.dtype;
-  const view = wasmView(w, dt);
-  const out = wasmOutput(w, s.out!);
-  const x0 = rowStart(s.xAt, n, c);
-  const o0 = rowStart(s.outAt, n, c);
-  const length = s.layout.inner;
-  const outIndex = wasmIndex(w.outAt, dt);
-  for (let start = 0; start < length; start += WASM_BLOCK_ELEMENTS) {
-    const count = Math.min(WASM_BLOCK_ELEMENTS, length - start);
-    copyRun(view, wasmIndex(w.xAt, dt), s.x!, x0 + start, count);
-    w.exports.row_normalize(w.xAt, w.outAt, count, dt, k[0], k[1], k[2]);
-    copyRun(out, o0 + start, view, outIndex, count);
-  }
+  writeRowWasm(s, n, c, k, scratch.wasm!, 1, 0);
 }
 
 /** out = k[1] * (dy - k[2] - (x - k[0]) * k[3]) over row (n, c). */
@@ -327,22 +365,7 @@ export function batchNormGradRowWasm(
   k: Float64Array,
   scratch: ThreadScratch,
 ): void {
-  const w = scratch.wasm!;
-  const dt = s.dtype;
-  const view = wasmView(w, dt);
-  const out = wasmOutput(w, s.out!);
-  const d0 = rowStart(s.dyAt, n, c);
-  const x0 = rowStart(s.xAt, n, c);
-  const o0 = rowStart(s.outAt, n, c);
-  const length = s.layout.inner;
-  const outIndex = wasmIndex(w.outAt, dt);
-  for (let start = 0; start < length; start += WASM_BLOCK_ELEMENTS) {
-    const count = Math.min(WASM_BLOCK_ELEMENTS, length - start);
-    copyRun(view, wasmIndex(w.dyAt, dt), s.dy!, d0 + start, count);
-    copyRun(view, wasmIndex(w.xAt, dt), s.x!, x0 + start, count);
-    w.exports.row_bngrad(w.dyAt, w.xAt, w.outAt, count, dt, k[0], k[1], k[2], k[3]);
-    copyRun(out, o0 + start, view, outIndex, count);
-  }
+  writeRowWasm(s, n, c, k, scratch.wasm!, 2, 1);
 }
 
 /** out = dy * k[0] over row (n, c). */
@@ -353,20 +376,7 @@ export function scaleRowWasm(
   k: Float64Array,
   scratch: ThreadScratch,
 ): void {
-  const w = scratch.wasm!;
-  const dt = s.dtype;
-  const view = wasmView(w, dt);
-  const out = wasmOutput(w, s.out!);
-  const d0 = rowStart(s.dyAt, n, c);
-  const o0 = rowStart(s.outAt, n, c);
-  const length = s.layout.inner;
-  const outIndex = wasmIndex(w.outAt, dt);
-  for (let start = 0; start < length; start += WASM_BLOCK_ELEMENTS) {
-    const count = Math.min(WASM_BLOCK_ELEMENTS, length - start);
-    copyRun(view, wasmIndex(w.dyAt, dt), s.dy!, d0 + start, count);
-    w.exports.row_scale(w.dyAt, w.outAt, count, dt, k[0]);
-    copyRun(out, o0 + start, view, outIndex, count);
-  }
+  writeRowWasm(s, n, c, k, scratch.wasm!, 0, 2);
 }
 
 /** out = k[1] * (dy * k[2] - k[3] - (x - k[0]) * k[1] * k[4]) over row (n, c). */
@@ -377,22 +387,7 @@ export function groupNormGradRowWasm(
   k: Float64Array,
   scratch: ThreadScratch,
 ): void {
-  const w = scratch.wasm!;
-  const dt = s.dtype;
-  const view = wasmView(w, dt);
-  const out = wasmOutput(w, s.out!);
-  const d0 = rowStart(s.dyAt, n, c);
-  const x0 = rowStart(s.xAt, n, c);
-  const o0 = rowStart(s.outAt, n, c);
-  const length = s.layout.inner;
-  const outIndex = wasmIndex(w.outAt, dt);
-  for (let start = 0; start < length; start += WASM_BLOCK_ELEMENTS) {
-    const count = Math.min(WASM_BLOCK_ELEMENTS, length - start);
-    copyRun(view, wasmIndex(w.dyAt, dt), s.dy!, d0 + start, count);
-    copyRun(view, wasmIndex(w.xAt, dt), s.x!, x0 + start, count);
-    w.exports.row_gngrad(w.dyAt, w.xAt, w.outAt, count, dt, k[0], k[1], k[2], k[3], k[4]);
-    copyRun(out, o0 + start, view, outIndex, count);
-  }
+  writeRowWasm(s, n, c, k, scratch.wasm!, 2, 3);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -454,16 +449,31 @@ export function copyPixels(
   }
 }
 
-/** Copies `count` per-channel arrays `p[j]` (C entries) to the instance's arrays. */
-export function channelArraysIn(
-  w: WasmState,
+/**
+ * Copies `count` per-channel arrays `p[j]` (C entries) to f64[base + j cs] (cs = C padded
+ * to 4), where the pixel reductions keep their accumulators and means.
+ */
+export function channelArraysTo(
+  f64: Float64Array,
+  base: number,
   p: readonly Float64Array[],
   count: number,
   C: number,
-) {
+): void {
   const cs = paddedChannels(C);
-  const base = w.cst >> 3;
-  for (let j = 0; j < count; j++) w.f64.set(p[j].subarray(0, C), base + j * cs);
+  for (let j = 0; j < count; j++) f64.set(p[j].subarray(0, C), base + j * cs);
+}
+
+/** Copies the first two per-channel arrays at f64[base + j cs] back to p[0], p[1]. */
+export function channelPairFrom(
+  f64: Float64Array,
+  base: number,
+  p: readonly Float64Array[],
+  C: number,
+): void {
+  const cs = paddedChannels(C);
+  p[0].set(f64.subarray(base, base + C));
+  p[1].set(f64.subarray(base + cs, base + cs + C));
 }
 
 /**
@@ -499,16 +509,14 @@ export function sumsPixelsWasm(
   const dt = s.dtype;
   const view = wasmView(w, dt);
   const per = pixelsPerWasmBlock(w, C);
-  channelArraysIn(w, p, 3, C);
+  channelArraysTo(w.f64, w.cst >> 3, p, 3, C);
   for (let q = q0; q < q1; q += per) {
     const count = Math.min(per, q1 - q);
     copyPixels(s.layout, s.dyAt, s.dy!, view, wasmIndex(w.dyAt, dt), q, count, true);
     copyPixels(s.layout, s.xAt, s.x!, view, wasmIndex(w.xAt, dt), q, count, true);
     w.exports.pix_sums(w.dyAt, w.xAt, count, C, cs, dt, w.cst);
   }
-  const base = w.cst >> 3;
-  p[0].set(w.f64.subarray(base, base + C));
-  p[1].set(w.f64.subarray(base + cs, base + cs + C));
+  channelPairFrom(w.f64, w.cst >> 3, p, C);
 }
 
 /**
@@ -530,12 +538,36 @@ export function statsPixelsWasm(
   const view = wasmView(w, dt);
   copyPixels(s.layout, s.xAt, s.x!, view, wasmIndex(w.xAt, dt), q0, q1 - q0, true);
   w.exports.pix_stats(w.xAt, q1 - q0, C, cs, dt, w.cst);
-  const base = w.cst >> 3;
-  p[0].set(w.f64.subarray(base, base + C));
-  p[1].set(w.f64.subarray(base + cs, base + cs + C));
+  channelPairFrom(w.f64, w.cst >> 3, p, C);
 }
 
-/** A per-channel pixel write: constants p[0..count) in, blocks through `run`. */
+/**
+ * Calls pixel write `kernel` (numbered as in {@linkcode callRowWrite}) on P pixels of C
+ * channels at byte addresses dy, x, out, with the packed constants at cst: the one
+ * dispatch of the copying and the in-place drivers.
+ */
+export function callPixelWrite(
+  e: WasmExports,
+  kernel: number,
+  dy: number,
+  x: number,
+  out: number,
+  P: number,
+  C: number,
+  dt: number,
+  cst: number,
+): void {
+  const cs = paddedChannels(C);
+  if (kernel === 0) e.pix_normalize(x, out, P, C, cs, dt, cst);
+  else if (kernel === 1) e.pix_bngrad(dy, x, out, P, C, cs, dt, cst);
+  else if (kernel === 2) e.pix_scale(dy, out, P, C, cs, dt, cst);
+  else e.pix_gngrad(dy, x, out, P, C, cs, dt, cst);
+}
+
+/**
+ * A per-channel pixel write over pixels [q0, q1): constants p[0..count) packed in, then
+ * blocks through {@linkcode callPixelWrite} (`reads` 0 dy, 1 x, 2 both).
+ */
 export function writePixelsWasm(
   s: PixelStage,
   q0: number,
@@ -547,22 +579,17 @@ export function writePixelsWasm(
   kernel: number,
 ): void {
   const C = s.layout.C;
-  const cs = paddedChannels(C);
   reservePixels(w, C);
   const dt = s.dtype;
   const view = wasmView(w, dt);
   const out = wasmOutput(w, s.out!);
   const per = pixelsPerWasmBlock(w, C);
   packConstants(w.f64, w.cst >> 3, p, count, C);
-  const e = w.exports;
   for (let q = q0; q < q1; q += per) {
     const P = Math.min(per, q1 - q);
     if (reads !== 1) copyPixels(s.layout, s.dyAt, s.dy!, view, wasmIndex(w.dyAt, dt), q, P, true);
     if (reads !== 0) copyPixels(s.layout, s.xAt, s.x!, view, wasmIndex(w.xAt, dt), q, P, true);
-    if (kernel === 0) e.pix_normalize(w.xAt, w.outAt, P, C, cs, dt, w.cst);
-    else if (kernel === 1) e.pix_bngrad(w.dyAt, w.xAt, w.outAt, P, C, cs, dt, w.cst);
-    else if (kernel === 2) e.pix_scale(w.dyAt, w.outAt, P, C, cs, dt, w.cst);
-    else e.pix_gngrad(w.dyAt, w.xAt, w.outAt, P, C, cs, dt, w.cst);
+    callPixelWrite(w.exports, kernel, w.dyAt, w.xAt, w.outAt, P, C, dt, w.cst);
     copyPixels(s.layout, s.outAt, out, view, wasmIndex(w.outAt, dt), q, P, false);
   }
 }
