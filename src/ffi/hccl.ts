@@ -296,6 +296,45 @@ export class HcclCommunicator {
   }
 
   /**
+   * Launches one collective on `tensor` into a new tensor of `shape` on this device: `launch`
+   * gets the send and receive pointers, the element count of `tensor` and its HCCL data
+   * type. A failed launch frees the result; a queued one keeps both buffers alive until the
+   * stream is synchronised.
+   */
+  #collective(
+    what: string,
+    tensor: Tensor,
+    shape: readonly number[],
+    launch: (
+      send: Deno.PointerValue,
+      recv: Deno.PointerValue,
+      count: bigint,
+      dataType: number,
+    ) => number,
+  ): Tensor {
+    const send = this.#address(what, "tensor", tensor);
+    const result = new Tensor(
+      this.device.allocate(numel(shape) * dtypeByteSize(tensor.dtype)),
+      tensor.dtype,
+      shape,
+    );
+    const recv = this.#address(what, "result", result);
+    try {
+      unwrapHccl(
+        launch(send.pointer, recv.pointer, BigInt(tensor.numel), DATA_TYPES[tensor.dtype]),
+        what,
+        this.#hccl,
+        this.#state,
+      );
+    } catch (e) {
+      result.dispose();
+      throw e;
+    }
+    this.#state.noteLaunch([send.buffer, recv.buffer]);
+    return result;
+  }
+
+  /**
    * The element-wise reduction (default sum) of `tensor` over every rank, as a new tensor of
    * the same shape on this device (HcclAllReduce). Every rank must call it with the same shape
    * and dtype, in the same order as its other collectives.
@@ -310,34 +349,21 @@ export class HcclCommunicator {
         `${what}: op ${String(op)} must be one of ${Object.keys(REDUCE_OPS).join(", ")}`,
       );
     }
-    const send = this.#address(what, "tensor", tensor);
-    const result = new Tensor(
-      this.device.allocate(numel(tensor.shape) * dtypeByteSize(tensor.dtype)),
-      tensor.dtype,
+    return this.#collective(
+      what,
+      tensor,
       tensor.shape,
-    );
-    const recv = this.#address(what, "result", result);
-    try {
-      unwrapHccl(
+      (send, recv, count, dataType) =>
         this.#hccl.symbols.HcclAllReduce(
-          send.pointer,
-          recv.pointer,
-          BigInt(tensor.numel),
-          DATA_TYPES[tensor.dtype],
+          send,
+          recv,
+          count,
+          dataType,
           reduceOp,
           this.#comm,
           this.#state.stream,
         ),
-        what,
-        this.#hccl,
-        this.#state,
-      );
-    } catch (e) {
-      result.dispose();
-      throw e;
-    }
-    this.#state.noteLaunch([send.buffer, recv.buffer]);
-    return result;
+    );
   }
 
   /**
@@ -348,33 +374,20 @@ export class HcclCommunicator {
   allGather(tensor: Tensor): Tensor {
     const what = "HcclAllGather";
     this.#ready(what);
-    const send = this.#address(what, "tensor", tensor);
-    const result = new Tensor(
-      this.device.allocate(this.worldSize * numel(tensor.shape) * dtypeByteSize(tensor.dtype)),
-      tensor.dtype,
+    return this.#collective(
+      what,
+      tensor,
       [this.worldSize, ...tensor.shape],
-    );
-    const recv = this.#address(what, "result", result);
-    try {
-      unwrapHccl(
+      (send, recv, count, dataType) =>
         this.#hccl.symbols.HcclAllGather(
-          send.pointer,
-          recv.pointer,
-          BigInt(tensor.numel),
-          DATA_TYPES[tensor.dtype],
+          send,
+          recv,
+          count,
+          dataType,
           this.#comm,
           this.#state.stream,
         ),
-        what,
-        this.#hccl,
-        this.#state,
-      );
-    } catch (e) {
-      result.dispose();
-      throw e;
-    }
-    this.#state.noteLaunch([send.buffer, recv.buffer]);
-    return result;
+    );
   }
 
   /**
