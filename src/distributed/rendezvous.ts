@@ -73,13 +73,19 @@ function fromBase64(text: string): Uint8Array {
   return out;
 }
 
-/** Reads newline-delimited JSON messages from a connection. */
+/**
+ * Reads newline-delimited JSON messages from a connection, with `conn.read` (not its
+ * `readable` stream: on Deno 2.8.3 a stream reader left a read pending on a closed
+ * connection, which kept rank 0's process alive after a successful rendezvous).
+ */
 class Lines {
-  readonly #reader: ReadableStreamDefaultReader<string>;
+  readonly #conn: Deno.Conn;
+  readonly #decoder = new TextDecoder();
+  readonly #bytes = new Uint8Array(4096);
   #buffer = "";
 
   constructor(conn: Deno.Conn) {
-    this.#reader = conn.readable.pipeThrough(new TextDecoderStream()).getReader();
+    this.#conn = conn;
   }
 
   /** The next message, or null when the peer closed the connection. */
@@ -95,14 +101,10 @@ class Lines {
           throw new HcclError(HCCL_E_TCP_TRANSFER, `rendezvous: unreadable message ${line}`);
         }
       }
-      const { value, done } = await this.#reader.read();
-      if (done) return null;
-      this.#buffer += value;
+      const n = await this.#conn.read(this.#bytes);
+      if (n === null) return null;
+      this.#buffer += this.#decoder.decode(this.#bytes.subarray(0, n), { stream: true });
     }
-  }
-
-  cancel(): void {
-    this.#reader.cancel().catch(() => {});
   }
 }
 
@@ -322,7 +324,6 @@ async function join(o: RendezvousOptions): Promise<Uint8Array> {
       { cause: e },
     );
   } finally {
-    lines.cancel();
     closeQuietly(conn);
   }
 }
