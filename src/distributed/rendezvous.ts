@@ -74,9 +74,10 @@ function fromBase64(text: string): Uint8Array {
 }
 
 /**
- * Reads newline-delimited JSON messages from a connection, with `conn.read` (not its
- * `readable` stream: on Deno 2.8.3 a stream reader left a read pending on a closed
- * connection, which kept rank 0's process alive after a successful rendezvous).
+ * Reads newline-delimited JSON messages from a connection, with `conn.read`. (Through its
+ * `readable` stream and a TextDecoderStream, rank 0's process stayed alive after a
+ * successful rendezvous on Deno 2.8.3; a minimal stream read on a closed connection did not
+ * reproduce that, so the exact cause in 2.8.3 is not known.)
  */
 class Lines {
   readonly #conn: Deno.Conn;
