@@ -37,8 +37,11 @@ export interface ThreadScratch {
   slabAt: number;
   /** Float64 blocks of the strided fallback, or undefined until it first runs. */
   blocks: Float64Array[] | undefined;
-  /** Float32 block of the bfloat16 stores (see {@linkcode bf16Block}), allocated on first use. */
-  bf16Block: Float32Array | undefined;
+  /**
+   * Float32 block of the bfloat16 stores and its bits (see {@linkcode bf16Block}), allocated
+   * on first use.
+   */
+  bf16Block: [Float32Array, Int32Array] | undefined;
   /** The kernel tables, built (and the drivers primed) by the first stage this thread runs. */
   tables: KernelTables | undefined;
   /** The bytes of the WebAssembly kernels (kernels.wat), or undefined to use none. */
@@ -102,8 +105,12 @@ export function createThreadScratch(wasmBytes?: Uint8Array): ThreadScratch {
  * bits back through a one-element alias inside the computing loop.
  */
 export function bf16Block(scratch: ThreadScratch): [Float32Array, Int32Array] {
-  scratch.bf16Block ??= new Float32Array(4096);
-  return [scratch.bf16Block, new Int32Array(scratch.bf16Block.buffer)];
+  if (!scratch.bf16Block) {
+    const block = new Float32Array(4096);
+    // Both views made once: a new view per call cost more than a short row's stores.
+    scratch.bf16Block = [block, new Int32Array(block.buffer)];
+  }
+  return scratch.bf16Block;
 }
 
 /** Per-channel float64 scratch of at least `length` elements (contents undefined). */
