@@ -18,6 +18,7 @@ import * as reference from "../reference/batch_norm_backward.ts";
 import { invstdOf } from "../reference/values.ts";
 import { channelValues, channelValuesOr, mapValues, writeChannelValues } from "./channel_values.ts";
 import { type Call, execute, float64, visible } from "./call.ts";
+import { batchNormGradAffine } from "./kernels/formulas.ts";
 import { batchNormItems } from "./kernels/layout_types.ts";
 import { type Stage, uniformStage, type WriteStage } from "./kernels/stage_types.ts";
 import { type ChannelPair, mergeChannelSums } from "./merge.ts";
@@ -47,12 +48,12 @@ export function batchNormReduceBackward(
 
 /**
  * The gradInput stage: gi = w * invstd * (dy - sumDy / M - (x - mean) * invstd^2 *
- * sumDyXmu / M), with the per-channel constants (mean, scale, meanDy, k) packed by
+ * sumDyXmu / M), as the gradient's per-channel constants (a, b, c) packed by
  * {@linkcode fillGradConstants}.
  */
 function gradStage(call: Call, dy: Tensor, x: Tensor, gradInput: Tensor): WriteStage {
   return uniformStage<WriteStage>({
-    op: "batchNormGrad",
+    op: "gradient",
     layout: call.layout,
     dtype: call.dtype,
     items: batchNormItems(call.layout),
@@ -62,11 +63,11 @@ function gradStage(call: Call, dy: Tensor, x: Tensor, gradInput: Tensor): WriteS
     xAt: call.addresses[1],
     out: writeArray(gradInput),
     outAt: call.addresses[2],
-    constants: float64(call, 4 * call.layout.C),
+    constants: float64(call, 3 * call.layout.C),
   });
 }
 
-/** The reference's per-channel constants of the training-mode gradient, with M = total. */
+/** The training-mode gradient's per-channel constants (see formulas.ts), with M = total. */
 function fillGradConstants(
   stage: WriteStage,
   mean: Float64Array,
@@ -76,13 +77,12 @@ function fillGradConstants(
   total: number,
 ): void {
   const C = mean.length;
-  const k = stage.constants;
   for (let c = 0; c < C; c++) {
     const is = invstd[c];
-    k[c] = mean[c];
-    k[C + c] = weight[c] * is;
-    k[2 * C + c] = sums.first[c] / total;
-    k[3 * C + c] = is * is * sums.second[c] / total;
+    const scale = weight[c] * is;
+    const meanDy = sums.first[c] / total;
+    const k = is * is * sums.second[c] / total;
+    batchNormGradAffine(mean[c], scale, meanDy, k, stage.constants, c, C);
   }
 }
 

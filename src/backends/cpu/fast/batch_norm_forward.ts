@@ -21,6 +21,7 @@ import * as reference from "../reference/batch_norm_forward.ts";
 import { invstdOf } from "../reference/values.ts";
 import { channelValues, channelValuesOr, mapValues, writeChannelValues } from "./channel_values.ts";
 import { type Call, execute, float64 } from "./call.ts";
+import { normalizeAffine } from "./kernels/formulas.ts";
 import { batchNormItems } from "./kernels/layout_types.ts";
 import { uniformStage, type WriteStage } from "./kernels/stage_types.ts";
 import { mergeChannelMoments } from "./merge.ts";
@@ -69,11 +70,11 @@ function normalizeStage(call: Call, x: Tensor, output: Tensor): WriteStage {
     dyAt: call.addresses[0],
     out: writeArray(output),
     outAt: call.addresses[1],
-    constants: float64(call, 3 * call.layout.C),
+    constants: float64(call, 2 * call.layout.C),
   });
 }
 
-/** Packs the normalizing constants (mean, invstd * weight, bias) as the reference has them. */
+/** Packs the normalizing constants: scale = invstd * weight, and its shift (formulas.ts). */
 function fillNormalize(
   stage: WriteStage,
   mean: Float64Array,
@@ -84,9 +85,8 @@ function fillNormalize(
   const C = mean.length;
   const k = stage.constants;
   for (let c = 0; c < C; c++) {
-    k[c] = mean[c];
-    k[C + c] = invstd[c] * weight[c];
-    k[2 * C + c] = bias[c];
+    k[c] = invstd[c] * weight[c];
+    k[C + c] = normalizeAffine(mean[c], k[c], bias[c]);
   }
 }
 

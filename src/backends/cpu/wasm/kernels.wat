@@ -474,13 +474,42 @@
     (f64.store (local.get $res) (local.get $sum))
     (f64.store offset=8 (local.get $res) (local.get $e)))
 
-  ;; out = (x - k0) * k1 + k2.
+  ;; out = x * k0 + k1 (see formulas.ts for the folded constants).
   (func (export "row_normalize")
     (param $x i32) (param $out i32) (param $n i32) (param $dt i32)
-    (param $k0 f64) (param $k1 f64) (param $k2 f64)
+    (param $k0 f64) (param $k1 f64)
     (local $es i32)
     (local $j i32)
     (local $v v128)
+    (local $a v128) (local $b v128)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (local.set $a (f64x2.splat (local.get $k0)))
+    (local.set $b (f64x2.splat (local.get $k1)))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_s (local.get $j) (local.get $n)))
+        (local.set $v (call $ld4 (local.get $x) (local.get $dt)))
+        (call $st4 (local.get $out) (local.get $dt)
+          (call $normK (call $lo (local.get $v)) (local.get $a) (local.get $b))
+          (call $normK (call $hi2 (local.get $v) (local.get $x) (local.get $dt))
+            (local.get $a) (local.get $b)))
+        (local.set $x (i32.add (local.get $x) (local.get $es)))
+        (local.set $out (i32.add (local.get $out) (local.get $es)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $next))))
+
+  ;; out = dy * k0 + (x * k1 + k2) (see formulas.ts for the folded constants).
+  (func $grad (param $d v128) (param $x v128) (param $k0 v128) (param $k1 v128)
+    (param $k2 v128) (result v128)
+    (f64x2.add (f64x2.mul (local.get $d) (local.get $k0))
+      (f64x2.add (f64x2.mul (local.get $x) (local.get $k1)) (local.get $k2))))
+
+  (func (export "row_gradient")
+    (param $dy i32) (param $x i32) (param $out i32) (param $n i32) (param $dt i32)
+    (param $k0 f64) (param $k1 f64) (param $k2 f64)
+    (local $es i32)
+    (local $j i32)
+    (local $v v128) (local $w v128)
     (local $a v128) (local $b v128) (local $c v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $a (f64x2.splat (local.get $k0)))
@@ -489,52 +518,14 @@
     (block $done
       (loop $next
         (br_if $done (i32.ge_s (local.get $j) (local.get $n)))
-        (local.set $v (call $ld4 (local.get $x) (local.get $dt)))
-        (call $st4 (local.get $out) (local.get $dt)
-          (f64x2.add
-            (f64x2.mul (f64x2.sub (call $lo (local.get $v)) (local.get $a)) (local.get $b))
-            (local.get $c))
-          (f64x2.add
-            (f64x2.mul
-              (f64x2.sub (call $hi2 (local.get $v) (local.get $x) (local.get $dt))
-                (local.get $a)) (local.get $b))
-            (local.get $c)))
-        (local.set $x (i32.add (local.get $x) (local.get $es)))
-        (local.set $out (i32.add (local.get $out) (local.get $es)))
-        (local.set $j (i32.add (local.get $j) (i32.const 4)))
-        (br $next))))
-
-  ;; out = k1 * (dy - k2 - (x - k0) * k3).
-  (func $bngrad (param $d v128) (param $x v128) (param $k0 v128) (param $k1 v128)
-    (param $k2 v128) (param $k3 v128) (result v128)
-    (f64x2.mul (local.get $k1)
-      (f64x2.sub
-        (f64x2.sub (local.get $d) (local.get $k2))
-        (f64x2.mul (f64x2.sub (local.get $x) (local.get $k0)) (local.get $k3)))))
-
-  (func (export "row_bngrad")
-    (param $dy i32) (param $x i32) (param $out i32) (param $n i32) (param $dt i32)
-    (param $k0 f64) (param $k1 f64) (param $k2 f64) (param $k3 f64)
-    (local $es i32)
-    (local $j i32)
-    (local $v v128) (local $w v128)
-    (local $a v128) (local $b v128) (local $c v128) (local $e v128)
-    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
-    (local.set $a (f64x2.splat (local.get $k0)))
-    (local.set $b (f64x2.splat (local.get $k1)))
-    (local.set $c (f64x2.splat (local.get $k2)))
-    (local.set $e (f64x2.splat (local.get $k3)))
-    (block $done
-      (loop $next
-        (br_if $done (i32.ge_s (local.get $j) (local.get $n)))
         (local.set $v (call $ld4 (local.get $dy) (local.get $dt)))
         (local.set $w (call $ld4 (local.get $x) (local.get $dt)))
         (call $st4 (local.get $out) (local.get $dt)
-          (call $bngrad (call $lo (local.get $v)) (call $lo (local.get $w))
-            (local.get $a) (local.get $b) (local.get $c) (local.get $e))
-          (call $bngrad (call $hi2 (local.get $v) (local.get $dy) (local.get $dt))
+          (call $grad (call $lo (local.get $v)) (call $lo (local.get $w))
+            (local.get $a) (local.get $b) (local.get $c))
+          (call $grad (call $hi2 (local.get $v) (local.get $dy) (local.get $dt))
             (call $hi2 (local.get $w) (local.get $x) (local.get $dt))
-            (local.get $a) (local.get $b) (local.get $c) (local.get $e)))
+            (local.get $a) (local.get $b) (local.get $c)))
         (local.set $dy (i32.add (local.get $dy) (local.get $es)))
         (local.set $x (i32.add (local.get $x) (local.get $es)))
         (local.set $out (i32.add (local.get $out) (local.get $es)))
@@ -558,46 +549,6 @@
           (f64x2.mul (call $lo (local.get $v)) (local.get $a))
           (f64x2.mul (call $hi2 (local.get $v) (local.get $dy) (local.get $dt)) (local.get $a)))
         (local.set $dy (i32.add (local.get $dy) (local.get $es)))
-        (local.set $out (i32.add (local.get $out) (local.get $es)))
-        (local.set $j (i32.add (local.get $j) (i32.const 4)))
-        (br $next))))
-
-  ;; out = k1 * (dy * k2 - k3 - (x - k0) * k1 * k4).
-  (func $gngrad (param $d v128) (param $x v128) (param $k0 v128) (param $k1 v128)
-    (param $k2 v128) (param $k3 v128) (param $k4 v128) (result v128)
-    (f64x2.mul (local.get $k1)
-      (f64x2.sub
-        (f64x2.sub (f64x2.mul (local.get $d) (local.get $k2)) (local.get $k3))
-        (f64x2.mul
-          (f64x2.mul (f64x2.sub (local.get $x) (local.get $k0)) (local.get $k1))
-          (local.get $k4)))))
-
-  (func (export "row_gngrad")
-    (param $dy i32) (param $x i32) (param $out i32) (param $n i32) (param $dt i32)
-    (param $k0 f64) (param $k1 f64) (param $k2 f64) (param $k3 f64) (param $k4 f64)
-    (local $es i32)
-    (local $j i32)
-    (local $v v128) (local $w v128)
-    (local $a v128) (local $b v128) (local $c v128) (local $e v128) (local $f v128)
-    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
-    (local.set $a (f64x2.splat (local.get $k0)))
-    (local.set $b (f64x2.splat (local.get $k1)))
-    (local.set $c (f64x2.splat (local.get $k2)))
-    (local.set $e (f64x2.splat (local.get $k3)))
-    (local.set $f (f64x2.splat (local.get $k4)))
-    (block $done
-      (loop $next
-        (br_if $done (i32.ge_s (local.get $j) (local.get $n)))
-        (local.set $v (call $ld4 (local.get $dy) (local.get $dt)))
-        (local.set $w (call $ld4 (local.get $x) (local.get $dt)))
-        (call $st4 (local.get $out) (local.get $dt)
-          (call $gngrad (call $lo (local.get $v)) (call $lo (local.get $w))
-            (local.get $a) (local.get $b) (local.get $c) (local.get $e) (local.get $f))
-          (call $gngrad (call $hi2 (local.get $v) (local.get $dy) (local.get $dt))
-            (call $hi2 (local.get $w) (local.get $x) (local.get $dt))
-            (local.get $a) (local.get $b) (local.get $c) (local.get $e) (local.get $f)))
-        (local.set $dy (i32.add (local.get $dy) (local.get $es)))
-        (local.set $x (i32.add (local.get $x) (local.get $es)))
         (local.set $out (i32.add (local.get $out) (local.get $es)))
         (local.set $j (i32.add (local.get $j) (i32.const 4)))
         (br $next))))
@@ -859,15 +810,15 @@
   ;; four float64 lanes are at cst + 32 (count v + k), so one vector's constants are one run
   ;; read at fixed offsets (measured: separate arrays, each read at cst + k cs 8 + 8 c, made
   ;; these kernels 1.7-2x slower than the row kernels).
-;;
-;; When C is a multiple of 4 (no vector runs into the next pixel), the writes take pixels
-;; two at a time: each vector's constants are loaded once for both, and the two pixels'
-;; chains are independent. Every element is still read before it is written (the same
-;; vector of the same pixel), so out may be x or dy. Measured (scratch, float32, one thread,
-;; [8,64,32,32] channels-last): pix_gngrad 1.05 -> 0.85 ns per element; float16 and
-;; bfloat16 5-7% faster.
+  ;;
+  ;; When C is a multiple of 4 (no vector runs into the next pixel), the writes take pixels
+  ;; two at a time: each vector's constants are loaded once for both, and the two pixels'
+  ;; chains are independent. Every element is still read before it is written (the same
+  ;; vector of the same pixel), so out may be x or dy. Measured (scratch, float32, one
+  ;; thread, [8,64,32,32] channels-last): the GroupNorm gradient (before the writes were
+  ;; folded to affine forms) 1.05 -> 0.85 ns per element; float16 and bfloat16 5-7% faster.
 
-  ;; out = (x - mean[c]) * scale[c] + shift[c] (cst: mean, scale, shift, packed).
+  ;; out = x * scale[c] + shift[c] (cst: scale, shift, packed; see formulas.ts).
   (func (export "pix_normalize")
     (param $x i32) (param $out i32) (param $P i32) (param $C i32) (param $cs i32) (param $dt i32)
     (param $cst i32)
@@ -875,12 +826,12 @@
     (local $p i32) (local $pend i32) (local $a i32) (local $aend i32)
     (local $px i32) (local $po i32)
     (local $v v128) (local $v1 v128) (local $r0 v128) (local $r1 v128)
-    (local $k0 v128) (local $k1 v128) (local $k2 v128)
+    (local $k0 v128) (local $k1 v128)
     (local.set $sh (call $shift (local.get $dt)))
     (local.set $rb (i32.shl (local.get $C) (local.get $sh)))
     (local.set $es (i32.shl (i32.const 4) (local.get $sh)))
     (local.set $cb (i32.shl (local.get $cs) (i32.const 3)))
-    (local.set $aend (i32.add (local.get $cst) (i32.mul (local.get $cb) (i32.const 3))))
+    (local.set $aend (i32.add (local.get $cst) (i32.shl (local.get $cb) (i32.const 1))))
     (local.set $pend (call $pairEnd (local.get $P) (local.get $C)))
     (block $done
       (loop $pair
@@ -895,26 +846,22 @@
             (local.set $v1 (call $ld4 (i32.add (local.get $px) (local.get $rb)) (local.get $dt)))
             (local.set $k0 (v128.load (local.get $a)))
             (local.set $k1 (v128.load offset=32 (local.get $a)))
-            (local.set $k2 (v128.load offset=64 (local.get $a)))
             (local.set $r0
-              (call $normK (call $lo (local.get $v)) (local.get $k0) (local.get $k1)
-                (local.get $k2)))
+              (call $normK (call $lo (local.get $v)) (local.get $k0) (local.get $k1)))
             (local.set $r1
-              (call $normK (call $lo (local.get $v1)) (local.get $k0) (local.get $k1)
-                (local.get $k2)))
+              (call $normK (call $lo (local.get $v1)) (local.get $k0) (local.get $k1)))
             (local.set $k0 (v128.load offset=16 (local.get $a)))
             (local.set $k1 (v128.load offset=48 (local.get $a)))
-            (local.set $k2 (v128.load offset=80 (local.get $a)))
             (call $st4 (local.get $po) (local.get $dt) (local.get $r0)
               (call $normK (call $hi2 (local.get $v) (local.get $px) (local.get $dt))
-                (local.get $k0) (local.get $k1) (local.get $k2)))
+                (local.get $k0) (local.get $k1)))
             (call $st4 (i32.add (local.get $po) (local.get $rb)) (local.get $dt) (local.get $r1)
               (call $normK
                 (call $hi2 (local.get $v1) (i32.add (local.get $px) (local.get $rb))
-                  (local.get $dt)) (local.get $k0) (local.get $k1) (local.get $k2)))
+                  (local.get $dt)) (local.get $k0) (local.get $k1)))
             (local.set $px (i32.add (local.get $px) (local.get $es)))
             (local.set $po (i32.add (local.get $po) (local.get $es)))
-            (local.set $a (i32.add (local.get $a) (i32.const 96)))
+            (local.set $a (i32.add (local.get $a) (i32.const 64)))
             (br $channels)))
         (local.set $p (i32.add (local.get $p) (i32.const 2)))
         (br $pair)))
@@ -934,7 +881,7 @@
                 (i32.add (local.get $a) (i32.const 16))))
             (local.set $px (i32.add (local.get $px) (local.get $es)))
             (local.set $po (i32.add (local.get $po) (local.get $es)))
-            (local.set $a (i32.add (local.get $a) (i32.const 96)))
+            (local.set $a (i32.add (local.get $a) (i32.const 64)))
             (br $channels)))
         (local.set $p (i32.add (local.get $p) (i32.const 1)))
         (br $pixel))))
@@ -942,13 +889,11 @@
   (func $norm (param $x v128) (param $a i32) (result v128)
     (call $normK (local.get $x)
       (v128.load (local.get $a))
-      (v128.load offset=32 (local.get $a))
-      (v128.load offset=64 (local.get $a))))
+      (v128.load offset=32 (local.get $a))))
 
-  ;; (x - k0) * k1 + k2.
-  (func $normK (param $x v128) (param $k0 v128) (param $k1 v128) (param $k2 v128) (result v128)
-    (f64x2.add (f64x2.mul (f64x2.sub (local.get $x) (local.get $k0)) (local.get $k1))
-      (local.get $k2)))
+  ;; x * k0 + k1.
+  (func $normK (param $x v128) (param $k0 v128) (param $k1 v128) (result v128)
+    (f64x2.add (f64x2.mul (local.get $x) (local.get $k0)) (local.get $k1)))
 
   ;; The end of the pixels taken two at a time: P rounded down to even when C is a multiple
   ;; of 4, else 0 (a pixel's last vector would run into the next one).
@@ -956,9 +901,8 @@
     (select (i32.and (local.get $P) (i32.const -2)) (i32.const 0)
       (i32.eqz (i32.and (local.get $C) (i32.const 3)))))
 
-  ;; out = scale[c] * (dy - meanDy[c] - (x - mean[c]) * k[c]) (cst: mean, scale, meanDy, k,
-  ;; packed).
-  (func (export "pix_bngrad")
+  ;; out = dy * a[c] + (x * b[c] + c[c]) (cst: a, b, c, packed; see formulas.ts).
+  (func (export "pix_gradient")
     (param $dy i32) (param $x i32) (param $out i32) (param $P i32) (param $C i32) (param $cs i32)
     (param $dt i32) (param $cst i32)
     (local $sh i32) (local $rb i32) (local $es i32) (local $cb i32)
@@ -966,12 +910,12 @@
     (local $pd i32) (local $px i32) (local $po i32)
     (local $v v128) (local $w v128) (local $v1 v128) (local $w1 v128)
     (local $r0 v128) (local $r1 v128)
-    (local $k0 v128) (local $k1 v128) (local $k2 v128) (local $k3 v128)
+    (local $k0 v128) (local $k1 v128) (local $k2 v128)
     (local.set $sh (call $shift (local.get $dt)))
     (local.set $rb (i32.shl (local.get $C) (local.get $sh)))
     (local.set $es (i32.shl (i32.const 4) (local.get $sh)))
     (local.set $cb (i32.shl (local.get $cs) (i32.const 3)))
-    (local.set $aend (i32.add (local.get $cst) (i32.shl (local.get $cb) (i32.const 2))))
+    (local.set $aend (i32.add (local.get $cst) (i32.mul (local.get $cb) (i32.const 3))))
     (local.set $pend (call $pairEnd (local.get $P) (local.get $C)))
     (block $done
       (loop $pair
@@ -990,29 +934,27 @@
             (local.set $k0 (v128.load (local.get $a)))
             (local.set $k1 (v128.load offset=32 (local.get $a)))
             (local.set $k2 (v128.load offset=64 (local.get $a)))
-            (local.set $k3 (v128.load offset=96 (local.get $a)))
-            (local.set $r0 (call $bngrad (call $lo (local.get $v)) (call $lo (local.get $w))
-              (local.get $k0) (local.get $k1) (local.get $k2) (local.get $k3)))
-            (local.set $r1 (call $bngrad (call $lo (local.get $v1)) (call $lo (local.get $w1))
-              (local.get $k0) (local.get $k1) (local.get $k2) (local.get $k3)))
+            (local.set $r0 (call $grad (call $lo (local.get $v)) (call $lo (local.get $w))
+              (local.get $k0) (local.get $k1) (local.get $k2)))
+            (local.set $r1 (call $grad (call $lo (local.get $v1)) (call $lo (local.get $w1))
+              (local.get $k0) (local.get $k1) (local.get $k2)))
             (local.set $k0 (v128.load offset=16 (local.get $a)))
             (local.set $k1 (v128.load offset=48 (local.get $a)))
             (local.set $k2 (v128.load offset=80 (local.get $a)))
-            (local.set $k3 (v128.load offset=112 (local.get $a)))
             (call $st4 (local.get $po) (local.get $dt) (local.get $r0)
-              (call $bngrad (call $hi2 (local.get $v) (local.get $pd) (local.get $dt))
+              (call $grad (call $hi2 (local.get $v) (local.get $pd) (local.get $dt))
                 (call $hi2 (local.get $w) (local.get $px) (local.get $dt))
-                (local.get $k0) (local.get $k1) (local.get $k2) (local.get $k3)))
+                (local.get $k0) (local.get $k1) (local.get $k2)))
             (call $st4 (i32.add (local.get $po) (local.get $rb)) (local.get $dt) (local.get $r1)
-              (call $bngrad
+              (call $grad
                 (call $hi2 (local.get $v1) (i32.add (local.get $pd) (local.get $rb))
                   (local.get $dt)) (call $hi2 (local.get $w1) (i32.add (local.get $px)
                     (local.get $rb)) (local.get $dt))
-                (local.get $k0) (local.get $k1) (local.get $k2) (local.get $k3)))
+                (local.get $k0) (local.get $k1) (local.get $k2)))
             (local.set $pd (i32.add (local.get $pd) (local.get $es)))
             (local.set $px (i32.add (local.get $px) (local.get $es)))
             (local.set $po (i32.add (local.get $po) (local.get $es)))
-            (local.set $a (i32.add (local.get $a) (i32.const 128)))
+            (local.set $a (i32.add (local.get $a) (i32.const 96)))
             (br $channels)))
         (local.set $p (i32.add (local.get $p) (i32.const 2)))
         (br $pair)))
@@ -1029,24 +971,23 @@
             (local.set $v (call $ld4 (local.get $pd) (local.get $dt)))
             (local.set $w (call $ld4 (local.get $px) (local.get $dt)))
             (call $st4 (local.get $po) (local.get $dt)
-              (call $bngradAt (call $lo (local.get $v)) (call $lo (local.get $w)) (local.get $a))
-              (call $bngradAt (call $hi2 (local.get $v) (local.get $pd) (local.get $dt))
+              (call $gradAt (call $lo (local.get $v)) (call $lo (local.get $w)) (local.get $a))
+              (call $gradAt (call $hi2 (local.get $v) (local.get $pd) (local.get $dt))
                 (call $hi2 (local.get $w) (local.get $px) (local.get $dt))
                 (i32.add (local.get $a) (i32.const 16))))
             (local.set $pd (i32.add (local.get $pd) (local.get $es)))
             (local.set $px (i32.add (local.get $px) (local.get $es)))
             (local.set $po (i32.add (local.get $po) (local.get $es)))
-            (local.set $a (i32.add (local.get $a) (i32.const 128)))
+            (local.set $a (i32.add (local.get $a) (i32.const 96)))
             (br $channels)))
         (local.set $p (i32.add (local.get $p) (i32.const 1)))
         (br $pixel))))
 
-  (func $bngradAt (param $d v128) (param $x v128) (param $a i32) (result v128)
-    (call $bngrad (local.get $d) (local.get $x)
+  (func $gradAt (param $d v128) (param $x v128) (param $a i32) (result v128)
+    (call $grad (local.get $d) (local.get $x)
       (v128.load (local.get $a))
       (v128.load offset=32 (local.get $a))
-      (v128.load offset=64 (local.get $a))
-      (v128.load offset=96 (local.get $a))))
+      (v128.load offset=64 (local.get $a))))
 
   ;; out = dy * scale[c] (cst: scale).
   (func (export "pix_scale")
@@ -1080,99 +1021,4 @@
             (br $channels)))
         (local.set $p (i32.add (local.get $p) (i32.const 1)))
         (br $pixel))))
-
-  ;; out = rstd[c] * (dy * w[c] - a[c] - (x - mean[c]) * rstd[c] * b[c])
-  ;; (cst: mean, rstd, w, a, b, packed).
-  (func (export "pix_gngrad")
-    (param $dy i32) (param $x i32) (param $out i32) (param $P i32) (param $C i32) (param $cs i32)
-    (param $dt i32) (param $cst i32)
-    (local $sh i32) (local $rb i32) (local $es i32) (local $cb i32)
-    (local $p i32) (local $pend i32) (local $a i32) (local $aend i32)
-    (local $pd i32) (local $px i32) (local $po i32)
-    (local $v v128) (local $w v128) (local $v1 v128) (local $w1 v128)
-    (local $r0 v128) (local $r1 v128)
-    (local $k0 v128) (local $k1 v128) (local $k2 v128) (local $k3 v128) (local $k4 v128)
-    (local.set $sh (call $shift (local.get $dt)))
-    (local.set $rb (i32.shl (local.get $C) (local.get $sh)))
-    (local.set $es (i32.shl (i32.const 4) (local.get $sh)))
-    (local.set $cb (i32.shl (local.get $cs) (i32.const 3)))
-    (local.set $aend (i32.add (local.get $cst) (i32.mul (local.get $cb) (i32.const 5))))
-    (local.set $pend (call $pairEnd (local.get $P) (local.get $C)))
-    (block $done
-      (loop $pair
-        (br_if $done (i32.ge_s (local.get $p) (local.get $pend)))
-        (local.set $pd (i32.add (local.get $dy) (i32.mul (local.get $p) (local.get $rb))))
-        (local.set $px (i32.add (local.get $x) (i32.mul (local.get $p) (local.get $rb))))
-        (local.set $po (i32.add (local.get $out) (i32.mul (local.get $p) (local.get $rb))))
-        (local.set $a (local.get $cst))
-        (block $cdone
-          (loop $channels
-            (br_if $cdone (i32.ge_u (local.get $a) (local.get $aend)))
-            (local.set $v (call $ld4 (local.get $pd) (local.get $dt)))
-            (local.set $w (call $ld4 (local.get $px) (local.get $dt)))
-            (local.set $v1 (call $ld4 (i32.add (local.get $pd) (local.get $rb)) (local.get $dt)))
-            (local.set $w1 (call $ld4 (i32.add (local.get $px) (local.get $rb)) (local.get $dt)))
-            (local.set $k0 (v128.load (local.get $a)))
-            (local.set $k1 (v128.load offset=32 (local.get $a)))
-            (local.set $k2 (v128.load offset=64 (local.get $a)))
-            (local.set $k3 (v128.load offset=96 (local.get $a)))
-            (local.set $k4 (v128.load offset=128 (local.get $a)))
-            (local.set $r0 (call $gngrad (call $lo (local.get $v)) (call $lo (local.get $w))
-              (local.get $k0) (local.get $k1) (local.get $k2) (local.get $k3) (local.get $k4)))
-            (local.set $r1 (call $gngrad (call $lo (local.get $v1)) (call $lo (local.get $w1))
-              (local.get $k0) (local.get $k1) (local.get $k2) (local.get $k3) (local.get $k4)))
-            (local.set $k0 (v128.load offset=16 (local.get $a)))
-            (local.set $k1 (v128.load offset=48 (local.get $a)))
-            (local.set $k2 (v128.load offset=80 (local.get $a)))
-            (local.set $k3 (v128.load offset=112 (local.get $a)))
-            (local.set $k4 (v128.load offset=144 (local.get $a)))
-            (call $st4 (local.get $po) (local.get $dt) (local.get $r0)
-              (call $gngrad (call $hi2 (local.get $v) (local.get $pd) (local.get $dt))
-                (call $hi2 (local.get $w) (local.get $px) (local.get $dt))
-                (local.get $k0) (local.get $k1) (local.get $k2) (local.get $k3) (local.get $k4)))
-            (call $st4 (i32.add (local.get $po) (local.get $rb)) (local.get $dt) (local.get $r1)
-              (call $gngrad
-                (call $hi2 (local.get $v1) (i32.add (local.get $pd) (local.get $rb))
-                  (local.get $dt)) (call $hi2 (local.get $w1) (i32.add (local.get $px)
-                    (local.get $rb)) (local.get $dt))
-                (local.get $k0) (local.get $k1) (local.get $k2) (local.get $k3) (local.get $k4)))
-            (local.set $pd (i32.add (local.get $pd) (local.get $es)))
-            (local.set $px (i32.add (local.get $px) (local.get $es)))
-            (local.set $po (i32.add (local.get $po) (local.get $es)))
-            (local.set $a (i32.add (local.get $a) (i32.const 160)))
-            (br $channels)))
-        (local.set $p (i32.add (local.get $p) (i32.const 2)))
-        (br $pair)))
-    (block $done
-      (loop $pixel
-        (br_if $done (i32.ge_s (local.get $p) (local.get $P)))
-        (local.set $pd (i32.add (local.get $dy) (i32.mul (local.get $p) (local.get $rb))))
-        (local.set $px (i32.add (local.get $x) (i32.mul (local.get $p) (local.get $rb))))
-        (local.set $po (i32.add (local.get $out) (i32.mul (local.get $p) (local.get $rb))))
-        (local.set $a (local.get $cst))
-        (block $cdone
-          (loop $channels
-            (br_if $cdone (i32.ge_u (local.get $a) (local.get $aend)))
-            (local.set $v (call $ld4 (local.get $pd) (local.get $dt)))
-            (local.set $w (call $ld4 (local.get $px) (local.get $dt)))
-            (call $st4 (local.get $po) (local.get $dt)
-              (call $gngradAt (call $lo (local.get $v)) (call $lo (local.get $w)) (local.get $a))
-              (call $gngradAt (call $hi2 (local.get $v) (local.get $pd) (local.get $dt))
-                (call $hi2 (local.get $w) (local.get $px) (local.get $dt))
-                (i32.add (local.get $a) (i32.const 16))))
-            (local.set $pd (i32.add (local.get $pd) (local.get $es)))
-            (local.set $px (i32.add (local.get $px) (local.get $es)))
-            (local.set $po (i32.add (local.get $po) (local.get $es)))
-            (local.set $a (i32.add (local.get $a) (i32.const 160)))
-            (br $channels)))
-        (local.set $p (i32.add (local.get $p) (i32.const 1)))
-        (br $pixel))))
-
-  (func $gngradAt (param $d v128) (param $x v128) (param $a i32) (result v128)
-    (call $gngrad (local.get $d) (local.get $x)
-      (v128.load (local.get $a))
-      (v128.load offset=32 (local.get $a))
-      (v128.load offset=64 (local.get $a))
-      (v128.load offset=96 (local.get $a))
-      (v128.load offset=128 (local.get $a))))
 )

@@ -21,6 +21,7 @@ import type { ThreadScratch } from "./codecs.ts";
 import { channelScratch, scratchFloat64 } from "./codecs.ts";
 import type { Layout } from "./layout_types.ts";
 import { pixelsPerBlock, rowsPerItem, samplesPerItem, SEGMENT_ELEMENTS } from "./layout_types.ts";
+import { groupNormGradAffine, normalizeAffine } from "./formulas.ts";
 import { mergeMoments } from "./moments.ts";
 import type {
   GroupNormBackwardStage,
@@ -208,8 +209,8 @@ export function groupItem(
 
 /**
  * GroupNorm forward over row items [from, to): per (n, g), `stats` merges the group's D rows
- * into k, then mean and rstd, then `normalize` writes each row with k = (mean,
- * rstd * gamma[c], beta[c]).
+ * into k, then mean and rstd, then `normalize` writes each row with k = (scale, shift) of
+ * (x - mean) * rstd * gamma[c] + beta[c] (see formulas.ts).
  */
 export function groupNormRows(
   s: GroupNormStage,
@@ -235,9 +236,8 @@ export function groupNormRows(
       s.stats[2 * (n * group + g)] = mean;
       s.stats[2 * (n * group + g) + 1] = rstd;
       for (let c = g * D; c < (g + 1) * D; c++) {
-        k[0] = mean;
-        k[1] = rstd * gamma[c];
-        k[2] = beta[c];
+        k[0] = rstd * gamma[c];
+        k[1] = normalizeAffine(mean, k[0], beta[c]);
         normalize(s, n, c, k, scratch);
       }
     }
@@ -247,7 +247,7 @@ export function groupNormRows(
 /**
  * GroupNorm forward over sample chunks [from, to) of a channels-last layout: per sample,
  * per-channel moments (`stats`) merged into per-group ones, then `normalize` over the
- * sample's pixels with packed (mean, rstd * gamma, beta) per channel.
+ * sample's pixels with (scale, shift) per channel, as {@linkcode groupNormRows}.
  */
 export function groupNormPixels(
   s: GroupNormStage,
@@ -265,9 +265,9 @@ export function groupNormPixels(
   const samples = samplesPerItem(layout);
   const moments = scratchFloat64(scratch, 2 * C);
   const groups = scratchFloat64(scratch, 2 * group);
-  const mean = scratchFloat64(scratch, C);
   const scale = scratchFloat64(scratch, C);
-  const p = [mean, scale, beta];
+  const shift = scratchFloat64(scratch, C);
+  const p = [scale, shift];
   for (let item = from; item < to; item++) {
     const nEnd = Math.min(layout.N, (item + 1) * samples);
     for (let n = item * samples; n < nEnd; n++) {
@@ -282,8 +282,8 @@ export function groupNormPixels(
         s.stats[2 * (n * group + g)] = m;
         s.stats[2 * (n * group + g) + 1] = rstd;
         for (let c = g * D; c < (g + 1) * D; c++) {
-          mean[c] = m;
           scale[c] = rstd * gamma[c];
+          shift[c] = normalizeAffine(m, scale[c], beta[c]);
         }
       }
       normalize(s, n * I, (n + 1) * I, p, scratch);
@@ -294,8 +294,8 @@ export function groupNormPixels(
 /**
  * GroupNorm backward over row items [from, to): per (n, g), `sums` gives each channel's
  * sum(dy) and sum(dy * (x - mean)); they feed the chunk's partials and the group's
- * constants, then `grad` (when there is an output) writes each row with
- * k = (mean, rstd, gamma[c], a, b).
+ * constants, then `grad` (when there is an output) writes each row with the gradient's
+ * constants k = (a, b, c) (see formulas.ts).
  */
 export function groupNormBackwardRows(
   s: GroupNormBackwardStage,
@@ -334,11 +334,7 @@ export function groupNormBackwardRows(
       const a = s1 / count;
       const b = s2 / count;
       for (let c = g * D; c < (g + 1) * D; c++) {
-        k[0] = mean;
-        k[1] = rstd;
-        k[2] = gamma[c];
-        k[3] = a;
-        k[4] = b;
+        groupNormGradAffine(mean, rstd, gamma[c], a, b, k, 0, 1);
         grad(s, n, c, k, scratch);
       }
     }
@@ -348,7 +344,7 @@ export function groupNormBackwardRows(
 /**
  * GroupNorm backward over sample chunks [from, to) of a channels-last layout: per sample,
  * `sums` over its pixels with each channel's group mean, the group constants, then `grad`
- * over its pixels with packed (mean, rstd, gamma, a, b) per channel.
+ * over its pixels with the gradient's (a, b, c) per channel.
  */
 export function groupNormBackwardPixels(
   s: GroupNormBackwardStage,
@@ -368,10 +364,9 @@ export function groupNormBackwardPixels(
   const sumDot = scratchFloat64(scratch, C);
   const mean = scratchFloat64(scratch, C);
   const rstd = scratchFloat64(scratch, C);
-  const a = scratchFloat64(scratch, C);
-  const b = scratchFloat64(scratch, C);
+  const constants = scratchFloat64(scratch, 3 * C);
   const acc = [sumDy, sumDot, mean];
-  const p = [mean, rstd, gamma, a, b];
+  const p = [constants.subarray(0, C), constants.subarray(C, 2 * C), constants.subarray(2 * C)];
   for (let item = from; item < to; item++) {
     partials.fill(0, 2 * item * C, 2 * (item + 1) * C);
     const nEnd = Math.min(layout.N, (item + 1) * samples);
@@ -395,9 +390,10 @@ export function groupNormBackwardPixels(
           s1 += sdy * gamma[c];
           s2 += sdyXhat * gamma[c];
         }
+        const a = s1 / count;
+        const b = s2 / count;
         for (let c = g * D; c < (g + 1) * D; c++) {
-          a[c] = s1 / count;
-          b[c] = s2 / count;
+          groupNormGradAffine(mean[c], rstd[c], gamma[c], a, b, constants, c, C);
         }
       }
       if (s.out) grad(s, n * I, (n + 1) * I, p, scratch);

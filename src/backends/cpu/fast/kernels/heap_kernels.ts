@@ -73,6 +73,12 @@ export function instantiateHeapKernels(
   }
 }
 
+/**
+ * The most per-channel float64 arrays a pixel kernel keeps in the region: three (the sums'
+ * sums, dots and means; the gradient's a, b and c).
+ */
+export const HEAP_CHANNEL_ARRAYS = 3;
+
 /** Whether `count` per-channel arrays of C channels fit in a region. */
 export function heapChannelsFit(C: number, count: number): boolean {
   return HEAP_CHANNELS_OFFSET + count * paddedChannels(C) * 8 <= HEAP_REGION_BYTES;
@@ -147,8 +153,8 @@ export function statsRowHeap(
 }
 
 /**
- * A row write in place over row (n, c) with constants k: kernel 0 normalize, 1 BatchNorm
- * gradient, 2 scale or 3 GroupNorm gradient (the whole row in one call: writes are
+ * A row write in place over row (n, c) with constants k: kernel 0 normalize, 1 gradient
+ * or 2 scale (the whole row in one call: writes are
  * element-wise, so any split gives the same bits).
  */
 export function writeRowHeap(
@@ -166,7 +172,7 @@ export function writeRowHeap(
   callRowWrite(h.exports, kernel, dy, x, out, s.layout.inner, dt, k);
 }
 
-/** out = (x - k[0]) * k[1] + k[2] over row (n, c). */
+/** out = x * k[0] + k[1] over row (n, c). */
 export function normalizeRowHeap(
   s: RowStage,
   n: number,
@@ -177,8 +183,8 @@ export function normalizeRowHeap(
   writeRowHeap(s, n, c, k, scratch.heapKernels!, 0);
 }
 
-/** out = k[1] * (dy - k[2] - (x - k[0]) * k[3]) over row (n, c). */
-export function batchNormGradRowHeap(
+/** out = dy * k[0] + (x * k[1] + k[2]) over row (n, c). */
+export function gradientRowHeap(
   s: RowStage,
   n: number,
   c: number,
@@ -197,17 +203,6 @@ export function scaleRowHeap(
   scratch: ThreadScratch,
 ): void {
   writeRowHeap(s, n, c, k, scratch.heapKernels!, 2);
-}
-
-/** out = k[1] * (dy * k[2] - k[3] - (x - k[0]) * k[1] * k[4]) over row (n, c). */
-export function groupNormGradRowHeap(
-  s: RowStage,
-  n: number,
-  c: number,
-  k: Float64Array,
-  scratch: ThreadScratch,
-): void {
-  writeRowHeap(s, n, c, k, scratch.heapKernels!, 3);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -264,7 +259,7 @@ export function statsPixelsHeap(
 
 /**
  * A per-channel pixel write in place over pixels [q0, q1): constants p[0..count) into the
- * region, then kernel 0 normalize, 1 BatchNorm gradient, 2 scale or 3 GroupNorm gradient.
+ * region, then kernel 0 normalize, 1 gradient or 2 scale.
  */
 export function writePixelsHeap(
   s: PixelStage,
@@ -283,7 +278,7 @@ export function writePixelsHeap(
   callPixelWrite(h.exports, kernel, dy, x, out, q1 - q0, C, s.dtype, h.at + HEAP_CHANNELS_OFFSET);
 }
 
-/** Channels-last out = (x - mean[c]) * scale[c] + shift[c] (p = [mean, scale, shift]). */
+/** Channels-last out = x * scale[c] + shift[c] (p = [scale, shift]). */
 export function normalizePixelsHeap(
   s: PixelStage,
   q0: number,
@@ -291,18 +286,18 @@ export function normalizePixelsHeap(
   p: readonly Float64Array[],
   scratch: ThreadScratch,
 ): void {
-  writePixelsHeap(s, q0, q1, p, scratch.heapKernels!, 3, 0);
+  writePixelsHeap(s, q0, q1, p, scratch.heapKernels!, 2, 0);
 }
 
-/** Channels-last BatchNorm gradient (p = [mean, scale, meanDy, k]). */
-export function batchNormGradPixelsHeap(
+/** Channels-last out = dy * a[c] + (x * b[c] + c[c]) (p = [a, b, c]). */
+export function gradientPixelsHeap(
   s: PixelStage,
   q0: number,
   q1: number,
   p: readonly Float64Array[],
   scratch: ThreadScratch,
 ): void {
-  writePixelsHeap(s, q0, q1, p, scratch.heapKernels!, 4, 1);
+  writePixelsHeap(s, q0, q1, p, scratch.heapKernels!, 3, 1);
 }
 
 /** Channels-last out = dy * scale[c] (p = [scale]). */
@@ -314,15 +309,4 @@ export function scalePixelsHeap(
   scratch: ThreadScratch,
 ): void {
   writePixelsHeap(s, q0, q1, p, scratch.heapKernels!, 1, 2);
-}
-
-/** Channels-last GroupNorm gradient (p = [mean, rstd, w, a, b]). */
-export function groupNormGradPixelsHeap(
-  s: PixelStage,
-  q0: number,
-  q1: number,
-  p: readonly Float64Array[],
-  scratch: ThreadScratch,
-): void {
-  writePixelsHeap(s, q0, q1, p, scratch.heapKernels!, 5, 3);
 }

@@ -12,12 +12,9 @@
 
 import type { PixelKernel, RowKernel } from "./drivers.ts";
 import {
-  batchNormGradPixelsBf16,
-  batchNormGradPixelsF16,
-  batchNormGradPixelsF32,
-  groupNormGradPixelsBf16,
-  groupNormGradPixelsF16,
-  groupNormGradPixelsF32,
+  gradientPixelsBf16,
+  gradientPixelsF16,
+  gradientPixelsF32,
   normalizePixelsBf16,
   normalizePixelsF16,
   normalizePixelsF32,
@@ -30,12 +27,9 @@ import {
   sumsPixelsU16,
 } from "./pixel_kernels.ts";
 import {
-  batchNormGradRowBf16,
-  batchNormGradRowF16,
-  batchNormGradRowF32,
-  groupNormGradRowBf16,
-  groupNormGradRowF16,
-  groupNormGradRowF32,
+  gradientRowBf16,
+  gradientRowF16,
+  gradientRowF32,
   normalizeRowBf16,
   normalizeRowF16,
   normalizeRowF32,
@@ -48,18 +42,15 @@ import {
   sumsRowU16,
 } from "./row_kernels.ts";
 import {
-  batchNormGradRowStrided,
-  groupNormGradRowStrided,
+  gradientRowStrided,
   normalizeRowStrided,
   scaleRowStrided,
   statsRowStrided,
   sumsRowStrided,
 } from "./strided_kernels.ts";
 import {
-  batchNormGradPixelsHeap,
-  batchNormGradRowHeap,
-  groupNormGradPixelsHeap,
-  groupNormGradRowHeap,
+  gradientPixelsHeap,
+  gradientRowHeap,
   normalizePixelsHeap,
   normalizeRowHeap,
   scalePixelsHeap,
@@ -70,10 +61,8 @@ import {
   sumsRowHeap,
 } from "./heap_kernels.ts";
 import {
-  batchNormGradPixelsWasm,
-  batchNormGradRowWasm,
-  groupNormGradPixelsWasm,
-  groupNormGradRowWasm,
+  gradientPixelsWasm,
+  gradientRowWasm,
   normalizePixelsWasm,
   normalizeRowWasm,
   scalePixelsWasm,
@@ -104,9 +93,8 @@ export type KernelFamily =
   | "sums"
   | "stats"
   | "normalize"
-  | "batchNormGrad"
-  | "scale"
-  | "groupNormGrad";
+  | "gradient"
+  | "scale";
 
 /** Every kernel by family and dtype code (rows: index 3 = strided fallback, then wasm). */
 export interface KernelTables {
@@ -139,13 +127,13 @@ export function kernelTables(): KernelTables {
         normalizeRowWasm,
         normalizeRowHeap,
       ]),
-      batchNormGrad: r([
-        batchNormGradRowF32,
-        batchNormGradRowF16,
-        batchNormGradRowBf16,
-        batchNormGradRowStrided,
-        batchNormGradRowWasm,
-        batchNormGradRowHeap,
+      gradient: r([
+        gradientRowF32,
+        gradientRowF16,
+        gradientRowBf16,
+        gradientRowStrided,
+        gradientRowWasm,
+        gradientRowHeap,
       ]),
       scale: r([
         scaleRowF32,
@@ -154,14 +142,6 @@ export function kernelTables(): KernelTables {
         scaleRowStrided,
         scaleRowWasm,
         scaleRowHeap,
-      ]),
-      groupNormGrad: r([
-        groupNormGradRowF32,
-        groupNormGradRowF16,
-        groupNormGradRowBf16,
-        groupNormGradRowStrided,
-        groupNormGradRowWasm,
-        groupNormGradRowHeap,
       ]),
     },
     pixels: {
@@ -174,21 +154,14 @@ export function kernelTables(): KernelTables {
         normalizePixelsWasm,
         normalizePixelsHeap,
       ]),
-      batchNormGrad: p([
-        batchNormGradPixelsF32,
-        batchNormGradPixelsF16,
-        batchNormGradPixelsBf16,
-        batchNormGradPixelsWasm,
-        batchNormGradPixelsHeap,
+      gradient: p([
+        gradientPixelsF32,
+        gradientPixelsF16,
+        gradientPixelsBf16,
+        gradientPixelsWasm,
+        gradientPixelsHeap,
       ]),
       scale: p([scalePixelsF32, scalePixelsF16, scalePixelsBf16, scalePixelsWasm, scalePixelsHeap]),
-      groupNormGrad: p([
-        groupNormGradPixelsF32,
-        groupNormGradPixelsF16,
-        groupNormGradPixelsBf16,
-        groupNormGradPixelsWasm,
-        groupNormGradPixelsHeap,
-      ]),
     },
   };
 }

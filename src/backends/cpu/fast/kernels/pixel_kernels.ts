@@ -12,7 +12,7 @@
  */
 
 import { bf16Block, bf16Exact, channelScratch, decodeTable, type ThreadScratch } from "./codecs.ts";
-import { batchNormGrad, groupNormGrad, normalized } from "./formulas.ts";
+import { affine, gradient } from "./formulas.ts";
 import type { PixelStage } from "./stage_types.ts";
 import { BFLOAT16 } from "./stage_types.ts";
 
@@ -381,7 +381,10 @@ export function statsPixelsU16(
   }
 }
 
-/** Channels-last out = (x - mean[c]) * scale[c] + shift[c] (p = [mean, scale, shift]), float32. */
+/**
+ * Channels-last out = x * scale[c] + shift[c] (p = [scale, shift]; see {@linkcode affine}),
+ * float32.
+ */
 export function normalizePixelsF32(
   s: PixelStage,
   q0: number,
@@ -391,7 +394,7 @@ export function normalizePixelsF32(
 ): void {
   const out = s.out as Float32Array;
   const x = s.x as Float32Array;
-  const [mean, scale, shift] = p;
+  const [scale, shift] = p;
   const channels = s.layout.C;
   const inner = s.layout.inner;
   const outBase = s.outAt.base;
@@ -430,23 +433,21 @@ export function normalizePixelsF32(
       n++;
     }
     for (let c = 0; c < channels; c++) {
-      const m0 = mean[c];
-      const m1 = scale[c];
-      const m2 = shift[c];
-      out[(o0 + c) | 0] = normalized(x[(x0 + c) | 0], m0, m1, m2);
-      out[(o1 + c) | 0] = normalized(x[(x1 + c) | 0], m0, m1, m2);
-      out[(o2 + c) | 0] = normalized(x[(x2 + c) | 0], m0, m1, m2);
-      out[(o3 + c) | 0] = normalized(x[(x3 + c) | 0], m0, m1, m2);
+      const m0 = scale[c];
+      const m1 = shift[c];
+      out[(o0 + c) | 0] = affine(x[(x0 + c) | 0], m0, m1);
+      out[(o1 + c) | 0] = affine(x[(x1 + c) | 0], m0, m1);
+      out[(o2 + c) | 0] = affine(x[(x2 + c) | 0], m0, m1);
+      out[(o3 + c) | 0] = affine(x[(x3 + c) | 0], m0, m1);
     }
   }
   for (; q < q1; q++) {
     const o0 = (outBase + n * outN + i * outI) | 0;
     const x0 = (xBase + n * xN + i * xI) | 0;
     for (let c = 0; c < channels; c++) {
-      const m0 = mean[c];
-      const m1 = scale[c];
-      const m2 = shift[c];
-      out[(o0 + c) | 0] = normalized(x[(x0 + c) | 0], m0, m1, m2);
+      const m0 = scale[c];
+      const m1 = shift[c];
+      out[(o0 + c) | 0] = affine(x[(x0 + c) | 0], m0, m1);
     }
     if (++i === inner) {
       i = 0;
@@ -465,7 +466,7 @@ export function normalizePixelsF16(
 ): void {
   const out = s.out as Float16Array;
   const x = s.x as Uint16Array;
-  const [mean, scale, shift] = p;
+  const [scale, shift] = p;
   const channels = s.layout.C;
   const inner = s.layout.inner;
   const outBase = s.outAt.base;
@@ -505,23 +506,21 @@ export function normalizePixelsF16(
       n++;
     }
     for (let c = 0; c < channels; c++) {
-      const m0 = mean[c];
-      const m1 = scale[c];
-      const m2 = shift[c];
-      out[(o0 + c) | 0] = normalized(table[x[(x0 + c) | 0]], m0, m1, m2);
-      out[(o1 + c) | 0] = normalized(table[x[(x1 + c) | 0]], m0, m1, m2);
-      out[(o2 + c) | 0] = normalized(table[x[(x2 + c) | 0]], m0, m1, m2);
-      out[(o3 + c) | 0] = normalized(table[x[(x3 + c) | 0]], m0, m1, m2);
+      const m0 = scale[c];
+      const m1 = shift[c];
+      out[(o0 + c) | 0] = affine(table[x[(x0 + c) | 0]], m0, m1);
+      out[(o1 + c) | 0] = affine(table[x[(x1 + c) | 0]], m0, m1);
+      out[(o2 + c) | 0] = affine(table[x[(x2 + c) | 0]], m0, m1);
+      out[(o3 + c) | 0] = affine(table[x[(x3 + c) | 0]], m0, m1);
     }
   }
   for (; q < q1; q++) {
     const o0 = (outBase + n * outN + i * outI) | 0;
     const x0 = (xBase + n * xN + i * xI) | 0;
     for (let c = 0; c < channels; c++) {
-      const m0 = mean[c];
-      const m1 = scale[c];
-      const m2 = shift[c];
-      out[(o0 + c) | 0] = normalized(table[x[(x0 + c) | 0]], m0, m1, m2);
+      const m0 = scale[c];
+      const m1 = shift[c];
+      out[(o0 + c) | 0] = affine(table[x[(x0 + c) | 0]], m0, m1);
     }
     if (++i === inner) {
       i = 0;
@@ -540,7 +539,7 @@ export function normalizePixelsBf16(
 ): void {
   const out = s.out as Uint16Array;
   const x = s.x as Uint16Array;
-  const [mean, scale, shift] = p;
+  const [scale, shift] = p;
   const channels = s.layout.C;
   const inner = s.layout.inner;
   const outBase = s.outAt.base;
@@ -561,7 +560,7 @@ export function normalizePixelsBf16(
     for (let q = first; q < last; q++) {
       const xb = (xBase + n * xN + i * xI) | 0;
       for (let c = 0; c < channels; c++) {
-        block[m++] = normalized(table[x[(xb + c) | 0]], mean[c], scale[c], shift[c]);
+        block[m++] = affine(table[x[(xb + c) | 0]], scale[c], shift[c]);
       }
       if (++i === inner) {
         i = 0;
@@ -579,7 +578,7 @@ export function normalizePixelsBf16(
         out[(ob + c) | 0] = (f & 0xffff) !== 0x8000 && (f & 0x7f800000) !== 0x7f800000
           ? (f + 0x7fff + ((f >> 16) & 1)) >> 16
           : bf16Exact(
-            normalized(table[x[(xb + c) | 0]], mean[c], scale[c], shift[c]),
+            affine(table[x[(xb + c) | 0]], scale[c], shift[c]),
             aliasF32,
             aliasI32,
           );
@@ -592,8 +591,11 @@ export function normalizePixelsBf16(
   }
 }
 
-/** Channels-last out = scale[c] * (dy - meanDy[c] - (x - mean[c]) * k[c]) (p = [mean, scale, meanDy, k]), float32. */
-export function batchNormGradPixelsF32(
+/**
+ * Channels-last out = dy * ka[c] + (x * kb[c] + kc[c]) (p = [ka, kb, kc]; see
+ * {@linkcode gradient}), float32.
+ */
+export function gradientPixelsF32(
   s: PixelStage,
   q0: number,
   q1: number,
@@ -603,7 +605,7 @@ export function batchNormGradPixelsF32(
   const out = s.out as Float32Array;
   const dy = s.dy as Float32Array;
   const x = s.x as Float32Array;
-  const [mean, scale, meanDy, k] = p;
+  const [ka, kb, kc] = p;
   const channels = s.layout.C;
   const inner = s.layout.inner;
   const outBase = s.outAt.base;
@@ -649,14 +651,13 @@ export function batchNormGradPixelsF32(
       n++;
     }
     for (let c = 0; c < channels; c++) {
-      const m0 = mean[c];
-      const m1 = scale[c];
-      const m2 = meanDy[c];
-      const m3 = k[c];
-      out[(o0 + c) | 0] = batchNormGrad(dy[(d0 + c) | 0], x[(x0 + c) | 0], m0, m1, m2, m3);
-      out[(o1 + c) | 0] = batchNormGrad(dy[(d1 + c) | 0], x[(x1 + c) | 0], m0, m1, m2, m3);
-      out[(o2 + c) | 0] = batchNormGrad(dy[(d2 + c) | 0], x[(x2 + c) | 0], m0, m1, m2, m3);
-      out[(o3 + c) | 0] = batchNormGrad(dy[(d3 + c) | 0], x[(x3 + c) | 0], m0, m1, m2, m3);
+      const m0 = ka[c];
+      const m1 = kb[c];
+      const m2 = kc[c];
+      out[(o0 + c) | 0] = gradient(dy[(d0 + c) | 0], x[(x0 + c) | 0], m0, m1, m2);
+      out[(o1 + c) | 0] = gradient(dy[(d1 + c) | 0], x[(x1 + c) | 0], m0, m1, m2);
+      out[(o2 + c) | 0] = gradient(dy[(d2 + c) | 0], x[(x2 + c) | 0], m0, m1, m2);
+      out[(o3 + c) | 0] = gradient(dy[(d3 + c) | 0], x[(x3 + c) | 0], m0, m1, m2);
     }
   }
   for (; q < q1; q++) {
@@ -664,11 +665,10 @@ export function batchNormGradPixelsF32(
     const d0 = (dyBase + n * dyN + i * dyI) | 0;
     const x0 = (xBase + n * xN + i * xI) | 0;
     for (let c = 0; c < channels; c++) {
-      const m0 = mean[c];
-      const m1 = scale[c];
-      const m2 = meanDy[c];
-      const m3 = k[c];
-      out[(o0 + c) | 0] = batchNormGrad(dy[(d0 + c) | 0], x[(x0 + c) | 0], m0, m1, m2, m3);
+      const m0 = ka[c];
+      const m1 = kb[c];
+      const m2 = kc[c];
+      out[(o0 + c) | 0] = gradient(dy[(d0 + c) | 0], x[(x0 + c) | 0], m0, m1, m2);
     }
     if (++i === inner) {
       i = 0;
@@ -677,8 +677,8 @@ export function batchNormGradPixelsF32(
   }
 }
 
-/** {@linkcode batchNormGradPixelsF32} for float16. */
-export function batchNormGradPixelsF16(
+/** {@linkcode gradientPixelsF32} for float16. */
+export function gradientPixelsF16(
   s: PixelStage,
   q0: number,
   q1: number,
@@ -688,7 +688,7 @@ export function batchNormGradPixelsF16(
   const out = s.out as Float16Array;
   const dy = s.dy as Uint16Array;
   const x = s.x as Uint16Array;
-  const [mean, scale, meanDy, k] = p;
+  const [ka, kb, kc] = p;
   const channels = s.layout.C;
   const inner = s.layout.inner;
   const outBase = s.outAt.base;
@@ -735,42 +735,13 @@ export function batchNormGradPixelsF16(
       n++;
     }
     for (let c = 0; c < channels; c++) {
-      const m0 = mean[c];
-      const m1 = scale[c];
-      const m2 = meanDy[c];
-      const m3 = k[c];
-      out[(o0 + c) | 0] = batchNormGrad(
-        table[dy[(d0 + c) | 0]],
-        table[x[(x0 + c) | 0]],
-        m0,
-        m1,
-        m2,
-        m3,
-      );
-      out[(o1 + c) | 0] = batchNormGrad(
-        table[dy[(d1 + c) | 0]],
-        table[x[(x1 + c) | 0]],
-        m0,
-        m1,
-        m2,
-        m3,
-      );
-      out[(o2 + c) | 0] = batchNormGrad(
-        table[dy[(d2 + c) | 0]],
-        table[x[(x2 + c) | 0]],
-        m0,
-        m1,
-        m2,
-        m3,
-      );
-      out[(o3 + c) | 0] = batchNormGrad(
-        table[dy[(d3 + c) | 0]],
-        table[x[(x3 + c) | 0]],
-        m0,
-        m1,
-        m2,
-        m3,
-      );
+      const m0 = ka[c];
+      const m1 = kb[c];
+      const m2 = kc[c];
+      out[(o0 + c) | 0] = gradient(table[dy[(d0 + c) | 0]], table[x[(x0 + c) | 0]], m0, m1, m2);
+      out[(o1 + c) | 0] = gradient(table[dy[(d1 + c) | 0]], table[x[(x1 + c) | 0]], m0, m1, m2);
+      out[(o2 + c) | 0] = gradient(table[dy[(d2 + c) | 0]], table[x[(x2 + c) | 0]], m0, m1, m2);
+      out[(o3 + c) | 0] = gradient(table[dy[(d3 + c) | 0]], table[x[(x3 + c) | 0]], m0, m1, m2);
     }
   }
   for (; q < q1; q++) {
@@ -778,18 +749,10 @@ export function batchNormGradPixelsF16(
     const d0 = (dyBase + n * dyN + i * dyI) | 0;
     const x0 = (xBase + n * xN + i * xI) | 0;
     for (let c = 0; c < channels; c++) {
-      const m0 = mean[c];
-      const m1 = scale[c];
-      const m2 = meanDy[c];
-      const m3 = k[c];
-      out[(o0 + c) | 0] = batchNormGrad(
-        table[dy[(d0 + c) | 0]],
-        table[x[(x0 + c) | 0]],
-        m0,
-        m1,
-        m2,
-        m3,
-      );
+      const m0 = ka[c];
+      const m1 = kb[c];
+      const m2 = kc[c];
+      out[(o0 + c) | 0] = gradient(table[dy[(d0 + c) | 0]], table[x[(x0 + c) | 0]], m0, m1, m2);
     }
     if (++i === inner) {
       i = 0;
@@ -798,8 +761,8 @@ export function batchNormGradPixelsF16(
   }
 }
 
-/** {@linkcode batchNormGradPixelsF32} for bfloat16 (see {@linkcode bf16Block}). */
-export function batchNormGradPixelsBf16(
+/** {@linkcode gradientPixelsF32} for bfloat16 (see {@linkcode bf16Block}). */
+export function gradientPixelsBf16(
   s: PixelStage,
   q0: number,
   q1: number,
@@ -809,7 +772,7 @@ export function batchNormGradPixelsBf16(
   const out = s.out as Uint16Array;
   const dy = s.dy as Uint16Array;
   const x = s.x as Uint16Array;
-  const [mean, scale, meanDy, k] = p;
+  const [ka, kb, kc] = p;
   const channels = s.layout.C;
   const inner = s.layout.inner;
   const outBase = s.outAt.base;
@@ -834,14 +797,7 @@ export function batchNormGradPixelsBf16(
       const db = (dyBase + n * dyN + i * dyI) | 0;
       const xb = (xBase + n * xN + i * xI) | 0;
       for (let c = 0; c < channels; c++) {
-        block[m++] = batchNormGrad(
-          table[dy[(db + c) | 0]],
-          table[x[(xb + c) | 0]],
-          mean[c],
-          scale[c],
-          meanDy[c],
-          k[c],
-        );
+        block[m++] = gradient(table[dy[(db + c) | 0]], table[x[(xb + c) | 0]], ka[c], kb[c], kc[c]);
       }
       if (++i === inner) {
         i = 0;
@@ -860,14 +816,7 @@ export function batchNormGradPixelsBf16(
         out[(ob + c) | 0] = (f & 0xffff) !== 0x8000 && (f & 0x7f800000) !== 0x7f800000
           ? (f + 0x7fff + ((f >> 16) & 1)) >> 16
           : bf16Exact(
-            batchNormGrad(
-              table[dy[(db + c) | 0]],
-              table[x[(xb + c) | 0]],
-              mean[c],
-              scale[c],
-              meanDy[c],
-              k[c],
-            ),
+            gradient(table[dy[(db + c) | 0]], table[x[(xb + c) | 0]], ka[c], kb[c], kc[c]),
             aliasF32,
             aliasI32,
           );
@@ -1068,305 +1017,6 @@ export function scalePixelsBf16(
         out[(ob + c) | 0] = (f & 0xffff) !== 0x8000 && (f & 0x7f800000) !== 0x7f800000
           ? (f + 0x7fff + ((f >> 16) & 1)) >> 16
           : bf16Exact(table[dy[(db + c) | 0]] * scale[c], aliasF32, aliasI32);
-      }
-      if (++i === inner) {
-        i = 0;
-        n++;
-      }
-    }
-  }
-}
-
-/** Channels-last out = rstd[c] * (dy * w[c] - a[c] - (x - mean[c]) * rstd[c] * b[c]) (p = [mean, rstd, w, a, b]), float32. */
-export function groupNormGradPixelsF32(
-  s: PixelStage,
-  q0: number,
-  q1: number,
-  p: readonly Float64Array[],
-  _scratch: ThreadScratch,
-): void {
-  const out = s.out as Float32Array;
-  const dy = s.dy as Float32Array;
-  const x = s.x as Float32Array;
-  const [mean, rstd, w, a, b] = p;
-  const channels = s.layout.C;
-  const inner = s.layout.inner;
-  const outBase = s.outAt.base;
-  const outN = s.outAt.strideN;
-  const outI = s.outAt.strideI;
-  const dyBase = s.dyAt.base;
-  const dyN = s.dyAt.strideN;
-  const dyI = s.dyAt.strideI;
-  const xBase = s.xAt.base;
-  const xN = s.xAt.strideN;
-  const xI = s.xAt.strideI;
-  let n = Math.floor(q0 / inner);
-  let i = q0 - n * inner;
-  let q = q0;
-  // Four pixels per step load each channel's constants once.
-  for (; q + 3 < q1; q += 4) {
-    const o0 = (outBase + n * outN + i * outI) | 0;
-    const d0 = (dyBase + n * dyN + i * dyI) | 0;
-    const x0 = (xBase + n * xN + i * xI) | 0;
-    if (++i === inner) {
-      i = 0;
-      n++;
-    }
-    const o1 = (outBase + n * outN + i * outI) | 0;
-    const d1 = (dyBase + n * dyN + i * dyI) | 0;
-    const x1 = (xBase + n * xN + i * xI) | 0;
-    if (++i === inner) {
-      i = 0;
-      n++;
-    }
-    const o2 = (outBase + n * outN + i * outI) | 0;
-    const d2 = (dyBase + n * dyN + i * dyI) | 0;
-    const x2 = (xBase + n * xN + i * xI) | 0;
-    if (++i === inner) {
-      i = 0;
-      n++;
-    }
-    const o3 = (outBase + n * outN + i * outI) | 0;
-    const d3 = (dyBase + n * dyN + i * dyI) | 0;
-    const x3 = (xBase + n * xN + i * xI) | 0;
-    if (++i === inner) {
-      i = 0;
-      n++;
-    }
-    for (let c = 0; c < channels; c++) {
-      const m0 = mean[c];
-      const m1 = rstd[c];
-      const m2 = w[c];
-      const m3 = a[c];
-      const m4 = b[c];
-      out[(o0 + c) | 0] = groupNormGrad(dy[(d0 + c) | 0], x[(x0 + c) | 0], m0, m1, m2, m3, m4);
-      out[(o1 + c) | 0] = groupNormGrad(dy[(d1 + c) | 0], x[(x1 + c) | 0], m0, m1, m2, m3, m4);
-      out[(o2 + c) | 0] = groupNormGrad(dy[(d2 + c) | 0], x[(x2 + c) | 0], m0, m1, m2, m3, m4);
-      out[(o3 + c) | 0] = groupNormGrad(dy[(d3 + c) | 0], x[(x3 + c) | 0], m0, m1, m2, m3, m4);
-    }
-  }
-  for (; q < q1; q++) {
-    const o0 = (outBase + n * outN + i * outI) | 0;
-    const d0 = (dyBase + n * dyN + i * dyI) | 0;
-    const x0 = (xBase + n * xN + i * xI) | 0;
-    for (let c = 0; c < channels; c++) {
-      const m0 = mean[c];
-      const m1 = rstd[c];
-      const m2 = w[c];
-      const m3 = a[c];
-      const m4 = b[c];
-      out[(o0 + c) | 0] = groupNormGrad(dy[(d0 + c) | 0], x[(x0 + c) | 0], m0, m1, m2, m3, m4);
-    }
-    if (++i === inner) {
-      i = 0;
-      n++;
-    }
-  }
-}
-
-/** {@linkcode groupNormGradPixelsF32} for float16. */
-export function groupNormGradPixelsF16(
-  s: PixelStage,
-  q0: number,
-  q1: number,
-  p: readonly Float64Array[],
-  scratch: ThreadScratch,
-): void {
-  const out = s.out as Float16Array;
-  const dy = s.dy as Uint16Array;
-  const x = s.x as Uint16Array;
-  const [mean, rstd, w, a, b] = p;
-  const channels = s.layout.C;
-  const inner = s.layout.inner;
-  const outBase = s.outAt.base;
-  const outN = s.outAt.strideN;
-  const outI = s.outAt.strideI;
-  const dyBase = s.dyAt.base;
-  const dyN = s.dyAt.strideN;
-  const dyI = s.dyAt.strideI;
-  const xBase = s.xAt.base;
-  const xN = s.xAt.strideN;
-  const xI = s.xAt.strideI;
-  const table = decodeTable(scratch, s.dtype === BFLOAT16);
-  let n = Math.floor(q0 / inner);
-  let i = q0 - n * inner;
-  let q = q0;
-  // Four pixels per step load each channel's constants once.
-  for (; q + 3 < q1; q += 4) {
-    const o0 = (outBase + n * outN + i * outI) | 0;
-    const d0 = (dyBase + n * dyN + i * dyI) | 0;
-    const x0 = (xBase + n * xN + i * xI) | 0;
-    if (++i === inner) {
-      i = 0;
-      n++;
-    }
-    const o1 = (outBase + n * outN + i * outI) | 0;
-    const d1 = (dyBase + n * dyN + i * dyI) | 0;
-    const x1 = (xBase + n * xN + i * xI) | 0;
-    if (++i === inner) {
-      i = 0;
-      n++;
-    }
-    const o2 = (outBase + n * outN + i * outI) | 0;
-    const d2 = (dyBase + n * dyN + i * dyI) | 0;
-    const x2 = (xBase + n * xN + i * xI) | 0;
-    if (++i === inner) {
-      i = 0;
-      n++;
-    }
-    const o3 = (outBase + n * outN + i * outI) | 0;
-    const d3 = (dyBase + n * dyN + i * dyI) | 0;
-    const x3 = (xBase + n * xN + i * xI) | 0;
-    if (++i === inner) {
-      i = 0;
-      n++;
-    }
-    for (let c = 0; c < channels; c++) {
-      const m0 = mean[c];
-      const m1 = rstd[c];
-      const m2 = w[c];
-      const m3 = a[c];
-      const m4 = b[c];
-      out[(o0 + c) | 0] = groupNormGrad(
-        table[dy[(d0 + c) | 0]],
-        table[x[(x0 + c) | 0]],
-        m0,
-        m1,
-        m2,
-        m3,
-        m4,
-      );
-      out[(o1 + c) | 0] = groupNormGrad(
-        table[dy[(d1 + c) | 0]],
-        table[x[(x1 + c) | 0]],
-        m0,
-        m1,
-        m2,
-        m3,
-        m4,
-      );
-      out[(o2 + c) | 0] = groupNormGrad(
-        table[dy[(d2 + c) | 0]],
-        table[x[(x2 + c) | 0]],
-        m0,
-        m1,
-        m2,
-        m3,
-        m4,
-      );
-      out[(o3 + c) | 0] = groupNormGrad(
-        table[dy[(d3 + c) | 0]],
-        table[x[(x3 + c) | 0]],
-        m0,
-        m1,
-        m2,
-        m3,
-        m4,
-      );
-    }
-  }
-  for (; q < q1; q++) {
-    const o0 = (outBase + n * outN + i * outI) | 0;
-    const d0 = (dyBase + n * dyN + i * dyI) | 0;
-    const x0 = (xBase + n * xN + i * xI) | 0;
-    for (let c = 0; c < channels; c++) {
-      const m0 = mean[c];
-      const m1 = rstd[c];
-      const m2 = w[c];
-      const m3 = a[c];
-      const m4 = b[c];
-      out[(o0 + c) | 0] = groupNormGrad(
-        table[dy[(d0 + c) | 0]],
-        table[x[(x0 + c) | 0]],
-        m0,
-        m1,
-        m2,
-        m3,
-        m4,
-      );
-    }
-    if (++i === inner) {
-      i = 0;
-      n++;
-    }
-  }
-}
-
-/** {@linkcode groupNormGradPixelsF32} for bfloat16 (see {@linkcode bf16Block}). */
-export function groupNormGradPixelsBf16(
-  s: PixelStage,
-  q0: number,
-  q1: number,
-  p: readonly Float64Array[],
-  scratch: ThreadScratch,
-): void {
-  const out = s.out as Uint16Array;
-  const dy = s.dy as Uint16Array;
-  const x = s.x as Uint16Array;
-  const [mean, rstd, w, a, b] = p;
-  const channels = s.layout.C;
-  const inner = s.layout.inner;
-  const outBase = s.outAt.base;
-  const outN = s.outAt.strideN;
-  const outI = s.outAt.strideI;
-  const dyBase = s.dyAt.base;
-  const dyN = s.dyAt.strideN;
-  const dyI = s.dyAt.strideI;
-  const xBase = s.xAt.base;
-  const xN = s.xAt.strideN;
-  const xI = s.xAt.strideI;
-  const table = decodeTable(scratch, s.dtype === BFLOAT16);
-  const { aliasF32, aliasI32 } = scratch;
-  const [block, bits] = bf16Block(scratch);
-  const chunk = Math.max(1, Math.floor(block.length / channels));
-  for (let first = q0; first < q1; first += chunk) {
-    const last = Math.min(q1, first + chunk);
-    let n = Math.floor(first / inner);
-    let i = first - n * inner;
-    let m = 0;
-    for (let q = first; q < last; q++) {
-      const db = (dyBase + n * dyN + i * dyI) | 0;
-      const xb = (xBase + n * xN + i * xI) | 0;
-      for (let c = 0; c < channels; c++) {
-        block[m++] = groupNormGrad(
-          table[dy[(db + c) | 0]],
-          table[x[(xb + c) | 0]],
-          mean[c],
-          rstd[c],
-          w[c],
-          a[c],
-          b[c],
-        );
-      }
-      if (++i === inner) {
-        i = 0;
-        n++;
-      }
-    }
-    n = Math.floor(first / inner);
-    i = first - n * inner;
-    m = 0;
-    for (let q = first; q < last; q++) {
-      const ob = (outBase + n * outN + i * outI) | 0;
-      const db = (dyBase + n * dyN + i * dyI) | 0;
-      const xb = (xBase + n * xN + i * xI) | 0;
-      for (let c = 0; c < channels; c++) {
-        const f = bits[m++];
-        out[(ob + c) | 0] = (f & 0xffff) !== 0x8000 && (f & 0x7f800000) !== 0x7f800000
-          ? (f + 0x7fff + ((f >> 16) & 1)) >> 16
-          : bf16Exact(
-            groupNormGrad(
-              table[dy[(db + c) | 0]],
-              table[x[(xb + c) | 0]],
-              mean[c],
-              rstd[c],
-              w[c],
-              a[c],
-              b[c],
-            ),
-            aliasF32,
-            aliasI32,
-          );
       }
       if (++i === inner) {
         i = 0;

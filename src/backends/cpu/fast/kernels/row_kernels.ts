@@ -15,7 +15,7 @@
  */
 
 import { bf16Block, bf16Exact, decodeTable, type ThreadScratch } from "./codecs.ts";
-import { batchNormGrad, groupNormGrad, normalized } from "./formulas.ts";
+import { affine, gradient } from "./formulas.ts";
 import { SEGMENT_ELEMENTS } from "./layout_types.ts";
 import { mergeMoments } from "./moments.ts";
 import type { RowStage } from "./stage_types.ts";
@@ -279,7 +279,7 @@ export function statsRowU16(
   }
 }
 
-/** out = (x - k[0]) * k[1] + k[2] over row (n, c), float32. */
+/** out = x * k[0] + k[1] over row (n, c), float32 (see {@linkcode affine}). */
 export function normalizeRowF32(
   s: RowStage,
   n: number,
@@ -296,8 +296,7 @@ export function normalizeRowF32(
   const length = s.layout.inner | 0;
   const k0 = k[0];
   const k1 = k[1];
-  const k2 = k[2];
-  for (let j = 0; j < length; j++) out[(o0 + j) | 0] = normalized(x[(x0 + j) | 0], k0, k1, k2);
+  for (let j = 0; j < length; j++) out[(o0 + j) | 0] = affine(x[(x0 + j) | 0], k0, k1);
 }
 
 /** {@linkcode normalizeRowF32} for float16. */
@@ -317,10 +316,9 @@ export function normalizeRowF16(
   const length = s.layout.inner | 0;
   const k0 = k[0];
   const k1 = k[1];
-  const k2 = k[2];
   const table = decodeTable(scratch, s.dtype === BFLOAT16);
   for (let j = 0; j < length; j++) {
-    out[(o0 + j) | 0] = normalized(table[x[(x0 + j) | 0]], k0, k1, k2);
+    out[(o0 + j) | 0] = affine(table[x[(x0 + j) | 0]], k0, k1);
   }
 }
 
@@ -341,7 +339,6 @@ export function normalizeRowBf16(
   const length = s.layout.inner | 0;
   const k0 = k[0];
   const k1 = k[1];
-  const k2 = k[2];
   const table = decodeTable(scratch, true);
   const { aliasF32, aliasI32 } = scratch;
   const [block, bits] = bf16Block(scratch);
@@ -350,19 +347,19 @@ export function normalizeRowBf16(
     const os = (o0 + start) | 0;
     const xs = (x0 + start) | 0;
     for (let j = 0; j < count; j++) {
-      block[j] = normalized(table[x[(xs + j) | 0]], k0, k1, k2);
+      block[j] = affine(table[x[(xs + j) | 0]], k0, k1);
     }
     for (let j = 0; j < count; j++) {
       const w = bits[j];
       out[(os + j) | 0] = (w & 0xffff) !== 0x8000 && (w & 0x7f800000) !== 0x7f800000
         ? (w + 0x7fff + ((w >> 16) & 1)) >> 16
-        : bf16Exact(normalized(table[x[(xs + j) | 0]], k0, k1, k2), aliasF32, aliasI32);
+        : bf16Exact(affine(table[x[(xs + j) | 0]], k0, k1), aliasF32, aliasI32);
     }
   }
 }
 
-/** out = k[1] * (dy - k[2] - (x - k[0]) * k[3]) over row (n, c), float32. */
-export function batchNormGradRowF32(
+/** out = dy * k[0] + (x * k[1] + k[2]) over row (n, c), float32 (see {@linkcode gradient}). */
+export function gradientRowF32(
   s: RowStage,
   n: number,
   c: number,
@@ -382,14 +379,13 @@ export function batchNormGradRowF32(
   const k0 = k[0];
   const k1 = k[1];
   const k2 = k[2];
-  const k3 = k[3];
   for (let j = 0; j < length; j++) {
-    out[(o0 + j) | 0] = batchNormGrad(dy[(d0 + j) | 0], x[(x0 + j) | 0], k0, k1, k2, k3);
+    out[(o0 + j) | 0] = gradient(dy[(d0 + j) | 0], x[(x0 + j) | 0], k0, k1, k2);
   }
 }
 
-/** {@linkcode batchNormGradRowF32} for float16. */
-export function batchNormGradRowF16(
+/** {@linkcode gradientRowF32} for float16. */
+export function gradientRowF16(
   s: RowStage,
   n: number,
   c: number,
@@ -409,22 +405,14 @@ export function batchNormGradRowF16(
   const k0 = k[0];
   const k1 = k[1];
   const k2 = k[2];
-  const k3 = k[3];
   const table = decodeTable(scratch, s.dtype === BFLOAT16);
   for (let j = 0; j < length; j++) {
-    out[(o0 + j) | 0] = batchNormGrad(
-      table[dy[(d0 + j) | 0]],
-      table[x[(x0 + j) | 0]],
-      k0,
-      k1,
-      k2,
-      k3,
-    );
+    out[(o0 + j) | 0] = gradient(table[dy[(d0 + j) | 0]], table[x[(x0 + j) | 0]], k0, k1, k2);
   }
 }
 
-/** {@linkcode batchNormGradRowF32} for bfloat16 (see {@linkcode bf16Block}). */
-export function batchNormGradRowBf16(
+/** {@linkcode gradientRowF32} for bfloat16 (see {@linkcode bf16Block}). */
+export function gradientRowBf16(
   s: RowStage,
   n: number,
   c: number,
@@ -444,7 +432,6 @@ export function batchNormGradRowBf16(
   const k0 = k[0];
   const k1 = k[1];
   const k2 = k[2];
-  const k3 = k[3];
   const table = decodeTable(scratch, true);
   const { aliasF32, aliasI32 } = scratch;
   const [block, bits] = bf16Block(scratch);
@@ -454,21 +441,14 @@ export function batchNormGradRowBf16(
     const xs = (x0 + start) | 0;
     const ds = (d0 + start) | 0;
     for (let j = 0; j < count; j++) {
-      block[j] = batchNormGrad(
-        table[dy[(ds + j) | 0]],
-        table[x[(xs + j) | 0]],
-        k0,
-        k1,
-        k2,
-        k3,
-      );
+      block[j] = gradient(table[dy[(ds + j) | 0]], table[x[(xs + j) | 0]], k0, k1, k2);
     }
     for (let j = 0; j < count; j++) {
       const w = bits[j];
       out[(os + j) | 0] = (w & 0xffff) !== 0x8000 && (w & 0x7f800000) !== 0x7f800000
         ? (w + 0x7fff + ((w >> 16) & 1)) >> 16
         : bf16Exact(
-          batchNormGrad(table[dy[(ds + j) | 0]], table[x[(xs + j) | 0]], k0, k1, k2, k3),
+          gradient(table[dy[(ds + j) | 0]], table[x[(xs + j) | 0]], k0, k1, k2),
           aliasF32,
           aliasI32,
         );
@@ -544,126 +524,6 @@ export function scaleRowBf16(
       out[(os + j) | 0] = (w & 0xffff) !== 0x8000 && (w & 0x7f800000) !== 0x7f800000
         ? (w + 0x7fff + ((w >> 16) & 1)) >> 16
         : bf16Exact(table[dy[(ds + j) | 0]] * k0, aliasF32, aliasI32);
-    }
-  }
-}
-
-/** out = k[1] * (dy * k[2] - k[3] - (x - k[0]) * k[1] * k[4]) over row (n, c), float32. */
-export function groupNormGradRowF32(
-  s: RowStage,
-  n: number,
-  c: number,
-  k: Float64Array,
-  _scratch: ThreadScratch,
-): void {
-  const out = s.out as Float32Array;
-  const outAt = s.outAt;
-  const o0 = (outAt.base + n * outAt.strideN + c * outAt.strideC) | 0;
-  const dy = s.dy as Float32Array;
-  const dyAt = s.dyAt;
-  const d0 = (dyAt.base + n * dyAt.strideN + c * dyAt.strideC) | 0;
-  const x = s.x as Float32Array;
-  const xAt = s.xAt;
-  const x0 = (xAt.base + n * xAt.strideN + c * xAt.strideC) | 0;
-  const length = s.layout.inner | 0;
-  const k0 = k[0];
-  const k1 = k[1];
-  const k2 = k[2];
-  const k3 = k[3];
-  const k4 = k[4];
-  for (let j = 0; j < length; j++) {
-    out[(o0 + j) | 0] = groupNormGrad(dy[(d0 + j) | 0], x[(x0 + j) | 0], k0, k1, k2, k3, k4);
-  }
-}
-
-/** {@linkcode groupNormGradRowF32} for float16. */
-export function groupNormGradRowF16(
-  s: RowStage,
-  n: number,
-  c: number,
-  k: Float64Array,
-  scratch: ThreadScratch,
-): void {
-  const out = s.out as Float16Array;
-  const outAt = s.outAt;
-  const o0 = (outAt.base + n * outAt.strideN + c * outAt.strideC) | 0;
-  const dy = s.dy as Uint16Array;
-  const dyAt = s.dyAt;
-  const d0 = (dyAt.base + n * dyAt.strideN + c * dyAt.strideC) | 0;
-  const x = s.x as Uint16Array;
-  const xAt = s.xAt;
-  const x0 = (xAt.base + n * xAt.strideN + c * xAt.strideC) | 0;
-  const length = s.layout.inner | 0;
-  const k0 = k[0];
-  const k1 = k[1];
-  const k2 = k[2];
-  const k3 = k[3];
-  const k4 = k[4];
-  const table = decodeTable(scratch, s.dtype === BFLOAT16);
-  for (let j = 0; j < length; j++) {
-    out[(o0 + j) | 0] = groupNormGrad(
-      table[dy[(d0 + j) | 0]],
-      table[x[(x0 + j) | 0]],
-      k0,
-      k1,
-      k2,
-      k3,
-      k4,
-    );
-  }
-}
-
-/** {@linkcode groupNormGradRowF32} for bfloat16 (see {@linkcode bf16Block}). */
-export function groupNormGradRowBf16(
-  s: RowStage,
-  n: number,
-  c: number,
-  k: Float64Array,
-  scratch: ThreadScratch,
-): void {
-  const out = s.out as Uint16Array;
-  const outAt = s.outAt;
-  const o0 = (outAt.base + n * outAt.strideN + c * outAt.strideC) | 0;
-  const dy = s.dy as Uint16Array;
-  const dyAt = s.dyAt;
-  const d0 = (dyAt.base + n * dyAt.strideN + c * dyAt.strideC) | 0;
-  const x = s.x as Uint16Array;
-  const xAt = s.xAt;
-  const x0 = (xAt.base + n * xAt.strideN + c * xAt.strideC) | 0;
-  const length = s.layout.inner | 0;
-  const k0 = k[0];
-  const k1 = k[1];
-  const k2 = k[2];
-  const k3 = k[3];
-  const k4 = k[4];
-  const table = decodeTable(scratch, true);
-  const { aliasF32, aliasI32 } = scratch;
-  const [block, bits] = bf16Block(scratch);
-  for (let start = 0; start < length; start += SEGMENT_ELEMENTS) {
-    const count = Math.min(SEGMENT_ELEMENTS, length - start);
-    const os = (o0 + start) | 0;
-    const xs = (x0 + start) | 0;
-    const ds = (d0 + start) | 0;
-    for (let j = 0; j < count; j++) {
-      block[j] = groupNormGrad(
-        table[dy[(ds + j) | 0]],
-        table[x[(xs + j) | 0]],
-        k0,
-        k1,
-        k2,
-        k3,
-        k4,
-      );
-    }
-    for (let j = 0; j < count; j++) {
-      const w = bits[j];
-      out[(os + j) | 0] = (w & 0xffff) !== 0x8000 && (w & 0x7f800000) !== 0x7f800000
-        ? (w + 0x7fff + ((w >> 16) & 1)) >> 16
-        : bf16Exact(
-          groupNormGrad(table[dy[(ds + j) | 0]], table[x[(xs + j) | 0]], k0, k1, k2, k3, k4),
-          aliasF32,
-          aliasI32,
-        );
     }
   }
 }

@@ -97,13 +97,13 @@ export interface StatsStage extends StageBase {
 
 /**
  * A per-channel write: every output element from constants packed per channel,
- * constants[j * C + c] for the j-th of `count`: normalize (mean, scale, shift) writes
- * (x - mean) * scale + shift, batchNormGrad (mean, scale, meanDy, k) writes
- * scale * (dy - meanDy - (x - mean) * k), scale (scale) writes dy * scale.
+ * constants[j * C + c] for the j-th of `count` (see formulas.ts): normalize (scale, shift)
+ * writes x * scale + shift, gradient (a, b, c) writes dy * a + (x * b + c), scale (scale)
+ * writes dy * scale.
  */
 export interface WriteStage extends StageBase {
   /** Stage kind. */
-  readonly op: "normalize" | "batchNormGrad" | "scale";
+  readonly op: "normalize" | "gradient" | "scale";
   /** Packed per-channel constants. */
   readonly constants: Float64Array;
 }

@@ -20,7 +20,12 @@ import {
   writePixels,
   writeRows,
 } from "./drivers.ts";
-import { densePixels, heapChannelsFit, instantiateHeapKernels } from "./heap_kernels.ts";
+import {
+  densePixels,
+  HEAP_CHANNEL_ARRAYS,
+  heapChannelsFit,
+  instantiateHeapKernels,
+} from "./heap_kernels.ts";
 import {
   HEAP_PIXEL,
   HEAP_ROW,
@@ -29,12 +34,12 @@ import {
   WASM_PIXEL,
   WASM_ROW,
 } from "./kernel_tables.ts";
-import type { Stage } from "./stage_types.ts";
+import type { Stage, WriteStage } from "./stage_types.ts";
 import { instantiateWasm } from "./wasm_kernels.ts";
 
 /** Number of packed per-channel constants of a write stage. */
-export function constantCount(op: "normalize" | "batchNormGrad" | "scale"): number {
-  return op === "normalize" ? 3 : op === "batchNormGrad" ? 4 : 1;
+export function constantCount(op: WriteStage["op"]): number {
+  return op === "normalize" ? 2 : op === "gradient" ? 3 : 1;
 }
 
 /**
@@ -114,7 +119,9 @@ export function pixelIndex(s: Stage, scratch: ThreadScratch): number {
   const packed = (s.dy === undefined || densePixels(layout, s.dyAt)) &&
     (s.x === undefined || densePixels(layout, s.xAt)) &&
     (s.out === undefined || ((layout.C & 3) === 0 && densePixels(layout, s.outAt)));
-  if (packed && heapChannelsFit(layout.C, 5) && inHeap(s, scratch)) return HEAP_PIXEL;
+  if (packed && heapChannelsFit(layout.C, HEAP_CHANNEL_ARRAYS) && inHeap(s, scratch)) {
+    return HEAP_PIXEL;
+  }
   return runsWasm(s, scratch) ? WASM_PIXEL : s.dtype;
 }
 
@@ -141,7 +148,7 @@ export function runStage(s: Stage, from: number, to: number, scratch: ThreadScra
       }
       return reduceRows(s, from, to, rows.stats[at], scratch);
     case "normalize":
-    case "batchNormGrad":
+    case "gradient":
     case "scale":
       if (pixel) {
         return writePixels(
@@ -184,7 +191,7 @@ export function runStage(s: Stage, from: number, to: number, scratch: ThreadScra
     case "groupNormBackward":
       if (pixel) {
         const sums = pixels.sums[at];
-        const grad = pixels.groupNormGrad[at];
+        const grad = pixels.gradient[at];
         return groupNormBackwardPixels(s, from, to, sums, grad, scratch);
       }
       return groupNormBackwardRows(
@@ -192,7 +199,7 @@ export function runStage(s: Stage, from: number, to: number, scratch: ThreadScra
         from,
         to,
         rows.sums[at],
-        rows.groupNormGrad[at],
+        rows.gradient[at],
         scratch,
       );
   }

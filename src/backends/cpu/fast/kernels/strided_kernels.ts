@@ -12,7 +12,7 @@
  */
 
 import { decodeTable, fallbackBlocks, type ThreadScratch } from "./codecs.ts";
-import { batchNormGrad, bf16Bits, groupNormGrad, normalized } from "./formulas.ts";
+import { affine, bf16Bits, gradient } from "./formulas.ts";
 import type { Layout, TensorAddress } from "./layout_types.ts";
 import { subRowOffset } from "./layout_types.ts";
 import { mergeMoments } from "./moments.ts";
@@ -167,7 +167,7 @@ export function statsRowStrided(
   });
 }
 
-/** out = (x - k[0]) * k[1] + k[2] over row (n, c), any strides. */
+/** out = x * k[0] + k[1] over row (n, c), any strides (see {@linkcode affine}). */
 export function normalizeRowStrided(
   s: RowStage,
   n: number,
@@ -177,12 +177,12 @@ export function normalizeRowStrided(
 ): void {
   const [x] = fallbackBlocks(scratch, BLOCK_ELEMENTS);
   forEachBlock(s, n, c, ["x"], true, scratch, (count) => {
-    for (let j = 0; j < count; j++) x[j] = normalized(x[j], k[0], k[1], k[2]);
+    for (let j = 0; j < count; j++) x[j] = affine(x[j], k[0], k[1]);
   });
 }
 
-/** out = k[1] * (dy - k[2] - (x - k[0]) * k[3]) over row (n, c), any strides. */
-export function batchNormGradRowStrided(
+/** out = dy * k[0] + (x * k[1] + k[2]) over row (n, c), any strides (see {@linkcode gradient}). */
+export function gradientRowStrided(
   s: RowStage,
   n: number,
   c: number,
@@ -191,7 +191,7 @@ export function batchNormGradRowStrided(
 ): void {
   const [dy, x] = fallbackBlocks(scratch, BLOCK_ELEMENTS);
   forEachBlock(s, n, c, ["dy", "x"], true, scratch, (count) => {
-    for (let j = 0; j < count; j++) dy[j] = batchNormGrad(dy[j], x[j], k[0], k[1], k[2], k[3]);
+    for (let j = 0; j < count; j++) dy[j] = gradient(dy[j], x[j], k[0], k[1], k[2]);
   });
 }
 
@@ -206,21 +206,5 @@ export function scaleRowStrided(
   const [dy] = fallbackBlocks(scratch, BLOCK_ELEMENTS);
   forEachBlock(s, n, c, ["dy"], true, scratch, (count) => {
     for (let j = 0; j < count; j++) dy[j] = dy[j] * k[0];
-  });
-}
-
-/** out = k[1] * (dy * k[2] - k[3] - (x - k[0]) * k[1] * k[4]) over row (n, c), any strides. */
-export function groupNormGradRowStrided(
-  s: RowStage,
-  n: number,
-  c: number,
-  k: Float64Array,
-  scratch: ThreadScratch,
-): void {
-  const [dy, x] = fallbackBlocks(scratch, BLOCK_ELEMENTS);
-  forEachBlock(s, n, c, ["dy", "x"], true, scratch, (count) => {
-    for (let j = 0; j < count; j++) {
-      dy[j] = groupNormGrad(dy[j], x[j], k[0], k[1], k[2], k[3], k[4]);
-    }
   });
 }

@@ -35,19 +35,17 @@ export interface WasmExports {
   row_sums(dy: number, x: number, n: number, dt: number, mean: number, res: number): void;
   /** res = [sum(x), sum((x - mean)^2)] with the block's own mean. */
   row_stats(x: number, n: number, dt: number, res: number): void;
-  /** out = (x - k0) * k1 + k2. */
-  row_normalize(x: number, out: number, n: number, dt: number, ...k: number[]): void;
-  /** out = k1 * (dy - k2 - (x - k0) * k3). */
-  row_bngrad(dy: number, x: number, out: number, n: number, dt: number, ...k: number[]): void;
+  /** out = x * k0 + k1. */
+  row_normalize(x: number, out: number, n: number, dt: number, k0: number, k1: number): void;
+  /** out = dy * k0 + (x * k1 + k2). */
+  row_gradient(dy: number, x: number, out: number, n: number, dt: number, ...k: number[]): void;
   /** out = dy * k0. */
   row_scale(dy: number, out: number, n: number, dt: number, k0: number): void;
-  /** out = k1 * (dy * k2 - k3 - (x - k0) * k1 * k4). */
-  row_gngrad(dy: number, x: number, out: number, n: number, dt: number, ...k: number[]): void;
   /** Per-channel sums over P pixels (accumulated; means at acc + 16 cs). */
   pix_sums(dy: number, x: number, P: number, C: number, cs: number, dt: number, acc: number): void;
   /** Per-channel (sum, m2) over P pixels (overwritten). */
   pix_stats(x: number, P: number, C: number, cs: number, dt: number, acc: number): void;
-  /** Per-channel normalize (mean, scale, shift at cst). */
+  /** Per-channel x * scale + shift (scale, shift at cst). */
   pix_normalize(
     x: number,
     out: number,
@@ -57,8 +55,8 @@ export interface WasmExports {
     dt: number,
     cst: number,
   ): void;
-  /** Per-channel BatchNorm gradient (mean, scale, meanDy, k at cst). */
-  pix_bngrad(
+  /** Per-channel dy * a + (x * b + c) (a, b, c at cst). */
+  pix_gradient(
     dy: number,
     x: number,
     out: number,
@@ -71,17 +69,6 @@ export interface WasmExports {
   /** Per-channel scale (scale at cst). */
   pix_scale(
     dy: number,
-    out: number,
-    P: number,
-    C: number,
-    cs: number,
-    dt: number,
-    cst: number,
-  ): void;
-  /** Per-channel GroupNorm gradient (mean, rstd, w, a, b at cst). */
-  pix_gngrad(
-    dy: number,
-    x: number,
     out: number,
     P: number,
     C: number,
@@ -296,9 +283,9 @@ export function statsRowWasm(
 }
 
 /**
- * Calls row write `kernel` (0 normalize, 1 BatchNorm gradient, 2 scale, 3 GroupNorm
- * gradient) on n elements at byte addresses dy, x, out (those it does not read are
- * ignored), with row constants k: the one dispatch of the copying and the in-place drivers.
+ * Calls row write `kernel` (0 normalize, 1 gradient, 2 scale) on n elements at byte
+ * addresses dy, x, out (those it does not read are ignored), with row constants k: the one
+ * dispatch of the copying and the in-place drivers.
  */
 export function callRowWrite(
   e: WasmExports,
@@ -310,10 +297,9 @@ export function callRowWrite(
   dt: number,
   k: Float64Array,
 ): void {
-  if (kernel === 0) e.row_normalize(x, out, n, dt, k[0], k[1], k[2]);
-  else if (kernel === 1) e.row_bngrad(dy, x, out, n, dt, k[0], k[1], k[2], k[3]);
-  else if (kernel === 2) e.row_scale(dy, out, n, dt, k[0]);
-  else e.row_gngrad(dy, x, out, n, dt, k[0], k[1], k[2], k[3], k[4]);
+  if (kernel === 0) e.row_normalize(x, out, n, dt, k[0], k[1]);
+  else if (kernel === 1) e.row_gradient(dy, x, out, n, dt, k[0], k[1], k[2]);
+  else e.row_scale(dy, out, n, dt, k[0]);
 }
 
 /**
@@ -346,7 +332,7 @@ export function writeRowWasm(
   }
 }
 
-/** out = (x - k[0]) * k[1] + k[2] over row (n, c). */
+/** out = x * k[0] + k[1] over row (n, c). */
 export function normalizeRowWasm(
   s: RowStage,
   n: number,
@@ -357,8 +343,8 @@ export function normalizeRowWasm(
   writeRowWasm(s, n, c, k, scratch.wasm!, 1, 0);
 }
 
-/** out = k[1] * (dy - k[2] - (x - k[0]) * k[3]) over row (n, c). */
-export function batchNormGradRowWasm(
+/** out = dy * k[0] + (x * k[1] + k[2]) over row (n, c). */
+export function gradientRowWasm(
   s: RowStage,
   n: number,
   c: number,
@@ -377,17 +363,6 @@ export function scaleRowWasm(
   scratch: ThreadScratch,
 ): void {
   writeRowWasm(s, n, c, k, scratch.wasm!, 0, 2);
-}
-
-/** out = k[1] * (dy * k[2] - k[3] - (x - k[0]) * k[1] * k[4]) over row (n, c). */
-export function groupNormGradRowWasm(
-  s: RowStage,
-  n: number,
-  c: number,
-  k: Float64Array,
-  scratch: ThreadScratch,
-): void {
-  writeRowWasm(s, n, c, k, scratch.wasm!, 2, 3);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -559,9 +534,8 @@ export function callPixelWrite(
 ): void {
   const cs = paddedChannels(C);
   if (kernel === 0) e.pix_normalize(x, out, P, C, cs, dt, cst);
-  else if (kernel === 1) e.pix_bngrad(dy, x, out, P, C, cs, dt, cst);
-  else if (kernel === 2) e.pix_scale(dy, out, P, C, cs, dt, cst);
-  else e.pix_gngrad(dy, x, out, P, C, cs, dt, cst);
+  else if (kernel === 1) e.pix_gradient(dy, x, out, P, C, cs, dt, cst);
+  else e.pix_scale(dy, out, P, C, cs, dt, cst);
 }
 
 /**
@@ -594,7 +568,7 @@ export function writePixelsWasm(
   }
 }
 
-/** Channels-last out = (x - mean[c]) * scale[c] + shift[c] (p = [mean, scale, shift]). */
+/** Channels-last out = x * scale[c] + shift[c] (p = [scale, shift]). */
 export function normalizePixelsWasm(
   s: PixelStage,
   q0: number,
@@ -602,18 +576,18 @@ export function normalizePixelsWasm(
   p: readonly Float64Array[],
   scratch: ThreadScratch,
 ): void {
-  writePixelsWasm(s, q0, q1, p, scratch.wasm!, 3, 1, 0);
+  writePixelsWasm(s, q0, q1, p, scratch.wasm!, 2, 1, 0);
 }
 
-/** Channels-last BatchNorm gradient (p = [mean, scale, meanDy, k]). */
-export function batchNormGradPixelsWasm(
+/** Channels-last out = dy * a[c] + (x * b[c] + c[c]) (p = [a, b, c]). */
+export function gradientPixelsWasm(
   s: PixelStage,
   q0: number,
   q1: number,
   p: readonly Float64Array[],
   scratch: ThreadScratch,
 ): void {
-  writePixelsWasm(s, q0, q1, p, scratch.wasm!, 4, 2, 1);
+  writePixelsWasm(s, q0, q1, p, scratch.wasm!, 3, 2, 1);
 }
 
 /** Channels-last out = dy * scale[c] (p = [scale]). */
@@ -625,15 +599,4 @@ export function scalePixelsWasm(
   scratch: ThreadScratch,
 ): void {
   writePixelsWasm(s, q0, q1, p, scratch.wasm!, 1, 0, 2);
-}
-
-/** Channels-last GroupNorm gradient (p = [mean, rstd, w, a, b]). */
-export function groupNormGradPixelsWasm(
-  s: PixelStage,
-  q0: number,
-  q1: number,
-  p: readonly Float64Array[],
-  scratch: ThreadScratch,
-): void {
-  writePixelsWasm(s, q0, q1, p, scratch.wasm!, 5, 2, 3);
 }
