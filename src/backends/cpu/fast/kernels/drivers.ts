@@ -364,9 +364,11 @@ export function groupNormBackwardPixels(
   const sumDot = scratchFloat64(scratch, C);
   const mean = scratchFloat64(scratch, C);
   const rstd = scratchFloat64(scratch, C);
-  const constants = scratchFloat64(scratch, 3 * C);
+  const k = scratch.k;
   const acc = [sumDy, sumDot, mean];
-  const p = [constants.subarray(0, C), constants.subarray(C, 2 * C), constants.subarray(2 * C)];
+  // Three arrays of C, not one of 3C: each stays a slab view (at most 1 KiB) up to C = 128.
+  const p = [scratchFloat64(scratch, C), scratchFloat64(scratch, C), scratchFloat64(scratch, C)];
+  const [ka, kb, kc] = p;
   for (let item = from; item < to; item++) {
     partials.fill(0, 2 * item * C, 2 * (item + 1) * C);
     const nEnd = Math.min(layout.N, (item + 1) * samples);
@@ -393,7 +395,10 @@ export function groupNormBackwardPixels(
         const a = s1 / count;
         const b = s2 / count;
         for (let c = g * D; c < (g + 1) * D; c++) {
-          groupNormGradAffine(mean[c], rstd[c], gamma[c], a, b, constants, c, C);
+          groupNormGradAffine(mean[c], rstd[c], gamma[c], a, b, k, 0, 1);
+          ka[c] = k[0];
+          kb[c] = k[1];
+          kc[c] = k[2];
         }
       }
       if (s.out) grad(s, n * I, (n + 1) * I, p, scratch);

@@ -258,7 +258,7 @@ export function statsPixelsHeap(
 }
 
 /**
- * A per-channel pixel write in place over pixels [q0, q1): constants p[0..count) into the
+ * A per-channel pixel write in place over pixels [q0, q1): the constants p into the
  * region, then kernel 0 normalize, 1 gradient or 2 scale.
  */
 export function writePixelsHeap(
@@ -267,11 +267,10 @@ export function writePixelsHeap(
   q1: number,
   p: readonly Float64Array[],
   h: HeapKernels,
-  count: number,
   kernel: number,
 ): void {
   const C = s.layout.C;
-  packConstants(h.region, HEAP_CHANNELS_OFFSET >> 3, p, count, C);
+  packConstants(h.region, HEAP_CHANNELS_OFFSET >> 3, p, C);
   const dy = s.dy ? heapPixel(s, s.dyHeap, s.dyAt, q0) : 0;
   const x = s.x ? heapPixel(s, s.xHeap, s.xAt, q0) : 0;
   const out = heapPixel(s, s.outHeap, s.outAt, q0);
@@ -286,7 +285,7 @@ export function normalizePixelsHeap(
   p: readonly Float64Array[],
   scratch: ThreadScratch,
 ): void {
-  writePixelsHeap(s, q0, q1, p, scratch.heapKernels!, 2, 0);
+  writePixelsHeap(s, q0, q1, p, scratch.heapKernels!, 0);
 }
 
 /** Channels-last out = dy * a[c] + (x * b[c] + c[c]) (p = [a, b, c]). */
@@ -297,7 +296,7 @@ export function gradientPixelsHeap(
   p: readonly Float64Array[],
   scratch: ThreadScratch,
 ): void {
-  writePixelsHeap(s, q0, q1, p, scratch.heapKernels!, 3, 1);
+  writePixelsHeap(s, q0, q1, p, scratch.heapKernels!, 1);
 }
 
 /** Channels-last out = dy * scale[c] (p = [scale]). */
@@ -308,5 +307,5 @@ export function scalePixelsHeap(
   p: readonly Float64Array[],
   scratch: ThreadScratch,
 ): void {
-  writePixelsHeap(s, q0, q1, p, scratch.heapKernels!, 1, 2);
+  writePixelsHeap(s, q0, q1, p, scratch.heapKernels!, 2);
 }

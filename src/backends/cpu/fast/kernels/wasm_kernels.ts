@@ -303,8 +303,8 @@ export function callRowWrite(
 }
 
 /**
- * A row write over row (n, c) through blocks: dy and/or x copied in (`reads` 0 dy, 1 x,
- * 2 both), {@linkcode callRowWrite}, the output block copied back.
+ * A row write over row (n, c) through blocks: whichever of dy and x the stage has copied
+ * in, {@linkcode callRowWrite}, the output block copied back.
  */
 export function writeRowWasm(
   s: RowStage,
@@ -312,21 +312,20 @@ export function writeRowWasm(
   c: number,
   k: Float64Array,
   w: WasmState,
-  reads: number,
   kernel: number,
 ): void {
   const dt = s.dtype;
   const view = wasmView(w, dt);
   const out = wasmOutput(w, s.out!);
-  const d0 = reads !== 1 ? rowStart(s.dyAt, n, c) : 0;
-  const x0 = reads !== 0 ? rowStart(s.xAt, n, c) : 0;
+  const d0 = s.dy ? rowStart(s.dyAt, n, c) : 0;
+  const x0 = s.x ? rowStart(s.xAt, n, c) : 0;
   const o0 = rowStart(s.outAt, n, c);
   const length = s.layout.inner;
   const outIndex = wasmIndex(w.outAt, dt);
   for (let start = 0; start < length; start += WASM_BLOCK_ELEMENTS) {
     const count = Math.min(WASM_BLOCK_ELEMENTS, length - start);
-    if (reads !== 1) copyRun(view, wasmIndex(w.dyAt, dt), s.dy!, d0 + start, count);
-    if (reads !== 0) copyRun(view, wasmIndex(w.xAt, dt), s.x!, x0 + start, count);
+    if (s.dy) copyRun(view, wasmIndex(w.dyAt, dt), s.dy, d0 + start, count);
+    if (s.x) copyRun(view, wasmIndex(w.xAt, dt), s.x, x0 + start, count);
     callRowWrite(w.exports, kernel, w.dyAt, w.xAt, w.outAt, count, dt, k);
     copyRun(out, o0 + start, view, outIndex, count);
   }
@@ -340,7 +339,7 @@ export function normalizeRowWasm(
   k: Float64Array,
   scratch: ThreadScratch,
 ): void {
-  writeRowWasm(s, n, c, k, scratch.wasm!, 1, 0);
+  writeRowWasm(s, n, c, k, scratch.wasm!, 0);
 }
 
 /** out = dy * k[0] + (x * k[1] + k[2]) over row (n, c). */
@@ -351,7 +350,7 @@ export function gradientRowWasm(
   k: Float64Array,
   scratch: ThreadScratch,
 ): void {
-  writeRowWasm(s, n, c, k, scratch.wasm!, 2, 1);
+  writeRowWasm(s, n, c, k, scratch.wasm!, 1);
 }
 
 /** out = dy * k[0] over row (n, c). */
@@ -362,7 +361,7 @@ export function scaleRowWasm(
   k: Float64Array,
   scratch: ThreadScratch,
 ): void {
-  writeRowWasm(s, n, c, k, scratch.wasm!, 0, 2);
+  writeRowWasm(s, n, c, k, scratch.wasm!, 2);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -452,17 +451,17 @@ export function channelPairFrom(
 }
 
 /**
- * Writes the `count` per-channel constants `p[k]` (C entries each) packed as the pixel
- * writes read them (see kernels.wat): for channels 4v..4v+3, constant k's four values at
- * f64[base + 4 (count v + k) + lane], so one vector's constants are one run.
+ * Writes the per-channel constants `p[k]` (C entries each, count = p.length of them) packed
+ * as the pixel writes read them (see kernels.wat): for channels 4v..4v+3, constant k's four
+ * values at f64[base + 4 (count v + k) + lane], so one vector's constants are one run.
  */
 export function packConstants(
   f64: Float64Array,
   base: number,
   p: readonly Float64Array[],
-  count: number,
   C: number,
 ): void {
+  const count = p.length;
   for (let k = 0; k < count; k++) {
     const values = p[k];
     for (let c = 0; c < C; c++) f64[base + 4 * (count * (c >> 2) + k) + (c & 3)] = values[c];
@@ -539,8 +538,8 @@ export function callPixelWrite(
 }
 
 /**
- * A per-channel pixel write over pixels [q0, q1): constants p[0..count) packed in, then
- * blocks through {@linkcode callPixelWrite} (`reads` 0 dy, 1 x, 2 both).
+ * A per-channel pixel write over pixels [q0, q1): the constants p packed in, then blocks
+ * (whichever of dy and x the stage has copied in) through {@linkcode callPixelWrite}.
  */
 export function writePixelsWasm(
   s: PixelStage,
@@ -548,8 +547,6 @@ export function writePixelsWasm(
   q1: number,
   p: readonly Float64Array[],
   w: WasmState,
-  count: number,
-  reads: number,
   kernel: number,
 ): void {
   const C = s.layout.C;
@@ -558,11 +555,11 @@ export function writePixelsWasm(
   const view = wasmView(w, dt);
   const out = wasmOutput(w, s.out!);
   const per = pixelsPerWasmBlock(w, C);
-  packConstants(w.f64, w.cst >> 3, p, count, C);
+  packConstants(w.f64, w.cst >> 3, p, C);
   for (let q = q0; q < q1; q += per) {
     const P = Math.min(per, q1 - q);
-    if (reads !== 1) copyPixels(s.layout, s.dyAt, s.dy!, view, wasmIndex(w.dyAt, dt), q, P, true);
-    if (reads !== 0) copyPixels(s.layout, s.xAt, s.x!, view, wasmIndex(w.xAt, dt), q, P, true);
+    if (s.dy) copyPixels(s.layout, s.dyAt, s.dy, view, wasmIndex(w.dyAt, dt), q, P, true);
+    if (s.x) copyPixels(s.layout, s.xAt, s.x, view, wasmIndex(w.xAt, dt), q, P, true);
     callPixelWrite(w.exports, kernel, w.dyAt, w.xAt, w.outAt, P, C, dt, w.cst);
     copyPixels(s.layout, s.outAt, out, view, wasmIndex(w.outAt, dt), q, P, false);
   }
@@ -576,7 +573,7 @@ export function normalizePixelsWasm(
   p: readonly Float64Array[],
   scratch: ThreadScratch,
 ): void {
-  writePixelsWasm(s, q0, q1, p, scratch.wasm!, 2, 1, 0);
+  writePixelsWasm(s, q0, q1, p, scratch.wasm!, 0);
 }
 
 /** Channels-last out = dy * a[c] + (x * b[c] + c[c]) (p = [a, b, c]). */
@@ -587,7 +584,7 @@ export function gradientPixelsWasm(
   p: readonly Float64Array[],
   scratch: ThreadScratch,
 ): void {
-  writePixelsWasm(s, q0, q1, p, scratch.wasm!, 3, 2, 1);
+  writePixelsWasm(s, q0, q1, p, scratch.wasm!, 1);
 }
 
 /** Channels-last out = dy * scale[c] (p = [scale]). */
@@ -598,5 +595,5 @@ export function scalePixelsWasm(
   p: readonly Float64Array[],
   scratch: ThreadScratch,
 ): void {
-  writePixelsWasm(s, q0, q1, p, scratch.wasm!, 1, 0, 2);
+  writePixelsWasm(s, q0, q1, p, scratch.wasm!, 2);
 }
