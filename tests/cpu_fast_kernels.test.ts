@@ -12,11 +12,12 @@ import { bf16Bits } from "../src/backends/cpu/fast/kernels/formulas.ts";
 import { referenceKernels } from "../src/backends/cpu/reference/mod.ts";
 import { cpuThreads, setCpuThreads, startCpuThreads } from "../src/backends/cpu/threads.ts";
 import { workerSource } from "../src/backends/cpu/pool/worker_source.ts";
-import { pooledJobCount } from "../src/backends/cpu/pool/pool.ts";
+import { pooledJobCount, postedJobCount, workerItemCount } from "../src/backends/cpu/pool/pool.ts";
 import { MIN_PARALLEL_ELEMENTS } from "../src/backends/cpu/fast/call.ts";
 import { channelGeometry, type KernelName } from "../src/backends/types.ts";
 import { type DType, numberToBf16 } from "../src/tensor/dtype.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
+import { heapAddress } from "../src/tensor/host_heap.ts";
 import {
   assertSameBits,
   assertSetsClose,
@@ -593,21 +594,66 @@ Deno.test("worker pool: 2 threads give the same bits as 1 thread, for every kern
   try {
     setCpuThreads(2);
     await startCpuThreads();
+    const workerItems = workerItemCount();
     for (const dtype of FLOATS) {
       for (const layout of ["contiguous", "channelsLast", "strided"] as const) {
         for (const [kernel, plan, make] of largeCases(dtype, layout)) {
           const pooled = make();
           const alone = make();
           const jobs = pooledJobCount();
+          const posted = postedJobCount();
           setCpuThreads(2);
           (fastKernels[kernel] as (p: unknown, t: unknown) => void)(plan, pooled);
-          assert.ok(pooledJobCount() > jobs, `${kernel} ${dtype} ${layout} ran on the pool`);
+          const name = `${kernel} ${dtype} ${layout}`;
+          assert.ok(pooledJobCount() > jobs, `${name} ran on the pool`);
+          // With its data in the host heap, the job reached the workers through shared
+          // memory (pool/serve.ts); earlier tests may have filled the heap.
+          const data = Object.values(pooled).filter((t) => t!.numel > 1024);
+          if (data.every((t) => heapAddress(t!.storage as Float32Array) >= 0)) {
+            assert.equal(postedJobCount(), posted, `${name} was not posted`);
+          }
           setCpuThreads(1);
           (fastKernels[kernel] as (p: unknown, t: unknown) => void)(plan, alone);
           for (const [name, t] of Object.entries(pooled)) {
             assertSameBits(t!, alone[name]!, `${kernel} ${dtype} ${layout} ${name}`);
           }
+          // Frees their heap blocks now: the loop would fill the heap before a collection.
+          for (const t of [...Object.values(pooled), ...Object.values(alone)]) t!.dispose();
         }
+      }
+    }
+    assert.ok(workerItemCount() > workerItems, "the worker ran items");
+  } finally {
+    setCpuThreads(before);
+  }
+});
+
+Deno.test("worker pool: tensors outside the host heap are posted, with the same bits", async () => {
+  const before = cpuThreads();
+  /** `t` in a SharedArrayBuffer of its own (as when the heap is full), same values. */
+  const outside = (t: Tensor) => {
+    const storage = t.storage as Float32Array;
+    const copy = new Float32Array(new SharedArrayBuffer(storage.byteLength));
+    copy.set(storage);
+    return new Tensor(copy, t.dtype, t.shape, t.strides, t.offset);
+  };
+  try {
+    setCpuThreads(2);
+    await startCpuThreads();
+    for (const [kernel, plan, make] of largeCases("float32", "contiguous")) {
+      const set = make();
+      const pooled = Object.fromEntries(
+        Object.entries(set).map(([name, t]) => [name, t!.numel > 1024 ? outside(t!) : t]),
+      );
+      const alone = make();
+      const posted = postedJobCount();
+      setCpuThreads(2);
+      (fastKernels[kernel] as (p: unknown, t: unknown) => void)(plan, pooled);
+      assert.ok(postedJobCount() > posted, `${kernel} was posted`);
+      setCpuThreads(1);
+      (fastKernels[kernel] as (p: unknown, t: unknown) => void)(plan, alone);
+      for (const [name, t] of Object.entries(pooled)) {
+        assertSameBits(t!, alone[name]!, `${kernel} ${name}`);
       }
     }
   } finally {

@@ -50,19 +50,25 @@ export interface Call {
 export function prepareCall(chosen: ChosenLayout, data: readonly Tensor[], numel: number): Call {
   const threads = cpuThreads();
   const pooled = threads > 1 && numel >= MIN_PARALLEL_ELEMENTS && data.every(isShared);
+  const pool = pooled ? readyPool(threads - 1) : undefined;
+  // One call at a time: the last pooled call's temporaries are dead now.
+  pool?.resetArena();
   return {
     layout: chosen.layout,
     addresses: chosen.addresses,
     dtype: dataCode(data[0].dtype),
-    pool: pooled ? readyPool(threads - 1) : undefined,
+    pool,
   };
 }
 
-/** A zero-filled float64 array the call's threads can all see. */
+/**
+ * A zero-filled float64 array the call's threads can all see: from the pool's arena when
+ * it has room (the workers find it from the job words), valid until the next call.
+ */
 export function float64(call: Call, length: number): Float64Array {
-  return call.pool
-    ? new Float64Array(new SharedArrayBuffer(length * Float64Array.BYTES_PER_ELEMENT))
-    : temporaryFloat64(length);
+  if (!call.pool) return temporaryFloat64(length);
+  return call.pool.arenaFloat64(length) ??
+    new Float64Array(new SharedArrayBuffer(length * Float64Array.BYTES_PER_ELEMENT));
 }
 
 /** `values`, copied into shared memory when the call is pooled. */

@@ -1,8 +1,13 @@
 /**
  * The worker pool of the CPU backend: `threads - 1` Workers that share the calling thread's
- * work over SharedArrayBuffer memory. The API stays synchronous: the calling thread posts a
- * job, claims items of it like every worker (sync.ts), and blocks in Atomics.wait (allowed
- * on Deno's main thread) until the items the workers claimed are done.
+ * work over SharedArrayBuffer memory. The API stays synchronous: the calling thread
+ * publishes a job (in shared memory, where the workers wait for it: serve.ts), claims items
+ * of it like every worker (sync.ts), and blocks in Atomics.wait (allowed on Deno's main
+ * thread) until the items the workers claimed are done.
+ *
+ * The float64 temporaries of a pooled call (per-channel constants, partial sums) come from
+ * the pool's arena, a block of the host heap, so that the workers can find them from the
+ * job words alone; the next pooled call reuses it.
  *
  * Lifetime: workers start on the first call large enough to share (that call and any call
  * made before they are up run on the calling thread alone, so startup, about 35 ms, never
@@ -26,14 +31,16 @@ import {
   CONTROL_JOB,
   CONTROL_READY,
   CONTROL_RELEASE,
+  CONTROL_RETIRE,
   MAX_STAGES,
   nextJob,
-  openJob,
   recordFailure,
   runClaimed,
   waitAtLeast,
 } from "./sync.ts";
 import type { WorkerMessage } from "./worker_main.ts";
+import { JOB_WORDS } from "./job_words.ts";
+import { publishJob } from "./serve.ts";
 import { workerUrl } from "./worker_source.ts";
 import { kernelsWasmBytes } from "../wasm/kernels_wasm.ts";
 import { heapAddress, heapAllocate, hostHeapMemory } from "../../../tensor/host_heap.ts";
@@ -41,6 +48,15 @@ import { HEAP_REGION_BYTES } from "../fast/kernels/heap_kernels.ts";
 
 /** Idle time after which the workers are terminated (and the process may exit). */
 export const POOL_IDLE_MS = 500;
+
+/**
+ * Bytes of the arena of a pool's calls (1 MiB: the partials of a channels-last call with
+ * C = 1024 take 1 MiB; a call that needs more gets SharedArrayBuffers, and is posted).
+ */
+export const POOL_ARENA_BYTES = 1 << 20;
+
+/** Float64 entries each arena allocation is rounded up to (a cache line apart). */
+const ARENA_ALIGN = 8;
 
 /** The WebAssembly kernels' bytes every thread instantiates, or undefined for none. */
 let wasmBytes: Uint8Array | undefined = kernelsWasmBytes();
@@ -79,22 +95,30 @@ let workerScript: string | undefined;
 export class WorkerPool {
   /** The shared control block (see sync.ts). */
   readonly control: Int32Array;
+  /** The job words: the current job's stages (see job_words.ts). */
+  readonly words: Float64Array;
   /** The workers. */
   readonly workers: Worker[] = [];
   #readyPromise: Promise<void> | undefined;
+  /** The arena in the host heap, or undefined while the heap has no room (or is off). */
+  #arena: Float64Array | undefined;
+  /** Entries of the arena the current call has taken. */
+  #arenaUsed = 0;
 
   /** Starts `size` workers (they report ready asynchronously). */
   constructor(size: number) {
     this.control = new Int32Array(new SharedArrayBuffer(CONTROL_BUFFER_BYTES));
+    this.words = new Float64Array(new SharedArrayBuffer(JOB_WORDS * 8));
     workerScript ??= workerUrl();
+    const heap = hostHeapMemory() ?? undefined;
     for (let i = 0; i < size; i++) {
       const worker = new Worker(workerScript, { type: "module" });
-      const region = wasmBytes ? heapRegion(worker) : 0;
       const init: WorkerMessage = {
         control: this.control.buffer as SharedArrayBuffer,
+        words: this.words.buffer as SharedArrayBuffer,
         wasm: wasmBytes,
-        heap: region > 0 ? hostHeapMemory() ?? undefined : undefined,
-        region,
+        heap,
+        region: wasmBytes ? heapRegion(worker) : 0,
       };
       worker.postMessage(init);
       this.workers.push(worker);
@@ -115,8 +139,35 @@ export class WorkerPool {
     return this.#readyPromise;
   }
 
-  /** Terminates every worker. */
+  /**
+   * Starts a call: its arena allocations start over (the last call's are dead). The arena
+   * is taken from the heap on the first call that finds room there.
+   */
+  resetArena(): void {
+    this.#arenaUsed = 0;
+    if (this.#arena) return;
+    const block = heapAllocate(POOL_ARENA_BYTES);
+    if (!block) return;
+    block.adopt(this);
+    this.#arena = new Float64Array(block.buffer, block.at, POOL_ARENA_BYTES / 8);
+  }
+
+  /**
+   * `length` zeroed float64 entries of the arena for the current call, or undefined when
+   * the arena has no room left.
+   */
+  arenaFloat64(length: number): Float64Array | undefined {
+    const arena = this.#arena;
+    const at = this.#arenaUsed;
+    if (!arena || at + length > arena.length) return undefined;
+    this.#arenaUsed = at + Math.ceil(length / ARENA_ALIGN) * ARENA_ALIGN;
+    return arena.subarray(at, at + length).fill(0);
+  }
+
+  /** Terminates every worker (waking the ones that wait for a job first). */
   terminate(): void {
+    Atomics.store(this.control, CONTROL_RETIRE, 1);
+    Atomics.notify(this.control, CONTROL_JOB);
     for (const worker of this.workers) worker.terminate();
     this.workers.length = 0;
   }
@@ -125,10 +176,23 @@ export class WorkerPool {
 let pool: WorkerPool | undefined;
 let lastUsed = 0;
 let pooledJobs = 0;
+let postedJobs = 0;
 
 /** How many jobs ran on the pool so far (for tests and benchmarks). */
 export function pooledJobCount(): number {
   return pooledJobs;
+}
+
+/** How many of those were posted as messages, not described in shared memory (for tests). */
+export function postedJobCount(): number {
+  return postedJobs;
+}
+
+let workerItems = 0;
+
+/** How many items of pooled jobs the workers ran so far, not the calling thread (for tests). */
+export function workerItemCount(): number {
+  return workerItems;
 }
 let idleTimer: ReturnType<typeof setTimeout> | undefined;
 
@@ -246,12 +310,15 @@ export function runPooled(
   locateInHeap(stages);
   const job = nextJob(Atomics.load(control, CONTROL_JOB));
   // Open the job before posting it: a worker that takes the message must find it open.
-  openJob(control, job, stages.length);
-  const message: WorkerMessage = { job, stages };
-  for (const worker of workers) worker.postMessage(message);
+  if (!publishJob(control, ready.words, job, stages, heapAddress)) {
+    postedJobs++;
+    const message: WorkerMessage = { job, stages };
+    for (const worker of workers) worker.postMessage(message);
+  }
+  Atomics.notify(control, CONTROL_JOB);
   for (let i = 0; i < stages.length; i++) {
     try {
-      runClaimed(control, job, i, stages[i], callerScratch);
+      workerItems += stages[i].items - runClaimed(control, job, i, stages[i], callerScratch);
       // Items other threads claimed may still be running.
       waitAtLeast(control, CONTROL_DONE + i, stages[i].items);
       if (Atomics.load(control, CONTROL_FAILED) === 0) between[i]?.();

@@ -31,8 +31,14 @@ export const CONTROL_READY = 0;
 export const CONTROL_FAILED = 1;
 /** Control word: byte length of the UTF-8 error text of the failure. */
 export const CONTROL_ERROR_LENGTH = 2;
-/** Control word: the number of the current job (1 .. JOB_TAGS). */
+/** Control word: the number of the current job (1 .. JOB_TAGS); idle workers wait on it. */
 export const CONTROL_JOB = 3;
+/** Control word: the job whose stages the job words describe (0 while they are written). */
+export const CONTROL_DESCRIBED = 4;
+/** Control word: the last job whose stages were posted as a message instead. */
+export const CONTROL_POSTED = 5;
+/** Control word: 1 once the pool is retired (its workers stop waiting for jobs). */
+export const CONTROL_RETIRE = 6;
 /** Control words CLAIM + i: job number << CLAIM_SHIFT | items of stage i claimed so far. */
 export const CONTROL_CLAIM = 8;
 /** Control words DONE + i: items of stage i finished. */
@@ -123,7 +129,8 @@ export function claimItem(control: Int32Array, stage: number, job: number, items
 
 /**
  * Runs items of stage `stage` of job `job` until none is left to claim, counting each in
- * DONE + stage (a failed or skipped item too, so that nobody waits forever).
+ * DONE + stage (a failed or skipped item too, so that nobody waits forever); returns how
+ * many this thread claimed.
  */
 export function runClaimed(
   control: Int32Array,
@@ -131,10 +138,10 @@ export function runClaimed(
   stage: number,
   s: Stage,
   scratch: ThreadScratch,
-): void {
-  for (;;) {
+): number {
+  for (let claimed = 0;; claimed++) {
     const item = claimItem(control, stage, job, s.items);
-    if (item < 0) return;
+    if (item < 0) return claimed;
     if (Atomics.load(control, CONTROL_FAILED) === 0) {
       try {
         runStage(s, item, item + 1, scratch);

@@ -1,6 +1,7 @@
 /**
  * The body of a pool worker: it receives the control buffer once, counts itself ready, and
- * then takes part in each job it is sent (see sync.ts).
+ * then takes part in each job: described ones in its wait loop (serve.ts), posted ones when
+ * their message comes, after which it goes back to the loop.
  *
  * Worker-safe: serialised into the worker script (see worker_source.ts).
  *
@@ -8,7 +9,8 @@
  */
 
 import { createThreadScratch } from "../fast/kernels/codecs.ts";
-import { CONTROL_READY, type JobMessage, runJob, signal } from "./sync.ts";
+import { serveJobs } from "./serve.ts";
+import { CONTROL_JOB, CONTROL_READY, type JobMessage, runJob, signal } from "./sync.ts";
 
 /**
  * The messages a worker receives: the control buffer (and the WebAssembly kernels' bytes
@@ -17,8 +19,10 @@ import { CONTROL_READY, type JobMessage, runJob, signal } from "./sync.ts";
 export type WorkerMessage =
   | {
     readonly control: SharedArrayBuffer;
+    /** The job words (see job_words.ts). */
+    readonly words: SharedArrayBuffer;
     readonly wasm: Uint8Array | undefined;
-    /** The host heap's memory, when this worker has a region of it. */
+    /** The host heap's memory, when there is a heap. */
     readonly heap: WebAssembly.Memory | undefined;
     /** Byte address of this worker's heap region (0: none). */
     readonly region: number;
@@ -34,17 +38,24 @@ interface WorkerScope {
 export function workerMain(): void {
   const scratch = createThreadScratch();
   let control: Int32Array | undefined;
+  let words: Float64Array | undefined;
   const scope = globalThis as unknown as WorkerScope;
   scope.onmessage = (event) => {
     const message = event.data;
     if ("control" in message) {
       control = new Int32Array(message.control);
+      words = new Float64Array(message.words);
       scratch.wasmBytes = message.wasm;
       scratch.heapMemory = message.heap;
       scratch.heapRegion = message.region;
+      // The job number before this worker counts as ready: any later job is new to it.
+      const seen = Atomics.load(control, CONTROL_JOB);
       signal(control, CONTROL_READY);
+      serveJobs(control, words, scratch.heapMemory, scratch, seen);
       return;
     }
-    if (control) runJob(message, control, scratch);
+    if (!control || !words) return;
+    runJob(message, control, scratch);
+    serveJobs(control, words, scratch.heapMemory, scratch, message.job);
   };
 }

@@ -25,6 +25,8 @@ import * as stageTypes from "../fast/kernels/stage_types.ts";
 import * as stages from "../fast/kernels/stages.ts";
 import * as stridedKernels from "../fast/kernels/strided_kernels.ts";
 import * as wasmKernels from "../fast/kernels/wasm_kernels.ts";
+import * as jobWords from "./job_words.ts";
+import * as serve from "./serve.ts";
 import * as sync from "./sync.ts";
 import * as workerMainModule from "./worker_main.ts";
 
@@ -43,6 +45,8 @@ export const WORKER_MODULES: readonly Readonly<Record<string, unknown>>[] = [
   stages,
   stridedKernels,
   wasmKernels,
+  jobWords,
+  serve,
   sync,
   workerMainModule,
 ];

@@ -1,0 +1,125 @@
+/**
+ * How jobs reach the workers: through shared memory, where a worker waits between jobs.
+ *
+ * The calling thread writes a job's stages into the job words (job_words.ts) and opens the
+ * job; a worker polls the job number for a while after each job, then sleeps on it in
+ * Atomics.wait, and takes part as soon as it changes. Only a job whose arrays are not all
+ * in the host heap is still posted as a message: the worker then goes back to its event
+ * loop to receive it, and comes back here once it has run it.
+ *
+ * Job words are reused by every job, so a worker checks that they still describe its job
+ * after reading them (a seqlock: the calling thread zeroes CONTROL_DESCRIBED before it
+ * writes them). A worker that reads them while they are rewritten for a later job drops
+ * what it read; it could not claim an item of the later job anyway (sync.ts).
+ *
+ * Worker-safe (see ../fast/kernels/codecs.ts): serialised into the worker script.
+ *
+ * @module
+ */
+
+import type { ThreadScratch } from "../fast/kernels/codecs.ts";
+import type { Stage } from "../fast/kernels/stage_types.ts";
+import { describedStages, describeStages } from "./job_words.ts";
+import {
+  CONTROL_DESCRIBED,
+  CONTROL_JOB,
+  CONTROL_POSTED,
+  CONTROL_RETIRE,
+  openJob,
+  recordFailure,
+  runJob,
+} from "./sync.ts";
+
+/**
+ * How long a worker polls for the next job before it sleeps. A job that comes sooner
+ * starts at once, without the futex wake-up that takes tens of microseconds on a VM; calls
+ * made back to back are usually this close.
+ */
+export const JOB_POLL_MS = 0.5;
+
+/** Longest single sleep of an idle worker (it then checks CONTROL_RETIRE and sleeps again). */
+export const IDLE_SLEEP_MS = 1000;
+
+/**
+ * Opens job `job` of `stages` (the calling thread): describes them in `words` when every
+ * array is in the heap (`heapAt` gives an array's byte offset there, or -1) and returns
+ * true; otherwise marks the job as posted and returns false, and the caller must post the
+ * stages to every worker. Either way, the caller then notifies CONTROL_JOB.
+ */
+export function publishJob(
+  control: Int32Array,
+  words: Float64Array,
+  job: number,
+  stages: readonly Stage[],
+  heapAt: (view: ArrayBufferView) => number,
+): boolean {
+  Atomics.store(control, CONTROL_DESCRIBED, 0);
+  const described = describeStages(words, stages, heapAt);
+  Atomics.store(control, described ? CONTROL_DESCRIBED : CONTROL_POSTED, job);
+  openJob(control, job, stages.length);
+  return described;
+}
+
+/**
+ * Waits until the job number is no longer `seen` (or the pool is retired), polling for
+ * {@linkcode JOB_POLL_MS} and then sleeping; returns the job number.
+ */
+export function waitJobChange(control: Int32Array, seen: number): number {
+  const until = performance.now() + JOB_POLL_MS;
+  for (let i = 1;; i++) {
+    const job = Atomics.load(control, CONTROL_JOB);
+    if (job !== seen) return job;
+    if ((i & 1023) === 0 && performance.now() >= until) break;
+  }
+  for (;;) {
+    const job = Atomics.load(control, CONTROL_JOB);
+    if (job !== seen || Atomics.load(control, CONTROL_RETIRE) !== 0) return job;
+    Atomics.wait(control, CONTROL_JOB, seen, IDLE_SLEEP_MS);
+  }
+}
+
+/**
+ * The stages of job `job` from `words`, or undefined when the words do not (or no longer)
+ * describe it, or describe arrays beyond this thread's view of the heap. A failure to read
+ * words that do describe it is recorded as the job's failure.
+ */
+export function describedJob(
+  control: Int32Array,
+  words: Float64Array,
+  heap: WebAssembly.Memory | undefined,
+  job: number,
+): Stage[] | undefined {
+  if (heap === undefined || Atomics.load(control, CONTROL_DESCRIBED) !== job) return undefined;
+  let stages: Stage[] | undefined;
+  let failure: unknown;
+  try {
+    stages = describedStages(words, heap.buffer);
+  } catch (error) {
+    failure = error ?? new Error("reading the job words failed");
+  }
+  if (Atomics.load(control, CONTROL_DESCRIBED) !== job) return undefined;
+  if (failure !== undefined) recordFailure(control, failure);
+  return failure === undefined ? stages : undefined;
+}
+
+/**
+ * A worker's loop between jobs: waits for each new job after `seen` and takes part in the
+ * described ones. Returns when a posted job comes (its message is queued: the worker's
+ * event loop delivers it) or the pool is retired.
+ */
+export function serveJobs(
+  control: Int32Array,
+  words: Float64Array,
+  heap: WebAssembly.Memory | undefined,
+  scratch: ThreadScratch,
+  seen: number,
+): void {
+  for (;;) {
+    const job = waitJobChange(control, seen);
+    if (Atomics.load(control, CONTROL_RETIRE) !== 0) return;
+    seen = job;
+    if (Atomics.load(control, CONTROL_POSTED) === job) return;
+    const stages = describedJob(control, words, heap, job);
+    if (stages) runJob({ job, stages }, control, scratch);
+  }
+}
