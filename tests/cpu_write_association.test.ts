@@ -1,0 +1,165 @@
+/**
+ * Every kernel that writes an input gradient evaluates it as formulas.ts documents it,
+ * dy * a + (x * b + c) in float64, and not in another association. Elsewhere the fast
+ * kernels are compared with each other (bits) and with the textbook reference (1 ulp), and
+ * neither check sees an association change: it moves a float64 result by about an ulp,
+ * which almost never crosses a float32 rounding boundary. Here the constants make the two
+ * associations differ in float32: with dy * a = 2^30, x * b = -2^30 and c = 2^-30,
+ * x * b + c rounds to -2^30 (c is below half an ulp of 2^30), so the documented form
+ * gives 0 where (dy * a + x * b) + c gives 2^-30.
+ *
+ * Each path is run on a stage of its own: the TypeScript row and pixel kernels, the
+ * strided fallback, and the WebAssembly kernels copying and in place on the host heap.
+ */
+
+import assert from "node:assert/strict";
+import { gradient } from "../src/backends/cpu/fast/kernels/formulas.ts";
+import {
+  createThreadScratch,
+  type ThreadScratch,
+} from "../src/backends/cpu/fast/kernels/codecs.ts";
+import {
+  HEAP_PIXEL,
+  HEAP_ROW,
+  STRIDED_ROW,
+  WASM_PIXEL,
+  WASM_ROW,
+} from "../src/backends/cpu/fast/kernels/kernel_tables.ts";
+import { batchNormItems, type Layout } from "../src/backends/cpu/fast/kernels/layout_types.ts";
+import { pixelIndex, rowIndex, runStage } from "../src/backends/cpu/fast/kernels/stages.ts";
+import {
+  FLOAT32,
+  uniformStage,
+  type WriteStage,
+} from "../src/backends/cpu/fast/kernels/stage_types.ts";
+import { HEAP_REGION_BYTES } from "../src/backends/cpu/fast/kernels/heap_kernels.ts";
+import { kernelsWasmBytes } from "../src/backends/cpu/wasm/kernels_wasm.ts";
+import { heapAddress, heapAllocate, hostHeapMemory } from "../src/tensor/host_heap.ts";
+
+/** Channels, and elements per channel (enough for the WebAssembly row kernels). */
+const C = 4;
+const PER_CHANNEL = 256;
+
+/** (dy, x) pairs, repeated: the cancelling one, and others around it. */
+const PAIRS = [[1, 1], [1, 0], [0, 1], [1, 0.5], [-1, 1], [1, -1], [2, 2], [0.5, 1]];
+
+/** Per-channel (a, b, c): channel 0 cancels as the module says; the others too, scaled. */
+const CONSTANTS = [[2 ** 30, -(2 ** 30), 2 ** -30], [2 ** 40, -(2 ** 40), 2 ** -20], [
+  3 * 2 ** 28,
+  -3 * 2 ** 28,
+  2 ** -31,
+], [-(2 ** 30), 2 ** 30, -(2 ** -30)]];
+
+/** A float32 array of `length` in the host heap (for the in-place kernels) or not. */
+function float32(length: number, heap: boolean): Float32Array {
+  if (!heap) return new Float32Array(length + 16);
+  const block = heapAllocate((length + 16) * 4)!;
+  const view = new Float32Array(block.buffer, block.at, length + 16);
+  block.adopt(view);
+  return view;
+}
+
+/** A gradient stage over C channels of PER_CHANNEL elements in `kind` order. */
+function stage(
+  kind: Layout["kind"],
+  heap: boolean,
+): { s: WriteStage; dy: Float32Array; x: Float32Array } {
+  const n = C * PER_CHANNEL;
+  const dy = float32(n, heap);
+  const x = float32(n, heap);
+  const out = float32(n, heap);
+  const pixels = kind === "pixels";
+  const strided = kind === "strided";
+  // Rows: [1, C, PER_CHANNEL]; pixels: channels last; strided: rows split as [16, 16].
+  const layout: Layout = {
+    kind,
+    N: 1,
+    C,
+    inner: PER_CHANNEL,
+    innerShape: strided ? [16, 16] : [PER_CHANNEL],
+  };
+  const address = {
+    base: 0,
+    strideN: n,
+    strideC: pixels ? 1 : PER_CHANNEL,
+    strideI: pixels ? C : strided ? 0 : 1,
+    innerStrides: pixels ? [C] : strided ? [16, 1] : [1],
+  };
+  for (let c = 0; c < C; c++) {
+    for (let i = 0; i < PER_CHANNEL; i++) {
+      const at = pixels ? i * C + c : c * PER_CHANNEL + i;
+      [dy[at], x[at]] = PAIRS[i % PAIRS.length];
+    }
+  }
+  const constants = new Float64Array(3 * C);
+  CONSTANTS.forEach(([a, b, k], c) => {
+    constants[c] = a;
+    constants[C + c] = b;
+    constants[2 * C + c] = k;
+  });
+  const s = uniformStage<WriteStage>({
+    op: "gradient",
+    layout,
+    dtype: FLOAT32,
+    items: batchNormItems(layout),
+    dy,
+    dyAt: address,
+    x,
+    xAt: address,
+    out,
+    outAt: address,
+    constants,
+  });
+  s.dyHeap = heapAddress(dy);
+  s.xHeap = heapAddress(x);
+  s.outHeap = heapAddress(out);
+  return { s, dy, x };
+}
+
+/** A thread's scratch with the WebAssembly kernels everywhere, in place or copying. */
+function wasmScratch(inPlace: boolean): ThreadScratch {
+  const scratch = createThreadScratch(kernelsWasmBytes());
+  scratch.wasmEverywhere = true;
+  scratch.heapOff = !inPlace;
+  if (inPlace) {
+    const region = heapAllocate(HEAP_REGION_BYTES)!;
+    region.adopt(scratch);
+    scratch.heapMemory = hostHeapMemory()!;
+    scratch.heapRegion = region.at;
+  }
+  return scratch;
+}
+
+Deno.test("every gradient write evaluates dy * a + (x * b + c), in that association", () => {
+  const paths: [string, Layout["kind"], boolean, () => ThreadScratch, number][] = [
+    ["TypeScript rows", "rows", false, () => createThreadScratch(), FLOAT32],
+    ["TypeScript pixels", "pixels", false, () => createThreadScratch(), FLOAT32],
+    ["strided", "strided", false, () => createThreadScratch(), STRIDED_ROW],
+    ["WebAssembly rows", "rows", false, () => wasmScratch(false), WASM_ROW],
+    ["WebAssembly pixels", "pixels", false, () => wasmScratch(false), WASM_PIXEL],
+    ["WebAssembly rows in place", "rows", true, () => wasmScratch(true), HEAP_ROW],
+    ["WebAssembly pixels in place", "pixels", true, () => wasmScratch(true), HEAP_PIXEL],
+  ];
+  for (const [name, kind, heap, makeScratch, index] of paths) {
+    const { s, dy, x } = stage(kind, heap);
+    const scratch = makeScratch();
+    runStage(s, 0, s.items, scratch);
+    const chosen = kind === "pixels" ? pixelIndex(s, scratch) : rowIndex(s, scratch);
+    assert.equal(chosen, index, `${name}: the path under test ran`);
+    let differs = 0;
+    for (let c = 0; c < C; c++) {
+      const [a, b, k] = CONSTANTS[c];
+      for (let i = 0; i < PER_CHANNEL; i++) {
+        const at = kind === "pixels" ? i * C + c : c * PER_CHANNEL + i;
+        // The documented form, written out here (formulas.ts's gradient is what it tests).
+        const want = Math.fround(dy[at] * a + (x[at] * b + k));
+        assert.equal(Math.fround(gradient(dy[at], x[at], a, b, k)), want, "formulas.ts");
+        const other = Math.fround((dy[at] * a + x[at] * b) + k);
+        if (want !== other) differs++;
+        assert.equal(s.out![at], want, `${name}: channel ${c}, element ${i}`);
+      }
+    }
+    // The data can tell the associations apart (else this test could not fail).
+    assert.ok(differs >= C * (PER_CHANNEL / PAIRS.length), `${name}: ${differs} differ`);
+  }
+});
