@@ -58,13 +58,17 @@ export function isDType(value: unknown): value is DType {
  * Host storage of at least this many bytes lives in shared memory (the host heap, or a
  * SharedArrayBuffer of its own when the heap is full), so that the CPU backend's worker
  * threads and WebAssembly kernels can work on it in place. Smaller tensors stay on a plain
- * ArrayBuffer: they never leave the calling thread (the backend shares work only from 256K
- * elements, 512 KiB of float16). Measured with Deno 2.9.6 on AMD EPYC: a read-and-write pass
- * over 4M float32 takes the same time over either kind of buffer on one thread (4.03 vs
- * 4.05 ms), and allocating a SharedArrayBuffer costs the same as an ArrayBuffer up to 1 KiB
- * (1-3 us) and less from 1 MiB (23 vs 153 us).
+ * ArrayBuffer (a slab up to 1 KiB: see slab.ts). Measured with Deno 2.9.6 on AMD EPYC: a
+ * read-and-write pass over 4M float32 takes the same time over either kind of buffer on one
+ * thread (4.03 vs 4.05 ms), and allocating a SharedArrayBuffer costs the same as an
+ * ArrayBuffer up to 1 KiB (1-3 us) and less from 1 MiB (23 vs 153 us). The threshold was
+ * 64 KiB (the pool shares work only far above it, from 256K elements); at 4 KiB the kernels
+ * run in place on small tensors too, which measured (interleaved, 2 threads, calls with
+ * `out`) 1.6-2.0x faster on [4,16,8,8] contiguous bfloat16 and 1.4-1.8x on float32 (rows
+ * of 64), 1.0-1.5x channels-last (stages.ts keeps float32 rows under 16 elements on the
+ * TypeScript kernels).
  */
-export const SHARED_HOST_BYTES = 1 << 16;
+export const SHARED_HOST_BYTES = 1 << 12;
 
 /**
  * A zero-filled buffer of its own of `bytes` bytes: shared from {@linkcode SHARED_HOST_BYTES}

@@ -263,7 +263,7 @@ export interface HostHeapUsage {
 }
 
 /**
- * What the host heap holds now: the shared memory where large host tensors (64 KiB and up)
+ * What the host heap holds now: the shared memory where host tensors of 4 KiB and up
  * live, so that the CPU backend's WebAssembly kernels work on them in place. All zero before
  * the heap is first used. `bytesReserved` never shrinks; `dispose()` (or `using` on a
  * result) gives a tensor's block back at once, the garbage collector otherwise.

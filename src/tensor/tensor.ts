@@ -111,7 +111,7 @@ export class Tensor {
   readonly offset: number;
   /**
    * The storage: a host typed array or accelerator memory. Views share it. A large host
-   * storage (64 KiB and up) is a block of the host heap, a shared memory that holds many
+   * storage (4 KiB and up) is a block of the host heap, a shared memory that holds many
    * tensors: its `buffer` is the whole heap (use `byteOffset` and `length`), and the block is
    * reused once this typed array is collected, so keep this array (not a `subarray` of it or
    * another view of its buffer) for as long as you use its memory.
@@ -496,7 +496,7 @@ export class Tensor {
 
   /**
    * Frees the memory of this tensor's storage now (every view of it becomes unusable): device
-   * memory, or a large host tensor's block of the host heap (64 KiB and up; see
+   * memory, or a large host tensor's block of the host heap (4 KiB and up; see
    * `hostHeapUsage`). Does nothing for other host tensors, whose memory the garbage
    * collector owns.
    */

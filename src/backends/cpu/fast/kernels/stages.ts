@@ -34,7 +34,7 @@ import {
   WASM_PIXEL,
   WASM_ROW,
 } from "./kernel_tables.ts";
-import type { Stage, WriteStage } from "./stage_types.ts";
+import { FLOAT32, type Stage, type WriteStage } from "./stage_types.ts";
 import { instantiateWasm } from "./wasm_kernels.ts";
 
 /** Number of packed per-channel constants of a write stage. */
@@ -51,6 +51,18 @@ export function constantCount(op: WriteStage["op"]): number {
  * 67 vs 83. Kernels in place (heap_kernels.ts) copy nothing and take rows of any length.
  */
 export const WASM_MIN_ROW = 128;
+
+/**
+ * float32 rows shorter than this run the TypeScript kernels even in the heap: a call into
+ * WebAssembly per row costs more than its vectors save on a few elements. Measured with
+ * 16 KiB tensors in the heap (threshold lowered for the test) against the same outside it,
+ * interleaved, 2-vCPU AMD EPYC VM, float32, in place vs TypeScript: rows of 2 0.85-0.97x
+ * (batchNormBackward, batchNormReduceBackward, batchNorm), of 4 0.75-0.85x (groupNorm,
+ * groupNormBackward, batchNormReduceBackward; batchNormBackward 1.30x), of 8 0.88-1.08x,
+ * of 16 1.17-1.26x, of 32 1.39x. The 16-bit types gain in place at every length (bfloat16
+ * rows of 2 1.07x, of 4 1.21-1.28x, of 8 1.44x): TypeScript decodes them through a table.
+ */
+export const HEAP_MIN_FLOAT32_ROW = 16;
 
 /**
  * Whether the WebAssembly kernels run dtype code `dtype` (0 float32, 1 float16, 2 bfloat16)
@@ -100,12 +112,14 @@ export function inHeap(s: Stage, scratch: ThreadScratch): boolean {
 /**
  * The row-table index of stage `s`'s kernels: the strided fallback; the WebAssembly kernels
  * in place where the stage is in the heap (writes need rows of whole vectors: the kernels
- * store four elements at a time); the copying WebAssembly kernels where they win (on rows
+ * store four elements at a time; float32 rows from {@linkcode HEAP_MIN_FLOAT32_ROW}); the copying WebAssembly kernels where they win (on rows
  * long enough); else the dtype's TypeScript kernels.
  */
 export function rowIndex(s: Stage, scratch: ThreadScratch): number {
   if (s.layout.kind === "strided") return STRIDED_ROW;
-  if ((s.out === undefined || (s.layout.inner & 3) === 0) && inHeap(s, scratch)) return HEAP_ROW;
+  const inner = s.layout.inner;
+  const long = s.dtype !== FLOAT32 || inner >= HEAP_MIN_FLOAT32_ROW;
+  if (long && (s.out === undefined || (inner & 3) === 0) && inHeap(s, scratch)) return HEAP_ROW;
   return s.layout.inner >= WASM_MIN_ROW && runsWasm(s, scratch) ? WASM_ROW : s.dtype;
 }
 
