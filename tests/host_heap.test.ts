@@ -18,21 +18,29 @@ import {
   hostHeapUsage,
   releaseForTests,
 } from "../src/tensor/host_heap.ts";
-import { allocateHostData, SHARED_HOST_BYTES } from "../src/tensor/dtype.ts";
+import {
+  allocateHostBuffer,
+  allocateHostData,
+  HEAP_HOST_BYTES,
+  SHARED_HOST_BYTES,
+} from "../src/tensor/dtype.ts";
 import { AclnnError, batchNorm, batchNormReduceBackward } from "../mod.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
 
 Deno.test("host heap: large host storage lives in the heap, small storage does not", () => {
-  const large = allocateHostData("float32", SHARED_HOST_BYTES / 4);
-  const small = allocateHostData("float32", SHARED_HOST_BYTES / 4 - 1);
+  const large = allocateHostData("float32", HEAP_HOST_BYTES / 4);
+  const small = allocateHostData("float32", HEAP_HOST_BYTES / 4 - 1);
   assert.ok(heapAddress(large) > 0, "large storage has a heap address");
   assert.equal(large.buffer, hostHeapMemory()!.buffer, "on the heap's memory");
-  assert.equal(large.length, SHARED_HOST_BYTES / 4);
+  assert.equal(large.length, HEAP_HOST_BYTES / 4);
   assert.equal(heapAddress(small), -1);
   assert.ok(!(small.buffer instanceof SharedArrayBuffer), "small storage stays unshared");
   assert.equal(heapAddress(new Float32Array(new SharedArrayBuffer(1 << 16))), -1);
   assert.equal(heapAddress(undefined), -1);
-  const half = allocateHostData("float16", SHARED_HOST_BYTES);
+  // Buffers of their own (the heap full or off) are shared only where the pool can use them.
+  assert.ok(!(allocateHostBuffer(SHARED_HOST_BYTES - 1) instanceof SharedArrayBuffer));
+  assert.ok(allocateHostBuffer(SHARED_HOST_BYTES) instanceof SharedArrayBuffer);
+  const half = allocateHostData("float16", HEAP_HOST_BYTES);
   assert.ok(half instanceof Float16Array && heapAddress(half) > 0);
   assert.equal(heapAddress(half) % 64, 0, "blocks are 64-byte aligned");
 });

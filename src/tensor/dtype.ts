@@ -55,20 +55,27 @@ export function isDType(value: unknown): value is DType {
 }
 
 /**
- * Host storage of at least this many bytes lives in shared memory (the host heap, or a
- * SharedArrayBuffer of its own when the heap is full), so that the CPU backend's worker
- * threads and WebAssembly kernels can work on it in place. Smaller tensors stay on a plain
- * ArrayBuffer (a slab up to 1 KiB: see slab.ts). Measured with Deno 2.9.6 on AMD EPYC: a
- * read-and-write pass over 4M float32 takes the same time over either kind of buffer on one
- * thread (4.03 vs 4.05 ms), and allocating a SharedArrayBuffer costs the same as an
- * ArrayBuffer up to 1 KiB (1-3 us) and less from 1 MiB (23 vs 153 us). The threshold was
- * 64 KiB (the pool shares work only far above it, from 256K elements); at 4 KiB the kernels
- * run in place on small tensors too, which measured (interleaved, 2 threads, calls with
- * `out`) 1.6-2.0x faster on [4,16,8,8] contiguous bfloat16 and 1.4-1.8x on float32 (rows
- * of 64), 1.0-1.5x channels-last (stages.ts keeps float32 rows under 16 elements on the
- * TypeScript kernels).
+ * Host storage of at least this many bytes lives in the host heap when it has room, so that
+ * the CPU backend's WebAssembly kernels work on it in place. Smaller tensors stay on a plain
+ * ArrayBuffer (a slab up to 1 KiB: see slab.ts). The threshold was 64 KiB; at 4 KiB the
+ * kernels run in place on small tensors too, which measured (interleaved, 2 threads, calls
+ * with `out`, 2-vCPU AMD EPYC VM) 1.6-2.0x faster on [4,16,8,8] contiguous bfloat16 and
+ * 1.4-1.8x on float32 (rows of 64), 1.0-1.5x channels-last (stages.ts keeps float32 rows
+ * under 16 elements on the TypeScript kernels).
  */
-export const SHARED_HOST_BYTES = 1 << 12;
+export const HEAP_HOST_BYTES = 1 << 12;
+
+/**
+ * Host storage of at least this many bytes that gets a buffer of its own (the heap full or
+ * off) gets a SharedArrayBuffer, so that the CPU backend's worker threads can share it; a
+ * smaller one an ArrayBuffer (the pool shares work only from 256K elements, 512 KiB of
+ * float16). Measured with Deno 2.9.6 on AMD EPYC: a read-and-write pass over 4M float32
+ * takes the same time over either kind of buffer on one thread (4.03 vs 4.05 ms);
+ * allocating a SharedArrayBuffer costs about an ArrayBuffer's up to 4 KiB (2.1 vs 2.0 us),
+ * twice as much at 16-64 KiB (9.5 vs 4.6 us, 21 vs 9 us), and less from 1 MiB (23 vs
+ * 153 us).
+ */
+export const SHARED_HOST_BYTES = 1 << 16;
 
 /**
  * A zero-filled buffer of its own of `bytes` bytes: shared from {@linkcode SHARED_HOST_BYTES}
@@ -80,14 +87,14 @@ export function allocateHostBuffer(bytes: number): ArrayBuffer | SharedArrayBuff
 
 /**
  * Allocates zero-filled host storage for `length` elements of `dtype`: from
- * {@linkcode SHARED_HOST_BYTES} bytes up in the host heap (host_heap.ts, where the CPU
- * backend's WebAssembly kernels work in place), or on a SharedArrayBuffer of its own when
- * the heap is full or unavailable; smaller storage on an ArrayBuffer (up to 1 KiB, a view
- * of a shared slab: see slab.ts).
+ * {@linkcode HEAP_HOST_BYTES} bytes up in the host heap (host_heap.ts, where the CPU
+ * backend's WebAssembly kernels work in place), or on a buffer of its own when the heap is
+ * full or unavailable ({@linkcode allocateHostBuffer}); smaller storage on an ArrayBuffer
+ * (up to 1 KiB, a view of a shared slab: see slab.ts).
  */
 export function allocateHostData(dtype: DType, length: number): HostData {
   const bytes = length * dtypeByteSize(dtype);
-  const block = bytes >= SHARED_HOST_BYTES ? heapAllocate(bytes) : undefined;
+  const block = bytes >= HEAP_HOST_BYTES ? heapAllocate(bytes) : undefined;
   const range = block ? undefined : storageSlab.take(bytes);
   const buffer = block?.buffer ?? range?.[0] ?? allocateHostBuffer(bytes);
   const at = block?.at ?? range?.[1] ?? 0;
