@@ -68,7 +68,7 @@ export const HEAP_HOST_BYTES = 1 << 12;
 /**
  * Host storage of at least this many bytes that gets a buffer of its own (the heap full or
  * off) gets a SharedArrayBuffer, so that the CPU backend's worker threads can share it; a
- * smaller one an ArrayBuffer (the pool shares work only from 256K elements, 512 KiB of
+ * smaller one an ArrayBuffer (the pool shares work only from 64K elements, 128 KiB of
  * float16). Measured with Deno 2.9.6 on AMD EPYC: a read-and-write pass over 4M float32
  * takes the same time over either kind of buffer on one thread (4.03 vs 4.05 ms);
  * allocating a SharedArrayBuffer costs about an ArrayBuffer's up to 4 KiB (2.1 vs 2.0 us),

@@ -27,8 +27,15 @@ import { temporaryFloat64 } from "../../../tensor/slab.ts";
  * 64K batchNormBackward 92-137 vs 106-171 us and batchNormReduceBackward 60 vs 97 us (alone
  * wins), at 128K even (166-170 vs 157-161, 105 vs 118), at 256K 324-333 vs 267-276 and
  * 194-198 vs 117-152 (the pool wins): the threshold stays.
+ * Re-measured once jobs went through shared memory (pool/serve.ts; threshold lowered for the
+ * test, 1 vs 2 threads, medians): at 16K elements even (float32 [1,16,32,32]: 1.0-1.3x
+ * either way), at 32K mostly a small gain but channels-last batchNormBackward 48 vs 90 us,
+ * at 64K the pool wins everywhere (float32 [4,16,32,32] batchNormBackward 74 vs 50 us,
+ * channels-last 165 vs 98, bfloat16 121 vs 71, groupNorm channels-last 71 vs 41) but
+ * channels-last float32 groupNormBackward (82 vs 92 us: 4 items, one per sample). So the
+ * pool now starts at 64K elements.
  */
-export const MIN_PARALLEL_ELEMENTS = 1 << 18;
+export const MIN_PARALLEL_ELEMENTS = 1 << 16;
 
 /** A prepared call. */
 export interface Call {
