@@ -14,6 +14,11 @@ import { cpuThreads, setCpuThreads, startCpuThreads } from "../src/backends/cpu/
 import { workerSource } from "../src/backends/cpu/pool/worker_source.ts";
 import { pooledJobCount, postedJobCount, workerItemCount } from "../src/backends/cpu/pool/pool.ts";
 import { MIN_PARALLEL_ELEMENTS } from "../src/backends/cpu/fast/call.ts";
+import {
+  groupNormItems,
+  groupsPerItem,
+  type Layout,
+} from "../src/backends/cpu/fast/kernels/layout_types.ts";
 import { channelGeometry, type KernelName } from "../src/backends/types.ts";
 import { type DType, numberToBf16 } from "../src/tensor/dtype.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
@@ -446,6 +451,20 @@ Deno.test("fast kernels: long rows, many items, pixel blocks and segments", () =
       batchNormCase(shape, dtype, layout, 0, true);
       groupNormCase(shape, dtype, layout, 0, 2);
       groupNormBackwardCase(shape, dtype, layout, 0, 4);
+    }
+  }
+});
+
+Deno.test("fast GroupNorm rows: items of several groups, a short last block and chunk", () => {
+  // [5, 6, 64, 64] with 3 groups: 2 samples and 2 groups (16384 elements) per item, so the
+  // items of a chunk hold groups {0, 1} and {2}, and the last chunk holds one sample.
+  const layout: Layout = { kind: "rows", N: 5, C: 6, inner: 4096, innerShape: [4096] };
+  assert.equal(groupsPerItem(layout, 3), 2);
+  assert.equal(groupNormItems(layout, 3), 6);
+  for (const dtype of FLOATS) {
+    for (const layout of ["contiguous", "strided"] as const) {
+      groupNormCase([5, 6, 64, 64], dtype, layout, 0, 3);
+      groupNormBackwardCase([5, 6, 64, 64], dtype, layout, 0, 3);
     }
   }
 });

@@ -20,7 +20,13 @@
 import type { ThreadScratch } from "./codecs.ts";
 import { channelScratch, scratchFloat64 } from "./codecs.ts";
 import type { Layout } from "./layout_types.ts";
-import { pixelsPerBlock, rowsPerItem, samplesPerItem, SEGMENT_ELEMENTS } from "./layout_types.ts";
+import {
+  groupsPerItem,
+  pixelsPerBlock,
+  rowsPerItem,
+  samplesPerItem,
+  SEGMENT_ELEMENTS,
+} from "./layout_types.ts";
 import { groupNormGradAffine, normalizeAffine } from "./formulas.ts";
 import { mergeMoments } from "./moments.ts";
 import type {
@@ -195,16 +201,22 @@ export function writePixels(
   }
 }
 
-/** GroupNorm item of rows/strided layouts: (sample chunk, group) and its samples. */
+/**
+ * GroupNorm item of rows/strided layouts: its sample chunk, its groups [g0, g1) and its
+ * samples [n0, n1).
+ */
 export function groupItem(
   layout: Layout,
   group: number,
   item: number,
-): { chunk: number; g: number; n0: number; n1: number } {
+): { chunk: number; g0: number; g1: number; n0: number; n1: number } {
   const samples = samplesPerItem(layout);
-  const chunk = Math.floor(item / group);
+  const per = groupsPerItem(layout, group);
+  const blocks = Math.ceil(group / per);
+  const chunk = Math.floor(item / blocks);
+  const g0 = (item - chunk * blocks) * per;
   const n0 = chunk * samples;
-  return { chunk, g: item - chunk * group, n0, n1: Math.min(layout.N, n0 + samples) };
+  return { chunk, g0, g1: Math.min(group, g0 + per), n0, n1: Math.min(layout.N, n0 + samples) };
 }
 
 /**
@@ -225,20 +237,22 @@ export function groupNormRows(
   const count = D * layout.inner;
   const k = scratch.k;
   for (let item = from; item < to; item++) {
-    const { g, n0, n1 } = groupItem(layout, group, item);
+    const { g0, g1, n0, n1 } = groupItem(layout, group, item);
     for (let n = n0; n < n1; n++) {
-      k[1] = 0;
-      k[2] = 0;
-      k[3] = 0;
-      for (let c = g * D; c < (g + 1) * D; c++) stats(s, n, c, k, scratch);
-      const mean = k[1] / count;
-      const rstd = 1 / Math.sqrt(k[2] / count + eps);
-      s.stats[2 * (n * group + g)] = mean;
-      s.stats[2 * (n * group + g) + 1] = rstd;
-      for (let c = g * D; c < (g + 1) * D; c++) {
-        k[0] = rstd * gamma[c];
-        k[1] = normalizeAffine(mean, k[0], beta[c]);
-        normalize(s, n, c, k, scratch);
+      for (let g = g0; g < g1; g++) {
+        k[1] = 0;
+        k[2] = 0;
+        k[3] = 0;
+        for (let c = g * D; c < (g + 1) * D; c++) stats(s, n, c, k, scratch);
+        const mean = k[1] / count;
+        const rstd = 1 / Math.sqrt(k[2] / count + eps);
+        s.stats[2 * (n * group + g)] = mean;
+        s.stats[2 * (n * group + g) + 1] = rstd;
+        for (let c = g * D; c < (g + 1) * D; c++) {
+          k[0] = rstd * gamma[c];
+          k[1] = normalizeAffine(mean, k[0], beta[c]);
+          normalize(s, n, c, k, scratch);
+        }
       }
     }
   }
@@ -311,31 +325,33 @@ export function groupNormBackwardRows(
   const count = D * layout.inner;
   const k = scratch.k;
   for (let item = from; item < to; item++) {
-    const { chunk, g, n0, n1 } = groupItem(layout, group, item);
-    partials.fill(0, 2 * (chunk * C + g * D), 2 * (chunk * C + (g + 1) * D));
+    const { chunk, g0, g1, n0, n1 } = groupItem(layout, group, item);
+    partials.fill(0, 2 * (chunk * C + g0 * D), 2 * (chunk * C + g1 * D));
     for (let n = n0; n < n1; n++) {
-      const mean = s.mean[n * group + g];
-      const rstd = s.rstd[n * group + g];
-      let s1 = 0;
-      let s2 = 0;
-      for (let c = g * D; c < (g + 1) * D; c++) {
-        k[0] = mean;
-        k[1] = 0;
-        k[2] = 0;
-        sums(s, n, c, k, scratch);
-        const sdy = k[1];
-        const sdyXhat = k[2] * rstd;
-        partials[2 * (chunk * C + c)] += sdyXhat;
-        partials[2 * (chunk * C + c) + 1] += sdy;
-        s1 += sdy * gamma[c];
-        s2 += sdyXhat * gamma[c];
-      }
-      if (!s.out) continue;
-      const a = s1 / count;
-      const b = s2 / count;
-      for (let c = g * D; c < (g + 1) * D; c++) {
-        groupNormGradAffine(mean, rstd, gamma[c], a, b, k, 0, 1);
-        grad(s, n, c, k, scratch);
+      for (let g = g0; g < g1; g++) {
+        const mean = s.mean[n * group + g];
+        const rstd = s.rstd[n * group + g];
+        let s1 = 0;
+        let s2 = 0;
+        for (let c = g * D; c < (g + 1) * D; c++) {
+          k[0] = mean;
+          k[1] = 0;
+          k[2] = 0;
+          sums(s, n, c, k, scratch);
+          const sdy = k[1];
+          const sdyXhat = k[2] * rstd;
+          partials[2 * (chunk * C + c)] += sdyXhat;
+          partials[2 * (chunk * C + c) + 1] += sdy;
+          s1 += sdy * gamma[c];
+          s2 += sdyXhat * gamma[c];
+        }
+        if (!s.out) continue;
+        const a = s1 / count;
+        const b = s2 / count;
+        for (let c = g * D; c < (g + 1) * D; c++) {
+          groupNormGradAffine(mean, rstd, gamma[c], a, b, k, 0, 1);
+          grad(s, n, c, k, scratch);
+        }
       }
     }
   }
