@@ -735,3 +735,19 @@ Deno.test("bf16Bits rounds once, like numberToBf16 (ties, double-rounding traps,
     check(tie * (1 - 2 ** -40));
   }
 });
+
+Deno.test("worker pool: jobs on memory the host heap grew into still reach the workers", async () => {
+  // In a fresh process, so that the heap's size before it grows is known.
+  const child = new URL("./fixtures/cpu_pool_grow_child.ts", import.meta.url).pathname;
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--no-prompt", "--quiet", child],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  const report = JSON.parse(new TextDecoder().decode(out.stdout));
+  assert.equal(report.beyond, true, "the tensors lie beyond the memory the workers had seen");
+  assert.equal(report.posted, 0, "their jobs were described, not posted");
+  assert.ok(report.workerItems > 0, "the worker ran items on the grown memory");
+  assert.equal(report.sameAsOneThread, true);
+});
