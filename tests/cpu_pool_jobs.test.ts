@@ -26,7 +26,8 @@ import {
 } from "../src/backends/cpu/fast/kernels/stage_types.ts";
 import type { TensorAddress } from "../src/backends/cpu/fast/kernels/layout_types.ts";
 import { createThreadScratch } from "../src/backends/cpu/fast/kernels/codecs.ts";
-import { heapAddress, heapAllocate, hostHeapMemory } from "../src/tensor/host_heap.ts";
+import { heapAddress, hostHeapMemory } from "../src/tensor/host_heap.ts";
+import { heapStorage } from "./fixtures/cpu_cases.ts";
 
 function control(): Int32Array {
   return new Int32Array(new SharedArrayBuffer(CONTROL_BUFFER_BYTES));
@@ -36,16 +37,14 @@ function words(): Float64Array {
   return new Float64Array(new SharedArrayBuffer(JOB_WORDS * 8));
 }
 
-/** A view of `length` elements of a fresh heap block, filled with 1, 2, 3, ... */
+/** `length` elements 1, 2, 3, ... in a fresh heap block. */
 function inHeap<T extends Float32Array | Uint16Array | Float16Array | Float64Array>(
-  make: new (buffer: ArrayBufferLike, at: number, length: number) => T,
+  make: new (length: number) => T,
   length: number,
 ): T {
-  const block = heapAllocate(length * 8)!;
-  const view = new make(block.buffer, block.at, length);
-  block.adopt(view);
-  for (let i = 0; i < length; i++) view[i] = i + 1;
-  return view;
+  const values = new make(length);
+  for (let i = 0; i < length; i++) values[i] = i + 1;
+  return heapStorage(values);
 }
 
 function address(base: number, strides: number[]): TensorAddress {
@@ -145,9 +144,11 @@ Deno.test("serve: a posted job sends the worker to its event loop; so does retir
   assert.equal(publishJob(c, w, 2, [outside], heapAddress), false);
   assert.equal(Atomics.load(c, CONTROL_POSTED), 2);
   const started = performance.now();
-  serveJobs(c, w, hostHeapMemory()!, createThreadScratch(), 1);
+  const scratch = createThreadScratch();
+  scratch.heapMemory = hostHeapMemory()!;
+  serveJobs(c, w, scratch, 1);
   assert.ok(performance.now() - started < 1000, "returned for the posted job");
   Atomics.store(c, CONTROL_RETIRE, 1);
-  serveJobs(c, w, hostHeapMemory()!, createThreadScratch(), 2);
+  serveJobs(c, w, scratch, 2);
   assert.equal(Atomics.load(c, CONTROL_JOB), 2, "returned with no new job");
 });

@@ -34,6 +34,7 @@ import {
 } from "../src/backends/cpu/fast/kernels/stage_types.ts";
 import { HEAP_REGION_BYTES } from "../src/backends/cpu/fast/kernels/heap_kernels.ts";
 import { kernelsWasmBytes } from "../src/backends/cpu/wasm/kernels_wasm.ts";
+import { heapStorage } from "./fixtures/cpu_cases.ts";
 import { heapAddress, heapAllocate, hostHeapMemory } from "../src/tensor/host_heap.ts";
 
 /** Channels, and elements per channel (enough for the WebAssembly row kernels). */
@@ -52,11 +53,8 @@ const CONSTANTS = [[2 ** 30, -(2 ** 30), 2 ** -30], [2 ** 40, -(2 ** 40), 2 ** -
 
 /** A float32 array of `length` in the host heap (for the in-place kernels) or not. */
 function float32(length: number, heap: boolean): Float32Array {
-  if (!heap) return new Float32Array(length + 16);
-  const block = heapAllocate((length + 16) * 4)!;
-  const view = new Float32Array(block.buffer, block.at, length + 16);
-  block.adopt(view);
-  return view;
+  const data = new Float32Array(length + 16);
+  return heap ? heapStorage(data) : data;
 }
 
 /** A gradient stage over C channels of PER_CHANNEL elements in `kind` order. */

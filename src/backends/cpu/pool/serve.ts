@@ -104,13 +104,12 @@ export function describedJob(
 
 /**
  * A worker's loop between jobs: waits for each new job after `seen` and takes part in the
- * described ones. Returns when a posted job comes (its message is queued: the worker's
- * event loop delivers it) or the pool is retired.
+ * described ones (over the heap memory in `scratch`). Returns when a posted job comes (its
+ * message is queued: the worker's event loop delivers it) or the pool is retired.
  */
 export function serveJobs(
   control: Int32Array,
   words: Float64Array,
-  heap: WebAssembly.Memory | undefined,
   scratch: ThreadScratch,
   seen: number,
 ): void {
@@ -119,7 +118,7 @@ export function serveJobs(
     if (Atomics.load(control, CONTROL_RETIRE) !== 0) return;
     seen = job;
     if (Atomics.load(control, CONTROL_POSTED) === job) return;
-    const stages = describedJob(control, words, heap, job);
+    const stages = describedJob(control, words, scratch.heapMemory, job);
     if (stages) runJob({ job, stages }, control, scratch);
   }
 }

@@ -51,11 +51,11 @@ export function workerMain(): void {
       // The job number before this worker counts as ready: any later job is new to it.
       const seen = Atomics.load(control, CONTROL_JOB);
       signal(control, CONTROL_READY);
-      serveJobs(control, words, scratch.heapMemory, scratch, seen);
+      serveJobs(control, words, scratch, seen);
       return;
     }
     if (!control || !words) return;
     runJob(message, control, scratch);
-    serveJobs(control, words, scratch.heapMemory, scratch, message.job);
+    serveJobs(control, words, scratch, message.job);
   };
 }

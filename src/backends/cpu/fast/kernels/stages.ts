@@ -111,16 +111,17 @@ export function inHeap(s: Stage, scratch: ThreadScratch): boolean {
 
 /**
  * The row-table index of stage `s`'s kernels: the strided fallback; the WebAssembly kernels
- * in place where the stage is in the heap (writes need rows of whole vectors: the kernels
- * store four elements at a time; float32 rows from {@linkcode HEAP_MIN_FLOAT32_ROW}); the copying WebAssembly kernels where they win (on rows
- * long enough); else the dtype's TypeScript kernels.
+ * in place where the stage is in the heap (float32 rows from
+ * {@linkcode HEAP_MIN_FLOAT32_ROW}; writes need rows of whole vectors: the kernels store
+ * four elements at a time); the copying WebAssembly kernels where they win (on rows long
+ * enough); else the dtype's TypeScript kernels.
  */
 export function rowIndex(s: Stage, scratch: ThreadScratch): number {
   if (s.layout.kind === "strided") return STRIDED_ROW;
   const inner = s.layout.inner;
   const long = s.dtype !== FLOAT32 || inner >= HEAP_MIN_FLOAT32_ROW;
   if (long && (s.out === undefined || (inner & 3) === 0) && inHeap(s, scratch)) return HEAP_ROW;
-  return s.layout.inner >= WASM_MIN_ROW && runsWasm(s, scratch) ? WASM_ROW : s.dtype;
+  return inner >= WASM_MIN_ROW && runsWasm(s, scratch) ? WASM_ROW : s.dtype;
 }
 
 /**
