@@ -83,15 +83,23 @@ function wasmDecode(w: WasmState, bits: Uint16Array, dt: number): Uint32Array {
   return out;
 }
 
-/** Rounds `v` once to dt through the kernels: 16-bit patterns, or float32 bits for dt 0. */
-function wasmEncode(w: WasmState, v: Float64Array, dt: number): Uint16Array | Uint32Array {
+/**
+ * Rounds `v` once to dt through the kernels: 16-bit patterns, or float32 bits for dt 0; with
+ * `pairs`, through the store the kernels use for two vectors at a time.
+ */
+function wasmEncode(
+  w: WasmState,
+  v: Float64Array,
+  dt: number,
+  pairs: boolean,
+): Uint16Array | Uint32Array {
   const out = dt === 0 ? new Uint32Array(v.length) : new Uint16Array(v.length);
   const view = dt === 0 ? new Uint32Array(w.f32.buffer) : w.u16;
   const shift = dt === 0 ? 2 : 1;
   for (let i = 0; i < v.length; i += CHUNK) {
     const n = Math.min(CHUNK, v.length - i);
     w.f64.set(v.subarray(i, i + n), w.dyAt >> 3);
-    w.exports.encode(w.dyAt, w.outAt, (n + 3) & ~3, dt);
+    w.exports.encode(w.dyAt, w.outAt, (n + 3) & ~3, dt, pairs ? 1 : 0);
     out.set(view.subarray(w.outAt >> shift, (w.outAt >> shift) + n) as never, i);
   }
   return out;
@@ -195,34 +203,41 @@ function codecValues(): Float64Array {
   return Float64Array.from(v);
 }
 
-Deno.test("wasm codecs: float64 rounds once to float16, bfloat16, float32 (ties, subnormals)", () => {
-  const w = codecInstance();
-  const v = codecValues();
-  assert.ok(v.length > 1_000_000);
-  const f16 = wasmEncode(w, v, 1) as Uint16Array;
-  const bf16 = wasmEncode(w, v, 2) as Uint16Array;
-  const f32 = wasmEncode(w, v, 0) as Uint32Array;
-  const half = new Float16Array(1);
-  const halfBits = new Uint16Array(half.buffer);
-  const single = new Float32Array(1);
-  const singleBits = new Uint32Array(single.buffer);
-  for (let i = 0; i < v.length; i++) {
-    half[0] = v[i];
-    single[0] = v[i];
-    if (Number.isNaN(v[i])) {
-      // A quiet NaN with the value's sign (payloads are not specified: V8's own stores keep
-      // or drop them depending on the tier).
-      const sign = singleBits[0] >>> 31;
-      assert.equal(f16[i], sign ? 0xfe00 : 0x7e00, `float16 of NaN`);
-      assert.equal(bf16[i] >> 6, sign ? 0x3ff : 0x1ff, `bfloat16 of NaN`);
-      assert.equal(f32[i] >>> 22, sign ? 0x3ff : 0x1ff, `float32 of NaN`);
-      continue;
+for (const pairs of [false, true]) {
+  const how = pairs ? "eight at a time" : "four at a time";
+  Deno.test(`wasm codecs: float64 rounds once to float16, bfloat16, float32 (ties, subnormals), ${how}`, () => {
+    const w = codecInstance();
+    const v = codecValues();
+    assert.ok(v.length > 1_000_000);
+    const f16 = wasmEncode(w, v, 1, pairs) as Uint16Array;
+    const bf16 = wasmEncode(w, v, 2, pairs) as Uint16Array;
+    const f32 = wasmEncode(w, v, 0, pairs) as Uint32Array;
+    const half = new Float16Array(1);
+    const halfBits = new Uint16Array(half.buffer);
+    const single = new Float32Array(1);
+    const singleBits = new Uint32Array(single.buffer);
+    for (let i = 0; i < v.length; i++) {
+      half[0] = v[i];
+      single[0] = v[i];
+      if (Number.isNaN(v[i])) {
+        // A quiet NaN with the value's sign (payloads are not specified: V8's own stores keep
+        // or drop them depending on the tier).
+        const sign = singleBits[0] >>> 31;
+        assert.equal(f16[i], sign ? 0xfe00 : 0x7e00, `float16 of NaN`);
+        assert.equal(bf16[i] >> 6, sign ? 0x3ff : 0x1ff, `bfloat16 of NaN`);
+        assert.equal(f32[i] >>> 22, sign ? 0x3ff : 0x1ff, `float32 of NaN`);
+        continue;
+      }
+      assert.equal(f16[i], halfBits[0], `float16 of ${v[i]}: ${f16[i].toString(16)}`);
+      assert.equal(bf16[i], numberToBf16(v[i]), `bfloat16 of ${v[i]}`);
+      assert.equal(f32[i], singleBits[0], `float32 of ${v[i]}`);
     }
-    assert.equal(f16[i], halfBits[0], `float16 of ${v[i]}: ${f16[i].toString(16)}`);
-    assert.equal(bf16[i], numberToBf16(v[i]), `bfloat16 of ${v[i]}`);
-    assert.equal(f32[i], singleBits[0], `float32 of ${v[i]}`);
-  }
-  // Math.f16round agrees with the Float16Array store (one rounding from float64).
+  });
+}
+
+Deno.test("Math.f16round agrees with the Float16Array store (one rounding from float64)", () => {
+  const v = codecValues();
+  const half = new Float16Array(1);
   for (let i = 0; i < v.length; i += 7) {
     half[0] = v[i];
     assert.ok(Object.is(half[0], Math.f16round(v[i])) || Number.isNaN(v[i]));

@@ -29,8 +29,8 @@ import { FLOAT32 } from "./stage_types.ts";
 export interface WasmExports {
   /** Tests: n (a multiple of 4) elements decoded to float32. */
   decode(src: number, dst: number, n: number, dt: number): void;
-  /** Tests: n (a multiple of 4) float64 values rounded once to dt. */
-  encode(src: number, dst: number, n: number, dt: number): void;
+  /** Tests: n (a multiple of 4) float64 values rounded once to dt (pairs: 8 at a time). */
+  encode(src: number, dst: number, n: number, dt: number, pairs: number): void;
   /** res = [sum(dy), sum(dy * (x - mean))]. */
   row_sums(dy: number, x: number, n: number, dt: number, mean: number, res: number): void;
   /** res = [sum(x), sum((x - mean)^2)] with the block's own mean. */
