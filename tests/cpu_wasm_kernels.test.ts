@@ -203,11 +203,17 @@ function codecValues(): Float64Array {
   return Float64Array.from(v);
 }
 
+/** {@linkcode codecValues}, made once for the codec tests that share them. */
+let sharedCodecValues: Float64Array | undefined;
+function codecValuesOnce(): Float64Array {
+  return sharedCodecValues ??= codecValues();
+}
+
 for (const pairs of [false, true]) {
   const how = pairs ? "eight at a time" : "four at a time";
   Deno.test(`wasm codecs: float64 rounds once to float16, bfloat16, float32 (ties, subnormals), ${how}`, () => {
     const w = codecInstance();
-    const v = codecValues();
+    const v = codecValuesOnce();
     assert.ok(v.length > 1_000_000);
     const f16 = wasmEncode(w, v, 1, pairs) as Uint16Array;
     const bf16 = wasmEncode(w, v, 2, pairs) as Uint16Array;
@@ -236,7 +242,7 @@ for (const pairs of [false, true]) {
 }
 
 Deno.test("Math.f16round agrees with the Float16Array store (one rounding from float64)", () => {
-  const v = codecValues();
+  const v = codecValuesOnce();
   const half = new Float16Array(1);
   for (let i = 0; i < v.length; i += 7) {
     half[0] = v[i];

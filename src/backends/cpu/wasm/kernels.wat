@@ -249,10 +249,11 @@
       (v128.and (local.get $w)
         (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff))))
 
-  ;; dt's bits of four results given as float32 bits w (|w| = a) rounded once more to dt (1 or 2),
-  ;; for any value: nearest even with NaN kept quiet (bfloat16); normal, subnormal (at the
-  ;; 2^-24 spacing, through a float32 addition), Inf from 65520 up and NaN as 0x7e00
-  ;; (float16). w is nearest-even float32 bits when no lane needs more, else round-to-odd.
+  ;; dt's bits of four results given as round-to-odd float32 bits w (|w| = a; see $exact)
+  ;; rounded once more to dt (1 or 2), for any value: nearest even with NaN kept quiet
+  ;; (bfloat16); normal, subnormal (at the 2^-24 spacing, through a float32 addition), Inf
+  ;; from 65520 up and NaN as 0x7e00 (float16). Its rounding shifts repeat $near's on
+  ;; purpose: sharing them moved float16 pixel gradients from 1.80 to 1.93 ns per element.
   (func $bits4 (param $dt i32) (param $w v128) (param $a v128) (result v128)
     (local $r v128)
     (if (i32.eq (local.get $dt) (i32.const 2))
