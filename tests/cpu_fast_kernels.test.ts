@@ -18,6 +18,7 @@ import {
   groupNormItems,
   groupsPerItem,
   type Layout,
+  PIXEL_SEGMENT_ELEMENTS,
 } from "../src/backends/cpu/fast/kernels/layout_types.ts";
 import { channelGeometry, type KernelName } from "../src/backends/types.ts";
 import { type DType, numberToBf16 } from "../src/tensor/dtype.ts";
@@ -452,6 +453,10 @@ Deno.test("fast kernels: long rows, many items, pixel blocks and segments", () =
       groupNormCase(shape, dtype, layout, 0, 2);
       groupNormBackwardCase(shape, dtype, layout, 0, 4);
     }
+    // Channels-last samples of two pixel segments (a full one and a short one), merged.
+    const sample = [2, 4, 96, 96];
+    assert.ok(4 * 96 * 96 > PIXEL_SEGMENT_ELEMENTS && 4 * 96 * 96 < 2 * PIXEL_SEGMENT_ELEMENTS);
+    groupNormCase(sample, dtype, "channelsLast", 0, 2);
   }
 });
 

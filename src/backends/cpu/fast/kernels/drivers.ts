@@ -22,10 +22,10 @@ import { channelScratch, scratchFloat64 } from "./codecs.ts";
 import type { Layout } from "./layout_types.ts";
 import {
   groupsPerItem,
+  PIXEL_SEGMENT_ELEMENTS,
   pixelsPerBlock,
   rowsPerItem,
   samplesPerItem,
-  SEGMENT_ELEMENTS,
 } from "./layout_types.ts";
 import { groupNormGradAffine, normalizeAffine } from "./formulas.ts";
 import { mergeMoments } from "./moments.ts";
@@ -156,7 +156,7 @@ export function pixelMoments(
   scratch: ThreadScratch,
 ): void {
   const C = s.layout.C;
-  const sub = Math.max(1, Math.floor(SEGMENT_ELEMENTS / C));
+  const sub = Math.max(1, Math.floor(PIXEL_SEGMENT_ELEMENTS / C));
   const part = [scratchFloat64(scratch, C), scratchFloat64(scratch, C)];
   let done = 0;
   for (let q = q0; q < q1; q += sub) {
