@@ -137,6 +137,8 @@ async function torchRows(): Promise<{ rows: TorchRow[]; note: string }> {
         dtypes.join(","),
         "--layouts",
         layouts.join(","),
+        "--shapes",
+        flags.shapes,
       ],
       stdout: "piped",
       stderr: "piped",

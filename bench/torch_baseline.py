@@ -43,6 +43,7 @@ How to run (Debian's ``python3-torch``; only stdlib + torch are used)::
     /usr/bin/python3 bench/torch_baseline.py --json          # JSON list on stdout
     /usr/bin/python3 bench/torch_baseline.py                 # readable table
     /usr/bin/python3 bench/torch_baseline.py --quick --ops batchNormBackward --dtypes float32
+    /usr/bin/python3 bench/torch_baseline.py --shapes 1x64x128x128 --ops groupNorm
 
 JSON rows: ``{"op", "dtype", "shape", "layout", "median_ms", "min_ms", "runs",
 "stats_dtype", "torch", "threads"}``, or ``"error"`` in place of the timings.
@@ -245,6 +246,7 @@ def main():
     p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2)")
     p.add_argument("--json", action="store_true", help="print only a JSON list on stdout")
     p.add_argument("--quick", action="store_true", help="only the two smaller shapes")
+    p.add_argument("--shapes", help="comma-separated NxCxHxW shapes in place of the three default ones")
     p.add_argument("--ops", default=",".join(OPS), help="comma-separated subset of: " + ",".join(OPS))
     p.add_argument("--dtypes", default=",".join(DTYPES), help="comma-separated subset of: " + ",".join(DTYPES))
     p.add_argument("--layouts", default=",".join(LAYOUTS), help="comma-separated subset of: " + ",".join(LAYOUTS))
@@ -260,6 +262,8 @@ def main():
     dtypes = parse_list(args.dtypes, list(DTYPES), "dtype")
     layouts = parse_list(args.layouts, LAYOUTS, "layout")
     shapes = QUICK_SHAPES if args.quick else SHAPES
+    if args.shapes:
+        shapes = [[int(d) for d in shape.split("x")] for shape in args.shapes.split(",")]
 
     torch.set_num_threads(args.threads)
     start = time.perf_counter()

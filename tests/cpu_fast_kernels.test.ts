@@ -15,11 +15,15 @@ import { workerSource } from "../src/backends/cpu/pool/worker_source.ts";
 import { pooledJobCount, postedJobCount, workerItemCount } from "../src/backends/cpu/pool/pool.ts";
 import { MIN_PARALLEL_ELEMENTS } from "../src/backends/cpu/fast/call.ts";
 import {
+  batchNormItems,
+  blocksPerSample,
   groupNormItems,
   groupsPerItem,
   type Layout,
   PIXEL_SEGMENT_ELEMENTS,
+  splitsSamples,
 } from "../src/backends/cpu/fast/kernels/layout_types.ts";
+import { pixelBlock } from "../src/backends/cpu/fast/kernels/drivers.ts";
 import { channelGeometry, type KernelName } from "../src/backends/types.ts";
 import { type DType, numberToBf16 } from "../src/tensor/dtype.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
@@ -460,10 +464,45 @@ Deno.test("fast kernels: long rows, many items, pixel blocks and segments", () =
   }
 });
 
+Deno.test("fast GroupNorm channels-last, few large samples: two stages over blocks of each", () => {
+  const pixels = (N: number, inner: number, perSample = false): Layout => ({
+    kind: "pixels",
+    N,
+    C: 4,
+    inner,
+    innerShape: [inner],
+    perSample,
+  });
+  assert.equal(splitsSamples(pixels(2, 128 * 130)), true);
+  assert.equal(splitsSamples(pixels(9, 71 * 67)), false, "enough samples");
+  assert.equal(splitsSamples(pixels(2, 96 * 96)), false, "samples of one block");
+  // 16640 pixels per sample in blocks of 8192: 8192, 8192 and a short 256, never across.
+  const split = pixels(2, 128 * 130, true);
+  assert.equal(blocksPerSample(split), 3);
+  assert.equal(batchNormItems(split), 6);
+  assert.deepEqual(pixelBlock(split, 2), [16384, 16640]);
+  assert.deepEqual(pixelBlock(split, 3), [16640, 24832]);
+  for (const dtype of FLOATS) {
+    groupNormCase([2, 4, 128, 130], dtype, "channelsLast", 0, 2);
+    groupNormCase([2, 4, 128, 130], dtype, "channelsLast", 2, 4);
+    groupNormBackwardCase([2, 4, 128, 130], dtype, "channelsLast", 0, 2);
+    groupNormBackwardCase([2, 4, 128, 130], dtype, "channelsLast", 1, 4, {
+      mask: [false, true, true],
+    });
+  }
+});
+
 Deno.test("fast GroupNorm rows: items of several groups, a short last block and chunk", () => {
   // [5, 6, 64, 64] with 3 groups: 2 samples and 2 groups (16384 elements) per item, so the
   // items of a chunk hold groups {0, 1} and {2}, and the last chunk holds one sample.
-  const layout: Layout = { kind: "rows", N: 5, C: 6, inner: 4096, innerShape: [4096] };
+  const layout: Layout = {
+    kind: "rows",
+    N: 5,
+    C: 6,
+    inner: 4096,
+    innerShape: [4096],
+    perSample: false,
+  };
   assert.equal(groupsPerItem(layout, 3), 2);
   assert.equal(groupNormItems(layout, 3), 6);
   for (const dtype of FLOATS) {

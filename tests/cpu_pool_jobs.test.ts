@@ -58,7 +58,7 @@ function address(base: number, strides: number[]): TensorAddress {
 function fullStage(): Stage {
   const stage = uniformStage<GroupNormBackwardStage>({
     op: "groupNormBackward",
-    layout: { kind: "strided", N: 3, C: 5, inner: 42, innerShape: [6, 7] },
+    layout: { kind: "strided", N: 3, C: 5, inner: 42, innerShape: [6, 7], perSample: true },
     dtype: 2,
     items: 11,
     group: 5,

@@ -75,6 +75,7 @@ function stage(
     C,
     inner: PER_CHANNEL,
     innerShape: strided ? [16, 16] : [PER_CHANNEL],
+    perSample: false,
   };
   const address = {
     base: 0,

@@ -18,14 +18,18 @@ import * as reference from "../reference/group_norm.ts";
 import { channelValues, channelValuesOr, writeChannelValues } from "./channel_values.ts";
 import { streamable } from "./aliasing.ts";
 import { type Call, execute, float64, prepareCall, visible } from "./call.ts";
-import { groupNormItems, samplesPerItem } from "./kernels/layout_types.ts";
+import { groupNormItems, samplesPerItem, splitsSamples } from "./kernels/layout_types.ts";
+import { groupNormGradAffine, normalizeAffine } from "./kernels/formulas.ts";
+import { mergeMoments } from "./kernels/moments.ts";
+import { statsStage, sumsStage } from "./setup.ts";
 import {
   type GroupNormBackwardStage,
   type GroupNormStage,
   uniformStage,
+  type WriteStage,
 } from "./kernels/stage_types.ts";
 import { chooseLayout, flatGroupNormDims, groupNormDims } from "./layout.ts";
-import { mergeGroupPartials } from "./merge.ts";
+import { mergeGroupPartials, mergeSamplePartials } from "./merge.ts";
 import { readArray, writeArray } from "./tensor_arrays.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 
@@ -62,6 +66,7 @@ export function groupNorm(plan: GroupNormPlan, t: GroupNormTensors): void {
   const { N, C, group, eps } = plan;
   const call = groupNormCall(plan, [t.input], t.output);
   if (!call) return reference.groupNorm(plan, t);
+  if (splitsSamples(call.layout)) return groupNormBySample(call, plan, t);
   const stage = uniformStage<GroupNormStage>({
     op: "groupNorm",
     layout: call.layout,
@@ -99,6 +104,7 @@ export function groupNormBackward(plan: GroupNormBackwardPlan, t: GroupNormBackw
   const gradInput = mask[0] ? t.gradInput : undefined;
   const call = groupNormCall(plan, [t.gradOut, t.input], gradInput);
   if (!call) return reference.groupNormBackward(plan, t);
+  if (splitsSamples(call.layout)) return groupNormBackwardBySample(call, plan, t, gradInput);
   const chunks = Math.ceil(plan.N / samplesPerItem(call.layout));
   const stage = uniformStage<GroupNormBackwardStage>({
     op: "groupNormBackward",
@@ -119,6 +125,143 @@ export function groupNormBackward(plan: GroupNormBackwardPlan, t: GroupNormBackw
   });
   execute(call, [stage]);
   const { first: gradGamma, second: gradBeta } = mergeGroupPartials(call.layout, stage.partials);
+  if (mask[1] && t.gradGamma) writeChannelValues(t.gradGamma, gradGamma);
+  if (mask[2] && t.gradBeta) writeChannelValues(t.gradBeta, gradBeta);
+}
+
+/** `call` with its pixels layout cut into blocks within each sample. */
+function bySample(call: Call): Call {
+  return { ...call, layout: { ...call.layout, perSample: true } };
+}
+
+/**
+ * aclnnGroupNorm in two stages (see splitsSamples): per-(n, c) moments of blocks of each
+ * sample, merged per (n, g) in channel order, then the normalizing write with per-(n, c)
+ * constants.
+ */
+function groupNormBySample(whole: Call, plan: GroupNormPlan, t: GroupNormTensors): void {
+  const { N, C, group, eps } = plan;
+  const call = bySample(whole);
+  const { layout } = call;
+  const D = C / group;
+  const stats = statsStage(call, t.input);
+  const write = uniformStage<WriteStage>({
+    op: "normalize",
+    layout,
+    dtype: call.dtype,
+    items: stats.items,
+    x: readArray(t.input),
+    xAt: call.addresses[0],
+    dyAt: call.addresses[0],
+    out: writeArray(t.output),
+    outAt: call.addresses[1],
+    constants: float64(call, 2 * N * C),
+  });
+  const gamma = channelValuesOr(t.gamma, C, 1);
+  const beta = channelValuesOr(t.beta, C, 0);
+  const mean = temporaryFloat64(N * group);
+  const rstd = temporaryFloat64(N * group);
+  execute(call, [stats, write], [() => {
+    const { first, second } = mergeSamplePartials(layout, stats.partials, true);
+    const acc = temporaryFloat64(2);
+    const k = write.constants;
+    for (let n = 0; n < N; n++) {
+      for (let g = 0; g < group; g++) {
+        for (let d = 0; d < D; d++) {
+          const nc = n * C + g * D + d;
+          mergeMoments(acc, 0, 1, d * layout.inner, first[nc], second[nc], layout.inner);
+        }
+        const ng = n * group + g;
+        mean[ng] = acc[0] / (D * layout.inner);
+        rstd[ng] = 1 / Math.sqrt(acc[1] / (D * layout.inner) + eps);
+        for (let c = g * D; c < (g + 1) * D; c++) {
+          const scale = rstd[ng] * gamma[c];
+          k[2 * n * C + c] = scale;
+          k[(2 * n + 1) * C + c] = normalizeAffine(mean[ng], scale, beta[c]);
+        }
+      }
+    }
+  }]);
+  writeChannelValues(t.mean, mean);
+  writeChannelValues(t.rstd, rstd);
+}
+
+/**
+ * aclnnGroupNormBackward in two stages (see splitsSamples): per-(n, c) sum(dy) and
+ * sum(dy * (x - mean)) of blocks of each sample, then (with gradInput) the gradient write
+ * with per-(n, c) constants, as the fused pixel driver computes them.
+ */
+function groupNormBackwardBySample(
+  whole: Call,
+  plan: GroupNormBackwardPlan,
+  t: GroupNormBackwardTensors,
+  gradInput: Tensor | undefined,
+): void {
+  const { N, C, group, mask } = plan;
+  const call = bySample(whole);
+  const { layout } = call;
+  const D = C / group;
+  const count = D * layout.inner;
+  const groupMean = channelValues(t.mean);
+  const groupRstd = channelValues(t.rstd);
+  const gamma = channelValuesOr(t.gamma, C, 1);
+  const mean = temporaryFloat64(N * C);
+  for (let nc = 0; nc < N * C; nc++) mean[nc] = groupMean[Math.floor(nc / D)];
+  const sums = sumsStage(call, t.gradOut, t.input, mean);
+  const write = gradInput
+    ? uniformStage<WriteStage>({
+      op: "gradient",
+      layout,
+      dtype: call.dtype,
+      items: sums.items,
+      dy: readArray(t.gradOut),
+      dyAt: call.addresses[0],
+      x: readArray(t.input),
+      xAt: call.addresses[1],
+      out: writeArray(gradInput),
+      outAt: call.addresses[2],
+      constants: float64(call, 3 * N * C),
+    })
+    : undefined;
+  const gradGamma = temporaryFloat64(C);
+  const gradBeta = temporaryFloat64(C);
+  const constants = () => {
+    const { first: sumDy, second: sumDot } = mergeSamplePartials(layout, sums.partials, false);
+    for (let n = 0; n < N; n++) {
+      for (let g = 0; g < group; g++) {
+        const ng = n * group + g;
+        let s1 = 0;
+        let s2 = 0;
+        for (let c = g * D; c < (g + 1) * D; c++) {
+          const sdy = sumDy[n * C + c];
+          const sdyXhat = sumDot[n * C + c] * groupRstd[ng];
+          gradGamma[c] += sdyXhat;
+          gradBeta[c] += sdy;
+          s1 += sdy * gamma[c];
+          s2 += sdyXhat * gamma[c];
+        }
+        if (!write) continue;
+        for (let c = g * D; c < (g + 1) * D; c++) {
+          const at = 3 * n * C + c;
+          groupNormGradAffine(
+            groupMean[ng],
+            groupRstd[ng],
+            gamma[c],
+            s1 / count,
+            s2 / count,
+            write.constants,
+            at,
+            C,
+          );
+        }
+      }
+    }
+  };
+  if (write) execute(call, [sums, write], [constants]);
+  else {
+    execute(call, [sums]);
+    constants();
+  }
   if (mask[1] && t.gradGamma) writeChannelValues(t.gradGamma, gradGamma);
   if (mask[2] && t.gradBeta) writeChannelValues(t.gradBeta, gradBeta);
 }

@@ -72,7 +72,7 @@ export function chooseLayout(
   else if (unitRows) kind = "rows";
   else kind = "strided";
   return {
-    layout: { kind, N, C, inner, innerShape: sizes },
+    layout: { kind, N, C, inner, innerShape: sizes, perSample: false },
     addresses: tensors.map(address),
   };
 }

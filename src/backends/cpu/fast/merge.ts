@@ -7,7 +7,12 @@
  */
 
 import type { Layout } from "./kernels/layout_types.ts";
-import { pixelsPerBlock, rowsPerItem, samplesPerItem } from "./kernels/layout_types.ts";
+import {
+  blocksPerSample,
+  pixelsPerBlock,
+  rowsPerItem,
+  samplesPerItem,
+} from "./kernels/layout_types.ts";
 import { mergeMoments } from "./kernels/moments.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 
@@ -98,4 +103,38 @@ export function mergeGroupPartials(layout: Layout, partials: Float64Array): Chan
     }
   }
   return { first, second };
+}
+
+/**
+ * Per-(n, c) results of a `perSample` pixels stage's partials (2C per block, blocks of
+ * sample n at n * blocksPerSample): `first[n C + c]`, `second[n C + c]`, each sample's
+ * blocks in order, summed (a sums stage) or merged as moments with their pixel counts (a
+ * stats stage).
+ */
+export function mergeSamplePartials(
+  layout: Layout,
+  partials: Float64Array,
+  moments: boolean,
+): ChannelPair {
+  const { N, C, inner } = layout;
+  const blocks = blocksPerSample(layout);
+  const per = pixelsPerBlock(layout);
+  const NC = N * C;
+  const both = temporaryFloat64(2 * NC);
+  for (let n = 0; n < N; n++) {
+    for (let j = 0; j < blocks; j++) {
+      const at = 2 * C * (n * blocks + j);
+      const count = Math.min(inner, (j + 1) * per) - j * per;
+      for (let c = 0; c < C; c++) {
+        const nc = n * C + c;
+        if (moments) {
+          mergeMoments(both, nc, NC + nc, j * per, partials[at + c], partials[at + C + c], count);
+        } else {
+          both[nc] += partials[at + c];
+          both[NC + nc] += partials[at + C + c];
+        }
+      }
+    }
+  }
+  return { first: both.subarray(0, NC), second: both.subarray(NC) };
 }

@@ -207,7 +207,8 @@ export function describeStage(
   words[at + 9] = layout.N;
   words[at + 10] = layout.C;
   words[at + 11] = layout.inner;
-  at = describeDims(words, at + 12, layout.innerShape);
+  words[at + 12] = layout.perSample ? 1 : 0;
+  at = describeDims(words, at + 13, layout.innerShape);
   at = describeAddress(words, at, s.dyAt);
   at = describeAddress(words, at, s.xAt);
   at = describeAddress(words, at, s.outAt);
@@ -256,15 +257,16 @@ export function describedStage(
   at: number,
   heap: ArrayBufferLike,
 ): [Stage, number] {
-  const innerShape = describedDims(words, at + 12);
+  const innerShape = describedDims(words, at + 13);
   const layout: Layout = {
     kind: layoutKindOfCode(words[at + 8]),
     N: words[at + 9],
     C: words[at + 10],
     inner: words[at + 11],
     innerShape,
+    perSample: words[at + 12] === 1,
   };
-  let next = at + 13 + innerShape.length;
+  let next = at + 14 + innerShape.length;
   const addresses: TensorAddress[] = [];
   for (let i = 0; i < 3; i++) {
     const address = describedAddress(words, next);

@@ -21,6 +21,7 @@ import type { ThreadScratch } from "./codecs.ts";
 import { channelScratch, scratchFloat64 } from "./codecs.ts";
 import type { Layout } from "./layout_types.ts";
 import {
+  blocksPerSample,
   groupsPerItem,
   PIXEL_SEGMENT_ELEMENTS,
   pixelsPerBlock,
@@ -110,10 +111,24 @@ export function writeRows(
   }
 }
 
-/** Pixels [q0, q1) of pixel block `block`. */
+/** Pixels [q0, q1) of pixel block `block` (numbered within each sample when `perSample`). */
 export function pixelBlock(layout: Layout, block: number): [number, number] {
   const per = pixelsPerBlock(layout);
-  return [block * per, Math.min(layout.N * layout.inner, (block + 1) * per)];
+  if (!layout.perSample) return [block * per, Math.min(layout.N * layout.inner, (block + 1) * per)];
+  const blocks = blocksPerSample(layout);
+  const n = Math.floor(block / blocks);
+  const q0 = n * layout.inner + (block - n * blocks) * per;
+  return [q0, Math.min((n + 1) * layout.inner, q0 + per)];
+}
+
+/**
+ * The per-channel entries of sample n in `values` (N * C entries) when the layout is
+ * `perSample`, else `values` (C entries, shared by every sample).
+ */
+export function sampleChannels(layout: Layout, values: Float64Array, q0: number): Float64Array {
+  if (!layout.perSample) return values;
+  const at = Math.floor(q0 / layout.inner) * layout.C;
+  return values.subarray(at, at + layout.C);
 }
 
 /**
@@ -133,6 +148,7 @@ export function sumPixels(
   const p = [sums, dots, s.mean];
   for (let b = from; b < to; b++) {
     const [q0, q1] = pixelBlock(s.layout, b);
+    p[2] = sampleChannels(s.layout, s.mean, q0);
     sums.fill(0);
     dots.fill(0);
     kernel(s, q0, q1, p, scratch);
@@ -193,10 +209,15 @@ export function writePixels(
   scratch: ThreadScratch,
 ): void {
   const C = s.layout.C;
+  // Constant j of channel c at constants[j C + c], or [(n count + j) C + c] per sample.
   const p: Float64Array[] = [];
   for (let j = 0; j < count; j++) p.push(s.constants.subarray(j * C, (j + 1) * C));
   for (let b = from; b < to; b++) {
     const [q0, q1] = pixelBlock(s.layout, b);
+    if (s.layout.perSample) {
+      const at = Math.floor(q0 / s.layout.inner) * count * C;
+      for (let j = 0; j < count; j++) p[j] = s.constants.subarray(at + j * C, at + (j + 1) * C);
+    }
     kernel(s, q0, q1, p, scratch);
   }
 }
@@ -430,7 +451,7 @@ export function noopKernel(): void {}
  * call site has seen two targets before the first real call (see the module comment).
  */
 export function primeDrivers(scratch: ThreadScratch): void {
-  const layout: Layout = { kind: "rows", N: 1, C: 1, inner: 1, innerShape: [] };
+  const layout: Layout = { kind: "rows", N: 1, C: 1, inner: 1, innerShape: [], perSample: false };
   const at = { base: 0, strideN: 0, strideC: 0, strideI: 0, innerStrides: [] };
   const one = () => scratchFloat64(scratch, 1);
   const eight = () => scratchFloat64(scratch, 8);
