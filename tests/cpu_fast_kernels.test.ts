@@ -691,6 +691,34 @@ Deno.test("worker pool: 2 threads give the same bits as 1 thread, for every kern
   }
 });
 
+Deno.test("worker pool: a call of one item per stage stays on the calling thread", async () => {
+  const before = cpuThreads();
+  try {
+    setCpuThreads(2);
+    await startCpuThreads();
+    // One sample of one group, contiguous: one item, above the pooling threshold.
+    const shape = [1, 8, 128, 96];
+    assert.ok(numel(shape) >= MIN_PARALLEL_ELEMENTS);
+    const layout: Layout = {
+      kind: "rows",
+      N: 1,
+      C: 8,
+      inner: 128 * 96,
+      innerShape: [128 * 96],
+      perSample: false,
+    };
+    assert.equal(groupNormItems(layout, 1), 1);
+    const jobs = pooledJobCount();
+    groupNormCase(shape, "float32", "contiguous", 0, 1);
+    assert.equal(pooledJobCount(), jobs, "no pool job for a single item");
+    // Two groups make two items: pooled.
+    groupNormCase(shape, "float32", "contiguous", 0, 2);
+    assert.equal(pooledJobCount(), jobs + 1);
+  } finally {
+    setCpuThreads(before);
+  }
+});
+
 Deno.test("worker pool: tensors outside the host heap are posted, with the same bits", async () => {
   const before = cpuThreads();
   /** `t` in a SharedArrayBuffer of its own (as when the heap is full), same values. */

@@ -88,13 +88,15 @@ export function visible(call: Call, values: Float64Array): Float64Array {
 
 /**
  * Runs the stages in order; `between[i]` runs on the calling thread once every thread has
- * finished stage i (and before stage i + 1 starts).
+ * finished stage i (and before stage i + 1 starts). Stages of one item each run on the
+ * calling thread even when the call is pooled: a worker could only take that item from it
+ * (the items are the shape's, so the results are the same either way).
  */
 export function execute(
   call: Call,
   stages: readonly Stage[],
   between: readonly ((() => void) | undefined)[] = [],
 ): void {
-  if (call.pool) runPooled(call.pool, stages, between);
+  if (call.pool && stages.some((s) => s.items > 1)) runPooled(call.pool, stages, between);
   else runInline(stages, between);
 }
