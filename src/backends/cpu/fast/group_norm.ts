@@ -2,7 +2,9 @@
  * Streaming kernels of GroupNorm: aclnnGroupNorm and aclnnGroupNormBackward. The data is
  * (N, C, HxW) in each tensor's logical order; a work item owns whole groups (or whole
  * samples when channels-last), computes their statistics or sums and writes their outputs
- * while their data is still in cache.
+ * while their data is still in cache. Channels-last calls of a few large samples instead
+ * run two stages over blocks of each sample, with the per-(n, c) results merged between
+ * them (splitsSamples in kernels/layout_types.ts).
  *
  * @module
  */
@@ -257,11 +259,7 @@ function groupNormBackwardBySample(
       }
     }
   };
-  if (write) execute(call, [sums, write], [constants]);
-  else {
-    execute(call, [sums]);
-    constants();
-  }
+  execute(call, write ? [sums, write] : [sums], [constants]);
   if (mask[1] && t.gradGamma) writeChannelValues(t.gradGamma, gradGamma);
   if (mask[2] && t.gradBeta) writeChannelValues(t.gradBeta, gradBeta);
 }
