@@ -31,7 +31,7 @@ import {
   type WriteStage,
 } from "./kernels/stage_types.ts";
 import { chooseLayout, flatGroupNormDims, groupNormDims } from "./layout.ts";
-import { mergeGroupPartials, mergeSamplePartials } from "./merge.ts";
+import { mergeGroupPartials, mergePixelPartials } from "./merge.ts";
 import { readArray, writeArray } from "./tensor_arrays.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 
@@ -164,7 +164,7 @@ function groupNormBySample(whole: Call, plan: GroupNormPlan, t: GroupNormTensors
   const mean = temporaryFloat64(N * group);
   const rstd = temporaryFloat64(N * group);
   execute(call, [stats, write], [() => {
-    const { first, second } = mergeSamplePartials(layout, stats.partials, true);
+    const { first, second } = mergePixelPartials(layout, stats.partials, true);
     const acc = temporaryFloat64(2);
     const k = write.constants;
     for (let n = 0; n < N; n++) {
@@ -228,7 +228,7 @@ function groupNormBackwardBySample(
   const gradGamma = temporaryFloat64(C);
   const gradBeta = temporaryFloat64(C);
   const constants = () => {
-    const { first: sumDy, second: sumDot } = mergeSamplePartials(layout, sums.partials, false);
+    const { first: sumDy, second: sumDot } = mergePixelPartials(layout, sums.partials, false);
     for (let n = 0; n < N; n++) {
       for (let g = 0; g < group; g++) {
         const ng = n * group + g;

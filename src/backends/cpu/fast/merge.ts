@@ -7,12 +7,7 @@
  */
 
 import type { Layout } from "./kernels/layout_types.ts";
-import {
-  blocksPerSample,
-  pixelsPerBlock,
-  rowsPerItem,
-  samplesPerItem,
-} from "./kernels/layout_types.ts";
+import { pixelsPerBlock, rowsPerItem, samplesPerItem } from "./kernels/layout_types.ts";
 import { mergeMoments } from "./kernels/moments.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 
@@ -26,19 +21,10 @@ export interface ChannelPair {
 
 /** Per-channel totals of a sums stage's partials. */
 export function mergeChannelSums(layout: Layout, partials: Float64Array): ChannelPair {
+  if (layout.kind === "pixels") return mergePixelPartials(layout, partials, false);
   const C = layout.C;
   const first = temporaryFloat64(C);
   const second = temporaryFloat64(C);
-  if (layout.kind === "pixels") {
-    const blocks = Math.ceil((layout.N * layout.inner) / pixelsPerBlock(layout));
-    for (let b = 0; b < blocks; b++) {
-      for (let c = 0; c < C; c++) {
-        first[c] += partials[2 * C * b + c];
-        second[c] += partials[2 * C * b + C + c];
-      }
-    }
-    return { first, second };
-  }
   const chunks = Math.ceil(layout.N / rowsPerItem(layout));
   for (let c = 0; c < C; c++) {
     for (let k = 0; k < chunks; k++) {
@@ -54,26 +40,11 @@ export function mergeChannelSums(layout: Layout, partials: Float64Array): Channe
  * sum((x - mean)^2), each item merged with its element count.
  */
 export function mergeChannelMoments(layout: Layout, partials: Float64Array): ChannelPair {
+  if (layout.kind === "pixels") return mergePixelPartials(layout, partials, true);
   const C = layout.C;
   const out = temporaryFloat64(2);
   const first = temporaryFloat64(C);
   const second = temporaryFloat64(C);
-  if (layout.kind === "pixels") {
-    const per = pixelsPerBlock(layout);
-    const pixels = layout.N * layout.inner;
-    const blocks = Math.ceil(pixels / per);
-    for (let c = 0; c < C; c++) {
-      let done = 0;
-      for (let b = 0; b < blocks; b++) {
-        const count = Math.min(pixels, (b + 1) * per) - b * per;
-        mergeMoments(out, 0, 1, done, partials[2 * C * b + c], partials[2 * C * b + C + c], count);
-        done += count;
-      }
-      first[c] = out[0];
-      second[c] = out[1];
-    }
-    return { first, second };
-  }
   const rows = rowsPerItem(layout);
   const chunks = Math.ceil(layout.N / rows);
   for (let c = 0; c < C; c++) {
@@ -106,35 +77,38 @@ export function mergeGroupPartials(layout: Layout, partials: Float64Array): Chan
 }
 
 /**
- * Per-(n, c) results of a `perSample` pixels stage's partials (2C per block, blocks of
- * sample n at n * blocksPerSample): `first[n C + c]`, `second[n C + c]`, each sample's
- * blocks in order, summed (a sums stage) or merged as moments with their pixel counts (a
- * stats stage).
+ * The results of a pixels stage's partials (2C per block, in block order): per channel, or
+ * per (n, c) at n * C + c when the layout is `perSample` (blocks of sample n at
+ * n * blocksPerSample). Each channel's blocks are taken in order, summed (a sums stage) or
+ * merged as moments with their pixel counts (a stats stage).
  */
-export function mergeSamplePartials(
+export function mergePixelPartials(
   layout: Layout,
   partials: Float64Array,
   moments: boolean,
 ): ChannelPair {
-  const { N, C, inner } = layout;
-  const blocks = blocksPerSample(layout);
+  const C = layout.C;
+  // Samples apart, or the whole tensor as one run of pixels.
+  const runs = layout.perSample ? layout.N : 1;
+  const pixels = layout.perSample ? layout.inner : layout.N * layout.inner;
   const per = pixelsPerBlock(layout);
-  const NC = N * C;
-  const both = temporaryFloat64(2 * NC);
-  for (let n = 0; n < N; n++) {
+  const blocks = Math.ceil(pixels / per);
+  const size = runs * C;
+  const both = temporaryFloat64(2 * size);
+  for (let n = 0; n < runs; n++) {
     for (let j = 0; j < blocks; j++) {
       const at = 2 * C * (n * blocks + j);
-      const count = Math.min(inner, (j + 1) * per) - j * per;
+      const count = Math.min(pixels, (j + 1) * per) - j * per;
       for (let c = 0; c < C; c++) {
         const nc = n * C + c;
         if (moments) {
-          mergeMoments(both, nc, NC + nc, j * per, partials[at + c], partials[at + C + c], count);
+          mergeMoments(both, nc, size + nc, j * per, partials[at + c], partials[at + C + c], count);
         } else {
           both[nc] += partials[at + c];
-          both[NC + nc] += partials[at + C + c];
+          both[size + nc] += partials[at + C + c];
         }
       }
     }
   }
-  return { first: both.subarray(0, NC), second: both.subarray(NC) };
+  return { first: both.subarray(0, size), second: both.subarray(size) };
 }
