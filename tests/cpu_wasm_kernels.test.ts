@@ -17,6 +17,7 @@ import { buildModuleText, MODULE_PATH } from "../scripts/build_wasm.ts";
 import { kernelsWasmBytes } from "../src/backends/cpu/wasm/kernels_wasm.ts";
 import {
   instantiateWasm,
+  packConstants,
   type WasmExports,
   wasmReserve,
   type WasmState,
@@ -615,6 +616,62 @@ Deno.test("wasm pixel kernels = TypeScript kernels (bits): channel counts, padde
       }
     }
   });
+});
+
+// ---------------------------------------------------------------------------------------
+// Scaled float16 (kernels.wat): the calls that must take the exact path
+
+Deno.test("wasm float16: means, accumulators and constants that would not scale exactly take the exact path", () => {
+  // The scaled path multiplies means and accumulators by 2^-112 (dots by 2^-224) and write
+  // constants by 2^112. Each case below would lose a value that way (2^-1000 underflows to
+  // 0 scaled down, 2^950 overflows to Inf scaled up), so only the exact path gives the
+  // expected float64 results, worked out by hand.
+  const w = codecInstance();
+  const n = 64; // rows of 64; for the pixel kernels, 16 pixels of 4 channels
+  const half = new Float16Array(w.memory.buffer);
+  const f64 = new Float64Array(w.memory.buffer);
+  const fill = (at: number, v: number) => half.fill(v, at >> 1, (at >> 1) + n);
+  const outBits = () => Array.from(w.u16.subarray(w.outAt >> 1, (w.outAt >> 1) + n));
+  const bitsOf = (v: number) => new Uint16Array(Float16Array.of(v).buffer)[0];
+  const tiny = 2 ** -1000;
+  const huge = 2 ** 950;
+  const res = w.cst;
+
+  fill(w.dyAt, 1);
+  fill(w.xAt, 0);
+  w.exports.row_sums(w.dyAt, w.xAt, n, 1, tiny, res);
+  assert.deepEqual([f64[res >> 3], f64[(res >> 3) + 1]], [n, -n * tiny], "row_sums, tiny mean");
+  w.exports.row_sums(w.dyAt, w.xAt, n, 1, 2 ** -100, res); // the scaled path, same bits
+  assert.deepEqual([f64[res >> 3], f64[(res >> 3) + 1]], [n, -n * 2 ** -100], "row_sums");
+
+  w.exports.row_normalize(w.xAt, w.outAt, n, 1, huge, 0.5);
+  assert.deepEqual(outBits(), new Array(n).fill(bitsOf(0.5)), "row_normalize, huge scale");
+  fill(w.dyAt, 0);
+  w.exports.row_gradient(w.dyAt, w.xAt, w.outAt, n, 1, huge, huge, 0.25);
+  assert.deepEqual(outBits(), new Array(n).fill(bitsOf(0.25)), "row_gradient, huge a, b");
+  fill(w.outAt, 1);
+  w.exports.row_scale(w.dyAt, w.outAt, n, 1, huge);
+  assert.deepEqual(outBits(), new Array(n).fill(0), "row_scale, huge scale");
+
+  const C = 4;
+  const P = n / C;
+  const acc = [tiny, 2 * tiny, 3 * tiny, 4 * tiny, -tiny, 5 * tiny, 0, 7 * tiny, 0, 0, 0, 0];
+  f64.set(acc, res >> 3); // sums, dots (cs = 4 each), then zero means
+  w.exports.pix_sums(w.dyAt, w.xAt, P, C, C, 1, res);
+  assert.deepEqual(Array.from(f64.subarray(res >> 3, (res >> 3) + 12)), acc, "pix_sums");
+
+  const constants = (values: number[][]) =>
+    packConstants(f64, res >> 3, values.map((v) => Float64Array.from(v)), C);
+  constants([[huge, huge, huge, huge], [0.5, 0.5, 0.5, 0.5]]);
+  w.exports.pix_normalize(w.xAt, w.outAt, P, C, C, 1, res);
+  assert.deepEqual(outBits(), new Array(n).fill(bitsOf(0.5)), "pix_normalize, huge scale");
+  constants([[huge, 1, 1, 1], [1, huge, 1, 1], [0.25, 0.25, 0.25, 0.25]]);
+  w.exports.pix_gradient(w.dyAt, w.xAt, w.outAt, P, C, C, 1, res);
+  assert.deepEqual(outBits(), new Array(n).fill(bitsOf(0.25)), "pix_gradient, huge a, b");
+  fill(w.outAt, 1);
+  constants([[1, 1, huge, 1]]);
+  w.exports.pix_scale(w.dyAt, w.outAt, P, C, C, 1, res);
+  assert.deepEqual(outBits(), new Array(n).fill(0), "pix_scale, huge scale");
 });
 
 // ---------------------------------------------------------------------------------------
