@@ -15,7 +15,8 @@
 ;; Data: `dt` is the element type of the blocks: 0 float32, 1 float16, 2 bfloat16 (raw bits);
 ;; inside the module, float16 has two codes: 1, the scaled path, and 3, the exact path (see
 ;; "Scaled float16" below; the build's dispatcher picks one per call, and both give the
-;; same bits). Values are decoded exactly to float32 lanes, then promoted to float64: every formula is
+;; same bits). Values are decoded exactly to float32 lanes (float16 on the scaled path: times
+;; 2^-112), then promoted to float64: every formula is
 ;; evaluated in float64 operation for operation as in ../fast/kernels/formulas.ts (wasm does
 ;; not fuse multiply-adds), and each output is rounded once to its dtype (float16/bfloat16:
 ;; round to odd to float32, then to nearest even, which equals one rounding from float64).
@@ -375,8 +376,8 @@
   ;; Scaled float16 (dt 1)
   ;;
   ;; The exact float16 decode ($ld4, dt 3) costs a float32 multiply and four integer
-  ;; operations for Inf/NaN per vector, which made float16 sums twice as slow as bfloat16
-  ;; (row_stats 1.23 against 0.61 ns per element, one thread). Without them the lanes hold the
+  ;; operations for Inf/NaN per vector, which made float16 sums 1.6x as slow as bfloat16
+  ;; (row_stats 0.89 against 0.57 ns per element, one thread). Without them the lanes hold the
   ;; value times 2^-112, and since every kernel is a chain of float64 additions,
   ;; subtractions and multiplications, scaling its inputs by powers of two scales each
   ;; rounded result by the same power, bit for bit, as long as no value leaves the normal
@@ -390,12 +391,15 @@
   ;; - means and accumulators are 0 or at least 2^-200 in magnitude (and finite): with the
   ;;   decoded values multiples of 2^-136, every difference, product and sum then stays a
   ;;   multiple of 2^-500 (squares of differences from a computed mean, of 2^-440): normal
-  ;;   float64, where scaling is exact (measured means come from float tensors, >= 2^-149);
+  ;;   float64, where scaling is exact (the means callers pass come from float32, float16
+  ;;   or bfloat16 tensors, or from the data: 0 or at least 2^-149);
   ;; - write constants are below 2^900 in magnitude or not finite, so they scale up exactly.
-  ;; Otherwise it runs the exact path (dt 3). Measured per element, one thread, rows of
-  ;; 1024 (scratch, 2-vCPU AMD EPYC): float16 row_stats 1.23 -> 0.65 ns, row_sums 1.32 ->
-  ;; 0.69, row_normalize 1.92 -> 1.50, row_gradient 3.18 -> 2.10 (bfloat16: 0.61, 0.63,
-  ;; 1.01, 1.40).
+  ;; Otherwise it runs the exact path (dt 3). Measured per element, one thread, blocks of
+  ;; 4096 elements (scratch, interleaved, 2-vCPU AMD EPYC), exact -> scaled: float16
+  ;; row_stats 0.89 -> 0.66 ns, row_sums 0.89 -> 0.71, row_normalize 1.28 -> 1.11,
+  ;; row_gradient 1.75 -> 1.49, pix_stats 0.92 -> 0.70, pix_sums 0.85 -> 0.77,
+  ;; pix_normalize 1.30 -> 1.16, pix_gradient 1.78 -> 1.55 (bfloat16: 0.57, 0.58, 0.79,
+  ;; 1.12, 0.61, 0.60, 0.82, 1.13); the Inf/NaN check is 0.02-0.07 of those.
 
   ;; Whether the n float16 elements at byte address p hold no Inf or NaN: the largest
   ;; magnitude bits, 32 elements per step in two chains (measured: the check costs 0.03-0.05
