@@ -512,6 +512,17 @@
         (local.set $a (i32.add (local.get $a) (i32.const 16)))
         (br $next))))
 
+  ;; Multiplies the per-channel arrays of the pixel reductions at acc (sums, dots, means;
+  ;; cs entries each) by the power of two f, the dots by f * f.
+  (func $scaleMoments (param $acc i32) (param $cs i32) (param $f f64)
+    (local $cb i32)
+    (local.set $cb (i32.shl (local.get $cs) (i32.const 3)))
+    (call $scaleAll (local.get $acc) (local.get $cs) (local.get $f))
+    (call $scaleAll (i32.add (local.get $acc) (local.get $cb)) (local.get $cs)
+      (f64.mul (local.get $f) (local.get $f)))
+    (call $scaleAll (i32.add (local.get $acc) (i32.shl (local.get $cb) (i32.const 1)))
+      (local.get $cs) (local.get $f)))
+
   ;; Multiplies constant k of the packed pixel constants by the power of two f.
   (func $scalePacked (param $cst i32) (param $cs i32) (param $count i32) (param $k i32)
     (param $f f64)
@@ -1005,12 +1016,7 @@
     (local.set $aend (i32.add (local.get $acc) (local.get $cb)))
     ;; Scaled float16: the accumulators and means meet scaled values (see above).
     (if (i32.eq (local.get $dt) (i32.const 1))
-      (then
-        (call $scaleAll (local.get $acc) (local.get $cs) (f64.const 0x1p-112))
-        (call $scaleAll (i32.add (local.get $acc) (local.get $cb)) (local.get $cs)
-          (f64.const 0x1p-224))
-        (call $scaleAll (i32.add (local.get $acc) (i32.shl (local.get $cb) (i32.const 1)))
-          (local.get $cs) (f64.const 0x1p-112))))
+      (then (call $scaleMoments (local.get $acc) (local.get $cs) (f64.const 0x1p-112))))
     (block $done
       (loop $group
         (br_if $done (i32.gt_s (i32.add (local.get $p) (i32.const 4)) (local.get $P)))
@@ -1084,12 +1090,7 @@
         (br $pixel)))
     ;; Scaled float16: back to the values' scale.
     (if (i32.eq (local.get $dt) (i32.const 1))
-      (then
-        (call $scaleAll (local.get $acc) (local.get $cs) (f64.const 0x1p112))
-        (call $scaleAll (i32.add (local.get $acc) (local.get $cb)) (local.get $cs)
-          (f64.const 0x1p224))
-        (call $scaleAll (i32.add (local.get $acc) (i32.shl (local.get $cb) (i32.const 1)))
-          (local.get $cs) (f64.const 0x1p112)))))
+      (then (call $scaleMoments (local.get $acc) (local.get $cs) (f64.const 0x1p112)))))
 
   ;; Per-channel statistics of P > 0 pixels, overwritten: acc[c] = sum(x), acc[cs + c] =
   ;; sum((x - acc[2 cs + c])^2) with acc[2 cs + c] = acc[c] / P (two passes).
@@ -1181,12 +1182,7 @@
         (br $pass)))
     ;; Scaled float16: back to the values' scale.
     (if (i32.eq (local.get $dt) (i32.const 1))
-      (then
-        (call $scaleAll (local.get $acc) (local.get $cs) (f64.const 0x1p112))
-        (call $scaleAll (i32.add (local.get $acc) (local.get $cb)) (local.get $cs)
-          (f64.const 0x1p224))
-        (call $scaleAll (i32.add (local.get $acc) (i32.shl (local.get $cb) (i32.const 1)))
-          (local.get $cs) (f64.const 0x1p112)))))
+      (then (call $scaleMoments (local.get $acc) (local.get $cs) (f64.const 0x1p112)))))
 
   ;; Pass 0: acc[c] += (x0 + x1) + (x2 + x3). Pass 1, with a = x - mean: acc[cs + c] +=
   ;; (a0 a0 + a1 a1) + (a2 a2 + a3 a3).
