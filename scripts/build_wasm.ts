@@ -62,9 +62,10 @@ export async function assemble(text: string, name = "kernels.wat"): Promise<Uint
  * while kernels.wat keeps one body per kernel and the drivers one export per kernel.
  *
  * float16 has two copies: the scaled path (`$dt` 1) when the kernel's predicate
- * `$k__scaled16` (same parameters, in kernels.wat) holds for the call, else the exact path
- * (`$dt` 3); kernels.wat explains why both give the same bits. A kernel without its
- * predicate is an error.
+ * `$k__scaled16` (same parameters, in kernels.wat) holds for the call, then the exact path
+ * (`$dt` 3) again when its redo test `$k__redo16` holds after it (an Inf or NaN found in
+ * the inputs), else the exact path alone; kernels.wat explains why both give the same bits.
+ * A kernel without its predicate or its redo test is an error.
  */
 export function specializeByDtype(text: string): string {
   const header = /\(func \(export "(\w+)"\)((?:\s*\(param \$\w+ \w+\))+)/g;
@@ -72,18 +73,22 @@ export function specializeByDtype(text: string): string {
   const renamed = text.replace(header, (match: string, name: string, params: string) => {
     const names = [...params.matchAll(/\(param \$(\w+) \w+\)/g)].map((m) => m[1]);
     if (!names.includes("dt")) return match;
-    if (!text.includes(`(func $${name}__scaled16`)) {
-      throw new Error(`kernels.wat: ${name} takes $dt but has no $${name}__scaled16`);
+    for (const hook of ["scaled16", "redo16"]) {
+      if (!text.includes(`(func $${name}__${hook}`)) {
+        throw new Error(`kernels.wat: ${name} takes $dt but has no $${name}__${hook}`);
+      }
     }
     const args = (dt?: number) =>
       names.map((p) => p === "dt" && dt !== undefined ? `(i32.const ${dt})` : `(local.get $${p})`)
         .join(" ");
     const call = (dt: number) => `(call $${name}__any ${args(dt)})`;
+    const done = `(if (i32.eqz (call $${name}__redo16 ${args()})) (then (return)))`;
     dispatchers.push(
       `  (func (export "${name}")${params}\n` +
         `    (if (i32.eqz (local.get $dt)) (then ${call(0)} (return)))\n` +
         `    (if (i32.eq (local.get $dt) (i32.const 2)) (then ${call(2)} (return)))\n` +
-        `    (if (call $${name}__scaled16 ${args()}) (then ${call(1)} (return)))\n` +
+        `    (if (call $${name}__scaled16 ${args()})\n` +
+        `      (then ${call(1)} ${done}))\n` +
         `    ${call(3)})`,
     );
     return `(func $${name}__any${params}`;

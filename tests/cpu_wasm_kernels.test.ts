@@ -587,6 +587,7 @@ Deno.test("wasm pixel kernels = TypeScript kernels (bits): channel counts, padde
           [[2, 3, 40, 40], "channelsLast"],
           [[1, 2048, 3, 1], "channelsLast"],
           [[1, 2732, 2, 1], "channelsLast"],
+          [[1, 3276, 2, 1], "channelsLast"],
         ] as [number[], WasmLayout][]
       ) {
         wasmCalls.clear();
@@ -604,8 +605,8 @@ Deno.test("wasm pixel kernels = TypeScript kernels (bits): channel counts, padde
           assert.ok(wasmCalls.get(name), `${dtype} ${layout} ${shape}: ${name} ran`);
           // In place: packed pixels, and for writes whole vectors of channels.
           const reads = name === "pix_sums" || name === "pix_stats";
-          // Three per-channel float64 arrays fit a 64 KiB region up to C = 2728.
-          const inPlace = layout === "channelsLast" && shape[1] <= 2728 &&
+          // Five per-channel float64 arrays fit a 128 KiB region up to C = 3272.
+          const inPlace = layout === "channelsLast" && shape[1] <= 3272 &&
             (reads || shape[1] % 4 === 0);
           assert.equal(
             !!heapCalls.get(name),
@@ -672,6 +673,86 @@ Deno.test("wasm float16: means, accumulators and constants that would not scale 
   constants([[1, 1, huge, 1]]);
   w.exports.pix_scale(w.dyAt, w.outAt, P, C, C, 1, res);
   assert.deepEqual(outBits(), new Array(n).fill(0), "pix_scale, huge scale");
+});
+
+Deno.test("wasm float16: an Inf or NaN in either input of a kernel gives the exact results", () => {
+  // The scaled decode reads exponent 31 as a finite value, so every call whose float16
+  // inputs hold an Inf or a NaN must end on the exact path: the reductions run again after
+  // their check, the writes check first. Each case puts one non-finite element in one
+  // input only. With dy = 1 and x = 0 elsewhere, every finite result is exact in float64
+  // whatever the association, so the expected values are plain arithmetic.
+  const w = codecInstance();
+  const n = 64; // rows of 64; for the pixel kernels, 16 pixels of 4 channels
+  const half = new Float16Array(w.memory.buffer);
+  const f64 = new Float64Array(w.memory.buffer);
+  const res = w.cst;
+  const C = 4;
+  const P = n / C;
+  const at = 4 * 3 + 2; // pixel 3, channel 2
+  const fill = (dy: number, x: number) => {
+    half.fill(1, w.dyAt >> 1, (w.dyAt >> 1) + n);
+    half.fill(0, w.xAt >> 1, (w.xAt >> 1) + n);
+    half[(w.dyAt >> 1) + at] = dy;
+    half[(w.xAt >> 1) + at] = x;
+  };
+  const pair = () => [f64[res >> 3], f64[(res >> 3) + 1]];
+  const outValues = () => Array.from(half.subarray(w.outAt >> 1, (w.outAt >> 1) + n));
+  for (const bad of [Infinity, -Infinity, NaN]) {
+    const tag = String(bad);
+    // Non-finite x: dot = sum(dy * (x - 0)) takes it; non-finite dy: both sums do.
+    fill(1, bad);
+    w.exports.row_sums(w.dyAt, w.xAt, n, 1, 0, res);
+    assert.deepEqual(pair(), [n, bad], `row_sums, x ${tag}`);
+    fill(bad, 0);
+    w.exports.row_sums(w.dyAt, w.xAt, n, 1, 0, res);
+    assert.deepEqual(pair(), [bad, NaN], `row_sums, dy ${tag} (times x - mean = 0)`);
+    fill(1, bad);
+    w.exports.row_stats(w.xAt, n, 1, res);
+    assert.deepEqual(pair(), [bad, NaN], `row_stats, x ${tag}`);
+
+    // pix_sums adds to accumulators that are not zero: the exact run must start from them.
+    const start = [1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0]; // sums, dots, means (cs = 4 each)
+    fill(1, bad);
+    f64.set(start, res >> 3);
+    w.exports.pix_sums(w.dyAt, w.xAt, P, C, C, 1, res);
+    assert.deepEqual(
+      Array.from(f64.subarray(res >> 3, (res >> 3) + 8)),
+      [17, 18, 19, 20, 5, 6, 7 + bad, 8],
+      `pix_sums, x ${tag}`,
+    );
+    fill(bad, 0);
+    f64.set(start, res >> 3);
+    w.exports.pix_sums(w.dyAt, w.xAt, P, C, C, 1, res);
+    assert.deepEqual(
+      Array.from(f64.subarray(res >> 3, (res >> 3) + 8)),
+      [17, 18, 19 + bad, 20, 5, 6, NaN, 8],
+      `pix_sums, dy ${tag}`,
+    );
+    fill(1, bad);
+    w.exports.pix_stats(w.xAt, P, C, C, 1, res);
+    assert.deepEqual(
+      Array.from(f64.subarray(res >> 3, (res >> 3) + 8)),
+      [0, 0, bad, 0, 0, 0, NaN, 0],
+      `pix_stats, x ${tag}`,
+    );
+
+    // Writes: out = dy * 1 + (x * 1 + 0) is dy + x, element by element.
+    const sum = Array.from({ length: n }, (_, j) => j === at ? 1 + bad : 1);
+    fill(1, bad);
+    w.exports.row_gradient(w.dyAt, w.xAt, w.outAt, n, 1, 1, 1, 0);
+    assert.deepEqual(outValues(), sum, `row_gradient, x ${tag}`);
+    packConstants(
+      f64,
+      res >> 3,
+      [[1, 1, 1, 1], [1, 1, 1, 1], [0, 0, 0, 0]].map((v) => Float64Array.from(v)),
+      C,
+    );
+    w.exports.pix_gradient(w.dyAt, w.xAt, w.outAt, P, C, C, 1, res);
+    assert.deepEqual(outValues(), sum, `pix_gradient, x ${tag}`);
+    fill(bad, 0);
+    w.exports.row_gradient(w.dyAt, w.xAt, w.outAt, n, 1, 1, 1, 0);
+    assert.deepEqual(outValues(), sum, `row_gradient, dy ${tag}`);
+  }
 });
 
 // ---------------------------------------------------------------------------------------

@@ -38,8 +38,11 @@ import {
   paddedChannels,
 } from "./wasm_kernels.ts";
 
-/** Bytes of each thread's region of the heap: the result pair, then per-channel arrays. */
-export const HEAP_REGION_BYTES = 65536;
+/**
+ * Bytes of each thread's region of the heap: the result pair, then per-channel arrays (five
+ * arrays of up to 3272 channels).
+ */
+export const HEAP_REGION_BYTES = 131072;
 
 /** Offset of the per-channel arrays in a region (the result pair is at 0). */
 export const HEAP_CHANNELS_OFFSET = 64;
@@ -74,10 +77,11 @@ export function instantiateHeapKernels(
 }
 
 /**
- * The most per-channel float64 arrays a pixel kernel keeps in the region: three (the sums'
- * sums, dots and means; the gradient's a, b and c).
+ * The most per-channel float64 arrays a pixel kernel keeps in the region: five (the sums'
+ * sums, dots and means, and the copy of the sums and dots that kernels.wat keeps for a
+ * float16 redo; the gradient's a, b and c).
  */
-export const HEAP_CHANNEL_ARRAYS = 3;
+export const HEAP_CHANNEL_ARRAYS = 5;
 
 /** Whether `count` per-channel arrays of C channels fit in a region. */
 export function heapChannelsFit(C: number, count: number): boolean {

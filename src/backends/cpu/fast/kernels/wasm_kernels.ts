@@ -81,8 +81,9 @@ export interface WasmExports {
 /**
  * One thread's instance and the layout of its memory: the result pair at byte 0, the
  * kernels' vector constants from {@linkcode WASM_CONSTANTS_AT}, five per-channel float64
- * arrays of `channels` entries at `cst`, then the dy, x and out blocks of `blockElements`
- * elements (4 bytes each, so any dtype fits) plus slack.
+ * arrays of `channels` entries at `cst` (the pixel sums use three and keep a copy of two in
+ * the others for a float16 redo, see kernels.wat), then the dy, x and out blocks of
+ * `blockElements` elements (4 bytes each, so any dtype fits) plus slack.
  */
 export interface WasmState {
   /** The kernels. */
