@@ -14,12 +14,13 @@
 ;;
 ;; Data: `dt` is the element type of the blocks: 0 float32, 1 float16, 2 bfloat16 (raw bits);
 ;; inside the module, float16 has two codes: 1, the scaled path, and 3, the exact path (see
-;; "Scaled float16" below; the build's dispatcher picks one per call, and both give the
-;; same bits). Values are decoded exactly to float32 lanes (float16 on the scaled path: times
-;; 2^-112), then promoted to float64: every formula is
-;; evaluated in float64 operation for operation as in ../fast/kernels/formulas.ts (wasm does
-;; not fuse multiply-adds), and each output is rounded once to its dtype (float16/bfloat16:
-;; round to odd to float32, then to nearest even, which equals one rounding from float64).
+;; "Scaled float16" below; the build's dispatcher picks one per call, or runs the exact one
+;; again after a scaled sum that met an Inf or NaN; both give the same bits). Values are
+;; decoded exactly to float32 lanes (float16 on the scaled path: times 2^-112), then promoted
+;; to float64: every formula is evaluated in float64 operation for operation as in
+;; ../fast/kernels/formulas.ts (wasm does not fuse multiply-adds), and each output is rounded
+;; once to its dtype (float16/bfloat16: round to odd to float32, then to nearest even, which
+;; equals one rounding from float64).
 ;; Sums use the association of the TypeScript kernels exactly (row_kernels.ts,
 ;; pixel_kernels.ts), so both give the same bits:
 ;; - rows (row_sums, row_stats): eight chains, element j of the block into chain j mod 8,
@@ -650,7 +651,11 @@
     (i32.const 0))
 
   ;; pix_sums adds to its sums and dots: when the scaled path is taken, they are copied to
-  ;; acc + 3 cb (the caller leaves room for five arrays), from where a redo takes them back.
+  ;; $sumsCopy (the caller leaves room for five arrays), from where a redo takes them back.
+  (func $sumsCopy (param $acc i32) (param $cs i32) (result i32)
+    ;; The fourth and fifth per-channel arrays (8 cs bytes each).
+    (i32.add (local.get $acc) (i32.mul (local.get $cs) (i32.const 24))))
+
   (func $pix_sums__scaled16
     (param $dy i32) (param $x i32) (param $P i32) (param $C i32) (param $cs i32) (param $dt i32)
     (param $acc i32) (result i32)
@@ -662,21 +667,18 @@
               (call $smallOkAll (i32.add (local.get $acc) (i32.shl (local.get $cb) (i32.const 1)))
                 (local.get $C)))))
       (then (return (i32.const 0))))
-    (call $copy64 (local.get $acc)
-      (i32.add (local.get $acc) (i32.mul (local.get $cb) (i32.const 3)))
+    (call $copy64 (local.get $acc) (call $sumsCopy (local.get $acc) (local.get $cs))
       (i32.shl (local.get $cs) (i32.const 1)))
     (i32.const 1))
 
   (func $pix_sums__redo16
     (param $dy i32) (param $x i32) (param $P i32) (param $C i32) (param $cs i32) (param $dt i32)
     (param $acc i32) (result i32)
-    (local $cb i32)
     (if (i32.eqz
           (call $readRedo (local.get $dy) (local.get $x) (i32.mul (local.get $P) (local.get $C))))
       (then (return (i32.const 0))))
-    (local.set $cb (i32.shl (local.get $cs) (i32.const 3)))
-    (call $copy64 (i32.add (local.get $acc) (i32.mul (local.get $cb) (i32.const 3)))
-      (local.get $acc) (i32.shl (local.get $cs) (i32.const 1)))
+    (call $copy64 (call $sumsCopy (local.get $acc) (local.get $cs)) (local.get $acc)
+      (i32.shl (local.get $cs) (i32.const 1)))
     (i32.const 1))
 
   (func $pix_stats__scaled16
