@@ -38,6 +38,28 @@ export const WORD_FLOAT16 = 3;
 /** Type code of a Float64Array. */
 export const WORD_FLOAT64 = 4;
 
+/** A typed-array field of a stage (see {@linkcode stageArrayFields}). */
+export type StageArrayField =
+  | "dy"
+  | "x"
+  | "out"
+  | "mean"
+  | "partials"
+  | "constants"
+  | "gamma"
+  | "beta"
+  | "stats"
+  | "rstd";
+
+/**
+ * The typed-array fields of a stage, in the order a description holds them: the one list
+ * that {@linkcode describeStage} and {@linkcode describedStage} both follow. (A function,
+ * as the worker script carries only functions and numbers: worker_source.ts.)
+ */
+export function stageArrayFields(): readonly StageArrayField[] {
+  return ["dy", "x", "out", "mean", "partials", "constants", "gamma", "beta", "stats", "rstd"];
+}
+
 /** The code of a stage kind. */
 export function stageOpCode(op: Stage["op"]): number {
   switch (op) {
@@ -212,20 +234,9 @@ export function describeStage(
   at = describeAddress(words, at, s.dyAt);
   at = describeAddress(words, at, s.xAt);
   at = describeAddress(words, at, s.outAt);
-  const arrays = [
-    u.dy,
-    u.x,
-    u.out,
-    u.mean,
-    u.partials,
-    u.constants,
-    u.gamma,
-    u.beta,
-    u.stats,
-    u.rstd,
-  ];
-  for (let i = 0; i < arrays.length && at >= 0; i++) {
-    at = describeArray(words, at, arrays[i] as ArrayBufferView | undefined, heapAt);
+  const fields = stageArrayFields();
+  for (let i = 0; i < fields.length && at >= 0; i++) {
+    at = describeArray(words, at, u[fields[i]] as ArrayBufferView | undefined, heapAt);
   }
   return at;
 }
@@ -273,13 +284,7 @@ export function describedStage(
     addresses.push(address);
     next += 5 + address.innerStrides.length;
   }
-  const arrays: (ArrayBufferView | undefined)[] = [];
-  for (let i = 0; i < 10; i++) {
-    arrays.push(describedArray(words, next, heap));
-    next += arrayWords(words, next);
-  }
-  // The arrays are of the types describeArray found (the stage kind says which are set).
-  const stage = uniformStage({
+  const fields: Record<string, unknown> = {
     op: stageOpOfCode(words[at]),
     dtype: words[at + 1],
     items: words[at + 2],
@@ -289,17 +294,13 @@ export function describedStage(
     dyAt: addresses[0],
     xAt: addresses[1],
     outAt: addresses[2],
-    dy: arrays[0],
-    x: arrays[1],
-    out: arrays[2],
-    mean: arrays[3],
-    partials: arrays[4],
-    constants: arrays[5],
-    gamma: arrays[6],
-    beta: arrays[7],
-    stats: arrays[8],
-    rstd: arrays[9],
-  } as unknown as StageFields<Stage>) as Stage;
+  };
+  for (const name of stageArrayFields()) {
+    fields[name] = describedArray(words, next, heap);
+    next += arrayWords(words, next);
+  }
+  // The arrays are of the types describeArray found (the stage kind says which are set).
+  const stage = uniformStage(fields as unknown as StageFields<Stage>) as Stage;
   stage.dyHeap = words[at + 5];
   stage.xHeap = words[at + 6];
   stage.outHeap = words[at + 7];
