@@ -216,48 +216,46 @@ async function main(): Promise<void> {
   };
   const floorMemory = newMemory();
   const floor = await floorKernels(floorMemory);
-  const floorRow = (name: string, kernel: string): Row => ({
-    name,
-    write: floor[kernel] as Write,
-    dt: 1,
-    memory: floorMemory,
-  });
+  /** A row of bench/float16_floor.wat, checked first (`normalOnly`: see checkFloat16). */
+  const floorRow = (name: string, kernel: string, normalOnly = false): Row => {
+    const write = floor[kernel] as Write;
+    checkFloat16(name, write, floorMemory, normalOnly);
+    return { name, write, dt: 1, memory: floorMemory };
+  };
   const rows = [
     library(0),
     library(1),
     library(2),
     floorRow("float16 float32 math", "float16_float32_math"),
-    floorRow("float16 rebias only", "float16_rebias_only"),
-    floorRow("float16 no encode", "float16_no_encode"),
+    floorRow("float16 rebias only", "float16_rebias_only", true),
+    {
+      name: "float16 no encode",
+      write: floor.float16_no_encode as Write,
+      dt: 1,
+      memory: floorMemory,
+    },
   ];
-  checkFloat16("float16 float32 math", rows[3].write, floorMemory);
-  checkFloat16("float16 rebias only", rows[4].write, floorMemory, true);
-  let fp16Note = "";
-  if (WebAssembly.validate(fp16 as BufferSource)) {
+  const engineHasFp16 = WebAssembly.validate(fp16 as BufferSource);
+  if (engineHasFp16) {
     const memory = newMemory();
     rows.push(fp16Row(instantiate(fp16, memory), memory));
   }
-  const ns = measure(rows, rounds);
-  if (rows.length === 6) {
+  const results = measure(rows, rounds).map((ns, i) => ({ name: rows[i].name, ns }));
+  let fp16Note = "";
+  if (!engineHasFp16) {
     const child = await runFp16Child(N, rounds, "inherit");
     if (child.success) {
-      rows.push({
-        name: "float16 FP16 proposal (child)",
-        write: () => {},
-        dt: 1,
-        memory: floorMemory,
-      });
-      ns.push(JSON.parse(new TextDecoder().decode(child.stdout)).ns);
+      const { ns } = JSON.parse(new TextDecoder().decode(child.stdout));
+      results.push({ name: "float16 FP16 proposal (child)", ns });
       fp16Note = "the FP16 row ran in a child process started with --experimental-wasm-fp16";
     } else fp16Note = "the FP16 child process failed; no FP16 row";
   }
   console.log(`Deno ${Deno.version.deno}, V8 ${Deno.version.v8}, n = ${N}, ${rounds} rounds`);
   console.log(`${"kernel".padEnd(32)} ${"ns/element".padStart(10)}  vs library float32`);
-  rows.forEach((row, i) => {
-    console.log(
-      `${row.name.padEnd(32)} ${ns[i].toFixed(3).padStart(10)}  ${(ns[i] / ns[0]).toFixed(2)}x`,
-    );
-  });
+  for (const { name, ns } of results) {
+    const ratio = (ns / results[0].ns).toFixed(2);
+    console.log(`${name.padEnd(32)} ${ns.toFixed(3).padStart(10)}  ${ratio}x`);
+  }
   if (fp16Note) console.log(fp16Note);
 }
 
