@@ -68,9 +68,20 @@ export type {
 export {
   batchNormSavesVariance,
   bf16Allowed,
+  familyFromPlatform,
   operatorSupported,
   SOC_FAMILIES,
   SOC_OPERATORS,
   socFamily,
 } from "./src/backends/ascend/soc.ts";
 export type { SocFamily, SocOperator } from "./src/backends/ascend/soc.ts";
+export {
+  resolveSocFamily,
+  SOC_FAMILY_ENV,
+  type SocResolution,
+} from "./src/backends/ascend/device_soc.ts";
+export {
+  findPlatformVersion,
+  type PlatformSearch,
+  type PlatformVersion,
+} from "./src/backends/ascend/platform_ini.ts";

@@ -38,6 +38,11 @@ function refusal(soc: string, scenario: string): string | undefined {
       return bf16("aclnnBatchNormElemt", "input");
     case "groupNormBackward mixed fp16/fp32":
       return op("aclnnGroupNormBackward") ?? (mixed ? undefined : "mean");
+    case "groupNorm fp16":
+      return op("aclnnGroupNorm") ?? (family.npuArch === 1001 ? "input" : undefined);
+    case "groupNormBackward fp16 quiet group":
+      return op("aclnnGroupNorm") ?? (family.npuArch === 1001 ? "input" : undefined) ??
+        op("aclnnGroupNormBackward");
     case "groupNormBackward C/group > 8000":
       return op("aclnnGroupNormBackward") ??
         (groupNormBackwardLimits(family) ? "group" : undefined);

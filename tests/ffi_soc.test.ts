@@ -24,10 +24,10 @@ Deno.test("soc: every family but DAV_3510 stores the variance in saveInvstd", ()
   for (const name of ["Ascend950PR_9599", "Ascend950DT_9591", "Ascend350_354f"]) {
     assert.equal(batchNormSavesVariance(name), false, name);
   }
-  // Unknown names: the pre-950 convention unless the name marks the 950/350 line.
-  assert.equal(batchNormSavesVariance("Ascend910Z9"), true);
-  assert.equal(batchNormSavesVariance("Ascend950XX_1"), false);
-  assert.equal(batchNormSavesVariance(null), false);
+  // Unknown names are never guessed (the backend places them by their platform file).
+  for (const name of ["Ascend910Z9", "Ascend950XX_1", "Ascend910_9599"]) {
+    assert.throws(() => batchNormSavesVariance(name), RangeError, name);
+  }
 });
 
 // The NPU path on each SoC the simulator plays (Ascend 950, Atlas A2): batchNorm's saveInvstd

@@ -221,6 +221,10 @@ Deno.test("SyncBatchNorm: errors name the argument", async () => {
     NULLPTR,
     "input",
   );
+  // No argument object at all: 161001 like every other operator, not a TypeError.
+  await expectCode(() => syncBatchNormForward(undefined as never), NULLPTR, "args");
+  await expectCode(() => syncBatchNormBackward(undefined as never), NULLPTR, "args");
+  await expectCode(() => syncBatchNormBackward(null as never), NULLPTR, "args");
   await expectCode(
     () => syncBatchNormForward({ input, allGather: undefined as unknown as () => Tensor }),
     INVALID,
@@ -306,3 +310,49 @@ forEachBackend("SyncBatchNorm: an empty rank adds nothing, wherever it is", asyn
     assertClose(concat(ranks.map((r) => r.output)), whole.output, undefined, `${what}: output`);
   }
 });
+
+/**
+ * float16 data with a constant channel (var + eps < 1.53e-5, so invstd > 256): the statistics
+ * stay float32 end to end, as torch_npu keeps them. A float16 invstd would make the chip rebuild
+ * the variance as 1/invstd^2 - eps in float16 (ops-nn aclnn_batch_norm_elemt.cpp), which
+ * overflows: NaN where x == mean. Two ranks, on Atlas A2, A3 and Ascend 950.
+ */
+forEachBackend(
+  "SyncBatchNorm float16 with a constant channel equals the CPU backend",
+  async ({ device }) => {
+    const shape = [4, 3, 6];
+    const base = Tensor.random(shape, { seed: 11, low: -1, high: 1 }).toFloat64Array();
+    // Channel 1 constant (var 0), channel 2 nearly constant (var ~1e-8).
+    const values = base.map((v, i) => {
+      const c = Math.floor(i / 6) % 3;
+      return c === 1 ? 0.5 : c === 2 ? 2 + v * 1e-4 : v;
+    });
+    const run = async (d: typeof device) => {
+      const x = Tensor.fromArray(values, shape, "float16").to(d);
+      const dy = Tensor.random(shape, { seed: 12, dtype: "float16" }).to(d);
+      const group = createLocalProcessGroup(2);
+      return await Promise.all(group.map(async (g, r) => {
+        const input = x.slice(0, 2 * r, 2 * r + 2);
+        const fwd = await syncBatchNormForward({ input, allGather: g.allGather });
+        const bwd = await syncBatchNormBackward({
+          gradOut: dy.slice(0, 2 * r, 2 * r + 2),
+          input,
+          ...fwd,
+          allReduce: g.allReduce,
+        });
+        return [fwd.output, fwd.invstd, bwd.gradInput!].map((t) => t.toFloat64Array());
+      }));
+    };
+    const cpu = await run("cpu");
+    const npu = await run(device);
+    cpu.forEach((rank, r) =>
+      rank.forEach((want, k) => {
+        const got = npu[r][k];
+        assert.ok(got.every(Number.isFinite), `rank ${r} output ${k} is finite: ${got}`);
+        assertClose(got, want, TOLERANCE.float16, `rank ${r} output ${k}`);
+      })
+    );
+    assert.ok(cpu[0][1][1] > 256, `invstd of the constant channel is ${cpu[0][1][1]}`);
+  },
+  { cpu: false, socs: ["Ascend910B4", "Ascend910_9391", "Ascend950PR_9599"] },
+);

@@ -66,13 +66,17 @@ export interface BatchNormElemtOut {
 export interface BatchNormElemtArgs {
   /** x: rank 2-8, channel = dim 1 (must not be 0). */
   input: MaybeTensor;
-  /** gamma: rank 1, C elements, input's dtype; all ones when absent. */
+  /** gamma: rank 1, C elements, any float dtype; all ones when absent. */
   weight?: MaybeTensor;
-  /** beta: rank 1, C elements, input's dtype; zeros when absent. */
+  /** beta: rank 1, C elements, any float dtype; zeros when absent. */
   bias?: MaybeTensor;
-  /** Per-channel mean: rank 1, C elements, input's dtype. */
+  /** Per-channel mean: rank 1, C elements, any float dtype (float32 with 16-bit data). */
   mean: MaybeTensor;
-  /** Per-channel 1/sqrt(var + eps): rank 1, C elements, input's dtype. */
+  /**
+   * Per-channel 1/sqrt(var + eps): rank 1, C elements, any float dtype. Prefer float32 with
+   * float16 data: CANN rebuilds the variance as 1/invstd^2 - eps in invstd's dtype, which
+   * overflows in float16 once invstd exceeds 256 (a nearly constant channel).
+   */
   invstd: MaybeTensor;
   /** Passed to CANN (unused by the formula). Default 1e-5. */
   eps?: number;
@@ -87,8 +91,9 @@ const scalarsSchema = z.object({ eps: epsilon });
  * the tensors live on.
  *
  * Validation (aclnnBatchNormElemt documentation): 161001 when input, mean or invstd is
- * missing, or `out.output` is `null`; 161002 when a tensor is not float32/float16/bfloat16,
- * weight/bias/mean/invstd/output do not share input's dtype, input's rank is outside 2-8,
+ * missing, or `out.output` is `null`; 161002 when a tensor is not float32/float16/bfloat16
+ * (each tensor is checked on its own, as CANN does: float32 statistics with float16/bfloat16
+ * data are accepted), output does not have input's dtype, input's rank is outside 2-8,
  * output's shape differs from input's, C (input dim 1) is 0, or weight/bias/mean/invstd are
  * not rank 1 with C elements.
  *
@@ -140,9 +145,10 @@ function validate(args: BatchNormElemtArgs): Validated {
   const perChannel = { weight, bias, mean, invstd };
   const all = { input, ...perChannel, output };
   for (const [name, t] of Object.entries(all)) if (t) checkDType(OP, name, t, FLOAT_DTYPES);
-  for (const [name, t] of Object.entries({ ...perChannel, output })) {
-    if (t) checkSameDType(OP, name, t, "input", input);
-  }
+  // CANN checks each tensor against the dtype list on its own (aclnn_batch_norm_elemt.cpp
+  // CheckDtypeValid); the result is copied to output by ViewCopy, which needs the dtype of
+  // the computed tensor, input's (opbase docs/zh/api/nnopbase/opdev/L0/ViewCopy.md).
+  if (output) checkSameDType(OP, "output", output, "input", input);
   checkRank(OP, "input", input, 2, 8);
   if (output) checkShape(OP, "output", output, input.shape, "input");
   const channels = input.shape[1];

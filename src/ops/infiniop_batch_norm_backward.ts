@@ -282,7 +282,13 @@ class Descriptor implements BatchNormBackwardDescriptor {
     if (this.#destroyed) {
       fail(COMPUTE, "descriptor", "was destroyed", "BAD_PARAM");
     }
-    const a = (args ?? {}) as unknown as Record<string, unknown>;
+    if (args === undefined || args === null) {
+      fail(COMPUTE, "args", "(the argument object) is required but is missing", "NULL_POINTER");
+    }
+    if (typeof args !== "object") {
+      fail(COMPUTE, "args", `must be an object (got ${typeof args})`, "BAD_PARAM");
+    }
+    const a = args as unknown as Record<string, unknown>;
     this.#checkWorkspace(a.workspace);
     const t = {} as Record<Name, Tensor>;
     let device: Device | undefined;

@@ -43,7 +43,6 @@
 import { z } from "./zod.ts";
 import { ACLNN_ERR_RUNTIME_ERROR, AclnnError } from "../ffi/errors.ts";
 import type { Device } from "../tensor/device.ts";
-import type { DType } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { batchNormElemt } from "./batch_norm_elemt.ts";
@@ -52,6 +51,7 @@ import { batchNormGatherStatsWithCounts } from "./batch_norm_gather_stats_with_c
 import { batchNormReduceBackward } from "./batch_norm_reduce_backward.ts";
 import { batchNormStats } from "./batch_norm_stats.ts";
 import {
+  argumentsOf,
   checkRank,
   epsilon,
   finiteNumber,
@@ -189,13 +189,6 @@ const backwardSchema = z.object({
   }),
 });
 
-/** `t` itself when it already has `dtype`, else a converted copy on the same device. */
-function withDType(t: Tensor, dtype: DType): Tensor {
-  if (t.dtype === dtype) return t;
-  const host = Tensor.fromArray(t.toFloat64Array(), t.shape, dtype);
-  return t.device === "cpu" ? host : host.to(t.device);
-}
-
 /**
  * Waits for a collective's result, at most `ms`: a rank that never comes (or a transport that
  * hangs) becomes an error (361001) instead of a hang.
@@ -262,9 +255,10 @@ function checkCollectiveResult(
 export async function syncBatchNormForward(
   args: SyncBatchNormForwardArgs,
 ): Promise<SyncBatchNormForwardResult> {
+  args = argumentsOf(FWD, args);
   const input = requireTensor(FWD, "input", args.input);
-  let weight = optionalTensor(FWD, "weight", args.weight);
-  let bias = optionalTensor(FWD, "bias", args.bias);
+  const weight = optionalTensor(FWD, "weight", args.weight);
+  const bias = optionalTensor(FWD, "bias", args.bias);
   const { momentum, eps, timeoutMs } = parseScalars(FWD, forwardSchema, {
     momentum: args.momentum,
     eps: args.eps,
@@ -320,25 +314,18 @@ export async function syncBatchNormForward(
   gathered.dispose();
   packed.dispose();
 
-  // aclnnBatchNormElemt wants every per-channel tensor in input's dtype; the converted copies
-  // are temporaries.
-  const converted: Tensor[] = [];
-  const inInputDType = (t: Tensor) => {
-    const c = withDType(t, input.dtype);
-    if (c !== t) converted.push(c);
-    return c;
-  };
-  if (weight) weight = inInputDType(weight);
-  if (bias) bias = inInputDType(bias);
+  // The float32 global statistics go to aclnnBatchNormElemt as they are (CANN checks each
+  // tensor against its dtype list on its own, ops-nn aclnn_batch_norm_elemt.cpp
+  // CheckDtypeValid), as torch_npu passes them: a float16 invstd would make the chip rebuild
+  // the variance as 1/invstd^2 - eps in float16, which overflows for quiet channels.
   const output = batchNormElemt({
     input,
     weight,
     bias,
-    mean: inInputDType(global.mean),
-    invstd: inInputDType(global.invstd),
+    mean: global.mean,
+    invstd: global.invstd,
     eps,
   });
-  for (const t of converted) t.dispose();
   return { output, mean: global.mean, invstd: global.invstd, counts };
 }
 
@@ -369,6 +356,7 @@ export async function syncBatchNormForward(
 export async function syncBatchNormBackward(
   args: SyncBatchNormBackwardArgs,
 ): Promise<SyncBatchNormBackwardResult> {
+  args = argumentsOf(BWD, args);
   const gradOut = requireTensor(BWD, "gradOut", args.gradOut);
   const input = requireTensor(BWD, "input", args.input);
   const mean = requireTensor(BWD, "mean", args.mean);

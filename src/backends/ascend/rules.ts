@@ -2,7 +2,8 @@
  * The Ascend backend's argument rules that depend on the chip: checked before anything is
  * allocated, with 161002 and a message that names the argument, the SoC and the rule, so that
  * a call the chip would refuse fails the same way on every path (and before any device work).
- * The rules themselves live in {@linkcode ./soc.ts}, shared with the software CANN.
+ * The chip facts live in {@linkcode ./soc.ts}; the device's family comes from `device_soc.ts`
+ * (a SoC no source places is refused there, never guessed).
  *
  * @module
  */
@@ -12,6 +13,7 @@ import { AscendDevice } from "../../ffi/runtime.ts";
 import type { Device } from "../../tensor/device.ts";
 import type { Tensor } from "../../tensor/tensor.ts";
 import type { DeviceRules } from "../types.ts";
+import { deviceSocFamily } from "./device_soc.ts";
 import {
   bf16Allowed,
   describeSoc,
@@ -19,7 +21,7 @@ import {
   groupNormBackwardMixedPrecision,
   operatorSupported,
   SOC_OPERATORS,
-  socFamily,
+  type SocFamily,
   type SocOperator,
 } from "./soc.ts";
 
@@ -46,12 +48,8 @@ const GROUP_NORM_BACKWARD_SAME_DTYPE = [
 export const ascendRules: DeviceRules = {
   check(op, device: Device, tensors: Readonly<Record<string, Tensor | undefined>>, scalars = {}) {
     if (!(device instanceof AscendDevice) || !isSocOperator(op)) return;
-    const socName = device.socName;
-    const family = socFamily(socName);
-    // An SoC this package does not know: its own library decides (and its message reaches
-    // the caller as the AclnnError's nativeMessage).
-    if (!family || socName === null) return;
-    const where = describeSoc(socName, family);
+    const family = deviceSocFamily(device, op);
+    const where = describeSoc(device.socName ?? "(unnamed SoC)", family);
     if (!operatorSupported(op, family)) {
       refuse(op, "device", `${device.name} is an ${where}, which ${op} does not support`);
     }
@@ -99,5 +97,41 @@ export const ascendRules: DeviceRules = {
         }
       }
     }
+    // After CANN's own checks: CANN accepts these calls and computes them wrongly.
+    if (op === "aclnnGroupNorm" || op === "aclnnGroupNormBackward") {
+      checkAtlasTrainingFloat16(op, family, where, tensors);
+    }
   },
 };
+
+/**
+ * Atlas training chips (NpuArch 1001) run float16 GroupNorm through float16 intermediates that
+ * overflow on ordinary data, so both operators refuse float16 there:
+ * - aclnnGroupNorm casts the group variance to float16 before Rsqrt(var + eps)
+ *   (ops-nn `norm/group_norm/op_host/op_api/aclnn_group_norm.cpp` GroupNormOutCastProcess,
+ *   RstdProcess): a variance above 65504 gives rstd 0 or 1/sqrt(65504);
+ * - aclnnGroupNormBackward takes gradInput from a decomposed BatchNorm backward whose variance is
+ *   1/rstd^2 - 1e-5 formed in rstd's dtype (`norm/group_norm_grad/op_host/op_api/
+ *   aclnn_group_norm_backward.cpp`; only DAV_2201 and regbase run the GroupNormGrad kernel):
+ *   rstd above 256 (a constant group) overflows to NaN.
+ */
+function checkAtlasTrainingFloat16(
+  op: string,
+  family: SocFamily,
+  where: string,
+  tensors: Readonly<Record<string, Tensor | undefined>>,
+): void {
+  if (family.npuArch !== 1001) return;
+  const data = op === "aclnnGroupNorm" ? "input" : "gradOut";
+  for (const name of [data, "input", "mean", "rstd"]) {
+    if (tensors[name]?.dtype !== "float16") continue;
+    refuse(
+      op,
+      name,
+      `dtype float16 is refused on ${where}: CANN forms ${
+        op === "aclnnGroupNorm" ? "the group variance" : "1/rstd^2 - 1e-5"
+      } in float16 there, which overflows (rstd 0 or NaN) on ordinary data. Fix: pass float32 ` +
+        "tensors on this chip (float16 runs as is on the CPU backend and on Atlas A2/A3/950)",
+    );
+  }
+}

@@ -13,6 +13,7 @@
 
 import type { AscendDevice } from "../../ffi/runtime.ts";
 import { Tensor } from "../../tensor/tensor.ts";
+import { deviceSocFamily } from "./device_soc.ts";
 import { batchNormSavesVariance } from "./soc.ts";
 
 /**
@@ -20,7 +21,8 @@ import { batchNormSavesVariance } from "./soc.ts";
  * replace it in place by 1/sqrt(Var(x) + eps).
  */
 export function savedToInvstd(device: AscendDevice, saveInvstd: Tensor, eps: number): void {
-  if (!batchNormSavesVariance(device.socName) || saveInvstd.numel === 0) return;
+  if (saveInvstd.numel === 0) return;
+  if (!batchNormSavesVariance(deviceSocFamily(device, "aclnnBatchNorm"))) return;
   const variance = saveInvstd.toFloat64Array();
   saveInvstd.copy_(variance.map((v) => 1 / Math.sqrt(v + eps)));
 }
@@ -44,7 +46,8 @@ export function invstdToSaved(
   channels: number,
   eps: number,
 ): ScratchTensor | undefined {
-  if (!batchNormSavesVariance(device.socName) || saveInvstd?.numel === 0) return undefined;
+  if (saveInvstd?.numel === 0) return undefined;
+  if (!batchNormSavesVariance(deviceSocFamily(device, "aclnnBatchNormBackward"))) return undefined;
   // Absent, saveInvstd means invstd = 1 here; CANN would fill its slot with 1 and read that as
   // a variance (1/sqrt(1 + eps)), so pass the variance of invstd = 1 explicitly.
   const invstd = saveInvstd?.toFloat64Array() ?? new Float64Array(channels).fill(1);

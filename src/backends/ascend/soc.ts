@@ -1,8 +1,8 @@
 /**
- * The one table of Ascend SoC families and their traits, used by the library (this backend's
- * argument rules and the saveInvstd conversion) and by the software CANN in tests/sim
- * (`scripts/build_sim.ts` generates its C table from this module), so that the two cannot
- * disagree about a chip.
+ * The one table of Ascend SoC families and their traits, used by this backend's argument rules
+ * and its saveInvstd conversion. The software CANN in tests/sim keeps its own facts, read from
+ * the same CANN sources (never from this module), so that a test through it checks this table.
+ * A SoC name that is not here is placed by its platform file (see `device_soc.ts`).
  *
  * Sources (hicann repositories, snapshots of 2026-07/08):
  * - SoC names, short versions and NpuArch: hicann/runtime
@@ -47,6 +47,12 @@ export interface SocFamily {
   readonly npuArch: number;
   /** op::SocVersion enum value, what older (and some current) operator code branches on. */
   readonly socVersion: number;
+  /**
+   * The platform files' Short_SoC_version values that opbase maps to this family's SocVersion
+   * (hicann/opbase `src/nnopbase/composite_op/utils/platform.cpp` InitSocVersion): how a SoC
+   * name this table does not list is placed.
+   */
+  readonly shortVersions: readonly string[];
   /** SoC_version strings (aclrtGetSocName) of this family. */
   readonly names: readonly string[];
   /** Prefixes of further SoC_version strings of this family (matched after exact names). */
@@ -72,6 +78,7 @@ export const DAV_3510 = 3510;
 export const SOC_FAMILIES: readonly SocFamily[] = Object.freeze([
   {
     name: "Ascend910",
+    shortVersions: ["Ascend910"],
     product: "Atlas training series",
     npuArch: 1001,
     socVersion: SocVersion.ASCEND910,
@@ -81,6 +88,7 @@ export const SOC_FAMILIES: readonly SocFamily[] = Object.freeze([
   },
   {
     name: "Ascend910B",
+    shortVersions: ["Ascend910B"],
     product: "Atlas A2 training series",
     npuArch: 2201,
     socVersion: SocVersion.ASCEND910B,
@@ -96,6 +104,7 @@ export const SOC_FAMILIES: readonly SocFamily[] = Object.freeze([
   },
   {
     name: "Ascend910_93",
+    shortVersions: ["Ascend910_93"],
     product: "Atlas A3 training series",
     npuArch: 2201,
     socVersion: SocVersion.ASCEND910_93,
@@ -112,6 +121,7 @@ export const SOC_FAMILIES: readonly SocFamily[] = Object.freeze([
   },
   {
     name: "Ascend310P",
+    shortVersions: ["Ascend310P"],
     product: "Atlas inference series",
     npuArch: 2002,
     socVersion: SocVersion.ASCEND310P,
@@ -120,6 +130,7 @@ export const SOC_FAMILIES: readonly SocFamily[] = Object.freeze([
   },
   {
     name: "Ascend310B",
+    shortVersions: ["Ascend310B"],
     product: "Atlas 200I/500 A2 inference",
     npuArch: 3002,
     socVersion: SocVersion.ASCEND310B,
@@ -128,6 +139,10 @@ export const SOC_FAMILIES: readonly SocFamily[] = Object.freeze([
   },
   {
     name: "Ascend950",
+    // Before hicann/runtime 9d41dbe4 (2026-01) the 950 platform files said
+    // SoC_version=Ascend910_9599, Short_SoC_version=Ascend910_95 (cann-dev/Ascend910_9599.ini at
+    // 494dda3); opbase maps Ascend910_95 to ASCEND910_95 == ASCEND950 (platform.h).
+    shortVersions: ["Ascend950", "Ascend910_95"],
     product: "Ascend 950PR/950DT",
     npuArch: DAV_3510,
     socVersion: SocVersion.ASCEND950,
@@ -136,6 +151,7 @@ export const SOC_FAMILIES: readonly SocFamily[] = Object.freeze([
   },
   {
     name: "Ascend350",
+    shortVersions: ["Ascend350"],
     product: "Ascend 350",
     npuArch: DAV_3510,
     socVersion: SocVersion.ASCEND350,
@@ -173,24 +189,50 @@ export function isRegbase(family: SocFamily): boolean {
 }
 
 /**
- * Whether aclnnBatchNorm writes the batch variance Var(x), not 1/sqrt(Var(x) + eps), into its
- * `saveInvstd` output, and aclnnBatchNormBackward reads that slot as Var(x) in training mode:
- * every family but DAV_3510 (BNTrainingUpdate / BatchNormV3 full-reduce write `batch_variance`;
- * BNTrainingUpdateGrad / BNTrainingReduceGrad read it). An unknown SoC is assumed to follow
- * the pre-950 convention unless its name marks the 950/350 line.
+ * The family of a platform file's `Short_SoC_version` (opbase's InitSocVersion map, restricted
+ * to the families this package knows), with the file's `NpuArch` when it gives one (CANN reads
+ * the architecture from the same file), or undefined.
  *
  * @example
  * ```ts
- * import { batchNormSavesVariance } from "@aclnn/norm/ascend";
- * console.log(batchNormSavesVariance("Ascend910B4"), batchNormSavesVariance("Ascend950PR_9599"));
- * // true false
+ * import { familyFromPlatform } from "@aclnn/norm/ascend";
+ * console.log(familyFromPlatform("Ascend910_95", 3510)?.name); // Ascend950
  * ```
  */
-export function batchNormSavesVariance(socName: string | null): boolean {
-  if (socName === null) return false;
-  const family = socFamily(socName);
-  if (family) return !isRegbase(family);
-  return !/^Ascend(950|350)/.test(socName);
+export function familyFromPlatform(
+  shortSocVersion: string | undefined,
+  npuArch: number | undefined,
+): SocFamily | undefined {
+  if (!shortSocVersion) return undefined;
+  const family = SOC_FAMILIES.find((f) => f.shortVersions.includes(shortSocVersion));
+  if (!family || npuArch === undefined || npuArch === family.npuArch) return family;
+  return Object.freeze({ ...family, npuArch });
+}
+
+/**
+ * Whether aclnnBatchNorm writes the batch variance Var(x), not 1/sqrt(Var(x) + eps), into its
+ * `saveInvstd` output, and aclnnBatchNormBackward reads that slot as Var(x) in training mode:
+ * every family but DAV_3510 (BNTrainingUpdate / BatchNormV3 full-reduce write `batch_variance`;
+ * BNTrainingUpdateGrad / BNTrainingReduceGrad read it). `soc` is a family or a SoC name of the
+ * table; there is no guess for a name of no known family (a RangeError): the backend places
+ * such a SoC by its platform file or refuses (`device_soc.ts`).
+ *
+ * @example
+ * ```ts
+ * import { batchNormSavesVariance, socFamily } from "@aclnn/norm/ascend";
+ * console.log(batchNormSavesVariance(socFamily("Ascend910B4")!)); // true
+ * console.log(batchNormSavesVariance("Ascend950PR_9599")); // false
+ * ```
+ */
+export function batchNormSavesVariance(soc: SocFamily | string): boolean {
+  const family = typeof soc === "string" ? socFamily(soc) : soc;
+  if (!family) {
+    throw new RangeError(
+      `batchNormSavesVariance: SoC ${soc} is in no known family; place it with its platform ` +
+        "file (resolveSocFamily) rather than guess what its saveInvstd holds",
+    );
+  }
+  return !isRegbase(family);
 }
 
 const DAV_2201 = 2201;

@@ -41,11 +41,14 @@ function writesTwice(t: Tensor): boolean {
 export const MAX_STORAGE_ELEMENTS = 2 ** 31 - 1;
 
 /**
- * Whether the streaming kernels may write `output` while reading `inputs` (and every
- * storage is small enough for int32 element indices).
+ * Whether the streaming kernels may write `output` while reading `inputs`: every tensor has one
+ * dtype (a kernel decodes all its streams with one codec; mixed dtypes, which aclnn promotes to
+ * float32, go to the float64 reference kernels), every storage is small enough for int32
+ * element indices, and the output overlaps no input other than element for element.
  */
 export function streamable(output: Tensor | undefined, inputs: readonly Tensor[]): boolean {
   const all = output ? [...inputs, output] : inputs;
+  if (all.some((t) => t.dtype !== all[0].dtype)) return false;
   if (all.some((t) => hostData(t).length > MAX_STORAGE_ELEMENTS)) return false;
   if (!output) return true;
   if (writesTwice(output)) return false;
