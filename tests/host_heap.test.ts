@@ -1,21 +1,24 @@
 /**
- * The host heap (src/tensor/host_heap.ts): large host storage is allocated there, zero-filled
- * also when a freed block is reused; freed blocks merge with their neighbours and the top
- * comes down; views of other buffers have no heap address; a full heap leaves storage on a
- * buffer of its own (the kernels then copy, with the same results).
+ * The host caching allocator (src/tensor/host_heap.ts, host_blocks.ts): large host storage is
+ * allocated there in size classes; a freed block is cached for its class and reused (zero-filled
+ * on request, else with its old bytes, poisoned to NaN in tests); when the heap is full the
+ * cache is flushed, neighbours merge and the top comes down; views of other buffers have no heap
+ * address; a full heap leaves storage on a buffer of its own (the kernels then copy, with the
+ * same results); dispose() makes a host tensor of any size unusable.
  */
 
 import assert from "node:assert/strict";
+import { BlockPool, sizeClass } from "../src/tensor/host_blocks.ts";
 import {
   heapAddress,
   heapAllocate,
   heapFreed,
   HOST_HEAP_DEFAULT_BYTES,
   HOST_HEAP_ENV,
-  HOST_HEAP_SLACK_BYTES,
   hostHeapMaxBytes,
   hostHeapMemory,
   hostHeapUsage,
+  poisonUnwrittenForTests,
   releaseForTests,
 } from "../src/tensor/host_heap.ts";
 import {
@@ -24,7 +27,7 @@ import {
   HEAP_HOST_BYTES,
   SHARED_HOST_BYTES,
 } from "../src/tensor/dtype.ts";
-import { AclnnError, batchNorm, batchNormReduceBackward } from "../mod.ts";
+import { AclnnError, batchNorm, batchNormReduceBackward, keep, tidy } from "../mod.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
 
 Deno.test("host heap: large host storage lives in the heap, small storage does not", () => {
@@ -45,38 +48,101 @@ Deno.test("host heap: large host storage lives in the heap, small storage does n
   assert.equal(heapAddress(half) % 64, 0, "blocks are 64-byte aligned");
 });
 
-Deno.test("host heap: freed blocks are reused zero-filled, merged, and the top comes down", () => {
-  const bytes = 3 * 65536;
-  const a = heapAllocate(bytes)!;
-  const b = heapAllocate(bytes)!;
-  const c = heapAllocate(bytes)!;
-  const size = b.at - a.at;
-  assert.ok(size >= bytes + HOST_HEAP_SLACK_BYTES && size % 64 === 0, `block size ${size}`);
-  assert.equal(c.at - b.at, size, "consecutive blocks");
-  const used = hostHeapUsage().bytesInUse;
-  new Uint8Array(b.buffer, b.at, bytes).fill(7);
-  releaseForTests(b.at);
-  assert.equal(hostHeapUsage().bytesInUse, used - size);
-  // The freed block is found first and comes back zeroed.
-  const again = heapAllocate(bytes)!;
+Deno.test("host heap: size classes step by 4 KiB, then by quarters of a power of two", () => {
+  assert.equal(sizeClass(1), 4096);
+  assert.equal(sizeClass(4097), 8192);
+  assert.equal(sizeClass(65536), 65536);
+  assert.equal(sizeClass(65537), 81920);
+  assert.equal(sizeClass(100_000), 114688); // 2^16 + 3 * 2^14
+  assert.equal(sizeClass(25_690_112 + 128), 29_360_128); // [32,64,56,56] float32: 2^24 * 1.75
+  for (let bytes = 1; bytes < 1e8; bytes = Math.ceil(bytes * 1.37)) {
+    const c = sizeClass(bytes);
+    assert.ok(
+      c >= bytes && c % 64 === 0 && c <= Math.max(bytes + 4096, bytes * 1.25),
+      `${bytes} -> ${c}`,
+    );
+    assert.equal(sizeClass(c), c, "a class is its own class");
+  }
+});
+
+Deno.test("block pool: a freed block is cached for its class, flushed and merged only when full", () => {
+  let cap = 1 << 20;
+  const pool = new BlockPool(65536, (end) => end <= cap);
+  const a = pool.take(65536)!;
+  const b = pool.take(65536)!;
+  const c = pool.take(131072)!;
+  assert.deepEqual([a.at, b.at, c.at], [65536, 131072, 196608]);
+  assert.ok(!a.dirty && !b.dirty && !c.dirty, "fresh memory above `clean` is still zero");
+  pool.give(b.at, 65536);
+  assert.equal(pool.counters.bytesCached, 65536);
+  // The next request of b's class takes b back without searching: a hit, with old bytes.
+  const again = pool.take(65536)!;
   assert.equal(again.at, b.at);
-  const view = new Uint8Array(again.buffer, again.at, bytes);
-  assert.equal(view.findIndex((v) => v !== 0), -1, "reused memory is zero-filled");
-  // Freeing a and the reused block merges them: a block of twice the size fits there.
-  releaseForTests(a.at);
-  releaseForTests(again.at);
-  const merged = heapAllocate(2 * size - HOST_HEAP_SLACK_BYTES - 64)!;
-  assert.equal(merged.at, a.at, "neighbours merge into one free range");
+  assert.ok(again.dirty);
+  assert.equal(pool.counters.cacheHits, 1);
+  // A request of another class does not take a cached block while the top can grow.
+  pool.give(again.at, 65536);
+  const d = pool.take(131072)!;
+  assert.equal(d.at, 327680, "bumped past c");
+  // When the top cannot grow, the cache is flushed: a and b merge into a range of 128 KiB.
+  pool.give(a.at, 65536);
+  cap = d.at + 131072;
+  const merged = pool.take(131072)!;
+  assert.equal(merged.at, a.at, "neighbours merged into one free range");
+  assert.equal(pool.counters.flushes, 1);
+  // Freed blocks at the top give the space back to the bump pointer on the next flush.
+  pool.give(d.at, 131072);
+  pool.give(c.at, 131072);
+  pool.give(merged.at, 131072);
+  assert.equal(pool.counters.blocks, 0);
+  assert.equal(pool.take(1 << 20), undefined, "nothing fits beyond the cap");
+  assert.equal(pool.top, 65536, "the top came down to the base");
+  assert.equal(pool.counters.bytesCached, 0);
+  assert.equal(pool.counters.bytesInUse, 0);
+  assert.equal(pool.counters.peakBytesInUse, 65536 + 65536 + 131072 + 131072);
+});
+
+Deno.test("host heap: reused blocks are zero-filled on request, else keep (poisoned) old bytes", () => {
+  const bytes = 3 * 65536;
+  const first = heapAllocate(bytes)!;
+  new Uint8Array(first.buffer, first.at, bytes).fill(7);
+  releaseForTests(first.at);
+  const zeroed = heapAllocate(bytes)!;
+  assert.equal(zeroed.at, first.at, "the cached block of the same class");
+  const view = new Uint8Array(zeroed.buffer, zeroed.at, bytes);
+  assert.equal(view.findIndex((v) => v !== 0), -1, "zero-filled");
+  view.fill(7);
+  releaseForTests(zeroed.at);
+  poisonUnwrittenForTests(false);
+  try {
+    const kept = heapAllocate(bytes, false)!;
+    assert.equal(kept.at, first.at);
+    assert.equal(new Uint8Array(kept.buffer, kept.at, bytes)[100], 7, "old bytes, no fill");
+    releaseForTests(kept.at);
+  } finally {
+    poisonUnwrittenForTests(true);
+  }
+  const poisoned = heapAllocate(bytes, false)!;
+  assert.ok(Number.isNaN(new Float32Array(poisoned.buffer, poisoned.at, 4)[0]), "NaN-filled");
+  releaseForTests(poisoned.at);
   // Freeing a block twice does nothing the second time.
-  releaseForTests(merged.at);
   const before = hostHeapUsage().bytesInUse;
-  releaseForTests(merged.at);
+  releaseForTests(poisoned.at);
   assert.equal(hostHeapUsage().bytesInUse, before);
-  releaseForTests(c.at);
-  // With everything above freed, the next block starts where a did (the top came down).
-  const next = heapAllocate(bytes)!;
-  assert.ok(next.at <= a.at, `top came down to ${next.at} <= ${a.at}`);
-  releaseForTests(next.at);
+});
+
+Deno.test("host heap: an operator's output reuses a disposed output's block without zero-filling", () => {
+  const x = Tensor.random([4, 8, 32, 32], { seed: 9 });
+  const first = batchNorm({ input: x, training: true });
+  const at = heapAddress(first.output.storage as Float32Array);
+  const want = first.output.toArray();
+  first.output.dispose();
+  const hits = hostHeapUsage().cacheHits;
+  const second = batchNorm({ input: x, training: true });
+  assert.equal(heapAddress(second.output.storage as Float32Array), at, "the same block");
+  assert.equal(hostHeapUsage().cacheHits, hits + 1);
+  // The block came poisoned (NaN): every element is the kernel's.
+  assert.deepEqual(second.output.toArray(), want);
 });
 
 Deno.test("host heap: when it is full, storage gets a buffer of its own", () => {
@@ -157,10 +223,14 @@ Deno.test("host heap: dispose() frees a large host tensor's block now; later use
     (e: unknown) =>
       e instanceof AclnnError && e.code === 161002 && /input was disposed/.test(e.message),
   );
-  // Small host tensors are the garbage collector's: dispose() leaves them usable.
+  // A small host tensor (on a slab, not in the heap) is unusable after dispose() too.
   const small = Tensor.fromArray([1, 2, 3], [3]);
   small.dispose();
-  assert.deepEqual(small.toArray(), [1, 2, 3]);
+  assert.throws(() => small.toArray(), /was disposed/);
+  assert.throws(
+    () => batchNorm({ input: small.reshape([1, 3]), training: true }),
+    (e: unknown) => e instanceof AclnnError && e.code === 161002,
+  );
 });
 
 Deno.test("host heap: `using` on a result frees the outputs' blocks at the end of the scope", () => {
@@ -194,9 +264,34 @@ Deno.test("host heap: ACLNN_NORM_HOST_HEAP_MB sets its maximum (0 turns it off)"
   };
   assert.equal(await run("0"), "0 false 65536", "no heap: storage on its own buffer");
   assert.equal(await run("64"), `${64 << 20} true 65536`);
-  assert.equal(
-    await run("lots"),
-    `${HOST_HEAP_DEFAULT_BYTES} true 65536`,
-    "ignored when not a number",
-  );
+  // A bad value is an error that names the variable, not ignored.
+  for (const bad of ["lots", "-5", "1.5"]) {
+    await assert.rejects(
+      () => run(bad),
+      new RegExp(`${HOST_HEAP_ENV}=${bad.replace(".", "\\.")}: must be a whole number of MiB`),
+    );
+  }
+});
+
+Deno.test("host heap: tidy() frees the host tensors it made, keeps what it returns or keep()s", () => {
+  const x = Tensor.random([4, 8, 32, 32], { seed: 10 });
+  const blocks = hostHeapUsage().blocks;
+  let inner: Tensor | undefined;
+  let kept: Tensor | undefined;
+  const returned = tidy(() => {
+    const r = batchNorm({ input: x, training: true });
+    inner = r.output;
+    kept = keep(Tensor.random([4, 8, 32, 32], { seed: 11 }));
+    const small = Tensor.fromArray([1, 2], [2]);
+    return { saveMean: r.saveMean, small };
+  });
+  assert.throws(() => inner!.toArray(), /was disposed/, "a tensor made inside is freed");
+  assert.deepEqual(returned.small.toArray(), [1, 2], "a returned tensor survives");
+  assert.equal(returned.saveMean.shape[0], 8);
+  assert.equal(kept!.shape[0], 4, "keep() takes it out of the scope");
+  assert.equal(kept!.toArray().length, 4 * 8 * 32 * 32);
+  assert.equal(hostHeapUsage().blocks, blocks + 1, "only the kept block is still in use");
+  assert.ok(x.toArray().length > 0, "a tensor from outside is untouched");
+  kept!.dispose();
+  assert.equal(hostHeapUsage().blocks, blocks);
 });

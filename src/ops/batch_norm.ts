@@ -166,7 +166,7 @@ export function batchNorm(args: BatchNormArgs): BatchNormResult {
   return releaseOnFailure(() => {
     const { device, plan, tensors: t } = v;
     const C = plan.geometry.channels;
-    const output = t.output ?? Tensor.zerosLike(t.input, t.input.dtype, device);
+    const output = t.output ?? Tensor.emptyLike(t.input, t.input.dtype, device);
     // Training: float32 [C] (as torch_npu allocates them). Evaluation: not outputs; what the
     // caller gave, else empty tensors.
     const save = (given: Tensor | undefined) =>

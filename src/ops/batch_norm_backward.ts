@@ -185,13 +185,13 @@ export function batchNormBackward(args: BatchNormBackwardArgs): BatchNormBackwar
     const { device, plan, tensors: t } = v;
     const [wantInput, wantWeight, wantBias] = plan.mask;
     const gradInput = wantInput
-      ? t.gradInput ?? Tensor.zerosLike(t.input, t.input.dtype, device)
+      ? t.gradInput ?? Tensor.emptyLike(t.input, t.input.dtype, device)
       : undefined;
     const gradWeight = wantWeight
-      ? t.gradWeight ?? Tensor.zeros([v.channels], v.gradDType, device)
+      ? t.gradWeight ?? Tensor.empty([v.channels], v.gradDType, device)
       : undefined;
     const gradBias = wantBias
-      ? t.gradBias ?? Tensor.zeros([v.channels], v.gradDType, device)
+      ? t.gradBias ?? Tensor.empty([v.channels], v.gradDType, device)
       : undefined;
     v.backend.batchNormBackward(plan, { ...t, gradInput, gradWeight, gradBias });
     return disposable({

@@ -113,7 +113,7 @@ export function batchNormElemt(args: BatchNormElemtArgs): Tensor {
   // Outputs and temporaries made before a failure are freed with it.
   return releaseOnFailure(() => {
     const { device, plan, tensors: t } = v;
-    const output = t.output ?? Tensor.zerosLike(t.input, t.input.dtype, device);
+    const output = t.output ?? Tensor.emptyLike(t.input, t.input.dtype, device);
     v.backend.batchNormElemt(plan, { ...t, output });
     return output;
   });

@@ -128,7 +128,7 @@ export function batchNormElemtBackward(args: BatchNormElemtBackwardArgs): Tensor
   // Outputs and temporaries made before a failure are freed with it.
   return releaseOnFailure(() => {
     const { device, plan, tensors: t } = v;
-    const gradInput = t.gradInput ?? Tensor.zerosLike(t.input, t.input.dtype, device);
+    const gradInput = t.gradInput ?? Tensor.emptyLike(t.input, t.input.dtype, device);
     v.backend.batchNormElemtBackward(plan, { ...t, gradInput });
     return gradInput;
   });

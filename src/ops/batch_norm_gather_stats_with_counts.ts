@@ -163,8 +163,8 @@ export function batchNormGatherStatsWithCounts(
   return releaseOnFailure(() => {
     const { device, plan, tensors: t } = v;
     checkCounts(t.counts);
-    const meanAll = t.meanAll ?? Tensor.zeros([plan.channels], t.mean.dtype, device);
-    const invstdAll = t.invstdAll ?? Tensor.zeros([plan.channels], t.mean.dtype, device);
+    const meanAll = t.meanAll ?? Tensor.empty([plan.channels], t.mean.dtype, device);
+    const invstdAll = t.invstdAll ?? Tensor.empty([plan.channels], t.mean.dtype, device);
     v.backend.batchNormGatherStatsWithCounts(plan, { ...t, meanAll, invstdAll });
     return disposable({ mean: meanAll, invstd: invstdAll }, [
       allocatedBy(t.meanAll, meanAll),

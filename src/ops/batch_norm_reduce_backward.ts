@@ -132,15 +132,15 @@ export function batchNormReduceBackward(
     const { device, plan, channels } = v;
     const t = v.tensors;
     // PyTorch's allocation rule: per-channel sums in mean's dtype, weight gradients in weight's.
-    const sumDy = plan.inputG ? t.sumDy ?? Tensor.zeros([channels], v.sumDType, device) : undefined;
+    const sumDy = plan.inputG ? t.sumDy ?? Tensor.empty([channels], v.sumDType, device) : undefined;
     const sumDyXmu = plan.inputG
-      ? t.sumDyXmu ?? Tensor.zeros([channels], v.sumDType, device)
+      ? t.sumDyXmu ?? Tensor.empty([channels], v.sumDType, device)
       : undefined;
     const gradWeight = plan.weightG
-      ? t.gradWeight ?? Tensor.zeros([channels], v.gradDType, device)
+      ? t.gradWeight ?? Tensor.empty([channels], v.gradDType, device)
       : undefined;
     const gradBias = plan.biasG
-      ? t.gradBias ?? Tensor.zeros([channels], v.gradDType, device)
+      ? t.gradBias ?? Tensor.empty([channels], v.gradDType, device)
       : undefined;
     v.backend.batchNormReduceBackward(plan, { ...t, sumDy, sumDyXmu, gradWeight, gradBias });
     return disposable({

@@ -101,8 +101,8 @@ export function batchNormStats(args: BatchNormStatsArgs): BatchNormStatsResult {
   return releaseOnFailure(() => {
     const { device, plan, tensors: t } = v;
     const C = plan.geometry.channels;
-    const mean = t.mean ?? Tensor.zeros([C], "float32", device);
-    const invstd = t.invstd ?? Tensor.zeros([C], "float32", device);
+    const mean = t.mean ?? Tensor.empty([C], "float32", device);
+    const invstd = t.invstd ?? Tensor.empty([C], "float32", device);
     v.backend.batchNormStats(plan, { input: t.input, mean, invstd });
     return disposable({ mean, invstd }, [allocatedBy(t.mean, mean), allocatedBy(t.invstd, invstd)]);
   });

@@ -149,9 +149,9 @@ export function groupNorm(args: GroupNormArgs): GroupNormResult {
   return releaseOnFailure(() => {
     const { device, plan, tensors: t } = v;
     const { input } = t;
-    const output = t.output ?? Tensor.zerosLike(input, input.dtype, device);
-    const mean = t.mean ?? Tensor.zeros([plan.N, plan.group], input.dtype, device);
-    const rstd = t.rstd ?? Tensor.zeros([plan.N, plan.group], input.dtype, device);
+    const output = t.output ?? Tensor.emptyLike(input, input.dtype, device);
+    const mean = t.mean ?? Tensor.empty([plan.N, plan.group], input.dtype, device);
+    const rstd = t.rstd ?? Tensor.empty([plan.N, plan.group], input.dtype, device);
     v.backend.groupNorm(plan, { ...t, output, mean, rstd });
     return disposable({ output, mean, rstd }, [
       allocatedBy(t.output, output),

@@ -208,13 +208,13 @@ export function groupNormBackward(args: GroupNormBackwardArgs): GroupNormBackwar
   return releaseOnFailure(() => {
     const { device, plan, tensors: t } = v;
     const gradInput = plan.mask[0]
-      ? t.gradInput ?? Tensor.zerosLike(t.input, t.gradOut.dtype, device)
+      ? t.gradInput ?? Tensor.emptyLike(t.input, t.gradOut.dtype, device)
       : undefined;
     const gradGamma = plan.mask[1]
-      ? t.gradGamma ?? Tensor.zeros(v.perChannelShape, t.mean.dtype, device)
+      ? t.gradGamma ?? Tensor.empty(v.perChannelShape, t.mean.dtype, device)
       : undefined;
     const gradBeta = plan.mask[2]
-      ? t.gradBeta ?? Tensor.zeros(v.perChannelShape, t.mean.dtype, device)
+      ? t.gradBeta ?? Tensor.empty(v.perChannelShape, t.mean.dtype, device)
       : undefined;
     v.backend.groupNormBackward(plan, { ...t, gradInput, gradGamma, gradBeta });
     return disposable({

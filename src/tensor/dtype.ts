@@ -86,15 +86,17 @@ export function allocateHostBuffer(bytes: number): ArrayBuffer | SharedArrayBuff
 }
 
 /**
- * Allocates zero-filled host storage for `length` elements of `dtype`: from
- * {@linkcode HEAP_HOST_BYTES} bytes up in the host heap (host_heap.ts, where the CPU
- * backend's WebAssembly kernels work in place), or on a buffer of its own when the heap is
- * full or unavailable ({@linkcode allocateHostBuffer}); smaller storage on an ArrayBuffer
- * (up to 1 KiB, a view of a shared slab: see slab.ts).
+ * Allocates host storage for `length` elements of `dtype`: from {@linkcode HEAP_HOST_BYTES}
+ * bytes up in the host heap (host_heap.ts, where the CPU backend's WebAssembly kernels work in
+ * place), or on a buffer of its own when the heap is full or unavailable
+ * ({@linkcode allocateHostBuffer}); smaller storage on an ArrayBuffer (up to 1 KiB, a view of
+ * a shared slab: see slab.ts). Zero-filled unless `zeroed` is false, for storage that its
+ * writer overwrites whole: a reused heap block then keeps old bytes (other storage is fresh,
+ * hence zero, either way).
  */
-export function allocateHostData(dtype: DType, length: number): HostData {
+export function allocateHostData(dtype: DType, length: number, zeroed = true): HostData {
   const bytes = length * dtypeByteSize(dtype);
-  const block = bytes >= HEAP_HOST_BYTES ? heapAllocate(bytes) : undefined;
+  const block = bytes >= HEAP_HOST_BYTES ? heapAllocate(bytes, zeroed) : undefined;
   const range = block ? undefined : storageSlab.take(bytes);
   const buffer = block?.buffer ?? range?.[0] ?? allocateHostBuffer(bytes);
   const at = block?.at ?? range?.[1] ?? 0;

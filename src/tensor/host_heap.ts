@@ -6,18 +6,20 @@
  * sums ran at 0.64 ns per element in place against 1.15-1.35 with the copies (0.45-0.6 of
  * them copying), and TypeScript's at 1.4-1.5.
  *
- * A block is freed by `Tensor.dispose()` (also through `using` on an operator's result), or
- * else when the garbage collector collects its typed array (a FinalizationRegistry). That
- * last way runs between tasks only: a synchronous loop that allocates without disposing
- * fills the heap, and then storage falls back to a SharedArrayBuffer of its own, as before
- * the heap (the kernels then copy). The memory grows up to {@linkcode hostHeapMaxBytes}
- * (256 MiB unless `ACLNN_NORM_HOST_HEAP_MB` says otherwise; 0 turns the heap off) and never
- * shrinks (WebAssembly memories cannot); freed blocks are reused.
+ * The heap is a caching allocator (host_blocks.ts): blocks are rounded to size classes, and a
+ * block given back by `Tensor.dispose()` (also through `using` and `tidy()`) or, between
+ * tasks, by the garbage collector (a FinalizationRegistry) is cached for the next tensor of its
+ * class. A synchronous loop that drops its results without disposing them gives nothing back
+ * until it yields: once the heap is full, storage falls back to a SharedArrayBuffer of its own,
+ * as before the heap (the kernels then copy). The memory grows up to
+ * {@linkcode hostHeapMaxBytes} (256 MiB unless `ACLNN_NORM_HOST_HEAP_MB` says otherwise; 0
+ * turns the heap off) and never shrinks (WebAssembly memories cannot).
  *
  * @module
  */
 
 import { grantedEnv } from "./env.ts";
+import { BlockPool, sizeClass } from "./host_blocks.ts";
 
 /** The environment variable that sets the heap's maximum size in MiB (0: no heap). */
 export const HOST_HEAP_ENV = "ACLNN_NORM_HOST_HEAP_MB";
@@ -32,12 +34,19 @@ let maxBytes: number | undefined;
 
 /**
  * Bytes the heap may grow to: `ACLNN_NORM_HOST_HEAP_MB` when `--allow-env` grants it (read
- * once; never prompts), else {@linkcode HOST_HEAP_DEFAULT_BYTES}.
+ * once; never prompts), else {@linkcode HOST_HEAP_DEFAULT_BYTES}. A value that is not a whole
+ * number of MiB is an error that names the variable (a RangeError), not silently ignored.
  */
 export function hostHeapMaxBytes(): number {
   if (maxBytes !== undefined) return maxBytes;
   const text = grantedEnv(HOST_HEAP_ENV);
-  maxBytes = text !== undefined && /^\s*\d+\s*$/.test(text)
+  if (text !== undefined && !/^\s*\d+\s*$/.test(text)) {
+    throw new RangeError(
+      `${HOST_HEAP_ENV}=${text}: must be a whole number of MiB (0 turns the host heap off; ` +
+        `default ${HOST_HEAP_DEFAULT_BYTES >> 20})`,
+    );
+  }
+  maxBytes = text !== undefined
     ? Math.min(Number(text) * 2 ** 20, HOST_HEAP_LIMIT_BYTES)
     : HOST_HEAP_DEFAULT_BYTES;
   return maxBytes;
@@ -61,32 +70,20 @@ const BLOCK_ALIGN = 64;
  */
 export const HOST_HEAP_SLACK_BYTES = 64;
 
-/** A free range [at, at + bytes). */
-interface FreeRange {
-  at: number;
-  bytes: number;
-}
-
 /** The heap's state (one per process; workers only receive its memory). */
 interface HostHeap {
   readonly memory: WebAssembly.Memory;
   /** Every buffer object the memory has handed out (one per size after each grow). */
   readonly buffers: WeakSet<SharedArrayBuffer>;
-  /** Free ranges below `top`, sorted by address, never adjacent. */
-  readonly free: FreeRange[];
-  /** End of the highest block. */
-  top: number;
-  /** Memory at and above this address has never been handed out (still zero). */
-  clean: number;
-  /** Bytes in live blocks. */
-  used: number;
+  /** The blocks: size classes, cached blocks, free ranges, the top. */
+  readonly pool: BlockPool;
   readonly registry: FinalizationRegistry<Block>;
   /** The block of each owner (the typed array made over it). */
   readonly owners: WeakMap<object, Block>;
-  /** Owners whose block `Tensor.dispose()` freed. */
-  readonly freed: WeakSet<object>;
   /** The live blocks (a block is freed once: by `dispose()`, its owner's collection, or tests). */
   readonly live: Set<Block>;
+  /** Requests of heap size that got a buffer of their own (heap full or off). */
+  fallbacks: number;
 }
 
 /** A live block [at, at + bytes). */
@@ -96,6 +93,22 @@ interface Block {
 }
 
 let heap: HostHeap | null | undefined;
+
+/** Host storage that `dispose()` released (heap blocks and any other host storage). */
+const disposed = new WeakSet<object>();
+
+/** Grows `memory` to hold `end` bytes within the maximum; false when it cannot. */
+function growTo(memory: WebAssembly.Memory, end: number): boolean {
+  if (end > hostHeapMaxBytes()) return false;
+  const have = memory.buffer.byteLength;
+  if (end <= have) return true;
+  try {
+    memory.grow(Math.ceil((end - have) / PAGE_BYTES));
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** The heap, created on first use; null where shared WebAssembly memories are unavailable. */
 function theHeap(): HostHeap | null {
@@ -110,14 +123,11 @@ function theHeap(): HostHeap | null {
     heap = {
       memory,
       buffers: new WeakSet(),
-      free: [],
-      top: HOST_HEAP_RESERVED_BYTES,
-      clean: HOST_HEAP_RESERVED_BYTES,
-      used: 0,
+      pool: new BlockPool(HOST_HEAP_RESERVED_BYTES, (end) => growTo(memory, end)),
       registry: new FinalizationRegistry(release),
       live: new Set(),
       owners: new WeakMap(),
-      freed: new WeakSet(),
+      fallbacks: 0,
     };
   } catch {
     heap = null;
@@ -137,84 +147,40 @@ function currentBuffer(h: HostHeap): SharedArrayBuffer {
   return buffer;
 }
 
-/** The first free address of a block of `size` bytes, growing the memory; -1 when full. */
-function take(h: HostHeap, size: number): number {
-  for (let i = 0; i < h.free.length; i++) {
-    const range = h.free[i];
-    if (range.bytes < size) continue;
-    const at = range.at;
-    if (range.bytes === size) h.free.splice(i, 1);
-    else {
-      range.at += size;
-      range.bytes -= size;
-    }
-    return at;
-  }
-  const end = h.top + size;
-  if (end > hostHeapMaxBytes()) return -1;
-  const have = h.memory.buffer.byteLength;
-  if (end > have) {
-    try {
-      h.memory.grow(Math.ceil((end - have) / PAGE_BYTES));
-    } catch {
-      return -1;
-    }
-  }
-  const at = h.top;
-  h.top = end;
-  return at;
-}
-
-/** Returns `block` to the free list (merging neighbours; lowering `top` at the end). */
+/** Returns `block` to its size class's free list (cached for the next request). */
 function release(block: Block): void {
   const h = heap;
   if (!h || !h.live.delete(block)) return;
-  const { at, bytes: size } = block;
-  h.used -= size;
-  const free = h.free;
-  let i = 0;
-  while (i < free.length && free[i].at < at) i++;
-  let range: FreeRange = { at, bytes: size };
-  const before = free[i - 1];
-  if (before && before.at + before.bytes === at) {
-    before.bytes += size;
-    range = before;
-  } else {
-    free.splice(i, 0, range);
-    i++;
-  }
-  const after = free[i];
-  if (after && range.at + range.bytes === after.at) {
-    range.bytes += after.bytes;
-    free.splice(i, 1);
-  }
-  const last = free[free.length - 1];
-  if (last && last.at + last.bytes === h.top) {
-    h.top = last.at;
-    free.pop();
-  }
+  h.pool.give(block.at, block.bytes);
 }
 
 /**
- * A zero-filled block of at least `bytes` bytes in the heap: [buffer, byteOffset], with the
- * block freed once `owner` (the typed array made over it) is collected. Undefined when the
- * heap is unavailable or full.
+ * A block of at least `bytes` bytes in the heap: [buffer, byteOffset], with the block freed
+ * once `owner` (the typed array made over it) is collected. Zero-filled unless `zeroed` is
+ * false (storage that a kernel overwrites whole: a reused block then keeps old bytes).
+ * Undefined when the heap is unavailable or full (counted as a fallback).
  */
 export function heapAllocate(
   bytes: number,
+  zeroed = true,
 ): { buffer: SharedArrayBuffer; at: number; adopt(owner: object): void } | undefined {
   const h = theHeap();
   if (!h) return undefined;
-  const size = Math.ceil((bytes + HOST_HEAP_SLACK_BYTES) / BLOCK_ALIGN) * BLOCK_ALIGN;
-  const at = take(h, size);
-  if (at < 0) return undefined;
+  const size = sizeClass(Math.ceil((bytes + HOST_HEAP_SLACK_BYTES) / BLOCK_ALIGN) * BLOCK_ALIGN);
+  const taken = h.pool.take(size);
+  if (!taken) {
+    h.fallbacks++;
+    return undefined;
+  }
+  const { at } = taken;
   const buffer = currentBuffer(h);
-  // Memory above `clean` was never handed out: it is still zero, as grown memory starts.
-  if (at < h.clean) new Uint8Array(buffer, at, Math.min(size, h.clean - at)).fill(0);
-  h.clean = Math.max(h.clean, at + size);
+  if (taken.dirty) {
+    const view = new Uint8Array(buffer, at, size);
+    if (zeroed) view.fill(0);
+    else if (poisonOn) view.fill(0xff); // NaN in every float dtype
+  }
   const block: Block = { at, bytes: size };
   h.live.add(block);
-  h.used += size;
   const adopt = (owner: object) => {
     h.owners.set(owner, block);
     h.registry.register(owner, block, block);
@@ -222,25 +188,43 @@ export function heapAllocate(
   return { buffer, at, adopt };
 }
 
+let poisonOn = false;
+
 /**
- * Frees the block `owner` (a typed array from {@linkcode heapAllocate}) owns, now; every
- * view of it must no longer be used ({@linkcode heapFreed} then says so). False when
- * `owner` owns no live block (not in the heap, or freed already).
+ * Tests: when on, storage allocated without zero-filling that reuses a block is filled with
+ * 0xff bytes (NaN in float32, float16 and bfloat16) instead of keeping the old bytes, so that
+ * an output element a kernel forgets to write shows up as NaN.
+ */
+export function poisonUnwrittenForTests(on: boolean): void {
+  poisonOn = on;
+}
+
+/**
+ * Releases host storage `owner` (a typed array of a tensor's storage) now: a heap block goes
+ * back to the allocator's cache; any other storage is only marked. Every view of it must no
+ * longer be used ({@linkcode heapFreed} then says so). False when `owner` owned no live heap
+ * block (not in the heap, or freed already).
  */
 export function heapFree(owner: object): boolean {
+  disposed.add(owner);
   const h = heap;
   const block = h?.owners.get(owner);
   if (!h || !block || !h.live.has(block)) return false;
   h.registry.unregister(block);
   h.owners.delete(owner);
-  h.freed.add(owner);
   release(block);
   return true;
 }
 
-/** Whether {@linkcode heapFree} freed `owner`'s block. */
+/** Whether {@linkcode heapFree} released `owner` (a tensor's host storage). */
 export function heapFreed(owner: object): boolean {
-  return heap?.freed.has(owner) ?? false;
+  return disposed.has(owner);
+}
+
+/** Counts a request of heap size that got a buffer of its own without asking the heap. */
+export function countFallback(): void {
+  const h = theHeap();
+  if (h) h.fallbacks++;
 }
 
 /**
@@ -256,31 +240,72 @@ export function heapAddress(view: ArrayBufferView | undefined): number {
 export interface HostHeapUsage {
   /** Bytes of memory the heap has (it never shrinks). */
   readonly bytesReserved: number;
-  /** Bytes in live blocks (slack and alignment included). */
+  /** Bytes in live blocks (rounding to size classes and slack included). */
   readonly bytesInUse: number;
+  /** Bytes of freed blocks kept for reuse (and free ranges below the top). */
+  readonly bytesCached: number;
+  /** The highest `bytesInUse` so far. */
+  readonly peakBytesInUse: number;
   /** Live blocks. */
   readonly blocks: number;
+  /** Blocks handed out so far. */
+  readonly allocations: number;
+  /** Of those, how many reused a cached block of their size class. */
+  readonly cacheHits: number;
+  /** Storage of heap size that got a buffer of its own (the heap was full or off). */
+  readonly fallbacks: number;
+  /** Bytes the heap may grow to ({@linkcode hostHeapMaxBytes}). */
+  readonly bytesLimit: number;
 }
 
 /**
- * What the host heap holds now: the shared memory where host tensors of 4 KiB and up
- * live, so that the CPU backend's WebAssembly kernels work on them in place. All zero before
- * the heap is first used. `bytesReserved` never shrinks; `dispose()` (or `using` on a
- * result) gives a tensor's block back at once, the garbage collector otherwise.
+ * What the host caching allocator holds now: the shared memory where host tensors of 4 KiB
+ * and up live, so that the CPU backend's WebAssembly kernels work on them in place. Blocks are
+ * rounded to size classes; `dispose()`, `using`, `tidy()` and, between tasks, the garbage
+ * collector give a block back to its class's free list, and the next tensor of that class
+ * reuses it (`cacheHits`). All zero before the heap is first used; `bytesReserved` never
+ * shrinks. A synchronous loop that drops its results without disposing them cannot give blocks
+ * back (the collector's callbacks run between tasks): once the heap is full, storage gets a
+ * buffer of its own (`fallbacks`), which costs more.
  *
  * @example
  * ```ts
  * import { hostHeapUsage, Tensor } from "@aclnn/norm";
  * const x = Tensor.zeros([64, 1024]); // 256 KiB: in the heap
- * const before = hostHeapUsage().blocks;
- * x.dispose(); // its block is free now
- * console.log(hostHeapUsage().blocks === before - 1); // true
+ * const before = hostHeapUsage();
+ * x.dispose(); // its block is cached for reuse
+ * const y = Tensor.zeros([64, 1024]); // takes it back
+ * console.log(hostHeapUsage().cacheHits === before.cacheHits + 1, y.shape); // true [64, 1024]
  * ```
  */
 export function hostHeapUsage(): HostHeapUsage {
   const h = heap;
-  if (!h) return { bytesReserved: 0, bytesInUse: 0, blocks: 0 };
-  return { bytesReserved: h.memory.buffer.byteLength, bytesInUse: h.used, blocks: h.live.size };
+  const limit = hostHeapMaxBytes();
+  if (!h) {
+    return {
+      bytesReserved: 0,
+      bytesInUse: 0,
+      bytesCached: 0,
+      peakBytesInUse: 0,
+      blocks: 0,
+      allocations: 0,
+      cacheHits: 0,
+      fallbacks: 0,
+      bytesLimit: limit,
+    };
+  }
+  const c = h.pool.counters;
+  return {
+    bytesReserved: h.memory.buffer.byteLength,
+    bytesInUse: c.bytesInUse,
+    bytesCached: c.bytesCached,
+    peakBytesInUse: c.peakBytesInUse,
+    blocks: c.blocks,
+    allocations: c.allocations,
+    cacheHits: c.cacheHits,
+    fallbacks: h.fallbacks,
+    bytesLimit: limit,
+  };
 }
 
 /** Tests: frees the block at byte `at` now, as the registry does once its owner is collected. */

@@ -1,23 +1,29 @@
 /**
- * `tidy(fn)`: frees the device memory of every tensor created inside `fn` except what `fn`
- * returns, as tfjs's `tf.tidy` does, but also for `async` functions: the scope follows `fn`
- * across `await` (node:async_hooks AsyncLocalStorage), so concurrent tidy scopes do not mix.
+ * `tidy(fn)`: frees the memory of every tensor created inside `fn` except what `fn` returns,
+ * as tfjs's `tf.tidy` does, but also for `async` functions: the scope follows `fn` across
+ * `await` (node:async_hooks AsyncLocalStorage), so concurrent tidy scopes do not mix.
  *
- * What a scope frees is device storage allocated while it was active (a DeviceStorage created
- * by `Tensor.zeros`, `to(device)`, an operator's outputs, ...). Views made inside a scope of
- * tensors from outside share outside storage and are never freed by it. Host tensors need no
- * freeing (the garbage collector owns them). Storage reachable from the returned value (a
- * Tensor, or arrays / plain objects holding tensors) is kept and handed to the enclosing scope.
+ * What a scope frees is storage allocated while it was active, on the host and on devices (by
+ * `Tensor.zeros`, `fromArray`, `clone`, `to(...)`, an operator's outputs, ...): device memory
+ * goes back to the device's allocator, a host tensor's block to the host caching allocator,
+ * and every freed tensor becomes unusable (161002). Views made inside a scope of tensors from
+ * outside share outside storage and are never freed by it. Storage reachable from the returned
+ * value (a Tensor, or arrays / plain objects holding tensors) is kept and handed to the
+ * enclosing scope; {@linkcode keep} keeps a tensor that is not returned.
  *
  * @module
  */
 
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { DeviceStorage } from "./device.ts";
-import type { Tensor } from "./tensor.ts";
+import type { HostData } from "./dtype.ts";
+import { heapFree } from "./host_heap.ts";
+
+/** What a scope frees: device storage or a host tensor's typed array. */
+type Storage = DeviceStorage | HostData;
 
 interface Scope {
-  readonly storages: Set<DeviceStorage>;
+  readonly storages: Set<Storage>;
   readonly parent: Scope | undefined;
 }
 
@@ -30,7 +36,7 @@ const current = new AsyncLocalStorage<Scope>();
 const callScopes: Scope[] = [];
 
 /** Records storage allocated now, for the innermost active scope (if any). */
-export function trackStorage(storage: DeviceStorage): void {
+export function trackStorage(storage: Storage): void {
   (callScopes.at(-1) ?? current.getStore())?.storages.add(storage);
 }
 
@@ -49,7 +55,7 @@ export function releaseOnFailure<T>(fn: () => T): T {
   try {
     result = fn();
   } catch (e) {
-    for (const storage of scope.storages) storage.release();
+    for (const storage of scope.storages) release(storage);
     throw e;
   } finally {
     callScopes.pop();
@@ -58,7 +64,7 @@ export function releaseOnFailure<T>(fn: () => T): T {
   return result;
 }
 
-/** Anything holding a DeviceStorage in a `storage` property (a Tensor). */
+/** Anything holding its storage in a `storage` property (a Tensor). */
 interface HasStorage {
   readonly storage: unknown;
 }
@@ -68,12 +74,22 @@ function isDeviceStorage(value: unknown): value is DeviceStorage {
     "byteLength" in value && "device" in value;
 }
 
-/** Every device storage reachable from `value` through tensors, arrays and plain objects. */
-function reachableStorages(value: unknown, found: Set<DeviceStorage>, seen: Set<unknown>): void {
+function isStorage(value: unknown): value is Storage {
+  return ArrayBuffer.isView(value) || isDeviceStorage(value);
+}
+
+/** Frees `storage` now: device memory, or a host tensor's heap block (marking it disposed). */
+function release(storage: Storage): void {
+  if (ArrayBuffer.isView(storage)) heapFree(storage);
+  else storage.release();
+}
+
+/** Every storage reachable from `value` through tensors, arrays and plain objects. */
+function reachableStorages(value: unknown, found: Set<Storage>, seen: Set<unknown>): void {
   if (typeof value !== "object" || value === null || seen.has(value)) return;
   seen.add(value);
   const storage = (value as HasStorage).storage;
-  if (isDeviceStorage(storage)) {
+  if (isStorage(storage)) {
     found.add(storage);
     return;
   }
@@ -88,18 +104,18 @@ function reachableStorages(value: unknown, found: Set<DeviceStorage>, seen: Set<
 }
 
 function close(scope: Scope, result: unknown): void {
-  const keep = new Set<DeviceStorage>();
+  const keep = new Set<Storage>();
   reachableStorages(result, keep, new Set());
   for (const storage of scope.storages) {
     if (keep.has(storage)) scope.parent?.storages.add(storage);
-    else storage.release();
+    else release(storage);
   }
   scope.storages.clear();
 }
 
 /**
- * Runs `fn` and frees the device memory of every tensor it created, except the tensors
- * reachable from its result (a Tensor, or arrays and plain objects of them). Works with
+ * Runs `fn` and frees the memory of every tensor it created, on the host and on devices (each
+ * freed tensor becomes unusable), except the tensors reachable from its result (a Tensor, or arrays and plain objects of them). Works with
  * `async` functions: the returned promise settles after the cleanup. Scopes nest; what an
  * inner scope returns belongs to the outer one.
  *
@@ -108,7 +124,7 @@ function close(scope: Scope, result: unknown): void {
  * import { batchNormStats, Tensor, tidy } from "@aclnn/norm";
  * const x = Tensor.random([8, 3, 4], { seed: 1 });
  * const invstd = tidy(() => {
- *   // On an NPU, mean's device memory is freed when the scope ends; invstd is returned.
+ *   // mean's memory (host or device) is freed when the scope ends; invstd is returned.
  *   const { mean, invstd } = batchNormStats({ input: x });
  *   return invstd;
  * });
@@ -154,8 +170,8 @@ export function tidy<T>(fn: () => T): T {
  * console.log(running?.shape); // [4]
  * ```
  */
-export function keep<T extends Tensor>(tensor: T): T {
+export function keep<T extends { readonly storage: unknown }>(tensor: T): T {
   const storage = tensor.storage;
-  if (isDeviceStorage(storage)) current.getStore()?.storages.delete(storage);
+  if (isStorage(storage)) current.getStore()?.storages.delete(storage);
   return tensor;
 }

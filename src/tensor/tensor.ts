@@ -29,6 +29,17 @@ import {
 } from "./layout.ts";
 import { Random } from "./random.ts";
 import { heapFree, heapFreed } from "./host_heap.ts";
+import { trackStorage } from "./scope.ts";
+
+/**
+ * New host storage for `length` elements, recorded for the innermost `tidy` scope (zero-filled
+ * unless `zeroed` is false).
+ */
+function newHostData(dtype: DType, length: number, zeroed = true): HostData {
+  const data = allocateHostData(dtype, length, zeroed);
+  trackStorage(data);
+  return data;
+}
 
 /** Options of {@linkcode Tensor.random}. */
 export interface RandomOptions {
@@ -213,7 +224,7 @@ export class Tensor {
         } elements)`,
       );
     }
-    const t = new Tensor(allocateHostData(dtype, values.length), dtype, s);
+    const t = new Tensor(newHostData(dtype, values.length, false), dtype, s);
     writeView(t.#hostView(), values);
     return t;
   }
@@ -232,7 +243,7 @@ export class Tensor {
    */
   static zeros(shape: readonly number[], dtype: DType = "float32", device: Device = "cpu"): Tensor {
     const s = checkShape(shape, "Tensor.zeros");
-    if (device === "cpu") return new Tensor(allocateHostData(dtype, numel(s)), dtype, s);
+    if (device === "cpu") return new Tensor(newHostData(dtype, numel(s)), dtype, s);
     const storage = deviceStorage(
       device,
       numel(s) * dtypeByteSize(dtype),
@@ -257,10 +268,47 @@ export class Tensor {
     const strides = stridesLike(like.shape, like.strides);
     const n = numel(like.shape);
     if (device === "cpu") {
-      return new Tensor(allocateHostData(dtype, n), dtype, like.shape, strides);
+      return new Tensor(newHostData(dtype, n), dtype, like.shape, strides);
     }
     const storage = deviceStorage(device, n * dtypeByteSize(dtype), (m) => device.fill(m, 0));
     return new Tensor(storage, dtype, like.shape, strides);
+  }
+
+  /**
+   * A tensor whose contents are unspecified, for storage its first writer overwrites whole (an
+   * operator's output): on the host, a reused block of the caching allocator keeps old bytes
+   * instead of being zero-filled (fresh memory is zero); on an accelerator it is zero-filled
+   * like {@linkcode Tensor.zeros}.
+   *
+   * @example
+   * ```ts
+   * import { Tensor } from "@aclnn/norm";
+   * const out = Tensor.empty([2, 3]);
+   * out.copy_([1, 2, 3, 4, 5, 6]); // every element written before it is read
+   * console.log(out.toArray()); // [1, 2, 3, 4, 5, 6]
+   * ```
+   */
+  static empty(shape: readonly number[], dtype: DType = "float32", device: Device = "cpu"): Tensor {
+    if (device !== "cpu") return Tensor.zeros(shape, dtype, device);
+    const s = checkShape(shape, "Tensor.empty");
+    return new Tensor(newHostData(dtype, numel(s), false), dtype, s);
+  }
+
+  /**
+   * {@linkcode Tensor.empty} with the shape and memory layout of `like` (as
+   * {@linkcode Tensor.zerosLike}).
+   *
+   * @example
+   * ```ts
+   * import { Tensor } from "@aclnn/norm";
+   * const x = Tensor.zeros([2, 3, 4, 5]).permute([0, 2, 3, 1]).permute([0, 3, 1, 2]);
+   * console.log(Tensor.emptyLike(x).strides); // [60, 1, 15, 3]
+   * ```
+   */
+  static emptyLike(like: Tensor, dtype: DType = like.dtype, device: Device = like.device): Tensor {
+    if (device !== "cpu") return Tensor.zerosLike(like, dtype, device);
+    const strides = stridesLike(like.shape, like.strides);
+    return new Tensor(newHostData(dtype, numel(like.shape), false), dtype, like.shape, strides);
   }
 
   /** A tensor filled with `value` (rounded to `dtype`). */
@@ -271,7 +319,7 @@ export class Tensor {
     device: Device = "cpu",
   ): Tensor {
     const s = checkShape(shape, "Tensor.full");
-    const data = allocateHostData(dtype, numel(s));
+    const data = newHostData(dtype, numel(s), false);
     data.fill(dtype === "bfloat16" ? numberToBf16(value) : value);
     const host = new Tensor(data, dtype, s);
     return device === "cpu" ? host : host.to(device);
@@ -421,7 +469,7 @@ export class Tensor {
       // contiguous(), which would itself need the host copy.
       const storage = this.storage as DeviceStorage;
       const span = viewSpan(this.shape, this.strides);
-      const data = allocateHostData(this.dtype, span);
+      const data = newHostData(this.dtype, span, false);
       if (span > 0) {
         const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
         storage.device.download(storage, bytes, this.offset * elementBytes);
@@ -486,7 +534,7 @@ export class Tensor {
     const elementBytes = dtypeByteSize(this.dtype);
     const span = viewSpan(this.shape, this.strides);
     const storage = this.storage as DeviceStorage;
-    const data = allocateHostData(this.dtype, span);
+    const data = newHostData(this.dtype, span, false);
     const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
     storage.device.download(storage, bytes, this.offset * elementBytes);
     writeView({ ...this.#plainView(), offset: 0, data }, source);

@@ -9,6 +9,11 @@ import assert from "node:assert/strict";
 import { AclnnError } from "../../src/ffi/errors.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
 import { TOLERANCE, type Tolerance, toleranceFor } from "./tolerance.ts";
+import { poisonUnwrittenForTests } from "../../src/tensor/host_heap.ts";
+
+// Every test that asserts results also catches an output element no kernel wrote: reused
+// host blocks handed out without zero-filling come filled with NaN.
+poisonUnwrittenForTests(true);
 
 export type { Tolerance } from "./tolerance.ts";
 
