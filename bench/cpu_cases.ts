@@ -75,8 +75,15 @@ function zerosIn(shape: readonly number[], dtype: DType, layout: BenchLayout): T
 
 /** One benchmark case: its tensors are built; `run` calls the operator once. */
 export interface CpuCase {
-  /** Runs the operator once on the case's tensors. */
+  /** Runs the operator once on the case's tensors, into preallocated data outputs (`out`). */
   run(): void;
+  /**
+   * Runs it as users write it: outputs allocated by the call, the result disposed at once (as
+   * `using` does).
+   */
+  runNatural(): void;
+  /** Outputs allocated by the call, the result dropped (left to the garbage collector). */
+  runDropped(): void;
   /**
    * Frees the case's data tensors (their host heap blocks: cases are built one at a time,
    * so that every case finds room in the heap, as a program that disposes would).
@@ -100,17 +107,33 @@ export function cpuCase(
     for (const t of made) t.dispose();
     return undefined;
   }
-  return { run, dispose: () => made.forEach((t) => t.dispose()) };
+  return {
+    run: () => void run(true),
+    runNatural: () => disposeResult(run(false)),
+    runDropped: () => void run(false),
+    dispose: () => made.forEach((t) => t.dispose()),
+  };
 }
 
-/** The operator call of a case; the data tensors it makes go into `made`. */
+/** Disposes an operator's result: a Tensor or a Disposable result object. */
+function disposeResult(result: unknown): void {
+  if (result instanceof Tensor) result.dispose();
+  else if (result && typeof result === "object" && Symbol.dispose in result) {
+    (result as Disposable)[Symbol.dispose]();
+  }
+}
+
+/**
+ * The operator call of a case, with its data outputs preallocated (`withOut`) or allocated by
+ * the call; the data tensors it makes go into `made`.
+ */
 function caseRun(
   op: CpuOp,
   dtype: DType,
   shape: readonly number[],
   layout: BenchLayout,
   made: Tensor[],
-): (() => void) | undefined {
+): ((withOut: boolean) => unknown) | undefined {
   const [N, C] = shape;
   const HxW = shape.slice(2).reduce((a, b) => a * b, 1);
   const group = groupsFor(C);
@@ -133,7 +156,7 @@ function caseRun(
       return () => batchNormReduceBackward({ gradOut: dy, input: x, mean, invstd, weight });
     case "batchNormBackward": {
       const out = { gradInput: data() };
-      return () =>
+      return (withOut) =>
         batchNormBackward({
           gradOut: dy,
           input: x,
@@ -141,7 +164,7 @@ function caseRun(
           saveMean: mean,
           saveInvstd: invstd,
           training: true,
-          out,
+          out: withOut ? out : undefined,
         });
     }
     case "batchNormBackwardDescriptor": {
@@ -168,8 +191,16 @@ function caseRun(
       const gnMean = Tensor.random([N, group], { seed: 8, low: -0.1, high: 0.1, dtype });
       const rstd = Tensor.random([N, group], { seed: 9, low: 0.5, high: 2, dtype });
       const gamma = perChannel(5, 0.5, 1.5, dtype);
-      return () =>
-        groupNormBackward({ gradOut: dy, input: x, mean: gnMean, rstd, gamma, group, out });
+      return (withOut) =>
+        groupNormBackward({
+          gradOut: dy,
+          input: x,
+          mean: gnMean,
+          rstd,
+          gamma,
+          group,
+          out: withOut ? out : undefined,
+        });
     }
     case "batchNormStats":
       return () => batchNormStats({ input: x });
@@ -195,14 +226,22 @@ function caseRun(
       const [w, b, m, s] = [weight, bias, mean, invstd].map((t) =>
         Tensor.fromArray(t.toFloat64Array(), [C], dtype)
       );
-      return () => batchNormElemt({ input: x, weight: w, bias: b, mean: m, invstd: s, out });
+      return (withOut) =>
+        batchNormElemt({
+          input: x,
+          weight: w,
+          bias: b,
+          mean: m,
+          invstd: s,
+          out: withOut ? out : undefined,
+        });
     }
     case "batchNormElemtBackward": {
       const out = { gradInput: data() };
       const sumDy = perChannel(12, -5, 5);
       const sumDyXmu = perChannel(13, -5, 5);
       const counter = Tensor.fromArray([N * HxW], [1], "int32");
-      return () =>
+      return (withOut) =>
         batchNormElemtBackward({
           gradOut: dy,
           input: x,
@@ -212,21 +251,30 @@ function caseRun(
           sumDy,
           sumDyXmu,
           counter,
-          out,
+          out: withOut ? out : undefined,
         });
     }
     case "batchNorm": {
       const out = { output: data() };
       const runningMean = Tensor.zeros([C]);
       const runningVar = Tensor.ones([C]);
-      return () =>
-        batchNorm({ input: x, weight, bias, runningMean, runningVar, training: true, out });
+      return (withOut) =>
+        batchNorm({
+          input: x,
+          weight,
+          bias,
+          runningMean,
+          runningVar,
+          training: true,
+          out: withOut ? out : undefined,
+        });
     }
     case "groupNorm": {
       const out = { output: data() };
       const gamma = perChannel(5, 0.5, 1.5, dtype);
       const beta = perChannel(6, -1, 1, dtype);
-      return () => groupNorm({ input: x, gamma, beta, group, out });
+      return (withOut) =>
+        groupNorm({ input: x, gamma, beta, group, out: withOut ? out : undefined });
     }
   }
 }

@@ -9,16 +9,21 @@
  *   deno task bench:cpu [--threads 2] [--ops a,b] [--dtypes float32,bfloat16]
  *                       [--shapes 4x16x8x8,...] [--layouts contiguous,channels_last]
  *                       [--min-time 0.3] [--repeat 1] [--no-reference] [--no-torch]
- *                       [--kernels both|wasm|ts]
+ *                       [--kernels both|wasm|ts] [--dropped]
  *
  * Both sides use the same thread count (`--threads`, default 2; PyTorch through
- * torch.set_num_threads). Data outputs are preallocated in the inputs' layout (`out`).
+ * torch.set_num_threads). Both sides time what users run: outputs allocated by every call
+ * (PyTorch's aten functions allocate theirs); here the result is disposed at once, as `using`
+ * does ("natural", the headline column and the one compared with PyTorch). Beside it, the same
+ * call into preallocated outputs (`out`, in the inputs' layout) and, with `--dropped`, with the
+ * result left to the garbage collector (a synchronous loop gives nothing back, so the host heap
+ * fills and storage falls back to buffers of its own).
  * `--repeat N` times every case N times (interleaved with the others) and keeps the lowest
  * median, on both sides (PyTorch runs N times too), which filters out load from other
  * processes on a shared machine. `--kernels both` (the default) times the streaming kernels
  * twice, with the WebAssembly SIMD kernels ("fast", what users get) and with the TypeScript
  * kernels alone ("ts"), and prints ts/fast: both give the same bits, so this is the measured
- * case for keeping WebAssembly (issue 9, item 5).
+ * case for keeping WebAssembly. The default (`wasm`) times the WebAssembly kernels only.
  *
  * @module
  */
@@ -45,7 +50,8 @@ const { values: flags } = parseArgs({
     repeat: { type: "string", default: "1" },
     "no-reference": { type: "boolean", default: false },
     "no-torch": { type: "boolean", default: false },
-    kernels: { type: "string", default: "both" },
+    kernels: { type: "string", default: "wasm" },
+    dropped: { type: "boolean", default: false },
   },
 });
 const threads = Number(flags.threads);
@@ -177,6 +183,8 @@ interface Row {
   shape: readonly number[];
   layout: BenchLayout;
   fast: number;
+  out: number;
+  dropped?: number;
   ts?: number;
   reference?: number;
   torch?: number;
@@ -195,6 +203,9 @@ console.log(
     "shape".padEnd(12),
     "layout".padEnd(14),
     "fast ms".padStart(9),
+    "out ms".padStart(9),
+    "fast/out".padStart(8),
+    ...(flags.dropped ? ["drop ms".padStart(9)] : []),
     "ts ms".padStart(9),
     "ts/fast".padStart(8),
     "ref ms".padStart(9),
@@ -222,33 +233,62 @@ for (const shape of shapes) {
 function timed(
   c: { op: CpuOp; dtype: DType; shape: number[]; layout: BenchLayout },
   time: (run: () => void) => number,
+  calls: "natural" | "out" | "dropped" = "natural",
 ): number {
   const built = cpuCase(c.op, c.dtype, c.shape, c.layout)!;
+  const run = calls === "out"
+    ? built.run
+    : calls === "dropped"
+    ? built.runDropped
+    : built.runNatural;
   try {
-    return time(() => built.run());
+    return time(run);
   } finally {
     built.dispose();
   }
 }
-const best = cases.map(() => ({ fast: Infinity, ts: Infinity, reference: Infinity }));
+const best = cases.map(() => ({
+  fast: Infinity,
+  out: Infinity,
+  dropped: Infinity,
+  ts: Infinity,
+  reference: Infinity,
+}));
+/**
+ * Lets the garbage collector return the host heap blocks of dropped results before the next
+ * case (a synchronous loop never gives them back): a collection when `--v8-flags=--expose-gc`
+ * made `gc` available (the task does), then a turn of the event loop for the
+ * FinalizationRegistry callbacks.
+ */
+async function settle(): Promise<void> {
+  (globalThis as { gc?: () => void }).gc?.();
+  await new Promise((resolve) => setTimeout(resolve, 0));
+}
+
 for (let r = 0; r < repeat; r++) {
   if (timeTs && timeWasm) {
     // The same cases with the TypeScript kernels alone (a new pool without WebAssembly).
     setWasmKernels(false);
     await startCpuThreads();
-    cases.forEach((c, i) => {
+    for (const [i, c] of cases.entries()) {
       best[i].ts = Math.min(best[i].ts, timed(c, (run) => median(run, minTime)));
-    });
+    }
   }
   setWasmKernels(timeWasm);
   await startCpuThreads();
-  cases.forEach((c, i) => {
+  for (const [i, c] of cases.entries()) {
     best[i].fast = Math.min(best[i].fast, timed(c, (run) => median(run, minTime)));
+    best[i].out = Math.min(best[i].out, timed(c, (run) => median(run, minTime), "out"));
     if (!flags["no-reference"]) {
       const ref = timed(c, (run) => withKernels(referenceKernels, () => median(run, minTime)));
       best[i].reference = Math.min(best[i].reference, ref);
     }
-  });
+    if (flags.dropped) {
+      const dropped = timed(c, (run) => median(run, minTime), "dropped");
+      best[i].dropped = Math.min(best[i].dropped, dropped);
+      await settle();
+    }
+  }
 }
 cases.forEach(({ op, dtype, shape, layout }, i) => {
   const row: Row = {
@@ -257,6 +297,8 @@ cases.forEach(({ op, dtype, shape, layout }, i) => {
     shape,
     layout,
     fast: best[i].fast,
+    out: best[i].out,
+    dropped: flags.dropped ? best[i].dropped : undefined,
     ts: timeTs && timeWasm ? best[i].ts : undefined,
     reference: flags["no-reference"] ? undefined : best[i].reference,
     torch: torchMs.get(key(op, dtype, shape, layout)),
@@ -269,6 +311,9 @@ cases.forEach(({ op, dtype, shape, layout }, i) => {
       shape.join("x").padEnd(12),
       layout.padEnd(14),
       fmt(row.fast).padStart(9),
+      fmt(row.out).padStart(9),
+      ratio(row.fast, row.out).padStart(8),
+      ...(flags.dropped ? [fmt(row.dropped).padStart(9)] : []),
       fmt(row.ts).padStart(9),
       ratio(row.ts, row.fast).padStart(8),
       fmt(row.reference).padStart(9),
@@ -294,6 +339,28 @@ if (compared.length > 0) {
       geomean.toFixed(2)
     }, ` +
       `worst ${(worst.fast / worst.torch!).toFixed(2)} (${worst.op} ${worst.dtype} ` +
+      `${worst.shape.join("x")} ${worst.layout})`,
+  );
+}
+// The targets: float32 + bfloat16 rows against PyTorch (geometric mean <= 1.5, no row above
+// 4x), and the natural path against `out` at the medium and large shapes (<= 1.25x).
+const targetRows = compared.filter((r) => r.dtype === "float32" || r.dtype === "bfloat16");
+if (targetRows.length > 0) {
+  const ratios = targetRows.map((r) => r.fast / r.torch!);
+  console.log(
+    `fast/PyTorch, float32 + bfloat16 rows (${targetRows.length}): geometric mean ${
+      geometricMean(ratios).toFixed(2)
+    }, worst ${Math.max(...ratios).toFixed(2)}`,
+  );
+}
+const outRows = rows.filter((r) => r.shape[0] * r.shape[1] >= 8 * 64);
+if (outRows.length > 0) {
+  const ratios = outRows.map((r) => r.fast / r.out);
+  const worst = outRows[ratios.indexOf(Math.max(...ratios))];
+  console.log(
+    `natural (allocated, disposed) / out, shapes above the smallest: geometric mean ${
+      geometricMean(ratios).toFixed(2)
+    }, worst ${Math.max(...ratios).toFixed(2)} (${worst.op} ${worst.dtype} ` +
       `${worst.shape.join("x")} ${worst.layout})`,
   );
 }
