@@ -48,7 +48,7 @@ const CFLAGS = [
   "-Werror",
   "-fvisibility=hidden",
 ];
-const HEADERS = ["sim.h", "sim_api.h", "hccl_sim.h", "sim_hccl_api.h"];
+const HEADERS = ["sim.h", "sim_api.h", "sim_ops_norm.h", "hccl_sim.h", "sim_hccl_api.h"];
 
 /** A C string literal. */
 function cString(s: string): string {
@@ -168,6 +168,11 @@ const TARGETS: Target[] = [
       "sim_core.c",
       "sim_numeric.c",
       "sim_ops.c",
+      "sim_ops_norm.c",
+      "sim_ops_layer_norm.c",
+      "sim_ops_layer_norm_backward.c",
+      "sim_ops_rms_norm.c",
+      "sim_ops_add_rms_norm.c",
       "sim_soc.c",
       "sim_fault.c",
       "hccl_sim.c",

@@ -145,7 +145,8 @@ export const nnopbaseSymbols = {
 const execute = { parameters: ["pointer", "u64", "pointer", "pointer"], result: "i32" } as const;
 
 /**
- * The BatchNorm/GroupNorm operators: `libopapi_nn.so` (CANN >= 8.5) or `libopapi.so` (older).
+ * The BatchNorm/GroupNorm/LayerNorm/RMSNorm operators: `libopapi_nn.so` (CANN >= 8.5) or
+ * `libopapi.so` (older).
  * Phase 1 (`...GetWorkspaceSize`) ends with `uint64_t *workspaceSize, aclOpExecutor **executor`
  * (two 8-byte `buffer` out-params).
  */
@@ -353,6 +354,147 @@ export const opapiNnSymbols = {
   // aclnnStatus aclnnGroupNormBackward(void *workspace, uint64_t workspaceSize,
   //   aclOpExecutor *executor, aclrtStream stream);
   aclnnGroupNormBackward: execute,
+  // aclnnStatus aclnnLayerNormGetWorkspaceSize(const aclTensor *input,
+  //   const aclIntArray *normalizedShape, const aclTensor *weightOptional,
+  //   const aclTensor *biasOptional, double eps, aclTensor *out, aclTensor *meanOutOptional,
+  //   aclTensor *rstdOutOptional, uint64_t *workspaceSize, aclOpExecutor **executor);
+  aclnnLayerNormGetWorkspaceSize: {
+    parameters: [
+      "pointer",
+      "pointer",
+      "pointer",
+      "pointer",
+      "f64",
+      "pointer",
+      "pointer",
+      "pointer",
+      "buffer",
+      "buffer",
+    ],
+    result: "i32",
+  },
+  // aclnnStatus aclnnLayerNorm(void *workspace, uint64_t workspaceSize,
+  //   aclOpExecutor *executor, aclrtStream stream);
+  aclnnLayerNorm: execute,
+  // aclnnStatus aclnnLayerNormWithImplModeGetWorkspaceSize(const aclTensor *input,
+  //   const aclIntArray *normalizedShape, const aclTensor *weightOptional,
+  //   const aclTensor *biasOptional, double eps, aclTensor *out, aclTensor *meanOutOptional,
+  //   aclTensor *rstdOutOptional, int32_t implMode, uint64_t *workspaceSize,
+  //   aclOpExecutor **executor);
+  // Optional: torch_npu never calls it, and the aclnn reference documents it with
+  // aclnnLayerNorm only from CANN 8.0.RC1 on; a release without it must still load the
+  // operators above (a missing required symbol fails the whole library).
+  aclnnLayerNormWithImplModeGetWorkspaceSize: {
+    parameters: [
+      "pointer",
+      "pointer",
+      "pointer",
+      "pointer",
+      "f64",
+      "pointer",
+      "pointer",
+      "pointer",
+      "i32",
+      "buffer",
+      "buffer",
+    ],
+    result: "i32",
+    optional: true,
+  },
+  // aclnnStatus aclnnLayerNormWithImplMode(void *workspace, uint64_t workspaceSize,
+  //   aclOpExecutor *executor, aclrtStream stream);
+  // Optional: exported together with its phase 1.
+  aclnnLayerNormWithImplMode: { ...execute, optional: true },
+  // aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(const aclTensor *gradOut,
+  //   const aclTensor *input, const aclIntArray *normalizedShape, const aclTensor *mean,
+  //   const aclTensor *rstd, const aclTensor *weightOptional, const aclTensor *biasOptional,
+  //   const aclBoolArray *outputMask, aclTensor *gradInputOut, aclTensor *gradWeightOut,
+  //   aclTensor *gradBiasOut, uint64_t *workspaceSize, aclOpExecutor **executor);
+  aclnnLayerNormBackwardGetWorkspaceSize: {
+    parameters: [
+      "pointer",
+      "pointer",
+      "pointer",
+      "pointer",
+      "pointer",
+      "pointer",
+      "pointer",
+      "pointer",
+      "pointer",
+      "pointer",
+      "pointer",
+      "buffer",
+      "buffer",
+    ],
+    result: "i32",
+  },
+  // aclnnStatus aclnnLayerNormBackward(void *workspace, uint64_t workspaceSize,
+  //   aclOpExecutor *executor, aclrtStream stream);
+  aclnnLayerNormBackward: execute,
+  // aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor *x, const aclTensor *gamma,
+  //   double epsilon, const aclTensor *yOut, const aclTensor *rstdOut, uint64_t *workspaceSize,
+  //   aclOpExecutor **executor);
+  // (generated header aclnnop/aclnn_rms_norm.h; ops-nn norm/rms_norm/docs/aclnnRmsNorm.md)
+  // Optional: newer than the BatchNorm/LayerNorm family, which torch_npu has called since
+  // 2023-08; torch_npu calls this one since 2023-11 (Ascend/op-plugin ff23cea1) and the aclnn
+  // reference documents it from CANN 8.0.RC1 on. A release without it must still load the
+  // operators above (a missing required symbol fails the whole library).
+  aclnnRmsNormGetWorkspaceSize: {
+    parameters: ["pointer", "pointer", "f64", "pointer", "pointer", "buffer", "buffer"],
+    result: "i32",
+    optional: true,
+  },
+  // aclnnStatus aclnnRmsNorm(void *workspace, uint64_t workspaceSize,
+  //   aclOpExecutor *executor, aclrtStream stream);
+  // Optional: exported together with its phase 1.
+  aclnnRmsNorm: { ...execute, optional: true },
+  // aclnnStatus aclnnRmsNormGradGetWorkspaceSize(const aclTensor *dy, const aclTensor *x,
+  //   const aclTensor *rstd, const aclTensor *gamma, const aclTensor *dxOut,
+  //   const aclTensor *dgammaOut, uint64_t *workspaceSize, aclOpExecutor **executor);
+  // (generated header aclnnop/aclnn_rms_norm_grad.h; norm/rms_norm_grad/docs/aclnnRmsNormGrad.md)
+  // Optional: same release history as aclnnRmsNorm.
+  aclnnRmsNormGradGetWorkspaceSize: {
+    parameters: [
+      "pointer",
+      "pointer",
+      "pointer",
+      "pointer",
+      "pointer",
+      "pointer",
+      "buffer",
+      "buffer",
+    ],
+    result: "i32",
+    optional: true,
+  },
+  // aclnnStatus aclnnRmsNormGrad(void *workspace, uint64_t workspaceSize,
+  //   aclOpExecutor *executor, aclrtStream stream);
+  // Optional: exported together with its phase 1.
+  aclnnRmsNormGrad: { ...execute, optional: true },
+  // aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1, const aclTensor *x2,
+  //   const aclTensor *gamma, double epsilon, aclTensor *yOut, aclTensor *rstdOut,
+  //   aclTensor *xOut, uint64_t *workspaceSize, aclOpExecutor **executor);
+  // Optional: newer than aclnnRmsNorm (torch_npu calls it since 2024-01, Ascend/op-plugin
+  // 63c08675).
+  aclnnAddRmsNormGetWorkspaceSize: {
+    parameters: [
+      "pointer",
+      "pointer",
+      "pointer",
+      "f64",
+      "pointer",
+      "pointer",
+      "pointer",
+      "buffer",
+      "buffer",
+    ],
+    result: "i32",
+    optional: true,
+  },
+  // aclnnStatus aclnnAddRmsNorm(void *workspace, uint64_t workspaceSize,
+  //   aclOpExecutor *executor, aclrtStream stream);
+  // Optional: exported together with its phase 1.
+  aclnnAddRmsNorm: { ...execute, optional: true },
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /** Operators of `libopapi_math.so` (CANN >= 8.5) or `libopapi.so` (older). */

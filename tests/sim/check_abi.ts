@@ -62,9 +62,16 @@ function isRuntime(name: string): boolean {
 function isOpMath(name: string): boolean {
   return name.startsWith("aclnnBatchNormStats");
 }
+/** The operators of libopapi_nn.so (CANN >= 8.5): every norm operator but the Stats pair. */
+const OP_NN_PREFIXES = [
+  "aclnnBatchNorm",
+  "aclnnGroupNorm",
+  "aclnnLayerNorm",
+  "aclnnRmsNorm",
+  "aclnnAddRmsNorm",
+];
 function isOpNn(name: string): boolean {
-  return (name.startsWith("aclnnBatchNorm") || name.startsWith("aclnnGroupNorm")) &&
-    !isOpMath(name);
+  return OP_NN_PREFIXES.some((p) => name.startsWith(p)) && !isOpMath(name);
 }
 function isNnopbase(name: string): boolean {
   return !isRuntime(name) && !isOpMath(name) && !isOpNn(name);

@@ -90,6 +90,59 @@ SIM_PUBLIC aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(
                             gradGammaOut, gradBetaOut, workspaceSize, (void **)executor);
 }
 SIM_PHASE2(aclnnGroupNormBackward, SIM_OP_GN_BACKWARD)
+
+SIM_PUBLIC aclnnStatus aclnnLayerNormGetWorkspaceSize(const aclTensor *input, const aclIntArray *normalizedShape,
+                                                      const aclTensor *weightOptional, const aclTensor *biasOptional,
+                                                      double eps, aclTensor *out, aclTensor *meanOutOptional,
+                                                      aclTensor *rstdOutOptional, uint64_t *workspaceSize,
+                                                      aclOpExecutor **executor) {
+  return sim_layer_norm_ws("aclnnLayerNorm", input, normalizedShape, weightOptional, biasOptional, eps, out,
+                           meanOutOptional, rstdOutOptional, 0, workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnLayerNorm, SIM_OP_LAYER_NORM)
+
+SIM_PUBLIC aclnnStatus aclnnLayerNormWithImplModeGetWorkspaceSize(
+    const aclTensor *input, const aclIntArray *normalizedShape, const aclTensor *weightOptional,
+    const aclTensor *biasOptional, double eps, aclTensor *out, aclTensor *meanOutOptional, aclTensor *rstdOutOptional,
+    int32_t implMode, uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_layer_norm_ws("aclnnLayerNormWithImplMode", input, normalizedShape, weightOptional, biasOptional, eps,
+                           out, meanOutOptional, rstdOutOptional, implMode, workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnLayerNormWithImplMode, SIM_OP_LAYER_NORM)
+
+SIM_PUBLIC aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
+    const aclTensor *gradOut, const aclTensor *input, const aclIntArray *normalizedShape, const aclTensor *mean,
+    const aclTensor *rstd, const aclTensor *weightOptional, const aclTensor *biasOptional,
+    const aclBoolArray *outputMask, aclTensor *gradInputOut, aclTensor *gradWeightOut, aclTensor *gradBiasOut,
+    uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_layer_norm_backward_ws(gradOut, input, normalizedShape, mean, rstd, weightOptional, biasOptional,
+                                    outputMask, gradInputOut, gradWeightOut, gradBiasOut, workspaceSize,
+                                    (void **)executor);
+}
+SIM_PHASE2(aclnnLayerNormBackward, SIM_OP_LAYER_NORM_BACKWARD)
+
+SIM_PUBLIC aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor *x, const aclTensor *gamma, double epsilon,
+                                                    const aclTensor *yOut, const aclTensor *rstdOut,
+                                                    uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_rms_norm_ws(x, gamma, epsilon, yOut, rstdOut, workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnRmsNorm, SIM_OP_RMS_NORM)
+
+SIM_PUBLIC aclnnStatus aclnnRmsNormGradGetWorkspaceSize(const aclTensor *dy, const aclTensor *x,
+                                                        const aclTensor *rstd, const aclTensor *gamma,
+                                                        const aclTensor *dxOut, const aclTensor *dgammaOut,
+                                                        uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_rms_norm_grad_ws(dy, x, rstd, gamma, dxOut, dgammaOut, workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnRmsNormGrad, SIM_OP_RMS_NORM_GRAD)
+
+SIM_PUBLIC aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1, const aclTensor *x2,
+                                                       const aclTensor *gamma, double epsilon, aclTensor *yOut,
+                                                       aclTensor *rstdOut, aclTensor *xOut, uint64_t *workspaceSize,
+                                                       aclOpExecutor **executor) {
+  return sim_add_rms_norm_ws(x1, x2, gamma, epsilon, yOut, rstdOut, xOut, workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnAddRmsNorm, SIM_OP_ADD_RMS_NORM)
 #endif
 
 #ifdef SIM_WITH_MATH

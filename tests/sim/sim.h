@@ -72,6 +72,11 @@ typedef enum {
   SIM_OP_BN,
   SIM_OP_BN_ELEMT,
   SIM_OP_GN,
+  SIM_OP_LAYER_NORM, /* aclnnLayerNorm and aclnnLayerNormWithImplMode: one executor kind */
+  SIM_OP_LAYER_NORM_BACKWARD,
+  SIM_OP_RMS_NORM,
+  SIM_OP_RMS_NORM_GRAD,
+  SIM_OP_ADD_RMS_NORM,
   SIM_OP_COUNT
 } SimOpId;
 
@@ -116,6 +121,11 @@ typedef struct {
   /* SoC traits captured at phase 1 (the SoC name is read per call, like the real runtime's). */
   bool regbase;           /* NpuArch DAV_3510 */
   bool bn_saves_variance; /* saveInvstd holds Var(x) (BatchNorm writes it, Backward reads it) */
+  /* LayerNorm / RMSNorm family (sim_ops_*norm*.c): the normalized dims are the input's dims from
+   * norm_axis on (rows = product of the dims before it, cols = product of the rest). */
+  int32_t norm_axis;
+  int32_t norm_mode;  /* LayerNorm implMode; AddRmsNorm mode (0 add, 1 pre, 2 post) */
+  int32_t norm_dt[3]; /* dtypes of CANN's intermediate results, chosen at phase 1 (per operator) */
 } SimPlan;
 
 /* ---- SoC families (sim_soc.c; the table is generated from src/backends/ascend/soc.ts) ---- */
@@ -243,6 +253,7 @@ SIM_CORE_API int sim_nn_finalize(void);
 /* used by the operator code: resolve handles (lock taken inside) */
 SIM_CORE_API int sim_lookup_tensor(const void *h, SimTensorDesc *out); /* 0 or -1 */
 SIM_CORE_API int sim_lookup_bool_array(const void *h, bool *vals, uint64_t cap, uint64_t *n);
+SIM_CORE_API int sim_lookup_int_array(const void *h, int64_t *vals, uint64_t cap, uint64_t *n);
 
 /* executors: phase 1 registers a plan, phase 2 launches it */
 SIM_CORE_API int sim_executor_create(const SimPlan *plan, uint64_t *workspaceSize, void **executor);
@@ -287,5 +298,32 @@ SIM_CORE_API int sim_bn_elemt_ws(const void *input, const void *weight, const vo
 SIM_CORE_API int sim_gn_ws(const void *self, const void *gamma, const void *beta, int64_t N,
                            int64_t C, int64_t HxW, int64_t group, double eps, void *out,
                            void *meanOut, void *rstdOut, uint64_t *ws, void **exec);
+
+/* ---- LayerNorm / RMSNorm operators (sim_ops_*norm*.c, part of the core) ----------------------- */
+/* api: "aclnnLayerNorm" (implMode 0) or "aclnnLayerNormWithImplMode" (the error texts' prefix) */
+SIM_CORE_API int sim_layer_norm_ws(const char *api, const void *input, const void *normalizedShape,
+                                   const void *weight, const void *bias, double eps, void *out,
+                                   void *meanOut, void *rstdOut, int32_t implMode, uint64_t *ws,
+                                   void **exec);
+SIM_CORE_API int sim_layer_norm_backward_ws(const void *gradOut, const void *input,
+                                            const void *normalizedShape, const void *mean,
+                                            const void *rstd, const void *weight, const void *bias,
+                                            const void *outputMask, void *gradInput,
+                                            void *gradWeight, void *gradBias, uint64_t *ws,
+                                            void **exec);
+SIM_CORE_API int sim_rms_norm_ws(const void *x, const void *gamma, double epsilon, const void *yOut,
+                                 const void *rstdOut, uint64_t *ws, void **exec);
+SIM_CORE_API int sim_rms_norm_grad_ws(const void *dy, const void *x, const void *rstd,
+                                      const void *gamma, const void *dxOut, const void *dgammaOut,
+                                      uint64_t *ws, void **exec);
+SIM_CORE_API int sim_add_rms_norm_ws(const void *x1, const void *x2, const void *gamma,
+                                     double epsilon, void *yOut, void *rstdOut, void *xOut,
+                                     uint64_t *ws, void **exec);
+/* Their computations, called by sim_op_run at synchronisation (core-internal). */
+int sim_run_layer_norm(const SimPlan *p);
+int sim_run_layer_norm_backward(const SimPlan *p);
+int sim_run_rms_norm(const SimPlan *p);
+int sim_run_rms_norm_grad(const SimPlan *p);
+int sim_run_add_rms_norm(const SimPlan *p);
 
 #endif

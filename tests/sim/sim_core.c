@@ -657,6 +657,17 @@ int sim_lookup_tensor(const void *h, SimTensorDesc *out) {
   return t ? 0 : -1;
 }
 
+int sim_lookup_int_array(const void *h, int64_t *vals, uint64_t cap, uint64_t *n) {
+  sim_lock();
+  IntArr *a = handle_get(h, K_INTARR, NULL);
+  if (a) {
+    *n = a->n;
+    for (uint64_t i = 0; i < a->n && i < cap; i++) vals[i] = a->v[i];
+  }
+  sim_unlock();
+  return a ? 0 : -1;
+}
+
 int sim_lookup_bool_array(const void *h, bool *vals, uint64_t cap, uint64_t *n) {
   sim_lock();
   BoolArr *a = handle_get(h, K_BOOLARR, NULL);
@@ -1600,6 +1611,9 @@ static Sig plan_signature(const SimPlan *p, const char *soc) {
   SIG_MIX(&s, p->C);
   SIG_MIX(&s, p->HxW);
   SIG_MIX(&s, p->group);
+  SIG_MIX(&s, p->norm_axis);
+  SIG_MIX(&s, p->norm_mode);
+  sig_mix(&s, p->norm_dt, sizeof p->norm_dt);
   if (soc) sig_mix(&s, soc, strlen(soc));
   if (s.h[0] == 0 && s.h[1] == 0) s.h[1] = 1;
   return s;

@@ -1553,6 +1553,11 @@ int sim_op_run(const SimPlan *p, void *workspace) {
     case SIM_OP_BN: return run_bn(p);
     case SIM_OP_BN_ELEMT: return run_bn_elemt(p);
     case SIM_OP_GN: return run_gn(p);
+    case SIM_OP_LAYER_NORM: return sim_run_layer_norm(p);
+    case SIM_OP_LAYER_NORM_BACKWARD: return sim_run_layer_norm_backward(p);
+    case SIM_OP_RMS_NORM: return sim_run_rms_norm(p);
+    case SIM_OP_RMS_NORM_GRAD: return sim_run_rms_norm_grad(p);
+    case SIM_OP_ADD_RMS_NORM: return sim_run_add_rms_norm(p);
     default: return -1;
   }
 }

@@ -1,0 +1,104 @@
+/*
+ * Software CANN ("aclsim") -- what the LayerNorm / RMSNorm operators (sim_ops_layer_norm.c,
+ * sim_ops_layer_norm_backward.c, sim_ops_rms_norm.c, sim_ops_add_rms_norm.c) share: the
+ * phase-1 context, CANN's check macros with their message texts, the products the operators'
+ * documentation names, and planning.  Core-internal (hidden symbols of libaclsim_core.so).
+ *
+ * Message texts: the OP_CHECK_* macros of ops-math
+ * common/inc/external/aclnn_kernels/common/op_error_check.h (the hand-written aclnn operators:
+ * aclnnLayerNorm*, aclnnLayerNormBackward, aclnnAddRmsNorm); the OP_LOGE_FOR_INVALID_* texts of
+ * opbase docs/zh/api/op_common/log/OP_LOGE_FOR_INVALID_*.md (the tiling functions); opbase's individual-op
+ * framework (src/nnopbase/individual_op) for the generated aclnnRmsNorm / aclnnRmsNormGrad.
+ * Every error text is "<aclnn API>: <text>".  Rules marked [aclsim] are the simulator's own.
+ */
+#ifndef ACLSIM_SIM_OPS_NORM_H
+#define ACLSIM_SIM_OPS_NORM_H
+
+#include "sim.h"
+
+/* The products of CANN's documentation ("产品支持情况" of ops-nn norm/<op>/docs/aclnn<Op>.md),
+ * as bits, from the op::SocVersion of the SoC (opbase include/nnopbase/opdev/platform.h). */
+enum {
+  NP_910 = 1u << 0,  /* ASCEND910: Atlas training series (npu="910") */
+  NP_A2 = 1u << 1,   /* ASCEND910B: Atlas A2 training/inference series (npu="910b") */
+  NP_A3 = 1u << 2,   /* ASCEND910_93: Atlas A3 training/inference series (npu="A3") */
+  NP_950 = 1u << 3,  /* ASCEND950 (== ASCEND910_95): Ascend 950PR/950DT (npu="950") */
+  NP_310P = 1u << 4, /* ASCEND310P: Atlas inference series (npu="310p") */
+  NP_310B = 1u << 5  /* ASCEND310B: Atlas 200I/500 A2 inference (npu="310b") */
+};
+
+/* NpuArch values (DAV_xxxx) that the operators branch on. */
+enum { NRM_DAV_2201 = 2201, NRM_DAV_3510 = 3510 };
+
+typedef struct {
+  const char *op; /* the aclnn API, the prefix of every error text */
+  SimPlan plan;
+  SimSocInfo soc;
+  unsigned product; /* one NP_* bit, 0 for a SoC none of the documents names */
+} NormCtx;
+
+#define NT(c, s) (&(c)->plan.t[(s)])
+#define NP(c, s) ((c)->plan.present[(s)])
+#define NNAME(c, s) ((c)->plan.tname[(s)])
+#define NTRY(e)          \
+  do {                   \
+    int _rc = (e);       \
+    if (_rc) return _rc; \
+  } while (0)
+
+void nrm_init(NormCtx *c, SimOpId op, const char *api, int n_in, int n_out, const char *const *names);
+int nrm_fail(NormCtx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ASCEND_OPP_PATH unset -> 561107; NULL workspaceSize/executor out-param -> 161001
+ * (OP_CHECK_COMM_INPUT text); the SoC family of aclrtGetSocName (unknown -> 161002). */
+int nrm_opp_path(NormCtx *c);
+int nrm_outparams(NormCtx *c, const uint64_t *ws, void *const *exec);
+int nrm_soc(NormCtx *c);
+/* The documentation lists the product of the SoC as unsupported (not in `supported`) -> 161002,
+ * as sim_ops.c refuses an unsupported operator; `doc` names the document. */
+int nrm_product(NormCtx *c, unsigned supported, const char *doc);
+const char *nrm_product_name(unsigned product);
+bool nrm_regbase(const NormCtx *c); /* NpuArch DAV_3510 (ops-nn common/inc/op_api/aclnn_util.h IsRegbase) */
+
+/* Records a tensor argument (NULL allowed) in its slot; not a live aclTensor -> 161002. */
+int nrm_get(NormCtx *c, const void *h, int slot);
+/* OP_CHECK_NULL: "Expected a value of type [type] for argument [arg] but instead found nullptr." */
+int nrm_null(NormCtx *c, const void *h, const char *type, const char *arg, int code);
+
+/* ---- dtypes ---- */
+typedef struct {
+  int n;
+  int32_t v[4];
+} NrmDtList;
+const char *nrm_dt_str(int32_t dt); /* "DT_FLOAT16" */
+/* OP_CHECK_DTYPE_NOT_SUPPORT / _NOT_SAME / _NOT_MATCH; `shown` = the name CANN prints. */
+int nrm_dt_support(NormCtx *c, int s, const NrmDtList *l, const char *shown);
+int nrm_dt_same(NormCtx *c, int a, const char *sa, int b, const char *sb);
+int nrm_dt_match(NormCtx *c, int s, int32_t expected, const char *shown);
+double nrm_round(double v, int32_t dtype); /* one rounding to dtype (RNE), as sim_store writes */
+
+/* ---- shapes ---- */
+void nrm_shape_str(const SimTensorDesc *d, char *buf, size_t n);         /* "[2, 3, 4]" (op::ToString) */
+void nrm_shape_str_compact(const SimTensorDesc *d, char *buf, size_t n); /* "[2,3,4]" (Ops::Base::ToString) */
+bool nrm_same_shape(const SimTensorDesc *a, const SimTensorDesc *b);
+int nrm_max_dim(NormCtx *c, int s, int n, const char *shown); /* OP_CHECK_MAX_DIM */
+int nrm_min_dim(NormCtx *c, int s, int n, const char *shown); /* OP_CHECK_MIN_DIM */
+int nrm_wrong_dim(NormCtx *c, int s, int n, const char *shown); /* OP_CHECK_WRONG_DIMENSION */
+int nrm_shape_same(NormCtx *c, int a, const char *sa, int b, const char *sb); /* OP_CHECK_SHAPE_NOT_EQUAL */
+/* rows = product of dims[0:axis], cols = product of dims[axis:] */
+void nrm_rows_cols(const SimTensorDesc *d, int axis, int64_t *rows, int64_t *cols);
+/* [aclsim] the kernel reads or writes `want` elements of slot s in row-major order. */
+int nrm_numel_is(NormCtx *c, int s, int64_t want, const char *what);
+
+/* ---- planning ---- */
+/* Every present slot's memory checked ([aclsim]), a nonzero workspace of 512 + roundUp32(16 *
+ * rows) bytes (as sim_ops.c plans it), the executor created. */
+int nrm_finish(NormCtx *c, int64_t rows, uint64_t *ws, void **exec);
+/* CANN's early SUCCESS paths: workspace 0, the task writes nothing or only the filled slots. */
+void nrm_fill(NormCtx *c, int s, double v);
+int nrm_finish_early(NormCtx *c, SimRunMode run, uint64_t *ws, void **exec);
+
+/* zero-filled array of n doubles (at least one element) */
+double *nrm_zalloc(int64_t n);
+
+#endif
