@@ -295,3 +295,18 @@ Deno.test("host heap: tidy() frees the host tensors it made, keeps what it retur
   kept!.dispose();
   assert.equal(hostHeapUsage().blocks, blocks);
 });
+
+Deno.test("host heap: a disposed input is refused on a repeated call (the memo does not skip it)", () => {
+  for (const shape of [[2, 3], [4, 8, 32, 32]]) {
+    const x = Tensor.random(shape, { seed: 12 });
+    const args = { input: x, training: true };
+    using _first = batchNorm(args);
+    x.dispose();
+    assert.throws(
+      () => batchNorm(args),
+      (e: unknown) =>
+        e instanceof AclnnError && e.code === 161002 && /input was disposed/.test(e.message),
+      `${shape}`,
+    );
+  }
+});

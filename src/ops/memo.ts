@@ -3,10 +3,19 @@
  * Tensor objects, flags and scalars, as a training loop with preallocated outputs does) skips
  * its validation and planning and reuses the last outcome. A Tensor's dtype, shape, strides,
  * offset, storage and device never change, so equal identities give an equal outcome; what
- * can change (released device memory, a closed device) is checked again by the backend.
+ * can change is checked on every call: a disposed host tensor misses the memo (validation then
+ * refuses it), released device memory and a closed device are checked by the backend.
  *
  * @module
  */
+
+import { heapFreed } from "../tensor/host_heap.ts";
+import { Tensor } from "../tensor/tensor.ts";
+
+/** Whether `value` is a host tensor whose storage `dispose()` (or `tidy`) released. */
+function disposedHostTensor(value: unknown): boolean {
+  return value instanceof Tensor && ArrayBuffer.isView(value.storage) && heapFreed(value.storage);
+}
 
 /** The last validated call of one operator: its argument values and what validation made. */
 export class ValidationMemo<T> {
@@ -20,6 +29,7 @@ export class ValidationMemo<T> {
     for (let i = 0; i < keys.length; i++) {
       if (!Object.is(last[i], keys[i])) return undefined;
     }
+    for (let i = 0; i < keys.length; i++) if (disposedHostTensor(keys[i])) return undefined;
     return this.#value;
   }
 
