@@ -34,21 +34,12 @@
  */
 
 import { z } from "./zod.ts";
-import {
-  type Backend,
-  type BatchNormPlan,
-  type BatchNormTensors,
-  channelGeometry,
-} from "../backends/mod.ts";
-import type { Device } from "../tensor/device.ts";
+import { type BatchNormPlan, type BatchNormTensors, channelGeometry } from "../backends/mod.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
-import { releaseOnFailure } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { allocatedBy, disposable } from "./results.ts";
-import { ValidationMemo } from "./memo.ts";
+import { defineOperator, type ValidatedCall } from "./spec.ts";
 import {
-  argumentsOf,
   backendChecked,
   checkDType,
   checkPerChannelShape,
@@ -146,58 +137,46 @@ const scalarsSchema = z.object({
  * ```
  */
 export function batchNorm(args: BatchNormArgs): BatchNormResult {
-  const a = argumentsOf(OP, args);
-  const out = a.out ?? undefined;
-  const keys = [
-    a.input,
-    a.weight,
-    a.bias,
-    a.runningMean,
-    a.runningVar,
-    a.training,
-    a.momentum,
-    a.eps,
-    out?.output,
-    out?.saveMean,
-    out?.saveInvstd,
-  ];
-  const v = memo.get(keys) ?? memo.set(keys, validate(a));
-  // Outputs and temporaries made before a failure are freed with it.
-  return releaseOnFailure(() => {
-    const { device, plan, tensors: t } = v;
-    const C = plan.geometry.channels;
-    const output = t.output ?? Tensor.emptyLike(t.input, t.input.dtype, device);
-    // Training: float32 [C] (as torch_npu allocates them). Evaluation: not outputs; what the
-    // caller gave, else empty tensors.
-    const save = (given: Tensor | undefined) =>
-      given ??
-        (plan.training
-          ? Tensor.zeros([C], "float32", device)
-          : Tensor.zeros([0], t.input.dtype, device));
-    const saveMean = save(t.saveMean);
-    const saveInvstd = save(t.saveInvstd);
-    v.backend.batchNorm(plan, { ...t, output, saveMean, saveInvstd });
-    return disposable({ output, saveMean, saveInvstd }, [
-      allocatedBy(t.output, output),
-      allocatedBy(t.saveMean, saveMean),
-      allocatedBy(t.saveInvstd, saveInvstd),
-    ]);
-  });
+  return call(args);
 }
+
+type Output = "output" | "saveMean" | "saveInvstd";
 
 /** What validation established for one set of argument values. */
-interface Validated {
-  readonly device: Device;
-  readonly backend: Backend;
+interface Validated extends ValidatedCall<Output> {
   readonly plan: BatchNormPlan;
-  readonly tensors: Omit<BatchNormTensors, "output" | "saveMean" | "saveInvstd"> & {
-    output?: Tensor;
-    saveMean?: Tensor;
-    saveInvstd?: Tensor;
-  };
+  /** The inputs. */
+  readonly tensors: Omit<BatchNormTensors, Output>;
 }
 
-const memo = new ValidationMemo<Validated>();
+/**
+ * saveMean/saveInvstd in training: float32 [C] (as torch_npu allocates them). In evaluation
+ * they are not outputs: what the caller gave, else empty tensors.
+ */
+function savedStatistic(v: Validated): Tensor {
+  const input = v.tensors.input;
+  return v.plan.training
+    ? Tensor.zeros([v.plan.geometry.channels], "float32", v.device)
+    : Tensor.zeros([0], input.dtype, v.device);
+}
+
+const call = defineOperator<BatchNormArgs, Output, Validated, BatchNormResult>({
+  op: OP,
+  args: ["input", "weight", "bias", "runningMean", "runningVar", "training", "momentum", "eps"],
+  outputs: {
+    output: (v) => Tensor.emptyLike(v.tensors.input, v.tensors.input.dtype, v.device),
+    saveMean: savedStatistic,
+    saveInvstd: savedStatistic,
+  },
+  validate,
+  run: (v, o) =>
+    v.backend.batchNorm(v.plan, {
+      ...v.tensors,
+      output: o.output!,
+      saveMean: o.saveMean!,
+      saveInvstd: o.saveInvstd!,
+    }),
+});
 
 function validate(args: BatchNormArgs): Validated {
   const input = requireTensor(OP, "input", args.input);
@@ -259,6 +238,7 @@ function validate(args: BatchNormArgs): Validated {
     device,
     backend,
     plan: { geometry: channelGeometry(input.shape), training, momentum, eps },
-    tensors: { input, weight, bias, runningMean, runningVar, output, saveMean, saveInvstd },
+    tensors: { input, weight, bias, runningMean, runningVar },
+    given: { output, saveMean, saveInvstd },
   };
 }

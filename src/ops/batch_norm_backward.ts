@@ -29,19 +29,14 @@
 
 import { z } from "./zod.ts";
 import {
-  type Backend,
   type BatchNormBackwardPlan,
   type BatchNormBackwardTensors,
   channelGeometry,
 } from "../backends/mod.ts";
-import type { Device } from "../tensor/device.ts";
 import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
-import { releaseOnFailure } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { allocatedBy, disposable } from "./results.ts";
-import { ValidationMemo } from "./memo.ts";
+import { defineOperator, type ValidatedCall } from "./spec.ts";
 import {
-  argumentsOf,
   backendChecked,
   checkDType,
   checkPerChannelShape,
@@ -138,8 +133,9 @@ function checkDTypeOrFloat32(name: string, t: Tensor, baseName: string, base: DT
  * or bfloat16 data (mixed precision); runningVar must share runningMean's dtype, saveInvstd
  * saveMean's, gradBias gradWeight's. Masked-off outputs are neither validated nor written.
  *
- * Without `out`, gradInput is a contiguous tensor of input's dtype and shape, and
- * gradWeight/gradBias use weight's dtype (input's when weight is absent).
+ * Without `out`, gradInput takes input's dtype, shape and memory layout (channels-last in,
+ * channels-last out), and gradWeight/gradBias use weight's dtype (input's when weight is
+ * absent).
  *
  * @example
  * ```ts
@@ -157,68 +153,47 @@ function checkDTypeOrFloat32(name: string, t: Tensor, baseName: string, base: DT
  * ```
  */
 export function batchNormBackward(args: BatchNormBackwardArgs): BatchNormBackwardResult {
-  const a = argumentsOf(OP, args);
-  const out = a.out ?? undefined;
-  const m = a.outputMask;
-  const keys = [
-    a.gradOut,
-    a.input,
-    a.weight,
-    a.runningMean,
-    a.runningVar,
-    a.saveMean,
-    a.saveInvstd,
-    a.training,
-    a.eps,
-    m,
-    m?.length,
-    m?.[0],
-    m?.[1],
-    m?.[2],
-    out?.gradInput,
-    out?.gradWeight,
-    out?.gradBias,
-  ];
-  const v = memo.get(keys) ?? memo.set(keys, validate(a));
-  // Outputs and temporaries made before a failure are freed with it.
-  return releaseOnFailure(() => {
-    const { device, plan, tensors: t } = v;
-    const [wantInput, wantWeight, wantBias] = plan.mask;
-    const gradInput = wantInput
-      ? t.gradInput ?? Tensor.emptyLike(t.input, t.input.dtype, device)
-      : undefined;
-    const gradWeight = wantWeight
-      ? t.gradWeight ?? Tensor.empty([v.channels], v.gradDType, device)
-      : undefined;
-    const gradBias = wantBias
-      ? t.gradBias ?? Tensor.empty([v.channels], v.gradDType, device)
-      : undefined;
-    v.backend.batchNormBackward(plan, { ...t, gradInput, gradWeight, gradBias });
-    return disposable({
-      gradInput: gradInput ?? null,
-      gradWeight: gradWeight ?? null,
-      gradBias: gradBias ?? null,
-    }, [
-      allocatedBy(t.gradInput, gradInput),
-      allocatedBy(t.gradWeight, gradWeight),
-      allocatedBy(t.gradBias, gradBias),
-    ]);
-  });
+  return call(args);
 }
 
+type Output = "gradInput" | "gradWeight" | "gradBias";
+
 /** What validation established for one set of argument values. */
-interface Validated {
-  readonly device: Device;
-  readonly backend: Backend;
+interface Validated extends ValidatedCall<Output> {
   readonly plan: BatchNormBackwardPlan;
-  /** The inputs and the outputs given in `out`. */
-  readonly tensors: BatchNormBackwardTensors;
+  /** The inputs. */
+  readonly tensors: Omit<BatchNormBackwardTensors, Output>;
   readonly channels: number;
   /** dtype of gradWeight/gradBias when allocated (weight's, else input's). */
   readonly gradDType: DType;
 }
 
-const memo = new ValidationMemo<Validated>();
+const call = defineOperator<BatchNormBackwardArgs, Output, Validated>({
+  op: OP,
+  args: [
+    "gradOut",
+    "input",
+    "weight",
+    "runningMean",
+    "runningVar",
+    "saveMean",
+    "saveInvstd",
+    "training",
+    "eps",
+    "outputMask",
+  ],
+  outputs: {
+    gradInput: (v) =>
+      v.plan.mask[0]
+        ? Tensor.emptyLike(v.tensors.input, v.tensors.input.dtype, v.device)
+        : undefined,
+    gradWeight: (v) =>
+      v.plan.mask[1] ? Tensor.empty([v.channels], v.gradDType, v.device) : undefined,
+    gradBias: (v) => v.plan.mask[2] ? Tensor.empty([v.channels], v.gradDType, v.device) : undefined,
+  },
+  validate,
+  run: (v, outputs) => v.backend.batchNormBackward(v.plan, { ...v.tensors, ...outputs }),
+});
 
 function validate(args: BatchNormBackwardArgs): Validated {
   const gradOut = requireTensor(OP, "gradOut", args.gradOut);
@@ -286,7 +261,8 @@ function validate(args: BatchNormBackwardArgs): Validated {
     device,
     backend,
     plan: { geometry: channelGeometry(input.shape), training, eps, mask },
-    tensors: { ...stats, gradOut, input, gradInput, gradWeight, gradBias },
+    tensors: { ...stats, gradOut, input },
+    given: { gradInput, gradWeight, gradBias },
     channels,
     gradDType,
   };

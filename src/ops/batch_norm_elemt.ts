@@ -24,19 +24,15 @@
 
 import { z } from "./zod.ts";
 import {
-  type Backend,
   type BatchNormElemtPlan,
   type BatchNormElemtTensors,
   channelGeometry,
 } from "../backends/mod.ts";
-import type { Device } from "../tensor/device.ts";
 import { ACLNN_ERR_PARAM_INVALID } from "../ffi/errors.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
-import { releaseOnFailure } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { ValidationMemo } from "./memo.ts";
+import { defineOperator, type ValidatedCall } from "./spec.ts";
 import {
-  argumentsOf,
   backendChecked,
   checkChannelsNonZero,
   checkDType,
@@ -107,27 +103,30 @@ const scalarsSchema = z.object({ eps: epsilon });
  * ```
  */
 export function batchNormElemt(args: BatchNormElemtArgs): Tensor {
-  const a = argumentsOf(OP, args);
-  const keys = [a.input, a.weight, a.bias, a.mean, a.invstd, a.eps, a.out?.output];
-  const v = memo.get(keys) ?? memo.set(keys, validate(a));
-  // Outputs and temporaries made before a failure are freed with it.
-  return releaseOnFailure(() => {
-    const { device, plan, tensors: t } = v;
-    const output = t.output ?? Tensor.emptyLike(t.input, t.input.dtype, device);
-    v.backend.batchNormElemt(plan, { ...t, output });
-    return output;
-  });
+  return call(args).output;
 }
 
 /** What validation established for one set of argument values. */
-interface Validated {
-  readonly device: Device;
-  readonly backend: Backend;
+interface Validated extends ValidatedCall<"output"> {
   readonly plan: BatchNormElemtPlan;
-  readonly tensors: Omit<BatchNormElemtTensors, "output"> & { output?: Tensor };
+  /** The inputs. */
+  readonly tensors: Omit<BatchNormElemtTensors, "output">;
 }
 
-const memo = new ValidationMemo<Validated>();
+const call = defineOperator<
+  BatchNormElemtArgs,
+  "output",
+  Validated,
+  { output: Tensor } & Disposable
+>({
+  op: OP,
+  args: ["input", "weight", "bias", "mean", "invstd", "eps"],
+  outputs: {
+    output: (v) => Tensor.emptyLike(v.tensors.input, v.tensors.input.dtype, v.device),
+  },
+  validate,
+  run: (v, o) => v.backend.batchNormElemt(v.plan, { ...v.tensors, output: o.output! }),
+});
 
 function validate(args: BatchNormElemtArgs): Validated {
   // CANN returns 161002, not 161001, for a null input, mean, invstd or output
@@ -165,6 +164,7 @@ function validate(args: BatchNormElemtArgs): Validated {
     device,
     backend,
     plan: { geometry: channelGeometry(input.shape), eps },
-    tensors: { input, weight, bias, mean, invstd, output },
+    tensors: { input, weight, bias, mean, invstd },
+    given: { output },
   };
 }

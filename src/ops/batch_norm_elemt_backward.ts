@@ -26,18 +26,14 @@
  */
 
 import {
-  type Backend,
   type BatchNormElemtBackwardPlan,
   type BatchNormElemtBackwardTensors,
   channelGeometry,
 } from "../backends/mod.ts";
-import type { Device } from "../tensor/device.ts";
 import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
-import { releaseOnFailure } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { ValidationMemo } from "./memo.ts";
+import { defineOperator, type ValidatedCall } from "./spec.ts";
 import {
-  argumentsOf,
   backendChecked,
   checkChannelsNonZero,
   checkDType,
@@ -112,37 +108,31 @@ export interface BatchNormElemtBackwardArgs {
  * ```
  */
 export function batchNormElemtBackward(args: BatchNormElemtBackwardArgs): Tensor {
-  const a = argumentsOf(OP, args);
-  const keys = [
-    a.gradOut,
-    a.input,
-    a.mean,
-    a.invstd,
-    a.weight,
-    a.sumDy,
-    a.sumDyXmu,
-    a.counter,
-    a.out?.gradInput,
-  ];
-  const v = memo.get(keys) ?? memo.set(keys, validate(a));
-  // Outputs and temporaries made before a failure are freed with it.
-  return releaseOnFailure(() => {
-    const { device, plan, tensors: t } = v;
-    const gradInput = t.gradInput ?? Tensor.emptyLike(t.input, t.input.dtype, device);
-    v.backend.batchNormElemtBackward(plan, { ...t, gradInput });
-    return gradInput;
-  });
+  return call(args).gradInput;
 }
 
 /** What validation established for one set of argument values. */
-interface Validated {
-  readonly device: Device;
-  readonly backend: Backend;
+interface Validated extends ValidatedCall<"gradInput"> {
   readonly plan: BatchNormElemtBackwardPlan;
-  readonly tensors: Omit<BatchNormElemtBackwardTensors, "gradInput"> & { gradInput?: Tensor };
+  /** The inputs. */
+  readonly tensors: Omit<BatchNormElemtBackwardTensors, "gradInput">;
 }
 
-const memo = new ValidationMemo<Validated>();
+const call = defineOperator<
+  BatchNormElemtBackwardArgs,
+  "gradInput",
+  Validated,
+  { gradInput: Tensor } & Disposable
+>({
+  op: OP,
+  args: ["gradOut", "input", "mean", "invstd", "weight", "sumDy", "sumDyXmu", "counter"],
+  outputs: {
+    gradInput: (v) => Tensor.emptyLike(v.tensors.input, v.tensors.input.dtype, v.device),
+  },
+  validate,
+  run: (v, o) =>
+    v.backend.batchNormElemtBackward(v.plan, { ...v.tensors, gradInput: o.gradInput! }),
+});
 
 function validate(args: BatchNormElemtBackwardArgs): Validated {
   const gradOut = requireTensor(OP, "gradOut", args.gradOut);
@@ -179,6 +169,7 @@ function validate(args: BatchNormElemtBackwardArgs): Validated {
     device,
     backend,
     plan: { geometry: channelGeometry(input.shape) },
-    tensors: { gradOut, input, mean, invstd, weight, sumDy, sumDyXmu, counter, gradInput },
+    tensors: { gradOut, input, mean, invstd, weight, sumDy, sumDyXmu, counter },
+    given: { gradInput },
   };
 }

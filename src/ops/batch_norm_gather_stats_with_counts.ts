@@ -34,20 +34,12 @@
  */
 
 import { z } from "./zod.ts";
-import type {
-  Backend,
-  BatchNormGatherStatsPlan,
-  BatchNormGatherStatsTensors,
-} from "../backends/mod.ts";
-import type { Device } from "../tensor/device.ts";
+import type { BatchNormGatherStatsPlan, BatchNormGatherStatsTensors } from "../backends/mod.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
-import { releaseOnFailure } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { allocatedBy, disposable } from "./results.ts";
-import { ValidationMemo } from "./memo.ts";
+import { defineOperator, type ValidatedCall } from "./spec.ts";
 import {
-  argumentsOf,
   backendChecked,
   checkDType,
   checkPerChannelShape,
@@ -144,34 +136,38 @@ const scalarsSchema = z.object({
 export function batchNormGatherStatsWithCounts(
   args: BatchNormGatherStatsWithCountsArgs,
 ): BatchNormGatherStatsWithCountsResult {
-  const a = argumentsOf(OP, args);
-  const out = a.out ?? undefined;
-  const keys = [
-    a.input,
-    a.mean,
-    a.invstd,
-    a.runningMean,
-    a.runningVar,
-    a.momentum,
-    a.eps,
-    a.counts,
-    out?.mean,
-    out?.invstd,
-  ];
-  const v = memo.get(keys) ?? memo.set(keys, validate(a));
-  // Outputs and temporaries made before a failure are freed with it.
-  return releaseOnFailure(() => {
-    const { device, plan, tensors: t } = v;
-    checkCounts(t.counts);
-    const meanAll = t.meanAll ?? Tensor.empty([plan.channels], t.mean.dtype, device);
-    const invstdAll = t.invstdAll ?? Tensor.empty([plan.channels], t.mean.dtype, device);
-    v.backend.batchNormGatherStatsWithCounts(plan, { ...t, meanAll, invstdAll });
-    return disposable({ mean: meanAll, invstd: invstdAll }, [
-      allocatedBy(t.meanAll, meanAll),
-      allocatedBy(t.invstdAll, invstdAll),
-    ]);
-  });
+  return call(args);
 }
+
+/** What validation established for one set of argument values. */
+interface Validated extends ValidatedCall<"mean" | "invstd"> {
+  readonly plan: BatchNormGatherStatsPlan;
+  /** The inputs. */
+  readonly tensors: Omit<BatchNormGatherStatsTensors, "meanAll" | "invstdAll">;
+}
+
+const call = defineOperator<
+  BatchNormGatherStatsWithCountsArgs,
+  "mean" | "invstd",
+  Validated,
+  BatchNormGatherStatsWithCountsResult
+>({
+  op: OP,
+  args: ["input", "mean", "invstd", "runningMean", "runningVar", "momentum", "eps", "counts"],
+  outputs: {
+    mean: (v) => Tensor.empty([v.plan.channels], v.tensors.mean.dtype, v.device),
+    invstd: (v) => Tensor.empty([v.plan.channels], v.tensors.mean.dtype, v.device),
+  },
+  validate,
+  run: (v, o) => {
+    checkCounts(v.tensors.counts);
+    v.backend.batchNormGatherStatsWithCounts(v.plan, {
+      ...v.tensors,
+      meanAll: o.mean!,
+      invstdAll: o.invstd!,
+    });
+  },
+});
 
 /**
  * counts are element counts: finite and >= 0 (a negative count gives silently wrong global
@@ -186,19 +182,6 @@ function checkCounts(counts: Tensor): void {
     }
   }
 }
-
-/** What validation established for one set of argument values. */
-interface Validated {
-  readonly device: Device;
-  readonly backend: Backend;
-  readonly plan: BatchNormGatherStatsPlan;
-  readonly tensors: Omit<BatchNormGatherStatsTensors, "meanAll" | "invstdAll"> & {
-    meanAll?: Tensor;
-    invstdAll?: Tensor;
-  };
-}
-
-const memo = new ValidationMemo<Validated>();
 
 function validate(args: BatchNormGatherStatsWithCountsArgs): Validated {
   const input = requireTensor(OP, "input", args.input);
@@ -265,6 +248,7 @@ function validate(args: BatchNormGatherStatsWithCountsArgs): Validated {
     device,
     backend,
     plan: { channels, ranks: W, momentum, eps },
-    tensors: { input, mean, invstd, runningMean, runningVar, counts, meanAll, invstdAll },
+    tensors: { input, mean, invstd, runningMean, runningVar, counts },
+    given: { mean: meanAll, invstd: invstdAll },
   };
 }

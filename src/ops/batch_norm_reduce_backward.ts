@@ -7,20 +7,15 @@
 
 import { z } from "./zod.ts";
 import {
-  type Backend,
   type BatchNormReduceBackwardPlan,
   type BatchNormReduceBackwardTensors,
   channelGeometry,
 } from "../backends/mod.ts";
-import type { Device } from "../tensor/device.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
-import { releaseOnFailure } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { allocatedBy, disposable } from "./results.ts";
-import { ValidationMemo } from "./memo.ts";
+import { defineOperator, type ValidatedCall } from "./spec.ts";
 import {
-  argumentsOf,
   backendChecked,
   checkChannelsNonZero,
   checkDType,
@@ -110,60 +105,16 @@ const masksSchema = z.object({ inputG: flag, weightG: flag, biasG: flag });
 export function batchNormReduceBackward(
   args: BatchNormReduceBackwardArgs,
 ): BatchNormReduceBackwardResult {
-  const a = argumentsOf(OP, args);
-  const out = a.out ?? undefined;
-  const keys = [
-    a.gradOut,
-    a.input,
-    a.mean,
-    a.invstd,
-    a.weight,
-    a.inputG,
-    a.weightG,
-    a.biasG,
-    out?.sumDy,
-    out?.sumDyXmu,
-    out?.gradWeight,
-    out?.gradBias,
-  ];
-  const v = memo.get(keys) ?? memo.set(keys, validate(a));
-  // Outputs and temporaries made before a failure are freed with it.
-  return releaseOnFailure(() => {
-    const { device, plan, channels } = v;
-    const t = v.tensors;
-    // PyTorch's allocation rule: per-channel sums in mean's dtype, weight gradients in weight's.
-    const sumDy = plan.inputG ? t.sumDy ?? Tensor.empty([channels], v.sumDType, device) : undefined;
-    const sumDyXmu = plan.inputG
-      ? t.sumDyXmu ?? Tensor.empty([channels], v.sumDType, device)
-      : undefined;
-    const gradWeight = plan.weightG
-      ? t.gradWeight ?? Tensor.empty([channels], v.gradDType, device)
-      : undefined;
-    const gradBias = plan.biasG
-      ? t.gradBias ?? Tensor.empty([channels], v.gradDType, device)
-      : undefined;
-    v.backend.batchNormReduceBackward(plan, { ...t, sumDy, sumDyXmu, gradWeight, gradBias });
-    return disposable({
-      sumDy: sumDy ?? null,
-      sumDyXmu: sumDyXmu ?? null,
-      gradWeight: gradWeight ?? null,
-      gradBias: gradBias ?? null,
-    }, [
-      allocatedBy(t.sumDy, sumDy),
-      allocatedBy(t.sumDyXmu, sumDyXmu),
-      allocatedBy(t.gradWeight, gradWeight),
-      allocatedBy(t.gradBias, gradBias),
-    ]);
-  });
+  return call(args);
 }
 
+type Output = "sumDy" | "sumDyXmu" | "gradWeight" | "gradBias";
+
 /** What validation established for one set of argument values. */
-interface Validated {
-  readonly device: Device;
-  readonly backend: Backend;
+interface Validated extends ValidatedCall<Output> {
   readonly plan: BatchNormReduceBackwardPlan;
-  /** The inputs and the outputs given in `out`. */
-  readonly tensors: BatchNormReduceBackwardTensors;
+  /** The inputs. */
+  readonly tensors: Omit<BatchNormReduceBackwardTensors, Output>;
   readonly channels: number;
   /** dtype of sumDy/sumDyXmu when allocated (mean's). */
   readonly sumDType: DType;
@@ -171,7 +122,20 @@ interface Validated {
   readonly gradDType: DType;
 }
 
-const memo = new ValidationMemo<Validated>();
+// PyTorch's allocation rule: per-channel sums in mean's dtype, weight gradients in weight's.
+const call = defineOperator<BatchNormReduceBackwardArgs, Output, Validated>({
+  op: OP,
+  args: ["gradOut", "input", "mean", "invstd", "weight", "inputG", "weightG", "biasG"],
+  outputs: {
+    sumDy: (v) => v.plan.inputG ? Tensor.empty([v.channels], v.sumDType, v.device) : undefined,
+    sumDyXmu: (v) => v.plan.inputG ? Tensor.empty([v.channels], v.sumDType, v.device) : undefined,
+    gradWeight: (v) =>
+      v.plan.weightG ? Tensor.empty([v.channels], v.gradDType, v.device) : undefined,
+    gradBias: (v) => v.plan.biasG ? Tensor.empty([v.channels], v.gradDType, v.device) : undefined,
+  },
+  validate,
+  run: (v, o) => v.backend.batchNormReduceBackward(v.plan, { ...v.tensors, ...o }),
+});
 
 function validate(args: BatchNormReduceBackwardArgs): Validated {
   const gradOut = requireTensor(OP, "gradOut", args.gradOut);
@@ -216,7 +180,8 @@ function validate(args: BatchNormReduceBackwardArgs): Validated {
     device,
     backend,
     plan: { geometry: channelGeometry(input.shape), inputG, weightG, biasG },
-    tensors: { gradOut, input, ...perChannel },
+    tensors: { gradOut, input, mean, invstd, weight },
+    given: { sumDy, sumDyXmu, gradWeight, gradBias },
     channels,
     sumDType: mean.dtype,
     gradDType: weight?.dtype ?? mean.dtype,

@@ -23,15 +23,11 @@
  */
 
 import { z } from "./zod.ts";
-import { type Backend, type BatchNormStatsPlan, channelGeometry } from "../backends/mod.ts";
-import type { Device } from "../tensor/device.ts";
+import { type BatchNormStatsPlan, channelGeometry } from "../backends/mod.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
-import { releaseOnFailure } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { allocatedBy, disposable } from "./results.ts";
-import { ValidationMemo } from "./memo.ts";
+import { defineOperator, type ValidatedCall } from "./spec.ts";
 import {
-  argumentsOf,
   backendChecked,
   checkChannelsNonZero,
   checkDType,
@@ -94,29 +90,28 @@ const scalarsSchema = z.object({ eps: epsilon });
  * ```
  */
 export function batchNormStats(args: BatchNormStatsArgs): BatchNormStatsResult {
-  const a = argumentsOf(OP, args);
-  const keys = [a.input, a.eps, a.out?.mean, a.out?.invstd];
-  const v = memo.get(keys) ?? memo.set(keys, validate(a));
-  // Outputs and temporaries made before a failure are freed with it.
-  return releaseOnFailure(() => {
-    const { device, plan, tensors: t } = v;
-    const C = plan.geometry.channels;
-    const mean = t.mean ?? Tensor.empty([C], "float32", device);
-    const invstd = t.invstd ?? Tensor.empty([C], "float32", device);
-    v.backend.batchNormStats(plan, { input: t.input, mean, invstd });
-    return disposable({ mean, invstd }, [allocatedBy(t.mean, mean), allocatedBy(t.invstd, invstd)]);
-  });
+  return call(args);
 }
 
-/** What validation established for one set of argument values (outputs when given). */
-interface Validated {
-  readonly device: Device;
-  readonly backend: Backend;
+type Output = "mean" | "invstd";
+
+/** What validation established for one set of argument values. */
+interface Validated extends ValidatedCall<Output> {
   readonly plan: BatchNormStatsPlan;
-  readonly tensors: { input: Tensor; mean?: Tensor; invstd?: Tensor };
+  readonly input: Tensor;
 }
 
-const memo = new ValidationMemo<Validated>();
+const call = defineOperator<BatchNormStatsArgs, Output, Validated, BatchNormStatsResult>({
+  op: OP,
+  args: ["input", "eps"],
+  outputs: {
+    mean: (v) => Tensor.empty([v.plan.geometry.channels], "float32", v.device),
+    invstd: (v) => Tensor.empty([v.plan.geometry.channels], "float32", v.device),
+  },
+  validate,
+  run: (v, o) =>
+    v.backend.batchNormStats(v.plan, { input: v.input, mean: o.mean!, invstd: o.invstd! }),
+});
 
 function validate(args: BatchNormStatsArgs): Validated {
   const input = requireTensor(OP, "input", args.input);
@@ -142,6 +137,7 @@ function validate(args: BatchNormStatsArgs): Validated {
     device,
     backend,
     plan: { geometry: channelGeometry(input.shape), eps },
-    tensors: { input, mean, invstd },
+    input,
+    given: { mean, invstd },
   };
 }

@@ -23,16 +23,12 @@
  */
 
 import { z } from "./zod.ts";
-import type { Backend, GroupNormPlan, GroupNormTensors } from "../backends/mod.ts";
-import type { Device } from "../tensor/device.ts";
+import type { GroupNormPlan, GroupNormTensors } from "../backends/mod.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
-import { releaseOnFailure } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { allocatedBy, disposable } from "./results.ts";
-import { ValidationMemo } from "./memo.ts";
+import { defineOperator, type ValidatedCall } from "./spec.ts";
 import {
-  argumentsOf,
   backendChecked,
   checkDType,
   checkGroupGeometry,
@@ -129,51 +125,30 @@ const scalarsSchema = z.object({
  * ```
  */
 export function groupNorm(args: GroupNormArgs): GroupNormResult {
-  const a = argumentsOf(OP, args);
-  const out = a.out ?? undefined;
-  const keys = [
-    a.input,
-    a.gamma,
-    a.beta,
-    a.N,
-    a.C,
-    a.HxW,
-    a.group,
-    a.eps,
-    out?.output,
-    out?.mean,
-    out?.rstd,
-  ];
-  const v = memo.get(keys) ?? memo.set(keys, validate(a));
-  // Outputs and temporaries made before a failure are freed with it.
-  return releaseOnFailure(() => {
-    const { device, plan, tensors: t } = v;
-    const { input } = t;
-    const output = t.output ?? Tensor.emptyLike(input, input.dtype, device);
-    const mean = t.mean ?? Tensor.empty([plan.N, plan.group], input.dtype, device);
-    const rstd = t.rstd ?? Tensor.empty([plan.N, plan.group], input.dtype, device);
-    v.backend.groupNorm(plan, { ...t, output, mean, rstd });
-    return disposable({ output, mean, rstd }, [
-      allocatedBy(t.output, output),
-      allocatedBy(t.mean, mean),
-      allocatedBy(t.rstd, rstd),
-    ]);
-  });
+  return call(args);
 }
+
+type Output = "output" | "mean" | "rstd";
 
 /** What validation established for one set of argument values. */
-interface Validated {
-  readonly device: Device;
-  readonly backend: Backend;
+interface Validated extends ValidatedCall<Output> {
   readonly plan: GroupNormPlan;
-  readonly tensors: Omit<GroupNormTensors, "output" | "mean" | "rstd"> & {
-    output?: Tensor;
-    mean?: Tensor;
-    rstd?: Tensor;
-  };
+  /** The inputs. */
+  readonly tensors: Omit<GroupNormTensors, Output>;
 }
 
-const memo = new ValidationMemo<Validated>();
+const call = defineOperator<GroupNormArgs, Output, Validated, GroupNormResult>({
+  op: OP,
+  args: ["input", "gamma", "beta", "N", "C", "HxW", "group", "eps"],
+  outputs: {
+    output: (v) => Tensor.emptyLike(v.tensors.input, v.tensors.input.dtype, v.device),
+    mean: (v) => Tensor.empty([v.plan.N, v.plan.group], v.tensors.input.dtype, v.device),
+    rstd: (v) => Tensor.empty([v.plan.N, v.plan.group], v.tensors.input.dtype, v.device),
+  },
+  validate,
+  run: (v, o) =>
+    v.backend.groupNorm(v.plan, { ...v.tensors, output: o.output!, mean: o.mean!, rstd: o.rstd! }),
+});
 
 function validate(args: GroupNormArgs): Validated {
   const input = requireTensor(OP, "input", args.input);
@@ -231,6 +206,7 @@ function validate(args: GroupNormArgs): Validated {
     device,
     backend,
     plan: { N, C, HxW, group, eps },
-    tensors: { input, gamma, beta, output, mean, rstd },
+    tensors: { input, gamma, beta },
+    given: { output, mean, rstd },
   };
 }

@@ -27,17 +27,13 @@
  */
 
 import { z } from "./zod.ts";
-import type { Backend, GroupNormBackwardPlan, GroupNormBackwardTensors } from "../backends/mod.ts";
+import type { GroupNormBackwardPlan, GroupNormBackwardTensors } from "../backends/mod.ts";
 import { ACLNN_ERR_PARAM_INVALID } from "../ffi/errors.ts";
-import type { Device } from "../tensor/device.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
-import { releaseOnFailure } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { allocatedBy, disposable } from "./results.ts";
-import { ValidationMemo } from "./memo.ts";
+import { defineOperator, type ValidatedCall } from "./spec.ts";
 import {
-  argumentsOf,
   backendChecked,
   checkDType,
   checkGroupGeometry,
@@ -181,66 +177,36 @@ function resolveGeometry(
  * ```
  */
 export function groupNormBackward(args: GroupNormBackwardArgs): GroupNormBackwardResult {
-  const a = argumentsOf(OP, args);
-  const out = a.out ?? undefined;
-  const m = a.outputMask;
-  const keys = [
-    a.gradOut,
-    a.input,
-    a.mean,
-    a.rstd,
-    a.gamma,
-    a.N,
-    a.C,
-    a.HxW,
-    a.group,
-    m,
-    m?.length,
-    m?.[0],
-    m?.[1],
-    m?.[2],
-    out?.gradInput,
-    out?.gradGamma,
-    out?.gradBeta,
-  ];
-  const v = memo.get(keys) ?? memo.set(keys, validate(a));
-  // Outputs and temporaries made before a failure are freed with it.
-  return releaseOnFailure(() => {
-    const { device, plan, tensors: t } = v;
-    const gradInput = plan.mask[0]
-      ? t.gradInput ?? Tensor.emptyLike(t.input, t.gradOut.dtype, device)
-      : undefined;
-    const gradGamma = plan.mask[1]
-      ? t.gradGamma ?? Tensor.empty(v.perChannelShape, t.mean.dtype, device)
-      : undefined;
-    const gradBeta = plan.mask[2]
-      ? t.gradBeta ?? Tensor.empty(v.perChannelShape, t.mean.dtype, device)
-      : undefined;
-    v.backend.groupNormBackward(plan, { ...t, gradInput, gradGamma, gradBeta });
-    return disposable({
-      gradInput: gradInput ?? null,
-      gradGamma: gradGamma ?? null,
-      gradBeta: gradBeta ?? null,
-    }, [
-      allocatedBy(t.gradInput, gradInput),
-      allocatedBy(t.gradGamma, gradGamma),
-      allocatedBy(t.gradBeta, gradBeta),
-    ]);
-  });
+  return call(args);
 }
 
+type Output = "gradInput" | "gradGamma" | "gradBeta";
+
 /** What validation established for one set of argument values. */
-interface Validated {
-  readonly device: Device;
-  readonly backend: Backend;
+interface Validated extends ValidatedCall<Output> {
   readonly plan: GroupNormBackwardPlan;
-  /** The inputs and the outputs given in `out`. */
-  readonly tensors: GroupNormBackwardTensors;
-  /** Shape of gradGamma/gradBeta when allocated: gamma's, or [C]. */
+  /** The inputs. */
+  readonly tensors: Omit<GroupNormBackwardTensors, Output>;
+  /** Shape of gradGamma/gradBeta when allocated (gamma's, else [C]). */
   readonly perChannelShape: readonly number[];
 }
 
-const memo = new ValidationMemo<Validated>();
+const call = defineOperator<GroupNormBackwardArgs, Output, Validated>({
+  op: OP,
+  args: ["gradOut", "input", "mean", "rstd", "gamma", "N", "C", "HxW", "group", "outputMask"],
+  outputs: {
+    gradInput: (v) =>
+      v.plan.mask[0]
+        ? Tensor.emptyLike(v.tensors.input, v.tensors.gradOut.dtype, v.device)
+        : undefined,
+    gradGamma: (v) =>
+      v.plan.mask[1] ? Tensor.empty(v.perChannelShape, v.tensors.mean.dtype, v.device) : undefined,
+    gradBeta: (v) =>
+      v.plan.mask[2] ? Tensor.empty(v.perChannelShape, v.tensors.mean.dtype, v.device) : undefined,
+  },
+  validate,
+  run: (v, o) => v.backend.groupNormBackward(v.plan, { ...v.tensors, ...o }),
+});
 
 function validate(args: GroupNormBackwardArgs): Validated {
   const gradOut = requireTensor(OP, "gradOut", args.gradOut);
@@ -303,7 +269,8 @@ function validate(args: GroupNormBackwardArgs): Validated {
     device,
     backend,
     plan: { N, C, HxW, group, mask },
-    tensors,
+    tensors: { gradOut, input, mean, rstd, gamma },
+    given: { gradInput, gradGamma, gradBeta },
     perChannelShape: gamma ? gamma.shape : [C],
   };
 }
