@@ -120,9 +120,10 @@ const scalarsSchema = z.object({
  * training, saveMean/saveInvstd) do not have C elements, or training/momentum/eps have the
  * wrong type.
  *
- * Without `out`: output is a contiguous tensor of input's shape and dtype; in training,
- * saveMean/saveInvstd are float32 `[C]` (as torch_npu allocates them). An empty batch
- * leaves the running statistics unchanged and gives zero saveMean/saveInvstd.
+ * Without `out`: output has input's shape, dtype and memory layout (channels-last in,
+ * channels-last out); in training, saveMean/saveInvstd are float32 `[C]` (as torch_npu
+ * allocates them). An empty batch leaves the running statistics unchanged and gives saveMean 0
+ * and saveInvstd NaN, as CANN writes them.
  *
  * @example
  * ```ts

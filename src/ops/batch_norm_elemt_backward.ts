@@ -91,7 +91,7 @@ export interface BatchNormElemtBackwardArgs {
  * outside 2-8, counter's rank exceeds 8, C (input dim 1) is 0, gradOut or gradInput does not
  * have input's shape, or mean/invstd/weight/sumDy/sumDyXmu do not have C elements.
  *
- * Without `out`, gradInput is a contiguous tensor of input's shape and dtype.
+ * Without `out`, gradInput has input's shape, dtype and memory layout.
  *
  * @example
  * ```ts

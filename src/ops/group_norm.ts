@@ -113,8 +113,8 @@ const scalarsSchema = z.object({
  * input's, mean/rstd are not (N, group), input dim 0 != N, dim 1 != C, the product of dims
  * 2.. != HxW, numel(input) != N * C * HxW, or gamma/beta are not rank 1 with C elements.
  *
- * Without `out`: output is a contiguous tensor of input's shape and dtype; mean and rstd
- * are (N, group) in input's dtype.
+ * Without `out`: output has input's shape, dtype and memory layout (channels-last in,
+ * channels-last out); mean and rstd are (N, group) in input's dtype.
  *
  * @example
  * ```ts

@@ -158,7 +158,7 @@ function resolveGeometry(
  * are not checked here (the CPU backend has no such limit) and the native library reports
  * them when the tensors live on such an NPU.
  *
- * Without `out`, gradInput is a contiguous tensor of input's shape in gradOut's dtype, and
+ * Without `out`, gradInput has input's shape and memory layout in gradOut's dtype, and
  * gradGamma/gradBeta have gamma's shape ([C] without gamma) in mean's dtype.
  *
  * @example
