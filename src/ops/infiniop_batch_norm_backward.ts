@@ -45,20 +45,23 @@
  */
 
 import type { Device } from "../tensor/device.ts";
-import { type DType, dtypeByteSize, FLOAT_DTYPES, isDType } from "../tensor/dtype.ts";
-import {
-  contiguousStrides,
-  formatShape,
-  isContiguousLayout,
-  shapeProblem,
-} from "../tensor/layout.ts";
+import { type DType, dtypeByteSize, FLOAT_DTYPES } from "../tensor/dtype.ts";
+import { contiguousStrides, formatShape, isContiguousLayout } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { channelGeometry } from "../backends/mod.ts";
-import { hasInternalOverlap, overlaps, sameView } from "./overlap.ts";
+import {
+  checkAliasing,
+  COMPUTE,
+  CREATE,
+  DATA,
+  type Layout,
+  layoutOf,
+  type Name,
+  NAMES,
+  sameStrides,
+} from "./infiniop_layout.ts";
 import { backendChecked, invalidStatus as fail, sameShape } from "./validate.ts";
 
-const CREATE = "infiniopCreateBatchNormBackwardDescriptor";
-const COMPUTE = "infiniopBatchNormBackward";
 /** The aclnn operator the descriptor runs (its device rules apply). */
 const KERNEL_OP = "aclnnBatchNormBackward";
 
@@ -172,83 +175,6 @@ export interface BatchNormBackwardDescriptor extends Disposable {
   compute(args: BatchNormBackwardComputeArgs): void;
   /** Releases the descriptor (idempotent); compute afterwards throws BAD_PARAM. */
   destroy(): void;
-}
-
-interface Layout {
-  readonly dtype: DType;
-  readonly shape: readonly number[];
-  readonly strides: readonly number[];
-}
-
-const NAMES = [
-  "gradInput",
-  "gradWeight",
-  "gradBias",
-  "input",
-  "gradOutput",
-  "weight",
-  "runningMean",
-  "runningVar",
-] as const;
-type Name = typeof NAMES[number];
-const DATA: readonly Name[] = ["gradInput", "gradOutput", "input"];
-
-function layoutOf(name: Name, value: unknown): Layout {
-  if (value === undefined || value === null) {
-    fail(CREATE, name, "descriptor is required but is missing", "NULL_POINTER");
-  }
-  if (value instanceof Tensor) {
-    return { dtype: value.dtype, shape: value.shape, strides: value.strides };
-  }
-  if (typeof value !== "object") {
-    fail(CREATE, name, "must be a Tensor or { dtype, shape, strides? }", "BAD_PARAM");
-  }
-  const d = value as Partial<InfiniopTensorDescriptor>;
-  if (!isDType(d.dtype)) {
-    fail(CREATE, name, `dtype ${String(d.dtype)} is unknown`, "BAD_TENSOR_DTYPE");
-  }
-  const problem = shapeProblem(d.shape as number[]);
-  if (problem) fail(CREATE, name, `shape is invalid: ${problem}`, "BAD_TENSOR_SHAPE");
-  const shape = [...d.shape!];
-  if (d.strides === undefined) return { dtype: d.dtype, shape, strides: contiguousStrides(shape) };
-  const strides = d.strides;
-  if (
-    !Array.isArray(strides) || strides.length !== shape.length ||
-    strides.some((s) => !Number.isSafeInteger(s) || s < 0)
-  ) {
-    fail(
-      CREATE,
-      name,
-      `strides ${String(strides)} must be ${shape.length} integers >= 0`,
-      "BAD_TENSOR_STRIDES",
-    );
-  }
-  return { dtype: d.dtype, shape, strides: [...strides] };
-}
-
-/** Strides agree on every dim that has more than one element. */
-function sameStrides(shape: readonly number[], a: readonly number[], b: readonly number[]) {
-  return shape.every((d, i) => d <= 1 || a[i] === b[i]);
-}
-
-const WRITTEN: readonly Name[] = ["gradInput", "gradWeight", "gradBias"];
-
-/**
- * The outputs must not share memory with each other, themselves or the inputs, except
- * gradInput over gradOutput as the very same view (the in-place use InfiniOp documents).
- */
-function checkAliasing(t: Record<Name, Tensor>): void {
-  for (const [i, name] of WRITTEN.entries()) {
-    const out = t[name];
-    if (hasInternalOverlap(out)) {
-      fail(COMPUTE, name, "has elements that share memory (a stride 0?)", "BAD_TENSOR_STRIDES");
-    }
-    for (const other of NAMES) {
-      if (other === name || (WRITTEN.indexOf(other) > i) || !overlaps(out, t[other])) continue;
-      if (name === "gradInput" && other === "gradOutput" && sameView(out, t[other])) continue;
-      fail(COMPUTE, name, `shares memory with ${other}`, "BAD_PARAM");
-    }
-  }
 }
 
 class Descriptor implements BatchNormBackwardDescriptor {
