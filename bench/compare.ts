@@ -9,7 +9,7 @@
  */
 
 import "../scripts/require_deno.ts";
-import { parseArgs } from "node:util";
+import { parseCommand, positiveInteger, usageError } from "../scripts/cli.ts";
 import {
   batchNormBackward,
   batchNormReduceBackward,
@@ -19,17 +19,25 @@ import {
 } from "../mod.ts";
 import { benchDevices } from "./devices.ts";
 
-const { values: flags } = parseArgs({
-  args: Deno.args,
+const NAME = "bench:compare";
+const flags = parseCommand({
+  name: NAME,
+  usage: `usage: deno task bench:compare [--shape N,C,H,W] [--runs N] [--groups G]
+  --shape N,C,...   the data shape (default 8,64,32,32)
+  --runs N          timed runs per case, at least 3 (default 15)
+  --groups G        GroupNorm groups, dividing C (default 32)
+  -h, --help        print this text`,
   options: {
     shape: { type: "string", default: "8,64,32,32" },
     runs: { type: "string", default: "15" },
     groups: { type: "string", default: "32" },
   },
 });
-const shape = flags.shape.split(",").map(Number);
-const runs = Math.max(3, Number(flags.runs));
-const group = Number(flags.groups);
+const shape = flags.shape.split(",").map((d) => positiveInteger(NAME, "shape", d));
+if (shape.length < 2 || shape.length > 8) usageError(NAME, "--shape needs 2 to 8 dimensions");
+const runs = Math.max(3, positiveInteger(NAME, "runs", flags.runs));
+const group = positiveInteger(NAME, "groups", flags.groups);
+if (shape[1] % group !== 0) usageError(NAME, `--groups ${group} must divide C = ${shape[1]}`);
 const [N, C] = shape;
 
 function median(run: () => void): number {

@@ -28,7 +28,13 @@
  * @module
  */
 
-import { parseArgs } from "node:util";
+import {
+  listOf,
+  parseCommand,
+  positiveInteger,
+  positiveNumber,
+  usageError,
+} from "../scripts/cli.ts";
 import type { DType } from "../mod.ts";
 import { cpuBackend } from "../src/backends/cpu/mod.ts";
 import { fastKernels } from "../src/backends/cpu/fast/mod.ts";
@@ -37,9 +43,25 @@ import { setCpuThreads, startCpuThreads } from "../src/backends/cpu/threads.ts";
 import { setWasmKernels } from "../src/backends/cpu/pool/pool.ts";
 import { type BenchLayout, CPU_OPS, CPU_SHAPES, cpuCase, type CpuOp } from "./cpu_cases.ts";
 
-const { values: flags } = parseArgs({
-  // `deno task <name> -- --flag` hands the `--` through (after the task's own flags).
-  args: Deno.args.filter((arg) => arg !== "--"),
+const NAME = "bench:cpu";
+const flags = parseCommand({
+  name: NAME,
+  usage: `usage: deno task bench:cpu [--threads N] [--ops a,b] [--dtypes float32,bfloat16]
+                        [--shapes 4x16x8x8,...] [--layouts contiguous,channels_last]
+                        [--min-time S] [--repeat N] [--no-reference] [--no-torch]
+                        [--kernels both|wasm|ts] [--dropped]
+  --threads N      threads on both sides (default 2)
+  --ops a,b        operators (default all: ${CPU_OPS.join(", ")})
+  --dtypes ...     float32, float16, bfloat16 (default all)
+  --shapes ...     NxCxHxW shapes (default ${CPU_SHAPES.map((s) => s.join("x")).join(", ")})
+  --layouts ...    contiguous, channels_last (default both)
+  --min-time S     seconds of timed calls per case (default 0.3)
+  --repeat N       time every case N times, keep the lowest median (default 1)
+  --no-reference   skip the float64 reference kernels
+  --no-torch       skip PyTorch (bench/torch_baseline.py with /usr/bin/python3)
+  --kernels K      wasm (default), ts, or both (adds the TypeScript-only column)
+  --dropped        add a column with results left to the garbage collector
+  -h, --help       print this text`,
   options: {
     threads: { type: "string", default: "2" },
     ops: { type: "string", default: CPU_OPS.join(",") },
@@ -54,16 +76,17 @@ const { values: flags } = parseArgs({
     dropped: { type: "boolean", default: false },
   },
 });
-const threads = Number(flags.threads);
-const ops = flags.ops.split(",") as CpuOp[];
-const dtypes = flags.dtypes.split(",") as DType[];
-const shapes = flags.shapes.split(",").map((s) => s.split("x").map(Number));
-const layouts = flags.layouts.split(",") as BenchLayout[];
-const minTime = Number(flags["min-time"]) * 1000;
-const repeat = Math.max(1, Number(flags.repeat));
+const threads = positiveInteger(NAME, "threads", flags.threads);
+const ops = listOf(NAME, "ops", flags.ops, CPU_OPS);
+const dtypes = listOf(NAME, "dtypes", flags.dtypes, ["float32", "float16", "bfloat16"] as const);
+const shapes = flags.shapes.split(",").map((s) =>
+  s.split("x").map((d) => positiveInteger(NAME, "shapes", d))
+);
+const layouts = listOf(NAME, "layouts", flags.layouts, ["contiguous", "channels_last"] as const);
+const minTime = positiveNumber(NAME, "min-time", flags["min-time"]) * 1000;
+const repeat = positiveInteger(NAME, "repeat", flags.repeat);
 if (!["both", "wasm", "ts"].includes(flags.kernels)) {
-  console.error(`--kernels must be both, wasm or ts, not ${flags.kernels}`);
-  Deno.exit(2);
+  usageError(NAME, `--kernels must be both, wasm or ts, not ${flags.kernels}`);
 }
 const timeTs = flags.kernels !== "wasm";
 const timeWasm = flags.kernels !== "ts";

@@ -18,15 +18,17 @@
  */
 
 import "../scripts/require_deno.ts";
-import { parseArgs } from "node:util";
+import { parseCommand, positiveInteger } from "../scripts/cli.ts";
 import { batchNormReduceBackward, openAscend, Tensor } from "../mod.ts";
 
-const { values: flags } = parseArgs({
-  // `deno task <name> -- --flag` hands the `--` through (after the task's own flags).
-  args: Deno.args.filter((arg) => arg !== "--"),
+const flags = parseCommand({
+  name: "bench:dispatch",
+  usage: `usage: deno task bench:dispatch [--calls N]
+  --calls N    calls per timed loop, at least 1000 (default 20000)
+  -h, --help   print this text`,
   options: { calls: { type: "string", default: "20000" } },
 });
-const calls = Math.max(1000, Number(flags.calls));
+const calls = Math.max(1000, positiveInteger("bench:dispatch", "calls", flags.calls));
 const root = new URL("..", import.meta.url).pathname;
 const simDir = `${root}build/sim`;
 const binary = `${root}build/bench/dispatch`;

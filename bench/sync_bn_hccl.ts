@@ -14,7 +14,7 @@
  */
 
 import "../scripts/require_deno.ts";
-import { parseArgs } from "node:util";
+import { parseCommand, positiveInteger, usageError } from "../scripts/cli.ts";
 import {
   type AscendDevice,
   createHcclProcessGroup,
@@ -26,9 +26,17 @@ import {
   Tensor,
 } from "../mod.ts";
 
-const { values: flags } = parseArgs({
-  // `deno task <name> -- --flag` hands the `--` through (after the task's own flags).
-  args: Deno.args.filter((arg) => arg !== "--"),
+const NAME = "bench:syncbn";
+const flags = parseCommand({
+  name: NAME,
+  usage: `usage: deno task bench:syncbn [--sim | --lib-dir DIR] [--steps N] [--shape N,C,H,W]
+                           [--ranks W,W,...]
+  --sim           the software CANN and HCCL of build/sim (the task passes it)
+  --lib-dir DIR   the CANN libraries in DIR (absolute)
+  --steps N       training steps per configuration (default 30)
+  --shape N,C,... the global batch's shape, N divisible by every W (default 16,32,16,16)
+  --ranks W,...   world sizes to time (default 2,4)
+  -h, --help      print this text`,
   options: {
     "lib-dir": { type: "string" },
     sim: { type: "boolean", default: false },
@@ -38,8 +46,12 @@ const { values: flags } = parseArgs({
   },
 });
 const libDir = flags.sim ? new URL("../build/sim", import.meta.url).pathname : flags["lib-dir"];
-const steps = Number(flags.steps);
-const shape = flags.shape.split(",").map(Number);
+const steps = positiveInteger(NAME, "steps", flags.steps);
+const shape = flags.shape.split(",").map((d) => positiveInteger(NAME, "shape", d));
+for (const w of flags.ranks.split(",")) {
+  const W = positiveInteger(NAME, "ranks", w);
+  if (shape[0] % W !== 0) usageError(NAME, `--ranks ${W} must divide N = ${shape[0]}`);
+}
 const C = shape[1];
 
 function median(values: number[]): number {

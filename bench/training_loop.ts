@@ -17,47 +17,34 @@
  * @module
  */
 
-import { parseArgs } from "node:util";
+import { listOf, parseCommand, positiveInteger, usageError } from "../scripts/cli.ts";
 import { batchNorm, batchNormBackward, hostHeapUsage, Tensor, tidy } from "../mod.ts";
 
 const STYLES = ["using", "tidy", "dropped", "dropped-sync"] as const;
 type Style = typeof STYLES[number];
 
-const usage = `usage: deno task bench:loop [--style ${STYLES.join("|")}|all] [--steps N] ` +
-  "[--every N] [--shape NxCxHxW]";
-let flags;
-try {
-  flags = parseArgs({
-    args: Deno.args.filter((a) => a !== "--"),
-    options: {
-      style: { type: "string", default: "all" },
-      steps: { type: "string", default: "1500" },
-      every: { type: "string", default: "300" },
-      shape: { type: "string", default: "16x32x28x28" },
-      help: { type: "boolean", default: false },
-    },
-    strict: true,
-  }).values;
-} catch (e) {
-  console.error(`bench:loop: ${(e as Error).message}\n${usage}`);
-  Deno.exit(2);
-}
-if (flags.help) {
-  console.log(usage);
-  Deno.exit(0);
-}
-const styles = flags.style === "all" ? [...STYLES] : [flags.style as Style];
-const steps = Number(flags.steps);
-const every = Number(flags.every);
-const shape = flags.shape.split("x").map(Number);
-const bad = styles.find((s) => !STYLES.includes(s)) ??
-  (!(steps > 0 && every > 0 && shape.length >= 2 && shape.every((d) => d > 0))
-    ? "a count"
-    : undefined);
-if (bad) {
-  console.error(`bench:loop: bad value (${bad})\n${usage}`);
-  Deno.exit(2);
-}
+const NAME = "bench:loop";
+const flags = parseCommand({
+  name: NAME,
+  usage: `usage: deno task bench:loop [--style ${STYLES.join("|")}|all] [--steps N] [--every N]
+                         [--shape NxCxHxW]
+  --style S      one loop style, or all (default)
+  --steps N      steps per style (default 1500)
+  --every N      print a line every N steps (default 300)
+  --shape ...    the data shape (default 16x32x28x28)
+  -h, --help     print this text`,
+  options: {
+    style: { type: "string", default: "all" },
+    steps: { type: "string", default: "1500" },
+    every: { type: "string", default: "300" },
+    shape: { type: "string", default: "16x32x28x28" },
+  },
+});
+const styles = flags.style === "all" ? [...STYLES] : listOf(NAME, "style", flags.style, STYLES);
+const steps = positiveInteger(NAME, "steps", flags.steps);
+const every = positiveInteger(NAME, "every", flags.every);
+const shape = flags.shape.split("x").map((d) => positiveInteger(NAME, "shape", d));
+if (shape.length < 2 || shape.length > 8) usageError(NAME, "--shape needs 2 to 8 dimensions");
 
 const C = shape[1];
 const x = Tensor.random(shape, { seed: 1 });

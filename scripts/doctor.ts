@@ -7,13 +7,17 @@
  */
 
 import "./require_deno.ts";
-import { parseArgs } from "node:util";
+import { parseCommand } from "./cli.ts";
 import { describeLibraries, type DiscoveryReport } from "../src/ffi/library.ts";
 import { openCannLibraries } from "../src/ffi/library.ts";
 import { recentErrorMessage } from "../src/ffi/errors.ts";
 
-const { values: flags } = parseArgs({
-  args: Deno.args,
+const flags = parseCommand({
+  name: "doctor",
+  usage: `usage: deno task doctor [--lib-dir DIR] [--json]
+  --lib-dir DIR   look for the CANN libraries in DIR only (absolute), as openAscend({ libDir })
+  --json          print the report as JSON
+  -h, --help      print this text`,
   options: { "lib-dir": { type: "string" }, json: { type: "boolean", default: false } },
 });
 

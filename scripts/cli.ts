@@ -1,0 +1,107 @@
+/**
+ * The command-line contract of every task script (scripts/ and bench/): `--help` prints the
+ * usage and exits 0; an unknown flag or a bad value prints one line naming it and exits 2; an
+ * error the user can act on (a refused argument, a bad environment value, a missing library)
+ * prints one line and exits 1. Nothing prints a stack trace for those.
+ *
+ * @module
+ */
+
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { AclError, AclnnError, HcclError } from "../src/ffi/errors.ts";
+
+/** What a command declares: its name (as `deno task <name>`), usage text and flags. */
+export interface Command<O extends NonNullable<ParseArgsConfig["options"]>> {
+  /** The task name, e.g. `bench:cpu`. */
+  readonly name: string;
+  /** The usage text: the synopsis line, then one line per flag. */
+  readonly usage: string;
+  /** node:util parseArgs options (`--help` / `-h` are handled before them). */
+  readonly options: O;
+}
+
+/** Prints `<name>: <message>` and a pointer to `--help`, then exits 2. */
+export function usageError(name: string, message: string): never {
+  const line = message.split("\n").map((l) => l.trim()).filter((l) => l).join(" ");
+  console.error(`${name}: ${line} (see deno task ${name} --help)`);
+  Deno.exit(2);
+}
+
+/**
+ * The flags of `command` from `Deno.args` (a `--` that `deno task` passes through is
+ * dropped): `--help` (or `-h`) anywhere prints the usage and exits 0; an unknown flag, a
+ * missing value or a positional argument exits 2 with one line.
+ */
+export function parseCommand<O extends NonNullable<ParseArgsConfig["options"]>>(
+  command: Command<O>,
+  args: readonly string[] = Deno.args,
+) {
+  const given = args.filter((a) => a !== "--");
+  if (given.includes("--help") || given.includes("-h")) {
+    console.log(command.usage.trimEnd());
+    Deno.exit(0);
+  }
+  try {
+    return parseArgs({
+      args: given,
+      options: command.options,
+      strict: true,
+      allowPositionals: false,
+    }).values;
+  } catch (e) {
+    usageError(command.name, (e as Error).message);
+  }
+}
+
+/** A positive integer flag value, or a usage error naming the flag. */
+export function positiveInteger(name: string, flag: string, text: string): number {
+  const value = Number(text);
+  if (!/^\s*\d+\s*$/.test(text) || !(value > 0)) {
+    usageError(name, `--${flag} must be a positive integer, got "${text}"`);
+  }
+  return value;
+}
+
+/** A positive number flag value, or a usage error naming the flag. */
+export function positiveNumber(name: string, flag: string, text: string): number {
+  const value = Number(text);
+  if (!(value > 0) || !Number.isFinite(value)) {
+    usageError(name, `--${flag} must be a positive number, got "${text}"`);
+  }
+  return value;
+}
+
+/** Each comma-separated item of `text`, which must be one of `allowed`. */
+export function listOf<T extends string>(
+  name: string,
+  flag: string,
+  text: string,
+  allowed: readonly T[],
+): T[] {
+  const items = text.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const bad = items.find((s) => !allowed.includes(s as T));
+  if (bad !== undefined || items.length === 0) {
+    usageError(name, `--${flag} takes ${allowed.join(", ")}; got "${bad ?? text}"`);
+  }
+  return items as T[];
+}
+
+/** Errors a user can act on: one line, no stack trace. */
+function isUserError(e: unknown): e is Error {
+  return e instanceof AclnnError || e instanceof AclError || e instanceof HcclError ||
+    e instanceof RangeError || e instanceof Deno.errors.NotCapable;
+}
+
+/**
+ * Runs the command's body; an error the user can act on prints `<name>: <message>` (its first
+ * line) and exits 1, anything else (a bug) propagates with its stack.
+ */
+export async function runCommand(name: string, body: () => unknown): Promise<void> {
+  try {
+    await body();
+  } catch (e) {
+    if (!isUserError(e)) throw e;
+    console.error(`${name}: ${e.message.split("\n")[0]}`);
+    Deno.exit(1);
+  }
+}
