@@ -346,6 +346,22 @@ async function compile(t: Target): Promise<void> {
   if (text.trim()) console.error(text);
 }
 
+/**
+ * A CANN install records its version in `<root>/share/info/runtime/version.info` (`Version=`
+ * line; hicann/runtime src/acl/aclrt_impl/acl.cpp kRelPathInfo / kVersionInfoKey,
+ * src/acl/utils/cann_info_utils.cpp RUNTIME_VERSION_PATH). The simulator's root is build/, so
+ * `deno task doctor` and `deno task verify:npu` find this one where they look on a real install.
+ */
+async function writeVersionInfo(): Promise<void> {
+  const { version } = JSON.parse(await Deno.readTextFile(new URL("deno.json", root)));
+  const dir = new URL("build/share/info/runtime/", root);
+  await Deno.mkdir(dir, { recursive: true });
+  await Deno.writeTextFile(
+    new URL("version.info", dir),
+    `Version=aclsim-${version} (the software CANN of @aclnn/norm tests/sim, not a CANN release)\n`,
+  );
+}
+
 async function main(): Promise<void> {
   const force = Deno.args.includes("--force");
   const smoke = Deno.args.includes("--smoke");
@@ -360,6 +376,7 @@ async function main(): Promise<void> {
     new URL("README", oppDir),
     "Operator-package directory of the software CANN (tests/sim): ASCEND_OPP_PATH points here.\n",
   );
+  await writeVersionInfo();
   for (const t of TARGETS) {
     const rel = `build/sim/${t.out}`;
     if (await upToDate(t, force)) {

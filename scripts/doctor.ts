@@ -1,6 +1,7 @@
 /**
  * `deno task doctor [--lib-dir DIR] [--json]`: reports where the CANN libraries were found
- * (and every path tried), the CANN version if an install-info file is readable, ASCEND_OPP_PATH,
+ * (and every path tried), the CANN and driver versions if their version files are readable
+ * (scripts/cann_versions.ts), ASCEND_OPP_PATH,
  * the device count and SoC name, and what is missing. Always exits 0: it is a report.
  *
  * @module
@@ -11,6 +12,7 @@ import { parseCommand } from "./cli.ts";
 import { describeLibraries, type DiscoveryReport } from "../src/ffi/library.ts";
 import { openCannLibraries } from "../src/ffi/library.ts";
 import { recentErrorMessage } from "../src/ffi/errors.ts";
+import { cannVersion, driverVersion } from "./cann_versions.ts";
 
 const flags = parseCommand({
   name: "doctor",
@@ -27,50 +29,6 @@ function env(name: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-function readText(path: string): string | undefined {
-  try {
-    return Deno.readTextFileSync(path);
-  } catch {
-    return undefined;
-  }
-}
-
-function listDir(path: string): string[] {
-  try {
-    return [...Deno.readDirSync(path)].map((e) => e.name);
-  } catch {
-    return [];
-  }
-}
-
-/** `version=8.0.RC2` / `Version=...` lines of CANN's version.info / *_install.info files. */
-function parseVersion(text: string): string | undefined {
-  const m = text.match(/^\s*(?:version|Version|VERSION)\s*[=:]\s*(\S+)/m);
-  return m?.[1];
-}
-
-/** Looks for a version file beside (and above) the library directory. */
-function cannVersion(libDir: string | null): { version: string; file?: string } {
-  if (libDir === null) return { version: "unknown" };
-  const root = libDir.replace(/\/lib64\/?$/, "");
-  const candidates = [`${root}/version.info`, `${root}/version.cfg`];
-  for (const name of listDir(root)) {
-    if (name.endsWith("_install.info")) candidates.push(`${root}/${name}`);
-    if (name.endsWith("-linux")) {
-      for (const inner of listDir(`${root}/${name}`)) {
-        if (inner.endsWith("_install.info")) candidates.push(`${root}/${name}/${inner}`);
-      }
-    }
-  }
-  candidates.push(`${root}/runtime/version.info`, `${root}/compiler/version.info`);
-  for (const file of candidates) {
-    const text = readText(file);
-    const version = text === undefined ? undefined : parseVersion(text);
-    if (version) return { version, file };
-  }
-  return { version: "unknown" };
 }
 
 interface DeviceProbe {
@@ -105,6 +63,7 @@ function probeDevices(report: DiscoveryReport, libDir: string | undefined): Devi
 
 const report = describeLibraries({ libDir: flags["lib-dir"] });
 const version = cannVersion(report.dir);
+const driver = driverVersion();
 const oppPath = env("ASCEND_OPP_PATH");
 const devices = probeDevices(report, flags["lib-dir"]);
 
@@ -120,7 +79,11 @@ if (devices.deviceCount === 0) missing.push("an NPU device (aclrtGetDeviceCount 
 
 if (flags.json) {
   console.log(
-    JSON.stringify({ report, version, oppPath: oppPath ?? null, devices, missing }, null, 2),
+    JSON.stringify(
+      { report, version, driver, oppPath: oppPath ?? null, devices, missing },
+      null,
+      2,
+    ),
   );
 } else {
   const lines: string[] = ["@aclnn/norm doctor", ""];
@@ -148,6 +111,7 @@ if (flags.json) {
   lines.push(
     "",
     `CANN version:    ${version.version}${version.file ? ` (${version.file})` : ""}`,
+    `Driver version:  ${driver.version}${driver.file ? ` (${driver.file})` : ""}`,
     `ASCEND_OPP_PATH: ${oppPath ?? "not set"}`,
     `Devices:         ${devices.deviceCount ?? "unknown"}`,
     `SoC:             ${devices.socName ?? "unknown"}`,

@@ -9,64 +9,11 @@
  */
 
 import assert from "node:assert/strict";
-import {
-  bf16Allowed,
-  groupNormBackwardLimits,
-  groupNormBackwardMixedPrecision,
-  operatorSupported,
-  socFamily,
-  type SocOperator,
-} from "../src/backends/ascend/soc.ts";
-import { SOC_SCENARIOS } from "./fixtures/soc_scenarios.ts";
+import { socFamily } from "../src/backends/ascend/soc.ts";
+import { scenarioDType, scenarioRefusal, SOC_SCENARIOS } from "./fixtures/soc_scenarios.ts";
 import { assertClose } from "./helpers/assert.ts";
 import { forEachBackend } from "./helpers/backends.ts";
 import { betweenKernels, toleranceFor } from "./helpers/tolerance.ts";
-
-/** Which argument the NPU path must refuse in `scenario` on `soc`, or undefined (it runs). */
-function refusal(soc: string, scenario: string): string | undefined {
-  const family = socFamily(soc)!;
-  const op = (name: SocOperator) => operatorSupported(name, family) ? undefined : "device";
-  const bf16 = (name: SocOperator, argument: string) =>
-    op(name) ?? (bf16Allowed(name, family) ? undefined : argument);
-  const mixed = groupNormBackwardMixedPrecision(family);
-  switch (scenario) {
-    case "batchNorm bf16":
-      return bf16("aclnnBatchNorm", "input");
-    case "batchNormStats bf16":
-      return bf16("aclnnBatchNormStats", "input");
-    case "batchNormElemt bf16":
-      return bf16("aclnnBatchNormElemt", "input");
-    case "groupNormBackward mixed fp16/fp32":
-      return op("aclnnGroupNormBackward") ?? (mixed ? undefined : "mean");
-    case "groupNorm fp16":
-      return op("aclnnGroupNorm") ?? (family.npuArch === 1001 ? "input" : undefined);
-    case "groupNormBackward fp16 quiet group":
-      return op("aclnnGroupNorm") ?? (family.npuArch === 1001 ? "input" : undefined) ??
-        op("aclnnGroupNormBackward");
-    case "groupNormBackward C/group > 8000":
-      return op("aclnnGroupNormBackward") ??
-        (groupNormBackwardLimits(family) ? "group" : undefined);
-    case "batchNorm -> batchNormBackward":
-    case "batchNormBackward without saveInvstd":
-    case "empty batch: batchNormBackward":
-      return op("aclnnBatchNormBackward");
-    case "batchNormStats f32":
-    case "empty batch: batchNormStats":
-      return op("aclnnBatchNormStats");
-    case "gatherStats runningMean only":
-    case "gatherStats runningVar only":
-    case "empty batch: gatherStats with no rank":
-      return op("aclnnBatchNormGatherStatsWithCounts");
-    case "empty batch: batchNormReduceBackward":
-      return op("aclnnBatchNormReduceBackward");
-    case "empty batch: groupNormBackward":
-      return op("aclnnGroupNormBackward");
-    case "empty batch: batchNormElemtBackward":
-      return op("aclnnBatchNormElemtBackward");
-    default:
-      return undefined;
-  }
-}
 
 const SOCS = [
   "Ascend910A",
@@ -83,7 +30,7 @@ forEachBackend("soc: the NPU path equals the CPU backend or refuses as the chip 
     const cpu = run("cpu");
     const npu = run(ctx.device);
     assert.ok("values" in cpu, `${scenario}: the CPU backend failed: ${JSON.stringify(cpu)}`);
-    const refused = refusal(soc, scenario);
+    const refused = scenarioRefusal(socFamily(soc)!, scenario);
     if (refused !== undefined) {
       assert.ok(!("values" in npu), `${scenario} on ${soc}: expected a refusal of ${refused}`);
       assert.equal(npu.code, 161002, `${scenario}: ${npu.message}`);
@@ -96,12 +43,7 @@ forEachBackend("soc: the NPU path equals the CPU backend or refuses as the chip 
     }
     assert.ok("values" in npu, `${scenario} on ${soc}: ${JSON.stringify(npu)}`);
     // Two kernels (the NPU path's and the CPU backend's), each within its table entry.
-    const dtype = /bf16/.test(scenario)
-      ? "bfloat16"
-      : /fp16/.test(scenario)
-      ? "float16"
-      : "float32";
-    const tolerance = betweenKernels(toleranceFor(dtype));
+    const tolerance = betweenKernels(toleranceFor(scenarioDType(scenario)));
     assert.equal(npu.values.length, cpu.values.length);
     npu.values.forEach((v, i) => assertClose(v, cpu.values[i], tolerance, `${scenario} #${i}`));
   }

@@ -10,7 +10,8 @@
  *
  * Faults: aclrtMalloc (207001), aclrtMemcpy (507899), a kernel failing at synchronisation
  * (507015), a workspace too large to allocate, aclrtCreateStream (207008), a stream refusing a
- * task (the launch is 361001, naming the runtime's 107023). Needs the built simulator.
+ * task (the launch is 361001, naming the runtime's 107023); and `corrupt`, a kernel that
+ * succeeds with wrong values (what `deno task verify:npu` must catch). Needs the built simulator.
  *
  * @module
  */
@@ -19,6 +20,7 @@ import assert from "node:assert/strict";
 import { AclError, AclnnError } from "../src/ffi/errors.ts";
 import type { AscendDevice } from "../src/ffi/runtime.ts";
 import { batchNormReduceBackward } from "../src/ops/batch_norm_reduce_backward.ts";
+import { batchNorm } from "../src/ops/batch_norm.ts";
 import { batchNormStats } from "../src/ops/batch_norm_stats.ts";
 import { groupNormBackward } from "../src/ops/group_norm_backward.ts";
 import { createBatchNormBackwardDescriptor } from "../src/ops/infiniop_batch_norm_backward.ts";
@@ -226,6 +228,42 @@ Deno.test("faults: a kernel failing at synchronisation (507015) surfaces when th
     assertClose(last.sumDyXmu, want.sumDyXmu!, undefined, "sumDyXmu after the failure");
   });
   for (const t of Object.values(dev)) t.dispose();
+});
+
+Deno.test("faults: corrupt scales every value a kernel writes, outputs and running stats alike", () => {
+  using npu = openSim();
+  // x = 0..7 as [4, 2]: channel means 3 and 4, biased variance 5 for both.
+  const host = Tensor.fromArray([0, 1, 2, 3, 4, 5, 6, 7], [4, 2]);
+  const input = host.to(npu);
+  const invstd = 1 / Math.sqrt(5 + 1e-5);
+  const f32 = (values: number[]) => values.map(Math.fround);
+  withFaults(() => {
+    // The default perturbation, relative 1e-2, on the 2nd launch from now only.
+    injectFault("corrupt", { nth: 2 });
+    const first = batchNormStats({ input });
+    const second = batchNormStats({ input });
+    const third = batchNormStats({ input });
+    assert.deepEqual(first.mean.toArray(), [3, 4]);
+    assert.deepEqual(second.mean.toArray(), f32([3 * 1.01, 4 * 1.01]));
+    assert.deepEqual(second.invstd.toArray(), f32([invstd * 1.01, invstd * 1.01]));
+    assert.deepEqual(third.invstd.toArray(), f32([invstd, invstd]));
+    // value: the perturbation in millionths; in-place running statistics are perturbed too.
+    injectFault("corrupt", { value: 1000 });
+    const runningMean = Tensor.fromArray([1, 1], [2]).to(npu);
+    const r = batchNorm({ input, runningMean, training: true, momentum: 0.5 });
+    assert.deepEqual(runningMean.toArray(), f32([2 * 1.001, 2.5 * 1.001]));
+    assert.deepEqual(r.saveMean.toArray(), f32([3 * 1.001, 4 * 1.001]));
+    // ACLSIM_FAULT=corrupt alone corrupts every launch until disarmed; no error is raised.
+    Deno.env.set("ACLSIM_FAULT", "corrupt");
+    try {
+      for (let i = 0; i < 2; i++) {
+        assert.deepEqual(batchNormStats({ input }).mean.toArray(), f32([3.03, 4.04]));
+      }
+    } finally {
+      Deno.env.delete("ACLSIM_FAULT");
+    }
+  });
+  assert.deepEqual(batchNormStats({ input }).mean.toArray(), [3, 4], "disarmed");
 });
 
 Deno.test("faults: a workspace too large to allocate names the operator; no executor is left", () => {

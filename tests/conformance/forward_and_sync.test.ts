@@ -16,10 +16,19 @@ import {
   batchNormGatherStatsWithCounts,
   batchNormReduceBackward,
   batchNormStats,
-  type DType,
   groupNorm,
   Tensor,
 } from "../../mod.ts";
+import {
+  BN_FORWARD_CASES,
+  bnForwardInputs,
+  bnStatsInput,
+  FORWARD_DTYPES,
+  forwardRuns,
+  GN_FORWARD_CASES,
+  gnForwardExample,
+  gnForwardInputs,
+} from "../fixtures/conformance/forward.ts";
 import { assertChipRefuses, chipAccepts, forEachBackend } from "../helpers/backends.ts";
 import {
   batchNorm64,
@@ -29,41 +38,20 @@ import {
   groupNorm64,
   invstdOf,
 } from "../oracle/mod.ts";
-import { expectClose, f64, fromValues, on, onOpt, runAll, uniform } from "./common.ts";
+import { expectClose, f64, on, onOpt, runAll, uniform } from "./common.ts";
 
-// pytorch/pytorch torch/testing/_internal/common_methods_invocations.py
-// sample_inputs_batch_norm (S = 5): (input shape, training, momentum, eps); running_mean from
-// make_tensor(low=0), running_var from make_tensor(low=0), values in [-9, 9] by default.
-const BN_CASES: {
-  shape: number[];
-  training: boolean;
-  momentum?: number;
-  eps?: number;
-  weight: boolean;
-}[] = [
-  { shape: [5, 5, 5], training: true, momentum: 0.5, eps: 0.6, weight: true },
-  { shape: [3, 2, 4], training: false, momentum: -1.2, weight: true },
-  { shape: [3, 1], training: true, momentum: 0.0, weight: true },
-  { shape: [3, 2, 3, 4], training: true, momentum: -1.0, eps: 0.5, weight: true },
-  { shape: [3, 2, 3, 4], training: false, momentum: -1.0, eps: 0.5, weight: false },
-  { shape: [2, 1], training: false, weight: false },
-];
-
+// PyTorch OpInfo samples (tests/fixtures/conformance/forward.ts).
 forEachBackend(
   "forward: batchNorm on PyTorch OpInfo samples (fp32/fp16/bf16)",
   ({ device: target }) => {
-    const runs = BN_CASES.flatMap((c) =>
-      (["float32", "float16", "bfloat16"] as DType[]).map((dtype) => ({ c, dtype }))
-    );
-    runAll(runs, ({ c, dtype }, k) => {
-      const C = c.shape[1];
-      const eps = c.eps ?? 1e-5;
-      const momentum = c.momentum ?? 0.1;
-      const x = uniform(c.shape, dtype, 7000 + k, -9, 9);
-      const w = c.weight ? uniform([C], dtype, 7100 + k, -9, 9) : undefined;
-      const b = c.weight ? uniform([C], dtype, 7200 + k, -9, 9) : undefined;
-      const rm = uniform([C], dtype, 7300 + k, 0, 9);
-      const rv = uniform([C], dtype, 7400 + k, 0.1, 9);
+    runAll(forwardRuns(BN_FORWARD_CASES), ({ c, dtype }, k) => {
+      const i = bnForwardInputs(c, dtype, k);
+      const { eps, momentum } = i;
+      const x = i.input;
+      const w = i.weight;
+      const b = i.bias;
+      const rm = i.runningMean;
+      const rv = i.runningVar;
       const rm0 = f64(rm);
       const rv0 = f64(rv);
       const rmT = on(rm, target);
@@ -108,9 +96,9 @@ forEachBackend(
 
 forEachBackend("forward: batchNormStats mean/invstd on PyTorch OpInfo shapes", (ctx) => {
   const target = ctx.device;
-  runAll(BN_CASES, (c, k) => {
-    for (const dtype of ["float32", "float16", "bfloat16"] as const) {
-      const x = uniform(c.shape, dtype, 7500 + k, -9, 9);
+  runAll(BN_FORWARD_CASES, (c, k) => {
+    for (const dtype of FORWARD_DTYPES) {
+      const x = bnStatsInput(c, dtype, k);
       const eps = c.eps ?? 1e-5;
       const call = () => batchNormStats({ input: on(x, target), eps });
       if (!chipAccepts(ctx.soc, "aclnnBatchNormStats", [dtype])) {
@@ -126,30 +114,14 @@ forEachBackend("forward: batchNormStats mean/invstd on PyTorch OpInfo shapes", (
   });
 });
 
-// pytorch/pytorch common_methods_invocations.py sample_inputs_group_norm: ((1,6,3), 2, eps .5),
-// ((2,6,3), 2, eps -.5) (an aclnn error, below), ((1,3), 1), ((S,S,S), 1, eps .5), ((1,2), 1), weight/bias or None;
-// plus hicann/ops-nn norm/group_norm_grad/examples (the [2,3,4] group-1 input: its forward
-// gives the example's mean {6.5, 18.5} and rstd 0.2896827).
+// PyTorch OpInfo group_norm samples and the CANN example (tests/fixtures/conformance/forward.ts).
 forEachBackend(
   "forward: groupNorm on PyTorch OpInfo samples and the CANN example",
   ({ device: target }) => {
-    const cases: { shape: number[]; group: number; eps: number; affine: boolean }[] = [
-      { shape: [1, 6, 3], group: 2, eps: 0.5, affine: true },
-      { shape: [1, 6, 3], group: 2, eps: 0.5, affine: false },
-      { shape: [1, 3], group: 1, eps: 1e-5, affine: true },
-      { shape: [5, 5, 5], group: 1, eps: 0.5, affine: false },
-      { shape: [1, 2], group: 1, eps: 1e-5, affine: false },
-      { shape: [2, 8, 3, 3], group: 8, eps: 1e-5, affine: true },
-    ];
-    const runs = cases.flatMap((c) =>
-      (["float32", "float16", "bfloat16"] as DType[]).map((dtype) => ({ c, dtype }))
-    );
-    runAll(runs, ({ c, dtype }, k) => {
+    runAll(forwardRuns(GN_FORWARD_CASES), ({ c, dtype }, k) => {
       const [N, C] = c.shape;
       const HxW = c.shape.slice(2).reduce((a, v) => a * v, 1);
-      const x = uniform(c.shape, dtype, 7600 + k, -9, 9);
-      const gamma = c.affine ? uniform([C], dtype, 7700 + k, -9, 9) : undefined;
-      const beta = c.affine ? uniform([C], dtype, 7800 + k, -9, 9) : undefined;
+      const { input: x, gamma, beta } = gnForwardInputs(c, dtype, k);
       const r = groupNorm({
         input: on(x, target),
         gamma: onOpt(gamma, target),
@@ -183,8 +155,8 @@ forEachBackend(
         }),
       (e: unknown) => e instanceof AclnnError && e.code === 161002,
     );
-    const x = fromValues(Array.from({ length: 24 }, (_, i) => i + 1), [2, 3, 4], "float32");
-    const r = groupNorm({ input: on(x, target), group: 1, eps: 1e-5 });
+    const example = gnForwardExample();
+    const r = groupNorm({ input: on(example.input, target), group: 1, eps: 1e-5 });
     expectClose(r.mean, [6.5, 18.5], "CANN example mean");
     expectClose(r.rstd, [0.2896827, 0.2896827], "CANN example rstd");
   },

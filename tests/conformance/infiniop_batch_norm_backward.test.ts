@@ -18,82 +18,24 @@
 import assert from "node:assert/strict";
 import { createBatchNormBackwardDescriptor, type DType, Tensor } from "../../mod.ts";
 import type { Device } from "../../src/tensor/device.ts";
+import {
+  type InfiniCase,
+  infiniopInputs,
+  infiniopRuns,
+  infiniopSeed,
+} from "../fixtures/conformance/infiniop_batch_norm_backward.ts";
 import { forEachBackend } from "../helpers/backends.ts";
-import { batchStats64, infiniopBatchNormBackward64 } from "../oracle/mod.ts";
-import { capShape, expectClose, f64, fromValues, on, runAll, uniform } from "./common.ts";
+import { infiniopBatchNormBackward64 } from "../oracle/mod.ts";
+import { expectClose, f64, on, runAll, uniform } from "./common.ts";
 
-interface InfiniCase {
-  source: string;
-  shape: [number, number, number];
-  gradWeightStride?: number;
-  gradBiasStride?: number;
-  eps?: number;
-}
-
-const QINYIQUN = "qinyiqun/InfiniCore test/infiniop/batch_norm_backward.py";
-const INFINITENSOR = "InfiniTensor/InfiniCore test/infiniop/batch_norm_backward.py@4ef721a";
-const WAWAHEJUN = "wawahejun/InfiniCore-Reference test/infiniop/batch_norm_backward.py";
-
-const CASES: InfiniCase[] = [
-  // (shape, grad_weight_strides, grad_bias_strides); tolerances there: f16 1e-1, f32 5e-2,
-  // bf16 2e-1 (ours are tighter: tests/helpers/tolerance.ts).
-  { source: QINYIQUN, shape: [5, 4, 3], gradWeightStride: 2 },
-  { source: QINYIQUN, shape: [6, 10, 5], gradBiasStride: 3 },
-  { source: QINYIQUN, shape: [15, 9, 4], gradWeightStride: 1, gradBiasStride: 1 },
-  // Shapes of the upstream test (its eval-mode reference is not reused); (1,512,1024) and
-  // (8,128,256) capped near 3e5 elements.
-  { source: INFINITENSOR, shape: [2, 16, 32] },
-  { source: INFINITENSOR, shape: [4, 64, 128] },
-  { source: INFINITENSOR, shape: capShape([8, 128, 256]) as [number, number, number] },
-  { source: INFINITENSOR, shape: capShape([1, 512, 1024]) as [number, number, number] },
-  { source: INFINITENSOR, shape: [16, 32, 64] },
-  // Shapes of the third variant (its create call passes eps = 1e-5, used here: with eps 0 the
-  // M = 1 shapes have Var = 0 and an infinite invstd).
-  ...([
-    [1, 1, 1],
-    [1, 1, 2],
-    [1, 2, 1],
-    [2, 1, 1],
-    [2, 2, 4],
-    [13, 2, 4],
-    [3, 5, 7],
-    [8, 3, 16],
-    [32, 4, 32],
-    [4, 1, 64],
-    [4, 128, 64],
-    [4, 8, 1],
-    [4, 8, 1024],
-    [16, 4, 2816],
-    [4, 8, 5632],
-    [100, 1, 10],
-    [10, 100, 10],
-    [1, 256, 256],
-    [256, 1, 256],
-    [256, 256, 1],
-    [1, 1, 10000],
-    [1, 1000, 10],
-    [1000, 1, 10],
-    [64, 64, 64],
-  ] as [number, number, number][]).map((shape) => ({ source: WAWAHEJUN, shape, eps: 1e-5 })),
-];
-
-const DTYPES: DType[] = ["float32", "float16", "bfloat16"];
-
-/** A (C) tensor whose elements are `stride` apart (InfiniCore TestTensor with strides [s]). */
-function perChannel(C: number, dtype: DType, stride = 1): Tensor {
-  return Tensor.zeros([C * stride], dtype).slice(0, 0, C * stride, stride);
-}
+// The cases (sources cited with each) live in tests/fixtures/conformance/.
 
 function runCase(c: InfiniCase, dtype: DType, inPlace: boolean, target: Device, seed: number) {
   const [N, C, L] = c.shape;
   const shape = [N, C, L];
-  // InfiniCore TestTensor "random" data; the batch statistics in the data dtype.
-  const input = uniform(shape, dtype, seed, -1, 1);
-  const gradOutputHost = uniform(shape, dtype, seed + 1, -1, 1);
-  const weight = uniform([C], dtype, seed + 2, 0.5, 1.5);
-  const st = batchStats64(f64(input), shape);
-  const runningMean = fromValues(st.mean, [C], dtype);
-  const runningVar = fromValues(st.variance, [C], dtype);
+  const i = infiniopInputs(c, dtype, seed);
+  const { input, weight, runningMean, runningVar } = i;
+  const gradOutputHost = i.gradOutput;
   const eps = c.eps ?? 0;
   const expected = infiniopBatchNormBackward64({
     dy: f64(gradOutputHost),
@@ -107,8 +49,8 @@ function runCase(c: InfiniCase, dtype: DType, inPlace: boolean, target: Device, 
 
   const gradOutput = on(gradOutputHost, target);
   const gradInput = inPlace ? gradOutput : on(Tensor.zeros(shape, dtype), target);
-  const gradWeight = on(perChannel(C, dtype, c.gradWeightStride), target);
-  const gradBias = on(perChannel(C, dtype, c.gradBiasStride), target);
+  const gradWeight = on(i.gradWeight, target);
+  const gradBias = on(i.gradBias, target);
   const args = {
     gradInput,
     gradWeight,
@@ -137,10 +79,7 @@ function runCase(c: InfiniCase, dtype: DType, inPlace: boolean, target: Device, 
 forEachBackend(
   "infiniop: InfiniCore (N, C, L) cases, out-of-place and in-place",
   ({ device: target }) => {
-    const runs = CASES.flatMap((c) =>
-      DTYPES.flatMap((dtype) => [false, true].map((inPlace) => ({ c, dtype, inPlace })))
-    );
-    runAll(runs, (r, k) => runCase(r.c, r.dtype, r.inPlace, target, 3000 + 7 * k));
+    runAll(infiniopRuns(), (r, k) => runCase(r.c, r.dtype, r.inPlace, target, infiniopSeed(k)));
   },
 );
 

@@ -100,6 +100,11 @@ export const FAULT = {
   createStream: 5,
   /** A stream refuses a task (default 107023 ACL_ERROR_RT_STREAM_ABORT; a launch is 361001). */
   stream: 6,
+  /**
+   * [aclsim] A kernel succeeds with every value it writes multiplied by 1 + value * 1e-6
+   * (value 0: 1 + 1e-2) before its rounding: a silent wrong result.
+   */
+  corrupt: 7,
 } as const;
 
 /** Options of {@linkcode injectFault}. */
@@ -108,7 +113,10 @@ export interface FaultOptions {
   nth?: number;
   /** How many calls fail from there (-1: every one until cleared). Default 1. */
   times?: number;
-  /** The status code (0 = the kind's default), or the workspace size in bytes. Default 0. */
+  /**
+   * The status code (0 = the kind's default), the workspace size in bytes, or (corrupt) the
+   * relative perturbation in millionths. Default 0.
+   */
   value?: number;
 }
 

@@ -157,6 +157,9 @@ SIM_CORE_API int64_t sim_desc_numel(const SimTensorDesc *d);
 SIM_CORE_API int64_t sim_desc_storage_numel(const SimTensorDesc *d);
 SIM_CORE_API double *sim_load(const SimTensorDesc *d);                 /* malloc'd, numel doubles */
 SIM_CORE_API void sim_store(const SimTensorDesc *d, const double *v);  /* logical row-major */
+/* Every value sim_store writes is multiplied by `factor` before its rounding (1 = off): the fault
+ * kind `corrupt`, set around one kernel by run_task with the lock held. */
+SIM_CORE_API void sim_set_store_scale(double factor);
 SIM_CORE_API uint16_t sim_to_fp16(double x);
 SIM_CORE_API uint16_t sim_to_bf16(double x);
 SIM_CORE_API double sim_from_fp16(uint16_t h);
@@ -214,6 +217,7 @@ typedef enum {
   SIM_FAULT_WORKSPACE,     /* phase 1 asks for a workspace too large to allocate */
   SIM_FAULT_CREATE_STREAM, /* aclrtCreateStream fails (default 207008) */
   SIM_FAULT_STREAM,        /* a stream refuses a task: launch 361001, aclrtMemcpyAsync 107023 */
+  SIM_FAULT_CORRUPT,       /* [aclsim] a kernel's stores are scaled by 1 + value/1e6 (default 1e-2) */
   SIM_FAULT_KINDS
 } SimFaultKind;
 /* aclsimInjectFault: kind 0 disarms every kind; nth 0 disarms `kind`; otherwise the nth call of
@@ -225,6 +229,9 @@ SIM_CORE_API int32_t sim_fault_inject(int32_t kind, int64_t nth, int64_t times, 
 SIM_CORE_API bool sim_fault_fire(int kind, int64_t *value);
 SIM_CORE_API int64_t sim_fault_fired(void); /* faults injected so far (counter 14) */
 SIM_CORE_API const char *sim_fault_name(int kind);
+/* Counts one kernel execution of the `corrupt` kind: the factor the kernel's stores are multiplied
+ * by, 1 + value/1e6 (value 0: 1e-2) when the fault fires, else 1. Lock held by the caller. */
+SIM_CORE_API double sim_fault_corrupt_factor(void);
 
 /* ---- nnopbase ---------------------------------------------------------------------------- */
 SIM_CORE_API void *sim_create_tensor(const int64_t *viewDims, uint64_t viewDimsNum, int32_t dataType,

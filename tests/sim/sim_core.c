@@ -925,7 +925,10 @@ static int run_task(const char *fn, Task *t) {
                     "(injected fault: ACLSIM_FAULT kernel)", fn, p->name, t->seq);
   /* The device scribbles over its workspace: a workspace overlapping a tensor corrupts it. */
   if (p->ws_size > 0) memset(t->ws, 0xCD, p->ws_size);
+  /* [aclsim] fault `corrupt`: a silent wrong result, every value the kernel writes scaled. */
+  sim_set_store_scale(sim_fault_corrupt_factor());
   int rc = sim_op_run(p, t->ws);
+  sim_set_store_scale(1.0);
   if (rc) return sim_fail(SIM_RT_INTERNAL_ERROR, "%s: %s task #%" PRIu64 " failed while executing", fn, p->name, t->seq);
   return 0;
 }

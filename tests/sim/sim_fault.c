@@ -1,12 +1,14 @@
 /*
  * Software CANN ("aclsim") -- fault injection (a test hook, not CANN): make the n-th aclrtMalloc,
  * aclrtMemcpy, operator kernel, phase 1, aclrtCreateStream or stream submission from now fail
- * with the status code and error text the real stack reports for that failure.
+ * with the status code and error text the real stack reports for that failure, or (`corrupt`)
+ * make kernels succeed with every value they write perturbed by a relative 1e-2.
  *
  * Armed per call by the test-only export aclsimInjectFault (export_runtime.c) or by the
  * environment variable ACLSIM_FAULT, read at every call that can fail this way. The call sites
  * are in sim_core.c (sim_rt_malloc, sim_rt_memcpy, sim_rt_create_stream, sim_op_launch,
- * sim_rt_memcpy_async, sim_executor_create, run_task). tests/sim/README.md "Fault injection"
+ * sim_rt_memcpy_async, sim_executor_create, run_task; `corrupt`: run_task, through
+ * sim_set_store_scale of sim_numeric.c). tests/sim/README.md "Fault injection"
  * documents the design and the codes, each with the CANN source it comes from.
  *
  * One fault per kind; arming a kind again replaces it. Everything is process-wide and guarded
@@ -36,6 +38,7 @@ static const char *const NAMES[SIM_FAULT_KINDS] = {
     [SIM_FAULT_MALLOC] = "malloc",       [SIM_FAULT_MEMCPY] = "memcpy",
     [SIM_FAULT_KERNEL] = "kernel",       [SIM_FAULT_WORKSPACE] = "workspace",
     [SIM_FAULT_CREATE_STREAM] = "create_stream", [SIM_FAULT_STREAM] = "stream",
+    [SIM_FAULT_CORRUPT] = "corrupt",
 };
 
 const char *sim_fault_name(int kind) {
@@ -58,13 +61,14 @@ static void arm(int kind, int64_t nth, int64_t times, int64_t value) {
 /* Why the arguments are invalid, or NULL. */
 static const char *invalid_args(int32_t kind, int64_t nth, int64_t times, int64_t value) {
   if (kind < 0 || kind >= SIM_FAULT_KINDS)
-    return "unknown fault kind (1 malloc, 2 memcpy, 3 kernel, 4 workspace, 5 create_stream, 6 stream; 0 disarms "
-           "every kind)";
+    return "unknown fault kind (1 malloc, 2 memcpy, 3 kernel, 4 workspace, 5 create_stream, 6 stream, 7 corrupt; 0 "
+           "disarms every kind)";
   if (nth < 0) return "nth is negative";
   if (kind == 0 || nth == 0) return NULL;
   if (times == 0 || times < -1) return "times must be >= 1, or -1 for every call";
   if (value < 0) return "value is negative";
-  if (kind != SIM_FAULT_WORKSPACE && value > INT32_MAX) return "the status code does not fit an aclError";
+  if (kind != SIM_FAULT_WORKSPACE && kind != SIM_FAULT_CORRUPT && value > INT32_MAX)
+    return "the status code does not fit an aclError";
   return NULL;
 }
 
@@ -93,7 +97,8 @@ static bool parse_item(const char *item, size_t len, int *kind, int64_t f[3]) {
   for (int k = 1; k < SIM_FAULT_KINDS; k++)
     if (strcmp(tok, NAMES[k]) == 0) *kind = k;
   if (*kind == 0) return false;
-  f[0] = 1, f[1] = 1, f[2] = 0; /* nth, times, value */
+  /* nth, times, value; `corrupt` alone corrupts every launch until disarmed */
+  f[0] = 1, f[1] = *kind == SIM_FAULT_CORRUPT ? -1 : 1, f[2] = 0;
   for (int i = 0; i < 3 && (tok = strtok_r(NULL, ":", &save)) != NULL; i++) {
     char *end = NULL;
     errno = 0;
@@ -131,7 +136,7 @@ static void sync_env(void) {
         invalid_args(kinds[n], args[n][0], args[n][1], args[n][2]) != NULL) {
       fprintf(stderr,
               "[aclsim] ACLSIM_FAULT=%s is ignored: expected kind[:nth[:times[:value]]] items separated by "
-              "commas, kind one of malloc, memcpy, kernel, workspace, create_stream, stream\n",
+              "commas, kind one of malloc, memcpy, kernel, workspace, create_stream, stream, corrupt\n",
               env);
       return;
     }
@@ -165,4 +170,15 @@ int64_t sim_fault_fired(void) {
   int64_t n = g_fired;
   sim_unlock();
   return n;
+}
+
+/* [aclsim] `corrupt`: CANN has no such fault. A kernel that runs while it is armed succeeds, and
+ * every value it stores (outputs, in-place running statistics, empty-input fills) is multiplied
+ * by 1 + value * 1e-6 before its rounding to the tensor's dtype (value 0: 1e-2), so zeros and NaN
+ * stay as they are. No status, no error text: a silent wrong result, for tests of checkers such
+ * as `deno task verify:npu`. Counted per kernel execution at synchronisation. */
+double sim_fault_corrupt_factor(void) {
+  int64_t v = 0;
+  if (!sim_fault_fire(SIM_FAULT_CORRUPT, &v)) return 1.0;
+  return 1.0 + (double)(v ? v : 10000) * 1e-6;
 }

@@ -172,7 +172,13 @@ static void visit(const SimTensorDesc *d, visit_fn fn, void *ctx) {
 }
 
 static void load_one(char *p, int64_t i, int32_t dt, void *ctx) { ((double *)ctx)[i] = read_elem(p, dt); }
-static void store_one(char *p, int64_t i, int32_t dt, void *ctx) { write_elem(p, dt, ((const double *)ctx)[i]); }
+/* The fault `corrupt` (sim_fault.c): 1 except while run_task runs a corrupted kernel. */
+static double g_store_scale = 1.0;
+void sim_set_store_scale(double factor) { g_store_scale = factor; }
+
+static void store_one(char *p, int64_t i, int32_t dt, void *ctx) {
+  write_elem(p, dt, ((const double *)ctx)[i] * g_store_scale);
+}
 
 double *sim_load(const SimTensorDesc *d) {
   int64_t n = sim_desc_numel(d);

@@ -1199,7 +1199,7 @@ static void test_fault_injection(aclrtStream stream) {
   void *p = NULL, *q = NULL;
 
   /* the hook's arguments */
-  expect_error(aclsimInjectFault(7, 1, 1, 0), 100000, "unknown fault kind", "unknown kind");
+  expect_error(aclsimInjectFault(8, 1, 1, 0), 100000, "unknown fault kind", "unknown kind");
   expect_error(aclsimInjectFault(-1, 1, 1, 0), 100000, "unknown fault kind", "negative kind");
   expect_error(aclsimInjectFault(1, -1, 1, 0), 100000, "nth is negative", "negative nth");
   expect_error(aclsimInjectFault(1, 1, 0, 0), 100000, "times must be", "times 0");
