@@ -239,6 +239,8 @@ Deno.test("aclnnLayerNorm validation: CANN's codes and texts, per SoC", () => {
     );
     // Products: not the Atlas inference series; the Atlas training series without bfloat16.
     withSoc("Ascend310P1", () => expectFail(call({}), 161002, "not supported on SoC Ascend310P1"));
+    // No LayerNorm document (nor any op definition) names the Ascend 350.
+    withSoc("Ascend350_9599", () => expectFail(call({}), 161002, "Ascend350_9599"));
     const xb = sim.tensor(data(8, 10, "bfloat16"), [2, 4], "bfloat16");
     const yb = sim.tensor(null, [2, 4], "bfloat16");
     const bf16 = () =>
