@@ -5,8 +5,9 @@
  * ```sh
  * deno run --allow-run=cc --allow-read --allow-write scripts/build_sim.ts            # build
  * deno run --allow-run=cc --allow-read --allow-write scripts/build_sim.ts --force    # rebuild all
- * deno run --allow-run=cc,build/sim/smoke,build/sim/hccl_smoke --allow-read --allow-write \
- *   --allow-env scripts/build_sim.ts --smoke              # build + run smoke and hccl_smoke
+ * deno run --allow-run=cc,build/sim/smoke,build/sim/smoke_norm,build/sim/hccl_smoke \
+ *   --allow-read --allow-write --allow-env scripts/build_sim.ts --smoke
+ *                                     # build + run smoke, smoke_norm and hccl_smoke
  * ```
  *
  * Targets are skipped when they are newer than their sources, the headers, the SoC table and this
@@ -263,6 +264,25 @@ const TARGETS: Target[] = [
     ],
   },
   {
+    out: "smoke_norm",
+    sources: ["smoke_norm.c"],
+    // It calls no sim_* function: --no-as-needed keeps libaclsim_core.so as a direct DT_NEEDED
+    // entry, which the rpath then finds (a RUNPATH does not serve the libraries' own entries).
+    args: [
+      "-fvisibility=default",
+      "-Wl,--no-as-needed",
+      "-L",
+      ".",
+      "-lacl_rt",
+      "-lnnopbase",
+      "-lopapi_nn",
+      "-lopapi_math",
+      "-laclsim_core",
+      "-Wl,-rpath,$ORIGIN",
+      "-lm",
+    ],
+  },
+  {
     out: "smoke",
     sources: ["smoke.c"],
     args: [
@@ -387,7 +407,7 @@ async function main(): Promise<void> {
     console.log(`built       ${rel}  (${t.sources.map((s) => `tests/sim/${s}`).join(", ")})`);
   }
   if (smoke) {
-    for (const program of ["smoke", "hccl_smoke"]) {
+    for (const program of ["smoke", "smoke_norm", "hccl_smoke"]) {
       const { code } = await new Deno.Command(new URL(program, outDir).pathname, {
         env: { ASCEND_OPP_PATH: "" },
         stdout: "inherit",

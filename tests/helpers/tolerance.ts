@@ -103,6 +103,14 @@ export function betweenKernels(t: Tolerance): Tolerance {
 export const EXACT: Tolerance = Object.freeze({ rtol: 0, atol: 0 });
 
 /**
+ * The software CANN against a float64 replay of the steps it documents for an operator (the
+ * same operations in the same order, the same roundings to CANN's intermediate dtypes, one
+ * rounding per output): both are IEEE double arithmetic, so the bits agree. Only for the
+ * simulator; an NPU gets TOLERANCE.
+ */
+export const SIM_REPLAY: Tolerance = EXACT;
+
+/**
  * A float64 formula vs central differences of a float64 forward (h = 1e-5): truncation
  * error ~h^2 * |f'''| and cancellation ~2^-53 * |f| / h, both ~1e-10 for the O(1) problems
  * of the tests; 1e-6 leaves a wide margin and still catches any wrong term.

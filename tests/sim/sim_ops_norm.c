@@ -95,6 +95,11 @@ int nrm_soc(NormCtx *c) {
  * sim_ops.c op_supported, the simulator fails phase 1 with 161002 right after the out-params. */
 int nrm_product(NormCtx *c, unsigned supported, const char *doc) {
   if (c->product & supported) return 0;
+  if (c->product == 0)
+    return nrm_fail(c, SIM_NN_INVALID,
+                    "the operator is not supported on SoC %s (Short_SoC_version %s, NpuArch %d, SocVersion %d): "
+                    "CANN's documentation (%s) names no product of this SoC",
+                    c->soc.soc_name, c->soc.family, (int)c->soc.npu_arch, (int)c->soc.soc_version, doc);
   return nrm_fail(c, SIM_NN_INVALID,
                   "the operator is not supported on SoC %s (%s; Short_SoC_version %s, NpuArch %d): CANN's "
                   "documentation (%s) lists the %s as unsupported",
