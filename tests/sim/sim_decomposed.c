@@ -71,9 +71,9 @@ void sim_gn_backward_decomposed(const double *x, const double *dy, const double 
       for (int64_t ch = g * D; ch < (g + 1) * D; ch++)
         for (int64_t k = 0; k < HxW; k++) {
           int64_t i = (n * C + ch) * HxW + k;
-          double d = R(dy[i] * gamma[ch]);
+          double d = R(dy[i] * gamma[ch]), xh = (x[i] - m) * inv;
           s1 += d;
-          s2 += d * (x[i] - m) * inv;
+          s2 += d * xh;
         }
       for (int64_t ch = g * D; ch < (g + 1) * D; ch++) {
         double sg = 0, sb = 0;
