@@ -1,8 +1,9 @@
 /*
  * Software CANN ("aclsim") -- the nine norm operators: phase-1 validation as CANN performs it on
- * the SoC family of aclrtGetSocName() (return codes, order of the checks and message texts of
- * the CANN sources cited at each rule), planning, and the computation run at stream
- * synchronisation.  Accumulation is in double; every output is rounded once to its own dtype.
+ * the SoC aclrtGetSocName() names, as its platform file describes it (return codes, order of the
+ * checks and message texts of the CANN sources cited at each rule), planning, and the computation
+ * run at stream synchronisation.  Accumulation is in double; every output is rounded once to its
+ * own dtype, except the narrow-dtype intermediates of sim_decomposed.c.
  *
  * Sources (the behaviour of each rule is cited as repo + path + function):
  *   hicann/ops-nn   e5c3fa9327ea95ba26d06227e746923580d10921 (2026-08-22)
@@ -1347,7 +1348,7 @@ static int run_bn(const SimPlan *p) {
      * `batch_variance`, BatchNormV3 full-reduce's `save_var`; the doc: "saveInvstd表示input的方差"
      * on Atlas training/inference/A2/A3), 1/sqrt(var + eps) on DAV_3510 (arch35 BatchNormV3
      * `batch_rstd`) -- ops-nn norm/batch_norm_v3/op_host/op_api/aclnn_batch_norm.cpp BatchNorm(),
-     * docs/aclnnBatchNorm.md.  batchNormSavesVariance() of soc.ts, via the generated table. */
+     * docs/aclnnBatchNorm.md; sim_rules.c sim_rule_bn_saves_variance. */
     store_if(p, BN_SI, p->bn_saves_variance ? var : invstd);
   } else {
     double *rm = per_channel_or(p, BN_RM, C, 0.0), *rv = per_channel_or(p, BN_RV, C, 1.0);
