@@ -206,14 +206,18 @@ void sim_soc_lookup(const char *name, SimSocInfo *out) {
   Entry *e = cache;
   while (e && strcmp(e->name, name) != 0) e = e->next;
   if (e == NULL && (e = calloc(1, sizeof *e)) != NULL) {
-    e->name = strdup(name);
+    if ((e->name = strdup(name)) == NULL) {
+      free(e);
+      pthread_mutex_unlock(&cache_mu);
+      return;
+    }
     load(name, &e->info);
     e->info.product = sim_rule_product(e->info.soc_version);
     e->next = cache;
     cache = e;
   }
   pthread_mutex_unlock(&cache_mu);
-  if (e == NULL || e->name == NULL) return;
+  if (e == NULL) return;
   *out = e->info;
   out->soc_name = name;
 }
