@@ -289,8 +289,9 @@ Deno.test("discovery: the older layout (libascendcl.so + libopapi.so) is used wh
 
 /**
  * A toolkit laid out like CANN 8.0's: `<root>/ascend-toolkit/{latest -> 8.0.0, set_env.sh}`,
- * `8.0.0/x86_64-linux/lib64/` holding the libraries, `8.0.0/lib64 -> x86_64-linux/lib64`,
- * and `8.0.0/opp/` beside the lib64 symlink.
+ * `8.0.0/x86_64-linux/lib64/` holding the libraries, `8.0.0/x86_64-linux/data/platform_config/`
+ * the platform files, `8.0.0/lib64 -> x86_64-linux/lib64`, and `8.0.0/opp/` beside the lib64
+ * symlink.
  */
 async function fakeToolkit(): Promise<
   { root: string; home: string; cleanup: () => Promise<void> }
@@ -299,6 +300,13 @@ async function fakeToolkit(): Promise<
   const toolkit = `${root}/ascend-toolkit`;
   const version = `${toolkit}/8.0.0`;
   await copySim(`${version}/x86_64-linux/lib64`);
+  // The platform files beside lib64, where CANN installs them (hicann/runtime cmake/package.cmake)
+  // and where its platform library (and the software CANN) looks for them.
+  const platform = `${version}/x86_64-linux/data/platform_config`;
+  await Deno.mkdir(platform, { recursive: true });
+  for (const f of Deno.readDirSync(`${SIM_DIR}/../data/platform_config`)) {
+    await Deno.copyFile(`${SIM_DIR}/../data/platform_config/${f.name}`, `${platform}/${f.name}`);
+  }
   // `ln -s`: Deno.symlink needs unscoped --allow-write, which the test task does not grant.
   const link = async (target: string, path: string) => {
     const { code } = await new Deno.Command("ln", { args: ["-s", target, path] }).output();

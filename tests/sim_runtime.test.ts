@@ -136,12 +136,13 @@ Deno.test("memory: aclrtMemcpy / aclrtMemset corner cases", () => {
   });
 });
 
-Deno.test("memory: aclrtMalloc pads to round_up(size, 32) + 32, except on DAV_3510", () => {
+Deno.test("memory: aclrtMalloc pads to round_up(size, 32) + padding_size (the platform file's, else 32)", () => {
   withDevice((sim) => {
     const cases: [string | undefined, number, number][] = [
-      [undefined, 100, 128], // Ascend950PR_9599 (DAV_3510): padding_size 0
+      [undefined, 100, 128], // Ascend950PR_9599: padding_size=0
       [undefined, 33, 64],
       ["Ascend350_354f", 64, 64],
+      ["Ascend910_9599", 64, 96], // the pre-2026 950 file (runtime 494dda3) has no padding_size
       ["Ascend910B4", 100, 160],
       ["Ascend910B4", 32, 64],
       ["Ascend910A", 1, 64],

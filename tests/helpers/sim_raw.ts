@@ -14,14 +14,28 @@ import { type AclnnArg, runAclnn } from "../../src/ffi/executor.ts";
 import type { AscendDevice } from "../../src/ffi/runtime.ts";
 import { type DType, dtypeByteSize } from "../../src/tensor/dtype.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
+import { parsePlatformConfig } from "../../scripts/sim_platform.ts";
 import { openSim } from "./ffi_sim.ts";
 
 /** What `aclrtGetSocName()` returns when ACLSIM_SOC_NAME is unset. */
 export const DEFAULT_SOC = "Ascend950PR_9599";
 
-/** A SoC name of the family (its first exact name, or its first prefix + "9599"). */
+/** The SoC names the software CANN has platform files for (tests/sim/platform_config.txt). */
+export const SIM_SOC_NAMES: readonly string[] = parsePlatformConfig(
+  Deno.readTextFileSync(new URL("../sim/platform_config.txt", import.meta.url)),
+).map((e) => e.socVersion);
+
+/**
+ * A SoC name of the family that the simulator has a platform file for: its first exact name, or
+ * the simulator's first SoC name with its first prefix (`<prefix>9599` when there is one).
+ */
 export function sampleSoc(family: SocFamily): string {
-  return family.names[0] ?? `${family.prefixes[0]}9599`;
+  if (family.names.length > 0) return family.names[0];
+  const prefix = family.prefixes[0];
+  const named = SIM_SOC_NAMES.filter((n) => n.startsWith(prefix));
+  const soc = named.find((n) => n === `${prefix}9599`) ?? named[0];
+  assert.ok(soc, `the simulator has no platform file for a SoC named ${prefix}*`);
+  return soc;
 }
 
 /** Every family with a sample SoC name, in SOC_FAMILIES order. */

@@ -85,10 +85,12 @@ static uint64_t dtype_size(int32_t dt) {
   return dt >= 0 && dt < 18 ? s[dt] : 0;
 }
 
-/* The families whose HCCL rules differ. Ascend950 / Ascend350 (NpuArch DAV_3510) take the new
- * hccl path (hccl all_reduce_op.cc:28-36, hccl_common.h:272-283; [aclsim] Ascend350 is assumed to
- * follow the 950); Ascend910B / Ascend910_93 (A2 / A3); Ascend910 (Atlas training); Ascend310P
- * (300I Duo); anything else (Ascend310B, an unknown SoC name) gets hcomm's generic checks. */
+/* The families whose HCCL rules differ, by the op::SocVersion of the SoC's platform file
+ * (sim_soc.c): ASCEND950 (ASCEND910_95 is the same value) and ASCEND350, NpuArch DAV_3510, take the
+ * new hccl path (hccl all_reduce_op.cc:28-36, hccl_common.h:272-283; [aclsim] Ascend350 is assumed
+ * to follow the 950); ASCEND910B / ASCEND910_93 (A2 / A3); ASCEND910 (Atlas training); ASCEND310P
+ * (300I Duo); anything else (Ascend310B, a SoC without a platform file) gets hcomm's generic
+ * checks. */
 typedef enum { FAM_GENERIC = 0, FAM_950, FAM_A2A3, FAM_910, FAM_310P } Fam;
 
 static Fam soc_family(const char **soc, const char **family) {
@@ -96,13 +98,14 @@ static Fam soc_family(const char **soc, const char **family) {
   const char *name = sim_rt_get_soc_name();
   sim_soc_lookup(name, &info);
   *soc = name;
-  *family = info.known ? info.family : "no known family";
-  if (!info.known) return FAM_GENERIC;
-  if (!strcmp(info.family, "Ascend950") || !strcmp(info.family, "Ascend350")) return FAM_950;
-  if (!strcmp(info.family, "Ascend910B") || !strcmp(info.family, "Ascend910_93")) return FAM_A2A3;
-  if (!strcmp(info.family, "Ascend910")) return FAM_910;
-  if (!strcmp(info.family, "Ascend310P")) return FAM_310P;
-  return FAM_GENERIC;
+  *family = info.known && info.family[0] ? info.family : "no known family";
+  switch (info.soc_version) {
+    case SIM_SV_ASCEND950: case SIM_SV_ASCEND350: return FAM_950;
+    case SIM_SV_ASCEND910B: case SIM_SV_ASCEND910_93: return FAM_A2A3;
+    case SIM_SV_ASCEND910: return FAM_910;
+    case SIM_SV_ASCEND310P: return FAM_310P;
+    default: return FAM_GENERIC;
+  }
 }
 
 #define B(x) (1ULL << (x))

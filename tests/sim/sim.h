@@ -126,24 +126,65 @@ typedef struct {
   int32_t norm_axis;
   int32_t norm_mode;  /* LayerNorm implMode; AddRmsNorm mode (0 add, 1 pre, 2 post) */
   int32_t norm_dt[3]; /* dtypes of CANN's intermediate results, chosen at phase 1 (per operator) */
+  int32_t npu_arch;       /* [version] NpuArch of the platform file (SIM_DAV_RESV: none) */
+  int32_t overflow_mode;  /* SimOverflowMode the modelled narrow-dtype steps round with */
+  bool decomposed;        /* the chip takes the op_api decomposition sim_decomposed.c models */
 } SimPlan;
 
-/* ---- SoC families (sim_soc.c; the table is generated from src/backends/ascend/soc.ts) ---- */
+/* ---- the platform (sim_soc.c): CANN's platform file <SoC_version>.ini, read at run time ---- */
+/* op::SocVersion (hicann/opbase include/nnopbase/opdev/platform.h): ASCEND910_95 == ASCEND950. */
+enum {
+  SIM_SV_ASCEND910 = 0, SIM_SV_ASCEND910B, SIM_SV_ASCEND910_93, SIM_SV_ASCEND950, SIM_SV_ASCEND910E,
+  SIM_SV_ASCEND310, SIM_SV_ASCEND310P, SIM_SV_ASCEND310B, SIM_SV_ASCEND310C, SIM_SV_ASCEND610LITE,
+  SIM_SV_KIRINX90, SIM_SV_KIRIN9030, SIM_SV_ASCEND350, SIM_SV_RESERVED = 99999
+};
+/* NpuArch values the operators branch on (hicann/runtime pkg_inc/platform/soc_spec.h). */
+enum { SIM_DAV_1001 = 1001, SIM_DAV_2002 = 2002, SIM_DAV_2201 = 2201, SIM_DAV_3002 = 3002, SIM_DAV_3510 = 3510,
+       SIM_DAV_RESV = 0xFFFF };
+/* aclrtFloatOverflowMode (hicann/runtime include/external/acl/acl_rt.h 281-282). */
+typedef enum { SIM_OVERFLOW_SATURATION = 0, SIM_OVERFLOW_INFNAN = 1 } SimOverflowMode;
+
 typedef struct {
   const char *soc_name; /* what aclrtGetSocName returned */
-  bool known;           /* false: the name is in no family of the table */
-  const char *family;   /* Short_SoC_version, e.g. "Ascend910B" */
-  const char *product;  /* e.g. "Atlas A2 training series" */
-  int32_t npu_arch, soc_version;
-  uint32_t bf16_ops, supported_ops; /* bit i = SOC_OPERATORS[i] (sim_soc_op_index) */
-  bool regbase;                     /* NpuArch DAV_3510 (ops-nn aclnn_util.h IsRegbase) */
-  bool bn_saves_variance;           /* aclnnBatchNorm's saveInvstd holds Var(x), not invstd */
-  bool gnb_mixed_precision;
-  int64_t gnb_max_channels_per_group, gnb_max_channels; /* 0 = no limit */
+  bool known;           /* its platform file <soc_name>.ini was found and read */
+  const char *family;   /* [version] Short_SoC_version, e.g. "Ascend910B" ("" when absent) */
+  const char *product;  /* the product line CANN's documentation names for soc_version */
+  int32_t npu_arch;     /* [version] NpuArch as opbase reads it (SIM_DAV_RESV when absent) */
+  int32_t soc_version;  /* op::SocVersion from Short_SoC_version (SIM_SV_RESERVED when unknown) */
+  bool support_inf_nan; /* [SoCInfo] support_inf_nan is 1 */
+  int32_t padding_size; /* [AICoreSpec] padding_size, -1 when absent */
 } SimSocInfo;
+/* Fills *out for the SoC named soc_name from its platform file (sim_soc.c). */
 SIM_CORE_API void sim_soc_lookup(const char *soc_name, SimSocInfo *out);
-SIM_CORE_API int sim_soc_op_index(const char *op); /* index in SOC_OPERATORS, or -1 */
-SIM_CORE_API void sim_soc_known_families(char *buf, size_t n);
+/* Where the platform files are: dirname(dirname(realpath(libaclsim_core.so)))/data/platform_config. */
+SIM_CORE_API const char *sim_soc_config_dir(void);
+/* The overflow mode the chip computes in now (ACLSIM_OVERFLOW_MODE, the chip's default). */
+SIM_CORE_API SimOverflowMode sim_soc_overflow_mode(const SimSocInfo *soc);
+
+/* ---- per-operator rules of the CANN sources (sim_rules.c), from SocVersion / NpuArch ---------- */
+SIM_CORE_API bool sim_rule_regbase(const SimSocInfo *soc);
+SIM_CORE_API bool sim_rule_documented(SimOpId op, const SimSocInfo *soc); /* "产品支持情况" */
+SIM_CORE_API bool sim_rule_bf16(SimOpId op, const SimSocInfo *soc);
+SIM_CORE_API bool sim_rule_bn_has_dtype_list(const SimSocInfo *soc);
+SIM_CORE_API bool sim_rule_bn_saves_variance(const SimSocInfo *soc);
+SIM_CORE_API bool sim_rule_gnb_mixed_precision(const SimSocInfo *soc);
+SIM_CORE_API bool sim_rule_gnb_limits(const SimSocInfo *soc, int64_t *max_per_group, int64_t *max_channels);
+SIM_CORE_API bool sim_rule_gnb_decomposed(const SimSocInfo *soc);
+SIM_CORE_API bool sim_rule_gn_fp16_stats_cast(const SimSocInfo *soc);
+SIM_CORE_API const char *sim_rule_product(int32_t soc_version);
+
+/* ---- CANN's op_api decompositions that form intermediates in a narrow dtype (sim_decomposed.c) -- */
+SIM_CORE_API void sim_elemt_rebuild_variance(const double *invstd, int64_t C, int32_t dtype, double eps,
+                                             int32_t mode, double *var);
+SIM_CORE_API double sim_gn_rstd_from_variance(double var, double eps, int32_t dtype, int32_t mode);
+SIM_CORE_API void sim_gn_backward_decomposed(const double *x, const double *dy, const double *mean,
+                                             const double *rstd, const double *gamma, int64_t N, int64_t C,
+                                             int64_t HxW, int64_t G, int32_t dtype, int32_t mode, double *gi,
+                                             double *gg, double *gb);
+SIM_CORE_API void sim_elemt_backward(const double *dy, const double *x, const double *mean, const double *invstd,
+                                     const double *w, const double *sum_dy, const double *sum_dy_xmu, double total,
+                                     int64_t numel, int64_t C, int64_t inner, int32_t promote, int32_t mode,
+                                     double *gi);
 
 /* ---- errors (thread-local text) ------------------------------------------------------ */
 SIM_CORE_API int sim_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -164,6 +205,10 @@ SIM_CORE_API uint16_t sim_to_fp16(double x);
 SIM_CORE_API uint16_t sim_to_bf16(double x);
 SIM_CORE_API double sim_from_fp16(uint16_t h);
 SIM_CORE_API double sim_from_bf16(uint16_t h);
+/* x rounded to dtype (FLOAT, FLOAT16, BF16; others unchanged) as the chip rounds an intermediate
+ * in `mode` (SimOverflowMode): INFNAN keeps Inf/NaN, SATURATION turns +-Inf into +-max and NaN
+ * into 0. */
+SIM_CORE_API double sim_round_dtype(double x, int32_t dtype, int32_t mode);
 
 /* ---- locking & handles ------------------------------------------------------------------ */
 SIM_CORE_API void sim_lock(void);

@@ -1178,14 +1178,14 @@ int sim_stream_enqueue(const char *fn, void *stream, int badcode, int (*run)(voi
 }
 
 /* runtime src/acl/aclrt_impl/memory.cpp aclMallocMemInner / GetAlignedAndPaddingSize: aclrtMalloc
- * allocates (size + 32 + padding_size - 1) / 32 * 32 bytes, padding_size being the SoC spec's
- * [AICoreSpec] padding_size (default 32; 0 in Ascend950PR_9599.ini): round_up(size, 32) + 32
- * everywhere except on NpuArch DAV_3510 (Ascend950 / Ascend350 families), where it is
- * round_up(size, 32). The SoC is the one aclrtGetSocName() names now. */
+ * allocates (size + 32 + padding_size - 1) / 32 * 32 bytes, padding_size being the platform file's
+ * [AICoreSpec] padding_size (GetPaddingSize 272-289: 32 when absent or malformed; 0 in the current
+ * Ascend 950 and 350 files, absent in the pre-2026 Ascend910_9599.ini).  [aclsim] The SoC is the one
+ * aclrtGetSocName() names now (CANN reads the size once per process, std::call_once). */
 static bool malloc_padded_size(uint64_t size, uint64_t *out) {
   SimSocInfo soc;
   sim_soc_lookup(sim_rt_get_soc_name(), &soc);
-  uint64_t padding = soc.known && soc.npu_arch == 3510 ? 0 : 32;
+  uint64_t padding = (uint64_t)soc.padding_size;
   uint64_t append = 32 + padding;
   if (size > UINT64_MAX - append) return false;
   *out = (size + append - 1) / 32 * 32;

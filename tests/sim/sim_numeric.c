@@ -4,6 +4,7 @@
  */
 #include "sim.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -188,3 +189,24 @@ double *sim_load(const SimTensorDesc *d) {
 }
 
 void sim_store(const SimTensorDesc *d, const double *v) { visit(d, store_one, (void *)v); }
+
+/* An intermediate the chip forms in `dtype` (a CANN decomposition's l0op result): rounded once
+ * to nearest even.  In saturation mode a result that would be +-Inf is the dtype's largest
+ * finite value and a NaN is 0; in Inf/NaN mode both are kept (hicann/runtime
+ * docs/zh/api_ref/25-02_Enumerations.md 1381-1388, aclrtFloatOverflowMode). */
+double sim_round_dtype(double x, int32_t dtype, int32_t mode) {
+  double r;
+  switch (dtype) {
+    case SIM_DT_FLOAT: r = (double)(float)x; break;
+    case SIM_DT_FLOAT16: r = sim_from_fp16(sim_to_fp16(x)); break;
+    case SIM_DT_BF16: r = sim_from_bf16(sim_to_bf16(x)); break;
+    default: return x;
+  }
+  if (mode != SIM_OVERFLOW_SATURATION) return r;
+  if (isnan(r)) return 0.0;
+  if (isinf(r)) {
+    double max = dtype == SIM_DT_FLOAT16 ? 65504.0 : dtype == SIM_DT_BF16 ? sim_from_bf16(0x7F7F) : (double)FLT_MAX;
+    return r > 0 ? max : -max;
+  }
+  return r;
+}

@@ -1,8 +1,9 @@
 /*
  * Software CANN ("aclsim") -- the nine norm operators: phase-1 validation as CANN performs it on
- * the SoC family of aclrtGetSocName() (return codes, order of the checks and message texts of
- * the CANN sources cited at each rule), planning, and the computation run at stream
- * synchronisation.  Accumulation is in double; every output is rounded once to its own dtype.
+ * the SoC aclrtGetSocName() names, as its platform file describes it (return codes, order of the
+ * checks and message texts of the CANN sources cited at each rule), planning, and the computation
+ * run at stream synchronisation.  Accumulation is in double; every output is rounded once to its
+ * own dtype, except the narrow-dtype intermediates of sim_decomposed.c.
  *
  * Sources (the behaviour of each rule is cited as repo + path + function):
  *   hicann/ops-nn   e5c3fa9327ea95ba26d06227e746923580d10921 (2026-08-22)
@@ -33,9 +34,7 @@
 typedef struct {
   const char *op;
   SimPlan plan;
-  SimSocInfo soc;
-  int opi;           /* index of the operator in SOC_OPERATORS (the generated table) */
-  bool op_supported; /* operatorSupported(op, family) */
+  SimSocInfo soc; /* the platform file's facts (sim_soc.c) */
 } Ctx;
 
 #define T(s) (&c->plan.t[(s)])
@@ -112,45 +111,61 @@ static int outparams(Ctx *c, const uint64_t *ws, void *const *exec) {
   return 0;
 }
 
-/* ---- the SoC family ------------------------------------------------------------------- */
+/* ---- the SoC ------------------------------------------------------------------------- */
 /* The SoC name is read on every phase 1 (ACLSIM_SOC_NAME, default Ascend950PR_9599), like the
- * runtime's platform info; its family comes from the table generated from
- * src/backends/ascend/soc.ts.  An unknown name fails every operator: the simulator cannot know
- * which NpuArch / SocVersion branch CANN would take (CANN's aclnnBatchNorm, e.g., fails an
- * unknown NpuArch with "support for npuArch %u is not implemented", ops-nn
- * norm/batch_norm_v3/op_host/op_api/aclnn_batch_norm.cpp CheckDtypeValid). */
+ * runtime's platform info, and its platform file gives SocVersion and NpuArch (sim_soc.c); the
+ * chip-dependent rules are sim_rules.c's.  A SoC without a platform file is not refused here:
+ * CANN runs the operator's checks with RESERVED_VERSION and DAV_RESV (opbase platform.cpp
+ * 372-386) and fails where it would launch a kernel (no_kernel). */
 static int soc_check(Ctx *c) {
-  const char *name = sim_rt_get_soc_name();
-  sim_soc_lookup(name, &c->soc);
-  c->opi = sim_soc_op_index(c->op);
-  if (!c->soc.known || c->opi < 0) {
-    char fams[1024];
-    sim_soc_known_families(fams, sizeof fams);
-    return fail(c, SIM_NN_INVALID,
-                "the SoC \"%s\" (aclrtGetSocName) is unknown to the simulator, which models the SoC families of "
-                "src/backends/ascend/soc.ts: %s; set ACLSIM_SOC_NAME to a SoC name of one of them (CANN fails an "
-                "NpuArch it has no support for, e.g. aclnnBatchNorm: \"support for npuArch %%u is not implemented\")",
-                name, fams);
-  }
-  c->plan.regbase = c->soc.regbase;
-  c->plan.bn_saves_variance = c->soc.bn_saves_variance;
-  c->op_supported = (c->soc.supported_ops >> c->opi) & 1u;
+  sim_soc_lookup(sim_rt_get_soc_name(), &c->soc);
+  c->plan.regbase = sim_rule_regbase(&c->soc);
+  c->plan.bn_saves_variance = sim_rule_bn_saves_variance(&c->soc);
+  c->plan.npu_arch = c->soc.npu_arch;
+  c->plan.overflow_mode = sim_soc_overflow_mode(&c->soc);
   return 0;
 }
 
-/* operatorSupported(op, family) is false: CANN's documentation ("产品支持情况" of
- * ops-nn norm/<op>/docs/aclnn<Op>.md, ops-math math/reduce_std_with_mean/docs/aclnnBatchNormStats.md)
- * lists the product as unsupported.  What the unsupported code path does is not in the sources
+/* The documentation lists the product as unsupported ("产品支持情况" of ops-nn
+ * norm/<op>/docs/aclnn<Op>.md, ops-math math/reduce_std_with_mean/docs/aclnnBatchNormStats.md;
+ * sim_rules.c sim_rule_documented).  What the unsupported code path does is not in the sources
  * (no kernel for the chip); the simulator fails phase 1 with 161002 right after the out-params. */
 static int op_supported(Ctx *c) {
-  if (c->op_supported) return 0;
+  if (sim_rule_documented(c->plan.op, &c->soc)) return 0;
   return fail(c, SIM_NN_INVALID,
               "the operator is not supported on SoC %s (%s; Short_SoC_version %s, NpuArch %d): CANN's documentation "
               "of %s lists the %s as unsupported",
               c->soc.soc_name, c->soc.product, c->soc.family, (int)c->soc.npu_arch, c->op, c->soc.product);
 }
 
-static bool bf16_ok(const Ctx *c) { return (c->soc.bf16_ops >> c->opi) & 1u; }
+/* No platform file for the SoC: once the checks pass, the launcher finds no kernel binary for it
+ * (opbase src/nnopbase/composite_op/aclnn_engine/op_kernel.h GetWorkspace/SelectBin: "Op %s does
+ * not has any binary.", "Cannot find binary for op %s."), the l0op call returns nullptr and the
+ * operator returns ACLNN_ERR_INNER_NULLPTR (561103). */
+static int no_kernel(Ctx *c) {
+  if (c->soc.known) return 0;
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s", sim_soc_config_dir());
+  return fail(c, SIM_NN_INNER_NULLPTR,
+              "no kernel binary for SoC \"%s\": there is no platform file %s/%s.ini, so CANN's checks ran with "
+              "SocVersion RESERVED_VERSION and NpuArch DAV_RESV and the kernel launcher found no binary (opbase "
+              "op_kernel.h: \"Op %%s does not has any binary.\")",
+              c->soc.soc_name, dir[0] ? dir : "<no data/platform_config beside the libraries>", c->soc.soc_name);
+}
+
+static bool bf16_ok(const Ctx *c) { return sim_rule_bf16(c->plan.op, &c->soc); }
+
+/* ops-math conversion/contiguous/op_host/op_api/contiguous.cpp 634-670 CheckViewCopyParams: the
+ * operator's result (in `produced`, its kernel's dtype) is copied into the caller's output with
+ * l0op::ViewCopy, which refuses another dtype; the operator's CHECK_RET turns the nullptr into
+ * ACLNN_ERR_INNER_NULLPTR (561103). */
+static int view_copy_dtype(Ctx *c, int s, int32_t produced) {
+  if (!P(s) || T(s)->dtype == produced) return 0;
+  return fail(c, SIM_NN_INNER_NULLPTR,
+              "Input tensor's dtype[%s] should be same with output's dtype[%s]. (l0op::ViewCopy of the result into "
+              "%s)",
+              dt_str(produced), dt_str(T(s)->dtype), NAME(s));
+}
 
 /* ---- dtype lists ------------------------------------------------------------------------ */
 typedef struct {
@@ -345,6 +360,7 @@ static int lookup_mask(Ctx *c, const void *h, uint64_t *n) {
  * norm family, N * C for group norm): always nonzero for a computing plan, like CANN's reduce
  * kernels. */
 static int finish(Ctx *c, int64_t rows, uint64_t *ws, void **exec) {
+  TRY(no_kernel(c));
   for (int i = 0; i < c->plan.n_in + c->plan.n_out; i++) TRY(mem_ok(c, i));
   uint64_t r = rows > 0 ? (uint64_t)rows : 0;
   c->plan.run = SIM_RUN_COMPUTE;
@@ -362,6 +378,7 @@ static void fill_slot(Ctx *c, int s, double v) {
 }
 
 static int finish_early(Ctx *c, SimRunMode run, uint64_t *ws, void **exec) {
+  if (run == SIM_RUN_FILL) TRY(no_kernel(c)); /* the fill is a kernel (ProcessEmptyTensorWithValue) */
   for (int i = 0; i < c->plan.n_in + c->plan.n_out; i++) {
     if (run == SIM_RUN_FILL && c->plan.fill_on[i]) TRY(mem_ok(c, i));
     else c->plan.t[i].alloc_id = 0; /* neither read nor written */
@@ -549,6 +566,19 @@ static int bb_dim_c(Ctx *c, int s, int64_t C, bool allow_zero) {
               (int)C, got);
 }
 
+/* RegbaseCheckDtypeSame's last rule, on the caller's pointers rather than the masked slots. */
+static int bb_grad_dtypes_same(Ctx *c, const void *gradWeight, const void *gradBias) {
+  if (gradWeight == NULL || gradBias == NULL) return 0;
+  SimTensorDesc w, b;
+  if (sim_lookup_tensor(gradWeight, &w) != 0)
+    return fail(c, SIM_NN_INVALID, "gradWeight (%p) is not a live aclTensor (destroyed or never created)", gradWeight);
+  if (sim_lookup_tensor(gradBias, &b) != 0)
+    return fail(c, SIM_NN_INVALID, "gradBias (%p) is not a live aclTensor (destroyed or never created)", gradBias);
+  if (w.dtype == b.dtype) return 0;
+  return fail(c, SIM_NN_INVALID, "Expected both tensors to have same dtype, but found gradWeight %s and gradBias %s.",
+              dt_str(w.dtype), dt_str(b.dtype));
+}
+
 int sim_bn_backward_ws(const void *gradOut, const void *input, const void *weight, const void *runningMean,
                        const void *runningVar, const void *saveMean, const void *saveInvstd, bool training, double eps,
                        const void *outputMask, void *gradInput, void *gradWeight, void *gradBias, uint64_t *ws,
@@ -615,7 +645,9 @@ int sim_bn_backward_ws(const void *gradOut, const void *input, const void *weigh
     TRY(dt_same(c, BB_GI, BB_DY));
     TRY(dt_ref_or_float(c, BB_GW, BB_W));
     TRY(dt_ref_or_float(c, BB_GB, BB_W));
-    TRY(dt_same(c, BB_GW, BB_GB));
+    /* aclnn_batch_norm_backward.cpp 355-357: gradWeight and gradBias must share a dtype whenever
+     * both pointers are non-NULL, whatever outputMask says (a masked-off output is checked too). */
+    TRY(bb_grad_dtypes_same(c, gradWeight, gradBias));
   }
   /* CheckFormat */
   if (T(BB_DY)->format != T(BB_X)->format)
@@ -669,6 +701,11 @@ int sim_bn_backward_ws(const void *gradOut, const void *input, const void *weigh
     TRY(numel_c(c, BB_GB, C, "writes"));
   }
   c->plan.C = C;
+  /* Off DAV_3510 gradInput is BNTrainingReduceGrad's result, in input's dtype, copied by
+   * BatchNormPost's ViewCopy (aclnn_batch_norm_backward.cpp 394-413, 881-884); DAV_3510 requires
+   * gradInput's dtype == gradOut's above (RegbaseCheckDtypeSame). */
+  TRY(no_kernel(c));
+  if (!c->plan.regbase) TRY(view_copy_dtype(c, BB_GI, T(BB_X)->dtype));
   return finish(c, C, ws, exec);
 }
 
@@ -763,7 +800,7 @@ int sim_gn_backward_ws(const void *gradOut, const void *input, const void *mean,
   DtList l = dl_fhb(c);
   TRY(DT_SUPPORT(c, GB_DY, &l));
   int32_t dyt = T(GB_DY)->dtype;
-  if (c->soc.gnb_mixed_precision) {
+  if (sim_rule_gnb_mixed_precision(&c->soc)) {
     /* DAV_3510: mean in the list, then CheckMixPrecisionDtype. */
     TRY(DT_SUPPORT(c, GB_MEAN, &l));
     TRY(dt_match(c, GB_X, dyt, NULL));
@@ -789,12 +826,14 @@ int sim_gn_backward_ws(const void *gradOut, const void *input, const void *mean,
   /* CheckAttr */
   if (group <= 0) return fail(c, SIM_NN_INVALID, "Expected group to be greater than 0, got %" PRId64 ".", group);
   if (C % group != 0) return fail(c, SIM_NN_INVALID, "Expected C can be divided by group, but got false.");
-  /* DAV_2201 only (groupNormBackwardLimits): C / group <= 8000, C <= 240000 */
-  if (c->soc.gnb_max_channels_per_group > 0 && C / group > c->soc.gnb_max_channels_per_group)
-    return fail(c, SIM_NN_INVALID, "Expected C / group <= %" PRId64 " to be true, but got false.",
-                c->soc.gnb_max_channels_per_group);
-  if (c->soc.gnb_max_channels > 0 && C > c->soc.gnb_max_channels)
-    return fail(c, SIM_NN_INVALID, "Expecting C to not exceed %" PRId64 ", got %" PRId64 ".", c->soc.gnb_max_channels, C);
+  /* DAV_2201 only (sim_rule_gnb_limits): C / group <= 8000, C <= 240000 */
+  int64_t max_per_group = 0, max_channels = 0;
+  if (sim_rule_gnb_limits(&c->soc, &max_per_group, &max_channels)) {
+    if (C / group > max_per_group)
+      return fail(c, SIM_NN_INVALID, "Expected C / group <= %" PRId64 " to be true, but got false.", max_per_group);
+    if (C > max_channels)
+      return fail(c, SIM_NN_INVALID, "Expecting C to not exceed %" PRId64 ", got %" PRId64 ".", max_channels, C);
+  }
   /* CheckShape: only element counts (and gradOut rank <= 8) */
   TRY(max_dim(c, GB_DY, 8, NULL));
   if (sim_desc_numel(T(GB_DY)) != N * C * HxW)
@@ -821,6 +860,7 @@ int sim_gn_backward_ws(const void *gradOut, const void *input, const void *mean,
   c->plan.C = C;
   c->plan.HxW = HxW;
   c->plan.group = group;
+  c->plan.decomposed = sim_rule_gnb_decomposed(&c->soc); /* sim_decomposed.c */
   /* Empty tensors (after CheckParams): other architectures return SUCCESS with nothing written
    * when gradOut or input is empty; DAV_3510 launches GroupNormGrad, whose dgamma/dbeta for an
    * empty input are zeros, when gradOut, input, mean or rstd is empty and gamma (ones [C] when
@@ -855,7 +895,9 @@ static int run_gn_backward(const SimPlan *p) {
   double *gi = zalloc(total);
   double *gg = zalloc(C), *gb = zalloc(C);
   double cnt = (double)(D * HxW);
-  for (int64_t n = 0; n < N; n++) {
+  if (p->decomposed) /* every tensor has gradOut's dtype off DAV_3510 (CheckDtypeValid) */
+    sim_gn_backward_decomposed(x, dy, mean, rstd, gamma, N, C, HxW, G, p->t[GB_DY].dtype, p->overflow_mode, gi, gg, gb);
+  for (int64_t n = 0; n < N && !p->decomposed; n++) {
     for (int64_t g = 0; g < G; g++) {
       double m = mean[n * G + g], r = rstd[n * G + g], s1 = 0, s2 = 0;
       for (int64_t ch = g * D; ch < (g + 1) * D; ch++) {
@@ -1164,12 +1206,13 @@ static int run_elemt_backward(const SimPlan *p) {
   for (int64_t i = 0; i < sim_desc_numel(&p->t[EB_COUNTER]); i++) total += cnt[i];
   double *gi = zalloc(numel);
   int64_t inner = numel / (xd->dims[0] * C);
-  for (int64_t i = 0; i < numel; i++) {
-    int64_t ch = (i / inner) % C;
-    double is = invstd[ch];
-    gi[i] = (dy[i] - sdy[ch] / total - (x[i] - mean[ch]) * is * is * sdx[ch] / total) * is * w[ch];
-  }
-  sim_store(&p->t[EB_GI], gi);
+  /* GetPromoteType (aclnn_batch_norm_elemt_backward.cpp 191-202): FLOAT16 only when every input
+   * but counter is FLOAT16, a NULL weight being a float32 fill (FillScalar); else FLOAT. */
+  bool all16 = p->present[EB_W];
+  for (int s = EB_DY; s <= EB_SUMDYXMU; s++) all16 = all16 && p->t[s].dtype == SIM_DT_FLOAT16;
+  sim_elemt_backward(dy, x, mean, invstd, w, sdy, sdx, total, numel, C, inner,
+                     all16 ? SIM_DT_FLOAT16 : SIM_DT_FLOAT, p->overflow_mode, gi);
+  sim_store(&p->t[EB_GI], gi); /* Cast to gradInput's dtype (405), then ViewCopy */
   free(x), free(dy), free(mean), free(invstd), free(w), free(sdy), free(sdx), free(cnt), free(gi);
   return 0;
 }
@@ -1225,10 +1268,10 @@ int sim_bn_ws(const void *input, const void *weight, const void *bias, void *run
     TRY(get(c, saveInvstd, BN_SI));
   }
   /* CheckDtypeValid: GetSupportDtypeList(npuArch) has no entry -> "support for npuArch %u is not
-   * implemented" (Ascend310B, NpuArch 3002, is the one known family without a list). */
-  if (!c->op_supported)
-    return fail(c, SIM_NN_INVALID, "support for npuArch %d is not implemented (SoC %s, %s)", (int)c->soc.npu_arch,
-                c->soc.soc_name, c->soc.product);
+   * implemented" (sim_rule_bn_has_dtype_list: every NpuArch but 2002, 1001, 2201, 3510). */
+  if (!sim_rule_bn_has_dtype_list(&c->soc))
+    return fail(c, SIM_NN_INVALID, "support for npuArch %u is not implemented (SoC %s, %s)",
+                (unsigned)(uint32_t)c->soc.npu_arch, c->soc.soc_name, c->soc.product);
   /* Each tensor against the list independently, no same-dtype rule: input, out, [saveMean,
    * saveInvstd], then CheckOtherDtypeValid: weight, bias, runningMean, runningVar. */
   DtList l = dl_fhb(c);
@@ -1268,6 +1311,11 @@ int sim_bn_ws(const void *input, const void *weight, const void *bias, void *run
     TRY(shape_expect(c, BN_SI, &C, 1, NULL));
   }
   c->plan.C = C;
+  /* every path's result is in input's dtype (BNInfer, BNTrainingUpdate, BatchNormV3 allocate y as
+   * x's, op_api/batch_norm.cpp 30, 82, 127; the regbase path casts to it, aclnn_batch_norm.cpp
+   * 544), then ViewCopy into out (aclnn_batch_norm.cpp 333-337) */
+  TRY(no_kernel(c));
+  TRY(view_copy_dtype(c, BN_Y, T(BN_X)->dtype));
   return finish(c, C, ws, exec);
 }
 
@@ -1300,7 +1348,7 @@ static int run_bn(const SimPlan *p) {
      * `batch_variance`, BatchNormV3 full-reduce's `save_var`; the doc: "saveInvstd表示input的方差"
      * on Atlas training/inference/A2/A3), 1/sqrt(var + eps) on DAV_3510 (arch35 BatchNormV3
      * `batch_rstd`) -- ops-nn norm/batch_norm_v3/op_host/op_api/aclnn_batch_norm.cpp BatchNorm(),
-     * docs/aclnnBatchNorm.md.  batchNormSavesVariance() of soc.ts, via the generated table. */
+     * docs/aclnnBatchNorm.md; sim_rules.c sim_rule_bn_saves_variance. */
     store_if(p, BN_SI, p->bn_saves_variance ? var : invstd);
   } else {
     double *rm = per_channel_or(p, BN_RM, C, 0.0), *rv = per_channel_or(p, BN_RV, C, 1.0);
@@ -1374,6 +1422,10 @@ int sim_bn_elemt_ws(const void *input, const void *weight, const void *bias, voi
   c->plan.C = C;
   /* empty input (after the checks): workspace 0, SUCCESS, nothing written */
   if (is_empty(T(BE_X))) return finish_early(c, SIM_RUN_NOTHING, ws, exec);
+  /* BatchNorm's result is in input's dtype (aclnn_batch_norm.cpp BatchNorm(): BNInfer's y, or the
+   * regbase Cast to input's dtype), then ViewCopy into out (aclnn_batch_norm_elemt.cpp 205-218). */
+  TRY(no_kernel(c));
+  TRY(view_copy_dtype(c, BE_Y, T(BE_X)->dtype));
   return finish(c, C, ws, exec);
 }
 
@@ -1385,14 +1437,20 @@ static int run_bn_elemt(const SimPlan *p) {
   double *w = per_channel_or(p, BE_W, C, 1.0), *b = per_channel_or(p, BE_B, C, 0.0);
   double *y = zalloc(numel);
   int64_t inner = numel / (xd->dims[0] * C);
-  /* CANN forms variance = 1/invstd^2 - eps in invstd's dtype and calls BNInfer, i.e.
-   * y = (x - mean) * invstd * w + b up to that round trip (not modelled: exact here). */
+  /* CANN rebuilds variance = 1/invstd^2 - eps in invstd's dtype (sim_elemt_rebuild_variance) and
+   * runs BatchNorm in inference mode with mean and that variance: BNInfer / the arch35 infer
+   * kernel compute rsqrt(variance + eps) with the float eps attribute, then
+   * y = (x - mean) * rstd * weight + bias (aclnn_batch_norm_elemt.cpp 171-202; mean, weight and
+   * bias enter in their own dtypes, exact in double). */
+  double *var = zalloc(C);
+  sim_elemt_rebuild_variance(invstd, C, p->t[BE_INVSTD].dtype, p->eps, p->overflow_mode, var);
+  double eps_f = (double)(float)p->eps;
   for (int64_t i = 0; i < numel; i++) {
     int64_t ch = (i / inner) % C;
-    y[i] = (x[i] - mean[ch]) * invstd[ch] * w[ch] + b[ch];
+    y[i] = (x[i] - mean[ch]) / sqrt(var[ch] + eps_f) * w[ch] + b[ch];
   }
   sim_store(&p->t[BE_Y], y);
-  free(x), free(mean), free(invstd), free(w), free(b), free(y);
+  free(x), free(mean), free(invstd), free(w), free(b), free(y), free(var);
   return 0;
 }
 
@@ -1480,6 +1538,7 @@ int sim_gn_ws(const void *self, const void *gamma, const void *beta, int64_t N, 
   c->plan.C = C;
   c->plan.HxW = HxW;
   c->plan.group = group;
+  c->plan.decomposed = sim_rule_gn_fp16_stats_cast(&c->soc) && x->dtype == SIM_DT_FLOAT16; /* run_gn */
   /* empty self (after the checks): meanOut = 0, rstdOut = NaN, in their own dtype; workspace 0 */
   if (is_empty(x)) {
     fill_slot(c, GN_MEAN, 0.0);
@@ -1511,9 +1570,14 @@ static int run_gn(const SimPlan *p) {
       double r = 1.0 / sqrt(q / cnt + p->eps);
       mo[n * G + g] = m;
       ro[n * G + g] = r;
+      if (p->decomposed) { /* DAV_1001, float16: Cast(mean), Rsqrt(Add(Cast(variance), eps)) in float16 */
+        mo[n * G + g] = sim_round_dtype(m, SIM_DT_FLOAT16, p->overflow_mode);
+        ro[n * G + g] = sim_gn_rstd_from_variance(q / cnt, p->eps, SIM_DT_FLOAT16, p->overflow_mode);
+      }
       for (int64_t i = 0; i < len; i++) {
         int64_t ch = g * D + i / HxW;
         y[b0 + i] = (x[b0 + i] - m) * r * gamma[ch] + beta[ch];
+        if (p->decomposed) y[b0 + i] = sim_round_dtype(y[b0 + i], SIM_DT_FLOAT16, p->overflow_mode); /* Cast(y) */
       }
     }
   }

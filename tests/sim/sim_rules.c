@@ -1,80 +1,112 @@
 /*
- * Software CANN ("aclsim") -- the SoC families.  aclrtGetSocName() returns ACLSIM_SOC_NAME (read
- * on every call) or the default "Ascend950PR_9599"; the family of that name decides the per-SoC
- * behaviour of the operators (sim_ops.c).
+ * Software CANN ("aclsim") -- the operator rules that depend on the chip, each written from the
+ * CANN code that decides it and branching on what that code branches on: op::SocVersion or
+ * NpuArch, both read from the platform file (sim_soc.c).  No table of chips here.
  *
- * The table itself is NOT written here: scripts/build_sim.ts imports the library's
- * src/backends/ascend/soc.ts (the one table of SoC families and per-operator traits) and
- * generates build/sim/include/aclsim_soc_table.h from it, so the library and the simulator
- * cannot disagree about a chip.  The lookup rule is socFamily()'s: exact names of every family
- * first, then prefixes (the name must be longer than the prefix).
+ * Sources: hicann/ops-nn e5c3fa9327ea (paths under norm/ unless marked), hicann/ops-math
+ * c41933244c31 ((math)), hicann/opbase aa3cd74 ((opbase)).
  */
-#define _GNU_SOURCE
 #include "sim.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+/* ops-nn common/inc/op_api/aclnn_util.h 32-43 IsRegbase, (math) common/inc/op_api/aclnn_check.h
+ * 203-208 IsRegBase: NpuArch DAV_3510. */
+bool sim_rule_regbase(const SimSocInfo *s) { return s->npu_arch == SIM_DAV_3510; }
 
-#include "aclsim_soc_table.h"
+/* DAV_2201 or regbase: the "910B" lists with DT_BF16 of aclnn_batch_norm_backward.cpp 104-112,
+ * sync_batch_norm_backward_reduce/op_api/aclnn_batch_norm_backward_reduce.cpp 56-64,
+ * group_norm/op_host/op_api/aclnn_group_norm.cpp 59-67 and, for aclnnGroupNormBackward,
+ * GetDtypeSupportListV2 (ops-nn common/inc/op_api/level2_base.h 222-230). */
+static bool arch_2201_or_regbase(const SimSocInfo *s) { return s->npu_arch == SIM_DAV_2201 || sim_rule_regbase(s); }
 
-/* What aclrtGetSocName() returns on a machine of the default family: an Ascend 950PR
- * (hicann/runtime src/platform/platform_config/cann-dev/Ascend950PR_9599.ini, SoC_version). */
-#define SIM_DEFAULT_SOC_NAME "Ascend950PR_9599"
-
-const char *sim_rt_get_soc_name(void) {
-  const char *s = getenv("ACLSIM_SOC_NAME");
-  return s && *s ? s : SIM_DEFAULT_SOC_NAME;
+/* SocVersion in [ASCEND910B, ASCEND910E] or ASCEND950 (so ASCEND910_95 too: the same value). */
+static bool sv_910b_to_910e_or_950(const SimSocInfo *s) {
+  return (s->soc_version >= SIM_SV_ASCEND910B && s->soc_version <= SIM_SV_ASCEND910E) ||
+         s->soc_version == SIM_SV_ASCEND950;
 }
 
-static void fill(const AclsimSocFamily *f, SimSocInfo *out) {
-  out->known = true;
-  out->family = f->name;
-  out->product = f->product;
-  out->npu_arch = f->npuArch;
-  out->soc_version = f->socVersion;
-  out->bf16_ops = f->bf16Ops;
-  out->supported_ops = f->supportedOps;
-  out->regbase = f->regbase;
-  out->bn_saves_variance = f->bnSavesVariance;
-  out->gnb_mixed_precision = f->gnBackwardMixedPrecision;
-  out->gnb_max_channels_per_group = f->gnBackwardMaxChannelsPerGroup;
-  out->gnb_max_channels = f->gnBackwardMaxChannels;
+bool sim_rule_bf16(SimOpId op, const SimSocInfo *s) {
+  switch (op) {
+    case SIM_OP_BN: /* batch_norm_v3/op_host/op_api/aclnn_batch_norm.cpp 49-67 GetSupportDtypeList */
+      return s->npu_arch == SIM_DAV_2201 || s->npu_arch == SIM_DAV_3510;
+    case SIM_OP_BN_BACKWARD:
+    case SIM_OP_BN_REDUCE_BACKWARD:
+    case SIM_OP_GN:
+    case SIM_OP_GN_BACKWARD:
+      return arch_2201_or_regbase(s);
+    case SIM_OP_BN_STATS: /* (math) math/reduce_std_with_mean/op_api/aclnn_batch_norm_stats.cpp 74-81 */
+      return sim_rule_regbase(s);
+    case SIM_OP_BN_GATHER_STATS: /* sync_batch_norm_gather_stats_with_counts/op_host/op_api/
+                                    aclnn_batch_norm_gather_stats_with_counts.cpp 71-77, 94-96 */
+    case SIM_OP_BN_ELEMT:        /* batch_norm_elemt/op_host/op_api/aclnn_batch_norm_elemt.cpp 51-56 */
+      return sv_910b_to_910e_or_950(s);
+    case SIM_OP_BN_ELEMT_BACKWARD: /* sync_batch_norm_backward_elemt/op_api/aclnn_batch_norm_elemt_backward.cpp
+                                      213-223 CheckParams */
+      return s->soc_version == SIM_SV_ASCEND910B || s->soc_version == SIM_SV_ASCEND910_93 || sim_rule_regbase(s);
+    default:
+      return false;
+  }
 }
 
-void sim_soc_lookup(const char *name, SimSocInfo *out) {
-  memset(out, 0, sizeof *out);
-  out->soc_name = name;
-  if (name == NULL) return;
-  for (int i = 0; i < ACLSIM_SOC_NFAMILIES; i++)
-    for (int k = 0; k < ACLSIM_SOC_FAMILIES[i].nNames; k++)
-      if (strcmp(name, ACLSIM_SOC_FAMILIES[i].names[k]) == 0) {
-        fill(&ACLSIM_SOC_FAMILIES[i], out);
-        return;
-      }
-  size_t len = strlen(name);
-  for (int i = 0; i < ACLSIM_SOC_NFAMILIES; i++)
-    for (int k = 0; k < ACLSIM_SOC_FAMILIES[i].nPrefixes; k++) {
-      const char *p = ACLSIM_SOC_FAMILIES[i].prefixes[k];
-      size_t pl = strlen(p);
-      if (len > pl && strncmp(name, p, pl) == 0) {
-        fill(&ACLSIM_SOC_FAMILIES[i], out);
-        return;
-      }
-    }
+/* aclnnBatchNorm has a dtype list only for DAV_2002, DAV_1001, DAV_2201 and DAV_3510
+ * (aclnn_batch_norm.cpp 49-67); elsewhere CheckDtypeValid fails with "support for npuArch %u is
+ * not implemented" (116-124). */
+bool sim_rule_bn_has_dtype_list(const SimSocInfo *s) {
+  int32_t a = s->npu_arch;
+  return a == SIM_DAV_2002 || a == SIM_DAV_1001 || a == SIM_DAV_2201 || a == SIM_DAV_3510;
 }
 
-int sim_soc_op_index(const char *op) {
-  for (int i = 0; i < ACLSIM_SOC_NOPS; i++)
-    if (strcmp(op, ACLSIM_SOC_OPS[i]) == 0) return i;
-  return -1;
+/* The "产品支持情况" tables of <op>/docs/aclnn<Op>.md ((math) math/reduce_std_with_mean/docs/
+ * aclnnBatchNormStats.md): "Atlas 200I/500 A2 推理产品" (Ascend310B) supports none of the nine
+ * operators, "Atlas 推理系列产品" (Ascend310P) only aclnnBatchNorm and aclnnGroupNorm; every other
+ * listed product all nine.  The tables list no Ascend 350: its DAV_3510 code paths are taken. */
+bool sim_rule_documented(SimOpId op, const SimSocInfo *s) {
+  if (s->soc_version == SIM_SV_ASCEND310B) return false;
+  if (s->soc_version == SIM_SV_ASCEND310P) return op == SIM_OP_BN || op == SIM_OP_GN;
+  return true;
 }
 
-/* "Ascend910 (Atlas training series), Ascend910B (...), ..." for the unknown-SoC message. */
-void sim_soc_known_families(char *buf, size_t n) {
-  size_t k = 0;
-  if (n) buf[0] = '\0';
-  for (int i = 0; i < ACLSIM_SOC_NFAMILIES && k < n; i++)
-    k += (size_t)snprintf(buf + k, n - k, "%s%s (%s)", i ? ", " : "", ACLSIM_SOC_FAMILIES[i].name,
-                          ACLSIM_SOC_FAMILIES[i].product);
+/* The product line of a SocVersion, in the words of those tables (<term>...</term>). */
+const char *sim_rule_product(int32_t soc_version) {
+  switch (soc_version) {
+    case SIM_SV_ASCEND910: return "Atlas training series";
+    case SIM_SV_ASCEND910B: return "Atlas A2 training series";
+    case SIM_SV_ASCEND910_93: return "Atlas A3 training series";
+    case SIM_SV_ASCEND310P: return "Atlas inference series";
+    case SIM_SV_ASCEND310B: return "Atlas 200I/500 A2 inference";
+    case SIM_SV_ASCEND950: return "Ascend 950PR/950DT";
+    case SIM_SV_ASCEND350: return "Ascend 350";
+    default: return "no product CANN documents";
+  }
 }
+
+/* What aclnnBatchNorm writes into saveInvstd in training, and what aclnnBatchNormBackward reads
+ * from it: off DAV_3510 the batch variance (aclnn_batch_norm.cpp 639-651: BatchNormV3Proc /
+ * BatchNormProc, whose BNTrainingUpdate and BatchNormV3 give their variance output to saveInvstd,
+ * 384 and 489; aclnn_batch_norm_backward.cpp 864-868 BatchNormBackward, whose
+ * BNTrainingUpdateGrad / BNTrainingReduceGrad take it as `batch_variance`; the documentation's
+ * "saveInvstd表示input的方差"), on DAV_3510 1/sqrt(var + eps) (BatchNormProcRegbase's arch35
+ * BatchNormV3 `batch_rstd`, BatchNormBackwardRegbase's `save_rstd`). */
+bool sim_rule_bn_saves_variance(const SimSocInfo *s) { return !sim_rule_regbase(s); }
+
+/* aclnnGroupNormBackward takes statistics of another dtype than gradOut on DAV_3510 only
+ * (group_norm_grad/op_host/op_api/aclnn_group_norm_backward.cpp CheckDtypeValid 149-160:
+ * CheckMixPrecisionDtype; otherwise every dtype must equal gradOut's). */
+bool sim_rule_gnb_mixed_precision(const SimSocInfo *s) { return sim_rule_regbase(s); }
+
+/* aclnn_group_norm_backward.cpp CheckAttr 193-200: on NpuArch DAV_2201 only, C / group <= 8000
+ * (UPPER_CARRYING_LIMIT) and C <= 240000 (MAX_C_SIZE). */
+bool sim_rule_gnb_limits(const SimSocInfo *s, int64_t *max_per_group, int64_t *max_channels) {
+  if (s->npu_arch != SIM_DAV_2201) return false;
+  *max_per_group = 8000;
+  *max_channels = 240000;
+  return true;
+}
+
+/* aclnn_group_norm_backward.cpp 741, 781-799: only DAV_2201 and regbase launch the GroupNormGrad
+ * kernel; every other NpuArch decomposes the backward (GradInputProcess through a BatchNorm
+ * backward, GetDgamma, GetDbeta) in gradOut's dtype. */
+bool sim_rule_gnb_decomposed(const SimSocInfo *s) { return !arch_2201_or_regbase(s); }
+
+/* aclnn_group_norm.cpp 250-253 and 353-360: on NpuArch DAV_1001 a float16 self runs the GroupNorm
+ * kernel in float32 and its outputs are cast back to float16 before rstd is formed (268-281). */
+bool sim_rule_gn_fp16_stats_cast(const SimSocInfo *s) { return s->npu_arch == SIM_DAV_1001; }

@@ -617,11 +617,13 @@ static void test_soc_fidelity(aclrtStream stream) {
   aclBoolArray *om = aclCreateBoolArray(all, 3), *om2 = aclCreateBoolArray(all, 2);
   int rc;
 
-  /* a SoC name in no family: every operator fails phase 1 */
+  /* a SoC without a platform file: the checks run with RESERVED_VERSION / DAV_RESV, then no kernel */
   set_soc("AscendSim");
   CHECK(strcmp(aclrtGetSocName(), "AscendSim") == 0, "ACLSIM_SOC_NAME is read per call");
   rc = aclnnBatchNormStatsGetWorkspaceSize(bx.t, 1e-5, sm.t, si.t, &wsSize, &ex);
-  expect_error(rc, 161002, "unknown to the simulator", "unknown SoC");
+  expect_error(rc, 561103, "no kernel binary for SoC \"AscendSim\"", "SoC without a platform file");
+  rc = aclnnBatchNormGetWorkspaceSize(bx.t, NULL, NULL, NULL, NULL, true, 0.1, 1e-5, by.t, sm.t, si.t, &wsSize, &ex);
+  expect_error(rc, 161002, "support for npuArch 65535 is not implemented", "BatchNorm with NpuArch DAV_RESV");
 
   /* bf16 BatchNorm: not on the Atlas training series, yes on Atlas A2 (GetSupportDtypeList) */
   set_soc("Ascend910A");

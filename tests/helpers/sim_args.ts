@@ -1,0 +1,180 @@
+/**
+ * Argument lists of the nine norm operators for raw calls into the software CANN (`runAclnn`,
+ * bypassing the library's validation): valid by default on every SoC that runs the operator,
+ * any argument replaceable by name. Shared by the simulator fidelity tests.
+ *
+ * @module
+ */
+
+import type { SocOperator } from "../../src/backends/ascend/soc.ts";
+import { type AclnnArg, arg } from "../../src/ffi/executor.ts";
+import type { AscendDevice } from "../../src/ffi/runtime.ts";
+import type { DType } from "../../src/tensor/dtype.ts";
+import type { Tensor } from "../../src/tensor/tensor.ts";
+import { dev, fresh, full } from "./sim_raw.ts";
+
+/** Batch size of the default geometry (x is [N, C, L]). */
+export const N = 4;
+/** Channels of the default geometry. */
+export const C = 3;
+/** Length of the default geometry. */
+export const L = 5;
+/** The default input shape [N, C, L]. */
+export const X: readonly number[] = [N, C, L];
+/** Elements per channel of the default geometry. */
+export const M: number = N * L;
+/** The eps every default argument list passes. */
+export const EPS = 1e-5;
+
+/** Deterministic data. */
+export function seq(n: number, seed: number, scale = 1, shift = 0): number[] {
+  return Array.from(
+    { length: n },
+    (_, i) => Math.sin(1.7 * i + seed) * scale + shift + (i % 3) * 0.25,
+  );
+}
+
+/** Tensors replacing argsFor's defaults, by argument name (undefined = a NULL pointer). */
+export type Opt = Record<string, Tensor | undefined>;
+/** o[k] when the caller gave k (undefined = a NULL pointer), else the default. */
+function pick(o: Opt, k: string, d: () => Tensor | undefined): Tensor | undefined {
+  return k in o ? o[k] : d();
+}
+/** An input tensor argument (NULL when undefined). */
+export const t = (x: Tensor | undefined): AclnnArg => arg.tensor(x);
+/** An output tensor argument (NULL when undefined). */
+export const out = (x: Tensor | undefined): AclnnArg => arg.output(x);
+
+/** Valid argument lists per operator: data tensors in `dt`, statistics in float32 where CANN allows it. */
+export function argsFor(
+  npu: AscendDevice,
+  op: SocOperator,
+  dt: DType,
+  o: Opt = {},
+  flags: { training?: boolean; mask?: boolean[] } = {},
+): AclnnArg[] {
+  const x = () => dev(npu, seq(N * C * L, 1, 2, 0.5), X, dt);
+  const dy = () => dev(npu, seq(N * C * L, 2), X, dt);
+  const stat = (v: number) => () => full(npu, [C], v);
+  const training = flags.training ?? true;
+  const mask = flags.mask ?? [true, true, true];
+  switch (op) {
+    case "aclnnBatchNorm":
+      return [
+        t(pick(o, "input", x)),
+        t(pick(o, "weight", () => undefined)),
+        t(pick(o, "bias", () => undefined)),
+        t(pick(o, "runningMean", () => undefined)),
+        t(pick(o, "runningVar", () => undefined)),
+        arg.bool(training),
+        arg.f64(0.1),
+        arg.f64(EPS),
+        out(pick(o, "output", () => fresh(npu, X, dt))),
+        out(pick(o, "saveMean", () => fresh(npu, [C]))),
+        out(pick(o, "saveInvstd", () => fresh(npu, [C]))),
+      ];
+    case "aclnnBatchNormBackward":
+      return [
+        t(pick(o, "gradOut", dy)),
+        t(pick(o, "input", x)),
+        t(pick(o, "weight", () => undefined)),
+        t(pick(o, "runningMean", () => undefined)),
+        t(pick(o, "runningVar", () => undefined)),
+        t(pick(o, "saveMean", stat(0.5))),
+        t(pick(o, "saveInvstd", stat(1.5))),
+        arg.bool(training),
+        arg.f64(EPS),
+        "outputMask" in o ? t(undefined) : arg.boolArray(mask),
+        out(pick(o, "gradInput", () => fresh(npu, X, dt))),
+        out(pick(o, "gradWeight", () => fresh(npu, [C]))),
+        out(pick(o, "gradBias", () => fresh(npu, [C]))),
+      ];
+    case "aclnnBatchNormReduceBackward":
+      return [
+        t(pick(o, "gradOut", dy)),
+        t(pick(o, "input", x)),
+        t(pick(o, "mean", stat(0.5))),
+        t(pick(o, "invstd", stat(1.5))),
+        t(pick(o, "weight", () => undefined)),
+        arg.bool(mask[0]),
+        arg.bool(mask[1]),
+        arg.bool(mask[2]),
+        out(pick(o, "sumDy", () => fresh(npu, [C]))),
+        out(pick(o, "sumDyXmu", () => fresh(npu, [C]))),
+        out(pick(o, "gradWeight", () => fresh(npu, [C]))),
+        out(pick(o, "gradBias", () => fresh(npu, [C]))),
+      ];
+    case "aclnnBatchNormStats":
+      return [
+        t(pick(o, "input", x)),
+        arg.f64(EPS),
+        out(pick(o, "mean", () => fresh(npu, [C]))),
+        out(pick(o, "invstd", () => fresh(npu, [C]))),
+      ];
+    case "aclnnBatchNormGatherStatsWithCounts":
+      return [
+        t(pick(o, "input", x)),
+        t(pick(o, "mean", () => dev(npu, seq(2 * C, 3), [2, C]))),
+        t(pick(o, "invstd", () => full(npu, [2, C], 2))),
+        t(pick(o, "runningMean", () => undefined)),
+        t(pick(o, "runningVar", () => undefined)),
+        arg.f64(0.1),
+        arg.f64(EPS),
+        t(pick(o, "counts", () => dev(npu, [8, 12], [2]))),
+        out(pick(o, "meanAll", () => fresh(npu, [C]))),
+        out(pick(o, "invstdAll", () => fresh(npu, [C]))),
+      ];
+    case "aclnnBatchNormElemt":
+      return [
+        t(pick(o, "input", x)),
+        t(pick(o, "weight", () => undefined)),
+        t(pick(o, "bias", () => undefined)),
+        t(pick(o, "mean", stat(0.5))),
+        t(pick(o, "invstd", stat(1.5))),
+        arg.f64(EPS),
+        out(pick(o, "output", () => fresh(npu, X, dt))),
+      ];
+    case "aclnnBatchNormElemtBackward":
+      return [
+        t(pick(o, "gradOut", dy)),
+        t(pick(o, "input", x)),
+        t(pick(o, "mean", stat(0.5))),
+        t(pick(o, "invstd", stat(1.5))),
+        t(pick(o, "weight", () => undefined)),
+        t(pick(o, "sumDy", stat(2))),
+        t(pick(o, "sumDyXmu", stat(-1))),
+        t(pick(o, "counter", () => dev(npu, [M], [1], "int32"))),
+        out(pick(o, "gradInput", () => fresh(npu, X, dt))),
+      ];
+    case "aclnnGroupNorm":
+      return [
+        t(pick(o, "self", x)),
+        t(pick(o, "gamma", () => undefined)),
+        t(pick(o, "beta", () => undefined)),
+        arg.i64(N),
+        arg.i64(C),
+        arg.i64(L),
+        arg.i64(1),
+        arg.f64(EPS),
+        out(pick(o, "out", () => fresh(npu, X, dt))),
+        out(pick(o, "meanOut", () => fresh(npu, [N, 1], dt))),
+        out(pick(o, "rstdOut", () => fresh(npu, [N, 1], dt))),
+      ];
+    case "aclnnGroupNormBackward":
+      return [
+        t(pick(o, "gradOut", dy)),
+        t(pick(o, "input", x)),
+        t(pick(o, "mean", () => full(npu, [N, 1], 0.5, dt))),
+        t(pick(o, "rstd", () => full(npu, [N, 1], 1.5, dt))),
+        t(pick(o, "gamma", () => undefined)),
+        arg.i64(N),
+        arg.i64(C),
+        arg.i64(L),
+        arg.i64(1),
+        "outputMask" in o ? t(undefined) : arg.boolArray(mask),
+        out(pick(o, "gradInput", () => fresh(npu, X, dt))),
+        out(pick(o, "gradGammaOut", () => fresh(npu, [C], dt))),
+        out(pick(o, "gradBetaOut", () => fresh(npu, [C], dt))),
+      ];
+  }
+}
