@@ -9,10 +9,11 @@
  */
 
 import assert from "node:assert/strict";
-import { socFamily } from "../src/backends/ascend/soc.ts";
 import { scenarioDType, scenarioRefusal, SOC_SCENARIOS } from "./fixtures/soc_scenarios.ts";
 import { assertClose } from "./helpers/assert.ts";
-import { forEachBackend } from "./helpers/backends.ts";
+import { forEachBackend, SIM_AVAILABLE } from "./helpers/backends.ts";
+import { SIM_DIR } from "./helpers/ffi_sim.ts";
+import { AclnnError, batchNorm, openAscend, Tensor as T } from "../mod.ts";
 import { betweenKernels, toleranceFor } from "./helpers/tolerance.ts";
 
 const SOCS = [
@@ -22,6 +23,8 @@ const SOCS = [
   "Ascend310P3",
   "Ascend950PR_9599",
   "Ascend350_354f",
+  // The 950 under its pre-2026 name: placed by its platform file, it must behave as a 950.
+  "Ascend910_9599",
 ];
 
 forEachBackend("soc: the NPU path equals the CPU backend or refuses as the chip does", (ctx) => {
@@ -30,7 +33,7 @@ forEachBackend("soc: the NPU path equals the CPU backend or refuses as the chip 
     const cpu = run("cpu");
     const npu = run(ctx.device);
     assert.ok("values" in cpu, `${scenario}: the CPU backend failed: ${JSON.stringify(cpu)}`);
-    const refused = scenarioRefusal(socFamily(soc)!, scenario);
+    const refused = scenarioRefusal(ctx.soc!, scenario);
     if (refused !== undefined) {
       assert.ok(!("values" in npu), `${scenario} on ${soc}: expected a refusal of ${refused}`);
       assert.equal(npu.code, 161002, `${scenario}: ${npu.message}`);
@@ -71,4 +74,28 @@ Deno.test("soc: empty batches give the documented values on the CPU backend", ()
     [0, 0, 0],
   ]);
   assert.deepEqual(cpu("empty batch: groupNormBackward"), [[0, 0, 0, 0], [0, 0, 0, 0]]);
+});
+
+Deno.test({
+  name: "soc: a SoC no table or platform file places is refused, naming it and the fix",
+  ignore: !SIM_AVAILABLE,
+  fn: () => {
+    const saved = Deno.env.get("ACLSIM_SOC_NAME");
+    Deno.env.set("ACLSIM_SOC_NAME", "Ascend999X1");
+    try {
+      using device = openAscend({ libDir: SIM_DIR });
+      const x = T.random([2, 3, 4], { seed: 1 }).to(device);
+      assert.throws(
+        () => batchNorm({ input: x, training: true }),
+        (e: unknown) =>
+          e instanceof AclnnError && e.code === 161002 && e.argument === "device" &&
+          /Ascend999X1/.test(e.message) && /Ascend999X1\.ini \(not found\)/.test(e.message) &&
+          /ACLNN_NORM_SOC_FAMILY/.test(e.message),
+      );
+      x.dispose();
+    } finally {
+      if (saved === undefined) Deno.env.delete("ACLSIM_SOC_NAME");
+      else Deno.env.set("ACLSIM_SOC_NAME", saved);
+    }
+  },
 });

@@ -354,5 +354,5 @@ forEachBackend(
     );
     assert.ok(cpu[0][1][1] > 256, `invstd of the constant channel is ${cpu[0][1][1]}`);
   },
-  { cpu: false, socs: ["Ascend910B4", "Ascend910_9391", "Ascend950PR_9599"] },
+  { cpu: false, socs: ["Ascend910B4", "Ascend910_9391", "Ascend950PR_9599", "Ascend910_9599"] },
 );
