@@ -56,3 +56,6 @@ export type {
   HcclProcessGroup,
   HcclProcessGroupOptions,
 } from "./src/distributed/hccl_process_group.ts";
+
+// Modules: BatchNorm, GroupNorm, SyncBatchNorm (parameters, running statistics, state dicts).
+export * from "./src/nn/mod.ts";

@@ -36,10 +36,15 @@ async function runExample(name: string): Promise<string> {
   return stdout;
 }
 
-Deno.test("examples/training_loop.ts: both losses fall", async () => {
+Deno.test("examples/training_loop.ts: the three modules' losses fall; sync and state dict agree", async () => {
   const stdout = await runExample("training_loop.ts");
   assert.match(stdout, /^BatchNorm: loss fell from .* ok$/m, stdout);
   assert.match(stdout, /^GroupNorm: loss fell from .* ok$/m, stdout);
+  assert.match(stdout, /^SyncBatchNorm: loss fell from .* ok$/m, stdout);
+  for (const name of ["weight", "bias", "runningMean", "runningVar"]) {
+    assert.match(stdout, new RegExp(`^SyncBatchNorm ${name} vs BatchNorm: .* ok$`, "m"), stdout);
+  }
+  assert.match(stdout, /^eval output after a state-dict round trip: .* ok$/m, stdout);
 });
 
 Deno.test("examples/gradient_check.ts: every backward operator matches finite differences", async () => {

@@ -1,0 +1,154 @@
+/**
+ * The state BatchNorm and SyncBatchNorm share, as PyTorch's `_BatchNorm` holds it: the affine
+ * parameters, the running statistics and the batch counter, the train/eval flag, the state
+ * dict and disposal. The modules add forward and backward on top.
+ *
+ * PyTorch's rules (torch/nn/modules/batchnorm.py, `_BatchNorm.forward`), which the modules
+ * follow:
+ * - batch statistics normalize in training mode, and in eval mode too when the module tracks
+ *   no running statistics; otherwise eval mode uses the running statistics;
+ * - only a training-mode forward of a tracking module updates the running statistics (the
+ *   variance with the unbiased batch variance, sum((x - mean)^2) / (M - 1), as CANN's kernels
+ *   do: hicann/ops-nn e5c3fa9, norm/batch_norm/op_kernel/arch35/batch_norm_block_split_r.h
+ *   46-47, unbiasedEstimationCoeff = R / (R - 1)) and counts the batch in numBatchesTracked;
+ * - momentum `null` weighs the batch with 1 / numBatchesTracked (after counting it): a
+ *   cumulative moving average.
+ *
+ * @module
+ */
+
+import { checkRank, invalid, requireTensor } from "../ops/validate.ts";
+import { formatShape } from "../tensor/layout.ts";
+import { keep } from "../tensor/scope.ts";
+import { Tensor } from "../tensor/tensor.ts";
+import { type BatchNormConfig, batchNormConfig, type BatchNormOptions } from "./options.ts";
+import { disposedModule } from "./saved.ts";
+import {
+  loadState,
+  type LoadStateDictOptions,
+  type LoadStateDictResult,
+  snapshot,
+  type StateDict,
+  type StateEntry,
+} from "./state_dict.ts";
+
+/** The shared state of BatchNorm and SyncBatchNorm (module doc). */
+export class BatchNormState {
+  /** The module's name in messages, e.g. `BatchNorm`. */
+  readonly name: string;
+  readonly config: BatchNormConfig;
+  readonly weight: Tensor | null;
+  readonly bias: Tensor | null;
+  readonly runningMean: Tensor | null;
+  readonly runningVar: Tensor | null;
+  numBatchesTracked: number | null;
+  training = true;
+  #disposed = false;
+
+  constructor(name: string, options: BatchNormOptions) {
+    this.name = name;
+    const c = batchNormConfig(name, options);
+    this.config = c;
+    const C = c.numFeatures;
+    // Kept out of any tidy scope: the module frees them in dispose().
+    const make = (value: number) => keep(Tensor.full([C], value, c.dtype, c.device));
+    this.weight = c.affine ? make(1) : null;
+    this.bias = c.affine ? make(0) : null;
+    this.runningMean = c.trackRunningStats ? make(0) : null;
+    this.runningVar = c.trackRunningStats ? make(1) : null;
+    this.numBatchesTracked = c.trackRunningStats ? 0 : null;
+  }
+
+  /** Throws when the module was disposed. */
+  check(op: string): void {
+    if (this.#disposed) disposedModule(op);
+  }
+
+  /** Whether a forward now normalizes with batch statistics (PyTorch's `bn_training`). */
+  get batchStatistics(): boolean {
+    return this.training || !this.config.trackRunningStats;
+  }
+
+  /** Whether a forward now updates the running statistics. */
+  get updatesRunningStats(): boolean {
+    return this.training && this.config.trackRunningStats;
+  }
+
+  /** The momentum of the next running update (before counting its batch). */
+  nextMomentum(): number {
+    return this.config.momentum ?? 1 / ((this.numBatchesTracked ?? 0) + 1);
+  }
+
+  /** Counts a batch whose running update happened. */
+  countBatch(): void {
+    if (this.numBatchesTracked !== null) this.numBatchesTracked++;
+  }
+
+  /** The input of a forward: a Tensor of rank 2-8 whose dim 1 is numFeatures. */
+  checkInput(op: string, input: unknown): Tensor {
+    const x = requireTensor(op, "input", input);
+    checkRank(op, "input", x, 2, 8);
+    if (x.shape[1] !== this.config.numFeatures) {
+      invalid(
+        op,
+        "input",
+        `dim 1 of shape ${formatShape(x.shape)} must be numFeatures (${this.config.numFeatures})`,
+      );
+    }
+    return x;
+  }
+
+  /** The entries of the state dict, in PyTorch's order. */
+  entries(): StateEntry[] {
+    const out: StateEntry[] = [];
+    if (this.weight && this.bias) {
+      out.push({ key: "weight", tensor: this.weight }, { key: "bias", tensor: this.bias });
+    }
+    if (this.runningMean && this.runningVar) {
+      out.push(
+        { key: "running_mean", tensor: this.runningMean },
+        { key: "running_var", tensor: this.runningVar },
+        {
+          key: "num_batches_tracked",
+          device: this.config.device,
+          counter: {
+            get: () => this.numBatchesTracked ?? 0,
+            set: (n: number) => this.numBatchesTracked = n,
+          },
+        },
+      );
+    }
+    return out;
+  }
+
+  /** Snapshots of the entries (see StateDict). */
+  stateDict(op: string): StateDict {
+    this.check(op);
+    return snapshot(this.entries());
+  }
+
+  /** Checks `dict` whole, then copies it into the entries. */
+  loadStateDict(
+    op: string,
+    dict: StateDict,
+    options: LoadStateDictOptions | undefined,
+  ): LoadStateDictResult {
+    this.check(op);
+    return loadState(op, this.entries(), dict, options);
+  }
+
+  /** Running mean 0, variance 1, no batch counted (PyTorch's `reset_running_stats`). */
+  resetRunningStats(op: string): void {
+    this.check(op);
+    this.runningMean?.copy_(new Array(this.config.numFeatures).fill(0));
+    this.runningVar?.copy_(new Array(this.config.numFeatures).fill(1));
+    if (this.numBatchesTracked !== null) this.numBatchesTracked = 0;
+  }
+
+  /** Frees the parameters and running statistics. Idempotent. */
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    for (const t of [this.weight, this.bias, this.runningMean, this.runningVar]) t?.dispose();
+  }
+}

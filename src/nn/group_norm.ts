@@ -1,0 +1,223 @@
+/**
+ * `GroupNorm`: PyTorch's `nn.GroupNorm` for inputs of rank 2-8 (channel = dim 1) in any
+ * layout, on the CPU or an NPU, built on {@linkcode groupNorm} and {@linkcode groupNormBackward}.
+ *
+ * @module
+ */
+
+import { groupNorm } from "../ops/group_norm.ts";
+import { groupNormBackward } from "../ops/group_norm_backward.ts";
+import { disposable } from "../ops/results.ts";
+import { checkRank, invalid, requireTensor } from "../ops/validate.ts";
+import type { Device } from "../tensor/device.ts";
+import type { DType } from "../tensor/dtype.ts";
+import { formatShape } from "../tensor/layout.ts";
+import { keep } from "../tensor/scope.ts";
+import { Tensor } from "../tensor/tensor.ts";
+import { type GroupNormConfig, groupNormConfig, type GroupNormOptions } from "./options.ts";
+import { checkGradOut, disposedModule, type NormGradients, SavedForward } from "./saved.ts";
+import {
+  loadState,
+  type LoadStateDictOptions,
+  type LoadStateDictResult,
+  snapshot,
+  type StateDict,
+  type StateEntry,
+} from "./state_dict.ts";
+
+/** What a forward keeps for the backward: its input and the per-(n, group) statistics. */
+interface Saved {
+  readonly input: Tensor;
+  readonly mean: Tensor;
+  readonly rstd: Tensor;
+}
+
+/**
+ * Group normalization with learnable per-channel affine parameters, as PyTorch's
+ * `nn.GroupNorm(numGroups, numChannels)`: the C channels of each sample are split into
+ * numGroups groups, each normalized by its own mean and biased variance. Inputs of rank 2-8
+ * (channel = dim 1), any strides. GroupNorm has no running statistics: train and eval mode
+ * compute the same (`train()`/`eval()` exist for a uniform module API).
+ *
+ * - `forward(input)` returns the output (yours to dispose) and keeps the input (by reference)
+ *   and the per-(n, group) mean and rstd for the backward.
+ * - `backward(gradOut)` returns `{ gradInput, gradWeight, gradBias }`; one backward per
+ *   forward, and a backward without a forward is an error (161002).
+ * - `stateDict()` holds `weight` and `bias` (none without affine parameters).
+ *
+ * The statistics have input's dtype, as aclnnGroupNorm writes them; the parameters must have
+ * input's dtype too (the operator's rule), so make the module with the dtype of its data.
+ *
+ * @example
+ * ```ts
+ * import { GroupNorm, Tensor } from "@aclnn/norm";
+ * using gn = new GroupNorm({ numGroups: 2, numChannels: 4 });
+ * const x = Tensor.random([2, 4, 3, 3], { seed: 1 });
+ * using y = gn.forward(x);
+ * using grads = gn.backward(Tensor.ones(y.shape));
+ * console.log(grads.gradInput.shape, grads.gradBias?.toArray()); // [2, 4, 3, 3] [18, 18, 18, 18]
+ * ```
+ */
+export class GroupNorm implements Disposable {
+  readonly #config: GroupNormConfig;
+  readonly #weight: Tensor | null;
+  readonly #bias: Tensor | null;
+  readonly #saved = new SavedForward<Saved>();
+  #training = true;
+  #disposed = false;
+
+  /** Makes the module: weight 1, bias 0 (PyTorch's). */
+  constructor(options: GroupNormOptions) {
+    const c = groupNormConfig("GroupNorm", options);
+    this.#config = c;
+    const make = (value: number) => keep(Tensor.full([c.numChannels], value, c.dtype, c.device));
+    this.#weight = c.affine ? make(1) : null;
+    this.#bias = c.affine ? make(0) : null;
+  }
+
+  /** Number of groups. */
+  get numGroups(): number {
+    return this.#config.numGroups;
+  }
+  /** C, the channel count. */
+  get numChannels(): number {
+    return this.#config.numChannels;
+  }
+  /** Added to the variance. */
+  get eps(): number {
+    return this.#config.eps;
+  }
+  /** Whether the module has `weight` and `bias`. */
+  get affine(): boolean {
+    return this.#config.affine;
+  }
+  /** Where the parameters live. */
+  get device(): Device {
+    return this.#config.device;
+  }
+  /** dtype of the parameters. */
+  get dtype(): DType {
+    return this.#config.dtype;
+  }
+  /** gamma, `[C]`; null without affine parameters. */
+  get weight(): Tensor | null {
+    return this.#weight;
+  }
+  /** beta, `[C]`; null without affine parameters. */
+  get bias(): Tensor | null {
+    return this.#bias;
+  }
+  /** true in training mode (the default); GroupNorm computes the same in both modes. */
+  get training(): boolean {
+    return this.#training;
+  }
+
+  /** Sets training mode (or eval mode with `false`). Returns the module. */
+  train(mode = true): this {
+    this.#training = Boolean(mode);
+    return this;
+  }
+
+  /** Sets eval mode. Returns the module. */
+  eval(): this {
+    return this.train(false);
+  }
+
+  /**
+   * Normalizes `input` (rank 2-8, dim 1 = numChannels, the module's device and dtype) and
+   * keeps what the backward needs. Returns the output, in input's shape, dtype and layout.
+   */
+  forward(input: Tensor): Tensor {
+    const op = "GroupNorm.forward";
+    this.#check(op);
+    const x = requireTensor(op, "input", input);
+    checkRank(op, "input", x, 2, 8);
+    if (x.shape[1] !== this.#config.numChannels) {
+      invalid(
+        op,
+        "input",
+        `dim 1 of shape ${formatShape(x.shape)} must be numChannels (${this.#config.numChannels})`,
+      );
+    }
+    const r = groupNorm({
+      input: x,
+      gamma: this.#weight,
+      beta: this.#bias,
+      group: this.#config.numGroups,
+      eps: this.#config.eps,
+    });
+    this.#saved.save({ input: x, mean: r.mean, rstd: r.rstd }, [r.mean, r.rstd]);
+    return r.output;
+  }
+
+  /**
+   * The gradients through the last forward: `gradOut` has that forward's input shape. Frees
+   * what the forward kept (a refused gradOut leaves it for a corrected call);
+   * gradWeight/gradBias are null without affine parameters.
+   */
+  backward(gradOut: Tensor): NormGradients {
+    const op = "GroupNorm.backward";
+    this.#check(op);
+    const saved = this.#saved.use(op);
+    const dy = checkGradOut(op, gradOut, saved.input);
+    const affine = this.#config.affine;
+    const r = groupNormBackward({
+      gradOut: dy,
+      input: saved.input,
+      mean: saved.mean,
+      rstd: saved.rstd,
+      gamma: this.#weight,
+      group: this.#config.numGroups,
+      outputMask: [true, affine, affine],
+    });
+    this.#saved.clear("used");
+    const grads = {
+      gradInput: r.gradInput as Tensor,
+      gradWeight: r.gradGamma,
+      gradBias: r.gradBeta,
+    };
+    return disposable(grads, [grads.gradInput, grads.gradWeight, grads.gradBias]);
+  }
+
+  /** Snapshots (copies) of `weight` and `bias` (an empty dict without affine parameters). */
+  stateDict(): StateDict {
+    this.#check("GroupNorm.stateDict");
+    return snapshot(this.#entries());
+  }
+
+  /**
+   * Copies a state dict into the module after checking all of it (see BatchNorm's). Ends the
+   * pending forward.
+   */
+  loadStateDict(dict: StateDict, options?: LoadStateDictOptions): LoadStateDictResult {
+    const op = "GroupNorm.loadStateDict";
+    this.#check(op);
+    const result = loadState(op, this.#entries(), dict, options);
+    this.#saved.clear("reset");
+    return result;
+  }
+
+  /** Frees the parameters and saved statistics. Idempotent. */
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    this.#saved.clear("reset");
+    this.#weight?.dispose();
+    this.#bias?.dispose();
+  }
+
+  /** Same as {@linkcode GroupNorm.dispose}, for `using`. */
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  #entries(): StateEntry[] {
+    return this.#weight && this.#bias
+      ? [{ key: "weight", tensor: this.#weight }, { key: "bias", tensor: this.#bias }]
+      : [];
+  }
+
+  #check(op: string): void {
+    if (this.#disposed) disposedModule(op);
+  }
+}
