@@ -7,6 +7,10 @@
  * round trip) and plug into {@linkcode syncBatchNormForward}/{@linkcode syncBatchNormBackward}
  * as they are.
  *
+ * The ranks of one job share a job id (`jobId`, else torchrun's `$TORCHELASTIC_RUN_ID`, else
+ * `$ACLNN_NORM_JOB_ID`; src/distributed/job_id.ts): a process that cannot prove it is not let
+ * into the rendezvous, and cannot stop it.
+ *
  * @module
  */
 
@@ -15,6 +19,7 @@ import { HcclCommunicator, hcclRootInfo } from "../ffi/hccl.ts";
 import { AscendDevice } from "../ffi/runtime.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { grantedEnv } from "../tensor/env.ts";
+import { jobIdWarning, resolveJobId } from "./job_id.ts";
 import { rendezvous } from "./rendezvous.ts";
 
 /** The port PyTorch's launchers use when MASTER_PORT is unset. */
@@ -40,6 +45,20 @@ export interface HcclProcessGroupOptions {
    * 300000 (5 minutes).
    */
   timeoutMs?: number;
+  /**
+   * The job's id, the same on every rank and unknown to other processes: rank 0 admits only
+   * hellos that prove it (HMAC over per-connection nonces; the id itself is never sent) and
+   * drops the rest, and a rank accepts only a root info proved with it. Default:
+   * `$TORCHELASTIC_RUN_ID` (torchrun sets it), else `$ACLNN_NORM_JOB_ID`, else `"none"`
+   * (torchrun's default id; rank 0 then warns through `log` that anyone reaching its port can
+   * join). 1..1024 characters.
+   */
+  jobId?: string;
+  /**
+   * Where rank 0 reports the connections it drops (strangers, other jobs) and a job id anyone
+   * knows. Default: `console.warn`.
+   */
+  log?: (message: string) => void;
 }
 
 /** One rank's HCCL process group: the SyncBatchNorm collectives, and `close()`. */
@@ -84,6 +103,8 @@ function integer(name: string, value: number | undefined, env: string): number {
  * Errors are {@linkcode HcclError}s, within `timeoutMs` and on every rank concerned: a wrong
  * world size or a rank given twice (HCCL_E_PARA), a rank that never comes (HCCL_E_TIMEOUT),
  * rank 0 unreachable (HCCL_E_TCP_CONNECT); HCCL's own failures carry its code and text. A
+ * process with another job id is turned away (it fails with HCCL_E_PARA, the job does not);
+ * other strangers at rank 0's port are closed and logged, never fatal. A
  * rank that dies mid-collective makes the others' next synchronisation (reading a result)
  * fail with ACL 507048 once the timeout has passed.
  *
@@ -128,10 +149,16 @@ export async function createHcclProcessGroup(
   if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
     throw new HcclError(HCCL_E_PARA, `${OP}: timeoutMs ${timeoutMs} must be a number > 0`);
   }
+  const job = resolveJobId(options.jobId, OP);
+  const log = options.log ?? console.warn;
   device.synchronize(); // a closed device fails here, before any peer waits for this rank
 
+  const warning = rank === 0 && worldSize > 1
+    ? jobIdWarning(job, OP, `${masterAddr}:${masterPort}`)
+    : undefined;
+  if (warning !== undefined) log(warning);
   const rootInfo = await rendezvous(
-    { rank, worldSize, masterAddr, masterPort, timeoutMs },
+    { rank, worldSize, masterAddr, masterPort, timeoutMs, jobId: job.id, log },
     () => hcclRootInfo(device),
   );
   const communicator = HcclCommunicator.create(device, {
