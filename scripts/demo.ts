@@ -9,6 +9,9 @@
 
 import "./require_deno.ts";
 import { parseArgs } from "node:util";
+import { reportUserErrors, runCommand } from "./cli.ts";
+
+reportUserErrors("demo");
 import {
   batchNormBackward,
   batchNormReduceBackward,
@@ -105,11 +108,16 @@ const HxW = shape.slice(2).reduce((a, b) => a * b, 1);
 
 // Library directories must be absolute (relative ones are refused): resolve build/sim here.
 const simDir = new URL("../build/sim", import.meta.url).pathname;
-const selection = flags.cpu
-  ? { device: "cpu" as const, description: "CPU backend (--cpu)" }
-  : flags.sim
-  ? selectDefaultDevice({ libDir: simDir, backend: "npu" })
-  : selectDefaultDevice({ libDir });
+let selection: ReturnType<typeof selectDefaultDevice> = {
+  device: "cpu",
+  description: "CPU backend (--cpu)",
+};
+await runCommand("demo", () => {
+  if (flags.cpu) return;
+  selection = flags.sim
+    ? selectDefaultDevice({ libDir: simDir, backend: "npu" })
+    : selectDefaultDevice({ libDir });
+});
 const device = selection.device;
 console.log(`backend: ${selection.description}`);
 console.log(`shape: [${shape.join(", ")}] ${dtype}, GroupNorm groups: ${group}, repeat: ${repeat}`);
