@@ -32,7 +32,8 @@ async function run(script: string, args: string[]) {
     stdout: "piped",
     stderr: "piped",
   }).output();
-  const text = (b: Uint8Array) => new TextDecoder().decode(b).replace(/\x1b\[[0-9;]*m/g, "");
+  // Deno colours its output only on a terminal; these pipes get plain text.
+  const text = (b: Uint8Array) => new TextDecoder().decode(b);
   return { code: out.code, stdout: text(out.stdout), stderr: text(out.stderr) };
 }
 
