@@ -34,7 +34,7 @@ import {
 import { type AllocatorStats, type Block, CachingAllocator } from "./allocator.ts";
 import { CallCache } from "./call_cache.ts";
 import { openDevicesInProcess, registerOpenDevice, unregisterOpenDevice } from "./open_devices.ts";
-import { collectGarbage, onNextTurn, RECLAIM_AFTER_BYTES } from "./reclaim.ts";
+import { BufferTracker } from "./reclaim.ts";
 import { AclError, recentErrorMessage, unwrapAcl } from "./errors.ts";
 import {
   type CannLibraries,
@@ -90,14 +90,16 @@ const MAX_DEFERRED_BYTES = 256 * 1024 * 1024;
 const MAX_QUEUED_LAUNCHES = 1024;
 
 /**
- * The memory behind one DeviceBuffer, shared with the backstop registry: an allocator block
- * (null for 0 bytes) and the bytes asked for. The id is unique per device.
+ * The memory behind one DeviceBuffer: an allocator block (null for 0 bytes) and the bytes
+ * asked for, in a slot of its device's table (reused once it is freed; -1 for 0 bytes).
  */
 interface Allocation {
-  readonly id: number;
+  readonly slot: number;
   readonly block: Block | null;
   readonly pointer: Deno.PointerValue;
   readonly byteLength: number;
+  /** The device's synchronisation count when queued work last used it (-1: never). */
+  launch: number;
 }
 
 /** Everything a device owns; DeviceBuffers and the executor reach it through `ascendState`. */
@@ -109,22 +111,28 @@ export class DeviceState {
   context: Deno.PointerValue = null;
   stream: Deno.PointerValue = null;
   closed = false;
-  /** Allocations in use by id (ids, not buffers: the backstop must still see garbage). */
-  readonly live: Map<number, Allocation> = new Map();
   /**
-   * Allocations used by work queued since the last synchronisation. Ids, not DeviceBuffers:
-   * a result nobody references any more can be collected at once, and its memory goes back
-   * to the allocator only after the synchronisation (see release()).
+   * Allocations in use, by slot (not buffers: the backstop must still see garbage). An array,
+   * not a Map, for the reason BufferTracker gives.
    */
-  readonly inFlight: Set<number> = new Set();
+  readonly allocations: (Allocation | undefined)[] = [];
+  /** Slots of `allocations` free for reuse. */
+  readonly freeSlots: number[] = [];
+  /** Allocations in use (occupied slots). */
+  liveAllocations = 0;
+  /**
+   * Synchronisations so far. An allocation whose `launch` equals it is used by work queued
+   * since the last one: a result nobody references any more can be collected at once, and
+   * its memory goes back to the allocator only after the synchronisation (see release()).
+   */
+  epoch = 0;
   /** The caching allocator (aclrtMalloc/aclrtFree underneath). */
   readonly allocator: CachingAllocator;
-  /** Live DeviceBuffers, weakly, by allocation id: reclaim() releases those that died. */
-  readonly buffers: Map<number, WeakRef<DeviceBuffer>> = new Map();
-  /** Bytes allocated since the last collection this device asked for. */
-  bytesSinceCollection = 0;
-  /** Whether a collection is scheduled for the next turn of the event loop. */
-  collectionScheduled = false;
+  /**
+   * The device's DeviceBuffers: the garbage-collection backstop and reclaiming (reclaim.ts).
+   * Nothing per buffer stays in it once the buffer is released.
+   */
+  readonly buffers: BufferTracker<DeviceBuffer>;
   /** Allocations released while in flight: freed after the next synchronisation. */
   readonly deferred: Allocation[] = [];
   /** Bytes in `deferred`. */
@@ -151,13 +159,24 @@ export class DeviceState {
   readonly executorOut: BigUint64Array = new BigUint64Array(1);
   /** Prepared calls (descriptors, repeatable executors) by signature. */
   readonly calls: CallCache;
-  nextId = 1;
 
   constructor(libs: CannLibraries, deviceId: number) {
     this.libs = libs;
     this.rt = libs.runtime;
     this.deviceId = deviceId;
     this.name = `npu:${deviceId}`;
+    this.buffers = new BufferTracker<DeviceBuffer>({
+      isClosed: () => this.closed,
+      memoryLimit: () => this.allocator.memoryLimit,
+      releaseSlot: (slot) => {
+        const allocation = this.allocations[slot];
+        if (allocation === undefined) return false;
+        this.release(allocation);
+        return true;
+      },
+      hasDeferred: () => this.deferred.length > 0,
+      synchronize: () => this.synchronize(),
+    });
     this.calls = new CallCache({
       destroyExecutor: (executor) => libs.nnopbase.aclDestroyAclOpExecutor(executor),
       clearError: () => void recentErrorMessage(libs.runtime),
@@ -175,7 +194,7 @@ export class DeviceState {
         unwrapAcl(this.rt.aclrtFree(pointer), `aclrtFree(${bytes} bytes on ${this.name})`, this.rt);
       },
       reclaim: () => {
-        this.reclaim();
+        this.buffers.reclaim();
         if (this.queued || this.deferred.length > 0) this.synchronize();
       },
     }, this.name);
@@ -211,48 +230,29 @@ export class DeviceState {
   }
 
   allocate(byteLength: number): Allocation {
-    const id = this.nextId++;
-    if (byteLength === 0) return { id, block: null, pointer: null, byteLength };
+    if (byteLength === 0) return { slot: -1, block: null, pointer: null, byteLength, launch: -1 };
     const block = this.allocator.allocate(byteLength);
-    const allocation = { id, block, pointer: block.pointer, byteLength };
-    this.live.set(id, allocation);
-    this.bytesSinceCollection += block.size;
-    if (this.bytesSinceCollection >= RECLAIM_AFTER_BYTES && !this.collectionScheduled) {
-      this.collectionScheduled = true;
-      onNextTurn(() => {
-        this.collectionScheduled = false;
-        if (!this.closed) this.reclaim();
-      });
-    }
+    const slot = this.freeSlots.pop() ?? this.allocations.length;
+    const allocation = { slot, block, pointer: block.pointer, byteLength, launch: -1 };
+    this.allocations[slot] = allocation;
+    this.liveAllocations++;
+    this.buffers.noteAllocated(block.size);
     return allocation;
-  }
-
-  /**
-   * Collects garbage (when V8 allows) and releases the buffers that died: the memory of
-   * results nobody references goes back to the allocator (after the next synchronisation
-   * when queued work still uses it). Returns how many buffers were released.
-   */
-  reclaim(): number {
-    this.bytesSinceCollection = 0;
-    if (!collectGarbage()) return 0;
-    let released = 0;
-    for (const [id, ref] of this.buffers) {
-      if (ref.deref() !== undefined) continue;
-      this.buffers.delete(id);
-      const allocation = this.live.get(id);
-      if (allocation !== undefined) {
-        this.release(allocation);
-        released++;
-      }
-    }
-    return released;
   }
 
   /** Gives one allocation back to the allocator now (no-op for empty or already freed ones). */
   free(allocation: Allocation): void {
-    this.buffers.delete(allocation.id);
-    if (!this.live.delete(allocation.id) || allocation.block === null) return;
-    this.allocator.release(allocation.block);
+    const slot = allocation.slot;
+    if (slot < 0 || this.allocations[slot] !== allocation) return;
+    this.allocations[slot] = undefined;
+    this.freeSlots.push(slot);
+    this.liveAllocations--;
+    this.allocator.release(allocation.block!);
+  }
+
+  /** Whether work queued since the last synchronisation uses `allocation`. */
+  inFlight(allocation: Allocation): boolean {
+    return allocation.launch === this.epoch;
   }
 
   /** Waits for the stream, then frees what was released meanwhile. */
@@ -263,8 +263,9 @@ export class DeviceState {
     // executors and descriptors of retired cache entries, any more.
     this.queued = false;
     this.queuedLaunches = 0;
-    this.inFlight.clear();
+    this.epoch++;
     const nativeMessage = status === ACL_SUCCESS ? undefined : recentErrorMessage(this.rt);
+    const unreported = this.buffers.takeUnreported();
     this.calls.destroyRetired();
     const pending = this.deferred.splice(0);
     this.deferredBytes = 0;
@@ -284,6 +285,7 @@ export class DeviceState {
       );
     }
     if (firstError) throw firstError;
+    if (unreported !== undefined) throw unreported;
   }
 
   /**
@@ -291,7 +293,7 @@ export class DeviceState {
    * synchronises every MAX_QUEUED_LAUNCHES launches to bound the queue.
    */
   noteLaunch(buffers: Iterable<DeviceBuffer>): void {
-    for (const b of buffers) this.inFlight.add(bufferAllocation(b).id);
+    for (const b of buffers) bufferAllocation(b).launch = this.epoch;
     this.queued = true;
     if (++this.queuedLaunches >= MAX_QUEUED_LAUNCHES) this.synchronize();
   }
@@ -302,7 +304,7 @@ export class DeviceState {
    */
   release(allocation: Allocation): void {
     if (this.closed) return;
-    if (!this.inFlight.has(allocation.id)) {
+    if (!this.inFlight(allocation)) {
       this.free(allocation);
       return;
     }
@@ -329,23 +331,24 @@ export class DeviceState {
   }
 }
 
-/**
- * Backstop: gives back allocations whose DeviceBuffer became garbage without release() (after
- * the next synchronisation when queued work still uses them).
- */
-const backstop = new FinalizationRegistry<{ state: DeviceState; allocation: Allocation }>(
-  ({ state, allocation }) => {
-    if (state.closed) return;
-    try {
-      state.release(allocation);
-    } catch {
-      // A finaliser has nobody to report to; close() frees whatever is left.
-    }
-  },
-);
-
 const internalToken = Symbol("DeviceBuffer.internal");
 let bufferAllocation!: (buffer: DeviceBuffer) => Allocation;
+let geometryOf!: (buffer: DeviceBuffer, view: object) => string | undefined;
+let setGeometry!: (buffer: DeviceBuffer, view: object, key: string) => void;
+
+/**
+ * Internal (executor.ts): the call-signature text last computed for `view`, a tensor over
+ * `buffer`, or undefined. One view per buffer is remembered, on the buffer: a memo keyed by
+ * tensors (a WeakMap) would hold an entry per result tensor past the call.
+ */
+export function rememberedGeometry(buffer: DeviceBuffer, view: object): string | undefined {
+  return geometryOf(buffer, view);
+}
+
+/** Internal (executor.ts): remembers `key` as the signature text of `view` over `buffer`. */
+export function rememberGeometry(buffer: DeviceBuffer, view: object, key: string): void {
+  setGeometry(buffer, view, key);
+}
 
 /**
  * Device memory from the device's caching allocator (no allocation for 0 bytes: its pointer
@@ -375,9 +378,17 @@ export class DeviceBuffer implements DeviceStorage {
   readonly #state: DeviceState;
   readonly #allocation: Allocation;
   #released = false;
+  /** The view whose signature text is remembered, and the text (see rememberedGeometry()). */
+  #view: object | undefined = undefined;
+  #geometry = "";
 
   static {
     bufferAllocation = (buffer) => buffer.#allocation;
+    geometryOf = (buffer, view) => buffer.#view === view ? buffer.#geometry : undefined;
+    setGeometry = (buffer, view, key) => {
+      buffer.#view = view;
+      buffer.#geometry = key;
+    };
   }
 
   /** Not for users: buffers come from {@linkcode AscendDevice.allocate}. */
@@ -389,10 +400,7 @@ export class DeviceBuffer implements DeviceStorage {
     this.#allocation = allocation as Allocation;
     this.byteLength = this.#allocation.byteLength;
     this.device = deviceOf(state);
-    if (this.#allocation.pointer !== null) {
-      backstop.register(this, { state, allocation: this.#allocation }, this);
-      state.buffers.set(this.#allocation.id, new WeakRef(this));
-    }
+    if (this.#allocation.slot >= 0) state.buffers.track(this, this.#allocation.slot);
   }
 
   /** Whether the memory has been released (explicitly or by closing the device). */
@@ -419,7 +427,7 @@ export class DeviceBuffer implements DeviceStorage {
   release(): void {
     if (this.#released) return;
     this.#released = true;
-    backstop.unregister(this);
+    if (this.#allocation.slot >= 0) this.#state.buffers.untrack(this.#allocation.slot);
     this.#state.release(this.#allocation);
   }
 
@@ -542,7 +550,7 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
     const state = this.#state;
     return {
       ...state.allocator.stats(),
-      liveBuffers: state.live.size,
+      liveBuffers: state.liveAllocations,
       pendingReleases: state.deferred.length,
       queuedLaunches: state.queuedLaunches,
       cachedCalls: state.calls.size,
@@ -597,7 +605,7 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
     const buffer = checkOwn(this, dst, "upload");
     checkRange(buffer, byteOffset, src.byteLength, "upload");
     if (src.byteLength === 0) return;
-    if (state.inFlight.has(bufferAllocation(buffer).id)) state.synchronize();
+    if (state.inFlight(bufferAllocation(buffer))) state.synchronize();
     state.activate();
     const status = state.rt.aclrtMemcpy(
       Deno.UnsafePointer.offset(buffer.pointer!, byteOffset),
@@ -618,7 +626,7 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
     state.check("fill");
     const buffer = checkOwn(this, dst, "fill");
     if (buffer.byteLength === 0) return;
-    if (state.inFlight.has(bufferAllocation(buffer).id)) state.synchronize();
+    if (state.inFlight(bufferAllocation(buffer))) state.synchronize();
     state.activate();
     const size = BigInt(buffer.byteLength);
     const status = state.rt.aclrtMemset(buffer.pointer, size, byte & 0xff, size);
@@ -671,10 +679,11 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
     attempt(() => state.calls.destroyRetired());
     attempt(() => state.workspace?.release());
     state.workspace = null;
-    state.inFlight.clear();
-    for (const a of [...state.deferred.splice(0), ...state.live.values()]) {
-      attempt(() => state.free(a));
+    state.epoch++;
+    for (const a of [...state.deferred.splice(0), ...state.allocations]) {
+      if (a !== undefined) attempt(() => state.free(a));
     }
+    state.buffers.clear();
     // Everything is back in the cache now: give it all to the device.
     attempt(() => state.allocator.emptyCache());
     attempt(() => {
