@@ -28,7 +28,7 @@ import type { DType } from "../mod.ts";
 import { cpuBackend } from "../src/backends/cpu/mod.ts";
 import { fastKernels } from "../src/backends/cpu/fast/mod.ts";
 import { referenceKernels } from "../src/backends/cpu/reference/mod.ts";
-import { setCpuThreads, startCpuThreads } from "../src/backends/cpu/threads.ts";
+import { setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
 import { setWasmKernels } from "../src/backends/cpu/pool/pool.ts";
 import { type BenchLayout, CPU_OPS, CPU_SHAPES, cpuCase, type CpuOp } from "./cpu_cases.ts";
 
@@ -156,7 +156,7 @@ async function torchRows(): Promise<{ rows: TorchRow[]; note: string }> {
 }
 
 setCpuThreads(threads);
-await startCpuThreads();
+await startCpuPool();
 // Torch runs first, alone, so that neither side times the other's load.
 const key = (op: string, dtype: string, shape: readonly number[], layout: string) =>
   `${op}|${dtype}|${shape.join("x")}|${layout}`;
@@ -235,13 +235,13 @@ for (let r = 0; r < repeat; r++) {
   if (timeTs && timeWasm) {
     // The same cases with the TypeScript kernels alone (a new pool without WebAssembly).
     setWasmKernels(false);
-    await startCpuThreads();
+    await startCpuPool();
     cases.forEach((c, i) => {
       best[i].ts = Math.min(best[i].ts, timed(c, (run) => median(run, minTime)));
     });
   }
   setWasmKernels(timeWasm);
-  await startCpuThreads();
+  await startCpuPool();
   cases.forEach((c, i) => {
     best[i].fast = Math.min(best[i].fast, timed(c, (run) => median(run, minTime)));
     if (!flags["no-reference"]) {
