@@ -8,11 +8,13 @@
  * the pool where it measured it faster, pool/governor.ts). It prints the median ratios to the
  * 1-thread time (below 1: faster), the range of pooled/1, and the 1-thread median.
  *
- *   deno run --allow-read bench/cpu_threads.ts [--ops a,b] [--dtypes float32,bfloat16]
+ *   deno run --allow-read --allow-sys=loadavg bench/cpu_threads.ts [--ops a,b] [--dtypes float32,bfloat16]
  *     [--shapes 4x16x32x32,...] [--layouts contiguous,channels_last] [--rounds 9]
  *     [--min-time 0.05] [--markdown]
  *
- * `--markdown` prints the rows as a table for bench/RESULTS.md.
+ * `--markdown` prints the rows as a table for bench/RESULTS.md. The load average is printed at
+ * the start and the end: on a shared machine, other processes' load decides what a second
+ * thread can win.
  *
  * @module
  */
@@ -82,9 +84,17 @@ function use(way: Way): void {
 const rows: Row[] = [];
 setCpuThreads(2);
 await startCpuPool({ idleMs: Infinity });
+/** The 1-minute load average, to tell a shared machine's state ("?" without the permission). */
+function load(): string {
+  try {
+    return Deno.loadavg()[0].toFixed(2);
+  } catch {
+    return "?";
+  }
+}
 console.log(
-  `CPU threads, 2 vs 1, interleaved: ${rounds} rounds, >= ${minTime} ms per side per round; ` +
-    `${navigator.hardwareConcurrency} cores, Deno ${Deno.version.deno}`,
+  `CPU threads, 2 vs 1, interleaved: ${rounds} rounds, >= ${minTime} ms per way per round; ` +
+    `${navigator.hardwareConcurrency} cores, Deno ${Deno.version.deno}, load average ${load()}`,
 );
 for (const shape of shapes) {
   for (const dtype of dtypes) {
@@ -152,6 +162,7 @@ if (flags.markdown) {
     );
   }
 }
+console.log(`load average at the end: ${load()}`);
 const geo = (xs: number[]) => Math.exp(xs.reduce((a, x) => a + Math.log(x), 0) / xs.length);
 const slower = rows.filter((r) => r.measured > 1.05);
 console.log(

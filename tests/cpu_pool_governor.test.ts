@@ -20,62 +20,97 @@ import { batchNorm, cpuThreads, setCpuThreads, startCpuPool, stopCpuPool, Tensor
 const KEY = groupKey(["sums", "write"], 0, "rows", 1 << 20);
 const ELEMENTS = 1 << 20;
 
+/** A governor and its clock: each call advances it by the call's time. */
+function governed() {
+  return { g: new Governor(), clock: 1000 };
+}
+
 /** Runs `calls` calls of KEY with the given ms per way; returns how many ran pooled. */
-function drive(g: Governor, calls: number, pooledMs: number, aloneMs: number): number {
+function drive(
+  s: { g: Governor; clock: number },
+  calls: number,
+  pooledMs: number,
+  aloneMs: number,
+) {
   let pooled = 0;
   for (let i = 0; i < calls; i++) {
-    const p = g.choose(KEY);
+    const p = s.g.choose(KEY, s.clock);
+    const ms = p ? pooledMs : aloneMs;
     if (p) pooled++;
-    g.record(KEY, p, p ? pooledMs : aloneMs, ELEMENTS);
+    s.g.record(KEY, p, s.clock, ms, ELEMENTS);
+    s.clock += ms;
   }
   return pooled;
 }
 
 Deno.test("pool governor: tries both ways, then keeps to the faster", () => {
-  const g = new Governor();
+  const s = governed();
   // Warm-up: alternating, pooled first.
   const first: boolean[] = [];
   for (let i = 0; i < 2 * GOVERNOR_WARMUP_RUNS; i++) {
-    const p = g.choose(KEY);
+    const p = s.g.choose(KEY, s.clock);
     first.push(p);
-    g.record(KEY, p, p ? 2 : 1, ELEMENTS); // the pool takes twice as long
+    s.g.record(KEY, p, s.clock, p ? 2 : 1, ELEMENTS); // the pool takes twice as long
+    s.clock += p ? 2 : 1;
   }
   assert.deepEqual(first, [true, false, true, false, true, false]);
-  // Then alone, but for the runs that check the pool again: every 8th, then 16th, 32nd...
-  const pooled = drive(g, 1000, 2, 1);
-  assert.ok(pooled >= 4 && pooled <= 7, `${pooled} pooled runs in 1000 (8+16+...+512)`);
-  assert.equal(drive(g, 1024, 2, 1), 2, "one in 512 once the choice has stood");
-  const m = g.measured(KEY)!;
+  // Then alone, but for the runs that check the pool again, 4, 8, 16, ... ms apart: in the
+  // next 1000 calls of 1 ms, the checks 4, 8, ..., 256 ms apart (7); the next is 512 ms on.
+  assert.equal(drive(s, 1000, 2, 1), 7);
+  // From 2048 ms apart on: about one per 2 s.
+  drive(s, 4000, 2, 1);
+  assert.equal(drive(s, 8192, 2, 1), 4, "one check in 2048 ms once the choice has stood");
+  const m = s.g.measured(KEY)!;
   assert.ok(
     Math.abs(m.pooled - 2e6 / ELEMENTS) < 1e-9 && Math.abs(m.alone - 1e6 / ELEMENTS) < 1e-9,
   );
 });
 
 Deno.test("pool governor: changes its mind when the timings change", () => {
-  const g = new Governor();
-  // Pooled wins: alone for the warm-up (3) and the checks after 8, 16, 32, ... 256 calls (6).
-  assert.equal(600 - drive(g, 600, 1, 2), 3 + 6);
-  // Another process now takes the other CPU: pooled calls take 4x longer than before.
-  const pooled = drive(g, 2000, 4, 2);
-  assert.ok(pooled < 40, `${pooled} of 2000 still pooled after the pool became slower`);
-  // It leaves: the pool wins again, and is found again at the next check (at most 512
-  // calls away by now), after which a few checks in quick succession settle it.
-  const back = drive(g, 2000, 1, 2);
-  assert.ok(back > 2000 - 512 - 64, `${back} of 2000 pooled after the pool became faster again`);
-  const settled = drive(g, 500, 1, 2);
-  assert.ok(settled >= 490, `${settled} of the next 500 pooled`);
+  const s = governed();
+  // Pooled wins: alone for the warm-up (3) and the checks 4, 8, ..., 256 ms apart (7).
+  assert.equal(600 - drive(s, 600, 1, 2), 3 + 7);
+  // Another process now takes the other CPU: pooled calls take 4x longer than before. The
+  // pooled average passes the alone one within a few calls.
+  const pooled = drive(s, 2000, 4, 2);
+  assert.ok(pooled < 20, `${pooled} of 2000 still pooled after the pool became slower`);
+  // It leaves: the pool wins again, and is found again at the next check (at most 2 s
+  // away), after which a few checks 4 ms apart settle it.
+  drive(s, 2100, 1, 2);
+  const settled = drive(s, 1000, 1, 2);
+  assert.ok(settled >= 990, `${settled} of the next 1000 pooled`);
+});
+
+Deno.test("pool governor: one preempted run does not flip the choice", () => {
+  const s = governed();
+  drive(s, 200, 2, 1); // alone wins (1 ms against 2)
+  // The next alone call is preempted for 50 ms: it counts as twice the average at most.
+  assert.equal(s.g.choose(KEY, s.clock), false);
+  s.g.record(KEY, false, s.clock, 50, ELEMENTS);
+  s.clock += 50;
+  assert.ok(s.g.measured(KEY)!.alone < 1.3e6 / ELEMENTS, "the average rose by 25% at most");
+  assert.ok(drive(s, 100, 2, 1) <= 1, "still alone (but for a scheduled check of the pool)");
 });
 
 Deno.test("pool governor: the 'always' policy pools every eligible call; groups are apart", () => {
-  const g = new Governor();
-  g.setPolicy("always");
-  assert.equal(drive(g, 50, 10, 1), 50);
-  g.setPolicy("measured");
+  const s = governed();
+  s.g.setPolicy("always");
+  assert.equal(drive(s, 50, 10, 1), 50);
+  s.g.setPolicy("measured");
   const other = groupKey(["sums", "write"], 0, "rows", 1 << 17);
   assert.notEqual(other, KEY, "another size is another group");
-  assert.equal(g.choose(other), true, "a new group starts with a pooled run");
-  assert.equal(groupKey(["stats"], 2, "pixels", 65536), "stats|2|pixels|16");
-  assert.equal(groupKey(["stats"], 2, "pixels", 131071), "stats|2|pixels|16");
+  assert.equal(s.g.choose(other, s.clock), true, "a new group starts with a pooled run");
+  // Powers of two of elements: 2^16 up to 2^17 - 1 is one group.
+  assert.equal(groupKey(["stats"], 2, "pixels", 65536), groupKey(["stats"], 2, "pixels", 131071));
+  const keys = new Set([
+    groupKey(["stats"], 2, "pixels", 65536),
+    groupKey(["stats"], 2, "rows", 65536),
+    groupKey(["stats"], 1, "pixels", 65536),
+    groupKey(["sums"], 2, "pixels", 65536),
+    groupKey(["stats", "normalize"], 2, "pixels", 65536),
+    groupKey(["normalize", "stats"], 2, "pixels", 65536),
+  ]);
+  assert.equal(keys.size, 6, "layout, dtype, stage kinds and their order tell groups apart");
 });
 
 Deno.test("pool governor: real 2-thread calls are measured both ways, with the same bits", async () => {

@@ -10,7 +10,7 @@ import type { Tensor } from "../../../tensor/tensor.ts";
 import type { ChosenLayout } from "./layout.ts";
 import type { Layout, TensorAddress } from "./kernels/layout_types.ts";
 import type { DataCode, Stage } from "./kernels/stage_types.ts";
-import { readyPool, runInline, runPooled, type WorkerPool } from "../pool/pool.ts";
+import { quietPool, readyPool, runInline, runPooled, type WorkerPool } from "../pool/pool.ts";
 import { governor, groupKey } from "../pool/governor.ts";
 import { cpuThreads } from "../threads.ts";
 import { dataCode, isShared } from "./tensor_arrays.ts";
@@ -95,12 +95,14 @@ export function execute(
     runInline(stages, between);
     return;
   }
-  const kinds: string[] = [];
-  for (const s of stages) kinds.push(s.op);
-  const key = groupKey(kinds, call.dtype, call.layout.kind, call.numel);
-  const pooled = governor.choose(key);
+  const key = groupKey(stages.map((s) => s.op), call.dtype, call.layout.kind, call.numel);
   const start = performance.now();
-  if (pooled) runPooled(pool, stages, between);
-  else runInline(stages, between);
-  governor.record(key, pooled, performance.now() - start, call.numel);
+  const pooled = governor.choose(key, start);
+  if (pooled) {
+    runPooled(pool, stages, between);
+  } else {
+    quietPool(pool); // a worker polling for a job would compete with this thread for a CPU
+    runInline(stages, between);
+  }
+  governor.record(key, pooled, start, performance.now() - start, call.numel);
 }

@@ -12,10 +12,12 @@
  * size (a power of two of elements), and each group keeps a moving average of the time per
  * element of its pooled runs and of its runs on the calling thread alone. A group tries both
  * ways first, then runs the faster one, and now and then the other one again (so that a
- * change, such as another process starting or ending, is seen): every 8th call at first, and
- * half as often after each such run that is slower, down to one in 512; a run that is faster
- * brings it back to every 8th. Results do not depend on the choice: the split into work
- * items is the shape's, whoever runs them.
+ * change, such as another process starting or ending, is seen): 4 ms after the last such run
+ * at first, and twice as long after each such run that is slower, up to 2 s; a run that is
+ * faster brings it back to 4 ms. The spacing is in time, not calls, so that checking costs
+ * small and large calls alike little: a check of a losing pool costs the call and about
+ * 0.5 ms of the worker polling for the next job. Results do not depend on the choice: the
+ * split into work items is the shape's, whoever runs them.
  *
  * @module
  */
@@ -23,12 +25,16 @@
 /** Runs of each way a group measures before it chooses. */
 export const GOVERNOR_WARMUP_RUNS = 3;
 
-/** Weight of a new run in a group's moving averages. */
+/**
+ * Weight of a new run in a group's moving averages. A run counts as at most twice the
+ * average (a call the system preempted for a few milliseconds must not flip a choice): a
+ * lasting change still moves the average by up to 25% per run.
+ */
 const ALPHA = 0.25;
 
-/** The shortest and longest interval (calls) between two runs of the way not chosen. */
-const MIN_INTERVAL = 8;
-const MAX_INTERVAL = 512;
+/** The shortest and longest time (ms) between two runs of the way not chosen. */
+const MIN_INTERVAL_MS = 4;
+const MAX_INTERVAL_MS = 2048;
 
 /** How the pool is chosen: by measurement (the default), or always when eligible (tests). */
 export type PoolPolicy = "measured" | "always";
@@ -40,8 +46,8 @@ interface Group {
   alone: number;
   pooledRuns: number;
   aloneRuns: number;
-  /** Calls until the way not chosen runs again, and the interval it was set from. */
-  countdown: number;
+  /** When the way not chosen runs again (performance.now() ms), and the interval set. */
+  nextCheck: number;
   interval: number;
   /** Whether the current call is a run of the way not chosen (checked when it is timed). */
   exploring: boolean;
@@ -49,7 +55,7 @@ interface Group {
 
 /** The decisions of {@linkcode Governor.choose} for a group, and what they measured. */
 export class Governor {
-  readonly #groups = new Map<string, Group>();
+  readonly #groups = new Map<number, Group>();
   #policy: PoolPolicy = "measured";
 
   /** Sets the policy (for tests and benchmarks that must run on the pool). */
@@ -62,8 +68,8 @@ export class Governor {
     return this.#policy;
   }
 
-  /** Whether the next call of group `key` runs on the pool. */
-  choose(key: string): boolean {
+  /** Whether the call of group `key` starting `now` (performance.now() ms) runs pooled. */
+  choose(key: number, now: number): boolean {
     if (this.#policy === "always") return true;
     let g = this.#groups.get(key);
     if (g === undefined) {
@@ -72,8 +78,8 @@ export class Governor {
         alone: NaN,
         pooledRuns: 0,
         aloneRuns: 0,
-        countdown: MIN_INTERVAL,
-        interval: MIN_INTERVAL,
+        nextCheck: 0,
+        interval: MIN_INTERVAL_MS,
         exploring: false,
       };
       this.#groups.set(key, g);
@@ -81,35 +87,36 @@ export class Governor {
     g.exploring = false;
     // Both ways first, alternating, pooled first (its first run also warms the workers).
     if (g.pooledRuns < GOVERNOR_WARMUP_RUNS || g.aloneRuns < GOVERNOR_WARMUP_RUNS) {
+      g.nextCheck = now + g.interval;
       return g.pooledRuns <= g.aloneRuns;
     }
     const pooledWins = g.pooled < g.alone;
-    if (--g.countdown > 0) return pooledWins;
+    if (now < g.nextCheck) return pooledWins;
     g.exploring = true;
     return !pooledWins;
   }
 
-  /** Records that a call of group `key` of `elements` elements took `ms`, pooled or not. */
-  record(key: string, pooled: boolean, ms: number, elements: number): void {
+  /**
+   * Records that the call of group `key` (of `elements` elements) that started at `start`
+   * took `ms`, pooled or not.
+   */
+  record(key: number, pooled: boolean, start: number, ms: number, elements: number): void {
     const g = this.#groups.get(key);
     if (g === undefined) return;
     const perElement = (ms * 1e6) / Math.max(1, elements);
-    if (pooled) {
-      g.pooled = g.pooledRuns++ === 0 ? perElement : g.pooled + ALPHA * (perElement - g.pooled);
-    } else {
-      g.alone = g.aloneRuns++ === 0 ? perElement : g.alone + ALPHA * (perElement - g.alone);
-    }
+    if (pooled) g.pooled = g.pooledRuns++ === 0 ? perElement : average(g.pooled, perElement);
+    else g.alone = g.aloneRuns++ === 0 ? perElement : average(g.alone, perElement);
     if (!g.exploring) return;
     // The other way ran. Slower than the chosen way's average: look again less often.
     // Faster: things may have changed; look again soon, until the averages tell.
     const faster = perElement < (pooled ? g.alone : g.pooled);
-    g.interval = faster ? MIN_INTERVAL : Math.min(MAX_INTERVAL, g.interval * 2);
-    g.countdown = g.interval;
+    g.interval = faster ? MIN_INTERVAL_MS : Math.min(MAX_INTERVAL_MS, g.interval * 2);
+    g.nextCheck = start + ms + g.interval;
     g.exploring = false;
   }
 
   /** What group `key` measured (for tests and benchmarks), or undefined. */
-  measured(key: string): Readonly<Group> | undefined {
+  measured(key: number): Readonly<Group> | undefined {
     return this.#groups.get(key);
   }
 
@@ -122,15 +129,35 @@ export class Governor {
 /** The governor of this thread's CPU calls. */
 export const governor: Governor = new Governor();
 
+/** `average` moved toward `run` by ALPHA, the run counting as at most twice the average. */
+function average(average: number, run: number): number {
+  return average + ALPHA * (Math.min(run, 2 * average) - average);
+}
+
+/** Codes of the stage kinds (stage_types.ts) and layout kinds (layout_types.ts) in keys. */
+const STAGE_CODES: Readonly<Record<string, number>> = {
+  sums: 1,
+  stats: 2,
+  normalize: 3,
+  gradient: 4,
+  scale: 5,
+  groupNorm: 6,
+  groupNormBackward: 7,
+};
+const LAYOUT_CODES: Readonly<Record<string, number>> = { rows: 0, pixels: 1, strided: 2 };
+
 /**
- * The group of a call: what its stages do, its dtype and layout kind, and the power of two
- * of its element count.
+ * The group of a call, as a number: what its stages do (in order), its dtype code and
+ * layout kind, and the power of two of its element count.
  */
 export function groupKey(
   stageOps: readonly string[],
   dtype: number,
   layoutKind: string,
   elements: number,
-): string {
-  return `${stageOps.join("+")}|${dtype}|${layoutKind}|${Math.floor(Math.log2(elements))}`;
+): number {
+  let stages = 0;
+  for (const op of stageOps) stages = stages * 8 + (STAGE_CODES[op] ?? 0);
+  const kind = LAYOUT_CODES[layoutKind] ?? 3;
+  return ((stages * 4 + dtype) * 4 + kind) * 64 + Math.floor(Math.log2(Math.max(1, elements)));
 }

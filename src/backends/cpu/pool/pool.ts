@@ -37,6 +37,7 @@ import {
   CONTROL_READY,
   CONTROL_RELEASE,
   CONTROL_RETIRE,
+  CONTROL_SLEEP,
   MAX_STAGES,
   nextJob,
   recordFailure,
@@ -363,6 +364,16 @@ export function locateInHeap(stages: readonly Stage[]): void {
 }
 
 /**
+ * Tells `ready`'s workers that calls run on the calling thread for now: they stop polling
+ * for the next job and sleep until one comes.
+ */
+export function quietPool(ready: WorkerPool): void {
+  if (Atomics.load(ready.control, CONTROL_SLEEP) === 0) {
+    Atomics.store(ready.control, CONTROL_SLEEP, 1);
+  }
+}
+
+/**
  * Runs `stages` on the calling thread alone: each stage over all its items, then
  * `between[i]` (which may fill the next stage's constants).
  */
@@ -392,6 +403,7 @@ export function runPooled(
   const { control, workers } = ready;
   pooledJobs++;
   locateInHeap(stages);
+  Atomics.store(control, CONTROL_SLEEP, 0);
   const job = nextJob(Atomics.load(control, CONTROL_JOB));
   // Open the job before posting it: a worker that takes the message must find it open.
   if (!publishJob(control, ready.words, job, stages, heapAddress)) {
