@@ -71,9 +71,10 @@ export function setCpuThreads(threads: number): void {
 /**
  * How long the CPU worker pool stays up without work before its workers are terminated, by
  * default: 30,000 ms. Idle workers use no CPU time and never keep the process alive (a script
- * exits when its work is done); what they hold is memory, about 10-15 MB per worker. A call after
- * the pool retired starts it again and runs on the calling thread alone meanwhile (startup
- * takes 25-40 ms). {@linkcode startCpuPool} sets another idle time.
+ * exits when its work is done); what they hold is memory (about 20 MB for the first worker,
+ * 10-15 MB for each further one). A call after the pool retired starts it again and runs on
+ * the calling thread alone meanwhile (one worker starts in 25-40 ms on an idle 2-vCPU VM).
+ * {@linkcode startCpuPool} sets another idle time.
  */
 export const CPU_POOL_IDLE_MS: number = POOL_IDLE_MS;
 
