@@ -82,9 +82,9 @@ export interface TrackedDevice {
  * The buffers of one device by allocation slot (a small integer its device reuses once the
  * allocation is freed), as described in the module documentation. Arrays indexed by slot,
  * not Maps or Sets: a Map that entries enter and leave on every call reallocates its table
- * now and then, and V8 links each table it drops to its successor, so after a full
- * collection every table made since (with what they held) survives the young generation's
- * collections until the next full one, which grows the young generation.
+ * now and then, and V8 keeps a link from each table it drops to its successor (for live
+ * iterators); such tables outlived their call in a loop that never yields and grew V8's
+ * young generation (bench/RESULTS.md, issue 28).
  */
 export class BufferTracker<B extends object> {
   readonly #device: TrackedDevice;

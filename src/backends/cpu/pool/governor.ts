@@ -3,10 +3,10 @@
  * this machine, now: 2 threads must beat 1, or the pool is not used there.
  *
  * No fixed threshold can promise that. Where a pooled call wins depends on the machine, and
- * on what else runs on it: on a 2-vCPU VM whose other vCPU is taken by another process, a
- * pooled call ran up to 2x slower than the calling thread alone at every size tried (the
- * worker only runs when it gets the CPU, and its polling for the next job competes with the
- * calling thread), while on the same VM idle it won from 64K elements.
+ * on what else runs on it: where another process holds a CPU, a worker only runs when it gets
+ * one (the calling thread waits for the items it claimed), and its polling for the next job
+ * competes with the calling thread, so a pooled call can be slower than the calling thread
+ * alone at every size (bench/RESULTS.md, issue 28).
  *
  * So calls are grouped by what they run (their stages' kinds, dtype, layout kind) and their
  * size (a power of two of elements), and each group keeps a moving average of the time per
