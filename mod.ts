@@ -44,7 +44,14 @@ export type {
   DefaultDeviceOptions,
   DefaultDeviceSelection,
 } from "./src/ffi/default_device.ts";
-export { cpuThreads, setCpuThreads } from "./src/backends/cpu/threads.ts";
+export {
+  CPU_POOL_IDLE_MS,
+  cpuThreads,
+  setCpuThreads,
+  startCpuPool,
+  stopCpuPool,
+} from "./src/backends/cpu/threads.ts";
+export type { CpuPoolOptions } from "./src/backends/cpu/threads.ts";
 
 // Errors.
 export { AclError, AclnnError, HcclError } from "./src/ffi/errors.ts";

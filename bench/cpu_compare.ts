@@ -39,7 +39,7 @@ import type { DType } from "../mod.ts";
 import { cpuBackend } from "../src/backends/cpu/mod.ts";
 import { fastKernels } from "../src/backends/cpu/fast/mod.ts";
 import { referenceKernels } from "../src/backends/cpu/reference/mod.ts";
-import { setCpuThreads, startCpuThreads } from "../src/backends/cpu/threads.ts";
+import { setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
 import { setWasmKernels } from "../src/backends/cpu/pool/pool.ts";
 import { type BenchLayout, CPU_OPS, CPU_SHAPES, cpuCase, type CpuOp } from "./cpu_cases.ts";
 
@@ -185,7 +185,7 @@ async function torchRows(): Promise<{ rows: TorchRow[]; note: string }> {
 }
 
 setCpuThreads(threads);
-await startCpuThreads();
+await startCpuPool();
 // Torch runs first, alone, so that neither side times the other's load.
 const key = (op: string, dtype: string, shape: readonly number[], layout: string) =>
   `${op}|${dtype}|${shape.join("x")}|${layout}`;
@@ -292,13 +292,13 @@ for (let r = 0; r < repeat; r++) {
   if (timeTs && timeWasm) {
     // The same cases with the TypeScript kernels alone (a new pool without WebAssembly).
     setWasmKernels(false);
-    await startCpuThreads();
+    await startCpuPool();
     for (const [i, c] of cases.entries()) {
       best[i].ts = Math.min(best[i].ts, timed(c, (run) => median(run, minTime)));
     }
   }
   setWasmKernels(timeWasm);
-  await startCpuThreads();
+  await startCpuPool();
   for (const [i, c] of cases.entries()) {
     best[i].fast = Math.min(best[i].fast, timed(c, (run) => median(run, minTime)));
     best[i].out = Math.min(best[i].out, timed(c, (run) => median(run, minTime), "out"));

@@ -12,7 +12,7 @@
 
 import { parseCommand, positiveInteger } from "../scripts/cli.ts";
 import { type DType, Tensor } from "../mod.ts";
-import { setCpuThreads, startCpuThreads } from "../src/backends/cpu/threads.ts";
+import { setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
 import { setWasmKernels } from "../src/backends/cpu/pool/pool.ts";
 import { type BenchLayout, CPU_OPS, CPU_SHAPES, cpuCase } from "./cpu_cases.ts";
 
@@ -57,7 +57,7 @@ async function digest(named: [string, Tensor][]): Promise<string> {
 
 setWasmKernels(false);
 setCpuThreads(positiveInteger(NAME, "threads", flags.threads));
-await startCpuThreads();
+await startCpuPool();
 let cases = 0;
 for (const op of CPU_OPS) {
   for (const dtype of DTYPES) {

@@ -9,10 +9,10 @@
  * @module
  */
 
-import { startCpuThreads } from "../src/backends/cpu/threads.ts";
+import { startCpuPool } from "../src/backends/cpu/threads.ts";
 import { type BenchLayout, CPU_OPS, CPU_SHAPES, type CpuCase, cpuCase } from "./cpu_cases.ts";
 
-await startCpuThreads();
+await startCpuPool();
 
 /** The case whose tensors are alive now. */
 let active: CpuCase | undefined;

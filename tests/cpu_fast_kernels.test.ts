@@ -10,9 +10,10 @@ import assert from "node:assert/strict";
 import { fastKernels } from "../src/backends/cpu/fast/mod.ts";
 import { bf16Bits } from "../src/backends/cpu/fast/kernels/formulas.ts";
 import { referenceKernels } from "../src/backends/cpu/reference/mod.ts";
-import { cpuThreads, setCpuThreads, startCpuThreads } from "../src/backends/cpu/threads.ts";
+import { cpuThreads, setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
 import { workerSource } from "../src/backends/cpu/pool/worker_source.ts";
 import { pooledJobCount, postedJobCount, workerItemCount } from "../src/backends/cpu/pool/pool.ts";
+import { governor } from "../src/backends/cpu/pool/governor.ts";
 import { MIN_PARALLEL_ELEMENTS } from "../src/backends/cpu/fast/call.ts";
 import {
   batchNormItems,
@@ -656,7 +657,8 @@ Deno.test("worker pool: 2 threads give the same bits as 1 thread, for every kern
   const before = cpuThreads();
   try {
     setCpuThreads(2);
-    await startCpuThreads();
+    governor.setPolicy("always"); // these check the pooled runs themselves
+    await startCpuPool();
     const workerItems = workerItemCount();
     for (const dtype of FLOATS) {
       for (const layout of ["contiguous", "channelsLast", "strided"] as const) {
@@ -687,6 +689,7 @@ Deno.test("worker pool: 2 threads give the same bits as 1 thread, for every kern
     }
     assert.ok(workerItemCount() > workerItems, "the worker ran items");
   } finally {
+    governor.setPolicy("measured");
     setCpuThreads(before);
   }
 });
@@ -695,7 +698,8 @@ Deno.test("worker pool: a call of one item per stage stays on the calling thread
   const before = cpuThreads();
   try {
     setCpuThreads(2);
-    await startCpuThreads();
+    governor.setPolicy("always"); // these check the pooled runs themselves
+    await startCpuPool();
     // One sample of one group, contiguous: one item, above the pooling threshold.
     const shape = [1, 8, 128, 96];
     assert.ok(numel(shape) >= MIN_PARALLEL_ELEMENTS);
@@ -715,6 +719,7 @@ Deno.test("worker pool: a call of one item per stage stays on the calling thread
     groupNormCase(shape, "float32", "contiguous", 0, 2);
     assert.equal(pooledJobCount(), jobs + 1);
   } finally {
+    governor.setPolicy("measured");
     setCpuThreads(before);
   }
 });
@@ -730,7 +735,8 @@ Deno.test("worker pool: tensors outside the host heap are posted, with the same 
   };
   try {
     setCpuThreads(2);
-    await startCpuThreads();
+    governor.setPolicy("always"); // these check the pooled runs themselves
+    await startCpuPool();
     for (const [kernel, plan, make] of largeCases("float32", "contiguous")) {
       const set = make();
       const pooled = Object.fromEntries(
@@ -748,6 +754,7 @@ Deno.test("worker pool: tensors outside the host heap are posted, with the same 
       }
     }
   } finally {
+    governor.setPolicy("measured");
     setCpuThreads(before);
   }
 });

@@ -30,7 +30,8 @@ import {
   setWasmKernels,
   wasmKernelsEnabled,
 } from "../src/backends/cpu/pool/pool.ts";
-import { cpuThreads, setCpuThreads, startCpuThreads } from "../src/backends/cpu/threads.ts";
+import { cpuThreads, setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
+import { governor } from "../src/backends/cpu/pool/governor.ts";
 import { channelGeometry, type KernelName } from "../src/backends/types.ts";
 import { type DType, numberToBf16 } from "../src/tensor/dtype.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
@@ -806,7 +807,8 @@ Deno.test("wasm on the worker pool: the bits of an inline run without WebAssembl
           const alone = twinSet(pooled);
           setWasmKernels(true);
           setCpuThreads(2);
-          await startCpuThreads();
+          governor.setPolicy("always"); // this checks the pooled runs themselves
+          await startCpuPool();
           const jobs = pooledJobCount();
           run(plan, pooled);
           assert.ok(pooledJobCount() > jobs, `${kernel} ${dtype} ${layout} ran on the pool`);
@@ -820,6 +822,7 @@ Deno.test("wasm on the worker pool: the bits of an inline run without WebAssembl
       }
     }
   } finally {
+    governor.setPolicy("measured");
     setWasmKernels(true);
     setCpuThreads(threads);
   }

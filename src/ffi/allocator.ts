@@ -175,6 +175,11 @@ export class CachingAllocator {
     this.#bytesCached = 0;
   }
 
+  /** The limit (bytes; Infinity for none). */
+  get memoryLimit(): number {
+    return this.#limit;
+  }
+
   /** Sets the limit (bytes; Infinity for none). */
   setMemoryLimit(bytes: number): void {
     this.#limit = bytes;

@@ -28,7 +28,14 @@ import {
 } from "./acl_tensor.ts";
 import type { CachedCall, CachedTensorArg, NativeArg } from "./call_cache.ts";
 import { AclError, ACLNN_ERR_PARAM_INVALID, AclnnError, recentErrorMessage } from "./errors.ts";
-import { AscendDevice, ascendState, DeviceBuffer, type DeviceState } from "./runtime.ts";
+import {
+  AscendDevice,
+  ascendState,
+  DeviceBuffer,
+  type DeviceState,
+  rememberedGeometry,
+  rememberGeometry,
+} from "./runtime.ts";
 import { opapiSymbols } from "./symbols.ts";
 
 /** One argument of an aclnn call, in the order of the C prototype (before workspaceSize). */
@@ -110,15 +117,23 @@ function checkStorage(
   return storage;
 }
 
-/** Tensors' geometry never changes (shape, strides, offset, storage are frozen): memoise. */
-const geometryKeys = new WeakMap<Tensor, string>();
+/**
+ * A tensor's geometry as a string, remembered on its storage for the view last used (so a
+ * tensor passed again costs a comparison). Not in a WeakMap keyed by tensor: its entry for a
+ * result tensor would outlive the call, and V8's young-generation collections keep the values
+ * of entries whose keys are young, so a loop that never yields would grow the young
+ * generation with them.
+ */
 function geometryKey(t: Tensor, buffer: DeviceBuffer): string {
-  let key = geometryKeys.get(t);
-  if (key === undefined) {
-    key = `${t.dtype}[${t.shape.join(",")}][${t.strides.join(",")}]+${t.offset}/` +
-      buffer.byteLength;
-    geometryKeys.set(t, key);
-  }
+  const remembered = rememberedGeometry(buffer, t);
+  if (remembered !== undefined) return remembered;
+  const { shape, strides } = t;
+  let key = `${t.dtype}[`;
+  for (let i = 0; i < shape.length; i++) key += `${shape[i]},`;
+  key += "][";
+  for (let i = 0; i < strides.length; i++) key += `${strides[i]},`;
+  key += `]+${t.offset}/${buffer.byteLength}`;
+  rememberGeometry(buffer, t, key);
   return key;
 }
 

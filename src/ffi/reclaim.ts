@@ -1,14 +1,30 @@
 /**
- * Reclaiming device memory of tensors nobody references any more, sooner than V8 would on its
- * own. V8 cannot see device memory: a loop that forgets large results may fill the device long
- * before the JavaScript heap asks for a garbage collection, and the FinalizationRegistry
- * backstop only runs after one. So, when a device has allocated a lot since the last
- * collection, the next turn of the event loop runs one (`collectGarbage`), and the buffers it
- * found dead are released at once (their WeakRefs are empty).
+ * Which device buffers are still referenced, and reclaiming the memory of those nobody
+ * references any more, without keeping anything per call alive in a loop that never yields.
  *
- * A synchronous loop that never yields cannot be helped this way: objects created in the
- * current job stay alive until it ends (the WeakRef "KeepDuringJob" rule). There the allocator
- * fails with an out-of-memory error that gives its figures.
+ * V8 cannot see device memory: a loop that forgets large results may fill the device long
+ * before the JavaScript heap asks for a garbage collection. So a device tracks its buffers
+ * ({@linkcode BufferTracker}), by the slot of their allocation:
+ *
+ * - A buffer made in the current job is held by its slot until it is released or the next
+ *   turn of the event loop comes, whichever is first. Released, it leaves nothing behind.
+ * - At that turn, each buffer still unreleased gets a WeakRef in its slot, and a
+ *   FinalizationRegistry (the backstop, holding the slot number) watches it: the backstop
+ *   gives its allocation back once V8 finds it dead, and `reclaim()` finds the dead ones
+ *   synchronously through their WeakRefs (before an allocation fails) instead of waiting for
+ *   the backstop's callbacks, which V8 runs as a task of their own. Released, such a buffer
+ *   is unregistered at once.
+ *   No WeakRef is made in the job that made the buffer: V8 keeps a WeakRef's target alive
+ *   until the job that made the WeakRef ends (ECMA-262 AddToKeptObjects, "KeepDuringJob"),
+ *   so a loop that never yields, making one per buffer, would hold every buffer it ever made.
+ * - After allocating {@linkcode RECLAIM_AFTER_BYTES} bytes (or a quarter of the device's
+ *   memory limit, whichever is less), the next turn of the event loop runs a collection
+ *   (`collectGarbage`) and releases the buffers it found dead.
+ *
+ * A synchronous loop that disposes its results (or uses `tidy`) therefore leaves nothing
+ * behind per call. One that forgets them cannot be helped until it yields: objects of the
+ * current job are held until it ends; there the allocator fails with an out-of-memory error
+ * that gives its figures.
  *
  * The collection uses V8's `gc` function, exposed through `node:v8` / `node:vm` (the flag only
  * affects new contexts). Where that is unavailable, reclaiming falls back to V8's own schedule.
@@ -36,11 +52,191 @@ export function collectGarbage(): boolean {
   return true;
 }
 
-/** Bytes a device may allocate between two collections it asks for. */
+/** Bytes a device may allocate between two collections it asks for (at most). */
 export const RECLAIM_AFTER_BYTES = 256 * 1024 * 1024;
 
 /** Runs `fn` on the next turn of the event loop without keeping the process alive for it. */
 export function onNextTurn(fn: () => void): void {
   const id = setTimeout(fn, 0);
   Deno.unrefTimer(id);
+}
+
+/** What a {@linkcode BufferTracker} needs from its device. */
+export interface TrackedDevice {
+  /** Whether the device is closed (then nothing is released or synchronised any more). */
+  isClosed(): boolean;
+  /** The device's memory limit in bytes (Infinity: none). */
+  memoryLimit(): number;
+  /**
+   * Gives back the allocation in `slot` (after the next synchronisation when queued work uses
+   * it); returns false when the slot holds none.
+   */
+  releaseSlot(slot: number): boolean;
+  /** Whether released allocations are waiting for a synchronisation. */
+  hasDeferred(): boolean;
+  /** Waits for the stream and frees what waited for it. */
+  synchronize(): void;
+}
+
+/**
+ * The buffers of one device by allocation slot (a small integer its device reuses once the
+ * allocation is freed), as described in the module documentation. Arrays indexed by slot,
+ * not Maps or Sets: a Map that entries enter and leave on every call reallocates its table
+ * now and then, and V8 keeps a link from each table it drops to its successor (for live
+ * iterators); such tables outlived their call in a loop that never yields and grew V8's
+ * young generation (bench/RESULTS.md, issue 28).
+ */
+export class BufferTracker<B extends object> {
+  readonly #device: TrackedDevice;
+  /** Registered with a buffer's WeakRef as the token; holds the buffer's slot. */
+  readonly #backstop: FinalizationRegistry<number>;
+  /** Per slot: the buffer while its job runs, its WeakRef afterwards, or undefined. */
+  readonly #refs: (B | WeakRef<B> | undefined)[] = [];
+  #tracked = 0;
+  /** The range of slots tracked since the last turn (what aging looks at). */
+  #youngLow = Infinity;
+  #youngHigh = -1;
+  #agingScheduled = false;
+  #collectionScheduled = false;
+  #settleScheduled = false;
+  #bytesSinceCollection = 0;
+  /**
+   * An error met where nobody waits for it (a release or synchronisation of the backstop or of
+   * a turn of the event loop): the device's next synchronisation throws it, so that a failed
+   * kernel still surfaces when a result is read.
+   */
+  #unreported: unknown = undefined;
+
+  /** A tracker releasing through `device`. */
+  constructor(device: TrackedDevice) {
+    this.#device = device;
+    this.#backstop = new FinalizationRegistry((slot) => this.#collected(slot));
+  }
+
+  /** Buffers tracked (made and not released yet). */
+  get size(): number {
+    return this.#tracked;
+  }
+
+  /** Starts tracking `buffer`, whose allocation is in `slot`. */
+  track(buffer: B, slot: number): void {
+    this.#refs[slot] = buffer;
+    this.#tracked++;
+    if (slot < this.#youngLow) this.#youngLow = slot;
+    if (slot > this.#youngHigh) this.#youngHigh = slot;
+    if (this.#agingScheduled) return;
+    this.#agingScheduled = true;
+    onNextTurn(() => this.#age());
+  }
+
+  /** Stops tracking the buffer in `slot`: it was released. */
+  untrack(slot: number): void {
+    const ref = this.#refs[slot];
+    if (ref === undefined) return;
+    if (ref instanceof WeakRef) this.#backstop.unregister(ref);
+    this.#refs[slot] = undefined;
+    this.#tracked--;
+  }
+
+  /** Counts `bytes` allocated; past the threshold, the next turn runs {@linkcode reclaim}. */
+  noteAllocated(bytes: number): void {
+    this.#bytesSinceCollection += bytes;
+    const threshold = Math.min(RECLAIM_AFTER_BYTES, this.#device.memoryLimit() / 4);
+    if (this.#bytesSinceCollection < threshold || this.#collectionScheduled) return;
+    this.#collectionScheduled = true;
+    onNextTurn(() => {
+      this.#collectionScheduled = false;
+      if (this.#device.isClosed()) return;
+      if (this.reclaim() > 0) this.#settle();
+    });
+  }
+
+  /**
+   * Collects garbage (when V8 allows) and releases the buffers of earlier jobs that died
+   * (after the next synchronisation when queued work still uses them). Returns how many.
+   */
+  reclaim(): number {
+    this.#bytesSinceCollection = 0;
+    if (!collectGarbage()) return 0;
+    let released = 0;
+    const refs = this.#refs;
+    for (let slot = 0; slot < refs.length; slot++) {
+      const ref = refs[slot];
+      if (!(ref instanceof WeakRef) || ref.deref() !== undefined) continue;
+      this.untrack(slot);
+      if (this.#quietly(() => this.#device.releaseSlot(slot))) released++;
+    }
+    return released;
+  }
+
+  /** The error a release or synchronisation nobody waited for met, taken (once). */
+  takeUnreported(): unknown {
+    const e = this.#unreported;
+    this.#unreported = undefined;
+    return e;
+  }
+
+  /**
+   * Forgets every buffer: the device closed and freed their memory (the backstop's callbacks
+   * that may still come do nothing for a closed device).
+   */
+  clear(): void {
+    this.#refs.length = 0;
+    this.#tracked = 0;
+    this.#youngLow = Infinity;
+    this.#youngHigh = -1;
+  }
+
+  /**
+   * At a turn of the event loop: the buffers made since the last one and still unreleased
+   * get their WeakRef, and the backstop watches them.
+   */
+  #age(): void {
+    this.#agingScheduled = false;
+    const refs = this.#refs;
+    const high = Math.min(this.#youngHigh, refs.length - 1);
+    for (let slot = this.#youngLow; slot <= high; slot++) {
+      const buffer = refs[slot];
+      if (buffer === undefined || buffer instanceof WeakRef) continue;
+      const ref = new WeakRef(buffer);
+      refs[slot] = ref;
+      this.#backstop.register(buffer, slot, ref);
+    }
+    this.#youngLow = Infinity;
+    this.#youngHigh = -1;
+  }
+
+  /** The backstop's callback: the buffer in `slot` is garbage. */
+  #collected(slot: number): void {
+    const ref = this.#refs[slot];
+    // Every other way out unregisters first; this only guards against a reused slot.
+    if (!(ref instanceof WeakRef) || ref.deref() !== undefined) return;
+    this.untrack(slot);
+    if (this.#device.isClosed()) return;
+    if (this.#quietly(() => this.#device.releaseSlot(slot))) this.#settle();
+  }
+
+  /**
+   * When releases wait for queued work, the next turn synchronises (once for every buffer
+   * found dead in one collection): garbage is found in batches, often just under the bounds
+   * at which released memory is synchronised anyway, and would otherwise stay held.
+   */
+  #settle(): void {
+    if (this.#settleScheduled || !this.#device.hasDeferred()) return;
+    this.#settleScheduled = true;
+    onNextTurn(() => {
+      this.#settleScheduled = false;
+      const device = this.#device;
+      if (!device.isClosed() && device.hasDeferred()) this.#quietly(() => device.synchronize());
+    });
+  }
+
+  #quietly(fn: () => boolean | void): boolean {
+    try {
+      return fn() !== false;
+    } catch (e) {
+      this.#unreported ??= e;
+      return false;
+    }
+  }
 }

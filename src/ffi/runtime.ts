@@ -1,12 +1,8 @@
 /**
- * The Ascend device: ACL initialisation, device binding, one stream, device memory
- * (aclrtMalloc/Free/Memcpy) and lifetimes.
- *
- * Lifetimes: a {@linkcode DeviceBuffer} is freed by `release()` (idempotent), by its device's
- * `close()`, or, as a backstop only, by a FinalizationRegistry once it is garbage. Work that
- * runAclnn queued on the stream records every buffer it uses; releasing such a buffer before
- * the stream is synchronised defers the aclrtFree until after the next synchronisation, so the
- * device never reads freed memory.
+ * The Ascend device: ACL initialisation and finalisation, device binding, and
+ * {@linkcode AscendDevice}, an open device with one stream (memory figures, copies with
+ * aclrtMemcpy, synchronisation, close). What a device owns and its memory (DeviceState,
+ * DeviceBuffer and their lifetimes) are in device_state.ts.
  *
  * aclFinalize policy: ACL is initialised once per process (a repeated aclInit, 100002, is
  * tolerated) and is NOT finalised when a device closes: releases before CANN 8.x cannot call
@@ -25,19 +21,24 @@
 
 import type { AcceleratorDevice, DeviceStorage } from "../tensor/device.ts";
 import { trackStorage } from "../tensor/scope.ts";
-import { deriveOppPath } from "./opp_path.ts";
-import {
-  ACL_ERROR_REPEAT_INITIALIZE,
-  ACL_SUCCESS,
-  AclrtMemcpyKind,
-  AclrtMemMallocPolicy,
-} from "./constants.ts";
-import { type AllocatorStats, type Block, CachingAllocator } from "./allocator.ts";
-import { CallCache } from "./call_cache.ts";
+import { ACL_ERROR_REPEAT_INITIALIZE, ACL_SUCCESS, AclrtMemcpyKind } from "./constants.ts";
+import type { AllocatorStats } from "./allocator.ts";
 import { openDevicesInProcess, registerOpenDevice, unregisterOpenDevice } from "./open_devices.ts";
-import { collectGarbage, onNextTurn, RECLAIM_AFTER_BYTES } from "./reclaim.ts";
 import { AclError, recentErrorMessage, unwrapAcl } from "./errors.ts";
 import { type CannLibraries, type LibraryOptions, openCannLibraries } from "./library.ts";
+import {
+  checkOwn,
+  checkRange,
+  DeviceBuffer,
+  DeviceState,
+  forgetActiveState,
+  internalToken,
+  registerDevice,
+  setActiveState,
+} from "./device_state.ts";
+import { deriveOppPath } from "./opp_path.ts";
+
+export { DeviceBuffer, DeviceState, rememberedGeometry, rememberGeometry } from "./device_state.ts";
 
 /** What {@linkcode AscendDevice.memory} reports (bytes and counts). */
 export interface DeviceMemoryStats extends AllocatorStats {
@@ -72,387 +73,7 @@ type Runtime = CannLibraries["runtime"];
 const initialised = new WeakMap<Runtime, { owner: boolean; aclnn: boolean }>();
 /** Open devices, for finalizeAscend(). */
 const openDevices = new Set<DeviceState>();
-/** The device whose context is current on this thread (null: unknown, set it again). */
-let activeState: DeviceState | null = null;
-
-/** Deferred frees that trigger a synchronisation (bounds memory held by released buffers). */
-const MAX_DEFERRED_FREES = 256;
-const MAX_DEFERRED_BYTES = 256 * 1024 * 1024;
-/**
- * Launches queued since the last synchronisation that trigger one. A loop that never reads a
- * result would otherwise grow the stream's queue, and the set of buffers kept alive for it
- * (which the garbage-collection backstop cannot free), without bound.
- */
-const MAX_QUEUED_LAUNCHES = 1024;
-
-/**
- * The memory behind one DeviceBuffer, shared with the backstop registry: an allocator block
- * (null for 0 bytes) and the bytes asked for. The id is unique per device.
- */
-interface Allocation {
-  readonly id: number;
-  readonly block: Block | null;
-  readonly pointer: Deno.PointerValue;
-  readonly byteLength: number;
-}
-
-/** Everything a device owns; DeviceBuffers and the executor reach it through `ascendState`. */
-export class DeviceState {
-  readonly libs: CannLibraries;
-  readonly rt: Runtime;
-  readonly deviceId: number;
-  readonly name: string;
-  context: Deno.PointerValue = null;
-  stream: Deno.PointerValue = null;
-  closed = false;
-  /** Allocations in use by id (ids, not buffers: the backstop must still see garbage). */
-  readonly live: Map<number, Allocation> = new Map();
-  /**
-   * Allocations used by work queued since the last synchronisation. Ids, not DeviceBuffers:
-   * a result nobody references any more can be collected at once, and its memory goes back
-   * to the allocator only after the synchronisation (see release()).
-   */
-  readonly inFlight: Set<number> = new Set();
-  /** The caching allocator (aclrtMalloc/aclrtFree underneath). */
-  readonly allocator: CachingAllocator;
-  /** Live DeviceBuffers, weakly, by allocation id: reclaim() releases those that died. */
-  readonly buffers: Map<number, WeakRef<DeviceBuffer>> = new Map();
-  /** Bytes allocated since the last collection this device asked for. */
-  bytesSinceCollection = 0;
-  /** Whether a collection is scheduled for the next turn of the event loop. */
-  collectionScheduled = false;
-  /** Allocations released while in flight: freed after the next synchronisation. */
-  readonly deferred: Allocation[] = [];
-  /** Bytes in `deferred`. */
-  deferredBytes = 0;
-  /** Successful aclrtSetDevice calls, each released by one aclrtResetDevice at close. */
-  deviceReferences = 0;
-  /** Whether work has been queued since the last synchronisation. */
-  queued = false;
-  /** Operator launches queued since the last synchronisation. */
-  queuedLaunches = 0;
-  /** aclrtGetSocName, read when the device opens (null: not exported by this runtime). */
-  socName: string | null = null;
-  /**
-   * Native objects bound to this device that must go before its stream and memory (HCCL
-   * communicators): closed first by AscendDevice.close().
-   */
-  readonly dependents: Set<{ close(): void }> = new Set();
-  /** The process-wide record of this open device (see open_devices.ts), null once closed. */
-  registration: string | null = null;
-  /** The reusable operator workspace. */
-  workspace: DeviceBuffer | null = null;
-  /** Out-params reused by every two-phase call of this device (pinned here). */
-  readonly workspaceSizeOut: BigUint64Array = new BigUint64Array(1);
-  readonly executorOut: BigUint64Array = new BigUint64Array(1);
-  /** Prepared calls (descriptors, repeatable executors) by signature. */
-  readonly calls: CallCache;
-  nextId = 1;
-
-  constructor(libs: CannLibraries, deviceId: number) {
-    this.libs = libs;
-    this.rt = libs.runtime;
-    this.deviceId = deviceId;
-    this.name = `npu:${deviceId}`;
-    this.calls = new CallCache({
-      destroyExecutor: (executor) => libs.nnopbase.aclDestroyAclOpExecutor(executor),
-      clearError: () => void recentErrorMessage(libs.runtime),
-    });
-    this.allocator = new CachingAllocator({
-      malloc: (bytes) => {
-        this.activate();
-        const out = this.mallocOut;
-        const status = this.rt.aclrtMalloc(out, BigInt(bytes), AclrtMemMallocPolicy.HUGE_FIRST);
-        unwrapAcl(status, `aclrtMalloc(${bytes} bytes on ${this.name})`, this.rt);
-        return Deno.UnsafePointer.create(out[0])!;
-      },
-      free: (pointer, bytes) => {
-        this.activate();
-        unwrapAcl(this.rt.aclrtFree(pointer), `aclrtFree(${bytes} bytes on ${this.name})`, this.rt);
-      },
-      reclaim: () => {
-        this.reclaim();
-        if (this.queued || this.deferred.length > 0) this.synchronize();
-      },
-    }, this.name);
-  }
-
-  /** aclrtMalloc's out-param (pinned here). */
-  readonly mallocOut: BigUint64Array = new BigUint64Array(1);
-
-  /** Throws a clear error once the device is closed: no call ever reaches a closed device. */
-  check(what: string): void {
-    if (this.closed) {
-      throw new AclError(
-        100000,
-        `${what}: AscendDevice ${this.name} is closed; open a new one with openAscend()`,
-      );
-    }
-  }
-
-  /** Makes this device's context current on the calling thread (cheap when it already is). */
-  activate(): void {
-    if (activeState === this) return;
-    if (this.context !== null) {
-      unwrapAcl(
-        this.rt.aclrtSetCurrentContext(this.context),
-        `aclrtSetCurrentContext(${this.name})`,
-        this.rt,
-      );
-    } else {
-      unwrapAcl(this.rt.aclrtSetDevice(this.deviceId), `aclrtSetDevice(${this.deviceId})`, this.rt);
-      this.deviceReferences++;
-    }
-    activeState = this;
-  }
-
-  allocate(byteLength: number): Allocation {
-    const id = this.nextId++;
-    if (byteLength === 0) return { id, block: null, pointer: null, byteLength };
-    const block = this.allocator.allocate(byteLength);
-    const allocation = { id, block, pointer: block.pointer, byteLength };
-    this.live.set(id, allocation);
-    this.bytesSinceCollection += block.size;
-    if (this.bytesSinceCollection >= RECLAIM_AFTER_BYTES && !this.collectionScheduled) {
-      this.collectionScheduled = true;
-      onNextTurn(() => {
-        this.collectionScheduled = false;
-        if (!this.closed) this.reclaim();
-      });
-    }
-    return allocation;
-  }
-
-  /**
-   * Collects garbage (when V8 allows) and releases the buffers that died: the memory of
-   * results nobody references goes back to the allocator (after the next synchronisation
-   * when queued work still uses it). Returns how many buffers were released.
-   */
-  reclaim(): number {
-    this.bytesSinceCollection = 0;
-    if (!collectGarbage()) return 0;
-    let released = 0;
-    for (const [id, ref] of this.buffers) {
-      if (ref.deref() !== undefined) continue;
-      this.buffers.delete(id);
-      const allocation = this.live.get(id);
-      if (allocation !== undefined) {
-        this.release(allocation);
-        released++;
-      }
-    }
-    return released;
-  }
-
-  /** Gives one allocation back to the allocator now (no-op for empty or already freed ones). */
-  free(allocation: Allocation): void {
-    this.buffers.delete(allocation.id);
-    if (!this.live.delete(allocation.id) || allocation.block === null) return;
-    this.allocator.release(allocation.block);
-  }
-
-  /** Waits for the stream, then frees what was released meanwhile. */
-  synchronize(): void {
-    this.activate();
-    const status = this.rt.aclrtSynchronizeStream(this.stream);
-    // The work has finished (or failed): nothing on the stream uses these buffers, or the
-    // executors and descriptors of retired cache entries, any more.
-    this.queued = false;
-    this.queuedLaunches = 0;
-    this.inFlight.clear();
-    const nativeMessage = status === ACL_SUCCESS ? undefined : recentErrorMessage(this.rt);
-    this.calls.destroyRetired();
-    const pending = this.deferred.splice(0);
-    this.deferredBytes = 0;
-    let firstError: unknown;
-    for (const a of pending) {
-      try {
-        this.free(a);
-      } catch (e) {
-        firstError ??= e;
-      }
-    }
-    if (status !== ACL_SUCCESS) {
-      throw new AclError(
-        status,
-        `aclrtSynchronizeStream(${this.name}) failed${nativeMessage ? `: ${nativeMessage}` : ""}`,
-        { nativeMessage },
-      );
-    }
-    if (firstError) throw firstError;
-  }
-
-  /**
-   * Records a queued launch and the buffers it uses (kept alive until synchronisation);
-   * synchronises every MAX_QUEUED_LAUNCHES launches to bound the queue.
-   */
-  noteLaunch(buffers: Iterable<DeviceBuffer>): void {
-    for (const b of buffers) this.inFlight.add(bufferAllocation(b).id);
-    this.queued = true;
-    if (++this.queuedLaunches >= MAX_QUEUED_LAUNCHES) this.synchronize();
-  }
-
-  /**
-   * Frees now, or after the next synchronisation when queued work may still use it. When
-   * deferred frees pile up (a loop that never reads a result), synchronises to bound them.
-   */
-  release(allocation: Allocation): void {
-    if (this.closed) return;
-    if (!this.inFlight.has(allocation.id)) {
-      this.free(allocation);
-      return;
-    }
-    this.deferred.push(allocation);
-    this.deferredBytes += allocation.byteLength;
-    if (
-      this.deferred.length >= MAX_DEFERRED_FREES || this.deferredBytes >= MAX_DEFERRED_BYTES
-    ) {
-      this.synchronize();
-    }
-  }
-
-  /** A workspace of at least `size` bytes; grown (never shrunk) when too small. */
-  workspaceFor(size: bigint): DeviceBuffer {
-    const current = this.workspace;
-    if (current !== null && BigInt(current.byteLength) >= size) return current;
-    // Grow by at least 1.5x to avoid a reallocation per slightly larger call.
-    const wanted = Number(size);
-    const grown = current === null ? wanted : Math.max(wanted, Math.ceil(current.byteLength * 1.5));
-    const next = new DeviceBuffer(this, this.allocate(grown), internalToken);
-    this.workspace = next;
-    current?.release(); // deferred if queued work still uses it
-    return next;
-  }
-}
-
-/**
- * Backstop: gives back allocations whose DeviceBuffer became garbage without release() (after
- * the next synchronisation when queued work still uses them).
- */
-const backstop = new FinalizationRegistry<{ state: DeviceState; allocation: Allocation }>(
-  ({ state, allocation }) => {
-    if (state.closed) return;
-    try {
-      state.release(allocation);
-    } catch {
-      // A finaliser has nobody to report to; close() frees whatever is left.
-    }
-  },
-);
-
-const internalToken = Symbol("DeviceBuffer.internal");
-let bufferAllocation!: (buffer: DeviceBuffer) => Allocation;
-
-/**
- * Device memory from the device's caching allocator (no allocation for 0 bytes: its pointer
- * is NULL). Tensors on an NPU hold one as their `storage`.
- *
- * @example
- * ```ts
- * import { openAscend, Tensor } from "@aclnn/norm";
- * import { DeviceBuffer } from "@aclnn/norm/ascend";
- * try {
- *   using npu = openAscend();
- *   const t = Tensor.zeros([8], "float32", npu);
- *   const buffer = t.storage as DeviceBuffer;
- *   console.log(buffer instanceof DeviceBuffer, buffer.byteLength); // true 32
- *   t.dispose();
- *   console.log(buffer.released); // true
- * } catch (e) {
- *   console.log((e as Error).message.split("\n")[0]); // no CANN here
- * }
- * ```
- */
-export class DeviceBuffer implements DeviceStorage {
-  /** The device that owns this memory. */
-  readonly device: AscendDevice;
-  /** Size in bytes. */
-  readonly byteLength: number;
-  readonly #state: DeviceState;
-  readonly #allocation: Allocation;
-  #released = false;
-
-  static {
-    bufferAllocation = (buffer) => buffer.#allocation;
-  }
-
-  /** Not for users: buffers come from {@linkcode AscendDevice.allocate}. */
-  constructor(state: unknown, allocation: unknown, token: symbol) {
-    if (token !== internalToken || !(state instanceof DeviceState)) {
-      throw new TypeError("DeviceBuffer: use AscendDevice.allocate()");
-    }
-    this.#state = state;
-    this.#allocation = allocation as Allocation;
-    this.byteLength = this.#allocation.byteLength;
-    this.device = deviceOf(state);
-    if (this.#allocation.pointer !== null) {
-      backstop.register(this, { state, allocation: this.#allocation }, this);
-      state.buffers.set(this.#allocation.id, new WeakRef(this));
-    }
-  }
-
-  /** Whether the memory has been released (explicitly or by closing the device). */
-  get released(): boolean {
-    return this.#released || this.#state.closed;
-  }
-
-  /**
-   * The device address (NULL for a 0-byte buffer). Throws once released: native code must
-   * never see a freed address.
-   */
-  get pointer(): Deno.PointerValue {
-    if (this.released) {
-      this.#state.check("DeviceBuffer.pointer");
-      throw new AclError(100000, `DeviceBuffer.pointer: the buffer was released`);
-    }
-    return this.#allocation.pointer;
-  }
-
-  /**
-   * Returns the memory to the device (idempotent). If work queued on the stream may still use
-   * it, the aclrtFree happens right after the next synchronisation instead.
-   */
-  release(): void {
-    if (this.#released) return;
-    this.#released = true;
-    backstop.unregister(this);
-    this.#state.release(this.#allocation);
-  }
-
-  /** Same as {@linkcode DeviceBuffer.release}. */
-  [Symbol.dispose](): void {
-    this.release();
-  }
-}
-
-const devices = new WeakMap<DeviceState, AscendDevice>();
-function deviceOf(state: DeviceState): AscendDevice {
-  const device = devices.get(state);
-  if (!device) throw new TypeError("DeviceBuffer: unknown device");
-  return device;
-}
-
 let deviceState!: (device: AscendDevice) => DeviceState;
-
-function checkOwn(device: AscendDevice, storage: DeviceStorage, what: string): DeviceBuffer {
-  if (!(storage instanceof DeviceBuffer) || storage.device !== device) {
-    throw new AclError(100000, `${what}: the storage does not belong to ${device.name}`);
-  }
-  if (storage.released) throw new AclError(100000, `${what}: the buffer was released`);
-  return storage;
-}
-
-function checkRange(buffer: DeviceBuffer, byteOffset: number, length: number, what: string) {
-  if (
-    !Number.isSafeInteger(byteOffset) || byteOffset < 0 || byteOffset + length > buffer.byteLength
-  ) {
-    throw new RangeError(
-      `${what}: bytes [${byteOffset}, ${
-        byteOffset + length
-      }) exceed the ${buffer.byteLength}-byte buffer`,
-    );
-  }
-}
 
 /**
  * An Ascend NPU opened with {@linkcode openAscend}: one device, one stream, device memory.
@@ -492,7 +113,7 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
     this.#state = state;
     this.id = state.deviceId;
     this.name = state.name;
-    devices.set(state, this);
+    registerDevice(state, this);
   }
 
   /** Whether {@linkcode AscendDevice.close} has been called. */
@@ -538,7 +159,7 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
     const state = this.#state;
     return {
       ...state.allocator.stats(),
-      liveBuffers: state.live.size,
+      liveBuffers: state.liveAllocations,
       pendingReleases: state.deferred.length,
       queuedLaunches: state.queuedLaunches,
       cachedCalls: state.calls.size,
@@ -593,7 +214,7 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
     const buffer = checkOwn(this, dst, "upload");
     checkRange(buffer, byteOffset, src.byteLength, "upload");
     if (src.byteLength === 0) return;
-    if (state.inFlight.has(bufferAllocation(buffer).id)) state.synchronize();
+    if (state.bufferInFlight(buffer)) state.synchronize();
     state.activate();
     const status = state.rt.aclrtMemcpy(
       Deno.UnsafePointer.offset(buffer.pointer!, byteOffset),
@@ -614,7 +235,7 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
     state.check("fill");
     const buffer = checkOwn(this, dst, "fill");
     if (buffer.byteLength === 0) return;
-    if (state.inFlight.has(bufferAllocation(buffer).id)) state.synchronize();
+    if (state.bufferInFlight(buffer)) state.synchronize();
     state.activate();
     const size = BigInt(buffer.byteLength);
     const status = state.rt.aclrtMemset(buffer.pointer, size, byte & 0xff, size);
@@ -667,10 +288,11 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
     attempt(() => state.calls.destroyRetired());
     attempt(() => state.workspace?.release());
     state.workspace = null;
-    state.inFlight.clear();
-    for (const a of [...state.deferred.splice(0), ...state.live.values()]) {
-      attempt(() => state.free(a));
+    state.epoch++;
+    for (const a of [...state.deferred.splice(0), ...state.allocations]) {
+      if (a !== undefined) attempt(() => state.free(a));
     }
+    state.buffers.clear();
     // Everything is back in the cache now: give it all to the device.
     attempt(() => state.allocator.emptyCache());
     attempt(() => {
@@ -694,7 +316,7 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
     openDevices.delete(state);
     if (state.registration !== null) unregisterOpenDevice(state.registration);
     state.registration = null;
-    if (activeState === state || activeState?.deviceId === state.deviceId) activeState = null;
+    forgetActiveState(state);
     if (errors.length > 0) throw errors[0];
   }
 
@@ -763,7 +385,7 @@ export function openAscend(options: OpenAscendOptions = {}): AscendDevice {
   recentErrorMessage(rt); // never attach an earlier failure's text to this call's
   unwrapAcl(rt.aclrtSetDevice(deviceId), `aclrtSetDevice(${deviceId})`, rt);
   state.deviceReferences = 1;
-  activeState = state;
+  setActiveState(state);
   try {
     const out = new BigUint64Array(1);
     if (rt.aclrtGetCurrentContext(out) === ACL_SUCCESS) {
@@ -775,7 +397,7 @@ export function openAscend(options: OpenAscendOptions = {}): AscendDevice {
     state.socName = soc === null ? null : Deno.UnsafePointerView.getCString(soc);
   } catch (e) {
     if (rt.aclrtResetDevice(deviceId) !== ACL_SUCCESS) recentErrorMessage(rt);
-    activeState = null;
+    setActiveState(null);
     throw e;
   }
   const device = new AscendDevice(state, internalToken);

@@ -5,7 +5,9 @@
  * that every rank made the same call (the same collective, the same composition step, the same
  * shape): a rank out of order is an error for every rank of the round, never silently wrong
  * means. A round that does not complete within the timeout fails for the ranks waiting in it,
- * naming the ranks that never came.
+ * naming the ranks that never came. A rank that stops waiting (its call's `signal` aborts: the
+ * composition's own `timeoutMs` passed) fails the round at once for the others, and the round's
+ * timer ends with it: no timer of a round that cannot complete keeps the process alive.
  *
  * @module
  */
@@ -37,6 +39,8 @@ interface Round {
   arrived: number;
   readonly done: PromiseWithResolvers<Tensor[]>;
   timer: ReturnType<typeof setTimeout> | undefined;
+  /** Removes the abort listeners of the ranks' signals (when the round ends). */
+  readonly cleanups: (() => void)[];
 }
 
 function describe(a: Arrival): string {
@@ -59,6 +63,8 @@ class Rounds {
 
   async contribute(rank: number, arrival: Arrival): Promise<Tensor> {
     const index = this.#next[rank]++;
+    const signal = arrival.call?.signal;
+    if (signal?.aborted) throw this.#withdrawn(index, rank);
     let round = this.#rounds.get(index);
     if (!round) {
       round = {
@@ -67,6 +73,7 @@ class Rounds {
         arrived: 0,
         done: Promise.withResolvers<Tensor[]>(),
         timer: undefined,
+        cleanups: [],
       };
       const r = round;
       r.timer = setTimeout(() => this.#expire(r), this.#timeoutMs);
@@ -74,9 +81,14 @@ class Rounds {
     }
     round.arrivals[rank] = arrival;
     round.arrived++;
+    if (signal) {
+      const r = round;
+      const onAbort = () => this.#end(r, this.#withdrawn(index, rank));
+      signal.addEventListener("abort", onAbort, { once: true });
+      round.cleanups.push(() => signal.removeEventListener("abort", onAbort));
+    }
     if (round.arrived === this.#worldSize) {
-      clearTimeout(round.timer);
-      this.#rounds.delete(index);
+      this.#close(round);
       try {
         round.done.resolve(this.#finish(round));
       } catch (e) {
@@ -86,18 +98,40 @@ class Rounds {
     return (await round.done.promise)[rank];
   }
 
+  /** Takes `round` out of the group: its timer and the listeners of its ranks' signals end. */
+  #close(round: Round): void {
+    clearTimeout(round.timer);
+    for (const cleanup of round.cleanups.splice(0)) cleanup();
+    if (this.#rounds.get(round.index) === round) this.#rounds.delete(round.index);
+  }
+
+  /** Fails `round` (once) for every rank waiting in it. */
+  #end(round: Round, error: AclnnError): void {
+    if (this.#rounds.get(round.index) !== round) return;
+    this.#close(round);
+    round.done.reject(error);
+  }
+
   #expire(round: Round): void {
-    if (!this.#rounds.has(round.index)) return;
-    this.#rounds.delete(round.index);
     // A plain loop: the arrivals array is sparse, and flatMap/forEach skip its holes.
     const missing: number[] = [];
     for (let r = 0; r < this.#worldSize; r++) if (!round.arrivals[r]) missing.push(r);
-    round.done.reject(
+    this.#end(
+      round,
       new AclnnError(
         ACLNN_ERR_RUNTIME_ERROR,
         `${OP}: round ${round.index} did not complete within ${this.#timeoutMs} ms: rank(s) ` +
           `${missing.join(", ")} of ${this.#worldSize} never joined it`,
       ),
+    );
+  }
+
+  /** The error of a round that rank `rank` stopped waiting for (its call's signal aborted). */
+  #withdrawn(index: number, rank: number): AclnnError {
+    return new AclnnError(
+      ACLNN_ERR_RUNTIME_ERROR,
+      `${OP}: round ${index} failed: rank ${rank} of ${this.#worldSize} stopped waiting for it ` +
+        "(its call's signal was aborted: the composition's timeoutMs passed)",
     );
   }
 
@@ -147,8 +181,10 @@ class Rounds {
  * matching call, so run the ranks concurrently (e.g. `Promise.all`). Each rank's calls are
  * matched by their order: a rank whose k-th call differs from another rank's k-th call (another
  * collective, another step, another shape) fails every rank of that round with 161002, and a
- * round some rank never joins fails after `timeoutMs` with 361001 naming it. Each rank receives
- * its own copy, on its device.
+ * round some rank never joins fails after `timeoutMs` with 361001 naming it. A rank whose call's
+ * `signal` aborts (the composition's own `timeoutMs` passed) fails its round at once for every
+ * rank in it, with 361001 naming it, and the round's timer ends. Each rank receives its own copy,
+ * on its device.
  *
  * @example
  * ```ts

@@ -75,6 +75,11 @@ export interface CollectiveCall {
   readonly op: string;
   /** What is exchanged, e.g. `[mean, invstd, count]` or `[sumDy, sumDyXmu]`. */
   readonly payload: string;
+  /**
+   * Aborted when the composition stops waiting for the result (its `timeoutMs` passed): a
+   * group may stop waiting too (the local group fails the round and ends its timer).
+   */
+  readonly signal?: AbortSignal;
 }
 
 /**
@@ -191,13 +196,21 @@ const backwardSchema = z.object({
 
 /**
  * Waits for a collective's result, at most `ms`: a rank that never comes (or a transport that
- * hangs) becomes an error (361001) instead of a hang.
+ * hangs) becomes an error (361001) instead of a hang, and the signal `start` was given is
+ * aborted, so that the collective can stop waiting too.
  */
-async function within<T>(op: string, name: string, ms: number, work: T | Promise<T>): Promise<T> {
+async function within<T>(
+  op: string,
+  name: string,
+  ms: number,
+  start: (signal: AbortSignal) => T | Promise<T>,
+): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
+  const controller = new AbortController();
   const expired = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () =>
+      () => {
+        controller.abort();
         reject(
           new AclnnError(
             ACLNN_ERR_RUNTIME_ERROR,
@@ -205,12 +218,13 @@ async function within<T>(op: string, name: string, ms: number, work: T | Promise
               "stalled transport)",
             { argument: name },
           ),
-        ),
+        );
+      },
       ms,
     );
   });
   try {
-    return await Promise.race([work, expired]);
+    return await Promise.race([start(controller.signal), expired]);
   } finally {
     clearTimeout(timer);
   }
@@ -292,7 +306,12 @@ export async function syncBatchNormForward(
   const gathered = checkCollectiveResult(
     FWD,
     "allGather",
-    await within(FWD, "allGather", timeoutMs, args.allGather(packed, call)),
+    await within(
+      FWD,
+      "allGather",
+      timeoutMs,
+      (signal) => args.allGather(packed, { ...call, signal }),
+    ),
     (t) => t.rank === 2 && t.shape[0] >= 1 && t.shape[1] === 2 * C + 1,
     `[W, ${2 * C + 1}]`,
   );
@@ -393,7 +412,7 @@ export async function syncBatchNormBackward(
       BWD,
       "allReduce",
       timeoutMs,
-      args.allReduce(packed, { op: BWD, payload: "[sumDy, sumDyXmu]" }),
+      (signal) => args.allReduce(packed, { op: BWD, payload: "[sumDy, sumDyXmu]", signal }),
     ),
     (t) => t.numel === 2 * C,
     `${2 * C} elements`,

@@ -9,7 +9,15 @@ import type { Device } from "../../tensor/device.ts";
 import type { Backend } from "../types.ts";
 import { fastKernels } from "./fast/mod.ts";
 
-export { cpuThreads, setCpuThreads, startCpuThreads, THREADS_ENV } from "./threads.ts";
+export {
+  CPU_POOL_IDLE_MS,
+  cpuThreads,
+  setCpuThreads,
+  startCpuPool,
+  stopCpuPool,
+  THREADS_ENV,
+} from "./threads.ts";
+export type { CpuPoolOptions } from "./threads.ts";
 
 /** The CPU backend: the streaming kernels (the float64 reference kernels are their oracle). */
 export const cpuBackend: Backend = {

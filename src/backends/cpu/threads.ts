@@ -1,12 +1,14 @@
 /**
  * How many threads the CPU backend uses: {@linkcode setCpuThreads} if called, else the
  * `ACLNN_NORM_THREADS` environment variable (read only when `--allow-env` grants it: the
- * CPU backend never prompts), else `navigator.hardwareConcurrency`.
+ * CPU backend never prompts), else `navigator.hardwareConcurrency`; and the worker pool
+ * that runs them: {@linkcode startCpuPool}, {@linkcode stopCpuPool}, its idle time
+ * {@linkcode CPU_POOL_IDLE_MS}.
  *
  * @module
  */
 
-import { startPool } from "./pool/pool.ts";
+import { POOL_IDLE_MS, retirePool, startPool } from "./pool/pool.ts";
 import { grantedEnv } from "../../tensor/env.ts";
 
 /** The environment variable that sets the default thread count. */
@@ -67,16 +69,62 @@ export function setCpuThreads(threads: number): void {
 }
 
 /**
- * Starts the worker pool now (it otherwise starts with the first large call, which then runs
- * single-threaded) and resolves once every worker is ready. Does nothing with one thread.
+ * How long the CPU worker pool stays up without work before its workers are terminated, by
+ * default: 30,000 ms. Idle workers use no CPU time and never keep the process alive (a script
+ * exits when its work is done); what they hold is memory (about 20 MB for the first worker,
+ * 10-15 MB for each further one). A call after the pool retired starts it again and runs on
+ * the calling thread alone meanwhile (one worker starts in 25-40 ms on an idle 2-vCPU VM).
+ * {@linkcode startCpuPool} sets another idle time.
+ */
+export const CPU_POOL_IDLE_MS: number = POOL_IDLE_MS;
+
+/** Options of {@linkcode startCpuPool}. */
+export interface CpuPoolOptions {
+  /**
+   * Milliseconds without work after which the workers are terminated (they restart with the
+   * next large call). `Infinity` keeps them until {@linkcode stopCpuPool}. Default: the idle
+   * time set last, initially {@linkcode CPU_POOL_IDLE_MS}.
+   */
+  idleMs?: number;
+}
+
+/**
+ * Starts the CPU worker pool now (`cpuThreads() - 1` workers: the calling thread is the
+ * other one) and resolves once every worker is ready. Without it the pool starts with the
+ * first call of 2^16 elements or more, which then runs on the calling thread alone. Does
+ * nothing with one thread. Rejects when the workers cannot start (CPU calls then run on the
+ * calling thread; a later `startCpuPool()` tries again).
  *
  * @example
  * ```ts
- * import { startCpuThreads } from "./threads.ts";
- * await startCpuThreads(); // the next large call shares its work at once
+ * import { batchNorm, startCpuPool, stopCpuPool, Tensor } from "@aclnn/norm";
+ * await startCpuPool({ idleMs: 60_000 }); // warm now, and through pauses up to a minute
+ * const x = Tensor.random([8, 16, 32, 32], { seed: 1 }); // 128K elements: shared at once
+ * console.log(batchNorm({ input: x, training: true }).output.shape); // [8, 16, 32, 32]
+ * stopCpuPool(); // optional: idle workers never keep the process alive
  * ```
  */
-export function startCpuThreads(): Promise<void> {
+export function startCpuPool(options: CpuPoolOptions = {}): Promise<void> {
+  const idle = options.idleMs;
+  if (idle !== undefined && !(idle >= 0)) {
+    return Promise.reject(new RangeError(`startCpuPool: idleMs ${idle} must be >= 0`));
+  }
   const threads = cpuThreads();
-  return threads > 1 ? startPool(threads - 1) : Promise.resolve();
+  return threads > 1 ? startPool(threads - 1, idle) : Promise.resolve();
+}
+
+/**
+ * Terminates the CPU worker pool's workers now (the next large call, or
+ * {@linkcode startCpuPool}, starts new ones). Not needed for a script to exit: idle workers
+ * never keep the process alive. Use it to give their memory back at once.
+ *
+ * @example
+ * ```ts
+ * import { startCpuPool, stopCpuPool } from "@aclnn/norm";
+ * await startCpuPool();
+ * stopCpuPool(); // the workers are gone; CPU calls run on the calling thread until restarted
+ * ```
+ */
+export function stopCpuPool(): void {
+  retirePool();
 }

@@ -10,30 +10,17 @@ import type { Tensor } from "../../../tensor/tensor.ts";
 import type { ChosenLayout } from "./layout.ts";
 import type { Layout, TensorAddress } from "./kernels/layout_types.ts";
 import type { DataCode, Stage } from "./kernels/stage_types.ts";
-import { readyPool, runInline, runPooled, type WorkerPool } from "../pool/pool.ts";
+import { quietPool, readyPool, runInline, runPooled, type WorkerPool } from "../pool/pool.ts";
+import { governor, groupKey } from "../pool/governor.ts";
 import { cpuThreads } from "../threads.ts";
 import { dataCode, isShared } from "./tensor_arrays.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 
 /**
- * Calls with fewer elements stay on the calling thread. Measured on 2 vCPUs (AMD EPYC,
- * Deno 2.9.6, float32 [n, 16, 32, 32], medians of 30): a pooled job costs 20-40 us more than
- * an inline run at the median and up to 300-500 us at the 90th percentile (waking a worker
- * through its event loop); batchNormBackward took 0.22 ms alone vs 0.55 ms pooled at 64K
- * elements, 0.37 vs 0.36 ms at 128K, 0.71 vs 0.60 ms at 256K and 1.43 vs 0.89 ms at 512K;
- * batchNormReduceBackward broke even at 128K-256K. So the pool starts at 256K elements.
- * Re-measured with claimed items (pool/sync.ts) and the kernels in place (float32
- * [n, 32, 32, 32] contiguous, threshold lowered for the test, 1 vs 2 threads, medians): at
- * 64K batchNormBackward 92-137 vs 106-171 us and batchNormReduceBackward 60 vs 97 us (alone
- * wins), at 128K even (166-170 vs 157-161, 105 vs 118), at 256K 324-333 vs 267-276 and
- * 194-198 vs 117-152 (the pool wins): the threshold stays.
- * Re-measured once jobs went through shared memory (pool/serve.ts; threshold lowered for the
- * test, 1 vs 2 threads, medians): at 16K elements even (float32 [1,16,32,32]: 1.0-1.3x
- * either way), at 32K mostly a small gain but channels-last batchNormBackward 48 vs 90 us,
- * at 64K the pool wins everywhere (float32 [4,16,32,32] batchNormBackward 74 vs 50 us,
- * channels-last 165 vs 98, bfloat16 121 vs 71, groupNorm channels-last 71 vs 41) but
- * channels-last float32 groupNormBackward (82 vs 92 us: 4 items, one per sample). So the
- * pool now starts at 64K elements.
+ * Calls with fewer elements stay on the calling thread: below it a pooled job costs more than
+ * it saves on every machine measured (its fixed cost is tens of microseconds: waking a worker,
+ * waiting for the last item). From it up, whether a call runs on the pool is measured per
+ * kind and size of call (pool/governor.ts): 2 threads must beat 1 where the pool is used.
  */
 export const MIN_PARALLEL_ELEMENTS = 1 << 16;
 
@@ -45,14 +32,17 @@ export interface Call {
   readonly addresses: readonly TensorAddress[];
   /** Element type of the data tensors. */
   readonly dtype: DataCode;
-  /** The ready pool to run on, or undefined to run on the calling thread. */
+  /** The ready pool it may run on, or undefined to run on the calling thread. */
   readonly pool: WorkerPool | undefined;
+  /** Elements of the call (what the pool's governor measures per). */
+  readonly numel: number;
 }
 
 /**
- * Decides where a call runs: on the pool when more than one thread is configured, the call
- * has at least {@linkcode MIN_PARALLEL_ELEMENTS} elements, every data tensor lives in a
+ * Decides whether a call may run on the pool: when more than one thread is configured, the
+ * call has at least {@linkcode MIN_PARALLEL_ELEMENTS} elements, every data tensor lives in a
  * SharedArrayBuffer, and the pool is up (otherwise it starts, and this call runs alone).
+ * Whether it does is decided when it runs ({@linkcode execute}).
  */
 export function prepareCall(chosen: ChosenLayout, data: readonly Tensor[], numel: number): Call {
   const threads = cpuThreads();
@@ -65,6 +55,7 @@ export function prepareCall(chosen: ChosenLayout, data: readonly Tensor[], numel
     addresses: chosen.addresses,
     dtype: dataCode(data[0].dtype),
     pool,
+    numel,
   };
 }
 
@@ -88,15 +79,30 @@ export function visible(call: Call, values: Float64Array): Float64Array {
 
 /**
  * Runs the stages in order; `between[i]` runs on the calling thread once every thread has
- * finished stage i (and before stage i + 1 starts). Stages of one item each run on the
- * calling thread even when the call is pooled: a worker could only take that item from it
- * (the items are the shape's, so the results are the same either way).
+ * finished stage i (and before stage i + 1 starts). A call that may use the pool does when
+ * the governor's measurements of such calls say the pool is faster (pool/governor.ts), and
+ * its time is recorded. Stages of one item each run on the calling thread: a worker could
+ * only take that item from it. The items are the shape's, so the results are the same
+ * whichever threads run them.
  */
 export function execute(
   call: Call,
   stages: readonly Stage[],
   between: readonly ((() => void) | undefined)[] = [],
 ): void {
-  if (call.pool && stages.some((s) => s.items > 1)) runPooled(call.pool, stages, between);
-  else runInline(stages, between);
+  const pool = call.pool;
+  if (pool === undefined || !stages.some((s) => s.items > 1)) {
+    runInline(stages, between);
+    return;
+  }
+  const key = groupKey(stages.map((s) => s.op), call.dtype, call.layout.kind, call.numel);
+  const start = performance.now();
+  const pooled = governor.choose(key, start);
+  if (pooled) {
+    runPooled(pool, stages, between);
+  } else {
+    quietPool(pool); // a worker polling for a job would compete with this thread for a CPU
+    runInline(stages, between);
+  }
+  governor.record(key, pooled, start, performance.now() - start, call.numel);
 }

@@ -9,11 +9,16 @@
  * the pool's arena, a block of the host heap, so that the workers can find them from the
  * job words alone; the next pooled call reuses it.
  *
- * Lifetime: workers start on the first call large enough to share (that call and any call
- * made before they are up run on the calling thread alone, so startup, about 35 ms, never
- * stalls a call), and they are terminated after {@linkcode POOL_IDLE_MS} without work by an
- * unref'd timer: Deno keeps a process alive while it has live workers, so an idle pool must
- * go away for scripts to exit by themselves.
+ * Lifetime: workers start on the first call large enough to share, or when
+ * {@linkcode startPool} is called (a call made before they are up runs on the calling thread
+ * alone, so startup, about 35 ms, never stalls a call). They are terminated after
+ * {@linkcode POOL_IDLE_MS} without work (or the idle time startPool was given), or by
+ * {@linkcode retirePool}. Idle workers never keep the process alive (spawn.ts), so the idle
+ * time only bounds how long they hold their memory.
+ *
+ * A worker that cannot be made (spawn.ts throws, or it fails while starting) leaves the
+ * calls on the calling thread; they do not try again until {@linkcode startPool} is called
+ * or the thread count changes.
  *
  * @module
  */
@@ -32,6 +37,7 @@ import {
   CONTROL_READY,
   CONTROL_RELEASE,
   CONTROL_RETIRE,
+  CONTROL_SLEEP,
   MAX_STAGES,
   nextJob,
   recordFailure,
@@ -41,13 +47,22 @@ import {
 import type { WorkerMessage } from "./worker_main.ts";
 import { JOB_WORDS } from "./job_words.ts";
 import { publishJob } from "./serve.ts";
-import { workerUrl } from "./worker_source.ts";
+import { workerSource } from "./worker_source.ts";
+import { type PoolWorker, spawnWorker } from "./spawn.ts";
+import { governor } from "./governor.ts";
 import { kernelsWasmBytes } from "../wasm/kernels_wasm.ts";
 import { heapAddress, heapAllocate, hostHeapMemory } from "../../../tensor/host_heap.ts";
 import { HEAP_REGION_BYTES } from "../fast/kernels/heap_kernels.ts";
 
-/** Idle time after which the workers are terminated (and the process may exit). */
-export const POOL_IDLE_MS = 500;
+/**
+ * Default idle time after which the workers are terminated: 30 s. Idle workers cost no
+ * CPU time (they sleep in Atomics.wait) and never keep the process alive; what they hold is
+ * memory (RSS: about 20 MB for the first worker, 10-15 MB for each further one, measured on
+ * Deno 2.9.6), while a cold start costs 25-40 ms (one worker, idle 2-vCPU VM) plus a first
+ * large call on the calling thread alone. 30 s keeps the pool warm across the pauses of a
+ * training loop (data loading, logging, evaluation).
+ */
+export const POOL_IDLE_MS = 30_000;
 
 /**
  * Bytes of the arena of a pool's calls (1 MiB: the partials of a channels-last call with
@@ -97,22 +112,40 @@ export class WorkerPool {
   readonly control: Int32Array;
   /** The job words: the current job's stages (see job_words.ts). */
   readonly words: Float64Array;
-  /** The workers. */
-  readonly workers: Worker[] = [];
+  /** The workers (none once terminated). */
+  readonly workers: PoolWorker[] = [];
+  /** How many workers the pool was started with. */
+  readonly size: number;
   #readyPromise: Promise<void> | undefined;
+  /** Why a worker failed while starting, if one did (the pool is then retired). */
+  failure: unknown = undefined;
   /** The arena in the host heap, or undefined while the heap has no room (or is off). */
   #arena: Float64Array | undefined;
   /** Entries of the arena the current call has taken. */
   #arenaUsed = 0;
 
-  /** Starts `size` workers (they report ready asynchronously). */
+  /**
+   * Starts `size` workers (they report ready asynchronously). Throws, after terminating the
+   * ones made, when a worker cannot be made.
+   */
   constructor(size: number) {
+    this.size = size;
     this.control = new Int32Array(new SharedArrayBuffer(CONTROL_BUFFER_BYTES));
     this.words = new Float64Array(new SharedArrayBuffer(JOB_WORDS * 8));
-    workerScript ??= workerUrl();
+    workerScript ??= workerSource();
     const heap = hostHeapMemory() ?? undefined;
     for (let i = 0; i < size; i++) {
-      const worker = new Worker(workerScript, { type: "module" });
+      let worker: PoolWorker;
+      try {
+        worker = spawnWorker(workerScript);
+      } catch (e) {
+        this.terminate();
+        throw e;
+      }
+      worker.onError((error) => {
+        this.failure ??= error;
+        if (pool === this) retirePool(this);
+      });
       const init: WorkerMessage = {
         control: this.control.buffer as SharedArrayBuffer,
         words: this.words.buffer as SharedArrayBuffer,
@@ -127,13 +160,21 @@ export class WorkerPool {
 
   /** Whether every worker has started. */
   get ready(): boolean {
-    return Atomics.load(this.control, CONTROL_READY) >= this.workers.length;
+    const running = this.workers.length === this.size;
+    return running && Atomics.load(this.control, CONTROL_READY) >= this.size;
   }
 
-  /** Resolves when every worker has started (polls: the workers report through memory). */
+  /**
+   * Resolves when every worker has started (polls: the workers report through memory), or
+   * the pool was terminated first; rejects if a worker fails first.
+   */
   whenReady(): Promise<void> {
-    this.#readyPromise ??= new Promise((resolve) => {
-      const poll = () => (this.ready ? resolve() : setTimeout(poll, 2));
+    this.#readyPromise ??= new Promise((resolve, reject) => {
+      const poll = () => {
+        if (this.failure !== undefined) reject(startError(this.size, this.failure));
+        else if (this.ready || this.workers.length < this.size) resolve();
+        else setTimeout(poll, 2);
+      };
       poll();
     });
     return this.#readyPromise;
@@ -166,6 +207,7 @@ export class WorkerPool {
 
   /** Terminates every worker (waking the ones that wait for a job first). */
   terminate(): void {
+    if (this.workers.length === 0) return;
     Atomics.store(this.control, CONTROL_RETIRE, 1);
     Atomics.notify(this.control, CONTROL_JOB);
     for (const worker of this.workers) worker.terminate();
@@ -175,6 +217,10 @@ export class WorkerPool {
 
 let pool: WorkerPool | undefined;
 let lastUsed = 0;
+/** The idle time of the running pool (startPool may change it). */
+let idleMs = POOL_IDLE_MS;
+/** The worker count that could not be started, and why: calls do not try it again. */
+let failed: { workers: number; error: unknown } | undefined;
 let pooledJobs = 0;
 let postedJobs = 0;
 
@@ -197,14 +243,14 @@ export function workerItemCount(): number {
 let idleTimer: ReturnType<typeof setTimeout> | undefined;
 
 function armIdleTimer(): void {
-  if (idleTimer !== undefined) return;
+  if (idleTimer !== undefined || !Number.isFinite(idleMs)) return;
   const check = () => {
     idleTimer = undefined;
     const idle = performance.now() - lastUsed;
-    if (idle >= POOL_IDLE_MS) retirePool();
-    else armTimer(POOL_IDLE_MS - idle, check);
+    if (idle >= idleMs) retirePool();
+    else armTimer(idleMs - idle, check);
   };
-  armTimer(POOL_IDLE_MS, check);
+  armTimer(idleMs, check);
 }
 
 function armTimer(ms: number, callback: () => void): void {
@@ -214,38 +260,78 @@ function armTimer(ms: number, callback: () => void): void {
   idleTimer = timer;
 }
 
-/** Terminates the workers now (the next large call starts new ones). */
-export function retirePool(): void {
+/**
+ * Terminates the workers now (the next large call starts new ones). With `failing`, the
+ * pool whose worker failed: its worker count is not tried again by calls.
+ */
+export function retirePool(failing?: WorkerPool): void {
+  if (failing !== undefined) failed = { workers: failing.size, error: failing.failure };
   pool?.terminate();
   pool = undefined;
+  governor.reset(); // the next pool may cost otherwise (another size, another load)
   if (idleTimer !== undefined) clearTimeout(idleTimer);
   idleTimer = undefined;
 }
 
-/**
- * The pool with `workers` workers if it is ready; otherwise starts it (once) and returns
- * undefined, so the caller runs alone this time.
- */
-export function readyPool(workers: number): WorkerPool | undefined {
-  if (pool && pool.workers.length !== workers) retirePool();
-  pool ??= new WorkerPool(workers);
-  lastUsed = performance.now();
-  armIdleTimer();
-  return pool.ready ? pool : undefined;
+function startError(workers: number, cause: unknown): Error {
+  return new Error(
+    `CPU worker pool: ${workers} worker(s) cannot start (${String(cause)}); ` +
+      "CPU calls run on the calling thread",
+    { cause },
+  );
 }
 
-/** Starts `workers` workers (if not running) and resolves when they are ready. */
-export function startPool(workers: number): Promise<void> {
-  if (pool && pool.workers.length !== workers) retirePool();
-  pool ??= new WorkerPool(workers);
+/** The pool of `workers` workers, started if needed; undefined when it cannot start. */
+function poolOf(workers: number): WorkerPool | undefined {
+  if (pool && pool.size !== workers) retirePool();
+  if (pool === undefined) {
+    if (failed?.workers === workers) return undefined;
+    try {
+      pool = new WorkerPool(workers);
+    } catch (error) {
+      failed = { workers, error };
+      return undefined;
+    }
+  }
   lastUsed = performance.now();
   armIdleTimer();
-  return pool.whenReady();
+  return pool;
+}
+
+/**
+ * The pool with `workers` workers if it is ready; otherwise starts it (once) and returns
+ * undefined, so the caller runs alone this time. Undefined too when workers cannot start.
+ */
+export function readyPool(workers: number): WorkerPool | undefined {
+  const p = poolOf(workers);
+  return p?.ready ? p : undefined;
+}
+
+/**
+ * Starts `workers` workers (if not running), trying again even if they failed before, and
+ * resolves when they are ready; rejects when they cannot start. `idle` sets the idle time
+ * after which they are terminated (Infinity: only by {@linkcode retirePool}); it stays set.
+ */
+export function startPool(workers: number, idle?: number): Promise<void> {
+  if (idle !== undefined && idle !== idleMs) {
+    idleMs = idle;
+    if (idleTimer !== undefined) clearTimeout(idleTimer);
+    idleTimer = undefined;
+  }
+  failed = undefined;
+  const p = poolOf(workers);
+  if (p === undefined) return Promise.reject(startError(workers, failed!.error));
+  return p.whenReady();
+}
+
+/** The idle time after which the pool's workers are terminated, in milliseconds. */
+export function poolIdleMs(): number {
+  return idleMs;
 }
 
 /** Whether a pool of exactly `workers` workers is running and ready. */
 export function poolReady(workers: number): boolean {
-  return pool !== undefined && pool.workers.length === workers && pool.ready;
+  return pool !== undefined && pool.size === workers && pool.ready;
 }
 
 /**
@@ -279,6 +365,16 @@ export function locateInHeap(stages: readonly Stage[]): void {
 }
 
 /**
+ * Tells `ready`'s workers that calls run on the calling thread for now: they stop polling
+ * for the next job and sleep until one comes.
+ */
+export function quietPool(ready: WorkerPool): void {
+  if (Atomics.load(ready.control, CONTROL_SLEEP) === 0) {
+    Atomics.store(ready.control, CONTROL_SLEEP, 1);
+  }
+}
+
+/**
  * Runs `stages` on the calling thread alone: each stage over all its items, then
  * `between[i]` (which may fill the next stage's constants).
  */
@@ -308,6 +404,7 @@ export function runPooled(
   const { control, workers } = ready;
   pooledJobs++;
   locateInHeap(stages);
+  Atomics.store(control, CONTROL_SLEEP, 0);
   const job = nextJob(Atomics.load(control, CONTROL_JOB));
   // Open the job before posting it: a worker that takes the message must find it open.
   if (!publishJob(control, ready.words, job, stages, heapAddress)) {

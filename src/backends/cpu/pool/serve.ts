@@ -25,6 +25,7 @@ import {
   CONTROL_JOB,
   CONTROL_POSTED,
   CONTROL_RETIRE,
+  CONTROL_SLEEP,
   openJob,
   recordFailure,
   runJob,
@@ -62,14 +63,16 @@ export function publishJob(
 
 /**
  * Waits until the job number is no longer `seen` (or the pool is retired), polling for
- * {@linkcode JOB_POLL_MS} and then sleeping; returns the job number.
+ * {@linkcode JOB_POLL_MS} (unless CONTROL_SLEEP asks it not to) and then sleeping; returns
+ * the job number.
  */
 export function waitJobChange(control: Int32Array, seen: number): number {
   const until = performance.now() + JOB_POLL_MS;
   for (let i = 1;; i++) {
     const job = Atomics.load(control, CONTROL_JOB);
     if (job !== seen) return job;
-    if ((i & 1023) === 0 && performance.now() >= until) break;
+    if ((i & 1023) !== 0) continue;
+    if (Atomics.load(control, CONTROL_SLEEP) !== 0 || performance.now() >= until) break;
   }
   for (;;) {
     const job = Atomics.load(control, CONTROL_JOB);

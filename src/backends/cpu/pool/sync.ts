@@ -39,6 +39,12 @@ export const CONTROL_DESCRIBED = 4;
 export const CONTROL_POSTED = 5;
 /** Control word: 1 once the pool is retired (its workers stop waiting for jobs). */
 export const CONTROL_RETIRE = 6;
+/**
+ * Control word: 1 while the calling thread runs calls alone (the pool's governor chose so):
+ * workers polling for the next job go to sleep at once instead of spinning, which would take
+ * the CPU from the calling thread where CPUs are short. The next pooled job sets it to 0.
+ */
+export const CONTROL_SLEEP = 7;
 /** Control words CLAIM + i: job number << CLAIM_SHIFT | items of stage i claimed so far. */
 export const CONTROL_CLAIM = 8;
 /** Control words DONE + i: items of stage i finished. */

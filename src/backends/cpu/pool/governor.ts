@@ -1,0 +1,163 @@
+/**
+ * Whether a call large enough for the worker pool should use it, decided by measurement on
+ * this machine, now: 2 threads must beat 1, or the pool is not used there.
+ *
+ * No fixed threshold can promise that. Where a pooled call wins depends on the machine, and
+ * on what else runs on it: where another process holds a CPU, a worker only runs when it gets
+ * one (the calling thread waits for the items it claimed), and its polling for the next job
+ * competes with the calling thread, so a pooled call can be slower than the calling thread
+ * alone at every size (bench/RESULTS.md, issue 28).
+ *
+ * So calls are grouped by what they run (their stages' kinds, dtype, layout kind) and their
+ * size (a power of two of elements), and each group keeps a moving average of the time per
+ * element of its pooled runs and of its runs on the calling thread alone. A group tries both
+ * ways first, then runs the faster one, and now and then the other one again (so that a
+ * change, such as another process starting or ending, is seen): 4 ms after the last such run
+ * at first, and twice as long after each such run that is slower, up to 2 s; a run that is
+ * faster brings it back to 4 ms. The spacing is in time, not calls, so that checking costs
+ * small and large calls alike little: a check of a losing pool costs the call and about
+ * 0.5 ms of the worker polling for the next job. Results do not depend on the choice: the
+ * split into work items is the shape's, whoever runs them.
+ *
+ * @module
+ */
+
+/** Runs of each way a group measures before it chooses. */
+export const GOVERNOR_WARMUP_RUNS = 3;
+
+/**
+ * Weight of a new run in a group's moving averages. A run counts as at most twice the
+ * average (a call the system preempted for a few milliseconds must not flip a choice): a
+ * lasting change still moves the average by up to 25% per run.
+ */
+const ALPHA = 0.25;
+
+/** The shortest and longest time (ms) between two runs of the way not chosen. */
+const MIN_INTERVAL_MS = 4;
+const MAX_INTERVAL_MS = 2048;
+
+/** How the pool is chosen: by measurement (the default), or always when eligible (tests). */
+export type PoolPolicy = "measured" | "always";
+
+/** What one group of calls has measured. */
+interface Group {
+  /** Moving averages of nanoseconds per element, pooled and alone (NaN: no run yet). */
+  pooled: number;
+  alone: number;
+  pooledRuns: number;
+  aloneRuns: number;
+  /** When the way not chosen runs again (performance.now() ms), and the interval set. */
+  nextCheck: number;
+  interval: number;
+  /** Whether the current call is a run of the way not chosen (checked when it is timed). */
+  exploring: boolean;
+}
+
+/** The decisions of {@linkcode Governor.choose} for a group, and what they measured. */
+export class Governor {
+  readonly #groups = new Map<number, Group>();
+  #policy: PoolPolicy = "measured";
+
+  /** Sets the policy (for tests and benchmarks that must run on the pool). */
+  setPolicy(policy: PoolPolicy): void {
+    this.#policy = policy;
+  }
+
+  /** The current policy. */
+  get policy(): PoolPolicy {
+    return this.#policy;
+  }
+
+  /** Whether the call of group `key` starting `now` (performance.now() ms) runs pooled. */
+  choose(key: number, now: number): boolean {
+    if (this.#policy === "always") return true;
+    let g = this.#groups.get(key);
+    if (g === undefined) {
+      g = {
+        pooled: NaN,
+        alone: NaN,
+        pooledRuns: 0,
+        aloneRuns: 0,
+        nextCheck: 0,
+        interval: MIN_INTERVAL_MS,
+        exploring: false,
+      };
+      this.#groups.set(key, g);
+    }
+    g.exploring = false;
+    // Both ways first, alternating, pooled first (its first run also warms the workers).
+    if (g.pooledRuns < GOVERNOR_WARMUP_RUNS || g.aloneRuns < GOVERNOR_WARMUP_RUNS) {
+      g.nextCheck = now + g.interval;
+      return g.pooledRuns <= g.aloneRuns;
+    }
+    const pooledWins = g.pooled < g.alone;
+    if (now < g.nextCheck) return pooledWins;
+    g.exploring = true;
+    return !pooledWins;
+  }
+
+  /**
+   * Records that the call of group `key` (of `elements` elements) that started at `start`
+   * took `ms`, pooled or not.
+   */
+  record(key: number, pooled: boolean, start: number, ms: number, elements: number): void {
+    const g = this.#groups.get(key);
+    if (g === undefined) return;
+    const perElement = (ms * 1e6) / Math.max(1, elements);
+    if (pooled) g.pooled = g.pooledRuns++ === 0 ? perElement : average(g.pooled, perElement);
+    else g.alone = g.aloneRuns++ === 0 ? perElement : average(g.alone, perElement);
+    if (!g.exploring) return;
+    // The other way ran. Slower than the chosen way's average: look again less often.
+    // Faster: things may have changed; look again soon, until the averages tell.
+    const faster = perElement < (pooled ? g.alone : g.pooled);
+    g.interval = faster ? MIN_INTERVAL_MS : Math.min(MAX_INTERVAL_MS, g.interval * 2);
+    g.nextCheck = start + ms + g.interval;
+    g.exploring = false;
+  }
+
+  /** What group `key` measured (for tests and benchmarks), or undefined. */
+  measured(key: number): Readonly<Group> | undefined {
+    return this.#groups.get(key);
+  }
+
+  /** Forgets every measurement (the pool was replaced: its cost may differ). */
+  reset(): void {
+    this.#groups.clear();
+  }
+}
+
+/** The governor of this thread's CPU calls. */
+export const governor: Governor = new Governor();
+
+/** `average` moved toward `run` by ALPHA, the run counting as at most twice the average. */
+function average(average: number, run: number): number {
+  return average + ALPHA * (Math.min(run, 2 * average) - average);
+}
+
+/** Codes of the stage kinds (stage_types.ts) and layout kinds (layout_types.ts) in keys. */
+const STAGE_CODES: Readonly<Record<string, number>> = {
+  sums: 1,
+  stats: 2,
+  normalize: 3,
+  gradient: 4,
+  scale: 5,
+  groupNorm: 6,
+  groupNormBackward: 7,
+};
+const LAYOUT_CODES: Readonly<Record<string, number>> = { rows: 0, pixels: 1, strided: 2 };
+
+/**
+ * The group of a call, as a number: what its stages do (in order), its dtype code and
+ * layout kind, and the power of two of its element count.
+ */
+export function groupKey(
+  stageOps: readonly string[],
+  dtype: number,
+  layoutKind: string,
+  elements: number,
+): number {
+  let stages = 0;
+  for (const op of stageOps) stages = stages * 8 + (STAGE_CODES[op] ?? 0);
+  const kind = LAYOUT_CODES[layoutKind] ?? 3;
+  return ((stages * 4 + dtype) * 4 + kind) * 64 + Math.floor(Math.log2(Math.max(1, elements)));
+}

@@ -1,0 +1,446 @@
+/**
+ * What an open Ascend device owns, and its device memory: the DeviceState behind an
+ * AscendDevice (libraries, context, stream, the caching allocator, allocations by slot,
+ * in-flight and deferred frees, the workspace, prepared calls) and DeviceBuffer, one
+ * allocation of device memory.
+ *
+ * Lifetimes: a {@linkcode DeviceBuffer} is freed by `release()` (idempotent), by its device's
+ * `close()`, or, as a backstop only, once it is garbage (reclaim.ts). Work that runAclnn
+ * queued on the stream records every buffer it uses; releasing such a buffer before the
+ * stream is synchronised defers the aclrtFree until after the next synchronisation, so the
+ * device never reads freed memory.
+ *
+ * @module
+ */
+
+import type { DeviceStorage } from "../tensor/device.ts";
+import { ACL_SUCCESS, AclrtMemMallocPolicy } from "./constants.ts";
+import { type Block, CachingAllocator } from "./allocator.ts";
+import { CallCache } from "./call_cache.ts";
+import { BufferTracker } from "./reclaim.ts";
+import { AclError, recentErrorMessage, unwrapAcl } from "./errors.ts";
+import type { CannLibraries } from "./library.ts";
+import type { AscendDevice } from "./runtime.ts";
+
+type Runtime = CannLibraries["runtime"];
+
+/** The device whose context is current on this thread (null: unknown, set it again). */
+let activeState: DeviceState | null = null;
+
+/** Records that `state`'s context is current on this thread (null: unknown). */
+export function setActiveState(state: DeviceState | null): void {
+  activeState = state;
+}
+
+/** Forgets the current context if it is `state`'s or its device's (the device closed). */
+export function forgetActiveState(state: DeviceState): void {
+  if (activeState === state || activeState?.deviceId === state.deviceId) activeState = null;
+}
+
+/** Deferred frees that trigger a synchronisation (bounds memory held by released buffers). */
+const MAX_DEFERRED_FREES = 256;
+const MAX_DEFERRED_BYTES = 256 * 1024 * 1024;
+/**
+ * Launches queued since the last synchronisation that trigger one. A loop that never reads a
+ * result would otherwise grow the stream's queue, and the set of buffers kept alive for it
+ * (which the garbage-collection backstop cannot free), without bound.
+ */
+const MAX_QUEUED_LAUNCHES = 1024;
+
+/**
+ * The memory behind one DeviceBuffer: an allocator block (null for 0 bytes) and the bytes
+ * asked for, in a slot of its device's table (reused once it is freed; -1 for 0 bytes).
+ */
+export interface Allocation {
+  readonly slot: number;
+  readonly block: Block | null;
+  readonly pointer: Deno.PointerValue;
+  readonly byteLength: number;
+  /** The device's synchronisation count when queued work last used it (-1: never). */
+  launch: number;
+}
+
+/** Everything a device owns; DeviceBuffers and the executor reach it through `ascendState`. */
+export class DeviceState {
+  readonly libs: CannLibraries;
+  readonly rt: Runtime;
+  readonly deviceId: number;
+  readonly name: string;
+  context: Deno.PointerValue = null;
+  stream: Deno.PointerValue = null;
+  closed = false;
+  /**
+   * Allocations in use, by slot (not buffers: the backstop must still see garbage). An array,
+   * not a Map, for the reason BufferTracker gives.
+   */
+  readonly allocations: (Allocation | undefined)[] = [];
+  /** Slots of `allocations` free for reuse. */
+  readonly freeSlots: number[] = [];
+  /** Allocations in use (occupied slots). */
+  liveAllocations = 0;
+  /**
+   * Synchronisations so far. An allocation whose `launch` equals it is used by work queued
+   * since the last one: a result nobody references any more can be collected at once, and
+   * its memory goes back to the allocator only after the synchronisation (see release()).
+   */
+  epoch = 0;
+  /** The caching allocator (aclrtMalloc/aclrtFree underneath). */
+  readonly allocator: CachingAllocator;
+  /**
+   * The device's DeviceBuffers: the garbage-collection backstop and reclaiming (reclaim.ts).
+   * Nothing per buffer stays in it once the buffer is released.
+   */
+  readonly buffers: BufferTracker<DeviceBuffer>;
+  /** Allocations released while in flight: freed after the next synchronisation. */
+  readonly deferred: Allocation[] = [];
+  /** Bytes in `deferred`. */
+  deferredBytes = 0;
+  /** Successful aclrtSetDevice calls, each released by one aclrtResetDevice at close. */
+  deviceReferences = 0;
+  /** Whether work has been queued since the last synchronisation. */
+  queued = false;
+  /** Operator launches queued since the last synchronisation. */
+  queuedLaunches = 0;
+  /** aclrtGetSocName, read when the device opens (null: not exported by this runtime). */
+  socName: string | null = null;
+  /**
+   * Native objects bound to this device that must go before its stream and memory (HCCL
+   * communicators): closed first by AscendDevice.close().
+   */
+  readonly dependents: Set<{ close(): void }> = new Set();
+  /** The process-wide record of this open device (see open_devices.ts), null once closed. */
+  registration: string | null = null;
+  /** The reusable operator workspace. */
+  workspace: DeviceBuffer | null = null;
+  /** Out-params reused by every two-phase call of this device (pinned here). */
+  readonly workspaceSizeOut: BigUint64Array = new BigUint64Array(1);
+  readonly executorOut: BigUint64Array = new BigUint64Array(1);
+  /** Prepared calls (descriptors, repeatable executors) by signature. */
+  readonly calls: CallCache;
+
+  constructor(libs: CannLibraries, deviceId: number) {
+    this.libs = libs;
+    this.rt = libs.runtime;
+    this.deviceId = deviceId;
+    this.name = `npu:${deviceId}`;
+    this.buffers = new BufferTracker<DeviceBuffer>({
+      isClosed: () => this.closed,
+      memoryLimit: () => this.allocator.memoryLimit,
+      releaseSlot: (slot) => {
+        const allocation = this.allocations[slot];
+        if (allocation === undefined) return false;
+        this.release(allocation);
+        return true;
+      },
+      hasDeferred: () => this.deferred.length > 0,
+      synchronize: () => this.synchronize(),
+    });
+    this.calls = new CallCache({
+      destroyExecutor: (executor) => libs.nnopbase.aclDestroyAclOpExecutor(executor),
+      clearError: () => void recentErrorMessage(libs.runtime),
+    });
+    this.allocator = new CachingAllocator({
+      malloc: (bytes) => {
+        this.activate();
+        const out = this.mallocOut;
+        const status = this.rt.aclrtMalloc(out, BigInt(bytes), AclrtMemMallocPolicy.HUGE_FIRST);
+        unwrapAcl(status, `aclrtMalloc(${bytes} bytes on ${this.name})`, this.rt);
+        return Deno.UnsafePointer.create(out[0])!;
+      },
+      free: (pointer, bytes) => {
+        this.activate();
+        unwrapAcl(this.rt.aclrtFree(pointer), `aclrtFree(${bytes} bytes on ${this.name})`, this.rt);
+      },
+      reclaim: () => {
+        this.buffers.reclaim();
+        if (this.queued || this.deferred.length > 0) this.synchronize();
+      },
+    }, this.name);
+  }
+
+  /** aclrtMalloc's out-param (pinned here). */
+  readonly mallocOut: BigUint64Array = new BigUint64Array(1);
+
+  /** Throws a clear error once the device is closed: no call ever reaches a closed device. */
+  check(what: string): void {
+    if (this.closed) {
+      throw new AclError(
+        100000,
+        `${what}: AscendDevice ${this.name} is closed; open a new one with openAscend()`,
+      );
+    }
+  }
+
+  /** Makes this device's context current on the calling thread (cheap when it already is). */
+  activate(): void {
+    if (activeState === this) return;
+    if (this.context !== null) {
+      unwrapAcl(
+        this.rt.aclrtSetCurrentContext(this.context),
+        `aclrtSetCurrentContext(${this.name})`,
+        this.rt,
+      );
+    } else {
+      unwrapAcl(this.rt.aclrtSetDevice(this.deviceId), `aclrtSetDevice(${this.deviceId})`, this.rt);
+      this.deviceReferences++;
+    }
+    activeState = this;
+  }
+
+  allocate(byteLength: number): Allocation {
+    if (byteLength === 0) return { slot: -1, block: null, pointer: null, byteLength, launch: -1 };
+    const block = this.allocator.allocate(byteLength);
+    const slot = this.freeSlots.pop() ?? this.allocations.length;
+    const allocation = { slot, block, pointer: block.pointer, byteLength, launch: -1 };
+    this.allocations[slot] = allocation;
+    this.liveAllocations++;
+    this.buffers.noteAllocated(block.size);
+    return allocation;
+  }
+
+  /** Gives one allocation back to the allocator now (no-op for empty or already freed ones). */
+  free(allocation: Allocation): void {
+    const slot = allocation.slot;
+    if (slot < 0 || this.allocations[slot] !== allocation) return;
+    this.allocations[slot] = undefined;
+    this.freeSlots.push(slot);
+    this.liveAllocations--;
+    this.allocator.release(allocation.block!);
+  }
+
+  /** Whether work queued since the last synchronisation uses `allocation`. */
+  inFlight(allocation: Allocation): boolean {
+    return allocation.launch === this.epoch;
+  }
+
+  /** Whether work queued since the last synchronisation uses `buffer`'s memory. */
+  bufferInFlight(buffer: DeviceBuffer): boolean {
+    return this.inFlight(bufferAllocation(buffer));
+  }
+
+  /** Waits for the stream, then frees what was released meanwhile. */
+  synchronize(): void {
+    this.activate();
+    const status = this.rt.aclrtSynchronizeStream(this.stream);
+    // The work has finished (or failed): nothing on the stream uses these buffers, or the
+    // executors and descriptors of retired cache entries, any more.
+    this.queued = false;
+    this.queuedLaunches = 0;
+    this.epoch++;
+    const nativeMessage = status === ACL_SUCCESS ? undefined : recentErrorMessage(this.rt);
+    const unreported = this.buffers.takeUnreported();
+    this.calls.destroyRetired();
+    const pending = this.deferred.splice(0);
+    this.deferredBytes = 0;
+    let firstError: unknown;
+    for (const a of pending) {
+      try {
+        this.free(a);
+      } catch (e) {
+        firstError ??= e;
+      }
+    }
+    if (status !== ACL_SUCCESS) {
+      throw new AclError(
+        status,
+        `aclrtSynchronizeStream(${this.name}) failed${nativeMessage ? `: ${nativeMessage}` : ""}`,
+        { nativeMessage },
+      );
+    }
+    if (firstError) throw firstError;
+    if (unreported !== undefined) throw unreported;
+  }
+
+  /**
+   * Records a queued launch and the buffers it uses (kept alive until synchronisation);
+   * synchronises every MAX_QUEUED_LAUNCHES launches to bound the queue.
+   */
+  noteLaunch(buffers: Iterable<DeviceBuffer>): void {
+    for (const b of buffers) bufferAllocation(b).launch = this.epoch;
+    this.queued = true;
+    if (++this.queuedLaunches >= MAX_QUEUED_LAUNCHES) this.synchronize();
+  }
+
+  /**
+   * Frees now, or after the next synchronisation when queued work may still use it. When
+   * deferred frees pile up (a loop that never reads a result), synchronises to bound them.
+   */
+  release(allocation: Allocation): void {
+    if (this.closed) return;
+    if (!this.inFlight(allocation)) {
+      this.free(allocation);
+      return;
+    }
+    this.deferred.push(allocation);
+    this.deferredBytes += allocation.byteLength;
+    if (
+      this.deferred.length >= MAX_DEFERRED_FREES || this.deferredBytes >= MAX_DEFERRED_BYTES
+    ) {
+      this.synchronize();
+    }
+  }
+
+  /** A workspace of at least `size` bytes; grown (never shrunk) when too small. */
+  workspaceFor(size: bigint): DeviceBuffer {
+    const current = this.workspace;
+    if (current !== null && BigInt(current.byteLength) >= size) return current;
+    // Grow by at least 1.5x to avoid a reallocation per slightly larger call.
+    const wanted = Number(size);
+    const grown = current === null ? wanted : Math.max(wanted, Math.ceil(current.byteLength * 1.5));
+    const next = new DeviceBuffer(this, this.allocate(grown), internalToken);
+    this.workspace = next;
+    current?.release(); // deferred if queued work still uses it
+    return next;
+  }
+}
+
+/** The token that constructs DeviceBuffers and AscendDevices (not for users). */
+export const internalToken: symbol = Symbol("DeviceBuffer.internal");
+let bufferAllocation!: (buffer: DeviceBuffer) => Allocation;
+let geometryOf!: (buffer: DeviceBuffer, view: object) => string | undefined;
+let setGeometry!: (buffer: DeviceBuffer, view: object, key: string) => void;
+
+/**
+ * Internal (executor.ts): the call-signature text last computed for `view`, a tensor over
+ * `buffer`, or undefined. One view per buffer is remembered, on the buffer: a memo keyed by
+ * tensors (a WeakMap) would hold an entry per result tensor past the call.
+ */
+export function rememberedGeometry(buffer: DeviceBuffer, view: object): string | undefined {
+  return geometryOf(buffer, view);
+}
+
+/** Internal (executor.ts): remembers `key` as the signature text of `view` over `buffer`. */
+export function rememberGeometry(buffer: DeviceBuffer, view: object, key: string): void {
+  setGeometry(buffer, view, key);
+}
+
+/**
+ * Device memory from the device's caching allocator (no allocation for 0 bytes: its pointer
+ * is NULL). Tensors on an NPU hold one as their `storage`.
+ *
+ * @example
+ * ```ts
+ * import { openAscend, Tensor } from "@aclnn/norm";
+ * import { DeviceBuffer } from "@aclnn/norm/ascend";
+ * try {
+ *   using npu = openAscend();
+ *   const t = Tensor.zeros([8], "float32", npu);
+ *   const buffer = t.storage as DeviceBuffer;
+ *   console.log(buffer instanceof DeviceBuffer, buffer.byteLength); // true 32
+ *   t.dispose();
+ *   console.log(buffer.released); // true
+ * } catch (e) {
+ *   console.log((e as Error).message.split("\n")[0]); // no CANN here
+ * }
+ * ```
+ */
+export class DeviceBuffer implements DeviceStorage {
+  /** The device that owns this memory. */
+  readonly device: AscendDevice;
+  /** Size in bytes. */
+  readonly byteLength: number;
+  readonly #state: DeviceState;
+  readonly #allocation: Allocation;
+  #released = false;
+  /** The view whose signature text is remembered, and the text (see rememberedGeometry()). */
+  #view: object | undefined = undefined;
+  #geometry = "";
+
+  static {
+    bufferAllocation = (buffer) => buffer.#allocation;
+    geometryOf = (buffer, view) => buffer.#view === view ? buffer.#geometry : undefined;
+    setGeometry = (buffer, view, key) => {
+      buffer.#view = view;
+      buffer.#geometry = key;
+    };
+  }
+
+  /** Not for users: buffers come from {@linkcode AscendDevice.allocate}. */
+  constructor(state: unknown, allocation: unknown, token: symbol) {
+    if (token !== internalToken || !(state instanceof DeviceState)) {
+      throw new TypeError("DeviceBuffer: use AscendDevice.allocate()");
+    }
+    this.#state = state;
+    this.#allocation = allocation as Allocation;
+    this.byteLength = this.#allocation.byteLength;
+    this.device = deviceOf(state);
+    if (this.#allocation.slot >= 0) state.buffers.track(this, this.#allocation.slot);
+  }
+
+  /** Whether the memory has been released (explicitly or by closing the device). */
+  get released(): boolean {
+    return this.#released || this.#state.closed;
+  }
+
+  /**
+   * The device address (NULL for a 0-byte buffer). Throws once released: native code must
+   * never see a freed address.
+   */
+  get pointer(): Deno.PointerValue {
+    if (this.released) {
+      this.#state.check("DeviceBuffer.pointer");
+      throw new AclError(100000, `DeviceBuffer.pointer: the buffer was released`);
+    }
+    return this.#allocation.pointer;
+  }
+
+  /**
+   * Returns the memory to the device (idempotent). If work queued on the stream may still use
+   * it, the aclrtFree happens right after the next synchronisation instead.
+   */
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    if (this.#allocation.slot >= 0) this.#state.buffers.untrack(this.#allocation.slot);
+    this.#state.release(this.#allocation);
+  }
+
+  /** Same as {@linkcode DeviceBuffer.release}. */
+  [Symbol.dispose](): void {
+    this.release();
+  }
+}
+
+const devices = new WeakMap<DeviceState, AscendDevice>();
+
+/** Records `device` as the AscendDevice of `state` (its constructor calls this). */
+export function registerDevice(state: DeviceState, device: AscendDevice): void {
+  devices.set(state, device);
+}
+
+function deviceOf(state: DeviceState): AscendDevice {
+  const device = devices.get(state);
+  if (!device) throw new TypeError("DeviceBuffer: unknown device");
+  return device;
+}
+
+/** `storage` as a live DeviceBuffer of `device`, or an AclError naming `what`. */
+export function checkOwn(
+  device: AscendDevice,
+  storage: DeviceStorage,
+  what: string,
+): DeviceBuffer {
+  if (!(storage instanceof DeviceBuffer) || storage.device !== device) {
+    throw new AclError(100000, `${what}: the storage does not belong to ${device.name}`);
+  }
+  if (storage.released) throw new AclError(100000, `${what}: the buffer was released`);
+  return storage;
+}
+
+/** Throws a RangeError naming `what` unless bytes [byteOffset, +length) lie in `buffer`. */
+export function checkRange(
+  buffer: DeviceBuffer,
+  byteOffset: number,
+  length: number,
+  what: string,
+): void {
+  if (
+    !Number.isSafeInteger(byteOffset) || byteOffset < 0 || byteOffset + length > buffer.byteLength
+  ) {
+    throw new RangeError(
+      `${what}: bytes [${byteOffset}, ${
+        byteOffset + length
+      }) exceed the ${buffer.byteLength}-byte buffer`,
+    );
+  }
+}
