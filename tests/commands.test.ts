@@ -49,3 +49,24 @@ for (const [script, bad] of COMMANDS) {
     assert.doesNotMatch(refused.stderr, /^\s+at /m, "no stack trace");
   });
 }
+
+Deno.test("commands: a bad environment value is named in one line, no stack trace", async () => {
+  for (
+    const [name, value] of [
+      ["ACLNN_NORM_BACKEND", "gpu"],
+      ["ACLNN_NORM_THREADS", "abc"],
+      ["ACLNN_NORM_HOST_HEAP_MB", "-5"],
+    ]
+  ) {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--allow-all", new URL("scripts/demo.ts", root).pathname],
+      env: { [name]: value },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stderr = new TextDecoder().decode(out.stderr);
+    assert.equal(out.code, 1, `${name}=${value}: ${stderr}`);
+    assert.equal(stderr.trim().split("\n").length, 1, `one line: ${stderr}`);
+    assert.match(stderr, new RegExp(`${name}.*${value.replace("-", "\\-")}|${value}.*${name}`));
+  }
+});

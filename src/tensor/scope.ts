@@ -28,6 +28,9 @@ interface Scope {
 }
 
 const current = new AsyncLocalStorage<Scope>();
+
+/** The constructor of `async` functions (tidy gives them a scope that follows their awaits). */
+const AsyncFunction = (async () => {}).constructor;
 /**
  * Scopes of synchronous calls ({@linkcode releaseOnFailure}), innermost last: a plain stack is
  * enough (nothing else runs until the call returns) and costs far less than AsyncLocalStorage
@@ -132,13 +135,30 @@ function close(scope: Scope, result: unknown): void {
  * ```
  */
 export function tidy<T>(fn: () => T): T {
-  const scope: Scope = { storages: new Set(), parent: current.getStore() };
+  const scope: Scope = { storages: new Set(), parent: callScopes.at(-1) ?? current.getStore() };
   let result: T;
-  try {
-    result = current.run(scope, fn);
-  } catch (e) {
-    close(scope, undefined);
-    throw e;
+  if (fn instanceof AsyncFunction) {
+    // The scope must follow fn across its awaits.
+    try {
+      result = current.run(scope, fn);
+    } catch (e) {
+      close(scope, undefined);
+      throw e;
+    }
+  } else {
+    // A plain function runs to its end before anything else does: a stack is enough, and it
+    // leaves nothing per call behind (an AsyncLocalStorage context outlives a synchronous
+    // loop's young collections). A promise it returns is awaited, but what its continuations
+    // allocate is not tracked: write such a function as `async`.
+    callScopes.push(scope);
+    try {
+      result = fn();
+    } catch (e) {
+      close(scope, undefined);
+      throw e;
+    } finally {
+      callScopes.pop();
+    }
   }
   if (result instanceof Promise) {
     return result.then(
@@ -172,6 +192,6 @@ export function tidy<T>(fn: () => T): T {
  */
 export function keep<T extends { readonly storage: unknown }>(tensor: T): T {
   const storage = tensor.storage;
-  if (isStorage(storage)) current.getStore()?.storages.delete(storage);
+  if (isStorage(storage)) (callScopes.at(-1) ?? current.getStore())?.storages.delete(storage);
   return tensor;
 }

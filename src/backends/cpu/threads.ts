@@ -17,10 +17,14 @@ export const THREADS_ENV = "ACLNN_NORM_THREADS";
 let configured: number | undefined;
 let fromEnv: number | null | undefined;
 
+/** The thread count `text` gives, null when unset; anything but an integer >= 1 is refused. */
 function parseThreads(text: string | undefined): number | null {
-  if (text === undefined || !/^\s*\d+\s*$/.test(text)) return null;
+  if (text === undefined || text.trim() === "") return null;
   const n = Number(text);
-  return n >= 1 ? n : null;
+  if (!/^\s*\d+\s*$/.test(text) || n < 1) {
+    throw new RangeError(`${THREADS_ENV}=${text}: must be a whole number of threads >= 1`);
+  }
+  return n;
 }
 
 function envThreads(): number | null {
