@@ -44,7 +44,7 @@ export {
 } from "./src/ffi/hccl.ts";
 export type { HcclCommunicatorOptions, HcclReduction } from "./src/ffi/hccl.ts";
 export type { AllocatorStats } from "./src/ffi/allocator.ts";
-export { ACL_STATUS_NAMES, ACLNN_STATUS_NAMES, HCCL_STATUS_NAMES } from "./src/ffi/errors.ts";
+export { ACL_STATUS_NAMES, ACLNN_STATUS_NAMES, HCCL_STATUS_NAMES } from "./src/errors.ts";
 export {
   AclDataType,
   AclFormat,

@@ -38,12 +38,12 @@ export * from "./src/ops/mod.ts";
 // Devices.
 export { AscendDevice, openAscend } from "./src/ffi/runtime.ts";
 export type { DeviceMemoryStats, OpenAscendOptions } from "./src/ffi/runtime.ts";
-export { BACKEND_ENV, selectDefaultDevice } from "./src/ffi/default_device.ts";
+export { BACKEND_ENV, selectDefaultDevice } from "./src/backends/default_device.ts";
 export type {
   BackendChoice,
   DefaultDeviceOptions,
   DefaultDeviceSelection,
-} from "./src/ffi/default_device.ts";
+} from "./src/backends/default_device.ts";
 export {
   CPU_POOL_IDLE_MS,
   cpuThreads,
@@ -54,10 +54,12 @@ export {
 export type { CpuPoolOptions } from "./src/backends/cpu/threads.ts";
 
 // Errors.
-export { AclError, AclnnError, HcclError } from "./src/ffi/errors.ts";
-export type { AclnnErrorDetails, HcclErrorDetails, InfiniStatus } from "./src/ffi/errors.ts";
+export { AclError, AclnnError, HcclError } from "./src/errors.ts";
+export type { AclnnErrorDetails, HcclErrorDetails, InfiniStatus } from "./src/errors.ts";
 
 // SyncBatchNorm across processes and machines, over HCCL.
+export { createLocalProcessGroup } from "./src/distributed/local_process_group.ts";
+export type { LocalProcessGroupOptions } from "./src/distributed/local_process_group.ts";
 export { createHcclProcessGroup } from "./src/distributed/hccl_process_group.ts";
 export type {
   HcclProcessGroup,

@@ -8,7 +8,7 @@
  */
 
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { AclError, AclnnError, HcclError } from "../src/ffi/errors.ts";
+import { AclError, AclnnError, HcclError } from "../src/errors.ts";
 
 /** What a command declares: its name (as `deno task <name>`), usage text and flags. */
 export interface Command<O extends NonNullable<ParseArgsConfig["options"]>> {

@@ -11,7 +11,7 @@ import "./require_deno.ts";
 import { parseCommand } from "./cli.ts";
 import { describeLibraries, type DiscoveryReport } from "../src/ffi/library.ts";
 import { openCannLibraries } from "../src/ffi/library.ts";
-import { recentErrorMessage } from "../src/ffi/errors.ts";
+import { recentErrorMessage } from "../src/errors.ts";
 import { effectiveOppPath } from "../src/ffi/opp_path.ts";
 import { cannVersion, driverVersion } from "./cann_versions.ts";
 

@@ -6,10 +6,10 @@
  */
 
 import assert from "node:assert/strict";
-import { AclError } from "../src/ffi/errors.ts";
+import { AclError } from "../src/errors.ts";
 import { batchNorm } from "../src/ops/batch_norm.ts";
 import { batchNormStats } from "../src/ops/batch_norm_stats.ts";
-import { createLocalProcessGroup } from "../src/ops/local_process_group.ts";
+import { createLocalProcessGroup } from "../src/distributed/local_process_group.ts";
 import { syncBatchNormForward } from "../src/ops/sync_batch_norm.ts";
 import type { Device } from "../src/tensor/device.ts";
 import { Tensor } from "../src/tensor/tensor.ts";

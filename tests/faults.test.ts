@@ -17,7 +17,7 @@
  */
 
 import assert from "node:assert/strict";
-import { AclError, AclnnError } from "../src/ffi/errors.ts";
+import { AclError, AclnnError } from "../src/errors.ts";
 import type { AscendDevice } from "../src/ffi/runtime.ts";
 import { batchNormReduceBackward } from "../src/ops/batch_norm_reduce_backward.ts";
 import { batchNorm } from "../src/ops/batch_norm.ts";

@@ -7,7 +7,7 @@
  */
 
 import assert from "node:assert/strict";
-import { AclnnError } from "../src/ffi/errors.ts";
+import { AclnnError } from "../src/errors.ts";
 import { type AclnnArg, arg, runAclnn } from "../src/ffi/executor.ts";
 import { batchNormReduceBackward } from "../src/ops/batch_norm_reduce_backward.ts";
 import type { DType } from "../src/tensor/dtype.ts";

@@ -14,9 +14,9 @@
  */
 
 import assert from "node:assert/strict";
-import { AclError } from "../src/ffi/errors.ts";
+import { AclError } from "../src/errors.ts";
 import { describeLibraries, openCannLibraries } from "../src/ffi/library.ts";
-import { permissionError } from "../src/ffi/errors.ts";
+import { permissionError } from "../src/errors.ts";
 import { SIM_DIR, simEnv } from "./helpers/ffi_sim.ts";
 
 const CHILD = new URL("./fixtures/ffi_open_child.ts", import.meta.url).pathname;

@@ -6,7 +6,7 @@
  */
 
 import assert from "node:assert/strict";
-import { AclError, AclnnError } from "../src/ffi/errors.ts";
+import { AclError, AclnnError } from "../src/errors.ts";
 import { arg, runAclnn } from "../src/ffi/executor.ts";
 import { DeviceBuffer, finalizeAscend } from "../src/ffi/runtime.ts";
 import { batchNormReduceBackward } from "../src/ops/batch_norm_reduce_backward.ts";

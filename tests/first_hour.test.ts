@@ -7,8 +7,8 @@
  */
 
 import assert from "node:assert/strict";
-import { AclError } from "../src/ffi/errors.ts";
-import { selectDefaultDevice } from "../src/ffi/default_device.ts";
+import { AclError } from "../src/errors.ts";
+import { selectDefaultDevice } from "../src/backends/default_device.ts";
 import { batchNormStats } from "../src/ops/batch_norm_stats.ts";
 import { groupNormBackward } from "../src/ops/group_norm_backward.ts";
 import { Tensor } from "../src/tensor/tensor.ts";

@@ -13,7 +13,7 @@
  */
 
 import assert from "node:assert/strict";
-import { AclnnError } from "../src/ffi/errors.ts";
+import { AclnnError } from "../src/errors.ts";
 import { groupNorm, type GroupNormArgs } from "../src/ops/group_norm.ts";
 import type { Device } from "../src/tensor/device.ts";
 import type { DType } from "../src/tensor/dtype.ts";

@@ -10,7 +10,7 @@
  */
 
 import assert from "node:assert/strict";
-import { createLocalProcessGroup } from "../src/ops/local_process_group.ts";
+import { createLocalProcessGroup } from "../src/distributed/local_process_group.ts";
 import { batchNorm } from "../src/ops/batch_norm.ts";
 import { batchNormBackward } from "../src/ops/batch_norm_backward.ts";
 import { syncBatchNormBackward, syncBatchNormForward } from "../src/ops/sync_batch_norm.ts";
@@ -20,7 +20,7 @@ import { assertClose } from "./helpers/assert.ts";
 import { SIM_DIR } from "./helpers/ffi_sim.ts";
 import { type Tolerance, toleranceFor } from "./helpers/tolerance.ts";
 import { rendezvous } from "../src/distributed/rendezvous.ts";
-import { HcclError } from "../src/ffi/errors.ts";
+import { HcclError } from "../src/errors.ts";
 import { freePort, provenHello, stray, type StrayOutcome } from "./helpers/net.ts";
 import { wholeBatch } from "./fixtures/hccl_rank_child.ts";
 

@@ -9,8 +9,8 @@
  */
 
 import assert from "node:assert/strict";
-import { AclnnError } from "../src/ffi/errors.ts";
-import { createLocalProcessGroup } from "../src/ops/local_process_group.ts";
+import { AclnnError } from "../src/errors.ts";
+import { createLocalProcessGroup } from "../src/distributed/local_process_group.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
 
 const call = { op: "syncBatchNormBackward", payload: "[sumDy, sumDyXmu]" };

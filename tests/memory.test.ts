@@ -8,7 +8,7 @@
  */
 
 import assert from "node:assert/strict";
-import { AclError } from "../src/ffi/errors.ts";
+import { AclError } from "../src/errors.ts";
 import { batchNormReduceBackward } from "../src/ops/batch_norm_reduce_backward.ts";
 import { batchNormStats } from "../src/ops/batch_norm_stats.ts";
 import { createBatchNormBackwardDescriptor } from "../src/ops/infiniop_batch_norm_backward.ts";

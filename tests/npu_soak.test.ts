@@ -9,7 +9,7 @@
  */
 
 import assert from "node:assert/strict";
-import { AclError } from "../src/ffi/errors.ts";
+import { AclError } from "../src/errors.ts";
 import { collectGarbage } from "../src/ffi/reclaim.ts";
 import { batchNormReduceBackward } from "../src/ops/batch_norm_reduce_backward.ts";
 import { Tensor } from "../src/tensor/tensor.ts";

@@ -26,7 +26,7 @@ import {
   syncBatchNormForward,
   Tensor,
 } from "../mod.ts";
-import { AclnnError } from "../src/ffi/errors.ts";
+import { AclnnError } from "../src/errors.ts";
 import { assertAclnnError, assertClose } from "./helpers/assert.ts";
 import { EXACT } from "./helpers/tolerance.ts";
 import { forEachBackend } from "./helpers/backends.ts";

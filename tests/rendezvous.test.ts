@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import { DEFAULT_JOB_ID, jobIdWarning, resolveJobId } from "../src/distributed/job_id.ts";
 import { rendezvous, type RendezvousOptions } from "../src/distributed/rendezvous.ts";
-import { HcclError } from "../src/ffi/errors.ts";
+import { HcclError } from "../src/errors.ts";
 import { freePort } from "./helpers/net.ts";
 
 function options(

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { rendezvous, type RendezvousOptions } from "../src/distributed/rendezvous.ts";
 import { helloParts, jobKey, nonce, prove } from "../src/distributed/rendezvous_auth.ts";
 import { field, Lines, MAX_LINE_BYTES } from "../src/distributed/rendezvous_wire.ts";
-import { HcclError } from "../src/ffi/errors.ts";
+import { HcclError } from "../src/errors.ts";
 import { dial, freePort, provenHello, stray } from "./helpers/net.ts";
 
 const JOB = "strangers-test-job";

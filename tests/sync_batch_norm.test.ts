@@ -6,7 +6,7 @@
  */
 
 import assert from "node:assert/strict";
-import { createLocalProcessGroup } from "../src/ops/local_process_group.ts";
+import { createLocalProcessGroup } from "../src/distributed/local_process_group.ts";
 import { syncBatchNormBackward, syncBatchNormForward } from "../src/ops/sync_batch_norm.ts";
 import type { DType } from "../src/tensor/dtype.ts";
 import { Tensor } from "../src/tensor/tensor.ts";

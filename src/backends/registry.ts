@@ -5,7 +5,7 @@
  * @module
  */
 
-import { ACLNN_ERR_PARAM_INVALID, AclnnError } from "../ffi/errors.ts";
+import { ACLNN_ERR_PARAM_INVALID, AclnnError } from "../errors.ts";
 import { type Device, deviceName } from "../tensor/device.ts";
 import type { Backend } from "./types.ts";
 

@@ -14,7 +14,7 @@
  * @module
  */
 
-import { HCCL_E_PARA, HcclError } from "../ffi/errors.ts";
+import { HCCL_E_PARA, HcclError } from "../errors.ts";
 import { HcclCommunicator, hcclRootInfo } from "../ffi/hccl.ts";
 import { AscendDevice } from "../ffi/runtime.ts";
 import type { Tensor } from "../tensor/tensor.ts";

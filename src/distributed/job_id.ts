@@ -16,7 +16,7 @@
  * @module
  */
 
-import { HCCL_E_PARA, HcclError } from "../ffi/errors.ts";
+import { HCCL_E_PARA, HcclError } from "../errors.ts";
 import { grantedEnv } from "../tensor/env.ts";
 
 /** The variable torchrun sets to the run's id (`--rdzv-id`). */

@@ -31,7 +31,7 @@
  * @module
  */
 
-import { HCCL_E_PARA, HCCL_E_TCP_TRANSFER, HCCL_E_TIMEOUT, HcclError } from "../ffi/errors.ts";
+import { HCCL_E_PARA, HCCL_E_TCP_TRANSFER, HCCL_E_TIMEOUT, HcclError } from "../errors.ts";
 import {
   helloParts,
   isNonce,

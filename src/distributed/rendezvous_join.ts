@@ -14,7 +14,7 @@ import {
   HCCL_E_TCP_TRANSFER,
   HCCL_E_TIMEOUT,
   HcclError,
-} from "../ffi/errors.ts";
+} from "../errors.ts";
 import type { RendezvousOptions } from "./rendezvous.ts";
 import {
   helloParts,

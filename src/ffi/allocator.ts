@@ -17,7 +17,7 @@
  * @module
  */
 
-import { AclError } from "./errors.ts";
+import { AclError } from "../errors.ts";
 
 /** One block of device memory. */
 export interface Block {

@@ -18,7 +18,7 @@ import { ACL_SUCCESS, AclrtMemMallocPolicy } from "./constants.ts";
 import { type Block, CachingAllocator } from "./allocator.ts";
 import { CallCache } from "./call_cache.ts";
 import { BufferTracker } from "./reclaim.ts";
-import { AclError, recentErrorMessage, unwrapAcl } from "./errors.ts";
+import { AclError, recentErrorMessage, unwrapAcl } from "../errors.ts";
 import type { CannLibraries } from "./library.ts";
 import type { AscendDevice } from "./runtime.ts";
 

@@ -27,7 +27,7 @@ import {
   createAclTensor,
 } from "./acl_tensor.ts";
 import type { CachedCall, CachedTensorArg, NativeArg } from "./call_cache.ts";
-import { AclError, ACLNN_ERR_PARAM_INVALID, AclnnError, recentErrorMessage } from "./errors.ts";
+import { AclError, ACLNN_ERR_PARAM_INVALID, AclnnError, recentErrorMessage } from "../errors.ts";
 import {
   AscendDevice,
   ascendState,

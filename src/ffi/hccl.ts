@@ -16,7 +16,7 @@ import type { DType } from "../tensor/dtype.ts";
 import { dtypeByteSize } from "../tensor/dtype.ts";
 import { formatShape, isContiguousLayout, numel } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { HcclError, recentErrorMessage } from "./errors.ts";
+import { HcclError, recentErrorMessage } from "../errors.ts";
 import { type HcclLibrary, openHccl } from "./library.ts";
 import { type AscendDevice, ascendState, DeviceBuffer, type DeviceState } from "./runtime.ts";
 

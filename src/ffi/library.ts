@@ -32,7 +32,7 @@
  * @module
  */
 
-import { AclError, permissionError } from "./errors.ts";
+import { AclError, permissionError } from "../errors.ts";
 import {
   type Candidate,
   exists,

@@ -9,7 +9,7 @@
  */
 
 import { type ElfDynamicInfo, fileSource, inspectElf } from "./elf.ts";
-import { AclError, permissionError } from "./errors.ts";
+import { AclError, permissionError } from "../errors.ts";
 import {
   type CannLibraries,
   type DiscoveryReport,

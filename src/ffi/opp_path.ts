@@ -9,7 +9,7 @@
  * @module
  */
 
-import { permissionError } from "./errors.ts";
+import { permissionError } from "../errors.ts";
 
 /** The `opp` directory beside `libDir` when it exists (lexically, see the module doc). */
 export function oppPathBeside(libDir: string | null): string | undefined {

@@ -24,7 +24,7 @@ import { trackStorage } from "../tensor/scope.ts";
 import { ACL_ERROR_REPEAT_INITIALIZE, ACL_SUCCESS, AclrtMemcpyKind } from "./constants.ts";
 import type { AllocatorStats } from "./allocator.ts";
 import { openDevicesInProcess, registerOpenDevice, unregisterOpenDevice } from "./open_devices.ts";
-import { AclError, recentErrorMessage, unwrapAcl } from "./errors.ts";
+import { AclError, recentErrorMessage, unwrapAcl } from "../errors.ts";
 import { type CannLibraries, type LibraryOptions, openCannLibraries } from "./library.ts";
 import {
   checkOwn,

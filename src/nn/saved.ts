@@ -15,7 +15,7 @@
  * @module
  */
 
-import { ACLNN_ERR_PARAM_INVALID, AclnnError } from "../ffi/errors.ts";
+import { ACLNN_ERR_PARAM_INVALID, AclnnError } from "../errors.ts";
 import { checkShape, requireTensor } from "../ops/validate.ts";
 import { keep } from "../tensor/scope.ts";
 import type { Tensor } from "../tensor/tensor.ts";

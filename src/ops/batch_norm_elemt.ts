@@ -28,7 +28,7 @@ import {
   type BatchNormElemtTensors,
   channelGeometry,
 } from "../backends/mod.ts";
-import { ACLNN_ERR_PARAM_INVALID } from "../ffi/errors.ts";
+import { ACLNN_ERR_PARAM_INVALID } from "../errors.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { defineOperator, type ValidatedCall } from "./spec.ts";

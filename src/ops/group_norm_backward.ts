@@ -28,7 +28,7 @@
 
 import { z } from "./zod.ts";
 import type { GroupNormBackwardPlan, GroupNormBackwardTensors } from "../backends/mod.ts";
-import { ACLNN_ERR_PARAM_INVALID } from "../ffi/errors.ts";
+import { ACLNN_ERR_PARAM_INVALID } from "../errors.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";

@@ -56,8 +56,6 @@ export type { BatchNormArgs, BatchNormOut, BatchNormResult } from "./batch_norm.
 export { groupNorm } from "./group_norm.ts";
 export type { GroupNormArgs, GroupNormOut, GroupNormResult } from "./group_norm.ts";
 export { syncBatchNormBackward, syncBatchNormForward } from "./sync_batch_norm.ts";
-export { createLocalProcessGroup } from "./local_process_group.ts";
-export type { LocalProcessGroupOptions } from "./local_process_group.ts";
 export type {
   AllGather,
   AllReduceSum,

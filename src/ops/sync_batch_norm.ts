@@ -41,7 +41,7 @@
  */
 
 import { z } from "./zod.ts";
-import { ACLNN_ERR_RUNTIME_ERROR, AclnnError } from "../ffi/errors.ts";
+import { ACLNN_ERR_RUNTIME_ERROR, AclnnError } from "../errors.ts";
 import type { Device } from "../tensor/device.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";

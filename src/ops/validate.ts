@@ -13,7 +13,7 @@ import {
   ACLNN_ERR_PARAM_NULLPTR,
   AclnnError,
   type InfiniStatus,
-} from "../ffi/errors.ts";
+} from "../errors.ts";
 import { type Backend, backendFor } from "../backends/mod.ts";
 import type { Device } from "../tensor/device.ts";
 import { deviceName } from "../tensor/device.ts";

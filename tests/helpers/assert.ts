@@ -6,7 +6,7 @@
  */
 
 import assert from "node:assert/strict";
-import { AclnnError } from "../../src/ffi/errors.ts";
+import { AclnnError } from "../../src/errors.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
 import { TOLERANCE, type Tolerance, toleranceFor } from "./tolerance.ts";
 import { poisonUnwrittenForTests } from "../../src/tensor/host_heap.ts";

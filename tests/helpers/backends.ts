@@ -29,7 +29,7 @@ import {
   type SocOperator,
 } from "../../src/backends/ascend/soc.ts";
 import { resolveSocFamily } from "../../src/backends/ascend/device_soc.ts";
-import { AclnnError } from "../../src/ffi/errors.ts";
+import { AclnnError } from "../../src/errors.ts";
 import { openAscend } from "../../src/ffi/runtime.ts";
 import type { Device } from "../../src/tensor/device.ts";
 import type { DType } from "../../src/tensor/dtype.ts";

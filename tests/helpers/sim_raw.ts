@@ -9,7 +9,7 @@
 
 import assert from "node:assert/strict";
 import { SOC_FAMILIES, type SocFamily } from "../../src/backends/ascend/soc.ts";
-import { AclnnError } from "../../src/ffi/errors.ts";
+import { AclnnError } from "../../src/errors.ts";
 import { type AclnnArg, runAclnn } from "../../src/ffi/executor.ts";
 import type { AscendDevice } from "../../src/ffi/runtime.ts";
 import { type DType, dtypeByteSize } from "../../src/tensor/dtype.ts";

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { BatchNorm, GroupNorm, SyncBatchNorm } from "../../src/nn/mod.ts";
 import type { AscendDevice } from "../../src/ffi/runtime.ts";
-import { createLocalProcessGroup } from "../../src/ops/local_process_group.ts";
+import { createLocalProcessGroup } from "../../src/distributed/local_process_group.ts";
 import type { Device } from "../../src/tensor/device.ts";
 import { tidy } from "../../src/tensor/scope.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";

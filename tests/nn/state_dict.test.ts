@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { BatchNorm, GroupNorm, type StateDict, SyncBatchNorm } from "../../src/nn/mod.ts";
-import { createLocalProcessGroup } from "../../src/ops/local_process_group.ts";
+import { createLocalProcessGroup } from "../../src/distributed/local_process_group.ts";
 import { roundToDType } from "../../src/tensor/dtype.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
 import { assertAclnnError } from "../helpers/assert.ts";

@@ -9,7 +9,7 @@
 
 import assert from "node:assert/strict";
 import { BatchNorm, type NormGradients, SyncBatchNorm } from "../../src/nn/mod.ts";
-import { createLocalProcessGroup } from "../../src/ops/local_process_group.ts";
+import { createLocalProcessGroup } from "../../src/distributed/local_process_group.ts";
 import type { SyncBatchNormCollectives } from "../../src/ops/sync_batch_norm.ts";
 import type { Device } from "../../src/tensor/device.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";

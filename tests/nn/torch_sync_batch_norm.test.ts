@@ -8,7 +8,7 @@
  */
 
 import assert from "node:assert/strict";
-import { createLocalProcessGroup } from "../../src/ops/local_process_group.ts";
+import { createLocalProcessGroup } from "../../src/distributed/local_process_group.ts";
 import { SyncBatchNorm } from "../../src/nn/mod.ts";
 import type { BatchNormOptions } from "../../src/nn/mod.ts";
 import type { SyncBatchNormCollectives } from "../../src/ops/sync_batch_norm.ts";

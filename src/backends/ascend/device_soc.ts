@@ -13,7 +13,7 @@
  * @module
  */
 
-import { ACLNN_ERR_PARAM_INVALID, AclnnError } from "../../ffi/errors.ts";
+import { ACLNN_ERR_PARAM_INVALID, AclnnError } from "../../errors.ts";
 import type { AscendDevice } from "../../ffi/runtime.ts";
 import { grantedEnv } from "../../tensor/env.ts";
 import { findPlatformVersion } from "./platform_ini.ts";

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { ACLNN_ERR_PARAM_INVALID, AclnnError } from "../../ffi/errors.ts";
+import { ACLNN_ERR_PARAM_INVALID, AclnnError } from "../../errors.ts";
 import { AscendDevice } from "../../ffi/runtime.ts";
 import type { Device } from "../../tensor/device.ts";
 import type { Tensor } from "../../tensor/tensor.ts";

@@ -12,10 +12,10 @@
  * @module
  */
 
-import { ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_RUNTIME_ERROR, AclnnError } from "../ffi/errors.ts";
+import { ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_RUNTIME_ERROR, AclnnError } from "../errors.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import type { CollectiveCall, SyncBatchNormCollectives } from "./sync_batch_norm.ts";
+import type { CollectiveCall, SyncBatchNormCollectives } from "../ops/sync_batch_norm.ts";
 
 const OP = "createLocalProcessGroup";
 

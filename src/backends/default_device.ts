@@ -5,9 +5,9 @@
  * @module
  */
 
-import { AclError } from "./errors.ts";
+import { AclError } from "../errors.ts";
 import { grantedEnv } from "../tensor/env.ts";
-import { type AscendDevice, openAscend, type OpenAscendOptions } from "./runtime.ts";
+import { type AscendDevice, openAscend, type OpenAscendOptions } from "../ffi/runtime.ts";
 
 /** Environment variable that forces a backend: `cpu`, `npu` or `auto` (the default). */
 export const BACKEND_ENV = "ACLNN_NORM_BACKEND";
