@@ -31,6 +31,8 @@
  * @module
  */
 
+import type { RendezvousOptions } from "./rendezvous_options.ts";
+export type { RendezvousOptions } from "./rendezvous_options.ts";
 import { HCCL_E_PARA, HCCL_E_TCP_TRANSFER, HCCL_E_TIMEOUT, HcclError } from "../errors.ts";
 import {
   helloParts,
@@ -66,31 +68,6 @@ const MAX_WAITING = 256;
 const MAX_LOGGED_DROPS = 20;
 /** The largest payload: its base64 line stays well under the line bound. */
 export const MAX_PAYLOAD_BYTES: number = MAX_LINE_BYTES / 2;
-
-/** Options of {@linkcode rendezvous}. */
-export interface RendezvousOptions {
-  /** This process's rank (0 listens). */
-  readonly rank: number;
-  /** The number of ranks. */
-  readonly worldSize: number;
-  /** Where rank 0 listens (a host name or IP address). */
-  readonly masterAddr: string;
-  /** The TCP port rank 0 listens on. */
-  readonly masterPort: number;
-  /** Milliseconds for the whole rendezvous. */
-  readonly timeoutMs: number;
-  /** The job's id, the same on every rank (the key of the proofs of rendezvous_auth.ts). */
-  readonly jobId: string;
-  /** Where rank 0 reports the connections it drops. Default: `console.warn`. */
-  readonly log?: (message: string) => void;
-  /** Milliseconds a connection to rank 0 has to say hello. Default: min(10000, timeoutMs). */
-  readonly helloTimeoutMs?: number;
-  /**
-   * Connections that may wait to say hello at once; one more closes the oldest. Default: the
-   * larger of 256 and 2 × worldSize.
-   */
-  readonly maxWaiting?: number;
-}
 
 /** A hello as it came: the proof is still to be checked. */
 interface Hello {

@@ -15,7 +15,7 @@ import {
   HCCL_E_TIMEOUT,
   HcclError,
 } from "../errors.ts";
-import type { RendezvousOptions } from "./rendezvous.ts";
+import type { RendezvousOptions } from "./rendezvous_options.ts";
 import {
   helloParts,
   isNonce,

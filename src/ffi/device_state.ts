@@ -13,14 +13,13 @@
  * @module
  */
 
-import type { DeviceStorage } from "../tensor/device.ts";
+import type { AcceleratorDevice, DeviceStorage } from "../tensor/device.ts";
 import { ACL_SUCCESS, AclrtMemMallocPolicy } from "./constants.ts";
 import { type Block, CachingAllocator } from "./allocator.ts";
 import { CallCache } from "./call_cache.ts";
 import { BufferTracker } from "./reclaim.ts";
 import { AclError, recentErrorMessage, unwrapAcl } from "../errors.ts";
 import type { CannLibraries } from "./library.ts";
-import type { AscendDevice } from "./runtime.ts";
 
 type Runtime = CannLibraries["runtime"];
 
@@ -335,8 +334,8 @@ export function rememberGeometry(buffer: DeviceBuffer, view: object, key: string
  * ```
  */
 export class DeviceBuffer implements DeviceStorage {
-  /** The device that owns this memory. */
-  readonly device: AscendDevice;
+  /** The device that owns this memory (the AscendDevice it was allocated on). */
+  readonly device: AcceleratorDevice;
   /** Size in bytes. */
   readonly byteLength: number;
   readonly #state: DeviceState;
@@ -401,14 +400,14 @@ export class DeviceBuffer implements DeviceStorage {
   }
 }
 
-const devices = new WeakMap<DeviceState, AscendDevice>();
+const devices = new WeakMap<DeviceState, AcceleratorDevice>();
 
 /** Records `device` as the AscendDevice of `state` (its constructor calls this). */
-export function registerDevice(state: DeviceState, device: AscendDevice): void {
+export function registerDevice(state: DeviceState, device: AcceleratorDevice): void {
   devices.set(state, device);
 }
 
-function deviceOf(state: DeviceState): AscendDevice {
+function deviceOf(state: DeviceState): AcceleratorDevice {
   const device = devices.get(state);
   if (!device) throw new TypeError("DeviceBuffer: unknown device");
   return device;
@@ -416,7 +415,7 @@ function deviceOf(state: DeviceState): AscendDevice {
 
 /** `storage` as a live DeviceBuffer of `device`, or an AclError naming `what`. */
 export function checkOwn(
-  device: AscendDevice,
+  device: AcceleratorDevice,
   storage: DeviceStorage,
   what: string,
 ): DeviceBuffer {
