@@ -42,7 +42,7 @@ import type { WorkerMessage } from "./worker_main.ts";
 import { JOB_WORDS } from "./job_words.ts";
 import { publishJob } from "./serve.ts";
 import { workerUrl } from "./worker_source.ts";
-import { kernelsWasmBytes } from "../wasm/kernels_wasm.ts";
+import { kernelsWasmBytes } from "../wasm/kernels_module.ts";
 import { heapAddress, heapAllocate, hostHeapMemory } from "../../../tensor/host_heap.ts";
 import { HEAP_REGION_BYTES } from "../fast/kernels/heap_kernels.ts";
 
