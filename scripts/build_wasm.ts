@@ -7,13 +7,19 @@
  * `src/backends/cpu/wasm/kernels_wasm.ts`, which is committed: the published package needs
  * no build step, no wabt and no Binaryen at run time.
  *
+ * A second build, for engines with the WebAssembly FP16 proposal, goes the same way from
+ * kernels.wat with the float16 conversion helpers of `kernels_fp16.wat` in place of its own
+ * ({@linkcode overrideFunctions}), every float16 call on the exact path, and the proposal's
+ * opcodes written over placeholders after Binaryen ({@linkcode FP16_OPCODES}), into
+ * `kernels_fp16_wasm.ts`; kernels_module.ts picks one of the two at load time.
+ *
  * ```sh
- * deno task build:wasm            # rewrite kernels_wasm.ts
- * deno task build:wasm --check    # exit 1 when kernels_wasm.ts is stale (writes nothing)
+ * deno task build:wasm            # rewrite kernels_wasm.ts and kernels_fp16_wasm.ts
+ * deno task build:wasm --check    # exit 1 when either is stale (writes nothing)
  * ```
  *
- * tests/cpu_wasm_kernels.test.ts rebuilds the module text the same way and requires it to
- * equal the committed file, so CI detects a .wat edited without a rebuild.
+ * tests/cpu_wasm_kernels.test.ts rebuilds the modules' text the same way and requires it to
+ * equal the committed files, so CI detects a .wat edited without a rebuild.
  *
  * @module
  */
@@ -22,6 +28,7 @@ import {
   WASM_CONSTANTS_AT,
   WASM_CONSTANTS_END,
 } from "../src/backends/cpu/fast/kernels/wasm_kernels.ts";
+import { forEachSimdOpcode, rewriteSimdOpcodes } from "./wasm_opcodes.ts";
 
 /** The wabt release the kernels are assembled with (its output is the committed bytes). */
 export const WABT_VERSION = "1.0.37";
@@ -34,6 +41,23 @@ export const WAT_PATH = "src/backends/cpu/wasm/kernels.wat";
 
 /** The generated module, relative to the repository root. */
 export const MODULE_PATH = "src/backends/cpu/wasm/kernels_wasm.ts";
+
+/** The FP16 build's replacement functions, relative to the repository root. */
+export const FP16_WAT_PATH = "src/backends/cpu/wasm/kernels_fp16.wat";
+
+/** The FP16 build's generated module, relative to the repository root. */
+export const FP16_MODULE_PATH = "src/backends/cpu/wasm/kernels_fp16_wasm.ts";
+
+/**
+ * The placeholders of kernels_fp16.wat (SIMD opcodes after the 0xfd prefix: i16x8.abs,
+ * i16x8.neg) and the FP16 proposal's opcodes they stand for (f32x4.promote_low_f16x8,
+ * f16x8.demote_f32x4_zero; V8's src/wasm/wasm-opcodes.h, F32x4PromoteLowF16x8 and
+ * F16x8DemoteF32x4Zero). kernels.wat must not use the placeholders itself.
+ */
+export const FP16_OPCODES: ReadonlyMap<number, number> = new Map([[0x80, 0x14b], [0x81, 0x149]]);
+
+/** The mnemonics of the placeholders in {@linkcode FP16_OPCODES}. */
+const FP16_PLACEHOLDERS = ["i16x8.abs", "i16x8.neg"];
 
 const root = new URL("../", import.meta.url);
 
@@ -54,6 +78,52 @@ export async function assemble(text: string, name = "kernels.wat"): Promise<Uint
 }
 
 /**
+ * Replaces each function of kernels.wat named in `overrides` (a module of `(func $name ...)`
+ * forms, comments allowed) by the one there: the FP16 build's conversion helpers. Each must
+ * be defined in `text` exactly once; a name that is not is an error.
+ */
+export function overrideFunctions(text: string, overrides: string): string {
+  let result = text;
+  for (const at of funcStarts(overrides)) {
+    const replacement = overrides.slice(at.start, formEnd(overrides, at.start));
+    const found = funcStarts(result).filter((f) => f.name === at.name);
+    if (found.length !== 1) {
+      throw new Error(`override $${at.name}: ${found.length} definitions in kernels.wat`);
+    }
+    const { start } = found[0];
+    result = result.slice(0, start) + replacement + result.slice(formEnd(result, start));
+  }
+  return result;
+}
+
+/** Where each `(func $name` of a module's text starts (outside comments). */
+function funcStarts(text: string): { name: string; start: number }[] {
+  const starts: { name: string; start: number }[] = [];
+  for (const m of text.matchAll(/^[ \t]*\(func \$(\w+)[\s)]/gm)) {
+    starts.push({ name: m[1], start: m.index! + m[0].indexOf("(") });
+  }
+  return starts;
+}
+
+/**
+ * The end (exclusive) of the parenthesised form opening at `start`, skipping `;;` line
+ * comments and strings (kernels.wat has no block comments; one is an error).
+ */
+function formEnd(text: string, start: number): number {
+  let depth = 0;
+  for (let i = start; i < text.length; i++) {
+    const c = text[i];
+    if (c === ";" && text[i + 1] === ";") {
+      i = text.indexOf("\n", i) < 0 ? text.length : text.indexOf("\n", i);
+    } else if (c === '"') i = text.indexOf('"', i + 1);
+    else if (c === "(" && text[i + 1] === ";") throw new Error("block comments are not supported");
+    else if (c === "(") depth++;
+    else if (c === ")" && --depth === 0) return i + 1;
+  }
+  throw new Error(`unbalanced form at ${start}`);
+}
+
+/**
  * Specialises every exported kernel that takes the dtype code `$dt` (0 float32, 1 float16,
  * 2 bfloat16): `(func (export "k") ...)` becomes the internal `$k__any`, and a new export
  * `k` with the same parameters calls it with `$dt` as a constant. Once Binaryen inlines
@@ -65,9 +135,10 @@ export async function assemble(text: string, name = "kernels.wat"): Promise<Uint
  * `$k__scaled16` (same parameters, in kernels.wat) holds for the call, then the exact path
  * (`$dt` 3) again when its redo test `$k__redo16` holds after it (an Inf or NaN found in
  * the inputs), else the exact path alone; kernels.wat explains why both give the same bits.
- * A kernel without its predicate or its redo test is an error.
+ * With `scaled16` false (the FP16 build), float16 takes the exact path alone. A kernel
+ * without its predicate or its redo test is an error.
  */
-export function specializeByDtype(text: string): string {
+export function specializeByDtype(text: string, scaled16 = true): string {
   const header = /\(func \(export "(\w+)"\)((?:\s*\(param \$\w+ \w+\))+)/g;
   const dispatchers: string[] = [];
   const renamed = text.replace(header, (match: string, name: string, params: string) => {
@@ -83,12 +154,13 @@ export function specializeByDtype(text: string): string {
         .join(" ");
     const call = (dt: number) => `(call $${name}__any ${args(dt)})`;
     const done = `(if (i32.eqz (call $${name}__redo16 ${args()})) (then (return)))`;
+    const scaled = `    (if (call $${name}__scaled16 ${args()})\n` +
+      `      (then ${call(1)} ${done}))\n`;
     dispatchers.push(
       `  (func (export "${name}")${params}\n` +
         `    (if (i32.eqz (local.get $dt)) (then ${call(0)} (return)))\n` +
         `    (if (i32.eq (local.get $dt) (i32.const 2)) (then ${call(2)} (return)))\n` +
-        `    (if (call $${name}__scaled16 ${args()})\n` +
-        `      (then ${call(1)} ${done}))\n` +
+        (scaled16 ? scaled : "") +
         `    ${call(3)})`,
     );
     return `(func $${name}__any${params}`;
@@ -105,24 +177,31 @@ export function specializeByDtype(text: string): string {
  * 1.1 ns with loads from the table (an L1 hit folded into the instruction). All-zero
  * constants stay, as V8 makes them with one `pxor`. The table's room is the drivers' layout
  * (`WASM_CONSTANTS_AT`/`WASM_CONSTANTS_END` in wasm_kernels.ts).
+ *
+ * The table holds the constants of `tableText` (by default `text`) in order of first use,
+ * and `text` may only use those: the FP16 build passes the baseline's text, so that both
+ * builds write the same table, and a memory that instances of both share (the host heap)
+ * holds the constants each expects.
  */
-export function constantsToMemory(text: string): string {
+export function constantsToMemory(text: string, tableText: string = text): string {
   const constant = /\(v128\.const (i32x4|f32x4) ([^)]*)\)/g;
+  const nonZero = (lanes: string) => lanes.trim().split(/\s+/).some((v) => Number(v) !== 0);
   const table: string[] = [];
   const bytes: number[] = [];
-  const replaced = text.replace(constant, (match: string, shape: string, lanes: string) => {
-    const values = lanes.trim().split(/\s+/);
-    if (values.every((v) => Number(v) === 0)) return match;
-    let index = table.indexOf(match);
-    if (index < 0) {
-      index = table.push(match) - 1;
-      const lane = new DataView(new ArrayBuffer(16));
-      values.forEach((v, i) => {
-        if (shape === "i32x4") lane.setUint32(4 * i, Number(v) >>> 0, true);
-        else lane.setFloat32(4 * i, parseWatFloat(v), true);
-      });
-      bytes.push(...new Uint8Array(lane.buffer));
-    }
+  for (const [match, shape, lanes] of tableText.matchAll(constant)) {
+    if (!nonZero(lanes) || table.includes(match)) continue;
+    table.push(match);
+    const lane = new DataView(new ArrayBuffer(16));
+    lanes.trim().split(/\s+/).forEach((v, i) => {
+      if (shape === "i32x4") lane.setUint32(4 * i, Number(v) >>> 0, true);
+      else lane.setFloat32(4 * i, parseWatFloat(v), true);
+    });
+    bytes.push(...new Uint8Array(lane.buffer));
+  }
+  const replaced = text.replace(constant, (match: string, _shape: string, lanes: string) => {
+    if (!nonZero(lanes)) return match;
+    const index = table.indexOf(match);
+    if (index < 0) throw new Error(`${match} is not in the constants table`);
     return `(v128.load offset=${WASM_CONSTANTS_AT + 16 * index} (i32.const 0))`;
   });
   if (WASM_CONSTANTS_AT + bytes.length > WASM_CONSTANTS_END) {
@@ -191,31 +270,74 @@ function base64(bytes: Uint8Array): string {
   return btoa(text);
 }
 
+/** How the two builds differ in their generated module's text. */
+export interface ModuleFlavour {
+  /** The sources, for the header comment. */
+  readonly from: string;
+  /** The module's JSDoc: the rest of its first line, then whole lines. */
+  readonly doc: readonly string[];
+  /** The binary's name in comments. */
+  readonly file: string;
+  /** The name of the exported base64 constant. */
+  readonly constant: string;
+  /** The name of the exported function that decodes it. */
+  readonly bytesFunction: string;
+}
+
+/** The baseline build's generated module (kernels_wasm.ts). */
+export const BASELINE_FLAVOUR: ModuleFlavour = {
+  from: "kernels.wat",
+  doc: [
+    " (kernels.wat), assembled: the bytes each",
+    " * thread instantiates when the engine has no FP16 conversions (see kernels_module.ts and",
+    " * src/backends/cpu/fast/kernels/wasm_kernels.ts).",
+  ],
+  file: "kernels.wasm",
+  constant: "KERNELS_WASM_BASE64",
+  bytesFunction: "kernelsWasmBytes",
+};
+
+/** The FP16 build's generated module (kernels_fp16_wasm.ts). */
+export const FP16_FLAVOUR: ModuleFlavour = {
+  from: "kernels.wat and kernels_fp16.wat",
+  doc: [
+    ", FP16 build (kernels.wat with the",
+    " * float16 conversions of kernels_fp16.wat), assembled: the bytes each thread instantiates",
+    " * when the engine validates them (see kernels_module.ts); same results as kernels_wasm.ts.",
+  ],
+  file: "kernels_fp16.wasm",
+  constant: "KERNELS_FP16_WASM_BASE64",
+  bytesFunction: "kernelsFp16WasmBytes",
+};
+
 /** The text of the generated module holding `bytes` (formatted as `deno fmt` leaves it). */
-export function moduleText(bytes: Uint8Array): string {
+export function moduleText(
+  bytes: Uint8Array,
+  flavour: ModuleFlavour = BASELINE_FLAVOUR,
+): string {
   const encoded = base64(bytes);
   const lines: string[] = [];
   for (let i = 0; i < encoded.length; i += 88) lines.push(`  "${encoded.slice(i, i + 88)}",`);
   return [
-    "// Generated by `deno task build:wasm` (scripts/build_wasm.ts) from kernels.wat with",
-    `// npm:wabt@${WABT_VERSION} and npm:binaryen@${BINARYEN_VERSION}. Do not edit: edit kernels.wat`,
+    `// Generated by \`deno task build:wasm\` (scripts/build_wasm.ts) from ${flavour.from} with`,
+    `// npm:wabt@${WABT_VERSION} and npm:binaryen@${BINARYEN_VERSION}. Do not edit: edit the .wat`,
     "// and rebuild.",
     "",
     "/**",
-    " * The CPU backend's WebAssembly SIMD kernels (kernels.wat), assembled: the bytes each",
-    " * thread instantiates (see src/backends/cpu/fast/kernels/wasm_kernels.ts).",
+    ` * The CPU backend's WebAssembly SIMD kernels${flavour.doc[0]}`,
+    ...flavour.doc.slice(1),
     " *",
     " * @module",
     " */",
     "",
-    `/** kernels.wasm (${bytes.length} bytes), base64. */`,
-    "export const KERNELS_WASM_BASE64: string = [",
+    `/** ${flavour.file} (${bytes.length} bytes), base64. */`,
+    `export const ${flavour.constant}: string = [`,
     ...lines,
     '].join("");',
     "",
-    "/** The bytes of kernels.wasm (a fresh copy). */",
-    "export function kernelsWasmBytes(): Uint8Array {",
-    "  const text = atob(KERNELS_WASM_BASE64);",
+    `/** The bytes of ${flavour.file} (a fresh copy). */`,
+    `export function ${flavour.bytesFunction}(): Uint8Array {`,
+    `  const text = atob(${flavour.constant});`,
     "  const bytes = new Uint8Array(text.length);",
     "  for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);",
     "  return bytes;",
@@ -224,31 +346,88 @@ export function moduleText(bytes: Uint8Array): string {
   ].join("\n");
 }
 
-/** The generated module's text for the .wat in the repository now. */
-export async function buildModuleText(): Promise<string> {
-  const text = await Deno.readTextFile(new URL(WAT_PATH, root));
-  return moduleText(await optimize(await assemble(constantsToMemory(specializeByDtype(text)))));
+/** How many times each SIMD opcode in `keys` occurs in the code of `bytes`. */
+function countSimd(bytes: Uint8Array, keys: Iterable<number>): Map<number, number> {
+  const counts = new Map<number, number>([...keys].map((k) => [k, 0]));
+  forEachSimdOpcode(bytes, (op) => {
+    if (counts.has(op)) counts.set(op, counts.get(op)! + 1);
+  });
+  return counts;
 }
 
-if (import.meta.main) {
-  const expected = await buildModuleText();
-  const target = new URL(MODULE_PATH, root);
+/** The baseline build's bytes from kernels.wat's text. */
+export async function buildBaseline(text: string): Promise<Uint8Array> {
+  for (const name of FP16_PLACEHOLDERS) {
+    if (text.includes(name)) throw new Error(`kernels.wat uses ${name}, an FP16 placeholder`);
+  }
+  const bytes = await optimize(await assemble(constantsToMemory(specializeByDtype(text))));
+  for (const [op, n] of countSimd(bytes, FP16_OPCODES.keys())) {
+    if (n > 0) throw new Error(`Binaryen wrote the FP16 placeholder 0x${op.toString(16)}`);
+  }
+  return bytes;
+}
+
+/**
+ * The FP16 build's bytes from kernels.wat's and kernels_fp16.wat's text: the overrides in
+ * place, float16 on the exact path only, the baseline's constants table, and the
+ * placeholders rewritten (each must occur).
+ */
+export async function buildFp16(text: string, overrides: string): Promise<Uint8Array> {
+  const merged = specializeByDtype(overrideFunctions(text, overrides), false);
+  const table = specializeByDtype(text);
+  const placeholders = await optimize(await assemble(constantsToMemory(merged, table)));
+  const { bytes, counts } = rewriteSimdOpcodes(placeholders, FP16_OPCODES);
+  for (const [op, n] of counts) {
+    if (n === 0) throw new Error(`kernels_fp16.wat: no placeholder 0x${op.toString(16)} left`);
+  }
+  return bytes;
+}
+
+/** The sources in the repository now. */
+async function sources(): Promise<{ text: string; overrides: string }> {
+  return {
+    text: await Deno.readTextFile(new URL(WAT_PATH, root)),
+    overrides: await Deno.readTextFile(new URL(FP16_WAT_PATH, root)),
+  };
+}
+
+/** The generated module's text for the .wat in the repository now. */
+export async function buildModuleText(): Promise<string> {
+  return moduleText(await buildBaseline((await sources()).text));
+}
+
+/** The FP16 build's generated module text for the .wat files in the repository now. */
+export async function buildFp16ModuleText(): Promise<string> {
+  const { text, overrides } = await sources();
+  return moduleText(await buildFp16(text, overrides), FP16_FLAVOUR);
+}
+
+/** Writes (or with `check`, compares) one generated module; false when stale in a check. */
+async function update(path: string, expected: string, check: boolean): Promise<boolean> {
+  const target = new URL(path, root);
   let current: string | undefined;
   try {
     current = await Deno.readTextFile(target);
   } catch {
     current = undefined;
   }
-  if (Deno.args.includes("--check")) {
-    if (current !== expected) {
-      console.error(`${MODULE_PATH} is stale: run \`deno task build:wasm\``);
-      Deno.exit(1);
-    }
-    console.log(`${MODULE_PATH} is up to date`);
-  } else if (current === expected) {
-    console.log(`${MODULE_PATH} is up to date`);
+  if (current === expected) {
+    console.log(`${path} is up to date`);
+  } else if (check) {
+    console.error(`${path} is stale: run \`deno task build:wasm\``);
+    return false;
   } else {
     await Deno.writeTextFile(target, expected);
-    console.log(`wrote ${MODULE_PATH}`);
+    console.log(`wrote ${path}`);
   }
+  return true;
+}
+
+if (import.meta.main) {
+  const check = Deno.args.includes("--check");
+  const fresh = [
+    await update(MODULE_PATH, await buildModuleText(), check),
+    await update(FP16_MODULE_PATH, await buildFp16ModuleText(), check),
+  ];
+  if (!fresh.every(Boolean)) Deno.exit(1);
 }

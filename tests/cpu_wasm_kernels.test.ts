@@ -1,6 +1,9 @@
 /**
- * The CPU backend's WebAssembly SIMD kernels (src/backends/cpu/wasm/kernels.wat):
- * - the committed module is what `deno task build:wasm` builds from the .wat now;
+ * The CPU backend's WebAssembly SIMD kernels (src/backends/cpu/wasm/kernels.wat), in the
+ * build this process runs (src/backends/cpu/wasm/kernels_module.ts: the baseline one, or the
+ * FP16 one when the engine has the proposal; tests/cpu_wasm_fp16.test.ts runs this file
+ * again in a child process started with --experimental-wasm-fp16):
+ * - the committed modules are what `deno task build:wasm` builds from the .wat files now;
  * - the codecs: every float16 and bfloat16 pattern decodes exactly; float64 values round
  *   once to float16/bfloat16/float32 exactly as Math.f16round / numberToBf16 / Math.fround
  *   (ties to even, double-rounding traps, subnormals, overflow, NaN quiet with its sign);
@@ -13,8 +16,14 @@
  */
 
 import assert from "node:assert/strict";
-import { buildModuleText, MODULE_PATH } from "../scripts/build_wasm.ts";
-import { kernelsWasmBytes } from "../src/backends/cpu/wasm/kernels_wasm.ts";
+import {
+  buildFp16ModuleText,
+  buildModuleText,
+  FP16_MODULE_PATH,
+  MODULE_PATH,
+} from "../scripts/build_wasm.ts";
+import { kernelsWasmBuild, kernelsWasmBytes } from "../src/backends/cpu/wasm/kernels_module.ts";
+import { codecValues } from "./fixtures/codec_values.ts";
 import {
   instantiateWasm,
   packConstants,
@@ -54,9 +63,17 @@ import { heapAllocate, hostHeapMemory } from "../src/tensor/host_heap.ts";
 // ---------------------------------------------------------------------------------------
 // The build
 
-Deno.test("wasm: the committed module is the build of kernels.wat (run deno task build:wasm)", async () => {
-  const committed = await Deno.readTextFile(new URL(`../${MODULE_PATH}`, import.meta.url));
-  assert.ok(committed === await buildModuleText(), `${MODULE_PATH} is stale`);
+Deno.test({
+  name: "wasm: the committed modules are the builds of the .wat files (run deno task build:wasm)",
+  // Once per suite: the FP16 run of this file (tests/cpu_wasm_fp16.test.ts) skips it.
+  ignore: kernelsWasmBuild() === "fp16",
+}, async () => {
+  const committed = (path: string) => Deno.readTextFile(new URL(`../${path}`, import.meta.url));
+  assert.ok(await committed(MODULE_PATH) === await buildModuleText(), `${MODULE_PATH} is stale`);
+  assert.ok(
+    await committed(FP16_MODULE_PATH) === await buildFp16ModuleText(),
+    `${FP16_MODULE_PATH} is stale`,
+  );
   assert.ok(instantiateWasm(kernelsWasmBytes()) !== null, "the module instantiates");
 });
 
@@ -64,6 +81,9 @@ Deno.test("wasm: the committed module is the build of kernels.wat (run deno task
 // Codecs
 
 const CHUNK = 4096;
+
+/** The build under test, named in the codec tests (the FP16 run looks for it). */
+const BUILD = kernelsWasmBuild();
 
 function codecInstance(): WasmState {
   const w = instantiateWasm(kernelsWasmBytes());
@@ -107,7 +127,7 @@ function wasmEncode(
   return out;
 }
 
-Deno.test("wasm codecs: all 65536 float16 and bfloat16 patterns decode exactly", () => {
+Deno.test(`wasm codecs (${BUILD} build): all 65536 float16 and bfloat16 patterns decode exactly`, () => {
   const w = codecInstance();
   const bits = new Uint16Array(65536).map((_, i) => i);
   const f16 = wasmDecode(w, bits, 1);
@@ -115,8 +135,10 @@ Deno.test("wasm codecs: all 65536 float16 and bfloat16 patterns decode exactly",
   const expectedBits = new Uint32Array(expected.buffer);
   for (let h = 0; h < 65536; h++) {
     if ((h & 0x7c00) === 0x7c00 && (h & 0x3ff) !== 0) {
-      // NaN: all-ones exponent, its sign and mantissa (so quiet stays quiet).
-      const nan = ((h & 0x8000) << 16 | 0x7f800000 | (h & 0x3ff) << 13) >>> 0;
+      // NaN: all-ones exponent, its sign and mantissa (so quiet stays quiet); the FP16
+      // build's conversion also makes a signalling NaN quiet (see kernels_fp16.wat).
+      const quiet = BUILD === "fp16" ? 0x400000 : 0;
+      const nan = ((h & 0x8000) << 16 | 0x7f800000 | quiet | (h & 0x3ff) << 13) >>> 0;
       assert.equal(f16[h], nan, `float16 NaN ${h.toString(16)}`);
     } else {
       assert.equal(f16[h], expectedBits[h], `float16 ${h.toString(16)}`);
@@ -126,85 +148,6 @@ Deno.test("wasm codecs: all 65536 float16 and bfloat16 patterns decode exactly",
   for (let h = 0; h < 65536; h++) assert.equal(bf16[h], (h << 16) >>> 0, `bfloat16 ${h}`);
 });
 
-/** Deterministic pseudo-random numbers in [0, 1). */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/**
- * Edge and random float64 values: zeros, infinities, NaNs, the float16 and bfloat16 range
- * ends, every float16 midpoint (a tie) and its float64 neighbours, bfloat16 ties and
- * float32 values one float32 ulp around them, values that round to float32 on a tie
- * (double-rounding traps), random float32 bit patterns, random magnitudes over the float16
- * subnormal, normal and overflow ranges, and tiny and huge float64 values.
- */
-function codecValues(): Float64Array {
-  const v: number[] = [
-    0,
-    -0,
-    Infinity,
-    -Infinity,
-    NaN,
-    -NaN,
-    65504,
-    65519.99,
-    65520,
-    -65520,
-    65536,
-    2 ** -24,
-    2 ** -25,
-    2 ** -25 * (1 + 2 ** -52),
-    3 * 2 ** -26,
-    2 ** -14,
-    2 ** -14 * (1 - 2 ** -12),
-    3.4028234663852886e38,
-    3.4e38,
-    3.5e38,
-    -3.5e38,
-    1e300,
-    5e-324,
-    -5e-324,
-    1e-40,
-    1.1754942106924411e-38,
-    Number.MAX_VALUE,
-  ];
-  const f16 = new Float16Array(1);
-  const h = new Uint16Array(f16.buffer);
-  for (let b = 0; b < 0x7c00; b++) {
-    h[0] = b;
-    const lo = f16[0];
-    h[0] = b + 1;
-    const hi = f16[0];
-    const mid = (lo + hi) / 2;
-    for (const s of [1, -1]) {
-      v.push(s * mid, s * mid * (1 + 2 ** -52), s * mid * (1 - 2 ** -52));
-      v.push(s * mid * (1 + 2 ** -30), s * mid * (1 - 2 ** -30), s * lo);
-    }
-  }
-  const f32 = new Float32Array(1);
-  const u32 = new Uint32Array(f32.buffer);
-  const random = rng(9);
-  for (let i = 0; i < 200000; i++) {
-    // A bfloat16 tie as a float32, nudged below a float32 ulp (rounds to the tie in float32).
-    u32[0] = ((Math.floor(random() * 0xffff) << 16) | 0x8000) >>> 0;
-    const tie = f32[0];
-    v.push(tie, tie * (1 + 2 ** -40), tie * (1 - 2 ** -40));
-    u32[0] = Math.floor(random() * 2 ** 32) >>> 0;
-    v.push(f32[0]);
-    const magnitude = 2 ** (random() * 60 - 40) * (1 + random());
-    v.push(random() < 0.5 ? magnitude : -magnitude);
-  }
-  for (let i = 0; i < 20000; i++) v.push((random() - 0.5) * 2 ** (random() * 2000 - 1000));
-  return Float64Array.from(v);
-}
-
 /** {@linkcode codecValues}, made once for the codec tests that share them. */
 let sharedCodecValues: Float64Array | undefined;
 function codecValuesOnce(): Float64Array {
@@ -213,7 +156,7 @@ function codecValuesOnce(): Float64Array {
 
 for (const pairs of [false, true]) {
   const how = pairs ? "eight at a time" : "four at a time";
-  Deno.test(`wasm codecs: float64 rounds once to float16, bfloat16, float32 (ties, subnormals), ${how}`, () => {
+  Deno.test(`wasm codecs (${BUILD} build): float64 rounds once to float16, bfloat16, float32 (ties, subnormals), ${how}`, () => {
     const w = codecInstance();
     const v = codecValuesOnce();
     assert.ok(v.length > 1_000_000);

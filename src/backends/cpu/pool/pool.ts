@@ -50,7 +50,7 @@ import { publishJob } from "./serve.ts";
 import { workerSource } from "./worker_source.ts";
 import { type PoolWorker, spawnWorker } from "./spawn.ts";
 import { governor } from "./governor.ts";
-import { kernelsWasmBytes } from "../wasm/kernels_wasm.ts";
+import { kernelsWasmBytes } from "../wasm/kernels_module.ts";
 import { heapAddress, heapAllocate, hostHeapMemory } from "../../../tensor/host_heap.ts";
 import { HEAP_REGION_BYTES } from "../fast/kernels/heap_kernels.ts";
 

@@ -1,5 +1,7 @@
 ;; WebAssembly SIMD kernels of the CPU backend (built by `deno task build:wasm` into
-;; kernels_wasm.ts). The module imports its memory (shared, so that threads can share it).
+;; kernels_wasm.ts, and with the float16 conversions of kernels_fp16.wat, for engines with
+;; the FP16 proposal, into kernels_fp16_wasm.ts; kernels_module.ts picks one). The module
+;; imports its memory (shared, so that threads can share it).
 ;; Each thread instantiates it twice: on a memory of its own, into which the drivers in
 ;; ../fast/kernels/wasm_kernels.ts copy a block of each tensor, call one kernel, and copy
 ;; the output block back; and on the host heap (src/tensor/host_heap.ts), where
@@ -52,7 +54,6 @@
   ;; Scaled float16 (dt 1): the same bits without the multiply and the Inf/NaN fix, that is
   ;; the value times 2^-112 for every finite float16 (see "Scaled float16").
   (func $ld4 (param $p i32) (param $dt i32) (result v128)
-    (local $h v128)
     (if (result v128) (i32.eqz (local.get $dt))
       (then (v128.load (local.get $p)))
       (else
@@ -64,19 +65,25 @@
                 (v128.and
                   (i32x4.shl (v128.load16x4_s (local.get $p)) (i32.const 13))
                   (v128.const i32x4 0x8fffe000 0x8fffe000 0x8fffe000 0x8fffe000)))
-              (else
-                (local.set $h (v128.load16x4_s (local.get $p)))
-                (v128.or
-                  (f32x4.mul
-                    (v128.and
-                      (i32x4.shl (local.get $h) (i32.const 13))
-                      (v128.const i32x4 0x8fffe000 0x8fffe000 0x8fffe000 0x8fffe000))
-                    (v128.const f32x4 0x1p112 0x1p112 0x1p112 0x1p112))
-                  (v128.and
-                    (i32x4.gt_s
-                      (v128.and (local.get $h) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff))
-                      (v128.const i32x4 0x7bff 0x7bff 0x7bff 0x7bff))
-                    (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000))))))))))
+              (else (call $f16x4 (local.get $p)))))))))
+
+  ;; The exact float16 decode of $ld4 (dt 3): four float16 at byte address p as float32
+  ;; lanes, Inf and NaN included (a NaN keeps its sign and mantissa, so a signalling NaN
+  ;; stays signalling). The FP16 build replaces it (kernels_fp16.wat).
+  (func $f16x4 (param $p i32) (result v128)
+    (local $h v128)
+    (local.set $h (v128.load16x4_s (local.get $p)))
+    (v128.or
+      (f32x4.mul
+        (v128.and
+          (i32x4.shl (local.get $h) (i32.const 13))
+          (v128.const i32x4 0x8fffe000 0x8fffe000 0x8fffe000 0x8fffe000))
+        (v128.const f32x4 0x1p112 0x1p112 0x1p112 0x1p112))
+      (v128.and
+        (i32x4.gt_s
+          (v128.and (local.get $h) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff))
+          (v128.const i32x4 0x7bff 0x7bff 0x7bff 0x7bff))
+        (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000))))
 
   ;; Lanes 0, 1 of a float32x4 as float64x2.
   (func $lo (param $v v128) (result v128)
@@ -133,11 +140,12 @@
     (local.set $w (call $demote4 (local.get $lo) (local.get $hi)))
     (if (i32.eqz (local.get $dt))
       (then (v128.store (local.get $p) (local.get $w)) (return)))
-    (local.set $r
+    (v128.store64_lane 0 (local.get $p)
       (if (result v128) (v128.any_true (call $inexact (local.get $dt) (local.get $w)))
-        (then (call $exact (local.get $dt) (local.get $lo) (local.get $hi)))
-        (else (call $near (local.get $dt) (local.get $w)))))
-    (v128.store64_lane 0 (local.get $p) (i16x8.narrow_i32x4_u (local.get $r) (local.get $r))))
+        (then
+          (local.set $r (call $exact (local.get $dt) (local.get $lo) (local.get $hi)))
+          (i16x8.narrow_i32x4_u (local.get $r) (local.get $r)))
+        (else (call $near4 (local.get $dt) (local.get $w))))))
 
   ;; Two $st4s (at p0 and p1) with one test for the exact conversion, which then takes both
   ;; vectors: the test and its branch cost about a third of a float16 write (measured with
@@ -166,10 +174,7 @@
           (i16x8.narrow_i32x4_u
             (call $exact (local.get $dt) (local.get $lo0) (local.get $hi0))
             (call $exact (local.get $dt) (local.get $lo1) (local.get $hi1))))
-        (else
-          (i16x8.narrow_i32x4_u
-            (call $near (local.get $dt) (local.get $w0))
-            (call $near (local.get $dt) (local.get $w1))))))
+        (else (call $near8 (local.get $dt) (local.get $w0) (local.get $w1)))))
     (v128.store64_lane 0 (local.get $p0) (local.get $r))
     (v128.store64_lane 1 (local.get $p1) (local.get $r)))
 
@@ -216,6 +221,36 @@
                 (v128.const i32x4 0x47800000 0x47800000 0x47800000 0x47800000))
               (v128.const i32x4 0x8effefff 0x8effefff 0x8effefff 0x8effefff))
             (i32x4.eq (local.get $a) (v128.const i64x2 0 0)))))))
+
+  ;; dt's bits of four nearest-even float32 bits w for which $inexact is false, as 16-bit
+  ;; lanes 0-3 (lanes 4-7 unspecified).
+  (func $near4 (param $dt i32) (param $w v128) (result v128)
+    (local $r v128)
+    (if (result v128) (i32.eq (local.get $dt) (i32.const 2))
+      (then
+        (local.set $r (call $near (local.get $dt) (local.get $w)))
+        (i16x8.narrow_i32x4_u (local.get $r) (local.get $r)))
+      (else (call $near16x4 (local.get $w)))))
+
+  ;; The same for eight (w0, w1), as 16-bit lanes (w0's in lanes 0-3, w1's in 4-7).
+  (func $near8 (param $dt i32) (param $w0 v128) (param $w1 v128) (result v128)
+    (if (result v128) (i32.eq (local.get $dt) (i32.const 2))
+      (then
+        (i16x8.narrow_i32x4_u
+          (call $near (local.get $dt) (local.get $w0))
+          (call $near (local.get $dt) (local.get $w1))))
+      (else (call $near16x8 (local.get $w0) (local.get $w1)))))
+
+  ;; $near4 and $near8 for float16. The FP16 build replaces both (kernels_fp16.wat).
+  (func $near16x4 (param $w v128) (result v128)
+    (local $r v128)
+    (local.set $r (call $near (i32.const 1) (local.get $w)))
+    (i16x8.narrow_i32x4_u (local.get $r) (local.get $r)))
+
+  (func $near16x8 (param $w0 v128) (param $w1 v128) (result v128)
+    (i16x8.narrow_i32x4_u
+      (call $near (i32.const 1) (local.get $w0))
+      (call $near (i32.const 1) (local.get $w1))))
 
   ;; dt's bits (in the low half of each lane) of four nearest-even float32 bits w for which
   ;; $inexact is false: finite, not on a tie, and (float16) zero or normal below the
