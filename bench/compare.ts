@@ -1,6 +1,6 @@
 /**
  * Side-by-side timing in one run: every seed operator on every available device
- * (CPU backend; the NPU code path when CANN opens, e.g. `ACLNN_NORM_LIB_DIR=build/sim`), per
+ * (CPU backend; the NPU code path when CANN opens, e.g. `ACLNN_NORM_LIB_DIR=$PWD/build/sim`), per
  * dtype, reporting the median time and the ratio to the CPU float32 row of the same operator.
  *
  *   deno run --allow-ffi --allow-env --allow-read bench/compare.ts [--shape 8,64,32,32] [--runs 15]
@@ -60,6 +60,7 @@ interface Row {
 const rows: Row[] = [];
 const cases: (Omit<Row, "ms"> & { run: () => void })[] = [];
 const devices = benchDevices();
+const deviceWidth = Math.max(...devices.map((d) => d.name.length)) + 2;
 
 for (const { name, device } of devices) {
   for (const dtype of ["float32", "float16", "bfloat16"] as const) {
@@ -114,15 +115,15 @@ for (const { device } of devices) if (device !== "cpu") device.close();
 
 console.log(`shape [${shape.join(", ")}], GroupNorm groups ${group}, median of ${runs} runs`);
 console.log(
-  `${"operator".padEnd(26)}${"device".padEnd(8)}${"dtype".padEnd(10)}${
+  `${"operator".padEnd(26)}${"device".padEnd(deviceWidth)}${"dtype".padEnd(10)}${
     "ms".padStart(9)
   }  vs cpu float32`,
 );
 for (const r of rows) {
   const base = rows.find((b) => b.op === r.op && b.device === "cpu" && b.dtype === "float32")!;
   console.log(
-    `${r.op.padEnd(26)}${r.device.padEnd(8)}${r.dtype.padEnd(10)}${r.ms.toFixed(2).padStart(9)}  ${
-      (r.ms / base.ms).toFixed(2)
-    }x`,
+    `${r.op.padEnd(26)}${r.device.padEnd(deviceWidth)}${r.dtype.padEnd(10)}${
+      r.ms.toFixed(2).padStart(9)
+    }  ${(r.ms / base.ms).toFixed(2)}x`,
   );
 }

@@ -85,6 +85,11 @@ export interface CpuCase {
   /** Outputs allocated by the call, the result dropped (left to the garbage collector). */
   runDropped(): void;
   /**
+   * Runs it with outputs allocated by the call and returns the result (a Tensor or a result
+   * object), for comparing outputs; the caller disposes it.
+   */
+  result(): unknown;
+  /**
    * Frees the case's data tensors (their host heap blocks: cases are built one at a time,
    * so that every case finds room in the heap, as a program that disposes would).
    */
@@ -111,6 +116,7 @@ export function cpuCase(
     run: () => void run(true),
     runNatural: () => disposeResult(run(false)),
     runDropped: () => void run(false),
+    result: () => run(false),
     dispose: () => made.forEach((t) => t.dispose()),
   };
 }

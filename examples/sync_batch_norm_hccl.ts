@@ -28,18 +28,51 @@ import {
 } from "../mod.ts";
 import { describeLibraries } from "../ascend.ts";
 
-const { values: flags } = parseArgs({
-  // `deno task <name> -- --flag` hands the `--` through (after the task's own flags).
-  args: Deno.args.filter((arg) => arg !== "--"),
-  options: {
-    ranks: { type: "string", default: "2" },
-    "lib-dir": { type: "string" },
-    sim: { type: "boolean", default: false },
-    dtype: { type: "string", default: "float32" },
-    port: { type: "string" },
-  },
-});
+const USAGE = `usage: deno task example:syncbn [-- --ranks W] [--sim | --lib-dir DIR]
+                                [--dtype float32|float16|bfloat16] [--port P]
+  --ranks W       rank processes, one NPU each (default 2)
+  --sim           the software CANN and HCCL of build/sim (example:syncbn:sim passes it)
+  --lib-dir DIR   the CANN libraries in DIR (absolute)
+  --dtype D       data dtype (default float32)
+  --port P        rank 0's rendezvous port (default: a free one)
+  -h, --help      print this text`;
+
+/** One line naming the problem, exit 2 (no stack trace). */
+function usageError(message: string): never {
+  console.error(`example:syncbn: ${message} (see --help)`);
+  Deno.exit(2);
+}
+
+const args = Deno.args.filter((arg) => arg !== "--");
+if (args.includes("--help") || args.includes("-h")) {
+  console.log(USAGE);
+  Deno.exit(0);
+}
+function parseFlags() {
+  return parseArgs({
+    args,
+    options: {
+      ranks: { type: "string", default: "2" },
+      "lib-dir": { type: "string" },
+      sim: { type: "boolean", default: false },
+      dtype: { type: "string", default: "float32" },
+      port: { type: "string" },
+    },
+  }).values;
+}
+let flags: ReturnType<typeof parseFlags>;
+try {
+  flags = parseFlags();
+} catch (e) {
+  usageError((e as Error).message.split("\n")[0]);
+}
 const W = Number(flags.ranks);
+if (!Number.isInteger(W) || W < 1) {
+  usageError(`--ranks must be a positive integer, got "${flags.ranks}"`);
+}
+if (!["float32", "float16", "bfloat16"].includes(flags.dtype)) {
+  usageError(`--dtype must be float32, float16 or bfloat16, got "${flags.dtype}"`);
+}
 const dtype = flags.dtype as DType;
 const libDir = flags.sim ? new URL("../build/sim", import.meta.url).pathname : flags["lib-dir"];
 const [C, H, Wd] = [8, 4, 4];

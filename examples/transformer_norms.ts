@@ -6,7 +6,7 @@
  * output and the residual). SGD on gamma makes the loss fall; the gradient of the residual is
  * checked against central differences of the forward.
  *
- * Run: `deno run --allow-ffi --allow-env --allow-read examples/transformer_norms.ts [--cpu]`
+ * Run: `deno run --allow-ffi --allow-env --allow-read examples/transformer_norms.ts [--cpu | --sim]`
  *
  * @module
  */
@@ -14,7 +14,9 @@
 import { addRmsNorm, type Device, rmsNormGrad, Tensor } from "../mod.ts";
 import { openBackend } from "./backend.ts";
 
-const backend = openBackend();
+const backend = openBackend(
+  "usage: deno run --allow-ffi --allow-env --allow-read examples/transformer_norms.ts [--cpu | --sim]",
+);
 const device: Device = backend.device;
 
 /** Batch, sequence length, model dimension; RMSNorm runs over the model dimension. */

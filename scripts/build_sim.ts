@@ -22,6 +22,7 @@
  * @module
  */
 
+import { parseCommand } from "./cli.ts";
 import "./require_deno.ts";
 import { writePlatformConfig } from "./sim_platform.ts";
 
@@ -281,8 +282,19 @@ async function writeVersionInfo(): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const force = Deno.args.includes("--force");
-  const smoke = Deno.args.includes("--smoke");
+  const flags = parseCommand({
+    name: "build:sim",
+    usage: `usage: deno task build:sim [--force] [--smoke]
+  --force      rebuild every target
+  --smoke      run the C smoke tests afterwards (exit 1 if a check fails)
+  -h, --help   print this text`,
+    options: {
+      force: { type: "boolean", default: false },
+      smoke: { type: "boolean", default: false },
+    },
+  });
+  const force = flags.force;
+  const smoke = flags.smoke;
   await Deno.mkdir(outDir, { recursive: true });
   await writePlatformConfig(PLATFORM_TABLE, platformDir);
   // A CANN install keeps its operator packages in <root>/opp beside the libraries, and

@@ -36,6 +36,7 @@ export function parseCommand<O extends NonNullable<ParseArgsConfig["options"]>>(
   command: Command<O>,
   args: readonly string[] = Deno.args,
 ) {
+  reportUserErrors(command.name);
   const given = args.filter((a) => a !== "--");
   if (given.includes("--help") || given.includes("-h")) {
     console.log(command.usage.trimEnd());
@@ -90,6 +91,25 @@ export function listOf<T extends string>(
 function isUserError(e: unknown): e is Error {
   return e instanceof AclnnError || e instanceof AclError || e instanceof HcclError ||
     e instanceof RangeError || e instanceof Deno.errors.NotCapable;
+}
+
+/**
+ * From now on an uncaught error the user can act on (a bad environment value found at the
+ * first allocation, a refused argument) ends the process with one line `<name>: <message>` and
+ * exit code 1; other errors (bugs) keep Deno's report with the stack.
+ */
+export function reportUserErrors(name: string): void {
+  const report = (error: unknown, event: Event) => {
+    if (!isUserError(error)) return;
+    event.preventDefault();
+    console.error(`${name}: ${error.message.split("\n")[0]}`);
+    Deno.exit(1);
+  };
+  globalThis.addEventListener("error", (e) => report((e as ErrorEvent).error, e));
+  globalThis.addEventListener(
+    "unhandledrejection",
+    (e) => report((e as PromiseRejectionEvent).reason, e),
+  );
 }
 
 /**

@@ -9,6 +9,9 @@
 
 import "./require_deno.ts";
 import { parseArgs } from "node:util";
+import { reportUserErrors, runCommand } from "./cli.ts";
+
+reportUserErrors("demo");
 import {
   batchNormBackward,
   batchNormReduceBackward,
@@ -105,11 +108,16 @@ const HxW = shape.slice(2).reduce((a, b) => a * b, 1);
 
 // Library directories must be absolute (relative ones are refused): resolve build/sim here.
 const simDir = new URL("../build/sim", import.meta.url).pathname;
-const selection = flags.cpu
-  ? { device: "cpu" as const, description: "CPU backend (--cpu)" }
-  : flags.sim
-  ? selectDefaultDevice({ libDir: simDir, backend: "npu" })
-  : selectDefaultDevice({ libDir });
+let selection: ReturnType<typeof selectDefaultDevice> = {
+  device: "cpu",
+  description: "CPU backend (--cpu)",
+};
+await runCommand("demo", () => {
+  if (flags.cpu) return;
+  selection = flags.sim
+    ? selectDefaultDevice({ libDir: simDir, backend: "npu" })
+    : selectDefaultDevice({ libDir });
+});
 const device = selection.device;
 console.log(`backend: ${selection.description}`);
 console.log(`shape: [${shape.join(", ")}] ${dtype}, GroupNorm groups: ${group}, repeat: ${repeat}`);
@@ -154,31 +162,47 @@ const gnMeanT = onDevice(Tensor.fromArray(gnMean, [N, group]));
 const gnRstdT = onDevice(Tensor.fromArray(gnRstd, [N, group]));
 const gamma = onDevice(Tensor.fromArray(weight64, [C]));
 
-/** Median wall time of `repeat` runs after one warm-up, in milliseconds. */
-function time<T>(run: () => T): { result: T; ms: number } {
-  let result = run();
+/**
+ * Median wall time of one call over `repeat` runs after one warm-up, in milliseconds, timed the
+ * same way for every operator: the call as users write it (outputs allocated by the call), the
+ * device's queued work finished (an NPU synchronises), the result freed at once (as `using`
+ * does). Reading the results back is not timed: `read` runs once, on a last call.
+ */
+function time<T>(
+  call: () => Disposable,
+  read: (result: Disposable) => T,
+): { result: T; ms: number } {
+  const finish = () => device !== "cpu" && device.synchronize();
+  call()[Symbol.dispose]();
+  finish();
   const times: number[] = [];
   for (let i = 0; i < repeat; i++) {
     const start = performance.now();
-    result = run();
+    const r = call();
+    finish();
     times.push(performance.now() - start);
+    r[Symbol.dispose]();
   }
   times.sort((a, b) => a - b);
-  return { result, ms: times[Math.floor(times.length / 2)] };
+  const last = call();
+  try {
+    return { result: read(last), ms: times[Math.floor(times.length / 2)] };
+  } finally {
+    last[Symbol.dispose]();
+  }
 }
 
 const rows: { op: string; outputs: string; ms: number; deviation: number }[] = [];
 
 // 1. aclnnBatchNormReduceBackward
 {
-  const { result, ms } = time(() => {
-    const r = batchNormReduceBackward({ gradOut: dys, input: xs, mean, invstd, weight });
-    return [
-      r.sumDy!.toFloat64Array(),
-      r.sumDyXmu!.toFloat64Array(),
-      r.gradWeight!.toFloat64Array(),
-    ];
-  });
+  const { result, ms } = time(
+    () => batchNormReduceBackward({ gradOut: dys, input: xs, mean, invstd, weight }),
+    (r) => {
+      const { sumDy, sumDyXmu, gradWeight } = r as ReturnType<typeof batchNormReduceBackward>;
+      return [sumDy!.toFloat64Array(), sumDyXmu!.toFloat64Array(), gradWeight!.toFloat64Array()];
+    },
+  );
   const ref = batchNormSums64(dy64, x64, bnMean, shape);
   const deviation = Math.max(
     maxDeviation(result[0], ref.sumDy),
@@ -191,15 +215,17 @@ const rows: { op: string; outputs: string; ms: number; deviation: number }[] = [
 // 2. BatchNorm backward, aclnn shape and InfiniOp descriptor shape (training gradient).
 const refGradInput = batchNormGradInput64(dy64, x64, bnMean, bnInvstd, weight64, shape);
 {
-  const { result, ms } = time(() =>
-    batchNormBackward({
-      gradOut: dys,
-      input: xs,
-      weight,
-      saveMean: mean,
-      saveInvstd: invstd,
-      training: true,
-    }).gradInput!.toFloat64Array()
+  const { result, ms } = time(
+    () =>
+      batchNormBackward({
+        gradOut: dys,
+        input: xs,
+        weight,
+        saveMean: mean,
+        saveInvstd: invstd,
+        training: true,
+      }),
+    (r) => (r as ReturnType<typeof batchNormBackward>).gradInput!.toFloat64Array(),
   );
   const deviation = maxDeviation(result, refGradInput);
   rows.push({ op: "batchNormBackward", outputs: `[${shape.join(", ")}]`, ms, deviation });
@@ -223,7 +249,11 @@ const refGradInput = batchNormGradInput64(dy64, x64, bnMean, bnInvstd, weight64,
   };
   // InfiniOp's running stats are E[x] and Var[x] of the batch; eps 1e-5 matches the reference.
   using descriptor = createBatchNormBackwardDescriptor({ ...tensors, eps: 1e-5 });
-  const { ms } = time(() => descriptor.compute(tensors));
+  // The descriptor API writes into the outputs it is given: nothing to allocate or free.
+  const { ms } = time(() => {
+    descriptor.compute(tensors);
+    return { [Symbol.dispose]() {} };
+  }, () => undefined);
   // The descriptor uses the dtype-rounded running stats; compare against those.
   const rm = runningMean.toFloat64Array();
   const rv = runningVar.toFloat64Array();
@@ -241,21 +271,14 @@ const refGradInput = batchNormGradInput64(dy64, x64, bnMean, bnInvstd, weight64,
 
 // 3. aclnnGroupNormBackward
 {
-  const { result, ms } = time(() => {
-    const r = groupNormBackward({
-      gradOut: dys,
-      input: xs,
-      mean: gnMeanT,
-      rstd: gnRstdT,
-      gamma,
-      group,
-    });
-    return [
-      r.gradInput!.toFloat64Array(),
-      r.gradGamma!.toFloat64Array(),
-      r.gradBeta!.toFloat64Array(),
-    ];
-  });
+  const { result, ms } = time(
+    () =>
+      groupNormBackward({ gradOut: dys, input: xs, mean: gnMeanT, rstd: gnRstdT, gamma, group }),
+    (r) => {
+      const { gradInput, gradGamma, gradBeta } = r as ReturnType<typeof groupNormBackward>;
+      return [gradInput!.toFloat64Array(), gradGamma!.toFloat64Array(), gradBeta!.toFloat64Array()];
+    },
+  );
   const ref = groupNormGrads64(dy64, x64, gnMean, gnRstd, weight64, N, C, HxW, group);
   const deviation = Math.max(
     maxDeviation(result[0], ref.gradInput),
@@ -281,7 +304,7 @@ const tolerance = TOLERANCE[dtype];
 
 console.log("");
 console.log(
-  `${"operator".padEnd(34)}${"outputs".padEnd(22)}${"ms/op".padStart(10)}  ${
+  `${"operator".padEnd(34)}${"outputs".padEnd(22)}${"ms/call".padStart(10)}  ${
     "deviation".padStart(9)
   }  verdict`,
 );
@@ -297,7 +320,10 @@ for (const r of rows) {
 }
 console.log("");
 console.log(
-  `deviation: the largest |output - reference| / max(1, |reference|) over every element of the\n` +
+  `ms/call: median wall time of one call with its outputs allocated by the call and freed at\n` +
+    `once (as \`using\` does; the InfiniOp descriptor writes into the outputs it is given, as its\n` +
+    `API does), the device's queued work included; reading results back is not timed.\n` +
+    `deviation: the largest |output - reference| / max(1, |reference|) over every element of the\n` +
     `operator's outputs, where the reference is a float64 recomputation from the same (rounded)\n` +
     `inputs (scripts/demo_reference.ts). Tolerance for ${dtype} outputs: ${tolerance}.`,
 );

@@ -12,6 +12,7 @@ import { parseCommand } from "./cli.ts";
 import { describeLibraries, type DiscoveryReport } from "../src/ffi/library.ts";
 import { openCannLibraries } from "../src/ffi/library.ts";
 import { recentErrorMessage } from "../src/ffi/errors.ts";
+import { effectiveOppPath } from "../src/ffi/opp_path.ts";
 import { cannVersion, driverVersion } from "./cann_versions.ts";
 
 const flags = parseCommand({
@@ -64,12 +65,25 @@ function probeDevices(report: DiscoveryReport, libDir: string | undefined): Devi
 const report = describeLibraries({ libDir: flags["lib-dir"] });
 const version = cannVersion(report.dir);
 const driver = driverVersion();
-const oppPath = env("ASCEND_OPP_PATH");
+// What openAscend would use: the environment's value, else the opp directory beside the
+// libraries (src/ffi/opp_path.ts).
+let opp: { path: string; derived: boolean } | undefined;
+try {
+  opp = report.found ? effectiveOppPath(report.dir) : undefined;
+} catch {
+  opp = undefined; // no permission to look: reported as not set
+}
+const oppPath = opp?.path ?? env("ASCEND_OPP_PATH");
 const devices = probeDevices(report, flags["lib-dir"]);
 
 const missing: string[] = [];
 if (!report.found) missing.push("the CANN libraries (see the paths tried above)");
-if (!oppPath) missing.push("ASCEND_OPP_PATH (aclnn phase 1 fails with 561107 without it)");
+if (!oppPath) {
+  missing.push(
+    "ASCEND_OPP_PATH, and no opp directory beside the libraries to derive it from (aclnn " +
+      "phase 1 fails with 561107 without it)",
+  );
+}
 for (const lib of report.libraries) {
   for (const symbol of lib.missingOptional) {
     missing.push(`optional symbol ${symbol} in ${lib.path}`);
@@ -80,7 +94,15 @@ if (devices.deviceCount === 0) missing.push("an NPU device (aclrtGetDeviceCount 
 if (flags.json) {
   console.log(
     JSON.stringify(
-      { report, version, driver, oppPath: oppPath ?? null, devices, missing },
+      {
+        report,
+        version,
+        driver,
+        oppPath: oppPath ?? null,
+        oppPathDerived: opp?.derived ?? false,
+        devices,
+        missing,
+      },
       null,
       2,
     ),
@@ -112,12 +134,25 @@ if (flags.json) {
     "",
     `CANN version:    ${version.version}${version.file ? ` (${version.file})` : ""}`,
     `Driver version:  ${driver.version}${driver.file ? ` (${driver.file})` : ""}`,
-    `ASCEND_OPP_PATH: ${oppPath ?? "not set"}`,
+    `ASCEND_OPP_PATH: ${
+      opp?.derived
+        ? `${opp.path} (unset; openAscend derives it from the libraries' directory)`
+        : oppPath ?? "not set"
+    }`,
     `Devices:         ${devices.deviceCount ?? "unknown"}`,
     `SoC:             ${devices.socName ?? "unknown"}`,
   );
   if (devices.error) lines.push(`Device probe:    ${devices.error}`);
   lines.push("", missing.length === 0 ? "Nothing missing." : "Missing:");
   for (const m of missing) lines.push(`  - ${m}`);
+  if (!report.found || devices.deviceCount === 0 || devices.deviceCount === undefined) {
+    lines.push(
+      "",
+      "No NPU here? The same NPU code path runs against the software CANN in tests/sim:",
+      "  deno task demo:sim            (builds it, then runs the demo on it)",
+      '  openAscend({ libDir: "<absolute path of build/sim>" })   from your own code',
+      "and the CPU backend runs everything without one (deno task demo).",
+    );
+  }
   console.log(lines.join("\n"));
 }

@@ -15,7 +15,8 @@
 
 import assert from "node:assert/strict";
 import { AclError } from "../src/ffi/errors.ts";
-import { describeLibraries, openCannLibraries, permissionError } from "../src/ffi/library.ts";
+import { describeLibraries, openCannLibraries } from "../src/ffi/library.ts";
+import { permissionError } from "../src/ffi/errors.ts";
 import { SIM_DIR, simEnv } from "./helpers/ffi_sim.ts";
 
 const CHILD = new URL("./fixtures/ffi_open_child.ts", import.meta.url).pathname;

@@ -129,6 +129,13 @@ Deno.test("infiniop BatchNormBackward: a missing tensor is NULL_POINTER (161001)
   }
 });
 
+Deno.test("infiniop BatchNormBackward: compute without its argument object is NULL_POINTER", () => {
+  using desc = createBatchNormBackwardDescriptor(plain(2, 3, 4));
+  for (const value of [undefined, null]) {
+    assertAclnnError(() => desc.compute(value as never), NULLPTR, "args", "NULL_POINTER");
+  }
+});
+
 Deno.test("infiniop BatchNormBackward: dtype rules are BAD_TENSOR_DTYPE", () => {
   const p = plain(2, 3, 4);
   assertAclnnError(

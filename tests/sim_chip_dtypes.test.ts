@@ -9,7 +9,10 @@
  *   (sync_batch_norm_backward_elemt/op_api/aclnn_batch_norm_elemt_backward.cpp 191-202, 346-405);
  * - on DAV_3510 aclnnBatchNormBackward requires gradWeight and gradBias to share a dtype whenever
  *   both are non-NULL, whatever outputMask says (aclnn_batch_norm_backward.cpp 355-357);
- *   elsewhere gradInput must be input's dtype (ViewCopy in BatchNormPost).
+ *   elsewhere gradInput must be input's dtype (ViewCopy in BatchNormPost);
+ * - aclnnGroupNorm takes no mixed precision on any SoC: gamma, beta, out, meanOut and rstdOut
+ *   must each have self's dtype, with no chip branch (group_norm/op_host/op_api/
+ *   aclnn_group_norm.cpp CheckDtypeValid 69-87; its BF16 list on DAV_2201/regbase only, 59-67).
  * Expected values are float64 oracles (tests/helpers/chip_round.ts). Needs the built simulator.
  *
  * @module
@@ -20,7 +23,7 @@ import { arg } from "../src/ffi/executor.ts";
 import type { AscendDevice } from "../src/ffi/runtime.ts";
 import type { DType } from "../src/tensor/dtype.ts";
 import { type NarrowDType, roundTo } from "./helpers/chip_round.ts";
-import { argsFor, C, X } from "./helpers/sim_args.ts";
+import { argsFor, C, N, X } from "./helpers/sim_args.ts";
 import { dev, expectAclnn, expectOk, fresh, onSoc, values } from "./helpers/sim_raw.ts";
 
 const INVALID = 161002;
@@ -224,4 +227,69 @@ Deno.test("chip dtypes: BatchNormBackward's gradInput in another dtype than inpu
   onSoc("Ascend910B4", (npu) => {
     expectOk(npu, "aclnnBatchNormBackward", argsFor(npu, "aclnnBatchNormBackward", "float16"));
   });
+});
+
+// ---- aclnnGroupNorm --------------------------------------------------------------------------
+/**
+ * Every SoC the simulator plays that runs aclnnGroupNorm, and whether self may be BF16 there
+ * (aclnn_group_norm.cpp 59-67: NpuArch 2201 or 3510). Written from the source, not soc.ts.
+ */
+const GROUP_NORM_SOCS: readonly { soc: string; bf16: boolean }[] = [
+  { soc: "Ascend910A", bf16: false }, // DAV_1001
+  { soc: "Ascend310P3", bf16: false }, // DAV_2002
+  { soc: "Ascend910B4", bf16: true }, // Atlas A2, DAV_2201
+  { soc: "Ascend910_9391", bf16: true }, // Atlas A3, DAV_2201
+  { soc: "Ascend950PR_9599", bf16: true }, // DAV_3510
+  { soc: "Ascend910_9599", bf16: true }, // the 950 under its pre-2026 name
+  { soc: "Ascend350_354f", bf16: true }, // DAV_3510
+];
+
+const CANN_DT: Record<string, string> = {
+  float32: "DT_FLOAT",
+  float16: "DT_FLOAT16",
+  bfloat16: "DT_BF16",
+};
+
+Deno.test("chip dtypes: aclnnGroupNorm takes no mixed precision on any SoC", () => {
+  const gn = (npu: AscendDevice, self: DType, other: DType, names: readonly string[]) =>
+    argsFor(npu, "aclnnGroupNorm", self, {
+      ...Object.fromEntries(names.map((name) => [
+        name,
+        name === "gamma" || name === "beta"
+          ? dev(npu, [1.5, 0.5, 2], [C], other)
+          : fresh(npu, name === "out" ? X : [N, 1], other),
+      ])),
+    });
+  for (const { soc, bf16 } of GROUP_NORM_SOCS) {
+    onSoc(soc, (npu) => {
+      // the same dtype everywhere runs (float16 and float32)
+      for (const dt of ["float16", "float32"] as const) {
+        expectOk(npu, "aclnnGroupNorm", gn(npu, dt, dt, ["gamma", "beta"]), `${soc} ${dt}`);
+      }
+      for (const [self, other] of [["float16", "float32"], ["float32", "float16"]] as const) {
+        // each tensor alone in the other dtype, in CheckDtypeValid's order
+        for (const name of ["gamma", "beta", "out", "meanOut", "rstdOut"]) {
+          expectAclnn(
+            npu,
+            "aclnnGroupNorm",
+            gn(npu, self, other, [name]),
+            INVALID,
+            `Tensor ${name} expected dtype is ${CANN_DT[self]} but found ${CANN_DT[other]}.`,
+            `${soc} ${self} self, ${other} ${name}`,
+          );
+        }
+      }
+      // float16/bfloat16 data with float32 gamma, beta, meanOut and rstdOut together (what
+      // aclnnGroupNormSilu takes on DAV_3510): gamma is refused first, or self where BF16 is
+      // not in the list
+      for (const self of ["float16", "bfloat16"] as const) {
+        const args = gn(npu, self, "float32", ["gamma", "beta", "meanOut", "rstdOut"]);
+        const text = self === "bfloat16" && !bf16
+          ? "Tensor self not implemented for DT_BF16, should be in dtype support list " +
+            "[DT_FLOAT16,DT_FLOAT,]."
+          : `Tensor gamma expected dtype is ${CANN_DT[self]} but found DT_FLOAT.`;
+        expectAclnn(npu, "aclnnGroupNorm", args, INVALID, text, `${soc} ${self} mixed`);
+      }
+    });
+  }
 });

@@ -293,3 +293,15 @@ export function unwrapAcl(status: number, what: string, lib: RecentErrorSource |
   const nativeMessage = recentErrorMessage(lib);
   throw new AclError(status, withNative(what, nativeMessage), { nativeMessage });
 }
+/** Turns a missing-permission error into an {@linkcode AclError} that names the flag. */
+export function permissionError(error: unknown, flag: string, what: string): unknown {
+  if (error instanceof Deno.errors.NotCapable || error instanceof Deno.errors.PermissionDenied) {
+    const detail = error instanceof Error ? error.message : String(error);
+    return new AclError(
+      0,
+      `${what} needs the ${flag} permission: run deno with ${flag} (${detail})`,
+      { cause: error },
+    );
+  }
+  return error;
+}

@@ -32,129 +32,40 @@
  * @module
  */
 
-import { type ElfDynamicInfo, fileSource, inspectElf } from "./elf.ts";
-import { AclError } from "./errors.ts";
+import { AclError, permissionError } from "./errors.ts";
 import {
-  type HcclSymbols,
-  hcclSymbols,
-  type NnopbaseSymbols,
-  nnopbaseSymbols,
-  opapiMathSymbols,
-  opapiNnSymbols,
-  type OpapiSymbols,
-  opapiSymbols,
-  type RuntimeSymbols,
-  runtimeSymbols,
-} from "./symbols.ts";
+  type Candidate,
+  exists,
+  join,
+  missingOptional,
+  openLibrary,
+  openSet,
+  trimDir,
+  type Walk,
+} from "./library_open.ts";
+import {
+  type CannLibraries,
+  DEFAULT_LIB_DIRS,
+  type DiscoveryReport,
+  LIB_DIR_ENV,
+  type LibraryAttempt,
+  type LibraryOptions,
+  LOADER_PATH_ENV,
+  RUNTIME_FILES,
+  type SkippedLocation,
+} from "./library_types.ts";
+import { type HcclSymbols, hcclSymbols } from "./symbols.ts";
 
-/** The environment variable naming the directory that holds the CANN libraries. */
-export const LIB_DIR_ENV = "ACLNN_NORM_LIB_DIR";
-
-/** The environment variable that opts in to the loader-path fallback (`1` or `true`). */
-export const LOADER_PATH_ENV = "ACLNN_NORM_USE_LOADER_PATH";
-
-/** Where {@linkcode openCannLibraries} looks. */
-export interface LibraryOptions {
-  /**
-   * An absolute directory holding libacl_rt.so/libascendcl.so, libnnopbase.so and
-   * libopapi*.so. When given, it is the only location tried.
-   */
-  libDir?: string;
-  /**
-   * Last resort: let the dynamic loader resolve bare file names (`LD_LIBRARY_PATH`,
-   * ld.so.cache). Off by default, because an empty `LD_LIBRARY_PATH` entry means the current
-   * directory.
-   */
-  useLoaderPath?: boolean;
-}
-
-/** What a library file is for (`dependency`: a library another one needs, opened first). */
-export type LibraryRole =
-  | "runtime"
-  | "nnopbase"
-  | "opapi_nn"
-  | "opapi_math"
-  | "opapi"
-  | "hccl"
-  | "dependency";
-
-/** One dlopen attempt. */
-export interface LibraryAttempt {
-  /** Which search location this attempt belongs to, e.g. `libDir option` or `loader path`. */
-  readonly source: string;
-  /** What the library is for. */
-  readonly role: LibraryRole;
-  /** The path (or bare file name) passed to dlopen. */
-  readonly path: string;
-  /** Why it did not open, or undefined when it opened. */
-  readonly error?: string;
-}
-
-/** A search location that was not tried (e.g. its environment variable is unset). */
-export interface SkippedLocation {
-  /** The location, e.g. `$ASCEND_HOME_PATH/lib64`. */
-  readonly source: string;
-  /** Why it was skipped. */
-  readonly reason: string;
-}
-
-/** A library that was opened. */
-export interface OpenedLibrary {
-  /** What the library is for. */
-  readonly role: LibraryRole;
-  /** The path passed to dlopen. */
-  readonly path: string;
-  /** Symbols marked optional that this library does not export. */
-  readonly missingOptional: readonly string[];
-}
-
-/** Result of library discovery, successful or not. Never throws; for the doctor and tests. */
-export interface DiscoveryReport {
-  /** Whether a complete set was opened. */
-  readonly found: boolean;
-  /** The directory of the set as it was found (null: bare names through the loader path). */
-  readonly dir: string | null;
-  /** That directory with every symlink resolved (null as for `dir`). */
-  readonly resolvedDir: string | null;
-  /** Where it was found, e.g. `$ASCEND_HOME_PATH/lib64`. */
-  readonly source: string | null;
-  /** The libraries of the set, in the order they were opened. */
-  readonly libraries: readonly OpenedLibrary[];
-  /** Libraries opened first because the set needs them (paths, in order). */
-  readonly dependencies: readonly string[];
-  /** Every dlopen attempt, in order, including failed ones. */
-  readonly attempts: readonly LibraryAttempt[];
-  /** Locations that were not tried and why. */
-  readonly skipped: readonly SkippedLocation[];
-  /** The error that discovery would throw, when nothing was found. */
-  readonly error?: string;
-}
-
-/** The opened CANN libraries: typed symbol tables by role. */
-export interface CannLibraries {
-  /** The directory of the set (null: opened by bare name through the loader path). */
-  readonly dir: string | null;
-  /** The ACL runtime (aclInit, aclrt*). */
-  readonly runtime: Deno.DynamicLibrary<RuntimeSymbols>["symbols"];
-  /** Descriptors and executors (aclCreateTensor, ...). */
-  readonly nnopbase: Deno.DynamicLibrary<NnopbaseSymbols>["symbols"];
-  /** The aclnn operators, merged over libopapi_nn/libopapi_math or libopapi. */
-  readonly ops: Deno.DynamicLibrary<OpapiSymbols>["symbols"];
-  /** How the set was found. */
-  readonly report: DiscoveryReport;
-}
-
-const RUNTIME_FILES = ["libacl_rt.so", "libascendcl.so"] as const;
-const NNOPBASE_FILE = "libnnopbase.so";
-const OPAPI_MATH_FILE = "libopapi_math.so";
-const OPAPI_NN_FILE = "libopapi_nn.so";
-const OPAPI_LEGACY_FILE = "libopapi.so";
-
-/** Default install roots' lib64 directories, newest layout first. */
-export const DEFAULT_LIB_DIRS: readonly string[] = Object.freeze([
-  "/usr/local/Ascend/cann/lib64",
-  "/usr/local/Ascend/ascend-toolkit/latest/lib64",
-]);
+export { DEFAULT_LIB_DIRS, LIB_DIR_ENV, LOADER_PATH_ENV } from "./library_types.ts";
+export type {
+  CannLibraries,
+  DiscoveryReport,
+  LibraryAttempt,
+  LibraryOptions,
+  LibraryRole,
+  OpenedLibrary,
+  SkippedLocation,
+} from "./library_types.ts";
 
 const HINT = "Install CANN and `source <install root>/set_env.sh` before starting deno (e.g. " +
   "/usr/local/Ascend/ascend-toolkit/set_env.sh; it also puts the driver libraries on " +
@@ -163,40 +74,12 @@ const HINT = "Install CANN and `source <install root>/set_env.sh` before startin
   "libacl_rt.so (or libascendcl.so), libnnopbase.so and libopapi_nn.so/libopapi_math.so " +
   "(or libopapi.so).";
 
-/** Turns a missing-permission error into an {@linkcode AclError} that names the flag. */
-export function permissionError(error: unknown, flag: string, what: string): unknown {
-  if (error instanceof Deno.errors.NotCapable || error instanceof Deno.errors.PermissionDenied) {
-    const detail = error instanceof Error ? error.message : String(error);
-    return new AclError(
-      0,
-      `${what} needs the ${flag} permission: run deno with ${flag} (${detail})`,
-      { cause: error },
-    );
-  }
-  return error;
-}
-
 function readEnv(name: string): string | undefined {
   try {
     return Deno.env.get(name);
   } catch (e) {
     throw permissionError(e, "--allow-env", `reading $${name} to find the CANN libraries`);
   }
-}
-
-function trimDir(dir: string): string {
-  return dir.length > 1 ? dir.replace(/\/+$/, "") : dir;
-}
-
-function join(dir: string | null, file: string): string {
-  return dir === null ? file : `${dir}/${file}`;
-}
-
-interface Candidate {
-  readonly source: string;
-  readonly dir: string | null;
-  /** The user named this directory: failures are errors that name it, never replaced. */
-  readonly explicit: boolean;
 }
 
 function truthy(value: string | undefined): boolean {
@@ -237,227 +120,6 @@ function* candidates(options: LibraryOptions, skipped: SkippedLocation[]): Gener
         `${LOADER_PATH_ENV}=1`,
     });
   }
-}
-
-function dlopenError(e: unknown, path: string): string {
-  let text = (e instanceof Error ? e.message : String(e)).replace(/\s+/g, " ").trim();
-  // Deno wraps dlerror() as "Could not open library: Could not open library: <path>: <why>".
-  text = text.replaceAll("Could not open library: ", "");
-  if (text.startsWith(`${path}: `)) text = text.slice(path.length + 2);
-  return text;
-}
-
-function missingOptional(
-  symbols: Record<string, unknown>,
-  table: Deno.ForeignLibraryInterface,
-): string[] {
-  return Object.keys(table).filter((name) => symbols[name] === null);
-}
-
-/** Every file opened so far in this process (dependencies included), by path. */
-const loaded = new Map<string, Deno.DynamicLibrary<Deno.ForeignLibraryInterface>>();
-
-/**
- * Stat + ELF check of `path`: the problem in words, or its dynamic info. A missing
- * --allow-read becomes the AclError that names the flag.
- */
-function checkFile(path: string): { info?: ElfDynamicInfo; problem?: string } {
-  let file: Deno.FsFile;
-  try {
-    const stat = Deno.statSync(path);
-    if (!stat.isFile) return { problem: "is not a regular file" };
-    file = Deno.openSync(path, { read: true });
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound) {
-      return { problem: "cannot open shared object file: No such file or directory" };
-    }
-    const denied = permissionError(e, "--allow-read", `checking ${path}`);
-    if (denied !== e) throw denied;
-    return { problem: e instanceof Error ? e.message : String(e) };
-  }
-  try {
-    const check = inspectElf(fileSource(file));
-    return check.ok ? { info: check.info } : { problem: `${check.problem} (not loaded)` };
-  } catch (e) {
-    return { problem: `cannot be read: ${e instanceof Error ? e.message : String(e)}` };
-  } finally {
-    file.close();
-  }
-}
-
-/** Whether `dir/name` exists (a missing permission propagates as the flag's AclError). */
-function exists(path: string): boolean {
-  try {
-    return Deno.statSync(path).isFile;
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound) return false;
-    const denied = permissionError(e, "--allow-read", `checking ${path}`);
-    if (denied !== e) throw denied;
-    return false;
-  }
-}
-
-/** dlopen with a clear AclError for a missing --allow-ffi (scoped or not). */
-function dlopen<S extends Deno.ForeignLibraryInterface>(
-  path: string,
-  table: S,
-): Deno.DynamicLibrary<S> {
-  try {
-    return Deno.dlopen(path, table);
-  } catch (e) {
-    const denied = permissionError(
-      e,
-      "--allow-ffi",
-      `opening ${path} (a path-scoped --allow-ffi must include the CANN library directory)`,
-    );
-    if (denied !== e) throw denied;
-    throw e;
-  }
-}
-
-/** Per-candidate state: the attempts so far and the dependencies opened for it. */
-interface Walk {
-  readonly candidate: Candidate;
-  readonly attempts: LibraryAttempt[];
-  readonly dependencies: string[];
-  /** Files being opened (guards against DT_NEEDED cycles). */
-  readonly opening: Set<string>;
-}
-
-/**
- * Opens the DT_NEEDED entries of a library that exist in its own directory, dependencies
- * first. Returns the first problem, or undefined when every in-directory dependency opened.
- */
-function openDependencies(walk: Walk, info: ElfDynamicInfo): string | undefined {
-  const dir = walk.candidate.dir;
-  if (dir === null) return undefined;
-  for (const name of info.needed) {
-    const path = join(dir, name);
-    if (loaded.has(path) || walk.opening.has(path) || !exists(path)) continue;
-    walk.opening.add(path);
-    const problem = openChecked(walk, "dependency", path, {});
-    walk.opening.delete(path);
-    if (problem !== undefined) return `${name} (needed) ${problem}`;
-    walk.dependencies.push(path);
-  }
-  return undefined;
-}
-
-/**
- * Checks, opens the dependencies of, and dlopens `path` with `table` (cached per path).
- * Records the attempt; returns the problem, or undefined on success.
- */
-function openChecked(
-  walk: Walk,
-  role: LibraryRole,
-  path: string,
-  table: Deno.ForeignLibraryInterface,
-): string | undefined {
-  const record = (error?: string) => {
-    walk.attempts.push({ source: walk.candidate.source, role, path, error });
-    return error;
-  };
-  if (walk.candidate.dir !== null) {
-    const { info, problem } = checkFile(path);
-    if (problem !== undefined) return record(problem);
-    const dependencyProblem = openDependencies(walk, info!);
-    if (dependencyProblem !== undefined) return record(dependencyProblem);
-  }
-  if (Object.keys(table).length === 0 && loaded.has(path)) return record();
-  try {
-    loaded.set(path, dlopen(path, table));
-    return record();
-  } catch (e) {
-    if (e instanceof AclError) throw e;
-    return record(dlopenError(e, path));
-  }
-}
-
-/** Opens one library of the set with its symbol table; null when it did not open. */
-function openLibrary<S extends Deno.ForeignLibraryInterface>(
-  walk: Walk,
-  role: LibraryRole,
-  file: string,
-  table: S,
-): Deno.DynamicLibrary<S> | null {
-  const path = join(walk.candidate.dir, file);
-  if (openChecked(walk, role, path, table) !== undefined) return null;
-  return loaded.get(path) as unknown as Deno.DynamicLibrary<S>;
-}
-
-interface OpenedSet {
-  readonly libs: CannLibraries;
-}
-
-/** Tries one directory. Libraries that opened stay loaded (harmless; reused on a retry). */
-function openSet(walk: Walk, skipped: SkippedLocation[]): OpenedSet | null {
-  const opened: OpenedLibrary[] = [];
-  const note = <S extends Deno.ForeignLibraryInterface>(
-    lib: Deno.DynamicLibrary<S>,
-    role: LibraryRole,
-    file: string,
-    table: S,
-  ) => {
-    opened.push({
-      role,
-      path: join(walk.candidate.dir, file),
-      missingOptional: missingOptional(lib.symbols as Record<string, unknown>, table),
-    });
-  };
-
-  let runtime: Deno.DynamicLibrary<RuntimeSymbols> | null = null;
-  for (const file of RUNTIME_FILES) {
-    runtime = openLibrary(walk, "runtime", file, runtimeSymbols);
-    if (runtime) {
-      note(runtime, "runtime", file, runtimeSymbols);
-      break;
-    }
-  }
-  if (!runtime) return null;
-
-  const nnopbase = openLibrary(walk, "nnopbase", NNOPBASE_FILE, nnopbaseSymbols);
-  if (!nnopbase) return null;
-  note(nnopbase, "nnopbase", NNOPBASE_FILE, nnopbaseSymbols);
-
-  let ops: Deno.DynamicLibrary<OpapiSymbols>["symbols"] | null = null;
-  // libopapi_nn.so needs libopapi_math.so: open math first.
-  const math = openLibrary(walk, "opapi_math", OPAPI_MATH_FILE, opapiMathSymbols);
-  const nn = math ? openLibrary(walk, "opapi_nn", OPAPI_NN_FILE, opapiNnSymbols) : null;
-  if (nn && math) {
-    note(math, "opapi_math", OPAPI_MATH_FILE, opapiMathSymbols);
-    note(nn, "opapi_nn", OPAPI_NN_FILE, opapiNnSymbols);
-    ops = { ...nn.symbols, ...math.symbols };
-  } else {
-    const legacy = openLibrary(walk, "opapi", OPAPI_LEGACY_FILE, opapiSymbols);
-    if (legacy) {
-      note(legacy, "opapi", OPAPI_LEGACY_FILE, opapiSymbols);
-      ops = legacy.symbols;
-    }
-  }
-  if (!ops) return null;
-
-  const dir = walk.candidate.dir;
-  let resolvedDir: string | null = null;
-  if (dir !== null) {
-    try {
-      resolvedDir = Deno.realPathSync(dir);
-    } catch {
-      resolvedDir = dir;
-    }
-  }
-  const report: DiscoveryReport = {
-    found: true,
-    dir,
-    resolvedDir,
-    source: walk.candidate.source,
-    libraries: opened,
-    dependencies: [...walk.dependencies],
-    attempts: [...walk.attempts],
-    skipped: [...skipped],
-  };
-  return {
-    libs: { dir, runtime: runtime.symbols, nnopbase: nnopbase.symbols, ops, report },
-  };
 }
 
 /** Opened sets by directory (`""` for the loader path). */

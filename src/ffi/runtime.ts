@@ -25,6 +25,7 @@
 
 import type { AcceleratorDevice, DeviceStorage } from "../tensor/device.ts";
 import { trackStorage } from "../tensor/scope.ts";
+import { deriveOppPath } from "./opp_path.ts";
 import {
   ACL_ERROR_REPEAT_INITIALIZE,
   ACL_SUCCESS,
@@ -36,12 +37,7 @@ import { CallCache } from "./call_cache.ts";
 import { openDevicesInProcess, registerOpenDevice, unregisterOpenDevice } from "./open_devices.ts";
 import { collectGarbage, onNextTurn, RECLAIM_AFTER_BYTES } from "./reclaim.ts";
 import { AclError, recentErrorMessage, unwrapAcl } from "./errors.ts";
-import {
-  type CannLibraries,
-  type LibraryOptions,
-  openCannLibraries,
-  permissionError,
-} from "./library.ts";
+import { type CannLibraries, type LibraryOptions, openCannLibraries } from "./library.ts";
 
 /** What {@linkcode AscendDevice.memory} reports (bytes and counts). */
 export interface DeviceMemoryStats extends AllocatorStats {
@@ -787,36 +783,6 @@ export function openAscend(options: OpenAscendOptions = {}): AscendDevice {
   openDevices.add(state);
   state.registration = registerOpenDevice(openRecord(libs.dir, state.name));
   return device;
-}
-
-/**
- * `set_env.sh` sets ASCEND_OPP_PATH to `<toolkit>/opp`, the sibling of `<toolkit>/lib64`, and
- * aclnn fails with 561107 without it. When it is unset, set it the same way from the directory
- * the libraries were loaded from, taken lexically: `<toolkit>/lib64` is a symlink to
- * `<toolkit>/<arch>-linux/lib64`, so resolving it first would look for a `<arch>-linux/opp`
- * that does not exist. Only an absolute library directory (never the loader path) is trusted.
- * Missing permissions surface as an AclError that names the flag.
- */
-function deriveOppPath(libDir: string | null): void {
-  if (libDir === null || !libDir.startsWith("/")) return;
-  try {
-    if (Deno.env.get("ASCEND_OPP_PATH")) return;
-    const parent = libDir.slice(0, libDir.lastIndexOf("/")) || "/";
-    const opp = `${parent === "/" ? "" : parent}/opp`;
-    let isDirectory = false;
-    try {
-      isDirectory = Deno.statSync(opp).isDirectory;
-    } catch (e) {
-      if (!(e instanceof Deno.errors.NotFound)) throw e;
-    }
-    if (isDirectory) Deno.env.set("ASCEND_OPP_PATH", opp);
-  } catch (e) {
-    const flag = e instanceof Deno.errors.NotCapable && /env/i.test(String(e))
-      ? "--allow-env"
-      : "--allow-read";
-    const denied = permissionError(e, flag, "setting ASCEND_OPP_PATH beside the CANN libraries");
-    throw denied;
-  }
 }
 
 /**

@@ -35,7 +35,6 @@ import {
   checkNumel,
   checkPerChannelShape,
   checkRank,
-  checkSameDType,
   checkShape,
   checkWrites,
   commonDevice,
@@ -108,13 +107,18 @@ const scalarsSchema = z.object({
  *
  * Validation (aclnnGroupNorm documentation): 161001 when input is missing or an output is
  * given as `null` in `out`; 161002 when a tensor is not float32/float16/bfloat16, gamma,
- * beta or an output does not share input's dtype, input's rank is outside 2-8, N/C/HxW are
+ * beta or an output does not share input's dtype (aclnnGroupNorm takes no mixed precision on any
+ * chip: float16/bfloat16 data with float32 gamma, beta, mean or rstd is refused on every
+ * backend, unlike `groupNormBackward`'s float32 statistics on DAV_3510 chips such as
+ * the Ascend 950), input's rank is outside 2-8, N/C/HxW are
  * negative, group <= 0, C is not divisible by group, eps <= 0, output's shape differs from
  * input's, mean/rstd are not (N, group), input dim 0 != N, dim 1 != C, the product of dims
  * 2.. != HxW, numel(input) != N * C * HxW, or gamma/beta are not rank 1 with C elements.
  *
  * Without `out`: output has input's shape, dtype and memory layout (channels-last in,
- * channels-last out); mean and rstd are (N, group) in input's dtype.
+ * channels-last out); mean and rstd are (N, group) in input's dtype, as torch_npu allocates
+ * them for aclnnGroupNorm (Ascend/op-plugin `op_plugin/config/op_plugin_functions.yaml`,
+ * native_group_norm: out1/out2 `dtype: input`).
  *
  * @example
  * ```ts
@@ -150,6 +154,27 @@ const call = defineOperator<GroupNormArgs, Output, Validated, GroupNormResult>({
     v.backend.groupNorm(v.plan, { ...v.tensors, output: o.output!, mean: o.mean!, rstd: o.rstd! }),
 });
 
+/**
+ * aclnnGroupNorm takes no mixed precision on any chip: gamma, beta, out, meanOut and rstdOut must
+ * each have self's dtype, in that order, with no branch on SocVersion or NpuArch (hicann/ops-nn
+ * `norm/group_norm/op_host/op_api/aclnn_group_norm.cpp` CheckDtypeValid, lines 69-87 at
+ * e5c3fa932, and in every release branch since 8.5.0). Only aclnnGroupNormSilu, which this
+ * package does not bind, takes float32 gamma/beta with 16-bit data
+ * (`norm/group_norm_silu/op_host/op_api/aclnn_group_norm_silu.cpp` CheckDtypeValid 73-121).
+ * The CPU backend refuses the same calls, so no backend accepts what every chip refuses.
+ */
+function checkNoMixedPrecision(name: string, t: Tensor, input: Tensor): void {
+  if (t.dtype === input.dtype) return;
+  invalid(
+    OP,
+    name,
+    `dtype ${t.dtype} must equal input dtype ${input.dtype}: aclnnGroupNorm takes no mixed ` +
+      "precision on any chip (gamma, beta, output, mean and rstd all have input's dtype). Fix: " +
+      `pass ${name} in ${input.dtype}` +
+      (t.dtype === "float32" ? ", or run the whole call in float32" : ""),
+  );
+}
+
 function validate(args: GroupNormArgs): Validated {
   const input = requireTensor(OP, "input", args.input);
   const gamma = optionalTensor(OP, "gamma", args.gamma);
@@ -170,7 +195,7 @@ function validate(args: GroupNormArgs): Validated {
   const all = { input, gamma, beta, output, mean, rstd };
   for (const [name, t] of Object.entries(all)) if (t) checkDType(OP, name, t, FLOAT_DTYPES);
   for (const [name, t] of Object.entries({ gamma, beta, output, mean, rstd })) {
-    if (t) checkSameDType(OP, name, t, "input", input);
+    if (t) checkNoMixedPrecision(name, t, input);
   }
   checkRank(OP, "input", input, 2, 8);
   const shapeHxW = input.shape.slice(2).reduce((a, b) => a * b, 1);

@@ -146,7 +146,11 @@ function resolveGeometry(
  * Validation follows the aclnn documentation. 161001: gradOut, input, mean or rstd missing,
  * or an output the mask asks for given as `null` in `out`. 161002: gradOut dtype not
  * float32/float16/bfloat16; input dtype != gradOut's; mean dtype neither gradOut's nor
- * float32 (fp16/bf16 data with fp32 statistics is legal); rstd or gamma dtype != mean's;
+ * float32 (fp16/bf16 data with fp32 statistics is legal here and on DAV_3510 chips such as the
+ * Ascend 950; on every other chip the Ascend backend refuses it, naming the SoC, as
+ * hicann/ops-nn `aclnn_group_norm_backward.cpp` CheckDtypeValid does, lines 144-172 at
+ * e5c3fa932; `groupNorm` itself writes mean and rstd in its input's dtype on every chip);
+ * rstd or gamma dtype != mean's;
  * outputMask without 3 entries; gradInput shape != input's or dtype != gradOut's;
  * gradGamma/gradBeta shape != gamma's (numel != C when gamma is absent) or dtype != mean's;
  * N, C or HxW negative (or missing when input has rank < 2); group <= 0; C not divisible

@@ -7,7 +7,7 @@
  *    against that header;
  * 2. libhcomm.so must define exactly the communicator calls and the hook, libhccl.so exactly the
  *    collectives (ELF .dynsym), as current CANN splits them (hicann/hccl
- *    docs/zh/api_ref/hccl_header_and_lib.md:3; /work/research/hccl.md section 1.3);
+ *    docs/zh/api_ref/hccl_header_and_lib.md:3);
  * 3. libhccl.so lists libhcomm.so in DT_NEEDED and neither carries an RPATH/RUNPATH;
  * 4. both are opened with `Deno.dlopen` and the JSON signatures -- libhccl.so with **every**
  *    symbol, since dlsym on its handle also searches its DT_NEEDED libhcomm.so (how torch_npu's

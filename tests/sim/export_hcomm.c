@@ -1,7 +1,7 @@
 /*
  * Software HCCL ("aclsim") -- public symbols of libhcomm.so: communicator management, as CANN's
  * hcomm library defines them (hcomm src/framework/op_base/src/op_base.cc, op_base_host.cc,
- * hccl_independent_rank_graph.cc; /work/research/hccl.md section 1.3), plus the simulator's test
+ * hccl_independent_rank_graph.cc), plus the simulator's test
  * hook. Each function forwards to libaclsim_core.so (hccl_sim.c).
  */
 #include "hccl_sim.h"

@@ -4,7 +4,7 @@
  * here; hccl_transport.c moves the bytes between the ranks (processes or threads of this machine).
  * tests/sim/README.md ("Software HCCL") documents every choice.
  *
- * Citations name the CANN source a behaviour is modelled on, as read in /work/research/hccl.md:
+ * Citations name the CANN source a behaviour is modelled on:
  * "hcomm" is the CANN hcomm mirror xiaobingling93-pixel/cann-hcomm b5f3e5be (line numbers of that
  * snapshot), "hccl" is hicann/hccl 09300b70, "runtime" is hicann/runtime, "torch_npu" is
  * Ascend/pytorch 9e73e708. "[aclsim]" marks the simulator's own choices.
@@ -26,7 +26,7 @@
 #include <string.h>
 
 /* The public layouts (hcomm include/hccl/hccl_types.h:113-162; sizes and offsets measured with
- * g++ on x86_64 in /work/research/hccl.md section 2). */
+ * g++ on x86_64). */
 _Static_assert(sizeof(HcclRootInfo) == 4108, "HcclRootInfo is 4108 bytes");
 _Static_assert(sizeof(HcclSimRootInfo) <= sizeof(HcclRootInfo), "the simulator's root info fits");
 _Static_assert(sizeof(HcclCommConfigHeader) == HCCL_COMM_CONFIG_INFO_BYTES, "config header is 24 bytes");

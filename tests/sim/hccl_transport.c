@@ -4,8 +4,7 @@
  * Compiled into libaclsim_core.so; hccl_sim.c holds the API semantics.
  *
  * The flow copies CANN's root-info negotiation (hicann/hccl
- * docs/zh/user_guide/fault_diagnosis/cluster_info_nego.md:11-26, as read in /work/research/hccl.md
- * section 4.1-4.3; "hcomm" is the hcomm mirror xiaobingling93-pixel/cann-hcomm b5f3e5be):
+ * docs/zh/user_guide/fault_diagnosis/cluster_info_nego.md:11-26; "hcomm" is the hcomm mirror xiaobingling93-pixel/cann-hcomm b5f3e5be):
  *
  * 1. HcclGetRootInfo binds and listens, starts a background thread (the "topo exchange server")
  *    that waits for every agent, and returns at once (cluster_info_nego.md:11-14; hcomm

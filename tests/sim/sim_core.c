@@ -3,8 +3,8 @@
  * executors, counters, and the runtime (acl / aclrt) and nnopbase behaviour.
  * Built into libaclsim_core.so; see tests/sim/README.md for every documented choice.
  *
- * Citations name the CANN source a behaviour is modelled on, as read in
- * /work/research/runtime_opbase.md: "runtime:" is hicann/runtime, "opbase:" is hicann/opbase.
+ * Citations name the CANN source a behaviour is modelled on: "runtime:" is hicann/runtime,
+ * "opbase:" is hicann/opbase.
  */
 #define _GNU_SOURCE
 #include "sim.h"

@@ -6,7 +6,7 @@
  * and the compiler checks that every exported definition (export_hcomm.c, export_hccl.c include
  * this header) matches its declaration here. One prototype per line keeps the parser trivial.
  *
- * Sources (as read in /work/research/hccl.md; "hcomm" is the CANN hcomm mirror
+ * Sources ("hcomm" is the CANN hcomm mirror
  * xiaobingling93-pixel/cann-hcomm b5f3e5be, "hccl" is hicann/hccl 09300b70):
  * - prototypes: hcomm include/hccl/hccl_comm.h:71,83,96-97,136,145,153,162,180,186 (management,
  *   defined in libhcomm.so) and hccl include/hccl.h:35-37,51-52,120-121 (collectives, libhccl.so);

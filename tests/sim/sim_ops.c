@@ -1491,8 +1491,11 @@ int sim_gn_ws(const void *self, const void *gamma, const void *beta, int64_t N, 
   const void *hs[] = {self, gamma, beta, out, meanOut, rstdOut};
   for (int s = GN_X; s <= GN_RSTD; s++) TRY(get(c, hs[s], s));
   c->plan.eps = eps;
-  /* CheckDtypeValid: self in {FLOAT16, [BF16,] FLOAT} (DAV_2201 or regbase: + BF16); gamma,
-   * beta, out, meanOut, rstdOut each exactly self's dtype (no mixed precision). */
+  /* CheckDtypeValid (group_norm/op_host/op_api/aclnn_group_norm.cpp 69-87): self in
+   * {FLOAT16, [BF16,] FLOAT} (DAV_2201 or regbase: + BF16, 59-67); then gamma, beta, out, meanOut,
+   * rstdOut, in that order, each exactly self's dtype (77-85), with no branch on the chip: no
+   * mixed precision on any SoC. (aclnnGroupNormSilu's CheckDtypeValid, group_norm_silu/op_host/
+   * op_api/aclnn_group_norm_silu.cpp 73-121, takes FLOAT gamma/beta; aclnnGroupNorm does not.) */
   DtList l = {1, {SIM_DT_FLOAT16, 0, 0}};
   if (bf16_ok(c)) l.v[l.n++] = SIM_DT_BF16;
   l.v[l.n++] = SIM_DT_FLOAT;

@@ -35,7 +35,12 @@ function isSocOperator(op: string): op is SocOperator {
   return (SOC_OPERATORS as readonly string[]).includes(op);
 }
 
-/** The arguments of aclnnGroupNormBackward whose dtype must equal gradOut's off DAV_3510. */
+/**
+ * The arguments of aclnnGroupNormBackward whose dtype must equal gradOut's off DAV_3510
+ * (hicann/ops-nn `aclnn_group_norm_backward.cpp` CheckDtypeValid 156-170). aclnnGroupNorm needs
+ * no rule here: it takes no mixed precision on any chip, and its own validation refuses it on
+ * every backend (`src/ops/group_norm.ts`).
+ */
 const GROUP_NORM_BACKWARD_SAME_DTYPE = [
   "input",
   "mean",

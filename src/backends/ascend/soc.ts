@@ -310,9 +310,14 @@ export function operatorSupported(op: SocOperator, family: SocFamily): boolean {
 
 /**
  * Whether aclnnGroupNormBackward accepts statistics (mean, rstd, gamma, gradGamma, gradBeta)
- * of another dtype than gradOut: only DAV_3510 (CheckMixPrecisionDtype); every other
- * architecture requires all of them to equal gradOut's dtype (aclnn_group_norm_backward.cpp
- * CheckDtypeValid).
+ * of another dtype than gradOut: only DAV_3510 (CheckMixPrecisionDtype: float32 with float16 or
+ * bfloat16 data); every other architecture requires all of them to equal gradOut's dtype
+ * (hicann/ops-nn `norm/group_norm_grad/op_host/op_api/aclnn_group_norm_backward.cpp`
+ * CheckDtypeValid 144-172, CheckMixPrecisionDtype 113-142, at e5c3fa932).
+ *
+ * aclnnGroupNorm has no such trait: it takes no mixed precision on any architecture
+ * (`norm/group_norm/op_host/op_api/aclnn_group_norm.cpp` CheckDtypeValid 69-87 has no chip
+ * branch), so the operator's own validation refuses it on every backend (`src/ops/group_norm.ts`).
  */
 export function groupNormBackwardMixedPrecision(family: SocFamily): boolean {
   return isRegbase(family);

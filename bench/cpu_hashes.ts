@@ -1,0 +1,80 @@
+/**
+ * A SHA-256 of every output of every CPU benchmark case (bench/cpu_cases.ts: the 10
+ * operators x float32/float16/bfloat16 x the three shapes x contiguous/channels-last), one
+ * line per case, computed by the TypeScript kernels alone (WebAssembly off, so no kernel
+ * runs in place in the heap). Run it before and after a change to the kernels and `diff` the
+ * two outputs: any line that differs is a case whose bits changed.
+ *
+ *   deno run --allow-read bench/cpu_hashes.ts [--threads N] > hashes.txt
+ *
+ * @module
+ */
+
+import { parseCommand, positiveInteger } from "../scripts/cli.ts";
+import { type DType, Tensor } from "../mod.ts";
+import { setCpuThreads, startCpuThreads } from "../src/backends/cpu/threads.ts";
+import { setWasmKernels } from "../src/backends/cpu/pool/pool.ts";
+import { type BenchLayout, CPU_OPS, CPU_SHAPES, cpuCase } from "./cpu_cases.ts";
+
+const NAME = "cpu_hashes";
+const flags = parseCommand({
+  name: NAME,
+  usage: `usage: deno run --allow-read bench/cpu_hashes.ts [--threads N]
+  --threads N   CPU threads (default 2)
+  -h, --help    print this text`,
+  options: { threads: { type: "string", default: "2" } },
+});
+
+const DTYPES: readonly DType[] = ["float32", "float16", "bfloat16"];
+const LAYOUTS: readonly BenchLayout[] = ["contiguous", "channels_last"];
+
+/** The named output tensors of an operator's result (a Tensor or an object of them). */
+function outputs(result: unknown): [string, Tensor][] {
+  if (result instanceof Tensor) return [["out", result]];
+  if (!result || typeof result !== "object") return [];
+  return Object.entries(result)
+    .filter((entry): entry is [string, Tensor] => entry[1] instanceof Tensor)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** Hex SHA-256 over each output's name, dtype, shape and float64 values (exact for all three). */
+async function digest(named: [string, Tensor][]): Promise<string> {
+  const parts: Uint8Array[] = [];
+  const text = new TextEncoder();
+  for (const [name, t] of named) {
+    parts.push(text.encode(`${name}:${t.dtype}:${t.shape.join("x")};`));
+    parts.push(new Uint8Array(t.toFloat64Array().buffer));
+  }
+  const bytes = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    bytes.set(p, at);
+    at += p.length;
+  }
+  const hash = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(hash, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+setWasmKernels(false);
+setCpuThreads(positiveInteger(NAME, "threads", flags.threads));
+await startCpuThreads();
+let cases = 0;
+for (const op of CPU_OPS) {
+  for (const dtype of DTYPES) {
+    for (const shape of CPU_SHAPES) {
+      for (const layout of LAYOUTS) {
+        const c = cpuCase(op, dtype, shape, layout);
+        if (!c) continue;
+        const result = c.result();
+        const named = outputs(result);
+        const names = named.map(([n]) => n).join(",");
+        console.log(`${op} ${dtype} ${shape.join("x")} ${layout} ${names} ${await digest(named)}`);
+        for (const [, t] of named) t.dispose();
+        c.dispose();
+        cases++;
+      }
+    }
+  }
+}
+console.log(`${cases} cases`);
+Deno.exit(0);
