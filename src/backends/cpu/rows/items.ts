@@ -21,18 +21,6 @@ export function itemCount(rows: number, cols: number): number {
 }
 
 /**
- * Runs `item(first, end, index)` over every item's row range [first, end), in order.
- */
-export function forEachItem(
-  rows: number,
-  cols: number,
-  item: (first: number, end: number, index: number) => void,
-): void {
-  const per = rowsPerItem(cols);
-  for (let i = 0, r = 0; r < rows; i++, r += per) item(r, Math.min(rows, r + per), i);
-}
-
-/**
  * Sums item partials `partials[item * cols + i]` over the items, in item order, into a new
  * array of `cols` values.
  */

@@ -1,8 +1,9 @@
 /**
- * The CPU kernels of aclnnRmsNorm, aclnnRmsNormGrad and aclnnAddRmsNorm: rows of gamma's dims,
- * decoded once into float64 scratch rows (access.ts), one pass for the row's sum of squares or
- * dot product and one for the write, one rounding per output element. Rows go in work items
- * (items.ts); dgamma is per-item column partials merged in item order.
+ * The CPU kernels of aclnnRmsNorm, aclnnRmsNormGrad and aclnnAddRmsNorm: rows of gamma's dims in
+ * work items (items.ts), one pass for the row's sum of squares or dot product and one for the
+ * write, one rounding per output element. Float32 rows at unit stride run in their own arrays
+ * (direct_f32.ts); every other layout and dtype through float64 scratch rows (scratch_rows.ts),
+ * with the same bits. dgamma is per-item column partials merged in item order.
  *
  * @module
  */
@@ -18,41 +19,27 @@ import type {
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 import { channelValues, writeChannelValues } from "../fast/channel_values.ts";
 import * as reference from "../reference/rms_norm.ts";
-import { loadRow, rowAccess, rowAddressable, scratchRow, storeRow } from "./access.ts";
-import { forEachItem, itemCount, mergeColumns } from "./items.ts";
-
-/** 1/sqrt(mean(x[0..n)^2) + eps). */
-export function rowRstd(x: Float64Array, n: number, eps: number): number {
-  let q0 = 0, q1 = 0;
-  let i = 0;
-  for (; i + 1 < n; i += 2) {
-    q0 += x[i] * x[i];
-    q1 += x[i + 1] * x[i + 1];
-  }
-  if (i < n) q0 += x[i] * x[i];
-  return 1 / Math.sqrt((q0 + q1) / n + eps);
-}
+import { rowAccess, rowAddressable } from "./access.ts";
+import { addRmsNormRowsF32, f32Rows, rmsNormGradRowsF32, rmsNormRowsF32 } from "./direct_f32.ts";
+import { itemCount, mergeColumns, rowsPerItem } from "./items.ts";
+import { addRmsNormRows, rmsNormGradRows, rmsNormRows } from "./scratch_rows.ts";
 
 /** aclnnRmsNorm: per row rstd = 1/sqrt(mean(x^2) + epsilon), y = x * rstd * gamma. */
 export function rmsNorm(plan: RmsNormPlan, t: RmsNormTensors): void {
   const { rows, cols, axis } = plan.geometry;
   if (rows === 0 || cols === 0) return;
   if (!rowAddressable(t.x) || !rowAddressable(t.y)) return reference.rmsNorm(plan, t);
-  const xAt = rowAccess(t.x, axis);
-  const yAt = rowAccess(t.y, axis);
+  const x = rowAccess(t.x, axis);
+  const y = rowAccess(t.y, axis);
   const g = channelValues(t.gamma);
   const rstd = temporaryFloat64(rows);
-  const xs = scratchRow(0, cols);
-  const eps = plan.epsilon;
-  forEachItem(rows, cols, (first, end) => {
-    for (let r = first; r < end; r++) {
-      loadRow(xAt, r, xs, cols);
-      const rs = rowRstd(xs, cols, eps);
-      for (let i = 0; i < cols; i++) xs[i] = xs[i] * rs * g[i];
-      storeRow(yAt, r, xs, cols);
-      rstd[r] = rs;
-    }
-  });
+  const [xf, yf] = [f32Rows(x), f32Rows(y)];
+  const per = rowsPerItem(cols);
+  for (let first = 0; first < rows; first += per) {
+    const end = Math.min(rows, first + per);
+    if (xf && yf) rmsNormRowsF32(xf, yf, cols, plan.epsilon, g, rstd, first, end);
+    else rmsNormRows(x, y, cols, plan.epsilon, g, rstd, first, end);
+  }
   writeChannelValues(t.rstd, rstd);
 }
 
@@ -69,33 +56,21 @@ export function rmsNormGrad(plan: RmsNormGradPlan, t: RmsNormGradTensors): void 
     return;
   }
   if (![t.dy, t.x, t.dx].every(rowAddressable)) return reference.rmsNormGrad(plan, t);
-  const dyAt = rowAccess(t.dy, axis);
-  const xAt = rowAccess(t.x, axis);
-  const dxAt = rowAccess(t.dx, axis);
+  const dy = rowAccess(t.dy, axis);
+  const x = rowAccess(t.x, axis);
+  const dx = rowAccess(t.dx, axis);
   const g = channelValues(t.gamma);
   const rstd = channelValues(t.rstd);
   const items = itemCount(rows, cols);
   const pg = new Float64Array(items * cols);
-  const dy = scratchRow(0, cols);
-  const xs = scratchRow(1, cols);
-  const inv = 1 / cols;
-  forEachItem(rows, cols, (first, end, item) => {
-    const at = item * cols;
-    for (let r = first; r < end; r++) {
-      loadRow(dyAt, r, dy, cols);
-      loadRow(xAt, r, xs, cols);
-      const rs = rstd[r];
-      let s = 0;
-      for (let i = 0; i < cols; i++) {
-        const dx = dy[i] * xs[i];
-        s += dx * g[i];
-        pg[at + i] += dx * rs;
-      }
-      const k = rs * rs * rs * s * inv;
-      for (let i = 0; i < cols; i++) dy[i] = rs * dy[i] * g[i] - xs[i] * k;
-      storeRow(dxAt, r, dy, cols);
-    }
-  });
+  const [dyf, xf, dxf] = [f32Rows(dy), f32Rows(x), f32Rows(dx)];
+  const per = rowsPerItem(cols);
+  for (let k = 0; k < items; k++) {
+    const first = k * per;
+    const end = Math.min(rows, first + per);
+    if (dyf && xf && dxf) rmsNormGradRowsF32(dyf, xf, dxf, cols, rstd, g, pg, first, end, k);
+    else rmsNormGradRows(dy, x, dx, cols, rstd, g, pg, first, end, k);
+  }
   writeChannelValues(t.dgamma, mergeColumns(pg, items, cols));
 }
 
@@ -112,28 +87,19 @@ export function addRmsNorm(plan: AddRmsNormPlan, t: AddRmsNormTensors): void {
     return;
   }
   if (![t.x1, t.x2, t.y, t.x].every(rowAddressable)) return reference.addRmsNorm(plan, t);
-  const aAt = rowAccess(t.x1, axis);
-  const bAt = rowAccess(t.x2, axis);
-  const xAt = rowAccess(t.x, axis);
-  const yAt = rowAccess(t.y, axis);
+  const a = rowAccess(t.x1, axis);
+  const b = rowAccess(t.x2, axis);
+  const x = rowAccess(t.x, axis);
+  const y = rowAccess(t.y, axis);
   const g = channelValues(t.gamma);
   const rstd = temporaryFloat64(rows);
-  const xs = scratchRow(0, cols);
-  const bs = scratchRow(1, cols);
+  const [af, bf, xf, yf] = [f32Rows(a), f32Rows(b), f32Rows(x), f32Rows(y)];
   const eps = plan.epsilon;
-  forEachItem(rows, cols, (first, end) => {
-    for (let r = first; r < end; r++) {
-      loadRow(aAt, r, xs, cols);
-      loadRow(bAt, r, bs, cols);
-      for (let i = 0; i < cols; i++) xs[i] += bs[i];
-      storeRow(xAt, r, xs, cols);
-      // The sum as stored (rounded to the dtype) is what the statistics see.
-      loadRow(xAt, r, xs, cols);
-      const rs = rowRstd(xs, cols, eps);
-      for (let i = 0; i < cols; i++) xs[i] = xs[i] * rs * g[i];
-      storeRow(yAt, r, xs, cols);
-      rstd[r] = rs;
-    }
-  });
+  const per = rowsPerItem(cols);
+  for (let first = 0; first < rows; first += per) {
+    const end = Math.min(rows, first + per);
+    if (af && bf && xf && yf) addRmsNormRowsF32(af, bf, xf, yf, cols, eps, g, rstd, first, end);
+    else addRmsNormRows(a, b, x, y, cols, eps, g, rstd, first, end);
+  }
   writeChannelValues(t.rstd, rstd);
 }
