@@ -194,15 +194,35 @@ function storeBf16(
   const b = block;
   const w = blockBits;
   for (let i = 0; i < cols; i++) b[i] = src[i];
-  const aliasF32 = scratch.aliasF32;
-  const aliasI32 = scratch.aliasI32;
-  for (let i = 0; i < cols; i++) {
-    const v = w[i];
-    const h = (v & 0xffff) !== 0x8000 && (v & 0x7f800000) !== 0x7f800000
-      ? (v + 0x7fff + ((v >> 16) & 1)) >> 16
-      : bf16Exact(src[i], aliasF32, aliasI32);
-    const at = step === 1 ? base + i : off ? base + off[i] : base + i * step;
-    dst[at | 0] = h;
+  // The float32 store rounded once; a second rounding of its bits is exact unless the float32
+  // is a tie pattern it rounded to (not the value itself), or Inf/NaN: bf16Exact redoes those
+  // from the float64 value.
+  const f = scratch.aliasF32;
+  const k = scratch.aliasI32;
+  if (step === 1) {
+    for (let i = 0; i < cols; i++) {
+      const v = w[i];
+      dst[(base + i) | 0] =
+        ((v & 0xffff) !== 0x8000 || b[i] === src[i]) && (v & 0x7f800000) !== 0x7f800000
+          ? (v + 0x7fff + ((v >> 16) & 1)) >> 16
+          : bf16Exact(src[i], f, k);
+    }
+  } else if (off) {
+    for (let i = 0; i < cols; i++) {
+      const v = w[i];
+      dst[(base + off[i]) | 0] =
+        ((v & 0xffff) !== 0x8000 || b[i] === src[i]) && (v & 0x7f800000) !== 0x7f800000
+          ? (v + 0x7fff + ((v >> 16) & 1)) >> 16
+          : bf16Exact(src[i], f, k);
+    }
+  } else {
+    for (let i = 0; i < cols; i++) {
+      const v = w[i];
+      dst[(base + i * step) | 0] =
+        ((v & 0xffff) !== 0x8000 || b[i] === src[i]) && (v & 0x7f800000) !== 0x7f800000
+          ? (v + 0x7fff + ((v >> 16) & 1)) >> 16
+          : bf16Exact(src[i], f, k);
+    }
   }
 }
 
