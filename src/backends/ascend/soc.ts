@@ -292,6 +292,8 @@ export function bf16Allowed(op: SocOperator, family: SocFamily): boolean {
  * the Atlas inference series (Ascend310P) as supported only by aclnnBatchNorm and
  * aclnnGroupNorm (ops-nn norm/<op>/docs/aclnn<Op>.md); aclnnBatchNorm's code rejects
  * NpuArch 3002 with "support for npuArch ... is not implemented".
+ * (That is the nine BatchNorm/GroupNorm operators; the LayerNorm/RMSNorm operators follow their
+ * own documents: see ROW_NORM_PRODUCTS below.)
  *
  * @example
  * ```ts
