@@ -66,15 +66,19 @@ export type {
   RuntimeSymbols,
 } from "./src/ffi/symbols.ts";
 export {
+  addRmsNormStoresRstd,
   batchNormSavesVariance,
   bf16Allowed,
   familyFromPlatform,
   operatorSupported,
+  rmsNormGradEmptyRows,
+  rmsNormMixedGamma,
+  ROW_NORM_OPERATORS,
   SOC_FAMILIES,
   SOC_OPERATORS,
   socFamily,
 } from "./src/backends/ascend/soc.ts";
-export type { SocFamily, SocOperator } from "./src/backends/ascend/soc.ts";
+export type { RowNormOperator, SocFamily, SocOperator } from "./src/backends/ascend/soc.ts";
 export {
   resolveSocFamily,
   SOC_FAMILY_ENV,

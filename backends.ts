@@ -21,5 +21,6 @@ export {
   cpuBackend,
   registerBackend,
   registeredBackends,
+  rowGeometry,
 } from "./src/backends/mod.ts";
 export type * from "./src/backends/types.ts";

@@ -66,5 +66,6 @@ export type {
   HcclProcessGroupOptions,
 } from "./src/distributed/hccl_process_group.ts";
 
-// Modules: BatchNorm, GroupNorm, SyncBatchNorm (parameters, running statistics, state dicts).
+// Modules: BatchNorm, GroupNorm, SyncBatchNorm, LayerNorm, RMSNorm (parameters, running
+// statistics, state dicts).
 export * from "./src/nn/mod.ts";

@@ -21,6 +21,10 @@ import {
   type Device,
   groupNorm,
   groupNormBackward,
+  layerNorm,
+  layerNormBackward,
+  rmsNorm,
+  rmsNormGrad,
   syncBatchNormBackward,
   syncBatchNormForward,
   Tensor,
@@ -314,6 +318,44 @@ const started = performance.now();
     (x, w, b) => bnTrain(x, w, b).output,
     [t.gradInput, t.gradWeight, t.gradBias],
   );
+}
+
+// 8. LayerNorm over the last dim (normalizedShape [L]): input, weight and bias.
+const lw0 = rand([L], 5, 0.5, 1.5);
+const lb0 = rand([L], 6);
+{
+  const ln = (x: Float64Array, w: Float64Array, b: Float64Array) =>
+    layerNorm({
+      input: tensor(x, shape),
+      normalizedShape: [L],
+      weight: tensor(w, [L]),
+      bias: tensor(b, [L]),
+      eps: EPS,
+    });
+  const f = ln(x0, lw0, lb0);
+  const g = layerNormBackward({
+    gradOut: dy,
+    input: tensor(x0, shape),
+    normalizedShape: [L],
+    mean: f.mean,
+    rstd: f.rstd,
+    weight: tensor(lw0, [L]),
+    bias: tensor(lb0, [L]),
+  });
+  const op = "layerNormBackward";
+  await check(op, "input", g.gradInput, (v) => lossOf(ln(v, lw0, lb0).output), x0);
+  await check(op, "weight", g.gradWeight, (v) => lossOf(ln(x0, v, lb0).output), lw0);
+  await check(op, "bias", g.gradBias, (v) => lossOf(ln(x0, lw0, v).output), lb0);
+}
+
+// 9. RMSNorm over the last dim: x and gamma.
+{
+  const rms = (x: Float64Array, g: Float64Array) =>
+    rmsNorm({ x: tensor(x, shape), gamma: tensor(g, [L]), epsilon: EPS });
+  const f = rms(x0, lw0);
+  const g = rmsNormGrad({ dy, x: tensor(x0, shape), rstd: f.rstd, gamma: tensor(lw0, [L]) });
+  await check("rmsNormGrad", "x", g.dx, (v) => lossOf(rms(v, lw0).y), x0);
+  await check("rmsNormGrad", "gamma", g.dgamma, (v) => lossOf(rms(x0, v).y), lw0);
 }
 
 console.log(`shape [${shape.join(", ")}], h = ${H}, threshold ${THRESHOLD}`);

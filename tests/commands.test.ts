@@ -16,6 +16,7 @@ const COMMANDS: readonly [string, string[]][] = [
   ["scripts/doctor.ts", ["--bogus"]],
   ["scripts/verify_npu.ts", ["--bogus"]],
   ["bench/cpu_compare.ts", ["--dtypes", "float64"]],
+  ["bench/norm_compare.ts", ["--rounds", "x"]],
   ["bench/compare.ts", ["--runs", "x"]],
   ["bench/dispatch.ts", ["--calls", "-1"]],
   ["bench/sync_bn_hccl.ts", ["--ranks", "3"]],
@@ -23,6 +24,7 @@ const COMMANDS: readonly [string, string[]][] = [
   ["examples/gradient_check.ts", ["--bogus"]],
   ["examples/sync_batch_norm.ts", ["--bogus"]],
   ["examples/training_loop.ts", ["--bogus"]],
+  ["examples/transformer_norms.ts", ["--bogus"]],
   ["examples/sync_batch_norm_hccl.ts", ["--dtype", "int8"]],
 ];
 

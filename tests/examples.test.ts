@@ -58,6 +58,8 @@ Deno.test("examples/gradient_check.ts: every backward operator matches finite di
     "groupNormBackward",
     "syncBatchNormBackward",
     "BatchNormBackwardDescriptor",
+    "layerNormBackward",
+    "rmsNormGrad",
   ];
   assert.match(
     stdout,
@@ -83,4 +85,11 @@ Deno.test("examples/sync_batch_norm_hccl.ts --sim: 3 rank processes over HCCL ma
     assert.match(stdout, new RegExp(`^${name}\\b.* max deviation .* ok$`, "m"), stdout);
   }
   assert.match(stdout, /^3 ranks over HCCL agree with single-process BatchNorm: ok$/m, stdout);
+});
+
+Deno.test("examples/transformer_norms.ts: AddRmsNorm + RmsNormGrad train gamma; dx matches finite differences", async () => {
+  const stdout = await runExample("transformer_norms.ts");
+  assert.equal(stdout.match(/^step \d+: loss /gm)?.length, 8, stdout);
+  assert.match(stdout, /^loss fell from .* ok$/m, stdout);
+  assert.match(stdout, /^dL\/dresidual vs finite differences: .* ok$/m, stdout);
 });

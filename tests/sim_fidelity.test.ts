@@ -20,6 +20,7 @@ import {
   groupNormBackwardLimits,
   groupNormBackwardMixedPrecision,
   isRegbase,
+  isRowNormOperator,
   operatorSupported,
   SOC_OPERATORS,
   socFamily,
@@ -29,7 +30,20 @@ import { arg } from "../src/ffi/executor.ts";
 import type { AscendDevice } from "../src/ffi/runtime.ts";
 import type { Tensor } from "../src/tensor/tensor.ts";
 import { openSim, SIM_DIR } from "./helpers/ffi_sim.ts";
-import { argsFor, C, EPS, L, M, N, type Opt, out, seq, t, X } from "./helpers/sim_args.ts";
+import {
+  argsFor,
+  bf16RefusalText,
+  C,
+  EPS,
+  L,
+  M,
+  N,
+  type Opt,
+  out,
+  seq,
+  t,
+  X,
+} from "./helpers/sim_args.ts";
 import {
   DEFAULT_SOC,
   dev,
@@ -99,6 +113,10 @@ Deno.test("sim fidelity: bf16 and float32 acceptance per SoC family and operator
                 text.includes(`support for npuArch ${family.npuArch} is not implemented`),
                 text,
               );
+            } else if (isRowNormOperator(op)) {
+              // sim_ops_norm.c nrm_product: the SoC, and the product when a document names it.
+              assert.ok(text.includes(soc) && text.includes(op), text);
+              assert.match(text, /the operator is not supported on SoC/);
             } else {
               assert.ok(
                 text.includes(soc) && text.includes(family.product) && text.includes(op),
@@ -113,10 +131,7 @@ Deno.test("sim fidelity: bf16 and float32 acceptance per SoC family and operator
           assert.equal(bf, null, `${what} bfloat16: ${bf?.message}`);
         } else {
           assert.equal(bf?.code, INVALID, `${what} bfloat16 must be rejected`);
-          assert.match(
-            bf!.nativeMessage ?? "",
-            /not implemented for DT_BF16, should be in dtype support list \[/,
-          );
+          assert.match(bf!.nativeMessage ?? "", bf16RefusalText(op));
         }
       }
     });
@@ -218,6 +233,9 @@ Deno.test("sim fidelity: CANN's dtype messages, quirks included", () => {
           INVALID,
           "support for npuArch 65535 is not implemented",
         );
+      } else if (isRowNormOperator(op)) {
+        // sim_ops_norm.c nrm_soc: the LayerNorm/RMSNorm operators refuse a SoC of no family.
+        expectAclnn(npu, op, argsFor(npu, op, "float32"), INVALID, "is in no SoC family", op);
       } else {
         expectAclnn(npu, op, argsFor(npu, op, "float32"), 561103, "no kernel binary for SoC", op);
       }

@@ -24,7 +24,7 @@ import { arg } from "../src/ffi/executor.ts";
 import type { AscendDevice } from "../src/ffi/runtime.ts";
 import { parsePlatformConfig, type PlatformEntry } from "../scripts/sim_platform.ts";
 import { SIM_DIR } from "./helpers/ffi_sim.ts";
-import { argsFor, C, EPS, L, M, N, seq, X } from "./helpers/sim_args.ts";
+import { argsFor, bf16RefusalText, C, EPS, L, M, N, seq, X } from "./helpers/sim_args.ts";
 import { dev, expectAclnn, expectOk, fresh, onSoc, tryAclnn, values } from "./helpers/sim_raw.ts";
 
 const INVALID = 161002;
@@ -68,11 +68,34 @@ function bf16(op: SocOperator, { arch, sv }: Chip): boolean {
       return (sv >= 1 && sv <= 4) || sv === 3;
     case "aclnnBatchNormElemtBackward": // CheckParams: ASCEND910B, ASCEND910_93 or regbase
       return sv === 1 || sv === 2 || arch === 3510;
+    case "aclnnLayerNorm": // aclnn_layer_norm.cpp GetDtypeSupportList
+      return v2201or3510;
+    case "aclnnLayerNormBackward": // DTYPE_SUPPORT_LIST everywhere; the docs refuse 910 and 310P
+      return sv !== 0 && sv !== 6;
+    case "aclnnRmsNorm": // rms_norm_def.cpp: ascend910b, ascend910_93, ascend950 rows have BF16
+    case "aclnnRmsNormGrad": // rms_norm_grad_def.cpp: the same configurations
+      return sv === 1 || sv === 2 || sv === 3;
+    case "aclnnAddRmsNorm": // aclnn_add_rms_norm.cpp: ASCEND310P_DTYPE_SUPPORT_LIST has no BF16
+      return sv !== 6;
   }
 }
 
-/** The "产品支持情况" tables: Ascend310B runs none of the nine, Ascend310P two. */
+/**
+ * The "产品支持情况" tables: Ascend310B runs none of the nine BatchNorm/GroupNorm operators,
+ * Ascend310P two; the LayerNorm/RMSNorm operators list their own products (and none names
+ * Ascend 350).
+ */
 function documented(op: SocOperator, { sv }: Chip): boolean {
+  switch (op) {
+    case "aclnnLayerNorm": // 950, A3, A2, 910, 310B
+      return [3, 2, 1, 0, 7].includes(sv);
+    case "aclnnLayerNormBackward": // 950, A3, A2, 910, 310P
+      return [3, 2, 1, 0, 6].includes(sv);
+    case "aclnnRmsNorm": // 950, A3, A2, 310P
+    case "aclnnRmsNormGrad":
+    case "aclnnAddRmsNorm":
+      return [3, 2, 1, 6].includes(sv);
+  }
   if (sv === 7) return false;
   if (sv === 6) return op === "aclnnBatchNorm" || op === "aclnnGroupNorm";
   return true;
@@ -163,10 +186,7 @@ Deno.test("sim platform: every SoC name accepts bfloat16 and runs each operator 
         if (bf16(op, chip)) assert.equal(bf, null, `${what} bfloat16: ${bf?.message}`);
         else {
           assert.equal(bf?.code, INVALID, `${what} bfloat16 must be refused`);
-          assert.match(
-            bf!.nativeMessage ?? "",
-            /not implemented for DT_BF16, should be in dtype support list \[/,
-          );
+          assert.match(bf!.nativeMessage ?? "", bf16RefusalText(op));
         }
       }
     });

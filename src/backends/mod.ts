@@ -14,6 +14,6 @@ registerBackend(ascendBackend);
 
 export { backendFor, registerBackend, registeredBackends } from "./registry.ts";
 export type * from "./types.ts";
-export { channelGeometry } from "./types.ts";
+export { channelGeometry, rowGeometry } from "./types.ts";
 export { cpuBackend } from "./cpu/mod.ts";
 export { ascendBackend } from "./ascend/mod.ts";

@@ -18,6 +18,20 @@
 
 import type { Device } from "../tensor/device.ts";
 import type { Tensor } from "../tensor/tensor.ts";
+import type {
+  AddRmsNormPlan,
+  AddRmsNormTensors,
+  LayerNormBackwardPlan,
+  LayerNormBackwardTensors,
+  LayerNormPlan,
+  LayerNormTensors,
+  RmsNormGradPlan,
+  RmsNormGradTensors,
+  RmsNormPlan,
+  RmsNormTensors,
+} from "./row_norm_types.ts";
+
+export * from "./row_norm_types.ts";
 
 /** How a `(N, C, *)` shape splits around its channel dimension (view dim 1). */
 export interface ChannelGeometry {
@@ -321,7 +335,7 @@ export interface GroupNormTensors {
   readonly rstd: Tensor;
 }
 
-/** The nine kernels, one per operator. */
+/** The kernels, one per operator. */
 export interface Kernels {
   /** aclnnBatchNormReduceBackward. */
   batchNormReduceBackward(
@@ -350,6 +364,16 @@ export interface Kernels {
   batchNorm(plan: BatchNormPlan, tensors: BatchNormTensors): void;
   /** aclnnGroupNorm. */
   groupNorm(plan: GroupNormPlan, tensors: GroupNormTensors): void;
+  /** aclnnLayerNorm. */
+  layerNorm(plan: LayerNormPlan, tensors: LayerNormTensors): void;
+  /** aclnnLayerNormBackward. */
+  layerNormBackward(plan: LayerNormBackwardPlan, tensors: LayerNormBackwardTensors): void;
+  /** aclnnRmsNorm. */
+  rmsNorm(plan: RmsNormPlan, tensors: RmsNormTensors): void;
+  /** aclnnRmsNormGrad. */
+  rmsNormGrad(plan: RmsNormGradPlan, tensors: RmsNormGradTensors): void;
+  /** aclnnAddRmsNorm. */
+  addRmsNorm(plan: AddRmsNormPlan, tensors: AddRmsNormTensors): void;
 }
 
 /** The operator names of {@linkcode Kernels}. */

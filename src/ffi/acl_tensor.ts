@@ -91,6 +91,34 @@ export class AclBoolArrayDescriptor {
   }
 }
 
+/** An aclIntArray handle (e.g. LayerNorm's normalizedShape); destroy it once phase 2 has been called. */
+export class AclIntArrayDescriptor {
+  /** The aclIntArray*. */
+  readonly handle: Deno.PointerObject;
+  /** The values, as passed (aclCreateIntArray copies them; kept for diagnostics). */
+  readonly values: readonly number[];
+  #destroy: ((handle: Deno.PointerObject) => number) | null;
+
+  /** Wraps a handle from aclCreateIntArray. */
+  constructor(
+    handle: Deno.PointerObject,
+    values: readonly number[],
+    destroy: (handle: Deno.PointerObject) => number,
+  ) {
+    this.handle = handle;
+    this.values = values;
+    this.#destroy = destroy;
+  }
+
+  /** aclDestroyIntArray (idempotent); returns its status. */
+  destroy(): number {
+    const destroy = this.#destroy;
+    if (destroy === null) return 0;
+    this.#destroy = null;
+    return destroy(this.handle);
+  }
+}
+
 /**
  * aclCreateTensor for `tensor`, whose storage (already checked to belong to the device)
  * starts at device address `data` and holds `storageBytes` bytes. Throws AclnnError 161002
@@ -151,4 +179,27 @@ export function createAclBoolArray(
     );
   }
   return new AclBoolArrayDescriptor(handle, [...values], libs.nnopbase.aclDestroyBoolArray);
+}
+
+/**
+ * aclCreateIntArray (`const int64_t *value, uint64_t size`; the library copies the values, as
+ * opbase's aclIntArray constructor does). Every value must be a safe integer (checked by the
+ * caller).
+ */
+export function createAclIntArray(
+  libs: CannLibraries,
+  values: readonly number[],
+  what = "intArray",
+): AclIntArrayDescriptor {
+  const words = BigInt64Array.from(values, (v) => BigInt(v));
+  const handle = libs.nnopbase.aclCreateIntArray(words, BigInt(words.length));
+  if (handle === null) {
+    const nativeMessage = recentErrorMessage(libs.runtime);
+    throw new AclnnError(
+      ACLNN_ERR_PARAM_INVALID,
+      `aclCreateIntArray(${what}) failed${nativeMessage ? `: ${nativeMessage}` : ""}`,
+      { nativeMessage },
+    );
+  }
+  return new AclIntArrayDescriptor(handle, [...values], libs.nnopbase.aclDestroyIntArray);
 }

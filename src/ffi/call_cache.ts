@@ -22,7 +22,11 @@
  * @module
  */
 
-import type { AclBoolArrayDescriptor, AclTensorDescriptor } from "./acl_tensor.ts";
+import type {
+  AclBoolArrayDescriptor,
+  AclIntArrayDescriptor,
+  AclTensorDescriptor,
+} from "./acl_tensor.ts";
 
 /** A native argument of an aclnn call. */
 export type NativeArg = Deno.PointerValue | boolean | bigint | number;
@@ -32,7 +36,11 @@ export interface CachedCall {
   /** The signature the entry was built for. */
   readonly key: string;
   /** The descriptors of the call (tensors and bool arrays), destroyed with the entry. */
-  readonly descriptors: readonly (AclTensorDescriptor | AclBoolArrayDescriptor)[];
+  readonly descriptors: readonly (
+    | AclTensorDescriptor
+    | AclBoolArrayDescriptor
+    | AclIntArrayDescriptor
+  )[];
   /** The phase-1 arguments (handles and scalars), followed by the two out-param slots. */
   readonly native: NativeArg[];
   /**

@@ -22,8 +22,10 @@ import type { AcceleratorDevice } from "../tensor/device.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import {
   type AclBoolArrayDescriptor,
+  type AclIntArrayDescriptor,
   type AclTensorDescriptor,
   createAclBoolArray,
+  createAclIntArray,
   createAclTensor,
 } from "./acl_tensor.ts";
 import type { CachedCall, CachedTensorArg, NativeArg } from "./call_cache.ts";
@@ -48,8 +50,10 @@ export type AclnnArg =
   }
   | { readonly kind: "bool"; readonly value: boolean }
   | { readonly kind: "i64"; readonly value: number }
+  | { readonly kind: "i32"; readonly value: number }
   | { readonly kind: "f64"; readonly value: number }
-  | { readonly kind: "boolArray"; readonly values: readonly boolean[] };
+  | { readonly kind: "boolArray"; readonly values: readonly boolean[] }
+  | { readonly kind: "intArray"; readonly values: readonly number[] };
 
 /** Builders for {@linkcode AclnnArg}s, so operator files read like the C prototype. */
 export const arg = {
@@ -61,19 +65,24 @@ export const arg = {
   bool: (value: boolean): AclnnArg => ({ kind: "bool", value }),
   /** An int64_t. */
   i64: (value: number): AclnnArg => ({ kind: "i64", value }),
+  /** An int32_t or a C enum (e.g. aclnnLayerNormWithImplMode's implMode). */
+  i32: (value: number): AclnnArg => ({ kind: "i32", value }),
   /** A double. */
   f64: (value: number): AclnnArg => ({ kind: "f64", value }),
   /** An aclBoolArray*. */
   boolArray: (values: readonly boolean[]): AclnnArg => ({ kind: "boolArray", values }),
+  /** An aclIntArray* of int64_t values (e.g. LayerNorm's normalizedShape). */
+  intArray: (values: readonly number[]): AclnnArg => ({ kind: "intArray", values }),
 };
 
-type Descriptor = AclTensorDescriptor | AclBoolArrayDescriptor;
+type Descriptor = AclTensorDescriptor | AclBoolArrayDescriptor | AclIntArrayDescriptor;
 type OpFunction = (...args: NativeArg[]) => number;
 
 const ARG_KIND_FOR: Readonly<Record<string, AclnnArg["kind"][]>> = {
-  pointer: ["tensor", "boolArray"],
+  pointer: ["tensor", "boolArray", "intArray"],
   bool: ["bool"],
   i64: ["i64"],
+  i32: ["i32"],
   f64: ["f64"],
 };
 
@@ -149,6 +158,9 @@ function signature(op: string, args: readonly AclnnArg[], buffers: (DeviceBuffer
       case "boolArray":
         key += `|[${a.values.map((v) => (v ? 1 : 0)).join("")}]`;
         break;
+      case "intArray":
+        key += `|{${a.values.join(",")}}`;
+        break;
       default:
         key += `|${a.value}`;
     }
@@ -220,8 +232,15 @@ function prepare(call: Call): {
           native[i] = d.handle;
           break;
         }
+        case "intArray": {
+          const d = createAclIntArray(libs, a.values, `#${i}`);
+          descriptors.push(d);
+          native[i] = d.handle;
+          break;
+        }
         case "bool":
         case "f64":
+        case "i32":
           native[i] = a.value;
           break;
         case "i64":
@@ -409,6 +428,15 @@ export function runAclnn(device: AcceleratorDevice, op: string, args: readonly A
       buffers[i] = checkStorage(op, i, a.tensor, device);
     } else if (a.kind === "i64" && !Number.isSafeInteger(a.value)) {
       invalidArg(op, i, "i64", `${a.value} is not an integer`);
+    } else if (a.kind === "i32" && (!Number.isInteger(a.value) || a.value !== (a.value | 0))) {
+      invalidArg(op, i, "i32", `${a.value} is not a 32-bit integer`);
+    } else if (a.kind === "intArray" && !a.values.every((v) => Number.isSafeInteger(v))) {
+      invalidArg(
+        op,
+        i,
+        "intArray",
+        `[${a.values.join(", ")}] holds a value that is not an integer`,
+      );
     }
   }
 

@@ -1,8 +1,9 @@
 /**
  * Modules a PyTorch user recognises: {@linkcode BatchNorm} (`nn.BatchNorm1d/2d/3d`),
- * {@linkcode GroupNorm} (`nn.GroupNorm`) and {@linkcode SyncBatchNorm} (`nn.SyncBatchNorm`),
- * each with its parameters, running statistics, forward/backward, train/eval mode and a state
- * dict by PyTorch's names, on every backend.
+ * {@linkcode GroupNorm} (`nn.GroupNorm`), {@linkcode SyncBatchNorm} (`nn.SyncBatchNorm`),
+ * {@linkcode LayerNorm} (`nn.LayerNorm`) and {@linkcode RMSNorm} (`nn.RMSNorm`), each with its
+ * parameters, running statistics, forward/backward, train/eval mode and a state dict by
+ * PyTorch's names, on every backend.
  *
  * @module
  */
@@ -10,6 +11,10 @@
 export { BatchNorm } from "./batch_norm.ts";
 export { GroupNorm } from "./group_norm.ts";
 export { SyncBatchNorm } from "./sync_batch_norm.ts";
+export { LayerNorm } from "./layer_norm.ts";
+export { RMSNorm } from "./rms_norm.ts";
+export type { RMSNormGradients } from "./rms_norm.ts";
+export type { LayerNormOptions, RMSNormOptions } from "./row_norm_options.ts";
 export type { SyncBatchNormOptions } from "./sync_batch_norm.ts";
 export type { BatchNormOptions, GroupNormOptions, ModulePlacement } from "./options.ts";
 export type { NormGradients } from "./saved.ts";

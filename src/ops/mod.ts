@@ -66,3 +66,17 @@ export type {
   SyncBatchNormForwardArgs,
   SyncBatchNormForwardResult,
 } from "./sync_batch_norm.ts";
+export { layerNorm } from "./layer_norm.ts";
+export type { LayerNormArgs, LayerNormOut, LayerNormResult } from "./layer_norm.ts";
+export { layerNormBackward } from "./layer_norm_backward.ts";
+export type {
+  LayerNormBackwardArgs,
+  LayerNormBackwardOut,
+  LayerNormBackwardResult,
+} from "./layer_norm_backward.ts";
+export { rmsNorm } from "./rms_norm.ts";
+export type { RmsNormArgs, RmsNormOut, RmsNormResult } from "./rms_norm.ts";
+export { rmsNormGrad } from "./rms_norm_grad.ts";
+export type { RmsNormGradArgs, RmsNormGradOut, RmsNormGradResult } from "./rms_norm_grad.ts";
+export { addRmsNorm } from "./add_rms_norm.ts";
+export type { AddRmsNormArgs, AddRmsNormOut, AddRmsNormResult } from "./add_rms_norm.ts";

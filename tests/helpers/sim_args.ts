@@ -1,5 +1,5 @@
 /**
- * Argument lists of the nine norm operators for raw calls into the software CANN (`runAclnn`,
+ * Argument lists of the norm operators for raw calls into the software CANN (`runAclnn`,
  * bypassing the library's validation): valid by default on every SoC that runs the operator,
  * any argument replaceable by name. Shared by the simulator fidelity tests.
  *
@@ -25,6 +25,26 @@ export const X: readonly number[] = [N, C, L];
 export const M: number = N * L;
 /** The eps every default argument list passes. */
 export const EPS = 1e-5;
+
+/** The row statistics shape of the LayerNorm/RMSNorm defaults (x [N, C, L] normalized over L). */
+export const ROWS: readonly number[] = [N, C, 1];
+
+/**
+ * What the software CANN says when `op` refuses bfloat16 data on a chip (tests/sim/README_norm.md):
+ * the OP_CHECK_DTYPE_NOT_SUPPORT text of the hand-written operators, the documentation rule of
+ * aclnnLayerNormBackward, the OpDef mismatch of the generated RmsNorm/RmsNormGrad.
+ */
+export function bf16RefusalText(op: SocOperator): RegExp {
+  switch (op) {
+    case "aclnnLayerNormBackward":
+      return /is DT_BF16, which the .* does not support \(CANN's documentation/;
+    case "aclnnRmsNorm":
+    case "aclnnRmsNormGrad":
+      return /inconsistent with that defined in the operator prototype OpDef/;
+    default:
+      return /not implemented for DT_BF16, should be in dtype support list \[/;
+  }
+}
 
 /** Deterministic data. */
 export function seq(n: number, seed: number, scale = 1, shift = 0): number[] {
@@ -175,6 +195,58 @@ export function argsFor(
         out(pick(o, "gradInput", () => fresh(npu, X, dt))),
         out(pick(o, "gradGammaOut", () => fresh(npu, [C], dt))),
         out(pick(o, "gradBetaOut", () => fresh(npu, [C], dt))),
+      ];
+    case "aclnnLayerNorm":
+      return [
+        t(pick(o, "input", x)),
+        arg.intArray([L]),
+        t(pick(o, "weight", () => undefined)),
+        t(pick(o, "bias", () => undefined)),
+        arg.f64(EPS),
+        out(pick(o, "out", () => fresh(npu, X, dt))),
+        out(pick(o, "meanOut", () => fresh(npu, ROWS))),
+        out(pick(o, "rstdOut", () => fresh(npu, ROWS))),
+      ];
+    case "aclnnLayerNormBackward":
+      return [
+        t(pick(o, "gradOut", dy)),
+        t(pick(o, "input", x)),
+        arg.intArray([L]),
+        t(pick(o, "mean", () => full(npu, ROWS, 0.5))),
+        t(pick(o, "rstd", () => full(npu, ROWS, 1.5))),
+        t(pick(o, "weight", () => undefined)),
+        t(pick(o, "bias", () => undefined)),
+        "outputMask" in o ? t(undefined) : arg.boolArray(mask),
+        out(pick(o, "gradInput", () => fresh(npu, X, dt))),
+        out(pick(o, "gradWeight", () => fresh(npu, [L]))),
+        out(pick(o, "gradBias", () => fresh(npu, [L]))),
+      ];
+    case "aclnnRmsNorm":
+      return [
+        t(pick(o, "x", x)),
+        t(pick(o, "gamma", () => full(npu, [L], 1.5, dt))),
+        arg.f64(EPS),
+        out(pick(o, "y", () => fresh(npu, X, dt))),
+        out(pick(o, "rstd", () => fresh(npu, ROWS))),
+      ];
+    case "aclnnRmsNormGrad":
+      return [
+        t(pick(o, "dy", dy)),
+        t(pick(o, "x", x)),
+        t(pick(o, "rstd", () => full(npu, ROWS, 1.5))),
+        t(pick(o, "gamma", () => full(npu, [L], 1.5, dt))),
+        out(pick(o, "dx", () => fresh(npu, X, dt))),
+        out(pick(o, "dgamma", () => fresh(npu, [L]))),
+      ];
+    case "aclnnAddRmsNorm":
+      return [
+        t(pick(o, "x1", x)),
+        t(pick(o, "x2", dy)),
+        t(pick(o, "gamma", () => full(npu, [L], 1.5, dt))),
+        arg.f64(EPS),
+        out(pick(o, "y", () => fresh(npu, X, dt))),
+        out(pick(o, "rstd", () => fresh(npu, ROWS))),
+        out(pick(o, "x", () => fresh(npu, X, dt))),
       ];
   }
 }

@@ -33,6 +33,7 @@ import type {
   GroupNormTensors,
 } from "../types.ts";
 import { ascendRules } from "./rules.ts";
+import { ascendRowNormKernels } from "./row_norm.ts";
 import { invstdToSaved, savedToInvstd } from "./save_statistics.ts";
 
 function deviceOf(t: Tensor): AscendDevice {
@@ -242,4 +243,7 @@ export const ascendBackend: Backend = {
       arg.output(t.rstd),
     ]);
   },
+
+  // LayerNorm / RMSNorm (row_norm.ts).
+  ...ascendRowNormKernels,
 };

@@ -14,11 +14,13 @@ import type { Device } from "../../tensor/device.ts";
 import type { Tensor } from "../../tensor/tensor.ts";
 import type { DeviceRules } from "../types.ts";
 import { deviceSocFamily } from "./device_soc.ts";
+import { checkRowNormRules } from "./row_norm_rules.ts";
 import {
   bf16Allowed,
   describeSoc,
   groupNormBackwardLimits,
   groupNormBackwardMixedPrecision,
+  isRowNormOperator,
   operatorSupported,
   SOC_OPERATORS,
   type SocFamily,
@@ -70,6 +72,7 @@ export const ascendRules: DeviceRules = {
         }
       }
     }
+    if (isRowNormOperator(op)) checkRowNormRules(op, family, where, tensors, scalars);
     if (op === "aclnnGroupNormBackward") {
       const gradOut = tensors.gradOut;
       if (gradOut && !groupNormBackwardMixedPrecision(family)) {

@@ -32,6 +32,11 @@ export const SOC_OPERATORS = [
   "aclnnBatchNormElemtBackward",
   "aclnnGroupNorm",
   "aclnnGroupNormBackward",
+  "aclnnLayerNorm",
+  "aclnnLayerNormBackward",
+  "aclnnRmsNorm",
+  "aclnnRmsNormGrad",
+  "aclnnAddRmsNorm",
 ] as const;
 
 /** One of {@linkcode SOC_OPERATORS}. */
@@ -272,6 +277,12 @@ export function bf16Allowed(op: SocOperator, family: SocFamily): boolean {
       return sv >= SocVersion.ASCEND910B && sv <= SocVersion.ASCEND910E;
     case "aclnnBatchNormElemtBackward":
       return sv === SocVersion.ASCEND910B || sv === SocVersion.ASCEND910_93 || arch === DAV_3510;
+    case "aclnnLayerNorm":
+    case "aclnnLayerNormBackward":
+    case "aclnnRmsNorm":
+    case "aclnnRmsNormGrad":
+    case "aclnnAddRmsNorm":
+      return normBf16Allowed(op, family);
   }
 }
 
@@ -281,6 +292,8 @@ export function bf16Allowed(op: SocOperator, family: SocFamily): boolean {
  * the Atlas inference series (Ascend310P) as supported only by aclnnBatchNorm and
  * aclnnGroupNorm (ops-nn norm/<op>/docs/aclnn<Op>.md); aclnnBatchNorm's code rejects
  * NpuArch 3002 with "support for npuArch ... is not implemented".
+ * (That is the nine BatchNorm/GroupNorm operators; the LayerNorm/RMSNorm operators follow their
+ * own documents: see ROW_NORM_PRODUCTS below.)
  *
  * @example
  * ```ts
@@ -291,6 +304,7 @@ export function bf16Allowed(op: SocOperator, family: SocFamily): boolean {
  * ```
  */
 export function operatorSupported(op: SocOperator, family: SocFamily): boolean {
+  if (isRowNormOperator(op)) return rowNormSupported(op, family);
   if (family.name === "Ascend310B") return false;
   if (family.name === "Ascend310P") return op === "aclnnBatchNorm" || op === "aclnnGroupNorm";
   return true;
@@ -326,4 +340,153 @@ export function groupNormBackwardLimits(
 /** `Ascend910B4 (Atlas A2 training series)`, for messages. */
 export function describeSoc(socName: string, family: SocFamily): string {
   return `${socName} (${family.product})`;
+}
+
+/** The LayerNorm / RMSNorm operators (normalized trailing dims). */
+export const ROW_NORM_OPERATORS = [
+  "aclnnLayerNorm",
+  "aclnnLayerNormBackward",
+  "aclnnRmsNorm",
+  "aclnnRmsNormGrad",
+  "aclnnAddRmsNorm",
+] as const;
+
+/** One of {@linkcode ROW_NORM_OPERATORS}. */
+export type RowNormOperator = typeof ROW_NORM_OPERATORS[number];
+
+/** Whether `op` is one of {@linkcode ROW_NORM_OPERATORS}. */
+export function isRowNormOperator(op: string): op is RowNormOperator {
+  return (ROW_NORM_OPERATORS as readonly string[]).includes(op);
+}
+
+/**
+ * The products each LayerNorm / RMSNorm operator's documentation lists as supported (hicann/ops-nn
+ * e5c3fa9, "产品支持情况" of `norm/<op>/docs/aclnn<Op>.md`), by op::SocVersion:
+ * - aclnnLayerNorm (`layer_norm_v4/docs/aclnnLayerNorm&aclnnLayerNormWithImplMode.md`): 950, A3,
+ *   A2, Atlas training (910), Atlas 200I/500 A2 (310B); not the Atlas inference series (310P);
+ * - aclnnLayerNormBackward (`layer_norm_grad_v3/docs/aclnnLayerNormBackward.md`): 950, A3, A2,
+ *   910, 310P; not 310B;
+ * - aclnnRmsNorm, aclnnRmsNormGrad, aclnnAddRmsNorm (`rms_norm/docs/aclnnRmsNorm.md`,
+ *   `rms_norm_grad/docs/aclnnRmsNormGrad.md`, `add_rms_norm/docs/aclnnAddRmsNorm.md`): 950, A3,
+ *   A2, 310P; not 910 (whose OpDef registers a binary the docs disown), not 310B.
+ * No document names Ascend 350 (and no op definition registers `ascend350`): none runs there.
+ */
+const ROW_NORM_PRODUCTS: Readonly<Record<RowNormOperator, readonly number[]>> = {
+  aclnnLayerNorm: [
+    SocVersion.ASCEND950,
+    SocVersion.ASCEND910_93,
+    SocVersion.ASCEND910B,
+    SocVersion.ASCEND910,
+    SocVersion.ASCEND310B,
+  ],
+  aclnnLayerNormBackward: [
+    SocVersion.ASCEND950,
+    SocVersion.ASCEND910_93,
+    SocVersion.ASCEND910B,
+    SocVersion.ASCEND910,
+    SocVersion.ASCEND310P,
+  ],
+  aclnnRmsNorm: [
+    SocVersion.ASCEND950,
+    SocVersion.ASCEND910_93,
+    SocVersion.ASCEND910B,
+    SocVersion.ASCEND310P,
+  ],
+  aclnnRmsNormGrad: [
+    SocVersion.ASCEND950,
+    SocVersion.ASCEND910_93,
+    SocVersion.ASCEND910B,
+    SocVersion.ASCEND310P,
+  ],
+  aclnnAddRmsNorm: [
+    SocVersion.ASCEND950,
+    SocVersion.ASCEND910_93,
+    SocVersion.ASCEND910B,
+    SocVersion.ASCEND310P,
+  ],
+};
+
+function rowNormSupported(op: RowNormOperator, family: SocFamily): boolean {
+  return ROW_NORM_PRODUCTS[op].includes(family.socVersion);
+}
+
+/**
+ * bfloat16 of the LayerNorm / RMSNorm operators (hicann/ops-nn e5c3fa9):
+ * - aclnnLayerNorm: NpuArch DAV_2201 or DAV_3510 (`layer_norm_v4/op_host/op_api/
+ *   aclnn_layer_norm.cpp` GetDtypeSupportList);
+ * - aclnnLayerNormBackward: the code's list has BF16 everywhere, but the docs refuse it on the
+ *   Atlas training and inference series (`aclnnLayerNormBackward.md`, "不支持BFLOAT16" for 910 and
+ *   310P): followed;
+ * - aclnnRmsNorm / aclnnRmsNormGrad: the OpDef rows of ascend910b, ascend910_93 and ascend950
+ *   have BF16, config_without_bf16 (ascend310p, ascend910) not (`rms_norm/op_host/
+ *   rms_norm_def.cpp`, `rms_norm_grad/op_host/rms_norm_grad_def.cpp`);
+ * - aclnnAddRmsNorm: every SocVersion but ASCEND310P (`add_rms_norm/op_host/op_api/
+ *   aclnn_add_rms_norm.cpp` CheckDtypeValid, ASCEND310P_DTYPE_SUPPORT_LIST).
+ */
+function normBf16Allowed(op: RowNormOperator, family: SocFamily): boolean {
+  const sv = family.socVersion;
+  switch (op) {
+    case "aclnnLayerNorm":
+      return family.npuArch === DAV_2201 || family.npuArch === DAV_3510;
+    case "aclnnLayerNormBackward":
+      return sv !== SocVersion.ASCEND910 && sv !== SocVersion.ASCEND310P;
+    case "aclnnRmsNorm":
+    case "aclnnRmsNormGrad":
+      return sv === SocVersion.ASCEND910B || sv === SocVersion.ASCEND910_93 ||
+        sv === SocVersion.ASCEND950;
+    case "aclnnAddRmsNorm":
+      return sv !== SocVersion.ASCEND310P;
+  }
+}
+
+/**
+ * Whether aclnnRmsNorm / aclnnRmsNormGrad accept a float32 gamma with float16 or bfloat16 data:
+ * the OpDef rows `(x FLOAT16|BF16, gamma FLOAT)` exist in the ascend910b, ascend910_93 and
+ * ascend950 configurations only; config_without_bf16 (ascend310p) pairs float16 data with a
+ * float16 gamma (ops-nn `norm/rms_norm/op_host/rms_norm_def.cpp`,
+ * `norm/rms_norm_grad/op_host/rms_norm_grad_def.cpp`).
+ *
+ * @example
+ * ```ts
+ * import { rmsNormMixedGamma, socFamily } from "@aclnn/norm/ascend";
+ * console.log(rmsNormMixedGamma(socFamily("Ascend910B4")!), rmsNormMixedGamma(socFamily("Ascend310P3")!));
+ * // true false
+ * ```
+ */
+export function rmsNormMixedGamma(family: SocFamily): boolean {
+  const sv = family.socVersion;
+  return sv === SocVersion.ASCEND910B || sv === SocVersion.ASCEND910_93 ||
+    sv === SocVersion.ASCEND950;
+}
+
+/**
+ * Whether aclnnRmsNormGrad runs on inputs of no row (dgamma = 0): only on DAV_3510, whose empty
+ * tiling writes a zero dgamma (ops-nn `norm/rms_norm_grad/op_host/rms_norm_grad_empty_tiling.cpp`,
+ * `op_kernel/arch35/rms_norm_grad_empty_dgamma.h`); elsewhere the tiling refuses an empty dy
+ * ("Parameter dy does not support empty tensor", 561002).
+ *
+ * @example
+ * ```ts
+ * import { rmsNormGradEmptyRows, socFamily } from "@aclnn/norm/ascend";
+ * console.log(rmsNormGradEmptyRows(socFamily("Ascend910B4")!)); // false
+ * ```
+ */
+export function rmsNormGradEmptyRows(family: SocFamily): boolean {
+  return isRegbase(family);
+}
+
+/**
+ * Whether aclnnAddRmsNorm writes its rstdOut: not on the Atlas inference series, whose kernel
+ * never stores rstd (ops-nn `norm/add_rms_norm/op_kernel/add_rms_norm.h` CopyOutRstd stores it
+ * only where `__CCE_AICORE__ == 220` or on NPU arch 3003/3113; `aclnnAddRmsNorm.md`:
+ * "参数rstdOut在当前产品使用场景下无效"). The backend then computes rstd with aclnnRmsNorm.
+ *
+ * @example
+ * ```ts
+ * import { addRmsNormStoresRstd, socFamily } from "@aclnn/norm/ascend";
+ * console.log(addRmsNormStoresRstd(socFamily("Ascend310P3")!)); // false
+ * ```
+ */
+export function addRmsNormStoresRstd(family: SocFamily): boolean {
+  return family.socVersion !== SocVersion.ASCEND310P;
 }

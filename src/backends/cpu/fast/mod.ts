@@ -21,6 +21,7 @@ import {
   batchNormStats,
 } from "./batch_norm_forward.ts";
 import { groupNorm, groupNormBackward } from "./group_norm.ts";
+import { rowKernels } from "../rows/mod.ts";
 
 /** Every operator's streaming kernel. */
 export const fastKernels: Kernels = {
@@ -33,4 +34,6 @@ export const fastKernels: Kernels = {
   batchNormElemtBackward,
   batchNorm,
   groupNorm,
+  // LayerNorm / RMSNorm: rows of the normalized dims (cpu/rows).
+  ...rowKernels,
 };

@@ -18,6 +18,8 @@ import {
   batchNormStats,
 } from "./batch_norm_forward.ts";
 import { groupNorm, groupNormBackward } from "./group_norm.ts";
+import { layerNorm, layerNormBackward } from "./layer_norm.ts";
+import { addRmsNorm, rmsNorm, rmsNormGrad } from "./rms_norm.ts";
 
 /** Every operator's float64 reference kernel. */
 export const referenceKernels: Kernels = {
@@ -30,4 +32,9 @@ export const referenceKernels: Kernels = {
   batchNormElemtBackward,
   batchNorm,
   groupNorm,
+  layerNorm,
+  layerNormBackward,
+  rmsNorm,
+  rmsNormGrad,
+  addRmsNorm,
 };

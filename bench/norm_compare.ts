@@ -1,0 +1,218 @@
+/**
+ * `deno task bench:norm`: the CPU backend's LayerNorm / RMSNorm operators against PyTorch's CPU,
+ * side by side (issue 31). PyTorch runs `bench/torch_norm_baseline.py`: aten.native_layer_norm and
+ * native_layer_norm_backward, and for RMSNorm the composition a PyTorch 1.13 user writes
+ * (`x * rsqrt(mean(x^2) + eps) * g` and its autograd backward). Here: layerNorm,
+ * layerNormBackward, rmsNorm and rmsNormGrad as users call them (outputs allocated by the call and
+ * freed with `using`), parameters in the data's dtype.
+ *
+ *   deno task bench:norm [--threads 2] [--rounds 3] [--min-time 0.3] [--markdown]
+ *
+ * The machine is shared: `--rounds N` alternates the two sides N times (PyTorch's whole run, then
+ * ours) and keeps each case's lowest median per side. Prints each case, then the geometric mean of
+ * here / PyTorch for LayerNorm (forward and backward) and for RMSNorm, per dtype and overall.
+ *
+ * @module
+ */
+
+import { listOf, parseCommand, positiveInteger, positiveNumber } from "../scripts/cli.ts";
+import {
+  type DType,
+  layerNorm,
+  layerNormBackward,
+  rmsNorm,
+  rmsNormGrad,
+  setCpuThreads,
+  Tensor,
+} from "../mod.ts";
+
+const NAME = "bench:norm";
+const OPS = ["layerNorm", "layerNormBackward", "rmsNorm", "rmsNormGrad"] as const;
+type Op = typeof OPS[number];
+const SHAPES = [[64, 1024], [2048, 1024], [8192, 768]];
+
+const flags = parseCommand({
+  name: NAME,
+  usage: `usage: deno task bench:norm [--threads N] [--rounds N] [--min-time S] [--ops a,b]
+                         [--dtypes float32,bfloat16] [--markdown] [--no-torch]
+  --threads N     threads on both sides (default 2)
+  --rounds N      alternate PyTorch's run and ours N times, keep the lowest medians (default 3)
+  --min-time S    seconds of timed calls per case and round (default 0.3)
+  --ops a,b       ${OPS.join(", ")} (default all)
+  --dtypes ...    float32, bfloat16 (default both)
+  --markdown      print the results as a Markdown table (bench/RESULTS.md)
+  --no-torch      skip PyTorch
+  -h, --help      print this text`,
+  options: {
+    threads: { type: "string", default: "2" },
+    rounds: { type: "string", default: "3" },
+    "min-time": { type: "string", default: "0.3" },
+    ops: { type: "string", default: OPS.join(",") },
+    dtypes: { type: "string", default: "float32,bfloat16" },
+    markdown: { type: "boolean", default: false },
+    "no-torch": { type: "boolean", default: false },
+  },
+});
+const threads = positiveInteger(NAME, "threads", flags.threads);
+const rounds = positiveInteger(NAME, "rounds", flags.rounds);
+const minTime = positiveNumber(NAME, "min-time", flags["min-time"]) * 1000;
+const ops = listOf(NAME, "ops", flags.ops, OPS);
+const dtypes = listOf(NAME, "dtypes", flags.dtypes, ["float32", "bfloat16"] as const);
+
+/** Median ms of `run` after warm-up (3 calls and 50 ms), over >= 15 calls and `budget` ms. */
+function median(run: () => void, budget: number): number {
+  const warm = performance.now();
+  for (let i = 0; i < 3 || performance.now() - warm < 50; i++) run();
+  const times: number[] = [];
+  let total = 0;
+  while (times.length < 1000 && (times.length < 15 || total < budget)) {
+    const start = performance.now();
+    run();
+    const t = performance.now() - start;
+    times.push(t);
+    total += t;
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)];
+}
+
+/** The call of one case, its inputs made once (outputs allocated and freed by every call). */
+function call(op: Op, dtype: DType, [rows, cols]: number[]): () => void {
+  const x = Tensor.random([rows, cols], { seed: 1, dtype, distribution: "normal" });
+  const dy = Tensor.random([rows, cols], { seed: 2, dtype, distribution: "normal" });
+  const w = Tensor.random([cols], { seed: 3, dtype, distribution: "normal" });
+  const b = Tensor.random([cols], { seed: 4, dtype, distribution: "normal" });
+  const normalizedShape = [cols];
+  switch (op) {
+    case "layerNorm":
+      return () => {
+        using _ = layerNorm({ input: x, normalizedShape, weight: w, bias: b, eps: 1e-5 });
+      };
+    case "layerNormBackward": {
+      const f = layerNorm({ input: x, normalizedShape, weight: w, bias: b, eps: 1e-5 });
+      const args = {
+        gradOut: dy,
+        input: x,
+        normalizedShape,
+        mean: f.mean,
+        rstd: f.rstd,
+        weight: w,
+      };
+      return () => {
+        using _ = layerNormBackward({ ...args, bias: b });
+      };
+    }
+    case "rmsNorm":
+      return () => {
+        using _ = rmsNorm({ x, gamma: w, epsilon: 1e-6 });
+      };
+    case "rmsNormGrad": {
+      const { rstd } = rmsNorm({ x, gamma: w, epsilon: 1e-6 });
+      return () => {
+        using _ = rmsNormGrad({ dy, x, rstd, gamma: w });
+      };
+    }
+  }
+}
+
+interface TorchRow {
+  op: Op;
+  dtype: string;
+  shape: number[];
+  median_ms: number;
+  torch: string;
+}
+
+async function torchRun(): Promise<TorchRow[]> {
+  const out = await new Deno.Command("/usr/bin/python3", {
+    args: [
+      new URL("./torch_norm_baseline.py", import.meta.url).pathname,
+      "--json",
+      "--threads",
+      String(threads),
+      "--min-time",
+      String(minTime / 1000),
+      "--ops",
+      ops.join(","),
+      "--dtypes",
+      dtypes.join(","),
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!out.success) {
+    const why = new TextDecoder().decode(out.stderr).trim().split("\n").at(-1);
+    throw new Error(`bench/torch_norm_baseline.py failed: ${why}`);
+  }
+  return JSON.parse(new TextDecoder().decode(out.stdout));
+}
+
+const key = (op: string, dtype: string, shape: readonly number[]) =>
+  `${op}|${dtype}|${shape.join("x")}`;
+const here = new Map<string, number>();
+const torch = new Map<string, number>();
+let torchVersion = "";
+const keep = (m: Map<string, number>, k: string, ms: number) =>
+  m.set(k, Math.min(m.get(k) ?? Infinity, ms));
+
+setCpuThreads(threads);
+const calls = new Map<string, () => void>();
+for (const op of ops) {
+  for (const dtype of dtypes) {
+    for (const shape of SHAPES) calls.set(key(op, dtype, shape), call(op, dtype, shape));
+  }
+}
+for (let r = 0; r < rounds; r++) {
+  if (!flags["no-torch"]) {
+    for (const row of await torchRun()) {
+      keep(torch, key(row.op, row.dtype, row.shape), row.median_ms);
+      torchVersion = row.torch;
+    }
+  }
+  for (const [k, run] of calls) keep(here, k, median(run, minTime));
+}
+
+const fmt = (ms: number | undefined) =>
+  ms === undefined ? "" : ms >= 100 ? ms.toFixed(1) : ms >= 1 ? ms.toFixed(2) : ms.toFixed(4);
+const ratios: { op: Op; dtype: string; ratio: number }[] = [];
+const lines: string[] = [];
+for (const op of ops) {
+  for (const shape of SHAPES) {
+    const cells = dtypes.flatMap((dtype) => {
+      const k = key(op, dtype, shape);
+      const a = here.get(k);
+      const t = torch.get(k);
+      if (a !== undefined && t !== undefined) ratios.push({ op, dtype, ratio: a / t });
+      return [fmt(a), fmt(t), a !== undefined && t ? (a / t).toFixed(2) : ""];
+    });
+    lines.push([op, `[${shape.join(",")}]`, ...cells].join(" | "));
+  }
+}
+const geomean = (rs: number[]) =>
+  rs.length === 0 ? NaN : Math.exp(rs.reduce((s, r) => s + Math.log(r), 0) / rs.length);
+const group = (name: string, pick: (o: Op) => boolean) => {
+  const parts = dtypes.map((d) => {
+    const g = geomean(ratios.filter((r) => pick(r.op) && r.dtype === d).map((r) => r.ratio));
+    return `${d} ${g.toFixed(2)}`;
+  });
+  const all = geomean(ratios.filter((r) => pick(r.op)).map((r) => r.ratio));
+  return `${name}: geometric mean here / PyTorch ${all.toFixed(2)} (${parts.join(", ")})`;
+};
+
+const head = `CPU backend, ${threads} thread(s), ${navigator.hardwareConcurrency} cores; ` +
+  (flags["no-torch"] ? "PyTorch skipped" : `PyTorch ${torchVersion}`) +
+  `; lowest median of ${rounds} interleaved round(s)`;
+console.log(head);
+const columns = dtypes.flatMap((d) => [`${d} here ms`, `${d} PyTorch ms`, "ratio"]);
+if (flags.markdown) {
+  console.log(`| operator | shape | ${columns.join(" | ")} |`);
+  console.log(`| --- | --- | ${columns.map(() => "---:").join(" | ")} |`);
+  for (const l of lines) console.log(`| ${l} |`);
+} else {
+  console.log(["operator", "shape", ...columns].join(" | "));
+  for (const l of lines) console.log(l);
+}
+if (ratios.length > 0) {
+  console.log(group("LayerNorm (forward, backward)", (o) => o.startsWith("layerNorm")));
+  console.log(group("RMSNorm (forward, backward)", (o) => o.startsWith("rmsNorm")));
+}

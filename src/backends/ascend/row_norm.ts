@@ -1,0 +1,124 @@
+/**
+ * The Ascend backend's LayerNorm / RMSNorm kernels: each one two-phase aclnn call in the
+ * argument order of its C prototype (src/ffi/symbols.ts). Where CANN leaves an output the
+ * package defines unwritten, the backend writes it at this boundary: AddRmsNorm's rstd for rows
+ * of no element (NaN, as the CPU backend gives), and on chips whose AddRmsNorm kernel never
+ * stores rstd (Atlas inference series) rstd from aclnnRmsNorm over the stored sum.
+ *
+ * @module
+ */
+
+import { arg, runAclnn } from "../../ffi/executor.ts";
+import type { AscendDevice } from "../../ffi/runtime.ts";
+import { Tensor } from "../../tensor/tensor.ts";
+import type {
+  AddRmsNormPlan,
+  AddRmsNormTensors,
+  Kernels,
+  LayerNormBackwardPlan,
+  LayerNormBackwardTensors,
+  LayerNormPlan,
+  LayerNormTensors,
+  RmsNormGradPlan,
+  RmsNormGradTensors,
+  RmsNormPlan,
+  RmsNormTensors,
+} from "../types.ts";
+import { deviceSocFamily } from "./device_soc.ts";
+import { addRmsNormStoresRstd } from "./soc.ts";
+
+function deviceOf(t: Tensor): AscendDevice {
+  return t.device as AscendDevice;
+}
+
+/** The row-norm kernels of the Ascend backend. */
+export const ascendRowNormKernels: Pick<
+  Kernels,
+  "layerNorm" | "layerNormBackward" | "rmsNorm" | "rmsNormGrad" | "addRmsNorm"
+> = {
+  layerNorm(p: LayerNormPlan, t: LayerNormTensors) {
+    // CANN itself writes mean 0 and rstd NaN for rows of no element (aclnn_layer_norm.cpp).
+    runAclnn(deviceOf(t.input), "aclnnLayerNorm", [
+      arg.tensor(t.input),
+      arg.intArray(p.normalizedShape),
+      arg.tensor(t.weight),
+      arg.tensor(t.bias),
+      arg.f64(p.eps),
+      arg.output(t.output),
+      arg.output(t.mean),
+      arg.output(t.rstd),
+    ]);
+  },
+
+  layerNormBackward(p: LayerNormBackwardPlan, t: LayerNormBackwardTensors) {
+    // CANN zero-fills the masked gradWeight/gradBias itself when there are no rows.
+    runAclnn(deviceOf(t.input), "aclnnLayerNormBackward", [
+      arg.tensor(t.gradOut),
+      arg.tensor(t.input),
+      arg.intArray(p.normalizedShape),
+      arg.tensor(t.mean),
+      arg.tensor(t.rstd),
+      arg.tensor(t.weight),
+      arg.tensor(t.bias),
+      arg.boolArray(p.mask),
+      arg.output(p.mask[0] ? t.gradInput : undefined),
+      arg.output(p.mask[1] ? t.gradWeight : undefined),
+      arg.output(p.mask[2] ? t.gradBias : undefined),
+    ]);
+  },
+
+  rmsNorm(p: RmsNormPlan, t: RmsNormTensors) {
+    runAclnn(deviceOf(t.x), "aclnnRmsNorm", [
+      arg.tensor(t.x),
+      arg.tensor(t.gamma),
+      arg.f64(p.epsilon),
+      arg.output(t.y),
+      arg.output(t.rstd),
+    ]);
+  },
+
+  rmsNormGrad(_p: RmsNormGradPlan, t: RmsNormGradTensors) {
+    runAclnn(deviceOf(t.x), "aclnnRmsNormGrad", [
+      arg.tensor(t.dy),
+      arg.tensor(t.x),
+      arg.tensor(t.rstd),
+      arg.tensor(t.gamma),
+      arg.output(t.dx),
+      arg.output(t.dgamma),
+    ]);
+  },
+
+  addRmsNorm(p: AddRmsNormPlan, t: AddRmsNormTensors) {
+    const device = deviceOf(t.x1);
+    const { rows, cols } = p.geometry;
+    if (rows === 0) return;
+    if (cols === 0) {
+      // CANN returns before launching anything (empty x1); rstd is the mean of no square.
+      t.rstd.copy_(new Float64Array(rows).fill(NaN));
+      return;
+    }
+    runAclnn(device, "aclnnAddRmsNorm", [
+      arg.tensor(t.x1),
+      arg.tensor(t.x2),
+      arg.tensor(t.gamma),
+      arg.f64(p.epsilon),
+      arg.output(t.y),
+      arg.output(t.rstd),
+      arg.output(t.x),
+    ]);
+    if (addRmsNormStoresRstd(deviceSocFamily(device, "aclnnAddRmsNorm"))) return;
+    // rstd of the stored sum x, as aclnnRmsNorm computes it; its y goes to a scratch tensor.
+    const scratch = Tensor.zeros(t.y.shape, t.y.dtype, device);
+    try {
+      runAclnn(device, "aclnnRmsNorm", [
+        arg.tensor(t.x),
+        arg.tensor(t.gamma),
+        arg.f64(p.epsilon),
+        arg.output(scratch),
+        arg.output(t.rstd),
+      ]);
+    } finally {
+      scratch.dispose();
+    }
+  },
+};

@@ -1,0 +1,34 @@
+/**
+ * Work items of the row kernels: consecutive rows, about {@linkcode ITEM_ELEMENTS} elements per
+ * item. Items depend on the shape only, and each item's column sums (weight gradients) are its
+ * own partials, merged in item order; so a later split of the items over threads gives the
+ * same bits as running them in order on one thread.
+ *
+ * @module
+ */
+
+/** Elements per work item (whole rows; at least one row). */
+export const ITEM_ELEMENTS = 1 << 16;
+
+/** Rows of one work item for rows of `cols` elements. */
+export function rowsPerItem(cols: number): number {
+  return Math.max(1, Math.floor(ITEM_ELEMENTS / Math.max(cols, 1)));
+}
+
+/** The work items of `rows` rows of `cols` elements. */
+export function itemCount(rows: number, cols: number): number {
+  return Math.ceil(rows / rowsPerItem(cols));
+}
+
+/**
+ * Sums item partials `partials[item * cols + i]` over the items, in item order, into a new
+ * array of `cols` values.
+ */
+export function mergeColumns(partials: Float64Array, items: number, cols: number): Float64Array {
+  const out = new Float64Array(cols);
+  for (let k = 0; k < items; k++) {
+    const at = k * cols;
+    for (let i = 0; i < cols; i++) out[i] += partials[at + i];
+  }
+  return out;
+}

@@ -1,0 +1,99 @@
+/**
+ * The CPU kernels of aclnnLayerNorm and aclnnLayerNormBackward: rows of the normalized dims in
+ * work items (items.ts), each row's statistics or sums taken in one pass and its output written
+ * in a second, float64 throughout and one rounding per output element. Float32 rows at unit
+ * stride run in their own arrays (direct_f32.ts); every other layout and dtype through float64
+ * scratch rows (scratch_rows.ts), with the same bits. Weight gradients are per-item column
+ * partials merged in item order.
+ *
+ * @module
+ */
+
+import type {
+  LayerNormBackwardPlan,
+  LayerNormBackwardTensors,
+  LayerNormPlan,
+  LayerNormTensors,
+} from "../../types.ts";
+import { temporaryFloat64 } from "../../../tensor/slab.ts";
+import { channelValues, channelValuesOr, writeChannelValues } from "../fast/channel_values.ts";
+import * as reference from "../reference/layer_norm.ts";
+import { rowAccess, rowAddressable } from "./access.ts";
+import { f32Rows, layerNormGradRowsF32, layerNormRowsF32 } from "./direct_f32.ts";
+import { itemCount, mergeColumns, rowsPerItem } from "./items.ts";
+import { layerNormGradRows, layerNormRows } from "./scratch_rows.ts";
+
+/**
+ * aclnnLayerNorm: per row, mean and rstd = 1/sqrt(biased var + eps) over the normalized dims,
+ * y = (x - mean) * rstd * weight + bias. No rows: nothing to write; rows of no element: mean 0
+ * and rstd NaN, as CANN fills them.
+ */
+export function layerNorm(plan: LayerNormPlan, t: LayerNormTensors): void {
+  const { rows, cols, axis } = plan.geometry;
+  if (rows === 0) return;
+  if (cols === 0) {
+    writeChannelValues(t.mean, temporaryFloat64(rows));
+    writeChannelValues(t.rstd, temporaryFloat64(rows).fill(NaN));
+    return;
+  }
+  if (!rowAddressable(t.input) || !rowAddressable(t.output)) return reference.layerNorm(plan, t);
+  const x = rowAccess(t.input, axis);
+  const y = rowAccess(t.output, axis);
+  const w = channelValuesOr(t.weight, cols, 1);
+  const bias = channelValuesOr(t.bias, cols, 0);
+  const mean = temporaryFloat64(rows);
+  const rstd = temporaryFloat64(rows);
+  const moments = temporaryFloat64(2);
+  const xf = f32Rows(x);
+  const yf = f32Rows(y);
+  const per = rowsPerItem(cols);
+  for (let first = 0; first < rows; first += per) {
+    const end = Math.min(rows, first + per);
+    if (xf && yf) {
+      layerNormRowsF32(xf, yf, cols, plan.eps, w, bias, mean, rstd, moments, first, end);
+    } else layerNormRows(x, y, cols, plan.eps, w, bias, mean, rstd, moments, first, end);
+  }
+  writeChannelValues(t.mean, mean);
+  writeChannelValues(t.rstd, rstd);
+}
+
+/**
+ * aclnnLayerNormBackward with the forward's per-row mean and rstd: xhat = (x - mean) * rstd,
+ * g = gradOut * weight; gradInput = rstd * (g - mean(g) - xhat * mean(g * xhat)) over the
+ * normalized dims; gradWeight = sum over rows of gradOut * xhat; gradBias = sum of gradOut.
+ * Only masked-on outputs are computed; no rows give zero gradWeight and gradBias.
+ */
+export function layerNormBackward(plan: LayerNormBackwardPlan, t: LayerNormBackwardTensors): void {
+  const { rows, cols, axis } = plan.geometry;
+  const [wantInput, wantWeight, wantBias] = plan.mask;
+  const gradInput = wantInput ? t.gradInput : undefined;
+  if (!wantInput && !wantWeight && !wantBias) return;
+  if (rows === 0 || cols === 0) {
+    if (wantWeight && t.gradWeight) writeChannelValues(t.gradWeight, temporaryFloat64(cols));
+    if (wantBias && t.gradBias) writeChannelValues(t.gradBias, temporaryFloat64(cols));
+    return;
+  }
+  const data = [t.gradOut, t.input, ...(gradInput ? [gradInput] : [])];
+  if (!data.every(rowAddressable)) return reference.layerNormBackward(plan, t);
+  const dy = rowAccess(t.gradOut, axis);
+  const x = rowAccess(t.input, axis);
+  const gi = gradInput ? rowAccess(gradInput, axis) : undefined;
+  const w = channelValuesOr(t.weight, cols, 1);
+  const mean = channelValues(t.mean);
+  const rstd = channelValues(t.rstd);
+  const sums = wantWeight || wantBias;
+  const items = itemCount(rows, cols);
+  const pw = sums ? new Float64Array(items * cols) : undefined;
+  const pb = sums ? new Float64Array(items * cols) : undefined;
+  const [dyf, xf, gif] = [f32Rows(dy), f32Rows(x), f32Rows(gi)];
+  const direct = dyf && xf && (!gi || gif);
+  const per = rowsPerItem(cols);
+  for (let k = 0; k < items; k++) {
+    const first = k * per;
+    const end = Math.min(rows, first + per);
+    if (direct) layerNormGradRowsF32(dyf, xf, gif, cols, mean, rstd, w, pw, pb, first, end, k);
+    else layerNormGradRows(dy, x, gi, cols, mean, rstd, w, pw, pb, first, end, k);
+  }
+  if (wantWeight && t.gradWeight) writeChannelValues(t.gradWeight, mergeColumns(pw!, items, cols));
+  if (wantBias && t.gradBias) writeChannelValues(t.gradBias, mergeColumns(pb!, items, cols));
+}

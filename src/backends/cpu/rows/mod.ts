@@ -1,0 +1,22 @@
+/**
+ * The row kernels of the CPU backend: LayerNorm and RMSNorm, whose normalized dims are the
+ * trailing ones, so that a row of them is the unit of work (access.ts, items.ts).
+ *
+ * @module
+ */
+
+import type { Kernels } from "../../types.ts";
+import { layerNorm, layerNormBackward } from "./layer_norm.ts";
+import { addRmsNorm, rmsNorm, rmsNormGrad } from "./rms_norm.ts";
+
+/** The row kernels, by operator. */
+export const rowKernels: Pick<
+  Kernels,
+  "layerNorm" | "layerNormBackward" | "rmsNorm" | "rmsNormGrad" | "addRmsNorm"
+> = {
+  layerNorm,
+  layerNormBackward,
+  rmsNorm,
+  rmsNormGrad,
+  addRmsNorm,
+};

@@ -1,0 +1,105 @@
+/**
+ * The CPU kernels of aclnnRmsNorm, aclnnRmsNormGrad and aclnnAddRmsNorm: rows of gamma's dims in
+ * work items (items.ts), one pass for the row's sum of squares or dot product and one for the
+ * write, one rounding per output element. Float32 rows at unit stride run in their own arrays
+ * (direct_f32.ts); every other layout and dtype through float64 scratch rows (scratch_rows.ts),
+ * with the same bits. dgamma is per-item column partials merged in item order.
+ *
+ * @module
+ */
+
+import type {
+  AddRmsNormPlan,
+  AddRmsNormTensors,
+  RmsNormGradPlan,
+  RmsNormGradTensors,
+  RmsNormPlan,
+  RmsNormTensors,
+} from "../../types.ts";
+import { temporaryFloat64 } from "../../../tensor/slab.ts";
+import { channelValues, writeChannelValues } from "../fast/channel_values.ts";
+import * as reference from "../reference/rms_norm.ts";
+import { rowAccess, rowAddressable } from "./access.ts";
+import { addRmsNormRowsF32, f32Rows, rmsNormGradRowsF32, rmsNormRowsF32 } from "./direct_f32.ts";
+import { itemCount, mergeColumns, rowsPerItem } from "./items.ts";
+import { addRmsNormRows, rmsNormGradRows, rmsNormRows } from "./scratch_rows.ts";
+
+/** aclnnRmsNorm: per row rstd = 1/sqrt(mean(x^2) + epsilon), y = x * rstd * gamma. */
+export function rmsNorm(plan: RmsNormPlan, t: RmsNormTensors): void {
+  const { rows, cols, axis } = plan.geometry;
+  if (rows === 0 || cols === 0) return;
+  if (!rowAddressable(t.x) || !rowAddressable(t.y)) return reference.rmsNorm(plan, t);
+  const x = rowAccess(t.x, axis);
+  const y = rowAccess(t.y, axis);
+  const g = channelValues(t.gamma);
+  const rstd = temporaryFloat64(rows);
+  const [xf, yf] = [f32Rows(x), f32Rows(y)];
+  const per = rowsPerItem(cols);
+  for (let first = 0; first < rows; first += per) {
+    const end = Math.min(rows, first + per);
+    if (xf && yf) rmsNormRowsF32(xf, yf, cols, plan.epsilon, g, rstd, first, end);
+    else rmsNormRows(x, y, cols, plan.epsilon, g, rstd, first, end);
+  }
+  writeChannelValues(t.rstd, rstd);
+}
+
+/**
+ * aclnnRmsNormGrad with the forward's per-row rstd: dx = rstd * (dy * gamma - x * rstd *
+ * mean(dy * gamma * x * rstd)) over gamma's dims, dgamma = sum over rows of dy * x * rstd. No
+ * rows: dgamma is zero.
+ */
+export function rmsNormGrad(plan: RmsNormGradPlan, t: RmsNormGradTensors): void {
+  const { rows, cols, axis } = plan.geometry;
+  if (cols === 0) return;
+  if (rows === 0) {
+    writeChannelValues(t.dgamma, temporaryFloat64(cols));
+    return;
+  }
+  if (![t.dy, t.x, t.dx].every(rowAddressable)) return reference.rmsNormGrad(plan, t);
+  const dy = rowAccess(t.dy, axis);
+  const x = rowAccess(t.x, axis);
+  const dx = rowAccess(t.dx, axis);
+  const g = channelValues(t.gamma);
+  const rstd = channelValues(t.rstd);
+  const items = itemCount(rows, cols);
+  const pg = new Float64Array(items * cols);
+  const [dyf, xf, dxf] = [f32Rows(dy), f32Rows(x), f32Rows(dx)];
+  const per = rowsPerItem(cols);
+  for (let k = 0; k < items; k++) {
+    const first = k * per;
+    const end = Math.min(rows, first + per);
+    if (dyf && xf && dxf) rmsNormGradRowsF32(dyf, xf, dxf, cols, rstd, g, pg, first, end, k);
+    else rmsNormGradRows(dy, x, dx, cols, rstd, g, pg, first, end, k);
+  }
+  writeChannelValues(t.dgamma, mergeColumns(pg, items, cols));
+}
+
+/**
+ * aclnnAddRmsNorm: x = x1 + x2 rounded to x1's dtype (written to `x`), then per row
+ * rstd = 1/sqrt(mean(x^2) + epsilon) and y = x * rstd * gamma from the rounded x. Rows of no
+ * element give rstd NaN (the mean of no square); no rows, nothing.
+ */
+export function addRmsNorm(plan: AddRmsNormPlan, t: AddRmsNormTensors): void {
+  const { rows, cols, axis } = plan.geometry;
+  if (rows === 0) return;
+  if (cols === 0) {
+    writeChannelValues(t.rstd, temporaryFloat64(rows).fill(NaN));
+    return;
+  }
+  if (![t.x1, t.x2, t.y, t.x].every(rowAddressable)) return reference.addRmsNorm(plan, t);
+  const a = rowAccess(t.x1, axis);
+  const b = rowAccess(t.x2, axis);
+  const x = rowAccess(t.x, axis);
+  const y = rowAccess(t.y, axis);
+  const g = channelValues(t.gamma);
+  const rstd = temporaryFloat64(rows);
+  const [af, bf, xf, yf] = [f32Rows(a), f32Rows(b), f32Rows(x), f32Rows(y)];
+  const eps = plan.epsilon;
+  const per = rowsPerItem(cols);
+  for (let first = 0; first < rows; first += per) {
+    const end = Math.min(rows, first + per);
+    if (af && bf && xf && yf) addRmsNormRowsF32(af, bf, xf, yf, cols, eps, g, rstd, first, end);
+    else addRmsNormRows(a, b, x, y, cols, eps, g, rstd, first, end);
+  }
+  writeChannelValues(t.rstd, rstd);
+}

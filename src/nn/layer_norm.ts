@@ -1,0 +1,222 @@
+/**
+ * `LayerNorm`: PyTorch's `nn.LayerNorm` on the CPU or an NPU, built on {@linkcode layerNorm}
+ * and {@linkcode layerNormBackward}.
+ *
+ * @module
+ */
+
+import { layerNorm } from "../ops/layer_norm.ts";
+import { layerNormBackward } from "../ops/layer_norm_backward.ts";
+import { disposable } from "../ops/results.ts";
+import { requireTensor } from "../ops/validate.ts";
+import type { Device } from "../tensor/device.ts";
+import type { DType } from "../tensor/dtype.ts";
+import { keep } from "../tensor/scope.ts";
+import { Tensor } from "../tensor/tensor.ts";
+import {
+  checkNormalizedInput,
+  type LayerNormConfig,
+  layerNormConfig,
+  type LayerNormOptions,
+} from "./row_norm_options.ts";
+import { checkGradOut, disposedModule, type NormGradients, SavedForward } from "./saved.ts";
+import {
+  loadState,
+  type LoadStateDictOptions,
+  type LoadStateDictResult,
+  snapshot,
+  type StateDict,
+  type StateEntry,
+} from "./state_dict.ts";
+
+/** What a forward keeps for the backward: its input and the per-row statistics. */
+interface Saved {
+  readonly input: Tensor;
+  readonly mean: Tensor;
+  readonly rstd: Tensor;
+}
+
+/**
+ * Layer normalization over the trailing `normalizedShape` dims with learnable elementwise
+ * affine parameters, as PyTorch's `nn.LayerNorm(normalized_shape, eps, elementwise_affine,
+ * bias)`. Inputs of any rank up to 8 whose last dims are normalizedShape, any strides, any
+ * float dtype (float32 parameters with float16/bfloat16 data are mixed precision, as CANN
+ * allows). LayerNorm has no running statistics: train and eval mode compute the same.
+ *
+ * - `forward(input)` returns the output (yours to dispose) and keeps the input (by reference)
+ *   and the per-row mean and rstd (float32) for the backward.
+ * - `backward(gradOut)` returns `{ gradInput, gradWeight, gradBias }` (the parameter gradients
+ *   in the module's dtype, of shape normalizedShape; null without them); one backward per
+ *   forward.
+ * - `stateDict()` holds `weight` and `bias`, PyTorch's keys.
+ *
+ * @example
+ * ```ts
+ * import { LayerNorm, Tensor } from "@aclnn/norm";
+ * using ln = new LayerNorm({ normalizedShape: 8 });
+ * const x = Tensor.random([2, 3, 8], { seed: 1 });
+ * using y = ln.forward(x);
+ * using grads = ln.backward(Tensor.ones(y.shape));
+ * console.log(y.shape, grads.gradBias?.toArray()); // [2, 3, 8] [6, 6, 6, 6, 6, 6, 6, 6]
+ * ```
+ */
+export class LayerNorm implements Disposable {
+  readonly #config: LayerNormConfig;
+  readonly #weight: Tensor | null;
+  readonly #bias: Tensor | null;
+  readonly #saved = new SavedForward<Saved>();
+  #training = true;
+  #disposed = false;
+
+  /** Makes the module: weight 1, bias 0 (PyTorch's). */
+  constructor(options: LayerNormOptions) {
+    const c = layerNormConfig("LayerNorm", options);
+    this.#config = c;
+    const make = (value: number) => keep(Tensor.full(c.normalizedShape, value, c.dtype, c.device));
+    this.#weight = c.elementwiseAffine ? make(1) : null;
+    this.#bias = c.elementwiseAffine && c.bias ? make(0) : null;
+  }
+
+  /** The normalized (trailing) dims. */
+  get normalizedShape(): readonly number[] {
+    return this.#config.normalizedShape;
+  }
+  /** Added to the variance. */
+  get eps(): number {
+    return this.#config.eps;
+  }
+  /** Whether the module has learnable parameters. */
+  get elementwiseAffine(): boolean {
+    return this.#config.elementwiseAffine;
+  }
+  /** Where the parameters live. */
+  get device(): Device {
+    return this.#config.device;
+  }
+  /** dtype of the parameters. */
+  get dtype(): DType {
+    return this.#config.dtype;
+  }
+  /** gamma, shape normalizedShape; null without affine parameters. */
+  get weight(): Tensor | null {
+    return this.#weight;
+  }
+  /** beta, shape normalizedShape; null without affine parameters or bias. */
+  get bias(): Tensor | null {
+    return this.#bias;
+  }
+  /** true in training mode (the default); LayerNorm computes the same in both modes. */
+  get training(): boolean {
+    return this.#training;
+  }
+
+  /** Sets training mode (or eval mode with `false`). Returns the module. */
+  train(mode = true): this {
+    this.#training = Boolean(mode);
+    return this;
+  }
+
+  /** Sets eval mode. Returns the module. */
+  eval(): this {
+    return this.train(false);
+  }
+
+  /**
+   * Normalizes `input` (its last dims normalizedShape, on the module's device) and keeps what
+   * the backward needs. Returns the output, in input's shape, dtype and layout.
+   */
+  forward(input: Tensor): Tensor {
+    const op = "LayerNorm.forward";
+    this.#check(op);
+    const x = requireTensor(op, "input", input);
+    checkNormalizedInput(op, x, this.#config.normalizedShape);
+    const r = layerNorm({
+      input: x,
+      normalizedShape: this.#config.normalizedShape,
+      weight: this.#weight,
+      bias: this.#bias,
+      eps: this.#config.eps,
+    });
+    this.#saved.save({ input: x, mean: r.mean, rstd: r.rstd }, [r.mean, r.rstd]);
+    return r.output;
+  }
+
+  /**
+   * The gradients through the last forward: `gradOut` has that forward's input shape. Frees
+   * what the forward kept (a refused gradOut leaves it for a corrected call).
+   */
+  backward(gradOut: Tensor): NormGradients {
+    const op = "LayerNorm.backward";
+    this.#check(op);
+    const saved = this.#saved.use(op);
+    const dy = checkGradOut(op, gradOut, saved.input);
+    const { normalizedShape, dtype, device } = this.#config;
+    // The parameter gradients in the parameters' dtype (the operator casts to its outputs).
+    const param = (p: Tensor | null) => p ? Tensor.empty(normalizedShape, dtype, device) : null;
+    const gradWeight = param(this.#weight);
+    const gradBias = param(this.#bias);
+    try {
+      const r = layerNormBackward({
+        gradOut: dy,
+        input: saved.input,
+        normalizedShape,
+        mean: saved.mean,
+        rstd: saved.rstd,
+        weight: this.#weight,
+        bias: this.#bias,
+        outputMask: [true, gradWeight !== null, gradBias !== null],
+        out: { gradWeight, gradBias },
+      });
+      this.#saved.clear("used");
+      const grads = { gradInput: r.gradInput as Tensor, gradWeight, gradBias };
+      return disposable(grads, [grads.gradInput, gradWeight, gradBias]);
+    } catch (e) {
+      gradWeight?.dispose();
+      gradBias?.dispose();
+      throw e;
+    }
+  }
+
+  /** Snapshots (copies) of `weight` and `bias` (an empty dict without affine parameters). */
+  stateDict(): StateDict {
+    this.#check("LayerNorm.stateDict");
+    return snapshot(this.#entries());
+  }
+
+  /**
+   * Copies a state dict into the module after checking all of it (PyTorch's strict
+   * `load_state_dict` by default). Ends the pending forward.
+   */
+  loadStateDict(dict: StateDict, options?: LoadStateDictOptions): LoadStateDictResult {
+    const op = "LayerNorm.loadStateDict";
+    this.#check(op);
+    const result = loadState(op, this.#entries(), dict, options);
+    this.#saved.clear("reset");
+    return result;
+  }
+
+  /** Frees the parameters and saved statistics. Idempotent. */
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    this.#saved.clear("reset");
+    this.#weight?.dispose();
+    this.#bias?.dispose();
+  }
+
+  /** Same as {@linkcode LayerNorm.dispose}, for `using`. */
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  #entries(): StateEntry[] {
+    const entries: StateEntry[] = [];
+    if (this.#weight) entries.push({ key: "weight", tensor: this.#weight });
+    if (this.#bias) entries.push({ key: "bias", tensor: this.#bias });
+    return entries;
+  }
+
+  #check(op: string): void {
+    if (this.#disposed) disposedModule(op);
+  }
+}

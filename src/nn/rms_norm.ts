@@ -1,0 +1,219 @@
+/**
+ * `RMSNorm`: PyTorch's `nn.RMSNorm` (torch >= 2.4) on the CPU or an NPU, built on
+ * {@linkcode rmsNorm} and {@linkcode rmsNormGrad}.
+ *
+ * @module
+ */
+
+import { rmsNorm } from "../ops/rms_norm.ts";
+import { rmsNormGrad } from "../ops/rms_norm_grad.ts";
+import { disposable } from "../ops/results.ts";
+import { requireTensor } from "../ops/validate.ts";
+import type { Device } from "../tensor/device.ts";
+import type { DType } from "../tensor/dtype.ts";
+import { keep } from "../tensor/scope.ts";
+import { Tensor } from "../tensor/tensor.ts";
+import {
+  checkNormalizedInput,
+  machineEpsilon,
+  type RMSNormConfig,
+  rmsNormConfig,
+  type RMSNormOptions,
+} from "./row_norm_options.ts";
+import { checkGradOut, disposedModule, SavedForward } from "./saved.ts";
+import {
+  loadState,
+  type LoadStateDictOptions,
+  type LoadStateDictResult,
+  snapshot,
+  type StateDict,
+  type StateEntry,
+} from "./state_dict.ts";
+
+/** The gradients {@linkcode RMSNorm.backward} returns; `using` frees them. */
+export interface RMSNormGradients extends Disposable {
+  /** dL/dinput: the input's shape and dtype. */
+  gradInput: Tensor;
+  /** dL/dweight, shape normalizedShape in the module's dtype; null without affine weight. */
+  gradWeight: Tensor | null;
+}
+
+/** What a forward keeps for the backward: its input and the per-row rstd. */
+interface Saved {
+  readonly input: Tensor;
+  readonly rstd: Tensor;
+}
+
+/**
+ * Root mean square normalization over the trailing `normalizedShape` dims with a learnable
+ * elementwise weight, as PyTorch's `nn.RMSNorm(normalized_shape, eps, elementwise_affine)`:
+ * y = x / sqrt(mean(x^2) + eps) * weight, no mean subtracted, no bias. eps defaults to the
+ * machine epsilon of the input's dtype, as PyTorch's `eps=None`. Inputs of rank 1-8 whose
+ * last dims are normalizedShape, any strides; float32 weights with float16/bfloat16 data are
+ * mixed precision where CANN allows it (not on the Atlas inference series).
+ *
+ * - `forward(input)` returns the output (yours to dispose) and keeps the input (by reference)
+ *   and the per-row rstd (float32) for the backward.
+ * - `backward(gradOut)` returns `{ gradInput, gradWeight }`; one backward per forward.
+ * - `stateDict()` holds `weight`, PyTorch's key.
+ *
+ * @example
+ * ```ts
+ * import { RMSNorm, Tensor } from "@aclnn/norm";
+ * using norm = new RMSNorm({ normalizedShape: [16], eps: 1e-6 });
+ * const x = Tensor.random([2, 4, 16], { seed: 1 });
+ * using y = norm.forward(x);
+ * using grads = norm.backward(Tensor.ones(y.shape));
+ * console.log(y.shape, grads.gradWeight?.shape); // [2, 4, 16] [16]
+ * ```
+ */
+export class RMSNorm implements Disposable {
+  readonly #config: RMSNormConfig;
+  readonly #weight: Tensor | null;
+  /** Ones of the module's dtype: the operator's gamma without an affine weight. */
+  readonly #ones: Tensor | null;
+  readonly #saved = new SavedForward<Saved>();
+  #training = true;
+  #disposed = false;
+
+  /** Makes the module: weight 1 (PyTorch's). */
+  constructor(options: RMSNormOptions) {
+    const c = rmsNormConfig("RMSNorm", options);
+    this.#config = c;
+    const ones = keep(Tensor.full(c.normalizedShape, 1, c.dtype, c.device));
+    this.#weight = c.elementwiseAffine ? ones : null;
+    this.#ones = c.elementwiseAffine ? null : ones;
+  }
+
+  /** The normalized (trailing) dims. */
+  get normalizedShape(): readonly number[] {
+    return this.#config.normalizedShape;
+  }
+  /** Added to mean(x^2); null: the machine epsilon of the input's dtype. */
+  get eps(): number | null {
+    return this.#config.eps;
+  }
+  /** Whether the module has a learnable weight. */
+  get elementwiseAffine(): boolean {
+    return this.#config.elementwiseAffine;
+  }
+  /** Where the parameters live. */
+  get device(): Device {
+    return this.#config.device;
+  }
+  /** dtype of the parameters. */
+  get dtype(): DType {
+    return this.#config.dtype;
+  }
+  /** The scale, shape normalizedShape; null without an affine weight. */
+  get weight(): Tensor | null {
+    return this.#weight;
+  }
+  /** RMSNorm has no bias (always null; for a uniform module API). */
+  get bias(): Tensor | null {
+    return null;
+  }
+  /** true in training mode (the default); RMSNorm computes the same in both modes. */
+  get training(): boolean {
+    return this.#training;
+  }
+
+  /** Sets training mode (or eval mode with `false`). Returns the module. */
+  train(mode = true): this {
+    this.#training = Boolean(mode);
+    return this;
+  }
+
+  /** Sets eval mode. Returns the module. */
+  eval(): this {
+    return this.train(false);
+  }
+
+  /**
+   * Normalizes `input` (its last dims normalizedShape, on the module's device) and keeps what
+   * the backward needs. Returns the output, in input's shape, dtype and layout.
+   */
+  forward(input: Tensor): Tensor {
+    const op = "RMSNorm.forward";
+    this.#check(op);
+    const x = requireTensor(op, "input", input);
+    checkNormalizedInput(op, x, this.#config.normalizedShape);
+    const r = rmsNorm({
+      x,
+      gamma: this.#gamma(),
+      epsilon: this.#config.eps ?? machineEpsilon(x.dtype),
+    });
+    this.#saved.save({ input: x, rstd: r.rstd }, [r.rstd]);
+    return r.y;
+  }
+
+  /**
+   * The gradients through the last forward: `gradOut` has that forward's input shape. Frees
+   * what the forward kept (a refused gradOut leaves it for a corrected call).
+   */
+  backward(gradOut: Tensor): RMSNormGradients {
+    const op = "RMSNorm.backward";
+    this.#check(op);
+    const saved = this.#saved.use(op);
+    const dy = checkGradOut(op, gradOut, saved.input);
+    const r = rmsNormGrad({ dy, x: saved.input, rstd: saved.rstd, gamma: this.#gamma() });
+    this.#saved.clear("used");
+    // dgamma is float32 (the operator's rule): the module's gradient has the weight's dtype.
+    let gradWeight: Tensor | null = null;
+    if (this.#weight && this.#config.dtype === "float32") {
+      gradWeight = r.dgamma;
+    } else {
+      if (this.#weight) {
+        const { normalizedShape, dtype, device } = this.#config;
+        gradWeight = Tensor.empty(normalizedShape, dtype, device).copy_(r.dgamma);
+      }
+      r.dgamma.dispose();
+    }
+    const grads = { gradInput: r.dx, gradWeight };
+    return disposable(grads, [r.dx, gradWeight]);
+  }
+
+  /** A snapshot (copy) of `weight` (an empty dict without an affine weight). */
+  stateDict(): StateDict {
+    this.#check("RMSNorm.stateDict");
+    return snapshot(this.#entries());
+  }
+
+  /**
+   * Copies a state dict into the module after checking all of it (PyTorch's strict
+   * `load_state_dict` by default). Ends the pending forward.
+   */
+  loadStateDict(dict: StateDict, options?: LoadStateDictOptions): LoadStateDictResult {
+    const op = "RMSNorm.loadStateDict";
+    this.#check(op);
+    const result = loadState(op, this.#entries(), dict, options);
+    this.#saved.clear("reset");
+    return result;
+  }
+
+  /** Frees the parameters and saved statistics. Idempotent. */
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    this.#saved.clear("reset");
+    this.#weight?.dispose();
+    this.#ones?.dispose();
+  }
+
+  /** Same as {@linkcode RMSNorm.dispose}, for `using`. */
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  #gamma(): Tensor {
+    return (this.#weight ?? this.#ones)!;
+  }
+
+  #entries(): StateEntry[] {
+    return this.#weight ? [{ key: "weight", tensor: this.#weight }] : [];
+  }
+
+  #check(op: string): void {
+    if (this.#disposed) disposedModule(op);
+  }
+}

@@ -1,0 +1,236 @@
+/**
+ * aclnnLayerNorm: Layer Normalization over the trailing `normalizedShape` dims of the input.
+ * With rows = the product of the leading dims and N = prod(normalizedShape), per row:
+ *
+ * ```
+ * mean = sum(x) / N
+ * rstd = 1 / sqrt(sum((x - mean)^2) / N + eps)       (biased variance, as PyTorch)
+ * output = (x - mean) * rstd * weight + bias
+ * ```
+ *
+ * mean and rstd are the float32 statistics torch_npu allocates (`[A1..Ai, 1..1]`), which
+ * {@linkcode layerNormBackward} takes.
+ *
+ * @example
+ * ```ts
+ * import { layerNorm, Tensor } from "@aclnn/norm";
+ * const x = Tensor.fromArray([1, 2, 3, 4, 2, 2, 2, 2], [2, 4]);
+ * const { output, mean, rstd } = layerNorm({ input: x, normalizedShape: [4] });
+ * console.log(mean.toArray(), mean.shape); // [2.5, 2] [2, 1]
+ * console.log(output.toArray().slice(0, 2)); // [-1.34..., -0.44...]
+ * ```
+ *
+ * @module
+ */
+
+import type { LayerNormPlan, LayerNormTensors } from "../backends/mod.ts";
+import { rowGeometry } from "../backends/mod.ts";
+import { FLOAT_DTYPES } from "../tensor/dtype.ts";
+import { formatShape } from "../tensor/layout.ts";
+import { Tensor } from "../tensor/tensor.ts";
+import { z } from "./zod.ts";
+import {
+  checkMaxRank,
+  checkStatisticsOut,
+  epsilonSchema,
+  MAX_RANK,
+  normalizedShapeSchema,
+  statisticsShape,
+} from "./row_norm_checks.ts";
+import { defineOperator, type ValidatedCall } from "./spec.ts";
+import {
+  backendChecked,
+  checkDType,
+  checkShape,
+  checkWrites,
+  commonDevice,
+  invalid,
+  type MaybeTensor,
+  missing,
+  optionalTensor,
+  parseScalars,
+  requestedOutput,
+  requireTensor,
+} from "./validate.ts";
+
+const OP = "aclnnLayerNorm";
+
+/** Preallocated outputs of {@linkcode layerNorm} (CANN out, meanOutOptional, rstdOutOptional). */
+export interface LayerNormOut {
+  /** Receives y: input's shape, any float dtype (the result is cast to it), any strides. */
+  output?: Tensor | null;
+  /** Receives the per-row mean: `[A1..Ai, 1..1]` (empty without rows), any float dtype. */
+  mean?: Tensor | null;
+  /** Receives the per-row rstd: same rules as `mean`. */
+  rstd?: Tensor | null;
+}
+
+/** Arguments of {@linkcode layerNorm} (names as in CANN, Optional/Out dropped). */
+export interface LayerNormArgs {
+  /** x, rank 1-8, float32/float16/bfloat16. */
+  input: MaybeTensor;
+  /** The normalized (trailing) dims of input: 1 to 8 of them, equal to input's last dims. */
+  normalizedShape: readonly number[] | null | undefined;
+  /** Scale, shape normalizedShape, float32 or input's dtype; ones when absent. */
+  weight?: MaybeTensor;
+  /** Offset, shape normalizedShape, weight's dtype rule; zeros when absent. */
+  bias?: MaybeTensor;
+  /** Added to the variance. Default 1e-5. */
+  eps?: number;
+  /** Preallocated outputs (validated as aclnn does); missing ones are allocated. */
+  out?: LayerNormOut;
+}
+
+/** Results of {@linkcode layerNorm}; `using` frees the outputs the call allocated. */
+export interface LayerNormResult extends Disposable {
+  /** y, input's shape. */
+  output: Tensor;
+  /** Per-row mean (float32 `[A1..Ai, 1..1]` unless given in `out`). */
+  mean: Tensor;
+  /** Per-row 1/sqrt(biased var + eps) (same shape and dtype as mean). */
+  rstd: Tensor;
+}
+
+const scalarsSchema = z.object({
+  normalizedShape: normalizedShapeSchema,
+  eps: epsilonSchema(1e-5),
+});
+
+/**
+ * Runs Layer Normalization as aclnnLayerNorm does, on the CPU or on the NPU the tensors live on.
+ *
+ * Validation, in CANN's order (ops-nn `norm/layer_norm_v4/op_host/op_api/aclnn_layer_norm.cpp`
+ * CheckNotNull, CheckInputDtype/CheckOutputDtype, CheckShape, CheckMeanRstdOutputShape):
+ * 161001 when input or normalizedShape is missing or `out.output` is `null`; 161002 when a
+ * tensor is not float32/float16/bfloat16, weight or bias is neither float32 nor input's dtype
+ * or they differ, a tensor has more than 8 dims, normalizedShape has not 1 to 8 entries or
+ * differs from input's trailing dims (or weight's/bias's shape), output's shape is not
+ * input's, or mean/rstd are not `[A1..Ai, 1..1]`. eps is any finite number (CANN checks none).
+ * On an NPU the chip's rules apply too (bfloat16 on Atlas A2/A3/950 only; not on the Atlas
+ * inference series).
+ *
+ * Without `out`, output takes input's dtype, shape and memory layout, and mean/rstd are float32
+ * `[A1..Ai, 1..1]` (`[0]` without rows), as torch_npu allocates them. Rows of no element give
+ * mean 0 and rstd NaN, as CANN writes them.
+ *
+ * @example
+ * ```ts
+ * import { layerNorm, Tensor } from "@aclnn/norm";
+ * const x = Tensor.random([2, 3, 8], { seed: 1, dtype: "bfloat16" });
+ * const weight = Tensor.ones([8], "float32"); // float32 parameters with bfloat16 data
+ * const r = layerNorm({ input: x, normalizedShape: [8], weight, eps: 1e-5 });
+ * console.log(r.output.dtype, r.mean.dtype, r.mean.shape); // bfloat16 float32 [2, 3, 1]
+ * ```
+ */
+export function layerNorm(args: LayerNormArgs): LayerNormResult {
+  return call(args);
+}
+
+type Output = "output" | "mean" | "rstd";
+
+interface Validated extends ValidatedCall<Output> {
+  readonly plan: LayerNormPlan;
+  readonly tensors: Omit<LayerNormTensors, Output>;
+}
+
+const call = defineOperator<LayerNormArgs, Output, Validated, LayerNormResult>({
+  op: OP,
+  args: ["input", "normalizedShape", "weight", "bias", "eps"],
+  outputs: {
+    output: (v) => Tensor.emptyLike(v.tensors.input, v.tensors.input.dtype, v.device),
+    mean: (v) => statistic(v),
+    rstd: (v) => statistic(v),
+  },
+  validate,
+  run: (v, o) =>
+    v.backend.layerNorm(v.plan, { ...v.tensors, output: o.output!, mean: o.mean!, rstd: o.rstd! }),
+});
+
+function statistic(v: Validated): Tensor {
+  const { axis, rows } = v.plan.geometry;
+  return Tensor.empty(statisticsShape(v.tensors.input.shape, axis, rows), "float32", v.device);
+}
+
+function validate(args: LayerNormArgs): Validated {
+  const input = requireTensor(OP, "input", args.input);
+  if (args.normalizedShape === undefined || args.normalizedShape === null) {
+    missing(OP, "normalizedShape");
+  }
+  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
+  const output = requestedOutput(OP, "output", out, true);
+  // meanOutOptional / rstdOutOptional: a null pointer is legal in CANN; allocated here.
+  const mean = optionalTensor(OP, "mean", out?.mean);
+  const rstd = optionalTensor(OP, "rstd", out?.rstd);
+  const weight = optionalTensor(OP, "weight", args.weight);
+  const bias = optionalTensor(OP, "bias", args.bias);
+  const { normalizedShape, eps } = parseScalars(OP, scalarsSchema, {
+    normalizedShape: args.normalizedShape,
+    eps: args.eps,
+  });
+
+  // CheckInputDtype, CheckOutputDtype.
+  checkDType(OP, "input", input, FLOAT_DTYPES);
+  for (const [name, t] of Object.entries({ weight, bias })) {
+    if (!t) continue;
+    checkDType(OP, name, t, FLOAT_DTYPES);
+    if (t.dtype !== "float32" && t.dtype !== input.dtype) {
+      invalid(OP, name, `dtype ${t.dtype} must be float32 or input dtype ${input.dtype}`);
+    }
+  }
+  if (weight && bias && weight.dtype !== bias.dtype) {
+    invalid(OP, "bias", `dtype ${bias.dtype} must equal weight dtype ${weight.dtype}`);
+  }
+  for (const [name, t] of Object.entries({ output, mean, rstd })) {
+    if (t) checkDType(OP, name, t, FLOAT_DTYPES);
+  }
+
+  // CheckShape, in its order.
+  for (const [name, t] of Object.entries({ input, output, weight, bias, mean, rstd })) {
+    checkMaxRank(OP, name, t);
+  }
+  const len = normalizedShape.length;
+  if (len > MAX_RANK || len < 1) {
+    invalid(OP, "normalizedShape", `has ${len} dims; it must have 1 to ${MAX_RANK}`);
+  }
+  if (input.rank < len) {
+    invalid(
+      OP,
+      "input",
+      `rank ${input.rank} (shape ${formatShape(input.shape)}) must be at least ` +
+        `len(normalizedShape) = ${len}`,
+    );
+  }
+  for (const [name, t] of Object.entries({ weight, bias })) {
+    if (t && t.rank !== len) {
+      invalid(OP, name, `rank ${t.rank} must equal len(normalizedShape) = ${len}`);
+    }
+  }
+  const axis = input.rank - len;
+  const trailing = input.shape.slice(axis);
+  if (normalizedShape.some((d, i) => d !== trailing[i])) {
+    invalid(
+      OP,
+      "normalizedShape",
+      `${formatShape(normalizedShape)} must equal input's last ${len} dims ` +
+        `${formatShape(trailing)} (input shape ${formatShape(input.shape)})`,
+    );
+  }
+  if (weight) checkShape(OP, "weight", weight, normalizedShape, "normalizedShape");
+  if (bias) checkShape(OP, "bias", bias, normalizedShape, "normalizedShape");
+  if (output) checkShape(OP, "output", output, input.shape, "input");
+  const geometry = rowGeometry(input.shape, axis);
+  if (mean) checkStatisticsOut(OP, "mean", mean, input, axis, geometry.rows);
+  if (rstd) checkStatisticsOut(OP, "rstd", rstd, input, axis, geometry.rows);
+
+  checkWrites(OP, { output, mean, rstd }, { input, weight, bias });
+  const all = { input, weight, bias, output, mean, rstd };
+  const device = commonDevice(OP, all);
+  const backend = backendChecked(OP, device, all, { rows: geometry.rows, cols: geometry.cols });
+  return {
+    device,
+    backend,
+    plan: { geometry, normalizedShape: Object.freeze([...normalizedShape]), eps },
+    tensors: { input, weight, bias },
+    given: { output, mean, rstd },
+  };
+}

@@ -1,0 +1,275 @@
+/**
+ * aclnnLayerNormBackward: the gradients of Layer Normalization with respect to its input,
+ * weight and bias, from the forward's per-row mean and rstd. Per row, over the N normalized
+ * elements, with xhat = (x - mean) * rstd and g = gradOut * weight:
+ *
+ * ```
+ * gradInput  = rstd * (g - sum(g) / N - xhat * sum(g * xhat) / N)
+ * gradWeight = sum over rows of gradOut * xhat
+ * gradBias   = sum over rows of gradOut
+ * ```
+ *
+ * @example
+ * ```ts
+ * import { layerNorm, layerNormBackward, Tensor } from "@aclnn/norm";
+ * const x = Tensor.random([4, 8], { seed: 1 });
+ * const weight = Tensor.ones([8]);
+ * const f = layerNorm({ input: x, normalizedShape: [8], weight });
+ * const g = layerNormBackward({
+ *   gradOut: Tensor.ones([4, 8]), input: x, normalizedShape: [8],
+ *   mean: f.mean, rstd: f.rstd, weight,
+ * });
+ * console.log(g.gradBias?.toArray()); // [4, 4, 4, 4, 4, 4, 4, 4]
+ * ```
+ *
+ * @module
+ */
+
+import type { LayerNormBackwardPlan, LayerNormBackwardTensors } from "../backends/mod.ts";
+import { rowGeometry } from "../backends/mod.ts";
+import { FLOAT_DTYPES } from "../tensor/dtype.ts";
+import { formatShape } from "../tensor/layout.ts";
+import { Tensor } from "../tensor/tensor.ts";
+import { z } from "./zod.ts";
+import { checkMaxRank, MAX_RANK, normalizedShapeSchema } from "./row_norm_checks.ts";
+import { defineOperator, type ValidatedCall } from "./spec.ts";
+import {
+  backendChecked,
+  checkDType,
+  checkNumel,
+  checkSameDType,
+  checkShape,
+  checkWrites,
+  commonDevice,
+  invalid,
+  type MaybeTensor,
+  missing,
+  optionalTensor,
+  outputMask as outputMaskSchema,
+  parseScalars,
+  requestedOutput,
+  requireTensor,
+} from "./validate.ts";
+
+const OP = "aclnnLayerNormBackward";
+
+/** Preallocated outputs of {@linkcode layerNormBackward}. */
+export interface LayerNormBackwardOut {
+  /** Receives dL/dx: input's shape, any float dtype, any strides. */
+  gradInput?: Tensor | null;
+  /** Receives dL/dweight: prod(normalizedShape) elements, any float dtype. */
+  gradWeight?: Tensor | null;
+  /** Receives dL/dbias: prod(normalizedShape) elements, any float dtype. */
+  gradBias?: Tensor | null;
+}
+
+/** Arguments of {@linkcode layerNormBackward} (names as in CANN, Optional/Out dropped). */
+export interface LayerNormBackwardArgs {
+  /** dL/dy: input's shape and dtype. */
+  gradOut: MaybeTensor;
+  /** x of the forward, rank 1-8. */
+  input: MaybeTensor;
+  /** The normalized (trailing) dims, as in the forward. */
+  normalizedShape: readonly number[] | null | undefined;
+  /** Per-row mean of the forward (one value per row, any float dtype). */
+  mean: MaybeTensor;
+  /** Per-row rstd of the forward (mean's shape, any float dtype). */
+  rstd: MaybeTensor;
+  /** Scale of the forward, shape normalizedShape, float32 or input's dtype; ones when absent. */
+  weight?: MaybeTensor;
+  /** Offset of the forward: validated as CANN does, never read. */
+  bias?: MaybeTensor;
+  /** Which of gradInput, gradWeight, gradBias to compute. Default [true, true, true]. */
+  outputMask?: readonly boolean[] | null;
+  /** Preallocated outputs (validated as aclnn does); missing ones are allocated. */
+  out?: LayerNormBackwardOut;
+}
+
+/**
+ * Results; an output is null when its outputMask entry is false. `using` frees the outputs the
+ * call allocated.
+ */
+export interface LayerNormBackwardResult extends Disposable {
+  /** dL/dx, input's shape. */
+  gradInput: Tensor | null;
+  /** dL/dweight, shape normalizedShape (float32 unless given). */
+  gradWeight: Tensor | null;
+  /** dL/dbias, shape normalizedShape (float32 unless given). */
+  gradBias: Tensor | null;
+}
+
+const scalarsSchema = z.object({
+  normalizedShape: normalizedShapeSchema,
+  outputMask: outputMaskSchema("gradInput, gradWeight, gradBias"),
+});
+
+/**
+ * Computes the LayerNorm gradients as aclnnLayerNormBackward does, on the CPU or on the NPU
+ * the tensors live on.
+ *
+ * Validation, in CANN's order (ops-nn `norm/layer_norm_grad_v3/op_host/op_api/
+ * aclnn_layer_norm_backward.cpp` CheckNotNull, the outputMask checks, CheckDtype, CheckShape):
+ * 161001 when gradOut, input, normalizedShape, mean, rstd or outputMask (`null`) is missing, or
+ * an output the mask asks for is `null` in `out`; 161002 when outputMask has not 3 entries, a
+ * tensor is not float32/float16/bfloat16, gradOut's dtype is not input's, weight is neither
+ * float32 nor input's dtype, a tensor has more than 8 dims, normalizedShape has not 1 to 8
+ * entries or differs from input's trailing dims (CANN's own loop compares only some of them
+ * without a weight; this package compares all, as its documentation requires) or from weight's
+ * or bias's shape, gradOut's or gradInput's shape is not input's, mean's shape is not rstd's,
+ * mean has not one value per row, or gradWeight/gradBias have not prod(normalizedShape)
+ * elements. On an NPU the chip's rules apply too (no bfloat16 on the Atlas training and
+ * inference series; not on Atlas 200I/500 A2).
+ *
+ * Without `out`, gradInput takes input's dtype, shape and memory layout, and gradWeight/gradBias
+ * are float32 of shape normalizedShape (as torch_npu allocates them). No rows give zero
+ * gradWeight and gradBias.
+ *
+ * @example
+ * ```ts
+ * import { layerNormBackward, Tensor } from "@aclnn/norm";
+ * const x = Tensor.fromArray([2, 3, 4, 5], [2, 2]);
+ * const r = layerNormBackward({
+ *   gradOut: x, input: x, normalizedShape: [2],
+ *   mean: Tensor.fromArray([2, 3], [2, 1]), rstd: Tensor.fromArray([4, 5], [2, 1]),
+ *   outputMask: [true, true, false],
+ * });
+ * console.log(r.gradWeight?.toArray(), r.gradBias); // [20, 62] null
+ * ```
+ */
+export function layerNormBackward(args: LayerNormBackwardArgs): LayerNormBackwardResult {
+  return call(args);
+}
+
+type Output = "gradInput" | "gradWeight" | "gradBias";
+
+interface Validated extends ValidatedCall<Output> {
+  readonly plan: LayerNormBackwardPlan;
+  readonly tensors: Omit<LayerNormBackwardTensors, Output>;
+}
+
+const call = defineOperator<LayerNormBackwardArgs, Output, Validated>({
+  op: OP,
+  args: [
+    "gradOut",
+    "input",
+    "normalizedShape",
+    "mean",
+    "rstd",
+    "weight",
+    "bias",
+    "outputMask",
+  ],
+  outputs: {
+    gradInput: (v) =>
+      v.plan.mask[0]
+        ? Tensor.emptyLike(v.tensors.input, v.tensors.input.dtype, v.device)
+        : undefined,
+    gradWeight: (v) =>
+      v.plan.mask[1] ? Tensor.empty(v.plan.normalizedShape, "float32", v.device) : undefined,
+    gradBias: (v) =>
+      v.plan.mask[2] ? Tensor.empty(v.plan.normalizedShape, "float32", v.device) : undefined,
+  },
+  validate,
+  run: (v, outputs) => v.backend.layerNormBackward(v.plan, { ...v.tensors, ...outputs }),
+});
+
+function validate(args: LayerNormBackwardArgs): Validated {
+  const gradOut = requireTensor(OP, "gradOut", args.gradOut);
+  const input = requireTensor(OP, "input", args.input);
+  if (args.normalizedShape === undefined || args.normalizedShape === null) {
+    missing(OP, "normalizedShape");
+  }
+  const mean = requireTensor(OP, "mean", args.mean);
+  const rstd = requireTensor(OP, "rstd", args.rstd);
+  if (args.outputMask === null) missing(OP, "outputMask");
+  const weight = optionalTensor(OP, "weight", args.weight);
+  const bias = optionalTensor(OP, "bias", args.bias);
+  // outputMask's length is 161002 (aclnn_layer_norm_backward.cpp CheckParams), a requested
+  // output given as null 161001.
+  const { normalizedShape, outputMask } = parseScalars(OP, scalarsSchema, {
+    normalizedShape: args.normalizedShape,
+    outputMask: args.outputMask,
+  });
+  const mask = outputMask as [boolean, boolean, boolean];
+  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
+  const gradInput = requestedOutput(OP, "gradInput", out, mask[0]);
+  const gradWeight = requestedOutput(OP, "gradWeight", out, mask[1]);
+  const gradBias = requestedOutput(OP, "gradBias", out, mask[2]);
+
+  // CheckDtype.
+  for (const [name, t] of Object.entries({ gradOut, input, mean, rstd })) {
+    checkDType(OP, name, t, FLOAT_DTYPES);
+  }
+  checkSameDType(OP, "input", input, "gradOut", gradOut);
+  if (weight) {
+    checkDType(OP, "weight", weight, FLOAT_DTYPES);
+    if (weight.dtype !== "float32" && weight.dtype !== input.dtype) {
+      invalid(OP, "weight", `dtype ${weight.dtype} must be float32 or input dtype ${input.dtype}`);
+    }
+  }
+  for (const [name, t] of Object.entries({ bias, gradInput, gradWeight, gradBias })) {
+    if (t) checkDType(OP, name, t, FLOAT_DTYPES);
+  }
+
+  // CheckShape, in its order.
+  for (const [name, t] of Object.entries({ gradOut, input, mean, rstd })) {
+    checkMaxRank(OP, name, t);
+  }
+  const len = normalizedShape.length;
+  if (len > MAX_RANK) {
+    invalid(OP, "normalizedShape", `has ${len} dims; it must have at most ${MAX_RANK}`);
+  }
+  for (const [name, t] of Object.entries({ gradInput, gradWeight, gradBias })) {
+    checkMaxRank(OP, name, t);
+  }
+  if (len < 1) invalid(OP, "normalizedShape", "must have at least 1 dim");
+  if (input.rank < len) {
+    invalid(
+      OP,
+      "input",
+      `rank ${input.rank} (shape ${formatShape(input.shape)}) must be at least ` +
+        `len(normalizedShape) = ${len}`,
+    );
+  }
+  const axis = input.rank - len;
+  const trailing = input.shape.slice(axis);
+  if (normalizedShape.some((d, i) => d !== trailing[i])) {
+    invalid(
+      OP,
+      "normalizedShape",
+      `${formatShape(normalizedShape)} must equal input's last ${len} dims ` +
+        `${formatShape(trailing)} (input shape ${formatShape(input.shape)})`,
+    );
+  }
+  for (const [name, t] of Object.entries({ weight, bias })) {
+    if (!t) continue;
+    checkMaxRank(OP, name, t);
+    if (t.rank !== len) {
+      invalid(OP, name, `rank ${t.rank} must equal len(normalizedShape) = ${len}`);
+    }
+    checkShape(OP, name, t, normalizedShape, "normalizedShape");
+  }
+  checkShape(OP, "gradOut", gradOut, input.shape, "input");
+  checkShape(OP, "rstd", rstd, mean.shape, "mean");
+  const geometry = rowGeometry(input.shape, axis);
+  checkNumel(OP, "mean", mean, geometry.rows, "one value per row: rows");
+  if (gradInput) checkShape(OP, "gradInput", gradInput, input.shape, "input");
+  if (gradWeight) checkNumel(OP, "gradWeight", gradWeight, geometry.cols, "prod(normalizedShape)");
+  if (gradBias) checkNumel(OP, "gradBias", gradBias, geometry.cols, "prod(normalizedShape)");
+
+  checkWrites(
+    OP,
+    { gradInput, gradWeight, gradBias },
+    { gradOut, input, mean, rstd, weight, bias },
+  );
+  const all = { gradOut, input, mean, rstd, weight, bias, gradInput, gradWeight, gradBias };
+  const device = commonDevice(OP, all);
+  const backend = backendChecked(OP, device, all, { rows: geometry.rows, cols: geometry.cols });
+  return {
+    device,
+    backend,
+    plan: { geometry, normalizedShape: Object.freeze([...normalizedShape]), mask },
+    tensors: { gradOut, input, mean, rstd, weight, bias },
+    given: { gradInput, gradWeight, gradBias },
+  };
+}

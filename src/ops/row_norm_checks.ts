@@ -1,0 +1,129 @@
+/**
+ * Checks shared by the LayerNorm / RMSNorm operators, whose normalized dims are the trailing
+ * ones: rank limits, the normalized shape, the shape of per-row statistics, and the errors of
+ * CANN's tiling functions (RmsNorm's 561002, AddRmsNorm's 561103), each naming the operator,
+ * the argument and the rule.
+ *
+ * @module
+ */
+
+import { z } from "./zod.ts";
+import { AclnnError } from "../errors.ts";
+import { formatShape } from "../tensor/layout.ts";
+import type { Tensor } from "../tensor/tensor.ts";
+import { invalid } from "./validate.ts";
+
+/** ACLNN_ERR_INNER_TILING_ERROR: a generated operator's tiling function refused the call. */
+export const TILING_ERROR = 561002;
+/** ACLNN_ERR_INNER_NULLPTR: an l0 operator whose tiling failed returned no result. */
+export const INNER_NULLPTR = 561103;
+/** The rank limit of every tensor of these operators (MAX_DIM_LEN / MAX_SUPPORT_DIMS_NUMS). */
+export const MAX_RANK = 8;
+
+/** Throws AclnnError `code` (a tiling failure): `op: argument rule`. */
+export function tilingFailure(op: string, code: number, argument: string, rule: string): never {
+  throw new AclnnError(code, `${op}: ${argument} ${rule}`, { argument });
+}
+
+/** LayerNorm's normalizedShape: an array of integers (its length is checked in CANN's order). */
+export const normalizedShapeSchema: z.ZodArray<z.ZodNumber> = z.array(
+  z.number({ invalid_type_error: "entries must be integers" }).int("entries must be integers")
+    .safe("entries must be safe integers"),
+  { required_error: "is required", invalid_type_error: "must be an array of integers" },
+);
+
+/** A finite epsilon (its sign is checked where CANN checks it) with a default. */
+export function epsilonSchema(fallback: number): z.ZodDefault<z.ZodNumber> {
+  return z.number({ invalid_type_error: "must be a number" }).finite("must be finite")
+    .default(fallback);
+}
+
+/** OP_CHECK_MAX_DIM: rank at most {@linkcode MAX_RANK} (161002). */
+export function checkMaxRank(op: string, name: string, t: Tensor | undefined): void {
+  if (t && t.rank > MAX_RANK) {
+    invalid(op, name, `rank ${t.rank} (shape ${formatShape(t.shape)}) must be at most ${MAX_RANK}`);
+  }
+}
+
+/**
+ * The shape of per-row statistics as torch_npu allocates them (Ascend/op-plugin
+ * LayerNormKernelNpuOpApi.cpp): the dims before `axis`, then 1 for each normalized dim; `[0]`
+ * when there are no rows.
+ */
+export function statisticsShape(shape: readonly number[], axis: number, rows: number): number[] {
+  if (rows === 0) return [0];
+  return shape.map((d, i) => (i < axis ? d : 1));
+}
+
+/**
+ * A statistics output (LayerNorm's mean/rstd) of a call with `rows` rows: with rows, shape
+ * `[A1..Ai, 1..1]` of input's rank (what DAV_3510 checks, aclnn_layer_norm.cpp
+ * CheckMeanRstdOutputShape, and what l0op::ViewCopy needs elsewhere); without rows, any empty
+ * shape.
+ */
+export function checkStatisticsOut(
+  op: string,
+  name: string,
+  t: Tensor,
+  input: Tensor,
+  axis: number,
+  rows: number,
+): void {
+  if (rows === 0) {
+    if (t.numel !== 0) {
+      invalid(op, name, `shape ${formatShape(t.shape)} must be empty: input has no rows`);
+    }
+    return;
+  }
+  const want = statisticsShape(input.shape, axis, rows);
+  if (t.rank !== want.length || t.shape.some((d, i) => d !== want[i])) {
+    invalid(
+      op,
+      name,
+      `shape ${formatShape(t.shape)} must be ${formatShape(want)}: input's dims before the ` +
+        `normalized ones, then 1 for each normalized dim`,
+    );
+  }
+}
+
+/**
+ * An rstd of RMSNorm (output of aclnnRmsNorm / aclnnAddRmsNorm): at most 8 dims, each dim
+ * non-zero and 1 or x's dim at the same index (rms_norm_tiling.cpp CheckInputShape4RmsNorm,
+ * `code`), and one value per row (the kernel writes rows values in row-major order: 161002).
+ */
+export function checkRowStatistic(
+  op: string,
+  code: number,
+  name: string,
+  t: Tensor,
+  x: Tensor,
+  rows: number,
+): void {
+  for (let i = 0; i < t.rank; i++) {
+    const d = t.shape[i];
+    if (d === 0) tilingFailure(op, code, name, `shape ${formatShape(t.shape)} must not be empty`);
+    const xd = i < x.rank ? x.shape[i] : 1;
+    if (d !== 1 && d !== xd) {
+      tilingFailure(
+        op,
+        code,
+        name,
+        `shape ${formatShape(t.shape)}: dim ${i} must be 1 or x's dim ${i} (${xd})`,
+      );
+    }
+  }
+  if (t.numel !== rows) {
+    invalid(
+      op,
+      name,
+      `shape ${formatShape(t.shape)} must hold one value per row (${rows} rows of x ` +
+        `${formatShape(x.shape)})`,
+    );
+  }
+}
+
+/** Whether `inner` equals the trailing dims of `shape`. */
+export function isTrailing(shape: readonly number[], inner: readonly number[]): boolean {
+  const axis = shape.length - inner.length;
+  return axis >= 0 && inner.every((d, i) => d === shape[axis + i]);
+}
