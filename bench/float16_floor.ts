@@ -25,12 +25,16 @@
  * @module
  */
 
-import { parseArgs } from "node:util";
+import { parseCommand } from "../scripts/cli.ts";
 import { assemble, constantsToMemory, optimize } from "../scripts/build_wasm.ts";
 import { kernelsWasmBytes } from "../src/backends/cpu/wasm/kernels_wasm.ts";
 
-const { values: flags } = parseArgs({
-  args: Deno.args.filter((arg) => arg !== "--"),
+const flags = parseCommand({
+  name: "bench:float16",
+  usage: `usage: deno task bench:float16 [--n N] [--rounds R]
+  --n N        elements per block, a multiple of 4 from 4 to 65536 (default 4096)
+  --rounds R   timed rounds (default 7)
+  -h, --help   print this text`,
   options: {
     n: { type: "string", default: "4096" },
     rounds: { type: "string", default: "7" },

@@ -14,7 +14,7 @@
  * @module
  */
 
-import { parseArgs } from "node:util";
+import { parseCommand } from "../scripts/cli.ts";
 import { kernelsWasmBytes } from "../src/backends/cpu/wasm/kernels_wasm.ts";
 import { kernelsFp16WasmBytes } from "../src/backends/cpu/wasm/kernels_fp16_wasm.ts";
 import {
@@ -24,8 +24,13 @@ import {
   type WasmState,
 } from "../src/backends/cpu/fast/kernels/wasm_kernels.ts";
 
-const { values: flags } = parseArgs({
-  args: Deno.args.filter((arg) => arg !== "--"),
+const flags = parseCommand({
+  name: "bench:fp16",
+  usage: `usage: deno task bench:fp16 [--rounds R] [--builds baseline,fp16] [--no-child]
+  --rounds R     timed rounds (default 7)
+  --builds ...   which builds to time (default baseline,fp16)
+  --no-child     do not start a child process with --experimental-wasm-fp16
+  -h, --help     print this text`,
   options: {
     rounds: { type: "string", default: "7" },
     builds: { type: "string", default: "baseline,fp16" },

@@ -24,6 +24,7 @@
  * @module
  */
 
+import { parseCommand } from "./cli.ts";
 import {
   WASM_CONSTANTS_AT,
   WASM_CONSTANTS_END,
@@ -424,7 +425,14 @@ async function update(path: string, expected: string, check: boolean): Promise<b
 }
 
 if (import.meta.main) {
-  const check = Deno.args.includes("--check");
+  const flags = parseCommand({
+    name: "build:wasm",
+    usage: `usage: deno task build:wasm [-- --check]
+  --check      exit 1 when a committed module differs from a rebuild (writes nothing)
+  -h, --help   print this text`,
+    options: { check: { type: "boolean", default: false } },
+  });
+  const check = flags.check;
   const fresh = [
     await update(MODULE_PATH, await buildModuleText(), check),
     await update(FP16_MODULE_PATH, await buildFp16ModuleText(), check),
