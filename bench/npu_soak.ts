@@ -19,13 +19,21 @@
  * @module
  */
 
+import { parseCommand } from "../scripts/cli.ts";
 import "../scripts/require_deno.ts";
-import { parseArgs } from "node:util";
 import { batchNormReduceBackward, Tensor, tidy } from "../mod.ts";
 import { openSim } from "../tests/helpers/ffi_sim.ts";
 
-const { values: flags } = parseArgs({
-  args: Deno.args,
+const flags = parseCommand({
+  name: "bench/npu_soak.ts",
+  usage:
+    `usage: deno run --allow-ffi --allow-env --allow-read --v8-flags=--expose-gc bench/npu_soak.ts
+         [--calls N] [--every N] [--style dispose|tidy] [--json]
+  --calls N     synchronous calls (default 60000)
+  --every N     a row every N calls (default 10000)
+  --style S     dispose (default) or tidy
+  --json        print the rows as JSON
+  -h, --help    print this text`,
   options: {
     calls: { type: "string", default: "60000" },
     every: { type: "string", default: "10000" },

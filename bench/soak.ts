@@ -17,13 +17,17 @@
  * @module
  */
 
+import { parseCommand } from "../scripts/cli.ts";
 import "../scripts/require_deno.ts";
-import { parseArgs } from "node:util";
 import { batchNormReduceBackward, groupNormBackward, Tensor, tidy } from "../mod.ts";
 import { openSim, simStats } from "../tests/helpers/ffi_sim.ts";
 
-const { values: flags } = parseArgs({
-  args: Deno.args,
+const flags = parseCommand({
+  name: "bench/soak.ts",
+  usage: `usage: deno run --allow-ffi --allow-env --allow-read bench/soak.ts [--calls N] [--json]
+  --calls N    calls per loop style (default 20000)
+  --json       print the results as JSON
+  -h, --help   print this text`,
   options: { calls: { type: "string", default: "20000" }, json: { type: "boolean" } },
 });
 const calls = Number(flags.calls);

@@ -25,6 +25,8 @@ const COMMANDS: readonly [string, string[]][] = [
   ["bench/wasm_fp16.ts", ["--bogus"]],
   ["scripts/build_wasm.ts", ["--bogus"]],
   ["scripts/build_sim.ts", ["--bogus"]],
+  ["bench/soak.ts", ["--bogus"]],
+  ["bench/npu_soak.ts", ["--bogus"]],
   ["examples/gradient_check.ts", ["--bogus"]],
   ["examples/sync_batch_norm.ts", ["--bogus"]],
   ["examples/training_loop.ts", ["--bogus"]],
