@@ -5,6 +5,7 @@
  * @module
  */
 
+import { affineEntries, ModuleCore } from "./module_core.ts";
 import { groupNorm } from "../ops/group_norm.ts";
 import { groupNormBackward } from "../ops/group_norm_backward.ts";
 import { disposable } from "../ops/results.ts";
@@ -15,15 +16,8 @@ import { formatShape } from "../tensor/layout.ts";
 import { keep } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { type GroupNormConfig, groupNormConfig, type GroupNormOptions } from "./options.ts";
-import { checkGradOut, disposedModule, type NormGradients, SavedForward } from "./saved.ts";
-import {
-  loadState,
-  type LoadStateDictOptions,
-  type LoadStateDictResult,
-  snapshot,
-  type StateDict,
-  type StateEntry,
-} from "./state_dict.ts";
+import { checkGradOut, type NormGradients } from "./saved.ts";
+import type { LoadStateDictOptions, LoadStateDictResult, StateDict } from "./state_dict.ts";
 
 /** What a forward keeps for the backward: its input and the per-(n, group) statistics. */
 interface Saved {
@@ -62,9 +56,7 @@ export class GroupNorm implements Disposable {
   readonly #config: GroupNormConfig;
   readonly #weight: Tensor | null;
   readonly #bias: Tensor | null;
-  readonly #saved = new SavedForward<Saved>();
-  #training = true;
-  #disposed = false;
+  readonly #core: ModuleCore<Saved>;
 
   /** Makes the module: weight 1, bias 0 (PyTorch's). */
   constructor(options: GroupNormOptions) {
@@ -73,6 +65,10 @@ export class GroupNorm implements Disposable {
     const make = (value: number) => keep(Tensor.full([c.numChannels], value, c.dtype, c.device));
     this.#weight = c.affine ? make(1) : null;
     this.#bias = c.affine ? make(0) : null;
+    this.#core = new ModuleCore<Saved>("GroupNorm", affineEntries(this.#weight, this.#bias), [
+      this.#weight,
+      this.#bias,
+    ]);
   }
 
   /** Number of groups. */
@@ -109,12 +105,12 @@ export class GroupNorm implements Disposable {
   }
   /** true in training mode (the default); GroupNorm computes the same in both modes. */
   get training(): boolean {
-    return this.#training;
+    return this.#core.training;
   }
 
   /** Sets training mode (or eval mode with `false`). Returns the module. */
   train(mode = true): this {
-    this.#training = Boolean(mode);
+    this.#core.training = Boolean(mode);
     return this;
   }
 
@@ -128,8 +124,7 @@ export class GroupNorm implements Disposable {
    * keeps what the backward needs. Returns the output, in input's shape, dtype and layout.
    */
   forward(input: Tensor): Tensor {
-    const op = "GroupNorm.forward";
-    this.#check(op);
+    const op = this.#core.check("forward");
     const x = requireTensor(op, "input", input);
     checkRank(op, "input", x, 2, 8);
     if (x.shape[1] !== this.#config.numChannels) {
@@ -146,7 +141,7 @@ export class GroupNorm implements Disposable {
       group: this.#config.numGroups,
       eps: this.#config.eps,
     });
-    this.#saved.save({ input: x, mean: r.mean, rstd: r.rstd }, [r.mean, r.rstd]);
+    this.#core.saved.save({ input: x, mean: r.mean, rstd: r.rstd }, [r.mean, r.rstd]);
     return r.output;
   }
 
@@ -156,9 +151,8 @@ export class GroupNorm implements Disposable {
    * gradWeight/gradBias are null without affine parameters.
    */
   backward(gradOut: Tensor): NormGradients {
-    const op = "GroupNorm.backward";
-    this.#check(op);
-    const saved = this.#saved.use(op);
+    const op = this.#core.check("backward");
+    const saved = this.#core.saved.use(op);
     const dy = checkGradOut(op, gradOut, saved.input);
     const affine = this.#config.affine;
     const r = groupNormBackward({
@@ -170,7 +164,7 @@ export class GroupNorm implements Disposable {
       group: this.#config.numGroups,
       outputMask: [true, affine, affine],
     });
-    this.#saved.clear("used");
+    this.#core.saved.clear("used");
     const grads = {
       gradInput: r.gradInput as Tensor,
       gradWeight: r.gradGamma,
@@ -181,8 +175,7 @@ export class GroupNorm implements Disposable {
 
   /** Snapshots (copies) of `weight` and `bias` (an empty dict without affine parameters). */
   stateDict(): StateDict {
-    this.#check("GroupNorm.stateDict");
-    return snapshot(this.#entries());
+    return this.#core.stateDict();
   }
 
   /**
@@ -190,34 +183,16 @@ export class GroupNorm implements Disposable {
    * pending forward.
    */
   loadStateDict(dict: StateDict, options?: LoadStateDictOptions): LoadStateDictResult {
-    const op = "GroupNorm.loadStateDict";
-    this.#check(op);
-    const result = loadState(op, this.#entries(), dict, options);
-    this.#saved.clear("reset");
-    return result;
+    return this.#core.loadStateDict(dict, options);
   }
 
   /** Frees the parameters and saved statistics. Idempotent. */
   dispose(): void {
-    if (this.#disposed) return;
-    this.#disposed = true;
-    this.#saved.clear("reset");
-    this.#weight?.dispose();
-    this.#bias?.dispose();
+    this.#core.dispose();
   }
 
   /** Same as {@linkcode GroupNorm.dispose}, for `using`. */
   [Symbol.dispose](): void {
     this.dispose();
-  }
-
-  #entries(): StateEntry[] {
-    return this.#weight && this.#bias
-      ? [{ key: "weight", tensor: this.#weight }, { key: "bias", tensor: this.#bias }]
-      : [];
-  }
-
-  #check(op: string): void {
-    if (this.#disposed) disposedModule(op);
   }
 }

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { affineEntries, ModuleCore } from "./module_core.ts";
 import { layerNorm } from "../ops/layer_norm.ts";
 import { layerNormBackward } from "../ops/layer_norm_backward.ts";
 import { disposable } from "../ops/results.ts";
@@ -19,15 +20,8 @@ import {
   layerNormConfig,
   type LayerNormOptions,
 } from "./row_norm_options.ts";
-import { checkGradOut, disposedModule, type NormGradients, SavedForward } from "./saved.ts";
-import {
-  loadState,
-  type LoadStateDictOptions,
-  type LoadStateDictResult,
-  snapshot,
-  type StateDict,
-  type StateEntry,
-} from "./state_dict.ts";
+import { checkGradOut, type NormGradients } from "./saved.ts";
+import type { LoadStateDictOptions, LoadStateDictResult, StateDict } from "./state_dict.ts";
 
 /** What a forward keeps for the backward: its input and the per-row statistics. */
 interface Saved {
@@ -64,9 +58,7 @@ export class LayerNorm implements Disposable {
   readonly #config: LayerNormConfig;
   readonly #weight: Tensor | null;
   readonly #bias: Tensor | null;
-  readonly #saved = new SavedForward<Saved>();
-  #training = true;
-  #disposed = false;
+  readonly #core: ModuleCore<Saved>;
 
   /** Makes the module: weight 1, bias 0 (PyTorch's). */
   constructor(options: LayerNormOptions) {
@@ -75,6 +67,10 @@ export class LayerNorm implements Disposable {
     const make = (value: number) => keep(Tensor.full(c.normalizedShape, value, c.dtype, c.device));
     this.#weight = c.elementwiseAffine ? make(1) : null;
     this.#bias = c.elementwiseAffine && c.bias ? make(0) : null;
+    this.#core = new ModuleCore<Saved>("LayerNorm", affineEntries(this.#weight, this.#bias), [
+      this.#weight,
+      this.#bias,
+    ]);
   }
 
   /** The normalized (trailing) dims. */
@@ -107,12 +103,12 @@ export class LayerNorm implements Disposable {
   }
   /** true in training mode (the default); LayerNorm computes the same in both modes. */
   get training(): boolean {
-    return this.#training;
+    return this.#core.training;
   }
 
   /** Sets training mode (or eval mode with `false`). Returns the module. */
   train(mode = true): this {
-    this.#training = Boolean(mode);
+    this.#core.training = Boolean(mode);
     return this;
   }
 
@@ -126,8 +122,7 @@ export class LayerNorm implements Disposable {
    * the backward needs. Returns the output, in input's shape, dtype and layout.
    */
   forward(input: Tensor): Tensor {
-    const op = "LayerNorm.forward";
-    this.#check(op);
+    const op = this.#core.check("forward");
     const x = requireTensor(op, "input", input);
     checkNormalizedInput(op, x, this.#config.normalizedShape);
     const r = layerNorm({
@@ -137,7 +132,7 @@ export class LayerNorm implements Disposable {
       bias: this.#bias,
       eps: this.#config.eps,
     });
-    this.#saved.save({ input: x, mean: r.mean, rstd: r.rstd }, [r.mean, r.rstd]);
+    this.#core.saved.save({ input: x, mean: r.mean, rstd: r.rstd }, [r.mean, r.rstd]);
     return r.output;
   }
 
@@ -146,9 +141,8 @@ export class LayerNorm implements Disposable {
    * what the forward kept (a refused gradOut leaves it for a corrected call).
    */
   backward(gradOut: Tensor): NormGradients {
-    const op = "LayerNorm.backward";
-    this.#check(op);
-    const saved = this.#saved.use(op);
+    const op = this.#core.check("backward");
+    const saved = this.#core.saved.use(op);
     const dy = checkGradOut(op, gradOut, saved.input);
     const { normalizedShape, dtype, device } = this.#config;
     // The parameter gradients in the parameters' dtype (the operator casts to its outputs).
@@ -167,7 +161,7 @@ export class LayerNorm implements Disposable {
         outputMask: [true, gradWeight !== null, gradBias !== null],
         out: { gradWeight, gradBias },
       });
-      this.#saved.clear("used");
+      this.#core.saved.clear("used");
       const grads = { gradInput: r.gradInput as Tensor, gradWeight, gradBias };
       return disposable(grads, [grads.gradInput, gradWeight, gradBias]);
     } catch (e) {
@@ -179,8 +173,7 @@ export class LayerNorm implements Disposable {
 
   /** Snapshots (copies) of `weight` and `bias` (an empty dict without affine parameters). */
   stateDict(): StateDict {
-    this.#check("LayerNorm.stateDict");
-    return snapshot(this.#entries());
+    return this.#core.stateDict();
   }
 
   /**
@@ -188,35 +181,16 @@ export class LayerNorm implements Disposable {
    * `load_state_dict` by default). Ends the pending forward.
    */
   loadStateDict(dict: StateDict, options?: LoadStateDictOptions): LoadStateDictResult {
-    const op = "LayerNorm.loadStateDict";
-    this.#check(op);
-    const result = loadState(op, this.#entries(), dict, options);
-    this.#saved.clear("reset");
-    return result;
+    return this.#core.loadStateDict(dict, options);
   }
 
   /** Frees the parameters and saved statistics. Idempotent. */
   dispose(): void {
-    if (this.#disposed) return;
-    this.#disposed = true;
-    this.#saved.clear("reset");
-    this.#weight?.dispose();
-    this.#bias?.dispose();
+    this.#core.dispose();
   }
 
   /** Same as {@linkcode LayerNorm.dispose}, for `using`. */
   [Symbol.dispose](): void {
     this.dispose();
-  }
-
-  #entries(): StateEntry[] {
-    const entries: StateEntry[] = [];
-    if (this.#weight) entries.push({ key: "weight", tensor: this.#weight });
-    if (this.#bias) entries.push({ key: "bias", tensor: this.#bias });
-    return entries;
-  }
-
-  #check(op: string): void {
-    if (this.#disposed) disposedModule(op);
   }
 }

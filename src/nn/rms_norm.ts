@@ -5,6 +5,7 @@
  * @module
  */
 
+import { affineEntries, ModuleCore } from "./module_core.ts";
 import { rmsNorm } from "../ops/rms_norm.ts";
 import { rmsNormGrad } from "../ops/rms_norm_grad.ts";
 import { disposable } from "../ops/results.ts";
@@ -20,15 +21,8 @@ import {
   rmsNormConfig,
   type RMSNormOptions,
 } from "./row_norm_options.ts";
-import { checkGradOut, disposedModule, SavedForward } from "./saved.ts";
-import {
-  loadState,
-  type LoadStateDictOptions,
-  type LoadStateDictResult,
-  snapshot,
-  type StateDict,
-  type StateEntry,
-} from "./state_dict.ts";
+import { checkGradOut } from "./saved.ts";
+import type { LoadStateDictOptions, LoadStateDictResult, StateDict } from "./state_dict.ts";
 
 /** The gradients {@linkcode RMSNorm.backward} returns; `using` frees them. */
 export interface RMSNormGradients extends Disposable {
@@ -72,9 +66,7 @@ export class RMSNorm implements Disposable {
   readonly #weight: Tensor | null;
   /** Ones of the module's dtype: the operator's gamma without an affine weight. */
   readonly #ones: Tensor | null;
-  readonly #saved = new SavedForward<Saved>();
-  #training = true;
-  #disposed = false;
+  readonly #core: ModuleCore<Saved>;
 
   /** Makes the module: weight 1 (PyTorch's). */
   constructor(options: RMSNormOptions) {
@@ -83,6 +75,10 @@ export class RMSNorm implements Disposable {
     const ones = keep(Tensor.full(c.normalizedShape, 1, c.dtype, c.device));
     this.#weight = c.elementwiseAffine ? ones : null;
     this.#ones = c.elementwiseAffine ? null : ones;
+    this.#core = new ModuleCore<Saved>("RMSNorm", affineEntries(this.#weight, null), [
+      this.#weight,
+      this.#ones,
+    ]);
   }
 
   /** The normalized (trailing) dims. */
@@ -115,12 +111,12 @@ export class RMSNorm implements Disposable {
   }
   /** true in training mode (the default); RMSNorm computes the same in both modes. */
   get training(): boolean {
-    return this.#training;
+    return this.#core.training;
   }
 
   /** Sets training mode (or eval mode with `false`). Returns the module. */
   train(mode = true): this {
-    this.#training = Boolean(mode);
+    this.#core.training = Boolean(mode);
     return this;
   }
 
@@ -134,8 +130,7 @@ export class RMSNorm implements Disposable {
    * the backward needs. Returns the output, in input's shape, dtype and layout.
    */
   forward(input: Tensor): Tensor {
-    const op = "RMSNorm.forward";
-    this.#check(op);
+    const op = this.#core.check("forward");
     const x = requireTensor(op, "input", input);
     checkNormalizedInput(op, x, this.#config.normalizedShape);
     const r = rmsNorm({
@@ -143,7 +138,7 @@ export class RMSNorm implements Disposable {
       gamma: this.#gamma(),
       epsilon: this.#config.eps ?? machineEpsilon(x.dtype),
     });
-    this.#saved.save({ input: x, rstd: r.rstd }, [r.rstd]);
+    this.#core.saved.save({ input: x, rstd: r.rstd }, [r.rstd]);
     return r.y;
   }
 
@@ -152,12 +147,11 @@ export class RMSNorm implements Disposable {
    * what the forward kept (a refused gradOut leaves it for a corrected call).
    */
   backward(gradOut: Tensor): RMSNormGradients {
-    const op = "RMSNorm.backward";
-    this.#check(op);
-    const saved = this.#saved.use(op);
+    const op = this.#core.check("backward");
+    const saved = this.#core.saved.use(op);
     const dy = checkGradOut(op, gradOut, saved.input);
     const r = rmsNormGrad({ dy, x: saved.input, rstd: saved.rstd, gamma: this.#gamma() });
-    this.#saved.clear("used");
+    this.#core.saved.clear("used");
     // dgamma is float32 (the operator's rule): the module's gradient has the weight's dtype.
     let gradWeight: Tensor | null = null;
     if (this.#weight && this.#config.dtype === "float32") {
@@ -175,8 +169,7 @@ export class RMSNorm implements Disposable {
 
   /** A snapshot (copy) of `weight` (an empty dict without an affine weight). */
   stateDict(): StateDict {
-    this.#check("RMSNorm.stateDict");
-    return snapshot(this.#entries());
+    return this.#core.stateDict();
   }
 
   /**
@@ -184,20 +177,12 @@ export class RMSNorm implements Disposable {
    * `load_state_dict` by default). Ends the pending forward.
    */
   loadStateDict(dict: StateDict, options?: LoadStateDictOptions): LoadStateDictResult {
-    const op = "RMSNorm.loadStateDict";
-    this.#check(op);
-    const result = loadState(op, this.#entries(), dict, options);
-    this.#saved.clear("reset");
-    return result;
+    return this.#core.loadStateDict(dict, options);
   }
 
   /** Frees the parameters and saved statistics. Idempotent. */
   dispose(): void {
-    if (this.#disposed) return;
-    this.#disposed = true;
-    this.#saved.clear("reset");
-    this.#weight?.dispose();
-    this.#ones?.dispose();
+    this.#core.dispose();
   }
 
   /** Same as {@linkcode RMSNorm.dispose}, for `using`. */
@@ -207,13 +192,5 @@ export class RMSNorm implements Disposable {
 
   #gamma(): Tensor {
     return (this.#weight ?? this.#ones)!;
-  }
-
-  #entries(): StateEntry[] {
-    return this.#weight ? [{ key: "weight", tensor: this.#weight }] : [];
-  }
-
-  #check(op: string): void {
-    if (this.#disposed) disposedModule(op);
   }
 }
