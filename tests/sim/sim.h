@@ -54,6 +54,8 @@ enum {
   SIM_DT_INT16 = 6, SIM_DT_UINT16 = 7, SIM_DT_UINT32 = 8, SIM_DT_INT64 = 9, SIM_DT_UINT64 = 10,
   SIM_DT_DOUBLE = 11, SIM_DT_BOOL = 12, SIM_DT_BF16 = 27
 };
+/* A dtype's name as CANN's messages print it, e.g. "DT_FLOAT16" (sim_numeric.c). */
+const char *sim_dt_str(int32_t dt);
 enum {
   SIM_FMT_NCHW = 0, SIM_FMT_NHWC = 1, SIM_FMT_ND = 2, SIM_FMT_NC1HWC0 = 3, SIM_FMT_FRACTAL_Z = 4,
   SIM_FMT_HWCN = 16, SIM_FMT_NDHWC = 27, SIM_FMT_FRACTAL_NZ = 29, SIM_FMT_NCDHW = 30,

@@ -210,3 +210,23 @@ double sim_round_dtype(double x, int32_t dtype, int32_t mode) {
   }
   return r;
 }
+
+/* A dtype's name as CANN's messages print it (ge::TypeUtils::DataTypeToSerialString). */
+const char *sim_dt_str(int32_t dt) {
+  switch (dt) {
+    case SIM_DT_FLOAT: return "DT_FLOAT";
+    case SIM_DT_FLOAT16: return "DT_FLOAT16";
+    case SIM_DT_INT8: return "DT_INT8";
+    case SIM_DT_INT32: return "DT_INT32";
+    case SIM_DT_UINT8: return "DT_UINT8";
+    case SIM_DT_INT16: return "DT_INT16";
+    case SIM_DT_UINT16: return "DT_UINT16";
+    case SIM_DT_UINT32: return "DT_UINT32";
+    case SIM_DT_INT64: return "DT_INT64";
+    case SIM_DT_UINT64: return "DT_UINT64";
+    case SIM_DT_DOUBLE: return "DT_DOUBLE";
+    case SIM_DT_BOOL: return "DT_BOOL";
+    case SIM_DT_BF16: return "DT_BF16";
+    default: return "DT_UNDEFINED";
+  }
+}

@@ -71,25 +71,6 @@ static void dims_str(const int64_t *dims, int nd, char *buf, size_t n) {
 
 static void shape_str(const SimTensorDesc *d, char *buf, size_t n) { dims_str(d->dims, d->ndim, buf, n); }
 
-/* ge::TypeUtils::DataTypeToSerialString */
-static const char *dt_str(int32_t dt) {
-  switch (dt) {
-    case SIM_DT_FLOAT: return "DT_FLOAT";
-    case SIM_DT_FLOAT16: return "DT_FLOAT16";
-    case SIM_DT_INT8: return "DT_INT8";
-    case SIM_DT_INT32: return "DT_INT32";
-    case SIM_DT_UINT8: return "DT_UINT8";
-    case SIM_DT_INT16: return "DT_INT16";
-    case SIM_DT_UINT16: return "DT_UINT16";
-    case SIM_DT_UINT32: return "DT_UINT32";
-    case SIM_DT_INT64: return "DT_INT64";
-    case SIM_DT_UINT64: return "DT_UINT64";
-    case SIM_DT_DOUBLE: return "DT_DOUBLE";
-    case SIM_DT_BOOL: return "DT_BOOL";
-    case SIM_DT_BF16: return "DT_BF16";
-    default: return "DT_UNDEFINED";
-  }
-}
 
 static const char *fmt_str(int32_t f) { return sim_format_name(f); }
 
@@ -164,7 +145,7 @@ static int view_copy_dtype(Ctx *c, int s, int32_t produced) {
   return fail(c, SIM_NN_INNER_NULLPTR,
               "Input tensor's dtype[%s] should be same with output's dtype[%s]. (l0op::ViewCopy of the result into "
               "%s)",
-              dt_str(produced), dt_str(T(s)->dtype), NAME(s));
+              sim_dt_str(produced), sim_dt_str(T(s)->dtype), NAME(s));
 }
 
 /* ---- dtype lists ------------------------------------------------------------------------ */
@@ -181,7 +162,7 @@ static bool dl_has(const DtList *l, int32_t dt) {
 
 static void dl_str(const DtList *l, char *buf, size_t n) {
   size_t k = (size_t)snprintf(buf, n, "[");
-  for (int i = 0; i < l->n && k < n; i++) k += (size_t)snprintf(buf + k, n - k, "%s,", dt_str(l->v[i]));
+  for (int i = 0; i < l->n && k < n; i++) k += (size_t)snprintf(buf + k, n - k, "%s,", sim_dt_str(l->v[i]));
   if (k < n) snprintf(buf + k, n - k, "]");
 }
 
@@ -217,7 +198,7 @@ static int dt_list(Ctx *c, int s, const DtList *l, const char *prefix, const cha
   char ls[128];
   dl_str(l, ls, sizeof ls);
   return fail(c, SIM_NN_INVALID, "%s%s not implemented for %s, should be in dtype support list %s.", prefix,
-              shown ? shown : NAME(s), dt_str(T(s)->dtype), ls);
+              shown ? shown : NAME(s), sim_dt_str(T(s)->dtype), ls);
 }
 #define DT_SUPPORT(c, s, l) dt_list((c), (s), (l), "Tensor ", NULL)
 
@@ -225,14 +206,14 @@ static int dt_list(Ctx *c, int s, const DtList *l, const char *prefix, const cha
 static int dt_match(Ctx *c, int s, int32_t expected, const char *shown) {
   if (!P(s) || T(s)->dtype == expected) return 0;
   return fail(c, SIM_NN_INVALID, "Tensor %s expected dtype is %s but found %s.", shown ? shown : NAME(s),
-              dt_str(expected), dt_str(T(s)->dtype));
+              sim_dt_str(expected), sim_dt_str(T(s)->dtype));
 }
 
 /* OP_CHECK_DTYPE_NOT_SAME: "Expected both tensors to have same dtype, but found %s %s and %s %s." */
 static int dt_same(Ctx *c, int a, int b) {
   if (!P(a) || !P(b) || T(a)->dtype == T(b)->dtype) return 0;
   return fail(c, SIM_NN_INVALID, "Expected both tensors to have same dtype, but found %s %s and %s %s.", NAME(a),
-              dt_str(T(a)->dtype), NAME(b), dt_str(T(b)->dtype));
+              sim_dt_str(T(a)->dtype), NAME(b), sim_dt_str(T(b)->dtype));
 }
 
 /* OP_CHECK_MAX_DIM / OP_CHECK_MIN_DIM */
@@ -550,7 +531,7 @@ static int dt_ref_or_float(Ctx *c, int s, int ref) {
   if (!P(s) || !P(ref)) return 0;
   if (T(s)->dtype == T(ref)->dtype || T(s)->dtype == SIM_DT_FLOAT) return 0;
   return fail(c, SIM_NN_INVALID, "Dtype of %s:[%s] should be float or same as %s, %s dtype: [%s].", NAME(s),
-              dt_str(T(s)->dtype), NAME(ref), NAME(ref), dt_str(T(ref)->dtype));
+              sim_dt_str(T(s)->dtype), NAME(ref), NAME(ref), sim_dt_str(T(ref)->dtype));
 }
 
 /* CheckOtherShape / CheckSaveMeanSaveInvstdShape / CheckGradWeightGradBiasShape: "Dim of %s
@@ -576,7 +557,7 @@ static int bb_grad_dtypes_same(Ctx *c, const void *gradWeight, const void *gradB
     return fail(c, SIM_NN_INVALID, "gradBias (%p) is not a live aclTensor (destroyed or never created)", gradBias);
   if (w.dtype == b.dtype) return 0;
   return fail(c, SIM_NN_INVALID, "Expected both tensors to have same dtype, but found gradWeight %s and gradBias %s.",
-              dt_str(w.dtype), dt_str(b.dtype));
+              sim_dt_str(w.dtype), sim_dt_str(b.dtype));
 }
 
 int sim_bn_backward_ws(const void *gradOut, const void *input, const void *weight, const void *runningMean,

@@ -124,24 +124,6 @@ int nrm_null(NormCtx *c, const void *h, const char *type, const char *arg, int c
 }
 
 /* ---- dtypes ------------------------------------------------------------------------------- */
-const char *nrm_dt_str(int32_t dt) {
-  switch (dt) {
-    case SIM_DT_FLOAT: return "DT_FLOAT";
-    case SIM_DT_FLOAT16: return "DT_FLOAT16";
-    case SIM_DT_INT8: return "DT_INT8";
-    case SIM_DT_INT32: return "DT_INT32";
-    case SIM_DT_UINT8: return "DT_UINT8";
-    case SIM_DT_INT16: return "DT_INT16";
-    case SIM_DT_UINT16: return "DT_UINT16";
-    case SIM_DT_UINT32: return "DT_UINT32";
-    case SIM_DT_INT64: return "DT_INT64";
-    case SIM_DT_UINT64: return "DT_UINT64";
-    case SIM_DT_DOUBLE: return "DT_DOUBLE";
-    case SIM_DT_BOOL: return "DT_BOOL";
-    case SIM_DT_BF16: return "DT_BF16";
-    default: return "DT_UNDEFINED";
-  }
-}
 
 static bool dl_has(const NrmDtList *l, int32_t dt) {
   for (int i = 0; i < l->n; i++)
@@ -153,22 +135,22 @@ int nrm_dt_support(NormCtx *c, int s, const NrmDtList *l, const char *shown) {
   if (!NP(c, s) || dl_has(l, NT(c, s)->dtype)) return 0;
   char ls[160];
   size_t k = (size_t)snprintf(ls, sizeof ls, "[");
-  for (int i = 0; i < l->n && k < sizeof ls; i++) k += (size_t)snprintf(ls + k, sizeof ls - k, "%s,", nrm_dt_str(l->v[i]));
+  for (int i = 0; i < l->n && k < sizeof ls; i++) k += (size_t)snprintf(ls + k, sizeof ls - k, "%s,", sim_dt_str(l->v[i]));
   if (k < sizeof ls) snprintf(ls + k, sizeof ls - k, "]");
   return nrm_fail(c, SIM_NN_INVALID, "Tensor %s not implemented for %s, should be in dtype support list %s.", shown,
-                  nrm_dt_str(NT(c, s)->dtype), ls);
+                  sim_dt_str(NT(c, s)->dtype), ls);
 }
 
 int nrm_dt_same(NormCtx *c, int a, const char *sa, int b, const char *sb) {
   if (!NP(c, a) || !NP(c, b) || NT(c, a)->dtype == NT(c, b)->dtype) return 0;
   return nrm_fail(c, SIM_NN_INVALID, "Expected both tensors to have same dtype, but found %s %s and %s %s.", sa,
-                  nrm_dt_str(NT(c, a)->dtype), sb, nrm_dt_str(NT(c, b)->dtype));
+                  sim_dt_str(NT(c, a)->dtype), sb, sim_dt_str(NT(c, b)->dtype));
 }
 
 int nrm_dt_match(NormCtx *c, int s, int32_t expected, const char *shown) {
   if (!NP(c, s) || NT(c, s)->dtype == expected) return 0;
-  return nrm_fail(c, SIM_NN_INVALID, "Tensor %s expected dtype is %s but found %s.", shown, nrm_dt_str(expected),
-                  nrm_dt_str(NT(c, s)->dtype));
+  return nrm_fail(c, SIM_NN_INVALID, "Tensor %s expected dtype is %s but found %s.", shown, sim_dt_str(expected),
+                  sim_dt_str(NT(c, s)->dtype));
 }
 
 double nrm_round(double v, int32_t dtype) {

@@ -70,7 +70,6 @@ typedef struct {
   int n;
   int32_t v[4];
 } NrmDtList;
-const char *nrm_dt_str(int32_t dt); /* "DT_FLOAT16" */
 /* OP_CHECK_DTYPE_NOT_SUPPORT / _NOT_SAME / _NOT_MATCH; `shown` = the name CANN prints. */
 int nrm_dt_support(NormCtx *c, int s, const NrmDtList *l, const char *shown);
 int nrm_dt_same(NormCtx *c, int a, const char *sa, int b, const char *sb);

@@ -64,12 +64,12 @@ static int gen_combo(NormCtx *c, const int32_t (*rows)[6], int nrows, int n) {
   size_t k = 0, m = 0;
   got[0] = list[0] = '\0';
   for (int s = 0; s < n && k < sizeof got; s++)
-    k += (size_t)snprintf(got + k, sizeof got - k, "%s%s(%s, %s)", s ? ", " : "", NNAME(c, s), nrm_dt_str(NT(c, s)->dtype),
+    k += (size_t)snprintf(got + k, sizeof got - k, "%s%s(%s, %s)", s ? ", " : "", NNAME(c, s), sim_dt_str(NT(c, s)->dtype),
                           sim_format_name(gen_format(NT(c, s)->format)));
   for (int r = 0; r < nrows && m < sizeof list; r++) {
     m += (size_t)snprintf(list + m, sizeof list - m, " SupportInfo[%d]:", r);
     for (int s = 0; s < n && m < sizeof list; s++)
-      m += (size_t)snprintf(list + m, sizeof list - m, " %s(%s, ND)", NNAME(c, s), nrm_dt_str(rows[r][s]));
+      m += (size_t)snprintf(list + m, sizeof list - m, " %s(%s, ND)", NNAME(c, s), sim_dt_str(rows[r][s]));
   }
   nrm_fail(c, SIM_NN_INVALID,
            "The dtype or format of the actual input or output parameter of the operator is inconsistent with that "
