@@ -43,14 +43,16 @@ def f32(values):
 
 
 class Data:
-    """Exact inputs: x = k / 16 + channel offset, dy = k / 32, from a seeded generator."""
+    """Exact inputs: x = k / 16 + slope * (index along dim 1) - 1, dy = k / 32, from a seeded
+    generator (make_torch_row_fixtures.py uses slope 0.5)."""
 
-    def __init__(self, seed):
+    def __init__(self, seed, slope=0.75):
         self.g = torch.Generator().manual_seed(seed)
+        self.slope = slope
 
     def x(self, shape):
         k = torch.randint(-40, 41, shape, generator=self.g).to(torch.float32) / 16
-        offsets = torch.arange(shape[1], dtype=torch.float32) * 0.75 - 1
+        offsets = torch.arange(shape[1], dtype=torch.float32) * self.slope - 1
         view = [1, shape[1]] + [1] * (len(shape) - 2)
         return k + offsets.reshape(view)
 
