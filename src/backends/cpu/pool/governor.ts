@@ -9,15 +9,25 @@
  * alone at every size (bench/RESULTS.md, issue 28).
  *
  * So calls are grouped by what they run (their stages' kinds, dtype, layout kind) and their
- * size (a power of two of elements), and each group keeps a moving average of the time per
+ * size (a power of two of elements), and each group keeps an estimate of the time per
  * element of its pooled runs and of its runs on the calling thread alone. A group tries both
  * ways first, then runs the faster one, and now and then the other one again (so that a
  * change, such as another process starting or ending, is seen): 4 ms after the last such run
- * at first, and twice as long after each such run that is slower, up to 2 s; a run that is
- * faster brings it back to 4 ms. The spacing is in time, not calls, so that checking costs
+ * at first, and twice as long after each such run that is slower and no faster than that way
+ * ran before, up to 2 s; a run that beats the chosen way, or improves on its own way's
+ * estimate, brings it back to 4 ms. The spacing is in time, not calls, so that checking costs
  * small and large calls alike little: a check of a losing pool costs the call and about
  * 0.5 ms of the worker polling for the next job. Results do not depend on the choice: the
  * split into work items is the shape's, whoever runs them.
+ *
+ * The estimates fall at once to a faster run and rise slowly (a moving average) with slower
+ * ones. A way's first runs are its slowest: a worker's kernels start in V8's interpreter and
+ * take tens of pooled calls to be optimised, while the calling thread's are usually warm
+ * already. An average of those first runs kept the pool of medium calls (half a million
+ * elements) unchosen for hundreds of calls, each check too slow to lift it; taking every
+ * improvement at once, and checking again soon while the runs improve, lets the workers warm
+ * up within tens of checks. A run cannot be faster than the machine allows, so a fast run is
+ * evidence; a slow one may be a preemption, so it moves the estimate by a quarter at most.
  *
  * @module
  */
@@ -26,9 +36,9 @@
 export const GOVERNOR_WARMUP_RUNS = 3;
 
 /**
- * Weight of a new run in a group's moving averages. A run counts as at most twice the
- * average (a call the system preempted for a few milliseconds must not flip a choice): a
- * lasting change still moves the average by up to 25% per run.
+ * Weight of a slower run in a group's estimates. A run counts as at most twice the estimate
+ * (a call the system preempted for a few milliseconds must not flip a choice): a lasting
+ * change still moves the estimate by up to 25% per run. A faster run replaces the estimate.
  */
 const ALPHA = 0.25;
 
@@ -41,7 +51,7 @@ export type PoolPolicy = "measured" | "always";
 
 /** What one group of calls has measured. */
 interface Group {
-  /** Moving averages of nanoseconds per element, pooled and alone (NaN: no run yet). */
+  /** Estimates of nanoseconds per element, pooled and alone (NaN: no run yet). */
   pooled: number;
   alone: number;
   pooledRuns: number;
@@ -104,13 +114,15 @@ export class Governor {
     const g = this.#groups.get(key);
     if (g === undefined) return;
     const perElement = (ms * 1e6) / Math.max(1, elements);
-    if (pooled) g.pooled = g.pooledRuns++ === 0 ? perElement : average(g.pooled, perElement);
-    else g.alone = g.aloneRuns++ === 0 ? perElement : average(g.alone, perElement);
+    const improved = perElement < (pooled ? g.pooled : g.alone); // false at first (NaN)
+    if (pooled) g.pooled = g.pooledRuns++ === 0 ? perElement : estimate(g.pooled, perElement);
+    else g.alone = g.aloneRuns++ === 0 ? perElement : estimate(g.alone, perElement);
     if (!g.exploring) return;
-    // The other way ran. Slower than the chosen way's average: look again less often.
-    // Faster: things may have changed; look again soon, until the averages tell.
+    // The other way ran. Faster than the chosen way, or than it ran before (a worker's
+    // kernels warming up): look again soon, until the estimates tell. Otherwise look again
+    // less often.
     const faster = perElement < (pooled ? g.alone : g.pooled);
-    g.interval = faster ? MIN_INTERVAL_MS : Math.min(MAX_INTERVAL_MS, g.interval * 2);
+    g.interval = faster || improved ? MIN_INTERVAL_MS : Math.min(MAX_INTERVAL_MS, g.interval * 2);
     g.nextCheck = start + ms + g.interval;
     g.exploring = false;
   }
@@ -129,9 +141,13 @@ export class Governor {
 /** The governor of this thread's CPU calls. */
 export const governor: Governor = new Governor();
 
-/** `average` moved toward `run` by ALPHA, the run counting as at most twice the average. */
-function average(average: number, run: number): number {
-  return average + ALPHA * (Math.min(run, 2 * average) - average);
+/**
+ * The estimate after `run`: the run itself when faster; otherwise the estimate moved toward
+ * the run by ALPHA, the run counting as at most twice the estimate.
+ */
+function estimate(estimate: number, run: number): number {
+  if (run < estimate) return run;
+  return estimate + ALPHA * (Math.min(run, 2 * estimate) - estimate);
 }
 
 /** Codes of the stage kinds (stage_types.ts) and layout kinds (layout_types.ts) in keys. */
