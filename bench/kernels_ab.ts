@@ -15,15 +15,12 @@
  */
 
 import { parseCommand, positiveInteger } from "../scripts/cli.ts";
-import {
-  createThreadScratch,
-  type ThreadScratch,
-} from "../src/backends/cpu/fast/kernels/codecs.ts";
-import type { PixelKernel, RowKernel } from "../src/backends/cpu/fast/kernels/drivers.ts";
-import type { Layout, TensorAddress } from "../src/backends/cpu/fast/kernels/layout_types.ts";
-import { type KernelStage, uniformStage } from "../src/backends/cpu/fast/kernels/stage_types.ts";
-import * as newPixels from "../src/backends/cpu/fast/kernels/pixel_kernels.ts";
-import * as newRows from "../src/backends/cpu/fast/kernels/row_kernels.ts";
+import { createThreadScratch, type ThreadScratch } from "../src/backends/cpu/kernels/codecs.ts";
+import type { PixelKernel, RowKernel } from "../src/backends/cpu/kernels/drivers.ts";
+import type { Layout, TensorAddress } from "../src/backends/cpu/kernels/layout_types.ts";
+import { type KernelStage, uniformStage } from "../src/backends/cpu/kernels/stage_types.ts";
+import * as newPixels from "../src/backends/cpu/kernels/pixel_kernels.ts";
+import * as newRows from "../src/backends/cpu/kernels/row_kernels.ts";
 import { numberToBf16 } from "../src/tensor/dtype.ts";
 
 const NAME = "kernels_ab";
@@ -43,7 +40,7 @@ const flags = parseCommand({
 });
 const rounds = positiveInteger(NAME, "rounds", flags.rounds);
 
-const KERNELS = "src/backends/cpu/fast/kernels/";
+const KERNELS = "src/backends/cpu/kernels/";
 const kernelsDir = new URL(`../${KERNELS}`, import.meta.url);
 
 /** Module `file` of revision `rev`, its relative imports pointed at this tree's modules. */

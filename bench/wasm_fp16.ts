@@ -22,7 +22,7 @@ import {
   packConstants,
   wasmReserve,
   type WasmState,
-} from "../src/backends/cpu/fast/kernels/wasm_kernels.ts";
+} from "../src/backends/cpu/kernels/wasm_kernels.ts";
 
 const flags = parseCommand({
   name: "bench:fp16",

@@ -25,10 +25,7 @@
  */
 
 import { parseCommand } from "./cli.ts";
-import {
-  WASM_CONSTANTS_AT,
-  WASM_CONSTANTS_END,
-} from "../src/backends/cpu/fast/kernels/wasm_kernels.ts";
+import { WASM_CONSTANTS_AT, WASM_CONSTANTS_END } from "../src/backends/cpu/kernels/wasm_kernels.ts";
 import { forEachSimdOpcode, rewriteSimdOpcodes } from "./wasm_opcodes.ts";
 
 /** The wabt release the kernels are assembled with (its output is the committed bytes). */
@@ -291,7 +288,7 @@ export const BASELINE_FLAVOUR: ModuleFlavour = {
   doc: [
     " (kernels.wat), assembled: the bytes each",
     " * thread instantiates when the engine has no FP16 conversions (see kernels_module.ts and",
-    " * src/backends/cpu/fast/kernels/wasm_kernels.ts).",
+    " * src/backends/cpu/kernels/wasm_kernels.ts).",
   ],
   file: "kernels.wasm",
   constant: "KERNELS_WASM_BASE64",

@@ -8,7 +8,7 @@
 
 import assert from "node:assert/strict";
 import { fastKernels } from "../src/backends/cpu/fast/mod.ts";
-import { bf16Bits } from "../src/backends/cpu/fast/kernels/formulas.ts";
+import { bf16Bits } from "../src/backends/cpu/kernels/formulas.ts";
 import { referenceKernels } from "../src/backends/cpu/reference/mod.ts";
 import { cpuThreads, setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
 import { workerSource } from "../src/backends/cpu/pool/worker_source.ts";
@@ -23,8 +23,8 @@ import {
   type Layout,
   PIXEL_SEGMENT_ELEMENTS,
   splitsSamples,
-} from "../src/backends/cpu/fast/kernels/layout_types.ts";
-import { pixelBlock } from "../src/backends/cpu/fast/kernels/drivers.ts";
+} from "../src/backends/cpu/kernels/layout_types.ts";
+import { pixelBlock } from "../src/backends/cpu/kernels/drivers.ts";
 import { channelGeometry, type KernelName } from "../src/backends/types.ts";
 import { type DType, numberToBf16 } from "../src/tensor/dtype.ts";
 import { Tensor } from "../src/tensor/tensor.ts";

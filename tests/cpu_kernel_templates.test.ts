@@ -10,8 +10,8 @@
 
 import assert from "node:assert/strict";
 import { buildKernelModules, describeDifference, staleModules } from "../scripts/build_kernels.ts";
-import * as pixelKernels from "../src/backends/cpu/fast/kernels/pixel_kernels.ts";
-import * as rowKernels from "../src/backends/cpu/fast/kernels/row_kernels.ts";
+import * as pixelKernels from "../src/backends/cpu/kernels/pixel_kernels.ts";
+import * as rowKernels from "../src/backends/cpu/kernels/row_kernels.ts";
 
 const REDUCE = ["F32", "U16"];
 const WRITE = ["F32", "F16", "Bf16"];
@@ -53,13 +53,13 @@ Deno.test("kernel templates: a stale or missing module is reported with its firs
 
   // A repository root with only the row module, edited: both modules are stale.
   const root = new URL("../build/kernel_templates_test/", import.meta.url);
-  await Deno.mkdir(new URL("src/backends/cpu/fast/kernels/", root), { recursive: true });
+  await Deno.mkdir(new URL("src/backends/cpu/kernels/", root), { recursive: true });
   try {
     await Deno.writeTextFile(new URL(row.path, root), edited.join("\n"));
     const stale = await staleModules(root);
     assert.equal(stale.length, 2);
-    assert.match(stale[0], /^src\/backends\/cpu\/fast\/kernels\/row_kernels\.ts: first diff/);
-    assert.equal(stale[1], "src/backends/cpu/fast/kernels/pixel_kernels.ts: missing");
+    assert.match(stale[0], /^src\/backends\/cpu\/kernels\/row_kernels\.ts: first diff/);
+    assert.equal(stale[1], "src/backends/cpu/kernels/pixel_kernels.ts: missing");
   } finally {
     await Deno.remove(root, { recursive: true });
   }

@@ -23,9 +23,9 @@ import {
   type GroupNormBackwardStage,
   type Stage,
   uniformStage,
-} from "../src/backends/cpu/fast/kernels/stage_types.ts";
-import type { TensorAddress } from "../src/backends/cpu/fast/kernels/layout_types.ts";
-import { createThreadScratch } from "../src/backends/cpu/fast/kernels/codecs.ts";
+} from "../src/backends/cpu/kernels/stage_types.ts";
+import type { TensorAddress } from "../src/backends/cpu/kernels/layout_types.ts";
+import { createThreadScratch } from "../src/backends/cpu/kernels/codecs.ts";
 import { heapAddress, hostHeapMemory } from "../src/tensor/host_heap.ts";
 import { heapStorage } from "./fixtures/cpu_cases.ts";
 

@@ -19,8 +19,8 @@ import {
   runJob,
   waitRelease,
 } from "../src/backends/cpu/pool/sync.ts";
-import type { Stage } from "../src/backends/cpu/fast/kernels/stage_types.ts";
-import { createThreadScratch } from "../src/backends/cpu/fast/kernels/codecs.ts";
+import type { Stage } from "../src/backends/cpu/kernels/stage_types.ts";
+import { createThreadScratch } from "../src/backends/cpu/kernels/codecs.ts";
 
 function control(): Int32Array {
   return new Int32Array(new SharedArrayBuffer(CONTROL_BUFFER_BYTES));

@@ -30,7 +30,7 @@ import {
   type WasmExports,
   wasmReserve,
   type WasmState,
-} from "../src/backends/cpu/fast/kernels/wasm_kernels.ts";
+} from "../src/backends/cpu/kernels/wasm_kernels.ts";
 import { fastKernels } from "../src/backends/cpu/fast/mod.ts";
 import { referenceKernels } from "../src/backends/cpu/reference/mod.ts";
 import {
@@ -57,7 +57,7 @@ import {
   HEAP_REGION_BYTES,
   type HeapKernels,
   instantiateHeapKernels,
-} from "../src/backends/cpu/fast/kernels/heap_kernels.ts";
+} from "../src/backends/cpu/kernels/heap_kernels.ts";
 import { heapAllocate, hostHeapMemory } from "../src/tensor/host_heap.ts";
 
 // ---------------------------------------------------------------------------------------

@@ -13,26 +13,19 @@
  */
 
 import assert from "node:assert/strict";
-import { gradient } from "../src/backends/cpu/fast/kernels/formulas.ts";
-import {
-  createThreadScratch,
-  type ThreadScratch,
-} from "../src/backends/cpu/fast/kernels/codecs.ts";
+import { gradient } from "../src/backends/cpu/kernels/formulas.ts";
+import { createThreadScratch, type ThreadScratch } from "../src/backends/cpu/kernels/codecs.ts";
 import {
   HEAP_PIXEL,
   HEAP_ROW,
   STRIDED_ROW,
   WASM_PIXEL,
   WASM_ROW,
-} from "../src/backends/cpu/fast/kernels/kernel_tables.ts";
-import { batchNormItems, type Layout } from "../src/backends/cpu/fast/kernels/layout_types.ts";
-import { pixelIndex, rowIndex, runStage } from "../src/backends/cpu/fast/kernels/stages.ts";
-import {
-  FLOAT32,
-  uniformStage,
-  type WriteStage,
-} from "../src/backends/cpu/fast/kernels/stage_types.ts";
-import { HEAP_REGION_BYTES } from "../src/backends/cpu/fast/kernels/heap_kernels.ts";
+} from "../src/backends/cpu/kernels/kernel_tables.ts";
+import { batchNormItems, type Layout } from "../src/backends/cpu/kernels/layout_types.ts";
+import { pixelIndex, rowIndex, runStage } from "../src/backends/cpu/kernels/stages.ts";
+import { FLOAT32, uniformStage, type WriteStage } from "../src/backends/cpu/kernels/stage_types.ts";
+import { HEAP_REGION_BYTES } from "../src/backends/cpu/kernels/heap_kernels.ts";
 import { kernelsWasmBytes } from "../src/backends/cpu/wasm/kernels_wasm.ts";
 import { heapStorage } from "./fixtures/cpu_cases.ts";
 import { heapAddress, heapAllocate, hostHeapMemory } from "../src/tensor/host_heap.ts";

@@ -33,7 +33,7 @@ function rowModule(): KernelModule {
     ...WRITE_FAMILIES.flatMap((f) => WRITE_DTYPES.map((d) => writeRow(f, d))),
   ];
   return {
-    path: "src/backends/cpu/fast/kernels/row_kernels.ts",
+    path: "src/backends/cpu/kernels/row_kernels.ts",
     text: `${generatedHeader("scripts/kernel_templates/rows.ts")}
 /**
  * Row kernels: one (n, c) row of a \`rows\` layout, i.e. \`layout.inner\` elements at unit
@@ -71,7 +71,7 @@ function pixelModule(): KernelModule {
     ...WRITE_FAMILIES.flatMap((f) => WRITE_DTYPES.map((d) => writePixels(f, d))),
   ];
   return {
-    path: "src/backends/cpu/fast/kernels/pixel_kernels.ts",
+    path: "src/backends/cpu/kernels/pixel_kernels.ts",
     text: `${generatedHeader("scripts/kernel_templates/pixels.ts")}
 /**
  * Pixel kernels: channels-last blocks. Pixel q = n * inner + i of a tensor starts at

@@ -2,7 +2,7 @@
  * The pixel kernel templates: one function per family that emits, for one dtype, the kernel
  * over pixels [q0, q1) of a channels-last (`pixels`) layout, each pixel's C channels at unit
  * stride. scripts/build_kernels.ts instantiates each for its dtypes into
- * src/backends/cpu/fast/kernels/pixel_kernels.ts.
+ * src/backends/cpu/kernels/pixel_kernels.ts.
  *
  * Most loops take four pixels per step, so that each channel's constants or accumulators
  * are loaded once per four pixels; the pixel range fixes the association of every sum.

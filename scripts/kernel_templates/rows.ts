@@ -2,7 +2,7 @@
  * The row kernel templates: one function per family that emits, for one dtype, the kernel
  * over row (n, c) of a `rows` layout (`layout.inner` elements at unit stride in every
  * tensor). scripts/build_kernels.ts instantiates each for its dtypes into
- * src/backends/cpu/fast/kernels/row_kernels.ts.
+ * src/backends/cpu/kernels/row_kernels.ts.
  *
  * @module
  */

@@ -8,8 +8,8 @@
 
 import type { Tensor } from "../../../tensor/tensor.ts";
 import type { ChosenLayout } from "./layout.ts";
-import type { Layout, TensorAddress } from "./kernels/layout_types.ts";
-import type { DataCode, Stage } from "./kernels/stage_types.ts";
+import type { Layout, TensorAddress } from "../kernels/layout_types.ts";
+import type { DataCode, Stage } from "../kernels/stage_types.ts";
 import { quietPool, readyPool, runInline, runPooled, type WorkerPool } from "../pool/pool.ts";
 import { governor, groupKey } from "../pool/governor.ts";
 import { cpuThreads } from "../threads.ts";

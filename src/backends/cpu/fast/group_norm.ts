@@ -20,16 +20,16 @@ import * as reference from "../reference/group_norm.ts";
 import { channelValues, channelValuesOr, writeChannelValues } from "./channel_values.ts";
 import { streamable } from "./aliasing.ts";
 import { type Call, execute, float64, prepareCall, visible } from "./call.ts";
-import { groupNormItems, samplesPerItem, splitsSamples } from "./kernels/layout_types.ts";
-import { groupNormGradAffine, normalizeAffine } from "./kernels/formulas.ts";
-import { mergeMoments } from "./kernels/moments.ts";
+import { groupNormItems, samplesPerItem, splitsSamples } from "../kernels/layout_types.ts";
+import { groupNormGradAffine, normalizeAffine } from "../kernels/formulas.ts";
+import { mergeMoments } from "../kernels/moments.ts";
 import { statsStage, sumsStage } from "./setup.ts";
 import {
   type GroupNormBackwardStage,
   type GroupNormStage,
   uniformStage,
   type WriteStage,
-} from "./kernels/stage_types.ts";
+} from "../kernels/stage_types.ts";
 import { chooseLayout, flatGroupNormDims, groupNormDims } from "./layout.ts";
 import { mergeGroupPartials, mergePixelPartials } from "./merge.ts";
 import { readArray, writeArray } from "./tensor_arrays.ts";

@@ -10,7 +10,7 @@
  */
 
 import type { Tensor } from "../../../tensor/tensor.ts";
-import type { Layout, TensorAddress } from "./kernels/layout_types.ts";
+import type { Layout, TensorAddress } from "../kernels/layout_types.ts";
 import { reshapeStrides } from "../../../tensor/layout.ts";
 
 /** A data tensor seen as (N, C, inner dims): its strides over those dims and its offset. */

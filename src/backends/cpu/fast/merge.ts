@@ -6,9 +6,9 @@
  * @module
  */
 
-import type { Layout } from "./kernels/layout_types.ts";
-import { pixelsPerBlock, rowsPerItem, samplesPerItem } from "./kernels/layout_types.ts";
-import { mergeMoments } from "./kernels/moments.ts";
+import type { Layout } from "../kernels/layout_types.ts";
+import { pixelsPerBlock, rowsPerItem, samplesPerItem } from "../kernels/layout_types.ts";
+import { mergeMoments } from "../kernels/moments.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 
 /** Two per-channel results. */

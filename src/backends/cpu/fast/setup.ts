@@ -9,9 +9,9 @@ import type { Tensor } from "../../../tensor/tensor.ts";
 import type { ChannelGeometry } from "../../types.ts";
 import { streamable } from "./aliasing.ts";
 import { type Call, float64, prepareCall, visible } from "./call.ts";
-import type { Layout } from "./kernels/layout_types.ts";
-import { batchNormItems } from "./kernels/layout_types.ts";
-import { type StatsStage, type SumsStage, uniformStage } from "./kernels/stage_types.ts";
+import type { Layout } from "../kernels/layout_types.ts";
+import { batchNormItems } from "../kernels/layout_types.ts";
+import { type StatsStage, type SumsStage, uniformStage } from "../kernels/stage_types.ts";
 import { batchNormDims, chooseLayout } from "./layout.ts";
 import { readArray } from "./tensor_arrays.ts";
 

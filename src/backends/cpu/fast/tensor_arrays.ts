@@ -9,8 +9,8 @@
 
 import type { DType, HostData } from "../../../tensor/dtype.ts";
 import type { Tensor } from "../../../tensor/tensor.ts";
-import type { DataCode, ReadArray, WriteArray } from "./kernels/stage_types.ts";
-import { BFLOAT16, FLOAT16, FLOAT32 } from "./kernels/stage_types.ts";
+import type { DataCode, ReadArray, WriteArray } from "../kernels/stage_types.ts";
+import { BFLOAT16, FLOAT16, FLOAT32 } from "../kernels/stage_types.ts";
 
 const bitsViews = new WeakMap<Float16Array, Uint16Array>();
 

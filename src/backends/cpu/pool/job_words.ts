@@ -17,14 +17,14 @@
  * before their dims, each typed array as (type code, heap byte offset, length) or a single
  * 0 for none.
  *
- * Worker-safe (see ../fast/kernels/codecs.ts): serialised into the worker script.
+ * Worker-safe (see ../kernels/codecs.ts): serialised into the worker script.
  *
  * @module
  */
 
-import type { Layout, LayoutKind, TensorAddress } from "../fast/kernels/layout_types.ts";
-import type { Stage, StageFields } from "../fast/kernels/stage_types.ts";
-import { uniformStage } from "../fast/kernels/stage_types.ts";
+import type { Layout, LayoutKind, TensorAddress } from "../kernels/layout_types.ts";
+import type { Stage, StageFields } from "../kernels/stage_types.ts";
+import { uniformStage } from "../kernels/stage_types.ts";
 
 /** Float64 words of a job description (32 KiB: 16 stages of rank 8 take under 2000). */
 export const JOB_WORDS = 4096;

@@ -23,10 +23,10 @@
  * @module
  */
 
-import type { ThreadScratch } from "../fast/kernels/codecs.ts";
-import { createThreadScratch } from "../fast/kernels/codecs.ts";
-import type { Stage } from "../fast/kernels/stage_types.ts";
-import { runStage } from "../fast/kernels/stages.ts";
+import type { ThreadScratch } from "../kernels/codecs.ts";
+import { createThreadScratch } from "../kernels/codecs.ts";
+import type { Stage } from "../kernels/stage_types.ts";
+import { runStage } from "../kernels/stages.ts";
 import {
   CONTROL_BUFFER_BYTES,
   CONTROL_DONE,
@@ -52,7 +52,7 @@ import { type PoolWorker, spawnWorker } from "./spawn.ts";
 import { governor } from "./governor.ts";
 import { kernelsWasmBytes } from "../wasm/kernels_module.ts";
 import { heapAddress, heapAllocate, hostHeapMemory } from "../../../tensor/host_heap.ts";
-import { HEAP_REGION_BYTES } from "../fast/kernels/heap_kernels.ts";
+import { HEAP_REGION_BYTES } from "../kernels/heap_kernels.ts";
 
 /**
  * Default idle time after which the workers are terminated: 30 s. Idle workers cost no

@@ -12,13 +12,13 @@
  * writes them). A worker that reads them while they are rewritten for a later job drops
  * what it read; it could not claim an item of the later job anyway (sync.ts).
  *
- * Worker-safe (see ../fast/kernels/codecs.ts): serialised into the worker script.
+ * Worker-safe (see ../kernels/codecs.ts): serialised into the worker script.
  *
  * @module
  */
 
-import type { ThreadScratch } from "../fast/kernels/codecs.ts";
-import type { Stage } from "../fast/kernels/stage_types.ts";
+import type { ThreadScratch } from "../kernels/codecs.ts";
+import type { Stage } from "../kernels/stage_types.ts";
 import { describedStages, describeStages } from "./job_words.ts";
 import {
   CONTROL_DESCRIBED,

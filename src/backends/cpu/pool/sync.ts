@@ -16,14 +16,14 @@
  * Jobs are numbered, and the claim counters carry the job's number, so a worker still busy
  * with (or only now woken for) an earlier job can never claim an item of a later one.
  *
- * Worker-safe (see ../fast/kernels/codecs.ts): serialised into the worker script.
+ * Worker-safe (see ../kernels/codecs.ts): serialised into the worker script.
  *
  * @module
  */
 
-import type { ThreadScratch } from "../fast/kernels/codecs.ts";
-import type { Stage } from "../fast/kernels/stage_types.ts";
-import { runStage } from "../fast/kernels/stages.ts";
+import type { ThreadScratch } from "../kernels/codecs.ts";
+import type { Stage } from "../kernels/stage_types.ts";
+import { runStage } from "../kernels/stages.ts";
 
 /** Control word: number of workers that finished starting up. */
 export const CONTROL_READY = 0;

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { createThreadScratch } from "../fast/kernels/codecs.ts";
+import { createThreadScratch } from "../kernels/codecs.ts";
 import { serveJobs } from "./serve.ts";
 import { CONTROL_JOB, CONTROL_READY, type JobMessage, runJob, signal } from "./sync.ts";
 

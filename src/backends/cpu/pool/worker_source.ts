@@ -12,19 +12,19 @@
  * @module
  */
 
-import * as codecs from "../fast/kernels/codecs.ts";
-import * as drivers from "../fast/kernels/drivers.ts";
-import * as formulas from "../fast/kernels/formulas.ts";
-import * as heapKernels from "../fast/kernels/heap_kernels.ts";
-import * as kernelTables from "../fast/kernels/kernel_tables.ts";
-import * as layoutTypes from "../fast/kernels/layout_types.ts";
-import * as moments from "../fast/kernels/moments.ts";
-import * as pixelKernels from "../fast/kernels/pixel_kernels.ts";
-import * as rowKernels from "../fast/kernels/row_kernels.ts";
-import * as stageTypes from "../fast/kernels/stage_types.ts";
-import * as stages from "../fast/kernels/stages.ts";
-import * as stridedKernels from "../fast/kernels/strided_kernels.ts";
-import * as wasmKernels from "../fast/kernels/wasm_kernels.ts";
+import * as codecs from "../kernels/codecs.ts";
+import * as drivers from "../kernels/drivers.ts";
+import * as formulas from "../kernels/formulas.ts";
+import * as heapKernels from "../kernels/heap_kernels.ts";
+import * as kernelTables from "../kernels/kernel_tables.ts";
+import * as layoutTypes from "../kernels/layout_types.ts";
+import * as moments from "../kernels/moments.ts";
+import * as pixelKernels from "../kernels/pixel_kernels.ts";
+import * as rowKernels from "../kernels/row_kernels.ts";
+import * as stageTypes from "../kernels/stage_types.ts";
+import * as stages from "../kernels/stages.ts";
+import * as stridedKernels from "../kernels/strided_kernels.ts";
+import * as wasmKernels from "../kernels/wasm_kernels.ts";
 import * as jobWords from "./job_words.ts";
 import * as serve from "./serve.ts";
 import * as sync from "./sync.ts";

@@ -20,7 +20,7 @@ import {
   createThreadScratch,
   decodeTable,
   type ThreadScratch,
-} from "../fast/kernels/codecs.ts";
+} from "../kernels/codecs.ts";
 import { MAX_STORAGE_ELEMENTS } from "../fast/aliasing.ts";
 import { hostData } from "../fast/tensor_arrays.ts";
 

@@ -3,9 +3,9 @@
 ;; the FP16 proposal, into kernels_fp16_wasm.ts; kernels_module.ts picks one). The module
 ;; imports its memory (shared, so that threads can share it).
 ;; Each thread instantiates it twice: on a memory of its own, into which the drivers in
-;; ../fast/kernels/wasm_kernels.ts copy a block of each tensor, call one kernel, and copy
+;; ../kernels/wasm_kernels.ts copy a block of each tensor, call one kernel, and copy
 ;; the output block back; and on the host heap (src/tensor/host_heap.ts), where
-;; ../fast/kernels/heap_kernels.ts runs the kernels on the tensors in place. Every address
+;; ../kernels/heap_kernels.ts runs the kernels on the tensors in place. Every address
 ;; below is a byte address into that memory; the vector constants sit at byte 64 in both.
 ;;
 ;; The build (scripts/build_wasm.ts) rewrites this text before assembling it: each export
@@ -20,7 +20,7 @@
 ;; again after a scaled sum that met an Inf or NaN; both give the same bits). Values are
 ;; decoded exactly to float32 lanes (float16 on the scaled path: times 2^-112), then promoted
 ;; to float64: every formula is evaluated in float64 operation for operation as in
-;; ../fast/kernels/formulas.ts (wasm does not fuse multiply-adds), and each output is rounded
+;; ../kernels/formulas.ts (wasm does not fuse multiply-adds), and each output is rounded
 ;; once to its dtype (float16/bfloat16: round to odd to float32, then to nearest even, which
 ;; equals one rounding from float64).
 ;; Sums use the association of the TypeScript kernels exactly (row_kernels.ts,
@@ -1368,7 +1368,7 @@
           (f64x2.add (v128.load (local.get $a)) (f64x2.mul (local.get $x) (local.get $x)))))))
 
   ;; The per-channel constants of the pixel writes are packed by vectors of four channels
-  ;; (packConstants in ../fast/kernels/wasm_kernels.ts): for channels 4v..4v+3, constant k's
+  ;; (packConstants in ../kernels/wasm_kernels.ts): for channels 4v..4v+3, constant k's
   ;; four float64 lanes are at cst + 32 (count v + k), so one vector's constants are one run
   ;; read at fixed offsets (measured: separate arrays, each read at cst + k cs 8 + 8 c, made
   ;; these kernels 1.7-2x slower than the row kernels).

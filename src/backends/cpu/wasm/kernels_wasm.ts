@@ -5,7 +5,7 @@
 /**
  * The CPU backend's WebAssembly SIMD kernels (kernels.wat), assembled: the bytes each
  * thread instantiates when the engine has no FP16 conversions (see kernels_module.ts and
- * src/backends/cpu/fast/kernels/wasm_kernels.ts).
+ * src/backends/cpu/kernels/wasm_kernels.ts).
  *
  * @module
  */
