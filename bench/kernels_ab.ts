@@ -15,7 +15,7 @@
  */
 
 import { parseCommand, positiveInteger } from "../scripts/cli.ts";
-import { createThreadScratch, type ThreadScratch } from "../src/backends/cpu/kernels/codecs.ts";
+import { type CodecScratch, createCodecScratch } from "../src/backends/cpu/kernels/codecs.ts";
 import type { PixelKernel, RowKernel } from "../src/backends/cpu/kernels/drivers.ts";
 import type { Layout, TensorAddress } from "../src/backends/cpu/kernels/layout_types.ts";
 import { type KernelStage, uniformStage } from "../src/backends/cpu/kernels/stage_types.ts";
@@ -100,7 +100,7 @@ function stage(kind: "rows" | "pixels", code: number): KernelStage {
 }
 
 /** Runs `kernel` over the whole block `calls` times (one call site for every kernel). */
-function runRows(kernel: RowKernel, s: KernelStage, scratch: ThreadScratch, calls: number) {
+function runRows(kernel: RowKernel, s: KernelStage, scratch: CodecScratch, calls: number) {
   const k = scratch.k;
   for (let r = 0; r < calls; r++) {
     for (let c = 0; c < C_ROWS; c++) {
@@ -114,7 +114,7 @@ function runRows(kernel: RowKernel, s: KernelStage, scratch: ThreadScratch, call
 }
 
 /** Pixel counterpart of {@linkcode runRows}: pixels [0, PIXELS) with per-channel arrays. */
-function runPixels(kernel: PixelKernel, s: KernelStage, scratch: ThreadScratch, calls: number) {
+function runPixels(kernel: PixelKernel, s: KernelStage, scratch: CodecScratch, calls: number) {
   const p = [0, 1, 2].map((j) => new Float64Array(C_PIXELS).fill(0.25 + j / 4));
   for (let r = 0; r < calls; r++) kernel(s, 0, PIXELS, p, scratch);
 }
@@ -133,7 +133,7 @@ const current: Record<"rows" | "pixels", Record<string, unknown>> = {
   rows: newRows,
   pixels: newPixels,
 };
-const scratch = createThreadScratch();
+const scratch = createCodecScratch();
 const CALLS = 200;
 console.log(`| kernel | layout | dtype | old ns/element | new ns/element | new/old |`);
 console.log(`| --- | --- | --- | ---: | ---: | ---: |`);

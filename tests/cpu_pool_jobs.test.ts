@@ -25,7 +25,7 @@ import {
   uniformStage,
 } from "../src/backends/cpu/kernels/stage_types.ts";
 import type { TensorAddress } from "../src/backends/cpu/kernels/layout_types.ts";
-import { createThreadScratch } from "../src/backends/cpu/kernels/codecs.ts";
+import { createThreadState } from "../src/backends/cpu/kernels/stages.ts";
 import { heapAddress, hostHeapMemory } from "../src/tensor/host_heap.ts";
 import { heapStorage } from "./fixtures/cpu_cases.ts";
 
@@ -144,7 +144,7 @@ Deno.test("serve: a posted job sends the worker to its event loop; so does retir
   assert.equal(publishJob(c, w, 2, [outside], heapAddress), false);
   assert.equal(Atomics.load(c, CONTROL_POSTED), 2);
   const started = performance.now();
-  const scratch = createThreadScratch();
+  const scratch = createThreadState();
   scratch.heapMemory = hostHeapMemory()!;
   serveJobs(c, w, scratch, 1);
   assert.ok(performance.now() - started < 1000, "returned for the posted job");

@@ -14,7 +14,7 @@
 
 import assert from "node:assert/strict";
 import { gradient } from "../src/backends/cpu/kernels/formulas.ts";
-import { createThreadScratch, type ThreadScratch } from "../src/backends/cpu/kernels/codecs.ts";
+import { createThreadState, type ThreadState } from "../src/backends/cpu/kernels/stages.ts";
 import {
   HEAP_PIXEL,
   HEAP_ROW,
@@ -109,8 +109,8 @@ function stage(
 }
 
 /** A thread's scratch with the WebAssembly kernels everywhere, in place or copying. */
-function wasmScratch(inPlace: boolean): ThreadScratch {
-  const scratch = createThreadScratch(kernelsWasmBytes());
+function wasmScratch(inPlace: boolean): ThreadState {
+  const scratch = createThreadState(kernelsWasmBytes());
   scratch.wasmEverywhere = true;
   scratch.heapOff = !inPlace;
   if (inPlace) {
@@ -123,10 +123,10 @@ function wasmScratch(inPlace: boolean): ThreadScratch {
 }
 
 Deno.test("every gradient write evaluates dy * a + (x * b + c), in that association", () => {
-  const paths: [string, Layout["kind"], boolean, () => ThreadScratch, number][] = [
-    ["TypeScript rows", "rows", false, () => createThreadScratch(), FLOAT32],
-    ["TypeScript pixels", "pixels", false, () => createThreadScratch(), FLOAT32],
-    ["strided", "strided", false, () => createThreadScratch(), STRIDED_ROW],
+  const paths: [string, Layout["kind"], boolean, () => ThreadState, number][] = [
+    ["TypeScript rows", "rows", false, () => createThreadState(), FLOAT32],
+    ["TypeScript pixels", "pixels", false, () => createThreadState(), FLOAT32],
+    ["strided", "strided", false, () => createThreadState(), STRIDED_ROW],
     ["WebAssembly rows", "rows", false, () => wasmScratch(false), WASM_ROW],
     ["WebAssembly pixels", "pixels", false, () => wasmScratch(false), WASM_PIXEL],
     ["WebAssembly rows in place", "rows", true, () => wasmScratch(true), HEAP_ROW],

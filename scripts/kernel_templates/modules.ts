@@ -52,7 +52,7 @@ function rowModule(): KernelModule {
  * @module
  */
 
-import { bf16Block, bf16Exact, decodeTable, type ThreadScratch } from "./codecs.ts";
+import { bf16Block, bf16Exact, decodeTable, type CodecScratch } from "./codecs.ts";
 import { affine, gradient } from "./formulas.ts";
 import { SEGMENT_ELEMENTS } from "./layout_types.ts";
 import { mergeMoments } from "./moments.ts";
@@ -86,7 +86,7 @@ function pixelModule(): KernelModule {
  * @module
  */
 
-import { bf16Block, bf16Exact, channelScratch, decodeTable, type ThreadScratch } from "./codecs.ts";
+import { bf16Block, bf16Exact, channelScratch, decodeTable, type CodecScratch } from "./codecs.ts";
 import { affine, gradient } from "./formulas.ts";
 import type { PixelStage } from "./stage_types.ts";
 import { BFLOAT16 } from "./stage_types.ts";

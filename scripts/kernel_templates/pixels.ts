@@ -18,7 +18,7 @@ import type { WriteFamily } from "./families.ts";
 function params(d: KernelDtype, scratchUsed = false): string {
   return `s: PixelStage, q0: number, q1: number, p: readonly Float64Array[], ${
     scratchParam(d, scratchUsed)
-  }: ThreadScratch`;
+  }: CodecScratch`;
 }
 
 /** The arrays of `tensors`, the geometry, and each tensor's base and strides. */

@@ -24,7 +24,7 @@ import type { WriteFamily } from "./families.ts";
 function params(d: KernelDtype, scratchUsed = false): string {
   return `s: RowStage, n: number, c: number, k: Float64Array, ${
     scratchParam(d, scratchUsed)
-  }: ThreadScratch`;
+  }: CodecScratch`;
 }
 
 /** Tensor `t` as an array of type `type`, and the offset of its row (n, c) (`o0`, `d0`, `x0`). */

@@ -6,7 +6,7 @@
  */
 
 import type { Tensor } from "../tensor/tensor.ts";
-import type { OutputMask } from "./types.ts";
+import type { OutputMask } from "./output_mask.ts";
 
 /**
  * How a shape splits at its normalized (trailing) dims, LayerNorm's and RMSNorm's view of the

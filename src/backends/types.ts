@@ -18,6 +18,7 @@
 
 import type { Device } from "../tensor/device.ts";
 import type { Tensor } from "../tensor/tensor.ts";
+import type { OutputMask } from "./output_mask.ts";
 import type {
   AddRmsNormPlan,
   AddRmsNormTensors,
@@ -74,8 +75,7 @@ export interface GroupGeometry {
   readonly group: number;
 }
 
-/** A three-entry output mask: which of the three outputs to compute. */
-export type OutputMask = readonly [boolean, boolean, boolean];
+export type { OutputMask } from "./output_mask.ts";
 
 /** aclnnBatchNormReduceBackward. */
 export interface BatchNormReduceBackwardPlan {

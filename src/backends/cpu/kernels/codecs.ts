@@ -10,22 +10,20 @@
  * @module
  */
 
-import type { KernelTables } from "./kernel_tables.ts";
-import type { HeapKernels } from "./heap_kernels.ts";
-import type { WasmState } from "./wasm_kernels.ts";
-
 /**
- * Scratch owned by one thread: decode tables (built on first use: 256 KiB each) and the
- * one-element alias arrays that expose a float32's bits.
+ * Scratch owned by one thread that the TypeScript kernels read: decode tables (built on
+ * first use: 256 KiB each), the one-element alias arrays that expose a float32's bits, and
+ * float64 temporaries. A thread's state (stages.ts) extends it with what chooses and runs
+ * the WebAssembly kernels.
  */
-export interface ThreadScratch {
+export interface CodecScratch {
   /** float16 bit pattern -> value, or undefined until a float16 kernel first runs. */
   f16Table: Float32Array | undefined;
   /** bfloat16 bit pattern -> value, or undefined until a bfloat16 kernel first runs. */
   bf16Table: Float32Array | undefined;
-  /** One float32 whose bits {@linkcode ThreadScratch.aliasI32} reads. */
+  /** One float32 whose bits {@linkcode CodecScratch.aliasI32} reads. */
   readonly aliasF32: Float32Array;
-  /** The bits of {@linkcode ThreadScratch.aliasF32}. */
+  /** The bits of {@linkcode CodecScratch.aliasF32}. */
   readonly aliasI32: Int32Array;
   /** A row's constants or accumulators, passed to row kernels (see drivers.ts). */
   readonly k: Float64Array;
@@ -33,7 +31,7 @@ export interface ThreadScratch {
   channels: Float64Array;
   /** The slab of this thread's small per-stage temporaries (see {@linkcode scratchFloat64}). */
   slab: ArrayBuffer | undefined;
-  /** Bytes of {@linkcode ThreadScratch.slab} handed out. */
+  /** Bytes of {@linkcode CodecScratch.slab} handed out. */
   slabAt: number;
   /** Float64 blocks of the strided fallback, or undefined until it first runs. */
   blocks: Float64Array[] | undefined;
@@ -42,38 +40,10 @@ export interface ThreadScratch {
    * on first use.
    */
   bf16Block: [Float32Array, Int32Array] | undefined;
-  /** The kernel tables, built (and the drivers primed) by the first stage this thread runs. */
-  tables: KernelTables | undefined;
-  /** The bytes of the WebAssembly kernels (kernels.wat), or undefined to use none. */
-  wasmBytes: Uint8Array | undefined;
-  /**
-   * This thread's instance of the WebAssembly kernels: undefined until the first stage,
-   * null when there are none (no bytes, or WebAssembly SIMD is unavailable).
-   */
-  wasm: WasmState | null | undefined;
-  /** The host heap's memory, once this thread has been given it (see heap_kernels.ts). */
-  heapMemory: WebAssembly.Memory | undefined;
-  /** Byte address of this thread's region of the heap (0: none yet). */
-  heapRegion: number;
-  /**
-   * This thread's kernels on the heap: undefined until a stage first needs them, null when
-   * unavailable (no WebAssembly kernels, no heap or no region).
-   */
-  heapKernels: HeapKernels | null | undefined;
-  /** Tests: never run the kernels in place (so that the copying ones can be compared). */
-  heapOff: boolean;
-  /**
-   * Tests: run the WebAssembly kernels for every dtype, not only where stages.ts's
-   * `wasmWins` measured them faster, so that each is compared with its twin.
-   */
-  wasmEverywhere: boolean;
 }
 
-/**
- * Fresh scratch for one thread (tables are built lazily by {@linkcode decodeTable}), with
- * the WebAssembly kernels' bytes when this thread may use them (instantiated lazily too).
- */
-export function createThreadScratch(wasmBytes?: Uint8Array): ThreadScratch {
+/** Fresh codec scratch for one thread (tables are built lazily by {@linkcode decodeTable}). */
+export function createCodecScratch(): CodecScratch {
   const aliasF32 = new Float32Array(1);
   return {
     f16Table: undefined,
@@ -85,15 +55,7 @@ export function createThreadScratch(wasmBytes?: Uint8Array): ThreadScratch {
     blocks: undefined,
     slab: undefined,
     slabAt: 0,
-    tables: undefined,
     bf16Block: undefined,
-    wasmBytes,
-    wasm: undefined,
-    heapMemory: undefined,
-    heapRegion: 0,
-    heapKernels: undefined,
-    heapOff: false,
-    wasmEverywhere: false,
   };
 }
 
@@ -104,7 +66,7 @@ export function createThreadScratch(wasmBytes?: Uint8Array): ThreadScratch {
  * value is Inf/NaN ({@linkcode bf16Exact} redoes those). Measured: 3x faster than reading the
  * bits back through a one-element alias inside the computing loop.
  */
-export function bf16Block(scratch: ThreadScratch): [Float32Array, Int32Array] {
+export function bf16Block(scratch: CodecScratch): [Float32Array, Int32Array] {
   if (!scratch.bf16Block) {
     const block = new Float32Array(4096);
     // Both views made once: a new view per call cost more than a short row's stores.
@@ -114,7 +76,7 @@ export function bf16Block(scratch: ThreadScratch): [Float32Array, Int32Array] {
 }
 
 /** Per-channel float64 scratch of at least `length` elements (contents undefined). */
-export function channelScratch(scratch: ThreadScratch, length: number): Float64Array {
+export function channelScratch(scratch: CodecScratch, length: number): Float64Array {
   if (scratch.channels.length < length) scratch.channels = new Float64Array(length);
   return scratch.channels;
 }
@@ -127,7 +89,7 @@ export const SCRATCH_SLAB_BYTES = 16384;
  * thread's slab when at most 1 KiB (a typed array of its own costs about 1 µs in Deno 2.9.6,
  * a view 0.07 µs; see src/tensor/slab.ts), else its own.
  */
-export function scratchFloat64(scratch: ThreadScratch, length: number): Float64Array {
+export function scratchFloat64(scratch: CodecScratch, length: number): Float64Array {
   const bytes = length * 8;
   if (bytes > 1024) return new Float64Array(length);
   if (!scratch.slab || scratch.slabAt + bytes > SCRATCH_SLAB_BYTES) {
@@ -140,7 +102,7 @@ export function scratchFloat64(scratch: ThreadScratch, length: number): Float64A
 }
 
 /** Three float64 blocks of `size` elements for the strided fallback (allocated once). */
-export function fallbackBlocks(scratch: ThreadScratch, size: number): Float64Array[] {
+export function fallbackBlocks(scratch: CodecScratch, size: number): Float64Array[] {
   if (!scratch.blocks) {
     scratch.blocks = [new Float64Array(size), new Float64Array(size), new Float64Array(size)];
   }
@@ -152,7 +114,7 @@ export function fallbackBlocks(scratch: ThreadScratch, size: number): Float64Arr
  * A table load is faster than a Float16Array element read in V8, and it turns float16 and
  * bfloat16 reads into one code path (a Uint16Array plus a table).
  */
-export function decodeTable(scratch: ThreadScratch, bfloat16: boolean): Float32Array {
+export function decodeTable(scratch: CodecScratch, bfloat16: boolean): Float32Array {
   if (bfloat16) {
     if (!scratch.bf16Table) {
       const bits = new Uint32Array(65536);

@@ -17,7 +17,7 @@
  * @module
  */
 
-import type { ThreadScratch } from "./codecs.ts";
+import type { CodecScratch } from "./codecs.ts";
 import { channelScratch, scratchFloat64 } from "./codecs.ts";
 import type { Layout } from "./layout_types.ts";
 import {
@@ -41,22 +41,22 @@ import type {
 } from "./stage_types.ts";
 import { uniformStage } from "./stage_types.ts";
 
-/** A row kernel (row_kernels.ts, strided_kernels.ts). */
-export type RowKernel = (
+/** A row kernel (row_kernels.ts, strided_kernels.ts, heap_kernels.ts) reading scratch S. */
+export type RowKernel<S extends CodecScratch = CodecScratch> = (
   s: RowStage,
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: S,
 ) => void;
 
-/** A pixel kernel (pixel_kernels.ts). */
-export type PixelKernel = (
+/** A pixel kernel (pixel_kernels.ts, heap_kernels.ts); `S` as for {@linkcode RowKernel}. */
+export type PixelKernel<S extends CodecScratch = CodecScratch> = (
   s: PixelStage,
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  scratch: ThreadScratch,
+  scratch: S,
 ) => void;
 
 /** The first row n0 and the channel c of BatchNorm row item `item`. */
@@ -72,12 +72,12 @@ export function rowItem(layout: Layout, item: number): { c: number; n0: number; 
  * BatchNorm reduction over row items [from, to): per item, k = (mean[c] or 0, 0, 0, 0),
  * `kernel` on every row of the item, then partials[2 item] = k[1], [2 item + 1] = k[2].
  */
-export function reduceRows(
+export function reduceRows<S extends CodecScratch>(
   s: SumsStage | StatsStage,
   from: number,
   to: number,
-  kernel: RowKernel,
-  scratch: ThreadScratch,
+  kernel: RowKernel<S>,
+  scratch: S,
 ): void {
   const k = scratch.k;
   const mean = s.op === "sums" ? s.mean : undefined;
@@ -94,13 +94,13 @@ export function reduceRows(
 }
 
 /** Per-channel write over row items [from, to): k[j] = constants[j C + c] for `count` j. */
-export function writeRows(
+export function writeRows<S extends CodecScratch>(
   s: WriteStage,
   from: number,
   to: number,
-  kernel: RowKernel,
+  kernel: RowKernel<S>,
   count: number,
-  scratch: ThreadScratch,
+  scratch: S,
 ): void {
   const k = scratch.k;
   const C = s.layout.C;
@@ -135,12 +135,12 @@ export function sampleChannels(layout: Layout, values: Float64Array, q0: number)
  * BatchNorm sums over pixel blocks [from, to): per block, `kernel` accumulates per-channel
  * (sum, dot) with the stage's means, copied to partials[2C block ...].
  */
-export function sumPixels(
+export function sumPixels<S extends CodecScratch>(
   s: SumsStage,
   from: number,
   to: number,
-  kernel: PixelKernel,
-  scratch: ThreadScratch,
+  kernel: PixelKernel<S>,
+  scratch: S,
 ): void {
   const C = s.layout.C;
   const sums = scratchFloat64(scratch, C);
@@ -162,14 +162,14 @@ export function sumPixels(
  * per channel: `kernel` on sub-blocks small enough to stay in cache, merged with Chan's
  * update.
  */
-export function pixelMoments(
+export function pixelMoments<S extends CodecScratch>(
   s: PixelStage,
   q0: number,
   q1: number,
   into: Float64Array,
   at: number,
-  kernel: PixelKernel,
-  scratch: ThreadScratch,
+  kernel: PixelKernel<S>,
+  scratch: S,
 ): void {
   const C = s.layout.C;
   const sub = Math.max(1, Math.floor(PIXEL_SEGMENT_ELEMENTS / C));
@@ -186,12 +186,12 @@ export function pixelMoments(
 }
 
 /** BatchNorm statistics over pixel blocks [from, to) into partials[2C block ...]. */
-export function statPixels(
+export function statPixels<S extends CodecScratch>(
   s: StatsStage,
   from: number,
   to: number,
-  kernel: PixelKernel,
-  scratch: ThreadScratch,
+  kernel: PixelKernel<S>,
+  scratch: S,
 ): void {
   for (let b = from; b < to; b++) {
     const [q0, q1] = pixelBlock(s.layout, b);
@@ -200,13 +200,13 @@ export function statPixels(
 }
 
 /** Per-channel write over pixel blocks [from, to) with the stage's `count` constants. */
-export function writePixels(
+export function writePixels<S extends CodecScratch>(
   s: WriteStage,
   from: number,
   to: number,
-  kernel: PixelKernel,
+  kernel: PixelKernel<S>,
   count: number,
-  scratch: ThreadScratch,
+  scratch: S,
 ): void {
   const C = s.layout.C;
   // Constant j of channel c at constants[j C + c], or [(n count + j) C + c] per sample.
@@ -245,13 +245,13 @@ export function groupItem(
  * into k, then mean and rstd, then `normalize` writes each row with k = (scale, shift) of
  * (x - mean) * rstd * gamma[c] + beta[c] (see formulas.ts).
  */
-export function groupNormRows(
+export function groupNormRows<S extends CodecScratch>(
   s: GroupNormStage,
   from: number,
   to: number,
-  stats: RowKernel,
-  normalize: RowKernel,
-  scratch: ThreadScratch,
+  stats: RowKernel<S>,
+  normalize: RowKernel<S>,
+  scratch: S,
 ): void {
   const { layout, group, eps, gamma, beta } = s;
   const D = layout.C / group;
@@ -284,13 +284,13 @@ export function groupNormRows(
  * per-channel moments (`stats`) merged into per-group ones, then `normalize` over the
  * sample's pixels with (scale, shift) per channel, as {@linkcode groupNormRows}.
  */
-export function groupNormPixels(
+export function groupNormPixels<S extends CodecScratch>(
   s: GroupNormStage,
   from: number,
   to: number,
-  stats: PixelKernel,
-  normalize: PixelKernel,
-  scratch: ThreadScratch,
+  stats: PixelKernel<S>,
+  normalize: PixelKernel<S>,
+  scratch: S,
 ): void {
   const { layout, group, eps, gamma, beta } = s;
   const C = layout.C;
@@ -332,13 +332,13 @@ export function groupNormPixels(
  * constants, then `grad` (when there is an output) writes each row with the gradient's
  * constants k = (a, b, c) (see formulas.ts).
  */
-export function groupNormBackwardRows(
+export function groupNormBackwardRows<S extends CodecScratch>(
   s: GroupNormBackwardStage,
   from: number,
   to: number,
-  sums: RowKernel,
-  grad: RowKernel,
-  scratch: ThreadScratch,
+  sums: RowKernel<S>,
+  grad: RowKernel<S>,
+  scratch: S,
 ): void {
   const { layout, group, gamma, partials } = s;
   const C = layout.C;
@@ -383,13 +383,13 @@ export function groupNormBackwardRows(
  * `sums` over its pixels with each channel's group mean, the group constants, then `grad`
  * over its pixels with the gradient's (a, b, c) per channel.
  */
-export function groupNormBackwardPixels(
+export function groupNormBackwardPixels<S extends CodecScratch>(
   s: GroupNormBackwardStage,
   from: number,
   to: number,
-  sums: PixelKernel,
-  grad: PixelKernel,
-  scratch: ThreadScratch,
+  sums: PixelKernel<S>,
+  grad: PixelKernel<S>,
+  scratch: S,
 ): void {
   const { layout, group, gamma, partials } = s;
   const C = layout.C;
@@ -450,7 +450,7 @@ export function noopKernel(): void {}
  * Calls every driver once with no-op kernels on a one-element stage, so that each kernel
  * call site has seen two targets before the first real call (see the module comment).
  */
-export function primeDrivers(scratch: ThreadScratch): void {
+export function primeDrivers(scratch: CodecScratch): void {
   const layout: Layout = { kind: "rows", N: 1, C: 1, inner: 1, innerShape: [], perSample: false };
   const at = { base: 0, strideN: 0, strideC: 0, strideI: 0, innerStrides: [] };
   const one = () => scratchFloat64(scratch, 1);

@@ -21,7 +21,7 @@
  * @module
  */
 
-import type { ThreadScratch } from "./codecs.ts";
+import type { CodecScratch } from "./codecs.ts";
 import type { Layout, TensorAddress } from "./layout_types.ts";
 import { SEGMENT_ELEMENTS } from "./layout_types.ts";
 import { mergeMoments } from "./moments.ts";
@@ -55,6 +55,15 @@ export interface HeapKernels {
   readonly at: number;
   /** float64 view of the region. */
   readonly region: Float64Array;
+}
+
+/** The scratch of a thread that runs kernels in place: its instance on the heap. */
+export interface HeapScratch extends CodecScratch {
+  /**
+   * This thread's kernels on the heap: undefined until a stage first needs them, null when
+   * unavailable (no WebAssembly kernels, no heap or no region).
+   */
+  heapKernels: HeapKernels | null | undefined;
 }
 
 /**
@@ -117,7 +126,7 @@ export function sumsRowHeap(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: HeapScratch,
 ): void {
   const h = scratch.heapKernels!;
   const dt = s.dtype;
@@ -140,7 +149,7 @@ export function statsRowHeap(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: HeapScratch,
 ): void {
   const h = scratch.heapKernels!;
   const dt = s.dtype;
@@ -182,7 +191,7 @@ export function normalizeRowHeap(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: HeapScratch,
 ): void {
   writeRowHeap(s, n, c, k, scratch.heapKernels!, 0);
 }
@@ -193,7 +202,7 @@ export function gradientRowHeap(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: HeapScratch,
 ): void {
   writeRowHeap(s, n, c, k, scratch.heapKernels!, 1);
 }
@@ -204,7 +213,7 @@ export function scaleRowHeap(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: HeapScratch,
 ): void {
   writeRowHeap(s, n, c, k, scratch.heapKernels!, 2);
 }
@@ -223,7 +232,7 @@ export function sumsPixelsHeap(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  scratch: ThreadScratch,
+  scratch: HeapScratch,
 ): void {
   const h = scratch.heapKernels!;
   const C = s.layout.C;
@@ -246,7 +255,7 @@ export function statsPixelsHeap(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  scratch: ThreadScratch,
+  scratch: HeapScratch,
 ): void {
   const h = scratch.heapKernels!;
   const C = s.layout.C;
@@ -287,7 +296,7 @@ export function normalizePixelsHeap(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  scratch: ThreadScratch,
+  scratch: HeapScratch,
 ): void {
   writePixelsHeap(s, q0, q1, p, scratch.heapKernels!, 0);
 }
@@ -298,7 +307,7 @@ export function gradientPixelsHeap(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  scratch: ThreadScratch,
+  scratch: HeapScratch,
 ): void {
   writePixelsHeap(s, q0, q1, p, scratch.heapKernels!, 1);
 }
@@ -309,7 +318,7 @@ export function scalePixelsHeap(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  scratch: ThreadScratch,
+  scratch: HeapScratch,
 ): void {
   writePixelsHeap(s, q0, q1, p, scratch.heapKernels!, 2);
 }

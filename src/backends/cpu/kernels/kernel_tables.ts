@@ -11,6 +11,8 @@
  */
 
 import type { PixelKernel, RowKernel } from "./drivers.ts";
+import type { HeapScratch } from "./heap_kernels.ts";
+import type { WasmScratch } from "./wasm_kernels.ts";
 import {
   gradientPixelsBf16,
   gradientPixelsF16,
@@ -96,18 +98,21 @@ export type KernelFamily =
   | "gradient"
   | "scale";
 
+/** The scratch every kernel of the tables can read (a thread's state extends it). */
+export type KernelScratch = WasmScratch & HeapScratch;
+
 /** Every kernel by family and dtype code (rows: index 3 = strided fallback, then wasm). */
 export interface KernelTables {
   /** Row kernels. */
-  readonly rows: Record<KernelFamily, RowKernel[]>;
+  readonly rows: Record<KernelFamily, RowKernel<KernelScratch>[]>;
   /** Pixel kernels. */
-  readonly pixels: Record<KernelFamily, PixelKernel[]>;
+  readonly pixels: Record<KernelFamily, PixelKernel<KernelScratch>[]>;
 }
 
 /** Builds the tables (once per thread). */
 export function kernelTables(): KernelTables {
-  const r = (f: unknown[]) => f as RowKernel[];
-  const p = (f: unknown[]) => f as PixelKernel[];
+  const r = (f: unknown[]) => f as RowKernel<KernelScratch>[];
+  const p = (f: unknown[]) => f as PixelKernel<KernelScratch>[];
   return {
     rows: {
       sums: r([sumsRowF32, sumsRowU16, sumsRowU16, sumsRowStrided, sumsRowWasm, sumsRowHeap]),

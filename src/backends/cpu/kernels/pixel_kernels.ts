@@ -14,7 +14,7 @@
  * @module
  */
 
-import { bf16Block, bf16Exact, channelScratch, decodeTable, type ThreadScratch } from "./codecs.ts";
+import { bf16Block, bf16Exact, channelScratch, type CodecScratch, decodeTable } from "./codecs.ts";
 import { affine, gradient } from "./formulas.ts";
 import type { PixelStage } from "./stage_types.ts";
 import { BFLOAT16 } from "./stage_types.ts";
@@ -29,7 +29,7 @@ export function sumsPixelsF32(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  _scratch: ThreadScratch,
+  _scratch: CodecScratch,
 ): void {
   const dy = s.dy as Float32Array;
   const x = s.x as Float32Array;
@@ -103,7 +103,7 @@ export function sumsPixelsU16(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const dy = s.dy as Uint16Array;
   const x = s.x as Uint16Array;
@@ -182,7 +182,7 @@ export function statsPixelsF32(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const x = s.x as Float32Array;
   const channels = s.layout.C;
@@ -289,7 +289,7 @@ export function statsPixelsU16(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const x = s.x as Uint16Array;
   const channels = s.layout.C;
@@ -401,7 +401,7 @@ export function normalizePixelsF32(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  _scratch: ThreadScratch,
+  _scratch: CodecScratch,
 ): void {
   const out = s.out as Float32Array;
   const x = s.x as Float32Array;
@@ -473,7 +473,7 @@ export function normalizePixelsF16(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const out = s.out as Float16Array;
   const x = s.x as Uint16Array;
@@ -546,7 +546,7 @@ export function normalizePixelsBf16(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const out = s.out as Uint16Array;
   const x = s.x as Uint16Array;
@@ -607,7 +607,7 @@ export function gradientPixelsF32(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  _scratch: ThreadScratch,
+  _scratch: CodecScratch,
 ): void {
   const out = s.out as Float32Array;
   const dy = s.dy as Float32Array;
@@ -690,7 +690,7 @@ export function gradientPixelsF16(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const out = s.out as Float16Array;
   const dy = s.dy as Uint16Array;
@@ -774,7 +774,7 @@ export function gradientPixelsBf16(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const out = s.out as Uint16Array;
   const dy = s.dy as Uint16Array;
@@ -842,7 +842,7 @@ export function scalePixelsF32(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  _scratch: ThreadScratch,
+  _scratch: CodecScratch,
 ): void {
   const out = s.out as Float32Array;
   const dy = s.dy as Float32Array;
@@ -912,7 +912,7 @@ export function scalePixelsF16(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const out = s.out as Float16Array;
   const dy = s.dy as Uint16Array;
@@ -983,7 +983,7 @@ export function scalePixelsBf16(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const out = s.out as Uint16Array;
   const dy = s.dy as Uint16Array;

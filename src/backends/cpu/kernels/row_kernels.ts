@@ -18,7 +18,7 @@
  * @module
  */
 
-import { bf16Block, bf16Exact, decodeTable, type ThreadScratch } from "./codecs.ts";
+import { bf16Block, bf16Exact, type CodecScratch, decodeTable } from "./codecs.ts";
 import { affine, gradient } from "./formulas.ts";
 import { SEGMENT_ELEMENTS } from "./layout_types.ts";
 import { mergeMoments } from "./moments.ts";
@@ -36,7 +36,7 @@ export function sumsRowF32(
   n: number,
   c: number,
   k: Float64Array,
-  _scratch: ThreadScratch,
+  _scratch: CodecScratch,
 ): void {
   const dy = s.dy as Float32Array;
   const dyAt = s.dyAt;
@@ -100,7 +100,7 @@ export function sumsRowU16(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const dy = s.dy as Uint16Array;
   const dyAt = s.dyAt;
@@ -170,7 +170,7 @@ export function statsRowF32(
   n: number,
   c: number,
   k: Float64Array,
-  _scratch: ThreadScratch,
+  _scratch: CodecScratch,
 ): void {
   const x = s.x as Float32Array;
   const xAt = s.xAt;
@@ -238,7 +238,7 @@ export function statsRowU16(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const x = s.x as Uint16Array;
   const xAt = s.xAt;
@@ -307,7 +307,7 @@ export function normalizeRowF32(
   n: number,
   c: number,
   k: Float64Array,
-  _scratch: ThreadScratch,
+  _scratch: CodecScratch,
 ): void {
   const out = s.out as Float32Array;
   const outAt = s.outAt;
@@ -327,7 +327,7 @@ export function normalizeRowF16(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const out = s.out as Float16Array;
   const outAt = s.outAt;
@@ -348,7 +348,7 @@ export function normalizeRowBf16(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const out = s.out as Uint16Array;
   const outAt = s.outAt;
@@ -382,7 +382,7 @@ export function gradientRowF32(
   n: number,
   c: number,
   k: Float64Array,
-  _scratch: ThreadScratch,
+  _scratch: CodecScratch,
 ): void {
   const out = s.out as Float32Array;
   const outAt = s.outAt;
@@ -408,7 +408,7 @@ export function gradientRowF16(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const out = s.out as Float16Array;
   const outAt = s.outAt;
@@ -435,7 +435,7 @@ export function gradientRowBf16(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const out = s.out as Uint16Array;
   const outAt = s.outAt;
@@ -480,7 +480,7 @@ export function scaleRowF32(
   n: number,
   c: number,
   k: Float64Array,
-  _scratch: ThreadScratch,
+  _scratch: CodecScratch,
 ): void {
   const out = s.out as Float32Array;
   const outAt = s.outAt;
@@ -499,7 +499,7 @@ export function scaleRowF16(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const out = s.out as Float16Array;
   const outAt = s.outAt;
@@ -519,7 +519,7 @@ export function scaleRowBf16(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const out = s.out as Uint16Array;
   const outAt = s.outAt;

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { ThreadScratch } from "./codecs.ts";
+import { createCodecScratch } from "./codecs.ts";
 import {
   groupNormBackwardPixels,
   groupNormBackwardRows,
@@ -29,6 +29,8 @@ import {
 import {
   HEAP_PIXEL,
   HEAP_ROW,
+  type KernelScratch,
+  type KernelTables,
   kernelTables,
   STRIDED_ROW,
   WASM_PIXEL,
@@ -36,6 +38,47 @@ import {
 } from "./kernel_tables.ts";
 import { FLOAT32, type Stage, type WriteStage } from "./stage_types.ts";
 import { instantiateWasm } from "./wasm_kernels.ts";
+
+/**
+ * Everything one thread keeps to run stages: the scratch the kernels read (codecs.ts,
+ * wasm_kernels.ts, heap_kernels.ts), the kernel tables, and what it was given to run the
+ * WebAssembly kernels with (their bytes, the host heap and its region there).
+ */
+export interface ThreadState extends KernelScratch {
+  /** The kernel tables, built (and the drivers primed) by the first stage this thread runs. */
+  tables: KernelTables | undefined;
+  /** The bytes of the WebAssembly kernels (kernels.wat), or undefined to use none. */
+  wasmBytes: Uint8Array | undefined;
+  /** The host heap's memory, once this thread has been given it (see heap_kernels.ts). */
+  heapMemory: WebAssembly.Memory | undefined;
+  /** Byte address of this thread's region of the heap (0: none yet). */
+  heapRegion: number;
+  /** Tests: never run the kernels in place (so that the copying ones can be compared). */
+  heapOff: boolean;
+  /**
+   * Tests: run the WebAssembly kernels for every dtype, not only where {@linkcode wasmWins}
+   * measured them faster, so that each is compared with its twin.
+   */
+  wasmEverywhere: boolean;
+}
+
+/**
+ * A fresh state for one thread, with the WebAssembly kernels' bytes when this thread may use
+ * them (instantiated on its first stage).
+ */
+export function createThreadState(wasmBytes?: Uint8Array): ThreadState {
+  return {
+    ...createCodecScratch(),
+    tables: undefined,
+    wasmBytes,
+    wasm: undefined,
+    heapMemory: undefined,
+    heapRegion: 0,
+    heapKernels: undefined,
+    heapOff: false,
+    wasmEverywhere: false,
+  };
+}
 
 /** Number of packed per-channel constants of a write stage. */
 export function constantCount(op: WriteStage["op"]): number {
@@ -87,7 +130,7 @@ export function wasmWins(dtype: number): boolean {
 }
 
 /** Whether this thread runs stage `s` in WebAssembly (see {@linkcode wasmWins}). */
-export function runsWasm(s: Stage, scratch: ThreadScratch): boolean {
+export function runsWasm(s: Stage, scratch: ThreadState): boolean {
   return scratch.wasm !== null && (scratch.wasmEverywhere || wasmWins(s.dtype));
 }
 
@@ -96,7 +139,7 @@ export function runsWasm(s: Stage, scratch: ThreadScratch): boolean {
  * kernels there, so they can run in place (heap_kernels.ts): for every dtype, as in place
  * they beat TypeScript's float32 kernels too (1.4-2.3x on rows, measured in the module).
  */
-export function inHeap(s: Stage, scratch: ThreadScratch): boolean {
+export function inHeap(s: Stage, scratch: ThreadState): boolean {
   if (scratch.heapOff || (s.dy !== undefined && s.dyHeap < 0)) return false;
   if ((s.x !== undefined && s.xHeap < 0) || (s.out !== undefined && s.outHeap < 0)) return false;
   if (scratch.heapKernels === undefined) {
@@ -116,7 +159,7 @@ export function inHeap(s: Stage, scratch: ThreadScratch): boolean {
  * four elements at a time); the copying WebAssembly kernels where they win (on rows long
  * enough); else the dtype's TypeScript kernels.
  */
-export function rowIndex(s: Stage, scratch: ThreadScratch): number {
+export function rowIndex(s: Stage, scratch: ThreadState): number {
   if (s.layout.kind === "strided") return STRIDED_ROW;
   const inner = s.layout.inner;
   const long = s.dtype !== FLOAT32 || inner >= HEAP_MIN_FLOAT32_ROW;
@@ -129,7 +172,7 @@ export function rowIndex(s: Stage, scratch: ThreadScratch): number {
  * tensors' pixels are packed, its per-channel arrays fit this thread's region and (for
  * writes) C is a multiple of 4; else the copying WebAssembly kernels where they win.
  */
-export function pixelIndex(s: Stage, scratch: ThreadScratch): number {
+export function pixelIndex(s: Stage, scratch: ThreadState): number {
   const { layout } = s;
   const packed = (s.dy === undefined || densePixels(layout, s.dyAt)) &&
     (s.x === undefined || densePixels(layout, s.xAt)) &&
@@ -141,7 +184,7 @@ export function pixelIndex(s: Stage, scratch: ThreadScratch): number {
 }
 
 /** Runs items [from, to) of `s` with this thread's scratch. */
-export function runStage(s: Stage, from: number, to: number, scratch: ThreadScratch): void {
+export function runStage(s: Stage, from: number, to: number, scratch: ThreadState): void {
   if (scratch.wasm === undefined) scratch.wasm = instantiateWasm(scratch.wasmBytes);
   if (!scratch.tables) {
     scratch.tables = kernelTables();

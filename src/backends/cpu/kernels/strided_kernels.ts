@@ -11,7 +11,7 @@
  * @module
  */
 
-import { decodeTable, fallbackBlocks, type ThreadScratch } from "./codecs.ts";
+import { type CodecScratch, decodeTable, fallbackBlocks } from "./codecs.ts";
 import { affine, bf16Bits, gradient } from "./formulas.ts";
 import type { Layout, TensorAddress } from "./layout_types.ts";
 import { subRowOffset } from "./layout_types.ts";
@@ -51,7 +51,7 @@ export function gatherBlock(
   dst: Float64Array,
   src: ReadArray,
   s: RowStage,
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
   at: number,
   stride: number,
   count: number,
@@ -70,7 +70,7 @@ export function gatherBlock(
 export function scatterBlock(
   dst: WriteArray,
   s: RowStage,
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
   at: number,
   stride: number,
   src: Float64Array,
@@ -100,7 +100,7 @@ export function forEachBlock(
   c: number,
   reads: readonly ("dy" | "x")[],
   write: boolean,
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
   body: (count: number) => void,
 ): void {
   const layout = s.layout;
@@ -132,7 +132,7 @@ export function sumsRowStrided(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const [dy, x] = fallbackBlocks(scratch, BLOCK_ELEMENTS);
   forEachBlock(s, n, c, ["dy", "x"], false, scratch, (count) => {
@@ -153,7 +153,7 @@ export function statsRowStrided(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const [x] = fallbackBlocks(scratch, BLOCK_ELEMENTS);
   forEachBlock(s, n, c, ["x"], false, scratch, (count) => {
@@ -173,7 +173,7 @@ export function normalizeRowStrided(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const [x] = fallbackBlocks(scratch, BLOCK_ELEMENTS);
   forEachBlock(s, n, c, ["x"], true, scratch, (count) => {
@@ -187,7 +187,7 @@ export function gradientRowStrided(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const [dy, x] = fallbackBlocks(scratch, BLOCK_ELEMENTS);
   forEachBlock(s, n, c, ["dy", "x"], true, scratch, (count) => {
@@ -201,7 +201,7 @@ export function scaleRowStrided(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: CodecScratch,
 ): void {
   const [dy] = fallbackBlocks(scratch, BLOCK_ELEMENTS);
   forEachBlock(s, n, c, ["dy"], true, scratch, (count) => {

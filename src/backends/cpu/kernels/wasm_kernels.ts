@@ -18,7 +18,7 @@
  * @module
  */
 
-import type { ThreadScratch } from "./codecs.ts";
+import type { CodecScratch } from "./codecs.ts";
 import type { Layout, TensorAddress } from "./layout_types.ts";
 import { SEGMENT_ELEMENTS } from "./layout_types.ts";
 import { mergeMoments } from "./moments.ts";
@@ -112,6 +112,15 @@ export interface WasmState {
   outOf: WriteArray | undefined;
   /** Bits of {@linkcode WasmState.outOf}. */
   outBits: Uint16Array | Float32Array | undefined;
+}
+
+/** The scratch of a thread that runs the copying kernels: its own instance. */
+export interface WasmScratch extends CodecScratch {
+  /**
+   * This thread's instance of the WebAssembly kernels: undefined until the first stage,
+   * null when there are none (no bytes, or WebAssembly SIMD is unavailable).
+   */
+  wasm: WasmState | null | undefined;
 }
 
 /** Elements of one block of a row (rows longer than this run block by block). */
@@ -241,7 +250,7 @@ export function sumsRowWasm(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: WasmScratch,
 ): void {
   const w = scratch.wasm!;
   const dt = s.dtype;
@@ -266,7 +275,7 @@ export function statsRowWasm(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: WasmScratch,
 ): void {
   const w = scratch.wasm!;
   const dt = s.dtype;
@@ -338,7 +347,7 @@ export function normalizeRowWasm(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: WasmScratch,
 ): void {
   writeRowWasm(s, n, c, k, scratch.wasm!, 0);
 }
@@ -349,7 +358,7 @@ export function gradientRowWasm(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: WasmScratch,
 ): void {
   writeRowWasm(s, n, c, k, scratch.wasm!, 1);
 }
@@ -360,7 +369,7 @@ export function scaleRowWasm(
   n: number,
   c: number,
   k: Float64Array,
-  scratch: ThreadScratch,
+  scratch: WasmScratch,
 ): void {
   writeRowWasm(s, n, c, k, scratch.wasm!, 2);
 }
@@ -475,7 +484,7 @@ export function sumsPixelsWasm(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  scratch: ThreadScratch,
+  scratch: WasmScratch,
 ): void {
   const w = scratch.wasm!;
   const C = s.layout.C;
@@ -503,7 +512,7 @@ export function statsPixelsWasm(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  scratch: ThreadScratch,
+  scratch: WasmScratch,
 ): void {
   const w = scratch.wasm!;
   const C = s.layout.C;
@@ -572,7 +581,7 @@ export function normalizePixelsWasm(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  scratch: ThreadScratch,
+  scratch: WasmScratch,
 ): void {
   writePixelsWasm(s, q0, q1, p, scratch.wasm!, 0);
 }
@@ -583,7 +592,7 @@ export function gradientPixelsWasm(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  scratch: ThreadScratch,
+  scratch: WasmScratch,
 ): void {
   writePixelsWasm(s, q0, q1, p, scratch.wasm!, 1);
 }
@@ -594,7 +603,7 @@ export function scalePixelsWasm(
   q0: number,
   q1: number,
   p: readonly Float64Array[],
-  scratch: ThreadScratch,
+  scratch: WasmScratch,
 ): void {
   writePixelsWasm(s, q0, q1, p, scratch.wasm!, 2);
 }

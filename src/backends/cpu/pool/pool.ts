@@ -23,10 +23,8 @@
  * @module
  */
 
-import type { ThreadScratch } from "../kernels/codecs.ts";
-import { createThreadScratch } from "../kernels/codecs.ts";
 import type { Stage } from "../kernels/stage_types.ts";
-import { runStage } from "../kernels/stages.ts";
+import { createThreadState, runStage, type ThreadState } from "../kernels/stages.ts";
 import {
   CONTROL_BUFFER_BYTES,
   CONTROL_DONE,
@@ -77,7 +75,7 @@ const ARENA_ALIGN = 8;
 let wasmBytes: Uint8Array | undefined = kernelsWasmBytes();
 
 /** The calling thread's scratch (decode tables etc.), shared by all inline and pooled runs. */
-export const callerScratch: ThreadScratch = createThreadScratch(wasmBytes);
+export const callerScratch: ThreadState = createThreadState(wasmBytes);
 
 /** Whether the CPU kernels may use WebAssembly (the default; it is tried once per thread). */
 export function wasmKernelsEnabled(): boolean {

@@ -17,7 +17,7 @@
  * @module
  */
 
-import type { ThreadScratch } from "../kernels/codecs.ts";
+import type { ThreadState } from "../kernels/stages.ts";
 import type { Stage } from "../kernels/stage_types.ts";
 import { describedStages, describeStages } from "./job_words.ts";
 import {
@@ -113,7 +113,7 @@ export function describedJob(
 export function serveJobs(
   control: Int32Array,
   words: Float64Array,
-  scratch: ThreadScratch,
+  scratch: ThreadState,
   seen: number,
 ): void {
   for (;;) {

@@ -21,7 +21,7 @@
  * @module
  */
 
-import type { ThreadScratch } from "../kernels/codecs.ts";
+import type { ThreadState } from "../kernels/stages.ts";
 import type { Stage } from "../kernels/stage_types.ts";
 import { runStage } from "../kernels/stages.ts";
 
@@ -143,7 +143,7 @@ export function runClaimed(
   job: number,
   stage: number,
   s: Stage,
-  scratch: ThreadScratch,
+  scratch: ThreadState,
 ): number {
   for (let claimed = 0;; claimed++) {
     const item = claimItem(control, stage, job, s.items);
@@ -174,7 +174,7 @@ export function openJob(control: Int32Array, job: number, stages: number): void 
 }
 
 /** A worker's part of a job: items of each stage while there are any, stage after stage. */
-export function runJob(message: JobMessage, control: Int32Array, scratch: ThreadScratch): void {
+export function runJob(message: JobMessage, control: Int32Array, scratch: ThreadState): void {
   const { job, stages } = message;
   for (let i = 0; i < stages.length; i++) {
     if (i > 0 && !waitRelease(control, i - 1, job)) return;

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { createThreadScratch } from "../kernels/codecs.ts";
+import { createThreadState } from "../kernels/stages.ts";
 import { serveJobs } from "./serve.ts";
 import { CONTROL_JOB, CONTROL_READY, type JobMessage, runJob, signal } from "./sync.ts";
 
@@ -36,7 +36,7 @@ interface WorkerScope {
 
 /** Installs the worker's message handler (called once at the top of the worker script). */
 export function workerMain(): void {
-  const scratch = createThreadScratch();
+  const scratch = createThreadState();
   let control: Int32Array | undefined;
   let words: Float64Array | undefined;
   const scope = globalThis as unknown as WorkerScope;

@@ -17,9 +17,9 @@
 import type { Tensor } from "../../../tensor/tensor.ts";
 import {
   bf16Exact,
-  createThreadScratch,
+  type CodecScratch,
+  createCodecScratch,
   decodeTable,
-  type ThreadScratch,
 } from "../kernels/codecs.ts";
 import { MAX_STORAGE_ELEMENTS } from "../fast/aliasing.ts";
 import { hostData } from "../fast/tensor_arrays.ts";
@@ -134,7 +134,7 @@ export function rowBase(a: RowAccess, r: number): number {
 }
 
 /** Decode tables and bfloat16 store blocks of this thread (the kernels run on one thread). */
-const scratch: ThreadScratch = createThreadScratch();
+const scratch: CodecScratch = createCodecScratch();
 
 /** Decodes row `r` of `a` (`cols` elements) into `dst[0..cols)` as float64. */
 export function loadRow(a: RowAccess, r: number, dst: Float64Array, cols: number): void {
