@@ -5,6 +5,9 @@
  * @module
  */
 
+import type { Device } from "./device.ts";
+import type { DType } from "./dtype.ts";
+
 /** A deterministic source of uniform and normal numbers. */
 export class Random {
   #state: number;
@@ -44,4 +47,33 @@ export class Random {
     this.#spareNormal = r * Math.sin(2 * Math.PI * v);
     return r * Math.cos(2 * Math.PI * v);
   }
+}
+
+/** Options of `Tensor.random`. */
+export interface RandomOptions {
+  /** Seed of the generator; equal seeds give equal tensors. Default 1. */
+  seed?: number;
+  /** Element type. Default `float32`. */
+  dtype?: DType;
+  /** `uniform` in [low, high) or `normal` with mean `low` and std `high`. Default uniform. */
+  distribution?: "uniform" | "normal";
+  /** Lower bound (uniform) or mean (normal). Default 0 (uniform -1). */
+  low?: number;
+  /** Upper bound (uniform) or standard deviation (normal). Default 1. */
+  high?: number;
+  /** Where to put the tensor. Default `"cpu"`. */
+  device?: Device;
+}
+
+/** `count` seeded random numbers drawn as `options` say (its dtype and device aside). */
+export function randomValues(count: number, options: RandomOptions): Float64Array {
+  const rng = new Random(options.seed ?? 1);
+  const normal = options.distribution === "normal";
+  const low = options.low ?? (normal ? 0 : -1);
+  const high = options.high ?? 1;
+  const values = new Float64Array(count);
+  for (let i = 0; i < values.length; i++) {
+    values[i] = normal ? low + high * rng.normal() : rng.uniform(low, high);
+  }
+  return values;
 }

@@ -6,56 +6,40 @@
  */
 
 import { readView, writeView } from "./access.ts";
-import { type AcceleratorDevice, type Device, deviceName, type DeviceStorage } from "./device.ts";
+import { type Device, deviceName, type DeviceStorage } from "./device.ts";
+import { type DType, dtypeOfHostData, type HostData, isDType, numberToBf16 } from "./dtype.ts";
 import {
-  allocateHostData,
-  type DType,
-  dtypeByteSize,
-  dtypeOfHostData,
-  type HostData,
-  isDType,
-  numberToBf16,
-} from "./dtype.ts";
-import {
-  contiguousStrides,
   formatShape,
   isContiguousLayout,
   isDenseLayout,
   numel,
   reshapeStrides,
-  shapeProblem,
   stridesLike,
   viewSpan,
 } from "./layout.ts";
-import { Random } from "./random.ts";
-import { heapFree, heapFreed } from "./host_heap.ts";
-import { trackStorage } from "./scope.ts";
+import { type RandomOptions, randomValues } from "./random.ts";
+import { heapFree } from "./host_heap.ts";
+import {
+  downloadSpan,
+  isHostData,
+  liveHostData,
+  newHostData,
+  storageCapacity,
+  uploadSpan,
+  uploadToDevice,
+  zeroedDeviceStorage,
+} from "./storage.ts";
+import {
+  checkPlacement,
+  checkShape,
+  overrunProblem,
+  permutePlacement,
+  resolveShape,
+  slicePlacement,
+  swapDims,
+} from "./views.ts";
 
-/**
- * New host storage for `length` elements, recorded for the innermost `tidy` scope (zero-filled
- * unless `zeroed` is false).
- */
-function newHostData(dtype: DType, length: number, zeroed = true): HostData {
-  const data = allocateHostData(dtype, length, zeroed);
-  trackStorage(data);
-  return data;
-}
-
-/** Options of {@linkcode Tensor.random}. */
-export interface RandomOptions {
-  /** Seed of the generator; equal seeds give equal tensors. Default 1. */
-  seed?: number;
-  /** Element type. Default `float32`. */
-  dtype?: DType;
-  /** `uniform` in [low, high) or `normal` with mean `low` and std `high`. Default uniform. */
-  distribution?: "uniform" | "normal";
-  /** Lower bound (uniform) or mean (normal). Default 0 (uniform -1). */
-  low?: number;
-  /** Upper bound (uniform) or standard deviation (normal). Default 1. */
-  high?: number;
-  /** Where to put the tensor. Default `"cpu"`. */
-  device?: Device;
-}
+export type { RandomOptions };
 
 /** Options of {@linkcode Tensor.fromData}: a strided view over existing storage. */
 export interface ViewOptions {
@@ -63,40 +47,6 @@ export interface ViewOptions {
   strides?: readonly number[];
   /** Offset of the first element, in elements; default 0. */
   offset?: number;
-}
-
-/** `data`, unless `dispose()` gave its memory back to the host heap (then throws). */
-export function liveHostData(data: HostData): HostData {
-  if (heapFreed(data)) {
-    throw new TypeError("Tensor: its host storage was disposed (dispose() freed its memory)");
-  }
-  return data;
-}
-
-function isHostData(storage: HostData | DeviceStorage): storage is HostData {
-  return ArrayBuffer.isView(storage);
-}
-
-function checkShape(shape: readonly number[], where: string): number[] {
-  const problem = shapeProblem(shape);
-  if (problem) throw new RangeError(`${where}: ${problem} (shape ${String(shape)})`);
-  return [...shape];
-}
-
-/** Allocates device memory and runs `init` on it; the memory goes back if `init` fails. */
-function deviceStorage(
-  device: AcceleratorDevice,
-  byteLength: number,
-  init: (storage: DeviceStorage) => void,
-): DeviceStorage {
-  const storage = device.allocate(byteLength);
-  try {
-    init(storage);
-  } catch (e) {
-    storage.release();
-    throw e;
-  }
-  return storage;
 }
 
 /**
@@ -144,32 +94,14 @@ export class Tensor {
   ) {
     if (!isDType(dtype)) throw new TypeError(`Tensor: unknown dtype ${String(dtype)}`);
     this.shape = Object.freeze(checkShape(shape, "Tensor"));
-    const s = strides ? [...strides] : contiguousStrides(this.shape);
-    if (s.length !== this.shape.length || s.some((v) => !Number.isSafeInteger(v) || v < 0)) {
-      throw new RangeError(
-        `Tensor: strides ${formatShape(s)} must be ${this.shape.length} integers >= 0`,
-      );
-    }
-    if (!Number.isSafeInteger(offset) || offset < 0) {
-      throw new RangeError(`Tensor: offset ${offset} must be an integer >= 0`);
-    }
-    const capacity = isHostData(storage)
-      ? storage.length
-      : Math.floor(storage.byteLength / dtypeByteSize(dtype));
+    const s = checkPlacement(this.shape, strides, offset);
     if (isHostData(storage) && dtypeOfHostData(storage) !== dtype) {
       throw new TypeError(
         `Tensor: storage ${storage.constructor.name} cannot hold dtype ${dtype}`,
       );
     }
-    const span = viewSpan(this.shape, s);
-    if (span > 0 && offset + span > capacity) {
-      throw new RangeError(
-        `Tensor: view (shape ${formatShape(this.shape)}, strides ${
-          formatShape(s)
-        }, offset ${offset}) ` +
-          `needs ${offset + span} elements but the storage holds ${capacity}`,
-      );
-    }
+    const problem = overrunProblem(this.shape, s, offset, storageCapacity(storage, dtype), "the");
+    if (problem) throw new RangeError(`Tensor: ${problem}`);
     this.strides = Object.freeze(s);
     this.dtype = dtype;
     this.offset = offset;
@@ -199,15 +131,8 @@ export class Tensor {
    * detached), or undefined when it does.
    */
   storageProblem(): string | undefined {
-    const span = viewSpan(this.shape, this.strides);
-    if (span === 0) return undefined;
-    const capacity = isHostData(this.storage)
-      ? this.storage.length
-      : Math.floor(this.storage.byteLength / dtypeByteSize(this.dtype));
-    if (this.offset + span <= capacity) return undefined;
-    return `view (shape ${formatShape(this.shape)}, strides ${formatShape(this.strides)}, ` +
-      `offset ${this.offset}) needs ${this.offset + span} elements but its storage holds ` +
-      `${capacity}`;
+    const capacity = storageCapacity(this.storage, this.dtype);
+    return overrunProblem(this.shape, this.strides, this.offset, capacity, "its");
   }
 
   /** Makes a tensor from numbers in row-major order, rounding them to `dtype`. */
@@ -244,11 +169,7 @@ export class Tensor {
   static zeros(shape: readonly number[], dtype: DType = "float32", device: Device = "cpu"): Tensor {
     const s = checkShape(shape, "Tensor.zeros");
     if (device === "cpu") return new Tensor(newHostData(dtype, numel(s)), dtype, s);
-    const storage = deviceStorage(
-      device,
-      numel(s) * dtypeByteSize(dtype),
-      (m) => device.fill(m, 0),
-    );
+    const storage = zeroedDeviceStorage(device, dtype, numel(s));
     return new Tensor(storage, dtype, s);
   }
 
@@ -270,7 +191,7 @@ export class Tensor {
     if (device === "cpu") {
       return new Tensor(newHostData(dtype, n), dtype, like.shape, strides);
     }
-    const storage = deviceStorage(device, n * dtypeByteSize(dtype), (m) => device.fill(m, 0));
+    const storage = zeroedDeviceStorage(device, dtype, n);
     return new Tensor(storage, dtype, like.shape, strides);
   }
 
@@ -333,14 +254,7 @@ export class Tensor {
   /** A tensor of seeded random numbers, for tests, benchmarks and demos. */
   static random(shape: readonly number[], options: RandomOptions = {}): Tensor {
     const s = checkShape(shape, "Tensor.random");
-    const rng = new Random(options.seed ?? 1);
-    const normal = options.distribution === "normal";
-    const low = options.low ?? (normal ? 0 : -1);
-    const high = options.high ?? 1;
-    const values = new Float64Array(numel(s));
-    for (let i = 0; i < values.length; i++) {
-      values[i] = normal ? low + high * rng.normal() : rng.uniform(low, high);
-    }
+    const values = randomValues(numel(s), options);
     const host = Tensor.fromArray(values, s, options.dtype ?? "float32");
     return options.device === undefined || options.device === "cpu"
       ? host
@@ -369,34 +283,13 @@ export class Tensor {
 
   /** A view with the dimensions reordered: `dims[i]` is the source of new dimension i. */
   permute(dims: readonly number[]): Tensor {
-    const r = this.rank;
-    const seen = new Set<number>();
-    for (const d of dims) {
-      if (!Number.isInteger(d) || d < 0 || d >= r || seen.has(d)) {
-        throw new RangeError(`permute: ${formatShape(dims)} is not a permutation of 0..${r - 1}`);
-      }
-      seen.add(d);
-    }
-    if (dims.length !== r) {
-      throw new RangeError(`permute: ${formatShape(dims)} is not a permutation of 0..${r - 1}`);
-    }
-    return new Tensor(
-      this.storage,
-      this.dtype,
-      dims.map((d) => this.shape[d]),
-      dims.map((d) => this.strides[d]),
-      this.offset,
-    );
+    const { shape, strides } = permutePlacement(this.shape, this.strides, dims);
+    return new Tensor(this.storage, this.dtype, shape, strides, this.offset);
   }
 
   /** A view with two dimensions swapped. */
   transpose(a: number, b: number): Tensor {
-    const dims = this.shape.map((_, i) => i);
-    if (a < 0 || a >= this.rank || b < 0 || b >= this.rank) {
-      throw new RangeError(`transpose: dims ${a}, ${b} out of range for rank ${this.rank}`);
-    }
-    [dims[a], dims[b]] = [dims[b], dims[a]];
-    return this.permute(dims);
+    return this.permute(swapDims(this.rank, a, b));
   }
 
   /**
@@ -404,27 +297,13 @@ export class Tensor {
    * the end, as in Python.
    */
   slice(dim: number, start: number, end: number = this.shape[dim], step = 1): Tensor {
-    if (!Number.isInteger(dim) || dim < 0 || dim >= this.rank) {
-      throw new RangeError(`slice: dim ${dim} out of range for rank ${this.rank}`);
-    }
-    if (!Number.isInteger(step) || step < 1) {
-      throw new RangeError(`slice: step ${step} must be an integer >= 1`);
-    }
-    const size = this.shape[dim];
-    const clamp = (v: number) => Math.min(Math.max(v < 0 ? v + size : v, 0), size);
-    const lo = clamp(start);
-    const hi = Math.max(clamp(end), lo);
-    const shape = [...this.shape];
-    const strides = [...this.strides];
-    shape[dim] = Math.ceil((hi - lo) / step);
-    strides[dim] = this.strides[dim] * step;
-    const offset = shape[dim] === 0 ? this.offset : this.offset + lo * this.strides[dim];
+    const { shape, strides, offset } = slicePlacement(this, dim, start, end, step);
     return new Tensor(this.storage, this.dtype, shape, strides, offset);
   }
 
   /** A view with a new shape; throws when the strides do not allow it (use reshape). */
   view(shape: readonly number[]): Tensor {
-    const s = this.#resolveShape(shape, "view");
+    const s = resolveShape(shape, this.numel, "view");
     const strides = reshapeStrides(this.shape, this.strides, s);
     if (!strides) {
       throw new RangeError(
@@ -438,7 +317,7 @@ export class Tensor {
 
   /** A view with a new shape when the layout allows it, otherwise a contiguous copy. */
   reshape(shape: readonly number[]): Tensor {
-    const s = this.#resolveShape(shape, "reshape");
+    const s = resolveShape(shape, this.numel, "reshape");
     const strides = reshapeStrides(this.shape, this.strides, s);
     if (strides) return new Tensor(this.storage, this.dtype, s, strides, this.offset);
     return this.contiguous().view(s);
@@ -463,32 +342,17 @@ export class Tensor {
   to(device: Device): Tensor {
     if (device === this.device) return this;
     if (device !== "cpu" && this.device !== "cpu") return this.to("cpu").to(device);
-    const elementBytes = dtypeByteSize(this.dtype);
     if (device === "cpu") {
       // Download the span the view touches and keep its strides: no recursion through
       // contiguous(), which would itself need the host copy.
-      const storage = this.storage as DeviceStorage;
       const span = viewSpan(this.shape, this.strides);
-      const data = newHostData(this.dtype, span, false);
-      if (span > 0) {
-        const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-        storage.device.download(storage, bytes, this.offset * elementBytes);
-      }
+      const data = downloadSpan(this.storage as DeviceStorage, this.dtype, this.offset, span);
       return new Tensor(data, this.dtype, this.shape, this.strides, 0);
     }
     const source = isDenseLayout(this.shape, this.strides) ? this : this.contiguous();
     const span = viewSpan(source.shape, source.strides);
     const host = liveHostData(source.storage as HostData);
-    const target = device as AcceleratorDevice;
-    const storage = deviceStorage(target, span * elementBytes, (m) => {
-      if (span === 0) return;
-      const bytes = new Uint8Array(
-        host.buffer,
-        host.byteOffset + source.offset * elementBytes,
-        span * elementBytes,
-      );
-      target.upload(m, bytes, 0);
-    });
+    const storage = uploadToDevice(device, host, this.dtype, source.offset, span);
     return new Tensor(storage, this.dtype, source.shape, source.strides, 0);
   }
 
@@ -531,14 +395,11 @@ export class Tensor {
       return this;
     }
     // Device view: read its span, patch it on the host, write it back.
-    const elementBytes = dtypeByteSize(this.dtype);
     const span = viewSpan(this.shape, this.strides);
     const storage = this.storage as DeviceStorage;
-    const data = newHostData(this.dtype, span, false);
-    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-    storage.device.download(storage, bytes, this.offset * elementBytes);
+    const data = downloadSpan(storage, this.dtype, this.offset, span);
     writeView({ ...this.#plainView(), offset: 0, data }, source);
-    storage.device.upload(storage, bytes, this.offset * elementBytes);
+    uploadSpan(storage, data, this.dtype, this.offset);
     return this;
   }
 
@@ -569,21 +430,5 @@ export class Tensor {
 
   #hostView() {
     return { ...this.#plainView(), data: liveHostData(this.storage as HostData) };
-  }
-
-  #resolveShape(shape: readonly number[], where: string): number[] {
-    const inferred = shape.indexOf(-1);
-    let s = [...shape];
-    if (inferred >= 0) {
-      const known = numel(s.filter((_, i) => i !== inferred));
-      s[inferred] = known === 0 ? 0 : this.numel / known;
-    }
-    s = checkShape(s, where);
-    if (numel(s) !== this.numel) {
-      throw new RangeError(
-        `${where}: shape ${formatShape(shape)} does not hold ${this.numel} elements`,
-      );
-    }
-    return s;
   }
 }
