@@ -38,7 +38,7 @@ import { type BatchNormPlan, type BatchNormTensors, channelGeometry } from "../b
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { defineOperator, type ValidatedCall } from "./spec.ts";
+import { defineOperator, type PlannedCall } from "./spec.ts";
 import {
   backendChecked,
   checkDType,
@@ -144,11 +144,7 @@ export function batchNorm(args: BatchNormArgs): BatchNormResult {
 type Output = "output" | "saveMean" | "saveInvstd";
 
 /** What validation established for one set of argument values. */
-interface Validated extends ValidatedCall<Output> {
-  readonly plan: BatchNormPlan;
-  /** The inputs. */
-  readonly tensors: Omit<BatchNormTensors, Output>;
-}
+type Validated = PlannedCall<Output, BatchNormPlan, BatchNormTensors>;
 
 /**
  * saveMean/saveInvstd in training: float32 [C] (as torch_npu allocates them). In evaluation

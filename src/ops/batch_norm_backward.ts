@@ -35,7 +35,7 @@ import {
 } from "../backends/mod.ts";
 import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { defineOperator, type ValidatedCall } from "./spec.ts";
+import { defineOperator, type PlannedCall } from "./spec.ts";
 import {
   backendChecked,
   checkDType,
@@ -159,10 +159,7 @@ export function batchNormBackward(args: BatchNormBackwardArgs): BatchNormBackwar
 type Output = "gradInput" | "gradWeight" | "gradBias";
 
 /** What validation established for one set of argument values. */
-interface Validated extends ValidatedCall<Output> {
-  readonly plan: BatchNormBackwardPlan;
-  /** The inputs. */
-  readonly tensors: Omit<BatchNormBackwardTensors, Output>;
+interface Validated extends PlannedCall<Output, BatchNormBackwardPlan, BatchNormBackwardTensors> {
   readonly channels: number;
   /** dtype of gradWeight/gradBias when allocated (weight's, else input's). */
   readonly gradDType: DType;

@@ -38,7 +38,7 @@ import type { BatchNormGatherStatsPlan, BatchNormGatherStatsTensors } from "../b
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { defineOperator, type ValidatedCall } from "./spec.ts";
+import { defineOperator, type PlannedCall } from "./spec.ts";
 import {
   backendChecked,
   checkDType,
@@ -140,11 +140,12 @@ export function batchNormGatherStatsWithCounts(
 }
 
 /** What validation established for one set of argument values. */
-interface Validated extends ValidatedCall<"mean" | "invstd"> {
-  readonly plan: BatchNormGatherStatsPlan;
-  /** The inputs. */
-  readonly tensors: Omit<BatchNormGatherStatsTensors, "meanAll" | "invstdAll">;
-}
+type Validated = PlannedCall<
+  "mean" | "invstd",
+  BatchNormGatherStatsPlan,
+  BatchNormGatherStatsTensors,
+  Omit<BatchNormGatherStatsTensors, "meanAll" | "invstdAll">
+>;
 
 const call = defineOperator<
   BatchNormGatherStatsWithCountsArgs,

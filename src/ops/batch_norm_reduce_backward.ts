@@ -14,7 +14,7 @@ import {
 import type { DType } from "../tensor/dtype.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { defineOperator, type ValidatedCall } from "./spec.ts";
+import { defineOperator, type PlannedCall } from "./spec.ts";
 import {
   backendChecked,
   checkChannelsNonZero,
@@ -111,10 +111,8 @@ export function batchNormReduceBackward(
 type Output = "sumDy" | "sumDyXmu" | "gradWeight" | "gradBias";
 
 /** What validation established for one set of argument values. */
-interface Validated extends ValidatedCall<Output> {
-  readonly plan: BatchNormReduceBackwardPlan;
-  /** The inputs. */
-  readonly tensors: Omit<BatchNormReduceBackwardTensors, Output>;
+interface Validated
+  extends PlannedCall<Output, BatchNormReduceBackwardPlan, BatchNormReduceBackwardTensors> {
   readonly channels: number;
   /** dtype of sumDy/sumDyXmu when allocated (mean's). */
   readonly sumDType: DType;

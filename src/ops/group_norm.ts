@@ -27,7 +27,7 @@ import type { GroupNormPlan, GroupNormTensors } from "../backends/mod.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { defineOperator, type ValidatedCall } from "./spec.ts";
+import { defineOperator, type PlannedCall } from "./spec.ts";
 import {
   backendChecked,
   checkDType,
@@ -135,11 +135,7 @@ export function groupNorm(args: GroupNormArgs): GroupNormResult {
 type Output = "output" | "mean" | "rstd";
 
 /** What validation established for one set of argument values. */
-interface Validated extends ValidatedCall<Output> {
-  readonly plan: GroupNormPlan;
-  /** The inputs. */
-  readonly tensors: Omit<GroupNormTensors, Output>;
-}
+type Validated = PlannedCall<Output, GroupNormPlan, GroupNormTensors>;
 
 const call = defineOperator<GroupNormArgs, Output, Validated, GroupNormResult>({
   op: OP,

@@ -32,7 +32,7 @@ import { ACLNN_ERR_PARAM_INVALID } from "../errors.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { defineOperator, type ValidatedCall } from "./spec.ts";
+import { defineOperator, type PlannedCall } from "./spec.ts";
 import {
   backendChecked,
   checkDType,
@@ -187,10 +187,7 @@ export function groupNormBackward(args: GroupNormBackwardArgs): GroupNormBackwar
 type Output = "gradInput" | "gradGamma" | "gradBeta";
 
 /** What validation established for one set of argument values. */
-interface Validated extends ValidatedCall<Output> {
-  readonly plan: GroupNormBackwardPlan;
-  /** The inputs. */
-  readonly tensors: Omit<GroupNormBackwardTensors, Output>;
+interface Validated extends PlannedCall<Output, GroupNormBackwardPlan, GroupNormBackwardTensors> {
   /** Shape of gradGamma/gradBeta when allocated (gamma's, else [C]). */
   readonly perChannelShape: readonly number[];
 }

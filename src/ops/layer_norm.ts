@@ -34,10 +34,10 @@ import {
   checkStatisticsOut,
   epsilonSchema,
   MAX_RANK,
+  newStatistic,
   normalizedShapeSchema,
-  statisticsShape,
 } from "./row_norm_checks.ts";
-import { defineOperator, type ValidatedCall } from "./spec.ts";
+import { defineOperator, type PlannedCall } from "./spec.ts";
 import {
   backendChecked,
   checkDType,
@@ -128,28 +128,21 @@ export function layerNorm(args: LayerNormArgs): LayerNormResult {
 
 type Output = "output" | "mean" | "rstd";
 
-interface Validated extends ValidatedCall<Output> {
-  readonly plan: LayerNormPlan;
-  readonly tensors: Omit<LayerNormTensors, Output>;
-}
+/** What validation established for one set of argument values. */
+type Validated = PlannedCall<Output, LayerNormPlan, LayerNormTensors>;
 
 const call = defineOperator<LayerNormArgs, Output, Validated, LayerNormResult>({
   op: OP,
   args: ["input", "normalizedShape", "weight", "bias", "eps"],
   outputs: {
     output: (v) => Tensor.emptyLike(v.tensors.input, v.tensors.input.dtype, v.device),
-    mean: (v) => statistic(v),
-    rstd: (v) => statistic(v),
+    mean: (v) => newStatistic(v.tensors.input, v.plan.geometry, v.device),
+    rstd: (v) => newStatistic(v.tensors.input, v.plan.geometry, v.device),
   },
   validate,
   run: (v, o) =>
     v.backend.layerNorm(v.plan, { ...v.tensors, output: o.output!, mean: o.mean!, rstd: o.rstd! }),
 });
-
-function statistic(v: Validated): Tensor {
-  const { axis, rows } = v.plan.geometry;
-  return Tensor.empty(statisticsShape(v.tensors.input.shape, axis, rows), "float32", v.device);
-}
 
 function validate(args: LayerNormArgs): Validated {
   const input = requireTensor(OP, "input", args.input);

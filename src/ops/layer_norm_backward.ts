@@ -32,7 +32,7 @@ import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { z } from "./zod.ts";
 import { checkMaxRank, MAX_RANK, normalizedShapeSchema } from "./row_norm_checks.ts";
-import { defineOperator, type ValidatedCall } from "./spec.ts";
+import { defineOperator, type PlannedCall } from "./spec.ts";
 import {
   backendChecked,
   checkDType,
@@ -142,10 +142,8 @@ export function layerNormBackward(args: LayerNormBackwardArgs): LayerNormBackwar
 
 type Output = "gradInput" | "gradWeight" | "gradBias";
 
-interface Validated extends ValidatedCall<Output> {
-  readonly plan: LayerNormBackwardPlan;
-  readonly tensors: Omit<LayerNormBackwardTensors, Output>;
-}
+/** What validation established for one set of argument values. */
+type Validated = PlannedCall<Output, LayerNormBackwardPlan, LayerNormBackwardTensors>;
 
 const call = defineOperator<LayerNormBackwardArgs, Output, Validated>({
   op: OP,

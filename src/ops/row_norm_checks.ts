@@ -10,7 +10,8 @@
 import { z } from "./zod.ts";
 import { AclnnError } from "../errors.ts";
 import { formatShape } from "../tensor/layout.ts";
-import type { Tensor } from "../tensor/tensor.ts";
+import type { Device } from "../tensor/device.ts";
+import { Tensor } from "../tensor/tensor.ts";
 import { invalid } from "./validate.ts";
 
 /** ACLNN_ERR_INNER_TILING_ERROR: a generated operator's tiling function refused the call. */
@@ -53,6 +54,22 @@ export function checkMaxRank(op: string, name: string, t: Tensor | undefined): v
 export function statisticsShape(shape: readonly number[], axis: number, rows: number): number[] {
   if (rows === 0) return [0];
   return shape.map((d, i) => (i < axis ? d : 1));
+}
+
+/**
+ * A per-row statistics output allocated as torch_npu allocates it: float32, of
+ * {@linkcode statisticsShape} for `input` normalized from `geometry.axis` on.
+ */
+export function newStatistic(
+  input: Tensor,
+  geometry: { readonly axis: number; readonly rows: number },
+  device: Device,
+): Tensor {
+  return Tensor.empty(
+    statisticsShape(input.shape, geometry.axis, geometry.rows),
+    "float32",
+    device,
+  );
 }
 
 /**

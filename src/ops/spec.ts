@@ -27,6 +27,18 @@ export interface ValidatedCall<O extends string> {
   readonly given: { readonly [K in O]?: Tensor };
 }
 
+/**
+ * What validation establishes for an operator that runs a backend plan on its input tensors:
+ * the plan, and the tensors minus the outputs (`I`, unless the output names differ from the
+ * tensor names).
+ */
+export interface PlannedCall<O extends string, P, T, I = Omit<T, O>> extends ValidatedCall<O> {
+  /** The backend plan. */
+  readonly plan: P;
+  /** The inputs. */
+  readonly tensors: I;
+}
+
 /** One operator's declaration. */
 export interface OperatorSpec<A extends object, O extends string, V extends ValidatedCall<O>> {
   /** The CANN name, for messages (e.g. `aclnnBatchNormBackward`). */
