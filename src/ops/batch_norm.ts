@@ -53,7 +53,7 @@ import {
   invalid,
   type MaybeTensor,
   optionalTensor,
-  parseScalars,
+  parseArguments,
   requestedOutput,
   requireTensor,
   trainingFlag,
@@ -181,11 +181,7 @@ function validate(args: BatchNormArgs): Validated {
   const bias = optionalTensor(OP, "bias", args.bias);
   const runningMean = optionalTensor(OP, "runningMean", args.runningMean);
   const runningVar = optionalTensor(OP, "runningVar", args.runningVar);
-  const { training, momentum, eps } = parseScalars(OP, scalarsSchema, {
-    training: args.training,
-    momentum: args.momentum,
-    eps: args.eps,
-  });
+  const { training, momentum, eps } = parseArguments(OP, scalarsSchema, args);
   const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
   const output = requestedOutput(OP, "output", out, true);
   // Not outputs in eval mode: what the caller gave is kept (unwritten, unvalidated).

@@ -51,7 +51,7 @@ import {
   invalid,
   type MaybeTensor,
   optionalTensor,
-  parseScalars,
+  parseArguments,
   requestedOutput,
   requireTensor,
 } from "./validate.ts";
@@ -191,10 +191,7 @@ function validate(args: BatchNormGatherStatsWithCountsArgs): Validated {
   const counts = requireTensor(OP, "counts", args.counts);
   const runningMean = optionalTensor(OP, "runningMean", args.runningMean);
   const runningVar = optionalTensor(OP, "runningVar", args.runningVar);
-  const { momentum, eps } = parseScalars(OP, scalarsSchema, {
-    momentum: args.momentum,
-    eps: args.eps,
-  });
+  const { momentum, eps } = parseArguments(OP, scalarsSchema, args);
   // The outputs are named out.mean / out.invstd so that messages tell them from the inputs.
   const meanAll = requestedOutput(OP, "out.mean", { "out.mean": args.out?.mean }, true);
   const invstdAll = requestedOutput(OP, "out.invstd", { "out.invstd": args.out?.invstd }, true);

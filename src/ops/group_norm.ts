@@ -44,7 +44,7 @@ import {
   invalid,
   type MaybeTensor,
   optionalTensor,
-  parseScalars,
+  parseArguments,
   requestedOutput,
   requireTensor,
 } from "./validate.ts";
@@ -175,13 +175,7 @@ function validate(args: GroupNormArgs): Validated {
   const input = requireTensor(OP, "input", args.input);
   const gamma = optionalTensor(OP, "gamma", args.gamma);
   const beta = optionalTensor(OP, "beta", args.beta);
-  const scalars = parseScalars(OP, scalarsSchema, {
-    N: args.N,
-    C: args.C,
-    HxW: args.HxW,
-    group: args.group,
-    eps: args.eps,
-  });
+  const scalars = parseArguments(OP, scalarsSchema, args);
   const { group, eps } = scalars;
   const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
   const output = requestedOutput(OP, "output", out, true);

@@ -46,6 +46,41 @@ export function checkMaxRank(op: string, name: string, t: Tensor | undefined): v
   }
 }
 
+/** `input` must have at least `len` (len(normalizedShape)) dims: 161002 naming `input`. */
+export function checkNormalizedRank(op: string, input: Tensor, len: number): void {
+  if (input.rank < len) {
+    invalid(
+      op,
+      "input",
+      `rank ${input.rank} (shape ${formatShape(input.shape)}) must be at least ` +
+        `len(normalizedShape) = ${len}`,
+    );
+  }
+}
+
+/**
+ * The first normalized axis of `input`, once `normalizedShape` equals its last dims (161002
+ * naming `normalizedShape` otherwise); `input` has at least as many dims (checked before).
+ */
+export function normalizedAxis(
+  op: string,
+  input: Tensor,
+  normalizedShape: readonly number[],
+): number {
+  const len = normalizedShape.length;
+  const axis = input.rank - len;
+  const trailing = input.shape.slice(axis);
+  if (normalizedShape.some((d, i) => d !== trailing[i])) {
+    invalid(
+      op,
+      "normalizedShape",
+      `${formatShape(normalizedShape)} must equal input's last ${len} dims ` +
+        `${formatShape(trailing)} (input shape ${formatShape(input.shape)})`,
+    );
+  }
+  return axis;
+}
+
 /**
  * The shape of per-row statistics as torch_npu allocates them (Ascend/op-plugin
  * LayerNormKernelNpuOpApi.cpp): the dims before `axis`, then 1 for each normalized dim; `[0]`
