@@ -84,7 +84,8 @@ export interface TrackedDevice {
  * not Maps or Sets: a Map that entries enter and leave on every call reallocates its table
  * now and then, and V8 keeps a link from each table it drops to its successor (for live
  * iterators); such tables outlived their call in a loop that never yields and grew V8's
- * young generation (bench/RESULTS.md, issue 28).
+ * young generation (bench/RESULTS.md, "NPU path: a synchronous loop keeps a flat heap and
+ * RSS").
  */
 export class BufferTracker<B extends object> {
   readonly #device: TrackedDevice;

@@ -7,7 +7,7 @@
  */
 
 import { z } from "../ops/zod.ts";
-import { argumentsOf, epsilon, invalid, parseScalars } from "../ops/validate.ts";
+import { argumentsOf, epsilon, invalid, parseArguments } from "../ops/validate.ts";
 import type { Device } from "../tensor/device.ts";
 import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
 
@@ -111,28 +111,13 @@ const groupNormSchema = z.object({
 /** Checks BatchNorm/SyncBatchNorm options (161001 without them, 161002 for a bad value). */
 export function batchNormConfig(op: string, options: BatchNormOptions): BatchNormConfig {
   const o = argumentsOf(op, options);
-  return parseScalars(op, batchNormSchema, {
-    numFeatures: o.numFeatures,
-    eps: o.eps,
-    momentum: o.momentum,
-    affine: o.affine,
-    trackRunningStats: o.trackRunningStats,
-    device: o.device,
-    dtype: o.dtype,
-  });
+  return parseArguments(op, batchNormSchema, o);
 }
 
 /** Checks GroupNorm options; numChannels must be a multiple of numGroups (as in PyTorch). */
 export function groupNormConfig(op: string, options: GroupNormOptions): GroupNormConfig {
   const o = argumentsOf(op, options);
-  const config = parseScalars(op, groupNormSchema, {
-    numGroups: o.numGroups,
-    numChannels: o.numChannels,
-    eps: o.eps,
-    affine: o.affine,
-    device: o.device,
-    dtype: o.dtype,
-  });
+  const config = parseArguments(op, groupNormSchema, o);
   if (config.numChannels % config.numGroups !== 0) {
     invalid(
       op,

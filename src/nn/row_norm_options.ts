@@ -7,7 +7,7 @@
  */
 
 import { z } from "../ops/zod.ts";
-import { argumentsOf, invalid, parseScalars } from "../ops/validate.ts";
+import { argumentsOf, invalid, parseArguments } from "../ops/validate.ts";
 import type { Device } from "../tensor/device.ts";
 import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
@@ -99,26 +99,13 @@ const rmsNormSchema = z.object({
 /** Checks LayerNorm options (161001 without them, 161002 for a bad value). */
 export function layerNormConfig(op: string, options: LayerNormOptions): LayerNormConfig {
   const o = argumentsOf(op, options);
-  return parseScalars(op, layerNormSchema, {
-    normalizedShape: o.normalizedShape,
-    eps: o.eps,
-    elementwiseAffine: o.elementwiseAffine,
-    bias: o.bias,
-    device: o.device,
-    dtype: o.dtype,
-  });
+  return parseArguments(op, layerNormSchema, o);
 }
 
 /** Checks RMSNorm options (161001 without them, 161002 for a bad value). */
 export function rmsNormConfig(op: string, options: RMSNormOptions): RMSNormConfig {
   const o = argumentsOf(op, options);
-  return parseScalars(op, rmsNormSchema, {
-    normalizedShape: o.normalizedShape,
-    eps: o.eps,
-    elementwiseAffine: o.elementwiseAffine,
-    device: o.device,
-    dtype: o.dtype,
-  });
+  return parseArguments(op, rmsNormSchema, o);
 }
 
 /**

@@ -33,10 +33,10 @@ import {
   epsilonSchema,
   INNER_NULLPTR,
   isTrailing,
-  statisticsShape,
+  newStatistic,
   tilingFailure,
 } from "./row_norm_checks.ts";
-import { defineOperator, type ValidatedCall } from "./spec.ts";
+import { defineOperator, type PlannedCall } from "./spec.ts";
 import {
   backendChecked,
   checkDType,
@@ -123,25 +123,15 @@ export function addRmsNorm(args: AddRmsNormArgs): AddRmsNormResult {
 
 type Output = "y" | "rstd" | "x";
 
-interface Validated extends ValidatedCall<Output> {
-  readonly plan: AddRmsNormPlan;
-  readonly tensors: Omit<AddRmsNormTensors, Output>;
-}
+/** What validation established for one set of argument values. */
+type Validated = PlannedCall<Output, AddRmsNormPlan, AddRmsNormTensors>;
 
 const call = defineOperator<AddRmsNormArgs, Output, Validated, AddRmsNormResult>({
   op: OP,
   args: ["x1", "x2", "gamma", "epsilon"],
   outputs: {
     y: (v) => Tensor.emptyLike(v.tensors.x1, v.tensors.x1.dtype, v.device),
-    rstd: (v) => {
-      const { axis, rows } = v.plan.geometry;
-      const shape = v.tensors.x1.shape.map((d, i) => (i < axis ? d : 1));
-      return Tensor.empty(
-        rows === 0 ? statisticsShape(shape, axis, 0) : shape,
-        "float32",
-        v.device,
-      );
-    },
+    rstd: (v) => newStatistic(v.tensors.x1, v.plan.geometry, v.device),
     x: (v) => Tensor.emptyLike(v.tensors.x1, v.tensors.x1.dtype, v.device),
   },
   validate,

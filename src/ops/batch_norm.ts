@@ -38,7 +38,7 @@ import { type BatchNormPlan, type BatchNormTensors, channelGeometry } from "../b
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { defineOperator, type ValidatedCall } from "./spec.ts";
+import { defineOperator, type PlannedCall } from "./spec.ts";
 import {
   backendChecked,
   checkDType,
@@ -53,7 +53,7 @@ import {
   invalid,
   type MaybeTensor,
   optionalTensor,
-  parseScalars,
+  parseArguments,
   requestedOutput,
   requireTensor,
   trainingFlag,
@@ -144,11 +144,7 @@ export function batchNorm(args: BatchNormArgs): BatchNormResult {
 type Output = "output" | "saveMean" | "saveInvstd";
 
 /** What validation established for one set of argument values. */
-interface Validated extends ValidatedCall<Output> {
-  readonly plan: BatchNormPlan;
-  /** The inputs. */
-  readonly tensors: Omit<BatchNormTensors, Output>;
-}
+type Validated = PlannedCall<Output, BatchNormPlan, BatchNormTensors>;
 
 /**
  * saveMean/saveInvstd in training: float32 [C] (as torch_npu allocates them). In evaluation
@@ -185,11 +181,7 @@ function validate(args: BatchNormArgs): Validated {
   const bias = optionalTensor(OP, "bias", args.bias);
   const runningMean = optionalTensor(OP, "runningMean", args.runningMean);
   const runningVar = optionalTensor(OP, "runningVar", args.runningVar);
-  const { training, momentum, eps } = parseScalars(OP, scalarsSchema, {
-    training: args.training,
-    momentum: args.momentum,
-    eps: args.eps,
-  });
+  const { training, momentum, eps } = parseArguments(OP, scalarsSchema, args);
   const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
   const output = requestedOutput(OP, "output", out, true);
   // Not outputs in eval mode: what the caller gave is kept (unwritten, unvalidated).

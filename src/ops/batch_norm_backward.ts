@@ -34,8 +34,8 @@ import {
   channelGeometry,
 } from "../backends/mod.ts";
 import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
-import { Tensor } from "../tensor/tensor.ts";
-import { defineOperator, type ValidatedCall } from "./spec.ts";
+import type { Tensor } from "../tensor/tensor.ts";
+import { defineOperator, emptyLikeWhen, emptyWhen, type PlannedCall } from "./spec.ts";
 import {
   backendChecked,
   checkDType,
@@ -51,7 +51,7 @@ import {
   missing,
   optionalTensor,
   outputMask as outputMaskSchema,
-  parseScalars,
+  parseArguments,
   requestedOutput,
   requireTensor,
   trainingFlag,
@@ -159,10 +159,7 @@ export function batchNormBackward(args: BatchNormBackwardArgs): BatchNormBackwar
 type Output = "gradInput" | "gradWeight" | "gradBias";
 
 /** What validation established for one set of argument values. */
-interface Validated extends ValidatedCall<Output> {
-  readonly plan: BatchNormBackwardPlan;
-  /** The inputs. */
-  readonly tensors: Omit<BatchNormBackwardTensors, Output>;
+interface Validated extends PlannedCall<Output, BatchNormBackwardPlan, BatchNormBackwardTensors> {
   readonly channels: number;
   /** dtype of gradWeight/gradBias when allocated (weight's, else input's). */
   readonly gradDType: DType;
@@ -184,12 +181,9 @@ const call = defineOperator<BatchNormBackwardArgs, Output, Validated>({
   ],
   outputs: {
     gradInput: (v) =>
-      v.plan.mask[0]
-        ? Tensor.emptyLike(v.tensors.input, v.tensors.input.dtype, v.device)
-        : undefined,
-    gradWeight: (v) =>
-      v.plan.mask[1] ? Tensor.empty([v.channels], v.gradDType, v.device) : undefined,
-    gradBias: (v) => v.plan.mask[2] ? Tensor.empty([v.channels], v.gradDType, v.device) : undefined,
+      emptyLikeWhen(v.plan.mask[0], v.tensors.input, v.tensors.input.dtype, v.device),
+    gradWeight: (v) => emptyWhen(v.plan.mask[1], [v.channels], v.gradDType, v.device),
+    gradBias: (v) => emptyWhen(v.plan.mask[2], [v.channels], v.gradDType, v.device),
   },
   validate,
   run: (v, outputs) => v.backend.batchNormBackward(v.plan, { ...v.tensors, ...outputs }),
@@ -214,11 +208,7 @@ function validate(args: BatchNormBackwardArgs): Validated {
       `must have exactly 3 entries (gradInput, gradWeight, gradBias), has ${givenMask.length}, and`,
     );
   }
-  const { training, eps, outputMask } = parseScalars(OP, scalarsSchema, {
-    training: args.training,
-    eps: args.eps,
-    outputMask: args.outputMask,
-  });
+  const { training, eps, outputMask } = parseArguments(OP, scalarsSchema, args);
   const mask = outputMask as [boolean, boolean, boolean];
   const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
   const gradInput = requestedOutput(OP, "gradInput", out, mask[0]);

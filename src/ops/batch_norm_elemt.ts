@@ -31,7 +31,7 @@ import {
 import { ACLNN_ERR_PARAM_INVALID } from "../errors.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { defineOperator, type ValidatedCall } from "./spec.ts";
+import { defineOperator, type PlannedCall } from "./spec.ts";
 import {
   backendChecked,
   checkChannelsNonZero,
@@ -107,11 +107,7 @@ export function batchNormElemt(args: BatchNormElemtArgs): Tensor {
 }
 
 /** What validation established for one set of argument values. */
-interface Validated extends ValidatedCall<"output"> {
-  readonly plan: BatchNormElemtPlan;
-  /** The inputs. */
-  readonly tensors: Omit<BatchNormElemtTensors, "output">;
-}
+type Validated = PlannedCall<"output", BatchNormElemtPlan, BatchNormElemtTensors>;
 
 const call = defineOperator<
   BatchNormElemtArgs,

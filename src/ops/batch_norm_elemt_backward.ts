@@ -32,7 +32,7 @@ import {
 } from "../backends/mod.ts";
 import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { defineOperator, type ValidatedCall } from "./spec.ts";
+import { defineOperator, type PlannedCall } from "./spec.ts";
 import {
   backendChecked,
   checkChannelsNonZero,
@@ -112,11 +112,11 @@ export function batchNormElemtBackward(args: BatchNormElemtBackwardArgs): Tensor
 }
 
 /** What validation established for one set of argument values. */
-interface Validated extends ValidatedCall<"gradInput"> {
-  readonly plan: BatchNormElemtBackwardPlan;
-  /** The inputs. */
-  readonly tensors: Omit<BatchNormElemtBackwardTensors, "gradInput">;
-}
+type Validated = PlannedCall<
+  "gradInput",
+  BatchNormElemtBackwardPlan,
+  BatchNormElemtBackwardTensors
+>;
 
 const call = defineOperator<
   BatchNormElemtBackwardArgs,

@@ -38,7 +38,7 @@ import type { BatchNormGatherStatsPlan, BatchNormGatherStatsTensors } from "../b
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { defineOperator, type ValidatedCall } from "./spec.ts";
+import { defineOperator, type PlannedCall } from "./spec.ts";
 import {
   backendChecked,
   checkDType,
@@ -51,7 +51,7 @@ import {
   invalid,
   type MaybeTensor,
   optionalTensor,
-  parseScalars,
+  parseArguments,
   requestedOutput,
   requireTensor,
 } from "./validate.ts";
@@ -140,11 +140,12 @@ export function batchNormGatherStatsWithCounts(
 }
 
 /** What validation established for one set of argument values. */
-interface Validated extends ValidatedCall<"mean" | "invstd"> {
-  readonly plan: BatchNormGatherStatsPlan;
-  /** The inputs. */
-  readonly tensors: Omit<BatchNormGatherStatsTensors, "meanAll" | "invstdAll">;
-}
+type Validated = PlannedCall<
+  "mean" | "invstd",
+  BatchNormGatherStatsPlan,
+  BatchNormGatherStatsTensors,
+  Omit<BatchNormGatherStatsTensors, "meanAll" | "invstdAll">
+>;
 
 const call = defineOperator<
   BatchNormGatherStatsWithCountsArgs,
@@ -190,10 +191,7 @@ function validate(args: BatchNormGatherStatsWithCountsArgs): Validated {
   const counts = requireTensor(OP, "counts", args.counts);
   const runningMean = optionalTensor(OP, "runningMean", args.runningMean);
   const runningVar = optionalTensor(OP, "runningVar", args.runningVar);
-  const { momentum, eps } = parseScalars(OP, scalarsSchema, {
-    momentum: args.momentum,
-    eps: args.eps,
-  });
+  const { momentum, eps } = parseArguments(OP, scalarsSchema, args);
   // The outputs are named out.mean / out.invstd so that messages tell them from the inputs.
   const meanAll = requestedOutput(OP, "out.mean", { "out.mean": args.out?.mean }, true);
   const invstdAll = requestedOutput(OP, "out.invstd", { "out.invstd": args.out?.invstd }, true);

@@ -13,8 +13,8 @@ import {
 } from "../backends/mod.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
-import { Tensor } from "../tensor/tensor.ts";
-import { defineOperator, type ValidatedCall } from "./spec.ts";
+import type { Tensor } from "../tensor/tensor.ts";
+import { defineOperator, emptyWhen, type PlannedCall } from "./spec.ts";
 import {
   backendChecked,
   checkChannelsNonZero,
@@ -28,7 +28,7 @@ import {
   flag,
   type MaybeTensor,
   optionalTensor,
-  parseScalars,
+  parseArguments,
   requestedOutput,
   requireTensor,
 } from "./validate.ts";
@@ -111,10 +111,8 @@ export function batchNormReduceBackward(
 type Output = "sumDy" | "sumDyXmu" | "gradWeight" | "gradBias";
 
 /** What validation established for one set of argument values. */
-interface Validated extends ValidatedCall<Output> {
-  readonly plan: BatchNormReduceBackwardPlan;
-  /** The inputs. */
-  readonly tensors: Omit<BatchNormReduceBackwardTensors, Output>;
+interface Validated
+  extends PlannedCall<Output, BatchNormReduceBackwardPlan, BatchNormReduceBackwardTensors> {
   readonly channels: number;
   /** dtype of sumDy/sumDyXmu when allocated (mean's). */
   readonly sumDType: DType;
@@ -127,11 +125,10 @@ const call = defineOperator<BatchNormReduceBackwardArgs, Output, Validated>({
   op: OP,
   args: ["gradOut", "input", "mean", "invstd", "weight", "inputG", "weightG", "biasG"],
   outputs: {
-    sumDy: (v) => v.plan.inputG ? Tensor.empty([v.channels], v.sumDType, v.device) : undefined,
-    sumDyXmu: (v) => v.plan.inputG ? Tensor.empty([v.channels], v.sumDType, v.device) : undefined,
-    gradWeight: (v) =>
-      v.plan.weightG ? Tensor.empty([v.channels], v.gradDType, v.device) : undefined,
-    gradBias: (v) => v.plan.biasG ? Tensor.empty([v.channels], v.gradDType, v.device) : undefined,
+    sumDy: (v) => emptyWhen(v.plan.inputG, [v.channels], v.sumDType, v.device),
+    sumDyXmu: (v) => emptyWhen(v.plan.inputG, [v.channels], v.sumDType, v.device),
+    gradWeight: (v) => emptyWhen(v.plan.weightG, [v.channels], v.gradDType, v.device),
+    gradBias: (v) => emptyWhen(v.plan.biasG, [v.channels], v.gradDType, v.device),
   },
   validate,
   run: (v, o) => v.backend.batchNormReduceBackward(v.plan, { ...v.tensors, ...o }),
@@ -143,11 +140,7 @@ function validate(args: BatchNormReduceBackwardArgs): Validated {
   const mean = requireTensor(OP, "mean", args.mean);
   const invstd = requireTensor(OP, "invstd", args.invstd);
   const weight = optionalTensor(OP, "weight", args.weight);
-  const { inputG, weightG, biasG } = parseScalars(OP, masksSchema, {
-    inputG: args.inputG,
-    weightG: args.weightG,
-    biasG: args.biasG,
-  });
+  const { inputG, weightG, biasG } = parseArguments(OP, masksSchema, args);
   const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
   const sumDy = requestedOutput(OP, "sumDy", out, inputG);
   const sumDyXmu = requestedOutput(OP, "sumDyXmu", out, inputG);

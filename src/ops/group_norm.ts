@@ -27,7 +27,7 @@ import type { GroupNormPlan, GroupNormTensors } from "../backends/mod.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { defineOperator, type ValidatedCall } from "./spec.ts";
+import { defineOperator, type PlannedCall } from "./spec.ts";
 import {
   backendChecked,
   checkDType,
@@ -44,7 +44,7 @@ import {
   invalid,
   type MaybeTensor,
   optionalTensor,
-  parseScalars,
+  parseArguments,
   requestedOutput,
   requireTensor,
 } from "./validate.ts";
@@ -135,11 +135,7 @@ export function groupNorm(args: GroupNormArgs): GroupNormResult {
 type Output = "output" | "mean" | "rstd";
 
 /** What validation established for one set of argument values. */
-interface Validated extends ValidatedCall<Output> {
-  readonly plan: GroupNormPlan;
-  /** The inputs. */
-  readonly tensors: Omit<GroupNormTensors, Output>;
-}
+type Validated = PlannedCall<Output, GroupNormPlan, GroupNormTensors>;
 
 const call = defineOperator<GroupNormArgs, Output, Validated, GroupNormResult>({
   op: OP,
@@ -179,13 +175,7 @@ function validate(args: GroupNormArgs): Validated {
   const input = requireTensor(OP, "input", args.input);
   const gamma = optionalTensor(OP, "gamma", args.gamma);
   const beta = optionalTensor(OP, "beta", args.beta);
-  const scalars = parseScalars(OP, scalarsSchema, {
-    N: args.N,
-    C: args.C,
-    HxW: args.HxW,
-    group: args.group,
-    eps: args.eps,
-  });
+  const scalars = parseArguments(OP, scalarsSchema, args);
   const { group, eps } = scalars;
   const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
   const output = requestedOutput(OP, "output", out, true);

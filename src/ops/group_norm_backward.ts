@@ -31,8 +31,8 @@ import type { GroupNormBackwardPlan, GroupNormBackwardTensors } from "../backend
 import { ACLNN_ERR_PARAM_INVALID } from "../errors.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
-import { Tensor } from "../tensor/tensor.ts";
-import { defineOperator, type ValidatedCall } from "./spec.ts";
+import type { Tensor } from "../tensor/tensor.ts";
+import { defineOperator, emptyLikeWhen, emptyWhen, type PlannedCall } from "./spec.ts";
 import {
   backendChecked,
   checkDType,
@@ -49,7 +49,7 @@ import {
   type MaybeTensor,
   optionalTensor,
   outputMask as outputMaskSchema,
-  parseScalars,
+  parseArguments,
   requestedOutput,
   requireTensor,
 } from "./validate.ts";
@@ -187,10 +187,7 @@ export function groupNormBackward(args: GroupNormBackwardArgs): GroupNormBackwar
 type Output = "gradInput" | "gradGamma" | "gradBeta";
 
 /** What validation established for one set of argument values. */
-interface Validated extends ValidatedCall<Output> {
-  readonly plan: GroupNormBackwardPlan;
-  /** The inputs. */
-  readonly tensors: Omit<GroupNormBackwardTensors, Output>;
+interface Validated extends PlannedCall<Output, GroupNormBackwardPlan, GroupNormBackwardTensors> {
   /** Shape of gradGamma/gradBeta when allocated (gamma's, else [C]). */
   readonly perChannelShape: readonly number[];
 }
@@ -200,13 +197,9 @@ const call = defineOperator<GroupNormBackwardArgs, Output, Validated>({
   args: ["gradOut", "input", "mean", "rstd", "gamma", "N", "C", "HxW", "group", "outputMask"],
   outputs: {
     gradInput: (v) =>
-      v.plan.mask[0]
-        ? Tensor.emptyLike(v.tensors.input, v.tensors.gradOut.dtype, v.device)
-        : undefined,
-    gradGamma: (v) =>
-      v.plan.mask[1] ? Tensor.empty(v.perChannelShape, v.tensors.mean.dtype, v.device) : undefined,
-    gradBeta: (v) =>
-      v.plan.mask[2] ? Tensor.empty(v.perChannelShape, v.tensors.mean.dtype, v.device) : undefined,
+      emptyLikeWhen(v.plan.mask[0], v.tensors.input, v.tensors.gradOut.dtype, v.device),
+    gradGamma: (v) => emptyWhen(v.plan.mask[1], v.perChannelShape, v.tensors.mean.dtype, v.device),
+    gradBeta: (v) => emptyWhen(v.plan.mask[2], v.perChannelShape, v.tensors.mean.dtype, v.device),
   },
   validate,
   run: (v, o) => v.backend.groupNormBackward(v.plan, { ...v.tensors, ...o }),
@@ -218,13 +211,7 @@ function validate(args: GroupNormBackwardArgs): Validated {
   const mean = requireTensor(OP, "mean", args.mean);
   const rstd = requireTensor(OP, "rstd", args.rstd);
   const gamma = optionalTensor(OP, "gamma", args.gamma);
-  const scalars = parseScalars(OP, scalarsSchema, {
-    N: args.N,
-    C: args.C,
-    HxW: args.HxW,
-    group: args.group,
-    outputMask: args.outputMask,
-  });
+  const scalars = parseArguments(OP, scalarsSchema, args);
   const mask = scalars.outputMask as [boolean, boolean, boolean];
   const group = scalars.group;
   const out = (args.out ?? undefined) as Record<string, unknown> | undefined;

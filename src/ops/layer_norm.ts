@@ -26,18 +26,19 @@
 import type { LayerNormPlan, LayerNormTensors } from "../backends/mod.ts";
 import { rowGeometry } from "../backends/mod.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
-import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { z } from "./zod.ts";
 import {
   checkMaxRank,
+  checkNormalizedRank,
   checkStatisticsOut,
   epsilonSchema,
   MAX_RANK,
+  newStatistic,
+  normalizedAxis,
   normalizedShapeSchema,
-  statisticsShape,
 } from "./row_norm_checks.ts";
-import { defineOperator, type ValidatedCall } from "./spec.ts";
+import { defineOperator, type PlannedCall } from "./spec.ts";
 import {
   backendChecked,
   checkDType,
@@ -48,7 +49,7 @@ import {
   type MaybeTensor,
   missing,
   optionalTensor,
-  parseScalars,
+  parseArguments,
   requestedOutput,
   requireTensor,
 } from "./validate.ts";
@@ -128,28 +129,21 @@ export function layerNorm(args: LayerNormArgs): LayerNormResult {
 
 type Output = "output" | "mean" | "rstd";
 
-interface Validated extends ValidatedCall<Output> {
-  readonly plan: LayerNormPlan;
-  readonly tensors: Omit<LayerNormTensors, Output>;
-}
+/** What validation established for one set of argument values. */
+type Validated = PlannedCall<Output, LayerNormPlan, LayerNormTensors>;
 
 const call = defineOperator<LayerNormArgs, Output, Validated, LayerNormResult>({
   op: OP,
   args: ["input", "normalizedShape", "weight", "bias", "eps"],
   outputs: {
     output: (v) => Tensor.emptyLike(v.tensors.input, v.tensors.input.dtype, v.device),
-    mean: (v) => statistic(v),
-    rstd: (v) => statistic(v),
+    mean: (v) => newStatistic(v.tensors.input, v.plan.geometry, v.device),
+    rstd: (v) => newStatistic(v.tensors.input, v.plan.geometry, v.device),
   },
   validate,
   run: (v, o) =>
     v.backend.layerNorm(v.plan, { ...v.tensors, output: o.output!, mean: o.mean!, rstd: o.rstd! }),
 });
-
-function statistic(v: Validated): Tensor {
-  const { axis, rows } = v.plan.geometry;
-  return Tensor.empty(statisticsShape(v.tensors.input.shape, axis, rows), "float32", v.device);
-}
 
 function validate(args: LayerNormArgs): Validated {
   const input = requireTensor(OP, "input", args.input);
@@ -163,10 +157,7 @@ function validate(args: LayerNormArgs): Validated {
   const rstd = optionalTensor(OP, "rstd", out?.rstd);
   const weight = optionalTensor(OP, "weight", args.weight);
   const bias = optionalTensor(OP, "bias", args.bias);
-  const { normalizedShape, eps } = parseScalars(OP, scalarsSchema, {
-    normalizedShape: args.normalizedShape,
-    eps: args.eps,
-  });
+  const { normalizedShape, eps } = parseArguments(OP, scalarsSchema, args);
 
   // CheckInputDtype, CheckOutputDtype.
   checkDType(OP, "input", input, FLOAT_DTYPES);
@@ -192,29 +183,13 @@ function validate(args: LayerNormArgs): Validated {
   if (len > MAX_RANK || len < 1) {
     invalid(OP, "normalizedShape", `has ${len} dims; it must have 1 to ${MAX_RANK}`);
   }
-  if (input.rank < len) {
-    invalid(
-      OP,
-      "input",
-      `rank ${input.rank} (shape ${formatShape(input.shape)}) must be at least ` +
-        `len(normalizedShape) = ${len}`,
-    );
-  }
+  checkNormalizedRank(OP, input, len);
   for (const [name, t] of Object.entries({ weight, bias })) {
     if (t && t.rank !== len) {
       invalid(OP, name, `rank ${t.rank} must equal len(normalizedShape) = ${len}`);
     }
   }
-  const axis = input.rank - len;
-  const trailing = input.shape.slice(axis);
-  if (normalizedShape.some((d, i) => d !== trailing[i])) {
-    invalid(
-      OP,
-      "normalizedShape",
-      `${formatShape(normalizedShape)} must equal input's last ${len} dims ` +
-        `${formatShape(trailing)} (input shape ${formatShape(input.shape)})`,
-    );
-  }
+  const axis = normalizedAxis(OP, input, normalizedShape);
   if (weight) checkShape(OP, "weight", weight, normalizedShape, "normalizedShape");
   if (bias) checkShape(OP, "bias", bias, normalizedShape, "normalizedShape");
   if (output) checkShape(OP, "output", output, input.shape, "input");

@@ -28,11 +28,16 @@
 import type { LayerNormBackwardPlan, LayerNormBackwardTensors } from "../backends/mod.ts";
 import { rowGeometry } from "../backends/mod.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
-import { formatShape } from "../tensor/layout.ts";
-import { Tensor } from "../tensor/tensor.ts";
+import type { Tensor } from "../tensor/tensor.ts";
 import { z } from "./zod.ts";
-import { checkMaxRank, MAX_RANK, normalizedShapeSchema } from "./row_norm_checks.ts";
-import { defineOperator, type ValidatedCall } from "./spec.ts";
+import {
+  checkMaxRank,
+  checkNormalizedRank,
+  MAX_RANK,
+  normalizedAxis,
+  normalizedShapeSchema,
+} from "./row_norm_checks.ts";
+import { defineOperator, emptyLikeWhen, emptyWhen, type PlannedCall } from "./spec.ts";
 import {
   backendChecked,
   checkDType,
@@ -46,7 +51,7 @@ import {
   missing,
   optionalTensor,
   outputMask as outputMaskSchema,
-  parseScalars,
+  parseArguments,
   requestedOutput,
   requireTensor,
 } from "./validate.ts";
@@ -142,10 +147,8 @@ export function layerNormBackward(args: LayerNormBackwardArgs): LayerNormBackwar
 
 type Output = "gradInput" | "gradWeight" | "gradBias";
 
-interface Validated extends ValidatedCall<Output> {
-  readonly plan: LayerNormBackwardPlan;
-  readonly tensors: Omit<LayerNormBackwardTensors, Output>;
-}
+/** What validation established for one set of argument values. */
+type Validated = PlannedCall<Output, LayerNormBackwardPlan, LayerNormBackwardTensors>;
 
 const call = defineOperator<LayerNormBackwardArgs, Output, Validated>({
   op: OP,
@@ -161,13 +164,9 @@ const call = defineOperator<LayerNormBackwardArgs, Output, Validated>({
   ],
   outputs: {
     gradInput: (v) =>
-      v.plan.mask[0]
-        ? Tensor.emptyLike(v.tensors.input, v.tensors.input.dtype, v.device)
-        : undefined,
-    gradWeight: (v) =>
-      v.plan.mask[1] ? Tensor.empty(v.plan.normalizedShape, "float32", v.device) : undefined,
-    gradBias: (v) =>
-      v.plan.mask[2] ? Tensor.empty(v.plan.normalizedShape, "float32", v.device) : undefined,
+      emptyLikeWhen(v.plan.mask[0], v.tensors.input, v.tensors.input.dtype, v.device),
+    gradWeight: (v) => emptyWhen(v.plan.mask[1], v.plan.normalizedShape, "float32", v.device),
+    gradBias: (v) => emptyWhen(v.plan.mask[2], v.plan.normalizedShape, "float32", v.device),
   },
   validate,
   run: (v, outputs) => v.backend.layerNormBackward(v.plan, { ...v.tensors, ...outputs }),
@@ -186,10 +185,7 @@ function validate(args: LayerNormBackwardArgs): Validated {
   const bias = optionalTensor(OP, "bias", args.bias);
   // outputMask's length is 161002 (aclnn_layer_norm_backward.cpp CheckParams), a requested
   // output given as null 161001.
-  const { normalizedShape, outputMask } = parseScalars(OP, scalarsSchema, {
-    normalizedShape: args.normalizedShape,
-    outputMask: args.outputMask,
-  });
+  const { normalizedShape, outputMask } = parseArguments(OP, scalarsSchema, args);
   const mask = outputMask as [boolean, boolean, boolean];
   const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
   const gradInput = requestedOutput(OP, "gradInput", out, mask[0]);
@@ -223,24 +219,8 @@ function validate(args: LayerNormBackwardArgs): Validated {
     checkMaxRank(OP, name, t);
   }
   if (len < 1) invalid(OP, "normalizedShape", "must have at least 1 dim");
-  if (input.rank < len) {
-    invalid(
-      OP,
-      "input",
-      `rank ${input.rank} (shape ${formatShape(input.shape)}) must be at least ` +
-        `len(normalizedShape) = ${len}`,
-    );
-  }
-  const axis = input.rank - len;
-  const trailing = input.shape.slice(axis);
-  if (normalizedShape.some((d, i) => d !== trailing[i])) {
-    invalid(
-      OP,
-      "normalizedShape",
-      `${formatShape(normalizedShape)} must equal input's last ${len} dims ` +
-        `${formatShape(trailing)} (input shape ${formatShape(input.shape)})`,
-    );
-  }
+  checkNormalizedRank(OP, input, len);
+  const axis = normalizedAxis(OP, input, normalizedShape);
   for (const [name, t] of Object.entries({ weight, bias })) {
     if (!t) continue;
     checkMaxRank(OP, name, t);

@@ -31,11 +31,11 @@ import {
   epsilonSchema,
   isTrailing,
   MAX_RANK,
-  statisticsShape,
+  newStatistic,
   TILING_ERROR,
   tilingFailure,
 } from "./row_norm_checks.ts";
-import { defineOperator, type ValidatedCall } from "./spec.ts";
+import { defineOperator, type PlannedCall } from "./spec.ts";
 import {
   backendChecked,
   checkDType,
@@ -134,25 +134,15 @@ export function rmsNorm(args: RmsNormArgs): RmsNormResult {
 
 type Output = "y" | "rstd";
 
-interface Validated extends ValidatedCall<Output> {
-  readonly plan: RmsNormPlan;
-  readonly tensors: Omit<RmsNormTensors, Output>;
-}
+/** What validation established for one set of argument values. */
+type Validated = PlannedCall<Output, RmsNormPlan, RmsNormTensors>;
 
 const call = defineOperator<RmsNormArgs, Output, Validated, RmsNormResult>({
   op: OP,
   args: ["x", "gamma", "epsilon"],
   outputs: {
     y: (v) => Tensor.emptyLike(v.tensors.x, v.tensors.x.dtype, v.device),
-    rstd: (v) => {
-      const { axis, rows } = v.plan.geometry;
-      const shape = v.tensors.x.shape.map((d, i) => (i < axis ? d : 1));
-      return Tensor.empty(
-        rows === 0 ? statisticsShape(shape, axis, 0) : shape,
-        "float32",
-        v.device,
-      );
-    },
+    rstd: (v) => newStatistic(v.tensors.x, v.plan.geometry, v.device),
   },
   validate,
   run: (v, o) => v.backend.rmsNorm(v.plan, { ...v.tensors, y: o.y!, rstd: o.rstd! }),

@@ -26,7 +26,7 @@ import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { isTrailing, MAX_RANK, TILING_ERROR, tilingFailure } from "./row_norm_checks.ts";
 import { checkRmsDTypes } from "./rms_norm.ts";
-import { defineOperator, type ValidatedCall } from "./spec.ts";
+import { defineOperator, type PlannedCall } from "./spec.ts";
 import {
   backendChecked,
   checkWrites,
@@ -106,10 +106,8 @@ export function rmsNormGrad(args: RmsNormGradArgs): RmsNormGradResult {
 
 type Output = "dx" | "dgamma";
 
-interface Validated extends ValidatedCall<Output> {
-  readonly plan: RmsNormGradPlan;
-  readonly tensors: Omit<RmsNormGradTensors, Output>;
-}
+/** What validation established for one set of argument values. */
+type Validated = PlannedCall<Output, RmsNormGradPlan, RmsNormGradTensors>;
 
 const call = defineOperator<RmsNormGradArgs, Output, Validated, RmsNormGradResult>({
   op: OP,

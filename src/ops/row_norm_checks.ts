@@ -10,7 +10,8 @@
 import { z } from "./zod.ts";
 import { AclnnError } from "../errors.ts";
 import { formatShape } from "../tensor/layout.ts";
-import type { Tensor } from "../tensor/tensor.ts";
+import type { Device } from "../tensor/device.ts";
+import { Tensor } from "../tensor/tensor.ts";
 import { invalid } from "./validate.ts";
 
 /** ACLNN_ERR_INNER_TILING_ERROR: a generated operator's tiling function refused the call. */
@@ -45,6 +46,41 @@ export function checkMaxRank(op: string, name: string, t: Tensor | undefined): v
   }
 }
 
+/** `input` must have at least `len` (len(normalizedShape)) dims: 161002 naming `input`. */
+export function checkNormalizedRank(op: string, input: Tensor, len: number): void {
+  if (input.rank < len) {
+    invalid(
+      op,
+      "input",
+      `rank ${input.rank} (shape ${formatShape(input.shape)}) must be at least ` +
+        `len(normalizedShape) = ${len}`,
+    );
+  }
+}
+
+/**
+ * The first normalized axis of `input`, once `normalizedShape` equals its last dims (161002
+ * naming `normalizedShape` otherwise); `input` has at least as many dims (checked before).
+ */
+export function normalizedAxis(
+  op: string,
+  input: Tensor,
+  normalizedShape: readonly number[],
+): number {
+  const len = normalizedShape.length;
+  const axis = input.rank - len;
+  const trailing = input.shape.slice(axis);
+  if (normalizedShape.some((d, i) => d !== trailing[i])) {
+    invalid(
+      op,
+      "normalizedShape",
+      `${formatShape(normalizedShape)} must equal input's last ${len} dims ` +
+        `${formatShape(trailing)} (input shape ${formatShape(input.shape)})`,
+    );
+  }
+  return axis;
+}
+
 /**
  * The shape of per-row statistics as torch_npu allocates them (Ascend/op-plugin
  * LayerNormKernelNpuOpApi.cpp): the dims before `axis`, then 1 for each normalized dim; `[0]`
@@ -53,6 +89,22 @@ export function checkMaxRank(op: string, name: string, t: Tensor | undefined): v
 export function statisticsShape(shape: readonly number[], axis: number, rows: number): number[] {
   if (rows === 0) return [0];
   return shape.map((d, i) => (i < axis ? d : 1));
+}
+
+/**
+ * A per-row statistics output allocated as torch_npu allocates it: float32, of
+ * {@linkcode statisticsShape} for `input` normalized from `geometry.axis` on.
+ */
+export function newStatistic(
+  input: Tensor,
+  geometry: { readonly axis: number; readonly rows: number },
+  device: Device,
+): Tensor {
+  return Tensor.empty(
+    statisticsShape(input.shape, geometry.axis, geometry.rows),
+    "float32",
+    device,
+  );
 }
 
 /**

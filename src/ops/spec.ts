@@ -12,7 +12,8 @@
 import type { Backend } from "../backends/mod.ts";
 import type { Device } from "../tensor/device.ts";
 import { releaseOnFailure } from "../tensor/scope.ts";
-import type { Tensor } from "../tensor/tensor.ts";
+import type { DType } from "../tensor/dtype.ts";
+import { Tensor } from "../tensor/tensor.ts";
 import { ValidationMemo } from "./memo.ts";
 import { disposable } from "./results.ts";
 import { argumentsOf } from "./validate.ts";
@@ -25,6 +26,18 @@ export interface ValidatedCall<O extends string> {
   readonly backend: Backend;
   /** The outputs given in `out` (validated); missing ones are allocated per call. */
   readonly given: { readonly [K in O]?: Tensor };
+}
+
+/**
+ * What validation establishes for an operator that runs a backend plan on its input tensors:
+ * the plan, and the tensors minus the outputs (`I`, unless the output names differ from the
+ * tensor names).
+ */
+export interface PlannedCall<O extends string, P, T, I = Omit<T, O>> extends ValidatedCall<O> {
+  /** The backend plan. */
+  readonly plan: P;
+  /** The inputs. */
+  readonly tensors: I;
 }
 
 /** One operator's declaration. */
@@ -54,6 +67,29 @@ export interface OperatorSpec<A extends object, O extends string, V extends Vali
  * whose outputs are always produced declares them non-null in its own result type.
  */
 export type OperatorResult<O extends string> = { [K in O]: Tensor | null } & Disposable;
+
+/**
+ * A new tensor (`Tensor.empty`) for an output the call produces only when `when` holds (an
+ * output mask entry); undefined when it does not.
+ */
+export function emptyWhen(
+  when: boolean,
+  shape: readonly number[],
+  dtype: DType,
+  device: Device,
+): Tensor | undefined {
+  return when ? Tensor.empty(shape, dtype, device) : undefined;
+}
+
+/** {@linkcode emptyWhen} in the shape and memory layout of `like` (`Tensor.emptyLike`). */
+export function emptyLikeWhen(
+  when: boolean,
+  like: Tensor,
+  dtype: DType,
+  device: Device,
+): Tensor | undefined {
+  return when ? Tensor.emptyLike(like, dtype, device) : undefined;
+}
 
 /** The memo keys of `args`: each listed argument (arrays by length and element), then `out`. */
 function memoKeys(args: object, names: readonly string[], outputs: readonly string[]): unknown[] {

@@ -59,7 +59,7 @@ import {
   type MaybeTensor,
   optionalTensor,
   outputMask as outputMaskSchema,
-  parseScalars,
+  parseArguments,
   requireTensor,
 } from "./validate.ts";
 
@@ -273,12 +273,7 @@ export async function syncBatchNormForward(
   const input = requireTensor(FWD, "input", args.input);
   const weight = optionalTensor(FWD, "weight", args.weight);
   const bias = optionalTensor(FWD, "bias", args.bias);
-  const { momentum, eps, timeoutMs } = parseScalars(FWD, forwardSchema, {
-    momentum: args.momentum,
-    eps: args.eps,
-    allGather: args.allGather,
-    timeoutMs: args.timeoutMs,
-  });
+  const { momentum, eps, timeoutMs } = parseArguments(FWD, forwardSchema, args);
   checkRank(FWD, "input", input, 2, 8);
   const C = input.shape[1];
   const device: Device = input.device;
@@ -382,11 +377,7 @@ export async function syncBatchNormBackward(
   const invstd = requireTensor(BWD, "invstd", args.invstd);
   const counts = requireTensor(BWD, "counts", args.counts);
   const weight = optionalTensor(BWD, "weight", args.weight);
-  const { outputMask, timeoutMs } = parseScalars(BWD, backwardSchema, {
-    outputMask: args.outputMask,
-    allReduce: args.allReduce,
-    timeoutMs: args.timeoutMs,
-  });
+  const { outputMask, timeoutMs } = parseArguments(BWD, backwardSchema, args);
   const [inputG, weightG, biasG] = outputMask;
   checkRank(BWD, "input", input, 2, 8);
   const C = input.shape[1];

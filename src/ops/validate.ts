@@ -325,6 +325,21 @@ export function parseScalars<S extends z.ZodTypeAny>(
   return result.data;
 }
 
+/**
+ * Parses the arguments a zod object schema declares, each read from `args` under its own name
+ * (other properties are not read); any issue is 161002 naming the argument.
+ */
+export function parseArguments<S extends z.AnyZodObject>(
+  op: string,
+  schema: S,
+  args: object,
+): z.infer<S> {
+  const given = args as Record<string, unknown>;
+  const picked: Record<string, unknown> = {};
+  for (const key of Object.keys(schema.shape)) picked[key] = given[key];
+  return parseScalars(op, schema, picked);
+}
+
 /** A boolean flag that defaults to true. */
 export const flag: z.ZodDefault<z.ZodBoolean> = z.boolean({
   invalid_type_error: "must be a boolean",

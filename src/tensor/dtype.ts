@@ -57,11 +57,9 @@ export function isDType(value: unknown): value is DType {
 /**
  * Host storage of at least this many bytes lives in the host heap when it has room, so that
  * the CPU backend's WebAssembly kernels work on it in place. Smaller tensors stay on a plain
- * ArrayBuffer (a slab up to 1 KiB: see slab.ts). The threshold was 64 KiB; at 4 KiB the
- * kernels run in place on small tensors too, which measured (interleaved, 2 threads, calls
- * with `out`, 2-vCPU AMD EPYC VM) 1.6-2.0x faster on [4,16,8,8] contiguous bfloat16 and
- * 1.4-1.8x on float32 (rows of 64), 1.0-1.5x channels-last (stages.ts keeps float32 rows
- * under 16 elements on the TypeScript kernels).
+ * ArrayBuffer (a slab up to 1 KiB: see slab.ts). At 4 KiB the kernels run in place on small
+ * tensors too (stages.ts keeps float32 rows under 16 elements on the TypeScript kernels);
+ * bench/RESULTS.md, "Why the constants are what they are", has the figures.
  */
 export const HEAP_HOST_BYTES = 1 << 12;
 
@@ -69,11 +67,9 @@ export const HEAP_HOST_BYTES = 1 << 12;
  * Host storage of at least this many bytes that gets a buffer of its own (the heap full or
  * off) gets a SharedArrayBuffer, so that the CPU backend's worker threads can share it; a
  * smaller one an ArrayBuffer (the pool shares work only from 64K elements, 128 KiB of
- * float16). Measured with Deno 2.9.6 on AMD EPYC: a read-and-write pass over 4M float32
- * takes the same time over either kind of buffer on one thread (4.03 vs 4.05 ms);
- * allocating a SharedArrayBuffer costs about an ArrayBuffer's up to 4 KiB (2.1 vs 2.0 us),
- * twice as much at 16-64 KiB (9.5 vs 4.6 us, 21 vs 9 us), and less from 1 MiB (23 vs
- * 153 us).
+ * float16), which is cheaper to allocate below 64 KiB; kernels run as fast on either kind
+ * (bench/RESULTS.md, "Why the constants are what they are";
+ * `deno bench --allow-read bench/host_alloc.bench.ts`).
  */
 export const SHARED_HOST_BYTES = 1 << 16;
 

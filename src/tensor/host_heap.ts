@@ -2,9 +2,8 @@
  * The host heap: one shared `WebAssembly.Memory` that holds the storage of large host
  * tensors, so that the CPU backend's WebAssembly kernels read and write them in place
  * (every thread's kernel instance imports this memory) instead of copying each block in
- * and out of their own memory. Measured on the 2-vCPU AMD EPYC VM (Deno 2.9.6): float32 row
- * sums ran at 0.64 ns per element in place against 1.15-1.35 with the copies (0.45-0.6 of
- * them copying), and TypeScript's at 1.4-1.5.
+ * and out of their own memory (bench/RESULTS.md, "Why the constants are what they are", has
+ * the figures).
  *
  * The heap is a caching allocator (host_blocks.ts): blocks are rounded to size classes, and a
  * block given back by `Tensor.dispose()` (also through `using` and `tidy()`) or, between

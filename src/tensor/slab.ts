@@ -1,9 +1,8 @@
 /**
- * Small typed arrays carved from shared ArrayBuffers ("slabs"). Allocating a typed array
- * of its own costs about 1 µs in Deno 2.9.6 (0.9 µs for 16 float32, 1.7 µs for 16 float64,
- * 4.4 µs for 1024 float64, measured on the 2-vCPU AMD EPYC VM), against 0.07 µs for a view
- * of a slab; a small CPU call makes 10-20 of them (outputs, per-channel temporaries), which
- * was most of its time.
+ * Small typed arrays carved from shared ArrayBuffers ("slabs"): a view of a slab costs a
+ * tenth of a typed array of its own or less, and a small CPU call makes 10-20 of them
+ * (outputs, per-channel temporaries). bench/RESULTS.md, "Why the constants are what they
+ * are", has the figures (`deno bench --allow-read bench/host_alloc.bench.ts`).
  *
  * A slab is an ordinary ArrayBuffer: the garbage collector frees it once no view of it is
  * left, so nothing is ever freed by hand, and a view is never reused while alive. The cost

@@ -18,9 +18,9 @@ import { temporaryFloat64 } from "../../../tensor/slab.ts";
 
 /**
  * Calls with fewer elements stay on the calling thread: below it a pooled job costs more than
- * it saves on every machine measured (its fixed cost is tens of microseconds: waking a worker,
- * waiting for the last item). From it up, whether a call runs on the pool is measured per
- * kind and size of call (pool/governor.ts): 2 threads must beat 1 where the pool is used.
+ * it saves (its fixed cost is tens of microseconds: waking a worker, waiting for the last
+ * item). From it up, the pool's governor (pool/governor.ts) times each kind and size of call
+ * and uses the pool only where 2 threads beat 1.
  */
 export const MIN_PARALLEL_ELEMENTS = 1 << 16;
 
