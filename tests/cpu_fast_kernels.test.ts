@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { fastKernels } from "../src/backends/cpu/fast/mod.ts";
 import { bf16Bits } from "../src/backends/cpu/kernels/formulas.ts";
-import { referenceKernels } from "../src/backends/cpu/reference/mod.ts";
+import { referenceKernels } from "./oracle/kernels/mod.ts";
 import { cpuThreads, setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
 import { workerSource } from "../src/backends/cpu/pool/worker_source.ts";
 import { pooledJobCount, postedJobCount, workerItemCount } from "../src/backends/cpu/pool/pool.ts";

@@ -22,7 +22,7 @@ import {
   twinSet,
   values,
 } from "./fixtures/cpu_cases.ts";
-import { referenceKernels } from "../src/backends/cpu/reference/mod.ts";
+import { referenceKernels } from "./oracle/kernels/mod.ts";
 
 type Kernels = typeof fastKernels;
 type Run = (kernels: Kernels, set: TensorSet) => void;
