@@ -22,11 +22,10 @@ import {
   Tensor,
 } from "../mod.ts";
 import {
-  batchNormGradInput64,
-  batchNormSums64,
-  groupNormGrads64,
-  maxDeviation,
-} from "./demo_reference.ts";
+  batchNormBackwardAt64,
+  batchNormReduceBackward64,
+  groupNormBackward64,
+} from "../tests/oracle/mod.ts";
 
 const USAGE = `deno task demo [options]
 
@@ -192,6 +191,20 @@ function time<T>(
   }
 }
 
+/** Largest |a - b| / max(1, |b|) over all elements. */
+function maxDeviation(actual: ArrayLike<number>, expected: ArrayLike<number>): number {
+  let worst = 0;
+  for (let i = 0; i < expected.length; i++) {
+    worst = Math.max(worst, Math.abs(actual[i] - expected[i]) / Math.max(1, Math.abs(expected[i])));
+  }
+  return worst;
+}
+
+/** The oracle's training-mode BatchNorm input gradient at the given statistics. */
+function gradInput64(mean: Float64Array, invstd: Float64Array, w: Float64Array): Float64Array {
+  return batchNormBackwardAt64(dy64, x64, shape, w, mean, invstd, true).gradInput;
+}
+
 const rows: { op: string; outputs: string; ms: number; deviation: number }[] = [];
 
 // 1. aclnnBatchNormReduceBackward
@@ -203,17 +216,17 @@ const rows: { op: string; outputs: string; ms: number; deviation: number }[] = [
       return [sumDy!.toFloat64Array(), sumDyXmu!.toFloat64Array(), gradWeight!.toFloat64Array()];
     },
   );
-  const ref = batchNormSums64(dy64, x64, bnMean, shape);
+  const ref = batchNormReduceBackward64(dy64, x64, shape, bnMean, bnInvstd);
   const deviation = Math.max(
     maxDeviation(result[0], ref.sumDy),
     maxDeviation(result[1], ref.sumDyXmu),
-    maxDeviation(result[2], ref.sumDyXmu.map((v, c) => v * bnInvstd[c])),
+    maxDeviation(result[2], ref.gradWeight),
   );
   rows.push({ op: "batchNormReduceBackward", outputs: `4 x [${C}]`, ms, deviation });
 }
 
 // 2. BatchNorm backward, aclnn shape and InfiniOp descriptor shape (training gradient).
-const refGradInput = batchNormGradInput64(dy64, x64, bnMean, bnInvstd, weight64, shape);
+const refGradInput = gradInput64(bnMean, bnInvstd, weight64);
 {
   const { result, ms } = time(
     () =>
@@ -257,14 +270,7 @@ const refGradInput = batchNormGradInput64(dy64, x64, bnMean, bnInvstd, weight64,
   // The descriptor uses the dtype-rounded running stats; compare against those.
   const rm = runningMean.toFloat64Array();
   const rv = runningVar.toFloat64Array();
-  const ref = batchNormGradInput64(
-    dy64,
-    x64,
-    rm,
-    rv.map((v) => 1 / Math.sqrt(v + 1e-5)),
-    dweight.toFloat64Array(),
-    shape,
-  );
+  const ref = gradInput64(rm, rv.map((v) => 1 / Math.sqrt(v + 1e-5)), dweight.toFloat64Array());
   const deviation = maxDeviation(gradInput.toFloat64Array(), ref);
   rows.push({ op: "InfiniOp BatchNormBackward", outputs: `[${N}, ${C}, ${L}]`, ms, deviation });
 }
@@ -279,7 +285,7 @@ const refGradInput = batchNormGradInput64(dy64, x64, bnMean, bnInvstd, weight64,
       return [gradInput!.toFloat64Array(), gradGamma!.toFloat64Array(), gradBeta!.toFloat64Array()];
     },
   );
-  const ref = groupNormGrads64(dy64, x64, gnMean, gnRstd, weight64, N, C, HxW, group);
+  const ref = groupNormBackward64(dy64, x64, gnMean, gnRstd, weight64, N, C, HxW, group);
   const deviation = Math.max(
     maxDeviation(result[0], ref.gradInput),
     maxDeviation(result[1], ref.gradGamma),
@@ -325,7 +331,7 @@ console.log(
     `API does), the device's queued work included; reading results back is not timed.\n` +
     `deviation: the largest |output - reference| / max(1, |reference|) over every element of the\n` +
     `operator's outputs, where the reference is a float64 recomputation from the same (rounded)\n` +
-    `inputs (scripts/demo_reference.ts). Tolerance for ${dtype} outputs: ${tolerance}.`,
+    `inputs (the tests' float64 oracle, tests/oracle). Tolerance for ${dtype} outputs: ${tolerance}.`,
 );
 console.log(
   failed === 0

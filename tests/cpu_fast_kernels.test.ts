@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { fastKernels } from "../src/backends/cpu/fast/mod.ts";
 import { bf16Bits } from "../src/backends/cpu/kernels/formulas.ts";
-import { referenceKernels } from "../src/backends/cpu/reference/mod.ts";
+import { referenceKernels } from "./oracle/kernels/mod.ts";
 import { cpuThreads, setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
 import { workerSource } from "../src/backends/cpu/pool/worker_source.ts";
 import { pooledJobCount, postedJobCount, workerItemCount } from "../src/backends/cpu/pool/pool.ts";
@@ -393,13 +393,6 @@ Deno.test("fast groupNormBackward = reference: groups, masks", () => {
   });
 });
 
-Deno.test("fast batchNormGatherStatsWithCounts is the reference kernel", () => {
-  assert.equal(
-    fastKernels.batchNormGatherStatsWithCounts,
-    referenceKernels.batchNormGatherStatsWithCounts,
-  );
-});
-
 Deno.test("fast kernels in place: gradInput over gradOut, output over input", () => {
   for (const dtype of FLOATS) {
     // [3, 6, 5, 4]: slab storage, pixels of a partial vector; [2, 8, 41, 41]: in the host
@@ -548,7 +541,7 @@ Deno.test("fast kernels propagate NaN and Inf like the reference", () => {
   }
 });
 
-Deno.test("fast kernels leave overlapping in/out views other than in-place to the reference", () => {
+Deno.test("fast kernels on overlapping in/out views other than in-place (scratch output)", () => {
   // gradInput overlaps gradOut shifted by one element: only read-all-first is correct.
   const storage = Tensor.random([2 * 6 * 5 + 1], { seed: 3 }).storage as Float32Array;
   const dy = Tensor.fromData(storage, [2, 6, 5], { offset: 1 });

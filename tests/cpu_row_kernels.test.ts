@@ -2,7 +2,7 @@
  * The CPU backend's row kernels (src/backends/cpu/rows): row access over every layout (unit
  * stride, one stride, per-element offsets, leading dims that need the multi-index), decoding
  * and one correctly rounded store per dtype (the bfloat16 tie and Inf/NaN patterns included),
- * and the five kernels against the float64 reference kernels (cpu/reference) on the same calls,
+ * and the five kernels against the float64 oracle kernels (tests/oracle/kernels) on the same calls,
  * within the rounding of their outputs.
  *
  * @module
@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { loadRow, rowAccess, storeRow } from "../src/backends/cpu/rows/access.ts";
 import { itemCount, rowsPerItem } from "../src/backends/cpu/rows/items.ts";
 import { rowKernels } from "../src/backends/cpu/rows/mod.ts";
-import { referenceKernels } from "../src/backends/cpu/reference/mod.ts";
+import { referenceKernels } from "./oracle/kernels/mod.ts";
 import { rowGeometry } from "../src/backends/types.ts";
 import { bf16ToNumber, type DType, numberToBf16 } from "../src/tensor/dtype.ts";
 import { Tensor } from "../src/tensor/tensor.ts";

@@ -32,7 +32,7 @@ import {
   type WasmState,
 } from "../src/backends/cpu/kernels/wasm_kernels.ts";
 import { fastKernels } from "../src/backends/cpu/fast/mod.ts";
-import { referenceKernels } from "../src/backends/cpu/reference/mod.ts";
+import { referenceKernels } from "./oracle/kernels/mod.ts";
 import {
   callerScratch,
   pooledJobCount,

@@ -11,8 +11,16 @@
  * values. Gradient formulas are themselves checked against central differences of the
  * forward passes (tests/oracle/self_check.test.ts).
  *
+ * `referenceKernels` (kernels/) is the same oracle in the backends' kernel contract
+ * (src/backends/types.ts `Kernels`): whole tensors read as float64, computed, each output
+ * rounded once; the CPU backend's kernel tests and the benchmark's reference column call it.
+ * The oracle is not part of the published package and nothing in `src/` imports it
+ * (tests/oracle/module_graph.test.ts).
+ *
  * @module
  */
+
+export { referenceKernels } from "./kernels/mod.ts";
 
 export { at, type ChannelSplit, channelSplit, eachElement, orFill } from "./geometry.ts";
 export { batchStats64, groupStats64, invstdOf, type Moments } from "./statistics.ts";

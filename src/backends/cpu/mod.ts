@@ -19,7 +19,7 @@ export {
 } from "./threads.ts";
 export type { CpuPoolOptions } from "./threads.ts";
 
-/** The CPU backend: the streaming kernels (the float64 reference kernels are their oracle). */
+/** The CPU backend: the streaming kernels (tested against the float64 oracle in tests/oracle). */
 export const cpuBackend: Backend = {
   name: "cpu",
   owns: (device: Device) => device === "cpu",

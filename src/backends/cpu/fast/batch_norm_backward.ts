@@ -2,6 +2,7 @@
  * Streaming kernels of the BatchNorm backward family: aclnnBatchNormReduceBackward,
  * aclnnBatchNormBackward and aclnnBatchNormElemtBackward. One read pass computes the
  * per-channel sums; the gradInput pass reads dy and x again and writes each element once.
+ * Empty inputs give zero per-channel sums and write no element.
  *
  * @module
  */
@@ -14,15 +15,21 @@ import type {
   BatchNormReduceBackwardPlan,
   BatchNormReduceBackwardTensors,
 } from "../../types.ts";
-import * as reference from "../reference/batch_norm_backward.ts";
-import { invstdOf } from "../reference/values.ts";
-import { channelValues, channelValuesOr, mapValues, writeChannelValues } from "./channel_values.ts";
+import { temporaryFloat64 } from "../../../tensor/slab.ts";
+import {
+  channelValues,
+  channelValuesOr,
+  invstdOf,
+  mapValues,
+  writeChannelValues,
+} from "./channel_values.ts";
 import { type Call, execute, float64, visible } from "./call.ts";
 import { batchNormGradAffine } from "../kernels/formulas.ts";
 import { batchNormItems } from "../kernels/layout_types.ts";
 import { type Stage, uniformStage, type WriteStage } from "../kernels/stage_types.ts";
 import { type ChannelPair, mergeChannelSums } from "./merge.ts";
 import { batchNormCall, sumsStage } from "./setup.ts";
+import { runStaged } from "./staging.ts";
 import { readArray, writeArray } from "./tensor_arrays.ts";
 import type { Tensor } from "../../../tensor/tensor.ts";
 
@@ -31,12 +38,27 @@ export function batchNormReduceBackward(
   plan: BatchNormReduceBackwardPlan,
   t: BatchNormReduceBackwardTensors,
 ): void {
-  const call = batchNormCall(plan.geometry, [t.gradOut, t.input], undefined);
-  if (!call) return reference.batchNormReduceBackward(plan, t);
+  const g = plan.geometry;
+  if (g.channels === 0) return;
   if (!t.sumDy && !t.sumDyXmu && !t.gradWeight && !t.gradBias) return;
-  const sums = sumsStage(call, t.gradOut, t.input, channelValues(t.mean));
-  execute(call, [sums]);
-  const { first: sumDy, second: sumDyXmu } = mergeChannelSums(call.layout, sums.partials);
+  let sumDy: Float64Array;
+  let sumDyXmu: Float64Array;
+  if (g.perChannel === 0) {
+    sumDy = temporaryFloat64(g.channels);
+    sumDyXmu = temporaryFloat64(g.channels);
+  } else {
+    const call = batchNormCall(g, [t.gradOut, t.input], undefined);
+    if (!call) {
+      return runStaged(
+        t,
+        { inputs: ["gradOut", "input"], outputs: [] },
+        (s) => batchNormReduceBackward(plan, s),
+      );
+    }
+    const sums = sumsStage(call, t.gradOut, t.input, channelValues(t.mean));
+    execute(call, [sums]);
+    ({ first: sumDy, second: sumDyXmu } = mergeChannelSums(call.layout, sums.partials));
+  }
   if (t.sumDy) writeChannelValues(t.sumDy, sumDy);
   if (t.sumDyXmu) writeChannelValues(t.sumDyXmu, sumDyXmu);
   if (t.gradWeight) {
@@ -89,15 +111,28 @@ function fillGradConstants(
 /**
  * aclnnBatchNormBackward. Training: statistics saveMean/saveInvstd (0/1 when absent);
  * evaluation: runningMean and 1/sqrt(runningVar + eps). The sums pass runs only when an
- * output needs it; in evaluation mode gradInput = dy * w * invstd needs none.
+ * output needs it; in evaluation mode gradInput = dy * w * invstd needs none. Empty inputs
+ * give zero gradWeight and gradBias.
  */
 export function batchNormBackward(plan: BatchNormBackwardPlan, t: BatchNormBackwardTensors): void {
   const g = plan.geometry;
   const C = g.channels;
   const [wantInput, wantWeight, wantBias] = plan.mask;
   const gradInput = wantInput ? t.gradInput : undefined;
+  if (g.perChannel === 0) {
+    if (wantWeight && t.gradWeight) writeChannelValues(t.gradWeight, temporaryFloat64(C));
+    if (wantBias && t.gradBias) writeChannelValues(t.gradBias, temporaryFloat64(C));
+    return;
+  }
+  if (C === 0) return;
   const call = batchNormCall(g, [t.gradOut, t.input], gradInput);
-  if (!call) return reference.batchNormBackward(plan, t);
+  if (!call) {
+    return runStaged(
+      t,
+      { inputs: ["gradOut", "input"], outputs: wantInput ? ["gradInput"] : [] },
+      (s) => batchNormBackward(plan, s),
+    );
+  }
   const mean = plan.training
     ? channelValuesOr(t.saveMean, C, 0)
     : channelValuesOr(t.runningMean, C, 0);
@@ -152,8 +187,15 @@ export function batchNormElemtBackward(
   t: BatchNormElemtBackwardTensors,
 ): void {
   const g = plan.geometry;
+  if (g.perChannel === 0 || g.channels === 0) return;
   const call = batchNormCall(g, [t.gradOut, t.input], t.gradInput);
-  if (!call) return reference.batchNormElemtBackward(plan, t);
+  if (!call) {
+    return runStaged(
+      t,
+      { inputs: ["gradOut", "input"], outputs: ["gradInput"] },
+      (s) => batchNormElemtBackward(plan, s),
+    );
+  }
   let total = 0;
   for (const v of channelValues(t.counter)) total += v;
   const stage = gradStage(call, t.gradOut, t.input, t.gradInput);

@@ -1,9 +1,11 @@
 /**
  * Streaming kernels of the BatchNorm forward family: aclnnBatchNormStats,
  * aclnnBatchNormElemt and aclnnBatchNorm (aclnnBatchNormGatherStatsWithCounts has no data
- * pass: it runs the reference kernel). The statistics take one read pass over memory: each
+ * pass: batch_norm_gather_stats.ts). The statistics take one read pass over memory: each
  * cached segment is read twice (sum, then squared deviations from its own mean) and the
- * segments are merged with Chan's update, as accurate as the reference's two passes.
+ * segments are merged with Chan's update, as accurate as two passes. An empty batch writes
+ * what CANN writes for one (ProcessEmptyTensorWithValue in aclnn_batch_norm.cpp and
+ * aclnn_batch_norm_stats.cpp): mean 0 and invstd NaN.
  *
  * @module
  */
@@ -17,15 +19,21 @@ import type {
   BatchNormTensors,
 } from "../../types.ts";
 import type { Tensor } from "../../../tensor/tensor.ts";
-import * as reference from "../reference/batch_norm_forward.ts";
-import { invstdOf } from "../reference/values.ts";
-import { channelValues, channelValuesOr, mapValues, writeChannelValues } from "./channel_values.ts";
+import { temporaryFloat64 } from "../../../tensor/slab.ts";
+import {
+  channelValues,
+  channelValuesOr,
+  invstdOf,
+  mapValues,
+  writeChannelValues,
+} from "./channel_values.ts";
 import { type Call, execute, float64 } from "./call.ts";
 import { normalizeAffine } from "../kernels/formulas.ts";
 import { batchNormItems } from "../kernels/layout_types.ts";
 import { uniformStage, type WriteStage } from "../kernels/stage_types.ts";
 import { mergeChannelMoments } from "./merge.ts";
 import { batchNormCall, statsStage } from "./setup.ts";
+import { runStaged } from "./staging.ts";
 import { readArray, writeArray } from "./tensor_arrays.ts";
 
 /** Per-channel mean, biased variance and invstd from a stats stage's merged moments. */
@@ -46,17 +54,22 @@ function channelStats(call: Call, partials: Float64Array, count: number, eps: nu
 /** aclnnBatchNormStats: per-channel mean and 1/sqrt(biased var + eps). */
 export function batchNormStats(plan: BatchNormStatsPlan, t: BatchNormStatsTensors): void {
   const g = plan.geometry;
+  if (g.channels === 0) return;
+  if (g.perChannel === 0) {
+    writeChannelValues(t.mean, temporaryFloat64(g.channels));
+    writeChannelValues(t.invstd, temporaryFloat64(g.channels).fill(NaN));
+    return;
+  }
   const call = batchNormCall(g, [t.input], undefined);
-  if (!call) return reference.batchNormStats(plan, t);
+  if (!call) {
+    return runStaged(t, { inputs: ["input"], outputs: [] }, (s) => batchNormStats(plan, s));
+  }
   const stage = statsStage(call, t.input);
   execute(call, [stage]);
   const stats = channelStats(call, stage.partials, g.perChannel, plan.eps);
   writeChannelValues(t.mean, stats.mean);
   writeChannelValues(t.invstd, stats.invstd);
 }
-
-/** aclnnBatchNormGatherStatsWithCounts: O(W * C) work, no data pass: the reference. */
-export const batchNormGatherStatsWithCounts = reference.batchNormGatherStatsWithCounts;
 
 /** The normalizing write y = (x - mean) * invstd * w + b; constants packed later. */
 function normalizeStage(call: Call, x: Tensor, output: Tensor): WriteStage {
@@ -94,8 +107,15 @@ function fillNormalize(
 export function batchNormElemt(plan: BatchNormElemtPlan, t: BatchNormElemtTensors): void {
   const g = plan.geometry;
   const C = g.channels;
+  if (g.perChannel === 0 || C === 0) return;
   const call = batchNormCall(g, [t.input], t.output);
-  if (!call) return reference.batchNormElemt(plan, t);
+  if (!call) {
+    return runStaged(
+      t,
+      { inputs: ["input"], outputs: ["output"] },
+      (s) => batchNormElemt(plan, s),
+    );
+  }
   const stage = normalizeStage(call, t.input, t.output);
   fillNormalize(
     stage,
@@ -110,14 +130,31 @@ export function batchNormElemt(plan: BatchNormElemtPlan, t: BatchNormElemtTensor
 /**
  * aclnnBatchNorm. Training: batch statistics (stats pass), then the output pass; running
  * statistics updated in place (unbiased variance), saveMean/saveInvstd written after the
- * data passes. Evaluation: running statistics (0/1 when absent), saves untouched.
+ * data passes. Evaluation: running statistics (0/1 when absent), saves untouched. An empty
+ * batch writes saveMean = 0 and saveInvstd = NaN in either mode and leaves the running
+ * statistics alone, as CANN does (aclnn_batch_norm.cpp fills them before anything else when
+ * the input is empty).
  */
 export function batchNorm(plan: BatchNormPlan, t: BatchNormTensors): void {
   const g = plan.geometry;
   const C = g.channels;
   const { momentum, eps } = plan;
+  if (g.perChannel === 0) {
+    if (t.saveMean.numel > 0) writeChannelValues(t.saveMean, temporaryFloat64(t.saveMean.numel));
+    if (t.saveInvstd.numel > 0) {
+      writeChannelValues(t.saveInvstd, temporaryFloat64(t.saveInvstd.numel).fill(NaN));
+    }
+    return;
+  }
+  if (C === 0) return;
   const call = batchNormCall(g, [t.input], t.output);
-  if (!call) return reference.batchNorm(plan, t);
+  if (!call) {
+    return runStaged(
+      t,
+      { inputs: ["input"], outputs: ["output"] },
+      (s) => batchNorm(plan, s),
+    );
+  }
   const weight = channelValuesOr(t.weight, C, 1);
   const bias = channelValuesOr(t.bias, C, 0);
   const write = normalizeStage(call, t.input, t.output);

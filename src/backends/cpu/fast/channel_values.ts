@@ -48,6 +48,11 @@ export function mapValues(
   return out;
 }
 
+/** invstd = 1 / sqrt(variance + eps), element by element (a new float64 temporary). */
+export function invstdOf(variance: Float64Array, eps: number): Float64Array {
+  return mapValues(variance, (v) => 1 / Math.sqrt(v + eps));
+}
+
 /** The elements of `t` as float64, or `length` copies of `fill` when it is absent. */
 export function channelValuesOr(t: Tensor | undefined, length: number, fill: number): Float64Array {
   return t ? channelValues(t) : temporaryFloat64(length).fill(fill);

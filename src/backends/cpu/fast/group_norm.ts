@@ -4,7 +4,9 @@
  * samples when channels-last), computes their statistics or sums and writes their outputs
  * while their data is still in cache. Channels-last calls of a few large samples instead
  * run two stages over blocks of each sample, with the per-(n, c) results merged between
- * them (splitsSamples in kernels/layout_types.ts).
+ * them (splitsSamples in kernels/layout_types.ts). Data that cannot be streamed as it is
+ * (overlapping output, a tensor with no strided [N, C, HxW] view) runs on contiguous scratch
+ * copies (staging.ts).
  *
  * @module
  */
@@ -16,7 +18,6 @@ import type {
   GroupNormTensors,
 } from "../../types.ts";
 import type { Tensor } from "../../../tensor/tensor.ts";
-import * as reference from "../reference/group_norm.ts";
 import { channelValues, channelValuesOr, writeChannelValues } from "./channel_values.ts";
 import { streamable } from "./aliasing.ts";
 import { type Call, execute, float64, prepareCall, visible } from "./call.ts";
@@ -34,10 +35,12 @@ import { chooseLayout, flatGroupNormDims, groupNormDims } from "./layout.ts";
 import { mergeGroupPartials, mergePixelPartials } from "./merge.ts";
 import { readArray, writeArray } from "./tensor_arrays.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
+import { runStaged } from "./staging.ts";
 
 /**
- * A GroupNorm call over `inputs` and `output`, or undefined for the reference kernel: empty
- * data, overlapping output, or a tensor that cannot be viewed as (N, C, HxW) with strides.
+ * A GroupNorm call over non-empty `inputs` and `output`, or undefined when they must be
+ * staged first: overlapping output, or a tensor that cannot be viewed as (N, C, HxW) with
+ * strides.
  */
 function groupNormCall(
   plan: { N: number; C: number; HxW: number },
@@ -45,7 +48,6 @@ function groupNormCall(
   output: Tensor | undefined,
 ): Call | undefined {
   const { N, C, HxW } = plan;
-  if (N * C * HxW === 0) return undefined;
   if (!streamable(output, inputs)) return undefined;
   const data = output ? [...inputs, output] : [...inputs];
   const sameInner = (a: readonly number[], b: readonly number[]) =>
@@ -62,12 +64,25 @@ function groupNormCall(
 
 /**
  * aclnnGroupNorm: per (n, g), mean and rstd = 1/sqrt(biased var + eps) over D * HxW
- * elements, y = (x - mean) * rstd * gamma + beta.
+ * elements, y = (x - mean) * rstd * gamma + beta. An empty input gives mean 0 and rstd NaN,
+ * as CANN writes (aclnn_group_norm.cpp).
  */
 export function groupNorm(plan: GroupNormPlan, t: GroupNormTensors): void {
-  const { N, C, group, eps } = plan;
+  const { N, C, HxW, group, eps } = plan;
+  if (N * C * HxW === 0) {
+    writeChannelValues(t.mean, temporaryFloat64(N * group));
+    writeChannelValues(t.rstd, temporaryFloat64(N * group).fill(NaN));
+    return;
+  }
   const call = groupNormCall(plan, [t.input], t.output);
-  if (!call) return reference.groupNorm(plan, t);
+  if (!call) {
+    return runStaged(
+      t,
+      { inputs: ["input"], outputs: ["output"] },
+      (s) => groupNorm(plan, s),
+      { relayout: true },
+    );
+  }
   if (splitsSamples(call.layout)) return groupNormBySample(call, plan, t);
   const stage = uniformStage<GroupNormStage>({
     op: "groupNorm",
@@ -100,12 +115,25 @@ export function groupNorm(plan: GroupNormPlan, t: GroupNormTensors): void {
  * aclnnGroupNormBackward. Per (n, g), with xhat = (x - mean) * rstd, M = D * HxW:
  * gradInput = rstd * (dy * gamma - sum(dy * gamma) / M - xhat * sum(dy * gamma * xhat) / M),
  * gradGamma = sum over n, hw of dy * xhat, gradBeta = sum over n, hw of dy (per channel).
+ * Empty data gives zero gradGamma and gradBeta.
  */
 export function groupNormBackward(plan: GroupNormBackwardPlan, t: GroupNormBackwardTensors): void {
-  const { C, group, mask } = plan;
+  const { N, C, HxW, group, mask } = plan;
   const gradInput = mask[0] ? t.gradInput : undefined;
+  if (N * C * HxW === 0) {
+    if (mask[1] && t.gradGamma) writeChannelValues(t.gradGamma, temporaryFloat64(C));
+    if (mask[2] && t.gradBeta) writeChannelValues(t.gradBeta, temporaryFloat64(C));
+    return;
+  }
   const call = groupNormCall(plan, [t.gradOut, t.input], gradInput);
-  if (!call) return reference.groupNormBackward(plan, t);
+  if (!call) {
+    return runStaged(
+      t,
+      { inputs: ["gradOut", "input"], outputs: mask[0] ? ["gradInput"] : [] },
+      (s) => groupNormBackward(plan, s),
+      { relayout: true },
+    );
+  }
   if (splitsSamples(call.layout)) return groupNormBackwardBySample(call, plan, t, gradInput);
   const chunks = Math.ceil(plan.N / samplesPerItem(call.layout));
   const stage = uniformStage<GroupNormBackwardStage>({

@@ -2,8 +2,9 @@
  * The streaming CPU kernels: every operator as one or two passes over each tensor's own
  * typed array (no whole-tensor copies), float64 accumulation, one rounding per output, loops
  * specialised for NCHW rows, channels-last pixels and a strided fallback, and work split
- * over the worker pool for large tensors. Empty tensors, and outputs that overlap their
- * inputs other than element for element, run the reference kernels.
+ * over the worker pool for large tensors. Empty tensors get CANN's fills; calls the kernels
+ * cannot stream as they are (mixed dtypes, outputs that overlap their inputs other than
+ * element for element, storages beyond int32 indices) run on scratch copies (staging.ts).
  *
  * @module
  */
@@ -14,12 +15,8 @@ import {
   batchNormElemtBackward,
   batchNormReduceBackward,
 } from "./batch_norm_backward.ts";
-import {
-  batchNorm,
-  batchNormElemt,
-  batchNormGatherStatsWithCounts,
-  batchNormStats,
-} from "./batch_norm_forward.ts";
+import { batchNorm, batchNormElemt, batchNormStats } from "./batch_norm_forward.ts";
+import { batchNormGatherStatsWithCounts } from "./batch_norm_gather_stats.ts";
 import { groupNorm, groupNormBackward } from "./group_norm.ts";
 import { rowKernels } from "../rows/mod.ts";
 

@@ -16,16 +16,15 @@ import { batchNormDims, chooseLayout } from "./layout.ts";
 import { readArray } from "./tensor_arrays.ts";
 
 /**
- * A BatchNorm-family call over `inputs` (and `output`, written from them), or undefined
- * when the reference kernel must run it: an empty tensor (one definition of the empty
- * semantics), or an output that overlaps an input other than element for element.
+ * A BatchNorm-family call over non-empty `inputs` (and `output`, written from them), or
+ * undefined when they must be staged first (staging.ts): mixed dtypes, a storage beyond int32
+ * indices, or an output that overlaps an input other than element for element.
  */
 export function batchNormCall(
   g: ChannelGeometry,
   inputs: readonly Tensor[],
   output: Tensor | undefined,
 ): Call | undefined {
-  if (g.perChannel === 0 || g.channels === 0) return undefined;
   if (!streamable(output, inputs)) return undefined;
   const data = output ? [...inputs, output] : [...inputs];
   const innerShape = data[0].shape.slice(2);

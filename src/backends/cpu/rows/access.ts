@@ -73,7 +73,7 @@ function collapsedStride(shape: readonly number[], strides: readonly number[]): 
 
 /**
  * Whether the row kernels can index `t` with int32 arithmetic (every storage index below
- * 2^31); the reference kernels take the others.
+ * 2^31); the others run on scratch copies (fast/staging.ts).
  */
 export function rowAddressable(t: Tensor): boolean {
   return hostData(t).length <= MAX_STORAGE_ELEMENTS;

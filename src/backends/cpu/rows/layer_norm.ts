@@ -17,7 +17,7 @@ import type {
 } from "../../types.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 import { channelValues, channelValuesOr, writeChannelValues } from "../fast/channel_values.ts";
-import * as reference from "../reference/layer_norm.ts";
+import { runStaged } from "../fast/staging.ts";
 import { rowAccess, rowAddressable } from "./access.ts";
 import { f32Rows, layerNormGradRowsF32, layerNormRowsF32 } from "./direct_f32.ts";
 import { itemCount, mergeColumns, rowsPerItem } from "./items.ts";
@@ -36,7 +36,14 @@ export function layerNorm(plan: LayerNormPlan, t: LayerNormTensors): void {
     writeChannelValues(t.rstd, temporaryFloat64(rows).fill(NaN));
     return;
   }
-  if (!rowAddressable(t.input) || !rowAddressable(t.output)) return reference.layerNorm(plan, t);
+  if (!rowAddressable(t.input) || !rowAddressable(t.output)) {
+    return runStaged(
+      t,
+      { inputs: ["input"], outputs: ["output"] },
+      (s) => layerNorm(plan, s),
+      { sizeOnly: true },
+    );
+  }
   const x = rowAccess(t.input, axis);
   const y = rowAccess(t.output, axis);
   const w = channelValuesOr(t.weight, cols, 1);
@@ -74,7 +81,14 @@ export function layerNormBackward(plan: LayerNormBackwardPlan, t: LayerNormBackw
     return;
   }
   const data = [t.gradOut, t.input, ...(gradInput ? [gradInput] : [])];
-  if (!data.every(rowAddressable)) return reference.layerNormBackward(plan, t);
+  if (!data.every(rowAddressable)) {
+    return runStaged(
+      t,
+      { inputs: ["gradOut", "input"], outputs: gradInput ? ["gradInput"] : [] },
+      (s) => layerNormBackward(plan, s),
+      { sizeOnly: true },
+    );
+  }
   const dy = rowAccess(t.gradOut, axis);
   const x = rowAccess(t.input, axis);
   const gi = gradInput ? rowAccess(gradInput, axis) : undefined;

@@ -18,7 +18,7 @@ import type {
 } from "../../types.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 import { channelValues, writeChannelValues } from "../fast/channel_values.ts";
-import * as reference from "../reference/rms_norm.ts";
+import { runStaged } from "../fast/staging.ts";
 import { rowAccess, rowAddressable } from "./access.ts";
 import { addRmsNormRowsF32, f32Rows, rmsNormGradRowsF32, rmsNormRowsF32 } from "./direct_f32.ts";
 import { itemCount, mergeColumns, rowsPerItem } from "./items.ts";
@@ -28,7 +28,14 @@ import { addRmsNormRows, rmsNormGradRows, rmsNormRows } from "./scratch_rows.ts"
 export function rmsNorm(plan: RmsNormPlan, t: RmsNormTensors): void {
   const { rows, cols, axis } = plan.geometry;
   if (rows === 0 || cols === 0) return;
-  if (!rowAddressable(t.x) || !rowAddressable(t.y)) return reference.rmsNorm(plan, t);
+  if (!rowAddressable(t.x) || !rowAddressable(t.y)) {
+    return runStaged(
+      t,
+      { inputs: ["x"], outputs: ["y"] },
+      (s) => rmsNorm(plan, s),
+      { sizeOnly: true },
+    );
+  }
   const x = rowAccess(t.x, axis);
   const y = rowAccess(t.y, axis);
   const g = channelValues(t.gamma);
@@ -55,7 +62,14 @@ export function rmsNormGrad(plan: RmsNormGradPlan, t: RmsNormGradTensors): void 
     writeChannelValues(t.dgamma, temporaryFloat64(cols));
     return;
   }
-  if (![t.dy, t.x, t.dx].every(rowAddressable)) return reference.rmsNormGrad(plan, t);
+  if (![t.dy, t.x, t.dx].every(rowAddressable)) {
+    return runStaged(
+      t,
+      { inputs: ["dy", "x"], outputs: ["dx"] },
+      (s) => rmsNormGrad(plan, s),
+      { sizeOnly: true },
+    );
+  }
   const dy = rowAccess(t.dy, axis);
   const x = rowAccess(t.x, axis);
   const dx = rowAccess(t.dx, axis);
@@ -86,7 +100,14 @@ export function addRmsNorm(plan: AddRmsNormPlan, t: AddRmsNormTensors): void {
     writeChannelValues(t.rstd, temporaryFloat64(rows).fill(NaN));
     return;
   }
-  if (![t.x1, t.x2, t.y, t.x].every(rowAddressable)) return reference.addRmsNorm(plan, t);
+  if (![t.x1, t.x2, t.y, t.x].every(rowAddressable)) {
+    return runStaged(
+      t,
+      { inputs: ["x1", "x2"], outputs: ["y", "x"] },
+      (s) => addRmsNorm(plan, s),
+      { sizeOnly: true },
+    );
+  }
   const a = rowAccess(t.x1, axis);
   const b = rowAccess(t.x2, axis);
   const x = rowAccess(t.x, axis);

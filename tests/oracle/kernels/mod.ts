@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Kernels } from "../../types.ts";
+import type { Kernels } from "../../../src/backends/types.ts";
 import {
   batchNormBackward,
   batchNormElemtBackward,

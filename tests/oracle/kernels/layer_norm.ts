@@ -12,7 +12,7 @@ import type {
   LayerNormBackwardTensors,
   LayerNormPlan,
   LayerNormTensors,
-} from "../../types.ts";
+} from "../../../src/backends/types.ts";
 import { valuesOr } from "./values.ts";
 
 /** aclnnLayerNorm (see cpu/rows/layer_norm.ts for the contract). */

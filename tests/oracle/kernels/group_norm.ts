@@ -11,7 +11,7 @@ import type {
   GroupNormBackwardTensors,
   GroupNormPlan,
   GroupNormTensors,
-} from "../../types.ts";
+} from "../../../src/backends/types.ts";
 import { valuesOr } from "./values.ts";
 
 /**

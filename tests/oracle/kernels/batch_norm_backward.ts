@@ -15,7 +15,7 @@ import type {
   BatchNormReduceBackwardPlan,
   BatchNormReduceBackwardTensors,
   ChannelGeometry,
-} from "../../types.ts";
+} from "../../../src/backends/types.ts";
 import { channelSums, elemtBackwardValues, invstdOf, valuesOr } from "./values.ts";
 
 /** aclnnBatchNormReduceBackward: sumDy, sumDyXmu, gradWeight = sumDyXmu * invstd, gradBias. */

@@ -5,8 +5,8 @@
  * @module
  */
 
-import type { Tensor } from "../../../tensor/tensor.ts";
-import type { ChannelGeometry } from "../../types.ts";
+import type { Tensor } from "../../../src/tensor/tensor.ts";
+import type { ChannelGeometry } from "../../../src/backends/types.ts";
 
 /** The tensor's elements as float64, or `length` copies of `fill` when it is absent. */
 export function valuesOr(t: Tensor | undefined, length: number, fill: number): Float64Array {

@@ -14,7 +14,7 @@ import type {
   BatchNormStatsPlan,
   BatchNormStatsTensors,
   BatchNormTensors,
-} from "../../types.ts";
+} from "../../../src/backends/types.ts";
 import { channelStats, invstdOf, normalizeChannels, valuesOr } from "./values.ts";
 
 /** aclnnBatchNormStats: per-channel mean and 1/sqrt(biased var + eps). */

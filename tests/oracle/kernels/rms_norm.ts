@@ -14,7 +14,7 @@ import type {
   RmsNormGradTensors,
   RmsNormPlan,
   RmsNormTensors,
-} from "../../types.ts";
+} from "../../../src/backends/types.ts";
 
 /** Per row of `x`, 1/sqrt(mean(x^2) + eps); y = x * rstd * gamma. */
 function normalize(
