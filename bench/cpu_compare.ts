@@ -40,7 +40,7 @@ import { cpuBackend } from "../src/backends/cpu/mod.ts";
 import { fastKernels } from "../src/backends/cpu/fast/mod.ts";
 import { referenceKernels } from "../tests/oracle/kernels/mod.ts";
 import { setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
-import { setWasmKernels } from "../src/backends/cpu/pool/pool.ts";
+import { withCpuPolicy } from "../src/backends/cpu/pool/pool.ts";
 import { type BenchLayout, CPU_OPS, CPU_SHAPES, cpuCase, type CpuOp } from "./cpu_cases.ts";
 
 const NAME = "bench:cpu";
@@ -288,31 +288,35 @@ async function settle(): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 0));
 }
 
-for (let r = 0; r < repeat; r++) {
-  if (timeTs && timeWasm) {
-    // The same cases with the TypeScript kernels alone (a new pool without WebAssembly).
-    setWasmKernels(false);
+// The fast column under the policy it times (with WebAssembly unless --no-wasm); the pool
+// stays warm across repeats unless the TypeScript pass runs between them.
+await withCpuPolicy({ wasm: timeWasm }, async () => {
+  for (let r = 0; r < repeat; r++) {
+    if (timeTs && timeWasm) {
+      // The same cases with the TypeScript kernels alone (a new pool without WebAssembly).
+      await withCpuPolicy({ wasm: false }, async () => {
+        await startCpuPool();
+        for (const [i, c] of cases.entries()) {
+          best[i].ts = Math.min(best[i].ts, timed(c, (run) => median(run, minTime)));
+        }
+      });
+    }
     await startCpuPool();
     for (const [i, c] of cases.entries()) {
-      best[i].ts = Math.min(best[i].ts, timed(c, (run) => median(run, minTime)));
+      best[i].fast = Math.min(best[i].fast, timed(c, (run) => median(run, minTime)));
+      best[i].out = Math.min(best[i].out, timed(c, (run) => median(run, minTime), "out"));
+      if (!flags["no-reference"]) {
+        const ref = timed(c, (run) => withKernels(referenceKernels, () => median(run, minTime)));
+        best[i].reference = Math.min(best[i].reference, ref);
+      }
+      if (flags.dropped) {
+        const dropped = timed(c, (run) => median(run, minTime), "dropped");
+        best[i].dropped = Math.min(best[i].dropped, dropped);
+        await settle();
+      }
     }
   }
-  setWasmKernels(timeWasm);
-  await startCpuPool();
-  for (const [i, c] of cases.entries()) {
-    best[i].fast = Math.min(best[i].fast, timed(c, (run) => median(run, minTime)));
-    best[i].out = Math.min(best[i].out, timed(c, (run) => median(run, minTime), "out"));
-    if (!flags["no-reference"]) {
-      const ref = timed(c, (run) => withKernels(referenceKernels, () => median(run, minTime)));
-      best[i].reference = Math.min(best[i].reference, ref);
-    }
-    if (flags.dropped) {
-      const dropped = timed(c, (run) => median(run, minTime), "dropped");
-      best[i].dropped = Math.min(best[i].dropped, dropped);
-      await settle();
-    }
-  }
-}
+});
 cases.forEach(({ op, dtype, shape, layout }, i) => {
   const row: Row = {
     op,

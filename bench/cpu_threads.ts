@@ -22,7 +22,7 @@
 import { parseArgs } from "node:util";
 import type { DType } from "../mod.ts";
 import { setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
-import { governor } from "../src/backends/cpu/pool/governor.ts";
+import { withCpuPolicy } from "../src/backends/cpu/pool/pool.ts";
 import { type BenchLayout, cpuCase, type CpuOp } from "./cpu_cases.ts";
 
 const { values: flags } = parseArgs({
@@ -77,9 +77,10 @@ interface Row {
 }
 
 type Way = "1" | "pooled" | "measured";
-function use(way: Way): void {
+/** `body`'s calls made the way `way` says (the pool stays up: only its use changes). */
+function use<T>(way: Way, body: () => T): T {
   setCpuThreads(way === "1" ? 1 : 2);
-  governor.setPolicy(way === "pooled" ? "always" : "measured");
+  return withCpuPolicy({ pool: way === "pooled" ? "always" : "measured" }, body);
 }
 const rows: Row[] = [];
 setCpuThreads(2);
@@ -105,12 +106,9 @@ for (const shape of shapes) {
         try {
           // Warm-up of every way (the measured one past the governor's first runs); calls
           // per side so that one round takes minTime.
-          use("1");
-          const { calls } = perCall(c.run, 3);
-          use("pooled");
-          perCall(c.run, 3);
-          use("measured");
-          perCall(c.run, 20);
+          const { calls } = use("1", () => perCall(c.run, 3));
+          use("pooled", () => perCall(c.run, 3));
+          use("measured", () => perCall(c.run, 20));
           const ways: Way[] = ["1", "pooled", "measured"];
           const ms: Record<Way, number[]> = { "1": [], pooled: [], measured: [] };
           const pooledRatio: number[] = [];
@@ -119,8 +117,7 @@ for (const shape of shapes) {
             const order = [...ways.slice(r % 3), ...ways.slice(0, r % 3)];
             const t = {} as Record<Way, number>;
             for (const way of order) {
-              use(way);
-              t[way] = perCall(c.run, calls).ms;
+              t[way] = use(way, () => perCall(c.run, calls)).ms;
               ms[way].push(t[way]);
             }
             pooledRatio.push(t.pooled / t["1"]);
@@ -150,7 +147,7 @@ for (const shape of shapes) {
     }
   }
 }
-use("measured");
+setCpuThreads(2);
 if (flags.markdown) {
   console.log("| case | pooled / 1 thread | range | measured / 1 thread | 1 thread ms |");
   console.log("|---|---|---|---|---|");

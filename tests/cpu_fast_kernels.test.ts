@@ -12,8 +12,12 @@ import { bf16Bits } from "../src/backends/cpu/kernels/formulas.ts";
 import { referenceKernels } from "./oracle/kernels/mod.ts";
 import { cpuThreads, setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
 import { workerSource } from "../src/backends/cpu/pool/worker_source.ts";
-import { pooledJobCount, postedJobCount, workerItemCount } from "../src/backends/cpu/pool/pool.ts";
-import { governor } from "../src/backends/cpu/pool/governor.ts";
+import {
+  pooledJobCount,
+  postedJobCount,
+  withCpuPolicy,
+  workerItemCount,
+} from "../src/backends/cpu/pool/pool.ts";
 import { MIN_PARALLEL_ELEMENTS } from "../src/backends/cpu/fast/call.ts";
 import {
   batchNormItems,
@@ -645,112 +649,109 @@ function largeCases(dtype: DType, layout: TestLayout): [KernelName, unknown, () 
   ];
 }
 
-Deno.test("worker pool: 2 threads give the same bits as 1 thread, for every kernel", async () => {
-  assert.ok(4 * 8 * 90 * 92 >= MIN_PARALLEL_ELEMENTS);
-  const before = cpuThreads();
-  try {
-    setCpuThreads(2);
-    governor.setPolicy("always"); // these check the pooled runs themselves
-    await startCpuPool();
-    const workerItems = workerItemCount();
-    for (const dtype of FLOATS) {
-      for (const layout of ["contiguous", "channelsLast", "strided"] as const) {
-        for (const [kernel, plan, make] of largeCases(dtype, layout)) {
-          const pooled = make();
-          const alone = make();
-          const jobs = pooledJobCount();
-          const posted = postedJobCount();
-          setCpuThreads(2);
-          (fastKernels[kernel] as (p: unknown, t: unknown) => void)(plan, pooled);
-          const name = `${kernel} ${dtype} ${layout}`;
-          assert.ok(pooledJobCount() > jobs, `${name} ran on the pool`);
-          // With its data in the host heap, the job reached the workers through shared
-          // memory (pool/serve.ts); earlier tests may have filled the heap.
-          const data = Object.values(pooled).filter((t) => t!.numel > 1024);
-          if (data.every((t) => heapAddress(t!.storage as Float32Array) >= 0)) {
-            assert.equal(postedJobCount(), posted, `${name} was not posted`);
+Deno.test("worker pool: 2 threads give the same bits as 1 thread, for every kernel", () =>
+  withCpuPolicy({ pool: "always" }, async () => {
+    assert.ok(4 * 8 * 90 * 92 >= MIN_PARALLEL_ELEMENTS);
+    const before = cpuThreads();
+    try {
+      setCpuThreads(2);
+      await startCpuPool();
+      const workerItems = workerItemCount();
+      for (const dtype of FLOATS) {
+        for (const layout of ["contiguous", "channelsLast", "strided"] as const) {
+          for (const [kernel, plan, make] of largeCases(dtype, layout)) {
+            const pooled = make();
+            const alone = make();
+            const jobs = pooledJobCount();
+            const posted = postedJobCount();
+            setCpuThreads(2);
+            (fastKernels[kernel] as (p: unknown, t: unknown) => void)(plan, pooled);
+            const name = `${kernel} ${dtype} ${layout}`;
+            assert.ok(pooledJobCount() > jobs, `${name} ran on the pool`);
+            // With its data in the host heap, the job reached the workers through shared
+            // memory (pool/serve.ts); earlier tests may have filled the heap.
+            const data = Object.values(pooled).filter((t) => t!.numel > 1024);
+            if (data.every((t) => heapAddress(t!.storage as Float32Array) >= 0)) {
+              assert.equal(postedJobCount(), posted, `${name} was not posted`);
+            }
+            setCpuThreads(1);
+            (fastKernels[kernel] as (p: unknown, t: unknown) => void)(plan, alone);
+            for (const [name, t] of Object.entries(pooled)) {
+              assertSameBits(t!, alone[name]!, `${kernel} ${dtype} ${layout} ${name}`);
+            }
+            // Frees their heap blocks now: the loop would fill the heap before a collection.
+            for (const t of [...Object.values(pooled), ...Object.values(alone)]) t!.dispose();
           }
-          setCpuThreads(1);
-          (fastKernels[kernel] as (p: unknown, t: unknown) => void)(plan, alone);
-          for (const [name, t] of Object.entries(pooled)) {
-            assertSameBits(t!, alone[name]!, `${kernel} ${dtype} ${layout} ${name}`);
-          }
-          // Frees their heap blocks now: the loop would fill the heap before a collection.
-          for (const t of [...Object.values(pooled), ...Object.values(alone)]) t!.dispose();
         }
       }
+      assert.ok(workerItemCount() > workerItems, "the worker ran items");
+    } finally {
+      setCpuThreads(before);
     }
-    assert.ok(workerItemCount() > workerItems, "the worker ran items");
-  } finally {
-    governor.setPolicy("measured");
-    setCpuThreads(before);
-  }
-});
+  }));
 
-Deno.test("worker pool: a call of one item per stage stays on the calling thread", async () => {
-  const before = cpuThreads();
-  try {
-    setCpuThreads(2);
-    governor.setPolicy("always"); // these check the pooled runs themselves
-    await startCpuPool();
-    // One sample of one group, contiguous: one item, above the pooling threshold.
-    const shape = [1, 8, 128, 96];
-    assert.ok(numel(shape) >= MIN_PARALLEL_ELEMENTS);
-    const layout: Layout = {
-      kind: "rows",
-      N: 1,
-      C: 8,
-      inner: 128 * 96,
-      innerShape: [128 * 96],
-      perSample: false,
-    };
-    assert.equal(groupNormItems(layout, 1), 1);
-    const jobs = pooledJobCount();
-    groupNormCase(shape, "float32", "contiguous", 0, 1);
-    assert.equal(pooledJobCount(), jobs, "no pool job for a single item");
-    // Two groups make two items: pooled.
-    groupNormCase(shape, "float32", "contiguous", 0, 2);
-    assert.equal(pooledJobCount(), jobs + 1);
-  } finally {
-    governor.setPolicy("measured");
-    setCpuThreads(before);
-  }
-});
-
-Deno.test("worker pool: tensors outside the host heap are posted, with the same bits", async () => {
-  const before = cpuThreads();
-  /** `t` in a SharedArrayBuffer of its own (as when the heap is full), same values. */
-  const outside = (t: Tensor) => {
-    const storage = t.storage as Float32Array;
-    const copy = new Float32Array(new SharedArrayBuffer(storage.byteLength));
-    copy.set(storage);
-    return new Tensor(copy, t.dtype, t.shape, t.strides, t.offset);
-  };
-  try {
-    setCpuThreads(2);
-    governor.setPolicy("always"); // these check the pooled runs themselves
-    await startCpuPool();
-    for (const [kernel, plan, make] of largeCases("float32", "contiguous")) {
-      const set = make();
-      const pooled = Object.fromEntries(
-        Object.entries(set).map(([name, t]) => [name, t!.numel > 1024 ? outside(t!) : t]),
-      );
-      const alone = make();
-      const posted = postedJobCount();
+Deno.test("worker pool: a call of one item per stage stays on the calling thread", () =>
+  withCpuPolicy({ pool: "always" }, async () => {
+    const before = cpuThreads();
+    try {
       setCpuThreads(2);
-      (fastKernels[kernel] as (p: unknown, t: unknown) => void)(plan, pooled);
-      assert.ok(postedJobCount() > posted, `${kernel} was posted`);
-      setCpuThreads(1);
-      (fastKernels[kernel] as (p: unknown, t: unknown) => void)(plan, alone);
-      for (const [name, t] of Object.entries(pooled)) {
-        assertSameBits(t!, alone[name]!, `${kernel} ${name}`);
-      }
+      await startCpuPool();
+      // One sample of one group, contiguous: one item, above the pooling threshold.
+      const shape = [1, 8, 128, 96];
+      assert.ok(numel(shape) >= MIN_PARALLEL_ELEMENTS);
+      const layout: Layout = {
+        kind: "rows",
+        N: 1,
+        C: 8,
+        inner: 128 * 96,
+        innerShape: [128 * 96],
+        perSample: false,
+      };
+      assert.equal(groupNormItems(layout, 1), 1);
+      const jobs = pooledJobCount();
+      groupNormCase(shape, "float32", "contiguous", 0, 1);
+      assert.equal(pooledJobCount(), jobs, "no pool job for a single item");
+      // Two groups make two items: pooled.
+      groupNormCase(shape, "float32", "contiguous", 0, 2);
+      assert.equal(pooledJobCount(), jobs + 1);
+    } finally {
+      setCpuThreads(before);
     }
-  } finally {
-    governor.setPolicy("measured");
-    setCpuThreads(before);
-  }
-});
+  }));
+
+Deno.test("worker pool: tensors outside the host heap are posted, with the same bits", () =>
+  withCpuPolicy({ pool: "always" }, async () => {
+    const before = cpuThreads();
+    /** `t` in a SharedArrayBuffer of its own (as when the heap is full), same values. */
+    const outside = (t: Tensor) => {
+      const storage = t.storage as Float32Array;
+      const copy = new Float32Array(new SharedArrayBuffer(storage.byteLength));
+      copy.set(storage);
+      return new Tensor(copy, t.dtype, t.shape, t.strides, t.offset);
+    };
+    try {
+      setCpuThreads(2);
+      await startCpuPool();
+      for (const [kernel, plan, make] of largeCases("float32", "contiguous")) {
+        const set = make();
+        const pooled = Object.fromEntries(
+          Object.entries(set).map(([name, t]) => [name, t!.numel > 1024 ? outside(t!) : t]),
+        );
+        const alone = make();
+        const posted = postedJobCount();
+        setCpuThreads(2);
+        (fastKernels[kernel] as (p: unknown, t: unknown) => void)(plan, pooled);
+        assert.ok(postedJobCount() > posted, `${kernel} was posted`);
+        setCpuThreads(1);
+        (fastKernels[kernel] as (p: unknown, t: unknown) => void)(plan, alone);
+        for (const [name, t] of Object.entries(pooled)) {
+          assertSameBits(t!, alone[name]!, `${kernel} ${name}`);
+        }
+      }
+    } finally {
+      setCpuThreads(before);
+    }
+  }));
 
 Deno.test("worker pool: a script with large ops exits by itself, with no permission flags", async () => {
   const child = new URL("./fixtures/cpu_pool_exit_child.ts", import.meta.url).pathname;

@@ -113,11 +113,8 @@ Deno.test("pool governor: one preempted run does not flip the choice", () => {
   assert.ok(drive(s, 100, 2, 1) <= 1, "still alone (but for a scheduled check of the pool)");
 });
 
-Deno.test("pool governor: the 'always' policy pools every eligible call; groups are apart", () => {
+Deno.test("pool governor: groups are apart", () => {
   const s = governed();
-  s.g.setPolicy("always");
-  assert.equal(drive(s, 50, 10, 1), 50);
-  s.g.setPolicy("measured");
   const other = groupKey(["sums", "write"], 0, "rows", 1 << 17);
   assert.notEqual(other, KEY, "another size is another group");
   assert.equal(s.g.choose(other, s.clock), true, "a new group starts with a pooled run");

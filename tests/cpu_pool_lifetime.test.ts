@@ -17,8 +17,12 @@ import {
   stopCpuPool,
   Tensor,
 } from "../mod.ts";
-import { pooledJobCount, poolIdleMs, poolReady } from "../src/backends/cpu/pool/pool.ts";
-import { governor } from "../src/backends/cpu/pool/governor.ts";
+import {
+  pooledJobCount,
+  poolIdleMs,
+  poolReady,
+  withCpuPolicy,
+} from "../src/backends/cpu/pool/pool.ts";
 
 const shape = [4, 16, 32, 32]; // 64K elements: pooled on 2 threads
 const x = Tensor.random(shape, { seed: 1 });
@@ -33,11 +37,10 @@ async function withTwoThreads(fn: () => Promise<void>): Promise<void> {
   const before = cpuThreads();
   const idle = poolIdleMs();
   setCpuThreads(2);
-  governor.setPolicy("always"); // whether calls are pooled is what these tests check
   try {
-    await fn();
+    // Whether calls are pooled is what these tests check.
+    await withCpuPolicy({ pool: "always" }, fn);
   } finally {
-    governor.setPolicy("measured");
     stopCpuPool();
     await startCpuPool({ idleMs: idle }); // the idle time as it was
     stopCpuPool();
@@ -95,14 +98,14 @@ Deno.test("cpu pool: a global Worker replaced by one that throws does not reach 
     // What onnxruntime-web does: its Worker refuses the data: URL the pool once used.
     globalThis.Worker = class { constructor() { throw new TypeError("stub Worker"); } };
     const m = await import("${root}mod.ts");
-    const { pooledJobCount } = await import("${root}src/backends/cpu/pool/pool.ts");
-    const { governor } = await import("${root}src/backends/cpu/pool/governor.ts");
-    governor.setPolicy("always");
-    m.setCpuThreads(2);
-    await m.startCpuPool();
-    const x = m.Tensor.random([4, 16, 32, 32], { seed: 1 });
-    const r = m.batchNorm({ input: x, training: true });
-    console.log(JSON.stringify({ pooled: pooledJobCount(), shape: r.output.shape }));
+    const { pooledJobCount, withCpuPolicy } = await import("${root}src/backends/cpu/pool/pool.ts");
+    await withCpuPolicy({ pool: "always" }, async () => {
+      m.setCpuThreads(2);
+      await m.startCpuPool();
+      const x = m.Tensor.random([4, 16, 32, 32], { seed: 1 });
+      const r = m.batchNorm({ input: x, training: true });
+      console.log(JSON.stringify({ pooled: pooledJobCount(), shape: r.output.shape }));
+    });
   `);
   assert.deepEqual(JSON.parse(line), { pooled: 1, shape: [4, 16, 32, 32] });
 });
@@ -110,32 +113,32 @@ Deno.test("cpu pool: a global Worker replaced by one that throws does not reach 
 Deno.test("cpu pool: when no worker can be made, calls run on the calling thread", async () => {
   const line = await child(`
     const m = await import("${root}mod.ts");
-    const { pooledJobCount } = await import("${root}src/backends/cpu/pool/pool.ts");
+    const { pooledJobCount, withCpuPolicy } = await import("${root}src/backends/cpu/pool/pool.ts");
     const { setWorkerFactory } = await import("${root}src/backends/cpu/pool/spawn.ts");
-    const { governor } = await import("${root}src/backends/cpu/pool/governor.ts");
-    governor.setPolicy("always");
-    const x = m.Tensor.random([4, 16, 32, 32], { seed: 1 });
-    const dy = m.Tensor.random([4, 16, 32, 32], { seed: 2 });
-    const bits = () => Array.from(m.batchNormBackward({ gradOut: dy, input: x, training: true })
-      .gradInput.toFloat64Array());
-    m.setCpuThreads(1);
-    const alone = bits();
-    m.setCpuThreads(2);
-    let made = 0;
-    setWorkerFactory(() => { made++; throw new TypeError("no workers here"); });
-    const fallback = [bits(), bits(), bits()];
-    const same = fallback.every((b) => b.every((v, i) => Object.is(v, alone[i])));
-    let message = "";
-    await m.startCpuPool().catch((e) => { message = e.message; });
-    setWorkerFactory(undefined);
-    await m.startCpuPool();
-    const before = pooledJobCount();
-    const pooled = bits();
-    console.log(JSON.stringify({
-      same, made, pooledWhileBroken: before, message,
-      pooledAfter: pooledJobCount() - before,
-      sameAfter: pooled.every((v, i) => Object.is(v, alone[i])),
-    }));
+    await withCpuPolicy({ pool: "always" }, async () => {
+      const x = m.Tensor.random([4, 16, 32, 32], { seed: 1 });
+      const dy = m.Tensor.random([4, 16, 32, 32], { seed: 2 });
+      const bits = () => Array.from(m.batchNormBackward({ gradOut: dy, input: x, training: true })
+        .gradInput.toFloat64Array());
+      m.setCpuThreads(1);
+      const alone = bits();
+      m.setCpuThreads(2);
+      let made = 0;
+      setWorkerFactory(() => { made++; throw new TypeError("no workers here"); });
+      const fallback = [bits(), bits(), bits()];
+      const same = fallback.every((b) => b.every((v, i) => Object.is(v, alone[i])));
+      let message = "";
+      await m.startCpuPool().catch((e) => { message = e.message; });
+      setWorkerFactory(undefined);
+      await m.startCpuPool();
+      const before = pooledJobCount();
+      const pooled = bits();
+      console.log(JSON.stringify({
+        same, made, pooledWhileBroken: before, message,
+        pooledAfter: pooledJobCount() - before,
+        sameAfter: pooled.every((v, i) => Object.is(v, alone[i])),
+      }));
+    });
   `);
   const r = JSON.parse(line);
   assert.equal(r.same, true, "the calls gave the calling thread's bits");

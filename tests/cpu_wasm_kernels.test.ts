@@ -33,14 +33,8 @@ import {
 } from "../src/backends/cpu/kernels/wasm_kernels.ts";
 import { fastKernels } from "../src/backends/cpu/fast/mod.ts";
 import { referenceKernels } from "./oracle/kernels/mod.ts";
-import {
-  callerScratch,
-  pooledJobCount,
-  setWasmKernels,
-  wasmKernelsEnabled,
-} from "../src/backends/cpu/pool/pool.ts";
+import { callerState, pooledJobCount, withCpuPolicy } from "../src/backends/cpu/pool/pool.ts";
 import { cpuThreads, setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
-import { governor } from "../src/backends/cpu/pool/governor.ts";
 import { channelGeometry, type KernelName } from "../src/backends/types.ts";
 import { type DType, numberToBf16 } from "../src/tensor/dtype.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
@@ -290,16 +284,22 @@ function compareWasm(name: string, set: TensorSet, run: Run): number {
   const typescript = twinSet(set);
   const reference = twinSet(set);
   const inHeap = twinSet(set, heapStorage);
-  callerScratch.wasm = null;
-  callerScratch.heapOff = true;
-  run(fastKernels, typescript);
-  callerScratch.wasm = countingInstance();
+  withCpuPolicy({ wasm: false, inPlace: false }, () => run(fastKernels, typescript));
   const total = () => [...wasmCalls.values(), ...heapCalls.values()].reduce((a, b) => a + b, 0);
   const before = total();
-  run(fastKernels, set);
-  callerScratch.heapOff = false;
-  callerScratch.heapKernels = countingHeapKernels();
-  run(fastKernels, inHeap);
+  withCpuPolicy({ inPlace: false }, () => {
+    callerState().wasm = countingInstance();
+    run(fastKernels, set);
+  });
+  withCpuPolicy({ inPlace: true }, () => {
+    const state = callerState();
+    state.wasm = countingInstance();
+    // The counting kernels, with their region as the thread's (else it is given one).
+    state.heapKernels = countingHeapKernels();
+    state.heapRegion = state.heapKernels.at;
+    state.heapMemory = hostHeapMemory()!;
+    run(fastKernels, inHeap);
+  });
   const calls = total() - before;
   run(referenceKernels, reference);
   for (const [key, t] of Object.entries(set)) {
@@ -477,19 +477,11 @@ function everyOp(shape: number[], dtype: DType, layout: WasmLayout, seed: number
  */
 function inline(body: () => void): void {
   const threads = cpuThreads();
-  const enabled = wasmKernelsEnabled();
   setCpuThreads(1);
-  setWasmKernels(true);
-  callerScratch.wasmEverywhere = true;
   try {
-    body();
+    withCpuPolicy({ wasm: true, wasmEverywhere: true, inPlace: true }, body);
   } finally {
-    callerScratch.wasmEverywhere = false;
-    callerScratch.wasm = undefined;
-    callerScratch.heapKernels = undefined;
-    callerScratch.heapOff = false;
     setCpuThreads(threads);
-    setWasmKernels(enabled);
   }
 }
 
@@ -748,16 +740,16 @@ Deno.test("wasm on the worker pool: the bits of an inline run without WebAssembl
           const run = fastKernels[kernel] as (p: unknown, t: unknown) => void;
           const pooled = make();
           const alone = twinSet(pooled);
-          setWasmKernels(true);
           setCpuThreads(2);
-          governor.setPolicy("always"); // this checks the pooled runs themselves
-          await startCpuPool();
-          const jobs = pooledJobCount();
-          run(plan, pooled);
-          assert.ok(pooledJobCount() > jobs, `${kernel} ${dtype} ${layout} ran on the pool`);
-          setWasmKernels(false);
+          // This checks the pooled runs themselves.
+          await withCpuPolicy({ pool: "always" }, async () => {
+            await startCpuPool();
+            const jobs = pooledJobCount();
+            run(plan, pooled);
+            assert.ok(pooledJobCount() > jobs, `${kernel} ${dtype} ${layout} ran on the pool`);
+          });
           setCpuThreads(1);
-          run(plan, alone);
+          withCpuPolicy({ wasm: false }, () => run(plan, alone));
           for (const [name, t] of Object.entries(pooled)) {
             if (t) assertSameValues(t, alone[name]!, `${kernel} ${dtype} ${layout} ${name}`);
           }
@@ -765,8 +757,6 @@ Deno.test("wasm on the worker pool: the bits of an inline run without WebAssembl
       }
     }
   } finally {
-    governor.setPolicy("measured");
-    setWasmKernels(true);
     setCpuThreads(threads);
   }
 });

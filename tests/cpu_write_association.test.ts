@@ -15,6 +15,7 @@
 import assert from "node:assert/strict";
 import { gradient } from "../src/backends/cpu/kernels/formulas.ts";
 import { createThreadState, type ThreadState } from "../src/backends/cpu/kernels/stages.ts";
+import { DEFAULT_CPU_POLICY } from "../src/backends/cpu/policy.ts";
 import {
   HEAP_PIXEL,
   HEAP_ROW,
@@ -110,9 +111,7 @@ function stage(
 
 /** A thread's scratch with the WebAssembly kernels everywhere, in place or copying. */
 function wasmScratch(inPlace: boolean): ThreadState {
-  const scratch = createThreadState(kernelsWasmBytes());
-  scratch.wasmEverywhere = true;
-  scratch.heapOff = !inPlace;
+  const scratch = createThreadState(kernelsWasmBytes(), { wasmEverywhere: true, inPlace });
   if (inPlace) {
     const region = heapAllocate(HEAP_REGION_BYTES)!;
     region.adopt(scratch);
@@ -124,9 +123,27 @@ function wasmScratch(inPlace: boolean): ThreadState {
 
 Deno.test("every gradient write evaluates dy * a + (x * b + c), in that association", () => {
   const paths: [string, Layout["kind"], boolean, () => ThreadState, number][] = [
-    ["TypeScript rows", "rows", false, () => createThreadState(), FLOAT32],
-    ["TypeScript pixels", "pixels", false, () => createThreadState(), FLOAT32],
-    ["strided", "strided", false, () => createThreadState(), STRIDED_ROW],
+    [
+      "TypeScript rows",
+      "rows",
+      false,
+      () => createThreadState(undefined, DEFAULT_CPU_POLICY),
+      FLOAT32,
+    ],
+    [
+      "TypeScript pixels",
+      "pixels",
+      false,
+      () => createThreadState(undefined, DEFAULT_CPU_POLICY),
+      FLOAT32,
+    ],
+    [
+      "strided",
+      "strided",
+      false,
+      () => createThreadState(undefined, DEFAULT_CPU_POLICY),
+      STRIDED_ROW,
+    ],
     ["WebAssembly rows", "rows", false, () => wasmScratch(false), WASM_ROW],
     ["WebAssembly pixels", "pixels", false, () => wasmScratch(false), WASM_PIXEL],
     ["WebAssembly rows in place", "rows", true, () => wasmScratch(true), HEAP_ROW],

@@ -18,8 +18,8 @@ import {
   hostHeapMaxBytes,
   hostHeapMemory,
   hostHeapUsage,
-  poisonUnwrittenForTests,
   releaseForTests,
+  startHostHeap,
 } from "../src/tensor/host_heap.ts";
 import {
   allocateHostBuffer,
@@ -29,6 +29,9 @@ import {
 } from "../src/tensor/dtype.ts";
 import { AclnnError, batchNorm, batchNormReduceBackward, keep, tidy } from "../mod.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
+
+// The heap of these tests poisons reused blocks (checked below); a child checks the default.
+startHostHeap({ poisonReused: true });
 
 Deno.test("host heap: large host storage lives in the heap, small storage does not", () => {
   const large = allocateHostData("float32", HEAP_HOST_BYTES / 4);
@@ -102,7 +105,7 @@ Deno.test("block pool: a freed block is cached for its class, flushed and merged
   assert.equal(pool.counters.peakBytesInUse, 65536 + 65536 + 131072 + 131072);
 });
 
-Deno.test("host heap: reused blocks are zero-filled on request, else keep (poisoned) old bytes", () => {
+Deno.test("host heap: reused blocks are zero-filled on request, else poisoned (this policy)", () => {
   const bytes = 3 * 65536;
   const first = heapAllocate(bytes)!;
   new Uint8Array(first.buffer, first.at, bytes).fill(7);
@@ -113,22 +116,34 @@ Deno.test("host heap: reused blocks are zero-filled on request, else keep (poiso
   assert.equal(view.findIndex((v) => v !== 0), -1, "zero-filled");
   view.fill(7);
   releaseForTests(zeroed.at);
-  poisonUnwrittenForTests(false);
-  try {
-    const kept = heapAllocate(bytes, false)!;
-    assert.equal(kept.at, first.at);
-    assert.equal(new Uint8Array(kept.buffer, kept.at, bytes)[100], 7, "old bytes, no fill");
-    releaseForTests(kept.at);
-  } finally {
-    poisonUnwrittenForTests(true);
-  }
   const poisoned = heapAllocate(bytes, false)!;
+  assert.equal(poisoned.at, first.at);
   assert.ok(Number.isNaN(new Float32Array(poisoned.buffer, poisoned.at, 4)[0]), "NaN-filled");
   releaseForTests(poisoned.at);
   // Freeing a block twice does nothing the second time.
   const before = hostHeapUsage().bytesInUse;
   releaseForTests(poisoned.at);
   assert.equal(hostHeapUsage().bytesInUse, before);
+  // Once in use, the heap's policy stays.
+  assert.throws(() => startHostHeap({ poisonReused: false }), /under another policy/);
+  startHostHeap({ poisonReused: true });
+});
+
+Deno.test("host heap: under the default policy, a reused block keeps its old bytes", async () => {
+  const module = new URL("../src/tensor/host_heap.ts", import.meta.url);
+  const script = [
+    `import { heapAllocate, releaseForTests } from "${module}";`,
+    `const first = heapAllocate(${3 * 65536})!;`,
+    `new Uint8Array(first.buffer, first.at, ${3 * 65536}).fill(7);`,
+    `releaseForTests(first.at);`,
+    `const kept = heapAllocate(${3 * 65536}, false)!;`,
+    `console.log(kept.at === first.at, new Uint8Array(kept.buffer, kept.at, 4096)[100]);`,
+  ].join("\n");
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--no-config", "--ext=ts", script],
+  }).output();
+  assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  assert.equal(new TextDecoder().decode(out.stdout).trim(), "true 7", "old bytes, no fill");
 });
 
 Deno.test("host heap: an operator's output reuses a disposed output's block without zero-filling", () => {

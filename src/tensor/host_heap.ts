@@ -69,8 +69,19 @@ const BLOCK_ALIGN = 64;
  */
 export const HOST_HEAP_SLACK_BYTES = 64;
 
+/** How a heap hands out blocks (fixed when it is created: {@linkcode startHostHeap}). */
+export interface HostHeapPolicy {
+  /**
+   * Fill a reused block handed out without zero-filling with 0xff bytes (NaN in float32,
+   * float16 and bfloat16) instead of leaving its old bytes, so that an output element a
+   * kernel forgets to write shows up as NaN (tests). Default false.
+   */
+  readonly poisonReused: boolean;
+}
+
 /** The heap's state (one per process; workers only receive its memory). */
 interface HostHeap {
+  readonly policy: HostHeapPolicy;
   readonly memory: WebAssembly.Memory;
   /** Every buffer object the memory has handed out (one per size after each grow). */
   readonly buffers: WeakSet<SharedArrayBuffer>;
@@ -109,9 +120,26 @@ function growTo(memory: WebAssembly.Memory, end: number): boolean {
   }
 }
 
+/**
+ * Creates the heap now under `policy` (tests: the heap is otherwise created on first use,
+ * under the default policy). Nothing to do when it exists under the same policy; a
+ * RangeError when it exists under another one (it was used before the policy was given).
+ */
+export function startHostHeap(policy: HostHeapPolicy): void {
+  if (heap === undefined) {
+    createHeap(policy);
+  } else if (heap !== null && heap.policy.poisonReused !== policy.poisonReused) {
+    throw new RangeError("startHostHeap: the host heap is in use under another policy");
+  }
+}
+
 /** The heap, created on first use; null where shared WebAssembly memories are unavailable. */
 function theHeap(): HostHeap | null {
-  if (heap !== undefined) return heap;
+  return heap !== undefined ? heap : createHeap({ poisonReused: false });
+}
+
+/** Creates the heap under `policy` (null where shared WebAssembly memories are unavailable). */
+function createHeap(policy: HostHeapPolicy): HostHeap | null {
   if (hostHeapMaxBytes() <= HOST_HEAP_RESERVED_BYTES) return (heap = null);
   try {
     const memory = new WebAssembly.Memory({
@@ -120,6 +148,7 @@ function theHeap(): HostHeap | null {
       shared: true,
     });
     heap = {
+      policy: Object.freeze({ ...policy }),
       memory,
       buffers: new WeakSet(),
       pool: new BlockPool(HOST_HEAP_RESERVED_BYTES, (end) => growTo(memory, end)),
@@ -176,7 +205,7 @@ export function heapAllocate(
   if (taken.dirty) {
     const view = new Uint8Array(buffer, at, size);
     if (zeroed) view.fill(0);
-    else if (poisonOn) view.fill(0xff); // NaN in every float dtype
+    else if (h.policy.poisonReused) view.fill(0xff); // NaN in every float dtype
   }
   const block: Block = { at, bytes: size };
   h.live.add(block);
@@ -185,17 +214,6 @@ export function heapAllocate(
     h.registry.register(owner, block, block);
   };
   return { buffer, at, adopt };
-}
-
-let poisonOn = false;
-
-/**
- * Tests: when on, storage allocated without zero-filling that reuses a block is filled with
- * 0xff bytes (NaN in float32, float16 and bfloat16) instead of keeping the old bytes, so that
- * an output element a kernel forgets to write shows up as NaN.
- */
-export function poisonUnwrittenForTests(on: boolean): void {
-  poisonOn = on;
 }
 
 /**

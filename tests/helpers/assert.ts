@@ -9,11 +9,12 @@ import assert from "node:assert/strict";
 import { AclnnError } from "../../src/errors.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
 import { TOLERANCE, type Tolerance, toleranceFor } from "./tolerance.ts";
-import { poisonUnwrittenForTests } from "../../src/tensor/host_heap.ts";
+import { startHostHeap } from "../../src/tensor/host_heap.ts";
 
 // Every test that asserts results also catches an output element no kernel wrote: reused
-// host blocks handed out without zero-filling come filled with NaN.
-poisonUnwrittenForTests(true);
+// host blocks handed out without zero-filling come filled with NaN (the heap is created
+// under that policy before any test allocates).
+startHostHeap({ poisonReused: true });
 
 export type { Tolerance } from "./tolerance.ts";
 

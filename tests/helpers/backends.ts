@@ -35,11 +35,12 @@ import type { Device } from "../../src/tensor/device.ts";
 import type { DType } from "../../src/tensor/dtype.ts";
 import type { Tensor } from "../../src/tensor/tensor.ts";
 import { liveDelta, SIM_DIR, simStats } from "./ffi_sim.ts";
-import { poisonUnwrittenForTests } from "../../src/tensor/host_heap.ts";
+import { startHostHeap } from "../../src/tensor/host_heap.ts";
 
 // Every test that asserts results also catches an output element no kernel wrote: reused
-// host blocks handed out without zero-filling come filled with NaN.
-poisonUnwrittenForTests(true);
+// host blocks handed out without zero-filling come filled with NaN (the heap is created
+// under that policy before any test allocates).
+startHostHeap({ poisonReused: true });
 
 /** The SoCs the software CANN plays for every suite: its default, and an Atlas A2. */
 export const SIM_SOCS: readonly string[] = ["Ascend950PR_9599", "Ascend910B4"];

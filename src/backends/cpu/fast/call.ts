@@ -10,7 +10,14 @@ import type { Tensor } from "../../../tensor/tensor.ts";
 import type { ChosenLayout } from "./layout.ts";
 import type { Layout, TensorAddress } from "../kernels/layout_types.ts";
 import type { DataCode, Stage } from "../kernels/stage_types.ts";
-import { quietPool, readyPool, runInline, runPooled, type WorkerPool } from "../pool/pool.ts";
+import {
+  cpuPolicy,
+  quietPool,
+  readyPool,
+  runInline,
+  runPooled,
+  type WorkerPool,
+} from "../pool/pool.ts";
 import { governor, groupKey } from "../pool/governor.ts";
 import { cpuThreads } from "../threads.ts";
 import { dataCode, isShared } from "./tensor_arrays.ts";
@@ -81,7 +88,7 @@ export function visible(call: Call, values: Float64Array): Float64Array {
  * Runs the stages in order; `between[i]` runs on the calling thread once every thread has
  * finished stage i (and before stage i + 1 starts). A call that may use the pool does when
  * the governor's measurements of such calls say the pool is faster (pool/governor.ts), and
- * its time is recorded. Stages of one item each run on the calling thread: a worker could
+ * its time is recorded; or always, under a policy that says so (../policy.ts). Stages of one item each run on the calling thread: a worker could
  * only take that item from it. The items are the shape's, so the results are the same
  * whichever threads run them.
  */
@@ -97,7 +104,7 @@ export function execute(
   }
   const key = groupKey(stages.map((s) => s.op), call.dtype, call.layout.kind, call.numel);
   const start = performance.now();
-  const pooled = governor.choose(key, start);
+  const pooled = cpuPolicy().pool === "always" || governor.choose(key, start);
   if (pooled) {
     runPooled(pool, stages, between);
   } else {

@@ -7,6 +7,7 @@
  * @module
  */
 
+import type { KernelPolicy } from "../policy.ts";
 import { createCodecScratch } from "./codecs.ts";
 import {
   groupNormBackwardPixels,
@@ -53,20 +54,18 @@ export interface ThreadState extends KernelScratch {
   heapMemory: WebAssembly.Memory | undefined;
   /** Byte address of this thread's region of the heap (0: none yet). */
   heapRegion: number;
-  /** Tests: never run the kernels in place (so that the copying ones can be compared). */
-  heapOff: boolean;
-  /**
-   * Tests: run the WebAssembly kernels for every dtype, not only where {@linkcode wasmWins}
-   * measured them faster, so that each is compared with its twin.
-   */
-  wasmEverywhere: boolean;
+  /** Which kernels this thread may choose. */
+  readonly policy: KernelPolicy;
 }
 
 /**
- * A fresh state for one thread, with the WebAssembly kernels' bytes when this thread may use
- * them (instantiated on its first stage).
+ * A fresh state for one thread under `policy`, with the WebAssembly kernels' bytes when this
+ * thread may use them (instantiated on its first stage).
  */
-export function createThreadState(wasmBytes?: Uint8Array): ThreadState {
+export function createThreadState(
+  wasmBytes: Uint8Array | undefined,
+  policy: KernelPolicy,
+): ThreadState {
   return {
     ...createCodecScratch(),
     tables: undefined,
@@ -75,8 +74,7 @@ export function createThreadState(wasmBytes?: Uint8Array): ThreadState {
     heapMemory: undefined,
     heapRegion: 0,
     heapKernels: undefined,
-    heapOff: false,
-    wasmEverywhere: false,
+    policy,
   };
 }
 
@@ -131,7 +129,7 @@ export function wasmWins(dtype: number): boolean {
 
 /** Whether this thread runs stage `s` in WebAssembly (see {@linkcode wasmWins}). */
 export function runsWasm(s: Stage, scratch: ThreadState): boolean {
-  return scratch.wasm !== null && (scratch.wasmEverywhere || wasmWins(s.dtype));
+  return scratch.wasm !== null && (scratch.policy.wasmEverywhere || wasmWins(s.dtype));
 }
 
 /**
@@ -140,7 +138,7 @@ export function runsWasm(s: Stage, scratch: ThreadState): boolean {
  * they beat TypeScript's float32 kernels too (1.4-2.3x on rows, measured in the module).
  */
 export function inHeap(s: Stage, scratch: ThreadState): boolean {
-  if (scratch.heapOff || (s.dy !== undefined && s.dyHeap < 0)) return false;
+  if (!scratch.policy.inPlace || (s.dy !== undefined && s.dyHeap < 0)) return false;
   if ((s.x !== undefined && s.xHeap < 0) || (s.out !== undefined && s.outHeap < 0)) return false;
   if (scratch.heapKernels === undefined) {
     scratch.heapKernels = instantiateHeapKernels(

@@ -46,9 +46,6 @@ const ALPHA = 0.25;
 const MIN_INTERVAL_MS = 4;
 const MAX_INTERVAL_MS = 2048;
 
-/** How the pool is chosen: by measurement (the default), or always when eligible (tests). */
-export type PoolPolicy = "measured" | "always";
-
 /** What one group of calls has measured. */
 interface Group {
   /** Estimates of nanoseconds per element, pooled and alone (NaN: no run yet). */
@@ -66,21 +63,9 @@ interface Group {
 /** The decisions of {@linkcode Governor.choose} for a group, and what they measured. */
 export class Governor {
   readonly #groups = new Map<number, Group>();
-  #policy: PoolPolicy = "measured";
-
-  /** Sets the policy (for tests and benchmarks that must run on the pool). */
-  setPolicy(policy: PoolPolicy): void {
-    this.#policy = policy;
-  }
-
-  /** The current policy. */
-  get policy(): PoolPolicy {
-    return this.#policy;
-  }
 
   /** Whether the call of group `key` starting `now` (performance.now() ms) runs pooled. */
   choose(key: number, now: number): boolean {
-    if (this.#policy === "always") return true;
     let g = this.#groups.get(key);
     if (g === undefined) {
       g = {

@@ -25,6 +25,7 @@
 
 import type { Stage } from "../kernels/stage_types.ts";
 import { createThreadState, runStage, type ThreadState } from "../kernels/stages.ts";
+import { type CpuPolicy, DEFAULT_CPU_POLICY } from "../policy.ts";
 import {
   CONTROL_BUFFER_BYTES,
   CONTROL_DONE,
@@ -71,35 +72,57 @@ export const POOL_ARENA_BYTES = 1 << 20;
 /** Float64 entries each arena allocation is rounded up to (a cache line apart). */
 const ARENA_ALIGN = 8;
 
-/** The WebAssembly kernels' bytes every thread instantiates, or undefined for none. */
-let wasmBytes: Uint8Array | undefined = kernelsWasmBytes();
+/** The WebAssembly kernels' bytes under `policy`: undefined when it allows none. */
+function wasmBytesOf(policy: CpuPolicy): Uint8Array | undefined {
+  return policy.wasm ? kernelsWasmBytes() : undefined;
+}
 
-/** The calling thread's scratch (decode tables etc.), shared by all inline and pooled runs. */
-export const callerScratch: ThreadState = createThreadState(wasmBytes);
+/** The policy calls run under: {@linkcode DEFAULT_CPU_POLICY} outside withCpuPolicy. */
+let policy: CpuPolicy = DEFAULT_CPU_POLICY;
 
-/** Whether the CPU kernels may use WebAssembly (the default; it is tried once per thread). */
-export function wasmKernelsEnabled(): boolean {
-  return wasmBytes !== undefined;
+/** The calling thread's state (decode tables etc.) under `policy`, for inline and pooled runs. */
+let caller: ThreadState = createThreadState(wasmBytesOf(policy), policy);
+
+/** The policy calls run under now (see {@linkcode withCpuPolicy}). */
+export function cpuPolicy(): CpuPolicy {
+  return policy;
+}
+
+/** The calling thread's state (tests may look at, or instrument, its kernels). */
+export function callerState(): ThreadState {
+  return caller;
 }
 
 /**
- * Turns the WebAssembly kernels on or off on every thread (for tests and benchmarks: both
- * kinds of kernels give the same bits). Running workers are retired so that new ones start
- * with the setting.
+ * Runs `body` with the CPU calls it makes under the current policy with `changes` (tests and
+ * benchmarks: every policy gives the same bits, see ../policy.ts), then restores the policy
+ * (when `body` returns a promise, once it settles). Changes that name a kernel setting
+ * (`wasm`, `wasmEverywhere`, `inPlace`) give `body` fresh threads: a new calling-thread state
+ * (with the WebAssembly build kernels_module.ts gives now) and the pool retired on the way in
+ * and out, so that workers start under the policy of the calls they serve.
  */
-export function setWasmKernels(enabled: boolean): void {
-  if (enabled === wasmKernelsEnabled()) return;
-  wasmBytes = enabled ? kernelsWasmBytes() : undefined;
-  callerScratch.wasmBytes = wasmBytes;
-  callerScratch.wasm = undefined;
-  callerScratch.heapKernels = undefined;
-  callerScratch.tables = undefined;
-  retirePool();
-}
-
-/** Whether the calling thread has instantiated the WebAssembly kernels (after a first call). */
-export function wasmKernelsActive(): boolean {
-  return callerScratch.wasm !== undefined && callerScratch.wasm !== null;
+export function withCpuPolicy<T>(changes: Partial<CpuPolicy>, body: () => T): T {
+  const outer = { policy, caller };
+  const inner: CpuPolicy = Object.freeze({ ...policy, ...changes });
+  const fresh = "wasm" in changes || "wasmEverywhere" in changes || "inPlace" in changes;
+  const enter = (p: CpuPolicy, state: ThreadState) => {
+    policy = p;
+    if (!fresh) return;
+    caller = state;
+    retirePool();
+  };
+  enter(inner, fresh ? createThreadState(wasmBytesOf(inner), inner) : caller);
+  const leave = () => enter(outer.policy, outer.caller);
+  let result: T;
+  try {
+    result = body();
+  } catch (error) {
+    leave();
+    throw error;
+  }
+  if (result instanceof Promise) return result.finally(leave) as T;
+  leave();
+  return result;
 }
 
 let workerScript: string | undefined;
@@ -123,15 +146,16 @@ export class WorkerPool {
   #arenaUsed = 0;
 
   /**
-   * Starts `size` workers (they report ready asynchronously). Throws, after terminating the
-   * ones made, when a worker cannot be made.
+   * Starts `size` workers under `policy` (they report ready asynchronously). Throws, after
+   * terminating the ones made, when a worker cannot be made.
    */
-  constructor(size: number) {
+  constructor(size: number, policy: CpuPolicy) {
     this.size = size;
+    workerScript ??= workerSource();
     this.control = new Int32Array(new SharedArrayBuffer(CONTROL_BUFFER_BYTES));
     this.words = new Float64Array(new SharedArrayBuffer(JOB_WORDS * 8));
-    workerScript ??= workerSource();
     const heap = hostHeapMemory() ?? undefined;
+    const wasm = wasmBytesOf(policy);
     for (let i = 0; i < size; i++) {
       let worker: PoolWorker;
       try {
@@ -147,9 +171,10 @@ export class WorkerPool {
       const init: WorkerMessage = {
         control: this.control.buffer as SharedArrayBuffer,
         words: this.words.buffer as SharedArrayBuffer,
-        wasm: wasmBytes,
+        wasm,
         heap,
-        region: wasmBytes ? heapRegion(worker) : 0,
+        region: wasm ? heapRegion(worker) : 0,
+        policy,
       };
       worker.postMessage(init);
       this.workers.push(worker);
@@ -285,7 +310,7 @@ function poolOf(workers: number): WorkerPool | undefined {
   if (pool === undefined) {
     if (failed?.workers === workers) return undefined;
     try {
-      pool = new WorkerPool(workers);
+      pool = new WorkerPool(workers, policy);
     } catch (error) {
       failed = { workers, error };
       return undefined;
@@ -355,10 +380,10 @@ export function locateInHeap(stages: readonly Stage[]): void {
     s.outHeap = heapAddress(s.out);
     any ||= s.dyHeap >= 0 || s.xHeap >= 0 || s.outHeap >= 0;
   }
-  if (any && callerScratch.heapRegion === 0 && wasmBytes) {
-    callerScratch.heapRegion = heapRegion(callerScratch);
-    callerScratch.heapMemory = hostHeapMemory() ?? undefined;
-    callerScratch.heapKernels = undefined;
+  if (any && caller.heapRegion === 0 && caller.wasmBytes) {
+    caller.heapRegion = heapRegion(caller);
+    caller.heapMemory = hostHeapMemory() ?? undefined;
+    caller.heapKernels = undefined;
   }
 }
 
@@ -382,7 +407,7 @@ export function runInline(
 ) {
   locateInHeap(stages);
   for (let i = 0; i < stages.length; i++) {
-    runStage(stages[i], 0, stages[i].items, callerScratch);
+    runStage(stages[i], 0, stages[i].items, caller);
     between[i]?.();
   }
 }
@@ -413,7 +438,7 @@ export function runPooled(
   Atomics.notify(control, CONTROL_JOB);
   for (let i = 0; i < stages.length; i++) {
     try {
-      workerItems += stages[i].items - runClaimed(control, job, i, stages[i], callerScratch);
+      workerItems += stages[i].items - runClaimed(control, job, i, stages[i], caller);
       // Items other threads claimed may still be running.
       waitAtLeast(control, CONTROL_DONE + i, stages[i].items);
       if (Atomics.load(control, CONTROL_FAILED) === 0) between[i]?.();

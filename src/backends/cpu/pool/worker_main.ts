@@ -8,7 +8,8 @@
  * @module
  */
 
-import { createThreadState } from "../kernels/stages.ts";
+import type { CpuPolicy } from "../policy.ts";
+import { createThreadState, type ThreadState } from "../kernels/stages.ts";
 import { serveJobs } from "./serve.ts";
 import { CONTROL_JOB, CONTROL_READY, type JobMessage, runJob, signal } from "./sync.ts";
 
@@ -26,6 +27,8 @@ export type WorkerMessage =
     readonly heap: WebAssembly.Memory | undefined;
     /** Byte address of this worker's heap region (0: none). */
     readonly region: number;
+    /** The policy the pool was started under. */
+    readonly policy: CpuPolicy;
   }
   | JobMessage;
 
@@ -36,7 +39,7 @@ interface WorkerScope {
 
 /** Installs the worker's message handler (called once at the top of the worker script). */
 export function workerMain(): void {
-  const scratch = createThreadState();
+  let scratch: ThreadState | undefined;
   let control: Int32Array | undefined;
   let words: Float64Array | undefined;
   const scope = globalThis as unknown as WorkerScope;
@@ -45,7 +48,7 @@ export function workerMain(): void {
     if ("control" in message) {
       control = new Int32Array(message.control);
       words = new Float64Array(message.words);
-      scratch.wasmBytes = message.wasm;
+      scratch = createThreadState(message.wasm, message.policy);
       scratch.heapMemory = message.heap;
       scratch.heapRegion = message.region;
       // The job number before this worker counts as ready: any later job is new to it.
@@ -54,7 +57,7 @@ export function workerMain(): void {
       serveJobs(control, words, scratch, seen);
       return;
     }
-    if (!control || !words) return;
+    if (!control || !words || !scratch) return;
     runJob(message, control, scratch);
     serveJobs(control, words, scratch, message.job);
   };
