@@ -6,7 +6,10 @@
  * layerNormBackward, rmsNorm and rmsNormGrad as users call them (outputs allocated by the call and
  * freed with `using`), parameters in the data's dtype.
  *
- *   deno task bench:norm [--threads 2] [--rounds 3] [--min-time 0.3] [--markdown]
+ *   deno task bench:norm [--threads 2] [--rounds 3] [--min-time 0.3] [--markdown] [--typescript]
+ *
+ * `--typescript` also times ours with the WebAssembly kernels turned off (the TypeScript row
+ * kernels, same bits) in the same rounds, as a column beside the default.
  *
  * The machine is shared: `--rounds N` alternates the two sides N times (PyTorch's whole run, then
  * ours) and keeps each case's lowest median per side. Prints each case, then the geometric mean of
@@ -25,6 +28,7 @@ import {
   setCpuThreads,
   Tensor,
 } from "../mod.ts";
+import { setWasmKernels } from "../src/backends/cpu/pool/pool.ts";
 
 const NAME = "bench:norm";
 const OPS = ["layerNorm", "layerNormBackward", "rmsNorm", "rmsNormGrad"] as const;
@@ -34,7 +38,7 @@ const SHAPES = [[64, 1024], [2048, 1024], [8192, 768]];
 const flags = parseCommand({
   name: NAME,
   usage: `usage: deno task bench:norm [--threads N] [--rounds N] [--min-time S] [--ops a,b]
-                         [--dtypes float32,bfloat16] [--markdown] [--no-torch]
+                         [--dtypes float32,bfloat16] [--markdown] [--no-torch] [--typescript]
   --threads N     threads on both sides (default 2)
   --rounds N      alternate PyTorch's run and ours N times, keep the lowest medians (default 3)
   --min-time S    seconds of timed calls per case and round (default 0.3)
@@ -42,6 +46,7 @@ const flags = parseCommand({
   --dtypes ...    float32, bfloat16 (default both)
   --markdown      print the results as a Markdown table (bench/RESULTS.md)
   --no-torch      skip PyTorch
+  --typescript    also time ours with the WebAssembly kernels off (a "TS ms" column)
   -h, --help      print this text`,
   options: {
     threads: { type: "string", default: "2" },
@@ -51,6 +56,7 @@ const flags = parseCommand({
     dtypes: { type: "string", default: "float32,bfloat16" },
     markdown: { type: "boolean", default: false },
     "no-torch": { type: "boolean", default: false },
+    typescript: { type: "boolean", default: false },
   },
 });
 const threads = positiveInteger(NAME, "threads", flags.threads);
@@ -150,6 +156,7 @@ async function torchRun(): Promise<TorchRow[]> {
 const key = (op: string, dtype: string, shape: readonly number[]) =>
   `${op}|${dtype}|${shape.join("x")}`;
 const here = new Map<string, number>();
+const typescript = new Map<string, number>();
 const torch = new Map<string, number>();
 let torchVersion = "";
 const keep = (m: Map<string, number>, k: string, ms: number) =>
@@ -170,6 +177,11 @@ for (let r = 0; r < rounds; r++) {
     }
   }
   for (const [k, run] of calls) keep(here, k, median(run, minTime));
+  if (flags.typescript) {
+    setWasmKernels(false);
+    for (const [k, run] of calls) keep(typescript, k, median(run, minTime));
+    setWasmKernels(true);
+  }
 }
 
 const fmt = (ms: number | undefined) =>
@@ -183,7 +195,8 @@ for (const op of ops) {
       const a = here.get(k);
       const t = torch.get(k);
       if (a !== undefined && t !== undefined) ratios.push({ op, dtype, ratio: a / t });
-      return [fmt(a), fmt(t), a !== undefined && t ? (a / t).toFixed(2) : ""];
+      const ts = flags.typescript ? [fmt(typescript.get(k))] : [];
+      return [fmt(a), ...ts, fmt(t), a !== undefined && t ? (a / t).toFixed(2) : ""];
     });
     lines.push([op, `[${shape.join(",")}]`, ...cells].join(" | "));
   }
@@ -203,7 +216,12 @@ const head = `CPU backend, ${threads} thread(s), ${navigator.hardwareConcurrency
   (flags["no-torch"] ? "PyTorch skipped" : `PyTorch ${torchVersion}`) +
   `; lowest median of ${rounds} interleaved round(s)`;
 console.log(head);
-const columns = dtypes.flatMap((d) => [`${d} here ms`, `${d} PyTorch ms`, "ratio"]);
+const columns = dtypes.flatMap((d) => [
+  `${d} here ms`,
+  ...(flags.typescript ? [`${d} TS ms`] : []),
+  `${d} PyTorch ms`,
+  "ratio",
+]);
 if (flags.markdown) {
   console.log(`| operator | shape | ${columns.join(" | ")} |`);
   console.log(`| --- | --- | ${columns.map(() => "---:").join(" | ")} |`);

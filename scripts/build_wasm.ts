@@ -40,6 +40,16 @@ export const WAT_PATH = "src/backends/cpu/wasm/kernels.wat";
 /** The generated module, relative to the repository root. */
 export const MODULE_PATH = "src/backends/cpu/wasm/kernels_wasm.ts";
 
+/**
+ * The row norms' kernels (LayerNorm, RMSNorm: forward, then backward), relative to the
+ * repository root: modules of functions spliced, in this order, into kernels.wat's
+ * ({@linkcode spliceFunctions}) before every other pass.
+ */
+export const ROWS_WAT_PATHS: readonly string[] = [
+  "src/backends/cpu/wasm/row_norms.wat",
+  "src/backends/cpu/wasm/row_norms_grad.wat",
+];
+
 /** The FP16 build's replacement functions, relative to the repository root. */
 export const FP16_WAT_PATH = "src/backends/cpu/wasm/kernels_fp16.wat";
 
@@ -92,6 +102,31 @@ export function overrideFunctions(text: string, overrides: string): string {
     result = result.slice(0, start) + replacement + result.slice(formEnd(result, start));
   }
   return result;
+}
+
+/**
+ * kernels.wat's text with the functions of `extra` (a module of `(func ...)` forms, comments
+ * allowed) added at the end of its module, so that they use its helpers and go through the
+ * same passes. A name defined in both is an error.
+ */
+export function spliceFunctions(text: string, extra: string): string {
+  const label = (form: string) =>
+    /^\(func (?:\$(\w+)|\(export "(\w+)"\))/.exec(form)?.slice(1).join("");
+  const known = new Set<string>();
+  for (const m of text.matchAll(/^[ \t]*\(func[\s(]/gm)) {
+    known.add(label(text.slice(m.index! + m[0].indexOf("("))) ?? "");
+  }
+  const forms: string[] = [];
+  for (const m of extra.matchAll(/^[ \t]*\(func[\s(]/gm)) {
+    const start = m.index! + m[0].indexOf("(");
+    const form = extra.slice(start, formEnd(extra, start));
+    const name = label(form);
+    if (!name || known.has(name)) throw new Error(`splice ${name}: unnamed or already defined`);
+    known.add(name);
+    forms.push(`  ${form}`);
+  }
+  const close = text.lastIndexOf(")");
+  return `${text.slice(0, close)}\n${forms.join("\n\n")}\n${text.slice(close)}`;
 }
 
 /** Where each `(func $name` of a module's text starts (outside comments). */
@@ -381,10 +416,19 @@ export async function buildFp16(text: string, overrides: string): Promise<Uint8A
   return bytes;
 }
 
+/** kernels.wat with the row norms' kernels spliced in, as in the repository now. */
+async function splicedKernels(): Promise<string> {
+  let text = await Deno.readTextFile(new URL(WAT_PATH, root));
+  for (const path of ROWS_WAT_PATHS) {
+    text = spliceFunctions(text, await Deno.readTextFile(new URL(path, root)));
+  }
+  return text;
+}
+
 /** The sources in the repository now. */
 async function sources(): Promise<{ text: string; overrides: string }> {
   return {
-    text: await Deno.readTextFile(new URL(WAT_PATH, root)),
+    text: await splicedKernels(),
     overrides: await Deno.readTextFile(new URL(FP16_WAT_PATH, root)),
   };
 }

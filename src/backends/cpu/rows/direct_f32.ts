@@ -10,7 +10,8 @@
  * @module
  */
 
-import type { RowAccess } from "./access.ts";
+import { type RowAccess, scratchRow } from "./access.ts";
+import { moments8, rstd8, sum8 } from "./sums.ts";
 
 /** A float32 row stream: data, row 0's base and the row stride. */
 export interface F32Rows {
@@ -23,43 +24,6 @@ export interface F32Rows {
 export function f32Rows(a: RowAccess | undefined): F32Rows | undefined {
   if (!a || a.code !== 0 || a.step !== 1 || a.rowStride < 0) return undefined;
   return { data: a.bits as Float32Array, offset: a.offset, stride: a.rowStride };
-}
-
-/** [mean, rstd] of x[b..b+n) into `out` (see layer_norm.ts rowMoments for the contract). */
-export function momentsF32(x: Float32Array, b: number, n: number, eps: number, out: Float64Array) {
-  const k = x[b];
-  let s0 = 0, s1 = 0, q0 = 0, q1 = 0;
-  let i = 0;
-  for (; i + 1 < n; i += 2) {
-    const d0 = x[b + i] - k;
-    const d1 = x[b + i + 1] - k;
-    s0 += d0;
-    q0 += d0 * d0;
-    s1 += d1;
-    q1 += d1 * d1;
-  }
-  if (i < n) {
-    const d = x[b + i] - k;
-    s0 += d;
-    q0 += d * d;
-  }
-  const shift = (s0 + s1) / n;
-  out[0] = k + shift;
-  out[1] = 1 / Math.sqrt(Math.max((q0 + q1) / n - shift * shift, 0) + eps);
-}
-
-/** 1/sqrt(mean(x[b..b+n)^2) + eps). */
-export function rstdF32(x: Float32Array, b: number, n: number, eps: number): number {
-  let q0 = 0, q1 = 0;
-  let i = 0;
-  for (; i + 1 < n; i += 2) {
-    const a = x[b + i];
-    const c = x[b + i + 1];
-    q0 += a * a;
-    q1 += c * c;
-  }
-  if (i < n) q0 += x[b + i] * x[b + i];
-  return 1 / Math.sqrt((q0 + q1) / n + eps);
 }
 
 /** LayerNorm forward of rows [first, end): y, and each row's mean and rstd. */
@@ -81,7 +45,7 @@ export function layerNormRowsF32(
   for (let r = first; r < end; r++) {
     const b = x.offset + r * x.stride;
     const o = y.offset + r * y.stride;
-    momentsF32(xd, b, n, eps, moments);
+    moments8(xd, b, n, eps, moments);
     const m = moments[0];
     const rs = moments[1];
     for (let i = 0; i < n; i++) yd[o + i] = (xd[b + i] - m) * rs * w[i] + bias[i];
@@ -111,30 +75,26 @@ export function layerNormGradRowsF32(
   const dd = dy.data;
   const xd = x.data;
   const at = item * n;
+  const t1 = scratchRow(2, n);
+  const t2 = scratchRow(3, n);
   for (let r = first; r < end; r++) {
     const d = dy.offset + r * dy.stride;
     const b = x.offset + r * x.stride;
     const m = mean[r];
     const rs = rstd[r];
-    let s1 = 0;
-    let s2 = 0;
-    if (pw && pb) {
-      for (let i = 0; i < n; i++) {
-        const e = dd[d + i];
-        const xh = (xd[b + i] - m) * rs;
-        const g = e * w[i];
-        s1 += g;
-        s2 += g * xh;
+    for (let i = 0; i < n; i++) {
+      const e = dd[d + i];
+      const xh = (xd[b + i] - m) * rs;
+      const g = e * w[i];
+      t1[i] = g;
+      t2[i] = g * xh;
+      if (pw && pb) {
         pw[at + i] += e * xh;
         pb[at + i] += e;
       }
-    } else {
-      for (let i = 0; i < n; i++) {
-        const g = dd[d + i] * w[i];
-        s1 += g;
-        s2 += g * (xd[b + i] - m) * rs;
-      }
     }
+    const s1 = sum8(t1, n);
+    const s2 = sum8(t2, n);
     if (!gi) continue;
     const gd = gi.data;
     const o = gi.offset + r * gi.stride;
@@ -163,7 +123,7 @@ export function rmsNormRowsF32(
   for (let r = first; r < end; r++) {
     const b = x.offset + r * x.stride;
     const o = y.offset + r * y.stride;
-    const rs = rstdF32(xd, b, n, eps);
+    const rs = rstd8(xd, b, n, eps);
     for (let i = 0; i < n; i++) yd[o + i] = xd[b + i] * rs * g[i];
     rstd[r] = rs;
   }
@@ -186,17 +146,18 @@ export function rmsNormGradRowsF32(
   const xd = x.data;
   const od = dx.data;
   const at = item * n;
+  const t = scratchRow(2, n);
   for (let r = first; r < end; r++) {
     const d = dy.offset + r * dy.stride;
     const b = x.offset + r * x.stride;
     const o = dx.offset + r * dx.stride;
     const rs = rstd[r];
-    let s = 0;
     for (let i = 0; i < n; i++) {
       const p = dd[d + i] * xd[b + i];
-      s += p * g[i];
+      t[i] = p * g[i];
       pg[at + i] += p * rs;
     }
+    const s = sum8(t, n);
     const k = rs * rs * rs * s / n;
     for (let i = 0; i < n; i++) od[o + i] = rs * dd[d + i] * g[i] - xd[b + i] * k;
   }
@@ -228,7 +189,7 @@ export function addRmsNormRowsF32(
     const o = x.offset + r * x.stride;
     const p = y.offset + r * y.stride;
     for (let i = 0; i < n; i++) xd[o + i] = ad[a + i] + bd[c + i];
-    const rs = rstdF32(xd, o, n, eps);
+    const rs = rstd8(xd, o, n, eps);
     for (let i = 0; i < n; i++) yd[p + i] = xd[o + i] * rs * g[i];
     rstd[r] = rs;
   }

@@ -22,6 +22,8 @@ import { rowAccess, rowAddressable } from "./access.ts";
 import { f32Rows, layerNormGradRowsF32, layerNormRowsF32 } from "./direct_f32.ts";
 import { itemCount, mergeColumns, rowsPerItem } from "./items.ts";
 import { layerNormGradRows, layerNormRows } from "./scratch_rows.ts";
+import { layerNormBackwardHeap, layerNormHeap } from "./heap_rows.ts";
+import { heapRows } from "./wasm_rows.ts";
 
 /**
  * aclnnLayerNorm: per row, mean and rstd = 1/sqrt(biased var + eps) over the normalized dims,
@@ -48,6 +50,20 @@ export function layerNorm(plan: LayerNormPlan, t: LayerNormTensors): void {
   const y = rowAccess(t.output, axis);
   const w = channelValuesOr(t.weight, cols, 1);
   const bias = channelValuesOr(t.bias, cols, 0);
+  const stats = layerNormHeap(
+    heapRows(t.input, x),
+    heapRows(t.output, y),
+    rows,
+    cols,
+    plan.eps,
+    w,
+    bias,
+  );
+  if (stats) {
+    writeChannelValues(t.mean, stats.mean);
+    writeChannelValues(t.rstd, stats.rstd);
+    return;
+  }
   const mean = temporaryFloat64(rows);
   const rstd = temporaryFloat64(rows);
   const moments = temporaryFloat64(2);
@@ -96,6 +112,23 @@ export function layerNormBackward(plan: LayerNormBackwardPlan, t: LayerNormBackw
   const mean = channelValues(t.mean);
   const rstd = channelValues(t.rstd);
   const sums = wantWeight || wantBias;
+  const heap = layerNormBackwardHeap(
+    heapRows(t.gradOut, dy),
+    heapRows(t.input, x),
+    heapRows(gradInput, gi),
+    gi !== undefined,
+    sums,
+    rows,
+    cols,
+    mean,
+    rstd,
+    w,
+  );
+  if (heap) {
+    if (wantWeight && t.gradWeight) writeChannelValues(t.gradWeight, heap.first!);
+    if (wantBias && t.gradBias) writeChannelValues(t.gradBias, heap.second!);
+    return;
+  }
   const items = itemCount(rows, cols);
   const pw = sums ? new Float64Array(items * cols) : undefined;
   const pb = sums ? new Float64Array(items * cols) : undefined;

@@ -23,6 +23,8 @@ import { rowAccess, rowAddressable } from "./access.ts";
 import { addRmsNormRowsF32, f32Rows, rmsNormGradRowsF32, rmsNormRowsF32 } from "./direct_f32.ts";
 import { itemCount, mergeColumns, rowsPerItem } from "./items.ts";
 import { addRmsNormRows, rmsNormGradRows, rmsNormRows } from "./scratch_rows.ts";
+import { addRmsNormHeap, rmsNormGradHeap, rmsNormHeap } from "./heap_rows.ts";
+import { heapRows } from "./wasm_rows.ts";
 
 /** aclnnRmsNorm: per row rstd = 1/sqrt(mean(x^2) + epsilon), y = x * rstd * gamma. */
 export function rmsNorm(plan: RmsNormPlan, t: RmsNormTensors): void {
@@ -39,6 +41,8 @@ export function rmsNorm(plan: RmsNormPlan, t: RmsNormTensors): void {
   const x = rowAccess(t.x, axis);
   const y = rowAccess(t.y, axis);
   const g = channelValues(t.gamma);
+  const heap = rmsNormHeap(heapRows(t.x, x), heapRows(t.y, y), rows, cols, plan.epsilon, g);
+  if (heap) return writeChannelValues(t.rstd, heap);
   const rstd = temporaryFloat64(rows);
   const [xf, yf] = [f32Rows(x), f32Rows(y)];
   const per = rowsPerItem(cols);
@@ -75,6 +79,16 @@ export function rmsNormGrad(plan: RmsNormGradPlan, t: RmsNormGradTensors): void 
   const dx = rowAccess(t.dx, axis);
   const g = channelValues(t.gamma);
   const rstd = channelValues(t.rstd);
+  const heap = rmsNormGradHeap(
+    heapRows(t.dy, dy),
+    heapRows(t.x, x),
+    heapRows(t.dx, dx),
+    rows,
+    cols,
+    rstd,
+    g,
+  );
+  if (heap) return writeChannelValues(t.dgamma, heap);
   const items = itemCount(rows, cols);
   const pg = new Float64Array(items * cols);
   const [dyf, xf, dxf] = [f32Rows(dy), f32Rows(x), f32Rows(dx)];
@@ -113,9 +127,20 @@ export function addRmsNorm(plan: AddRmsNormPlan, t: AddRmsNormTensors): void {
   const x = rowAccess(t.x, axis);
   const y = rowAccess(t.y, axis);
   const g = channelValues(t.gamma);
+  const eps = plan.epsilon;
+  const heap = addRmsNormHeap(
+    heapRows(t.x1, a),
+    heapRows(t.x2, b),
+    heapRows(t.x, x),
+    heapRows(t.y, y),
+    rows,
+    cols,
+    eps,
+    g,
+  );
+  if (heap) return writeChannelValues(t.rstd, heap);
   const rstd = temporaryFloat64(rows);
   const [af, bf, xf, yf] = [f32Rows(a), f32Rows(b), f32Rows(x), f32Rows(y)];
-  const eps = plan.epsilon;
   const per = rowsPerItem(cols);
   for (let first = 0; first < rows; first += per) {
     const end = Math.min(rows, first + per);

@@ -11,45 +11,7 @@
  */
 
 import { loadRow, type RowAccess, scratchRow, storeRow } from "./access.ts";
-
-/**
- * Mean and 1/sqrt(biased variance + eps) of `x[0..n)`, in one pass of sums shifted by the
- * row's first element (so that a large |mean| does not cancel the variance away); a variance
- * that rounding leaves below zero counts as zero. Writes [mean, rstd] into `out`.
- */
-export function rowMoments(x: Float64Array, n: number, eps: number, out: Float64Array): void {
-  const k = x[0];
-  let s0 = 0, s1 = 0, q0 = 0, q1 = 0;
-  let i = 0;
-  for (; i + 1 < n; i += 2) {
-    const d0 = x[i] - k;
-    const d1 = x[i + 1] - k;
-    s0 += d0;
-    q0 += d0 * d0;
-    s1 += d1;
-    q1 += d1 * d1;
-  }
-  if (i < n) {
-    const d = x[i] - k;
-    s0 += d;
-    q0 += d * d;
-  }
-  const shift = (s0 + s1) / n;
-  out[0] = k + shift;
-  out[1] = 1 / Math.sqrt(Math.max((q0 + q1) / n - shift * shift, 0) + eps);
-}
-
-/** 1/sqrt(mean(x[0..n)^2) + eps). */
-export function rowRstd(x: Float64Array, n: number, eps: number): number {
-  let q0 = 0, q1 = 0;
-  let i = 0;
-  for (; i + 1 < n; i += 2) {
-    q0 += x[i] * x[i];
-    q1 += x[i + 1] * x[i + 1];
-  }
-  if (i < n) q0 += x[i] * x[i];
-  return 1 / Math.sqrt((q0 + q1) / n + eps);
-}
+import { moments8, rstd8, sum8 } from "./sums.ts";
 
 /** LayerNorm forward of rows [first, end) (direct_f32.ts layerNormRowsF32 for any layout). */
 export function layerNormRows(
@@ -68,7 +30,7 @@ export function layerNormRows(
   const xs = scratchRow(0, n);
   for (let r = first; r < end; r++) {
     loadRow(x, r, xs, n);
-    rowMoments(xs, n, eps, moments);
+    moments8(xs, 0, n, eps, moments);
     const m = moments[0];
     const rs = moments[1];
     for (let i = 0; i < n; i++) xs[i] = (xs[i] - m) * rs * w[i] + bias[i];
@@ -95,31 +57,27 @@ export function layerNormGradRows(
 ): void {
   const dy = scratchRow(0, n);
   const xs = scratchRow(1, n);
+  const t1 = scratchRow(2, n);
+  const t2 = scratchRow(3, n);
   const at = item * n;
   for (let r = first; r < end; r++) {
     loadRow(dyAt, r, dy, n);
     loadRow(xAt, r, xs, n);
     const m = mean[r];
     const rs = rstd[r];
-    let s1 = 0;
-    let s2 = 0;
-    if (pw && pb) {
-      for (let i = 0; i < n; i++) {
-        const e = dy[i];
-        const xh = (xs[i] - m) * rs;
-        const g = e * w[i];
-        s1 += g;
-        s2 += g * xh;
+    for (let i = 0; i < n; i++) {
+      const e = dy[i];
+      const xh = (xs[i] - m) * rs;
+      const g = e * w[i];
+      t1[i] = g;
+      t2[i] = g * xh;
+      if (pw && pb) {
         pw[at + i] += e * xh;
         pb[at + i] += e;
       }
-    } else {
-      for (let i = 0; i < n; i++) {
-        const g = dy[i] * w[i];
-        s1 += g;
-        s2 += g * (xs[i] - m) * rs;
-      }
     }
+    const s1 = sum8(t1, n);
+    const s2 = sum8(t2, n);
     if (!gi) continue;
     const a = s1 / n;
     const c = s2 / n;
@@ -145,7 +103,7 @@ export function rmsNormRows(
   const xs = scratchRow(0, n);
   for (let r = first; r < end; r++) {
     loadRow(x, r, xs, n);
-    const rs = rowRstd(xs, n, eps);
+    const rs = rstd8(xs, 0, n, eps);
     for (let i = 0; i < n; i++) xs[i] = xs[i] * rs * g[i];
     storeRow(y, r, xs, n);
     rstd[r] = rs;
@@ -167,17 +125,18 @@ export function rmsNormGradRows(
 ): void {
   const dy = scratchRow(0, n);
   const xs = scratchRow(1, n);
+  const t = scratchRow(2, n);
   const at = item * n;
   for (let r = first; r < end; r++) {
     loadRow(dyAt, r, dy, n);
     loadRow(xAt, r, xs, n);
     const rs = rstd[r];
-    let s = 0;
     for (let i = 0; i < n; i++) {
       const p = dy[i] * xs[i];
-      s += p * g[i];
+      t[i] = p * g[i];
       pg[at + i] += p * rs;
     }
+    const s = sum8(t, n);
     const k = rs * rs * rs * s / n;
     for (let i = 0; i < n; i++) dy[i] = rs * dy[i] * g[i] - xs[i] * k;
     storeRow(dxAt, r, dy, n);
@@ -206,7 +165,7 @@ export function addRmsNormRows(
     storeRow(x, r, xs, n);
     // The sum as stored (rounded to the dtype) is what the statistics see.
     loadRow(x, r, xs, n);
-    const rs = rowRstd(xs, n, eps);
+    const rs = rstd8(xs, 0, n, eps);
     for (let i = 0; i < n; i++) xs[i] = xs[i] * rs * g[i];
     storeRow(y, r, xs, n);
     rstd[r] = rs;
