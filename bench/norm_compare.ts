@@ -28,7 +28,7 @@ import {
   setCpuThreads,
   Tensor,
 } from "../mod.ts";
-import { setWasmKernels } from "../src/backends/cpu/pool/pool.ts";
+import { withCpuPolicy } from "../src/backends/cpu/pool/pool.ts";
 
 const NAME = "bench:norm";
 const OPS = ["layerNorm", "layerNormBackward", "rmsNorm", "rmsNormGrad"] as const;
@@ -178,9 +178,9 @@ for (let r = 0; r < rounds; r++) {
   }
   for (const [k, run] of calls) keep(here, k, median(run, minTime));
   if (flags.typescript) {
-    setWasmKernels(false);
-    for (const [k, run] of calls) keep(typescript, k, median(run, minTime));
-    setWasmKernels(true);
+    withCpuPolicy({ wasm: false }, () => {
+      for (const [k, run] of calls) keep(typescript, k, median(run, minTime));
+    });
   }
 }
 

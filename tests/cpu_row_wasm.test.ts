@@ -15,7 +15,7 @@ import { rowAccess } from "../src/backends/cpu/rows/access.ts";
 import { heapRows, rowNormKernels } from "../src/backends/cpu/rows/wasm_rows.ts";
 import { layerNormHeap, rmsNormHeap } from "../src/backends/cpu/rows/heap_rows.ts";
 import { moments8, rstd8 } from "../src/backends/cpu/rows/sums.ts";
-import { setWasmKernels, wasmKernelsEnabled } from "../src/backends/cpu/pool/pool.ts";
+import { withCpuPolicy } from "../src/backends/cpu/pool/pool.ts";
 import { rowGeometry } from "../src/backends/types.ts";
 import type { DType } from "../src/tensor/dtype.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
@@ -104,7 +104,11 @@ interface Case {
 
 /** Every output of the five kernels on `c`, with the WebAssembly kernels on or off. */
 function runAll(c: Case, wasm: boolean): Record<string, Tensor> {
-  setWasmKernels(wasm);
+  return withCpuPolicy({ wasm }, () => runAllUnder(c, wasm));
+}
+
+/** {@linkcode runAll}'s body, under the policy it set. */
+function runAllUnder(c: Case, wasm: boolean): Record<string, Tensor> {
   const { rows, cols, dtype, pad, offset, special } = c;
   const view = (seed: number, sp = special) =>
     heapView(data(rows * cols, seed, dtype, sp), rows, cols, dtype, pad, offset);
@@ -192,8 +196,7 @@ function runAll(c: Case, wasm: boolean): Record<string, Tensor> {
 const COLS = [1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 31, 33, 64, 100, 1027];
 
 Deno.test("WebAssembly row kernels give the TypeScript row kernels' bits", () => {
-  const enabled = wasmKernelsEnabled();
-  try {
+  {
     let cases = 0;
     for (const dtype of ["float32", "float16", "bfloat16"] as const) {
       for (const cols of COLS) {
@@ -216,15 +219,11 @@ Deno.test("WebAssembly row kernels give the TypeScript row kernels' bits", () =>
       }
     }
     assert.equal(cases, 3 * COLS.length * 3);
-  } finally {
-    setWasmKernels(enabled);
   }
 });
 
 Deno.test("WebAssembly row kernels write no element outside their rows", () => {
-  const enabled = wasmKernelsEnabled();
-  try {
-    setWasmKernels(true);
+  withCpuPolicy({ wasm: true }, () => {
     for (const dtype of ["float32", "bfloat16"] as const) {
       for (const cols of [1, 3, 5, 6, 7, 13]) {
         // Rows 2 elements apart from each other's end: the gaps must keep their sentinel.
@@ -249,15 +248,11 @@ Deno.test("WebAssembly row kernels write no element outside their rows", () => {
         }
       }
     }
-  } finally {
-    setWasmKernels(enabled);
-  }
+  });
 });
 
 Deno.test("WebAssembly row statistics equal sums.ts's in float64, bit for bit", () => {
-  const enabled = wasmKernelsEnabled();
-  try {
-    setWasmKernels(true);
+  withCpuPolicy({ wasm: true }, () => {
     for (const dtype of ["float32", "float16", "bfloat16"] as const) {
       for (const cols of COLS) {
         const rows = 3;
@@ -286,7 +281,5 @@ Deno.test("WebAssembly row statistics equal sums.ts's in float64, bit for bit", 
         }
       }
     }
-  } finally {
-    setWasmKernels(enabled);
-  }
+  });
 });

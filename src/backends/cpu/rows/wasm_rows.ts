@@ -10,7 +10,7 @@
  *
  * The calling thread's instance of the kernels is made on first use; calls fall back to the
  * TypeScript kernels (return false / undefined) when there is none: no WebAssembly SIMD, no
- * heap, WebAssembly kernels turned off (pool.ts setWasmKernels), or the heap full.
+ * heap, WebAssembly kernels turned off (the CPU policy, ../policy.ts), or the heap full.
  *
  * @module
  */
@@ -18,7 +18,7 @@
 import type { Tensor } from "../../../tensor/tensor.ts";
 import { heapAddress, heapAllocate, heapFree, hostHeapMemory } from "../../../tensor/host_heap.ts";
 import { hostData } from "../fast/tensor_arrays.ts";
-import { wasmKernelsEnabled } from "../pool/pool.ts";
+import { cpuPolicy } from "../pool/pool.ts";
 import { kernelsWasmBytes } from "../wasm/kernels_module.ts";
 import type { RowAccess } from "./access.ts";
 
@@ -103,7 +103,7 @@ let exportsOf: RowNormExports | null | undefined;
 
 /** The calling thread's row kernels on the heap, or null when they cannot run. */
 export function rowNormKernels(): RowNormExports | null {
-  if (!wasmKernelsEnabled()) return null;
+  if (!cpuPolicy().wasm) return null;
   if (exportsOf !== undefined) return exportsOf;
   const memory = hostHeapMemory();
   try {
