@@ -18,11 +18,14 @@
  */
 
 import { checkRank, invalid, requireTensor } from "../ops/validate.ts";
+import type { Device } from "../tensor/device.ts";
+import type { DType } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { keep } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { type BatchNormConfig, batchNormConfig, type BatchNormOptions } from "./options.ts";
-import { disposedModule } from "./saved.ts";
+import type { ModuleState } from "./norm_module.ts";
+import { disposedModule, SavedForward } from "./saved.ts";
 import {
   loadState,
   type LoadStateDictOptions,
@@ -32,8 +35,11 @@ import {
   type StateEntry,
 } from "./state_dict.ts";
 
-/** The shared state of BatchNorm and SyncBatchNorm (module doc). */
-export class BatchNormState {
+/**
+ * The shared state of BatchNorm and SyncBatchNorm (module doc); `S` is what a forward keeps
+ * for the backward.
+ */
+export class BatchNormState<S = unknown> implements ModuleState {
   /** The module's name in messages, e.g. `BatchNorm`. */
   readonly name: string;
   readonly config: BatchNormConfig;
@@ -43,6 +49,8 @@ export class BatchNormState {
   readonly runningVar: Tensor | null;
   numBatchesTracked: number | null;
   training = true;
+  /** What the last forward kept for its backward. */
+  readonly saved: SavedForward<S> = new SavedForward<S>();
   #disposed = false;
 
   constructor(name: string, options: BatchNormOptions) {
@@ -57,6 +65,16 @@ export class BatchNormState {
     this.runningMean = c.trackRunningStats ? make(0) : null;
     this.runningVar = c.trackRunningStats ? make(1) : null;
     this.numBatchesTracked = c.trackRunningStats ? 0 : null;
+  }
+
+  /** Where the parameters and statistics live. */
+  get device(): Device {
+    return this.config.device;
+  }
+
+  /** dtype of the parameters and statistics. */
+  get dtype(): DType {
+    return this.config.dtype;
   }
 
   /** Throws when the module was disposed. */
@@ -122,31 +140,35 @@ export class BatchNormState {
   }
 
   /** Snapshots of the entries (see StateDict). */
-  stateDict(op: string): StateDict {
-    this.check(op);
+  stateDict(): StateDict {
+    this.check(`${this.name}.stateDict`);
     return snapshot(this.entries());
   }
 
-  /** Checks `dict` whole, then copies it into the entries. */
-  loadStateDict(
-    op: string,
-    dict: StateDict,
-    options: LoadStateDictOptions | undefined,
-  ): LoadStateDictResult {
+  /** Checks `dict` whole, then copies it into the entries; ends the pending forward. */
+  loadStateDict(dict: StateDict, options?: LoadStateDictOptions): LoadStateDictResult {
+    const op = `${this.name}.loadStateDict`;
     this.check(op);
-    return loadState(op, this.entries(), dict, options);
+    const result = loadState(op, this.entries(), dict, options);
+    this.saved.clear("reset");
+    return result;
   }
 
-  /** Running mean 0, variance 1, no batch counted (PyTorch's `reset_running_stats`). */
-  resetRunningStats(op: string): void {
-    this.check(op);
+  /**
+   * Running mean 0, variance 1, no batch counted (PyTorch's `reset_running_stats`); ends the
+   * pending forward.
+   */
+  resetRunningStats(): void {
+    this.check(`${this.name}.resetRunningStats`);
     this.runningMean?.copy_(new Array(this.config.numFeatures).fill(0));
     this.runningVar?.copy_(new Array(this.config.numFeatures).fill(1));
     if (this.numBatchesTracked !== null) this.numBatchesTracked = 0;
+    this.saved.clear("reset");
   }
 
-  /** Frees the parameters and running statistics. Idempotent. */
+  /** Frees what the forward saved, the parameters and running statistics. Idempotent. */
   dispose(): void {
+    this.saved.clear("reset");
     if (this.#disposed) return;
     this.#disposed = true;
     for (const t of [this.weight, this.bias, this.runningMean, this.runningVar]) t?.dispose();
