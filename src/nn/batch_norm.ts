@@ -6,7 +6,6 @@
  * @module
  */
 
-import { batchNorm } from "../ops/batch_norm.ts";
 import { batchNormBackward } from "../ops/batch_norm_backward.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { BatchNormModule } from "./batch_norm_module.ts";
@@ -79,29 +78,9 @@ export class BatchNorm extends BatchNormModule {
     const s = this.#state;
     s.check(op);
     const x = s.checkInput(op, input);
-    const update = s.updatesRunningStats;
-    const batch = s.batchStatistics;
-    const r = batchNorm({
-      input: x,
-      weight: s.weight,
-      bias: s.bias,
-      runningMean: s.runningMean,
-      runningVar: s.runningVar,
-      training: batch,
-      momentum: update ? s.nextMomentum() : undefined,
-      eps: s.config.eps,
-    });
-    if (update) s.countBatch();
-    if (batch) {
-      const { saveMean, saveInvstd } = r;
-      this.#state.saved.save({ input: x, batch: { saveMean, saveInvstd } }, [saveMean, saveInvstd]);
-    } else {
-      // Eval mode: the empty save tensors are not outputs.
-      r.saveMean.dispose();
-      r.saveInvstd.dispose();
-      this.#state.saved.save({ input: x, batch: null }, []);
-    }
-    return r.output;
+    const { output, batch } = s.localForward(x);
+    s.saved.save({ input: x, batch }, batch ? [batch.saveMean, batch.saveInvstd] : []);
+    return output;
   }
 
   /**

@@ -17,6 +17,7 @@
  * @module
  */
 
+import { batchNorm } from "../ops/batch_norm.ts";
 import { checkRank, invalid, requireTensor } from "../ops/validate.ts";
 import type { Device } from "../tensor/device.ts";
 import type { DType } from "../tensor/dtype.ts";
@@ -34,6 +35,14 @@ import {
   type StateDict,
   type StateEntry,
 } from "./state_dict.ts";
+
+/** The batch statistics a training-mode forward normalized with (batchNorm's saveMean/saveInvstd). */
+export interface BatchStatistics {
+  /** Mean per channel. */
+  readonly saveMean: Tensor;
+  /** 1/sqrt(var + eps) per channel. */
+  readonly saveInvstd: Tensor;
+}
 
 /**
  * The shared state of BatchNorm and SyncBatchNorm (module doc); `S` is what a forward keeps
@@ -95,6 +104,35 @@ export class BatchNormState<S = unknown> implements ModuleState {
   /** The momentum of the next running update (before counting its batch). */
   nextMomentum(): number {
     return this.config.momentum ?? 1 / ((this.numBatchesTracked ?? 0) + 1);
+  }
+
+  /**
+   * The forward over this rank's batch alone (BatchNorm's; SyncBatchNorm's in eval mode):
+   * batchNorm with the module's parameters, on batch or running statistics as the mode says,
+   * with the running update (its batch counted) when the mode makes one. Returns the output
+   * and the batch statistics, or null when the running statistics normalized (the operator's
+   * empty save tensors are freed then).
+   */
+  localForward(x: Tensor): { output: Tensor; batch: BatchStatistics | null } {
+    const update = this.updatesRunningStats;
+    const batch = this.batchStatistics;
+    const r = batchNorm({
+      input: x,
+      weight: this.weight,
+      bias: this.bias,
+      runningMean: this.runningMean,
+      runningVar: this.runningVar,
+      training: batch,
+      momentum: update ? this.nextMomentum() : undefined,
+      eps: this.config.eps,
+    });
+    if (update) this.countBatch();
+    if (batch) {
+      return { output: r.output, batch: { saveMean: r.saveMean, saveInvstd: r.saveInvstd } };
+    }
+    r.saveMean.dispose();
+    r.saveInvstd.dispose();
+    return { output: r.output, batch: null };
   }
 
   /** Counts a batch whose running update happened. */

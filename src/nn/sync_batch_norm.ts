@@ -6,7 +6,6 @@
  * @module
  */
 
-import { batchNorm } from "../ops/batch_norm.ts";
 import { batchNormBackward } from "../ops/batch_norm_backward.ts";
 import { disposable } from "../ops/results.ts";
 import {
@@ -229,28 +228,9 @@ export class SyncBatchNorm extends BatchNormModule {
   /** Eval mode: this rank alone (running statistics, or batch ones without them). */
   #localForward(x: Tensor): Tensor {
     const s = this.#state;
-    const batch = s.batchStatistics;
-    const r = batchNorm({
-      input: x,
-      weight: s.weight,
-      bias: s.bias,
-      runningMean: s.runningMean,
-      runningVar: s.runningVar,
-      training: batch,
-      eps: s.config.eps,
-    });
-    if (batch) {
-      const { saveMean, saveInvstd } = r;
-      this.#state.saved.save({ sync: false, input: x, batch: { saveMean, saveInvstd } }, [
-        saveMean,
-        saveInvstd,
-      ]);
-    } else {
-      r.saveMean.dispose();
-      r.saveInvstd.dispose();
-      this.#state.saved.save({ sync: false, input: x, batch: null }, []);
-    }
-    return r.output;
+    const { output, batch } = s.localForward(x);
+    s.saved.save({ sync: false, input: x, batch }, batch ? [batch.saveMean, batch.saveInvstd] : []);
+    return output;
   }
 
   #enter(op: string): void {
