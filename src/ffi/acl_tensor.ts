@@ -63,18 +63,21 @@ export class AclTensorDescriptor {
   }
 }
 
-/** An aclBoolArray handle; destroy it once phase 2 has been called. */
-export class AclBoolArrayDescriptor {
-  /** The aclBoolArray*. */
+/**
+ * An aclBoolArray or aclIntArray handle and the values it was made from; destroy it once
+ * phase 2 has been called.
+ */
+export class AclArrayDescriptor<T extends boolean | number> {
+  /** The aclBoolArray* or aclIntArray*. */
   readonly handle: Deno.PointerObject;
-  /** The values, as passed (aclCreateBoolArray copies them; kept for diagnostics). */
-  readonly values: readonly boolean[];
+  /** The values, as passed (the library copies them; kept for diagnostics). */
+  readonly values: readonly T[];
   #destroy: ((handle: Deno.PointerObject) => number) | null;
 
-  /** Wraps a handle from aclCreateBoolArray. */
+  /** Wraps a handle from aclCreateBoolArray or aclCreateIntArray and its destructor. */
   constructor(
     handle: Deno.PointerObject,
-    values: readonly boolean[],
+    values: readonly T[],
     destroy: (handle: Deno.PointerObject) => number,
   ) {
     this.handle = handle;
@@ -82,7 +85,7 @@ export class AclBoolArrayDescriptor {
     this.#destroy = destroy;
   }
 
-  /** aclDestroyBoolArray (idempotent); returns its status. */
+  /** aclDestroyBoolArray or aclDestroyIntArray (idempotent); returns its status. */
   destroy(): number {
     const destroy = this.#destroy;
     if (destroy === null) return 0;
@@ -91,32 +94,23 @@ export class AclBoolArrayDescriptor {
   }
 }
 
-/** An aclIntArray handle (e.g. LayerNorm's normalizedShape); destroy it once phase 2 has been called. */
-export class AclIntArrayDescriptor {
-  /** The aclIntArray*. */
-  readonly handle: Deno.PointerObject;
-  /** The values, as passed (aclCreateIntArray copies them; kept for diagnostics). */
-  readonly values: readonly number[];
-  #destroy: ((handle: Deno.PointerObject) => number) | null;
+/** An aclBoolArray handle (e.g. an outputMask). */
+export type AclBoolArrayDescriptor = AclArrayDescriptor<boolean>;
 
-  /** Wraps a handle from aclCreateIntArray. */
-  constructor(
-    handle: Deno.PointerObject,
-    values: readonly number[],
-    destroy: (handle: Deno.PointerObject) => number,
-  ) {
-    this.handle = handle;
-    this.values = values;
-    this.#destroy = destroy;
-  }
+/** An aclIntArray handle (e.g. LayerNorm's normalizedShape). */
+export type AclIntArrayDescriptor = AclArrayDescriptor<number>;
 
-  /** aclDestroyIntArray (idempotent); returns its status. */
-  destroy(): number {
-    const destroy = this.#destroy;
-    if (destroy === null) return 0;
-    this.#destroy = null;
-    return destroy(this.handle);
-  }
+/**
+ * Throws AclnnError 161002 for a descriptor the library refused to create (`call` names the
+ * function and the argument), with the native message.
+ */
+function refused(libs: CannLibraries, call: string): never {
+  const nativeMessage = recentErrorMessage(libs.runtime);
+  throw new AclnnError(
+    ACLNN_ERR_PARAM_INVALID,
+    `${call} failed${nativeMessage ? `: ${nativeMessage}` : ""}`,
+    { nativeMessage },
+  );
 }
 
 /**
@@ -151,14 +145,7 @@ export function createAclTensor(
     1n,
     data,
   );
-  if (handle === null) {
-    const nativeMessage = recentErrorMessage(libs.runtime);
-    throw new AclnnError(
-      ACLNN_ERR_PARAM_INVALID,
-      `aclCreateTensor(${what}: ${tensor}) failed${nativeMessage ? `: ${nativeMessage}` : ""}`,
-      { nativeMessage },
-    );
-  }
+  if (handle === null) refused(libs, `aclCreateTensor(${what}: ${tensor})`);
   return new AclTensorDescriptor(handle, shapes, nn.aclDestroyTensor);
 }
 
@@ -170,15 +157,8 @@ export function createAclBoolArray(
 ): AclBoolArrayDescriptor {
   const bytes = Uint8Array.from(values, (v) => (v ? 1 : 0));
   const handle = libs.nnopbase.aclCreateBoolArray(bytes, BigInt(bytes.length));
-  if (handle === null) {
-    const nativeMessage = recentErrorMessage(libs.runtime);
-    throw new AclnnError(
-      ACLNN_ERR_PARAM_INVALID,
-      `aclCreateBoolArray(${what}) failed${nativeMessage ? `: ${nativeMessage}` : ""}`,
-      { nativeMessage },
-    );
-  }
-  return new AclBoolArrayDescriptor(handle, [...values], libs.nnopbase.aclDestroyBoolArray);
+  if (handle === null) refused(libs, `aclCreateBoolArray(${what})`);
+  return new AclArrayDescriptor(handle, [...values], libs.nnopbase.aclDestroyBoolArray);
 }
 
 /**
@@ -193,13 +173,6 @@ export function createAclIntArray(
 ): AclIntArrayDescriptor {
   const words = BigInt64Array.from(values, (v) => BigInt(v));
   const handle = libs.nnopbase.aclCreateIntArray(words, BigInt(words.length));
-  if (handle === null) {
-    const nativeMessage = recentErrorMessage(libs.runtime);
-    throw new AclnnError(
-      ACLNN_ERR_PARAM_INVALID,
-      `aclCreateIntArray(${what}) failed${nativeMessage ? `: ${nativeMessage}` : ""}`,
-      { nativeMessage },
-    );
-  }
-  return new AclIntArrayDescriptor(handle, [...values], libs.nnopbase.aclDestroyIntArray);
+  if (handle === null) refused(libs, `aclCreateIntArray(${what})`);
+  return new AclArrayDescriptor(handle, [...values], libs.nnopbase.aclDestroyIntArray);
 }

@@ -172,23 +172,30 @@ function explicitDirProblem(candidate: Candidate): string | undefined {
   return undefined;
 }
 
+/** The report of a discovery that found no usable installation. */
+function notFound(
+  error: string,
+  attempts: LibraryAttempt[],
+  skipped: SkippedLocation[],
+): DiscoveryReport {
+  return {
+    found: false,
+    dir: null,
+    resolvedDir: null,
+    source: null,
+    libraries: [],
+    dependencies: [],
+    attempts,
+    skipped,
+    error,
+  };
+}
+
 function discover(options: LibraryOptions): { libs?: CannLibraries; report: DiscoveryReport } {
   const attempts: LibraryAttempt[] = [];
   const skipped: SkippedLocation[] = [];
   const trail: (LibraryAttempt | SkippedLocation)[] = [];
-  const failed = (error: string): { report: DiscoveryReport } => ({
-    report: {
-      found: false,
-      dir: null,
-      resolvedDir: null,
-      source: null,
-      libraries: [],
-      dependencies: [],
-      attempts,
-      skipped,
-      error,
-    },
-  });
+  const failed = (error: string) => ({ report: notFound(error, attempts, skipped) });
   for (const candidate of candidates(options, skipped)) {
     const cached = cache.get(cacheKey(candidate.dir));
     if (cached) return { libs: cached, report: cached.report };
@@ -281,18 +288,7 @@ export function describeLibraries(options: LibraryOptions = {}): DiscoveryReport
     if (libs && automatic) autoDiscovered = libs;
     return report;
   } catch (e) {
-    const error = e instanceof Error ? e.message : String(e);
-    return {
-      found: false,
-      dir: null,
-      resolvedDir: null,
-      source: null,
-      libraries: [],
-      dependencies: [],
-      attempts: [],
-      skipped: [],
-      error,
-    };
+    return notFound(e instanceof Error ? e.message : String(e), [], []);
   }
 }
 

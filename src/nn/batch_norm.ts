@@ -6,15 +6,12 @@
  * @module
  */
 
-import { batchNorm } from "../ops/batch_norm.ts";
 import { batchNormBackward } from "../ops/batch_norm_backward.ts";
-import type { Device } from "../tensor/device.ts";
-import type { DType } from "../tensor/dtype.ts";
 import type { Tensor } from "../tensor/tensor.ts";
+import { BatchNormModule } from "./batch_norm_module.ts";
 import { BatchNormState } from "./batch_norm_state.ts";
 import type { BatchNormOptions } from "./options.ts";
-import { checkGradOut, type NormGradients, SavedForward } from "./saved.ts";
-import type { LoadStateDictOptions, LoadStateDictResult, StateDict } from "./state_dict.ts";
+import { checkGradOut, type NormGradients } from "./saved.ts";
 
 /** What a forward keeps for the backward: its input and the statistics it normalized with. */
 interface Saved {
@@ -62,77 +59,14 @@ interface Saved {
  * // ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
  * ```
  */
-export class BatchNorm implements Disposable {
-  readonly #state: BatchNormState;
-  readonly #saved = new SavedForward<Saved>();
+export class BatchNorm extends BatchNormModule {
+  readonly #state: BatchNormState<Saved>;
 
   /** Makes the module: weight 1, bias 0, running mean 0, running variance 1 (PyTorch's). */
   constructor(options: BatchNormOptions) {
-    this.#state = new BatchNormState("BatchNorm", options);
-  }
-
-  /** C, the channel count. */
-  get numFeatures(): number {
-    return this.#state.config.numFeatures;
-  }
-  /** Added to the variance. */
-  get eps(): number {
-    return this.#state.config.eps;
-  }
-  /** Weight of the batch statistics in the running update; null: cumulative average. */
-  get momentum(): number | null {
-    return this.#state.config.momentum;
-  }
-  /** Whether the module has `weight` and `bias`. */
-  get affine(): boolean {
-    return this.#state.config.affine;
-  }
-  /** Whether the module keeps running statistics. */
-  get trackRunningStats(): boolean {
-    return this.#state.config.trackRunningStats;
-  }
-  /** Where the parameters and statistics live. */
-  get device(): Device {
-    return this.#state.config.device;
-  }
-  /** dtype of the parameters and statistics. */
-  get dtype(): DType {
-    return this.#state.config.dtype;
-  }
-  /** gamma, `[C]`; null without affine parameters. */
-  get weight(): Tensor | null {
-    return this.#state.weight;
-  }
-  /** beta, `[C]`; null without affine parameters. */
-  get bias(): Tensor | null {
-    return this.#state.bias;
-  }
-  /** Running mean, `[C]`; null without running statistics. */
-  get runningMean(): Tensor | null {
-    return this.#state.runningMean;
-  }
-  /** Running (unbiased) variance, `[C]`; null without running statistics. */
-  get runningVar(): Tensor | null {
-    return this.#state.runningVar;
-  }
-  /** Training-mode batches seen; null without running statistics. */
-  get numBatchesTracked(): number | null {
-    return this.#state.numBatchesTracked;
-  }
-  /** true in training mode (the default), false in eval mode. */
-  get training(): boolean {
-    return this.#state.training;
-  }
-
-  /** Sets training mode (or eval mode with `false`). Returns the module. */
-  train(mode = true): this {
-    this.#state.training = Boolean(mode);
-    return this;
-  }
-
-  /** Sets eval mode. Returns the module. */
-  eval(): this {
-    return this.train(false);
+    const state = new BatchNormState<Saved>("BatchNorm", options);
+    super(state);
+    this.#state = state;
   }
 
   /**
@@ -144,29 +78,9 @@ export class BatchNorm implements Disposable {
     const s = this.#state;
     s.check(op);
     const x = s.checkInput(op, input);
-    const update = s.updatesRunningStats;
-    const batch = s.batchStatistics;
-    const r = batchNorm({
-      input: x,
-      weight: s.weight,
-      bias: s.bias,
-      runningMean: s.runningMean,
-      runningVar: s.runningVar,
-      training: batch,
-      momentum: update ? s.nextMomentum() : undefined,
-      eps: s.config.eps,
-    });
-    if (update) s.countBatch();
-    if (batch) {
-      const { saveMean, saveInvstd } = r;
-      this.#saved.save({ input: x, batch: { saveMean, saveInvstd } }, [saveMean, saveInvstd]);
-    } else {
-      // Eval mode: the empty save tensors are not outputs.
-      r.saveMean.dispose();
-      r.saveInvstd.dispose();
-      this.#saved.save({ input: x, batch: null }, []);
-    }
-    return r.output;
+    const { output, batch } = s.localForward(x);
+    s.saved.save({ input: x, batch }, batch ? [batch.saveMean, batch.saveInvstd] : []);
+    return output;
   }
 
   /**
@@ -178,7 +92,7 @@ export class BatchNorm implements Disposable {
     const op = "BatchNorm.backward";
     const s = this.#state;
     s.check(op);
-    const saved = this.#saved.use(op);
+    const saved = this.#state.saved.use(op);
     const dy = checkGradOut(op, gradOut, saved.input);
     const affine = s.config.affine;
     const r = batchNormBackward({
@@ -191,40 +105,7 @@ export class BatchNorm implements Disposable {
       outputMask: [true, affine, affine],
     });
     // A refused gradOut leaves the forward's state for a corrected call.
-    this.#saved.clear("used");
+    this.#state.saved.clear("used");
     return r as NormGradients;
-  }
-
-  /** Snapshots (copies) of the parameters and buffers by PyTorch's names (see StateDict). */
-  stateDict(): StateDict {
-    return this.#state.stateDict("BatchNorm.stateDict");
-  }
-
-  /**
-   * Copies a state dict into the module (values converted to its dtype and device), after
-   * checking all of it: with `strict` (default) exactly the module's keys, and always the
-   * module's shapes. Ends the pending forward (call forward again before a backward).
-   */
-  loadStateDict(dict: StateDict, options?: LoadStateDictOptions): LoadStateDictResult {
-    const result = this.#state.loadStateDict("BatchNorm.loadStateDict", dict, options);
-    this.#saved.clear("reset");
-    return result;
-  }
-
-  /** Running mean 0, running variance 1, numBatchesTracked 0. */
-  resetRunningStats(): void {
-    this.#state.resetRunningStats("BatchNorm.resetRunningStats");
-    this.#saved.clear("reset");
-  }
-
-  /** Frees the parameters, running statistics and saved statistics. Idempotent. */
-  dispose(): void {
-    this.#saved.clear("reset");
-    this.#state.dispose();
-  }
-
-  /** Same as {@linkcode BatchNorm.dispose}, for `using`. */
-  [Symbol.dispose](): void {
-    this.dispose();
   }
 }

@@ -17,12 +17,16 @@
  * @module
  */
 
+import { batchNorm } from "../ops/batch_norm.ts";
 import { checkRank, invalid, requireTensor } from "../ops/validate.ts";
+import type { Device } from "../tensor/device.ts";
+import type { DType } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { keep } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { type BatchNormConfig, batchNormConfig, type BatchNormOptions } from "./options.ts";
-import { disposedModule } from "./saved.ts";
+import type { ModuleState } from "./norm_module.ts";
+import { disposedModule, SavedForward } from "./saved.ts";
 import {
   loadState,
   type LoadStateDictOptions,
@@ -32,8 +36,19 @@ import {
   type StateEntry,
 } from "./state_dict.ts";
 
-/** The shared state of BatchNorm and SyncBatchNorm (module doc). */
-export class BatchNormState {
+/** The batch statistics a training-mode forward normalized with (batchNorm's saveMean/saveInvstd). */
+export interface BatchStatistics {
+  /** Mean per channel. */
+  readonly saveMean: Tensor;
+  /** 1/sqrt(var + eps) per channel. */
+  readonly saveInvstd: Tensor;
+}
+
+/**
+ * The shared state of BatchNorm and SyncBatchNorm (module doc); `S` is what a forward keeps
+ * for the backward.
+ */
+export class BatchNormState<S = unknown> implements ModuleState {
   /** The module's name in messages, e.g. `BatchNorm`. */
   readonly name: string;
   readonly config: BatchNormConfig;
@@ -43,6 +58,8 @@ export class BatchNormState {
   readonly runningVar: Tensor | null;
   numBatchesTracked: number | null;
   training = true;
+  /** What the last forward kept for its backward. */
+  readonly saved: SavedForward<S> = new SavedForward<S>();
   #disposed = false;
 
   constructor(name: string, options: BatchNormOptions) {
@@ -57,6 +74,16 @@ export class BatchNormState {
     this.runningMean = c.trackRunningStats ? make(0) : null;
     this.runningVar = c.trackRunningStats ? make(1) : null;
     this.numBatchesTracked = c.trackRunningStats ? 0 : null;
+  }
+
+  /** Where the parameters and statistics live. */
+  get device(): Device {
+    return this.config.device;
+  }
+
+  /** dtype of the parameters and statistics. */
+  get dtype(): DType {
+    return this.config.dtype;
   }
 
   /** Throws when the module was disposed. */
@@ -77,6 +104,35 @@ export class BatchNormState {
   /** The momentum of the next running update (before counting its batch). */
   nextMomentum(): number {
     return this.config.momentum ?? 1 / ((this.numBatchesTracked ?? 0) + 1);
+  }
+
+  /**
+   * The forward over this rank's batch alone (BatchNorm's; SyncBatchNorm's in eval mode):
+   * batchNorm with the module's parameters, on batch or running statistics as the mode says,
+   * with the running update (its batch counted) when the mode makes one. Returns the output
+   * and the batch statistics, or null when the running statistics normalized (the operator's
+   * empty save tensors are freed then).
+   */
+  localForward(x: Tensor): { output: Tensor; batch: BatchStatistics | null } {
+    const update = this.updatesRunningStats;
+    const batch = this.batchStatistics;
+    const r = batchNorm({
+      input: x,
+      weight: this.weight,
+      bias: this.bias,
+      runningMean: this.runningMean,
+      runningVar: this.runningVar,
+      training: batch,
+      momentum: update ? this.nextMomentum() : undefined,
+      eps: this.config.eps,
+    });
+    if (update) this.countBatch();
+    if (batch) {
+      return { output: r.output, batch: { saveMean: r.saveMean, saveInvstd: r.saveInvstd } };
+    }
+    r.saveMean.dispose();
+    r.saveInvstd.dispose();
+    return { output: r.output, batch: null };
   }
 
   /** Counts a batch whose running update happened. */
@@ -122,31 +178,35 @@ export class BatchNormState {
   }
 
   /** Snapshots of the entries (see StateDict). */
-  stateDict(op: string): StateDict {
-    this.check(op);
+  stateDict(): StateDict {
+    this.check(`${this.name}.stateDict`);
     return snapshot(this.entries());
   }
 
-  /** Checks `dict` whole, then copies it into the entries. */
-  loadStateDict(
-    op: string,
-    dict: StateDict,
-    options: LoadStateDictOptions | undefined,
-  ): LoadStateDictResult {
+  /** Checks `dict` whole, then copies it into the entries; ends the pending forward. */
+  loadStateDict(dict: StateDict, options?: LoadStateDictOptions): LoadStateDictResult {
+    const op = `${this.name}.loadStateDict`;
     this.check(op);
-    return loadState(op, this.entries(), dict, options);
+    const result = loadState(op, this.entries(), dict, options);
+    this.saved.clear("reset");
+    return result;
   }
 
-  /** Running mean 0, variance 1, no batch counted (PyTorch's `reset_running_stats`). */
-  resetRunningStats(op: string): void {
-    this.check(op);
+  /**
+   * Running mean 0, variance 1, no batch counted (PyTorch's `reset_running_stats`); ends the
+   * pending forward.
+   */
+  resetRunningStats(): void {
+    this.check(`${this.name}.resetRunningStats`);
     this.runningMean?.copy_(new Array(this.config.numFeatures).fill(0));
     this.runningVar?.copy_(new Array(this.config.numFeatures).fill(1));
     if (this.numBatchesTracked !== null) this.numBatchesTracked = 0;
+    this.saved.clear("reset");
   }
 
-  /** Frees the parameters and running statistics. Idempotent. */
+  /** Frees what the forward saved, the parameters and running statistics. Idempotent. */
   dispose(): void {
+    this.saved.clear("reset");
     if (this.#disposed) return;
     this.#disposed = true;
     for (const t of [this.weight, this.bias, this.runningMean, this.runningVar]) t?.dispose();

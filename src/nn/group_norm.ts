@@ -5,19 +5,17 @@
  * @module
  */
 
-import { affineEntries, ModuleCore } from "./module_core.ts";
+import { ModuleCore } from "./module_core.ts";
+import { NormModule } from "./norm_module.ts";
 import { groupNorm } from "../ops/group_norm.ts";
 import { groupNormBackward } from "../ops/group_norm_backward.ts";
 import { disposable } from "../ops/results.ts";
 import { checkRank, invalid, requireTensor } from "../ops/validate.ts";
-import type { Device } from "../tensor/device.ts";
-import type { DType } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { keep } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { type GroupNormConfig, groupNormConfig, type GroupNormOptions } from "./options.ts";
 import { checkGradOut, type NormGradients } from "./saved.ts";
-import type { LoadStateDictOptions, LoadStateDictResult, StateDict } from "./state_dict.ts";
 
 /** What a forward keeps for the backward: its input and the per-(n, group) statistics. */
 interface Saved {
@@ -52,23 +50,25 @@ interface Saved {
  * console.log(grads.gradInput.shape, grads.gradBias?.toArray()); // [2, 4, 3, 3] [18, 18, 18, 18]
  * ```
  */
-export class GroupNorm implements Disposable {
+export class GroupNorm extends NormModule {
   readonly #config: GroupNormConfig;
-  readonly #weight: Tensor | null;
-  readonly #bias: Tensor | null;
   readonly #core: ModuleCore<Saved>;
 
   /** Makes the module: weight 1, bias 0 (PyTorch's). */
   constructor(options: GroupNormOptions) {
     const c = groupNormConfig("GroupNorm", options);
-    this.#config = c;
     const make = (value: number) => keep(Tensor.full([c.numChannels], value, c.dtype, c.device));
-    this.#weight = c.affine ? make(1) : null;
-    this.#bias = c.affine ? make(0) : null;
-    this.#core = new ModuleCore<Saved>("GroupNorm", affineEntries(this.#weight, this.#bias), [
-      this.#weight,
-      this.#bias,
-    ]);
+    const weight = c.affine ? make(1) : null;
+    const bias = c.affine ? make(0) : null;
+    const core = new ModuleCore<Saved>("GroupNorm", {
+      device: c.device,
+      dtype: c.dtype,
+      weight,
+      bias,
+    });
+    super(core);
+    this.#config = c;
+    this.#core = core;
   }
 
   /** Number of groups. */
@@ -86,37 +86,6 @@ export class GroupNorm implements Disposable {
   /** Whether the module has `weight` and `bias`. */
   get affine(): boolean {
     return this.#config.affine;
-  }
-  /** Where the parameters live. */
-  get device(): Device {
-    return this.#config.device;
-  }
-  /** dtype of the parameters. */
-  get dtype(): DType {
-    return this.#config.dtype;
-  }
-  /** gamma, `[C]`; null without affine parameters. */
-  get weight(): Tensor | null {
-    return this.#weight;
-  }
-  /** beta, `[C]`; null without affine parameters. */
-  get bias(): Tensor | null {
-    return this.#bias;
-  }
-  /** true in training mode (the default); GroupNorm computes the same in both modes. */
-  get training(): boolean {
-    return this.#core.training;
-  }
-
-  /** Sets training mode (or eval mode with `false`). Returns the module. */
-  train(mode = true): this {
-    this.#core.training = Boolean(mode);
-    return this;
-  }
-
-  /** Sets eval mode. Returns the module. */
-  eval(): this {
-    return this.train(false);
   }
 
   /**
@@ -136,8 +105,8 @@ export class GroupNorm implements Disposable {
     }
     const r = groupNorm({
       input: x,
-      gamma: this.#weight,
-      beta: this.#bias,
+      gamma: this.weight,
+      beta: this.bias,
       group: this.#config.numGroups,
       eps: this.#config.eps,
     });
@@ -160,7 +129,7 @@ export class GroupNorm implements Disposable {
       input: saved.input,
       mean: saved.mean,
       rstd: saved.rstd,
-      gamma: this.#weight,
+      gamma: this.weight,
       group: this.#config.numGroups,
       outputMask: [true, affine, affine],
     });
@@ -171,28 +140,5 @@ export class GroupNorm implements Disposable {
       gradBias: r.gradBeta,
     };
     return disposable(grads, [grads.gradInput, grads.gradWeight, grads.gradBias]);
-  }
-
-  /** Snapshots (copies) of `weight` and `bias` (an empty dict without affine parameters). */
-  stateDict(): StateDict {
-    return this.#core.stateDict();
-  }
-
-  /**
-   * Copies a state dict into the module after checking all of it (see BatchNorm's). Ends the
-   * pending forward.
-   */
-  loadStateDict(dict: StateDict, options?: LoadStateDictOptions): LoadStateDictResult {
-    return this.#core.loadStateDict(dict, options);
-  }
-
-  /** Frees the parameters and saved statistics. Idempotent. */
-  dispose(): void {
-    this.#core.dispose();
-  }
-
-  /** Same as {@linkcode GroupNorm.dispose}, for `using`. */
-  [Symbol.dispose](): void {
-    this.dispose();
   }
 }

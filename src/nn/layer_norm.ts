@@ -5,13 +5,12 @@
  * @module
  */
 
-import { affineEntries, ModuleCore } from "./module_core.ts";
+import { ModuleCore } from "./module_core.ts";
+import { NormModule } from "./norm_module.ts";
 import { layerNorm } from "../ops/layer_norm.ts";
 import { layerNormBackward } from "../ops/layer_norm_backward.ts";
 import { disposable } from "../ops/results.ts";
 import { requireTensor } from "../ops/validate.ts";
-import type { Device } from "../tensor/device.ts";
-import type { DType } from "../tensor/dtype.ts";
 import { keep } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import {
@@ -21,7 +20,6 @@ import {
   type LayerNormOptions,
 } from "./row_norm_options.ts";
 import { checkGradOut, type NormGradients } from "./saved.ts";
-import type { LoadStateDictOptions, LoadStateDictResult, StateDict } from "./state_dict.ts";
 
 /** What a forward keeps for the backward: its input and the per-row statistics. */
 interface Saved {
@@ -54,23 +52,25 @@ interface Saved {
  * console.log(y.shape, grads.gradBias?.toArray()); // [2, 3, 8] [6, 6, 6, 6, 6, 6, 6, 6]
  * ```
  */
-export class LayerNorm implements Disposable {
+export class LayerNorm extends NormModule {
   readonly #config: LayerNormConfig;
-  readonly #weight: Tensor | null;
-  readonly #bias: Tensor | null;
   readonly #core: ModuleCore<Saved>;
 
   /** Makes the module: weight 1, bias 0 (PyTorch's). */
   constructor(options: LayerNormOptions) {
     const c = layerNormConfig("LayerNorm", options);
-    this.#config = c;
     const make = (value: number) => keep(Tensor.full(c.normalizedShape, value, c.dtype, c.device));
-    this.#weight = c.elementwiseAffine ? make(1) : null;
-    this.#bias = c.elementwiseAffine && c.bias ? make(0) : null;
-    this.#core = new ModuleCore<Saved>("LayerNorm", affineEntries(this.#weight, this.#bias), [
-      this.#weight,
-      this.#bias,
-    ]);
+    const weight = c.elementwiseAffine ? make(1) : null;
+    const bias = c.elementwiseAffine && c.bias ? make(0) : null;
+    const core = new ModuleCore<Saved>("LayerNorm", {
+      device: c.device,
+      dtype: c.dtype,
+      weight,
+      bias,
+    });
+    super(core);
+    this.#config = c;
+    this.#core = core;
   }
 
   /** The normalized (trailing) dims. */
@@ -85,37 +85,6 @@ export class LayerNorm implements Disposable {
   get elementwiseAffine(): boolean {
     return this.#config.elementwiseAffine;
   }
-  /** Where the parameters live. */
-  get device(): Device {
-    return this.#config.device;
-  }
-  /** dtype of the parameters. */
-  get dtype(): DType {
-    return this.#config.dtype;
-  }
-  /** gamma, shape normalizedShape; null without affine parameters. */
-  get weight(): Tensor | null {
-    return this.#weight;
-  }
-  /** beta, shape normalizedShape; null without affine parameters or bias. */
-  get bias(): Tensor | null {
-    return this.#bias;
-  }
-  /** true in training mode (the default); LayerNorm computes the same in both modes. */
-  get training(): boolean {
-    return this.#core.training;
-  }
-
-  /** Sets training mode (or eval mode with `false`). Returns the module. */
-  train(mode = true): this {
-    this.#core.training = Boolean(mode);
-    return this;
-  }
-
-  /** Sets eval mode. Returns the module. */
-  eval(): this {
-    return this.train(false);
-  }
 
   /**
    * Normalizes `input` (its last dims normalizedShape, on the module's device) and keeps what
@@ -128,8 +97,8 @@ export class LayerNorm implements Disposable {
     const r = layerNorm({
       input: x,
       normalizedShape: this.#config.normalizedShape,
-      weight: this.#weight,
-      bias: this.#bias,
+      weight: this.weight,
+      bias: this.bias,
       eps: this.#config.eps,
     });
     this.#core.saved.save({ input: x, mean: r.mean, rstd: r.rstd }, [r.mean, r.rstd]);
@@ -147,8 +116,8 @@ export class LayerNorm implements Disposable {
     const { normalizedShape, dtype, device } = this.#config;
     // The parameter gradients in the parameters' dtype (the operator casts to its outputs).
     const param = (p: Tensor | null) => p ? Tensor.empty(normalizedShape, dtype, device) : null;
-    const gradWeight = param(this.#weight);
-    const gradBias = param(this.#bias);
+    const gradWeight = param(this.weight);
+    const gradBias = param(this.bias);
     try {
       const r = layerNormBackward({
         gradOut: dy,
@@ -156,8 +125,8 @@ export class LayerNorm implements Disposable {
         normalizedShape,
         mean: saved.mean,
         rstd: saved.rstd,
-        weight: this.#weight,
-        bias: this.#bias,
+        weight: this.weight,
+        bias: this.bias,
         outputMask: [true, gradWeight !== null, gradBias !== null],
         out: { gradWeight, gradBias },
       });
@@ -169,28 +138,5 @@ export class LayerNorm implements Disposable {
       gradBias?.dispose();
       throw e;
     }
-  }
-
-  /** Snapshots (copies) of `weight` and `bias` (an empty dict without affine parameters). */
-  stateDict(): StateDict {
-    return this.#core.stateDict();
-  }
-
-  /**
-   * Copies a state dict into the module after checking all of it (PyTorch's strict
-   * `load_state_dict` by default). Ends the pending forward.
-   */
-  loadStateDict(dict: StateDict, options?: LoadStateDictOptions): LoadStateDictResult {
-    return this.#core.loadStateDict(dict, options);
-  }
-
-  /** Frees the parameters and saved statistics. Idempotent. */
-  dispose(): void {
-    this.#core.dispose();
-  }
-
-  /** Same as {@linkcode LayerNorm.dispose}, for `using`. */
-  [Symbol.dispose](): void {
-    this.dispose();
   }
 }

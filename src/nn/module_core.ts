@@ -6,7 +6,10 @@
  * @module
  */
 
+import type { Device } from "../tensor/device.ts";
+import type { DType } from "../tensor/dtype.ts";
 import type { Tensor } from "../tensor/tensor.ts";
+import type { ModuleState } from "./norm_module.ts";
 import { disposedModule, SavedForward } from "./saved.ts";
 import {
   loadState,
@@ -17,8 +20,28 @@ import {
   type StateEntry,
 } from "./state_dict.ts";
 
+/** Where a module's parameters live, and the parameters (null where it has none). */
+export interface ModuleParameters {
+  /** Where the parameters live. */
+  readonly device: Device;
+  /** dtype of the parameters. */
+  readonly dtype: DType;
+  /** The scale (gamma), or null. */
+  readonly weight: Tensor | null;
+  /** The shift (beta), or null. */
+  readonly bias: Tensor | null;
+}
+
 /** The shared state of one module named `name` (e.g. `GroupNorm`). */
-export class ModuleCore<S> {
+export class ModuleCore<S> implements ModuleState {
+  /** Where the parameters live. */
+  readonly device: Device;
+  /** dtype of the parameters. */
+  readonly dtype: DType;
+  /** The scale (gamma), or null. */
+  readonly weight: Tensor | null;
+  /** The shift (beta), or null. */
+  readonly bias: Tensor | null;
   /** What the last forward kept for its backward. */
   readonly saved: SavedForward<S> = new SavedForward<S>();
   /** true in training mode (the default). */
@@ -29,13 +52,17 @@ export class ModuleCore<S> {
   #disposed = false;
 
   /**
-   * `entries` are the state-dict entries in PyTorch's order; `owned` every tensor the module
-   * frees when disposed (its parameters and helpers).
+   * The state-dict entries are `weight` and `bias` (those present, PyTorch's order); the module
+   * frees them when disposed, and `helpers` (tensors it owns besides its parameters).
    */
-  constructor(name: string, entries: readonly StateEntry[], owned: readonly (Tensor | null)[]) {
+  constructor(name: string, params: ModuleParameters, helpers: readonly (Tensor | null)[] = []) {
+    this.device = params.device;
+    this.dtype = params.dtype;
+    this.weight = params.weight;
+    this.bias = params.bias;
     this.#name = name;
-    this.#entries = entries;
-    this.#owned = owned;
+    this.#entries = affineEntries(params.weight, params.bias);
+    this.#owned = [params.weight, params.bias, ...helpers];
   }
 
   /** `<name>.<method>`, after refusing a call on a disposed module. */
@@ -69,7 +96,7 @@ export class ModuleCore<S> {
 }
 
 /** The state-dict entries of optional `weight` and `bias` parameters (none when absent). */
-export function affineEntries(weight: Tensor | null, bias: Tensor | null): StateEntry[] {
+function affineEntries(weight: Tensor | null, bias: Tensor | null): StateEntry[] {
   const entries: StateEntry[] = [];
   if (weight) entries.push({ key: "weight", tensor: weight });
   if (bias) entries.push({ key: "bias", tensor: bias });

@@ -7,7 +7,7 @@
  */
 
 import { z } from "../ops/zod.ts";
-import { argumentsOf, epsilon, invalid, parseArguments } from "../ops/validate.ts";
+import { argumentsOf, epsilon, flag, invalid, parseArguments } from "../ops/validate.ts";
 import type { Device } from "../tensor/device.ts";
 import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
 
@@ -77,13 +77,16 @@ const count = z.number({
   invalid_type_error: "must be an integer >= 1",
 }).int("must be an integer >= 1").safe("must be a safe integer").gte(1, "must be >= 1");
 
-const flag = z.boolean({ invalid_type_error: "must be a boolean" }).default(true);
+/** The `dtype` option of every module: a float dtype, default float32. */
+export const dtype: z.ZodDefault<z.ZodEnum<[DType, ...DType[]]>> = z.enum(
+  FLOAT_DTYPES as [DType, ...DType[]],
+  {
+    errorMap: () => ({ message: `must be one of ${FLOAT_DTYPES.join(", ")}` }),
+  },
+).default("float32");
 
-const dtype = z.enum(FLOAT_DTYPES as [DType, ...DType[]], {
-  errorMap: () => ({ message: `must be one of ${FLOAT_DTYPES.join(", ")}` }),
-}).default("float32");
-
-const device = z.custom<Device>(
+/** The `device` option of every module: "cpu" (the default) or an opened device. */
+export const device: z.ZodDefault<z.ZodType<Device>> = z.custom<Device>(
   (v) => v === "cpu" || (typeof v === "object" && v !== null && "allocate" in v),
   { message: 'must be "cpu" or an opened device (openAscend)' },
 ).default("cpu");
@@ -108,16 +111,26 @@ const groupNormSchema = z.object({
   dtype,
 });
 
+/**
+ * A module's options parsed with `schema`: 161001 without an options object, 161002 naming
+ * the option and the rule for a bad value.
+ */
+export function parseOptions<S extends z.AnyZodObject>(
+  op: string,
+  schema: S,
+  options: object,
+): z.infer<S> {
+  return parseArguments(op, schema, argumentsOf(op, options));
+}
+
 /** Checks BatchNorm/SyncBatchNorm options (161001 without them, 161002 for a bad value). */
 export function batchNormConfig(op: string, options: BatchNormOptions): BatchNormConfig {
-  const o = argumentsOf(op, options);
-  return parseArguments(op, batchNormSchema, o);
+  return parseOptions(op, batchNormSchema, options);
 }
 
 /** Checks GroupNorm options; numChannels must be a multiple of numGroups (as in PyTorch). */
 export function groupNormConfig(op: string, options: GroupNormOptions): GroupNormConfig {
-  const o = argumentsOf(op, options);
-  const config = parseArguments(op, groupNormSchema, o);
+  const config = parseOptions(op, groupNormSchema, options);
   if (config.numChannels % config.numGroups !== 0) {
     invalid(
       op,

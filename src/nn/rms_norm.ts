@@ -5,13 +5,12 @@
  * @module
  */
 
-import { affineEntries, ModuleCore } from "./module_core.ts";
+import { ModuleCore } from "./module_core.ts";
+import { NormModule } from "./norm_module.ts";
 import { rmsNorm } from "../ops/rms_norm.ts";
 import { rmsNormGrad } from "../ops/rms_norm_grad.ts";
 import { disposable } from "../ops/results.ts";
 import { requireTensor } from "../ops/validate.ts";
-import type { Device } from "../tensor/device.ts";
-import type { DType } from "../tensor/dtype.ts";
 import { keep } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import {
@@ -22,7 +21,6 @@ import {
   type RMSNormOptions,
 } from "./row_norm_options.ts";
 import { checkGradOut } from "./saved.ts";
-import type { LoadStateDictOptions, LoadStateDictResult, StateDict } from "./state_dict.ts";
 
 /** The gradients {@linkcode RMSNorm.backward} returns; `using` frees them. */
 export interface RMSNormGradients extends Disposable {
@@ -61,9 +59,8 @@ interface Saved {
  * console.log(y.shape, grads.gradWeight?.shape); // [2, 4, 16] [16]
  * ```
  */
-export class RMSNorm implements Disposable {
+export class RMSNorm extends NormModule {
   readonly #config: RMSNormConfig;
-  readonly #weight: Tensor | null;
   /** Ones of the module's dtype: the operator's gamma without an affine weight. */
   readonly #ones: Tensor | null;
   readonly #core: ModuleCore<Saved>;
@@ -71,14 +68,15 @@ export class RMSNorm implements Disposable {
   /** Makes the module: weight 1 (PyTorch's). */
   constructor(options: RMSNormOptions) {
     const c = rmsNormConfig("RMSNorm", options);
-    this.#config = c;
     const ones = keep(Tensor.full(c.normalizedShape, 1, c.dtype, c.device));
-    this.#weight = c.elementwiseAffine ? ones : null;
-    this.#ones = c.elementwiseAffine ? null : ones;
-    this.#core = new ModuleCore<Saved>("RMSNorm", affineEntries(this.#weight, null), [
-      this.#weight,
-      this.#ones,
-    ]);
+    const weight = c.elementwiseAffine ? ones : null;
+    const helper = c.elementwiseAffine ? null : ones;
+    const params = { device: c.device, dtype: c.dtype, weight, bias: null };
+    const core = new ModuleCore<Saved>("RMSNorm", params, [helper]);
+    super(core);
+    this.#config = c;
+    this.#ones = helper;
+    this.#core = core;
   }
 
   /** The normalized (trailing) dims. */
@@ -92,37 +90,6 @@ export class RMSNorm implements Disposable {
   /** Whether the module has a learnable weight. */
   get elementwiseAffine(): boolean {
     return this.#config.elementwiseAffine;
-  }
-  /** Where the parameters live. */
-  get device(): Device {
-    return this.#config.device;
-  }
-  /** dtype of the parameters. */
-  get dtype(): DType {
-    return this.#config.dtype;
-  }
-  /** The scale, shape normalizedShape; null without an affine weight. */
-  get weight(): Tensor | null {
-    return this.#weight;
-  }
-  /** RMSNorm has no bias (always null; for a uniform module API). */
-  get bias(): Tensor | null {
-    return null;
-  }
-  /** true in training mode (the default); RMSNorm computes the same in both modes. */
-  get training(): boolean {
-    return this.#core.training;
-  }
-
-  /** Sets training mode (or eval mode with `false`). Returns the module. */
-  train(mode = true): this {
-    this.#core.training = Boolean(mode);
-    return this;
-  }
-
-  /** Sets eval mode. Returns the module. */
-  eval(): this {
-    return this.train(false);
   }
 
   /**
@@ -154,10 +121,10 @@ export class RMSNorm implements Disposable {
     this.#core.saved.clear("used");
     // dgamma is float32 (the operator's rule): the module's gradient has the weight's dtype.
     let gradWeight: Tensor | null = null;
-    if (this.#weight && this.#config.dtype === "float32") {
+    if (this.weight && this.#config.dtype === "float32") {
       gradWeight = r.dgamma;
     } else {
-      if (this.#weight) {
+      if (this.weight) {
         const { normalizedShape, dtype, device } = this.#config;
         gradWeight = Tensor.empty(normalizedShape, dtype, device).copy_(r.dgamma);
       }
@@ -167,30 +134,7 @@ export class RMSNorm implements Disposable {
     return disposable(grads, [r.dx, gradWeight]);
   }
 
-  /** A snapshot (copy) of `weight` (an empty dict without an affine weight). */
-  stateDict(): StateDict {
-    return this.#core.stateDict();
-  }
-
-  /**
-   * Copies a state dict into the module after checking all of it (PyTorch's strict
-   * `load_state_dict` by default). Ends the pending forward.
-   */
-  loadStateDict(dict: StateDict, options?: LoadStateDictOptions): LoadStateDictResult {
-    return this.#core.loadStateDict(dict, options);
-  }
-
-  /** Frees the parameters and saved statistics. Idempotent. */
-  dispose(): void {
-    this.#core.dispose();
-  }
-
-  /** Same as {@linkcode RMSNorm.dispose}, for `using`. */
-  [Symbol.dispose](): void {
-    this.dispose();
-  }
-
   #gamma(): Tensor {
-    return (this.#weight ?? this.#ones)!;
+    return (this.weight ?? this.#ones)!;
   }
 }

@@ -7,12 +7,12 @@
  */
 
 import { z } from "../ops/zod.ts";
-import { argumentsOf, invalid, parseArguments } from "../ops/validate.ts";
+import { flag, invalid } from "../ops/validate.ts";
 import type { Device } from "../tensor/device.ts";
-import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
+import type { DType } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import type { Tensor } from "../tensor/tensor.ts";
-import type { ModulePlacement } from "./options.ts";
+import { device, dtype, type ModulePlacement, parseOptions } from "./options.ts";
 
 /** The options of LayerNorm, as PyTorch's `nn.LayerNorm` takes them. */
 export interface LayerNormOptions extends ModulePlacement {
@@ -66,17 +66,6 @@ const shape = z.union([dim.transform((d) => [d]), z.array(dim).min(1).max(8)], {
   errorMap: () => ({ message: "must be an integer >= 0 or an array of 1 to 8 of them" }),
 });
 
-const flag = z.boolean({ invalid_type_error: "must be a boolean" }).default(true);
-
-const dtype = z.enum(FLOAT_DTYPES as [DType, ...DType[]], {
-  errorMap: () => ({ message: `must be one of ${FLOAT_DTYPES.join(", ")}` }),
-}).default("float32");
-
-const device = z.custom<Device>(
-  (v) => v === "cpu" || (typeof v === "object" && v !== null && "allocate" in v),
-  { message: 'must be "cpu" or an opened device (openAscend)' },
-).default("cpu");
-
 const finite = z.number({ invalid_type_error: "must be a number" }).finite("must be finite");
 
 const layerNormSchema = z.object({
@@ -98,14 +87,12 @@ const rmsNormSchema = z.object({
 
 /** Checks LayerNorm options (161001 without them, 161002 for a bad value). */
 export function layerNormConfig(op: string, options: LayerNormOptions): LayerNormConfig {
-  const o = argumentsOf(op, options);
-  return parseArguments(op, layerNormSchema, o);
+  return parseOptions(op, layerNormSchema, options);
 }
 
 /** Checks RMSNorm options (161001 without them, 161002 for a bad value). */
 export function rmsNormConfig(op: string, options: RMSNormOptions): RMSNormConfig {
-  const o = argumentsOf(op, options);
-  return parseArguments(op, rmsNormSchema, o);
+  return parseOptions(op, rmsNormSchema, options);
 }
 
 /**

@@ -6,7 +6,6 @@
  * @module
  */
 
-import { batchNorm } from "../ops/batch_norm.ts";
 import { batchNormBackward } from "../ops/batch_norm_backward.ts";
 import { disposable } from "../ops/results.ts";
 import {
@@ -15,12 +14,11 @@ import {
   syncBatchNormForward,
 } from "../ops/sync_batch_norm.ts";
 import { invalid } from "../ops/validate.ts";
-import type { Device } from "../tensor/device.ts";
-import type { DType } from "../tensor/dtype.ts";
 import type { Tensor } from "../tensor/tensor.ts";
+import { BatchNormModule } from "./batch_norm_module.ts";
 import { BatchNormState } from "./batch_norm_state.ts";
 import type { BatchNormOptions } from "./options.ts";
-import { checkGradOut, type NormGradients, SavedForward } from "./saved.ts";
+import { checkGradOut, type NormGradients } from "./saved.ts";
 import type { LoadStateDictOptions, LoadStateDictResult, StateDict } from "./state_dict.ts";
 
 /** Options of {@linkcode SyncBatchNorm}: BatchNorm's, and the process group. */
@@ -91,17 +89,18 @@ type Saved =
  * }));
  * ```
  */
-export class SyncBatchNorm implements Disposable {
-  readonly #state: BatchNormState;
+export class SyncBatchNorm extends BatchNormModule {
+  readonly #state: BatchNormState<Saved>;
   readonly #group: SyncBatchNormCollectives;
   readonly #timeoutMs: number | undefined;
-  readonly #saved = new SavedForward<Saved>();
   /** The call in flight, if any: calls on one module must not overlap. */
   #busy: string | undefined;
 
   /** Makes the module: weight 1, bias 0, running mean 0, running variance 1 (PyTorch's). */
   constructor(options: SyncBatchNormOptions) {
-    this.#state = new BatchNormState("SyncBatchNorm", options);
+    const state = new BatchNormState<Saved>("SyncBatchNorm", options);
+    super(state);
+    this.#state = state;
     const group = options.processGroup as unknown;
     if (
       typeof group !== "object" || group === null ||
@@ -125,74 +124,10 @@ export class SyncBatchNorm implements Disposable {
     this.#timeoutMs = timeoutMs;
   }
 
-  /** C, the channel count. */
-  get numFeatures(): number {
-    return this.#state.config.numFeatures;
-  }
-  /** Added to the variance. */
-  get eps(): number {
-    return this.#state.config.eps;
-  }
-  /** Weight of the batch statistics in the running update; null: cumulative average. */
-  get momentum(): number | null {
-    return this.#state.config.momentum;
-  }
-  /** Whether the module has `weight` and `bias`. */
-  get affine(): boolean {
-    return this.#state.config.affine;
-  }
-  /** Whether the module keeps running statistics. */
-  get trackRunningStats(): boolean {
-    return this.#state.config.trackRunningStats;
-  }
-  /** Where the parameters and statistics live. */
-  get device(): Device {
-    return this.#state.config.device;
-  }
-  /** dtype of the parameters and statistics. */
-  get dtype(): DType {
-    return this.#state.config.dtype;
-  }
   /** This rank's collectives. */
   get processGroup(): SyncBatchNormCollectives {
     return this.#group;
   }
-  /** gamma, `[C]`; null without affine parameters. */
-  get weight(): Tensor | null {
-    return this.#state.weight;
-  }
-  /** beta, `[C]`; null without affine parameters. */
-  get bias(): Tensor | null {
-    return this.#state.bias;
-  }
-  /** Running mean, `[C]` (the same on every rank); null without running statistics. */
-  get runningMean(): Tensor | null {
-    return this.#state.runningMean;
-  }
-  /** Running (unbiased) variance, `[C]`; null without running statistics. */
-  get runningVar(): Tensor | null {
-    return this.#state.runningVar;
-  }
-  /** Training-mode batches seen; null without running statistics. */
-  get numBatchesTracked(): number | null {
-    return this.#state.numBatchesTracked;
-  }
-  /** true in training mode (the default), false in eval mode. */
-  get training(): boolean {
-    return this.#state.training;
-  }
-
-  /** Sets training mode (or eval mode with `false`). Returns the module. */
-  train(mode = true): this {
-    this.#state.training = Boolean(mode);
-    return this;
-  }
-
-  /** Sets eval mode. Returns the module. */
-  eval(): this {
-    return this.train(false);
-  }
-
   /**
    * Normalizes this rank's `input` (rank 2-8, dim 1 = numFeatures): in training mode with the
    * statistics of all ranks (one all-gather), else locally. Resolves to the output.
@@ -219,7 +154,11 @@ export class SyncBatchNorm implements Disposable {
       });
       if (update) s.countBatch();
       const { mean, invstd, counts } = r;
-      this.#saved.save({ sync: true, input: x, mean, invstd, counts }, [mean, invstd, counts]);
+      this.#state.saved.save({ sync: true, input: x, mean, invstd, counts }, [
+        mean,
+        invstd,
+        counts,
+      ]);
       return r.output;
     } finally {
       this.#busy = undefined;
@@ -234,7 +173,7 @@ export class SyncBatchNorm implements Disposable {
     const op = "SyncBatchNorm.backward";
     const s = this.#state;
     s.check(op);
-    const saved = this.#saved.use(op);
+    const saved = this.#state.saved.use(op);
     const dy = checkGradOut(op, gradOut, saved.input);
     this.#enter(op);
     try {
@@ -266,76 +205,32 @@ export class SyncBatchNorm implements Disposable {
           outputMask: mask,
         });
       }
-      this.#saved.clear("used");
+      this.#state.saved.clear("used");
       return r as NormGradients;
     } finally {
       this.#busy = undefined;
     }
   }
 
-  /** Snapshots (copies) of the parameters and buffers by PyTorch's names (see StateDict). */
-  stateDict(): StateDict {
-    return this.#state.stateDict("SyncBatchNorm.stateDict");
-  }
-
   /**
    * Copies a state dict into the module after checking all of it (see BatchNorm's). Ends the
    * pending forward. Load the same dict on every rank.
    */
-  loadStateDict(dict: StateDict, options?: LoadStateDictOptions): LoadStateDictResult {
-    const op = "SyncBatchNorm.loadStateDict";
-    this.#enter(op);
+  override loadStateDict(dict: StateDict, options?: LoadStateDictOptions): LoadStateDictResult {
+    this.#enter("SyncBatchNorm.loadStateDict");
     try {
-      const result = this.#state.loadStateDict(op, dict, options);
-      this.#saved.clear("reset");
-      return result;
+      return super.loadStateDict(dict, options);
     } finally {
       this.#busy = undefined;
     }
   }
 
-  /** Running mean 0, running variance 1, numBatchesTracked 0. */
-  resetRunningStats(): void {
-    this.#state.resetRunningStats("SyncBatchNorm.resetRunningStats");
-    this.#saved.clear("reset");
-  }
-
-  /** Frees the parameters, running statistics and saved statistics. Idempotent. */
-  dispose(): void {
-    this.#saved.clear("reset");
-    this.#state.dispose();
-  }
-
-  /** Same as {@linkcode SyncBatchNorm.dispose}, for `using`. */
-  [Symbol.dispose](): void {
-    this.dispose();
-  }
-
   /** Eval mode: this rank alone (running statistics, or batch ones without them). */
   #localForward(x: Tensor): Tensor {
     const s = this.#state;
-    const batch = s.batchStatistics;
-    const r = batchNorm({
-      input: x,
-      weight: s.weight,
-      bias: s.bias,
-      runningMean: s.runningMean,
-      runningVar: s.runningVar,
-      training: batch,
-      eps: s.config.eps,
-    });
-    if (batch) {
-      const { saveMean, saveInvstd } = r;
-      this.#saved.save({ sync: false, input: x, batch: { saveMean, saveInvstd } }, [
-        saveMean,
-        saveInvstd,
-      ]);
-    } else {
-      r.saveMean.dispose();
-      r.saveInvstd.dispose();
-      this.#saved.save({ sync: false, input: x, batch: null }, []);
-    }
-    return r.output;
+    const { output, batch } = s.localForward(x);
+    s.saved.save({ sync: false, input: x, batch }, batch ? [batch.saveMean, batch.saveInvstd] : []);
+    return output;
   }
 
   #enter(op: string): void {

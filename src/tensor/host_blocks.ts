@@ -42,6 +42,19 @@ export interface BlockCounters {
   flushes: number;
 }
 
+/** Counters of a pool that has handed out nothing. */
+export function zeroCounters(): BlockCounters {
+  return {
+    bytesInUse: 0,
+    bytesCached: 0,
+    peakBytesInUse: 0,
+    blocks: 0,
+    allocations: 0,
+    cacheHits: 0,
+    flushes: 0,
+  };
+}
+
 const KIB = 1024;
 
 /**
@@ -72,15 +85,7 @@ export class BlockPool {
   readonly #ranges: FreeRange[] = [];
   readonly #grow: (end: number) => boolean;
   /** The counters, updated in place. */
-  readonly counters: BlockCounters = {
-    bytesInUse: 0,
-    bytesCached: 0,
-    peakBytesInUse: 0,
-    blocks: 0,
-    allocations: 0,
-    cacheHits: 0,
-    flushes: 0,
-  };
+  readonly counters: BlockCounters = zeroCounters();
 
   constructor(base: number, grow: (end: number) => boolean) {
     this.top = base;

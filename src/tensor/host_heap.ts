@@ -18,7 +18,7 @@
  */
 
 import { grantedEnv } from "./env.ts";
-import { BlockPool, sizeClass } from "./host_blocks.ts";
+import { BlockPool, sizeClass, zeroCounters } from "./host_blocks.ts";
 
 /** The environment variable that sets the heap's maximum size in MiB (0: no heap). */
 export const HOST_HEAP_ENV = "ACLNN_NORM_HOST_HEAP_MB";
@@ -298,29 +298,16 @@ export interface HostHeapUsage {
 export function hostHeapUsage(): HostHeapUsage {
   const h = heap;
   const limit = hostHeapMaxBytes();
-  if (!h) {
-    return {
-      bytesReserved: 0,
-      bytesInUse: 0,
-      bytesCached: 0,
-      peakBytesInUse: 0,
-      blocks: 0,
-      allocations: 0,
-      cacheHits: 0,
-      fallbacks: 0,
-      bytesLimit: limit,
-    };
-  }
-  const c = h.pool.counters;
+  const c = h ? h.pool.counters : zeroCounters();
   return {
-    bytesReserved: h.memory.buffer.byteLength,
+    bytesReserved: h ? h.memory.buffer.byteLength : 0,
     bytesInUse: c.bytesInUse,
     bytesCached: c.bytesCached,
     peakBytesInUse: c.peakBytesInUse,
     blocks: c.blocks,
     allocations: c.allocations,
     cacheHits: c.cacheHits,
-    fallbacks: h.fallbacks,
+    fallbacks: h ? h.fallbacks : 0,
     bytesLimit: limit,
   };
 }

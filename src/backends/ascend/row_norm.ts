@@ -1,6 +1,6 @@
 /**
  * The Ascend backend's LayerNorm / RMSNorm kernels: each one two-phase aclnn call in the
- * argument order of its C prototype (src/ffi/symbols.ts). Where CANN leaves an output the
+ * argument order of its C prototype (src/ffi/symbols/opapi.ts). Where CANN leaves an output the
  * package defines unwritten, the backend writes it at this boundary: AddRmsNorm's rstd for rows
  * of no element (NaN, as the CPU backend gives), and on chips whose AddRmsNorm kernel never
  * stores rstd (Atlas inference series) rstd from aclnnRmsNorm over the stored sum.

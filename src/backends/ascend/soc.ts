@@ -21,6 +21,15 @@
  * @module
  */
 
+/** The LayerNorm / RMSNorm operators (normalized trailing dims). */
+export const ROW_NORM_OPERATORS = [
+  "aclnnLayerNorm",
+  "aclnnLayerNormBackward",
+  "aclnnRmsNorm",
+  "aclnnRmsNormGrad",
+  "aclnnAddRmsNorm",
+] as const;
+
 /** The operators whose rules depend on the SoC. */
 export const SOC_OPERATORS = [
   "aclnnBatchNorm",
@@ -32,11 +41,7 @@ export const SOC_OPERATORS = [
   "aclnnBatchNormElemtBackward",
   "aclnnGroupNorm",
   "aclnnGroupNormBackward",
-  "aclnnLayerNorm",
-  "aclnnLayerNormBackward",
-  "aclnnRmsNorm",
-  "aclnnRmsNormGrad",
-  "aclnnAddRmsNorm",
+  ...ROW_NORM_OPERATORS,
 ] as const;
 
 /** One of {@linkcode SOC_OPERATORS}. */
@@ -341,15 +346,6 @@ export function groupNormBackwardLimits(
 export function describeSoc(socName: string, family: SocFamily): string {
   return `${socName} (${family.product})`;
 }
-
-/** The LayerNorm / RMSNorm operators (normalized trailing dims). */
-export const ROW_NORM_OPERATORS = [
-  "aclnnLayerNorm",
-  "aclnnLayerNormBackward",
-  "aclnnRmsNorm",
-  "aclnnRmsNormGrad",
-  "aclnnAddRmsNorm",
-] as const;
 
 /** One of {@linkcode ROW_NORM_OPERATORS}. */
 export type RowNormOperator = typeof ROW_NORM_OPERATORS[number];
