@@ -57,7 +57,7 @@ const flags = parseCommand({
   --layouts ...    contiguous, channels_last (default both)
   --min-time S     seconds of timed calls per case (default 0.3)
   --repeat N       time every case N times, keep the lowest median (default 1)
-  --no-reference   skip the float64 reference kernels
+  --no-reference   skip the float64 oracle's kernels (tests/oracle)
   --no-torch       skip PyTorch (bench/torch_baseline.py with /usr/bin/python3)
   --kernels K      wasm (default), ts, or both (adds the TypeScript-only column)
   --dropped        add a column with results left to the garbage collector

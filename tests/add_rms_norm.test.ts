@@ -21,7 +21,7 @@ import {
   forEachBackend,
   on,
 } from "./helpers/backends.ts";
-import { dot, finiteDifferences, rmsNorm as rmsNorm64 } from "./helpers/norm_reference.ts";
+import { dot, finiteDifferences, rmsNorm as rmsNorm64 } from "./oracle/row_norms.ts";
 import { betweenKernels, EXACT, toleranceFor } from "./helpers/tolerance.ts";
 
 const NULLPTR = 161001;

@@ -1,6 +1,6 @@
 /**
- * The streaming CPU kernels against the float64 reference kernels: every kernel, every
- * dtype (with float32 statistics for float16/bfloat16 data), ranks 2-8, contiguous,
+ * The streaming CPU kernels against the float64 oracle's kernels (tests/oracle/kernels): every
+ * kernel, every dtype (with float32 statistics for float16/bfloat16 data), ranks 2-8, contiguous,
  * channels-last, sliced, strided and transposed views, masks, in-place, empty tensors,
  * NaN; then the worker pool (identical bits for 1 and 2 threads, a script exits by itself,
  * no permission needed) and the bfloat16 rounding of the store loops.

@@ -94,7 +94,7 @@ function rnd(shape: number[], seed: number, dtype: DType) {
   return Tensor.random(shape, { seed, dtype, low: -2, high: 3 });
 }
 
-Deno.test("row kernels equal the float64 reference kernels on the same calls", () => {
+Deno.test("row kernels equal the float64 oracle's kernels on the same calls", () => {
   for (const dtype of ["float32", "float16", "bfloat16"] as const) {
     for (const l of LAYOUTS) {
       const x = l.make(dtype);

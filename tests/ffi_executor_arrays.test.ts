@@ -15,7 +15,7 @@ import { Tensor } from "../src/tensor/tensor.ts";
 import { assertAclnnError, assertClose } from "./helpers/assert.ts";
 import { SIM_AVAILABLE } from "./helpers/backends.ts";
 import { liveDelta, openSim, simStats } from "./helpers/ffi_sim.ts";
-import { layerNorm as layerNorm64 } from "./helpers/norm_reference.ts";
+import { layerNorm as layerNorm64 } from "./oracle/row_norms.ts";
 
 const X = Array.from({ length: 24 }, (_, i) => Math.sin(i) * 3 + (i % 4));
 

@@ -22,7 +22,7 @@ import {
   on,
   onOpt,
 } from "./helpers/backends.ts";
-import { layerNorm as layerNorm64 } from "./helpers/norm_reference.ts";
+import { layerNorm as layerNorm64 } from "./oracle/row_norms.ts";
 import { looser, toleranceFor } from "./helpers/tolerance.ts";
 
 const NULLPTR = 161001;

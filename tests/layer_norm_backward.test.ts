@@ -26,7 +26,7 @@ import {
   finiteDifferences,
   layerNorm as layerNorm64,
   layerNormBackward as layerNormBackward64,
-} from "./helpers/norm_reference.ts";
+} from "./oracle/row_norms.ts";
 import { FINITE_DIFFERENCES, looser, toleranceFor } from "./helpers/tolerance.ts";
 
 const NULLPTR = 161001;

@@ -27,7 +27,7 @@ import {
   finiteDifferences,
   rmsNorm as rmsNorm64,
   rmsNormBackward as rmsNormBackward64,
-} from "./helpers/norm_reference.ts";
+} from "./oracle/row_norms.ts";
 import { FINITE_DIFFERENCES, toleranceFor } from "./helpers/tolerance.ts";
 
 const NULLPTR = 161001;

@@ -19,7 +19,7 @@ import {
   layerNormBackward as layerNormBackward64,
   rmsNorm as rmsNorm64,
   rmsNormBackward as rmsNormBackward64,
-} from "./helpers/norm_reference.ts";
+} from "./oracle/row_norms.ts";
 import { toleranceFor } from "./helpers/tolerance.ts";
 
 const f64 = (t: Tensor) => [...t.toFloat64Array()];

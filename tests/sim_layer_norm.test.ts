@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { Random } from "../src/tensor/random.ts";
 import type { DType } from "../src/tensor/dtype.ts";
 import { assertClose } from "./helpers/assert.ts";
-import { layerNorm, rounded } from "./helpers/norm_reference.ts";
+import { layerNorm, rounded } from "./oracle/row_norms.ts";
 import { SIM_REPLAY } from "./helpers/tolerance.ts";
 import {
   type CallResult,

@@ -16,7 +16,7 @@ import {
   layerNorm,
   layerNormBackward,
   rounded,
-} from "./helpers/norm_reference.ts";
+} from "./oracle/row_norms.ts";
 import { SIM_REPLAY, TOLERANCE } from "./helpers/tolerance.ts";
 import {
   type CallResult,

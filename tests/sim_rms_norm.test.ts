@@ -12,13 +12,7 @@ import assert from "node:assert/strict";
 import type { DType } from "../src/tensor/dtype.ts";
 import { Random } from "../src/tensor/random.ts";
 import { assertClose } from "./helpers/assert.ts";
-import {
-  dot,
-  finiteDifferences,
-  rmsNorm,
-  rmsNormBackward,
-  rounded,
-} from "./helpers/norm_reference.ts";
+import { dot, finiteDifferences, rmsNorm, rmsNormBackward, rounded } from "./oracle/row_norms.ts";
 import { SIM_REPLAY, TOLERANCE } from "./helpers/tolerance.ts";
 import {
   type CallResult,

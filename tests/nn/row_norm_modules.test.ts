@@ -15,7 +15,7 @@ import type { Device } from "../../src/tensor/device.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
 import { assertAclnnError, assertClose } from "../helpers/assert.ts";
 import { forEachBackend, on } from "../helpers/backends.ts";
-import { rmsNorm as rmsNorm64 } from "../helpers/norm_reference.ts";
+import { rmsNorm as rmsNorm64 } from "../oracle/row_norms.ts";
 import { PYTORCH_FLOAT32, toleranceFor } from "../helpers/tolerance.ts";
 
 interface Step {

@@ -1,15 +1,17 @@
 /**
- * aclnnGroupNormBackward in PyTorch's uncentred form (aten native_group_norm_backward), not
- * the centred form of the operator's JSDoc (src/ops/group_norm_backward.ts), which it equals
- * algebraically. Per (n, g), with M = D * HxW, ds = sum(gamma * dy * x), db = sum(gamma * dy):
+ * aclnnGroupNormBackward (src/ops/group_norm_backward.ts). Per (n, g), with M = D * HxW and
+ * xhat = (x - mean) * rstd:
  *
  * ```
- * c2 = (db * mean - ds) * rstd^3 / M,  c3 = -c2 * mean - db * rstd / M
- * gradInput = rstd * gamma * dy + c2 * x + c3
- * gradGamma_c = sum_n rstd * (sum_hw dy * x - mean * sum_hw dy),  gradBeta_c = sum_n sum_hw dy
+ * gradInput = rstd * (gamma * dy - sum(gamma * dy) / M - xhat * sum(gamma * dy * xhat) / M)
+ * gradGamma_c = sum over n, hw of dy * xhat,   gradBeta_c = sum over n, hw of dy
  * ```
  *
- * Over an empty input the per-channel gradients are 0 (README).
+ * This centred form equals PyTorch's uncentred one (aten native_group_norm_backward) but keeps
+ * its accuracy when |mean| is large, and over non-finite data gives the infinities a direct
+ * evaluation gives where the uncentred sums meet Inf - Inf. Its derivatives are checked
+ * against central differences of the forward (self_check.test.ts). Over an empty input the
+ * per-channel gradients are 0 (README).
  *
  * @module
  */
@@ -39,33 +41,28 @@ export function groupNormBackward64(
   const gradGamma = new Float64Array(C);
   const gradBeta = new Float64Array(C);
   if (M === 0) return { gradInput, gradGamma, gradBeta };
+  const xhat = (i: number, n: number, g: number) =>
+    (x[i] - mean[n * group + g]) * rstd[n * group + g];
   for (let n = 0; n < N; n++) {
     for (let g = 0; g < group; g++) {
-      const m = mean[n * group + g];
-      const r = rstd[n * group + g];
-      let ds = 0;
-      let db = 0;
+      let a = 0; // sum(gamma * dy)
+      let b = 0; // sum(gamma * dy * xhat)
       for (let c = g * D; c < (g + 1) * D; c++) {
         const w = gamma ? gamma[c] : 1;
-        let sdyx = 0;
-        let sdy = 0;
         for (let h = 0; h < HxW; h++) {
           const i = (n * C + c) * HxW + h;
-          sdyx += dy[i] * x[i];
-          sdy += dy[i];
+          a += w * dy[i];
+          b += w * dy[i] * xhat(i, n, g);
+          gradGamma[c] += dy[i] * xhat(i, n, g);
+          gradBeta[c] += dy[i];
         }
-        ds += w * sdyx;
-        db += w * sdy;
-        gradGamma[c] += r * (sdyx - m * sdy);
-        gradBeta[c] += sdy;
       }
-      const c2 = (db * m - ds) * r * r * r / M;
-      const c3 = -c2 * m - db * r / M;
+      const r = rstd[n * group + g];
       for (let c = g * D; c < (g + 1) * D; c++) {
         const w = gamma ? gamma[c] : 1;
         for (let h = 0; h < HxW; h++) {
           const i = (n * C + c) * HxW + h;
-          gradInput[i] = r * w * dy[i] + c2 * x[i] + c3;
+          gradInput[i] = r * (w * dy[i] - a / M - xhat(i, n, g) * b / M);
         }
       }
     }

@@ -1,9 +1,9 @@
 /**
  * The tests' one float64 oracle: independent float64 implementations of every operator of
  * the package, written from the formulas of the seed documents and the operators' JSDoc, over
- * logical row-major float64 data (what `Tensor.toFloat64Array()` returns). It shares no code
- * with `src/`; the tests read tensors into Float64Arrays and compare the kernels' results with
- * these under the one tolerance table (tests/helpers/tolerance.ts).
+ * logical row-major float64 data (what `Tensor.toFloat64Array()` returns). Its formulas share
+ * no code with `src/`; the tests read tensors into Float64Arrays and compare the kernels'
+ * results with these under the one tolerance table (tests/helpers/tolerance.ts).
  *
  * Every function takes the inputs exactly as the operator receives them (already rounded to
  * their dtype), so a correct kernel differs from the oracle only by the final rounding of its
@@ -12,8 +12,9 @@
  * forward passes (tests/oracle/self_check.test.ts).
  *
  * `referenceKernels` (kernels/) is the same oracle in the backends' kernel contract
- * (src/backends/types.ts `Kernels`): whole tensors read as float64, computed, each output
- * rounded once; the CPU backend's kernel tests and the benchmark's reference column call it.
+ * (src/backends/types.ts `Kernels`): whole tensors read as float64 (`Tensor.toFloat64Array`),
+ * computed by the functions below, each output rounded once (`Tensor.copy_`); the CPU
+ * backend's kernel tests and the benchmark's reference column call it.
  * The oracle is not part of the published package and nothing in `src/` imports it
  * (tests/oracle/module_graph.test.ts).
  *
@@ -53,3 +54,14 @@ export {
   groupNormForward64,
 } from "./group_norm.ts";
 export { type GroupNormBackward64, groupNormBackward64 } from "./group_norm_backward.ts";
+export {
+  layerNorm as layerNorm64,
+  layerNormBackward as layerNormBackward64,
+  type LayerNormGrads,
+  type LayerNormResult,
+  rmsNorm as rmsNorm64,
+  rmsNormBackward as rmsNormBackward64,
+  type RmsNormGrads,
+  type RmsNormResult,
+  rounded,
+} from "./row_norms.ts";

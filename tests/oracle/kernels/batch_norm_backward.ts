@@ -1,8 +1,7 @@
 /**
- * Float64 reference kernels of the BatchNorm backward family: aclnnBatchNormReduceBackward,
- * aclnnBatchNormBackward and aclnnBatchNormElemtBackward. They read whole tensors into
- * Float64Arrays, compute, and round each result once into its output: slow, simple, and the
- * implementation the fast kernels are tested against.
+ * The oracle's BatchNorm backward family in the kernel contract: aclnnBatchNormReduceBackward,
+ * aclnnBatchNormBackward and aclnnBatchNormElemtBackward. Values from the oracle's functions;
+ * this file says which tensors each operator writes (masks, absent outputs).
  *
  * @module
  */
@@ -14,113 +13,68 @@ import type {
   BatchNormElemtBackwardTensors,
   BatchNormReduceBackwardPlan,
   BatchNormReduceBackwardTensors,
-  ChannelGeometry,
 } from "../../../src/backends/types.ts";
-import { channelSums, elemtBackwardValues, invstdOf, valuesOr } from "./values.ts";
+import { batchNormBackward64 } from "../batch_norm_backward.ts";
+import { batchNormElemtBackward64 } from "../batch_norm_elemt_backward.ts";
+import { batchNormReduceBackward64 } from "../batch_norm_reduce_backward.ts";
+import { channelShape, read, readIf, write } from "./io.ts";
 
-/** aclnnBatchNormReduceBackward: sumDy, sumDyXmu, gradWeight = sumDyXmu * invstd, gradBias. */
+/** aclnnBatchNormReduceBackward: sumDy, sumDyXmu, gradWeight, gradBias where present. */
 export function batchNormReduceBackward(
   plan: BatchNormReduceBackwardPlan,
   t: BatchNormReduceBackwardTensors,
 ): void {
-  const sums = channelSums(
-    plan.geometry,
-    t.gradOut.toFloat64Array(),
-    t.input.toFloat64Array(),
-    t.mean.toFloat64Array(),
+  const r = batchNormReduceBackward64(
+    read(t.gradOut),
+    read(t.input),
+    channelShape(plan.geometry),
+    read(t.mean),
+    read(t.invstd),
   );
-  t.sumDy?.copy_(sums.sumDy);
-  t.sumDyXmu?.copy_(sums.sumDyXmu);
-  if (t.gradWeight) {
-    const inv = t.invstd.toFloat64Array();
-    t.gradWeight.copy_(sums.sumDyXmu.map((v, c) => v * inv[c]));
-  }
-  t.gradBias?.copy_(sums.sumDy);
+  write(t.sumDy, r.sumDy);
+  write(t.sumDyXmu, r.sumDyXmu);
+  write(t.gradWeight, r.gradWeight);
+  write(t.gradBias, r.gradBias);
 }
 
-/** Evaluation mode: gradInput = dy * weight * invstd per channel (constant statistics). */
-function evalGradInput(
-  g: ChannelGeometry,
-  dy: Float64Array,
-  weight: Float64Array,
-  invstd: Float64Array,
-): Float64Array {
-  const { outer, channels, inner } = g;
-  const gradInput = new Float64Array(dy.length);
-  for (let c = 0; c < channels; c++) {
-    const scale = weight[c] * invstd[c];
-    for (let n = 0; n < outer; n++) {
-      const base = (n * channels + c) * inner;
-      for (let j = base; j < base + inner; j++) gradInput[j] = dy[j] * scale;
-    }
-  }
-  return gradInput;
-}
-
-/**
- * aclnnBatchNormBackward. Training: the statistics are saveMean/saveInvstd (0/1 when absent);
- * evaluation: runningMean and 1/sqrt(runningVar + eps) (0/1 when absent). Every input is read
- * before any output is written. Empty inputs give zero per-channel gradients.
- */
+/** aclnnBatchNormBackward: the masked-on gradients (statistics chosen by the mode). */
 export function batchNormBackward(plan: BatchNormBackwardPlan, t: BatchNormBackwardTensors): void {
-  const g = plan.geometry;
-  const C = g.channels;
   const [wantInput, wantWeight, wantBias] = plan.mask;
-  if (g.perChannel === 0) {
-    if (wantWeight) t.gradWeight?.copy_(new Float64Array(C));
-    if (wantBias) t.gradBias?.copy_(new Float64Array(C));
-    return;
-  }
-  const mean = plan.training ? valuesOr(t.saveMean, C, 0) : valuesOr(t.runningMean, C, 0);
-  const invstd = plan.training
-    ? valuesOr(t.saveInvstd, C, 1)
-    : invstdOf(valuesOr(t.runningVar, C, 1), plan.eps);
-  const weight = valuesOr(t.weight, C, 1);
-  const dy = t.gradOut.toFloat64Array();
-  const x = t.input.toFloat64Array();
-  const needSums = wantWeight || wantBias || (wantInput && plan.training);
-  const sums = needSums ? channelSums(g, dy, x, mean) : undefined;
-  let gradInput: Float64Array | undefined;
-  if (wantInput) {
-    gradInput = plan.training
-      ? elemtBackwardValues(
-        g,
-        dy,
-        x,
-        mean,
-        invstd,
-        weight,
-        sums!.sumDy,
-        sums!.sumDyXmu,
-        g.perChannel,
-      )
-      : evalGradInput(g, dy, weight, invstd);
-  }
-  if (gradInput) t.gradInput?.copy_(gradInput);
-  if (wantWeight) t.gradWeight?.copy_(sums!.sumDyXmu.map((v, c) => v * invstd[c]));
-  if (wantBias) t.gradBias?.copy_(sums!.sumDy);
+  const r = batchNormBackward64({
+    dy: read(t.gradOut),
+    x: read(t.input),
+    shape: channelShape(plan.geometry),
+    weight: readIf(t.weight),
+    runningMean: readIf(t.runningMean),
+    runningVar: readIf(t.runningVar),
+    saveMean: readIf(t.saveMean),
+    saveInvstd: readIf(t.saveInvstd),
+    training: plan.training,
+    eps: plan.eps,
+  });
+  if (wantInput) write(t.gradInput, r.gradInput);
+  if (wantWeight) write(t.gradWeight, r.gradWeight);
+  if (wantBias) write(t.gradBias, r.gradBias);
 }
 
-/** aclnnBatchNormElemtBackward with M = sum(counter). Empty inputs write nothing. */
+/** aclnnBatchNormElemtBackward with M = sum(counter). */
 export function batchNormElemtBackward(
   plan: BatchNormElemtBackwardPlan,
   t: BatchNormElemtBackwardTensors,
 ): void {
-  const g = plan.geometry;
-  if (g.perChannel === 0) return;
-  let total = 0;
-  for (const v of t.counter.toFloat64Array()) total += v;
-  t.gradInput.copy_(
-    elemtBackwardValues(
-      g,
-      t.gradOut.toFloat64Array(),
-      t.input.toFloat64Array(),
-      t.mean.toFloat64Array(),
-      t.invstd.toFloat64Array(),
-      valuesOr(t.weight, g.channels, 1),
-      t.sumDy.toFloat64Array(),
-      t.sumDyXmu.toFloat64Array(),
-      total,
-    ),
+  if (plan.geometry.perChannel === 0) return;
+  write(
+    t.gradInput,
+    batchNormElemtBackward64({
+      dy: read(t.gradOut),
+      x: read(t.input),
+      shape: channelShape(plan.geometry),
+      mean: read(t.mean),
+      invstd: read(t.invstd),
+      weight: readIf(t.weight),
+      sumDy: read(t.sumDy),
+      sumDyXmu: read(t.sumDyXmu),
+      counter: read(t.counter),
+    }),
   );
 }

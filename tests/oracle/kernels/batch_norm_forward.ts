@@ -1,6 +1,10 @@
 /**
- * Float64 reference kernels of the BatchNorm forward family: aclnnBatchNormStats,
- * aclnnBatchNormGatherStatsWithCounts, aclnnBatchNormElemt and aclnnBatchNorm.
+ * The oracle's BatchNorm forward family in the kernel contract: aclnnBatchNormStats,
+ * aclnnBatchNormGatherStatsWithCounts, aclnnBatchNormElemt and aclnnBatchNorm. The values
+ * come from the oracle's functions; this file only says which tensors each operator writes,
+ * including over an empty batch, where CANN writes statistics mean 0 and invstd NaN and leaves
+ * the running statistics alone (ops-nn aclnn_batch_norm.cpp and aclnn_batch_norm_stats.cpp,
+ * ProcessEmptyTensorWithValue; aclnn_batch_norm_gather_stats_with_counts.cpp for no rank).
  *
  * @module
  */
@@ -15,119 +19,84 @@ import type {
   BatchNormStatsTensors,
   BatchNormTensors,
 } from "../../../src/backends/types.ts";
-import { channelStats, invstdOf, normalizeChannels, valuesOr } from "./values.ts";
+import { batchNorm64 } from "../batch_norm.ts";
+import { batchNormElemt64 } from "../batch_norm_elemt.ts";
+import { batchNormStats64 } from "../batch_norm_stats.ts";
+import { batchNormGatherStatsWithCounts64 } from "../gather_stats.ts";
+import { channelShape, read, readIf, write } from "./io.ts";
 
 /** aclnnBatchNormStats: per-channel mean and 1/sqrt(biased var + eps). */
 export function batchNormStats(plan: BatchNormStatsPlan, t: BatchNormStatsTensors): void {
-  const stats = channelStats(plan.geometry, t.input.toFloat64Array(), plan.eps);
-  t.mean.copy_(stats.mean);
-  t.invstd.copy_(stats.invstd);
+  const r = batchNormStats64(read(t.input), channelShape(plan.geometry), plan.eps);
+  write(t.mean, r.mean);
+  write(t.invstd, r.invstd);
 }
 
-/**
- * aclnnBatchNormGatherStatsWithCounts: with n_w = counts[w], var_w = 1/invstd_w^2 - eps and
- * n = sum(n_w): mean = sum(n_w mean_w) / n, var = sum(n_w (var_w + (mean_w - mean)^2)) / n,
- * invstd = 1/sqrt(var + eps); running statistics updated with the unbiased variance.
- */
+/** aclnnBatchNormGatherStatsWithCounts: the global statistics of W ranks' ones. */
 export function batchNormGatherStatsWithCounts(
   plan: BatchNormGatherStatsPlan,
   t: BatchNormGatherStatsTensors,
 ): void {
-  const { channels, momentum, eps } = plan;
-  if (plan.ranks === 0) {
-    // No rank at all: CANN writes meanAll = 0 and invstdAll = NaN and leaves the running
-    // statistics alone (aclnn_batch_norm_gather_stats_with_counts.cpp, empty `mean`).
-    t.meanAll.copy_(new Float64Array(channels));
-    t.invstdAll.copy_(new Float64Array(channels).fill(NaN));
-    return;
-  }
-  const mean = t.mean.toFloat64Array();
-  const invstd = t.invstd.toFloat64Array();
-  const counts = t.counts.toFloat64Array();
-  const runningMean = t.runningMean?.toFloat64Array();
-  const runningVar = t.runningVar?.toFloat64Array();
-  const W = counts.length;
-  let n = 0;
-  for (let w = 0; w < W; w++) n += counts[w];
-  const meanAll = new Float64Array(channels);
-  const invstdAll = new Float64Array(channels);
-  for (let c = 0; c < channels; c++) {
-    let s = 0;
-    for (let w = 0; w < W; w++) s += counts[w] * mean[w * channels + c];
-    const m = s / n;
-    let q = 0;
-    for (let w = 0; w < W; w++) {
-      const d = mean[w * channels + c] - m;
-      const is = invstd[w * channels + c];
-      q += counts[w] * (1 / (is * is) - eps + d * d);
-    }
-    const v = q / n;
-    meanAll[c] = m;
-    invstdAll[c] = 1 / Math.sqrt(v + eps);
-    if (runningMean) runningMean[c] = (1 - momentum) * runningMean[c] + momentum * m;
-    if (runningVar) runningVar[c] = (1 - momentum) * runningVar[c] + momentum * v * n / (n - 1);
-  }
-  t.meanAll.copy_(meanAll);
-  t.invstdAll.copy_(invstdAll);
-  if (runningMean) t.runningMean?.copy_(runningMean);
-  if (runningVar) t.runningVar?.copy_(runningVar);
+  const none = plan.ranks === 0;
+  const r = batchNormGatherStatsWithCounts64({
+    mean: none ? [] : read(t.mean),
+    invstd: none ? [] : read(t.invstd),
+    counts: none ? [] : read(t.counts),
+    C: plan.channels,
+    runningMean: readIf(t.runningMean),
+    runningVar: readIf(t.runningVar),
+    momentum: plan.momentum,
+    eps: plan.eps,
+  });
+  write(t.meanAll, r.mean);
+  write(t.invstdAll, r.invstd);
+  if (none) return;
+  if (r.runningMean) write(t.runningMean, r.runningMean);
+  if (r.runningVar) write(t.runningVar, r.runningVar);
 }
 
-/** aclnnBatchNormElemt: y = (x - mean) * invstd * weight + bias. Empty inputs write nothing. */
+/** aclnnBatchNormElemt: y = (x - mean) * invstd * weight + bias. */
 export function batchNormElemt(plan: BatchNormElemtPlan, t: BatchNormElemtTensors): void {
-  const g = plan.geometry;
-  if (g.perChannel === 0) return;
-  t.output.copy_(
-    normalizeChannels(
-      g,
-      t.input.toFloat64Array(),
-      t.mean.toFloat64Array(),
-      t.invstd.toFloat64Array(),
-      valuesOr(t.weight, g.channels, 1),
-      valuesOr(t.bias, g.channels, 0),
-    ),
+  if (plan.geometry.perChannel === 0) return;
+  write(
+    t.output,
+    batchNormElemt64({
+      x: read(t.input),
+      shape: channelShape(plan.geometry),
+      mean: read(t.mean),
+      invstd: read(t.invstd),
+      weight: readIf(t.weight),
+      bias: readIf(t.bias),
+    }),
   );
 }
 
 /**
- * aclnnBatchNorm. Training: batch statistics, running statistics updated in place (unbiased
- * variance), saveMean/saveInvstd written. Evaluation: running statistics (0/1 when absent),
- * saves untouched. An empty batch writes saveMean = 0 and saveInvstd = NaN in either mode
- * and leaves the running statistics alone, as CANN does (aclnn_batch_norm.cpp fills them
- * before anything else when the input is empty).
+ * aclnnBatchNorm. Training writes the saves and updates the running statistics; evaluation
+ * writes only the output. An empty batch writes saveMean 0 and saveInvstd NaN in either mode.
  */
 export function batchNorm(plan: BatchNormPlan, t: BatchNormTensors): void {
   const g = plan.geometry;
-  const C = g.channels;
-  const { momentum, eps } = plan;
   if (g.perChannel === 0) {
-    if (t.saveMean.numel > 0) t.saveMean.copy_(new Float64Array(t.saveMean.numel));
-    if (t.saveInvstd.numel > 0) t.saveInvstd.copy_(new Float64Array(t.saveInvstd.numel).fill(NaN));
+    if (t.saveMean.numel > 0) write(t.saveMean, new Float64Array(t.saveMean.numel));
+    if (t.saveInvstd.numel > 0) write(t.saveInvstd, new Float64Array(t.saveInvstd.numel).fill(NaN));
     return;
   }
-  const x = t.input.toFloat64Array();
-  let mean: Float64Array;
-  let invstd: Float64Array;
-  if (plan.training) {
-    const stats = channelStats(g, x, eps);
-    const M = g.perChannel;
-    ({ mean, invstd } = stats);
-    if (t.runningMean) {
-      const rm = t.runningMean.toFloat64Array();
-      t.runningMean.copy_(rm.map((v, c) => (1 - momentum) * v + momentum * mean[c]));
-    }
-    if (t.runningVar) {
-      const rv = t.runningVar.toFloat64Array();
-      const unbiased = stats.variance.map((v) => v * M / (M - 1));
-      t.runningVar.copy_(rv.map((v, c) => (1 - momentum) * v + momentum * unbiased[c]));
-    }
-    t.saveMean.copy_(mean);
-    t.saveInvstd.copy_(invstd);
-  } else {
-    mean = valuesOr(t.runningMean, C, 0);
-    invstd = invstdOf(valuesOr(t.runningVar, C, 1), eps);
-  }
-  t.output.copy_(
-    normalizeChannels(g, x, mean, invstd, valuesOr(t.weight, C, 1), valuesOr(t.bias, C, 0)),
-  );
+  const r = batchNorm64({
+    x: read(t.input),
+    shape: channelShape(g),
+    weight: readIf(t.weight),
+    bias: readIf(t.bias),
+    runningMean: readIf(t.runningMean),
+    runningVar: readIf(t.runningVar),
+    training: plan.training,
+    momentum: plan.momentum,
+    eps: plan.eps,
+  });
+  write(t.output, r.output);
+  if (!plan.training) return;
+  write(t.saveMean, r.saveMean);
+  write(t.saveInvstd, r.saveInvstd);
+  if (r.runningMean) write(t.runningMean, r.runningMean);
+  if (r.runningVar) write(t.runningVar, r.runningVar);
 }

@@ -1,7 +1,7 @@
 /**
- * Float64 reference kernels of GroupNorm: aclnnGroupNorm and aclnnGroupNormBackward. The data
- * is (N, C, HxW) in logical row-major order, split into `group` groups of D = C / group
- * channels; statistics have one value per (n, g), element `n * group + g`.
+ * The oracle's GroupNorm in the kernel contract: aclnnGroupNorm and aclnnGroupNormBackward over
+ * (N, C, HxW) data in logical order. Values from the oracle's functions; this file says which
+ * tensors each operator writes (masks, absent outputs).
  *
  * @module
  */
@@ -12,104 +12,34 @@ import type {
   GroupNormPlan,
   GroupNormTensors,
 } from "../../../src/backends/types.ts";
-import { valuesOr } from "./values.ts";
+import { groupNorm64 } from "../group_norm.ts";
+import { groupNormBackward64 } from "../group_norm_backward.ts";
+import { read, readIf, write } from "./io.ts";
 
-/**
- * aclnnGroupNorm: per (n, g), mean and rstd = 1/sqrt(biased var + eps) over D * HxW elements,
- * y = (x - mean) * rstd * gamma + beta. Empty groups give zero statistics.
- */
+/** aclnnGroupNorm: output, and mean and rstd per (n, group) (mean 0, rstd NaN when empty). */
 export function groupNorm(plan: GroupNormPlan, t: GroupNormTensors): void {
   const { N, C, HxW, group, eps } = plan;
-  const x = t.input.toFloat64Array();
-  const gamma = valuesOr(t.gamma, C, 1);
-  const beta = valuesOr(t.beta, C, 0);
-  const D = C / group;
-  const count = D * HxW;
-  const output = new Float64Array(N * C * HxW);
-  const mean = new Float64Array(N * group);
-  // An empty input gives mean 0 and rstd NaN, as CANN writes (aclnn_group_norm.cpp).
-  const rstd = new Float64Array(N * group).fill(N * C * HxW === 0 ? NaN : 0);
-  if (count > 0) {
-    for (let n = 0; n < N; n++) {
-      for (let g = 0; g < group; g++) {
-        const base = (n * C + g * D) * HxW;
-        let s = 0;
-        for (let i = base; i < base + count; i++) s += x[i];
-        const m = s / count;
-        let q = 0;
-        for (let i = base; i < base + count; i++) q += (x[i] - m) * (x[i] - m);
-        const r = 1 / Math.sqrt(q / count + eps);
-        mean[n * group + g] = m;
-        rstd[n * group + g] = r;
-        for (let d = 0; d < D; d++) {
-          const c = g * D + d;
-          const scale = r * gamma[c];
-          const shift = beta[c];
-          const cb = base + d * HxW;
-          for (let i = cb; i < cb + HxW; i++) output[i] = (x[i] - m) * scale + shift;
-        }
-      }
-    }
-  }
-  t.output.copy_(output);
-  t.mean.copy_(mean);
-  t.rstd.copy_(rstd);
+  const r = groupNorm64(read(t.input), N, C, HxW, group, readIf(t.gamma), readIf(t.beta), eps);
+  write(t.output, r.output);
+  write(t.mean, r.mean);
+  write(t.rstd, r.rstd);
 }
 
-/**
- * aclnnGroupNormBackward. Per (n, g), with xhat = (x - mean) * rstd, M = D * HxW:
- * gradInput = rstd * (dy * gamma - sum(dy * gamma) / M - xhat * sum(dy * gamma * xhat) / M),
- * gradGamma = sum over n, hw of dy * xhat, gradBeta = sum over n, hw of dy (per channel).
- */
+/** aclnnGroupNormBackward: the masked-on gradients. */
 export function groupNormBackward(plan: GroupNormBackwardPlan, t: GroupNormBackwardTensors): void {
   const { N, C, HxW, group, mask } = plan;
-  const dy = t.gradOut.toFloat64Array();
-  const x = t.input.toFloat64Array();
-  const mean = t.mean.toFloat64Array();
-  const rstd = t.rstd.toFloat64Array();
-  const gamma = valuesOr(t.gamma, C, 1);
-  const D = C / group;
-  const count = D * HxW;
-  const gradInput = mask[0] ? new Float64Array(N * C * HxW) : undefined;
-  const gradGamma = new Float64Array(C);
-  const gradBeta = new Float64Array(C);
-  if (count > 0) {
-    for (let n = 0; n < N; n++) {
-      for (let g = 0; g < group; g++) {
-        const m = mean[n * group + g];
-        const r = rstd[n * group + g];
-        let s1 = 0; // sum(dy * gamma)
-        let s2 = 0; // sum(dy * gamma * xhat)
-        for (let c = g * D; c < (g + 1) * D; c++) {
-          const w = gamma[c];
-          const base = (n * C + c) * HxW;
-          let sdy = 0;
-          let sdyXhat = 0;
-          for (let i = base; i < base + HxW; i++) {
-            const xhat = (x[i] - m) * r;
-            sdy += dy[i];
-            sdyXhat += dy[i] * xhat;
-          }
-          gradGamma[c] += sdyXhat;
-          gradBeta[c] += sdy;
-          s1 += sdy * w;
-          s2 += sdyXhat * w;
-        }
-        if (!gradInput) continue;
-        const a = s1 / count;
-        const b = s2 / count;
-        for (let c = g * D; c < (g + 1) * D; c++) {
-          const w = gamma[c];
-          const base = (n * C + c) * HxW;
-          for (let i = base; i < base + HxW; i++) {
-            const xhat = (x[i] - m) * r;
-            gradInput[i] = r * (dy[i] * w - a - xhat * b);
-          }
-        }
-      }
-    }
-  }
-  if (gradInput) t.gradInput?.copy_(gradInput);
-  if (mask[1]) t.gradGamma?.copy_(gradGamma);
-  if (mask[2]) t.gradBeta?.copy_(gradBeta);
+  const r = groupNormBackward64(
+    read(t.gradOut),
+    read(t.input),
+    read(t.mean),
+    read(t.rstd),
+    readIf(t.gamma),
+    N,
+    C,
+    HxW,
+    group,
+  );
+  if (mask[0]) write(t.gradInput, r.gradInput);
+  if (mask[1]) write(t.gradGamma, r.gradGamma);
+  if (mask[2]) write(t.gradBeta, r.gradBeta);
 }

@@ -1,6 +1,8 @@
 /**
- * The float64 reference kernels: whole tensors read as Float64Array, computed, and rounded
- * once into each output. The CPU backend's fast kernels are tested against these.
+ * The float64 oracle in the backends' kernel contract: each kernel reads its tensors whole as
+ * float64 (logical order), computes with the oracle's functions (tests/oracle) and rounds each
+ * result once into its output. The CPU backend's kernels are tested against these, and
+ * bench/cpu_compare.ts times them as its reference column.
  *
  * @module
  */
@@ -18,10 +20,9 @@ import {
   batchNormStats,
 } from "./batch_norm_forward.ts";
 import { groupNorm, groupNormBackward } from "./group_norm.ts";
-import { layerNorm, layerNormBackward } from "./layer_norm.ts";
-import { addRmsNorm, rmsNorm, rmsNormGrad } from "./rms_norm.ts";
+import { addRmsNorm, layerNorm, layerNormBackward, rmsNorm, rmsNormGrad } from "./row_norms.ts";
 
-/** Every operator's float64 reference kernel. */
+/** Every operator's float64 oracle kernel. */
 export const referenceKernels: Kernels = {
   batchNormReduceBackward,
   batchNormBackward,

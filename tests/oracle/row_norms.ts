@@ -1,14 +1,18 @@
 /**
- * Float64 references of the LayerNorm / RMSNorm operators for the software-CANN tests: the
- * formulas of CANN's documentation (ops-nn norm/layer_norm_v4, layer_norm_grad_v3, rms_norm,
- * rms_norm_grad, add_rms_norm docs), over `rows` x `cols` row-major data (cols = the product
- * of the normalized dims). Optional roundings replay the intermediate dtypes the simulator
+ * The oracle's LayerNorm / RMSNorm operators: the formulas of CANN's documentation (ops-nn
+ * norm/layer_norm_v4, layer_norm_grad_v3, rms_norm, rms_norm_grad, add_rms_norm docs), over
+ * `rows` x `cols` row-major data (cols = the product of the normalized dims). The operator
+ * tests, the software-CANN tests and (through kernels/row_norms.ts) the CPU kernel tests use
+ * them. Optional roundings replay the intermediate dtypes the simulator
  * documents (tests/sim/README_norm.md); sums run in index order, as the simulator's do.
  *
  * @module
  */
 
 import { type DType, roundToDType } from "../../src/tensor/dtype.ts";
+import { numericalGradient } from "./finite_differences.ts";
+
+export { dot } from "./finite_differences.ts";
 
 /** Rounds every value to `dtype` (the values a tensor of that dtype holds). */
 export function rounded(values: readonly number[], dtype: DType): number[] {
@@ -177,22 +181,8 @@ export function rmsNormBackward(
 
 /**
  * Central differences of a scalar function at `at` (h = 1e-5), for every coordinate:
- * d f / d at[i].
+ * d f / d at[i] (the oracle's numericalGradient over plain arrays).
  */
 export function finiteDifferences(f: (v: number[]) => number, at: readonly number[]): number[] {
-  const h = 1e-5;
-  return at.map((_, i) => {
-    const up = [...at];
-    const down = [...at];
-    up[i] += h;
-    down[i] -= h;
-    return (f(up) - f(down)) / (2 * h);
-  });
-}
-
-/** sum(a[i] * b[i]): the loss whose gradient a backward computes for upstream gradient a. */
-export function dot(a: readonly number[], b: readonly number[]): number {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += a[i] * b[i];
-  return s;
+  return Array.from(numericalGradient((v) => f(Array.from(v)), Float64Array.from(at), 1e-5));
 }
