@@ -16,7 +16,7 @@
  * whole vectors of four, so stages.ts picks these kernels for writes only when rows (or the
  * channels of a pixel) are a multiple of 4 long. Reads past the end stay in the block's slack.
  *
- * Worker-safe (see codecs.ts).
+ * Part of the pool's worker script (see codecs.ts).
  *
  * @module
  */
@@ -45,7 +45,7 @@ import {
 export const HEAP_REGION_BYTES = 131072;
 
 /** Offset of the per-channel arrays in a region (the result pair is at 0). */
-export const HEAP_CHANNELS_OFFSET = 64;
+const HEAP_CHANNELS_OFFSET = 64;
 
 /** This thread's instance of the kernels on the heap. */
 export interface HeapKernels {
@@ -103,7 +103,7 @@ export function elementBytes(dt: number): number {
 }
 
 /** Heap byte address of row (n, c)'s first element of a tensor at heap byte `heap`. */
-export function heapRow(heap: number, at: TensorAddress, n: number, c: number, dt: number): number {
+function heapRow(heap: number, at: TensorAddress, n: number, c: number, dt: number): number {
   return heap + (at.base + n * at.strideN + c * at.strideC) * elementBytes(dt);
 }
 
@@ -170,7 +170,7 @@ export function statsRowHeap(
  * or 2 scale (the whole row in one call: writes are
  * element-wise, so any split gives the same bits).
  */
-export function writeRowHeap(
+function writeRowHeap(
   s: RowStage,
   n: number,
   c: number,
@@ -222,7 +222,7 @@ export function scaleRowHeap(
 // Pixel kernels (see pixel_kernels.ts for the p conventions; pixels are packed)
 
 /** Heap byte address of pixel q of a packed tensor at heap byte `heap`. */
-export function heapPixel(s: PixelStage, heap: number, at: TensorAddress, q: number): number {
+function heapPixel(s: PixelStage, heap: number, at: TensorAddress, q: number): number {
   return heap + (at.base + q * s.layout.C) * elementBytes(s.dtype);
 }
 
@@ -274,7 +274,7 @@ export function statsPixelsHeap(
  * A per-channel pixel write in place over pixels [q0, q1): the constants p into the
  * region, then kernel 0 normalize, 1 gradient or 2 scale.
  */
-export function writePixelsHeap(
+function writePixelsHeap(
   s: PixelStage,
   q0: number,
   q1: number,

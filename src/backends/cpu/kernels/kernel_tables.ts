@@ -5,7 +5,7 @@
  * the thread's scratch, so the drivers receive kernels as loaded values, never as
  * compile-time constants (see drivers.ts for why that matters).
  *
- * Worker-safe (see codecs.ts).
+ * Part of the pool's worker script (see codecs.ts).
  *
  * @module
  */

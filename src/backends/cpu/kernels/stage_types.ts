@@ -4,7 +4,7 @@
  * worker as is: typed arrays over SharedArrayBuffers arrive as views of the same memory.
  * A stage covers `items` work items; a thread runs a contiguous range of them.
  *
- * Worker-safe (see codecs.ts).
+ * Part of the pool's worker script (see codecs.ts).
  *
  * @module
  */

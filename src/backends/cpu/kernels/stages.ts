@@ -2,7 +2,7 @@
  * The one entry point every thread calls: run items [from, to) of a stage, with the
  * kernels its layout and dtype select.
  *
- * Worker-safe (see codecs.ts).
+ * Part of the pool's worker script (see codecs.ts).
  *
  * @module
  */
@@ -79,7 +79,7 @@ export function createThreadState(
 }
 
 /** Number of packed per-channel constants of a write stage. */
-export function constantCount(op: WriteStage["op"]): number {
+function constantCount(op: WriteStage["op"]): number {
   return op === "normalize" ? 2 : op === "gradient" ? 3 : 1;
 }
 
@@ -103,7 +103,7 @@ export const WASM_MIN_ROW = 128;
  * of 16 1.17-1.26x, of 32 1.39x. The 16-bit types gain in place at every length (bfloat16
  * rows of 2 1.07x, of 4 1.21-1.28x, of 8 1.44x): TypeScript decodes them through a table.
  */
-export const HEAP_MIN_FLOAT32_ROW = 16;
+const HEAP_MIN_FLOAT32_ROW = 16;
 
 /**
  * Whether the WebAssembly kernels run dtype code `dtype` (0 float32, 1 float16, 2 bfloat16)
@@ -128,7 +128,7 @@ export function wasmWins(dtype: number): boolean {
 }
 
 /** Whether this thread runs stage `s` in WebAssembly (see {@linkcode wasmWins}). */
-export function runsWasm(s: Stage, scratch: ThreadState): boolean {
+function runsWasm(s: Stage, scratch: ThreadState): boolean {
   return scratch.wasm !== null && (scratch.policy.wasmEverywhere || wasmWins(s.dtype));
 }
 

@@ -13,7 +13,7 @@
  * identical bits: a thread may use either (by row length, dtype, or when WebAssembly is
  * unavailable) without changing any result.
  *
- * Worker-safe (see codecs.ts).
+ * Part of the pool's worker script (see codecs.ts).
  *
  * @module
  */
@@ -124,7 +124,7 @@ export interface WasmScratch extends CodecScratch {
 }
 
 /** Elements of one block of a row (rows longer than this run block by block). */
-export const WASM_BLOCK_ELEMENTS = SEGMENT_ELEMENTS;
+const WASM_BLOCK_ELEMENTS = SEGMENT_ELEMENTS;
 
 /**
  * Byte address of the vector constants the kernels keep in their memory, written by the
@@ -137,10 +137,10 @@ export const WASM_CONSTANTS_AT = 64;
 export const WASM_CONSTANTS_END = 1024;
 
 /** Bytes after each block that a kernel may read or write past its end. */
-export const WASM_SLACK_BYTES = 64;
+const WASM_SLACK_BYTES = 64;
 
 /** The most pages the module's memory may have (4 GiB: 32-bit addresses). */
-export const WASM_MAX_PAGES = 65536;
+const WASM_MAX_PAGES = 65536;
 
 /** Instantiates the kernels on `memory` (a shared memory of at most WASM_MAX_PAGES pages). */
 export function instantiateOn(bytes: Uint8Array, memory: WebAssembly.Memory): WasmExports {
@@ -202,17 +202,17 @@ export function wasmReserve(w: WasmState, elements: number, channels: number): v
 }
 
 /** The view blocks of dtype `dt` are copied through, and the element index of byte `at`. */
-export function wasmView(w: WasmState, dt: number): Float32Array | Uint16Array {
+function wasmView(w: WasmState, dt: number): Float32Array | Uint16Array {
   return dt === FLOAT32 ? w.f32 : w.u16;
 }
 
 /** Element index of byte address `at` in {@linkcode wasmView} of `dt`. */
-export function wasmIndex(at: number, dt: number): number {
+function wasmIndex(at: number, dt: number): number {
   return dt === FLOAT32 ? at >> 2 : at >> 1;
 }
 
 /** The array an output is copied into: float16 outputs as their bits. */
-export function wasmOutput(w: WasmState, out: WriteArray): Float32Array | Uint16Array {
+function wasmOutput(w: WasmState, out: WriteArray): Float32Array | Uint16Array {
   if (!(out instanceof Float16Array)) return out;
   if (w.outOf !== out) {
     w.outOf = out;
@@ -222,7 +222,7 @@ export function wasmOutput(w: WasmState, out: WriteArray): Float32Array | Uint16
 }
 
 /** Copies `count` elements from src[from] to dst[to] (same element type). */
-export function copyRun(
+function copyRun(
   dst: Float32Array | Uint16Array,
   to: number,
   src: ReadArray,
@@ -237,7 +237,7 @@ export function copyRun(
 }
 
 /** Element index of row (n, c)'s first element. */
-export function rowStart(at: TensorAddress, n: number, c: number): number {
+function rowStart(at: TensorAddress, n: number, c: number): number {
   return at.base + n * at.strideN + c * at.strideC;
 }
 
@@ -316,7 +316,7 @@ export function callRowWrite(
  * A row write over row (n, c) through blocks: whichever of dy and x the stage has copied
  * in, {@linkcode callRowWrite}, the output block copied back.
  */
-export function writeRowWasm(
+function writeRowWasm(
   s: RowStage,
   n: number,
   c: number,
@@ -386,12 +386,12 @@ export function paddedChannels(C: number): number {
  * Pixels per block: a multiple of 4 (the sums' four-pixel steps then start where the
  * TypeScript kernels' do), at least 4 (the blocks are reserved that large).
  */
-export function pixelsPerWasmBlock(w: WasmState, C: number): number {
+function pixelsPerWasmBlock(w: WasmState, C: number): number {
   return Math.max(4, Math.floor(w.blockElements / C) & ~3);
 }
 
 /** Reserves blocks of at least 4 pixels and {@linkcode WASM_BLOCK_ELEMENTS} elements. */
-export function reservePixels(w: WasmState, C: number): void {
+function reservePixels(w: WasmState, C: number): void {
   const cs = paddedChannels(C);
   wasmReserve(w, Math.max(WASM_BLOCK_ELEMENTS, 4 * cs), cs);
 }
@@ -400,7 +400,7 @@ export function reservePixels(w: WasmState, C: number): void {
  * Copies pixels [q, q + count) of a tensor between its array and a packed block (pixel
  * stride C), as few runs as the tensor's strides allow: `toBlock` copies in, else out.
  */
-export function copyPixels(
+function copyPixels(
   layout: Layout,
   at: TensorAddress,
   tensor: ReadArray,
@@ -551,7 +551,7 @@ export function callPixelWrite(
  * A per-channel pixel write over pixels [q0, q1): the constants p packed in, then blocks
  * (whichever of dy and x the stage has copied in) through {@linkcode callPixelWrite}.
  */
-export function writePixelsWasm(
+function writePixelsWasm(
   s: PixelStage,
   q0: number,
   q1: number,

@@ -46,7 +46,7 @@ import {
 import type { WorkerMessage } from "./worker_main.ts";
 import { JOB_WORDS } from "./job_words.ts";
 import { publishJob } from "./serve.ts";
-import { workerSource } from "./worker_source.ts";
+import { WORKER_SCRIPT } from "./worker_bundle.ts";
 import { type PoolWorker, spawnWorker } from "./spawn.ts";
 import { governor } from "./governor.ts";
 import { kernelsWasmBytes } from "../wasm/kernels_module.ts";
@@ -125,8 +125,6 @@ export function withCpuPolicy<T>(changes: Partial<CpuPolicy>, body: () => T): T 
   return result;
 }
 
-let workerScript: string | undefined;
-
 /** Workers plus their control block; replaced as a whole when resized or retired. */
 export class WorkerPool {
   /** The shared control block (see sync.ts). */
@@ -151,7 +149,6 @@ export class WorkerPool {
    */
   constructor(size: number, policy: CpuPolicy) {
     this.size = size;
-    workerScript ??= workerSource();
     this.control = new Int32Array(new SharedArrayBuffer(CONTROL_BUFFER_BYTES));
     this.words = new Float64Array(new SharedArrayBuffer(JOB_WORDS * 8));
     const heap = hostHeapMemory() ?? undefined;
@@ -159,7 +156,7 @@ export class WorkerPool {
     for (let i = 0; i < size; i++) {
       let worker: PoolWorker;
       try {
-        worker = spawnWorker(workerScript);
+        worker = spawnWorker(WORKER_SCRIPT);
       } catch (e) {
         this.terminate();
         throw e;
