@@ -41,7 +41,7 @@ import type {
 } from "./stage_types.ts";
 import { uniformStage } from "./stage_types.ts";
 
-/** A row kernel (row_kernels.ts, strided_kernels.ts, heap_kernels.ts) reading scratch S. */
+/** A row kernel (row_kernels.ts, strided_kernels.ts, wasm_kernels.ts) reading scratch S. */
 export type RowKernel<S extends CodecScratch = CodecScratch> = (
   s: RowStage,
   n: number,
@@ -50,7 +50,7 @@ export type RowKernel<S extends CodecScratch = CodecScratch> = (
   scratch: S,
 ) => void;
 
-/** A pixel kernel (pixel_kernels.ts, heap_kernels.ts); `S` as for {@linkcode RowKernel}. */
+/** A pixel kernel (pixel_kernels.ts, wasm_kernels.ts); `S` as for {@linkcode RowKernel}. */
 export type PixelKernel<S extends CodecScratch = CodecScratch> = (
   s: PixelStage,
   q0: number,

@@ -50,7 +50,7 @@ export interface KernelStage {
   readonly outAt: TensorAddress;
   /**
    * Heap byte address of dy's array (element 0) when it lives in the host heap, else -1
-   * (set by the calling thread before each run; see heap_kernels.ts).
+   * (set by the calling thread before each run; see wasm_kernels.ts).
    */
   dyHeap: number;
   /** Heap byte address of x's array, or -1. */

@@ -123,11 +123,11 @@ function subRowOffset(innerShape, innerStrides, r) {
 }
 
 // src/backends/cpu/kernels/formulas.ts
-function affine(x, scale, shift) {
-  return x * scale + shift;
+function affine(x, scale, shift2) {
+  return x * scale + shift2;
 }
-function normalizeAffine(mean, scale, shift) {
-  return shift - mean * scale;
+function normalizeAffine(mean, scale, shift2) {
+  return shift2 - mean * scale;
 }
 function gradient(dy, x, a, b, c) {
   return dy * a + (x * b + c);
@@ -348,10 +348,10 @@ function groupNormPixels(s, from, to, stats, normalize, scratch) {
   const moments = scratchFloat64(scratch, 2 * C);
   const groups = scratchFloat64(scratch, 2 * group);
   const scale = scratchFloat64(scratch, C);
-  const shift = scratchFloat64(scratch, C);
+  const shift2 = scratchFloat64(scratch, C);
   const p = [
     scale,
-    shift
+    shift2
   ];
   for (let item = from; item < to; item++) {
     const nEnd = Math.min(layout.N, (item + 1) * samples);
@@ -368,7 +368,7 @@ function groupNormPixels(s, from, to, stats, normalize, scratch) {
         s.stats[2 * (n * group + g) + 1] = rstd;
         for (let c = g * D; c < (g + 1) * D; c++) {
           scale[c] = rstd * gamma[c];
-          shift[c] = normalizeAffine(m, scale[c], beta[c]);
+          shift2[c] = normalizeAffine(m, scale[c], beta[c]);
         }
       }
       normalize(s, n * I, (n + 1) * I, p, scratch);
@@ -550,379 +550,6 @@ function primeDrivers(scratch) {
   groupNormBackwardRows(gnb, 0, 1, noop, noop, scratch);
   groupNormBackwardPixels(gnb, 0, 1, noop, noop, scratch);
   channelScratch(scratch, 1);
-}
-
-// src/backends/cpu/kernels/wasm_kernels.ts
-var WASM_BLOCK_ELEMENTS = SEGMENT_ELEMENTS;
-var WASM_CONSTANTS_END = 1024;
-var WASM_SLACK_BYTES = 64;
-var WASM_MAX_PAGES = 65536;
-function instantiateOn(bytes, memory) {
-  const module = new WebAssembly.Module(bytes);
-  return new WebAssembly.Instance(module, {
-    env: {
-      memory
-    }
-  }).exports;
-}
-function instantiateWasm(bytes) {
-  if (!bytes) return null;
-  let exports;
-  let memory;
-  try {
-    memory = new WebAssembly.Memory({
-      initial: 4,
-      maximum: WASM_MAX_PAGES,
-      shared: true
-    });
-    exports = instantiateOn(bytes, memory);
-  } catch {
-    return null;
-  }
-  const w = {
-    exports,
-    memory,
-    f32: new Float32Array(0),
-    u16: new Uint16Array(0),
-    f64: new Float64Array(0),
-    blockElements: 0,
-    channels: 0,
-    cst: 0,
-    dyAt: 0,
-    xAt: 0,
-    outAt: 0,
-    outOf: void 0,
-    outBits: void 0
-  };
-  wasmReserve(w, WASM_BLOCK_ELEMENTS, 256);
-  return w;
-}
-function wasmReserve(w, elements, channels) {
-  if (elements <= w.blockElements && channels <= w.channels && w.f64.length > 0) return;
-  const blockElements = Math.max(elements, w.blockElements);
-  const cs = Math.max(channels, w.channels);
-  const cst = WASM_CONSTANTS_END;
-  const block = blockElements * 4 + WASM_SLACK_BYTES;
-  const dyAt = cst + 5 * cs * 8;
-  const bytes = dyAt + 3 * block;
-  const memory = w.memory;
-  const missing = bytes - memory.buffer.byteLength;
-  if (missing > 0) memory.grow(Math.ceil(missing / 65536));
-  w.blockElements = blockElements;
-  w.channels = cs;
-  w.cst = cst;
-  w.dyAt = dyAt;
-  w.xAt = dyAt + block;
-  w.outAt = dyAt + 2 * block;
-  w.f32 = new Float32Array(memory.buffer);
-  w.u16 = new Uint16Array(memory.buffer);
-  w.f64 = new Float64Array(memory.buffer);
-}
-function wasmView(w, dt) {
-  return dt === FLOAT32 ? w.f32 : w.u16;
-}
-function wasmIndex(at, dt) {
-  return dt === FLOAT32 ? at >> 2 : at >> 1;
-}
-function wasmOutput(w, out) {
-  if (!(out instanceof Float16Array)) return out;
-  if (w.outOf !== out) {
-    w.outOf = out;
-    w.outBits = new Uint16Array(out.buffer, out.byteOffset, out.length);
-  }
-  return w.outBits;
-}
-function copyRun(dst, to, src, from, count) {
-  if (count < 16) {
-    for (let j = 0; j < count; j++) dst[to + j] = src[from + j];
-  } else {
-    dst.set(src.subarray(from, from + count), to);
-  }
-}
-function rowStart(at, n, c) {
-  return at.base + n * at.strideN + c * at.strideC;
-}
-function sumsRowWasm(s, n, c, k, scratch) {
-  const w = scratch.wasm;
-  const dt = s.dtype;
-  const view = wasmView(w, dt);
-  const d0 = rowStart(s.dyAt, n, c);
-  const x0 = rowStart(s.xAt, n, c);
-  const length = s.layout.inner;
-  const f64 = w.f64;
-  for (let start = 0; start < length; start += WASM_BLOCK_ELEMENTS) {
-    const count = Math.min(WASM_BLOCK_ELEMENTS, length - start);
-    copyRun(view, wasmIndex(w.dyAt, dt), s.dy, d0 + start, count);
-    copyRun(view, wasmIndex(w.xAt, dt), s.x, x0 + start, count);
-    w.exports.row_sums(w.dyAt, w.xAt, count, dt, k[0], 0);
-    k[1] += f64[0];
-    k[2] += f64[1];
-  }
-}
-function statsRowWasm(s, n, c, k, scratch) {
-  const w = scratch.wasm;
-  const dt = s.dtype;
-  const view = wasmView(w, dt);
-  const x0 = rowStart(s.xAt, n, c);
-  const length = s.layout.inner;
-  const f64 = w.f64;
-  for (let start = 0; start < length; start += SEGMENT_ELEMENTS) {
-    const count = Math.min(SEGMENT_ELEMENTS, length - start);
-    copyRun(view, wasmIndex(w.xAt, dt), s.x, x0 + start, count);
-    w.exports.row_stats(w.xAt, count, dt, 0);
-    mergeMoments(k, 1, 2, k[3], f64[0], f64[1], count);
-    k[3] += count;
-  }
-}
-function callRowWrite(e, kernel, dy, x, out, n, dt, k) {
-  if (kernel === 0) e.row_normalize(x, out, n, dt, k[0], k[1]);
-  else if (kernel === 1) e.row_gradient(dy, x, out, n, dt, k[0], k[1], k[2]);
-  else e.row_scale(dy, out, n, dt, k[0]);
-}
-function writeRowWasm(s, n, c, k, w, kernel) {
-  const dt = s.dtype;
-  const view = wasmView(w, dt);
-  const out = wasmOutput(w, s.out);
-  const d0 = s.dy ? rowStart(s.dyAt, n, c) : 0;
-  const x0 = s.x ? rowStart(s.xAt, n, c) : 0;
-  const o0 = rowStart(s.outAt, n, c);
-  const length = s.layout.inner;
-  const outIndex = wasmIndex(w.outAt, dt);
-  for (let start = 0; start < length; start += WASM_BLOCK_ELEMENTS) {
-    const count = Math.min(WASM_BLOCK_ELEMENTS, length - start);
-    if (s.dy) copyRun(view, wasmIndex(w.dyAt, dt), s.dy, d0 + start, count);
-    if (s.x) copyRun(view, wasmIndex(w.xAt, dt), s.x, x0 + start, count);
-    callRowWrite(w.exports, kernel, w.dyAt, w.xAt, w.outAt, count, dt, k);
-    copyRun(out, o0 + start, view, outIndex, count);
-  }
-}
-function normalizeRowWasm(s, n, c, k, scratch) {
-  writeRowWasm(s, n, c, k, scratch.wasm, 0);
-}
-function gradientRowWasm(s, n, c, k, scratch) {
-  writeRowWasm(s, n, c, k, scratch.wasm, 1);
-}
-function scaleRowWasm(s, n, c, k, scratch) {
-  writeRowWasm(s, n, c, k, scratch.wasm, 2);
-}
-function paddedChannels(C) {
-  return C + 3 & ~3;
-}
-function pixelsPerWasmBlock(w, C) {
-  return Math.max(4, Math.floor(w.blockElements / C) & ~3);
-}
-function reservePixels(w, C) {
-  const cs = paddedChannels(C);
-  wasmReserve(w, Math.max(WASM_BLOCK_ELEMENTS, 4 * cs), cs);
-}
-function copyPixels(layout, at, tensor, block, blockIndex, q, count, toBlock) {
-  const C = layout.C;
-  const inner = layout.inner;
-  let n = Math.floor(q / inner);
-  let i = q - n * inner;
-  const dense = inner === 1 || at.strideI === C;
-  const denseAll = dense && (inner === 1 ? at.strideN === C : at.strideN === inner * C);
-  let left = count;
-  let b = blockIndex;
-  while (left > 0) {
-    const run = denseAll ? left : dense ? Math.min(left, inner - i) : 1;
-    const t = at.base + n * at.strideN + i * at.strideI;
-    if (toBlock) copyRun(block, b, tensor, t, run * C);
-    else copyRun(tensor, t, block, b, run * C);
-    b += run * C;
-    left -= run;
-    i += run;
-    while (i >= inner && inner > 0) {
-      i -= inner;
-      n++;
-    }
-  }
-}
-function channelArraysTo(f64, base, p, count, C) {
-  const cs = paddedChannels(C);
-  for (let j = 0; j < count; j++) f64.set(p[j].subarray(0, C), base + j * cs);
-}
-function channelPairFrom(f64, base, p, C) {
-  const cs = paddedChannels(C);
-  p[0].set(f64.subarray(base, base + C));
-  p[1].set(f64.subarray(base + cs, base + cs + C));
-}
-function packConstants(f64, base, p, C) {
-  const count = p.length;
-  for (let k = 0; k < count; k++) {
-    const values = p[k];
-    for (let c = 0; c < C; c++) f64[base + 4 * (count * (c >> 2) + k) + (c & 3)] = values[c];
-  }
-}
-function sumsPixelsWasm(s, q0, q1, p, scratch) {
-  const w = scratch.wasm;
-  const C = s.layout.C;
-  const cs = paddedChannels(C);
-  reservePixels(w, C);
-  const dt = s.dtype;
-  const view = wasmView(w, dt);
-  const per = pixelsPerWasmBlock(w, C);
-  channelArraysTo(w.f64, w.cst >> 3, p, 3, C);
-  for (let q = q0; q < q1; q += per) {
-    const count = Math.min(per, q1 - q);
-    copyPixels(s.layout, s.dyAt, s.dy, view, wasmIndex(w.dyAt, dt), q, count, true);
-    copyPixels(s.layout, s.xAt, s.x, view, wasmIndex(w.xAt, dt), q, count, true);
-    w.exports.pix_sums(w.dyAt, w.xAt, count, C, cs, dt, w.cst);
-  }
-  channelPairFrom(w.f64, w.cst >> 3, p, C);
-}
-function statsPixelsWasm(s, q0, q1, p, scratch) {
-  const w = scratch.wasm;
-  const C = s.layout.C;
-  const cs = paddedChannels(C);
-  wasmReserve(w, Math.max(WASM_BLOCK_ELEMENTS, 4 * cs, (q1 - q0) * C), cs);
-  const dt = s.dtype;
-  const view = wasmView(w, dt);
-  copyPixels(s.layout, s.xAt, s.x, view, wasmIndex(w.xAt, dt), q0, q1 - q0, true);
-  w.exports.pix_stats(w.xAt, q1 - q0, C, cs, dt, w.cst);
-  channelPairFrom(w.f64, w.cst >> 3, p, C);
-}
-function callPixelWrite(e, kernel, dy, x, out, P, C, dt, cst) {
-  const cs = paddedChannels(C);
-  if (kernel === 0) e.pix_normalize(x, out, P, C, cs, dt, cst);
-  else if (kernel === 1) e.pix_gradient(dy, x, out, P, C, cs, dt, cst);
-  else e.pix_scale(dy, out, P, C, cs, dt, cst);
-}
-function writePixelsWasm(s, q0, q1, p, w, kernel) {
-  const C = s.layout.C;
-  reservePixels(w, C);
-  const dt = s.dtype;
-  const view = wasmView(w, dt);
-  const out = wasmOutput(w, s.out);
-  const per = pixelsPerWasmBlock(w, C);
-  packConstants(w.f64, w.cst >> 3, p, C);
-  for (let q = q0; q < q1; q += per) {
-    const P = Math.min(per, q1 - q);
-    if (s.dy) copyPixels(s.layout, s.dyAt, s.dy, view, wasmIndex(w.dyAt, dt), q, P, true);
-    if (s.x) copyPixels(s.layout, s.xAt, s.x, view, wasmIndex(w.xAt, dt), q, P, true);
-    callPixelWrite(w.exports, kernel, w.dyAt, w.xAt, w.outAt, P, C, dt, w.cst);
-    copyPixels(s.layout, s.outAt, out, view, wasmIndex(w.outAt, dt), q, P, false);
-  }
-}
-function normalizePixelsWasm(s, q0, q1, p, scratch) {
-  writePixelsWasm(s, q0, q1, p, scratch.wasm, 0);
-}
-function gradientPixelsWasm(s, q0, q1, p, scratch) {
-  writePixelsWasm(s, q0, q1, p, scratch.wasm, 1);
-}
-function scalePixelsWasm(s, q0, q1, p, scratch) {
-  writePixelsWasm(s, q0, q1, p, scratch.wasm, 2);
-}
-
-// src/backends/cpu/kernels/heap_kernels.ts
-var HEAP_REGION_BYTES = 131072;
-var HEAP_CHANNELS_OFFSET = 64;
-function instantiateHeapKernels(bytes, memory, at) {
-  if (!bytes || !memory || at <= 0) return null;
-  try {
-    const exports = instantiateOn(bytes, memory);
-    const region = new Float64Array(memory.buffer, at, HEAP_REGION_BYTES / 8);
-    return {
-      exports,
-      at,
-      region
-    };
-  } catch {
-    return null;
-  }
-}
-var HEAP_CHANNEL_ARRAYS = 5;
-function heapChannelsFit(C, count) {
-  return HEAP_CHANNELS_OFFSET + count * paddedChannels(C) * 8 <= HEAP_REGION_BYTES;
-}
-function elementBytes(dt) {
-  return dt === FLOAT32 ? 4 : 2;
-}
-function heapRow(heap, at, n, c, dt) {
-  return heap + (at.base + n * at.strideN + c * at.strideC) * elementBytes(dt);
-}
-function densePixels(layout, at) {
-  const C = layout.C;
-  const inner = layout.inner;
-  return (inner === 1 || at.strideI === C) && (layout.N === 1 || at.strideN === inner * C);
-}
-function sumsRowHeap(s, n, c, k, scratch) {
-  const h = scratch.heapKernels;
-  const dt = s.dtype;
-  const b = elementBytes(dt);
-  const d = heapRow(s.dyHeap, s.dyAt, n, c, dt);
-  const x = heapRow(s.xHeap, s.xAt, n, c, dt);
-  const length = s.layout.inner;
-  const r = h.region;
-  for (let start = 0; start < length; start += SEGMENT_ELEMENTS) {
-    const count = Math.min(SEGMENT_ELEMENTS, length - start);
-    h.exports.row_sums(d + start * b, x + start * b, count, dt, k[0], h.at);
-    k[1] += r[0];
-    k[2] += r[1];
-  }
-}
-function statsRowHeap(s, n, c, k, scratch) {
-  const h = scratch.heapKernels;
-  const dt = s.dtype;
-  const b = elementBytes(dt);
-  const x = heapRow(s.xHeap, s.xAt, n, c, dt);
-  const length = s.layout.inner;
-  const r = h.region;
-  for (let start = 0; start < length; start += SEGMENT_ELEMENTS) {
-    const count = Math.min(SEGMENT_ELEMENTS, length - start);
-    h.exports.row_stats(x + start * b, count, dt, h.at);
-    mergeMoments(k, 1, 2, k[3], r[0], r[1], count);
-    k[3] += count;
-  }
-}
-function writeRowHeap(s, n, c, k, h, kernel) {
-  const dt = s.dtype;
-  const dy = s.dy ? heapRow(s.dyHeap, s.dyAt, n, c, dt) : 0;
-  const x = s.x ? heapRow(s.xHeap, s.xAt, n, c, dt) : 0;
-  const out = heapRow(s.outHeap, s.outAt, n, c, dt);
-  callRowWrite(h.exports, kernel, dy, x, out, s.layout.inner, dt, k);
-}
-function normalizeRowHeap(s, n, c, k, scratch) {
-  writeRowHeap(s, n, c, k, scratch.heapKernels, 0);
-}
-function gradientRowHeap(s, n, c, k, scratch) {
-  writeRowHeap(s, n, c, k, scratch.heapKernels, 1);
-}
-function scaleRowHeap(s, n, c, k, scratch) {
-  writeRowHeap(s, n, c, k, scratch.heapKernels, 2);
-}
-function heapPixel(s, heap, at, q) {
-  return heap + (at.base + q * s.layout.C) * elementBytes(s.dtype);
-}
-function sumsPixelsHeap(s, q0, q1, p, scratch) {
-  const h = scratch.heapKernels;
-  const C = s.layout.C;
-  channelArraysTo(h.region, HEAP_CHANNELS_OFFSET >> 3, p, 3, C);
-  h.exports.pix_sums(heapPixel(s, s.dyHeap, s.dyAt, q0), heapPixel(s, s.xHeap, s.xAt, q0), q1 - q0, C, paddedChannels(C), s.dtype, h.at + HEAP_CHANNELS_OFFSET);
-  channelPairFrom(h.region, HEAP_CHANNELS_OFFSET >> 3, p, C);
-}
-function statsPixelsHeap(s, q0, q1, p, scratch) {
-  const h = scratch.heapKernels;
-  const C = s.layout.C;
-  h.exports.pix_stats(heapPixel(s, s.xHeap, s.xAt, q0), q1 - q0, C, paddedChannels(C), s.dtype, h.at + HEAP_CHANNELS_OFFSET);
-  channelPairFrom(h.region, HEAP_CHANNELS_OFFSET >> 3, p, C);
-}
-function writePixelsHeap(s, q0, q1, p, h, kernel) {
-  const C = s.layout.C;
-  packConstants(h.region, HEAP_CHANNELS_OFFSET >> 3, p, C);
-  const dy = s.dy ? heapPixel(s, s.dyHeap, s.dyAt, q0) : 0;
-  const x = s.x ? heapPixel(s, s.xHeap, s.xAt, q0) : 0;
-  const out = heapPixel(s, s.outHeap, s.outAt, q0);
-  callPixelWrite(h.exports, kernel, dy, x, out, q1 - q0, C, s.dtype, h.at + HEAP_CHANNELS_OFFSET);
-}
-function normalizePixelsHeap(s, q0, q1, p, scratch) {
-  writePixelsHeap(s, q0, q1, p, scratch.heapKernels, 0);
-}
-function gradientPixelsHeap(s, q0, q1, p, scratch) {
-  writePixelsHeap(s, q0, q1, p, scratch.heapKernels, 1);
-}
-function scalePixelsHeap(s, q0, q1, p, scratch) {
-  writePixelsHeap(s, q0, q1, p, scratch.heapKernels, 2);
 }
 
 // src/backends/cpu/kernels/pixel_kernels.ts
@@ -1267,7 +894,7 @@ function normalizePixelsF32(s, q0, q1, p, _scratch) {
   const xBase = s.xAt.base;
   const xN = s.xAt.strideN;
   const xI = s.xAt.strideI;
-  const [scale, shift] = p;
+  const [scale, shift2] = p;
   let n = Math.floor(q0 / inner);
   let i = q0 - n * inner;
   let q = q0;
@@ -1298,7 +925,7 @@ function normalizePixelsF32(s, q0, q1, p, _scratch) {
     }
     for (let c = 0; c < channels; c++) {
       const m0 = scale[c];
-      const m1 = shift[c];
+      const m1 = shift2[c];
       out[o0 + c | 0] = affine(x[x0 + c | 0], m0, m1);
       out[o1 + c | 0] = affine(x[x1 + c | 0], m0, m1);
       out[o2 + c | 0] = affine(x[x2 + c | 0], m0, m1);
@@ -1310,7 +937,7 @@ function normalizePixelsF32(s, q0, q1, p, _scratch) {
     const x0 = xBase + n * xN + i * xI | 0;
     for (let c = 0; c < channels; c++) {
       const m0 = scale[c];
-      const m1 = shift[c];
+      const m1 = shift2[c];
       out[o0 + c | 0] = affine(x[x0 + c | 0], m0, m1);
     }
     if (++i === inner) {
@@ -1330,7 +957,7 @@ function normalizePixelsF16(s, q0, q1, p, scratch) {
   const xBase = s.xAt.base;
   const xN = s.xAt.strideN;
   const xI = s.xAt.strideI;
-  const [scale, shift] = p;
+  const [scale, shift2] = p;
   const table = decodeTable(scratch, false);
   let n = Math.floor(q0 / inner);
   let i = q0 - n * inner;
@@ -1362,7 +989,7 @@ function normalizePixelsF16(s, q0, q1, p, scratch) {
     }
     for (let c = 0; c < channels; c++) {
       const m0 = scale[c];
-      const m1 = shift[c];
+      const m1 = shift2[c];
       out[o0 + c | 0] = affine(table[x[x0 + c | 0]], m0, m1);
       out[o1 + c | 0] = affine(table[x[x1 + c | 0]], m0, m1);
       out[o2 + c | 0] = affine(table[x[x2 + c | 0]], m0, m1);
@@ -1374,7 +1001,7 @@ function normalizePixelsF16(s, q0, q1, p, scratch) {
     const x0 = xBase + n * xN + i * xI | 0;
     for (let c = 0; c < channels; c++) {
       const m0 = scale[c];
-      const m1 = shift[c];
+      const m1 = shift2[c];
       out[o0 + c | 0] = affine(table[x[x0 + c | 0]], m0, m1);
     }
     if (++i === inner) {
@@ -1394,7 +1021,7 @@ function normalizePixelsBf16(s, q0, q1, p, scratch) {
   const xBase = s.xAt.base;
   const xN = s.xAt.strideN;
   const xI = s.xAt.strideI;
-  const [scale, shift] = p;
+  const [scale, shift2] = p;
   const table = decodeTable(scratch, true);
   const { aliasF32, aliasI32 } = scratch;
   const [block, bits] = bf16Block(scratch);
@@ -1407,7 +1034,7 @@ function normalizePixelsBf16(s, q0, q1, p, scratch) {
     for (let q = first; q < last; q++) {
       const xb = xBase + n * xN + i * xI | 0;
       for (let c = 0; c < channels; c++) {
-        block[m++] = affine(table[x[xb + c | 0]], scale[c], shift[c]);
+        block[m++] = affine(table[x[xb + c | 0]], scale[c], shift2[c]);
       }
       if (++i === inner) {
         i = 0;
@@ -1422,7 +1049,7 @@ function normalizePixelsBf16(s, q0, q1, p, scratch) {
       const xb = xBase + n * xN + i * xI | 0;
       for (let c = 0; c < channels; c++) {
         const w = bits[m++];
-        out[ob + c | 0] = (w & 65535) !== 32768 && (w & 2139095040) !== 2139095040 ? w + 32767 + (w >> 16 & 1) >> 16 : bf16Exact(affine(table[x[xb + c | 0]], scale[c], shift[c]), aliasF32, aliasI32);
+        out[ob + c | 0] = (w & 65535) !== 32768 && (w & 2139095040) !== 2139095040 ? w + 32767 + (w >> 16 & 1) >> 16 : bf16Exact(affine(table[x[xb + c | 0]], scale[c], shift2[c]), aliasF32, aliasI32);
       }
       if (++i === inner) {
         i = 0;
@@ -2317,94 +1944,350 @@ function scaleRowStrided(s, n, c, k, scratch) {
   });
 }
 
+// src/backends/cpu/kernels/wasm_instance.ts
+var WASM_REGION_BYTES = 524288;
+var WASM_CHANNELS_AT = 64;
+var WASM_CHANNEL_ARRAYS = 5;
+var WASM_SLACK_BYTES = 64;
+function instantiateOn(bytes, memory) {
+  const module = new WebAssembly.Module(bytes);
+  return new WebAssembly.Instance(module, {
+    env: {
+      memory
+    }
+  }).exports;
+}
+function instantiateWasmKernels(bytes, memory, at) {
+  if (!bytes || !memory || at <= 0) return null;
+  try {
+    const exports = instantiateOn(bytes, memory);
+    const buffer = memory.buffer;
+    return {
+      exports,
+      at,
+      f64: new Float64Array(buffer, at, WASM_REGION_BYTES / 8),
+      f32: new Float32Array(buffer, at, WASM_REGION_BYTES / 4),
+      u16: new Uint16Array(buffer, at, WASM_REGION_BYTES / 2),
+      outOf: void 0,
+      outBits: void 0
+    };
+  } catch {
+    return null;
+  }
+}
+function elementBytes(dt) {
+  return dt === FLOAT32 ? 4 : 2;
+}
+function paddedChannels(C) {
+  return C + 3 & ~3;
+}
+function channelsFit(C) {
+  return stagedAt(C) <= WASM_REGION_BYTES;
+}
+function stagedAt(C) {
+  return WASM_CHANNELS_AT + WASM_CHANNEL_ARRAYS * paddedChannels(C) * 8;
+}
+function blockBytes(elements, dt) {
+  return elements * elementBytes(dt) + WASM_SLACK_BYTES + 63 >> 6 << 6;
+}
+var WASM_ROW_BLOCK = SEGMENT_ELEMENTS;
+function pixelsPerBlock2(C) {
+  return Math.max(4, Math.floor(Math.max(SEGMENT_ELEMENTS, 4 * paddedChannels(C)) / C) & ~3);
+}
+function stagedPixelsFit(C, dt) {
+  const blocks = 3 * blockBytes(pixelsPerBlock2(C) * C, dt);
+  const stats = blockBytes(Math.max(PIXEL_SEGMENT_ELEMENTS, C), dt);
+  return stagedAt(C) + Math.max(blocks, stats) <= WASM_REGION_BYTES;
+}
+function regionView(w, dt) {
+  return dt === FLOAT32 ? w.f32 : w.u16;
+}
+function outputBits(w, out) {
+  if (!(out instanceof Float16Array)) return out;
+  if (w.outOf !== out) {
+    w.outOf = out;
+    w.outBits = new Uint16Array(out.buffer, out.byteOffset, out.length);
+  }
+  return w.outBits;
+}
+function copyRun(dst, to, src, from, count) {
+  if (count < 16) {
+    for (let j = 0; j < count; j++) dst[to + j] = src[from + j];
+  } else {
+    dst.set(src.subarray(from, from + count), to);
+  }
+}
+function copyPixels(layout, at, tensor, block, blockIndex, q, count, toBlock) {
+  const C = layout.C;
+  const inner = layout.inner;
+  let n = Math.floor(q / inner);
+  let i = q - n * inner;
+  const dense = inner === 1 || at.strideI === C;
+  const denseAll = dense && (inner === 1 ? at.strideN === C : at.strideN === inner * C);
+  let left = count;
+  let b = blockIndex;
+  while (left > 0) {
+    const run = denseAll ? left : dense ? Math.min(left, inner - i) : 1;
+    const t = at.base + n * at.strideN + i * at.strideI;
+    if (toBlock) copyRun(block, b, tensor, t, run * C);
+    else copyRun(tensor, t, block, b, run * C);
+    b += run * C;
+    left -= run;
+    i += run;
+    while (i >= inner && inner > 0) {
+      i -= inner;
+      n++;
+    }
+  }
+}
+function channelArraysTo(f64, base, p, count, C) {
+  const cs = paddedChannels(C);
+  for (let j = 0; j < count; j++) f64.set(p[j].subarray(0, C), base + j * cs);
+}
+function channelPairFrom(f64, base, p, C) {
+  const cs = paddedChannels(C);
+  p[0].set(f64.subarray(base, base + C));
+  p[1].set(f64.subarray(base + cs, base + cs + C));
+}
+function packConstants(f64, base, p, C) {
+  const count = p.length;
+  for (let k = 0; k < count; k++) {
+    const values = p[k];
+    for (let c = 0; c < C; c++) f64[base + 4 * (count * (c >> 2) + k) + (c & 3)] = values[c];
+  }
+}
+
+// src/backends/cpu/kernels/wasm_kernels.ts
+function heapRow(heap, at, n, c, dt) {
+  return heap + rowStart(at, n, c) * elementBytes(dt);
+}
+function rowStart(at, n, c) {
+  return at.base + n * at.strideN + c * at.strideC;
+}
+function shift(dt) {
+  return dt === FLOAT32 ? 2 : 1;
+}
+function densePixels(layout, at) {
+  const C = layout.C;
+  const inner = layout.inner;
+  return (inner === 1 || at.strideI === C) && (layout.N === 1 || at.strideN === inner * C);
+}
+function sumsRowWasm(s, n, c, k, scratch) {
+  const w = scratch.wasm;
+  const dt = s.dtype;
+  const length = s.layout.inner;
+  const r = w.f64;
+  if (!scratch.staged) {
+    const b = elementBytes(dt);
+    const d = heapRow(s.dyHeap, s.dyAt, n, c, dt);
+    const x = heapRow(s.xHeap, s.xAt, n, c, dt);
+    for (let start = 0; start < length; start += SEGMENT_ELEMENTS) {
+      const count = Math.min(SEGMENT_ELEMENTS, length - start);
+      w.exports.row_sums(d + start * b, x + start * b, count, dt, k[0], w.at);
+      k[1] += r[0];
+      k[2] += r[1];
+    }
+    return;
+  }
+  const view = regionView(w, dt);
+  const dyAt = stagedAt(0);
+  const xAt = dyAt + blockBytes(WASM_ROW_BLOCK, dt);
+  const sh = shift(dt);
+  const d0 = rowStart(s.dyAt, n, c);
+  const x0 = rowStart(s.xAt, n, c);
+  for (let start = 0; start < length; start += WASM_ROW_BLOCK) {
+    const count = Math.min(WASM_ROW_BLOCK, length - start);
+    copyRun(view, dyAt >> sh, s.dy, d0 + start, count);
+    copyRun(view, xAt >> sh, s.x, x0 + start, count);
+    w.exports.row_sums(w.at + dyAt, w.at + xAt, count, dt, k[0], w.at);
+    k[1] += r[0];
+    k[2] += r[1];
+  }
+}
+function statsRowWasm(s, n, c, k, scratch) {
+  const w = scratch.wasm;
+  const dt = s.dtype;
+  const length = s.layout.inner;
+  const r = w.f64;
+  const staged = scratch.staged;
+  const view = regionView(w, dt);
+  const xAt = stagedAt(0);
+  const b = elementBytes(dt);
+  const x = staged ? rowStart(s.xAt, n, c) : heapRow(s.xHeap, s.xAt, n, c, dt);
+  for (let start = 0; start < length; start += SEGMENT_ELEMENTS) {
+    const count = Math.min(SEGMENT_ELEMENTS, length - start);
+    if (staged) {
+      copyRun(view, xAt >> shift(dt), s.x, x + start, count);
+      w.exports.row_stats(w.at + xAt, count, dt, w.at);
+    } else {
+      w.exports.row_stats(x + start * b, count, dt, w.at);
+    }
+    mergeMoments(k, 1, 2, k[3], r[0], r[1], count);
+    k[3] += count;
+  }
+}
+function callRowWrite(e, kernel, dy, x, out, n, dt, k) {
+  if (kernel === 0) e.row_normalize(x, out, n, dt, k[0], k[1]);
+  else if (kernel === 1) e.row_gradient(dy, x, out, n, dt, k[0], k[1], k[2]);
+  else e.row_scale(dy, out, n, dt, k[0]);
+}
+function writeRow(s, n, c, k, scratch, kernel) {
+  const w = scratch.wasm;
+  const dt = s.dtype;
+  const length = s.layout.inner;
+  if (!scratch.staged) {
+    const dy = s.dy ? heapRow(s.dyHeap, s.dyAt, n, c, dt) : 0;
+    const x = s.x ? heapRow(s.xHeap, s.xAt, n, c, dt) : 0;
+    const out2 = heapRow(s.outHeap, s.outAt, n, c, dt);
+    callRowWrite(w.exports, kernel, dy, x, out2, length, dt, k);
+    return;
+  }
+  const view = regionView(w, dt);
+  const out = outputBits(w, s.out);
+  const block = blockBytes(WASM_ROW_BLOCK, dt);
+  const dyAt = stagedAt(0);
+  const xAt = dyAt + block;
+  const outAt = xAt + block;
+  const sh = shift(dt);
+  const d0 = s.dy ? rowStart(s.dyAt, n, c) : 0;
+  const x0 = s.x ? rowStart(s.xAt, n, c) : 0;
+  const o0 = rowStart(s.outAt, n, c);
+  for (let start = 0; start < length; start += WASM_ROW_BLOCK) {
+    const count = Math.min(WASM_ROW_BLOCK, length - start);
+    if (s.dy) copyRun(view, dyAt >> sh, s.dy, d0 + start, count);
+    if (s.x) copyRun(view, xAt >> sh, s.x, x0 + start, count);
+    callRowWrite(w.exports, kernel, w.at + dyAt, w.at + xAt, w.at + outAt, count, dt, k);
+    copyRun(out, o0 + start, view, outAt >> sh, count);
+  }
+}
+function normalizeRowWasm(s, n, c, k, scratch) {
+  writeRow(s, n, c, k, scratch, 0);
+}
+function gradientRowWasm(s, n, c, k, scratch) {
+  writeRow(s, n, c, k, scratch, 1);
+}
+function scaleRowWasm(s, n, c, k, scratch) {
+  writeRow(s, n, c, k, scratch, 2);
+}
+function heapPixel(s, heap, at, q) {
+  return heap + (at.base + q * s.layout.C) * elementBytes(s.dtype);
+}
+function sumsPixelsWasm(s, q0, q1, p, scratch) {
+  const w = scratch.wasm;
+  const C = s.layout.C;
+  const cs = paddedChannels(C);
+  const dt = s.dtype;
+  const acc = w.at + WASM_CHANNELS_AT;
+  channelArraysTo(w.f64, WASM_CHANNELS_AT >> 3, p, 3, C);
+  if (!scratch.staged) {
+    const dy = heapPixel(s, s.dyHeap, s.dyAt, q0);
+    w.exports.pix_sums(dy, heapPixel(s, s.xHeap, s.xAt, q0), q1 - q0, C, cs, dt, acc);
+  } else {
+    const view = regionView(w, dt);
+    const per = pixelsPerBlock2(C);
+    const dyAt = stagedAt(C);
+    const xAt = dyAt + blockBytes(per * C, dt);
+    const sh = shift(dt);
+    for (let q = q0; q < q1; q += per) {
+      const count = Math.min(per, q1 - q);
+      copyPixels(s.layout, s.dyAt, s.dy, view, dyAt >> sh, q, count, true);
+      copyPixels(s.layout, s.xAt, s.x, view, xAt >> sh, q, count, true);
+      w.exports.pix_sums(w.at + dyAt, w.at + xAt, count, C, cs, dt, acc);
+    }
+  }
+  channelPairFrom(w.f64, WASM_CHANNELS_AT >> 3, p, C);
+}
+function statsPixelsWasm(s, q0, q1, p, scratch) {
+  const w = scratch.wasm;
+  const C = s.layout.C;
+  const cs = paddedChannels(C);
+  const dt = s.dtype;
+  const acc = w.at + WASM_CHANNELS_AT;
+  if (!scratch.staged) {
+    w.exports.pix_stats(heapPixel(s, s.xHeap, s.xAt, q0), q1 - q0, C, cs, dt, acc);
+  } else {
+    const xAt = stagedAt(C);
+    copyPixels(s.layout, s.xAt, s.x, regionView(w, dt), xAt >> shift(dt), q0, q1 - q0, true);
+    w.exports.pix_stats(w.at + xAt, q1 - q0, C, cs, dt, acc);
+  }
+  channelPairFrom(w.f64, WASM_CHANNELS_AT >> 3, p, C);
+}
+function callPixelWrite(e, kernel, dy, x, out, P, C, dt, cst) {
+  const cs = paddedChannels(C);
+  if (kernel === 0) e.pix_normalize(x, out, P, C, cs, dt, cst);
+  else if (kernel === 1) e.pix_gradient(dy, x, out, P, C, cs, dt, cst);
+  else e.pix_scale(dy, out, P, C, cs, dt, cst);
+}
+function writePixels2(s, q0, q1, p, w, staged, kernel) {
+  const C = s.layout.C;
+  const dt = s.dtype;
+  const cst = w.at + WASM_CHANNELS_AT;
+  packConstants(w.f64, WASM_CHANNELS_AT >> 3, p, C);
+  if (!staged) {
+    const dy = s.dy ? heapPixel(s, s.dyHeap, s.dyAt, q0) : 0;
+    const x = s.x ? heapPixel(s, s.xHeap, s.xAt, q0) : 0;
+    const out2 = heapPixel(s, s.outHeap, s.outAt, q0);
+    callPixelWrite(w.exports, kernel, dy, x, out2, q1 - q0, C, dt, cst);
+    return;
+  }
+  const view = regionView(w, dt);
+  const out = outputBits(w, s.out);
+  const per = pixelsPerBlock2(C);
+  const block = blockBytes(per * C, dt);
+  const dyAt = stagedAt(C);
+  const xAt = dyAt + block;
+  const outAt = xAt + block;
+  const sh = shift(dt);
+  for (let q = q0; q < q1; q += per) {
+    const P = Math.min(per, q1 - q);
+    if (s.dy) copyPixels(s.layout, s.dyAt, s.dy, view, dyAt >> sh, q, P, true);
+    if (s.x) copyPixels(s.layout, s.xAt, s.x, view, xAt >> sh, q, P, true);
+    callPixelWrite(w.exports, kernel, w.at + dyAt, w.at + xAt, w.at + outAt, P, C, dt, cst);
+    copyPixels(s.layout, s.outAt, out, view, outAt >> sh, q, P, false);
+  }
+}
+function normalizePixelsWasm(s, q0, q1, p, scratch) {
+  writePixels2(s, q0, q1, p, scratch.wasm, scratch.staged, 0);
+}
+function gradientPixelsWasm(s, q0, q1, p, scratch) {
+  writePixels2(s, q0, q1, p, scratch.wasm, scratch.staged, 1);
+}
+function scalePixelsWasm(s, q0, q1, p, scratch) {
+  writePixels2(s, q0, q1, p, scratch.wasm, scratch.staged, 2);
+}
+
 // src/backends/cpu/kernels/kernel_tables.ts
-var STRIDED_ROW = 3;
-var WASM_ROW = 4;
-var WASM_PIXEL = 3;
-var HEAP_ROW = 5;
-var HEAP_PIXEL = 4;
-function kernelTables() {
-  const r = (f) => f;
-  const p = (f) => f;
+function kernelOf(set2, name) {
+  if (name === "wasm") return set2.wasm;
+  if (name === "strided") return set2.strided;
+  return set2.ts[name];
+}
+function set(float32, float16, bfloat16, wasm, strided) {
+  return {
+    ts: {
+      float32,
+      float16,
+      bfloat16
+    },
+    strided,
+    wasm
+  };
+}
+function kernelSets() {
   return {
     rows: {
-      sums: r([
-        sumsRowF32,
-        sumsRowU16,
-        sumsRowU16,
-        sumsRowStrided,
-        sumsRowWasm,
-        sumsRowHeap
-      ]),
-      stats: r([
-        statsRowF32,
-        statsRowU16,
-        statsRowU16,
-        statsRowStrided,
-        statsRowWasm,
-        statsRowHeap
-      ]),
-      normalize: r([
-        normalizeRowF32,
-        normalizeRowF16,
-        normalizeRowBf16,
-        normalizeRowStrided,
-        normalizeRowWasm,
-        normalizeRowHeap
-      ]),
-      gradient: r([
-        gradientRowF32,
-        gradientRowF16,
-        gradientRowBf16,
-        gradientRowStrided,
-        gradientRowWasm,
-        gradientRowHeap
-      ]),
-      scale: r([
-        scaleRowF32,
-        scaleRowF16,
-        scaleRowBf16,
-        scaleRowStrided,
-        scaleRowWasm,
-        scaleRowHeap
-      ])
+      sums: set(sumsRowF32, sumsRowU16, sumsRowU16, sumsRowWasm, sumsRowStrided),
+      stats: set(statsRowF32, statsRowU16, statsRowU16, statsRowWasm, statsRowStrided),
+      normalize: set(normalizeRowF32, normalizeRowF16, normalizeRowBf16, normalizeRowWasm, normalizeRowStrided),
+      gradient: set(gradientRowF32, gradientRowF16, gradientRowBf16, gradientRowWasm, gradientRowStrided),
+      scale: set(scaleRowF32, scaleRowF16, scaleRowBf16, scaleRowWasm, scaleRowStrided)
     },
     pixels: {
-      sums: p([
-        sumsPixelsF32,
-        sumsPixelsU16,
-        sumsPixelsU16,
-        sumsPixelsWasm,
-        sumsPixelsHeap
-      ]),
-      stats: p([
-        statsPixelsF32,
-        statsPixelsU16,
-        statsPixelsU16,
-        statsPixelsWasm,
-        statsPixelsHeap
-      ]),
-      normalize: p([
-        normalizePixelsF32,
-        normalizePixelsF16,
-        normalizePixelsBf16,
-        normalizePixelsWasm,
-        normalizePixelsHeap
-      ]),
-      gradient: p([
-        gradientPixelsF32,
-        gradientPixelsF16,
-        gradientPixelsBf16,
-        gradientPixelsWasm,
-        gradientPixelsHeap
-      ]),
-      scale: p([
-        scalePixelsF32,
-        scalePixelsF16,
-        scalePixelsBf16,
-        scalePixelsWasm,
-        scalePixelsHeap
-      ])
+      sums: set(sumsPixelsF32, sumsPixelsU16, sumsPixelsU16, sumsPixelsWasm),
+      stats: set(statsPixelsF32, statsPixelsU16, statsPixelsU16, statsPixelsWasm),
+      normalize: set(normalizePixelsF32, normalizePixelsF16, normalizePixelsBf16, normalizePixelsWasm),
+      gradient: set(gradientPixelsF32, gradientPixelsF16, gradientPixelsBf16, gradientPixelsWasm),
+      scale: set(scalePixelsF32, scalePixelsF16, scalePixelsBf16, scalePixelsWasm)
     }
   };
 }
@@ -2413,12 +2296,12 @@ function kernelTables() {
 function createThreadState(wasmBytes, policy) {
   return {
     ...createCodecScratch(),
-    tables: void 0,
+    sets: void 0,
     wasmBytes,
     wasm: void 0,
+    staged: false,
     heapMemory: void 0,
     heapRegion: 0,
-    heapKernels: void 0,
     policy
   };
 }
@@ -2430,72 +2313,72 @@ var HEAP_MIN_FLOAT32_ROW = 16;
 function wasmWins(dtype) {
   return dtype !== 0;
 }
-function runsWasm(s, scratch) {
-  return scratch.wasm !== null && (scratch.policy.wasmEverywhere || wasmWins(s.dtype));
+function wasmOf(thread) {
+  if (thread.wasm === void 0) {
+    thread.wasm = instantiateWasmKernels(thread.wasmBytes, thread.heapMemory, thread.heapRegion);
+  }
+  return thread.wasm;
 }
-function inHeap(s, scratch) {
-  if (!scratch.policy.inPlace || s.dy !== void 0 && s.dyHeap < 0) return false;
+function inPlace(s, thread) {
+  if (!thread.policy.inPlace || s.dy !== void 0 && s.dyHeap < 0) return false;
   if (s.x !== void 0 && s.xHeap < 0 || s.out !== void 0 && s.outHeap < 0) return false;
-  if (scratch.heapKernels === void 0) {
-    scratch.heapKernels = instantiateHeapKernels(scratch.wasmBytes, scratch.heapMemory, scratch.heapRegion);
-  }
-  return scratch.heapKernels !== null;
-}
-function rowIndex(s, scratch) {
-  if (s.layout.kind === "strided") return STRIDED_ROW;
-  const inner = s.layout.inner;
-  const long = s.dtype !== FLOAT32 || inner >= HEAP_MIN_FLOAT32_ROW;
-  if (long && (s.out === void 0 || (inner & 3) === 0) && inHeap(s, scratch)) return HEAP_ROW;
-  return inner >= WASM_MIN_ROW && runsWasm(s, scratch) ? WASM_ROW : s.dtype;
-}
-function pixelIndex(s, scratch) {
   const { layout } = s;
-  const packed = (s.dy === void 0 || densePixels(layout, s.dyAt)) && (s.x === void 0 || densePixels(layout, s.xAt)) && (s.out === void 0 || (layout.C & 3) === 0 && densePixels(layout, s.outAt));
-  if (packed && heapChannelsFit(layout.C, HEAP_CHANNEL_ARRAYS) && inHeap(s, scratch)) {
-    return HEAP_PIXEL;
+  if (layout.kind === "rows") {
+    const long = s.dtype !== FLOAT32 || layout.inner >= HEAP_MIN_FLOAT32_ROW;
+    return long && (s.out === void 0 || (layout.inner & 3) === 0);
   }
-  return runsWasm(s, scratch) ? WASM_PIXEL : s.dtype;
+  return (s.dy === void 0 || densePixels(layout, s.dyAt)) && (s.x === void 0 || densePixels(layout, s.xAt)) && (s.out === void 0 || (layout.C & 3) === 0 && densePixels(layout, s.outAt)) && channelsFit(layout.C);
 }
-function runStage(s, from, to, scratch) {
-  if (scratch.wasm === void 0) scratch.wasm = instantiateWasm(scratch.wasmBytes);
-  if (!scratch.tables) {
-    scratch.tables = kernelTables();
-    primeDrivers(scratch);
+function choose(s, thread) {
+  const { layout } = s;
+  if (layout.kind === "strided") return "strided";
+  const ts = s.dtype === FLOAT32 ? "float32" : s.dtype === 1 ? "float16" : "bfloat16";
+  if (wasmOf(thread) === null) return ts;
+  if (inPlace(s, thread)) {
+    thread.staged = false;
+    return "wasm";
   }
-  const { rows, pixels } = scratch.tables;
+  if (!thread.policy.wasmEverywhere && !wasmWins(s.dtype)) return ts;
+  const fits = layout.kind === "rows" ? layout.inner >= WASM_MIN_ROW : stagedPixelsFit(layout.C, s.dtype);
+  if (!fits) return ts;
+  thread.staged = true;
+  return "wasm";
+}
+function runStage(s, from, to, thread) {
+  if (!thread.sets) {
+    thread.sets = kernelSets();
+    primeDrivers(thread);
+  }
+  const { rows, pixels } = thread.sets;
   const pixel = s.layout.kind === "pixels";
-  const at = pixel ? pixelIndex(s, scratch) : rowIndex(s, scratch);
+  const name = choose(s, thread);
   switch (s.op) {
     case "sums":
-      if (pixel) {
-        return sumPixels(s, from, to, pixels.sums[at], scratch);
-      }
-      return reduceRows(s, from, to, rows.sums[at], scratch);
+      if (pixel) return sumPixels(s, from, to, kernelOf(pixels.sums, name), thread);
+      return reduceRows(s, from, to, kernelOf(rows.sums, name), thread);
     case "stats":
-      if (pixel) {
-        return statPixels(s, from, to, pixels.stats[at], scratch);
-      }
-      return reduceRows(s, from, to, rows.stats[at], scratch);
+      if (pixel) return statPixels(s, from, to, kernelOf(pixels.stats, name), thread);
+      return reduceRows(s, from, to, kernelOf(rows.stats, name), thread);
     case "normalize":
     case "gradient":
-    case "scale":
-      if (pixel) {
-        return writePixels(s, from, to, pixels[s.op][at], constantCount(s.op), scratch);
-      }
-      return writeRows(s, from, to, rows[s.op][at], constantCount(s.op), scratch);
+    case "scale": {
+      const count = constantCount(s.op);
+      if (pixel) return writePixels(s, from, to, kernelOf(pixels[s.op], name), count, thread);
+      return writeRows(s, from, to, kernelOf(rows[s.op], name), count, thread);
+    }
     case "groupNorm":
       if (pixel) {
-        const stats = pixels.stats[at];
-        return groupNormPixels(s, from, to, stats, pixels.normalize[at], scratch);
+        const stats = kernelOf(pixels.stats, name);
+        return groupNormPixels(s, from, to, stats, kernelOf(pixels.normalize, name), thread);
       }
-      return groupNormRows(s, from, to, rows.stats[at], rows.normalize[at], scratch);
+      return groupNormRows(s, from, to, kernelOf(rows.stats, name), kernelOf(rows.normalize, name), thread);
     case "groupNormBackward":
       if (pixel) {
-        const sums = pixels.sums[at];
-        const grad = pixels.gradient[at];
-        return groupNormBackwardPixels(s, from, to, sums, grad, scratch);
+        const sums = kernelOf(pixels.sums, name);
+        const grad = kernelOf(pixels.gradient, name);
+        return groupNormBackwardPixels(s, from, to, sums, grad, thread);
       }
-      return groupNormBackwardRows(s, from, to, rows.sums[at], rows.gradient[at], scratch);
+      return groupNormBackwardRows(s, from, to, kernelOf(rows.sums, name), kernelOf(rows.gradient, name), thread);
   }
 }
 
