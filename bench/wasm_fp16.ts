@@ -17,12 +17,8 @@
 import { parseCommand } from "../scripts/cli.ts";
 import { kernelsWasmBytes } from "../src/backends/cpu/wasm/kernels_wasm.ts";
 import { kernelsFp16WasmBytes } from "../src/backends/cpu/wasm/kernels_fp16_wasm.ts";
-import {
-  instantiateWasm,
-  packConstants,
-  wasmReserve,
-  type WasmState,
-} from "../src/backends/cpu/kernels/wasm_kernels.ts";
+import { instantiateWasm, wasmReserve, type WasmState } from "../tests/fixtures/wasm_memory.ts";
+import { packConstants } from "../src/backends/cpu/kernels/wasm_instance.ts";
 
 const flags = parseCommand({
   name: "bench:fp16",

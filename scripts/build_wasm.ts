@@ -25,7 +25,10 @@
  */
 
 import { parseCommand } from "./cli.ts";
-import { WASM_CONSTANTS_AT, WASM_CONSTANTS_END } from "../src/backends/cpu/kernels/wasm_kernels.ts";
+import {
+  WASM_CONSTANTS_AT,
+  WASM_CONSTANTS_END,
+} from "../src/backends/cpu/kernels/wasm_instance.ts";
 import { forEachSimdOpcode, rewriteSimdOpcodes } from "./wasm_opcodes.ts";
 
 /** The wabt release the kernels are assembled with (its output is the committed bytes). */
@@ -209,7 +212,7 @@ export function specializeByDtype(text: string, scaled16 = true): string {
  * than the arithmetic: the float16 row sums ran at 2.7 ns per element with constants and
  * 1.1 ns with loads from the table (an L1 hit folded into the instruction). All-zero
  * constants stay, as V8 makes them with one `pxor`. The table's room is the drivers' layout
- * (`WASM_CONSTANTS_AT`/`WASM_CONSTANTS_END` in wasm_kernels.ts).
+ * (`WASM_CONSTANTS_AT`/`WASM_CONSTANTS_END` in wasm_instance.ts).
  *
  * The table holds the constants of `tableText` (by default `text`) in order of first use,
  * and `text` may only use those: the FP16 build passes the baseline's text, so that both

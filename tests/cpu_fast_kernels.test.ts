@@ -11,7 +11,6 @@ import { fastKernels } from "../src/backends/cpu/fast/mod.ts";
 import { bf16Bits } from "../src/backends/cpu/kernels/formulas.ts";
 import { referenceKernels } from "./oracle/kernels/mod.ts";
 import { cpuThreads, setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
-import { workerSource } from "../src/backends/cpu/pool/worker_source.ts";
 import {
   pooledJobCount,
   postedJobCount,
@@ -767,14 +766,6 @@ Deno.test("worker pool: a script with large ops exits by itself, with no permiss
   assert.match(stdout, /pooled: true/);
   assert.match(stdout, /done/);
   assert.ok(seconds < 10, `the child took ${seconds.toFixed(1)} s to exit`);
-});
-
-Deno.test("worker script: every worker-safe export serialises", () => {
-  const source = workerSource();
-  assert.match(source, /function runStage\(/);
-  assert.match(source, /workerMain\(\);$/);
-  // Parses as a module (no duplicate declarations, no TypeScript left).
-  new Function(source.replace(/workerMain\(\);$/, ""));
 });
 
 Deno.test("setCpuThreads validates its argument", () => {

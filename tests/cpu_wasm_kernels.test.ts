@@ -24,13 +24,14 @@ import {
 } from "../scripts/build_wasm.ts";
 import { kernelsWasmBuild, kernelsWasmBytes } from "../src/backends/cpu/wasm/kernels_module.ts";
 import { codecValues } from "./fixtures/codec_values.ts";
+import { instantiateWasm, wasmReserve, type WasmState } from "./fixtures/wasm_memory.ts";
 import {
-  instantiateWasm,
+  instantiateWasmKernels,
   packConstants,
+  WASM_REGION_BYTES,
   type WasmExports,
-  wasmReserve,
-  type WasmState,
-} from "../src/backends/cpu/kernels/wasm_kernels.ts";
+  type WasmKernels,
+} from "../src/backends/cpu/kernels/wasm_instance.ts";
 import { fastKernels } from "../src/backends/cpu/fast/mod.ts";
 import { referenceKernels } from "./oracle/kernels/mod.ts";
 import { callerState, pooledJobCount, withCpuPolicy } from "../src/backends/cpu/pool/pool.ts";
@@ -47,11 +48,6 @@ import {
   twinSet,
   values,
 } from "./fixtures/cpu_cases.ts";
-import {
-  HEAP_REGION_BYTES,
-  type HeapKernels,
-  instantiateHeapKernels,
-} from "../src/backends/cpu/kernels/heap_kernels.ts";
 import { heapAllocate, hostHeapMemory } from "../src/tensor/host_heap.ts";
 
 // ---------------------------------------------------------------------------------------
@@ -222,63 +218,47 @@ function assertSameValues(actual: Tensor, expected: Tensor, message: string): vo
   }
 }
 
-/** Calls of each export of the WebAssembly kernels on the calling thread, by name. */
+/** Calls of each export of the WebAssembly kernels on the calling thread, staged, by name. */
 const wasmCalls = new Map<string, number>();
 
-/** A counting instance for the calling thread (made once). */
-let counted: WasmState | undefined;
-
-function countingInstance(): WasmState {
-  if (counted) return counted;
-  const w = instantiateWasm(kernelsWasmBytes())!;
-  const real = w.exports as unknown as Record<string, unknown>;
-  const wrapped: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(real)) {
-    wrapped[name] = typeof value !== "function" ? value : (...args: unknown[]) => {
-      wasmCalls.set(name, (wasmCalls.get(name) ?? 0) + 1);
-      return (value as (...a: unknown[]) => unknown)(...args);
-    };
-  }
-  (w as { exports: WasmExports }).exports = wrapped as unknown as WasmExports;
-  counted = w;
-  return w;
-}
-
-/** Calls of each export of the in-place kernels (heap_kernels.ts) on this thread, by name. */
+/** Calls of each export of the WebAssembly kernels on the calling thread, in place. */
 const heapCalls = new Map<string, number>();
 
-/** A counting instance of the in-place kernels for the calling thread (made once). */
-let countedHeap: HeapKernels | undefined;
+/** A counting instance for the calling thread, with a region of its own (made once). */
+let counted: WasmKernels | undefined;
 
-function countingHeapKernels(): HeapKernels {
-  if (countedHeap) return countedHeap;
-  const memory = hostHeapMemory()!;
-  const region = heapAllocate(HEAP_REGION_BYTES)!;
-  region.adopt(globalThis);
-  const h = instantiateHeapKernels(kernelsWasmBytes(), memory, region.at)!;
-  countedHeap = { ...h, exports: counting(h.exports, heapCalls) };
-  return countedHeap;
-}
-
-/** `exports` with each function counting its calls into `calls`. */
-function counting(exports: WasmExports, calls: Map<string, number>): WasmExports {
-  const wrapped: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(exports)) {
-    wrapped[name] = typeof value !== "function" ? value : (...args: unknown[]) => {
-      calls.set(name, (calls.get(name) ?? 0) + 1);
-      return (value as (...a: unknown[]) => unknown)(...args);
-    };
+/**
+ * Gives the calling thread's state (of the current policy) the counting instance: each call
+ * counts into {@linkcode wasmCalls} or {@linkcode heapCalls} as the stage runs.
+ */
+function useCountingKernels(): void {
+  if (!counted) {
+    const region = heapAllocate(WASM_REGION_BYTES)!;
+    region.adopt(globalThis);
+    const w = instantiateWasmKernels(kernelsWasmBytes(), hostHeapMemory()!, region.at)!;
+    const wrapped: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(w.exports)) {
+      wrapped[name] = typeof value !== "function" ? value : (...args: unknown[]) => {
+        const calls = callerState().staged ? wasmCalls : heapCalls;
+        calls.set(name, (calls.get(name) ?? 0) + 1);
+        return (value as (...a: unknown[]) => unknown)(...args);
+      };
+    }
+    counted = { ...w, exports: wrapped as unknown as WasmExports };
   }
-  return wrapped as unknown as WasmExports;
+  const state = callerState();
+  state.wasm = counted;
+  state.heapRegion = counted.at;
+  state.heapMemory = hostHeapMemory()!;
 }
 
 type Run = (kernels: typeof fastKernels, set: TensorSet) => void;
 
 /**
- * Runs `run` on `set` with the WebAssembly kernels copying blocks, on a twin in the host
+ * Runs `run` on `set` with the WebAssembly kernels staging blocks, on a twin in the host
  * heap (the kernels in place, where they apply), on a twin with neither and on a twin with
  * the reference kernels: the same bits as the TypeScript kernels, within 1 ulp of the
- * reference. Returns the WebAssembly calls made (copying and in place).
+ * reference. Returns the WebAssembly calls made (staged and in place).
  */
 function compareWasm(name: string, set: TensorSet, run: Run): number {
   const typescript = twinSet(set);
@@ -288,16 +268,11 @@ function compareWasm(name: string, set: TensorSet, run: Run): number {
   const total = () => [...wasmCalls.values(), ...heapCalls.values()].reduce((a, b) => a + b, 0);
   const before = total();
   withCpuPolicy({ inPlace: false }, () => {
-    callerState().wasm = countingInstance();
+    useCountingKernels();
     run(fastKernels, set);
   });
   withCpuPolicy({ inPlace: true }, () => {
-    const state = callerState();
-    state.wasm = countingInstance();
-    // The counting kernels, with their region as the thread's (else it is given one).
-    state.heapKernels = countingHeapKernels();
-    state.heapRegion = state.heapKernels.at;
-    state.heapMemory = hostHeapMemory()!;
+    useCountingKernels();
     run(fastKernels, inHeap);
   });
   const calls = total() - before;
@@ -488,7 +463,7 @@ function inline(body: () => void): void {
 Deno.test("wasm row kernels = TypeScript kernels (bits): odd tails, blocks, NaN, ties", () => {
   inline(() => {
     // Rows of 128 (no tail), 131 (tails of 3), 130, and 4096 + 13 (two blocks): the
-    // copying kernels take rows from WASM_MIN_ROW (128) elements.
+    // staged kernels take rows from WASM_MIN_ROW (128) elements.
     for (const dtype of FLOATS) {
       for (const shape of [[2, 3, 8, 16], [3, 2, 131], [2, 3, 130], [2, 2, 4109]]) {
         const inner = shape.slice(2).reduce((a, b) => a * b, 1);
@@ -541,8 +516,8 @@ Deno.test("wasm pixel kernels = TypeScript kernels (bits): channel counts, padde
           assert.ok(wasmCalls.get(name), `${dtype} ${layout} ${shape}: ${name} ran`);
           // In place: packed pixels, and for writes whole vectors of channels.
           const reads = name === "pix_sums" || name === "pix_stats";
-          // Five per-channel float64 arrays fit a 128 KiB region up to C = 3272.
-          const inPlace = layout === "channelsLast" && shape[1] <= 3272 &&
+          // Five per-channel float64 arrays fit a 512 KiB region up to C = 13105.
+          const inPlace = layout === "channelsLast" && shape[1] <= 13105 &&
             (reads || shape[1] % 4 === 0);
           assert.equal(
             !!heapCalls.get(name),

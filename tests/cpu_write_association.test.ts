@@ -9,24 +9,18 @@
  * gives 0 where (dy * a + x * b) + c gives 2^-30.
  *
  * Each path is run on a stage of its own: the TypeScript row and pixel kernels, the
- * strided fallback, and the WebAssembly kernels copying and in place on the host heap.
+ * strided fallback, and the WebAssembly kernels staged and in place on the host heap.
  */
 
 import assert from "node:assert/strict";
 import { gradient } from "../src/backends/cpu/kernels/formulas.ts";
 import { createThreadState, type ThreadState } from "../src/backends/cpu/kernels/stages.ts";
 import { DEFAULT_CPU_POLICY } from "../src/backends/cpu/policy.ts";
-import {
-  HEAP_PIXEL,
-  HEAP_ROW,
-  STRIDED_ROW,
-  WASM_PIXEL,
-  WASM_ROW,
-} from "../src/backends/cpu/kernels/kernel_tables.ts";
+import type { KernelName } from "../src/backends/cpu/kernels/kernel_tables.ts";
 import { batchNormItems, type Layout } from "../src/backends/cpu/kernels/layout_types.ts";
-import { pixelIndex, rowIndex, runStage } from "../src/backends/cpu/kernels/stages.ts";
+import { choose, runStage } from "../src/backends/cpu/kernels/stages.ts";
 import { FLOAT32, uniformStage, type WriteStage } from "../src/backends/cpu/kernels/stage_types.ts";
-import { HEAP_REGION_BYTES } from "../src/backends/cpu/kernels/heap_kernels.ts";
+import { WASM_REGION_BYTES } from "../src/backends/cpu/kernels/wasm_instance.ts";
 import { kernelsWasmBytes } from "../src/backends/cpu/wasm/kernels_wasm.ts";
 import { heapStorage } from "./fixtures/cpu_cases.ts";
 import { heapAddress, heapAllocate, hostHeapMemory } from "../src/tensor/host_heap.ts";
@@ -109,52 +103,55 @@ function stage(
   return { s, dy, x };
 }
 
-/** A thread's scratch with the WebAssembly kernels everywhere, in place or copying. */
+/** A thread's state with the WebAssembly kernels everywhere, in place or staged. */
 function wasmScratch(inPlace: boolean): ThreadState {
   const scratch = createThreadState(kernelsWasmBytes(), { wasmEverywhere: true, inPlace });
-  if (inPlace) {
-    const region = heapAllocate(HEAP_REGION_BYTES)!;
-    region.adopt(scratch);
-    scratch.heapMemory = hostHeapMemory()!;
-    scratch.heapRegion = region.at;
-  }
+  const region = heapAllocate(WASM_REGION_BYTES)!;
+  region.adopt(scratch);
+  scratch.heapMemory = hostHeapMemory()!;
+  scratch.heapRegion = region.at;
   return scratch;
 }
 
 Deno.test("every gradient write evaluates dy * a + (x * b + c), in that association", () => {
-  const paths: [string, Layout["kind"], boolean, () => ThreadState, number][] = [
+  // Each path: its name, layout, whether its tensors are in the heap, its thread state, the
+  // kernel it must choose and whether it stages its blocks.
+  const paths: [string, Layout["kind"], boolean, () => ThreadState, KernelName, boolean][] = [
     [
       "TypeScript rows",
       "rows",
       false,
       () => createThreadState(undefined, DEFAULT_CPU_POLICY),
-      FLOAT32,
+      "float32",
+      false,
     ],
     [
       "TypeScript pixels",
       "pixels",
       false,
       () => createThreadState(undefined, DEFAULT_CPU_POLICY),
-      FLOAT32,
+      "float32",
+      false,
     ],
     [
       "strided",
       "strided",
       false,
       () => createThreadState(undefined, DEFAULT_CPU_POLICY),
-      STRIDED_ROW,
+      "strided",
+      false,
     ],
-    ["WebAssembly rows", "rows", false, () => wasmScratch(false), WASM_ROW],
-    ["WebAssembly pixels", "pixels", false, () => wasmScratch(false), WASM_PIXEL],
-    ["WebAssembly rows in place", "rows", true, () => wasmScratch(true), HEAP_ROW],
-    ["WebAssembly pixels in place", "pixels", true, () => wasmScratch(true), HEAP_PIXEL],
+    ["WebAssembly rows staged", "rows", false, () => wasmScratch(false), "wasm", true],
+    ["WebAssembly pixels staged", "pixels", false, () => wasmScratch(false), "wasm", true],
+    ["WebAssembly rows in place", "rows", true, () => wasmScratch(true), "wasm", false],
+    ["WebAssembly pixels in place", "pixels", true, () => wasmScratch(true), "wasm", false],
   ];
-  for (const [name, kind, heap, makeScratch, index] of paths) {
+  for (const [name, kind, heap, makeScratch, kernel, staged] of paths) {
     const { s, dy, x } = stage(kind, heap);
     const scratch = makeScratch();
     runStage(s, 0, s.items, scratch);
-    const chosen = kind === "pixels" ? pixelIndex(s, scratch) : rowIndex(s, scratch);
-    assert.equal(chosen, index, `${name}: the path under test ran`);
+    assert.equal(choose(s, scratch), kernel, `${name}: the path under test ran`);
+    assert.equal(scratch.staged, staged, `${name}: staged or in place`);
     let differs = 0;
     for (let c = 0; c < C; c++) {
       const [a, b, k] = CONSTANTS[c];

@@ -47,7 +47,7 @@ function rowModule(): KernelModule {
  * float32 block (see {@linkcode bf16Block}). Sums accumulate in float64; each output is
  * rounded once.
  *
- * Worker-safe (see codecs.ts).
+ * Part of the pool's worker script (see codecs.ts).
  *
  * @module
  */
@@ -81,7 +81,7 @@ function pixelModule(): KernelModule {
  * offsets into one packed array). One signature, \`(s, q0, q1, p, scratch)\`, for the drivers'
  * primed call sites (see drivers.ts); one kernel per dtype, as in row_kernels.ts.
  *
- * Worker-safe (see codecs.ts).
+ * Part of the pool's worker script (see codecs.ts).
  *
  * @module
  */

@@ -18,11 +18,11 @@ export type PoolPolicy = "measured" | "always";
 /** Which kernels a thread may choose (see kernels/stages.ts). */
 export interface KernelPolicy {
   /**
-   * Run the copying WebAssembly kernels for every dtype, not only where they were measured
+   * Run the staged WebAssembly kernels for every dtype, not only where they were measured
    * faster (stages.ts's `wasmWins`), so that each can be compared with its twin.
    */
   readonly wasmEverywhere: boolean;
-  /** Run stages whose tensors are all in the host heap in place (heap_kernels.ts). */
+  /** Run stages whose tensors are all in the host heap in place (wasm_kernels.ts). */
   readonly inPlace: boolean;
 }
 

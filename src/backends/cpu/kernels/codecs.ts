@@ -3,9 +3,10 @@
  * tables, rounding float64 results once to bfloat16, and the per-thread scratch that holds
  * both.
  *
- * Worker-safe: every function in `kernels/` is serialised with `Function.prototype.toString`
- * into the pool's worker script, so these modules export every binding they use and import
- * nothing at run time from outside `kernels/`.
+ * The modules of `kernels/` run on every thread: the pool's workers run them from the bundle
+ * of pool/worker_entry.ts (`deno task build:worker`; `deno task check` tells when it is
+ * stale), so they import nothing that holds the calling thread's state (tensors, the host
+ * heap's allocator).
  *
  * @module
  */
@@ -82,7 +83,7 @@ export function channelScratch(scratch: CodecScratch, length: number): Float64Ar
 }
 
 /** Bytes of each slab of {@linkcode scratchFloat64}. */
-export const SCRATCH_SLAB_BYTES = 16384;
+const SCRATCH_SLAB_BYTES = 16384;
 
 /**
  * A zero-filled float64 array of `length` entries for one stage run: a view of this

@@ -12,7 +12,7 @@
  * its kernels as arguments (looked up from tables at run time, never constants), and
  * {@linkcode primeDrivers} calls each driver once with a no-op kernel when a thread starts.
  *
- * Worker-safe (see codecs.ts).
+ * Part of the pool's worker script (see codecs.ts).
  *
  * @module
  */
@@ -41,7 +41,7 @@ import type {
 } from "./stage_types.ts";
 import { uniformStage } from "./stage_types.ts";
 
-/** A row kernel (row_kernels.ts, strided_kernels.ts, heap_kernels.ts) reading scratch S. */
+/** A row kernel (row_kernels.ts, strided_kernels.ts, wasm_kernels.ts) reading scratch S. */
 export type RowKernel<S extends CodecScratch = CodecScratch> = (
   s: RowStage,
   n: number,
@@ -50,7 +50,7 @@ export type RowKernel<S extends CodecScratch = CodecScratch> = (
   scratch: S,
 ) => void;
 
-/** A pixel kernel (pixel_kernels.ts, heap_kernels.ts); `S` as for {@linkcode RowKernel}. */
+/** A pixel kernel (pixel_kernels.ts, wasm_kernels.ts); `S` as for {@linkcode RowKernel}. */
 export type PixelKernel<S extends CodecScratch = CodecScratch> = (
   s: PixelStage,
   q0: number,
@@ -60,7 +60,7 @@ export type PixelKernel<S extends CodecScratch = CodecScratch> = (
 ) => void;
 
 /** The first row n0 and the channel c of BatchNorm row item `item`. */
-export function rowItem(layout: Layout, item: number): { c: number; n0: number; n1: number } {
+function rowItem(layout: Layout, item: number): { c: number; n0: number; n1: number } {
   const rows = rowsPerItem(layout);
   const chunks = Math.ceil(layout.N / rows);
   const c = Math.floor(item / chunks);
@@ -125,7 +125,7 @@ export function pixelBlock(layout: Layout, block: number): [number, number] {
  * The per-channel entries of sample n in `values` (N * C entries) when the layout is
  * `perSample`, else `values` (C entries, shared by every sample).
  */
-export function sampleChannels(layout: Layout, values: Float64Array, q0: number): Float64Array {
+function sampleChannels(layout: Layout, values: Float64Array, q0: number): Float64Array {
   if (!layout.perSample) return values;
   const at = Math.floor(q0 / layout.inner) * layout.C;
   return values.subarray(at, at + layout.C);
@@ -162,7 +162,7 @@ export function sumPixels<S extends CodecScratch>(
  * per channel: `kernel` on sub-blocks small enough to stay in cache, merged with Chan's
  * update.
  */
-export function pixelMoments<S extends CodecScratch>(
+function pixelMoments<S extends CodecScratch>(
   s: PixelStage,
   q0: number,
   q1: number,
@@ -226,7 +226,7 @@ export function writePixels<S extends CodecScratch>(
  * GroupNorm item of rows/strided layouts: its sample chunk, its groups [g0, g1) and its
  * samples [n0, n1).
  */
-export function groupItem(
+function groupItem(
   layout: Layout,
   group: number,
   item: number,
@@ -444,7 +444,7 @@ export function groupNormBackwardPixels<S extends CodecScratch>(
 }
 
 /** A kernel that does nothing, to prime the drivers' call sites. */
-export function noopKernel(): void {}
+function noopKernel(): void {}
 
 /**
  * Calls every driver once with no-op kernels on a one-element stage, so that each kernel

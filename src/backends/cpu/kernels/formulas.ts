@@ -26,7 +26,7 @@
  * 0.86 -> 0.71 and 0.77 -> 0.69, channels-last normalize 0.48 -> 0.44; and GroupNorm's
  * gradient is now the BatchNorm gradient's kernel, with other constants.
  *
- * Worker-safe (see codecs.ts).
+ * Part of the pool's worker script (see codecs.ts).
  *
  * @module
  */

@@ -1,18 +1,16 @@
 /**
- * Which kernel runs a stage: tables indexed by dtype code (0 float32, 1 float16, 2 bfloat16),
- * then the WebAssembly kernel (any dtype) at {@linkcode WASM_ROW} / {@linkcode WASM_PIXEL};
- * row tables have the strided fallback at 3. The tables are built at run time and kept on
- * the thread's scratch, so the drivers receive kernels as loaded values, never as
- * compile-time constants (see drivers.ts for why that matters).
+ * The kernels that can run a stage: a {@linkcode KernelSet} per family and layout, whose
+ * members stages.ts's `choose` names. The sets are built at run time and kept on the
+ * thread's state, so the drivers receive kernels as loaded values, never as compile-time
+ * constants (see drivers.ts for why that matters).
  *
- * Worker-safe (see codecs.ts).
+ * Part of the pool's worker script (see codecs.ts).
  *
  * @module
  */
 
 import type { PixelKernel, RowKernel } from "./drivers.ts";
-import type { HeapScratch } from "./heap_kernels.ts";
-import type { WasmScratch } from "./wasm_kernels.ts";
+import type { WasmScratch } from "./wasm_instance.ts";
 import {
   gradientPixelsBf16,
   gradientPixelsF16,
@@ -51,18 +49,6 @@ import {
   sumsRowStrided,
 } from "./strided_kernels.ts";
 import {
-  gradientPixelsHeap,
-  gradientRowHeap,
-  normalizePixelsHeap,
-  normalizeRowHeap,
-  scalePixelsHeap,
-  scaleRowHeap,
-  statsPixelsHeap,
-  statsRowHeap,
-  sumsPixelsHeap,
-  sumsRowHeap,
-} from "./heap_kernels.ts";
-import {
   gradientPixelsWasm,
   gradientRowWasm,
   normalizePixelsWasm,
@@ -75,21 +61,6 @@ import {
   sumsRowWasm,
 } from "./wasm_kernels.ts";
 
-/** Index of the strided fallback in the row tables. */
-export const STRIDED_ROW = 3;
-
-/** Index of the WebAssembly kernel in the row tables. */
-export const WASM_ROW = 4;
-
-/** Index of the WebAssembly kernel in the pixel tables. */
-export const WASM_PIXEL = 3;
-
-/** Row-table index of the WebAssembly kernels in place (heap_kernels.ts). */
-export const HEAP_ROW = 5;
-
-/** Pixel-table index of the WebAssembly kernels in place. */
-export const HEAP_PIXEL = 4;
-
 /** The kernel families, one per per-element formula or reduction. */
 export type KernelFamily =
   | "sums"
@@ -98,75 +69,95 @@ export type KernelFamily =
   | "gradient"
   | "scale";
 
-/** The scratch every kernel of the tables can read (a thread's state extends it). */
-export type KernelScratch = WasmScratch & HeapScratch;
+/** The name of one kernel of a {@linkcode KernelSet}: what stages.ts's `choose` returns. */
+export type KernelName = "float32" | "float16" | "bfloat16" | "strided" | "wasm";
 
-/** Every kernel by family and dtype code (rows: index 3 = strided fallback, then wasm). */
-export interface KernelTables {
-  /** Row kernels. */
-  readonly rows: Record<KernelFamily, RowKernel<KernelScratch>[]>;
-  /** Pixel kernels. */
-  readonly pixels: Record<KernelFamily, PixelKernel<KernelScratch>[]>;
+/**
+ * The kernels of one family: TypeScript per dtype, the strided fallback (row families), and
+ * the WebAssembly kernel (any dtype, in place or staged: wasm_kernels.ts). All give the same
+ * bits, so a choice changes speed only.
+ */
+export interface KernelSet<K> {
+  /** The TypeScript kernel of each dtype. */
+  readonly ts: { readonly float32: K; readonly float16: K; readonly bfloat16: K };
+  /** The strided fallback (row families only). */
+  readonly strided: K | undefined;
+  /** The WebAssembly kernel. */
+  readonly wasm: K;
 }
 
-/** Builds the tables (once per thread). */
-export function kernelTables(): KernelTables {
-  const r = (f: unknown[]) => f as RowKernel<KernelScratch>[];
-  const p = (f: unknown[]) => f as PixelKernel<KernelScratch>[];
+/** The scratch every kernel of the sets can read (a thread's state extends it). */
+export type KernelScratch = WasmScratch;
+
+/** Every kernel by family: row kernels and pixel kernels. */
+export interface KernelSets {
+  /** Row kernels. */
+  readonly rows: Readonly<Record<KernelFamily, KernelSet<RowKernel<KernelScratch>>>>;
+  /** Pixel kernels. */
+  readonly pixels: Readonly<Record<KernelFamily, KernelSet<PixelKernel<KernelScratch>>>>;
+}
+
+/** The kernel named `name` of `set`. */
+export function kernelOf<K>(set: KernelSet<K>, name: KernelName): K {
+  if (name === "wasm") return set.wasm;
+  if (name === "strided") return set.strided!;
+  return set.ts[name];
+}
+
+/** A set of kernels (the casts: each kernel reads what its own scratch type names). */
+function set<K>(
+  float32: unknown,
+  float16: unknown,
+  bfloat16: unknown,
+  wasm: unknown,
+  strided?: unknown,
+): KernelSet<K> {
+  return { ts: { float32, float16, bfloat16 }, strided, wasm } as KernelSet<K>;
+}
+
+/**
+ * Builds the sets (once per thread, kept on its state, so that the drivers receive kernels
+ * as loaded values, never as compile-time constants: see drivers.ts).
+ */
+export function kernelSets(): KernelSets {
+  type R = RowKernel<KernelScratch>;
+  type P = PixelKernel<KernelScratch>;
   return {
     rows: {
-      sums: r([sumsRowF32, sumsRowU16, sumsRowU16, sumsRowStrided, sumsRowWasm, sumsRowHeap]),
-      stats: r([
-        statsRowF32,
-        statsRowU16,
-        statsRowU16,
-        statsRowStrided,
-        statsRowWasm,
-        statsRowHeap,
-      ]),
-      normalize: r([
+      sums: set<R>(sumsRowF32, sumsRowU16, sumsRowU16, sumsRowWasm, sumsRowStrided),
+      stats: set<R>(statsRowF32, statsRowU16, statsRowU16, statsRowWasm, statsRowStrided),
+      normalize: set<R>(
         normalizeRowF32,
         normalizeRowF16,
         normalizeRowBf16,
-        normalizeRowStrided,
         normalizeRowWasm,
-        normalizeRowHeap,
-      ]),
-      gradient: r([
+        normalizeRowStrided,
+      ),
+      gradient: set<R>(
         gradientRowF32,
         gradientRowF16,
         gradientRowBf16,
-        gradientRowStrided,
         gradientRowWasm,
-        gradientRowHeap,
-      ]),
-      scale: r([
-        scaleRowF32,
-        scaleRowF16,
-        scaleRowBf16,
-        scaleRowStrided,
-        scaleRowWasm,
-        scaleRowHeap,
-      ]),
+        gradientRowStrided,
+      ),
+      scale: set<R>(scaleRowF32, scaleRowF16, scaleRowBf16, scaleRowWasm, scaleRowStrided),
     },
     pixels: {
-      sums: p([sumsPixelsF32, sumsPixelsU16, sumsPixelsU16, sumsPixelsWasm, sumsPixelsHeap]),
-      stats: p([statsPixelsF32, statsPixelsU16, statsPixelsU16, statsPixelsWasm, statsPixelsHeap]),
-      normalize: p([
+      sums: set<P>(sumsPixelsF32, sumsPixelsU16, sumsPixelsU16, sumsPixelsWasm),
+      stats: set<P>(statsPixelsF32, statsPixelsU16, statsPixelsU16, statsPixelsWasm),
+      normalize: set<P>(
         normalizePixelsF32,
         normalizePixelsF16,
         normalizePixelsBf16,
         normalizePixelsWasm,
-        normalizePixelsHeap,
-      ]),
-      gradient: p([
+      ),
+      gradient: set<P>(
         gradientPixelsF32,
         gradientPixelsF16,
         gradientPixelsBf16,
         gradientPixelsWasm,
-        gradientPixelsHeap,
-      ]),
-      scale: p([scalePixelsF32, scalePixelsF16, scalePixelsBf16, scalePixelsWasm, scalePixelsHeap]),
+      ),
+      scale: set<P>(scalePixelsF32, scalePixelsF16, scalePixelsBf16, scalePixelsWasm),
     },
   };
 }

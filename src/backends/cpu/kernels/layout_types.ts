@@ -4,7 +4,7 @@
  * which depend on the shape only, so that partial sums (and therefore the results) never
  * depend on how many threads share the items.
  *
- * Worker-safe (see codecs.ts).
+ * Part of the pool's worker script (see codecs.ts).
  *
  * @module
  */
@@ -58,7 +58,7 @@ export interface TensorAddress {
 export const ITEM_ELEMENTS = 32768;
 
 /** Channels-last reductions keep at most this many per-block partials per channel. */
-export const MAX_PIXEL_BLOCKS = 64;
+const MAX_PIXEL_BLOCKS = 64;
 
 /** Elements re-read from cache by the second pass of the statistics (rows). */
 export const SEGMENT_ELEMENTS = 4096;
@@ -125,7 +125,7 @@ export function splitsSamples(layout: Layout): boolean {
 }
 
 /** Channels-last GroupNorm calls with fewer samples than this may split them. */
-export const SPLIT_BELOW_SAMPLES = 8;
+const SPLIT_BELOW_SAMPLES = 8;
 
 /** GroupNorm: samples n per item, from the elements of one sample (C * inner). */
 export function samplesPerItem(layout: Layout): number {

@@ -9,7 +9,7 @@
  * offsets into one packed array). One signature, `(s, q0, q1, p, scratch)`, for the drivers'
  * primed call sites (see drivers.ts); one kernel per dtype, as in row_kernels.ts.
  *
- * Worker-safe (see codecs.ts).
+ * Part of the pool's worker script (see codecs.ts).
  *
  * @module
  */

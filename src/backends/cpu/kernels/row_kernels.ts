@@ -13,7 +13,7 @@
  * float32 block (see {@linkcode bf16Block}). Sums accumulate in float64; each output is
  * rounded once.
  *
- * Worker-safe (see codecs.ts).
+ * Part of the pool's worker script (see codecs.ts).
  *
  * @module
  */

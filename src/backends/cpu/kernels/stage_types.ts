@@ -4,7 +4,7 @@
  * worker as is: typed arrays over SharedArrayBuffers arrive as views of the same memory.
  * A stage covers `items` work items; a thread runs a contiguous range of them.
  *
- * Worker-safe (see codecs.ts).
+ * Part of the pool's worker script (see codecs.ts).
  *
  * @module
  */
@@ -50,7 +50,7 @@ export interface KernelStage {
   readonly outAt: TensorAddress;
   /**
    * Heap byte address of dy's array (element 0) when it lives in the host heap, else -1
-   * (set by the calling thread before each run; see heap_kernels.ts).
+   * (set by the calling thread before each run; see wasm_kernels.ts).
    */
   dyHeap: number;
   /** Heap byte address of x's array, or -1. */

@@ -2,7 +2,7 @@
  * The one entry point every thread calls: run items [from, to) of a stage, with the
  * kernels its layout and dtype select.
  *
- * Worker-safe (see codecs.ts).
+ * Part of the pool's worker script (see codecs.ts).
  *
  * @module
  */
@@ -22,35 +22,32 @@ import {
   writeRows,
 } from "./drivers.ts";
 import {
-  densePixels,
-  HEAP_CHANNEL_ARRAYS,
-  heapChannelsFit,
-  instantiateHeapKernels,
-} from "./heap_kernels.ts";
-import {
-  HEAP_PIXEL,
-  HEAP_ROW,
+  type KernelName,
+  kernelOf,
   type KernelScratch,
-  type KernelTables,
-  kernelTables,
-  STRIDED_ROW,
-  WASM_PIXEL,
-  WASM_ROW,
+  type KernelSets,
+  kernelSets,
 } from "./kernel_tables.ts";
 import { FLOAT32, type Stage, type WriteStage } from "./stage_types.ts";
-import { instantiateWasm } from "./wasm_kernels.ts";
+import { densePixels } from "./wasm_kernels.ts";
+import {
+  channelsFit,
+  instantiateWasmKernels,
+  stagedPixelsFit,
+  type WasmKernels,
+} from "./wasm_instance.ts";
 
 /**
  * Everything one thread keeps to run stages: the scratch the kernels read (codecs.ts,
- * wasm_kernels.ts, heap_kernels.ts), the kernel tables, and what it was given to run the
- * WebAssembly kernels with (their bytes, the host heap and its region there).
+ * wasm_instance.ts), the kernel sets, and what it was given to run the WebAssembly kernels
+ * with (their bytes, the host heap and its region there).
  */
 export interface ThreadState extends KernelScratch {
-  /** The kernel tables, built (and the drivers primed) by the first stage this thread runs. */
-  tables: KernelTables | undefined;
+  /** The kernel sets, built (and the drivers primed) by the first stage this thread runs. */
+  sets: KernelSets | undefined;
   /** The bytes of the WebAssembly kernels (kernels.wat), or undefined to use none. */
   wasmBytes: Uint8Array | undefined;
-  /** The host heap's memory, once this thread has been given it (see heap_kernels.ts). */
+  /** The host heap's memory, once this thread has been given it (see wasm_instance.ts). */
   heapMemory: WebAssembly.Memory | undefined;
   /** Byte address of this thread's region of the heap (0: none yet). */
   heapRegion: number;
@@ -68,28 +65,28 @@ export function createThreadState(
 ): ThreadState {
   return {
     ...createCodecScratch(),
-    tables: undefined,
+    sets: undefined,
     wasmBytes,
     wasm: undefined,
+    staged: false,
     heapMemory: undefined,
     heapRegion: 0,
-    heapKernels: undefined,
     policy,
   };
 }
 
 /** Number of packed per-channel constants of a write stage. */
-export function constantCount(op: WriteStage["op"]): number {
+function constantCount(op: WriteStage["op"]): number {
   return op === "normalize" ? 2 : op === "gradient" ? 3 : 1;
 }
 
 /**
- * Rows shorter than this run the TypeScript kernels rather than the copying WebAssembly
+ * Rows shorter than this run the TypeScript kernels rather than the staged WebAssembly
  * ones (the copies and the call into WebAssembly cost more than they save). Measured with
  * rows of 64 ([4,16,8,8], 2 threads, medians once warm, 2-vCPU AMD EPYC VM): TypeScript
- * against copying WebAssembly, batchNormBackward 35 vs 36 us (bfloat16) and 31 vs 46
+ * against staged WebAssembly, batchNormBackward 35 vs 36 us (bfloat16) and 31 vs 46
  * (float16), batchNormReduceBackward 14 vs 16 and 28 vs 34, groupNormBackward 65 vs 75 and
- * 67 vs 83. Kernels in place (heap_kernels.ts) copy nothing and take rows of any length.
+ * 67 vs 83. Kernels in place copy nothing and take rows of any length.
  */
 export const WASM_MIN_ROW = 128;
 
@@ -103,7 +100,7 @@ export const WASM_MIN_ROW = 128;
  * of 16 1.17-1.26x, of 32 1.39x. The 16-bit types gain in place at every length (bfloat16
  * rows of 2 1.07x, of 4 1.21-1.28x, of 8 1.44x): TypeScript decodes them through a table.
  */
-export const HEAP_MIN_FLOAT32_ROW = 16;
+const HEAP_MIN_FLOAT32_ROW = 16;
 
 /**
  * Whether the WebAssembly kernels run dtype code `dtype` (0 float32, 1 float16, 2 bfloat16)
@@ -121,142 +118,115 @@ export const HEAP_MIN_FLOAT32_ROW = 16;
  *   stores a `Float32Array` element natively.
  *
  * This is the choice for tensors outside the host heap; stages whose tensors are all in it
- * run the WebAssembly kernels in place for every dtype (see {@linkcode inHeap}).
+ * run the WebAssembly kernels in place for every dtype (see {@linkcode inPlace}).
  */
 export function wasmWins(dtype: number): boolean {
   return dtype !== 0;
 }
 
-/** Whether this thread runs stage `s` in WebAssembly (see {@linkcode wasmWins}). */
-export function runsWasm(s: Stage, scratch: ThreadState): boolean {
-  return scratch.wasm !== null && (scratch.policy.wasmEverywhere || wasmWins(s.dtype));
+/** This thread's WebAssembly kernels, instantiated on first use; null when it has none. */
+function wasmOf(thread: ThreadState): WasmKernels | null {
+  if (thread.wasm === undefined) {
+    thread.wasm = instantiateWasmKernels(thread.wasmBytes, thread.heapMemory, thread.heapRegion);
+  }
+  return thread.wasm;
 }
 
 /**
- * Whether every tensor stage `s` touches lives in the host heap and this thread has the
- * kernels there, so they can run in place (heap_kernels.ts): for every dtype, as in place
- * they beat TypeScript's float32 kernels too (1.4-2.3x on rows, measured in the module).
+ * Whether every tensor stage `s` touches lives in the host heap where its kernel can read
+ * and write it in place: float32 rows from {@linkcode HEAP_MIN_FLOAT32_ROW}; writes need
+ * rows (or the channels of a pixel) of whole vectors, as the kernels store four elements at
+ * a time; pixels must be packed and their per-channel arrays fit the region.
  */
-export function inHeap(s: Stage, scratch: ThreadState): boolean {
-  if (!scratch.policy.inPlace || (s.dy !== undefined && s.dyHeap < 0)) return false;
+function inPlace(s: Stage, thread: ThreadState): boolean {
+  if (!thread.policy.inPlace || (s.dy !== undefined && s.dyHeap < 0)) return false;
   if ((s.x !== undefined && s.xHeap < 0) || (s.out !== undefined && s.outHeap < 0)) return false;
-  if (scratch.heapKernels === undefined) {
-    scratch.heapKernels = instantiateHeapKernels(
-      scratch.wasmBytes,
-      scratch.heapMemory,
-      scratch.heapRegion,
-    );
-  }
-  return scratch.heapKernels !== null;
-}
-
-/**
- * The row-table index of stage `s`'s kernels: the strided fallback; the WebAssembly kernels
- * in place where the stage is in the heap (float32 rows from
- * {@linkcode HEAP_MIN_FLOAT32_ROW}; writes need rows of whole vectors: the kernels store
- * four elements at a time); the copying WebAssembly kernels where they win (on rows long
- * enough); else the dtype's TypeScript kernels.
- */
-export function rowIndex(s: Stage, scratch: ThreadState): number {
-  if (s.layout.kind === "strided") return STRIDED_ROW;
-  const inner = s.layout.inner;
-  const long = s.dtype !== FLOAT32 || inner >= HEAP_MIN_FLOAT32_ROW;
-  if (long && (s.out === undefined || (inner & 3) === 0) && inHeap(s, scratch)) return HEAP_ROW;
-  return inner >= WASM_MIN_ROW && runsWasm(s, scratch) ? WASM_ROW : s.dtype;
-}
-
-/**
- * The pixel-table index of stage `s`'s kernels: in place when the stage is in the heap, its
- * tensors' pixels are packed, its per-channel arrays fit this thread's region and (for
- * writes) C is a multiple of 4; else the copying WebAssembly kernels where they win.
- */
-export function pixelIndex(s: Stage, scratch: ThreadState): number {
   const { layout } = s;
-  const packed = (s.dy === undefined || densePixels(layout, s.dyAt)) &&
-    (s.x === undefined || densePixels(layout, s.xAt)) &&
-    (s.out === undefined || ((layout.C & 3) === 0 && densePixels(layout, s.outAt)));
-  if (packed && heapChannelsFit(layout.C, HEAP_CHANNEL_ARRAYS) && inHeap(s, scratch)) {
-    return HEAP_PIXEL;
+  if (layout.kind === "rows") {
+    const long = s.dtype !== FLOAT32 || layout.inner >= HEAP_MIN_FLOAT32_ROW;
+    return long && (s.out === undefined || (layout.inner & 3) === 0);
   }
-  return runsWasm(s, scratch) ? WASM_PIXEL : s.dtype;
+  return (s.dy === undefined || densePixels(layout, s.dyAt)) &&
+    (s.x === undefined || densePixels(layout, s.xAt)) &&
+    (s.out === undefined || ((layout.C & 3) === 0 && densePixels(layout, s.outAt))) &&
+    channelsFit(layout.C);
 }
 
-/** Runs items [from, to) of `s` with this thread's scratch. */
-export function runStage(s: Stage, from: number, to: number, scratch: ThreadState): void {
-  if (scratch.wasm === undefined) scratch.wasm = instantiateWasm(scratch.wasmBytes);
-  if (!scratch.tables) {
-    scratch.tables = kernelTables();
-    primeDrivers(scratch);
+/**
+ * The kernel that runs stage `s` on this thread: the strided fallback for strided layouts;
+ * the WebAssembly kernel in place where {@linkcode inPlace}; the WebAssembly kernel staged
+ * where it wins ({@linkcode wasmWins}, or every dtype under the policy's `wasmEverywhere`)
+ * on rows of {@linkcode WASM_MIN_ROW} or more, or pixels whose blocks fit the region; else
+ * the dtype's TypeScript kernel. Sets `thread.staged` for the WebAssembly kernel.
+ */
+export function choose(s: Stage, thread: ThreadState): KernelName {
+  const { layout } = s;
+  if (layout.kind === "strided") return "strided";
+  const ts: KernelName = s.dtype === FLOAT32 ? "float32" : s.dtype === 1 ? "float16" : "bfloat16";
+  if (wasmOf(thread) === null) return ts;
+  if (inPlace(s, thread)) {
+    thread.staged = false;
+    return "wasm";
   }
-  const { rows, pixels } = scratch.tables;
+  if (!thread.policy.wasmEverywhere && !wasmWins(s.dtype)) return ts;
+  const fits = layout.kind === "rows"
+    ? layout.inner >= WASM_MIN_ROW
+    : stagedPixelsFit(layout.C, s.dtype);
+  if (!fits) return ts;
+  thread.staged = true;
+  return "wasm";
+}
+
+/** Runs items [from, to) of `s` with this thread's state. */
+export function runStage(s: Stage, from: number, to: number, thread: ThreadState): void {
+  if (!thread.sets) {
+    thread.sets = kernelSets();
+    primeDrivers(thread);
+  }
+  const { rows, pixels } = thread.sets;
   const pixel = s.layout.kind === "pixels";
-  // One index for every kernel of the stage: the choice depends on the dtype and layout only.
-  const at = pixel ? pixelIndex(s, scratch) : rowIndex(s, scratch);
+  // One kernel name for every kernel of the stage: the choice depends on the stage only.
+  const name = choose(s, thread);
   switch (s.op) {
     case "sums":
-      if (pixel) {
-        return sumPixels(s, from, to, pixels.sums[at], scratch);
-      }
-      return reduceRows(s, from, to, rows.sums[at], scratch);
+      if (pixel) return sumPixels(s, from, to, kernelOf(pixels.sums, name), thread);
+      return reduceRows(s, from, to, kernelOf(rows.sums, name), thread);
     case "stats":
-      if (pixel) {
-        return statPixels(s, from, to, pixels.stats[at], scratch);
-      }
-      return reduceRows(s, from, to, rows.stats[at], scratch);
+      if (pixel) return statPixels(s, from, to, kernelOf(pixels.stats, name), thread);
+      return reduceRows(s, from, to, kernelOf(rows.stats, name), thread);
     case "normalize":
     case "gradient":
-    case "scale":
-      if (pixel) {
-        return writePixels(
-          s,
-          from,
-          to,
-          pixels[s.op][at],
-          constantCount(s.op),
-          scratch,
-        );
-      }
-      return writeRows(
-        s,
-        from,
-        to,
-        rows[s.op][at],
-        constantCount(s.op),
-        scratch,
-      );
+    case "scale": {
+      const count = constantCount(s.op);
+      if (pixel) return writePixels(s, from, to, kernelOf(pixels[s.op], name), count, thread);
+      return writeRows(s, from, to, kernelOf(rows[s.op], name), count, thread);
+    }
     case "groupNorm":
       if (pixel) {
-        const stats = pixels.stats[at];
-        return groupNormPixels(
-          s,
-          from,
-          to,
-          stats,
-          pixels.normalize[at],
-          scratch,
-        );
+        const stats = kernelOf(pixels.stats, name);
+        return groupNormPixels(s, from, to, stats, kernelOf(pixels.normalize, name), thread);
       }
       return groupNormRows(
         s,
         from,
         to,
-        rows.stats[at],
-        rows.normalize[at],
-        scratch,
+        kernelOf(rows.stats, name),
+        kernelOf(rows.normalize, name),
+        thread,
       );
     case "groupNormBackward":
       if (pixel) {
-        const sums = pixels.sums[at];
-        const grad = pixels.gradient[at];
-        return groupNormBackwardPixels(s, from, to, sums, grad, scratch);
+        const sums = kernelOf(pixels.sums, name);
+        const grad = kernelOf(pixels.gradient, name);
+        return groupNormBackwardPixels(s, from, to, sums, grad, thread);
       }
       return groupNormBackwardRows(
         s,
         from,
         to,
-        rows.sums[at],
-        rows.gradient[at],
-        scratch,
+        kernelOf(rows.sums, name),
+        kernelOf(rows.gradient, name),
+        thread,
       );
   }
 }

@@ -6,7 +6,7 @@
  * scattered back. Same signature and `k` conventions as row_kernels.ts; dtype-generic
  * (slower than the direct loops, but without whole-tensor temporaries).
  *
- * Worker-safe (see codecs.ts).
+ * Part of the pool's worker script (see codecs.ts).
  *
  * @module
  */
@@ -20,22 +20,22 @@ import type { ReadArray, RowStage, WriteArray } from "./stage_types.ts";
 import { BFLOAT16, FLOAT32 } from "./stage_types.ts";
 
 /** Elements per float64 block of the fallback (32 KiB per block). */
-export const BLOCK_ELEMENTS = 4096;
+const BLOCK_ELEMENTS = 4096;
 
 /** Length of a sub-row (the last inner dim; 1 without inner dims). */
-export function subRowLength(layout: Layout): number {
+function subRowLength(layout: Layout): number {
   const shape = layout.innerShape;
   return shape.length === 0 ? 1 : shape[shape.length - 1];
 }
 
 /** Stride of a tensor along its sub-rows (0 without inner dims). */
-export function subRowStride(at: TensorAddress): number {
+function subRowStride(at: TensorAddress): number {
   const strides = at.innerStrides;
   return strides.length === 0 ? 0 : strides[strides.length - 1];
 }
 
 /** Element index where sub-row r of (n, c) starts. */
-export function subRowStart(
+function subRowStart(
   layout: Layout,
   at: TensorAddress,
   n: number,
@@ -47,7 +47,7 @@ export function subRowStart(
 }
 
 /** Reads `count` strided elements into a float64 block (decoding 16-bit data). */
-export function gatherBlock(
+function gatherBlock(
   dst: Float64Array,
   src: ReadArray,
   s: RowStage,
@@ -67,7 +67,7 @@ export function gatherBlock(
 }
 
 /** Writes a float64 block to `count` strided elements, rounding each once to the dtype. */
-export function scatterBlock(
+function scatterBlock(
   dst: WriteArray,
   s: RowStage,
   scratch: CodecScratch,
@@ -94,7 +94,7 @@ export function scatterBlock(
  * tensor in `reads` into the scratch blocks (0: first read, 1: second), and scatters block 0
  * to the output when `write` is set.
  */
-export function forEachBlock(
+function forEachBlock(
   s: RowStage,
   n: number,
   c: number,

@@ -17,7 +17,7 @@
  * before their dims, each typed array as (type code, heap byte offset, length) or a single
  * 0 for none.
  *
- * Worker-safe (see ../kernels/codecs.ts): serialised into the worker script.
+ * Part of the pool's worker script (see ../kernels/codecs.ts).
  *
  * @module
  */
@@ -30,15 +30,15 @@ import { uniformStage } from "../kernels/stage_types.ts";
 export const JOB_WORDS = 4096;
 
 /** Type code of a Float32Array in a description. */
-export const WORD_FLOAT32 = 1;
+const WORD_FLOAT32 = 1;
 /** Type code of a Uint16Array (float16 or bfloat16 bits). */
-export const WORD_UINT16 = 2;
+const WORD_UINT16 = 2;
 /** Type code of a Float16Array. */
-export const WORD_FLOAT16 = 3;
+const WORD_FLOAT16 = 3;
 /** Type code of a Float64Array. */
-export const WORD_FLOAT64 = 4;
+const WORD_FLOAT64 = 4;
 
-/** A typed-array field of a stage (see {@linkcode stageArrayFields}). */
+/** A typed-array field of a stage (see {@linkcode STAGE_ARRAY_FIELDS}). */
 export type StageArrayField =
   | "dy"
   | "x"
@@ -53,15 +53,23 @@ export type StageArrayField =
 
 /**
  * The typed-array fields of a stage, in the order a description holds them: the one list
- * that {@linkcode describeStage} and {@linkcode describedStage} both follow. (A function,
- * as the worker script carries only functions and numbers: worker_source.ts.)
+ * that {@linkcode describeStage} and {@linkcode describedStage} both follow.
  */
-export function stageArrayFields(): readonly StageArrayField[] {
-  return ["dy", "x", "out", "mean", "partials", "constants", "gamma", "beta", "stats", "rstd"];
-}
+const STAGE_ARRAY_FIELDS: readonly StageArrayField[] = [
+  "dy",
+  "x",
+  "out",
+  "mean",
+  "partials",
+  "constants",
+  "gamma",
+  "beta",
+  "stats",
+  "rstd",
+];
 
 /** The code of a stage kind. */
-export function stageOpCode(op: Stage["op"]): number {
+function stageOpCode(op: Stage["op"]): number {
   switch (op) {
     case "sums":
       return 1;
@@ -81,7 +89,7 @@ export function stageOpCode(op: Stage["op"]): number {
 }
 
 /** The stage kind of a code from {@linkcode stageOpCode}. */
-export function stageOpOfCode(code: number): Stage["op"] {
+function stageOpOfCode(code: number): Stage["op"] {
   switch (code) {
     case 1:
       return "sums";
@@ -102,12 +110,12 @@ export function stageOpOfCode(code: number): Stage["op"] {
 }
 
 /** The code of a layout kind. */
-export function layoutKindCode(kind: LayoutKind): number {
+function layoutKindCode(kind: LayoutKind): number {
   return kind === "rows" ? 1 : kind === "pixels" ? 2 : 3;
 }
 
 /** The layout kind of a code from {@linkcode layoutKindCode}. */
-export function layoutKindOfCode(code: number): LayoutKind {
+function layoutKindOfCode(code: number): LayoutKind {
   if (code === 1) return "rows";
   if (code === 2) return "pixels";
   if (code === 3) return "strided";
@@ -115,7 +123,7 @@ export function layoutKindOfCode(code: number): LayoutKind {
 }
 
 /** The type code of a typed array, or 0 for a kind a description does not carry. */
-export function arrayTypeCode(view: ArrayBufferView): number {
+function arrayTypeCode(view: ArrayBufferView): number {
   if (view instanceof Float32Array) return WORD_FLOAT32;
   if (view instanceof Uint16Array) return WORD_UINT16;
   if (view instanceof Float16Array) return WORD_FLOAT16;
@@ -124,14 +132,14 @@ export function arrayTypeCode(view: ArrayBufferView): number {
 }
 
 /** Writes `dims` with its length first at words[at]; returns the next free word. */
-export function describeDims(words: Float64Array, at: number, dims: readonly number[]): number {
+function describeDims(words: Float64Array, at: number, dims: readonly number[]): number {
   words[at++] = dims.length;
   for (let i = 0; i < dims.length; i++) words[at++] = dims[i];
   return at;
 }
 
 /** Reads the dims that {@linkcode describeDims} wrote at words[at]. */
-export function describedDims(words: Float64Array, at: number): number[] {
+function describedDims(words: Float64Array, at: number): number[] {
   const length = words[at];
   const dims: number[] = [];
   for (let i = 1; i <= length; i++) dims.push(words[at + i]);
@@ -139,7 +147,7 @@ export function describedDims(words: Float64Array, at: number): number[] {
 }
 
 /** Writes a tensor address at words[at]; returns the next free word. */
-export function describeAddress(words: Float64Array, at: number, a: TensorAddress): number {
+function describeAddress(words: Float64Array, at: number, a: TensorAddress): number {
   words[at] = a.base;
   words[at + 1] = a.strideN;
   words[at + 2] = a.strideC;
@@ -148,7 +156,7 @@ export function describeAddress(words: Float64Array, at: number, a: TensorAddres
 }
 
 /** Reads the tensor address that {@linkcode describeAddress} wrote at words[at]. */
-export function describedAddress(words: Float64Array, at: number): TensorAddress {
+function describedAddress(words: Float64Array, at: number): TensorAddress {
   return {
     base: words[at],
     strideN: words[at + 1],
@@ -162,7 +170,7 @@ export function describedAddress(words: Float64Array, at: number): TensorAddress
  * Writes `view` (or none) at words[at]: returns the next free word, or -1 when `view` is
  * not in the heap (`heapAt` gives its byte offset there, or -1) or of a kind not described.
  */
-export function describeArray(
+function describeArray(
   words: Float64Array,
   at: number,
   view: ArrayBufferView | undefined,
@@ -183,7 +191,7 @@ export function describeArray(
 }
 
 /** The typed array that {@linkcode describeArray} wrote at words[at], over `heap`. */
-export function describedArray(
+function describedArray(
   words: Float64Array,
   at: number,
   heap: ArrayBufferLike,
@@ -200,7 +208,7 @@ export function describedArray(
 }
 
 /** Words an array took at words[at] (see {@linkcode describeArray}). */
-export function arrayWords(words: Float64Array, at: number): number {
+function arrayWords(words: Float64Array, at: number): number {
   return words[at] === 0 ? 1 : 3;
 }
 
@@ -208,7 +216,7 @@ export function arrayWords(words: Float64Array, at: number): number {
  * Writes stage `s` at words[at]: returns the next free word, or -1 when one of its arrays
  * cannot be described (see {@linkcode describeArray}).
  */
-export function describeStage(
+function describeStage(
   words: Float64Array,
   at: number,
   s: Stage,
@@ -234,7 +242,7 @@ export function describeStage(
   at = describeAddress(words, at, s.dyAt);
   at = describeAddress(words, at, s.xAt);
   at = describeAddress(words, at, s.outAt);
-  const fields = stageArrayFields();
+  const fields = STAGE_ARRAY_FIELDS;
   for (let i = 0; i < fields.length && at >= 0; i++) {
     at = describeArray(words, at, u[fields[i]] as ArrayBufferView | undefined, heapAt);
   }
@@ -263,7 +271,7 @@ export function describeStages(
 }
 
 /** Reads the stage that {@linkcode describeStage} wrote at words[at]: [stage, next word]. */
-export function describedStage(
+function describedStage(
   words: Float64Array,
   at: number,
   heap: ArrayBufferLike,
@@ -295,7 +303,7 @@ export function describedStage(
     xAt: addresses[1],
     outAt: addresses[2],
   };
-  for (const name of stageArrayFields()) {
+  for (const name of STAGE_ARRAY_FIELDS) {
     fields[name] = describedArray(words, next, heap);
     next += arrayWords(words, next);
   }

@@ -46,12 +46,12 @@ import {
 import type { WorkerMessage } from "./worker_main.ts";
 import { JOB_WORDS } from "./job_words.ts";
 import { publishJob } from "./serve.ts";
-import { workerSource } from "./worker_source.ts";
+import { WORKER_SCRIPT } from "./worker_bundle.ts";
 import { type PoolWorker, spawnWorker } from "./spawn.ts";
 import { governor } from "./governor.ts";
 import { kernelsWasmBytes } from "../wasm/kernels_module.ts";
 import { heapAddress, heapAllocate, hostHeapMemory } from "../../../tensor/host_heap.ts";
-import { HEAP_REGION_BYTES } from "../kernels/heap_kernels.ts";
+import { WASM_REGION_BYTES } from "../kernels/wasm_instance.ts";
 
 /**
  * Default idle time after which the workers are terminated: 30 s. Idle workers cost no
@@ -125,8 +125,6 @@ export function withCpuPolicy<T>(changes: Partial<CpuPolicy>, body: () => T): T 
   return result;
 }
 
-let workerScript: string | undefined;
-
 /** Workers plus their control block; replaced as a whole when resized or retired. */
 export class WorkerPool {
   /** The shared control block (see sync.ts). */
@@ -151,7 +149,6 @@ export class WorkerPool {
    */
   constructor(size: number, policy: CpuPolicy) {
     this.size = size;
-    workerScript ??= workerSource();
     this.control = new Int32Array(new SharedArrayBuffer(CONTROL_BUFFER_BYTES));
     this.words = new Float64Array(new SharedArrayBuffer(JOB_WORDS * 8));
     const heap = hostHeapMemory() ?? undefined;
@@ -159,7 +156,7 @@ export class WorkerPool {
     for (let i = 0; i < size; i++) {
       let worker: PoolWorker;
       try {
-        worker = spawnWorker(workerScript);
+        worker = spawnWorker(WORKER_SCRIPT);
       } catch (e) {
         this.terminate();
         throw e;
@@ -358,11 +355,11 @@ export function poolReady(workers: number): boolean {
 }
 
 /**
- * A region of the host heap for one thread's kernels in place (heap_kernels.ts), freed once
+ * A region of the host heap for one thread's WebAssembly kernels (wasm_instance.ts), freed once
  * `owner` (the thread's scratch or Worker) is collected; 0 when the heap has no room.
  */
 function heapRegion(owner: object): number {
-  const block = heapAllocate(HEAP_REGION_BYTES);
+  const block = heapAllocate(WASM_REGION_BYTES);
   if (!block) return 0;
   block.adopt(owner);
   return block.at;
@@ -370,20 +367,19 @@ function heapRegion(owner: object): number {
 
 /**
  * Notes where each stage's tensors are in the host heap (the kernels run in place where all
- * of a stage's are), and gives the calling thread its heap region the first time.
+ * of a stage's are), and gives the calling thread its region of the heap (where the
+ * WebAssembly kernels keep their per-channel arrays and staged blocks) the first time.
  */
 export function locateInHeap(stages: readonly Stage[]): void {
-  let any = false;
   for (const s of stages) {
     s.dyHeap = heapAddress(s.dy);
     s.xHeap = heapAddress(s.x);
     s.outHeap = heapAddress(s.out);
-    any ||= s.dyHeap >= 0 || s.xHeap >= 0 || s.outHeap >= 0;
   }
-  if (any && caller.heapRegion === 0 && caller.wasmBytes) {
+  if (caller.heapRegion === 0 && caller.wasmBytes) {
     caller.heapRegion = heapRegion(caller);
     caller.heapMemory = hostHeapMemory() ?? undefined;
-    caller.heapKernels = undefined;
+    caller.wasm = undefined; // instantiated again, on the heap, by the next stage
   }
 }
 

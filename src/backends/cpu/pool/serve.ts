@@ -12,7 +12,7 @@
  * writes them). A worker that reads them while they are rewritten for a later job drops
  * what it read; it could not claim an item of the later job anyway (sync.ts).
  *
- * Worker-safe (see ../kernels/codecs.ts): serialised into the worker script.
+ * Part of the pool's worker script (see ../kernels/codecs.ts).
  *
  * @module
  */
@@ -36,10 +36,10 @@ import {
  * starts at once, without the futex wake-up that takes tens of microseconds on a VM; calls
  * made back to back are usually this close.
  */
-export const JOB_POLL_MS = 0.5;
+const JOB_POLL_MS = 0.5;
 
 /** Longest single sleep of an idle worker (it then checks CONTROL_RETIRE and sleeps again). */
-export const IDLE_SLEEP_MS = 1000;
+const IDLE_SLEEP_MS = 1000;
 
 /**
  * Opens job `job` of `stages` (the calling thread): describes them in `words` when every
@@ -66,7 +66,7 @@ export function publishJob(
  * {@linkcode JOB_POLL_MS} (unless CONTROL_SLEEP asks it not to) and then sleeping; returns
  * the job number.
  */
-export function waitJobChange(control: Int32Array, seen: number): number {
+function waitJobChange(control: Int32Array, seen: number): number {
   const until = performance.now() + JOB_POLL_MS;
   for (let i = 1;; i++) {
     const job = Atomics.load(control, CONTROL_JOB);

@@ -16,7 +16,7 @@
  * Jobs are numbered, and the claim counters carry the job's number, so a worker still busy
  * with (or only now woken for) an earlier job can never claim an item of a later one.
  *
- * Worker-safe (see ../kernels/codecs.ts): serialised into the worker script.
+ * Part of the pool's worker script (see ../kernels/codecs.ts).
  *
  * @module
  */
@@ -64,7 +64,7 @@ export const CLAIM_SHIFT = 20;
 export const JOB_TAGS = 1023;
 
 /** Iterations of busy polling before sleeping in Atomics.wait (waits are usually short). */
-export const SPIN_ITERATIONS = 20000;
+const SPIN_ITERATIONS = 20000;
 
 /** A job as a worker receives it: its number and its stages. */
 export interface JobMessage {

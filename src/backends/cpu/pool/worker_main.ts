@@ -3,7 +3,7 @@
  * then takes part in each job: described ones in its wait loop (serve.ts), posted ones when
  * their message comes, after which it goes back to the loop.
  *
- * Worker-safe: serialised into the worker script (see worker_source.ts).
+ * The worker script's entry point: worker_entry.ts calls it (see scripts/build_worker.ts).
  *
  * @module
  */

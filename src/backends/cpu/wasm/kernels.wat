@@ -2,11 +2,11 @@
 ;; kernels_wasm.ts, and with the float16 conversions of kernels_fp16.wat, for engines with
 ;; the FP16 proposal, into kernels_fp16_wasm.ts; kernels_module.ts picks one). The module
 ;; imports its memory (shared, so that threads can share it).
-;; Each thread instantiates it twice: on a memory of its own, into which the drivers in
-;; ../kernels/wasm_kernels.ts copy a block of each tensor, call one kernel, and copy
-;; the output block back; and on the host heap (src/tensor/host_heap.ts), where
-;; ../kernels/heap_kernels.ts runs the kernels on the tensors in place. Every address
-;; below is a byte address into that memory; the vector constants sit at byte 64 in both.
+;; Each thread instantiates it once, on the host heap (src/tensor/host_heap.ts), where
+;; the drivers in ../kernels/wasm_kernels.ts run the kernels on the tensors in place, or on
+;; blocks of them staged in the thread's region of the heap (../kernels/wasm_instance.ts).
+;; Every address below is a byte address into that memory; the vector constants sit at
+;; byte 64, in the heap's first page.
 ;;
 ;; The build (scripts/build_wasm.ts) rewrites this text before assembling it: each export
 ;; with a `$dt` parameter becomes a dispatcher over three copies specialised to dt 0, 1, 2;
@@ -1368,7 +1368,7 @@
           (f64x2.add (v128.load (local.get $a)) (f64x2.mul (local.get $x) (local.get $x)))))))
 
   ;; The per-channel constants of the pixel writes are packed by vectors of four channels
-  ;; (packConstants in ../kernels/wasm_kernels.ts): for channels 4v..4v+3, constant k's
+  ;; (packConstants in ../kernels/wasm_instance.ts): for channels 4v..4v+3, constant k's
   ;; four float64 lanes are at cst + 32 (count v + k), so one vector's constants are one run
   ;; read at fixed offsets (measured: separate arrays, each read at cst + k cs 8 + 8 c, made
   ;; these kernels 1.7-2x slower than the row kernels).

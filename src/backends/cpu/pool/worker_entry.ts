@@ -1,0 +1,11 @@
+/**
+ * The entry of the pool's worker script: `deno task build:worker` bundles this module and
+ * everything it imports (worker_main.ts, the job protocol, the kernels) into
+ * worker_bundle.ts. A module the workers need is bundled once something here imports it.
+ *
+ * @module
+ */
+
+import { workerMain } from "./worker_main.ts";
+
+workerMain();
