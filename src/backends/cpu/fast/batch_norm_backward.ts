@@ -41,24 +41,25 @@ export function batchNormReduceBackward(
   const g = plan.geometry;
   if (g.channels === 0) return;
   if (!t.sumDy && !t.sumDyXmu && !t.gradWeight && !t.gradBias) return;
-  let sumDy: Float64Array;
-  let sumDyXmu: Float64Array;
   if (g.perChannel === 0) {
-    sumDy = temporaryFloat64(g.channels);
-    sumDyXmu = temporaryFloat64(g.channels);
-  } else {
-    const call = batchNormCall(g, [t.gradOut, t.input], undefined);
-    if (!call) {
-      return runStaged(
-        t,
-        { inputs: ["gradOut", "input"], outputs: [] },
-        (s) => batchNormReduceBackward(plan, s),
-      );
+    // Every output 0, whatever invstd holds (OutputParamFillZeroForEmptyTensor in ops-nn
+    // norm/sync_batch_norm_backward_reduce/op_api/aclnn_batch_norm_backward_reduce.cpp).
+    for (const out of [t.sumDy, t.sumDyXmu, t.gradWeight, t.gradBias]) {
+      if (out) writeChannelValues(out, temporaryFloat64(g.channels));
     }
-    const sums = sumsStage(call, t.gradOut, t.input, channelValues(t.mean));
-    execute(call, [sums]);
-    ({ first: sumDy, second: sumDyXmu } = mergeChannelSums(call.layout, sums.partials));
+    return;
   }
+  const call = batchNormCall(g, [t.gradOut, t.input], undefined);
+  if (!call) {
+    return runStaged(
+      t,
+      { inputs: ["gradOut", "input"], outputs: [] },
+      (s) => batchNormReduceBackward(plan, s),
+    );
+  }
+  const sums = sumsStage(call, t.gradOut, t.input, channelValues(t.mean));
+  execute(call, [sums]);
+  const { first: sumDy, second: sumDyXmu } = mergeChannelSums(call.layout, sums.partials);
   if (t.sumDy) writeChannelValues(t.sumDy, sumDy);
   if (t.sumDyXmu) writeChannelValues(t.sumDyXmu, sumDyXmu);
   if (t.gradWeight) {

@@ -4,8 +4,9 @@
  * pass: batch_norm_gather_stats.ts). The statistics take one read pass over memory: each
  * cached segment is read twice (sum, then squared deviations from its own mean) and the
  * segments are merged with Chan's update, as accurate as two passes. An empty batch writes
- * what CANN writes for one (ProcessEmptyTensorWithValue in aclnn_batch_norm.cpp and
- * aclnn_batch_norm_stats.cpp): mean 0 and invstd NaN.
+ * what CANN writes for one: mean 0 and invstd NaN (ProcessEmptyTensorWithValue in
+ * aclnnBatchNormGetWorkspaceSize, ops-nn norm/batch_norm_v3/op_host/op_api/aclnn_batch_norm.cpp,
+ * and in aclnnBatchNormStatsGetWorkspaceSize, aclnn_batch_norm_stats.cpp).
  *
  * @module
  */
@@ -132,8 +133,8 @@ export function batchNormElemt(plan: BatchNormElemtPlan, t: BatchNormElemtTensor
  * statistics updated in place (unbiased variance), saveMean/saveInvstd written after the
  * data passes. Evaluation: running statistics (0/1 when absent), saves untouched. An empty
  * batch writes saveMean = 0 and saveInvstd = NaN in either mode and leaves the running
- * statistics alone, as CANN does (aclnn_batch_norm.cpp fills them before anything else when
- * the input is empty).
+ * statistics alone, as CANN does (aclnn_batch_norm.cpp fills saveMean and saveInvstd before
+ * anything else when the input is empty).
  */
 export function batchNorm(plan: BatchNormPlan, t: BatchNormTensors): void {
   const g = plan.geometry;

@@ -14,8 +14,10 @@ import { channelValues, writeChannelValues } from "./channel_values.ts";
  * n = sum(n_w): mean = sum(n_w mean_w) / n, var = sum(n_w (var_w + (mean_w - mean)^2)) / n,
  * invstd = 1/sqrt(var + eps); running statistics updated with the unbiased variance
  * (momentum weighting, as aclnnBatchNorm). No rank at all: meanAll = 0 and invstdAll = NaN,
- * running statistics untouched, as CANN writes for an empty `mean`
- * (ops-nn aclnn_batch_norm_gather_stats_with_counts.cpp).
+ * running statistics untouched, as CANN writes for an empty `mean`: ProcessEmptyTensorWithValue
+ * on meanAll and invstdAll in aclnnBatchNormGatherStatsWithCountsGetWorkspaceSize (ops-nn
+ * norm/sync_batch_norm_gather_stats_with_counts/op_host/op_api/
+ * aclnn_batch_norm_gather_stats_with_counts.cpp).
  */
 export function batchNormGatherStatsWithCounts(
   plan: BatchNormGatherStatsPlan,

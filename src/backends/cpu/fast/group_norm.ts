@@ -65,7 +65,8 @@ function groupNormCall(
 /**
  * aclnnGroupNorm: per (n, g), mean and rstd = 1/sqrt(biased var + eps) over D * HxW
  * elements, y = (x - mean) * rstd * gamma + beta. An empty input gives mean 0 and rstd NaN,
- * as CANN writes (aclnn_group_norm.cpp).
+ * as CANN writes (ops-nn norm/group_norm/op_host/op_api/aclnn_group_norm.cpp,
+ * aclnnGroupNormGetWorkspaceSize: FillScalar on meanOut and rstdOut when self is empty).
  */
 export function groupNorm(plan: GroupNormPlan, t: GroupNormTensors): void {
   const { N, C, HxW, group, eps } = plan;

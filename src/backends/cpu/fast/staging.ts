@@ -7,9 +7,10 @@
  *
  * - the call mixes data dtypes and it is not float32: aclnn computes mixed calls in float32
  *   and casts the result to the output's dtype (ops-nn
- *   norm/sync_batch_norm_backward_elemt/op_api/aclnn_batch_norm_elemt_backward.cpp,
- *   GetPromoteType and the final Cast), and float16/bfloat16 inputs convert to float32
- *   exactly;
+ *   norm/sync_batch_norm_backward_elemt/op_api/aclnn_batch_norm_elemt_backward.cpp:
+ *   GetPromoteType gives float32 unless every tensor is float16, every input is Cast to it,
+ *   and the result is Cast to gradInput's dtype), and float16/bfloat16 inputs convert to
+ *   float32 exactly;
  * - its storage is too large for int32 element indices (its scratch copy holds only the view);
  * - it is an output that overlaps an input other than element for element, or writes one
  *   element twice;

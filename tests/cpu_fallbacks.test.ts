@@ -6,7 +6,8 @@
  * copies), and storages beyond int32 element indices (copies of the view). Each runs the fast
  * kernels on the copies: the results must match the float64 oracle's kernels within 1 ulp and
  * the same call on copies made by hand bit for bit. Also aclnnBatchNormGatherStatsWithCounts,
- * which has no data pass, against the oracle's kernel bit for bit.
+ * which has no data pass, against the oracle's kernel bit for bit, and empty inputs, which get
+ * CANN's fills without a data pass.
  */
 
 import assert from "node:assert/strict";
@@ -231,12 +232,12 @@ Deno.test("GroupNorm data with no strided [N, C, HxW] view runs on contiguous co
 });
 
 Deno.test("views into storages beyond int32 indices run on copies, with the same bits", () => {
-  // 2^31 + 128 float32 elements (8 GiB of address space, untouched but for the views: the
+  // 2^31 + 128 float16 elements (4 GiB of address space, untouched but for the views: the
   // system commits only the pages written).
-  const big = new Float32Array(2 ** 31 + 128);
+  const big = new Float16Array(2 ** 31 + 128);
   const at = 2 ** 31 - 20; // the views straddle element 2^31
   const shape = [2, 6, 5];
-  const compact = random(shape, "float32", 1);
+  const compact = random(shape, "float16", 1);
   const x = Tensor.fromData(big, shape, { offset: at });
   x.copy_(compact);
   // BatchNormElemt, output in the same large storage after the input.
@@ -244,9 +245,9 @@ Deno.test("views into storages beyond int32 indices run on copies, with the same
   const stats = { mean: random([6], "float32", 2), invstd: random([6], "float32", 3, 0.5, 2) };
   const y = Tensor.fromData(big, shape, { offset: at + 60 });
   fastKernels.batchNormElemt({ geometry, eps: 1e-5 }, { ...stats, input: x, output: y });
-  const yWant = Tensor.zeros(shape);
+  const yWant = Tensor.zeros(shape, "float16");
   fastKernels.batchNormElemt({ geometry, eps: 1e-5 }, { ...stats, input: compact, output: yWant });
-  assertSameBits(Tensor.fromArray(y.toFloat64Array(), shape), yWant, "batchNormElemt");
+  assertSameBits(Tensor.fromArray(y.toFloat64Array(), shape, "float16"), yWant, "batchNormElemt");
   // LayerNorm over the last dim, from the large storage into a small output.
   const plan = { geometry: rowGeometry(shape, 2), normalizedShape: [5], eps: 1e-5 };
   const row = (input: Tensor) => {
@@ -271,7 +272,90 @@ Deno.test("views into storages beyond int32 indices run on copies, with the same
     return t.rstd;
   };
   const yBig = Tensor.fromData(big, shape, { offset: at + 60 });
-  const ySmall = Tensor.zeros(shape);
+  const ySmall = Tensor.zeros(shape, "float16");
   assertSameBits(rms(x, yBig), rms(compact, ySmall), "rmsNorm rstd");
-  assertSameBits(Tensor.fromArray(yBig.toFloat64Array(), shape), ySmall, "rmsNorm y");
+  assertSameBits(Tensor.fromArray(yBig.toFloat64Array(), shape, "float16"), ySmall, "rmsNorm y");
+});
+
+Deno.test("empty inputs get CANN's fills: statistics 0 and NaN, gradient sums 0", () => {
+  const seven = (shape: number[]) => Tensor.full(shape, 7);
+  const read = (t: Tensor | undefined) => t!.toArray();
+  for (const shape of [[0, 3, 4], [2, 3, 0]]) {
+    const geometry = channelGeometry(shape);
+    const empty = Tensor.zeros(shape);
+    const stats = { input: empty, mean: seven([3]), invstd: seven([3]) };
+    fastKernels.batchNormStats({ geometry, eps: 1e-5 }, stats);
+    assert.deepEqual([read(stats.mean), read(stats.invstd)], [[0, 0, 0], [NaN, NaN, NaN]]);
+    for (const training of [true, false]) {
+      const t = {
+        input: empty,
+        runningMean: seven([3]),
+        runningVar: seven([3]),
+        output: Tensor.zeros(shape),
+        saveMean: seven([3]),
+        saveInvstd: seven([3]),
+      };
+      fastKernels.batchNorm({ geometry, training, momentum: 0.1, eps: 1e-5 }, t);
+      assert.deepEqual(
+        [t.saveMean, t.saveInvstd, t.runningMean, t.runningVar].map(read),
+        [[0, 0, 0], [NaN, NaN, NaN], [7, 7, 7], [7, 7, 7]],
+        `batchNorm training ${training}`,
+      );
+    }
+    // invstd of an empty batch is NaN; the reduction's outputs are 0 all the same.
+    const reduce = {
+      gradOut: empty,
+      input: empty,
+      mean: Tensor.zeros([3]),
+      invstd: Tensor.full([3], NaN),
+      sumDy: seven([3]),
+      sumDyXmu: seven([3]),
+      gradWeight: seven([3]),
+      gradBias: seven([3]),
+    };
+    fastKernels.batchNormReduceBackward(
+      { geometry, inputG: true, weightG: true, biasG: true },
+      reduce,
+    );
+    assert.deepEqual(
+      [reduce.sumDy, reduce.sumDyXmu, reduce.gradWeight, reduce.gradBias].map(read),
+      [[0, 0, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0]],
+    );
+    const backward = {
+      gradOut: empty,
+      input: empty,
+      saveMean: Tensor.zeros([3]),
+      saveInvstd: Tensor.full([3], NaN),
+      gradInput: Tensor.zeros(shape),
+      gradWeight: seven([3]),
+      gradBias: seven([3]),
+    };
+    fastKernels.batchNormBackward(
+      { geometry, training: true, eps: 1e-5, mask: [true, true, true] },
+      backward,
+    );
+    assert.deepEqual(read(backward.gradWeight), [0, 0, 0]);
+    assert.deepEqual(read(backward.gradBias), [0, 0, 0]);
+  }
+  const [N, C, HxW] = [2, 4, 0];
+  const gn = {
+    input: Tensor.zeros([N, C, HxW]),
+    output: Tensor.zeros([N, C, HxW]),
+    mean: seven([N, 2]),
+    rstd: seven([N, 2]),
+  };
+  fastKernels.groupNorm({ N, C, HxW, group: 2, eps: 1e-5 }, gn);
+  assert.deepEqual([read(gn.mean), read(gn.rstd)], [[0, 0, 0, 0], [NaN, NaN, NaN, NaN]]);
+  const gnBack = {
+    gradOut: Tensor.zeros([N, C, HxW]),
+    input: Tensor.zeros([N, C, HxW]),
+    mean: Tensor.zeros([N, 2]),
+    rstd: Tensor.full([N, 2], NaN),
+    gradInput: Tensor.zeros([N, C, HxW]),
+    gradGamma: seven([C]),
+    gradBeta: seven([C]),
+  };
+  fastKernels.groupNormBackward({ N, C, HxW, group: 2, mask: [true, true, true] }, gnBack);
+  assert.deepEqual(read(gnBack.gradGamma), [0, 0, 0, 0]);
+  assert.deepEqual(read(gnBack.gradBeta), [0, 0, 0, 0]);
 });
