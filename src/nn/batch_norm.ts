@@ -74,9 +74,8 @@ export class BatchNorm extends BatchNormModule {
    * backward needs. Returns the output, in input's shape, dtype and layout.
    */
   forward(input: Tensor): Tensor {
-    const op = "BatchNorm.forward";
     const s = this.#state;
-    s.check(op);
+    const op = s.check("forward");
     const x = s.checkInput(op, input);
     const { output, batch } = s.localForward(x);
     s.saved.save({ input: x, batch }, batch ? [batch.saveMean, batch.saveInvstd] : []);
@@ -89,9 +88,8 @@ export class BatchNorm extends BatchNormModule {
    * gradWeight/gradBias are null without affine parameters.
    */
   backward(gradOut: Tensor): NormGradients {
-    const op = "BatchNorm.backward";
     const s = this.#state;
-    s.check(op);
+    const op = s.check("backward");
     const saved = this.#state.saved.use(op);
     const dy = checkGradOut(op, gradOut, saved.input);
     const affine = s.config.affine;

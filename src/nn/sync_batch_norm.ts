@@ -133,9 +133,8 @@ export class SyncBatchNorm extends BatchNormModule {
    * statistics of all ranks (one all-gather), else locally. Resolves to the output.
    */
   async forward(input: Tensor): Promise<Tensor> {
-    const op = "SyncBatchNorm.forward";
     const s = this.#state;
-    s.check(op);
+    const op = s.check("forward");
     const x = s.checkInput(op, input);
     this.#enter(op);
     try {
@@ -170,9 +169,8 @@ export class SyncBatchNorm extends BatchNormModule {
    * gradBias are this rank's share (see the class doc); null without affine parameters.
    */
   async backward(gradOut: Tensor): Promise<NormGradients> {
-    const op = "SyncBatchNorm.backward";
     const s = this.#state;
-    s.check(op);
+    const op = s.check("backward");
     const saved = this.#state.saved.use(op);
     const dy = checkGradOut(op, gradOut, saved.input);
     this.#enter(op);
