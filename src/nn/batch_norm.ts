@@ -6,7 +6,6 @@
  * @module
  */
 
-import { batchNormBackward } from "../ops/batch_norm_backward.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { BatchNormModule } from "./batch_norm_module.ts";
 import { BatchNormState } from "./batch_norm_state.ts";
@@ -92,16 +91,7 @@ export class BatchNorm extends BatchNormModule {
     const op = s.check("backward");
     const saved = this.#state.saved.use(op);
     const dy = checkGradOut(op, gradOut, saved.input);
-    const affine = s.config.affine;
-    const r = batchNormBackward({
-      gradOut: dy,
-      input: saved.input,
-      weight: s.weight,
-      ...(saved.batch ?? { runningMean: s.runningMean, runningVar: s.runningVar }),
-      training: saved.batch !== null,
-      eps: s.config.eps,
-      outputMask: [true, affine, affine],
-    });
+    const r = s.localBackward(dy, saved);
     // A refused gradOut leaves the forward's state for a corrected call.
     this.#state.saved.clear("used");
     return r as NormGradients;

@@ -18,6 +18,7 @@
  */
 
 import { batchNorm } from "../ops/batch_norm.ts";
+import { batchNormBackward, type BatchNormBackwardResult } from "../ops/batch_norm_backward.ts";
 import { checkRank, invalid, requireTensor } from "../ops/validate.ts";
 import type { Device } from "../tensor/device.ts";
 import { formatShape } from "../tensor/layout.ts";
@@ -118,6 +119,27 @@ export class BatchNormState<S = unknown> extends ModuleCore<S> {
     r.saveMean.dispose();
     r.saveInvstd.dispose();
     return { output: r.output, batch: null };
+  }
+
+  /**
+   * The backward of a {@linkcode localForward}: batchNormBackward through the statistics that
+   * forward normalized with (`batch`, or the running statistics when it is null), the
+   * parameter gradients as the module's affine flag asks.
+   */
+  localBackward(
+    gradOut: Tensor,
+    saved: { readonly input: Tensor; readonly batch: BatchStatistics | null },
+  ): BatchNormBackwardResult {
+    const affine = this.config.affine;
+    return batchNormBackward({
+      gradOut,
+      input: saved.input,
+      weight: this.weight,
+      ...(saved.batch ?? { runningMean: this.runningMean, runningVar: this.runningVar }),
+      training: saved.batch !== null,
+      eps: this.config.eps,
+      outputMask: [true, affine, affine],
+    });
   }
 
   /** Counts a batch whose running update happened. */

@@ -6,7 +6,6 @@
  * @module
  */
 
-import { batchNormBackward } from "../ops/batch_norm_backward.ts";
 import { disposable } from "../ops/results.ts";
 import {
   syncBatchNormBackward,
@@ -193,15 +192,7 @@ export class SyncBatchNorm extends BatchNormModule {
         });
         r = disposable(g, [g.gradInput, g.gradWeight, g.gradBias]);
       } else {
-        r = batchNormBackward({
-          gradOut: dy,
-          input: saved.input,
-          weight: s.weight,
-          ...(saved.batch ?? { runningMean: s.runningMean, runningVar: s.runningVar }),
-          training: saved.batch !== null,
-          eps: s.config.eps,
-          outputMask: mask,
-        });
+        r = s.localBackward(dy, saved);
       }
       this.#state.saved.clear("used");
       return r as NormGradients;
