@@ -6,7 +6,6 @@
  * @module
  */
 
-import { batchNormBackward } from "../ops/batch_norm_backward.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { BatchNormModule } from "./batch_norm_module.ts";
 import { BatchNormState } from "./batch_norm_state.ts";
@@ -74,9 +73,8 @@ export class BatchNorm extends BatchNormModule {
    * backward needs. Returns the output, in input's shape, dtype and layout.
    */
   forward(input: Tensor): Tensor {
-    const op = "BatchNorm.forward";
     const s = this.#state;
-    s.check(op);
+    const op = s.check("forward");
     const x = s.checkInput(op, input);
     const { output, batch } = s.localForward(x);
     s.saved.save({ input: x, batch }, batch ? [batch.saveMean, batch.saveInvstd] : []);
@@ -89,21 +87,11 @@ export class BatchNorm extends BatchNormModule {
    * gradWeight/gradBias are null without affine parameters.
    */
   backward(gradOut: Tensor): NormGradients {
-    const op = "BatchNorm.backward";
     const s = this.#state;
-    s.check(op);
+    const op = s.check("backward");
     const saved = this.#state.saved.use(op);
     const dy = checkGradOut(op, gradOut, saved.input);
-    const affine = s.config.affine;
-    const r = batchNormBackward({
-      gradOut: dy,
-      input: saved.input,
-      weight: s.weight,
-      ...(saved.batch ?? { runningMean: s.runningMean, runningVar: s.runningVar }),
-      training: saved.batch !== null,
-      eps: s.config.eps,
-      outputMask: [true, affine, affine],
-    });
+    const r = s.localBackward(dy, saved);
     // A refused gradOut leaves the forward's state for a corrected call.
     this.#state.saved.clear("used");
     return r as NormGradients;

@@ -18,23 +18,15 @@
  */
 
 import { batchNorm } from "../ops/batch_norm.ts";
+import { batchNormBackward, type BatchNormBackwardResult } from "../ops/batch_norm_backward.ts";
 import { checkRank, invalid, requireTensor } from "../ops/validate.ts";
 import type { Device } from "../tensor/device.ts";
-import type { DType } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { keep } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
+import { ModuleCore } from "./module_core.ts";
 import { type BatchNormConfig, batchNormConfig, type BatchNormOptions } from "./options.ts";
-import type { ModuleState } from "./norm_module.ts";
-import { disposedModule, SavedForward } from "./saved.ts";
-import {
-  loadState,
-  type LoadStateDictOptions,
-  type LoadStateDictResult,
-  snapshot,
-  type StateDict,
-  type StateEntry,
-} from "./state_dict.ts";
+import type { StateEntry } from "./state_dict.ts";
 
 /** The batch statistics a training-mode forward normalized with (batchNorm's saveMean/saveInvstd). */
 export interface BatchStatistics {
@@ -45,50 +37,44 @@ export interface BatchStatistics {
 }
 
 /**
- * The shared state of BatchNorm and SyncBatchNorm (module doc); `S` is what a forward keeps
- * for the backward.
+ * The shared state of BatchNorm and SyncBatchNorm (module doc): a {@linkcode ModuleCore}
+ * whose state dict adds the running statistics and the batch counter; `S` is what a forward
+ * keeps for the backward.
  */
-export class BatchNormState<S = unknown> implements ModuleState {
-  /** The module's name in messages, e.g. `BatchNorm`. */
-  readonly name: string;
+export class BatchNormState<S = unknown> extends ModuleCore<S> {
+  /** The module's options with every default applied. */
   readonly config: BatchNormConfig;
-  readonly weight: Tensor | null;
-  readonly bias: Tensor | null;
+  /** Running mean, `[C]`, or null. */
   readonly runningMean: Tensor | null;
+  /** Running variance, `[C]`, or null. */
   readonly runningVar: Tensor | null;
-  numBatchesTracked: number | null;
-  training = true;
-  /** What the last forward kept for its backward. */
-  readonly saved: SavedForward<S> = new SavedForward<S>();
-  #disposed = false;
+  /** Training-mode batches seen (null without running statistics), as the state dict holds it. */
+  readonly #batches: { count: number | null };
 
+  /** The state of a module named `name` (messages), made from its options. */
   constructor(name: string, options: BatchNormOptions) {
-    this.name = name;
     const c = batchNormConfig(name, options);
-    this.config = c;
     const C = c.numFeatures;
     // Kept out of any tidy scope: the module frees them in dispose().
     const make = (value: number) => keep(Tensor.full([C], value, c.dtype, c.device));
-    this.weight = c.affine ? make(1) : null;
-    this.bias = c.affine ? make(0) : null;
-    this.runningMean = c.trackRunningStats ? make(0) : null;
-    this.runningVar = c.trackRunningStats ? make(1) : null;
-    this.numBatchesTracked = c.trackRunningStats ? 0 : null;
+    const weight = c.affine ? make(1) : null;
+    const bias = c.affine ? make(0) : null;
+    const runningMean = c.trackRunningStats ? make(0) : null;
+    const runningVar = c.trackRunningStats ? make(1) : null;
+    const batches = { count: c.trackRunningStats ? 0 : null };
+    super(name, { device: c.device, dtype: c.dtype, weight, bias }, {
+      entries: runningEntries(c.device, runningMean, runningVar, batches),
+      owned: [runningMean, runningVar],
+    });
+    this.config = c;
+    this.runningMean = runningMean;
+    this.runningVar = runningVar;
+    this.#batches = batches;
   }
 
-  /** Where the parameters and statistics live. */
-  get device(): Device {
-    return this.config.device;
-  }
-
-  /** dtype of the parameters and statistics. */
-  get dtype(): DType {
-    return this.config.dtype;
-  }
-
-  /** Throws when the module was disposed. */
-  check(op: string): void {
-    if (this.#disposed) disposedModule(op);
+  /** Training-mode batches seen; null without running statistics. */
+  get numBatchesTracked(): number | null {
+    return this.#batches.count;
   }
 
   /** Whether a forward now normalizes with batch statistics (PyTorch's `bn_training`). */
@@ -135,9 +121,30 @@ export class BatchNormState<S = unknown> implements ModuleState {
     return { output: r.output, batch: null };
   }
 
+  /**
+   * The backward of a {@linkcode localForward}: batchNormBackward through the statistics that
+   * forward normalized with (`batch`, or the running statistics when it is null), the
+   * parameter gradients as the module's affine flag asks.
+   */
+  localBackward(
+    gradOut: Tensor,
+    saved: { readonly input: Tensor; readonly batch: BatchStatistics | null },
+  ): BatchNormBackwardResult {
+    const affine = this.config.affine;
+    return batchNormBackward({
+      gradOut,
+      input: saved.input,
+      weight: this.weight,
+      ...(saved.batch ?? { runningMean: this.runningMean, runningVar: this.runningVar }),
+      training: saved.batch !== null,
+      eps: this.config.eps,
+      outputMask: [true, affine, affine],
+    });
+  }
+
   /** Counts a batch whose running update happened. */
   countBatch(): void {
-    if (this.numBatchesTracked !== null) this.numBatchesTracked++;
+    if (this.#batches.count !== null) this.#batches.count++;
   }
 
   /** The input of a forward: a Tensor of rank 2-8 whose dim 1 is numFeatures. */
@@ -154,61 +161,37 @@ export class BatchNormState<S = unknown> implements ModuleState {
     return x;
   }
 
-  /** The entries of the state dict, in PyTorch's order. */
-  entries(): StateEntry[] {
-    const out: StateEntry[] = [];
-    if (this.weight && this.bias) {
-      out.push({ key: "weight", tensor: this.weight }, { key: "bias", tensor: this.bias });
-    }
-    if (this.runningMean && this.runningVar) {
-      out.push(
-        { key: "running_mean", tensor: this.runningMean },
-        { key: "running_var", tensor: this.runningVar },
-        {
-          key: "num_batches_tracked",
-          device: this.config.device,
-          counter: {
-            get: () => this.numBatchesTracked ?? 0,
-            set: (n: number) => this.numBatchesTracked = n,
-          },
-        },
-      );
-    }
-    return out;
-  }
-
-  /** Snapshots of the entries (see StateDict). */
-  stateDict(): StateDict {
-    this.check(`${this.name}.stateDict`);
-    return snapshot(this.entries());
-  }
-
-  /** Checks `dict` whole, then copies it into the entries; ends the pending forward. */
-  loadStateDict(dict: StateDict, options?: LoadStateDictOptions): LoadStateDictResult {
-    const op = `${this.name}.loadStateDict`;
-    this.check(op);
-    const result = loadState(op, this.entries(), dict, options);
-    this.saved.clear("reset");
-    return result;
-  }
-
   /**
    * Running mean 0, variance 1, no batch counted (PyTorch's `reset_running_stats`); ends the
    * pending forward.
    */
   resetRunningStats(): void {
-    this.check(`${this.name}.resetRunningStats`);
+    this.check("resetRunningStats");
     this.runningMean?.copy_(new Array(this.config.numFeatures).fill(0));
     this.runningVar?.copy_(new Array(this.config.numFeatures).fill(1));
-    if (this.numBatchesTracked !== null) this.numBatchesTracked = 0;
+    if (this.#batches.count !== null) this.#batches.count = 0;
     this.saved.clear("reset");
   }
+}
 
-  /** Frees what the forward saved, the parameters and running statistics. Idempotent. */
-  dispose(): void {
-    this.saved.clear("reset");
-    if (this.#disposed) return;
-    this.#disposed = true;
-    for (const t of [this.weight, this.bias, this.runningMean, this.runningVar]) t?.dispose();
-  }
+/** The state-dict entries of the running statistics and the batch counter (none without them). */
+function runningEntries(
+  device: Device,
+  runningMean: Tensor | null,
+  runningVar: Tensor | null,
+  batches: { count: number | null },
+): StateEntry[] {
+  if (!runningMean || !runningVar) return [];
+  return [
+    { key: "running_mean", tensor: runningMean },
+    { key: "running_var", tensor: runningVar },
+    {
+      key: "num_batches_tracked",
+      device,
+      counter: {
+        get: () => batches.count ?? 0,
+        set: (n: number) => batches.count = n,
+      },
+    },
+  ];
 }

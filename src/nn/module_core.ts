@@ -1,5 +1,5 @@
 /**
- * What every norm module without running statistics shares (GroupNorm, LayerNorm, RMSNorm): its
+ * What every norm module shares (GroupNorm, LayerNorm, RMSNorm; BatchNormState builds on it): its
  * state-dict entries, the tensors it owns, what its last forward saved, its training flag, and
  * its lifecycle (a disposed module refuses every call, naming it).
  *
@@ -52,17 +52,25 @@ export class ModuleCore<S> implements ModuleState {
   #disposed = false;
 
   /**
-   * The state-dict entries are `weight` and `bias` (those present, PyTorch's order); the module
-   * frees them when disposed, and `helpers` (tensors it owns besides its parameters).
+   * The state-dict entries are `weight` and `bias` (those present, PyTorch's order), then
+   * `more.entries`; the module frees the parameters when disposed, and `more.owned` (the other
+   * tensors it owns: buffers, helpers).
    */
-  constructor(name: string, params: ModuleParameters, helpers: readonly (Tensor | null)[] = []) {
+  constructor(
+    name: string,
+    params: ModuleParameters,
+    more: {
+      readonly entries?: readonly StateEntry[];
+      readonly owned?: readonly (Tensor | null)[];
+    } = {},
+  ) {
     this.device = params.device;
     this.dtype = params.dtype;
     this.weight = params.weight;
     this.bias = params.bias;
     this.#name = name;
-    this.#entries = affineEntries(params.weight, params.bias);
-    this.#owned = [params.weight, params.bias, ...helpers];
+    this.#entries = [...affineEntries(params.weight, params.bias), ...more.entries ?? []];
+    this.#owned = [params.weight, params.bias, ...more.owned ?? []];
   }
 
   /** `<name>.<method>`, after refusing a call on a disposed module. */

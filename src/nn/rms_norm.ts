@@ -72,7 +72,7 @@ export class RMSNorm extends NormModule {
     const weight = c.elementwiseAffine ? ones : null;
     const helper = c.elementwiseAffine ? null : ones;
     const params = { device: c.device, dtype: c.dtype, weight, bias: null };
-    const core = new ModuleCore<Saved>("RMSNorm", params, [helper]);
+    const core = new ModuleCore<Saved>("RMSNorm", params, { owned: [helper] });
     super(core);
     this.#config = c;
     this.#ones = helper;

@@ -6,7 +6,6 @@
  * @module
  */
 
-import { batchNormBackward } from "../ops/batch_norm_backward.ts";
 import { disposable } from "../ops/results.ts";
 import {
   syncBatchNormBackward,
@@ -133,9 +132,8 @@ export class SyncBatchNorm extends BatchNormModule {
    * statistics of all ranks (one all-gather), else locally. Resolves to the output.
    */
   async forward(input: Tensor): Promise<Tensor> {
-    const op = "SyncBatchNorm.forward";
     const s = this.#state;
-    s.check(op);
+    const op = s.check("forward");
     const x = s.checkInput(op, input);
     this.#enter(op);
     try {
@@ -170,9 +168,8 @@ export class SyncBatchNorm extends BatchNormModule {
    * gradBias are this rank's share (see the class doc); null without affine parameters.
    */
   async backward(gradOut: Tensor): Promise<NormGradients> {
-    const op = "SyncBatchNorm.backward";
     const s = this.#state;
-    s.check(op);
+    const op = s.check("backward");
     const saved = this.#state.saved.use(op);
     const dy = checkGradOut(op, gradOut, saved.input);
     this.#enter(op);
@@ -195,15 +192,7 @@ export class SyncBatchNorm extends BatchNormModule {
         });
         r = disposable(g, [g.gradInput, g.gradWeight, g.gradBias]);
       } else {
-        r = batchNormBackward({
-          gradOut: dy,
-          input: saved.input,
-          weight: s.weight,
-          ...(saved.batch ?? { runningMean: s.runningMean, runningVar: s.runningVar }),
-          training: saved.batch !== null,
-          eps: s.config.eps,
-          outputMask: mask,
-        });
+        r = s.localBackward(dy, saved);
       }
       this.#state.saved.clear("used");
       return r as NormGradients;

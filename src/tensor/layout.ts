@@ -166,3 +166,10 @@ export function shapeProblem(shape: readonly number[]): string | undefined {
 export function formatShape(shape: readonly number[]): string {
   return `[${shape.join(", ")}]`;
 }
+
+/** A copy of `shape` once it is valid; a RangeError naming `where` and the problem otherwise. */
+export function checkShape(shape: readonly number[], where: string): number[] {
+  const problem = shapeProblem(shape);
+  if (problem) throw new RangeError(`${where}: ${problem} (shape ${String(shape)})`);
+  return [...shape];
+}

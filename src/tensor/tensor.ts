@@ -9,6 +9,8 @@ import { readView, writeView } from "./access.ts";
 import { type Device, deviceName, type DeviceStorage } from "./device.ts";
 import { type DType, dtypeOfHostData, type HostData, isDType, numberToBf16 } from "./dtype.ts";
 import {
+  checkShape,
+  contiguousStrides,
   formatShape,
   isContiguousLayout,
   isDenseLayout,
@@ -30,8 +32,6 @@ import {
   zeroedDeviceStorage,
 } from "./storage.ts";
 import {
-  checkPlacement,
-  checkShape,
   overrunProblem,
   permutePlacement,
   resolveShape,
@@ -94,14 +94,26 @@ export class Tensor {
   ) {
     if (!isDType(dtype)) throw new TypeError(`Tensor: unknown dtype ${String(dtype)}`);
     this.shape = Object.freeze(checkShape(shape, "Tensor"));
-    const s = checkPlacement(this.shape, strides, offset);
+    // The checks stay inline: every view and every operator output is made here.
+    const s = strides ? [...strides] : contiguousStrides(this.shape);
+    if (s.length !== this.shape.length || s.some((v) => !Number.isSafeInteger(v) || v < 0)) {
+      throw new RangeError(
+        `Tensor: strides ${formatShape(s)} must be ${this.shape.length} integers >= 0`,
+      );
+    }
+    if (!Number.isSafeInteger(offset) || offset < 0) {
+      throw new RangeError(`Tensor: offset ${offset} must be an integer >= 0`);
+    }
     if (isHostData(storage) && dtypeOfHostData(storage) !== dtype) {
       throw new TypeError(
         `Tensor: storage ${storage.constructor.name} cannot hold dtype ${dtype}`,
       );
     }
-    const problem = overrunProblem(this.shape, s, offset, storageCapacity(storage, dtype), "the");
-    if (problem) throw new RangeError(`Tensor: ${problem}`);
+    const capacity = storageCapacity(storage, dtype);
+    const span = viewSpan(this.shape, s);
+    if (span > 0 && offset + span > capacity) {
+      throw new RangeError(`Tensor: ${overrunProblem(this.shape, s, offset, capacity, "the")}`);
+    }
     this.strides = Object.freeze(s);
     this.dtype = dtype;
     this.offset = offset;

@@ -1,12 +1,12 @@
 /**
- * The geometry of tensor views: the checks of a shape, strides and offset against a storage,
- * and the shape, strides and offset that `permute`, `transpose`, `slice` and `view` give.
+ * The geometry of tensor views: why a view does not fit its storage, and the shape, strides
+ * and offset that `permute`, `transpose`, `slice` and `view`/`reshape` give.
  * Pure functions of numbers; `Tensor` wraps their results around its storage.
  *
  * @module
  */
 
-import { contiguousStrides, formatShape, numel, shapeProblem, viewSpan } from "./layout.ts";
+import { checkShape, formatShape, numel, viewSpan } from "./layout.ts";
 
 /** The strides and offset of a view, in elements. */
 export interface ViewPlacement {
@@ -16,34 +16,6 @@ export interface ViewPlacement {
   strides: number[];
   /** Offset of the first element, in elements. */
   offset: number;
-}
-
-/** A copy of `shape` once it is valid; a RangeError naming `where` otherwise. */
-export function checkShape(shape: readonly number[], where: string): number[] {
-  const problem = shapeProblem(shape);
-  if (problem) throw new RangeError(`${where}: ${problem} (shape ${String(shape)})`);
-  return [...shape];
-}
-
-/**
- * The strides of a view of `shape` (row-major contiguous when `strides` is undefined), after
- * checking them and `offset` (the Tensor constructor's RangeErrors).
- */
-export function checkPlacement(
-  shape: readonly number[],
-  strides: readonly number[] | undefined,
-  offset: number,
-): number[] {
-  const s = strides ? [...strides] : contiguousStrides(shape);
-  if (s.length !== shape.length || s.some((v) => !Number.isSafeInteger(v) || v < 0)) {
-    throw new RangeError(
-      `Tensor: strides ${formatShape(s)} must be ${shape.length} integers >= 0`,
-    );
-  }
-  if (!Number.isSafeInteger(offset) || offset < 0) {
-    throw new RangeError(`Tensor: offset ${offset} must be an integer >= 0`);
-  }
-  return s;
 }
 
 /**
