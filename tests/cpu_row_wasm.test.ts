@@ -15,7 +15,14 @@ import { rowAccess } from "../src/backends/cpu/rows/access.ts";
 import { heapRows, rowNormKernels } from "../src/backends/cpu/rows/wasm_rows.ts";
 import { layerNormHeap, rmsNormHeap } from "../src/backends/cpu/rows/heap_rows.ts";
 import { moments8, rstd8 } from "../src/backends/cpu/rows/sums.ts";
-import { setWasmKernels, wasmKernelsEnabled } from "../src/backends/cpu/pool/pool.ts";
+import {
+  pooledJobCount,
+  setWasmKernels,
+  wasmKernelsEnabled,
+  workerItemCount,
+} from "../src/backends/cpu/pool/pool.ts";
+import { governor } from "../src/backends/cpu/pool/governor.ts";
+import { cpuThreads, setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
 import { rowGeometry } from "../src/backends/types.ts";
 import type { DType } from "../src/tensor/dtype.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
@@ -271,11 +278,11 @@ Deno.test("WebAssembly row statistics equal sums.ts's in float64, bit for bit", 
         const zeros = new Float64Array(cols);
         const ax = heapRows(x, rowAccess(x, 1));
         const ay = heapRows(y, rowAccess(y, 1));
-        const stats = layerNormHeap(ax, ay, rows, cols, 1e-5, ones, zeros);
+        const stats = layerNormHeap(x, ax, ay, rows, cols, 1e-5, ones, zeros);
         assert.ok(stats, "the WebAssembly kernels ran");
         const mean = stats.mean.slice();
         const rstd = stats.rstd.slice();
-        const rms = rmsNormHeap(ax, ay, rows, cols, 1e-6, ones)!.slice();
+        const rms = rmsNormHeap(x, ax, ay, rows, cols, 1e-6, ones)!.slice();
         const m = new Float64Array(2);
         for (let r = 0; r < rows; r++) {
           moments8(stored, r * cols, cols, 1e-5, m);
@@ -288,5 +295,37 @@ Deno.test("WebAssembly row statistics equal sums.ts's in float64, bit for bit", 
     }
   } finally {
     setWasmKernels(enabled);
+  }
+});
+
+Deno.test("row norms on the worker pool give the bits of one thread's TypeScript kernels", async () => {
+  const [enabled, threads] = [wasmKernelsEnabled(), cpuThreads()];
+  const workerItems = workerItemCount();
+  try {
+    for (const dtype of ["float32", "float16", "bfloat16"] as const) {
+      // Several work items each (63 rows of 1027, 949 rows of 69), from 64K elements.
+      for (const [rows, cols] of [[300, 1027], [1500, 69]]) {
+        const c = { rows, cols, dtype, pad: 3, offset: 1, special: true };
+        setCpuThreads(1);
+        const alone = runAll(c, false);
+        setWasmKernels(true);
+        setCpuThreads(2);
+        governor.setPolicy("always"); // this checks the pooled runs themselves
+        await startCpuPool();
+        const jobs = pooledJobCount();
+        const pooled = runAll(c, true);
+        // Nine calls: layerNorm, four layerNormBackward, rmsNorm, two rmsNormGrad, addRmsNorm.
+        assert.equal(pooledJobCount() - jobs, 9, `${dtype} [${rows},${cols}] ran on the pool`);
+        governor.setPolicy("measured");
+        for (const [name, t] of Object.entries(pooled)) {
+          assertSameValues(t, alone[name], `${dtype} [${rows},${cols}] pooled ${name}`);
+        }
+      }
+    }
+    assert.ok(workerItemCount() > workerItems, "workers ran items");
+  } finally {
+    governor.setPolicy("measured");
+    setWasmKernels(enabled);
+    setCpuThreads(threads);
   }
 });

@@ -36,6 +36,7 @@ import {
 } from "./kernel_tables.ts";
 import { FLOAT32, type Stage, type WriteStage } from "./stage_types.ts";
 import { instantiateWasm } from "./wasm_kernels.ts";
+import { type RowNormExports, runRowNormItems } from "./row_norm_stage.ts";
 
 /** Number of packed per-channel constants of a write stage. */
 export function constantCount(op: WriteStage["op"]): number {
@@ -151,6 +152,15 @@ export function runStage(s: Stage, from: number, to: number, scratch: ThreadScra
   const pixel = s.layout.kind === "pixels";
   // One index for every kernel of the stage: the choice depends on the dtype and layout only.
   const at = pixel ? pixelIndex(s, scratch) : rowIndex(s, scratch);
+  if (
+    s.op === "layerNormRows" || s.op === "layerNormBackwardRows" || s.op === "rmsNormRows" ||
+    s.op === "rmsNormGradRows" || s.op === "addRmsNormRows"
+  ) {
+    // The row norms run only in place (their tensors are in the heap: rows/heap_rows.ts).
+    if (!inHeap(s, scratch)) throw new Error(`${s.op}: no WebAssembly kernels on the heap`);
+    const k = scratch.heapKernels!.exports as unknown as RowNormExports;
+    return runRowNormItems(k, s.op, s.constants, from, to);
+  }
   switch (s.op) {
     case "sums":
       if (pixel) {

@@ -21,6 +21,7 @@ import * as layoutTypes from "../kernels/layout_types.ts";
 import * as moments from "../kernels/moments.ts";
 import * as pixelKernels from "../kernels/pixel_kernels.ts";
 import * as rowKernels from "../kernels/row_kernels.ts";
+import * as rowNormStage from "../kernels/row_norm_stage.ts";
 import * as stageTypes from "../kernels/stage_types.ts";
 import * as stages from "../kernels/stages.ts";
 import * as stridedKernels from "../kernels/strided_kernels.ts";
@@ -41,6 +42,7 @@ export const WORKER_MODULES: readonly Readonly<Record<string, unknown>>[] = [
   moments,
   pixelKernels,
   rowKernels,
+  rowNormStage,
   stageTypes,
   stages,
   stridedKernels,

@@ -44,6 +44,7 @@ export function layerNorm(plan: LayerNormPlan, t: LayerNormTensors): void {
   const w = channelValuesOr(t.weight, cols, 1);
   const bias = channelValuesOr(t.bias, cols, 0);
   const stats = layerNormHeap(
+    t.input,
     heapRows(t.input, x),
     heapRows(t.output, y),
     rows,
@@ -99,6 +100,7 @@ export function layerNormBackward(plan: LayerNormBackwardPlan, t: LayerNormBackw
   const rstd = channelValues(t.rstd);
   const sums = wantWeight || wantBias;
   const heap = layerNormBackwardHeap(
+    t.input,
     heapRows(t.gradOut, dy),
     heapRows(t.input, x),
     heapRows(gradInput, gi),

@@ -34,7 +34,7 @@ export function rmsNorm(plan: RmsNormPlan, t: RmsNormTensors): void {
   const x = rowAccess(t.x, axis);
   const y = rowAccess(t.y, axis);
   const g = channelValues(t.gamma);
-  const heap = rmsNormHeap(heapRows(t.x, x), heapRows(t.y, y), rows, cols, plan.epsilon, g);
+  const heap = rmsNormHeap(t.x, heapRows(t.x, x), heapRows(t.y, y), rows, cols, plan.epsilon, g);
   if (heap) return writeChannelValues(t.rstd, heap);
   const rstd = temporaryFloat64(rows);
   const [xf, yf] = [f32Rows(x), f32Rows(y)];
@@ -66,6 +66,7 @@ export function rmsNormGrad(plan: RmsNormGradPlan, t: RmsNormGradTensors): void 
   const g = channelValues(t.gamma);
   const rstd = channelValues(t.rstd);
   const heap = rmsNormGradHeap(
+    t.x,
     heapRows(t.dy, dy),
     heapRows(t.x, x),
     heapRows(t.dx, dx),
@@ -108,6 +109,7 @@ export function addRmsNorm(plan: AddRmsNormPlan, t: AddRmsNormTensors): void {
   const g = channelValues(t.gamma);
   const eps = plan.epsilon;
   const heap = addRmsNormHeap(
+    t.x1,
     heapRows(t.x1, a),
     heapRows(t.x2, b),
     heapRows(t.x, x),
