@@ -204,7 +204,7 @@ Deno.test("WebAssembly row kernels give the TypeScript row kernels' bits", () =>
     let cases = 0;
     for (const dtype of ["float32", "float16", "bfloat16"] as const) {
       for (const cols of COLS) {
-        const rows = cols === 1027 ? 67 : cols % 3 === 0 ? 5 : 3; // 1027: two work items
+        const rows = cols === 1027 ? 67 : cols % 3 === 0 ? 5 : 3; // 1027: five work items of 16 rows
         for (
           const [pad, offset, special] of [[0, 0, false], [3, 5, true], [0, 1, true]] as const
         ) {
@@ -303,7 +303,7 @@ Deno.test("row norms on the worker pool give the bits of one thread's TypeScript
   const workerItems = workerItemCount();
   try {
     for (const dtype of ["float32", "float16", "bfloat16"] as const) {
-      // Several work items each (63 rows of 1027, 949 rows of 69), from 64K elements.
+      // Several work items each (5 of 63 rows of 1027, 4 of 375 rows of 69), from 64K elements.
       for (const [rows, cols] of [[300, 1027], [1500, 69]]) {
         const c = { rows, cols, dtype, pad: 3, offset: 1, special: true };
         setCpuThreads(1);

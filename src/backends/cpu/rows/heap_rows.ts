@@ -64,7 +64,7 @@ function setUp(
   p.fill(0);
   p[ROW_N] = n;
   p[ROW_ROWS] = rows;
-  p[ROW_PER] = rowsPerItem(n);
+  p[ROW_PER] = rowsPerItem(rows, n);
   p[ROW_DT] = data[0]!.dt;
   p[ROW_EPS] = eps;
   data.forEach((d, i) => {

@@ -63,7 +63,7 @@ export function layerNorm(plan: LayerNormPlan, t: LayerNormTensors): void {
   const moments = temporaryFloat64(2);
   const xf = f32Rows(x);
   const yf = f32Rows(y);
-  const per = rowsPerItem(cols);
+  const per = rowsPerItem(rows, cols);
   for (let first = 0; first < rows; first += per) {
     const end = Math.min(rows, first + per);
     if (xf && yf) {
@@ -122,7 +122,7 @@ export function layerNormBackward(plan: LayerNormBackwardPlan, t: LayerNormBackw
   const pb = sums ? new Float64Array(items * cols) : undefined;
   const [dyf, xf, gif] = [f32Rows(dy), f32Rows(x), f32Rows(gi)];
   const direct = dyf && xf && (!gi || gif);
-  const per = rowsPerItem(cols);
+  const per = rowsPerItem(rows, cols);
   for (let k = 0; k < items; k++) {
     const first = k * per;
     const end = Math.min(rows, first + per);

@@ -38,7 +38,7 @@ export function rmsNorm(plan: RmsNormPlan, t: RmsNormTensors): void {
   if (heap) return writeChannelValues(t.rstd, heap);
   const rstd = temporaryFloat64(rows);
   const [xf, yf] = [f32Rows(x), f32Rows(y)];
-  const per = rowsPerItem(cols);
+  const per = rowsPerItem(rows, cols);
   for (let first = 0; first < rows; first += per) {
     const end = Math.min(rows, first + per);
     if (xf && yf) rmsNormRowsF32(xf, yf, cols, plan.epsilon, g, rstd, first, end);
@@ -79,7 +79,7 @@ export function rmsNormGrad(plan: RmsNormGradPlan, t: RmsNormGradTensors): void 
   const items = itemCount(rows, cols);
   const pg = new Float64Array(items * cols);
   const [dyf, xf, dxf] = [f32Rows(dy), f32Rows(x), f32Rows(dx)];
-  const per = rowsPerItem(cols);
+  const per = rowsPerItem(rows, cols);
   for (let k = 0; k < items; k++) {
     const first = k * per;
     const end = Math.min(rows, first + per);
@@ -122,7 +122,7 @@ export function addRmsNorm(plan: AddRmsNormPlan, t: AddRmsNormTensors): void {
   if (heap) return writeChannelValues(t.rstd, heap);
   const rstd = temporaryFloat64(rows);
   const [af, bf, xf, yf] = [f32Rows(a), f32Rows(b), f32Rows(x), f32Rows(y)];
-  const per = rowsPerItem(cols);
+  const per = rowsPerItem(rows, cols);
   for (let first = 0; first < rows; first += per) {
     const end = Math.min(rows, first + per);
     if (af && bf && xf && yf) addRmsNormRowsF32(af, bf, xf, yf, cols, eps, g, rstd, first, end);
