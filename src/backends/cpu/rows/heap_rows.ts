@@ -125,7 +125,9 @@ function run(op: RowNormOp, c: RowCall, x: Tensor): void {
 
 /** Float64 arrays a LayerNorm forward gives back: each row's mean and rstd (heap views). */
 export interface RowStats {
+  /** Each row's mean. */
   readonly mean: Float64Array;
+  /** Each row's 1/sqrt(variance + eps). */
   readonly rstd: Float64Array;
 }
 
@@ -155,7 +157,9 @@ export function layerNormHeap(
 
 /** Column sums a backward call gives back (merged over the items; fresh arrays). */
 export interface ColumnSums {
+  /** gradWeight: the sum over rows of gradOut * xhat (undefined without the sums). */
   readonly first: Float64Array | undefined;
+  /** gradBias: the sum over rows of gradOut (undefined without the sums). */
   readonly second: Float64Array | undefined;
 }
 

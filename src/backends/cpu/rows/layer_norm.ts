@@ -1,9 +1,11 @@
 /**
  * The CPU kernels of aclnnLayerNorm and aclnnLayerNormBackward: rows of the normalized dims in
  * work items (items.ts), each row's statistics or sums taken in one pass and its output written
- * in a second, float64 throughout and one rounding per output element. Float32 rows at unit
- * stride run in their own arrays (direct_f32.ts); every other layout and dtype through float64
- * scratch rows (scratch_rows.ts), with the same bits. Weight gradients are per-item column
+ * in a second, float64 throughout and one rounding per output element. Calls whose data tensors
+ * are all rows at unit stride in the host heap, of one dtype, run the WebAssembly row kernels in
+ * place, on the worker pool when it pays (heap_rows.ts); otherwise float32 rows at unit stride
+ * run in their own arrays (direct_f32.ts), every other layout and dtype through float64 scratch
+ * rows (scratch_rows.ts). All three give the same bits. Weight gradients are per-item column
  * partials merged in item order.
  *
  * @module

@@ -1,9 +1,11 @@
 /**
  * The CPU kernels of aclnnRmsNorm, aclnnRmsNormGrad and aclnnAddRmsNorm: rows of gamma's dims in
  * work items (items.ts), one pass for the row's sum of squares or dot product and one for the
- * write, one rounding per output element. Float32 rows at unit stride run in their own arrays
- * (direct_f32.ts); every other layout and dtype through float64 scratch rows (scratch_rows.ts),
- * with the same bits. dgamma is per-item column partials merged in item order.
+ * write, one rounding per output element. Heap rows of one dtype run the WebAssembly row kernels
+ * in place, pooled when it pays (heap_rows.ts); otherwise float32 rows at unit stride run in
+ * their own arrays (direct_f32.ts), every other layout and dtype through float64 scratch rows
+ * (scratch_rows.ts). All three give the same bits. dgamma is per-item column partials merged in
+ * item order.
  *
  * @module
  */

@@ -1,6 +1,6 @@
 /**
- * The WebAssembly row kernels of LayerNorm and RMSNorm (src/backends/cpu/wasm/row_norms.wat,
- * part of the kernels' module) run in place on tensors in the host heap
+ * The WebAssembly row kernels of LayerNorm and RMSNorm (src/backends/cpu/wasm/row_norms.wat and
+ * row_norms_grad.wat, part of the kernels' module) run in place on tensors in the host heap
  * (src/tensor/host_heap.ts): rows of unit stride whose bases are `offset + r * rowStride`,
  * every data tensor of the call in the heap and of one dtype. Their per-column and per-row
  * float64 arrays (weights, biases, gamma, mean, rstd, column partials) live in a block of the
@@ -9,7 +9,7 @@
  * scratch_rows.ts): same formulas, same association of sums (sums.ts).
  *
  * The calling thread's instance of the kernels is made on first use; calls fall back to the
- * TypeScript kernels (return false / undefined) when there is none: no WebAssembly SIMD, no
+ * TypeScript kernels (heap_rows.ts returns undefined) when there is none: no WebAssembly SIMD, no
  * heap, WebAssembly kernels turned off (pool.ts setWasmKernels), or the heap full.
  *
  * @module
@@ -43,8 +43,11 @@ export function rowNormKernels(): RowNormExports | null {
 
 /** Rows of one tensor in the heap: byte address of row 0, bytes between rows, dtype code. */
 export interface HeapRows {
+  /** Heap byte address of row 0's first element. */
   readonly at: number;
+  /** Bytes between consecutive rows. */
   readonly stride: number;
+  /** Dtype code: 0 float32, 1 float16, 2 bfloat16. */
   readonly dt: number;
 }
 
