@@ -115,7 +115,13 @@ function run(op: RowNormOp, c: RowCall, x: Tensor): void {
       x: hostData(x) as unknown as ReadArray,
       constants: c.p,
     });
-    runPooled(pool, [stage], []);
+    try {
+      runPooled(pool, [stage], []);
+    } catch {
+      // A thread without the kernels on the heap (or a failed worker): every item rewrites
+      // its rows and zeroes its partials first, so running them all here gives the results.
+      runRowNormItems(c.k, op, c.p, 0, items);
+    }
   } else {
     quietPool(pool); // a worker polling for a job would compete with this thread for a CPU
     runRowNormItems(c.k, op, c.p, 0, items);
