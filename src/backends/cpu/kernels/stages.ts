@@ -143,15 +143,6 @@ export function pixelIndex(s: Stage, scratch: ThreadScratch): number {
 
 /** Runs items [from, to) of `s` with this thread's scratch. */
 export function runStage(s: Stage, from: number, to: number, scratch: ThreadScratch): void {
-  if (scratch.wasm === undefined) scratch.wasm = instantiateWasm(scratch.wasmBytes);
-  if (!scratch.tables) {
-    scratch.tables = kernelTables();
-    primeDrivers(scratch);
-  }
-  const { rows, pixels } = scratch.tables;
-  const pixel = s.layout.kind === "pixels";
-  // One index for every kernel of the stage: the choice depends on the dtype and layout only.
-  const at = pixel ? pixelIndex(s, scratch) : rowIndex(s, scratch);
   if (
     s.op === "layerNormRows" || s.op === "layerNormBackwardRows" || s.op === "rmsNormRows" ||
     s.op === "rmsNormGradRows" || s.op === "addRmsNormRows"
@@ -161,6 +152,15 @@ export function runStage(s: Stage, from: number, to: number, scratch: ThreadScra
     const k = scratch.heapKernels!.exports as unknown as RowNormExports;
     return runRowNormItems(k, s.op, s.constants, from, to);
   }
+  if (scratch.wasm === undefined) scratch.wasm = instantiateWasm(scratch.wasmBytes);
+  if (!scratch.tables) {
+    scratch.tables = kernelTables();
+    primeDrivers(scratch);
+  }
+  const { rows, pixels } = scratch.tables;
+  const pixel = s.layout.kind === "pixels";
+  // One index for every kernel of the stage: the choice depends on the dtype and layout only.
+  const at = pixel ? pixelIndex(s, scratch) : rowIndex(s, scratch);
   switch (s.op) {
     case "sums":
       if (pixel) {
