@@ -27,7 +27,11 @@ let exportsOf: RowNormExports | null | undefined;
 
 /** The calling thread's row kernels on the heap, or null when they cannot run. */
 export function rowNormKernels(): RowNormExports | null {
-  if (!wasmKernelsEnabled()) return null;
+  if (!wasmKernelsEnabled()) {
+    // Made again when they are turned back on (perhaps with another build: kernels_module.ts).
+    exportsOf = undefined;
+    return null;
+  }
   if (exportsOf !== undefined) return exportsOf;
   const memory = hostHeapMemory();
   try {
