@@ -82,12 +82,25 @@ function median(run: () => void, budget: number): number {
   return times[Math.floor(times.length / 2)];
 }
 
+/**
+ * The inputs of one dtype and shape, made once and shared by the four operators: the host heap
+ * (256 MiB by default) then holds every case's inputs, as the WebAssembly kernels need them
+ * there (a copy per operator overflowed it, and the later cases ran on storage outside it).
+ */
+const inputs = new Map<string, Tensor[]>();
+
 /** The call of one case, its inputs made once (outputs allocated and freed by every call). */
 function call(op: Op, dtype: DType, [rows, cols]: number[]): () => void {
-  const x = Tensor.random([rows, cols], { seed: 1, dtype, distribution: "normal" });
-  const dy = Tensor.random([rows, cols], { seed: 2, dtype, distribution: "normal" });
-  const w = Tensor.random([cols], { seed: 3, dtype, distribution: "normal" });
-  const b = Tensor.random([cols], { seed: 4, dtype, distribution: "normal" });
+  const k = `${dtype}|${rows}x${cols}`;
+  if (!inputs.has(k)) {
+    inputs.set(k, [
+      Tensor.random([rows, cols], { seed: 1, dtype, distribution: "normal" }),
+      Tensor.random([rows, cols], { seed: 2, dtype, distribution: "normal" }),
+      Tensor.random([cols], { seed: 3, dtype, distribution: "normal" }),
+      Tensor.random([cols], { seed: 4, dtype, distribution: "normal" }),
+    ]);
+  }
+  const [x, dy, w, b] = inputs.get(k)!;
   const normalizedShape = [cols];
   switch (op) {
     case "layerNorm":
@@ -96,6 +109,7 @@ function call(op: Op, dtype: DType, [rows, cols]: number[]): () => void {
       };
     case "layerNormBackward": {
       const f = layerNorm({ input: x, normalizedShape, weight: w, bias: b, eps: 1e-5 });
+      f.output.dispose(); // the backward reads mean and rstd only
       const args = {
         gradOut: dy,
         input: x,
@@ -113,7 +127,8 @@ function call(op: Op, dtype: DType, [rows, cols]: number[]): () => void {
         using _ = rmsNorm({ x, gamma: w, epsilon: 1e-6 });
       };
     case "rmsNormGrad": {
-      const { rstd } = rmsNorm({ x, gamma: w, epsilon: 1e-6 });
+      const { y, rstd } = rmsNorm({ x, gamma: w, epsilon: 1e-6 });
+      y.dispose();
       return () => {
         using _ = rmsNormGrad({ dy, x, rstd, gamma: w });
       };

@@ -84,8 +84,11 @@ Deno.test("row access: bfloat16 stores round once to nearest even (ties, Inf, Na
 });
 
 Deno.test("row items depend on the shape only, and cover every row", () => {
-  assert.equal(rowsPerItem(1024), 64);
-  assert.equal(rowsPerItem(1 << 20), 1);
+  assert.equal(rowsPerItem(2048, 1024), 64);
+  assert.equal(rowsPerItem(64, 1024), 16); // a quarter of a call under 2^18 elements
+  assert.equal(rowsPerItem(4, 1024), 8); // at least 2^13 elements
+  assert.equal(itemCount(64, 1024), 4);
+  assert.equal(rowsPerItem(3, 1 << 20), 1);
   assert.equal(itemCount(2048, 1024), 32);
   assert.equal(itemCount(0, 16), 0);
 });

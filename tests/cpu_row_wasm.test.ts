@@ -15,7 +15,8 @@ import { rowAccess } from "../src/backends/cpu/rows/access.ts";
 import { heapRows, rowNormKernels } from "../src/backends/cpu/rows/wasm_rows.ts";
 import { layerNormHeap, rmsNormHeap } from "../src/backends/cpu/rows/heap_rows.ts";
 import { moments8, rstd8 } from "../src/backends/cpu/rows/sums.ts";
-import { withCpuPolicy } from "../src/backends/cpu/pool/pool.ts";
+import { pooledJobCount, withCpuPolicy, workerItemCount } from "../src/backends/cpu/pool/pool.ts";
+import { cpuThreads, setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
 import { rowGeometry } from "../src/backends/types.ts";
 import type { DType } from "../src/tensor/dtype.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
@@ -200,7 +201,7 @@ Deno.test("WebAssembly row kernels give the TypeScript row kernels' bits", () =>
     let cases = 0;
     for (const dtype of ["float32", "float16", "bfloat16"] as const) {
       for (const cols of COLS) {
-        const rows = cols === 1027 ? 67 : cols % 3 === 0 ? 5 : 3; // 1027: two work items
+        const rows = cols === 1027 ? 67 : cols % 3 === 0 ? 5 : 3; // 1027: five work items of 16 rows
         for (
           const [pad, offset, special] of [[0, 0, false], [3, 5, true], [0, 1, true]] as const
         ) {
@@ -266,11 +267,11 @@ Deno.test("WebAssembly row statistics equal sums.ts's in float64, bit for bit", 
         const zeros = new Float64Array(cols);
         const ax = heapRows(x, rowAccess(x, 1));
         const ay = heapRows(y, rowAccess(y, 1));
-        const stats = layerNormHeap(ax, ay, rows, cols, 1e-5, ones, zeros);
+        const stats = layerNormHeap(x, ax, ay, rows, cols, 1e-5, ones, zeros);
         assert.ok(stats, "the WebAssembly kernels ran");
         const mean = stats.mean.slice();
         const rstd = stats.rstd.slice();
-        const rms = rmsNormHeap(ax, ay, rows, cols, 1e-6, ones)!.slice();
+        const rms = rmsNormHeap(x, ax, ay, rows, cols, 1e-6, ones)!.slice();
         const m = new Float64Array(2);
         for (let r = 0; r < rows; r++) {
           moments8(stored, r * cols, cols, 1e-5, m);
@@ -282,4 +283,35 @@ Deno.test("WebAssembly row statistics equal sums.ts's in float64, bit for bit", 
       }
     }
   });
+});
+
+Deno.test("row norms on the worker pool give the bits of one thread's TypeScript kernels", async () => {
+  const threads = cpuThreads();
+  const workerItems = workerItemCount();
+  try {
+    for (const dtype of ["float32", "float16", "bfloat16"] as const) {
+      // Several work items each (5 of 63 rows of 1027, 4 of 375 rows of 69), from 64K elements.
+      for (const [rows, cols] of [[300, 1027], [1500, 69]]) {
+        const c = { rows, cols, dtype, pad: 3, offset: 1, special: true };
+        setCpuThreads(1);
+        const alone = runAll(c, false);
+        setCpuThreads(2);
+        await startCpuPool();
+        // This checks the pooled runs themselves.
+        const { jobs, pooled } = withCpuPolicy({ pool: "always" }, () => {
+          const jobs = pooledJobCount();
+          // Under the default kernels (WebAssembly on): runAll's policy would retire the pool.
+          return { jobs, pooled: runAllUnder(c, true) };
+        });
+        // Nine calls: layerNorm, four layerNormBackward, rmsNorm, two rmsNormGrad, addRmsNorm.
+        assert.equal(pooledJobCount() - jobs, 9, `${dtype} [${rows},${cols}] ran on the pool`);
+        for (const [name, t] of Object.entries(pooled)) {
+          assertSameValues(t, alone[name], `${dtype} [${rows},${cols}] pooled ${name}`);
+        }
+      }
+    }
+    assert.ok(workerItemCount() > workerItems, "workers ran items");
+  } finally {
+    setCpuThreads(threads);
+  }
 });

@@ -8,7 +8,8 @@
  * - the bits: both builds side by side on every float16 pattern, over a million codec
  *   values and every kernel (tests/fixtures/wasm_fp16_compare_child.ts);
  * - tests/cpu_wasm_kernels.test.ts again, against the FP16 build (codecs exhaustively, every
- *   kernel against the TypeScript kernels, the pool);
+ *   kernel against the TypeScript kernels, the pool), and tests/cpu_row_wasm.test.ts (the row
+ *   norms' kernels against the TypeScript row kernels, the pool);
  * - the opcode rewrite of the build (scripts/wasm_opcodes.ts) touches opcodes only.
  */
 
@@ -105,6 +106,18 @@ Deno.test("wasm FP16 build: tests/cpu_wasm_kernels.test.ts passes against it", a
   const codecs = stdout.match(/wasm codecs \(fp16 build\).* ok/g) ?? [];
   assert.equal(codecs.length, 3, stdout);
   assert.match(stdout, /ok \| \d+ passed \| 0 failed \| 1 ignored/);
+});
+
+Deno.test("wasm FP16 build: tests/cpu_row_wasm.test.ts passes against it", async () => {
+  const stdout = await child([
+    "test",
+    FP16_FLAG,
+    "--allow-read",
+    "--allow-env",
+    "--no-check",
+    "tests/cpu_row_wasm.test.ts",
+  ]);
+  assert.match(stdout, /ok \| 4 passed \| 0 failed/);
 });
 
 Deno.test("wasm opcode rewrite: opcodes only, never immediates or data that look like one", () => {

@@ -10,6 +10,7 @@
  */
 
 import type { Layout, TensorAddress } from "./layout_types.ts";
+import type { RowNormStage } from "./row_norm_stage.ts";
 
 /** Element type code of a stage's data tensors: float32, float16, bfloat16. */
 export type DataCode = 0 | 1 | 2;
@@ -153,7 +154,8 @@ export type Stage =
   | StatsStage
   | WriteStage
   | GroupNormStage
-  | GroupNormBackwardStage;
+  | GroupNormBackwardStage
+  | RowNormStage;
 
 /** A stage's fields as its builder gives them (the heap addresses are set before each run). */
 export type StageFields<S extends Stage> = Omit<S, "dyHeap" | "xHeap" | "outHeap">;

@@ -29,6 +29,7 @@ import {
   kernelSets,
 } from "./kernel_tables.ts";
 import { FLOAT32, type Stage, type WriteStage } from "./stage_types.ts";
+import { type RowNormExports, runRowNormItems } from "./row_norm_stage.ts";
 import { densePixels } from "./wasm_kernels.ts";
 import {
   channelsFit,
@@ -179,6 +180,16 @@ export function choose(s: Stage, thread: ThreadState): KernelName {
 
 /** Runs items [from, to) of `s` with this thread's state. */
 export function runStage(s: Stage, from: number, to: number, thread: ThreadState): void {
+  if (
+    s.op === "layerNormRows" || s.op === "layerNormBackwardRows" || s.op === "rmsNormRows" ||
+    s.op === "rmsNormGradRows" || s.op === "addRmsNormRows"
+  ) {
+    // The row norms run only in place (their tensors are in the heap: rows/heap_rows.ts).
+    const wasm = thread.policy.inPlace ? wasmOf(thread) : null;
+    if (wasm === null) throw new Error(`${s.op}: no WebAssembly kernels on the heap`);
+    const k = wasm.exports as unknown as RowNormExports;
+    return runRowNormItems(k, s.op, s.constants, from, to);
+  }
   if (!thread.sets) {
     thread.sets = kernelSets();
     primeDrivers(thread);

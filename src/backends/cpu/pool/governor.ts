@@ -144,6 +144,13 @@ const STAGE_CODES: Readonly<Record<string, number>> = {
   scale: 5,
   groupNorm: 6,
   groupNormBackward: 7,
+  // The row norms' stages run one per job (a code above 7 would spill into the next stage's
+  // digit of a key otherwise).
+  layerNormRows: 8,
+  layerNormBackwardRows: 9,
+  rmsNormRows: 10,
+  rmsNormGradRows: 11,
+  addRmsNormRows: 12,
 };
 const LAYOUT_CODES: Readonly<Record<string, number>> = { rows: 0, pixels: 1, strided: 2 };
 

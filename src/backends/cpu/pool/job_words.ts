@@ -85,6 +85,16 @@ function stageOpCode(op: Stage["op"]): number {
       return 6;
     case "groupNormBackward":
       return 7;
+    case "layerNormRows":
+      return 8;
+    case "layerNormBackwardRows":
+      return 9;
+    case "rmsNormRows":
+      return 10;
+    case "rmsNormGradRows":
+      return 11;
+    case "addRmsNormRows":
+      return 12;
   }
 }
 
@@ -105,6 +115,16 @@ function stageOpOfCode(code: number): Stage["op"] {
       return "groupNorm";
     case 7:
       return "groupNormBackward";
+    case 8:
+      return "layerNormRows";
+    case 9:
+      return "layerNormBackwardRows";
+    case 10:
+      return "rmsNormRows";
+    case 11:
+      return "rmsNormGradRows";
+    case 12:
+      return "addRmsNormRows";
   }
   throw new RangeError(`job words: no stage kind has code ${code}`);
 }

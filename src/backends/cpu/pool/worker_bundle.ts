@@ -2292,6 +2292,50 @@ function kernelSets() {
   };
 }
 
+// src/backends/cpu/kernels/row_norm_stage.ts
+var ROW_N = 0;
+var ROW_ROWS = 1;
+var ROW_PER = 2;
+var ROW_DT = 3;
+var ROW_EPS = 4;
+var ROW_FLAGS = 5;
+var ROW_DATA = 6;
+var ROW_ARRAYS = 14;
+function runRowNormItems(k, op, p, from, to) {
+  const n = p[ROW_N];
+  const per = p[ROW_PER];
+  const dt = p[ROW_DT];
+  const eps = p[ROW_EPS];
+  const d = ROW_DATA;
+  const f = ROW_ARRAYS;
+  for (let item = from; item < to; item++) {
+    const first = item * per;
+    const rows = Math.min(per, p[ROW_ROWS] - first);
+    const at = (t) => p[d + 2 * t] + first * p[d + 2 * t + 1];
+    const s = (t) => p[d + 2 * t + 1];
+    const row = (a) => p[f + a] + 8 * first;
+    const part = (a) => p[f + a] + 8 * n * item;
+    switch (op) {
+      case "layerNormRows":
+        k.ln_fwd(at(0), s(0), at(1), s(1), n, dt, rows, eps, p[f], p[f + 1], row(2), row(3));
+        break;
+      case "layerNormBackwardRows":
+        k.ln_bwd(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, row(1), row(2), p[f], part(3), part(4), p[ROW_FLAGS]);
+        break;
+      case "rmsNormRows":
+        k.rms_fwd(at(0), s(0), at(1), s(1), n, dt, rows, eps, p[f], row(1));
+        break;
+      case "rmsNormGradRows":
+        k.rms_bwd(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, row(1), p[f], part(2));
+        break;
+      case "addRmsNormRows":
+        k.row_add(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows);
+        k.rms_fwd(at(2), s(2), at(3), s(3), n, dt, rows, eps, p[f], row(1));
+        break;
+    }
+  }
+}
+
 // src/backends/cpu/kernels/stages.ts
 function createThreadState(wasmBytes, policy) {
   return {
@@ -2345,6 +2389,12 @@ function choose(s, thread) {
   return "wasm";
 }
 function runStage(s, from, to, thread) {
+  if (s.op === "layerNormRows" || s.op === "layerNormBackwardRows" || s.op === "rmsNormRows" || s.op === "rmsNormGradRows" || s.op === "addRmsNormRows") {
+    const wasm = thread.policy.inPlace ? wasmOf(thread) : null;
+    if (wasm === null) throw new Error(\`\${s.op}: no WebAssembly kernels on the heap\`);
+    const k = wasm.exports;
+    return runRowNormItems(k, s.op, s.constants, from, to);
+  }
   if (!thread.sets) {
     thread.sets = kernelSets();
     primeDrivers(thread);
@@ -2415,6 +2465,16 @@ function stageOpOfCode(code) {
       return "groupNorm";
     case 7:
       return "groupNormBackward";
+    case 8:
+      return "layerNormRows";
+    case 9:
+      return "layerNormBackwardRows";
+    case 10:
+      return "rmsNormRows";
+    case 11:
+      return "rmsNormGradRows";
+    case 12:
+      return "addRmsNormRows";
   }
   throw new RangeError(\`job words: no stage kind has code \${code}\`);
 }

@@ -1,8 +1,9 @@
 /**
  * Row loops for the common case of the row kernels: float32 rows at unit stride whose bases
  * are `offset + r * rowStride` in every data tensor, read and written in their own
- * Float32Arrays (no scratch row: two passes over each row instead of four). The arithmetic is
- * the scratch path's (float64, the same formulas and association), so both give the same bits.
+ * Float32Arrays (no decoded copy of a row: the backward kernels keep only the terms of their
+ * row sums in scratch rows, summed by sums.ts). The arithmetic is the scratch path's (float64,
+ * the same formulas and association), so both give the same bits.
  *
  * Each function runs rows [first, end) of one work item; they are plain functions called per
  * item (a closure made per call would be compiled again on every call).

@@ -1,24 +1,145 @@
 /**
  * The row norms on the WebAssembly row kernels in place (wasm_rows.ts): each function takes
- * a call whose data tensors are all heap rows of one dtype, puts its per-column and per-row
- * float64 arrays in the heap block, runs the work items (items.ts: the same items, hence the
- * same column partials merged in the same order, as the TypeScript kernels) and returns true;
- * or returns false having written nothing, and the caller runs the TypeScript kernels.
+ * a call whose data tensors are all heap rows of one dtype, puts its parameters and its
+ * per-column and per-row float64 arrays in the heap block, and runs the work items (items.ts:
+ * the same items, hence the same column partials merged in the same order, as the TypeScript
+ * kernels) as one stage (kernels/row_norm_stage.ts): on the worker pool when the call is
+ * large and the pool's governor measures it faster there, else on this thread. Each returns
+ * its results, or undefined having written nothing (the caller then runs the TypeScript
+ * kernels).
  *
  * @module
  */
 
+import type { Tensor } from "../../../tensor/tensor.ts";
+import { hostData } from "../fast/tensor_arrays.ts";
+import { MIN_PARALLEL_ELEMENTS } from "../fast/call.ts";
+import {
+  ROW_ARRAYS,
+  ROW_DATA,
+  ROW_DT,
+  ROW_EPS,
+  ROW_FLAGS,
+  ROW_N,
+  ROW_PARAMS,
+  ROW_PER,
+  ROW_ROWS,
+  type RowNormExports,
+  type RowNormOp,
+  type RowNormStage,
+  runRowNormItems,
+} from "../kernels/row_norm_stage.ts";
+import { type ReadArray, uniformStage } from "../kernels/stage_types.ts";
+import type { TensorAddress } from "../kernels/layout_types.ts";
+import { cpuPolicy, quietPool, readyPool, runPooled } from "../pool/pool.ts";
+import { governor, groupKey } from "../pool/governor.ts";
+import { cpuThreads } from "../threads.ts";
 import { itemCount, mergeColumns, rowsPerItem } from "./items.ts";
 import { heapFloat64, type HeapRows, padded, rowNormKernels, sameHeapRows } from "./wasm_rows.ts";
 
+/** A call being set up: its kernels, parameters, the block's address and float64 view. */
+interface RowCall {
+  readonly k: RowNormExports;
+  readonly p: Float64Array;
+  readonly at: number;
+  readonly view: Float64Array;
+}
+
+/**
+ * The kernels and a heap block of ROW_PARAMS parameters then `arrays` float64s, with the
+ * shape's parameters and the data tensors' rows set; undefined when the kernels cannot run.
+ */
+function setUp(
+  data: readonly (HeapRows | undefined)[],
+  rows: number,
+  n: number,
+  eps: number,
+  arrays: number,
+): RowCall | undefined {
+  const k = rowNormKernels();
+  if (!k || !sameHeapRows(data)) return undefined;
+  const block = heapFloat64(ROW_PARAMS + arrays);
+  if (!block) return undefined;
+  const p = block.view.subarray(0, ROW_PARAMS);
+  p.fill(0);
+  p[ROW_N] = n;
+  p[ROW_ROWS] = rows;
+  p[ROW_PER] = rowsPerItem(rows, n);
+  p[ROW_DT] = data[0]!.dt;
+  p[ROW_EPS] = eps;
+  data.forEach((d, i) => {
+    p[ROW_DATA + 2 * i] = d!.at;
+    p[ROW_DATA + 2 * i + 1] = d!.stride;
+  });
+  const view = block.view.subarray(ROW_PARAMS);
+  return { k, p, at: block.at + 8 * ROW_PARAMS, view };
+}
+
+/** Sets array parameter `i` to entry `entry` of the call's float64 arrays. */
+function array(c: RowCall, i: number, entry: number): void {
+  c.p[ROW_ARRAYS + i] = c.at + 8 * entry;
+}
+
+/** Nowhere: the row-norm stages keep their addresses in their parameters. */
+const NO_ADDRESS: TensorAddress = { base: 0, strideN: 0, strideC: 0, strideI: 0, innerStrides: [] };
+
+/**
+ * Runs every item of row-norm stage `op`: pooled when more than one thread is configured, the
+ * call has at least MIN_PARALLEL_ELEMENTS elements and more than one item, the pool is up and
+ * the governor chooses it (as for the other kernels: fast/call.ts); else here.
+ */
+function run(op: RowNormOp, c: RowCall, x: Tensor): void {
+  const n = c.p[ROW_N];
+  const rows = c.p[ROW_ROWS];
+  const items = itemCount(rows, n);
+  const numel = rows * n;
+  const threads = cpuThreads();
+  const pool = threads > 1 && numel >= MIN_PARALLEL_ELEMENTS && items > 1
+    ? readyPool(threads - 1)
+    : undefined;
+  if (!pool) return runRowNormItems(c.k, op, c.p, 0, items);
+  const dt = c.p[ROW_DT] as 0 | 1 | 2;
+  const key = groupKey([op], dt, "rows", numel);
+  const start = performance.now();
+  const pooled = cpuPolicy().pool === "always" || governor.choose(key, start);
+  if (pooled) {
+    const stage = uniformStage<RowNormStage>({
+      op,
+      layout: { kind: "rows", N: rows, C: 1, inner: n, innerShape: [], perSample: false },
+      dtype: dt,
+      items,
+      dyAt: NO_ADDRESS,
+      xAt: NO_ADDRESS,
+      outAt: NO_ADDRESS,
+      // The input, so that every thread's kernels find it in the heap (stages.ts inHeap).
+      x: hostData(x) as unknown as ReadArray,
+      constants: c.p,
+    });
+    try {
+      runPooled(pool, [stage], []);
+    } catch {
+      // A thread without the kernels on the heap (or a failed worker): every item rewrites
+      // its rows and zeroes its partials first, so running them all here gives the results.
+      runRowNormItems(c.k, op, c.p, 0, items);
+    }
+  } else {
+    quietPool(pool); // a worker polling for a job would compete with this thread for a CPU
+    runRowNormItems(c.k, op, c.p, 0, items);
+  }
+  governor.record(key, pooled, start, performance.now() - start, numel);
+}
+
 /** Float64 arrays a LayerNorm forward gives back: each row's mean and rstd (heap views). */
 export interface RowStats {
+  /** Each row's mean. */
   readonly mean: Float64Array;
+  /** Each row's 1/sqrt(variance + eps). */
   readonly rstd: Float64Array;
 }
 
-/** LayerNorm forward of every row, or undefined (nothing written) when it cannot run. */
+/** LayerNorm forward of every row of `input`, or undefined (nothing written). */
 export function layerNormHeap(
+  input: Tensor,
   x: HeapRows | undefined,
   y: HeapRows | undefined,
   rows: number,
@@ -27,52 +148,33 @@ export function layerNormHeap(
   w: Float64Array,
   bias: Float64Array,
 ): RowStats | undefined {
-  const k = rowNormKernels();
-  if (!k || !sameHeapRows([x, y])) return undefined;
-  const [xr, yr] = [x!, y!];
   const c4 = padded(n);
-  const block = heapFloat64(2 * c4 + 2 * rows);
-  if (!block) return undefined;
-  const { at, view } = block;
-  view.set(w.subarray(0, n), 0);
-  view.set(bias.subarray(0, n), c4);
-  const meanAt = 2 * c4;
-  const rstdAt = meanAt + rows;
-  const per = rowsPerItem(n);
-  for (let first = 0; first < rows; first += per) {
-    const count = Math.min(per, rows - first);
-    k.ln_fwd(
-      xr.at + first * xr.stride,
-      xr.stride,
-      yr.at + first * yr.stride,
-      yr.stride,
-      n,
-      xr.dt,
-      count,
-      eps,
-      at,
-      at + 8 * c4,
-      at + 8 * (meanAt + first),
-      at + 8 * (rstdAt + first),
-    );
-  }
+  const c = setUp([x, y], rows, n, eps, 2 * c4 + 2 * rows);
+  if (!c) return undefined;
+  c.view.set(w.subarray(0, n), 0);
+  c.view.set(bias.subarray(0, n), c4);
+  [0, c4, 2 * c4, 2 * c4 + rows].forEach((entry, i) => array(c, i, entry));
+  run("layerNormRows", c, input);
   return {
-    mean: view.subarray(meanAt, meanAt + rows),
-    rstd: view.subarray(rstdAt, rstdAt + rows),
+    mean: c.view.subarray(2 * c4, 2 * c4 + rows),
+    rstd: c.view.subarray(2 * c4 + rows, 2 * c4 + 2 * rows),
   };
 }
 
 /** Column sums a backward call gives back (merged over the items; fresh arrays). */
 export interface ColumnSums {
+  /** gradWeight: the sum over rows of gradOut * xhat (undefined without the sums). */
   readonly first: Float64Array | undefined;
+  /** gradBias: the sum over rows of gradOut (undefined without the sums). */
   readonly second: Float64Array | undefined;
 }
 
 /**
- * LayerNorm backward of every row: gradInput when `gi` is given, the column sums (gradWeight,
+ * LayerNorm backward of every row: gradInput when `wantInput`, the column sums (gradWeight,
  * gradBias) when `sums`; undefined (nothing written) when it cannot run.
  */
 export function layerNormBackwardHeap(
+  input: Tensor,
   dy: HeapRows | undefined,
   x: HeapRows | undefined,
   gi: HeapRows | undefined,
@@ -84,53 +186,30 @@ export function layerNormBackwardHeap(
   rstd: Float64Array,
   w: Float64Array,
 ): ColumnSums | undefined {
-  const k = rowNormKernels();
-  if (!k || !sameHeapRows(wantInput ? [dy, x, gi] : [dy, x])) return undefined;
-  const [dr, xr] = [dy!, x!];
   const c4 = padded(n);
-  const items = itemCount(rows, n);
-  const meanAt = c4;
-  const rstdAt = meanAt + rows;
-  const pwAt = rstdAt + rows;
-  const pbAt = pwAt + (sums ? items * n : 0);
-  const block = heapFloat64(pbAt + (sums ? items * n : 0));
-  if (!block) return undefined;
-  const { at, view } = block;
-  view.set(w.subarray(0, n), 0);
-  view.set(mean.subarray(0, rows), meanAt);
-  view.set(rstd.subarray(0, rows), rstdAt);
-  const flags = (sums ? 1 : 0) | (wantInput ? 2 : 0);
-  const go = wantInput ? gi! : { at: 0, stride: 0 };
-  const per = rowsPerItem(n);
-  for (let item = 0; item < items; item++) {
-    const first = item * per;
-    k.ln_bwd(
-      dr.at + first * dr.stride,
-      dr.stride,
-      xr.at + first * xr.stride,
-      xr.stride,
-      go.at + first * go.stride,
-      go.stride,
-      n,
-      dr.dt,
-      Math.min(per, rows - first),
-      at + 8 * (meanAt + first),
-      at + 8 * (rstdAt + first),
-      at,
-      at + 8 * (pwAt + item * n),
-      at + 8 * (pbAt + item * n),
-      flags,
-    );
-  }
+  const partials = sums ? itemCount(rows, n) * n : 0;
+  const data = wantInput ? [dy, x, gi] : [dy, x];
+  const c = setUp(data, rows, n, NaN, c4 + 2 * rows + 2 * partials);
+  if (!c) return undefined;
+  c.p[ROW_FLAGS] = (sums ? 1 : 0) | (wantInput ? 2 : 0);
+  c.view.set(w.subarray(0, n), 0);
+  c.view.set(mean.subarray(0, rows), c4);
+  c.view.set(rstd.subarray(0, rows), c4 + rows);
+  const pw = c4 + 2 * rows;
+  const pb = pw + partials;
+  [0, c4, c4 + rows, pw, pb].forEach((entry, i) => array(c, i, entry));
+  run("layerNormBackwardRows", c, input);
   if (!sums) return { first: undefined, second: undefined };
+  const items = itemCount(rows, n);
   return {
-    first: mergeColumns(view.subarray(pwAt, pwAt + items * n), items, n),
-    second: mergeColumns(view.subarray(pbAt, pbAt + items * n), items, n),
+    first: mergeColumns(c.view.subarray(pw, pw + partials), items, n),
+    second: mergeColumns(c.view.subarray(pb, pb + partials), items, n),
   };
 }
 
 /** RMSNorm forward of every row: each row's rstd (a heap view), or undefined. */
 export function rmsNormHeap(
+  input: Tensor,
   x: HeapRows | undefined,
   y: HeapRows | undefined,
   rows: number,
@@ -138,34 +217,19 @@ export function rmsNormHeap(
   eps: number,
   g: Float64Array,
 ): Float64Array | undefined {
-  const k = rowNormKernels();
-  if (!k || !sameHeapRows([x, y])) return undefined;
-  const [xr, yr] = [x!, y!];
   const c4 = padded(n);
-  const block = heapFloat64(c4 + rows);
-  if (!block) return undefined;
-  const { at, view } = block;
-  view.set(g.subarray(0, n), 0);
-  const per = rowsPerItem(n);
-  for (let first = 0; first < rows; first += per) {
-    k.rms_fwd(
-      xr.at + first * xr.stride,
-      xr.stride,
-      yr.at + first * yr.stride,
-      yr.stride,
-      n,
-      xr.dt,
-      Math.min(per, rows - first),
-      eps,
-      at,
-      at + 8 * (c4 + first),
-    );
-  }
-  return view.subarray(c4, c4 + rows);
+  const c = setUp([x, y], rows, n, eps, c4 + rows);
+  if (!c) return undefined;
+  c.view.set(g.subarray(0, n), 0);
+  array(c, 0, 0);
+  array(c, 1, c4);
+  run("rmsNormRows", c, input);
+  return c.view.subarray(c4, c4 + rows);
 }
 
 /** RMSNorm backward of every row: dx, and dgamma (a fresh array); undefined when it cannot. */
 export function rmsNormGradHeap(
+  input: Tensor,
   dy: HeapRows | undefined,
   x: HeapRows | undefined,
   dx: HeapRows | undefined,
@@ -174,36 +238,16 @@ export function rmsNormGradHeap(
   rstd: Float64Array,
   g: Float64Array,
 ): Float64Array | undefined {
-  const k = rowNormKernels();
-  if (!k || !sameHeapRows([dy, x, dx])) return undefined;
-  const [dr, xr, or] = [dy!, x!, dx!];
   const c4 = padded(n);
-  const items = itemCount(rows, n);
-  const pgAt = c4 + rows;
-  const block = heapFloat64(pgAt + items * n);
-  if (!block) return undefined;
-  const { at, view } = block;
-  view.set(g.subarray(0, n), 0);
-  view.set(rstd.subarray(0, rows), c4);
-  const per = rowsPerItem(n);
-  for (let item = 0; item < items; item++) {
-    const first = item * per;
-    k.rms_bwd(
-      dr.at + first * dr.stride,
-      dr.stride,
-      xr.at + first * xr.stride,
-      xr.stride,
-      or.at + first * or.stride,
-      or.stride,
-      n,
-      dr.dt,
-      Math.min(per, rows - first),
-      at + 8 * (c4 + first),
-      at,
-      at + 8 * (pgAt + item * n),
-    );
-  }
-  return mergeColumns(view.subarray(pgAt, pgAt + items * n), items, n);
+  const partials = itemCount(rows, n) * n;
+  const c = setUp([dy, x, dx], rows, n, NaN, c4 + rows + partials);
+  if (!c) return undefined;
+  c.view.set(g.subarray(0, n), 0);
+  c.view.set(rstd.subarray(0, rows), c4);
+  [0, c4, c4 + rows].forEach((entry, i) => array(c, i, entry));
+  run("rmsNormGradRows", c, input);
+  const pg = c4 + rows;
+  return mergeColumns(c.view.subarray(pg, pg + partials), itemCount(rows, n), n);
 }
 
 /**
@@ -211,6 +255,7 @@ export function rmsNormGradHeap(
  * each row's rstd (a heap view), or undefined.
  */
 export function addRmsNormHeap(
+  input: Tensor,
   x1: HeapRows | undefined,
   x2: HeapRows | undefined,
   x: HeapRows | undefined,
@@ -220,41 +265,12 @@ export function addRmsNormHeap(
   eps: number,
   g: Float64Array,
 ): Float64Array | undefined {
-  const k = rowNormKernels();
-  if (!k || !sameHeapRows([x1, x2, x, y])) return undefined;
-  const [ar, br, xr, yr] = [x1!, x2!, x!, y!];
   const c4 = padded(n);
-  const block = heapFloat64(c4 + rows);
-  if (!block) return undefined;
-  const { at, view } = block;
-  view.set(g.subarray(0, n), 0);
-  const per = rowsPerItem(n);
-  for (let first = 0; first < rows; first += per) {
-    const count = Math.min(per, rows - first);
-    const xAt = xr.at + first * xr.stride;
-    k.row_add(
-      ar.at + first * ar.stride,
-      ar.stride,
-      br.at + first * br.stride,
-      br.stride,
-      xAt,
-      xr.stride,
-      n,
-      xr.dt,
-      count,
-    );
-    k.rms_fwd(
-      xAt,
-      xr.stride,
-      yr.at + first * yr.stride,
-      yr.stride,
-      n,
-      xr.dt,
-      count,
-      eps,
-      at,
-      at + 8 * (c4 + first),
-    );
-  }
-  return view.subarray(c4, c4 + rows);
+  const c = setUp([x1, x2, x, y], rows, n, eps, c4 + rows);
+  if (!c) return undefined;
+  c.view.set(g.subarray(0, n), 0);
+  array(c, 0, 0);
+  array(c, 1, c4);
+  run("addRmsNormRows", c, input);
+  return c.view.subarray(c4, c4 + rows);
 }

@@ -10,14 +10,21 @@
 /** Elements per work item (whole rows; at least one row). */
 export const ITEM_ELEMENTS = 1 << 16;
 
-/** Rows of one work item for rows of `cols` elements. */
-export function rowsPerItem(cols: number): number {
-  return Math.max(1, Math.floor(ITEM_ELEMENTS / Math.max(cols, 1)));
+/**
+ * Elements per work item of calls under 4 {@linkcode ITEM_ELEMENTS}: a quarter of the call, at
+ * least this many, so that a call of 2^16 elements still splits over threads.
+ */
+export const MIN_ITEM_ELEMENTS = 1 << 13;
+
+/** Rows of one work item of `rows` rows of `cols` elements (a function of the shape only). */
+export function rowsPerItem(rows: number, cols: number): number {
+  const target = Math.min(ITEM_ELEMENTS, Math.max(MIN_ITEM_ELEMENTS, Math.ceil(rows * cols / 4)));
+  return Math.max(1, Math.floor(target / Math.max(cols, 1)));
 }
 
 /** The work items of `rows` rows of `cols` elements. */
 export function itemCount(rows: number, cols: number): number {
-  return Math.ceil(rows / rowsPerItem(cols));
+  return Math.ceil(rows / rowsPerItem(rows, cols));
 }
 
 /**

@@ -1,9 +1,11 @@
 /**
  * The CPU kernels of aclnnLayerNorm and aclnnLayerNormBackward: rows of the normalized dims in
  * work items (items.ts), each row's statistics or sums taken in one pass and its output written
- * in a second, float64 throughout and one rounding per output element. Float32 rows at unit
- * stride run in their own arrays (direct_f32.ts); every other layout and dtype through float64
- * scratch rows (scratch_rows.ts), with the same bits. Weight gradients are per-item column
+ * in a second, float64 throughout and one rounding per output element. Calls whose data tensors
+ * are all rows at unit stride in the host heap, of one dtype, run the WebAssembly row kernels in
+ * place, on the worker pool when it pays (heap_rows.ts); otherwise float32 rows at unit stride
+ * run in their own arrays (direct_f32.ts), every other layout and dtype through float64 scratch
+ * rows (scratch_rows.ts). All three give the same bits. Weight gradients are per-item column
  * partials merged in item order.
  *
  * @module
@@ -51,6 +53,7 @@ export function layerNorm(plan: LayerNormPlan, t: LayerNormTensors): void {
   const w = channelValuesOr(t.weight, cols, 1);
   const bias = channelValuesOr(t.bias, cols, 0);
   const stats = layerNormHeap(
+    t.input,
     heapRows(t.input, x),
     heapRows(t.output, y),
     rows,
@@ -69,7 +72,7 @@ export function layerNorm(plan: LayerNormPlan, t: LayerNormTensors): void {
   const moments = temporaryFloat64(2);
   const xf = f32Rows(x);
   const yf = f32Rows(y);
-  const per = rowsPerItem(cols);
+  const per = rowsPerItem(rows, cols);
   for (let first = 0; first < rows; first += per) {
     const end = Math.min(rows, first + per);
     if (xf && yf) {
@@ -113,6 +116,7 @@ export function layerNormBackward(plan: LayerNormBackwardPlan, t: LayerNormBackw
   const rstd = channelValues(t.rstd);
   const sums = wantWeight || wantBias;
   const heap = layerNormBackwardHeap(
+    t.input,
     heapRows(t.gradOut, dy),
     heapRows(t.input, x),
     heapRows(gradInput, gi),
@@ -134,7 +138,7 @@ export function layerNormBackward(plan: LayerNormBackwardPlan, t: LayerNormBackw
   const pb = sums ? new Float64Array(items * cols) : undefined;
   const [dyf, xf, gif] = [f32Rows(dy), f32Rows(x), f32Rows(gi)];
   const direct = dyf && xf && (!gi || gif);
-  const per = rowsPerItem(cols);
+  const per = rowsPerItem(rows, cols);
   for (let k = 0; k < items; k++) {
     const first = k * per;
     const end = Math.min(rows, first + per);

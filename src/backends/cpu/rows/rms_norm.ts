@@ -1,9 +1,11 @@
 /**
  * The CPU kernels of aclnnRmsNorm, aclnnRmsNormGrad and aclnnAddRmsNorm: rows of gamma's dims in
  * work items (items.ts), one pass for the row's sum of squares or dot product and one for the
- * write, one rounding per output element. Float32 rows at unit stride run in their own arrays
- * (direct_f32.ts); every other layout and dtype through float64 scratch rows (scratch_rows.ts),
- * with the same bits. dgamma is per-item column partials merged in item order.
+ * write, one rounding per output element. Heap rows of one dtype run the WebAssembly row kernels
+ * in place, pooled when it pays (heap_rows.ts); otherwise float32 rows at unit stride run in
+ * their own arrays (direct_f32.ts), every other layout and dtype through float64 scratch rows
+ * (scratch_rows.ts). All three give the same bits. dgamma is per-item column partials merged in
+ * item order.
  *
  * @module
  */
@@ -41,11 +43,11 @@ export function rmsNorm(plan: RmsNormPlan, t: RmsNormTensors): void {
   const x = rowAccess(t.x, axis);
   const y = rowAccess(t.y, axis);
   const g = channelValues(t.gamma);
-  const heap = rmsNormHeap(heapRows(t.x, x), heapRows(t.y, y), rows, cols, plan.epsilon, g);
+  const heap = rmsNormHeap(t.x, heapRows(t.x, x), heapRows(t.y, y), rows, cols, plan.epsilon, g);
   if (heap) return writeChannelValues(t.rstd, heap);
   const rstd = temporaryFloat64(rows);
   const [xf, yf] = [f32Rows(x), f32Rows(y)];
-  const per = rowsPerItem(cols);
+  const per = rowsPerItem(rows, cols);
   for (let first = 0; first < rows; first += per) {
     const end = Math.min(rows, first + per);
     if (xf && yf) rmsNormRowsF32(xf, yf, cols, plan.epsilon, g, rstd, first, end);
@@ -80,6 +82,7 @@ export function rmsNormGrad(plan: RmsNormGradPlan, t: RmsNormGradTensors): void 
   const g = channelValues(t.gamma);
   const rstd = channelValues(t.rstd);
   const heap = rmsNormGradHeap(
+    t.x,
     heapRows(t.dy, dy),
     heapRows(t.x, x),
     heapRows(t.dx, dx),
@@ -92,7 +95,7 @@ export function rmsNormGrad(plan: RmsNormGradPlan, t: RmsNormGradTensors): void 
   const items = itemCount(rows, cols);
   const pg = new Float64Array(items * cols);
   const [dyf, xf, dxf] = [f32Rows(dy), f32Rows(x), f32Rows(dx)];
-  const per = rowsPerItem(cols);
+  const per = rowsPerItem(rows, cols);
   for (let k = 0; k < items; k++) {
     const first = k * per;
     const end = Math.min(rows, first + per);
@@ -129,6 +132,7 @@ export function addRmsNorm(plan: AddRmsNormPlan, t: AddRmsNormTensors): void {
   const g = channelValues(t.gamma);
   const eps = plan.epsilon;
   const heap = addRmsNormHeap(
+    t.x1,
     heapRows(t.x1, a),
     heapRows(t.x2, b),
     heapRows(t.x, x),
@@ -141,7 +145,7 @@ export function addRmsNorm(plan: AddRmsNormPlan, t: AddRmsNormTensors): void {
   if (heap) return writeChannelValues(t.rstd, heap);
   const rstd = temporaryFloat64(rows);
   const [af, bf, xf, yf] = [f32Rows(a), f32Rows(b), f32Rows(x), f32Rows(y)];
-  const per = rowsPerItem(cols);
+  const per = rowsPerItem(rows, cols);
   for (let first = 0; first < rows; first += per) {
     const end = Math.min(rows, first + per);
     if (af && bf && xf && yf) addRmsNormRowsF32(af, bf, xf, yf, cols, eps, g, rstd, first, end);

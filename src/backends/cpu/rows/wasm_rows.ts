@@ -1,6 +1,6 @@
 /**
- * The WebAssembly row kernels of LayerNorm and RMSNorm (src/backends/cpu/wasm/row_norms.wat,
- * part of the kernels' module) run in place on tensors in the host heap
+ * The WebAssembly row kernels of LayerNorm and RMSNorm (src/backends/cpu/wasm/row_norms.wat and
+ * row_norms_grad.wat, part of the kernels' module) run in place on tensors in the host heap
  * (src/tensor/host_heap.ts): rows of unit stride whose bases are `offset + r * rowStride`,
  * every data tensor of the call in the heap and of one dtype. Their per-column and per-row
  * float64 arrays (weights, biases, gamma, mean, rstd, column partials) live in a block of the
@@ -9,7 +9,7 @@
  * scratch_rows.ts): same formulas, same association of sums (sums.ts).
  *
  * The calling thread's instance of the kernels is made on first use; calls fall back to the
- * TypeScript kernels (return false / undefined) when there is none: no WebAssembly SIMD, no
+ * TypeScript kernels (heap_rows.ts returns undefined) when there is none: no WebAssembly SIMD, no
  * heap, WebAssembly kernels turned off (the CPU policy, ../policy.ts), or the heap full.
  *
  * @module
@@ -21,89 +21,17 @@ import { hostData } from "../fast/tensor_arrays.ts";
 import { cpuPolicy } from "../pool/pool.ts";
 import { kernelsWasmBytes } from "../wasm/kernels_module.ts";
 import type { RowAccess } from "./access.ts";
-
-/** The row kernels' exports (byte addresses; dt: 0 float32, 1 float16, 2 bfloat16). */
-export interface RowNormExports {
-  /** LayerNorm forward of `rows` rows: y, and each row's mean and rstd. */
-  ln_fwd(
-    x: number,
-    xs: number,
-    y: number,
-    ys: number,
-    n: number,
-    dt: number,
-    rows: number,
-    eps: number,
-    w: number,
-    b: number,
-    mean: number,
-    rstd: number,
-  ): void;
-  /** LayerNorm backward: flags 1 column partials (pw, pb: zeroed first), 2 gradInput. */
-  ln_bwd(
-    dy: number,
-    dys: number,
-    x: number,
-    xs: number,
-    gi: number,
-    gis: number,
-    n: number,
-    dt: number,
-    rows: number,
-    mean: number,
-    rstd: number,
-    w: number,
-    pw: number,
-    pb: number,
-    flags: number,
-  ): void;
-  /** RMSNorm forward: y = x * rstd * g, and each row's rstd. */
-  rms_fwd(
-    x: number,
-    xs: number,
-    y: number,
-    ys: number,
-    n: number,
-    dt: number,
-    rows: number,
-    eps: number,
-    g: number,
-    rstd: number,
-  ): void;
-  /** RMSNorm backward: dx, and the column partials pg (zeroed first). */
-  rms_bwd(
-    dy: number,
-    dys: number,
-    x: number,
-    xs: number,
-    dx: number,
-    dxs: number,
-    n: number,
-    dt: number,
-    rows: number,
-    rstd: number,
-    g: number,
-    pg: number,
-  ): void;
-  /** out = a + b, rounded once to dt. */
-  row_add(
-    a: number,
-    as: number,
-    b: number,
-    bs: number,
-    out: number,
-    os: number,
-    n: number,
-    dt: number,
-    rows: number,
-  ): void;
-}
+import type { RowNormExports } from "../kernels/row_norm_stage.ts";
 
 let exportsOf: RowNormExports | null | undefined;
 
 /** The calling thread's row kernels on the heap, or null when they cannot run. */
 export function rowNormKernels(): RowNormExports | null {
-  if (!cpuPolicy().wasm) return null;
+  if (!cpuPolicy().wasm) {
+    // Made again when they are turned back on (perhaps with another build: kernels_module.ts).
+    exportsOf = undefined;
+    return null;
+  }
   if (exportsOf !== undefined) return exportsOf;
   const memory = hostHeapMemory();
   try {
@@ -119,8 +47,11 @@ export function rowNormKernels(): RowNormExports | null {
 
 /** Rows of one tensor in the heap: byte address of row 0, bytes between rows, dtype code. */
 export interface HeapRows {
+  /** Heap byte address of row 0's first element. */
   readonly at: number;
+  /** Bytes between consecutive rows. */
   readonly stride: number;
+  /** Dtype code: 0 float32, 1 float16, 2 bfloat16. */
   readonly dt: number;
 }
 
@@ -142,32 +73,34 @@ export function sameHeapRows(rows: readonly (HeapRows | undefined)[]): rows is H
   return rows.every((r) => r !== undefined && r.dt === dt);
 }
 
-/** The holder of this thread's float64 block in the heap, and its size in float64s. */
+/** The holder of this thread's float64 block in the heap, its buffer, address and size. */
 let holder: object | undefined;
+let holderBuffer: SharedArrayBuffer | undefined;
 let holderAt = 0;
 let holderLength = 0;
 
 /**
  * A float64 block of at least `length` entries in the heap (contents undefined), reused by
- * every call on this thread: its byte address and a view of it made now (the heap's buffer
- * changes when it grows). Undefined when the heap cannot hold it.
+ * every call on this thread: its byte address and a view of it (over the buffer the heap
+ * gave with it, which the pool's job words can describe). Undefined when the heap cannot
+ * hold it.
  */
 export function heapFloat64(length: number): { at: number; view: Float64Array } | undefined {
-  const memory = hostHeapMemory();
-  if (!memory) return undefined;
-  if (length > holderLength) {
+  if (length > holderLength || !holderBuffer) {
     if (holder) heapFree(holder);
     holder = undefined;
+    holderBuffer = undefined;
     holderLength = 0;
     const want = Math.max(length, 4096);
     const block = heapAllocate(want * 8, false);
     if (!block) return undefined;
     holder = {};
     block.adopt(holder);
+    holderBuffer = block.buffer;
     holderAt = block.at;
     holderLength = want;
   }
-  return { at: holderAt, view: new Float64Array(memory.buffer, holderAt, length) };
+  return { at: holderAt, view: new Float64Array(holderBuffer, holderAt, length) };
 }
 
 /** `n` rounded up to a multiple of 4 (the kernels read per-column arrays in vectors of 4). */

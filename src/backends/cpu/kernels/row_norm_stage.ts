@@ -1,0 +1,194 @@
+/**
+ * The row norms' stages (LayerNorm, RMSNorm, AddRmsNorm: src/backends/cpu/rows/heap_rows.ts
+ * builds them): work items of whole rows run by the WebAssembly row kernels in place
+ * (src/backends/cpu/wasm/row_norms.wat, row_norms_grad.wat), on any thread. A stage's
+ * `constants` (a float64 array in the host heap, so that the pool's job words describe it)
+ * holds its parameters at the ROW_* indices below: the kernel's arguments are byte addresses
+ * in the heap, which every thread's instance of the kernels shares. Each item writes its own
+ * rows, its rows' statistics and its own column partials, so the results are the same
+ * whichever thread runs which item.
+ *
+ * Worker-safe (see codecs.ts).
+ *
+ * @module
+ */
+
+import type { StageBase } from "./stage_types.ts";
+
+/** The row kernels' exports (byte addresses; dt: 0 float32, 1 float16, 2 bfloat16). */
+export interface RowNormExports {
+  /** LayerNorm forward of `rows` rows: y, and each row's mean and rstd. */
+  ln_fwd(
+    x: number,
+    xs: number,
+    y: number,
+    ys: number,
+    n: number,
+    dt: number,
+    rows: number,
+    eps: number,
+    w: number,
+    b: number,
+    mean: number,
+    rstd: number,
+  ): void;
+  /** LayerNorm backward: flags 1 column partials (pw, pb: zeroed first), 2 gradInput. */
+  ln_bwd(
+    dy: number,
+    dys: number,
+    x: number,
+    xs: number,
+    gi: number,
+    gis: number,
+    n: number,
+    dt: number,
+    rows: number,
+    mean: number,
+    rstd: number,
+    w: number,
+    pw: number,
+    pb: number,
+    flags: number,
+  ): void;
+  /** RMSNorm forward: y = x * rstd * g, and each row's rstd. */
+  rms_fwd(
+    x: number,
+    xs: number,
+    y: number,
+    ys: number,
+    n: number,
+    dt: number,
+    rows: number,
+    eps: number,
+    g: number,
+    rstd: number,
+  ): void;
+  /** RMSNorm backward: dx, and the column partials pg (zeroed first). */
+  rms_bwd(
+    dy: number,
+    dys: number,
+    x: number,
+    xs: number,
+    dx: number,
+    dxs: number,
+    n: number,
+    dt: number,
+    rows: number,
+    rstd: number,
+    g: number,
+    pg: number,
+  ): void;
+  /** out = a + b, rounded once to dt. */
+  row_add(
+    a: number,
+    as: number,
+    b: number,
+    bs: number,
+    out: number,
+    os: number,
+    n: number,
+    dt: number,
+    rows: number,
+  ): void;
+}
+
+/** The kinds of row-norm stage. */
+export type RowNormOp =
+  | "layerNormRows"
+  | "layerNormBackwardRows"
+  | "rmsNormRows"
+  | "rmsNormGradRows"
+  | "addRmsNormRows";
+
+/** A row-norm stage: `items` items of `constants[ROW_PER]` rows each (the last may be short). */
+export interface RowNormStage extends StageBase {
+  /** Stage kind. */
+  readonly op: RowNormOp;
+  /** The parameters (ROW_* indices), in the heap. */
+  readonly constants: Float64Array;
+}
+
+/** Parameter index: elements per row. */
+export const ROW_N = 0;
+/** Parameter index: rows of the call. */
+export const ROW_ROWS = 1;
+/** Parameter index: rows per work item. */
+export const ROW_PER = 2;
+/** Parameter index: dtype code of the data tensors. */
+export const ROW_DT = 3;
+/** Parameter index: epsilon. */
+export const ROW_EPS = 4;
+/** Parameter index: LayerNorm backward's flags (1 column sums, 2 gradInput). */
+export const ROW_FLAGS = 5;
+/**
+ * Parameter index of the data tensors' (byte address of row 0, bytes between rows), four
+ * pairs: LayerNorm x, y; LayerNorm backward dy, x, gradInput; RMSNorm x, y; RMSNorm backward
+ * dy, x, dx; AddRmsNorm x1, x2, x, y.
+ */
+export const ROW_DATA = 6;
+/**
+ * Parameter index of the float64 arrays' byte addresses, five: LayerNorm w, b, mean, rstd;
+ * LayerNorm backward w, mean, rstd, pw, pb; RMSNorm (and AddRmsNorm) g, rstd; RMSNorm
+ * backward g, rstd, pg. Per-row arrays start at row 0; partials hold n per item.
+ */
+export const ROW_ARRAYS = 14;
+/** Number of parameters. */
+export const ROW_PARAMS = 19;
+
+/** Runs items [from, to) of the row-norm stage `op` with parameters `p` on kernels `k`. */
+export function runRowNormItems(
+  k: RowNormExports,
+  op: RowNormOp,
+  p: Float64Array,
+  from: number,
+  to: number,
+): void {
+  const n = p[ROW_N];
+  const per = p[ROW_PER];
+  const dt = p[ROW_DT];
+  const eps = p[ROW_EPS];
+  const d = ROW_DATA;
+  const f = ROW_ARRAYS;
+  for (let item = from; item < to; item++) {
+    const first = item * per;
+    const rows = Math.min(per, p[ROW_ROWS] - first);
+    const at = (t: number) => p[d + 2 * t] + first * p[d + 2 * t + 1];
+    const s = (t: number) => p[d + 2 * t + 1];
+    const row = (a: number) => p[f + a] + 8 * first;
+    const part = (a: number) => p[f + a] + 8 * n * item;
+    switch (op) {
+      case "layerNormRows":
+        k.ln_fwd(at(0), s(0), at(1), s(1), n, dt, rows, eps, p[f], p[f + 1], row(2), row(3));
+        break;
+      case "layerNormBackwardRows":
+        k.ln_bwd(
+          at(0),
+          s(0),
+          at(1),
+          s(1),
+          at(2),
+          s(2),
+          n,
+          dt,
+          rows,
+          row(1),
+          row(2),
+          p[f],
+          part(3),
+          part(4),
+          p[ROW_FLAGS],
+        );
+        break;
+      case "rmsNormRows":
+        k.rms_fwd(at(0), s(0), at(1), s(1), n, dt, rows, eps, p[f], row(1));
+        break;
+      case "rmsNormGradRows":
+        k.rms_bwd(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, row(1), p[f], part(2));
+        break;
+      case "addRmsNormRows":
+        k.row_add(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows);
+        k.rms_fwd(at(2), s(2), at(3), s(3), n, dt, rows, eps, p[f], row(1));
+        break;
+    }
+  }
+}
