@@ -14,7 +14,7 @@
  *     [--calls 60000] [--every 10000] [--style dispose|tidy] [--json]
  *
  * `--json` prints one JSON line at the end: `{ style, calls, rows: [{ calls, rssMiB, heapMiB,
- * liveBuffers, blocksInUse }] }` (tests/npu_soak.test.ts runs a bounded version).
+ * liveBuffers, blocksInUse }] }` (tests/ffi/npu_soak.test.ts runs a bounded version).
  *
  * @module
  */

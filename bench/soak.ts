@@ -12,7 +12,7 @@
  *   deno task build:sim
  *   deno run --allow-ffi --allow-env --allow-read bench/soak.ts [--calls 20000] [--json]
  *
- * tests/memory.test.ts runs it with fewer calls and asserts every style stays flat.
+ * tests/tensor/memory.test.ts runs it with fewer calls and asserts every style stays flat.
  *
  * @module
  */

@@ -10,7 +10,7 @@
  * deno task build:kernels --check    # exit 1 when either is stale (writes nothing)
  * ```
  *
- * `deno task check` runs the `--check`, and tests/cpu_kernel_templates.test.ts compares a
+ * `deno task check` runs the `--check`, and tests/cpu/kernel_templates.test.ts compares a
  * rebuild with the committed files, so CI detects a template edited without a rebuild (or
  * a generated file edited by hand).
  *

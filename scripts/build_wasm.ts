@@ -18,7 +18,7 @@
  * deno task build:wasm --check    # exit 1 when either is stale (writes nothing)
  * ```
  *
- * tests/cpu_wasm_kernels.test.ts rebuilds the modules' text the same way and requires it to
+ * tests/cpu/wasm_kernels.test.ts rebuilds the modules' text the same way and requires it to
  * equal the committed files, so CI detects a .wat edited without a rebuild.
  *
  * @module

@@ -12,7 +12,7 @@
  *
  * `deno bundle` runs from the repository root (the bundle's comments name each module by its
  * path from there), without a lock file; the same sources give the same text. `deno task
- * check` runs the `--check`, and tests/cpu_worker_bundle.test.ts compares a rebuild with the
+ * check` runs the `--check`, and tests/cpu/worker_bundle.test.ts compares a rebuild with the
  * committed module, so CI detects a worker module edited without a rebuild.
  *
  * @module

@@ -3,7 +3,7 @@
  * each in its own file under `symbols/` (runtime, nnopbase, opapi, hccl). Every entry carries
  * its C prototype (from CANN's acl/acl_base.h, acl/acl_rt.h, aclnn/acl_meta.h and the
  * aclnn_*.h operator headers) in the comment beside it; the ABI class of every parameter and
- * result agrees with `cann_abi.json` (tests/ffi_symbols.test.ts checks it).
+ * result agrees with `cann_abi.json` (tests/ffi/symbols.test.ts checks it).
  *
  * Conventions: handles (aclTensor*, aclOpExecutor*, aclrtStream, ...) are `"pointer"`; memory
  * the caller owns for the duration of the call (out-params such as `uint64_t*` and

@@ -168,7 +168,7 @@ property("batchNormBackward (training and eval) equals the oracle", backwardCase
     ? { mean: batch.mean, invstd: invstdOf(batch.variance, c.eps) }
     : { mean: uniform(C, c.seed + 5), invstd: uniform(C, c.seed + 6, 0.5, 2) };
   // An empty batch has no invstd (NaN): the gradients over it are 0 whatever the saves hold.
-  // KNOWN LIBRARY BUG (tests/npu_ops.test.ts "backward ops: batchNormBackward with 16-bit saves
+  // KNOWN LIBRARY BUG (tests/ffi/npu_ops.test.ts "backward ops: batchNormBackward with 16-bit saves
   // uses the caller's invstd"): on a chip that reads the variance from saveInvstd, the library
   // rounds Var = 1/invstd^2 - eps to the saves' 16-bit dtype, so the chip's invstd is off by
   // up to half an ulp of that dtype. That test fails until it is fixed; here such saves are

@@ -3,7 +3,7 @@
  * application (libacl_rt, libnnopbase, libopapi_nn, libopapi_math).  Each operator runs once on
  * a small float32 case checked against the formula in double, and refuses one argument with
  * CANN's code.  Exit status 0 = every check passed.  (tests/sim_layer_norm*.test.ts and
- * tests/sim_rms_norm.test.ts test them thoroughly.)
+ * tests/software_cann/rms_norm.test.ts test them thoroughly.)
  */
 #define _GNU_SOURCE
 #include <math.h>

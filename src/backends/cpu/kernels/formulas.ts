@@ -14,7 +14,7 @@
  *   and backward outputs, float32 [4,8,16,16], channel offsets 1e2 / 1e4 / 1e6 with noise
  *   of +-0.5): 0 / 7 / 404 of 32768 outputs differ from the reference's, by at most
  *   0 / 6 / 3 ulps (the 6 on an output near zero, an absolute error of about 1e-12); none
- *   for bfloat16 and float16. tests/cpu_fast_kernels.test.ts holds every fast kernel
+ *   for bfloat16 and float16. tests/cpu/fast_kernels.test.ts holds every fast kernel
  *   within 1 ulp + 1e-11 of the reference.
  * - Non-finite inputs give non-finite outputs wherever the reference's are, but where a
  *   channel's folded constants are themselves infinite (an infinite sum, or invstd), an

@@ -2,7 +2,7 @@
  * Which build of the WebAssembly kernels this process runs: the FP16 build
  * (kernels_fp16_wasm.ts: kernels.wat with the FP16 proposal's float16 conversions) when the
  * engine validates it, else the baseline build (kernels_wasm.ts). Both give the same bits
- * for every input (kernels_fp16.wat says why; tests/cpu_wasm_fp16.test.ts checks it in a
+ * for every input (kernels_fp16.wat says why; tests/cpu/wasm_fp16.test.ts checks it in a
  * child process started with V8's `--experimental-wasm-fp16`), so the choice changes only
  * the speed of float16 kernels.
  *

@@ -1,0 +1,166 @@
+/**
+ * The worker pool's governor (pool/governor.ts) on timings given to it: it tries both ways,
+ * then runs the faster one, looks at the other one again less and less often while the
+ * choice stands, and changes its mind when the timings change (another process takes a CPU,
+ * or leaves it). And on real calls: a 2-thread call of 64K elements is measured both ways,
+ * and gives the calling thread's bits whichever way runs it.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import {
+  Governor,
+  governor,
+  GOVERNOR_WARMUP_RUNS,
+  groupKey,
+} from "../../src/backends/cpu/pool/governor.ts";
+import {
+  batchNorm,
+  cpuThreads,
+  setCpuThreads,
+  startCpuPool,
+  stopCpuPool,
+  Tensor,
+} from "../../mod.ts";
+
+const KEY = groupKey(["sums", "write"], 0, "rows", 1 << 20);
+const ELEMENTS = 1 << 20;
+
+/** A governor and its clock: each call advances it by the call's time. */
+function governed() {
+  return { g: new Governor(), clock: 1000 };
+}
+
+/** Runs `calls` calls of KEY with the given ms per way; returns how many ran pooled. */
+function drive(
+  s: { g: Governor; clock: number },
+  calls: number,
+  pooledMs: number,
+  aloneMs: number,
+) {
+  let pooled = 0;
+  for (let i = 0; i < calls; i++) {
+    const p = s.g.choose(KEY, s.clock);
+    const ms = p ? pooledMs : aloneMs;
+    if (p) pooled++;
+    s.g.record(KEY, p, s.clock, ms, ELEMENTS);
+    s.clock += ms;
+  }
+  return pooled;
+}
+
+Deno.test("pool governor: tries both ways, then keeps to the faster", () => {
+  const s = governed();
+  // Warm-up: alternating, pooled first.
+  const first: boolean[] = [];
+  for (let i = 0; i < 2 * GOVERNOR_WARMUP_RUNS; i++) {
+    const p = s.g.choose(KEY, s.clock);
+    first.push(p);
+    s.g.record(KEY, p, s.clock, p ? 2 : 1, ELEMENTS); // the pool takes twice as long
+    s.clock += p ? 2 : 1;
+  }
+  assert.deepEqual(first, [true, false, true, false, true, false]);
+  // Then alone, but for the runs that check the pool again, 4, 8, 16, ... ms apart: in the
+  // next 1000 calls of 1 ms, the checks 4, 8, ..., 256 ms apart (7); the next is 512 ms on.
+  assert.equal(drive(s, 1000, 2, 1), 7);
+  // From 2048 ms apart on: about one per 2 s.
+  drive(s, 4000, 2, 1);
+  assert.equal(drive(s, 8192, 2, 1), 4, "one check in 2048 ms once the choice has stood");
+  const m = s.g.measured(KEY)!;
+  assert.ok(
+    Math.abs(m.pooled - 2e6 / ELEMENTS) < 1e-9 && Math.abs(m.alone - 1e6 / ELEMENTS) < 1e-9,
+  );
+});
+
+Deno.test("pool governor: changes its mind when the timings change", () => {
+  const s = governed();
+  // Pooled wins: alone for the warm-up (3) and the checks 4, 8, ..., 256 ms apart (7).
+  assert.equal(600 - drive(s, 600, 1, 2), 3 + 7);
+  // Another process now takes the other CPU: pooled calls take 4x longer than before. The
+  // pooled average passes the alone one within a few calls.
+  const pooled = drive(s, 2000, 4, 2);
+  assert.ok(pooled < 20, `${pooled} of 2000 still pooled after the pool became slower`);
+  // It leaves: the pool wins again, and is found again at the next check (at most 2 s
+  // away), after which a few checks 4 ms apart settle it.
+  drive(s, 2100, 1, 2);
+  const settled = drive(s, 1000, 1, 2);
+  assert.ok(settled >= 990, `${settled} of the next 1000 pooled`);
+});
+
+Deno.test("pool governor: a pool whose runs improve (workers warming up) is checked soon, then chosen", () => {
+  const s = governed();
+  // The calling thread's kernels are warm (1 ms); a worker's start in the interpreter: the
+  // k-th pooled run takes 4 * 0.9^k ms, down to 0.5 ms (below 1 ms from the 14th on).
+  let pooledRuns = 0;
+  const choices: boolean[] = [];
+  for (let i = 0; i < 300; i++) {
+    const p = s.g.choose(KEY, s.clock);
+    const ms = p ? Math.max(0.5, 4 * 0.9 ** pooledRuns++) : 1;
+    s.g.record(KEY, p, s.clock, ms, ELEMENTS);
+    s.clock += ms;
+    choices.push(p);
+  }
+  // Each improving check comes 4 ms after the last: the 14th pooled run is within the first
+  // 100 calls, and from then on the pool wins. (Checks spaced 4, 8, 16, ... ms, as for a
+  // way that does not improve, would reach about 10 pooled runs in these 300 calls.)
+  const last = choices.slice(200).filter((p) => p).length;
+  assert.ok(last >= 98, `${last} of the last 100 calls pooled`);
+  assert.ok(s.g.measured(KEY)!.pooled <= 0.5e6 / ELEMENTS + 1e-9, "the estimate is the best run");
+});
+
+Deno.test("pool governor: one preempted run does not flip the choice", () => {
+  const s = governed();
+  drive(s, 200, 2, 1); // alone wins (1 ms against 2)
+  // The next alone call is preempted for 50 ms: it counts as twice the average at most.
+  assert.equal(s.g.choose(KEY, s.clock), false);
+  s.g.record(KEY, false, s.clock, 50, ELEMENTS);
+  s.clock += 50;
+  assert.ok(s.g.measured(KEY)!.alone < 1.3e6 / ELEMENTS, "the average rose by 25% at most");
+  assert.ok(drive(s, 100, 2, 1) <= 1, "still alone (but for a scheduled check of the pool)");
+});
+
+Deno.test("pool governor: groups are apart", () => {
+  const s = governed();
+  const other = groupKey(["sums", "write"], 0, "rows", 1 << 17);
+  assert.notEqual(other, KEY, "another size is another group");
+  assert.equal(s.g.choose(other, s.clock), true, "a new group starts with a pooled run");
+  // Powers of two of elements: 2^16 up to 2^17 - 1 is one group.
+  assert.equal(groupKey(["stats"], 2, "pixels", 65536), groupKey(["stats"], 2, "pixels", 131071));
+  const keys = new Set([
+    groupKey(["stats"], 2, "pixels", 65536),
+    groupKey(["stats"], 2, "rows", 65536),
+    groupKey(["stats"], 1, "pixels", 65536),
+    groupKey(["sums"], 2, "pixels", 65536),
+    groupKey(["stats", "normalize"], 2, "pixels", 65536),
+    groupKey(["normalize", "stats"], 2, "pixels", 65536),
+  ]);
+  assert.equal(keys.size, 6, "layout, dtype, stage kinds and their order tell groups apart");
+});
+
+Deno.test("pool governor: real 2-thread calls are measured both ways, with the same bits", async () => {
+  const before = cpuThreads();
+  const x = Tensor.random([4, 16, 32, 32], { seed: 3 }); // 64K elements, rows of 1024
+  const run = () => batchNorm({ input: x, training: true }).output.toFloat64Array();
+  try {
+    setCpuThreads(1);
+    const alone = run();
+    setCpuThreads(2);
+    await startCpuPool(); // a fresh pool: the governor's measurements start over
+    stopCpuPool();
+    await startCpuPool();
+    for (let i = 0; i < 2 * GOVERNOR_WARMUP_RUNS + 10; i++) {
+      const bits = run();
+      assert.ok(bits.every((v, j) => Object.is(v, alone[j])), `call ${i}: the same bits`);
+    }
+    // batchNorm in training runs its statistics, then normalizes: one group of two stages.
+    const key = groupKey(["stats", "normalize"], 0, "rows", 4 * 16 * 32 * 32);
+    const m = governor.measured(key);
+    assert.ok(m, `the calls were measured as ${key}`);
+    assert.ok(m.pooledRuns >= GOVERNOR_WARMUP_RUNS && m.aloneRuns >= GOVERNOR_WARMUP_RUNS);
+    assert.ok(m.pooled > 0 && m.alone > 0);
+  } finally {
+    stopCpuPool();
+    setCpuThreads(before);
+  }
+});
