@@ -6,7 +6,7 @@
  * on what else runs on it: where another process holds a CPU, a worker only runs when it gets
  * one (the calling thread waits for the items it claimed), and its polling for the next job
  * competes with the calling thread, so a pooled call can be slower than the calling thread
- * alone at every size (bench/RESULTS.md, issue 28).
+ * alone at every size (bench/RESULTS.md).
  *
  * So calls are grouped by what they run (their stages' kinds, dtype, layout kind) and their
  * size (a power of two of elements), and each group keeps an estimate of the time per

@@ -1,9 +1,8 @@
 /**
  * A job's stages as numbers in shared memory, so that a worker waiting in Atomics.wait
- * can take part in a job without a message. Posting the stages cost the calling thread
- * 20-40 us per job, and a worker idle in its event loop took long enough to wake that it
- * ran only 34% of a medium call's items where it could run 50% (medium float32
- * groupNormBackward on the 2-vCPU VM of issue 9, measured by counting claimed items).
+ * can take part in a job without a message: posting the stages cost the calling thread tens
+ * of microseconds per job, and a worker idle in its event loop woke too late to run its share
+ * of a medium call's items (bench/RESULTS.md).
  *
  * Every typed array of a described stage lives in the host heap (tensor/host_heap.ts), the
  * one shared memory every worker already holds: tensor storage, and the pool's arena for

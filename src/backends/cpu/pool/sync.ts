@@ -5,9 +5,8 @@
  * next unclaimed item of the current stage from a shared counter until none is left. So a
  * worker that wakes late, or a vCPU that the hypervisor takes away for a while, only means
  * that the other threads run more items: a pooled call is never much slower than the
- * calling thread alone. (A fixed split made every call wait for its slowest thread: on the
- * 2-vCPU VM of issue 9, medium float32 calls took 0.8-1.8 ms on 2 threads against
- * 0.5-1.2 ms on one.) Results do not depend on which thread runs an item: each item writes
+ * calling thread alone (a fixed split made every call wait for its slowest thread:
+ * bench/RESULTS.md). Results do not depend on which thread runs an item: each item writes
  * its own partials, merged in item order afterwards.
  *
  * Stages end at a barrier: the calling thread waits until every item of stage i is done,

@@ -49,7 +49,8 @@
   ;; in bits 28-30, masked off) and exponent and mantissa in bits 13-27: read as a float32
   ;; that is the value times 2^-112 (subnormals included), so one multiply by 2^112 rebiases
   ;; it, sign and all; Inf/NaN (exponent 31) then get an all-ones exponent with their
-  ;; mantissa kept. (Measured: 10% faster float16 sums than masking the sign separately.)
+  ;; mantissa kept (faster than masking the sign separately: bench/RESULTS.md, "Why the
+  ;; constants are what they are").
   ;; bfloat16: the top half of a float32.
   ;; Scaled float16 (dt 1): the same bits without the multiply and the Inf/NaN fix, that is
   ;; the value times 2^-112 for every finite float16 (see "Scaled float16").
@@ -95,9 +96,8 @@
       (i8x16.shuffle 8 9 10 11 12 13 14 15 0 1 2 3 4 5 6 7 (local.get $v) (local.get $v))))
 
   ;; Lanes 2, 3 of the four elements v read at byte address p, as float64x2: float32 loads
-  ;; them again as 8 bytes at p + 8 instead of shuffling v (measured: float32 row sums and
-  ;; BatchNorm gradients 7-9% faster, pixel sums about 5%; pix_stats was not faster with it
-  ;; and keeps $hi); the 16-bit types take them from the decoded v.
+  ;; them again as 8 bytes at p + 8 instead of shuffling v (faster for the row kernels and
+  ;; pixel sums; pix_stats keeps $hi); the 16-bit types take them from the decoded v.
   (func $hi2 (param $v v128) (param $p i32) (param $dt i32) (result v128)
     (if (result v128) (i32.eqz (local.get $dt))
       (then (f64x2.promote_low_f32x4 (v128.load64_zero offset=8 (local.get $p))))
@@ -148,10 +148,8 @@
         (else (call $near4 (local.get $dt) (local.get $w))))))
 
   ;; Two $st4s (at p0 and p1) with one test for the exact conversion, which then takes both
-  ;; vectors: the test and its branch cost about a third of a float16 write (measured with
-  ;; the test removed). Measured per element, one thread, 2-vCPU AMD EPYC: float16 row writes
-  ;; 12-15% faster in pairs (normalize 1.46 -> 1.27 ns, gradient 2.02 -> 1.76, scale 1.36
-  ;; -> 1.15), pixel writes 5-8%, bfloat16 5-10%.
+  ;; vectors: the test and its branch cost about a third of a float16 write, so pairs
+  ;; write faster (figures in bench/RESULTS.md).
   (func $st4x2 (param $p0 i32) (param $p1 i32) (param $dt i32)
     (param $lo0 v128) (param $hi0 v128) (param $lo1 v128) (param $hi1 v128)
     (local $w0 v128)
@@ -191,9 +189,7 @@
   ;; that rounds onto it lay on one side of it), or on Inf/NaN, or (float16) on a non-zero
   ;; subnormal, rounded at the 2^-24 spacing below, or on a value that overflows to Inf.
   ;; Such vectors take $exact (same results as the TypeScript stores); the others need only
-  ;; $near. Measured: the exact conversion on every vector made float16 and bfloat16 writes
-  ;; 40-60% slower (most vectors take the fast path; row_normalize 1.49 -> 2.26 ns per
-  ;; element for float16, 0.87 -> 1.37 for bfloat16).
+  ;; $near, which is much cheaper than $exact (most vectors take it).
   (func $inexact (param $dt i32) (param $w v128) (result v128)
     (local $a v128)
     (local.set $a
@@ -210,7 +206,7 @@
         ;; float16: a tie, or a non-zero |w| outside [2^-14, 65520) (subnormal, overflow,
         ;; Inf, NaN): a - 2^-14's bits compared unsigned, written as a signed compare of
         ;; those bits plus 2^31 (SSE has no unsigned compare: V8 emits four instructions
-        ;; for i32x4.gt_u, one for gt_s; float16 writes measured 5-9% faster).
+        ;; for i32x4.gt_u, one for gt_s).
         (v128.or
           (i32x4.eq
             (v128.and (local.get $w) (v128.const i32x4 0x1fff 0x1fff 0x1fff 0x1fff))
@@ -435,25 +431,15 @@
   ;; the exact path, which rewrites everything the first run wrote (pix_sums, which adds to
   ;; its accumulators, first takes back the copy its predicate kept). The data is then in
   ;; cache, whereas a check before the kernel reads a block from memory that the kernel
-  ;; then reads again, without its arithmetic to hide the wait: measured (scratch,
-  ;; interleaved, float16 [32,64,56,56], 2 threads) batchNormReduceBackward 1.29x faster
-  ;; contiguous and 1.22x channels-last, batchNormBackward and groupNormBackward 1.08-1.09x.
-  ;; The writes keep the check before (they may write in place, so they could not run
-  ;; again): checked after, they measured 8-10% slower per element in cache and no faster
-  ;; on [32,64,56,56]. A check folded into the kernels' loops (a running maximum of the
-  ;; decoded lanes) cost 7-17% per element in cache for the reductions and 11-48% for the
-  ;; writes (pix_gradient 1.71 -> 2.54 ns), more than it saved.
-  ;; Measured per element, one thread, blocks of 4096 elements (scratch, interleaved, 2-vCPU
-  ;; AMD EPYC), exact -> scaled: float16
-  ;; row_stats 0.89 -> 0.66 ns, row_sums 0.89 -> 0.71, row_normalize 1.28 -> 1.11,
-  ;; row_gradient 1.75 -> 1.49, pix_stats 0.92 -> 0.70, pix_sums 0.85 -> 0.77,
-  ;; pix_normalize 1.30 -> 1.16, pix_gradient 1.78 -> 1.55 (bfloat16: 0.57, 0.58, 0.79,
-  ;; 1.12, 0.61, 0.60, 0.82, 1.13); the Inf/NaN check is 0.02-0.07 of those.
+  ;; then reads again, without its arithmetic to hide the wait. The writes keep the check
+  ;; before (they may write in place, so they could not run again). A check folded into the
+  ;; kernels' loops (a running maximum of the decoded lanes) cost more than it saved. The
+  ;; figures of these choices are in bench/RESULTS.md ("Why the constants are what they are").
+  ;; The scaled path is 10-25% faster per element than the exact one (bench/RESULTS.md).
 
   ;; Whether the n float16 elements at byte address p hold no Inf or NaN: the largest
-  ;; magnitude bits, 32 elements per step in two chains (measured: the check costs 0.03-0.05
-  ;; ns per element in blocks of 4096, half the cost of 8 elements per step), then 8, then
-  ;; one at a time.
+  ;; magnitude bits, 32 elements per step in two chains (half the cost of 8 per step), then
+  ;; 8, then one at a time.
   (func $finite16 (param $p i32) (param $n i32) (result i32)
     (local $end i32)
     (local $max v128)
@@ -965,7 +951,7 @@
     (local.set $b (f64x2.splat (local.get $k1)))
     ;; float16/bfloat16: two vectors at a time while the second starts before n (one test
     ;; for the exact conversion per pair, see $st4x2), then the last one. float32 goes one
-    ;; vector at a time (measured: pairs made its row_normalize 14% slower).
+    ;; vector at a time (pairs made its row_normalize slower).
     (block $pairs
       (loop $pair
         (br_if $pairs (i32.or (i32.eqz (local.get $dt))
@@ -1020,7 +1006,7 @@
     (local.set $c (f64x2.splat (local.get $k2)))
     ;; float16/bfloat16: two vectors at a time while the second starts before n (one test
     ;; for the exact conversion per pair, see $st4x2), then the last one. float32 goes one
-    ;; vector at a time (measured: pairs made its row_normalize 14% slower).
+    ;; vector at a time (pairs made its row_normalize slower).
     (block $pairs
       (loop $pair
         (br_if $pairs (i32.or (i32.eqz (local.get $dt))
@@ -1076,7 +1062,7 @@
     (local.set $a (f64x2.splat (local.get $k0)))
     ;; float16/bfloat16: two vectors at a time while the second starts before n (one test
     ;; for the exact conversion per pair, see $st4x2), then the last one. float32 goes one
-    ;; vector at a time (measured: pairs made its row_normalize 14% slower).
+    ;; vector at a time (pairs made its row_normalize slower).
     (block $pairs
       (loop $pair
         (br_if $pairs (i32.or (i32.eqz (local.get $dt))
@@ -1370,15 +1356,13 @@
   ;; The per-channel constants of the pixel writes are packed by vectors of four channels
   ;; (packConstants in ../kernels/wasm_instance.ts): for channels 4v..4v+3, constant k's
   ;; four float64 lanes are at cst + 32 (count v + k), so one vector's constants are one run
-  ;; read at fixed offsets (measured: separate arrays, each read at cst + k cs 8 + 8 c, made
-  ;; these kernels 1.7-2x slower than the row kernels).
+  ;; read at fixed offsets (separate arrays, each read at cst + k cs 8 + 8 c, made these
+  ;; kernels much slower than the row kernels).
   ;;
   ;; When C is a multiple of 4 (no vector runs into the next pixel), the writes take pixels
   ;; two at a time: each vector's constants are loaded once for both, and the two pixels'
   ;; chains are independent. Every element is still read before it is written (the same
-  ;; vector of the same pixel), so out may be x or dy. Measured (scratch, float32, one
-  ;; thread, [8,64,32,32] channels-last): the GroupNorm gradient (before the writes were
-  ;; folded to affine forms) 1.05 -> 0.85 ns per element; float16 and bfloat16 5-7% faster.
+  ;; vector of the same pixel), so out may be x or dy.
 
   ;; out = x * scale[c] + shift[c] (cst: scale, shift, packed; see formulas.ts).
   (func (export "pix_normalize")
