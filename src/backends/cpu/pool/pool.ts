@@ -23,7 +23,7 @@
  * @module
  */
 
-import type { Stage } from "../kernels/stage_types.ts";
+import { FLOAT32, type Stage } from "../kernels/stage_types.ts";
 import { createThreadState, runStage, type ThreadState } from "../kernels/stages.ts";
 import { type CpuPolicy, DEFAULT_CPU_POLICY } from "../policy.ts";
 import {
@@ -371,12 +371,16 @@ function heapRegion(owner: object): number {
  * WebAssembly kernels keep their per-channel arrays and staged blocks) the first time.
  */
 export function locateInHeap(stages: readonly Stage[]): void {
+  // Whether a stage may run the WebAssembly kernels (in place, or staged: 16-bit types, or
+  // every type under the policy's wasmEverywhere): only then is the heap asked for a region.
+  let wasm = caller.policy.wasmEverywhere;
   for (const s of stages) {
     s.dyHeap = heapAddress(s.dy);
     s.xHeap = heapAddress(s.x);
     s.outHeap = heapAddress(s.out);
+    wasm ||= s.dyHeap >= 0 || s.xHeap >= 0 || s.outHeap >= 0 || s.dtype !== FLOAT32;
   }
-  if (caller.heapRegion === 0 && caller.wasmBytes) {
+  if (wasm && caller.heapRegion === 0 && caller.wasmBytes) {
     caller.heapRegion = heapRegion(caller);
     caller.heapMemory = hostHeapMemory() ?? undefined;
     caller.wasm = undefined; // instantiated again, on the heap, by the next stage
