@@ -77,7 +77,7 @@ function pixelModule(): KernelModule {
  * Pixel kernels: channels-last blocks. Pixel q = n * inner + i of a tensor starts at
  * base + n * strideN + i * strideI and holds its C channels at unit stride; a kernel walks
  * pixels [q0, q1) and, inside each, the channels, with per-channel constants or accumulators
- * in \`p\` (one Float64Array of length C each: indexing p[j][c] measured 1.5x faster than
+ * in \`p\` (one Float64Array of length C each: indexing p[j][c] is faster than
  * offsets into one packed array). One signature, \`(s, q0, q1, p, scratch)\`, for the drivers'
  * primed call sites (see drivers.ts); one kernel per dtype, as in row_kernels.ts.
  *

@@ -80,8 +80,8 @@ export function sumsPixels(d: KernelDtype): string {
     d,
     [
       "Per channel over pixels [q0, q1): p[0][c] += sum(dy), p[1][c] += sum(dy * (x - p[2][c])),",
-      "float32. Four pixels per step share each channel's accumulator update (measured 1.4x",
-      "faster than one pixel per step; the sums' association is fixed by the pixel range).",
+      "float32. Four pixels per step share each channel's accumulator update (faster than",
+      "one pixel per step; the sums' association is fixed by the pixel range).",
     ],
     params(d),
     `${prologue(["dy", "x"], () => d.read)}

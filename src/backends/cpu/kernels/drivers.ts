@@ -5,8 +5,8 @@
  * Why kernels are values and every call site is primed: V8's mid tier (Maglev) inlines a
  * call whose target it knows (a constant, or monomorphic feedback) and runs that inlined
  * loop 2-5x slower than the optimizing tier would; a driver is called once per stage, so it
- * stays in the mid tier for 15-20 calls, and so does every kernel inlined into it (measured:
- * a float32 reduction over [32, 64, 56, 56] took 37-75 ms for ~15 calls, then 7 ms). A call
+ * stays in the mid tier for 15-20 calls, and so does every kernel inlined into it (several
+ * times slower for its first calls: bench/RESULTS.md ("Why the constants are what they are")). A call
  * site that has seen two targets is not inlined: the kernel runs its own optimized code,
  * which it reaches within the first call (it runs thousands of times). So every driver takes
  * its kernels as arguments (looked up from tables at run time, never constants), and

@@ -10,12 +10,9 @@
  * - x * scale + (shift - mean * scale) errs by a few float64 ulps of |x * scale|, where the
  *   textbook form errs by ulps of |(x - mean) * scale|. For float32, float16 and bfloat16
  *   data this stays far below the output's own rounding except for outputs much closer to
- *   zero than the input is to its mean. Measured (scratch: BatchNorm and GroupNorm forward
- *   and backward outputs, float32 [4,8,16,16], channel offsets 1e2 / 1e4 / 1e6 with noise
- *   of +-0.5): 0 / 7 / 404 of 32768 outputs differ from the reference's, by at most
- *   0 / 6 / 3 ulps (the 6 on an output near zero, an absolute error of about 1e-12); none
- *   for bfloat16 and float16. tests/cpu/fast_kernels.test.ts holds every fast kernel
- *   within 1 ulp + 1e-11 of the reference.
+ *   zero than the input is to its mean (how many outputs differ, and by how much: bench/RESULTS.md ("Why the constants are what they are")).
+ *   tests/cpu/fast_kernels.test.ts holds every fast kernel within 1 ulp + 1e-11 of the
+ *   oracle.
  * - Non-finite inputs give non-finite outputs wherever the reference's are, but where a
  *   channel's folded constants are themselves infinite (an infinite sum, or invstd), an
  *   infinity of the reference can come out as NaN (Inf - Inf inside the folded form).

@@ -67,11 +67,8 @@ export const SEGMENT_ELEMENTS = 4096;
  * Elements re-read from cache by the second pass of the channels-last statistics (128 KiB
  * of float32: they stay in L2, which the kernels' 0.5 ns per element never saturates).
  * Each pixel segment ends with one Chan merge per channel in TypeScript, so segments of
- * SEGMENT_ELEMENTS (64 pixels of 64 channels) cost about a tenth of the call in merges.
- * Measured, one thread, float32 [8,64,32,32] channels-last, minimum of 6 interleaved
- * medians: GroupNorm 597 -> 510 us, BatchNorm 616 -> 566 us (bfloat16 910 -> 840);
- * 8x SEGMENT_ELEMENTS and 16x measured the same. Two threads, A/B in one process:
- * channels-last BatchNorm and GroupNorm 1.06-1.15x over dtypes, medium and large shapes.
+ * SEGMENT_ELEMENTS (64 pixels of 64 channels) cost about a tenth of the call in merges;
+ * 8x SEGMENT_ELEMENTS saves most of that (figures: bench/RESULTS.md ("Why the constants are what they are")).
  */
 export const PIXEL_SEGMENT_ELEMENTS = 32768;
 
@@ -114,10 +111,8 @@ export function batchNormItems(layout: Layout): number {
  * {@linkcode SPLIT_BELOW_SAMPLES} samples of at least two blocks each, which as items would
  * leave threads idle (one sample ran on one thread whatever the pool). A function of the
  * shape only, like every partition here, so results never depend on the thread count.
- * Measured on 2 vCPUs, 2 threads, float32, in one process: one sample of 64 channels by
- * 64x64 pixels 1.8x (GroupNorm) and 2.2x (backward) faster split, one of 32x32 1.0-1.6x;
- * 2-4 samples within the VM's noise either way (0.75-1.24x), as 2 threads already had an
- * item each. More cores gain more: they are idle below one sample each.
+ * Splitting pays most for one large sample and is neutral from a few samples on, where the
+ * threads already have an item each (figures: bench/RESULTS.md ("Why the constants are what they are")).
  */
 export function splitsSamples(layout: Layout): boolean {
   return layout.kind === "pixels" && layout.N < SPLIT_BELOW_SAMPLES &&

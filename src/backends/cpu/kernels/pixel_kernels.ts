@@ -5,7 +5,7 @@
  * Pixel kernels: channels-last blocks. Pixel q = n * inner + i of a tensor starts at
  * base + n * strideN + i * strideI and holds its C channels at unit stride; a kernel walks
  * pixels [q0, q1) and, inside each, the channels, with per-channel constants or accumulators
- * in `p` (one Float64Array of length C each: indexing p[j][c] measured 1.5x faster than
+ * in `p` (one Float64Array of length C each: indexing p[j][c] is faster than
  * offsets into one packed array). One signature, `(s, q0, q1, p, scratch)`, for the drivers'
  * primed call sites (see drivers.ts); one kernel per dtype, as in row_kernels.ts.
  *
@@ -21,8 +21,8 @@ import { BFLOAT16 } from "./stage_types.ts";
 
 /**
  * Per channel over pixels [q0, q1): p[0][c] += sum(dy), p[1][c] += sum(dy * (x - p[2][c])),
- * float32. Four pixels per step share each channel's accumulator update (measured 1.4x
- * faster than one pixel per step; the sums' association is fixed by the pixel range).
+ * float32. Four pixels per step share each channel's accumulator update (faster than
+ * one pixel per step; the sums' association is fixed by the pixel range).
  */
 export function sumsPixelsF32(
   s: PixelStage,

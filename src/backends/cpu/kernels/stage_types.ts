@@ -163,8 +163,8 @@ export type StageFields<S extends Stage> = Omit<S, "dyHeap" | "xHeap" | "outHeap
 /**
  * `fields` as a stage object with every stage field present, in one fixed order: all stages
  * then share one hidden class, so the kernels' property reads stay monomorphic and V8 does
- * not deoptimize them when a stage of another kind comes along (measured: a kernel compiled
- * for one stage kind was deoptimized, "dependent field type changed", by the next kind).
+ * not deoptimize them when a stage of another kind comes along ("dependent field type
+ * changed" otherwise).
  */
 export function uniformStage<S extends Stage>(fields: StageFields<S>): S {
   const record = {

@@ -83,40 +83,28 @@ function constantCount(op: WriteStage["op"]): number {
 
 /**
  * Rows shorter than this run the TypeScript kernels rather than the staged WebAssembly
- * ones (the copies and the call into WebAssembly cost more than they save). Measured with
- * rows of 64 ([4,16,8,8], 2 threads, medians once warm, 2-vCPU AMD EPYC VM): TypeScript
- * against staged WebAssembly, batchNormBackward 35 vs 36 us (bfloat16) and 31 vs 46
- * (float16), batchNormReduceBackward 14 vs 16 and 28 vs 34, groupNormBackward 65 vs 75 and
- * 67 vs 83. Kernels in place copy nothing and take rows of any length.
+ * ones (the copies and the call into WebAssembly cost more than they save on rows of 64:
+ * bench/RESULTS.md ("Why the constants are what they are")). Kernels in place copy nothing and take rows of any length.
  */
 export const WASM_MIN_ROW = 128;
 
 /**
  * float32 rows shorter than this run the TypeScript kernels even in the heap: a call into
- * WebAssembly per row costs more than its vectors save on a few elements. Measured with
- * 16 KiB tensors in the heap (threshold lowered for the test) against the same outside it,
- * interleaved, 2-vCPU AMD EPYC VM, float32, in place vs TypeScript: rows of 2 0.85-0.97x
- * (batchNormBackward, batchNormReduceBackward, batchNorm), of 4 0.75-0.85x (groupNorm,
- * groupNormBackward, batchNormReduceBackward; batchNormBackward 1.30x), of 8 0.88-1.08x,
- * of 16 1.17-1.26x, of 32 1.39x. The 16-bit types gain in place at every length (bfloat16
- * rows of 2 1.07x, of 4 1.21-1.28x, of 8 1.44x): TypeScript decodes them through a table.
+ * WebAssembly per row costs more than its vectors save on a few elements (float32 gains
+ * from rows of 16). The 16-bit types gain in place at every length: TypeScript decodes them
+ * through a table. Figures: bench/RESULTS.md ("Why the constants are what they are").
  */
 const HEAP_MIN_FLOAT32_ROW = 16;
 
 /**
  * Whether the WebAssembly kernels run dtype code `dtype` (0 float32, 1 float16, 2 bfloat16)
- * when this thread has them. Both kernels give the same bits, so this only picks
- * the faster one, as measured side by side by `deno task bench:cpu` with WebAssembly for
- * every family (its ts/fast column: 8 ops x 2 shapes x 2 layouts, 2 threads, 2-vCPU AMD EPYC
- * VM, 2026-11-23):
- * - bfloat16: WebAssembly everywhere, 1.1-4.8x (geometric mean 2.5x): TypeScript decodes
- *   through a table and rounds each store in scalar code;
- * - float16: WebAssembly everywhere, geometric mean 1.16x (reductions 0.8-1.9x, writes
- *   1.3-2.2x on [32,64,56,56], 0.75-0.9x on [8,64,32,32]): its vector decoding beats the
- *   table, its vector rounding beats V8's `Float16Array` store (2-3 ns per element);
- * - float32: TypeScript everywhere: WebAssembly's copies in and out of its memory cost what
- *   its vectors save on reductions (0.8-1.3x) and more on writes (0.54-0.8x), since V8
- *   stores a `Float32Array` element natively.
+ * when this thread has them. Both kernels give the same bits, so this only picks the faster
+ * one, by `deno task bench:cpu --kernels both` (its ts/fast column; figures in
+ * bench/RESULTS.md):
+ * - bfloat16 and float16: WebAssembly: TypeScript decodes them through a table and rounds
+ *   each store in scalar code (or V8's `Float16Array` store), slower than the vectors;
+ * - float32: TypeScript: the copies in and out of the region cost what the vectors save on
+ *   reductions and more on writes, since V8 stores a `Float32Array` element natively.
  *
  * This is the choice for tensors outside the host heap; stages whose tensors are all in it
  * run the WebAssembly kernels in place for every dtype (see {@linkcode inPlace}).

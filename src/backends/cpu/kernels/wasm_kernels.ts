@@ -4,8 +4,8 @@
  * (wasm_instance.ts). A stage whose tensors all live in the heap, and can be read and
  * written there, runs in place; any other is staged (`scratch.staged`, set by stages.ts):
  * blocks of its inputs are copied into the thread's region, the kernel runs there, and the
- * output block is copied back. Measured (2-vCPU AMD EPYC, Deno 2.9.6, float32 rows of
- * 1024): row sums 0.64 ns per element in place, 1.15-1.35 staged, 1.4-1.5 in TypeScript.
+ * output block is copied back (in place is the fastest, staged costs the copies: figures in
+ * bench/RESULTS.md).
  *
  * The kernels evaluate the same float64 expressions and the same sums in the same
  * association as the TypeScript kernels, and see the same elements in the same order either

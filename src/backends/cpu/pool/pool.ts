@@ -56,9 +56,9 @@ import { WASM_REGION_BYTES } from "../kernels/wasm_instance.ts";
 /**
  * Default idle time after which the workers are terminated: 30 s. Idle workers cost no
  * CPU time (they sleep in Atomics.wait) and never keep the process alive; what they hold is
- * memory (RSS: about 20 MB for the first worker, 10-15 MB for each further one, measured on
- * Deno 2.9.6), while a cold start costs 25-40 ms (one worker, idle 2-vCPU VM) plus a first
- * large call on the calling thread alone. 30 s keeps the pool warm across the pauses of a
+ * memory (tens of MB of RSS per worker), while a cold start costs tens of milliseconds plus a
+ * first large call on the calling thread alone (figures: bench/RESULTS.md). 30 s keeps the
+ * pool warm across the pauses of a
  * training loop (data loading, logging, evaluation).
  */
 export const POOL_IDLE_MS = 30_000;
