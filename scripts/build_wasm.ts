@@ -44,9 +44,20 @@ export const WAT_PATH = "src/backends/cpu/wasm/kernels.wat";
 export const MODULE_PATH = "src/backends/cpu/wasm/kernels_wasm.ts";
 
 /**
+ * The rest of kernels.wat's functions, relative to the repository root: modules of functions
+ * spliced, in this order, into kernels.wat's ({@linkcode spliceFunctions}) before every other
+ * pass (kernels.wat holds the header, the memory and the codecs).
+ */
+export const KERNEL_WAT_PATHS: readonly string[] = [
+  "src/backends/cpu/wasm/kernels_scaled16.wat",
+  "src/backends/cpu/wasm/kernels_rows.wat",
+  "src/backends/cpu/wasm/kernels_pixel_sums.wat",
+  "src/backends/cpu/wasm/kernels_pixel_writes.wat",
+];
+
+/**
  * The row norms' kernels (LayerNorm, RMSNorm: forward, then backward), relative to the
- * repository root: modules of functions spliced, in this order, into kernels.wat's
- * ({@linkcode spliceFunctions}) before every other pass.
+ * repository root: spliced after {@linkcode KERNEL_WAT_PATHS}, in this order.
  */
 export const ROWS_WAT_PATHS: readonly string[] = [
   "src/backends/cpu/wasm/row_norms.wat",
@@ -419,10 +430,10 @@ export async function buildFp16(text: string, overrides: string): Promise<Uint8A
   return bytes;
 }
 
-/** kernels.wat with the row norms' kernels spliced in, as in the repository now. */
+/** kernels.wat with its other parts and the row norms' kernels spliced in, as in the repository. */
 async function splicedKernels(): Promise<string> {
   let text = await Deno.readTextFile(new URL(WAT_PATH, root));
-  for (const path of ROWS_WAT_PATHS) {
+  for (const path of [...KERNEL_WAT_PATHS, ...ROWS_WAT_PATHS]) {
     text = spliceFunctions(text, await Deno.readTextFile(new URL(path, root)));
   }
   return text;
