@@ -16,15 +16,7 @@ import {
   HcclError,
 } from "../errors.ts";
 import type { RendezvousOptions } from "./rendezvous_options.ts";
-import {
-  helloParts,
-  isNonce,
-  jobKey,
-  nonce,
-  payloadParts,
-  prove,
-  verify,
-} from "./rendezvous_auth.ts";
+import * as auth from "./rendezvous_auth.ts";
 import {
   beforeDeadline,
   closeQuietly,
@@ -78,9 +70,11 @@ async function exchange(
   challenge: string,
   deadline: number,
 ): Promise<Uint8Array> {
-  const mine = nonce();
+  const mine = auth.nonce();
   const hello = { rank: o.rank, worldSize: o.worldSize, nonce: mine };
-  await send(conn, { hello: { ...hello, proof: await prove(key, helloParts(challenge, hello)) } });
+  await send(conn, {
+    hello: { ...hello, proof: await auth.prove(key, auth.helloParts(challenge, hello)) },
+  });
   const reply = await beforeDeadline(
     deadline + VERDICT_GRACE_MS,
     lines.next(),
@@ -94,7 +88,7 @@ async function exchange(
   const payload = field(reply, "payload");
   if (typeof payload === "string") {
     const proof = field(reply, "proof");
-    if (!(await verify(key, proof, payloadParts(challenge, mine, o.rank, payload)))) {
+    if (!(await auth.verify(key, proof, auth.payloadParts(challenge, mine, o.rank, payload)))) {
       throw new HcclError(
         HCCL_E_PARA,
         `rendezvous at ${where(o)}: rank ${o.rank} got a root info without proof of this ` +
@@ -127,7 +121,7 @@ async function exchange(
 /** Ranks 1..W-1: connect to rank 0, answer its challenge, get the payload it proved. */
 export async function join(o: RendezvousOptions): Promise<Uint8Array> {
   const deadline = performance.now() + o.timeoutMs;
-  const key = await jobKey(o.jobId);
+  const key = await auth.jobKey(o.jobId);
   for (;;) {
     const conn = await connect(o, deadline);
     const lines = new Lines(conn);
@@ -144,7 +138,7 @@ export async function join(o: RendezvousOptions): Promise<Uint8Array> {
       );
       if (first !== null) {
         const challenge = field(first, "challenge");
-        if (!isNonce(challenge)) {
+        if (!auth.isNonce(challenge)) {
           throw new HcclError(
             HCCL_E_TCP_TRANSFER,
             `rendezvous at ${where(o)}: the process there is not rank 0 of a rendezvous (it ` +

@@ -5,24 +5,19 @@
  * @module
  */
 
-import { ModuleCore } from "./module_core.ts";
+import { initialParameters, ModuleCore } from "./module_core.ts";
 import { NormModule } from "./norm_module.ts";
 import { groupNorm } from "../ops/group_norm.ts";
 import { groupNormBackward } from "../ops/group_norm_backward.ts";
 import { disposable } from "../ops/results.ts";
 import { checkRank, invalid, requireTensor } from "../ops/validate.ts";
 import { formatShape } from "../tensor/layout.ts";
-import { keep } from "../tensor/scope.ts";
-import { Tensor } from "../tensor/tensor.ts";
+import type { Tensor } from "../tensor/tensor.ts";
 import { type GroupNormConfig, groupNormConfig, type GroupNormOptions } from "./options.ts";
-import { checkGradOut, type NormGradients } from "./saved.ts";
+import { checkGradOut, type MeanRstdSaved, type NormGradients } from "./saved.ts";
 
 /** What a forward keeps for the backward: its input and the per-(n, group) statistics. */
-interface Saved {
-  readonly input: Tensor;
-  readonly mean: Tensor;
-  readonly rstd: Tensor;
-}
+type Saved = MeanRstdSaved;
 
 /**
  * Group normalization with learnable per-channel affine parameters, as PyTorch's
@@ -57,15 +52,8 @@ export class GroupNorm extends NormModule {
   /** Makes the module: weight 1, bias 0 (PyTorch's). */
   constructor(options: GroupNormOptions) {
     const c = groupNormConfig("GroupNorm", options);
-    const make = (value: number) => keep(Tensor.full([c.numChannels], value, c.dtype, c.device));
-    const weight = c.affine ? make(1) : null;
-    const bias = c.affine ? make(0) : null;
-    const core = new ModuleCore<Saved>("GroupNorm", {
-      device: c.device,
-      dtype: c.dtype,
-      weight,
-      bias,
-    });
+    const params = initialParameters(c, [c.numChannels], c.affine, c.affine);
+    const core = new ModuleCore<Saved>("GroupNorm", params);
     super(core);
     this.#config = c;
     this.#core = core;

@@ -5,13 +5,12 @@
  * @module
  */
 
-import { ModuleCore } from "./module_core.ts";
+import { initialParameters, ModuleCore } from "./module_core.ts";
 import { NormModule } from "./norm_module.ts";
 import { layerNorm } from "../ops/layer_norm.ts";
 import { layerNormBackward } from "../ops/layer_norm_backward.ts";
 import { disposable } from "../ops/results.ts";
 import { requireTensor } from "../ops/validate.ts";
-import { keep } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import {
   checkNormalizedInput,
@@ -19,14 +18,10 @@ import {
   layerNormConfig,
   type LayerNormOptions,
 } from "./row_norm_options.ts";
-import { checkGradOut, type NormGradients } from "./saved.ts";
+import { checkGradOut, type MeanRstdSaved, type NormGradients } from "./saved.ts";
 
 /** What a forward keeps for the backward: its input and the per-row statistics. */
-interface Saved {
-  readonly input: Tensor;
-  readonly mean: Tensor;
-  readonly rstd: Tensor;
-}
+type Saved = MeanRstdSaved;
 
 /**
  * Layer normalization over the trailing `normalizedShape` dims with learnable elementwise
@@ -59,15 +54,9 @@ export class LayerNorm extends NormModule {
   /** Makes the module: weight 1, bias 0 (PyTorch's). */
   constructor(options: LayerNormOptions) {
     const c = layerNormConfig("LayerNorm", options);
-    const make = (value: number) => keep(Tensor.full(c.normalizedShape, value, c.dtype, c.device));
-    const weight = c.elementwiseAffine ? make(1) : null;
-    const bias = c.elementwiseAffine && c.bias ? make(0) : null;
-    const core = new ModuleCore<Saved>("LayerNorm", {
-      device: c.device,
-      dtype: c.dtype,
-      weight,
-      bias,
-    });
+    const affine = c.elementwiseAffine;
+    const params = initialParameters(c, c.normalizedShape, affine, affine && c.bias);
+    const core = new ModuleCore<Saved>("LayerNorm", params);
     super(core);
     this.#config = c;
     this.#core = core;

@@ -8,7 +8,8 @@
 
 import type { Device } from "../tensor/device.ts";
 import type { DType } from "../tensor/dtype.ts";
-import type { Tensor } from "../tensor/tensor.ts";
+import { keep } from "../tensor/scope.ts";
+import { Tensor } from "../tensor/tensor.ts";
 import type { ModuleState } from "./norm_module.ts";
 import { disposedModule, SavedForward } from "./saved.ts";
 import {
@@ -30,6 +31,25 @@ export interface ModuleParameters {
   readonly weight: Tensor | null;
   /** The shift (beta), or null. */
   readonly bias: Tensor | null;
+}
+
+/**
+ * A module's parameters with PyTorch's initial values: weight all 1 and bias all 0, of
+ * `shape` on `place`'s device and dtype, each made only where `weight` / `bias` ask for it.
+ */
+export function initialParameters(
+  place: { readonly device: Device; readonly dtype: DType },
+  shape: readonly number[],
+  weight: boolean,
+  bias: boolean,
+): ModuleParameters {
+  const make = (value: number) => keep(Tensor.full(shape, value, place.dtype, place.device));
+  return {
+    device: place.device,
+    dtype: place.dtype,
+    weight: weight ? make(1) : null,
+    bias: bias ? make(0) : null,
+  };
 }
 
 /** The shared state of one module named `name` (e.g. `GroupNorm`). */

@@ -20,6 +20,16 @@ import { checkShape, requireTensor } from "../ops/validate.ts";
 import { keep } from "../tensor/scope.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 
+/** What a mean-and-rstd norm's forward keeps for its backward: its input and its statistics. */
+export interface MeanRstdSaved {
+  /** The forward's input (by reference). */
+  readonly input: Tensor;
+  /** The statistics' mean. */
+  readonly mean: Tensor;
+  /** The statistics' 1 / sqrt(var + eps). */
+  readonly rstd: Tensor;
+}
+
 /**
  * The gradients a module's `backward` returns. `using` (or `[Symbol.dispose]()`) frees them.
  * gradWeight and gradBias are null when the module has no affine parameters.

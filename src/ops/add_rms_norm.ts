@@ -34,22 +34,11 @@ import {
   INNER_NULLPTR,
   isTrailing,
   newStatistic,
+  placeRowNorm,
   tilingFailure,
 } from "./row_norm_checks.ts";
 import { defineOperator, type PlannedCall } from "./spec.ts";
-import {
-  backendChecked,
-  checkDType,
-  checkSameDType,
-  checkShape,
-  checkWrites,
-  commonDevice,
-  invalid,
-  type MaybeTensor,
-  parseScalars,
-  requestedOutput,
-  requireTensor,
-} from "./validate.ts";
+import * as check from "./validate.ts";
 
 const OP = "aclnnAddRmsNorm";
 
@@ -66,11 +55,11 @@ export interface AddRmsNormOut {
 /** Arguments of {@linkcode addRmsNorm} (names as in CANN). */
 export interface AddRmsNormArgs {
   /** First summand, rank 1-8, float32/float16/bfloat16. */
-  x1: MaybeTensor;
+  x1: check.MaybeTensor;
   /** Second summand (the residual): x1's shape and dtype. */
-  x2: MaybeTensor;
+  x2: check.MaybeTensor;
   /** Scale: x1's trailing dims, x1's dtype. */
-  gamma: MaybeTensor;
+  gamma: check.MaybeTensor;
   /** Added to mean(x^2), >= 0. Default 1e-6 (torch_npu's npu_add_rms_norm). */
   epsilon?: number;
   /** Preallocated outputs (validated as aclnn does); missing ones are allocated. */
@@ -139,34 +128,38 @@ const call = defineOperator<AddRmsNormArgs, Output, Validated, AddRmsNormResult>
 });
 
 function validate(args: AddRmsNormArgs): Validated {
-  const x1 = requireTensor(OP, "x1", args.x1);
-  const x2 = requireTensor(OP, "x2", args.x2);
-  const gamma = requireTensor(OP, "gamma", args.gamma);
+  const x1 = check.requireTensor(OP, "x1", args.x1);
+  const x2 = check.requireTensor(OP, "x2", args.x2);
+  const gamma = check.requireTensor(OP, "gamma", args.gamma);
   const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const y = requestedOutput(OP, "y", out, true);
-  const rstd = requestedOutput(OP, "rstd", out, true);
-  const x = requestedOutput(OP, "x", out, true);
-  const { epsilon } = parseScalars(OP, scalarsSchema, { epsilon: args.epsilon });
+  const y = check.requestedOutput(OP, "y", out, true);
+  const rstd = check.requestedOutput(OP, "rstd", out, true);
+  const x = check.requestedOutput(OP, "x", out, true);
+  const { epsilon } = check.parseScalars(OP, scalarsSchema, { epsilon: args.epsilon });
 
   // CheckDtypeValid.
-  for (const [name, t] of Object.entries({ x1, x2, gamma })) checkDType(OP, name, t, FLOAT_DTYPES);
-  checkSameDType(OP, "x2", x2, "x1", x1);
-  checkSameDType(OP, "gamma", gamma, "x1", x1);
-  if (y) checkSameDType(OP, "y", y, "x1", x1);
-  if (x) checkSameDType(OP, "x", x, "x1", x1);
-  if (rstd && rstd.dtype !== "float32") invalid(OP, "rstd", `dtype ${rstd.dtype} must be float32`);
+  for (const [name, t] of Object.entries({ x1, x2, gamma })) {
+    check.checkDType(OP, name, t, FLOAT_DTYPES);
+  }
+  check.checkSameDType(OP, "x2", x2, "x1", x1);
+  check.checkSameDType(OP, "gamma", gamma, "x1", x1);
+  if (y) check.checkSameDType(OP, "y", y, "x1", x1);
+  if (x) check.checkSameDType(OP, "x", x, "x1", x1);
+  if (rstd && rstd.dtype !== "float32") {
+    check.invalid(OP, "rstd", `dtype ${rstd.dtype} must be float32`);
+  }
 
   // CheckShapeDim.
   for (const [name, t] of Object.entries({ x1, x2, gamma })) checkMaxRank(OP, name, t);
   for (const [name, t] of Object.entries({ x1, x2, gamma })) {
-    if (t.rank < 1) invalid(OP, name, "must have at least 1 dim");
+    if (t.rank < 1) check.invalid(OP, name, "must have at least 1 dim");
   }
-  checkShape(OP, "x2", x2, x1.shape, "x1");
+  check.checkShape(OP, "x2", x2, x1.shape, "x1");
   checkMaxRank(OP, "y", y);
-  if (y) checkShape(OP, "y", y, x1.shape, "x1");
+  if (y) check.checkShape(OP, "y", y, x1.shape, "x1");
   checkMaxRank(OP, "rstd", rstd);
   checkMaxRank(OP, "x", x);
-  if (x) checkShape(OP, "x", x, x1.shape, "x1");
+  if (x) check.checkShape(OP, "x", x, x1.shape, "x1");
 
   // The l0 operator's tiling (CheckInputOutputDim/Shape, GetEpsilonParameter): 561103.
   if (!isTrailing(x1.shape, gamma.shape)) {
@@ -183,13 +176,10 @@ function validate(args: AddRmsNormArgs): Validated {
   if (rstd && geometry.rows > 0) {
     checkRowStatistic(OP, INNER_NULLPTR, "rstd", rstd, x1, geometry.rows);
   } else if (rstd && rstd.numel !== 0) {
-    invalid(OP, "rstd", `shape ${formatShape(rstd.shape)} must be empty: x1 has no rows`);
+    check.invalid(OP, "rstd", `shape ${formatShape(rstd.shape)} must be empty: x1 has no rows`);
   }
 
-  checkWrites(OP, { y, rstd, x }, { x1, x2, gamma });
-  const all = { x1, x2, gamma, y, rstd, x };
-  const device = commonDevice(OP, all);
-  const backend = backendChecked(OP, device, all, { rows: geometry.rows, cols: geometry.cols });
+  const { device, backend } = placeRowNorm(OP, { y, rstd, x }, { x1, x2, gamma }, geometry);
   return {
     device,
     backend,

@@ -35,29 +35,10 @@
 
 import { z } from "./zod.ts";
 import { type BatchNormPlan, type BatchNormTensors, channelGeometry } from "../backends/mod.ts";
-import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { defineOperator, type PlannedCall } from "./spec.ts";
-import {
-  backendChecked,
-  checkDType,
-  checkPerChannelShape,
-  checkRank,
-  checkSameDType,
-  checkShape,
-  checkWrites,
-  commonDevice,
-  epsilon,
-  finiteNumber,
-  invalid,
-  type MaybeTensor,
-  optionalTensor,
-  parseArguments,
-  requestedOutput,
-  requireTensor,
-  trainingFlag,
-} from "./validate.ts";
+import * as check from "./validate.ts";
 
 const OP = "aclnnBatchNorm";
 
@@ -74,15 +55,15 @@ export interface BatchNormOut {
 /** Arguments of {@linkcode batchNorm} (names as in CANN). */
 export interface BatchNormArgs {
   /** x: rank 2-8, channel = dim 1. */
-  input: MaybeTensor;
+  input: check.MaybeTensor;
   /** gamma, C elements; all ones when absent. */
-  weight?: MaybeTensor;
+  weight?: check.MaybeTensor;
   /** beta, C elements; zeros when absent. */
-  bias?: MaybeTensor;
+  bias?: check.MaybeTensor;
   /** Running mean, C elements: used in eval mode, updated in place in training mode. */
-  runningMean?: MaybeTensor;
+  runningMean?: check.MaybeTensor;
   /** Running variance, C elements: used in eval mode, updated in place (unbiased) in training. */
-  runningVar?: MaybeTensor;
+  runningVar?: check.MaybeTensor;
   /** true: normalize with the batch statistics; false: with the running statistics. */
   training: boolean;
   /** Weight of the batch statistics in the running update. Default 0.1. */
@@ -104,9 +85,9 @@ export interface BatchNormResult extends Disposable {
 }
 
 const scalarsSchema = z.object({
-  training: trainingFlag,
-  momentum: finiteNumber.default(0.1),
-  eps: epsilon,
+  training: check.trainingFlag,
+  momentum: check.finiteNumber.default(0.1),
+  eps: check.epsilon,
 });
 
 /**
@@ -176,19 +157,21 @@ const call = defineOperator<BatchNormArgs, Output, Validated, BatchNormResult>({
 });
 
 function validate(args: BatchNormArgs): Validated {
-  const input = requireTensor(OP, "input", args.input);
-  const weight = optionalTensor(OP, "weight", args.weight);
-  const bias = optionalTensor(OP, "bias", args.bias);
-  const runningMean = optionalTensor(OP, "runningMean", args.runningMean);
-  const runningVar = optionalTensor(OP, "runningVar", args.runningVar);
-  const { training, momentum, eps } = parseArguments(OP, scalarsSchema, args);
+  const input = check.requireTensor(OP, "input", args.input);
+  const weight = check.optionalTensor(OP, "weight", args.weight);
+  const bias = check.optionalTensor(OP, "bias", args.bias);
+  const runningMean = check.optionalTensor(OP, "runningMean", args.runningMean);
+  const runningVar = check.optionalTensor(OP, "runningVar", args.runningVar);
+  const { training, momentum, eps } = check.parseArguments(OP, scalarsSchema, args);
   const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const output = requestedOutput(OP, "output", out, true);
+  const output = check.requestedOutput(OP, "output", out, true);
   // Not outputs in eval mode: what the caller gave is kept (unwritten, unvalidated).
   const given = (v: unknown) => v instanceof Tensor ? v : undefined;
-  const saveMean = training ? requestedOutput(OP, "saveMean", out, true) : given(out?.saveMean);
+  const saveMean = training
+    ? check.requestedOutput(OP, "saveMean", out, true)
+    : given(out?.saveMean);
   const saveInvstd = training
-    ? requestedOutput(OP, "saveInvstd", out, true)
+    ? check.requestedOutput(OP, "saveInvstd", out, true)
     : given(out?.saveInvstd);
 
   const perChannel = {
@@ -200,15 +183,12 @@ function validate(args: BatchNormArgs): Validated {
     saveInvstd: training ? saveInvstd : undefined,
   };
   const all = { input, ...perChannel, output };
-  for (const [name, t] of Object.entries(all)) if (t) checkDType(OP, name, t, FLOAT_DTYPES);
-  if (output) checkSameDType(OP, "output", output, "input", input);
-  checkRank(OP, "input", input, 2, 8);
-  if (output) checkShape(OP, "output", output, input.shape, "input");
+  check.checkChannelData(OP, all, input, output);
   const channels = input.shape[1];
   const valuesPerChannel = channels === 0 ? 0 : input.numel / channels;
   if (training && valuesPerChannel === 1) {
     // PyTorch refuses it too: the running variance would divide by M - 1 = 0 and become NaN.
-    invalid(
+    check.invalid(
       OP,
       "input",
       `has 1 value per channel (shape ${formatShape(input.shape)}); training needs more than 1 ` +
@@ -216,16 +196,15 @@ function validate(args: BatchNormArgs): Validated {
     );
   }
   for (const [name, t] of Object.entries(perChannel)) {
-    if (t) checkPerChannelShape(OP, name, t, channels);
+    if (t) check.checkPerChannelShape(OP, name, t, channels);
   }
   // Training writes the saved and (in place) the running statistics; evaluation reads them.
-  checkWrites(
+  check.checkWrites(
     OP,
     training ? { output, saveMean, saveInvstd, runningMean, runningVar } : { output },
     training ? { input, weight, bias } : { input, weight, bias, runningMean, runningVar },
   );
-  const device = commonDevice(OP, all);
-  const backend = backendChecked(OP, device, all);
+  const { device, backend } = check.placeCall(OP, all);
 
   return {
     device,

@@ -36,26 +36,7 @@ import {
 import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { defineOperator, emptyLikeWhen, emptyWhen, type PlannedCall } from "./spec.ts";
-import {
-  backendChecked,
-  checkDType,
-  checkPerChannelShape,
-  checkRank,
-  checkSameDType,
-  checkShape,
-  checkWrites,
-  commonDevice,
-  epsilon,
-  invalid,
-  type MaybeTensor,
-  missing,
-  optionalTensor,
-  outputMask as outputMaskSchema,
-  parseArguments,
-  requestedOutput,
-  requireTensor,
-  trainingFlag,
-} from "./validate.ts";
+import * as check from "./validate.ts";
 
 const OP = "aclnnBatchNormBackward";
 
@@ -72,19 +53,19 @@ export interface BatchNormBackwardOut {
 /** Arguments of {@linkcode batchNormBackward} (names as in CANN). */
 export interface BatchNormBackwardArgs {
   /** dL/dy, same dtype and shape as `input`; rank 2-8. */
-  gradOut: MaybeTensor;
+  gradOut: check.MaybeTensor;
   /** x, rank 2-8, channel = dim 1. */
-  input: MaybeTensor;
+  input: check.MaybeTensor;
   /** gamma, C elements; all ones when absent. */
-  weight?: MaybeTensor;
+  weight?: check.MaybeTensor;
   /** Running mean, C elements (used when `training` is false); zeros when absent. */
-  runningMean?: MaybeTensor;
+  runningMean?: check.MaybeTensor;
   /** Running variance, C elements (used when `training` is false); ones when absent. */
-  runningVar?: MaybeTensor;
+  runningVar?: check.MaybeTensor;
   /** Batch mean saved by the forward, C elements (or 0 in eval mode); zeros when absent. */
-  saveMean?: MaybeTensor;
+  saveMean?: check.MaybeTensor;
   /** Batch 1/sqrt(var + eps), C elements (or 0 in eval mode); ones when absent. */
-  saveInvstd?: MaybeTensor;
+  saveInvstd?: check.MaybeTensor;
   /** true: gradient through the batch statistics; false: through fixed running statistics. */
   training: boolean;
   /** Added to runningVar in evaluation mode. Default 1e-5. */
@@ -109,15 +90,15 @@ export interface BatchNormBackwardResult extends Disposable {
 }
 
 const scalarsSchema = z.object({
-  training: trainingFlag,
-  eps: epsilon,
-  outputMask: outputMaskSchema("gradInput, gradWeight, gradBias"),
+  training: check.trainingFlag,
+  eps: check.epsilon,
+  outputMask: check.outputMask("gradInput, gradWeight, gradBias"),
 });
 
 /** Mixed precision as CANN allows it: `t.dtype` is `base` or float32. */
 function checkDTypeOrFloat32(name: string, t: Tensor, baseName: string, base: DType): void {
   if (t.dtype !== base && t.dtype !== "float32") {
-    invalid(OP, name, `dtype ${t.dtype} must be float32 or ${baseName} dtype ${base}`);
+    check.invalid(OP, name, `dtype ${t.dtype} must be float32 or ${baseName} dtype ${base}`);
   }
 }
 
@@ -190,63 +171,66 @@ const call = defineOperator<BatchNormBackwardArgs, Output, Validated>({
 });
 
 function validate(args: BatchNormBackwardArgs): Validated {
-  const gradOut = requireTensor(OP, "gradOut", args.gradOut);
-  const input = requireTensor(OP, "input", args.input);
-  const weight = optionalTensor(OP, "weight", args.weight);
-  const runningMean = optionalTensor(OP, "runningMean", args.runningMean);
-  const runningVar = optionalTensor(OP, "runningVar", args.runningVar);
-  const saveMean = optionalTensor(OP, "saveMean", args.saveMean);
-  const saveInvstd = optionalTensor(OP, "saveInvstd", args.saveInvstd);
+  const gradOut = check.requireTensor(OP, "gradOut", args.gradOut);
+  const input = check.requireTensor(OP, "input", args.input);
+  const weight = check.optionalTensor(OP, "weight", args.weight);
+  const runningMean = check.optionalTensor(OP, "runningMean", args.runningMean);
+  const runningVar = check.optionalTensor(OP, "runningVar", args.runningVar);
+  const saveMean = check.optionalTensor(OP, "saveMean", args.saveMean);
+  const saveInvstd = check.optionalTensor(OP, "saveInvstd", args.saveInvstd);
   // CANN returns 161001 for every outputMask failure, a wrong length included
   // (aclnn_batch_norm_backward.cpp CheckParams maps CheckMaskNotNull to ACLNN_ERR_PARAM_NULLPTR).
   const givenMask = (args as { outputMask?: unknown } | undefined)?.outputMask;
-  if (givenMask === null) missing(OP, "outputMask");
+  if (givenMask === null) check.missing(OP, "outputMask");
   if (Array.isArray(givenMask) && givenMask.length !== 3) {
-    missing(
+    check.missing(
       OP,
       "outputMask",
       `must have exactly 3 entries (gradInput, gradWeight, gradBias), has ${givenMask.length}, and`,
     );
   }
-  const { training, eps, outputMask } = parseArguments(OP, scalarsSchema, args);
+  const { training, eps, outputMask } = check.parseArguments(OP, scalarsSchema, args);
   const mask = outputMask as [boolean, boolean, boolean];
   const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const gradInput = requestedOutput(OP, "gradInput", out, mask[0]);
-  const gradWeight = requestedOutput(OP, "gradWeight", out, mask[1]);
-  const gradBias = requestedOutput(OP, "gradBias", out, mask[2]);
+  const gradInput = check.requestedOutput(OP, "gradInput", out, mask[0]);
+  const gradWeight = check.requestedOutput(OP, "gradWeight", out, mask[1]);
+  const gradBias = check.requestedOutput(OP, "gradBias", out, mask[2]);
 
   // Order: dtypes, then ranks and shapes, then per-channel sizes (as aclnn checks them).
   const stats = { weight, runningMean, runningVar, saveMean, saveInvstd };
   const all = { gradOut, input, ...stats, gradInput, gradWeight, gradBias };
   for (const [name, t] of Object.entries(all)) {
-    if (t) checkDType(OP, name, t, FLOAT_DTYPES);
+    if (t) check.checkDType(OP, name, t, FLOAT_DTYPES);
   }
-  checkSameDType(OP, "input", input, "gradOut", gradOut);
-  if (gradInput) checkSameDType(OP, "gradInput", gradInput, "gradOut", gradOut);
+  check.checkSameDType(OP, "input", input, "gradOut", gradOut);
+  if (gradInput) check.checkSameDType(OP, "gradInput", gradInput, "gradOut", gradOut);
   for (const [name, t] of Object.entries(stats)) {
     if (t) checkDTypeOrFloat32(name, t, "gradOut", gradOut.dtype);
   }
   if (runningMean && runningVar) {
-    checkSameDType(OP, "runningVar", runningVar, "runningMean", runningMean);
+    check.checkSameDType(OP, "runningVar", runningVar, "runningMean", runningMean);
   }
-  if (saveMean && saveInvstd) checkSameDType(OP, "saveInvstd", saveInvstd, "saveMean", saveMean);
+  if (saveMean && saveInvstd) {
+    check.checkSameDType(OP, "saveInvstd", saveInvstd, "saveMean", saveMean);
+  }
   const gradDType = weight?.dtype ?? input.dtype;
   const gradBaseName = weight ? "weight" : "gradOut";
   if (gradWeight) checkDTypeOrFloat32("gradWeight", gradWeight, gradBaseName, gradDType);
   if (gradBias) checkDTypeOrFloat32("gradBias", gradBias, gradBaseName, gradDType);
-  if (gradWeight && gradBias) checkSameDType(OP, "gradBias", gradBias, "gradWeight", gradWeight);
+  if (gradWeight && gradBias) {
+    check.checkSameDType(OP, "gradBias", gradBias, "gradWeight", gradWeight);
+  }
 
-  checkRank(OP, "gradOut", gradOut, 2, 8);
-  checkRank(OP, "input", input, 2, 8);
-  checkShape(OP, "input", input, gradOut.shape, "gradOut");
-  if (gradInput) checkShape(OP, "gradInput", gradInput, gradOut.shape, "gradOut");
+  check.checkRank(OP, "gradOut", gradOut, 2, 8);
+  check.checkRank(OP, "input", input, 2, 8);
+  check.checkShape(OP, "input", input, gradOut.shape, "gradOut");
+  if (gradInput) check.checkShape(OP, "gradInput", gradInput, gradOut.shape, "gradOut");
   const channels = input.shape[1];
   for (const [name, t] of Object.entries({ ...stats, gradWeight, gradBias })) {
-    if (t) checkPerChannelShape(OP, name, t, channels, !training && name.startsWith("save"));
+    if (t) check.checkPerChannelShape(OP, name, t, channels, !training && name.startsWith("save"));
   }
-  checkWrites(OP, { gradInput, gradWeight, gradBias }, { gradOut, input, ...stats });
-  const device = commonDevice(OP, all);
-  const backend = backendChecked(OP, device, all);
+  check.checkWrites(OP, { gradInput, gradWeight, gradBias }, { gradOut, input, ...stats });
+  const { device, backend } = check.placeCall(OP, all);
   return {
     device,
     backend,

@@ -29,26 +29,9 @@ import {
   channelGeometry,
 } from "../backends/mod.ts";
 import { ACLNN_ERR_PARAM_INVALID } from "../errors.ts";
-import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { defineOperator, type PlannedCall } from "./spec.ts";
-import {
-  backendChecked,
-  checkChannelsNonZero,
-  checkDType,
-  checkPerChannelShape,
-  checkRank,
-  checkSameDType,
-  checkShape,
-  checkWrites,
-  commonDevice,
-  epsilon,
-  type MaybeTensor,
-  optionalTensor,
-  parseScalars,
-  requestedOutput,
-  requireTensor,
-} from "./validate.ts";
+import * as check from "./validate.ts";
 
 const OP = "aclnnBatchNormElemt";
 
@@ -61,26 +44,26 @@ export interface BatchNormElemtOut {
 /** Arguments of {@linkcode batchNormElemt} (names as in CANN). */
 export interface BatchNormElemtArgs {
   /** x: rank 2-8, channel = dim 1 (must not be 0). */
-  input: MaybeTensor;
+  input: check.MaybeTensor;
   /** gamma: rank 1, C elements, any float dtype; all ones when absent. */
-  weight?: MaybeTensor;
+  weight?: check.MaybeTensor;
   /** beta: rank 1, C elements, any float dtype; zeros when absent. */
-  bias?: MaybeTensor;
+  bias?: check.MaybeTensor;
   /** Per-channel mean: rank 1, C elements, any float dtype (float32 with 16-bit data). */
-  mean: MaybeTensor;
+  mean: check.MaybeTensor;
   /**
    * Per-channel 1/sqrt(var + eps): rank 1, C elements, any float dtype. Prefer float32 with
    * float16 data: CANN rebuilds the variance as 1/invstd^2 - eps in invstd's dtype, which
    * overflows in float16 once invstd exceeds 256 (a nearly constant channel).
    */
-  invstd: MaybeTensor;
+  invstd: check.MaybeTensor;
   /** Passed to CANN (unused by the formula). Default 1e-5. */
   eps?: number;
   /** Preallocated output (validated as aclnn does); allocated when missing. */
   out?: BatchNormElemtOut;
 }
 
-const scalarsSchema = z.object({ eps: epsilon });
+const scalarsSchema = z.object({ eps: check.epsilon });
 
 /**
  * Normalizes x with given statistics as aclnnBatchNormElemt does, on the CPU or on the NPU
@@ -128,33 +111,29 @@ function validate(args: BatchNormElemtArgs): Validated {
   // CANN returns 161002, not 161001, for a null input, mean, invstd or output
   // (aclnn_batch_norm_elemt.cpp CheckBatchNormElemtParams: CHECK_RET(CheckNotNull(...),
   // ACLNN_ERR_PARAM_INVALID)); so does this function.
-  const input = requireTensor(OP, "input", args.input, ACLNN_ERR_PARAM_INVALID);
-  const weight = optionalTensor(OP, "weight", args.weight);
-  const bias = optionalTensor(OP, "bias", args.bias);
-  const mean = requireTensor(OP, "mean", args.mean, ACLNN_ERR_PARAM_INVALID);
-  const invstd = requireTensor(OP, "invstd", args.invstd, ACLNN_ERR_PARAM_INVALID);
-  const { eps } = parseScalars(OP, scalarsSchema, { eps: args.eps });
+  const input = check.requireTensor(OP, "input", args.input, ACLNN_ERR_PARAM_INVALID);
+  const weight = check.optionalTensor(OP, "weight", args.weight);
+  const bias = check.optionalTensor(OP, "bias", args.bias);
+  const mean = check.requireTensor(OP, "mean", args.mean, ACLNN_ERR_PARAM_INVALID);
+  const invstd = check.requireTensor(OP, "invstd", args.invstd, ACLNN_ERR_PARAM_INVALID);
+  const { eps } = check.parseScalars(OP, scalarsSchema, { eps: args.eps });
   const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const output = requestedOutput(OP, "output", out, true, ACLNN_ERR_PARAM_INVALID);
+  const output = check.requestedOutput(OP, "output", out, true, ACLNN_ERR_PARAM_INVALID);
 
   const perChannel = { weight, bias, mean, invstd };
   const all = { input, ...perChannel, output };
-  for (const [name, t] of Object.entries(all)) if (t) checkDType(OP, name, t, FLOAT_DTYPES);
   // CANN checks each tensor against the dtype list on its own (aclnn_batch_norm_elemt.cpp
   // CheckDtypeValid); the result is copied to output by ViewCopy, which needs the dtype of
   // the computed tensor, input's (opbase docs/zh/api/nnopbase/opdev/L0/ViewCopy.md).
-  if (output) checkSameDType(OP, "output", output, "input", input);
-  checkRank(OP, "input", input, 2, 8);
-  if (output) checkShape(OP, "output", output, input.shape, "input");
+  check.checkChannelData(OP, all, input, output);
   const channels = input.shape[1];
-  checkChannelsNonZero(OP, channels);
+  check.checkChannelsNonZero(OP, channels);
   for (const [name, t] of Object.entries(perChannel)) {
     if (!t) continue;
-    checkPerChannelShape(OP, name, t, channels);
+    check.checkPerChannelShape(OP, name, t, channels);
   }
-  checkWrites(OP, { output }, { input, ...perChannel });
-  const device = commonDevice(OP, all);
-  const backend = backendChecked(OP, device, all);
+  check.checkWrites(OP, { output }, { input, ...perChannel });
+  const { device, backend } = check.placeCall(OP, all);
 
   return {
     device,

@@ -33,20 +33,7 @@ import {
 import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { defineOperator, type PlannedCall } from "./spec.ts";
-import {
-  backendChecked,
-  checkChannelsNonZero,
-  checkDType,
-  checkPerChannelShape,
-  checkRank,
-  checkShape,
-  checkWrites,
-  commonDevice,
-  type MaybeTensor,
-  optionalTensor,
-  requestedOutput,
-  requireTensor,
-} from "./validate.ts";
+import * as check from "./validate.ts";
 
 const OP = "aclnnBatchNormElemtBackward";
 
@@ -62,21 +49,21 @@ export interface BatchNormElemtBackwardOut {
 /** Arguments of {@linkcode batchNormElemtBackward} (names as in CANN). */
 export interface BatchNormElemtBackwardArgs {
   /** dL/dy: input's shape. */
-  gradOut: MaybeTensor;
+  gradOut: check.MaybeTensor;
   /** x: rank 2-8, channel = dim 1 (must not be 0). */
-  input: MaybeTensor;
+  input: check.MaybeTensor;
   /** Global per-channel mean, C elements. */
-  mean: MaybeTensor;
+  mean: check.MaybeTensor;
   /** Global per-channel 1/sqrt(var + eps), C elements. */
-  invstd: MaybeTensor;
+  invstd: check.MaybeTensor;
   /** gamma, C elements; all ones when absent. */
-  weight?: MaybeTensor;
+  weight?: check.MaybeTensor;
   /** All-reduced sum(dy) per channel, C elements. */
-  sumDy: MaybeTensor;
+  sumDy: check.MaybeTensor;
   /** All-reduced sum(dy * (x - mean)) per channel, C elements. */
-  sumDyXmu: MaybeTensor;
+  sumDyXmu: check.MaybeTensor;
   /** Element counts (e.g. one per rank), int32/float16/float32; summed to M. */
-  counter: MaybeTensor;
+  counter: check.MaybeTensor;
   /** Preallocated output (validated as aclnn does); allocated when missing. */
   out?: BatchNormElemtBackwardOut;
 }
@@ -135,35 +122,36 @@ const call = defineOperator<
 });
 
 function validate(args: BatchNormElemtBackwardArgs): Validated {
-  const gradOut = requireTensor(OP, "gradOut", args.gradOut);
-  const input = requireTensor(OP, "input", args.input);
-  const mean = requireTensor(OP, "mean", args.mean);
-  const invstd = requireTensor(OP, "invstd", args.invstd);
-  const weight = optionalTensor(OP, "weight", args.weight);
-  const sumDy = requireTensor(OP, "sumDy", args.sumDy);
-  const sumDyXmu = requireTensor(OP, "sumDyXmu", args.sumDyXmu);
-  const counter = requireTensor(OP, "counter", args.counter);
+  const gradOut = check.requireTensor(OP, "gradOut", args.gradOut);
+  const input = check.requireTensor(OP, "input", args.input);
+  const mean = check.requireTensor(OP, "mean", args.mean);
+  const invstd = check.requireTensor(OP, "invstd", args.invstd);
+  const weight = check.optionalTensor(OP, "weight", args.weight);
+  const sumDy = check.requireTensor(OP, "sumDy", args.sumDy);
+  const sumDyXmu = check.requireTensor(OP, "sumDyXmu", args.sumDyXmu);
+  const counter = check.requireTensor(OP, "counter", args.counter);
   const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const gradInput = requestedOutput(OP, "gradInput", out, true);
+  const gradInput = check.requestedOutput(OP, "gradInput", out, true);
 
   const perChannel = { mean, invstd, weight, sumDy, sumDyXmu };
   const floats = { gradOut, input, ...perChannel, gradInput };
-  for (const [name, t] of Object.entries(floats)) if (t) checkDType(OP, name, t, FLOAT_DTYPES);
-  checkDType(OP, "counter", counter, COUNTER_DTYPES);
-  checkRank(OP, "input", input, 2, 8);
-  checkRank(OP, "gradOut", gradOut, 0, 8);
-  if (gradInput) checkRank(OP, "gradInput", gradInput, 0, 8);
-  checkRank(OP, "counter", counter, 0, 8);
-  const channels = input.shape[1];
-  checkChannelsNonZero(OP, channels);
-  checkShape(OP, "gradOut", gradOut, input.shape, "input");
-  if (gradInput) checkShape(OP, "gradInput", gradInput, input.shape, "input");
-  for (const [name, t] of Object.entries(perChannel)) {
-    if (t) checkPerChannelShape(OP, name, t, channels);
+  for (const [name, t] of Object.entries(floats)) {
+    if (t) check.checkDType(OP, name, t, FLOAT_DTYPES);
   }
-  checkWrites(OP, { gradInput }, { gradOut, input, ...perChannel, counter });
-  const device = commonDevice(OP, { ...floats, counter });
-  const backend = backendChecked(OP, device, { ...floats, counter });
+  check.checkDType(OP, "counter", counter, COUNTER_DTYPES);
+  check.checkRank(OP, "input", input, 2, 8);
+  check.checkRank(OP, "gradOut", gradOut, 0, 8);
+  if (gradInput) check.checkRank(OP, "gradInput", gradInput, 0, 8);
+  check.checkRank(OP, "counter", counter, 0, 8);
+  const channels = input.shape[1];
+  check.checkChannelsNonZero(OP, channels);
+  check.checkShape(OP, "gradOut", gradOut, input.shape, "input");
+  if (gradInput) check.checkShape(OP, "gradInput", gradInput, input.shape, "input");
+  for (const [name, t] of Object.entries(perChannel)) {
+    if (t) check.checkPerChannelShape(OP, name, t, channels);
+  }
+  check.checkWrites(OP, { gradInput }, { gradOut, input, ...perChannel, counter });
+  const { device, backend } = check.placeCall(OP, { ...floats, counter });
 
   return {
     device,

@@ -39,22 +39,7 @@ import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { defineOperator, type PlannedCall } from "./spec.ts";
-import {
-  backendChecked,
-  checkDType,
-  checkPerChannelShape,
-  checkRank,
-  checkWrites,
-  commonDevice,
-  epsilon,
-  finiteNumber,
-  invalid,
-  type MaybeTensor,
-  optionalTensor,
-  parseArguments,
-  requestedOutput,
-  requireTensor,
-} from "./validate.ts";
+import * as check from "./validate.ts";
 
 const OP = "aclnnBatchNormGatherStatsWithCounts";
 
@@ -69,21 +54,21 @@ export interface BatchNormGatherStatsWithCountsOut {
 /** Arguments of {@linkcode batchNormGatherStatsWithCounts} (names as in CANN). */
 export interface BatchNormGatherStatsWithCountsArgs {
   /** This rank's x: rank 2-8, channel = dim 1. Only its shape (C) is used. */
-  input: MaybeTensor;
+  input: check.MaybeTensor;
   /** Per-rank means, `[W, C]`. */
-  mean: MaybeTensor;
+  mean: check.MaybeTensor;
   /** Per-rank 1/sqrt(biased variance + eps), `[W, C]`. */
-  invstd: MaybeTensor;
+  invstd: check.MaybeTensor;
   /** Running mean, C elements; updated in place when given. */
-  runningMean?: MaybeTensor;
+  runningMean?: check.MaybeTensor;
   /** Running (unbiased) variance, C elements; updated in place when given. */
-  runningVar?: MaybeTensor;
+  runningVar?: check.MaybeTensor;
   /** Weight of the new statistics in the running update. Default 0.1. */
   momentum?: number;
   /** The eps the per-rank invstd were computed with (also used for the global one). Default 1e-5. */
   eps?: number;
   /** Elements per channel on each rank, `[W]` (float32/float16/bfloat16). */
-  counts: MaybeTensor;
+  counts: check.MaybeTensor;
   /** Preallocated outputs (validated as aclnn does); missing ones are allocated. */
   out?: BatchNormGatherStatsWithCountsOut;
 }
@@ -100,8 +85,8 @@ export interface BatchNormGatherStatsWithCountsResult extends Disposable {
 }
 
 const scalarsSchema = z.object({
-  momentum: finiteNumber.default(0.1),
-  eps: epsilon,
+  momentum: check.finiteNumber.default(0.1),
+  eps: check.epsilon,
 });
 
 /**
@@ -179,22 +164,27 @@ function checkCounts(counts: Tensor): void {
   const values = counts.toFloat64Array();
   for (let w = 0; w < values.length; w++) {
     if (!(values[w] >= 0) || !Number.isFinite(values[w])) {
-      invalid(OP, "counts", `[${w}] is ${values[w]}; counts must be finite and >= 0`);
+      check.invalid(OP, "counts", `[${w}] is ${values[w]}; counts must be finite and >= 0`);
     }
   }
 }
 
 function validate(args: BatchNormGatherStatsWithCountsArgs): Validated {
-  const input = requireTensor(OP, "input", args.input);
-  const mean = requireTensor(OP, "mean", args.mean);
-  const invstd = requireTensor(OP, "invstd", args.invstd);
-  const counts = requireTensor(OP, "counts", args.counts);
-  const runningMean = optionalTensor(OP, "runningMean", args.runningMean);
-  const runningVar = optionalTensor(OP, "runningVar", args.runningVar);
-  const { momentum, eps } = parseArguments(OP, scalarsSchema, args);
+  const input = check.requireTensor(OP, "input", args.input);
+  const mean = check.requireTensor(OP, "mean", args.mean);
+  const invstd = check.requireTensor(OP, "invstd", args.invstd);
+  const counts = check.requireTensor(OP, "counts", args.counts);
+  const runningMean = check.optionalTensor(OP, "runningMean", args.runningMean);
+  const runningVar = check.optionalTensor(OP, "runningVar", args.runningVar);
+  const { momentum, eps } = check.parseArguments(OP, scalarsSchema, args);
   // The outputs are named out.mean / out.invstd so that messages tell them from the inputs.
-  const meanAll = requestedOutput(OP, "out.mean", { "out.mean": args.out?.mean }, true);
-  const invstdAll = requestedOutput(OP, "out.invstd", { "out.invstd": args.out?.invstd }, true);
+  const meanAll = check.requestedOutput(OP, "out.mean", { "out.mean": args.out?.mean }, true);
+  const invstdAll = check.requestedOutput(
+    OP,
+    "out.invstd",
+    { "out.invstd": args.out?.invstd },
+    true,
+  );
 
   const all = {
     input,
@@ -206,22 +196,22 @@ function validate(args: BatchNormGatherStatsWithCountsArgs): Validated {
     "out.mean": meanAll,
     "out.invstd": invstdAll,
   };
-  for (const [name, t] of Object.entries(all)) if (t) checkDType(OP, name, t, FLOAT_DTYPES);
-  checkRank(OP, "input", input, 2, 8);
-  checkRank(OP, "mean", mean, 2, 2);
-  checkRank(OP, "invstd", invstd, 2, 2);
-  checkRank(OP, "counts", counts, 1, 1);
+  for (const [name, t] of Object.entries(all)) if (t) check.checkDType(OP, name, t, FLOAT_DTYPES);
+  check.checkRank(OP, "input", input, 2, 8);
+  check.checkRank(OP, "mean", mean, 2, 2);
+  check.checkRank(OP, "invstd", invstd, 2, 2);
+  check.checkRank(OP, "counts", counts, 1, 1);
   const W = mean.shape[0];
   if (invstd.shape[0] !== W) {
-    invalid(OP, "invstd", `dim 0 (${invstd.shape[0]}) must equal mean dim 0 (${W})`);
+    check.invalid(OP, "invstd", `dim 0 (${invstd.shape[0]}) must equal mean dim 0 (${W})`);
   }
   if (counts.shape[0] !== W) {
-    invalid(OP, "counts", `dim 0 (${counts.shape[0]}) must equal mean dim 0 (${W})`);
+    check.invalid(OP, "counts", `dim 0 (${counts.shape[0]}) must equal mean dim 0 (${W})`);
   }
   const channels = input.shape[1];
   for (const [name, t] of Object.entries({ mean, invstd })) {
     if (t.shape[1] !== channels) {
-      invalid(
+      check.invalid(
         OP,
         name,
         `dim 1 of shape ${formatShape(t.shape)} must equal C = ${channels} (input dim 1)`,
@@ -229,18 +219,17 @@ function validate(args: BatchNormGatherStatsWithCountsArgs): Validated {
     }
   }
   for (const [name, t] of Object.entries({ runningMean, runningVar })) {
-    if (t) checkPerChannelShape(OP, name, t, channels);
+    if (t) check.checkPerChannelShape(OP, name, t, channels);
   }
-  if (meanAll) checkPerChannelShape(OP, "out.mean", meanAll, channels);
-  if (invstdAll) checkPerChannelShape(OP, "out.invstd", invstdAll, channels);
+  if (meanAll) check.checkPerChannelShape(OP, "out.mean", meanAll, channels);
+  if (invstdAll) check.checkPerChannelShape(OP, "out.invstd", invstdAll, channels);
   // The running statistics are written in place: nothing else may share their memory.
-  checkWrites(
+  check.checkWrites(
     OP,
     { "out.mean": meanAll, "out.invstd": invstdAll, runningMean, runningVar },
     { input, mean, invstd, counts },
   );
-  const device = commonDevice(OP, all);
-  const backend = backendChecked(OP, device, all);
+  const { device, backend } = check.placeCall(OP, all);
 
   return {
     device,

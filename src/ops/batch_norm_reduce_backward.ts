@@ -15,23 +15,7 @@ import type { DType } from "../tensor/dtype.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { defineOperator, emptyWhen, type PlannedCall } from "./spec.ts";
-import {
-  backendChecked,
-  checkChannelsNonZero,
-  checkDType,
-  checkPerChannelShape,
-  checkRank,
-  checkSameDType,
-  checkShape,
-  checkWrites,
-  commonDevice,
-  flag,
-  type MaybeTensor,
-  optionalTensor,
-  parseArguments,
-  requestedOutput,
-  requireTensor,
-} from "./validate.ts";
+import * as check from "./validate.ts";
 
 const OP = "aclnnBatchNormReduceBackward";
 
@@ -50,15 +34,15 @@ export interface BatchNormReduceBackwardOut {
 /** Arguments of {@linkcode batchNormReduceBackward} (names as in CANN). */
 export interface BatchNormReduceBackwardArgs {
   /** dL/dy, same dtype and shape as `input`; rank 2-8. */
-  gradOut: MaybeTensor;
+  gradOut: check.MaybeTensor;
   /** x, rank 2-8, channel = dim 1 (must not be 0). */
-  input: MaybeTensor;
+  input: check.MaybeTensor;
   /** Per-channel mean, C elements. */
-  mean: MaybeTensor;
+  mean: check.MaybeTensor;
   /** Per-channel 1/sqrt(var + eps), C elements. */
-  invstd: MaybeTensor;
+  invstd: check.MaybeTensor;
   /** gamma, C elements; only checked (its values are not used). */
-  weight?: MaybeTensor;
+  weight?: check.MaybeTensor;
   /** Compute sumDy and sumDyXmu. Default true. */
   inputG?: boolean;
   /** Compute gradWeight. Default true. */
@@ -84,7 +68,7 @@ export interface BatchNormReduceBackwardResult extends Disposable {
   gradBias: Tensor | null;
 }
 
-const masksSchema = z.object({ inputG: flag, weightG: flag, biasG: flag });
+const masksSchema = z.object({ inputG: check.flag, weightG: check.flag, biasG: check.flag });
 
 /**
  * Computes sumDy, sumDyXmu, gradWeight and gradBias per channel (dim 1) as
@@ -135,40 +119,39 @@ const call = defineOperator<BatchNormReduceBackwardArgs, Output, Validated>({
 });
 
 function validate(args: BatchNormReduceBackwardArgs): Validated {
-  const gradOut = requireTensor(OP, "gradOut", args.gradOut);
-  const input = requireTensor(OP, "input", args.input);
-  const mean = requireTensor(OP, "mean", args.mean);
-  const invstd = requireTensor(OP, "invstd", args.invstd);
-  const weight = optionalTensor(OP, "weight", args.weight);
-  const { inputG, weightG, biasG } = parseArguments(OP, masksSchema, args);
+  const gradOut = check.requireTensor(OP, "gradOut", args.gradOut);
+  const input = check.requireTensor(OP, "input", args.input);
+  const mean = check.requireTensor(OP, "mean", args.mean);
+  const invstd = check.requireTensor(OP, "invstd", args.invstd);
+  const weight = check.optionalTensor(OP, "weight", args.weight);
+  const { inputG, weightG, biasG } = check.parseArguments(OP, masksSchema, args);
   const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const sumDy = requestedOutput(OP, "sumDy", out, inputG);
-  const sumDyXmu = requestedOutput(OP, "sumDyXmu", out, inputG);
-  const gradWeight = requestedOutput(OP, "gradWeight", out, weightG);
-  const gradBias = requestedOutput(OP, "gradBias", out, biasG);
+  const sumDy = check.requestedOutput(OP, "sumDy", out, inputG);
+  const sumDyXmu = check.requestedOutput(OP, "sumDyXmu", out, inputG);
+  const gradWeight = check.requestedOutput(OP, "gradWeight", out, weightG);
+  const gradBias = check.requestedOutput(OP, "gradBias", out, biasG);
 
   for (const [name, t] of Object.entries({ gradOut, input, mean, invstd, weight })) {
-    if (t) checkDType(OP, name, t, FLOAT_DTYPES);
+    if (t) check.checkDType(OP, name, t, FLOAT_DTYPES);
   }
-  checkSameDType(OP, "gradOut", gradOut, "input", input);
-  checkRank(OP, "gradOut", gradOut, 2, 8);
-  checkRank(OP, "input", input, 2, 8);
-  checkShape(OP, "gradOut", gradOut, input.shape, "input");
+  check.checkSameDType(OP, "gradOut", gradOut, "input", input);
+  check.checkRank(OP, "gradOut", gradOut, 2, 8);
+  check.checkRank(OP, "input", input, 2, 8);
+  check.checkShape(OP, "gradOut", gradOut, input.shape, "input");
   const channels = input.shape[1];
-  checkChannelsNonZero(OP, channels);
+  check.checkChannelsNonZero(OP, channels);
   const perChannel = { mean, invstd, weight, sumDy, sumDyXmu, gradWeight, gradBias };
   for (const [name, t] of Object.entries(perChannel)) {
     if (!t) continue;
-    checkDType(OP, name, t, FLOAT_DTYPES);
-    checkPerChannelShape(OP, name, t, channels);
+    check.checkDType(OP, name, t, FLOAT_DTYPES);
+    check.checkPerChannelShape(OP, name, t, channels);
   }
-  checkWrites(
+  check.checkWrites(
     OP,
     { sumDy, sumDyXmu, gradWeight, gradBias },
     { gradOut, input, mean, invstd, weight },
   );
-  const device = commonDevice(OP, { gradOut, input, ...perChannel });
-  const backend = backendChecked(OP, device, { gradOut, input, ...perChannel });
+  const { device, backend } = check.placeCall(OP, { gradOut, input, ...perChannel });
   return {
     device,
     backend,

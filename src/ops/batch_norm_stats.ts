@@ -27,20 +27,7 @@ import { type BatchNormStatsPlan, channelGeometry } from "../backends/mod.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { defineOperator, type ValidatedCall } from "./spec.ts";
-import {
-  backendChecked,
-  checkChannelsNonZero,
-  checkDType,
-  checkPerChannelShape,
-  checkRank,
-  checkWrites,
-  commonDevice,
-  epsilon,
-  type MaybeTensor,
-  parseScalars,
-  requestedOutput,
-  requireTensor,
-} from "./validate.ts";
+import * as check from "./validate.ts";
 
 const OP = "aclnnBatchNormStats";
 
@@ -55,7 +42,7 @@ export interface BatchNormStatsOut {
 /** Arguments of {@linkcode batchNormStats} (names as in CANN). */
 export interface BatchNormStatsArgs {
   /** x: rank 2-8, float32/float16/bfloat16, channel = dim 1 (must not be 0). */
-  input: MaybeTensor;
+  input: check.MaybeTensor;
   /** Added to the biased variance. Default 1e-5. */
   eps?: number;
   /** Preallocated outputs (validated as aclnn does); missing ones are allocated. */
@@ -70,7 +57,7 @@ export interface BatchNormStatsResult extends Disposable {
   invstd: Tensor;
 }
 
-const scalarsSchema = z.object({ eps: epsilon });
+const scalarsSchema = z.object({ eps: check.epsilon });
 
 /**
  * Computes one rank's per-channel mean and invstd as aclnnBatchNormStats does, on the CPU or
@@ -114,25 +101,24 @@ const call = defineOperator<BatchNormStatsArgs, Output, Validated, BatchNormStat
 });
 
 function validate(args: BatchNormStatsArgs): Validated {
-  const input = requireTensor(OP, "input", args.input);
-  const { eps } = parseScalars(OP, scalarsSchema, { eps: args.eps });
+  const input = check.requireTensor(OP, "input", args.input);
+  const { eps } = check.parseScalars(OP, scalarsSchema, { eps: args.eps });
   const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const mean = requestedOutput(OP, "mean", out, true);
-  const invstd = requestedOutput(OP, "invstd", out, true);
+  const mean = check.requestedOutput(OP, "mean", out, true);
+  const invstd = check.requestedOutput(OP, "invstd", out, true);
 
-  checkDType(OP, "input", input, FLOAT_DTYPES);
-  if (mean) checkDType(OP, "mean", mean, ["float32"]);
-  if (invstd) checkDType(OP, "invstd", invstd, ["float32"]);
-  checkRank(OP, "input", input, 2, 8);
+  check.checkDType(OP, "input", input, FLOAT_DTYPES);
+  if (mean) check.checkDType(OP, "mean", mean, ["float32"]);
+  if (invstd) check.checkDType(OP, "invstd", invstd, ["float32"]);
+  check.checkRank(OP, "input", input, 2, 8);
   const channels = input.shape[1];
   for (const [name, t] of Object.entries({ mean, invstd })) {
     if (!t) continue;
-    checkPerChannelShape(OP, name, t, channels);
+    check.checkPerChannelShape(OP, name, t, channels);
   }
-  checkChannelsNonZero(OP, channels);
-  checkWrites(OP, { mean, invstd }, { input });
-  const device = commonDevice(OP, { input, mean, invstd });
-  const backend = backendChecked(OP, device, { input, mean, invstd });
+  check.checkChannelsNonZero(OP, channels);
+  check.checkWrites(OP, { mean, invstd }, { input });
+  const { device, backend } = check.placeCall(OP, { input, mean, invstd });
   return {
     device,
     backend,

@@ -28,26 +28,7 @@ import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { defineOperator, type PlannedCall } from "./spec.ts";
-import {
-  backendChecked,
-  checkDType,
-  checkGroupGeometry,
-  checkNumel,
-  checkPerChannelShape,
-  checkRank,
-  checkShape,
-  checkWrites,
-  commonDevice,
-  epsilon,
-  groupCount,
-  int64,
-  invalid,
-  type MaybeTensor,
-  optionalTensor,
-  parseArguments,
-  requestedOutput,
-  requireTensor,
-} from "./validate.ts";
+import * as check from "./validate.ts";
 
 const OP = "aclnnGroupNorm";
 
@@ -64,11 +45,11 @@ export interface GroupNormOut {
 /** Arguments of {@linkcode groupNorm} (names as in CANN; `input` is CANN's `self`). */
 export interface GroupNormArgs {
   /** x: rank 2-8, float32/float16/bfloat16. */
-  input: MaybeTensor;
+  input: check.MaybeTensor;
   /** Per-channel scale: rank 1, C elements, input's dtype; all ones when absent. */
-  gamma?: MaybeTensor;
+  gamma?: check.MaybeTensor;
   /** Per-channel offset: rank 1, C elements, input's dtype; zeros when absent. */
-  beta?: MaybeTensor;
+  beta?: check.MaybeTensor;
   /** Batch size; must equal input dim 0. Default input dim 0. */
   N?: number;
   /** Channels; must equal input dim 1. Default input dim 1. */
@@ -94,11 +75,11 @@ export interface GroupNormResult extends Disposable {
 }
 
 const scalarsSchema = z.object({
-  N: int64.optional(),
-  C: int64.optional(),
-  HxW: int64.optional(),
-  group: groupCount,
-  eps: epsilon,
+  N: check.int64.optional(),
+  C: check.int64.optional(),
+  HxW: check.int64.optional(),
+  group: check.groupCount,
+  eps: check.epsilon,
 });
 
 /**
@@ -161,7 +142,7 @@ const call = defineOperator<GroupNormArgs, Output, Validated, GroupNormResult>({
  */
 function checkNoMixedPrecision(name: string, t: Tensor, input: Tensor): void {
   if (t.dtype === input.dtype) return;
-  invalid(
+  check.invalid(
     OP,
     name,
     `dtype ${t.dtype} must equal input dtype ${input.dtype}: aclnnGroupNorm takes no mixed ` +
@@ -172,35 +153,39 @@ function checkNoMixedPrecision(name: string, t: Tensor, input: Tensor): void {
 }
 
 function validate(args: GroupNormArgs): Validated {
-  const input = requireTensor(OP, "input", args.input);
-  const gamma = optionalTensor(OP, "gamma", args.gamma);
-  const beta = optionalTensor(OP, "beta", args.beta);
-  const scalars = parseArguments(OP, scalarsSchema, args);
+  const input = check.requireTensor(OP, "input", args.input);
+  const gamma = check.optionalTensor(OP, "gamma", args.gamma);
+  const beta = check.optionalTensor(OP, "beta", args.beta);
+  const scalars = check.parseArguments(OP, scalarsSchema, args);
   const { group, eps } = scalars;
   const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const output = requestedOutput(OP, "output", out, true);
-  const mean = requestedOutput(OP, "mean", out, true);
-  const rstd = requestedOutput(OP, "rstd", out, true);
+  const output = check.requestedOutput(OP, "output", out, true);
+  const mean = check.requestedOutput(OP, "mean", out, true);
+  const rstd = check.requestedOutput(OP, "rstd", out, true);
 
   const all = { input, gamma, beta, output, mean, rstd };
-  for (const [name, t] of Object.entries(all)) if (t) checkDType(OP, name, t, FLOAT_DTYPES);
+  for (const [name, t] of Object.entries(all)) if (t) check.checkDType(OP, name, t, FLOAT_DTYPES);
   for (const [name, t] of Object.entries({ gamma, beta, output, mean, rstd })) {
     if (t) checkNoMixedPrecision(name, t, input);
   }
-  checkRank(OP, "input", input, 2, 8);
+  check.checkRank(OP, "input", input, 2, 8);
   const shapeHxW = input.shape.slice(2).reduce((a, b) => a * b, 1);
   const N = scalars.N ?? input.shape[0];
   const C = scalars.C ?? input.shape[1];
   const HxW = scalars.HxW ?? shapeHxW;
-  checkGroupGeometry(OP, { N, C, HxW }, group);
-  if (output) checkShape(OP, "output", output, input.shape, "input");
+  check.checkGroupGeometry(OP, { N, C, HxW }, group);
+  if (output) check.checkShape(OP, "output", output, input.shape, "input");
   for (const [name, t] of Object.entries({ mean, rstd })) {
-    if (t) checkShape(OP, name, t, [N, group], "(N, group)");
+    if (t) check.checkShape(OP, name, t, [N, group], "(N, group)");
   }
-  if (input.shape[0] !== N) invalid(OP, "N", `(${N}) must equal input dim 0 (${input.shape[0]})`);
-  if (input.shape[1] !== C) invalid(OP, "C", `(${C}) must equal input dim 1 (${input.shape[1]})`);
+  if (input.shape[0] !== N) {
+    check.invalid(OP, "N", `(${N}) must equal input dim 0 (${input.shape[0]})`);
+  }
+  if (input.shape[1] !== C) {
+    check.invalid(OP, "C", `(${C}) must equal input dim 1 (${input.shape[1]})`);
+  }
   if (shapeHxW !== HxW) {
-    invalid(
+    check.invalid(
       OP,
       "HxW",
       `(${HxW}) must equal the product of input dims 2.. (${shapeHxW}; shape ${
@@ -208,14 +193,13 @@ function validate(args: GroupNormArgs): Validated {
       })`,
     );
   }
-  checkNumel(OP, "input", input, N * C * HxW, "N * C * HxW");
+  check.checkNumel(OP, "input", input, N * C * HxW, "N * C * HxW");
   for (const [name, t] of Object.entries({ gamma, beta })) {
     if (!t) continue;
-    checkPerChannelShape(OP, name, t, C);
+    check.checkPerChannelShape(OP, name, t, C);
   }
-  checkWrites(OP, { output, mean, rstd }, { input, gamma, beta });
-  const device = commonDevice(OP, all);
-  const backend = backendChecked(OP, device, all);
+  check.checkWrites(OP, { output, mean, rstd }, { input, gamma, beta });
+  const { device, backend } = check.placeCall(OP, all);
 
   return {
     device,

@@ -33,26 +33,7 @@ import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { defineOperator, emptyLikeWhen, emptyWhen, type PlannedCall } from "./spec.ts";
-import {
-  backendChecked,
-  checkDType,
-  checkGroupGeometry,
-  checkNumel,
-  checkRank,
-  checkSameDType,
-  checkShape,
-  checkWrites,
-  commonDevice,
-  groupCount,
-  int64,
-  invalid,
-  type MaybeTensor,
-  optionalTensor,
-  outputMask as outputMaskSchema,
-  parseArguments,
-  requestedOutput,
-  requireTensor,
-} from "./validate.ts";
+import * as check from "./validate.ts";
 
 const OP = "aclnnGroupNormBackward";
 
@@ -69,15 +50,15 @@ export interface GroupNormBackwardOut {
 /** Arguments of {@linkcode groupNormBackward} (names as in CANN). */
 export interface GroupNormBackwardArgs {
   /** dL/dy: N*C*HxW elements, float32/float16/bfloat16, rank 0-8. */
-  gradOut: MaybeTensor;
+  gradOut: check.MaybeTensor;
   /** x, the forward's input: N*C*HxW elements, gradOut's dtype, rank 0-8. */
-  input: MaybeTensor;
+  input: check.MaybeTensor;
   /** Per-(n, group) mean saved by the forward: N*group elements, gradOut's dtype or float32. */
-  mean: MaybeTensor;
+  mean: check.MaybeTensor;
   /** Per-(n, group) 1/sqrt(var + eps) saved by the forward: N*group elements, mean's dtype. */
-  rstd: MaybeTensor;
+  rstd: check.MaybeTensor;
   /** Per-channel scale: C elements, mean's dtype; all ones when absent. */
-  gamma?: MaybeTensor;
+  gamma?: check.MaybeTensor;
   /** Batch size. Default input dim 0 (required when input has rank < 2). */
   N?: number;
   /** Channels. Default input dim 1 (required when input has rank < 2). */
@@ -106,11 +87,11 @@ export interface GroupNormBackwardResult extends Disposable {
 }
 
 const scalarsSchema = z.object({
-  N: int64.optional(),
-  C: int64.optional(),
-  HxW: int64.optional(),
-  group: groupCount,
-  outputMask: outputMaskSchema("gradInput, gradGamma, gradBeta"),
+  N: check.int64.optional(),
+  C: check.int64.optional(),
+  HxW: check.int64.optional(),
+  group: check.groupCount,
+  outputMask: check.outputMask("gradInput, gradGamma, gradBeta"),
 });
 
 /** N, C and HxW: given values win, the rest come from input's shape (rank >= 2). */
@@ -128,7 +109,7 @@ function resolveGeometry(
   const pick = (name: "N" | "C" | "HxW"): number => {
     const v = given[name] ?? fromShape?.[name];
     if (v === undefined) {
-      invalid(
+      check.invalid(
         OP,
         name,
         `is required when input has rank < 2 (input shape ${formatShape(input.shape)})`,
@@ -206,55 +187,58 @@ const call = defineOperator<GroupNormBackwardArgs, Output, Validated>({
 });
 
 function validate(args: GroupNormBackwardArgs): Validated {
-  const gradOut = requireTensor(OP, "gradOut", args.gradOut);
-  const input = requireTensor(OP, "input", args.input);
-  const mean = requireTensor(OP, "mean", args.mean);
-  const rstd = requireTensor(OP, "rstd", args.rstd);
-  const gamma = optionalTensor(OP, "gamma", args.gamma);
-  const scalars = parseArguments(OP, scalarsSchema, args);
+  const gradOut = check.requireTensor(OP, "gradOut", args.gradOut);
+  const input = check.requireTensor(OP, "input", args.input);
+  const mean = check.requireTensor(OP, "mean", args.mean);
+  const rstd = check.requireTensor(OP, "rstd", args.rstd);
+  const gamma = check.optionalTensor(OP, "gamma", args.gamma);
+  const scalars = check.parseArguments(OP, scalarsSchema, args);
   const mask = scalars.outputMask as [boolean, boolean, boolean];
   const group = scalars.group;
   const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
   // CANN returns 161002 for a null output whose mask bit is set
   // (aclnn_group_norm_backward.cpp CheckParams maps CheckMaskNotNull to 161002).
   const INVALID = ACLNN_ERR_PARAM_INVALID;
-  const gradInput = requestedOutput(OP, "gradInput", out, mask[0], INVALID);
-  const gradGamma = requestedOutput(OP, "gradGamma", out, mask[1], INVALID);
-  const gradBeta = requestedOutput(OP, "gradBeta", out, mask[2], INVALID);
+  const gradInput = check.requestedOutput(OP, "gradInput", out, mask[0], INVALID);
+  const gradGamma = check.requestedOutput(OP, "gradGamma", out, mask[1], INVALID);
+  const gradBeta = check.requestedOutput(OP, "gradBeta", out, mask[2], INVALID);
 
   // dtypes
-  checkDType(OP, "gradOut", gradOut, FLOAT_DTYPES);
-  checkSameDType(OP, "input", input, "gradOut", gradOut);
-  checkDType(OP, "mean", mean, FLOAT_DTYPES);
+  check.checkDType(OP, "gradOut", gradOut, FLOAT_DTYPES);
+  check.checkSameDType(OP, "input", input, "gradOut", gradOut);
+  check.checkDType(OP, "mean", mean, FLOAT_DTYPES);
   if (mean.dtype !== gradOut.dtype && mean.dtype !== "float32") {
-    invalid(OP, "mean", `dtype ${mean.dtype} must be float32 or gradOut dtype ${gradOut.dtype}`);
+    check.invalid(
+      OP,
+      "mean",
+      `dtype ${mean.dtype} must be float32 or gradOut dtype ${gradOut.dtype}`,
+    );
   }
-  checkSameDType(OP, "rstd", rstd, "mean", mean);
-  if (gamma) checkSameDType(OP, "gamma", gamma, "mean", mean);
-  if (gradInput) checkSameDType(OP, "gradInput", gradInput, "gradOut", gradOut);
-  if (gradGamma) checkSameDType(OP, "gradGamma", gradGamma, "mean", mean);
-  if (gradBeta) checkSameDType(OP, "gradBeta", gradBeta, "mean", mean);
+  check.checkSameDType(OP, "rstd", rstd, "mean", mean);
+  if (gamma) check.checkSameDType(OP, "gamma", gamma, "mean", mean);
+  if (gradInput) check.checkSameDType(OP, "gradInput", gradInput, "gradOut", gradOut);
+  if (gradGamma) check.checkSameDType(OP, "gradGamma", gradGamma, "mean", mean);
+  if (gradBeta) check.checkSameDType(OP, "gradBeta", gradBeta, "mean", mean);
   const tensors = { gradOut, input, mean, rstd, gamma, gradInput, gradGamma, gradBeta };
-  for (const [name, t] of Object.entries(tensors)) if (t) checkRank(OP, name, t, 0, 8);
+  for (const [name, t] of Object.entries(tensors)) if (t) check.checkRank(OP, name, t, 0, 8);
 
   // geometry and output shapes
   const { N, C, HxW } = resolveGeometry(input, scalars);
-  if (gradInput) checkShape(OP, "gradInput", gradInput, input.shape, "input");
+  if (gradInput) check.checkShape(OP, "gradInput", gradInput, input.shape, "input");
   for (const [name, t] of Object.entries({ gradGamma, gradBeta })) {
     if (!t) continue;
-    if (gamma) checkShape(OP, name, t, gamma.shape, "gamma");
-    else checkNumel(OP, name, t, C, "C (gamma is absent)");
+    if (gamma) check.checkShape(OP, name, t, gamma.shape, "gamma");
+    else check.checkNumel(OP, name, t, C, "C (gamma is absent)");
   }
-  checkGroupGeometry(OP, { N, C, HxW }, group);
+  check.checkGroupGeometry(OP, { N, C, HxW }, group);
   const total = N * C * HxW;
-  checkNumel(OP, "input", input, total, "N * C * HxW");
-  checkNumel(OP, "gradOut", gradOut, total, "N * C * HxW");
-  checkNumel(OP, "mean", mean, N * group, "N * group");
-  checkNumel(OP, "rstd", rstd, N * group, "N * group");
-  if (gamma) checkNumel(OP, "gamma", gamma, C, "C");
-  checkWrites(OP, { gradInput, gradGamma, gradBeta }, { gradOut, input, mean, rstd, gamma });
-  const device = commonDevice(OP, tensors);
-  const backend = backendChecked(OP, device, tensors, { N, C, HxW, group });
+  check.checkNumel(OP, "input", input, total, "N * C * HxW");
+  check.checkNumel(OP, "gradOut", gradOut, total, "N * C * HxW");
+  check.checkNumel(OP, "mean", mean, N * group, "N * group");
+  check.checkNumel(OP, "rstd", rstd, N * group, "N * group");
+  if (gamma) check.checkNumel(OP, "gamma", gamma, C, "C");
+  check.checkWrites(OP, { gradInput, gradGamma, gradBeta }, { gradOut, input, mean, rstd, gamma });
+  const { device, backend } = check.placeCall(OP, tensors, { N, C, HxW, group });
 
   return {
     device,

@@ -37,22 +37,10 @@ import {
   newStatistic,
   normalizedAxis,
   normalizedShapeSchema,
+  placeRowNorm,
 } from "./row_norm_checks.ts";
 import { defineOperator, type PlannedCall } from "./spec.ts";
-import {
-  backendChecked,
-  checkDType,
-  checkShape,
-  checkWrites,
-  commonDevice,
-  invalid,
-  type MaybeTensor,
-  missing,
-  optionalTensor,
-  parseArguments,
-  requestedOutput,
-  requireTensor,
-} from "./validate.ts";
+import * as check from "./validate.ts";
 
 const OP = "aclnnLayerNorm";
 
@@ -69,13 +57,13 @@ export interface LayerNormOut {
 /** Arguments of {@linkcode layerNorm} (names as in CANN, Optional/Out dropped). */
 export interface LayerNormArgs {
   /** x, rank 1-8, float32/float16/bfloat16. */
-  input: MaybeTensor;
+  input: check.MaybeTensor;
   /** The normalized (trailing) dims of input: 1 to 8 of them, equal to input's last dims. */
   normalizedShape: readonly number[] | null | undefined;
   /** Scale, shape normalizedShape, float32 or input's dtype; ones when absent. */
-  weight?: MaybeTensor;
+  weight?: check.MaybeTensor;
   /** Offset, shape normalizedShape, weight's dtype rule; zeros when absent. */
-  bias?: MaybeTensor;
+  bias?: check.MaybeTensor;
   /** Added to the variance. Default 1e-5. */
   eps?: number;
   /** Preallocated outputs (validated as aclnn does); missing ones are allocated. */
@@ -146,33 +134,33 @@ const call = defineOperator<LayerNormArgs, Output, Validated, LayerNormResult>({
 });
 
 function validate(args: LayerNormArgs): Validated {
-  const input = requireTensor(OP, "input", args.input);
+  const input = check.requireTensor(OP, "input", args.input);
   if (args.normalizedShape === undefined || args.normalizedShape === null) {
-    missing(OP, "normalizedShape");
+    check.missing(OP, "normalizedShape");
   }
   const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const output = requestedOutput(OP, "output", out, true);
+  const output = check.requestedOutput(OP, "output", out, true);
   // meanOutOptional / rstdOutOptional: a null pointer is legal in CANN; allocated here.
-  const mean = optionalTensor(OP, "mean", out?.mean);
-  const rstd = optionalTensor(OP, "rstd", out?.rstd);
-  const weight = optionalTensor(OP, "weight", args.weight);
-  const bias = optionalTensor(OP, "bias", args.bias);
-  const { normalizedShape, eps } = parseArguments(OP, scalarsSchema, args);
+  const mean = check.optionalTensor(OP, "mean", out?.mean);
+  const rstd = check.optionalTensor(OP, "rstd", out?.rstd);
+  const weight = check.optionalTensor(OP, "weight", args.weight);
+  const bias = check.optionalTensor(OP, "bias", args.bias);
+  const { normalizedShape, eps } = check.parseArguments(OP, scalarsSchema, args);
 
   // CheckInputDtype, CheckOutputDtype.
-  checkDType(OP, "input", input, FLOAT_DTYPES);
+  check.checkDType(OP, "input", input, FLOAT_DTYPES);
   for (const [name, t] of Object.entries({ weight, bias })) {
     if (!t) continue;
-    checkDType(OP, name, t, FLOAT_DTYPES);
+    check.checkDType(OP, name, t, FLOAT_DTYPES);
     if (t.dtype !== "float32" && t.dtype !== input.dtype) {
-      invalid(OP, name, `dtype ${t.dtype} must be float32 or input dtype ${input.dtype}`);
+      check.invalid(OP, name, `dtype ${t.dtype} must be float32 or input dtype ${input.dtype}`);
     }
   }
   if (weight && bias && weight.dtype !== bias.dtype) {
-    invalid(OP, "bias", `dtype ${bias.dtype} must equal weight dtype ${weight.dtype}`);
+    check.invalid(OP, "bias", `dtype ${bias.dtype} must equal weight dtype ${weight.dtype}`);
   }
   for (const [name, t] of Object.entries({ output, mean, rstd })) {
-    if (t) checkDType(OP, name, t, FLOAT_DTYPES);
+    if (t) check.checkDType(OP, name, t, FLOAT_DTYPES);
   }
 
   // CheckShape, in its order.
@@ -181,26 +169,24 @@ function validate(args: LayerNormArgs): Validated {
   }
   const len = normalizedShape.length;
   if (len > MAX_RANK || len < 1) {
-    invalid(OP, "normalizedShape", `has ${len} dims; it must have 1 to ${MAX_RANK}`);
+    check.invalid(OP, "normalizedShape", `has ${len} dims; it must have 1 to ${MAX_RANK}`);
   }
   checkNormalizedRank(OP, input, len);
   for (const [name, t] of Object.entries({ weight, bias })) {
     if (t && t.rank !== len) {
-      invalid(OP, name, `rank ${t.rank} must equal len(normalizedShape) = ${len}`);
+      check.invalid(OP, name, `rank ${t.rank} must equal len(normalizedShape) = ${len}`);
     }
   }
   const axis = normalizedAxis(OP, input, normalizedShape);
-  if (weight) checkShape(OP, "weight", weight, normalizedShape, "normalizedShape");
-  if (bias) checkShape(OP, "bias", bias, normalizedShape, "normalizedShape");
-  if (output) checkShape(OP, "output", output, input.shape, "input");
+  if (weight) check.checkShape(OP, "weight", weight, normalizedShape, "normalizedShape");
+  if (bias) check.checkShape(OP, "bias", bias, normalizedShape, "normalizedShape");
+  if (output) check.checkShape(OP, "output", output, input.shape, "input");
   const geometry = rowGeometry(input.shape, axis);
   if (mean) checkStatisticsOut(OP, "mean", mean, input, axis, geometry.rows);
   if (rstd) checkStatisticsOut(OP, "rstd", rstd, input, axis, geometry.rows);
 
-  checkWrites(OP, { output, mean, rstd }, { input, weight, bias });
-  const all = { input, weight, bias, output, mean, rstd };
-  const device = commonDevice(OP, all);
-  const backend = backendChecked(OP, device, all, { rows: geometry.rows, cols: geometry.cols });
+  const read = { input, weight, bias };
+  const { device, backend } = placeRowNorm(OP, { output, mean, rstd }, read, geometry);
   return {
     device,
     backend,

@@ -36,25 +36,10 @@ import {
   MAX_RANK,
   normalizedAxis,
   normalizedShapeSchema,
+  placeRowNorm,
 } from "./row_norm_checks.ts";
 import { defineOperator, emptyLikeWhen, emptyWhen, type PlannedCall } from "./spec.ts";
-import {
-  backendChecked,
-  checkDType,
-  checkNumel,
-  checkSameDType,
-  checkShape,
-  checkWrites,
-  commonDevice,
-  invalid,
-  type MaybeTensor,
-  missing,
-  optionalTensor,
-  outputMask as outputMaskSchema,
-  parseArguments,
-  requestedOutput,
-  requireTensor,
-} from "./validate.ts";
+import * as check from "./validate.ts";
 
 const OP = "aclnnLayerNormBackward";
 
@@ -71,19 +56,19 @@ export interface LayerNormBackwardOut {
 /** Arguments of {@linkcode layerNormBackward} (names as in CANN, Optional/Out dropped). */
 export interface LayerNormBackwardArgs {
   /** dL/dy: input's shape and dtype. */
-  gradOut: MaybeTensor;
+  gradOut: check.MaybeTensor;
   /** x of the forward, rank 1-8. */
-  input: MaybeTensor;
+  input: check.MaybeTensor;
   /** The normalized (trailing) dims, as in the forward. */
   normalizedShape: readonly number[] | null | undefined;
   /** Per-row mean of the forward (one value per row, any float dtype). */
-  mean: MaybeTensor;
+  mean: check.MaybeTensor;
   /** Per-row rstd of the forward (mean's shape, any float dtype). */
-  rstd: MaybeTensor;
+  rstd: check.MaybeTensor;
   /** Scale of the forward, shape normalizedShape, float32 or input's dtype; ones when absent. */
-  weight?: MaybeTensor;
+  weight?: check.MaybeTensor;
   /** Offset of the forward: validated as CANN does, never read. */
-  bias?: MaybeTensor;
+  bias?: check.MaybeTensor;
   /** Which of gradInput, gradWeight, gradBias to compute. Default [true, true, true]. */
   outputMask?: readonly boolean[] | null;
   /** Preallocated outputs (validated as aclnn does); missing ones are allocated. */
@@ -105,7 +90,7 @@ export interface LayerNormBackwardResult extends Disposable {
 
 const scalarsSchema = z.object({
   normalizedShape: normalizedShapeSchema,
-  outputMask: outputMaskSchema("gradInput, gradWeight, gradBias"),
+  outputMask: check.outputMask("gradInput, gradWeight, gradBias"),
 });
 
 /**
@@ -173,38 +158,42 @@ const call = defineOperator<LayerNormBackwardArgs, Output, Validated>({
 });
 
 function validate(args: LayerNormBackwardArgs): Validated {
-  const gradOut = requireTensor(OP, "gradOut", args.gradOut);
-  const input = requireTensor(OP, "input", args.input);
+  const gradOut = check.requireTensor(OP, "gradOut", args.gradOut);
+  const input = check.requireTensor(OP, "input", args.input);
   if (args.normalizedShape === undefined || args.normalizedShape === null) {
-    missing(OP, "normalizedShape");
+    check.missing(OP, "normalizedShape");
   }
-  const mean = requireTensor(OP, "mean", args.mean);
-  const rstd = requireTensor(OP, "rstd", args.rstd);
-  if (args.outputMask === null) missing(OP, "outputMask");
-  const weight = optionalTensor(OP, "weight", args.weight);
-  const bias = optionalTensor(OP, "bias", args.bias);
+  const mean = check.requireTensor(OP, "mean", args.mean);
+  const rstd = check.requireTensor(OP, "rstd", args.rstd);
+  if (args.outputMask === null) check.missing(OP, "outputMask");
+  const weight = check.optionalTensor(OP, "weight", args.weight);
+  const bias = check.optionalTensor(OP, "bias", args.bias);
   // outputMask's length is 161002 (aclnn_layer_norm_backward.cpp CheckParams), a requested
   // output given as null 161001.
-  const { normalizedShape, outputMask } = parseArguments(OP, scalarsSchema, args);
+  const { normalizedShape, outputMask } = check.parseArguments(OP, scalarsSchema, args);
   const mask = outputMask as [boolean, boolean, boolean];
   const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const gradInput = requestedOutput(OP, "gradInput", out, mask[0]);
-  const gradWeight = requestedOutput(OP, "gradWeight", out, mask[1]);
-  const gradBias = requestedOutput(OP, "gradBias", out, mask[2]);
+  const gradInput = check.requestedOutput(OP, "gradInput", out, mask[0]);
+  const gradWeight = check.requestedOutput(OP, "gradWeight", out, mask[1]);
+  const gradBias = check.requestedOutput(OP, "gradBias", out, mask[2]);
 
   // CheckDtype.
   for (const [name, t] of Object.entries({ gradOut, input, mean, rstd })) {
-    checkDType(OP, name, t, FLOAT_DTYPES);
+    check.checkDType(OP, name, t, FLOAT_DTYPES);
   }
-  checkSameDType(OP, "input", input, "gradOut", gradOut);
+  check.checkSameDType(OP, "input", input, "gradOut", gradOut);
   if (weight) {
-    checkDType(OP, "weight", weight, FLOAT_DTYPES);
+    check.checkDType(OP, "weight", weight, FLOAT_DTYPES);
     if (weight.dtype !== "float32" && weight.dtype !== input.dtype) {
-      invalid(OP, "weight", `dtype ${weight.dtype} must be float32 or input dtype ${input.dtype}`);
+      check.invalid(
+        OP,
+        "weight",
+        `dtype ${weight.dtype} must be float32 or input dtype ${input.dtype}`,
+      );
     }
   }
   for (const [name, t] of Object.entries({ bias, gradInput, gradWeight, gradBias })) {
-    if (t) checkDType(OP, name, t, FLOAT_DTYPES);
+    if (t) check.checkDType(OP, name, t, FLOAT_DTYPES);
   }
 
   // CheckShape, in its order.
@@ -213,38 +202,35 @@ function validate(args: LayerNormBackwardArgs): Validated {
   }
   const len = normalizedShape.length;
   if (len > MAX_RANK) {
-    invalid(OP, "normalizedShape", `has ${len} dims; it must have at most ${MAX_RANK}`);
+    check.invalid(OP, "normalizedShape", `has ${len} dims; it must have at most ${MAX_RANK}`);
   }
   for (const [name, t] of Object.entries({ gradInput, gradWeight, gradBias })) {
     checkMaxRank(OP, name, t);
   }
-  if (len < 1) invalid(OP, "normalizedShape", "must have at least 1 dim");
+  if (len < 1) check.invalid(OP, "normalizedShape", "must have at least 1 dim");
   checkNormalizedRank(OP, input, len);
   const axis = normalizedAxis(OP, input, normalizedShape);
   for (const [name, t] of Object.entries({ weight, bias })) {
     if (!t) continue;
     checkMaxRank(OP, name, t);
     if (t.rank !== len) {
-      invalid(OP, name, `rank ${t.rank} must equal len(normalizedShape) = ${len}`);
+      check.invalid(OP, name, `rank ${t.rank} must equal len(normalizedShape) = ${len}`);
     }
-    checkShape(OP, name, t, normalizedShape, "normalizedShape");
+    check.checkShape(OP, name, t, normalizedShape, "normalizedShape");
   }
-  checkShape(OP, "gradOut", gradOut, input.shape, "input");
-  checkShape(OP, "rstd", rstd, mean.shape, "mean");
+  check.checkShape(OP, "gradOut", gradOut, input.shape, "input");
+  check.checkShape(OP, "rstd", rstd, mean.shape, "mean");
   const geometry = rowGeometry(input.shape, axis);
-  checkNumel(OP, "mean", mean, geometry.rows, "one value per row: rows");
-  if (gradInput) checkShape(OP, "gradInput", gradInput, input.shape, "input");
-  if (gradWeight) checkNumel(OP, "gradWeight", gradWeight, geometry.cols, "prod(normalizedShape)");
-  if (gradBias) checkNumel(OP, "gradBias", gradBias, geometry.cols, "prod(normalizedShape)");
+  check.checkNumel(OP, "mean", mean, geometry.rows, "one value per row: rows");
+  if (gradInput) check.checkShape(OP, "gradInput", gradInput, input.shape, "input");
+  if (gradWeight) {
+    check.checkNumel(OP, "gradWeight", gradWeight, geometry.cols, "prod(normalizedShape)");
+  }
+  if (gradBias) check.checkNumel(OP, "gradBias", gradBias, geometry.cols, "prod(normalizedShape)");
 
-  checkWrites(
-    OP,
-    { gradInput, gradWeight, gradBias },
-    { gradOut, input, mean, rstd, weight, bias },
-  );
-  const all = { gradOut, input, mean, rstd, weight, bias, gradInput, gradWeight, gradBias };
-  const device = commonDevice(OP, all);
-  const backend = backendChecked(OP, device, all, { rows: geometry.rows, cols: geometry.cols });
+  const written = { gradInput, gradWeight, gradBias };
+  const read = { gradOut, input, mean, rstd, weight, bias };
+  const { device, backend } = placeRowNorm(OP, written, read, geometry);
   return {
     device,
     backend,

@@ -32,21 +32,12 @@ import {
   isTrailing,
   MAX_RANK,
   newStatistic,
+  placeRowNorm,
   TILING_ERROR,
   tilingFailure,
 } from "./row_norm_checks.ts";
 import { defineOperator, type PlannedCall } from "./spec.ts";
-import {
-  backendChecked,
-  checkDType,
-  checkWrites,
-  commonDevice,
-  invalid,
-  type MaybeTensor,
-  parseScalars,
-  requestedOutput,
-  requireTensor,
-} from "./validate.ts";
+import * as check from "./validate.ts";
 
 const OP = "aclnnRmsNorm";
 
@@ -61,9 +52,9 @@ export interface RmsNormOut {
 /** Arguments of {@linkcode rmsNorm} (names as in CANN). */
 export interface RmsNormArgs {
   /** x, rank 1-8, float32/float16/bfloat16. */
-  x: MaybeTensor;
+  x: check.MaybeTensor;
   /** Scale: x's trailing dims, x's dtype or float32 (16-bit x with float32 gamma). */
-  gamma: MaybeTensor;
+  gamma: check.MaybeTensor;
   /** Added to mean(x^2), >= 0. Default 1e-6 (the docs' and torch_npu's). */
   epsilon?: number;
   /** Preallocated outputs (validated as aclnn does); missing ones are allocated. */
@@ -88,17 +79,17 @@ export function checkRmsDTypes(
   gamma: Tensor,
   statistics: Readonly<Record<string, Tensor | undefined>>,
 ): void {
-  checkDType(op, "x", x, FLOAT_DTYPES);
+  check.checkDType(op, "x", x, FLOAT_DTYPES);
   for (const [name, t] of Object.entries(data)) {
     if (t && t.dtype !== x.dtype) {
-      invalid(op, name, `dtype ${t.dtype} must equal x dtype ${x.dtype}`);
+      check.invalid(op, name, `dtype ${t.dtype} must equal x dtype ${x.dtype}`);
     }
   }
   if (gamma.dtype !== "float32" && gamma.dtype !== x.dtype) {
-    invalid(op, "gamma", `dtype ${gamma.dtype} must be float32 or x dtype ${x.dtype}`);
+    check.invalid(op, "gamma", `dtype ${gamma.dtype} must be float32 or x dtype ${x.dtype}`);
   }
   for (const [name, t] of Object.entries(statistics)) {
-    if (t && t.dtype !== "float32") invalid(op, name, `dtype ${t.dtype} must be float32`);
+    if (t && t.dtype !== "float32") check.invalid(op, name, `dtype ${t.dtype} must be float32`);
   }
 }
 
@@ -197,12 +188,12 @@ export function checkRmsShapes(
 }
 
 function validate(args: RmsNormArgs): Validated {
-  const x = requireTensor(OP, "x", args.x);
-  const gamma = requireTensor(OP, "gamma", args.gamma);
+  const x = check.requireTensor(OP, "x", args.x);
+  const gamma = check.requireTensor(OP, "gamma", args.gamma);
   const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const y = requestedOutput(OP, "y", out, true);
-  const rstd = requestedOutput(OP, "rstd", out, true);
-  const { epsilon } = parseScalars(OP, scalarsSchema, { epsilon: args.epsilon });
+  const y = check.requestedOutput(OP, "y", out, true);
+  const rstd = check.requestedOutput(OP, "rstd", out, true);
+  const { epsilon } = check.parseScalars(OP, scalarsSchema, { epsilon: args.epsilon });
 
   checkRmsDTypes(OP, { y }, x, gamma, { rstd });
   const axis = x.rank - gamma.rank;
@@ -213,10 +204,7 @@ function validate(args: RmsNormArgs): Validated {
   if (rstd && !empty) checkRowStatistic(OP, TILING_ERROR, "rstd", rstd, x, geometry.rows);
   if (epsilon < 0) tilingFailure(OP, TILING_ERROR, "epsilon", `(${epsilon}) must not be negative`);
 
-  checkWrites(OP, { y, rstd }, { x, gamma });
-  const all = { x, gamma, y, rstd };
-  const device = commonDevice(OP, all);
-  const backend = backendChecked(OP, device, all, { rows: geometry.rows, cols: geometry.cols });
+  const { device, backend } = placeRowNorm(OP, { y, rstd }, { x, gamma }, geometry);
   return {
     device,
     backend,

@@ -24,17 +24,16 @@ import type { RmsNormGradPlan, RmsNormGradTensors } from "../backends/mod.ts";
 import { rowGeometry } from "../backends/mod.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { isTrailing, MAX_RANK, TILING_ERROR, tilingFailure } from "./row_norm_checks.ts";
+import {
+  isTrailing,
+  MAX_RANK,
+  placeRowNorm,
+  TILING_ERROR,
+  tilingFailure,
+} from "./row_norm_checks.ts";
 import { checkRmsDTypes } from "./rms_norm.ts";
 import { defineOperator, type PlannedCall } from "./spec.ts";
-import {
-  backendChecked,
-  checkWrites,
-  commonDevice,
-  type MaybeTensor,
-  requestedOutput,
-  requireTensor,
-} from "./validate.ts";
+import * as check from "./validate.ts";
 
 const OP = "aclnnRmsNormGrad";
 
@@ -49,13 +48,13 @@ export interface RmsNormGradOut {
 /** Arguments of {@linkcode rmsNormGrad} (names as in CANN). */
 export interface RmsNormGradArgs {
   /** dL/dy: x's shape and dtype. */
-  dy: MaybeTensor;
+  dy: check.MaybeTensor;
   /** x of the forward, rank 1-8 (the docs say 2-8; the tiling, and this package, take 1-D). */
-  x: MaybeTensor;
+  x: check.MaybeTensor;
   /** Per-row rstd of the forward, float32: x's leading dims (trailing 1s allowed). */
-  rstd: MaybeTensor;
+  rstd: check.MaybeTensor;
   /** Scale of the forward: x's trailing dims, x's dtype or float32. */
-  gamma: MaybeTensor;
+  gamma: check.MaybeTensor;
   /** Preallocated outputs (validated as aclnn does); missing ones are allocated. */
   out?: RmsNormGradOut;
 }
@@ -203,13 +202,13 @@ function checkShapes(
 }
 
 function validate(args: RmsNormGradArgs): Validated {
-  const dy = requireTensor(OP, "dy", args.dy);
-  const x = requireTensor(OP, "x", args.x);
-  const rstd = requireTensor(OP, "rstd", args.rstd);
-  const gamma = requireTensor(OP, "gamma", args.gamma);
+  const dy = check.requireTensor(OP, "dy", args.dy);
+  const x = check.requireTensor(OP, "x", args.x);
+  const rstd = check.requireTensor(OP, "rstd", args.rstd);
+  const gamma = check.requireTensor(OP, "gamma", args.gamma);
   const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const dx = requestedOutput(OP, "dx", out, true);
-  const dgamma = requestedOutput(OP, "dgamma", out, true);
+  const dx = check.requestedOutput(OP, "dx", out, true);
+  const dgamma = check.requestedOutput(OP, "dgamma", out, true);
 
   checkRmsDTypes(OP, { dy, dx }, x, gamma, { rstd, dgamma });
   const axis = x.rank - gamma.rank;
@@ -225,11 +224,8 @@ function validate(args: RmsNormGradArgs): Validated {
     );
   }
 
-  checkWrites(OP, { dx, dgamma }, { dy, x, rstd, gamma });
-  const all = { dy, x, rstd, gamma, dx, dgamma };
-  const device = commonDevice(OP, all);
   const scalars = { rows: geometry.rows, cols: empty ? 0 : geometry.cols };
-  const backend = backendChecked(OP, device, all, scalars);
+  const { device, backend } = placeRowNorm(OP, { dx, dgamma }, { dy, x, rstd, gamma }, scalars);
   return {
     device,
     backend,

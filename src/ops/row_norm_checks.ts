@@ -12,7 +12,8 @@ import { AclnnError } from "../errors.ts";
 import { formatShape } from "../tensor/layout.ts";
 import type { Device } from "../tensor/device.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { invalid } from "./validate.ts";
+import type { Backend } from "../backends/mod.ts";
+import { checkWrites, invalid, placeCall } from "./validate.ts";
 
 /** ACLNN_ERR_INNER_TILING_ERROR: a generated operator's tiling function refused the call. */
 export const TILING_ERROR = 561002;
@@ -178,4 +179,20 @@ export function checkRowStatistic(
 export function isTrailing(shape: readonly number[], inner: readonly number[]): boolean {
   const axis = shape.length - inner.length;
   return axis >= 0 && inner.every((d, i) => d === shape[axis + i]);
+}
+
+/**
+ * The last step of a row norm's validation: no output may overlap another or an input
+ * (checkWrites), every tensor (inputs first, then outputs) is on one device, and that device's
+ * backend accepts them with the row geometry as scalars `rows` and `cols`.
+ */
+export function placeRowNorm(
+  op: string,
+  written: Readonly<Record<string, Tensor | undefined>>,
+  read: Readonly<Record<string, Tensor | undefined>>,
+  scalars: { readonly rows: number; readonly cols: number },
+): { device: Device; backend: Backend } {
+  checkWrites(op, written, read);
+  const all = { ...read, ...written };
+  return placeCall(op, all, { rows: scalars.rows, cols: scalars.cols });
 }

@@ -50,18 +50,7 @@ import { batchNormElemtBackward } from "./batch_norm_elemt_backward.ts";
 import { batchNormGatherStatsWithCounts } from "./batch_norm_gather_stats_with_counts.ts";
 import { batchNormReduceBackward } from "./batch_norm_reduce_backward.ts";
 import { batchNormStats } from "./batch_norm_stats.ts";
-import {
-  argumentsOf,
-  checkRank,
-  epsilon,
-  finiteNumber,
-  invalid,
-  type MaybeTensor,
-  optionalTensor,
-  outputMask as outputMaskSchema,
-  parseArguments,
-  requireTensor,
-} from "./validate.ts";
+import * as check from "./validate.ts";
 
 const FWD = "syncBatchNormForward";
 const BWD = "syncBatchNormBackward";
@@ -108,15 +97,15 @@ export interface SyncBatchNormCollectives {
 /** Arguments of {@linkcode syncBatchNormForward}. */
 export interface SyncBatchNormForwardArgs {
   /** This rank's x: rank 2-8, channel = dim 1 (must not be 0). */
-  input: MaybeTensor;
+  input: check.MaybeTensor;
   /** gamma, C elements; all ones when absent. */
-  weight?: MaybeTensor;
+  weight?: check.MaybeTensor;
   /** beta, C elements; zeros when absent. */
-  bias?: MaybeTensor;
+  bias?: check.MaybeTensor;
   /** Running mean, C elements; updated in place (identically on every rank). */
-  runningMean?: MaybeTensor;
+  runningMean?: check.MaybeTensor;
   /** Running (unbiased) variance, C elements; updated in place. */
-  runningVar?: MaybeTensor;
+  runningVar?: check.MaybeTensor;
   /** Weight of the batch statistics in the running update. Default 0.1. */
   momentum?: number;
   /** Added to the variance. Default 1e-5. */
@@ -142,17 +131,17 @@ export interface SyncBatchNormForwardResult {
 /** Arguments of {@linkcode syncBatchNormBackward}. */
 export interface SyncBatchNormBackwardArgs {
   /** dL/dy for this rank: input's shape and dtype. */
-  gradOut: MaybeTensor;
+  gradOut: check.MaybeTensor;
   /** This rank's x. */
-  input: MaybeTensor;
+  input: check.MaybeTensor;
   /** gamma, C elements; all ones when absent. */
-  weight?: MaybeTensor;
+  weight?: check.MaybeTensor;
   /** Global mean from the forward. */
-  mean: MaybeTensor;
+  mean: check.MaybeTensor;
   /** Global invstd from the forward. */
-  invstd: MaybeTensor;
+  invstd: check.MaybeTensor;
   /** Per-rank counts from the forward, `[W]`. */
-  counts: MaybeTensor;
+  counts: check.MaybeTensor;
   /** Which of gradInput, gradWeight, gradBias to compute. Default [true, true, true]. */
   outputMask?: readonly boolean[];
   /** Sums `[sumDy (C), sumDyXmu (C)]` float32 over every rank. Called only for gradInput. */
@@ -178,8 +167,8 @@ const timeout = z.number({ invalid_type_error: "must be a number of milliseconds
   .positive("must be greater than 0").default(DEFAULT_TIMEOUT_MS);
 
 const forwardSchema = z.object({
-  momentum: finiteNumber.default(0.1),
-  eps: epsilon,
+  momentum: check.finiteNumber.default(0.1),
+  eps: check.epsilon,
   timeoutMs: timeout,
   allGather: z.custom<AllGather>((v) => typeof v === "function", {
     message: "must be a function (the all-gather collective)",
@@ -187,7 +176,7 @@ const forwardSchema = z.object({
 });
 
 const backwardSchema = z.object({
-  outputMask: outputMaskSchema("gradInput, gradWeight, gradBias"),
+  outputMask: check.outputMask("gradInput, gradWeight, gradBias"),
   timeoutMs: timeout,
   allReduce: z.custom<AllReduceSum>((v) => typeof v === "function", {
     message: "must be a function (the all-reduce collective)",
@@ -234,14 +223,14 @@ function checkCollectiveResult(
   op: string,
   name: string,
   value: unknown,
-  check: (t: Tensor) => boolean,
+  accepts: (t: Tensor) => boolean,
   expected: string,
 ): Tensor {
   if (!(value instanceof Tensor)) {
-    invalid(op, name, `must return a Tensor (got ${typeof value})`);
+    check.invalid(op, name, `must return a Tensor (got ${typeof value})`);
   }
-  if (!check(value)) {
-    invalid(op, name, `returned shape ${formatShape(value.shape)}, expected ${expected}`);
+  if (!accepts(value)) {
+    check.invalid(op, name, `returned shape ${formatShape(value.shape)}, expected ${expected}`);
   }
   return value;
 }
@@ -269,12 +258,12 @@ function checkCollectiveResult(
 export async function syncBatchNormForward(
   args: SyncBatchNormForwardArgs,
 ): Promise<SyncBatchNormForwardResult> {
-  args = argumentsOf(FWD, args);
-  const input = requireTensor(FWD, "input", args.input);
-  const weight = optionalTensor(FWD, "weight", args.weight);
-  const bias = optionalTensor(FWD, "bias", args.bias);
-  const { momentum, eps, timeoutMs } = parseArguments(FWD, forwardSchema, args);
-  checkRank(FWD, "input", input, 2, 8);
+  args = check.argumentsOf(FWD, args);
+  const input = check.requireTensor(FWD, "input", args.input);
+  const weight = check.optionalTensor(FWD, "weight", args.weight);
+  const bias = check.optionalTensor(FWD, "bias", args.bias);
+  const { momentum, eps, timeoutMs } = check.parseArguments(FWD, forwardSchema, args);
+  check.checkRank(FWD, "input", input, 2, 8);
   const C = input.shape[1];
   const device: Device = input.device;
 
@@ -370,16 +359,16 @@ export async function syncBatchNormForward(
 export async function syncBatchNormBackward(
   args: SyncBatchNormBackwardArgs,
 ): Promise<SyncBatchNormBackwardResult> {
-  args = argumentsOf(BWD, args);
-  const gradOut = requireTensor(BWD, "gradOut", args.gradOut);
-  const input = requireTensor(BWD, "input", args.input);
-  const mean = requireTensor(BWD, "mean", args.mean);
-  const invstd = requireTensor(BWD, "invstd", args.invstd);
-  const counts = requireTensor(BWD, "counts", args.counts);
-  const weight = optionalTensor(BWD, "weight", args.weight);
-  const { outputMask, timeoutMs } = parseArguments(BWD, backwardSchema, args);
+  args = check.argumentsOf(BWD, args);
+  const gradOut = check.requireTensor(BWD, "gradOut", args.gradOut);
+  const input = check.requireTensor(BWD, "input", args.input);
+  const mean = check.requireTensor(BWD, "mean", args.mean);
+  const invstd = check.requireTensor(BWD, "invstd", args.invstd);
+  const counts = check.requireTensor(BWD, "counts", args.counts);
+  const weight = check.optionalTensor(BWD, "weight", args.weight);
+  const { outputMask, timeoutMs } = check.parseArguments(BWD, backwardSchema, args);
   const [inputG, weightG, biasG] = outputMask;
-  checkRank(BWD, "input", input, 2, 8);
+  check.checkRank(BWD, "input", input, 2, 8);
   const C = input.shape[1];
 
   const packed = inputG ? Tensor.zeros([2 * C], "float32", input.device) : undefined;

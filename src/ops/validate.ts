@@ -17,7 +17,7 @@ import {
 import { type Backend, backendFor } from "../backends/mod.ts";
 import type { Device } from "../tensor/device.ts";
 import { deviceName } from "../tensor/device.ts";
-import type { DType } from "../tensor/dtype.ts";
+import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { heapFreed } from "../tensor/host_heap.ts";
@@ -271,6 +271,23 @@ export function checkGroupGeometry(
 }
 
 /**
+ * The first checks of a BatchNorm forward operator, in CANN's order: every tensor of `all` has
+ * a float dtype, `output` (when given) has input's dtype, input has rank 2-8, and output has
+ * input's shape.
+ */
+export function checkChannelData(
+  op: string,
+  all: Readonly<Record<string, Tensor | undefined>>,
+  input: Tensor,
+  output: Tensor | undefined,
+): void {
+  for (const [name, t] of Object.entries(all)) if (t) checkDType(op, name, t, FLOAT_DTYPES);
+  if (output) checkSameDType(op, "output", output, "input", input);
+  checkRank(op, "input", input, 2, 8);
+  if (output) checkShape(op, "output", output, input.shape, "input");
+}
+
+/**
  * The one device all given tensors live on. Tensors on different devices are 161002;
  * undefined entries are skipped.
  */
@@ -306,6 +323,19 @@ export function backendChecked(
   const backend = backendFor(op, device);
   backend.rules?.check(op, device, tensors, scalars);
   return backend;
+}
+
+/**
+ * Where a validated call runs: the one device of `tensors` ({@linkcode commonDevice}) and its
+ * backend once that backend's rules have accepted them ({@linkcode backendChecked}).
+ */
+export function placeCall(
+  op: string,
+  tensors: Readonly<Record<string, Tensor | undefined>>,
+  scalars?: Readonly<Record<string, number>>,
+): { device: Device; backend: Backend } {
+  const device = commonDevice(op, tensors);
+  return { device, backend: backendChecked(op, device, tensors, scalars) };
 }
 
 /**

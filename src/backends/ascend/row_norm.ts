@@ -11,19 +11,7 @@
 import { arg, runAclnn } from "../../ffi/executor.ts";
 import type { AscendDevice } from "../../ffi/runtime.ts";
 import { Tensor } from "../../tensor/tensor.ts";
-import type {
-  AddRmsNormPlan,
-  AddRmsNormTensors,
-  Kernels,
-  LayerNormBackwardPlan,
-  LayerNormBackwardTensors,
-  LayerNormPlan,
-  LayerNormTensors,
-  RmsNormGradPlan,
-  RmsNormGradTensors,
-  RmsNormPlan,
-  RmsNormTensors,
-} from "../types.ts";
+import type * as types from "../types.ts";
 import { deviceSocFamily } from "./device_soc.ts";
 import { addRmsNormStoresRstd } from "./soc.ts";
 
@@ -33,10 +21,10 @@ function deviceOf(t: Tensor): AscendDevice {
 
 /** The row-norm kernels of the Ascend backend. */
 export const ascendRowNormKernels: Pick<
-  Kernels,
+  types.Kernels,
   "layerNorm" | "layerNormBackward" | "rmsNorm" | "rmsNormGrad" | "addRmsNorm"
 > = {
-  layerNorm(p: LayerNormPlan, t: LayerNormTensors) {
+  layerNorm(p: types.LayerNormPlan, t: types.LayerNormTensors) {
     // CANN itself writes mean 0 and rstd NaN for rows of no element (aclnn_layer_norm.cpp).
     runAclnn(deviceOf(t.input), "aclnnLayerNorm", [
       arg.tensor(t.input),
@@ -50,7 +38,7 @@ export const ascendRowNormKernels: Pick<
     ]);
   },
 
-  layerNormBackward(p: LayerNormBackwardPlan, t: LayerNormBackwardTensors) {
+  layerNormBackward(p: types.LayerNormBackwardPlan, t: types.LayerNormBackwardTensors) {
     // CANN zero-fills the masked gradWeight/gradBias itself when there are no rows.
     runAclnn(deviceOf(t.input), "aclnnLayerNormBackward", [
       arg.tensor(t.gradOut),
@@ -67,7 +55,7 @@ export const ascendRowNormKernels: Pick<
     ]);
   },
 
-  rmsNorm(p: RmsNormPlan, t: RmsNormTensors) {
+  rmsNorm(p: types.RmsNormPlan, t: types.RmsNormTensors) {
     runAclnn(deviceOf(t.x), "aclnnRmsNorm", [
       arg.tensor(t.x),
       arg.tensor(t.gamma),
@@ -77,7 +65,7 @@ export const ascendRowNormKernels: Pick<
     ]);
   },
 
-  rmsNormGrad(_p: RmsNormGradPlan, t: RmsNormGradTensors) {
+  rmsNormGrad(_p: types.RmsNormGradPlan, t: types.RmsNormGradTensors) {
     runAclnn(deviceOf(t.x), "aclnnRmsNormGrad", [
       arg.tensor(t.dy),
       arg.tensor(t.x),
@@ -88,7 +76,7 @@ export const ascendRowNormKernels: Pick<
     ]);
   },
 
-  addRmsNorm(p: AddRmsNormPlan, t: AddRmsNormTensors) {
+  addRmsNorm(p: types.AddRmsNormPlan, t: types.AddRmsNormTensors) {
     const device = deviceOf(t.x1);
     const { rows, cols } = p.geometry;
     if (rows === 0) return;

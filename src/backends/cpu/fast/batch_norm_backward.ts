@@ -25,10 +25,9 @@ import {
 } from "./channel_values.ts";
 import { type Call, execute, float64, visible } from "./call.ts";
 import { batchNormGradAffine } from "../kernels/formulas.ts";
-import { batchNormItems } from "../kernels/layout_types.ts";
 import { type Stage, uniformStage, type WriteStage } from "../kernels/stage_types.ts";
 import { type ChannelPair, mergeChannelSums } from "./merge.ts";
-import { batchNormCall, sumsStage } from "./setup.ts";
+import { batchNormCall, batchNormStageBase, sumsStage } from "./setup.ts";
 import { runStaged } from "./staging.ts";
 import { readArray, writeArray } from "./tensor_arrays.ts";
 import type { Tensor } from "../../../tensor/tensor.ts";
@@ -76,10 +75,7 @@ export function batchNormReduceBackward(
  */
 function gradStage(call: Call, dy: Tensor, x: Tensor, gradInput: Tensor): WriteStage {
   return uniformStage<WriteStage>({
-    op: "gradient",
-    layout: call.layout,
-    dtype: call.dtype,
-    items: batchNormItems(call.layout),
+    ...batchNormStageBase(call, "gradient"),
     dy: readArray(dy),
     dyAt: call.addresses[0],
     x: readArray(x),
@@ -160,10 +156,7 @@ export function batchNormBackward(plan: BatchNormBackwardPlan, t: BatchNormBackw
     });
   } else if (gradInput) {
     stages.push(uniformStage<WriteStage>({
-      op: "scale",
-      layout: call.layout,
-      dtype: call.dtype,
-      items: batchNormItems(call.layout),
+      ...batchNormStageBase(call, "scale"),
       dy: readArray(t.gradOut),
       dyAt: call.addresses[0],
       xAt: call.addresses[1],

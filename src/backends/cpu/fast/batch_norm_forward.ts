@@ -30,10 +30,9 @@ import {
 } from "./channel_values.ts";
 import { type Call, execute, float64 } from "./call.ts";
 import { normalizeAffine } from "../kernels/formulas.ts";
-import { batchNormItems } from "../kernels/layout_types.ts";
 import { uniformStage, type WriteStage } from "../kernels/stage_types.ts";
 import { mergeChannelMoments } from "./merge.ts";
-import { batchNormCall, statsStage } from "./setup.ts";
+import { batchNormCall, batchNormStageBase, statsStage } from "./setup.ts";
 import { runStaged } from "./staging.ts";
 import { readArray, writeArray } from "./tensor_arrays.ts";
 
@@ -75,10 +74,7 @@ export function batchNormStats(plan: BatchNormStatsPlan, t: BatchNormStatsTensor
 /** The normalizing write y = (x - mean) * invstd * w + b; constants packed later. */
 function normalizeStage(call: Call, x: Tensor, output: Tensor): WriteStage {
   return uniformStage<WriteStage>({
-    op: "normalize",
-    layout: call.layout,
-    dtype: call.dtype,
-    items: batchNormItems(call.layout),
+    ...batchNormStageBase(call, "normalize"),
     x: readArray(x),
     xAt: call.addresses[0],
     dyAt: call.addresses[0],

@@ -11,7 +11,12 @@ import { streamable } from "./aliasing.ts";
 import { type Call, float64, prepareCall, visible } from "./call.ts";
 import type { Layout } from "../kernels/layout_types.ts";
 import { batchNormItems } from "../kernels/layout_types.ts";
-import { type StatsStage, type SumsStage, uniformStage } from "../kernels/stage_types.ts";
+import {
+  type Stage,
+  type StatsStage,
+  type SumsStage,
+  uniformStage,
+} from "../kernels/stage_types.ts";
 import { batchNormDims, chooseLayout } from "./layout.ts";
 import { readArray } from "./tensor_arrays.ts";
 
@@ -37,36 +42,38 @@ export function partialsLength(layout: Layout, items: number): number {
   return layout.kind === "pixels" ? 2 * layout.C * items : 2 * items;
 }
 
+/** The fields every BatchNorm stage of `call` shares: its kind, layout, dtype and item count. */
+export function batchNormStageBase<Op extends Stage["op"]>(
+  call: Call,
+  op: Op,
+): { op: Op; layout: Layout; dtype: Call["dtype"]; items: number } {
+  return { op, layout: call.layout, dtype: call.dtype, items: batchNormItems(call.layout) };
+}
+
 /** The sums stage of a call whose data tensors start with dy (0) and x (1). */
 export function sumsStage(call: Call, dy: Tensor, x: Tensor, mean: Float64Array): SumsStage {
-  const items = batchNormItems(call.layout);
+  const base = batchNormStageBase(call, "sums");
   return uniformStage<SumsStage>({
-    op: "sums",
-    layout: call.layout,
-    dtype: call.dtype,
-    items,
+    ...base,
     dy: readArray(dy),
     dyAt: call.addresses[0],
     x: readArray(x),
     xAt: call.addresses[1],
     outAt: call.addresses[0],
     mean: visible(call, mean),
-    partials: float64(call, partialsLength(call.layout, items)),
+    partials: float64(call, partialsLength(call.layout, base.items)),
   });
 }
 
 /** The stats stage of a call whose first data tensor is x. */
 export function statsStage(call: Call, x: Tensor): StatsStage {
-  const items = batchNormItems(call.layout);
+  const base = batchNormStageBase(call, "stats");
   return uniformStage<StatsStage>({
-    op: "stats",
-    layout: call.layout,
-    dtype: call.dtype,
-    items,
+    ...base,
     x: readArray(x),
     xAt: call.addresses[0],
     dyAt: call.addresses[0],
     outAt: call.addresses[0],
-    partials: float64(call, partialsLength(call.layout, items)),
+    partials: float64(call, partialsLength(call.layout, base.items)),
   });
 }

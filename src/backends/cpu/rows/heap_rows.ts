@@ -217,14 +217,7 @@ export function rmsNormHeap(
   eps: number,
   g: Float64Array,
 ): Float64Array | undefined {
-  const c4 = padded(n);
-  const c = setUp([x, y], rows, n, eps, c4 + rows);
-  if (!c) return undefined;
-  c.view.set(g.subarray(0, n), 0);
-  array(c, 0, 0);
-  array(c, 1, c4);
-  run("rmsNormRows", c, input);
-  return c.view.subarray(c4, c4 + rows);
+  return rmsForwardRows("rmsNormRows", input, [x, y], rows, n, eps, g);
 }
 
 /** RMSNorm backward of every row: dx, and dgamma (a fresh array); undefined when it cannot. */
@@ -265,12 +258,28 @@ export function addRmsNormHeap(
   eps: number,
   g: Float64Array,
 ): Float64Array | undefined {
+  return rmsForwardRows("addRmsNormRows", input, [x1, x2, x, y], rows, n, eps, g);
+}
+
+/**
+ * The RMSNorm-style forward kernels (gamma, then one rstd per row, after the padded gamma):
+ * runs `kernel` over `tensors` and returns each row's rstd (a heap view), or undefined.
+ */
+function rmsForwardRows(
+  kernel: "rmsNormRows" | "addRmsNormRows",
+  input: Tensor,
+  tensors: readonly (HeapRows | undefined)[],
+  rows: number,
+  n: number,
+  eps: number,
+  g: Float64Array,
+): Float64Array | undefined {
   const c4 = padded(n);
-  const c = setUp([x1, x2, x, y], rows, n, eps, c4 + rows);
+  const c = setUp(tensors, rows, n, eps, c4 + rows);
   if (!c) return undefined;
   c.view.set(g.subarray(0, n), 0);
   array(c, 0, 0);
   array(c, 1, c4);
-  run("addRmsNormRows", c, input);
+  run(kernel, c, input);
   return c.view.subarray(c4, c4 + rows);
 }
