@@ -109,6 +109,23 @@ Deno.test("pool governor: a pool whose runs improve (workers warming up) is chec
   assert.ok(s.g.measured(KEY)!.pooled <= 0.5e6 / ELEMENTS + 1e-9, "the estimate is the best run");
 });
 
+Deno.test("pool governor: after a few slow pooled runs turn the choice, the pool is checked again at once", () => {
+  const s = governed();
+  // The pool wins (1 ms against 2); its checks of the calling thread alone are slower each
+  // time, so they grow 4, 8, ..., 2048 ms apart.
+  drive(s, 5000, 1, 2);
+  assert.equal(s.g.measured(KEY)!.interval, 2048);
+  // Another thread takes the second CPU for ten calls: pooled runs take 3 ms, the estimate
+  // rises past the calling thread's, and the group turns to it.
+  drive(s, 10, 3, 2);
+  assert.equal(s.g.choose(KEY, s.clock), false, "alone after the slow phase");
+  s.g.record(KEY, false, s.clock, 2, ELEMENTS);
+  s.clock += 2;
+  // The phase is over: the pool is checked within 4 ms and chosen again.
+  const pooled = drive(s, 20, 1, 2);
+  assert.ok(pooled >= 15, `${pooled} of the next 20 calls pooled`);
+});
+
 Deno.test("pool governor: one preempted run does not flip the choice", () => {
   const s = governed();
   drive(s, 200, 2, 1); // alone wins (1 ms against 2)

@@ -15,7 +15,9 @@
  * change, such as another process starting or ending, is seen): 4 ms after the last such run
  * at first, and twice as long after each such run that is slower and no faster than that way
  * ran before, up to 2 s; a run that beats the chosen way, or improves on its own way's
- * estimate, brings it back to 4 ms. The spacing is in time, not calls, so that checking costs
+ * estimate, brings it back to 4 ms, and so does a change of choice (the way just left is
+ * looked at again 4 ms later: slow phases of a few calls, such as another thread holding the
+ * second CPU, must not leave a group on the slower way for seconds). The spacing is in time, not calls, so that checking costs
  * small and large calls alike little: a check of a losing pool costs the call and about
  * 0.5 ms of the worker polling for the next job. Results do not depend on the choice: the
  * split into work items is the shape's, whoever runs them.
@@ -100,9 +102,19 @@ export class Governor {
     if (g === undefined) return;
     const perElement = (ms * 1e6) / Math.max(1, elements);
     const improved = perElement < (pooled ? g.pooled : g.alone); // false at first (NaN)
+    const pooledWon = g.pooled < g.alone;
     if (pooled) g.pooled = g.pooledRuns++ === 0 ? perElement : estimate(g.pooled, perElement);
     else g.alone = g.aloneRuns++ === 0 ? perElement : estimate(g.alone, perElement);
-    if (!g.exploring) return;
+    if (!g.exploring) {
+      // The chosen way's runs turned the choice (a few slow runs: another thread took the
+      // second CPU for a while): the way left behind is looked at again soon, not up to 2 s
+      // later as the interval its checks had grown to would say.
+      if (pooledWon !== g.pooled < g.alone && g.pooledRuns > 0 && g.aloneRuns > 0) {
+        g.interval = MIN_INTERVAL_MS;
+        g.nextCheck = start + ms + MIN_INTERVAL_MS;
+      }
+      return;
+    }
     // The other way ran. Faster than the chosen way, or than it ran before (a worker's
     // kernels warming up): look again soon, until the estimates tell. Otherwise look again
     // less often.
