@@ -13,7 +13,9 @@
  * @module
  */
 
-import type { StageBase } from "./stage_types.ts";
+import type { RowNormOp, RowNormStage } from "./stage_types.ts";
+
+export type { RowNormOp, RowNormStage };
 
 /** The row kernels' exports (byte addresses; dt: 0 float32, 1 float16, 2 bfloat16). */
 export interface RowNormExports {
@@ -90,22 +92,6 @@ export interface RowNormExports {
     dt: number,
     rows: number,
   ): void;
-}
-
-/** The kinds of row-norm stage. */
-export type RowNormOp =
-  | "layerNormRows"
-  | "layerNormBackwardRows"
-  | "rmsNormRows"
-  | "rmsNormGradRows"
-  | "addRmsNormRows";
-
-/** A row-norm stage: `items` items of `constants[ROW_PER]` rows each (the last may be short). */
-export interface RowNormStage extends StageBase {
-  /** Stage kind. */
-  readonly op: RowNormOp;
-  /** The parameters (ROW_* indices), in the heap. */
-  readonly constants: Float64Array;
 }
 
 /** Parameter index: elements per row. */

@@ -10,7 +10,6 @@
  */
 
 import type { Layout, TensorAddress } from "./layout_types.ts";
-import type { RowNormStage } from "./row_norm_stage.ts";
 
 /** Element type code of a stage's data tensors: float32, float16, bfloat16. */
 export type DataCode = 0 | 1 | 2;
@@ -146,6 +145,22 @@ export interface GroupNormBackwardStage extends StageBase {
   readonly gamma: Float64Array;
   /** Output partials (layout above). */
   readonly partials: Float64Array;
+}
+
+/** The kinds of row-norm stage. */
+export type RowNormOp =
+  | "layerNormRows"
+  | "layerNormBackwardRows"
+  | "rmsNormRows"
+  | "rmsNormGradRows"
+  | "addRmsNormRows";
+
+/** A row-norm stage: `items` items of `constants[ROW_PER]` rows each (the last may be short). */
+export interface RowNormStage extends StageBase {
+  /** Stage kind. */
+  readonly op: RowNormOp;
+  /** The parameters (ROW_* indices of row_norm_stage.ts), in the heap. */
+  readonly constants: Float64Array;
 }
 
 /** Any stage. */
