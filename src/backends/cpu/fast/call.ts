@@ -10,14 +10,7 @@ import type { Tensor } from "../../../tensor/tensor.ts";
 import type { ChosenLayout } from "./layout.ts";
 import type { Layout, TensorAddress } from "../kernels/layout_types.ts";
 import type { DataCode, Stage } from "../kernels/stage_types.ts";
-import {
-  cpuPolicy,
-  quietPool,
-  readyPool,
-  runInline,
-  runPooled,
-  type WorkerPool,
-} from "../pool/pool.ts";
+import { choosePool, readyPool, runInline, runPooled, type WorkerPool } from "../pool/pool.ts";
 import { governor, groupKey } from "../pool/governor.ts";
 import { cpuThreads } from "../threads.ts";
 import { dataCode, isShared } from "./tensor_arrays.ts";
@@ -88,8 +81,9 @@ export function visible(call: Call, values: Float64Array): Float64Array {
  * Runs the stages in order; `between[i]` runs on the calling thread once every thread has
  * finished stage i (and before stage i + 1 starts). A call that may use the pool does when
  * the governor's measurements of such calls say the pool is faster (pool/governor.ts), and
- * its time is recorded; or always, under a policy that says so (../policy.ts). Stages of one item each run on the calling thread: a worker could
- * only take that item from it. The items are the shape's, so the results are the same
+ * its time is recorded; or always, under a policy that says so (../policy.ts; pool.ts
+ * choosePool). Stages of one item each run on the calling thread: a worker could only take
+ * that item from it. The items are the shape's, so the results are the same
  * whichever threads run them.
  */
 export function execute(
@@ -104,12 +98,8 @@ export function execute(
   }
   const key = groupKey(stages.map((s) => s.op), call.dtype, call.layout.kind, call.numel);
   const start = performance.now();
-  const pooled = cpuPolicy().pool === "always" || governor.choose(key, start);
-  if (pooled) {
-    runPooled(pool, stages, between);
-  } else {
-    quietPool(pool); // a worker polling for a job would compete with this thread for a CPU
-    runInline(stages, between);
-  }
+  const pooled = choosePool(pool, key, start);
+  if (pooled) runPooled(pool, stages, between);
+  else runInline(stages, between);
   governor.record(key, pooled, start, performance.now() - start, call.numel);
 }

@@ -114,7 +114,7 @@ export function wasmWins(dtype: number): boolean {
 }
 
 /** This thread's WebAssembly kernels, instantiated on first use; null when it has none. */
-function wasmOf(thread: ThreadState): WasmKernels | null {
+export function wasmOf(thread: ThreadState): WasmKernels | null {
   if (thread.wasm === undefined) {
     thread.wasm = instantiateWasmKernels(thread.wasmBytes, thread.heapMemory, thread.heapRegion);
   }

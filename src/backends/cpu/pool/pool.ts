@@ -24,7 +24,7 @@
  */
 
 import { FLOAT32, type Stage } from "../kernels/stage_types.ts";
-import { createThreadState, runStage, type ThreadState } from "../kernels/stages.ts";
+import { createThreadState, runStage, type ThreadState, wasmOf } from "../kernels/stages.ts";
 import { type CpuPolicy, DEFAULT_CPU_POLICY } from "../policy.ts";
 import {
   CONTROL_BUFFER_BYTES,
@@ -51,7 +51,7 @@ import { type PoolWorker, spawnWorker } from "./spawn.ts";
 import { governor } from "./governor.ts";
 import { kernelsWasmBytes } from "../wasm/kernels_module.ts";
 import { heapAddress, heapAllocate, hostHeapMemory } from "../../../tensor/host_heap.ts";
-import { WASM_REGION_BYTES } from "../kernels/wasm_instance.ts";
+import { WASM_REGION_BYTES, type WasmKernels } from "../kernels/wasm_instance.ts";
 
 /**
  * Default idle time after which the workers are terminated: 30 s. Idle workers cost no
@@ -380,11 +380,38 @@ export function locateInHeap(stages: readonly Stage[]): void {
     s.outHeap = heapAddress(s.out);
     wasm ||= s.dyHeap >= 0 || s.xHeap >= 0 || s.outHeap >= 0 || s.dtype !== FLOAT32;
   }
-  if (wasm && caller.heapRegion === 0 && caller.wasmBytes) {
-    caller.heapRegion = heapRegion(caller);
-    caller.heapMemory = hostHeapMemory() ?? undefined;
-    caller.wasm = undefined; // instantiated again, on the heap, by the next stage
-  }
+  if (wasm) giveCallerRegion();
+}
+
+/** Gives the calling thread its region of the heap, the first time (when it may use one). */
+function giveCallerRegion(): void {
+  if (caller.heapRegion !== 0 || !caller.wasmBytes) return;
+  caller.heapRegion = heapRegion(caller);
+  caller.heapMemory = hostHeapMemory() ?? undefined;
+  caller.wasm = undefined; // instantiated again, on the heap, by the next stage
+}
+
+/**
+ * The calling thread's one instance of the WebAssembly kernels on the heap (the row norms
+ * call their kernels from here between pooled runs), or null when it has none: the policy
+ * allows no WebAssembly, or there is no heap or no room for the thread's region.
+ */
+export function callerKernels(): WasmKernels | null {
+  giveCallerRegion();
+  return wasmOf(caller);
+}
+
+/**
+ * Whether the call of governor group `key` that starts at `start` (performance.now() ms) runs
+ * on `ready`'s workers: always under a policy that says so, else as the governor has measured
+ * such calls (governor.ts). When it runs alone, the workers are told to stop polling (a worker
+ * polling for a job would compete with the calling thread for a CPU). The caller records the
+ * run's time with `governor.record`.
+ */
+export function choosePool(ready: WorkerPool, key: number, start: number): boolean {
+  const pooled = policy.pool === "always" || governor.choose(key, start);
+  if (!pooled) quietPool(ready);
+  return pooled;
 }
 
 /**

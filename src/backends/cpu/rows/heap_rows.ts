@@ -31,7 +31,7 @@ import {
 } from "../kernels/row_norm_stage.ts";
 import { type ReadArray, uniformStage } from "../kernels/stage_types.ts";
 import type { TensorAddress } from "../kernels/layout_types.ts";
-import { cpuPolicy, quietPool, readyPool, runPooled } from "../pool/pool.ts";
+import { choosePool, readyPool, runPooled } from "../pool/pool.ts";
 import { governor, groupKey } from "../pool/governor.ts";
 import { cpuThreads } from "../threads.ts";
 import { itemCount, mergeColumns, rowsPerItem } from "./items.ts";
@@ -101,7 +101,7 @@ function run(op: RowNormOp, c: RowCall, x: Tensor): void {
   const dt = c.p[ROW_DT] as 0 | 1 | 2;
   const key = groupKey([op], dt, "rows", numel);
   const start = performance.now();
-  const pooled = cpuPolicy().pool === "always" || governor.choose(key, start);
+  const pooled = choosePool(pool, key, start);
   if (pooled) {
     const stage = uniformStage<RowNormStage>({
       op,
@@ -123,7 +123,6 @@ function run(op: RowNormOp, c: RowCall, x: Tensor): void {
       runRowNormItems(c.k, op, c.p, 0, items);
     }
   } else {
-    quietPool(pool); // a worker polling for a job would compete with this thread for a CPU
     runRowNormItems(c.k, op, c.p, 0, items);
   }
   governor.record(key, pooled, start, performance.now() - start, numel);

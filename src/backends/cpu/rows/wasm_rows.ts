@@ -8,41 +8,28 @@
  * address. They give the bits of the TypeScript row kernels (direct_f32.ts,
  * scratch_rows.ts): same formulas, same association of sums (sums.ts).
  *
- * The calling thread's instance of the kernels is made on first use; calls fall back to the
- * TypeScript kernels (heap_rows.ts returns undefined) when there is none: no WebAssembly SIMD, no
- * heap, WebAssembly kernels turned off (the CPU policy, ../policy.ts), or the heap full.
+ * They run on the calling thread's one instance of the kernels (pool.ts callerKernels); calls
+ * fall back to the TypeScript kernels (heap_rows.ts returns undefined) when there is none: no
+ * WebAssembly SIMD, no heap, WebAssembly kernels turned off (the CPU policy, ../policy.ts), or
+ * no room in the heap.
  *
  * @module
  */
 
 import type { Tensor } from "../../../tensor/tensor.ts";
-import { heapAddress, heapAllocate, heapFree, hostHeapMemory } from "../../../tensor/host_heap.ts";
+import { heapAddress, heapAllocate, heapFree } from "../../../tensor/host_heap.ts";
 import { hostData } from "../fast/tensor_arrays.ts";
-import { cpuPolicy } from "../pool/pool.ts";
-import { kernelsWasmBytes } from "../wasm/kernels_module.ts";
+import { callerKernels } from "../pool/pool.ts";
 import type { RowAccess } from "./access.ts";
 import type { RowNormExports } from "../kernels/row_norm_stage.ts";
 
-let exportsOf: RowNormExports | null | undefined;
-
-/** The calling thread's row kernels on the heap, or null when they cannot run. */
+/**
+ * The row kernels of the calling thread's one instance of the kernels on the heap (the one
+ * its other stages run), or null when they cannot run.
+ */
 export function rowNormKernels(): RowNormExports | null {
-  if (!cpuPolicy().wasm) {
-    // Made again when they are turned back on (perhaps with another build: kernels_module.ts).
-    exportsOf = undefined;
-    return null;
-  }
-  if (exportsOf !== undefined) return exportsOf;
-  const memory = hostHeapMemory();
-  try {
-    if (!memory) throw new Error("no host heap");
-    const module = new WebAssembly.Module(kernelsWasmBytes() as Uint8Array<ArrayBuffer>);
-    const instance = new WebAssembly.Instance(module, { env: { memory } });
-    exportsOf = instance.exports as unknown as RowNormExports;
-  } catch {
-    exportsOf = null;
-  }
-  return exportsOf;
+  const kernels = callerKernels();
+  return kernels === null ? null : kernels.exports as unknown as RowNormExports;
 }
 
 /** Rows of one tensor in the heap: byte address of row 0, bytes between rows, dtype code. */
