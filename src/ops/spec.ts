@@ -97,8 +97,10 @@ function memoKeys(args: object, names: readonly string[], outputs: readonly stri
   const keys: unknown[] = [];
   for (const name of names) {
     const value = a[name];
-    keys.push(value);
-    if (Array.isArray(value)) keys.push(value.length, ...value);
+    // An array by its elements, never by identity: a loop that writes its mask as a literal
+    // makes a new array per call, and must still meet the memo.
+    if (Array.isArray(value)) keys.push(Array, value.length, ...value);
+    else keys.push(value);
   }
   // The entries of `out`, not the object: a loop may build a new `out` per call.
   const out = (a.out ?? undefined) as Record<string, unknown> | undefined;
