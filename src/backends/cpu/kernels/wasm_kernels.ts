@@ -24,6 +24,7 @@
 
 import type { Layout, TensorAddress } from "./layout_types.ts";
 import { SEGMENT_ELEMENTS } from "./layout_types.ts";
+import type { PixelKernel, RowKernel } from "./drivers.ts";
 import { mergeMoments } from "./moments.ts";
 import type { PixelStage, RowStage } from "./stage_types.ts";
 import { FLOAT32 } from "./stage_types.ts";
@@ -76,13 +77,7 @@ export function densePixels(layout: Layout, at: TensorAddress): boolean {
 // Row kernels (see row_kernels.ts for the k conventions)
 
 /** k[1] += sum(dy), k[2] += sum(dy * (x - k[0])) over row (n, c), by segments. */
-export function sumsRowWasm(
-  s: RowStage,
-  n: number,
-  c: number,
-  k: Float64Array,
-  scratch: WasmScratch,
-): void {
+export const sumsRowWasm: RowKernel<WasmScratch> = (s, n, c, k, scratch) => {
   const w = scratch.wasm!;
   const dt = s.dtype;
   const length = s.layout.inner;
@@ -113,16 +108,10 @@ export function sumsRowWasm(
     k[1] += r[0];
     k[2] += r[1];
   }
-}
+};
 
 /** Merges row (n, c)'s statistics into k[1] (sum), k[2] (m2), k[3] (count), by segments. */
-export function statsRowWasm(
-  s: RowStage,
-  n: number,
-  c: number,
-  k: Float64Array,
-  scratch: WasmScratch,
-): void {
+export const statsRowWasm: RowKernel<WasmScratch> = (s, n, c, k, scratch) => {
   const w = scratch.wasm!;
   const dt = s.dtype;
   const length = s.layout.inner;
@@ -143,7 +132,7 @@ export function statsRowWasm(
     mergeMoments(k, 1, 2, k[3], r[0], r[1], count);
     k[3] += count;
   }
-}
+};
 
 /**
  * Calls row write `kernel` (0 normalize, 1 gradient, 2 scale) on n elements at byte
@@ -207,37 +196,16 @@ function writeRow(
 }
 
 /** out = x * k[0] + k[1] over row (n, c). */
-export function normalizeRowWasm(
-  s: RowStage,
-  n: number,
-  c: number,
-  k: Float64Array,
-  scratch: WasmScratch,
-): void {
+export const normalizeRowWasm: RowKernel<WasmScratch> = (s, n, c, k, scratch) =>
   writeRow(s, n, c, k, scratch, 0);
-}
 
 /** out = dy * k[0] + (x * k[1] + k[2]) over row (n, c). */
-export function gradientRowWasm(
-  s: RowStage,
-  n: number,
-  c: number,
-  k: Float64Array,
-  scratch: WasmScratch,
-): void {
+export const gradientRowWasm: RowKernel<WasmScratch> = (s, n, c, k, scratch) =>
   writeRow(s, n, c, k, scratch, 1);
-}
 
 /** out = dy * k[0] over row (n, c). */
-export function scaleRowWasm(
-  s: RowStage,
-  n: number,
-  c: number,
-  k: Float64Array,
-  scratch: WasmScratch,
-): void {
+export const scaleRowWasm: RowKernel<WasmScratch> = (s, n, c, k, scratch) =>
   writeRow(s, n, c, k, scratch, 2);
-}
 
 // ---------------------------------------------------------------------------------------
 // Pixel kernels (see pixel_kernels.ts for the p conventions)
@@ -248,13 +216,7 @@ function heapPixel(s: PixelStage, heap: number, at: TensorAddress, q: number): n
 }
 
 /** Per channel over pixels [q0, q1): p[0] += sum(dy), p[1] += sum(dy * (x - p[2])). */
-export function sumsPixelsWasm(
-  s: PixelStage,
-  q0: number,
-  q1: number,
-  p: readonly Float64Array[],
-  scratch: WasmScratch,
-): void {
+export const sumsPixelsWasm: PixelKernel<WasmScratch> = (s, q0, q1, p, scratch) => {
   const w = scratch.wasm!;
   const C = s.layout.C;
   const cs = paddedChannels(C);
@@ -278,19 +240,13 @@ export function sumsPixelsWasm(
     }
   }
   channelPairFrom(w.f64, WASM_CHANNELS_AT >> 3, p, C);
-}
+};
 
 /**
  * Two-pass statistics per channel over pixels [q0, q1) (a block small enough to stay in
  * cache): p[0][c] = sum(x), p[1][c] = sum((x - m_c)^2) with m_c the block's channel mean.
  */
-export function statsPixelsWasm(
-  s: PixelStage,
-  q0: number,
-  q1: number,
-  p: readonly Float64Array[],
-  scratch: WasmScratch,
-): void {
+export const statsPixelsWasm: PixelKernel<WasmScratch> = (s, q0, q1, p, scratch) => {
   const w = scratch.wasm!;
   const C = s.layout.C;
   const cs = paddedChannels(C);
@@ -304,7 +260,7 @@ export function statsPixelsWasm(
     w.exports.pix_stats(w.at + xAt, q1 - q0, C, cs, dt, acc);
   }
   channelPairFrom(w.f64, WASM_CHANNELS_AT >> 3, p, C);
-}
+};
 
 /**
  * Calls pixel write `kernel` (numbered as in {@linkcode callRowWrite}) on P pixels of C
@@ -369,34 +325,13 @@ function writePixels(
 }
 
 /** Channels-last out = x * scale[c] + shift[c] (p = [scale, shift]). */
-export function normalizePixelsWasm(
-  s: PixelStage,
-  q0: number,
-  q1: number,
-  p: readonly Float64Array[],
-  scratch: WasmScratch,
-): void {
+export const normalizePixelsWasm: PixelKernel<WasmScratch> = (s, q0, q1, p, scratch) =>
   writePixels(s, q0, q1, p, scratch.wasm!, scratch.staged, 0);
-}
 
 /** Channels-last out = dy * a[c] + (x * b[c] + c[c]) (p = [a, b, c]). */
-export function gradientPixelsWasm(
-  s: PixelStage,
-  q0: number,
-  q1: number,
-  p: readonly Float64Array[],
-  scratch: WasmScratch,
-): void {
+export const gradientPixelsWasm: PixelKernel<WasmScratch> = (s, q0, q1, p, scratch) =>
   writePixels(s, q0, q1, p, scratch.wasm!, scratch.staged, 1);
-}
 
 /** Channels-last out = dy * scale[c] (p = [scale]). */
-export function scalePixelsWasm(
-  s: PixelStage,
-  q0: number,
-  q1: number,
-  p: readonly Float64Array[],
-  scratch: WasmScratch,
-): void {
+export const scalePixelsWasm: PixelKernel<WasmScratch> = (s, q0, q1, p, scratch) =>
   writePixels(s, q0, q1, p, scratch.wasm!, scratch.staged, 2);
-}

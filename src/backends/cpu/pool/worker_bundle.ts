@@ -2072,7 +2072,7 @@ function densePixels(layout, at) {
   const inner = layout.inner;
   return (inner === 1 || at.strideI === C) && (layout.N === 1 || at.strideN === inner * C);
 }
-function sumsRowWasm(s, n, c, k, scratch) {
+var sumsRowWasm = (s, n, c, k, scratch) => {
   const w = scratch.wasm;
   const dt = s.dtype;
   const length = s.layout.inner;
@@ -2103,8 +2103,8 @@ function sumsRowWasm(s, n, c, k, scratch) {
     k[1] += r[0];
     k[2] += r[1];
   }
-}
-function statsRowWasm(s, n, c, k, scratch) {
+};
+var statsRowWasm = (s, n, c, k, scratch) => {
   const w = scratch.wasm;
   const dt = s.dtype;
   const length = s.layout.inner;
@@ -2125,7 +2125,7 @@ function statsRowWasm(s, n, c, k, scratch) {
     mergeMoments(k, 1, 2, k[3], r[0], r[1], count);
     k[3] += count;
   }
-}
+};
 function callRowWrite(e, kernel, dy, x, out, n, dt, k) {
   if (kernel === 0) e.row_normalize(x, out, n, dt, k[0], k[1]);
   else if (kernel === 1) e.row_gradient(dy, x, out, n, dt, k[0], k[1], k[2]);
@@ -2160,19 +2160,13 @@ function writeRow(s, n, c, k, scratch, kernel) {
     copyRun(out, o0 + start, view, outAt >> sh, count);
   }
 }
-function normalizeRowWasm(s, n, c, k, scratch) {
-  writeRow(s, n, c, k, scratch, 0);
-}
-function gradientRowWasm(s, n, c, k, scratch) {
-  writeRow(s, n, c, k, scratch, 1);
-}
-function scaleRowWasm(s, n, c, k, scratch) {
-  writeRow(s, n, c, k, scratch, 2);
-}
+var normalizeRowWasm = (s, n, c, k, scratch) => writeRow(s, n, c, k, scratch, 0);
+var gradientRowWasm = (s, n, c, k, scratch) => writeRow(s, n, c, k, scratch, 1);
+var scaleRowWasm = (s, n, c, k, scratch) => writeRow(s, n, c, k, scratch, 2);
 function heapPixel(s, heap, at, q) {
   return heap + (at.base + q * s.layout.C) * elementBytes(s.dtype);
 }
-function sumsPixelsWasm(s, q0, q1, p, scratch) {
+var sumsPixelsWasm = (s, q0, q1, p, scratch) => {
   const w = scratch.wasm;
   const C = s.layout.C;
   const cs = paddedChannels(C);
@@ -2196,8 +2190,8 @@ function sumsPixelsWasm(s, q0, q1, p, scratch) {
     }
   }
   channelPairFrom(w.f64, WASM_CHANNELS_AT >> 3, p, C);
-}
-function statsPixelsWasm(s, q0, q1, p, scratch) {
+};
+var statsPixelsWasm = (s, q0, q1, p, scratch) => {
   const w = scratch.wasm;
   const C = s.layout.C;
   const cs = paddedChannels(C);
@@ -2211,7 +2205,7 @@ function statsPixelsWasm(s, q0, q1, p, scratch) {
     w.exports.pix_stats(w.at + xAt, q1 - q0, C, cs, dt, acc);
   }
   channelPairFrom(w.f64, WASM_CHANNELS_AT >> 3, p, C);
-}
+};
 function callPixelWrite(e, kernel, dy, x, out, P, C, dt, cst) {
   const cs = paddedChannels(C);
   if (kernel === 0) e.pix_normalize(x, out, P, C, cs, dt, cst);
@@ -2246,15 +2240,9 @@ function writePixels2(s, q0, q1, p, w, staged, kernel) {
     copyPixels(s.layout, s.outAt, out, view, outAt >> sh, q, P, false);
   }
 }
-function normalizePixelsWasm(s, q0, q1, p, scratch) {
-  writePixels2(s, q0, q1, p, scratch.wasm, scratch.staged, 0);
-}
-function gradientPixelsWasm(s, q0, q1, p, scratch) {
-  writePixels2(s, q0, q1, p, scratch.wasm, scratch.staged, 1);
-}
-function scalePixelsWasm(s, q0, q1, p, scratch) {
-  writePixels2(s, q0, q1, p, scratch.wasm, scratch.staged, 2);
-}
+var normalizePixelsWasm = (s, q0, q1, p, scratch) => writePixels2(s, q0, q1, p, scratch.wasm, scratch.staged, 0);
+var gradientPixelsWasm = (s, q0, q1, p, scratch) => writePixels2(s, q0, q1, p, scratch.wasm, scratch.staged, 1);
+var scalePixelsWasm = (s, q0, q1, p, scratch) => writePixels2(s, q0, q1, p, scratch.wasm, scratch.staged, 2);
 
 // src/backends/cpu/kernels/kernel_tables.ts
 function kernelOf(set2, name) {
