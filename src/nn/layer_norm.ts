@@ -6,18 +6,16 @@
  */
 
 import { initialParameters, ModuleCore } from "./module_core.ts";
-import { NormModule } from "./norm_module.ts";
 import { layerNorm } from "../ops/layer_norm.ts";
 import { layerNormBackward } from "../ops/layer_norm_backward.ts";
 import { disposable } from "../ops/results.ts";
-import { requireTensor } from "../ops/validate.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import {
-  checkNormalizedInput,
   type LayerNormConfig,
   layerNormConfig,
   type LayerNormOptions,
 } from "./row_norm_options.ts";
+import { RowNormModule } from "./row_norm_module.ts";
 import { checkGradOut, type MeanRstdSaved, type NormGradients } from "./saved.ts";
 
 /** What a forward keeps for the backward: its input and the per-row statistics. */
@@ -47,7 +45,7 @@ type Saved = MeanRstdSaved;
  * console.log(y.shape, grads.gradBias?.toArray()); // [2, 3, 8] [6, 6, 6, 6, 6, 6, 6, 6]
  * ```
  */
-export class LayerNorm extends NormModule {
+export class LayerNorm extends RowNormModule {
   readonly #config: LayerNormConfig;
   readonly #core: ModuleCore<Saved>;
 
@@ -57,22 +55,14 @@ export class LayerNorm extends NormModule {
     const affine = c.elementwiseAffine;
     const params = initialParameters(c, c.normalizedShape, affine, affine && c.bias);
     const core = new ModuleCore<Saved>("LayerNorm", params);
-    super(core);
+    super(core, c);
     this.#config = c;
     this.#core = core;
   }
 
-  /** The normalized (trailing) dims. */
-  get normalizedShape(): readonly number[] {
-    return this.#config.normalizedShape;
-  }
   /** Added to the variance. */
   get eps(): number {
     return this.#config.eps;
-  }
-  /** Whether the module has learnable parameters. */
-  get elementwiseAffine(): boolean {
-    return this.#config.elementwiseAffine;
   }
 
   /**
@@ -80,9 +70,7 @@ export class LayerNorm extends NormModule {
    * the backward needs. Returns the output, in input's shape, dtype and layout.
    */
   forward(input: Tensor): Tensor {
-    const op = this.#core.check("forward");
-    const x = requireTensor(op, "input", input);
-    checkNormalizedInput(op, x, this.#config.normalizedShape);
+    const x = this.forwardInput(input);
     const r = layerNorm({
       input: x,
       normalizedShape: this.#config.normalizedShape,

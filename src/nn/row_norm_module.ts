@@ -1,0 +1,65 @@
+/**
+ * What LayerNorm and RMSNorm share on top of every norm module's members: the normalized
+ * (trailing) dims, whether the module has learnable affine parameters, and the checks of a
+ * forward's input.
+ *
+ * @module
+ */
+
+import { requireTensor } from "../ops/validate.ts";
+import type { Tensor } from "../tensor/tensor.ts";
+import type { ModuleCore } from "./module_core.ts";
+import { NormModule } from "./norm_module.ts";
+import { checkNormalizedInput, type LayerNormConfig } from "./row_norm_options.ts";
+
+/** The options the shared members read. */
+type RowNormShape = Pick<LayerNormConfig, "normalizedShape" | "elementwiseAffine">;
+
+/**
+ * The members of `LayerNorm` and `RMSNorm` beyond {@linkcode NormModule}'s: the normalized
+ * (trailing) dims and whether the module has learnable affine parameters. Not made directly:
+ * each of the two classes extends it.
+ *
+ * @example
+ * ```ts
+ * import { LayerNorm, RMSNorm, type RowNormModule } from "@aclnn/norm";
+ * const modules: RowNormModule[] = [
+ *   new LayerNorm({ normalizedShape: [2, 3] }),
+ *   new RMSNorm({ normalizedShape: 3, elementwiseAffine: false }),
+ * ];
+ * console.log(modules.map((m) => [m.normalizedShape, m.elementwiseAffine]));
+ * // [[[2, 3], true], [[3], false]]
+ * for (const m of modules) m.dispose();
+ * ```
+ */
+export abstract class RowNormModule extends NormModule {
+  readonly #core: ModuleCore<unknown>;
+  readonly #shape: RowNormShape;
+
+  /** For the module classes: the core the shared members check with, and their options. */
+  protected constructor(core: ModuleCore<unknown>, shape: RowNormShape) {
+    super(core);
+    this.#core = core;
+    this.#shape = shape;
+  }
+
+  /** The normalized (trailing) dims. */
+  get normalizedShape(): readonly number[] {
+    return this.#shape.normalizedShape;
+  }
+  /** Whether the module has learnable parameters (LayerNorm: weight and bias; RMSNorm: weight). */
+  get elementwiseAffine(): boolean {
+    return this.#shape.elementwiseAffine;
+  }
+
+  /**
+   * For the module classes: `input` after a forward's checks, in order: the module is not
+   * disposed, `input` is a Tensor, its last dims are normalizedShape (161002 naming `input`).
+   */
+  protected forwardInput(input: Tensor): Tensor {
+    const op = this.#core.check("forward");
+    const x = requireTensor(op, "input", input);
+    checkNormalizedInput(op, x, this.#shape.normalizedShape);
+    return x;
+  }
+}
