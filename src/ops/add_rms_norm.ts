@@ -131,10 +131,9 @@ function validate(args: AddRmsNormArgs): Validated {
   const x1 = check.requireTensor(OP, "x1", args.x1);
   const x2 = check.requireTensor(OP, "x2", args.x2);
   const gamma = check.requireTensor(OP, "gamma", args.gamma);
-  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const y = check.requestedOutput(OP, "y", out, true);
-  const rstd = check.requestedOutput(OP, "rstd", out, true);
-  const x = check.requestedOutput(OP, "x", out, true);
+  const y = check.requestedOutput(OP, "y", args.out, true);
+  const rstd = check.requestedOutput(OP, "rstd", args.out, true);
+  const x = check.requestedOutput(OP, "x", args.out, true);
   const { epsilon } = check.parseScalars(OP, scalarsSchema, { epsilon: args.epsilon });
 
   // CheckDtypeValid.

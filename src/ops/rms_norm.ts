@@ -190,9 +190,8 @@ export function checkRmsShapes(
 function validate(args: RmsNormArgs): Validated {
   const x = check.requireTensor(OP, "x", args.x);
   const gamma = check.requireTensor(OP, "gamma", args.gamma);
-  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const y = check.requestedOutput(OP, "y", out, true);
-  const rstd = check.requestedOutput(OP, "rstd", out, true);
+  const y = check.requestedOutput(OP, "y", args.out, true);
+  const rstd = check.requestedOutput(OP, "rstd", args.out, true);
   const { epsilon } = check.parseScalars(OP, scalarsSchema, { epsilon: args.epsilon });
 
   checkRmsDTypes(OP, { y }, x, gamma, { rstd });

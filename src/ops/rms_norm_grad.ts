@@ -206,9 +206,8 @@ function validate(args: RmsNormGradArgs): Validated {
   const x = check.requireTensor(OP, "x", args.x);
   const rstd = check.requireTensor(OP, "rstd", args.rstd);
   const gamma = check.requireTensor(OP, "gamma", args.gamma);
-  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const dx = check.requestedOutput(OP, "dx", out, true);
-  const dgamma = check.requestedOutput(OP, "dgamma", out, true);
+  const dx = check.requestedOutput(OP, "dx", args.out, true);
+  const dgamma = check.requestedOutput(OP, "dgamma", args.out, true);
 
   checkRmsDTypes(OP, { dy, dx }, x, gamma, { rstd, dgamma });
   const axis = x.rank - gamma.rank;
