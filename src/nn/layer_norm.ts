@@ -16,7 +16,7 @@ import {
   type LayerNormOptions,
 } from "./row_norm_options.ts";
 import { RowNormModule } from "./row_norm_module.ts";
-import { checkGradOut, type MeanRstdSaved, type NormGradients } from "./saved.ts";
+import type { MeanRstdSaved, NormGradients } from "./saved.ts";
 
 /** What a forward keeps for the backward: its input and the per-row statistics. */
 type Saved = MeanRstdSaved;
@@ -47,7 +47,6 @@ type Saved = MeanRstdSaved;
  */
 export class LayerNorm extends RowNormModule {
   readonly #config: LayerNormConfig;
-  readonly #core: ModuleCore<Saved>;
 
   /** Makes the module: weight 1, bias 0 (PyTorch's). */
   constructor(options: LayerNormOptions) {
@@ -57,7 +56,6 @@ export class LayerNorm extends RowNormModule {
     const core = new ModuleCore<Saved>("LayerNorm", params);
     super(core, c);
     this.#config = c;
-    this.#core = core;
   }
 
   /** Added to the variance. */
@@ -78,7 +76,7 @@ export class LayerNorm extends RowNormModule {
       bias: this.bias,
       eps: this.#config.eps,
     });
-    this.#core.saved.save({ input: x, mean: r.mean, rstd: r.rstd }, [r.mean, r.rstd]);
+    this.saveForBackward({ input: x, mean: r.mean, rstd: r.rstd }, [r.mean, r.rstd]);
     return r.output;
   }
 
@@ -87,9 +85,7 @@ export class LayerNorm extends RowNormModule {
    * what the forward kept (a refused gradOut leaves it for a corrected call).
    */
   backward(gradOut: Tensor): NormGradients {
-    const op = this.#core.check("backward");
-    const saved = this.#core.saved.use(op);
-    const dy = checkGradOut(op, gradOut, saved.input);
+    const { saved, dy } = this.backwardInput<Saved>(gradOut);
     const { normalizedShape, dtype, device } = this.#config;
     // The parameter gradients in the parameters' dtype (the operator casts to its outputs).
     const param = (p: Tensor | null) => p ? Tensor.empty(normalizedShape, dtype, device) : null;
@@ -107,7 +103,7 @@ export class LayerNorm extends RowNormModule {
         outputMask: [true, gradWeight !== null, gradBias !== null],
         out: { gradWeight, gradBias },
       });
-      this.#core.saved.clear("used");
+      this.endBackward();
       const grads = { gradInput: r.gradInput as Tensor, gradWeight, gradBias };
       return disposable(grads, [grads.gradInput, gradWeight, gradBias]);
     } catch (e) {

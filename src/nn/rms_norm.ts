@@ -17,7 +17,6 @@ import {
   rmsNormConfig,
   type RMSNormOptions,
 } from "./row_norm_options.ts";
-import { checkGradOut } from "./saved.ts";
 import { RowNormModule } from "./row_norm_module.ts";
 
 /** The gradients {@linkcode RMSNorm.backward} returns; `using` frees them. */
@@ -61,7 +60,6 @@ export class RMSNorm extends RowNormModule {
   readonly #config: RMSNormConfig;
   /** Ones of the module's dtype: the operator's gamma without an affine weight. */
   readonly #ones: Tensor | null;
-  readonly #core: ModuleCore<Saved>;
 
   /** Makes the module: weight 1 (PyTorch's). */
   constructor(options: RMSNormOptions) {
@@ -74,7 +72,6 @@ export class RMSNorm extends RowNormModule {
     super(core, c);
     this.#config = c;
     this.#ones = helper;
-    this.#core = core;
   }
 
   /** Added to mean(x^2); null: the machine epsilon of the input's dtype. */
@@ -93,7 +90,7 @@ export class RMSNorm extends RowNormModule {
       gamma: this.#gamma(),
       epsilon: this.#config.eps ?? machineEpsilon(x.dtype),
     });
-    this.#core.saved.save({ input: x, rstd: r.rstd }, [r.rstd]);
+    this.saveForBackward({ input: x, rstd: r.rstd }, [r.rstd]);
     return r.y;
   }
 
@@ -102,11 +99,9 @@ export class RMSNorm extends RowNormModule {
    * what the forward kept (a refused gradOut leaves it for a corrected call).
    */
   backward(gradOut: Tensor): RMSNormGradients {
-    const op = this.#core.check("backward");
-    const saved = this.#core.saved.use(op);
-    const dy = checkGradOut(op, gradOut, saved.input);
+    const { saved, dy } = this.backwardInput<Saved>(gradOut);
     const r = rmsNormGrad({ dy, x: saved.input, rstd: saved.rstd, gamma: this.#gamma() });
-    this.#core.saved.clear("used");
+    this.endBackward();
     // dgamma is float32 (the operator's rule): the module's gradient has the weight's dtype.
     let gradWeight: Tensor | null = null;
     if (this.weight && this.#config.dtype === "float32") {
