@@ -30,9 +30,9 @@ import { z } from "./zod.ts";
 import {
   checkMaxRank,
   checkRowStatistic,
+  checkTrailingGamma,
   epsilonSchema,
   INNER_NULLPTR,
-  isTrailing,
   newStatistic,
   placeRowNorm,
   tilingFailure,
@@ -161,15 +161,7 @@ function validate(args: AddRmsNormArgs): Validated {
   if (x) check.checkShape(OP, "x", x, x1.shape, "x1");
 
   // The l0 operator's tiling (CheckInputOutputDim/Shape, GetEpsilonParameter): 561103.
-  if (!isTrailing(x1.shape, gamma.shape)) {
-    tilingFailure(
-      OP,
-      INNER_NULLPTR,
-      "gamma",
-      `shape ${formatShape(gamma.shape)} must equal the last ${gamma.rank} dims of x1 ` +
-        formatShape(x1.shape),
-    );
-  }
+  checkTrailingGamma(OP, INNER_NULLPTR, gamma, "x1", x1);
   if (epsilon < 0) tilingFailure(OP, INNER_NULLPTR, "epsilon", `(${epsilon}) must not be negative`);
   const geometry = rowGeometry(x1.shape, x1.rank - gamma.rank);
   if (rstd && geometry.rows > 0) {

@@ -25,6 +25,7 @@ import { rowGeometry } from "../backends/mod.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import {
+  checkTrailingGamma,
   isTrailing,
   MAX_RANK,
   placeRowNorm,
@@ -187,15 +188,7 @@ function checkShapes(
       );
     }
   }
-  if (!isTrailing(dy.shape, gamma.shape)) {
-    tilingFailure(
-      OP,
-      TILING_ERROR,
-      "gamma",
-      `shape ${formatShape(gamma.shape)} must equal the last ${gamma.rank} dims of dy ` +
-        formatShape(dy.shape),
-    );
-  }
+  checkTrailingGamma(OP, TILING_ERROR, gamma, "dy", dy);
   if (!isTrailing(dy.shape, dgamma.shape) || dgamma.rank !== gamma.rank) {
     shapes("dgamma", dgamma, "gamma", gamma);
   }
