@@ -6,19 +6,17 @@
  */
 
 import { initialParameters, ModuleCore } from "./module_core.ts";
-import { NormModule } from "./norm_module.ts";
 import { layerNorm } from "../ops/layer_norm.ts";
 import { layerNormBackward } from "../ops/layer_norm_backward.ts";
 import { disposable } from "../ops/results.ts";
-import { requireTensor } from "../ops/validate.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import {
-  checkNormalizedInput,
   type LayerNormConfig,
   layerNormConfig,
   type LayerNormOptions,
 } from "./row_norm_options.ts";
-import { checkGradOut, type MeanRstdSaved, type NormGradients } from "./saved.ts";
+import { RowNormModule } from "./row_norm_module.ts";
+import type { MeanRstdSaved, NormGradients } from "./saved.ts";
 
 /** What a forward keeps for the backward: its input and the per-row statistics. */
 type Saved = MeanRstdSaved;
@@ -47,9 +45,8 @@ type Saved = MeanRstdSaved;
  * console.log(y.shape, grads.gradBias?.toArray()); // [2, 3, 8] [6, 6, 6, 6, 6, 6, 6, 6]
  * ```
  */
-export class LayerNorm extends NormModule {
+export class LayerNorm extends RowNormModule {
   readonly #config: LayerNormConfig;
-  readonly #core: ModuleCore<Saved>;
 
   /** Makes the module: weight 1, bias 0 (PyTorch's). */
   constructor(options: LayerNormOptions) {
@@ -57,22 +54,13 @@ export class LayerNorm extends NormModule {
     const affine = c.elementwiseAffine;
     const params = initialParameters(c, c.normalizedShape, affine, affine && c.bias);
     const core = new ModuleCore<Saved>("LayerNorm", params);
-    super(core);
+    super(core, c);
     this.#config = c;
-    this.#core = core;
   }
 
-  /** The normalized (trailing) dims. */
-  get normalizedShape(): readonly number[] {
-    return this.#config.normalizedShape;
-  }
   /** Added to the variance. */
   get eps(): number {
     return this.#config.eps;
-  }
-  /** Whether the module has learnable parameters. */
-  get elementwiseAffine(): boolean {
-    return this.#config.elementwiseAffine;
   }
 
   /**
@@ -80,9 +68,7 @@ export class LayerNorm extends NormModule {
    * the backward needs. Returns the output, in input's shape, dtype and layout.
    */
   forward(input: Tensor): Tensor {
-    const op = this.#core.check("forward");
-    const x = requireTensor(op, "input", input);
-    checkNormalizedInput(op, x, this.#config.normalizedShape);
+    const x = this.forwardInput(input);
     const r = layerNorm({
       input: x,
       normalizedShape: this.#config.normalizedShape,
@@ -90,7 +76,7 @@ export class LayerNorm extends NormModule {
       bias: this.bias,
       eps: this.#config.eps,
     });
-    this.#core.saved.save({ input: x, mean: r.mean, rstd: r.rstd }, [r.mean, r.rstd]);
+    this.saveForBackward({ input: x, mean: r.mean, rstd: r.rstd }, [r.mean, r.rstd]);
     return r.output;
   }
 
@@ -99,9 +85,7 @@ export class LayerNorm extends NormModule {
    * what the forward kept (a refused gradOut leaves it for a corrected call).
    */
   backward(gradOut: Tensor): NormGradients {
-    const op = this.#core.check("backward");
-    const saved = this.#core.saved.use(op);
-    const dy = checkGradOut(op, gradOut, saved.input);
+    const { saved, dy } = this.backwardInput<Saved>(gradOut);
     const { normalizedShape, dtype, device } = this.#config;
     // The parameter gradients in the parameters' dtype (the operator casts to its outputs).
     const param = (p: Tensor | null) => p ? Tensor.empty(normalizedShape, dtype, device) : null;
@@ -119,7 +103,7 @@ export class LayerNorm extends NormModule {
         outputMask: [true, gradWeight !== null, gradBias !== null],
         out: { gradWeight, gradBias },
       });
-      this.#core.saved.clear("used");
+      this.endBackward();
       const grads = { gradInput: r.gradInput as Tensor, gradWeight, gradBias };
       return disposable(grads, [grads.gradInput, gradWeight, gradBias]);
     } catch (e) {

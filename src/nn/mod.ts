@@ -4,13 +4,15 @@
  * {@linkcode LayerNorm} (`nn.LayerNorm`) and {@linkcode RMSNorm} (`nn.RMSNorm`), each with its
  * parameters, running statistics, forward/backward, train/eval mode and a state dict by
  * PyTorch's names, on every backend. Their shared members are those of
- * {@linkcode NormModule} (and {@linkcode BatchNormModule} for the two BatchNorm modules).
+ * {@linkcode NormModule} (and {@linkcode BatchNormModule} for the two BatchNorm modules,
+ * {@linkcode RowNormModule} for LayerNorm and RMSNorm).
  *
  * @module
  */
 
 export { NormModule } from "./norm_module.ts";
 export { BatchNormModule } from "./batch_norm_module.ts";
+export { RowNormModule } from "./row_norm_module.ts";
 export { BatchNorm } from "./batch_norm.ts";
 export { GroupNorm } from "./group_norm.ts";
 export { SyncBatchNorm } from "./sync_batch_norm.ts";

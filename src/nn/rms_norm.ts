@@ -6,21 +6,18 @@
  */
 
 import { ModuleCore } from "./module_core.ts";
-import { NormModule } from "./norm_module.ts";
 import { rmsNorm } from "../ops/rms_norm.ts";
 import { rmsNormGrad } from "../ops/rms_norm_grad.ts";
 import { disposable } from "../ops/results.ts";
-import { requireTensor } from "../ops/validate.ts";
 import { keep } from "../tensor/scope.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import {
-  checkNormalizedInput,
   machineEpsilon,
   type RMSNormConfig,
   rmsNormConfig,
   type RMSNormOptions,
 } from "./row_norm_options.ts";
-import { checkGradOut } from "./saved.ts";
+import { RowNormModule } from "./row_norm_module.ts";
 
 /** The gradients {@linkcode RMSNorm.backward} returns; `using` frees them. */
 export interface RMSNormGradients extends Disposable {
@@ -59,11 +56,10 @@ interface Saved {
  * console.log(y.shape, grads.gradWeight?.shape); // [2, 4, 16] [16]
  * ```
  */
-export class RMSNorm extends NormModule {
+export class RMSNorm extends RowNormModule {
   readonly #config: RMSNormConfig;
   /** Ones of the module's dtype: the operator's gamma without an affine weight. */
   readonly #ones: Tensor | null;
-  readonly #core: ModuleCore<Saved>;
 
   /** Makes the module: weight 1 (PyTorch's). */
   constructor(options: RMSNormOptions) {
@@ -73,23 +69,14 @@ export class RMSNorm extends NormModule {
     const helper = c.elementwiseAffine ? null : ones;
     const params = { device: c.device, dtype: c.dtype, weight, bias: null };
     const core = new ModuleCore<Saved>("RMSNorm", params, { owned: [helper] });
-    super(core);
+    super(core, c);
     this.#config = c;
     this.#ones = helper;
-    this.#core = core;
   }
 
-  /** The normalized (trailing) dims. */
-  get normalizedShape(): readonly number[] {
-    return this.#config.normalizedShape;
-  }
   /** Added to mean(x^2); null: the machine epsilon of the input's dtype. */
   get eps(): number | null {
     return this.#config.eps;
-  }
-  /** Whether the module has a learnable weight. */
-  get elementwiseAffine(): boolean {
-    return this.#config.elementwiseAffine;
   }
 
   /**
@@ -97,15 +84,13 @@ export class RMSNorm extends NormModule {
    * the backward needs. Returns the output, in input's shape, dtype and layout.
    */
   forward(input: Tensor): Tensor {
-    const op = this.#core.check("forward");
-    const x = requireTensor(op, "input", input);
-    checkNormalizedInput(op, x, this.#config.normalizedShape);
+    const x = this.forwardInput(input);
     const r = rmsNorm({
       x,
       gamma: this.#gamma(),
       epsilon: this.#config.eps ?? machineEpsilon(x.dtype),
     });
-    this.#core.saved.save({ input: x, rstd: r.rstd }, [r.rstd]);
+    this.saveForBackward({ input: x, rstd: r.rstd }, [r.rstd]);
     return r.y;
   }
 
@@ -114,11 +99,9 @@ export class RMSNorm extends NormModule {
    * what the forward kept (a refused gradOut leaves it for a corrected call).
    */
   backward(gradOut: Tensor): RMSNormGradients {
-    const op = this.#core.check("backward");
-    const saved = this.#core.saved.use(op);
-    const dy = checkGradOut(op, gradOut, saved.input);
+    const { saved, dy } = this.backwardInput<Saved>(gradOut);
     const r = rmsNormGrad({ dy, x: saved.input, rstd: saved.rstd, gamma: this.#gamma() });
-    this.#core.saved.clear("used");
+    this.endBackward();
     // dgamma is float32 (the operator's rule): the module's gradient has the weight's dtype.
     let gradWeight: Tensor | null = null;
     if (this.weight && this.#config.dtype === "float32") {

@@ -30,9 +30,9 @@ import { z } from "./zod.ts";
 import {
   checkMaxRank,
   checkRowStatistic,
+  checkTrailingGamma,
   epsilonSchema,
   INNER_NULLPTR,
-  isTrailing,
   newStatistic,
   placeRowNorm,
   tilingFailure,
@@ -131,10 +131,9 @@ function validate(args: AddRmsNormArgs): Validated {
   const x1 = check.requireTensor(OP, "x1", args.x1);
   const x2 = check.requireTensor(OP, "x2", args.x2);
   const gamma = check.requireTensor(OP, "gamma", args.gamma);
-  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const y = check.requestedOutput(OP, "y", out, true);
-  const rstd = check.requestedOutput(OP, "rstd", out, true);
-  const x = check.requestedOutput(OP, "x", out, true);
+  const y = check.requestedOutput(OP, "y", args.out, true);
+  const rstd = check.requestedOutput(OP, "rstd", args.out, true);
+  const x = check.requestedOutput(OP, "x", args.out, true);
   const { epsilon } = check.parseScalars(OP, scalarsSchema, { epsilon: args.epsilon });
 
   // CheckDtypeValid.
@@ -162,15 +161,7 @@ function validate(args: AddRmsNormArgs): Validated {
   if (x) check.checkShape(OP, "x", x, x1.shape, "x1");
 
   // The l0 operator's tiling (CheckInputOutputDim/Shape, GetEpsilonParameter): 561103.
-  if (!isTrailing(x1.shape, gamma.shape)) {
-    tilingFailure(
-      OP,
-      INNER_NULLPTR,
-      "gamma",
-      `shape ${formatShape(gamma.shape)} must equal the last ${gamma.rank} dims of x1 ` +
-        formatShape(x1.shape),
-    );
-  }
+  checkTrailingGamma(OP, INNER_NULLPTR, gamma, "x1", x1);
   if (epsilon < 0) tilingFailure(OP, INNER_NULLPTR, "epsilon", `(${epsilon}) must not be negative`);
   const geometry = rowGeometry(x1.shape, x1.rank - gamma.rank);
   if (rstd && geometry.rows > 0) {

@@ -163,16 +163,15 @@ function validate(args: BatchNormArgs): Validated {
   const runningMean = check.optionalTensor(OP, "runningMean", args.runningMean);
   const runningVar = check.optionalTensor(OP, "runningVar", args.runningVar);
   const { training, momentum, eps } = check.parseArguments(OP, scalarsSchema, args);
-  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const output = check.requestedOutput(OP, "output", out, true);
+  const output = check.requestedOutput(OP, "output", args.out, true);
   // Not outputs in eval mode: what the caller gave is kept (unwritten, unvalidated).
   const given = (v: unknown) => v instanceof Tensor ? v : undefined;
   const saveMean = training
-    ? check.requestedOutput(OP, "saveMean", out, true)
-    : given(out?.saveMean);
+    ? check.requestedOutput(OP, "saveMean", args.out, true)
+    : given(args.out?.saveMean);
   const saveInvstd = training
-    ? check.requestedOutput(OP, "saveInvstd", out, true)
-    : given(out?.saveInvstd);
+    ? check.requestedOutput(OP, "saveInvstd", args.out, true)
+    : given(args.out?.saveInvstd);
 
   const perChannel = {
     weight,

@@ -191,10 +191,9 @@ function validate(args: BatchNormBackwardArgs): Validated {
   }
   const { training, eps, outputMask } = check.parseArguments(OP, scalarsSchema, args);
   const mask = outputMask as [boolean, boolean, boolean];
-  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const gradInput = check.requestedOutput(OP, "gradInput", out, mask[0]);
-  const gradWeight = check.requestedOutput(OP, "gradWeight", out, mask[1]);
-  const gradBias = check.requestedOutput(OP, "gradBias", out, mask[2]);
+  const gradInput = check.requestedOutput(OP, "gradInput", args.out, mask[0]);
+  const gradWeight = check.requestedOutput(OP, "gradWeight", args.out, mask[1]);
+  const gradBias = check.requestedOutput(OP, "gradBias", args.out, mask[2]);
 
   // Order: dtypes, then ranks and shapes, then per-channel sizes (as aclnn checks them).
   const stats = { weight, runningMean, runningVar, saveMean, saveInvstd };

@@ -117,8 +117,7 @@ function validate(args: BatchNormElemtArgs): Validated {
   const mean = check.requireTensor(OP, "mean", args.mean, ACLNN_ERR_PARAM_INVALID);
   const invstd = check.requireTensor(OP, "invstd", args.invstd, ACLNN_ERR_PARAM_INVALID);
   const { eps } = check.parseScalars(OP, scalarsSchema, { eps: args.eps });
-  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const output = check.requestedOutput(OP, "output", out, true, ACLNN_ERR_PARAM_INVALID);
+  const output = check.requestedOutput(OP, "output", args.out, true, ACLNN_ERR_PARAM_INVALID);
 
   const perChannel = { weight, bias, mean, invstd };
   const all = { input, ...perChannel, output };

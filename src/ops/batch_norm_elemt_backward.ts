@@ -130,8 +130,7 @@ function validate(args: BatchNormElemtBackwardArgs): Validated {
   const sumDy = check.requireTensor(OP, "sumDy", args.sumDy);
   const sumDyXmu = check.requireTensor(OP, "sumDyXmu", args.sumDyXmu);
   const counter = check.requireTensor(OP, "counter", args.counter);
-  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const gradInput = check.requestedOutput(OP, "gradInput", out, true);
+  const gradInput = check.requestedOutput(OP, "gradInput", args.out, true);
 
   const perChannel = { mean, invstd, weight, sumDy, sumDyXmu };
   const floats = { gradOut, input, ...perChannel, gradInput };

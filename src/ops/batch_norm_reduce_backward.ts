@@ -125,11 +125,10 @@ function validate(args: BatchNormReduceBackwardArgs): Validated {
   const invstd = check.requireTensor(OP, "invstd", args.invstd);
   const weight = check.optionalTensor(OP, "weight", args.weight);
   const { inputG, weightG, biasG } = check.parseArguments(OP, masksSchema, args);
-  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const sumDy = check.requestedOutput(OP, "sumDy", out, inputG);
-  const sumDyXmu = check.requestedOutput(OP, "sumDyXmu", out, inputG);
-  const gradWeight = check.requestedOutput(OP, "gradWeight", out, weightG);
-  const gradBias = check.requestedOutput(OP, "gradBias", out, biasG);
+  const sumDy = check.requestedOutput(OP, "sumDy", args.out, inputG);
+  const sumDyXmu = check.requestedOutput(OP, "sumDyXmu", args.out, inputG);
+  const gradWeight = check.requestedOutput(OP, "gradWeight", args.out, weightG);
+  const gradBias = check.requestedOutput(OP, "gradBias", args.out, biasG);
 
   for (const [name, t] of Object.entries({ gradOut, input, mean, invstd, weight })) {
     if (t) check.checkDType(OP, name, t, FLOAT_DTYPES);

@@ -103,9 +103,8 @@ const call = defineOperator<BatchNormStatsArgs, Output, Validated, BatchNormStat
 function validate(args: BatchNormStatsArgs): Validated {
   const input = check.requireTensor(OP, "input", args.input);
   const { eps } = check.parseScalars(OP, scalarsSchema, { eps: args.eps });
-  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const mean = check.requestedOutput(OP, "mean", out, true);
-  const invstd = check.requestedOutput(OP, "invstd", out, true);
+  const mean = check.requestedOutput(OP, "mean", args.out, true);
+  const invstd = check.requestedOutput(OP, "invstd", args.out, true);
 
   check.checkDType(OP, "input", input, FLOAT_DTYPES);
   if (mean) check.checkDType(OP, "mean", mean, ["float32"]);

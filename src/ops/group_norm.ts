@@ -158,10 +158,9 @@ function validate(args: GroupNormArgs): Validated {
   const beta = check.optionalTensor(OP, "beta", args.beta);
   const scalars = check.parseArguments(OP, scalarsSchema, args);
   const { group, eps } = scalars;
-  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const output = check.requestedOutput(OP, "output", out, true);
-  const mean = check.requestedOutput(OP, "mean", out, true);
-  const rstd = check.requestedOutput(OP, "rstd", out, true);
+  const output = check.requestedOutput(OP, "output", args.out, true);
+  const mean = check.requestedOutput(OP, "mean", args.out, true);
+  const rstd = check.requestedOutput(OP, "rstd", args.out, true);
 
   const all = { input, gamma, beta, output, mean, rstd };
   for (const [name, t] of Object.entries(all)) if (t) check.checkDType(OP, name, t, FLOAT_DTYPES);

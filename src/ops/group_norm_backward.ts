@@ -195,13 +195,12 @@ function validate(args: GroupNormBackwardArgs): Validated {
   const scalars = check.parseArguments(OP, scalarsSchema, args);
   const mask = scalars.outputMask as [boolean, boolean, boolean];
   const group = scalars.group;
-  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
   // CANN returns 161002 for a null output whose mask bit is set
   // (aclnn_group_norm_backward.cpp CheckParams maps CheckMaskNotNull to 161002).
   const INVALID = ACLNN_ERR_PARAM_INVALID;
-  const gradInput = check.requestedOutput(OP, "gradInput", out, mask[0], INVALID);
-  const gradGamma = check.requestedOutput(OP, "gradGamma", out, mask[1], INVALID);
-  const gradBeta = check.requestedOutput(OP, "gradBeta", out, mask[2], INVALID);
+  const gradInput = check.requestedOutput(OP, "gradInput", args.out, mask[0], INVALID);
+  const gradGamma = check.requestedOutput(OP, "gradGamma", args.out, mask[1], INVALID);
+  const gradBeta = check.requestedOutput(OP, "gradBeta", args.out, mask[2], INVALID);
 
   // dtypes
   check.checkDType(OP, "gradOut", gradOut, FLOAT_DTYPES);

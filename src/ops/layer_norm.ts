@@ -138,11 +138,10 @@ function validate(args: LayerNormArgs): Validated {
   if (args.normalizedShape === undefined || args.normalizedShape === null) {
     check.missing(OP, "normalizedShape");
   }
-  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const output = check.requestedOutput(OP, "output", out, true);
+  const output = check.requestedOutput(OP, "output", args.out, true);
   // meanOutOptional / rstdOutOptional: a null pointer is legal in CANN; allocated here.
-  const mean = check.optionalTensor(OP, "mean", out?.mean);
-  const rstd = check.optionalTensor(OP, "rstd", out?.rstd);
+  const mean = check.optionalTensor(OP, "mean", args.out?.mean);
+  const rstd = check.optionalTensor(OP, "rstd", args.out?.rstd);
   const weight = check.optionalTensor(OP, "weight", args.weight);
   const bias = check.optionalTensor(OP, "bias", args.bias);
   const { normalizedShape, eps } = check.parseArguments(OP, scalarsSchema, args);

@@ -28,8 +28,8 @@ import { Tensor } from "../tensor/tensor.ts";
 import { z } from "./zod.ts";
 import {
   checkRowStatistic,
+  checkTrailingGamma,
   epsilonSchema,
-  isTrailing,
   MAX_RANK,
   newStatistic,
   placeRowNorm,
@@ -165,15 +165,7 @@ export function checkRmsShapes(
   if (!empty && gamma.numel === 0) {
     tilingFailure(op, TILING_ERROR, "gamma", `shape ${formatShape(gamma.shape)} must not be empty`);
   }
-  if (!isTrailing(x.shape, gamma.shape)) {
-    tilingFailure(
-      op,
-      TILING_ERROR,
-      "gamma",
-      `shape ${formatShape(gamma.shape)} must equal the last ${gamma.rank} dims of x ` +
-        formatShape(x.shape),
-    );
-  }
+  checkTrailingGamma(op, TILING_ERROR, gamma, "x", x);
   if (!empty && x.numel === 0) {
     tilingFailure(op, TILING_ERROR, "x", `shape ${formatShape(x.shape)} must not be empty`);
   }
@@ -190,9 +182,8 @@ export function checkRmsShapes(
 function validate(args: RmsNormArgs): Validated {
   const x = check.requireTensor(OP, "x", args.x);
   const gamma = check.requireTensor(OP, "gamma", args.gamma);
-  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const y = check.requestedOutput(OP, "y", out, true);
-  const rstd = check.requestedOutput(OP, "rstd", out, true);
+  const y = check.requestedOutput(OP, "y", args.out, true);
+  const rstd = check.requestedOutput(OP, "rstd", args.out, true);
   const { epsilon } = check.parseScalars(OP, scalarsSchema, { epsilon: args.epsilon });
 
   checkRmsDTypes(OP, { y }, x, gamma, { rstd });

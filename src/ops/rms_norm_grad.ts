@@ -25,6 +25,7 @@ import { rowGeometry } from "../backends/mod.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import {
+  checkTrailingGamma,
   isTrailing,
   MAX_RANK,
   placeRowNorm,
@@ -187,15 +188,7 @@ function checkShapes(
       );
     }
   }
-  if (!isTrailing(dy.shape, gamma.shape)) {
-    tilingFailure(
-      OP,
-      TILING_ERROR,
-      "gamma",
-      `shape ${formatShape(gamma.shape)} must equal the last ${gamma.rank} dims of dy ` +
-        formatShape(dy.shape),
-    );
-  }
+  checkTrailingGamma(OP, TILING_ERROR, gamma, "dy", dy);
   if (!isTrailing(dy.shape, dgamma.shape) || dgamma.rank !== gamma.rank) {
     shapes("dgamma", dgamma, "gamma", gamma);
   }
@@ -206,9 +199,8 @@ function validate(args: RmsNormGradArgs): Validated {
   const x = check.requireTensor(OP, "x", args.x);
   const rstd = check.requireTensor(OP, "rstd", args.rstd);
   const gamma = check.requireTensor(OP, "gamma", args.gamma);
-  const out = (args.out ?? undefined) as Record<string, unknown> | undefined;
-  const dx = check.requestedOutput(OP, "dx", out, true);
-  const dgamma = check.requestedOutput(OP, "dgamma", out, true);
+  const dx = check.requestedOutput(OP, "dx", args.out, true);
+  const dgamma = check.requestedOutput(OP, "dgamma", args.out, true);
 
   checkRmsDTypes(OP, { dy, dx }, x, gamma, { rstd, dgamma });
   const axis = x.rank - gamma.rank;

@@ -182,6 +182,28 @@ export function isTrailing(shape: readonly number[], inner: readonly number[]): 
 }
 
 /**
+ * gamma's shape must be the last dims of data tensor `name`'s (`t`): the RMSNorm family's
+ * tiling check, failing with `code` naming gamma.
+ */
+export function checkTrailingGamma(
+  op: string,
+  code: number,
+  gamma: Tensor,
+  name: string,
+  t: Tensor,
+): void {
+  if (!isTrailing(t.shape, gamma.shape)) {
+    tilingFailure(
+      op,
+      code,
+      "gamma",
+      `shape ${formatShape(gamma.shape)} must equal the last ${gamma.rank} dims of ${name} ` +
+        formatShape(t.shape),
+    );
+  }
+}
+
+/**
  * The last step of a row norm's validation: no output may overlap another or an input
  * (checkWrites), every tensor (inputs first, then outputs) is on one device, and that device's
  * backend accepts them with the row geometry as scalars `rows` and `cols`.

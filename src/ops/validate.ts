@@ -144,18 +144,19 @@ export function optionalTensor(op: string, name: string, value: unknown): Tensor
 }
 
 /**
- * An output that a mask asks for: an explicit `null` in `out` is 161001 (aclnn's "output is a
- * null pointer while its mask is true"); undefined means "allocate one".
+ * An output that a mask asks for, from the call's `out` argument (undefined or null: none
+ * given): an explicit `null` entry is 161001 (aclnn's "output is a null pointer while its mask
+ * is true"); undefined means "allocate one".
  */
 export function requestedOutput(
   op: string,
   name: string,
-  out: Record<string, unknown> | undefined,
+  out: object | null | undefined,
   mask: boolean,
   nullCode: number = ACLNN_ERR_PARAM_NULLPTR,
 ): Tensor | undefined {
-  if (!mask || out === undefined) return undefined;
-  const value = out[name];
+  if (!mask || out === undefined || out === null) return undefined;
+  const value = (out as Record<string, unknown>)[name];
   if (value === null) missing(op, name, "is requested by the output mask", nullCode);
   if (value === undefined) return undefined;
   return checkIsTensor(op, name, value);

@@ -167,7 +167,9 @@ Deno.test("row kernels equal the float64 oracle's kernels on the same calls", ()
 });
 
 Deno.test("row kernels: the direct float32 path and the scratch path give the same bits", () => {
-  // The same values contiguous (direct_f32.ts) and as a transposed copy (scratch_rows.ts).
+  // The same values contiguous (row_loops.ts reads them in place) and as a transposed copy
+  // (through float64 scratch rows), and calls that mix the two (contiguous inputs with
+  // transposed outputs, and the other way round).
   const [rows, cols] = [5, 37];
   const strided = (t: Tensor) => t.transpose(0, 1).contiguous().transpose(0, 1);
   const x = Tensor.random([rows, cols], { seed: 1, low: -3, high: 5 });
@@ -175,9 +177,9 @@ Deno.test("row kernels: the direct float32 path and the scratch path give the sa
   const w = Tensor.random([cols], { seed: 3 });
   const b = Tensor.random([cols], { seed: 4 });
   const g = rowGeometry([rows, cols], 1);
-  const run = (view: (t: Tensor) => Tensor) => {
+  const run = (view: (t: Tensor) => Tensor, outView = view) => {
     const [xv, dyv] = [view(x), view(dy)];
-    const out = () => view(Tensor.zeros([rows, cols]));
+    const out = () => outView(Tensor.zeros([rows, cols]));
     const [y, mean, rstd] = [out(), Tensor.zeros([rows]), Tensor.zeros([rows])];
     rowKernels.layerNorm({ geometry: g, normalizedShape: [cols], eps: 1e-5 }, {
       input: xv,
@@ -218,7 +220,15 @@ Deno.test("row kernels: the direct float32 path and the scratch path give the sa
       ...t.toFloat64Array(),
     ]);
   };
-  const direct = run((t) => t);
-  const scratch = run(strided);
-  direct.forEach((d, i) => assert.deepEqual(d, scratch[i], `output ${i}`));
+  const same = (t: Tensor) => t;
+  const direct = run(same);
+  for (
+    const [name, got] of [
+      ["scratch", run(strided)],
+      ["direct inputs, scratch outputs", run(same, strided)],
+      ["scratch inputs, direct outputs", run(strided, same)],
+    ] as const
+  ) {
+    direct.forEach((d, i) => assert.deepEqual(d, got[i], `${name}: output ${i}`));
+  }
 });

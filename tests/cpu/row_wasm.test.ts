@@ -1,7 +1,7 @@
 /**
  * The WebAssembly row kernels of LayerNorm and RMSNorm (src/backends/cpu/wasm/row_norms.wat,
  * driven by src/backends/cpu/rows/heap_rows.ts) give the bits of the TypeScript row kernels
- * (direct_f32.ts, scratch_rows.ts) on the same calls: every kernel and output, float32,
+ * (row_loops.ts) on the same calls: every kernel and output, float32,
  * float16 and bfloat16, rows of 1 to 1027 elements (every tail length of the vectors and of
  * the eight sum chains, several work items), rows with a stride of their own and views at an
  * offset, with NaN, Inf, huge values and bfloat16/float16 rounding ties in the data.
@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import { rowKernels } from "../../src/backends/cpu/rows/mod.ts";
 import { rowAccess } from "../../src/backends/cpu/rows/access.ts";
 import { heapRows, rowNormKernels } from "../../src/backends/cpu/rows/wasm_rows.ts";
-import { layerNormHeap, rmsNormHeap } from "../../src/backends/cpu/rows/heap_rows.ts";
+import { layerNormHeap, rmsForwardHeap } from "../../src/backends/cpu/rows/heap_rows.ts";
 import { moments8, rstd8 } from "../../src/backends/cpu/rows/sums.ts";
 import {
   pooledJobCount,
@@ -271,11 +271,11 @@ Deno.test("WebAssembly row statistics equal sums.ts's in float64, bit for bit", 
         const zeros = new Float64Array(cols);
         const ax = heapRows(x, rowAccess(x, 1));
         const ay = heapRows(y, rowAccess(y, 1));
-        const stats = layerNormHeap(x, ax, ay, rows, cols, 1e-5, ones, zeros);
+        const stats = layerNormHeap(x, [ax, ay], rows, cols, 1e-5, ones, zeros);
         assert.ok(stats, "the WebAssembly kernels ran");
         const mean = stats.mean.slice();
         const rstd = stats.rstd.slice();
-        const rms = rmsNormHeap(x, ax, ay, rows, cols, 1e-6, ones)!.slice();
+        const rms = rmsForwardHeap("rmsNormRows", x, [ax, ay], rows, cols, 1e-6, ones)!.slice();
         const m = new Float64Array(2);
         for (let r = 0; r < rows; r++) {
           moments8(stored, r * cols, cols, 1e-5, m);

@@ -160,7 +160,15 @@ forEachBackend("addRmsNorm: CANN's codes in its order", (ctx) => {
     "y",
   );
   // The l0 operator's tiling fails: no result, 561103.
-  assertAclnnError(() => addRmsNorm({ ...a, gamma: on(rnd([3], 1), d) }), INNER_NULLPTR, "gamma");
+  const gammaError = assertAclnnError(
+    () => addRmsNorm({ ...a, gamma: on(rnd([3], 1), d) }),
+    INNER_NULLPTR,
+    "gamma",
+  );
+  assert.match(
+    gammaError.message,
+    /^aclnnAddRmsNorm: gamma shape \[3\] must equal the last 1 dims of x1 \[2, 3, 4\] /,
+  );
   assertAclnnError(
     () => addRmsNorm({ ...a, gamma: on(rnd([1, 2, 3, 4], 1), d) }),
     INNER_NULLPTR,

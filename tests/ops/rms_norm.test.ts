@@ -204,7 +204,15 @@ forEachBackend("rmsNorm: codes of the generated operator in its order", (ctx) =>
     "rstd",
   );
   // Shapes and epsilon: the tiling, 561002.
-  assertAclnnError(() => rmsNorm({ ...a, gamma: on(rnd([5], 1), d) }), TILING, "gamma");
+  const short = assertAclnnError(
+    () => rmsNorm({ ...a, gamma: on(rnd([5], 1), d) }),
+    TILING,
+    "gamma",
+  );
+  assert.match(
+    short.message,
+    /^aclnnRmsNorm: gamma shape \[5\] must equal the last 1 dims of x \[2, 3, 4\] /,
+  );
   assertAclnnError(() => rmsNorm({ ...a, gamma: on(rnd([1, 2, 3, 4], 1), d) }), TILING, "gamma");
   assertAclnnError(
     () => rmsNorm({ ...a, x: on(Tensor.zeros([1, 1, 1, 1, 1, 1, 1, 1, 4]), d) }),
@@ -263,7 +271,15 @@ forEachBackend("rmsNormGrad: codes of the generated operator in its order", (ctx
     "rstd",
   );
   assertAclnnError(() => rmsNormGrad({ ...a, rstd: on(Tensor.ones([2]), d) }), TILING, "x");
-  assertAclnnError(() => rmsNormGrad({ ...a, gamma: on(rnd([3, 5], 1), d) }), TILING, "gamma");
+  const wide = assertAclnnError(
+    () => rmsNormGrad({ ...a, gamma: on(rnd([3, 5], 1), d) }),
+    TILING,
+    "gamma",
+  );
+  assert.match(
+    wide.message,
+    /^aclnnRmsNormGrad: gamma shape \[3, 5\] must equal the last 2 dims of dy \[2, 3, 4\] /,
+  );
   assertAclnnError(
     () => rmsNormGrad({ ...a, out: { dgamma: Tensor.zeros([2, 4], "float32", d) } }),
     TILING,

@@ -25,11 +25,10 @@ import {
 } from "./channel_values.ts";
 import { type Call, execute, float64, visible } from "./call.ts";
 import { batchNormGradAffine } from "../kernels/formulas.ts";
-import { type Stage, uniformStage, type WriteStage } from "../kernels/stage_types.ts";
+import type { Stage, WriteStage } from "../kernels/stage_types.ts";
 import { type ChannelPair, mergeChannelSums } from "./merge.ts";
-import { batchNormCall, batchNormStageBase, sumsStage } from "./setup.ts";
+import { batchNormCall, sumsStage, writeStage } from "./setup.ts";
 import { runStaged } from "./staging.ts";
-import { readArray, writeArray } from "./tensor_arrays.ts";
 import type { Tensor } from "../../../tensor/tensor.ts";
 
 /** aclnnBatchNormReduceBackward: sumDy, sumDyXmu, gradWeight = sumDyXmu * invstd, gradBias. */
@@ -74,16 +73,7 @@ export function batchNormReduceBackward(
  * {@linkcode fillGradConstants}.
  */
 function gradStage(call: Call, dy: Tensor, x: Tensor, gradInput: Tensor): WriteStage {
-  return uniformStage<WriteStage>({
-    ...batchNormStageBase(call, "gradient"),
-    dy: readArray(dy),
-    dyAt: call.addresses[0],
-    x: readArray(x),
-    xAt: call.addresses[1],
-    out: writeArray(gradInput),
-    outAt: call.addresses[2],
-    constants: float64(call, 3 * call.layout.C),
-  });
+  return writeStage(call, "gradient", dy, x, gradInput, float64(call, 3 * call.layout.C));
 }
 
 /** The training-mode gradient's per-channel constants (see formulas.ts), with M = total. */
@@ -155,15 +145,8 @@ export function batchNormBackward(plan: BatchNormBackwardPlan, t: BatchNormBackw
       fillGradConstants(stage, mean, invstd, weight, sums!, g.perChannel);
     });
   } else if (gradInput) {
-    stages.push(uniformStage<WriteStage>({
-      ...batchNormStageBase(call, "scale"),
-      dy: readArray(t.gradOut),
-      dyAt: call.addresses[0],
-      xAt: call.addresses[1],
-      out: writeArray(gradInput),
-      outAt: call.addresses[2],
-      constants: visible(call, mapValues(weight, (w, c) => w * invstd[c])),
-    }));
+    const scale = visible(call, mapValues(weight, (w, c) => w * invstd[c]));
+    stages.push(writeStage(call, "scale", t.gradOut, undefined, gradInput, scale));
   }
   execute(call, stages, between);
   if (wantWeight && t.gradWeight) {

@@ -30,11 +30,10 @@ import {
 } from "./channel_values.ts";
 import { type Call, execute, float64 } from "./call.ts";
 import { normalizeAffine } from "../kernels/formulas.ts";
-import { uniformStage, type WriteStage } from "../kernels/stage_types.ts";
+import type { WriteStage } from "../kernels/stage_types.ts";
 import { mergeChannelMoments } from "./merge.ts";
-import { batchNormCall, batchNormStageBase, statsStage } from "./setup.ts";
+import { batchNormCall, statsStage, writeStage } from "./setup.ts";
 import { runStaged } from "./staging.ts";
-import { readArray, writeArray } from "./tensor_arrays.ts";
 
 /** Per-channel mean, biased variance and invstd from a stats stage's merged moments. */
 interface ChannelStats {
@@ -73,15 +72,7 @@ export function batchNormStats(plan: BatchNormStatsPlan, t: BatchNormStatsTensor
 
 /** The normalizing write y = (x - mean) * invstd * w + b; constants packed later. */
 function normalizeStage(call: Call, x: Tensor, output: Tensor): WriteStage {
-  return uniformStage<WriteStage>({
-    ...batchNormStageBase(call, "normalize"),
-    x: readArray(x),
-    xAt: call.addresses[0],
-    dyAt: call.addresses[0],
-    out: writeArray(output),
-    outAt: call.addresses[1],
-    constants: float64(call, 2 * call.layout.C),
-  });
+  return writeStage(call, "normalize", undefined, x, output, float64(call, 2 * call.layout.C));
 }
 
 /** Packs the normalizing constants: scale = invstd * weight, and its shift (formulas.ts). */

@@ -16,9 +16,10 @@ import {
   type StatsStage,
   type SumsStage,
   uniformStage,
+  type WriteStage,
 } from "../kernels/stage_types.ts";
 import { batchNormDims, chooseLayout } from "./layout.ts";
-import { readArray } from "./tensor_arrays.ts";
+import { readArray, writeArray } from "./tensor_arrays.ts";
 
 /**
  * A BatchNorm-family call over non-empty `inputs` (and `output`, written from them), or
@@ -75,5 +76,33 @@ export function statsStage(call: Call, x: Tensor): StatsStage {
     dyAt: call.addresses[0],
     outAt: call.addresses[0],
     partials: float64(call, partialsLength(call.layout, base.items)),
+  });
+}
+
+/**
+ * A write stage of `call` (normalize, gradient or scale) into `out` with the packed `constants`.
+ * The call's data tensors are x then out without `dy` (a forward; dyAt is x's address, unread),
+ * and dy, x, out with it (a backward); `x` undefined: the stage does not read x (scale), though
+ * the call holds it.
+ */
+export function writeStage(
+  call: Call,
+  op: WriteStage["op"],
+  dy: Tensor | undefined,
+  x: Tensor | undefined,
+  out: Tensor,
+  constants: Float64Array,
+): WriteStage {
+  const at = call.addresses;
+  const first = dy ? 1 : 0;
+  return uniformStage<WriteStage>({
+    ...batchNormStageBase(call, op),
+    dy: dy && readArray(dy),
+    dyAt: at[0],
+    x: x && readArray(x),
+    xAt: at[first],
+    out: writeArray(out),
+    outAt: at[first + 1],
+    constants,
   });
 }

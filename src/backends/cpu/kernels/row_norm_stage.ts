@@ -17,23 +17,25 @@ import type { RowNormOp, RowNormStage } from "./stage_types.ts";
 
 export type { RowNormOp, RowNormStage };
 
+/**
+ * The leading arguments of both forward kernels (ln_fwd, rms_fwd): x's and y's row 0 and row
+ * stride (bytes), elements per row, dtype code, rows, epsilon.
+ */
+type ForwardRows = [
+  x: number,
+  xs: number,
+  y: number,
+  ys: number,
+  n: number,
+  dt: number,
+  rows: number,
+  eps: number,
+];
+
 /** The row kernels' exports (byte addresses; dt: 0 float32, 1 float16, 2 bfloat16). */
 export interface RowNormExports {
   /** LayerNorm forward of `rows` rows: y, and each row's mean and rstd. */
-  ln_fwd(
-    x: number,
-    xs: number,
-    y: number,
-    ys: number,
-    n: number,
-    dt: number,
-    rows: number,
-    eps: number,
-    w: number,
-    b: number,
-    mean: number,
-    rstd: number,
-  ): void;
+  ln_fwd(...args: [...ForwardRows, w: number, b: number, mean: number, rstd: number]): void;
   /** LayerNorm backward: flags 1 column partials (pw, pb: zeroed first), 2 gradInput. */
   ln_bwd(
     dy: number,
@@ -53,18 +55,7 @@ export interface RowNormExports {
     flags: number,
   ): void;
   /** RMSNorm forward: y = x * rstd * g, and each row's rstd. */
-  rms_fwd(
-    x: number,
-    xs: number,
-    y: number,
-    ys: number,
-    n: number,
-    dt: number,
-    rows: number,
-    eps: number,
-    g: number,
-    rstd: number,
-  ): void;
+  rms_fwd(...args: [...ForwardRows, g: number, rstd: number]): void;
   /** RMSNorm backward: dx, and the column partials pg (zeroed first). */
   rms_bwd(
     dy: number,

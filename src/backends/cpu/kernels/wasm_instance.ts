@@ -22,6 +22,21 @@ import { PIXEL_SEGMENT_ELEMENTS, SEGMENT_ELEMENTS } from "./layout_types.ts";
 import type { ReadArray, WriteArray } from "./stage_types.ts";
 import { FLOAT32 } from "./stage_types.ts";
 
+/**
+ * A per-channel write of kernels.wat over P pixels of C channels (byte addresses; cs the
+ * channel count padded for the constants, dt the dtype code): reads `x` (dy for `pix_scale`),
+ * writes `out`, with the per-channel constants at `cst`.
+ */
+export type PixelWrite = (
+  x: number,
+  out: number,
+  P: number,
+  C: number,
+  cs: number,
+  dt: number,
+  cst: number,
+) => void;
+
 /** The exports of kernels.wat (byte addresses into its memory; dt = dtype code). */
 export interface WasmExports {
   /** Tests: n (a multiple of 4) elements decoded to float32. */
@@ -43,36 +58,11 @@ export interface WasmExports {
   /** Per-channel (sum, m2) over P pixels (overwritten). */
   pix_stats(x: number, P: number, C: number, cs: number, dt: number, acc: number): void;
   /** Per-channel x * scale + shift (scale, shift at cst). */
-  pix_normalize(
-    x: number,
-    out: number,
-    P: number,
-    C: number,
-    cs: number,
-    dt: number,
-    cst: number,
-  ): void;
-  /** Per-channel dy * a + (x * b + c) (a, b, c at cst). */
-  pix_gradient(
-    dy: number,
-    x: number,
-    out: number,
-    P: number,
-    C: number,
-    cs: number,
-    dt: number,
-    cst: number,
-  ): void;
+  pix_normalize: PixelWrite;
+  /** Per-channel dy * a + (x * b + c) (a, b, c at cst): dy, then a pixel write's arguments. */
+  pix_gradient(dy: number, ...write: Parameters<PixelWrite>): void;
   /** Per-channel scale (scale at cst). */
-  pix_scale(
-    dy: number,
-    out: number,
-    P: number,
-    C: number,
-    cs: number,
-    dt: number,
-    cst: number,
-  ): void;
+  pix_scale: PixelWrite;
 }
 
 /**

@@ -136,11 +136,13 @@ export interface RowStats {
   readonly rstd: Float64Array;
 }
 
-/** LayerNorm forward of every row of `input`, or undefined (nothing written). */
+/**
+ * LayerNorm forward of every row of `input`, its heap rows `data` (x, y), or undefined
+ * (nothing written).
+ */
 export function layerNormHeap(
   input: Tensor,
-  x: HeapRows | undefined,
-  y: HeapRows | undefined,
+  data: readonly (HeapRows | undefined)[],
   rows: number,
   n: number,
   eps: number,
@@ -148,7 +150,7 @@ export function layerNormHeap(
   bias: Float64Array,
 ): RowStats | undefined {
   const c4 = padded(n);
-  const c = setUp([x, y], rows, n, eps, 2 * c4 + 2 * rows);
+  const c = setUp(data, rows, n, eps, 2 * c4 + 2 * rows);
   if (!c) return undefined;
   c.view.set(w.subarray(0, n), 0);
   c.view.set(bias.subarray(0, n), c4);
@@ -169,15 +171,13 @@ export interface ColumnSums {
 }
 
 /**
- * LayerNorm backward of every row: gradInput when `wantInput`, the column sums (gradWeight,
- * gradBias) when `sums`; undefined (nothing written) when it cannot run.
+ * LayerNorm backward of every row, its heap rows `data` (dy, x, and gradInput when it is
+ * wanted): gradInput when given, the column sums (gradWeight, gradBias) when `sums`;
+ * undefined (nothing written) when it cannot run.
  */
 export function layerNormBackwardHeap(
   input: Tensor,
-  dy: HeapRows | undefined,
-  x: HeapRows | undefined,
-  gi: HeapRows | undefined,
-  wantInput: boolean,
+  data: readonly (HeapRows | undefined)[],
   sums: boolean,
   rows: number,
   n: number,
@@ -185,9 +185,9 @@ export function layerNormBackwardHeap(
   rstd: Float64Array,
   w: Float64Array,
 ): ColumnSums | undefined {
+  const wantInput = data.length > 2;
   const c4 = padded(n);
   const partials = sums ? itemCount(rows, n) * n : 0;
-  const data = wantInput ? [dy, x, gi] : [dy, x];
   const c = setUp(data, rows, n, NaN, c4 + 2 * rows + 2 * partials);
   if (!c) return undefined;
   c.p[ROW_FLAGS] = (sums ? 1 : 0) | (wantInput ? 2 : 0);
@@ -206,25 +206,13 @@ export function layerNormBackwardHeap(
   };
 }
 
-/** RMSNorm forward of every row: each row's rstd (a heap view), or undefined. */
-export function rmsNormHeap(
-  input: Tensor,
-  x: HeapRows | undefined,
-  y: HeapRows | undefined,
-  rows: number,
-  n: number,
-  eps: number,
-  g: Float64Array,
-): Float64Array | undefined {
-  return rmsForwardRows("rmsNormRows", input, [x, y], rows, n, eps, g);
-}
-
-/** RMSNorm backward of every row: dx, and dgamma (a fresh array); undefined when it cannot. */
+/**
+ * RMSNorm backward of every row, its heap rows `data` (dy, x, dx): dx, and dgamma (a fresh
+ * array); undefined when it cannot.
+ */
 export function rmsNormGradHeap(
   input: Tensor,
-  dy: HeapRows | undefined,
-  x: HeapRows | undefined,
-  dx: HeapRows | undefined,
+  data: readonly (HeapRows | undefined)[],
   rows: number,
   n: number,
   rstd: Float64Array,
@@ -232,7 +220,7 @@ export function rmsNormGradHeap(
 ): Float64Array | undefined {
   const c4 = padded(n);
   const partials = itemCount(rows, n) * n;
-  const c = setUp([dy, x, dx], rows, n, NaN, c4 + rows + partials);
+  const c = setUp(data, rows, n, NaN, c4 + rows + partials);
   if (!c) return undefined;
   c.view.set(g.subarray(0, n), 0);
   c.view.set(rstd.subarray(0, rows), c4);
@@ -243,38 +231,22 @@ export function rmsNormGradHeap(
 }
 
 /**
- * AddRmsNorm of every row (x = x1 + x2 rounded, then RMSNorm of the stored x, item by item):
- * each row's rstd (a heap view), or undefined.
- */
-export function addRmsNormHeap(
-  input: Tensor,
-  x1: HeapRows | undefined,
-  x2: HeapRows | undefined,
-  x: HeapRows | undefined,
-  y: HeapRows | undefined,
-  rows: number,
-  n: number,
-  eps: number,
-  g: Float64Array,
-): Float64Array | undefined {
-  return rmsForwardRows("addRmsNormRows", input, [x1, x2, x, y], rows, n, eps, g);
-}
-
-/**
  * The RMSNorm-style forward kernels (gamma, then one rstd per row, after the padded gamma):
- * runs `kernel` over `tensors` and returns each row's rstd (a heap view), or undefined.
+ * runs `kernel` over the heap rows `data` (RMSNorm: x, y; AddRmsNorm, which rounds x = x1 + x2
+ * and normalizes the stored x item by item: x1, x2, x, y) and returns each row's rstd (a heap
+ * view), or undefined (nothing written).
  */
-function rmsForwardRows(
+export function rmsForwardHeap(
   kernel: "rmsNormRows" | "addRmsNormRows",
   input: Tensor,
-  tensors: readonly (HeapRows | undefined)[],
+  data: readonly (HeapRows | undefined)[],
   rows: number,
   n: number,
   eps: number,
   g: Float64Array,
 ): Float64Array | undefined {
   const c4 = padded(n);
-  const c = setUp(tensors, rows, n, eps, c4 + rows);
+  const c = setUp(data, rows, n, eps, c4 + rows);
   if (!c) return undefined;
   c.view.set(g.subarray(0, n), 0);
   array(c, 0, 0);

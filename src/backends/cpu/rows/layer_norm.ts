@@ -3,9 +3,9 @@
  * work items (items.ts), each row's statistics or sums taken in one pass and its output written
  * in a second, float64 throughout and one rounding per output element. Calls whose data tensors
  * are all rows at unit stride in the host heap, of one dtype, run the WebAssembly row kernels in
- * place, on the worker pool when it pays (heap_rows.ts); otherwise float32 rows at unit stride
- * run in their own arrays (direct_f32.ts), every other layout and dtype through float64 scratch
- * rows (scratch_rows.ts). All three give the same bits. Weight gradients are per-item column
+ * place, on the worker pool when it pays (heap_rows.ts); otherwise the TypeScript row loops
+ * (row_loops.ts: float32 rows at unit stride in their own arrays, every other layout and dtype
+ * through float64 scratch rows). Both give the same bits. Weight gradients are per-item column
  * partials merged in item order.
  *
  * @module
@@ -21,9 +21,8 @@ import { temporaryFloat64 } from "../../../tensor/slab.ts";
 import { channelValues, channelValuesOr, writeChannelValues } from "../fast/channel_values.ts";
 import { runStaged } from "../fast/staging.ts";
 import { rowAccess, rowAddressable } from "./access.ts";
-import { f32Rows, layerNormGradRowsF32, layerNormRowsF32 } from "./direct_f32.ts";
 import { itemCount, mergeColumns, rowsPerItem } from "./items.ts";
-import { layerNormGradRows, layerNormRows } from "./scratch_rows.ts";
+import { layerNormGradRows, layerNormRows, RowView } from "./row_loops.ts";
 import { layerNormBackwardHeap, layerNormHeap } from "./heap_rows.ts";
 import { heapRows } from "./wasm_rows.ts";
 
@@ -52,16 +51,8 @@ export function layerNorm(plan: LayerNormPlan, t: LayerNormTensors): void {
   const y = rowAccess(t.output, axis);
   const w = channelValuesOr(t.weight, cols, 1);
   const bias = channelValuesOr(t.bias, cols, 0);
-  const stats = layerNormHeap(
-    t.input,
-    heapRows(t.input, x),
-    heapRows(t.output, y),
-    rows,
-    cols,
-    plan.eps,
-    w,
-    bias,
-  );
+  const inHeap = [heapRows(t.input, x), heapRows(t.output, y)];
+  const stats = layerNormHeap(t.input, inHeap, rows, cols, plan.eps, w, bias);
   if (stats) {
     writeChannelValues(t.mean, stats.mean);
     writeChannelValues(t.rstd, stats.rstd);
@@ -70,14 +61,12 @@ export function layerNorm(plan: LayerNormPlan, t: LayerNormTensors): void {
   const mean = temporaryFloat64(rows);
   const rstd = temporaryFloat64(rows);
   const moments = temporaryFloat64(2);
-  const xf = f32Rows(x);
-  const yf = f32Rows(y);
+  const xv = new RowView(x, cols, 0);
+  const yv = new RowView(y, cols, 1);
   const per = rowsPerItem(rows, cols);
   for (let first = 0; first < rows; first += per) {
     const end = Math.min(rows, first + per);
-    if (xf && yf) {
-      layerNormRowsF32(xf, yf, cols, plan.eps, w, bias, mean, rstd, moments, first, end);
-    } else layerNormRows(x, y, cols, plan.eps, w, bias, mean, rstd, moments, first, end);
+    layerNormRows(xv, yv, cols, plan.eps, w, bias, mean, rstd, moments, first, end);
   }
   writeChannelValues(t.mean, mean);
   writeChannelValues(t.rstd, rstd);
@@ -115,19 +104,9 @@ export function layerNormBackward(plan: LayerNormBackwardPlan, t: LayerNormBackw
   const mean = channelValues(t.mean);
   const rstd = channelValues(t.rstd);
   const sums = wantWeight || wantBias;
-  const heap = layerNormBackwardHeap(
-    t.input,
-    heapRows(t.gradOut, dy),
-    heapRows(t.input, x),
-    heapRows(gradInput, gi),
-    gi !== undefined,
-    sums,
-    rows,
-    cols,
-    mean,
-    rstd,
-    w,
-  );
+  const inHeap = [heapRows(t.gradOut, dy), heapRows(t.input, x)];
+  if (gi) inHeap.push(heapRows(gradInput, gi));
+  const heap = layerNormBackwardHeap(t.input, inHeap, sums, rows, cols, mean, rstd, w);
   if (heap) {
     if (wantWeight && t.gradWeight) writeChannelValues(t.gradWeight, heap.first!);
     if (wantBias && t.gradBias) writeChannelValues(t.gradBias, heap.second!);
@@ -136,14 +115,13 @@ export function layerNormBackward(plan: LayerNormBackwardPlan, t: LayerNormBackw
   const items = itemCount(rows, cols);
   const pw = sums ? new Float64Array(items * cols) : undefined;
   const pb = sums ? new Float64Array(items * cols) : undefined;
-  const [dyf, xf, gif] = [f32Rows(dy), f32Rows(x), f32Rows(gi)];
-  const direct = dyf && xf && (!gi || gif);
+  const [dyv, xv] = [new RowView(dy, cols, 0), new RowView(x, cols, 1)];
+  const giv = gi ? new RowView(gi, cols, 2) : undefined;
   const per = rowsPerItem(rows, cols);
   for (let k = 0; k < items; k++) {
     const first = k * per;
     const end = Math.min(rows, first + per);
-    if (direct) layerNormGradRowsF32(dyf, xf, gif, cols, mean, rstd, w, pw, pb, first, end, k);
-    else layerNormGradRows(dy, x, gi, cols, mean, rstd, w, pw, pb, first, end, k);
+    layerNormGradRows(dyv, xv, giv, cols, mean, rstd, w, pw, pb, first, end, k);
   }
   if (wantWeight && t.gradWeight) writeChannelValues(t.gradWeight, mergeColumns(pw!, items, cols));
   if (wantBias && t.gradBias) writeChannelValues(t.gradBias, mergeColumns(pb!, items, cols));

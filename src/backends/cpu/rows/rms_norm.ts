@@ -2,10 +2,10 @@
  * The CPU kernels of aclnnRmsNorm, aclnnRmsNormGrad and aclnnAddRmsNorm: rows of gamma's dims in
  * work items (items.ts), one pass for the row's sum of squares or dot product and one for the
  * write, one rounding per output element. Heap rows of one dtype run the WebAssembly row kernels
- * in place, pooled when it pays (heap_rows.ts); otherwise float32 rows at unit stride run in
- * their own arrays (direct_f32.ts), every other layout and dtype through float64 scratch rows
- * (scratch_rows.ts). All three give the same bits. dgamma is per-item column partials merged in
- * item order.
+ * in place, pooled when it pays (heap_rows.ts); otherwise the TypeScript row loops
+ * (row_loops.ts: float32 rows at unit stride in their own arrays, every other layout and dtype
+ * through float64 scratch rows). Both give the same bits. dgamma is per-item column partials
+ * merged in item order.
  *
  * @module
  */
@@ -22,10 +22,9 @@ import { temporaryFloat64 } from "../../../tensor/slab.ts";
 import { channelValues, writeChannelValues } from "../fast/channel_values.ts";
 import { runStaged } from "../fast/staging.ts";
 import { rowAccess, rowAddressable } from "./access.ts";
-import { addRmsNormRowsF32, f32Rows, rmsNormGradRowsF32, rmsNormRowsF32 } from "./direct_f32.ts";
 import { itemCount, mergeColumns, rowsPerItem } from "./items.ts";
-import { addRmsNormRows, rmsNormGradRows, rmsNormRows } from "./scratch_rows.ts";
-import { addRmsNormHeap, rmsNormGradHeap, rmsNormHeap } from "./heap_rows.ts";
+import { addRows, rmsNormGradRows, rmsNormRows, RowView } from "./row_loops.ts";
+import { rmsForwardHeap, rmsNormGradHeap } from "./heap_rows.ts";
 import { heapRows } from "./wasm_rows.ts";
 
 /** aclnnRmsNorm: per row rstd = 1/sqrt(mean(x^2) + epsilon), y = x * rstd * gamma. */
@@ -43,15 +42,15 @@ export function rmsNorm(plan: RmsNormPlan, t: RmsNormTensors): void {
   const x = rowAccess(t.x, axis);
   const y = rowAccess(t.y, axis);
   const g = channelValues(t.gamma);
-  const heap = rmsNormHeap(t.x, heapRows(t.x, x), heapRows(t.y, y), rows, cols, plan.epsilon, g);
+  const inHeap = [heapRows(t.x, x), heapRows(t.y, y)];
+  const heap = rmsForwardHeap("rmsNormRows", t.x, inHeap, rows, cols, plan.epsilon, g);
   if (heap) return writeChannelValues(t.rstd, heap);
   const rstd = temporaryFloat64(rows);
-  const [xf, yf] = [f32Rows(x), f32Rows(y)];
+  const [xv, yv] = [new RowView(x, cols, 0), new RowView(y, cols, 1)];
   const per = rowsPerItem(rows, cols);
   for (let first = 0; first < rows; first += per) {
     const end = Math.min(rows, first + per);
-    if (xf && yf) rmsNormRowsF32(xf, yf, cols, plan.epsilon, g, rstd, first, end);
-    else rmsNormRows(x, y, cols, plan.epsilon, g, rstd, first, end);
+    rmsNormRows(xv, yv, cols, plan.epsilon, g, rstd, first, end);
   }
   writeChannelValues(t.rstd, rstd);
 }
@@ -81,26 +80,19 @@ export function rmsNormGrad(plan: RmsNormGradPlan, t: RmsNormGradTensors): void 
   const dx = rowAccess(t.dx, axis);
   const g = channelValues(t.gamma);
   const rstd = channelValues(t.rstd);
-  const heap = rmsNormGradHeap(
-    t.x,
-    heapRows(t.dy, dy),
-    heapRows(t.x, x),
-    heapRows(t.dx, dx),
-    rows,
-    cols,
-    rstd,
-    g,
-  );
+  const inHeap = [heapRows(t.dy, dy), heapRows(t.x, x), heapRows(t.dx, dx)];
+  const heap = rmsNormGradHeap(t.x, inHeap, rows, cols, rstd, g);
   if (heap) return writeChannelValues(t.dgamma, heap);
   const items = itemCount(rows, cols);
   const pg = new Float64Array(items * cols);
-  const [dyf, xf, dxf] = [f32Rows(dy), f32Rows(x), f32Rows(dx)];
+  const dyv = new RowView(dy, cols, 0);
+  const xv = new RowView(x, cols, 1);
+  const dxv = new RowView(dx, cols, 2);
   const per = rowsPerItem(rows, cols);
   for (let k = 0; k < items; k++) {
     const first = k * per;
     const end = Math.min(rows, first + per);
-    if (dyf && xf && dxf) rmsNormGradRowsF32(dyf, xf, dxf, cols, rstd, g, pg, first, end, k);
-    else rmsNormGradRows(dy, x, dx, cols, rstd, g, pg, first, end, k);
+    rmsNormGradRows(dyv, xv, dxv, cols, rstd, g, pg, first, end, k);
   }
   writeChannelValues(t.dgamma, mergeColumns(pg, items, cols));
 }
@@ -131,25 +123,17 @@ export function addRmsNorm(plan: AddRmsNormPlan, t: AddRmsNormTensors): void {
   const y = rowAccess(t.y, axis);
   const g = channelValues(t.gamma);
   const eps = plan.epsilon;
-  const heap = addRmsNormHeap(
-    t.x1,
-    heapRows(t.x1, a),
-    heapRows(t.x2, b),
-    heapRows(t.x, x),
-    heapRows(t.y, y),
-    rows,
-    cols,
-    eps,
-    g,
-  );
+  const inHeap = [heapRows(t.x1, a), heapRows(t.x2, b), heapRows(t.x, x), heapRows(t.y, y)];
+  const heap = rmsForwardHeap("addRmsNormRows", t.x1, inHeap, rows, cols, eps, g);
   if (heap) return writeChannelValues(t.rstd, heap);
   const rstd = temporaryFloat64(rows);
-  const [af, bf, xf, yf] = [f32Rows(a), f32Rows(b), f32Rows(x), f32Rows(y)];
+  const [av, bv] = [new RowView(a, cols, 0), new RowView(b, cols, 1)];
+  const [xv, yv] = [new RowView(x, cols, 2), new RowView(y, cols, 3)];
   const per = rowsPerItem(rows, cols);
   for (let first = 0; first < rows; first += per) {
     const end = Math.min(rows, first + per);
-    if (af && bf && xf && yf) addRmsNormRowsF32(af, bf, xf, yf, cols, eps, g, rstd, first, end);
-    else addRmsNormRows(a, b, x, y, cols, eps, g, rstd, first, end);
+    addRows(av, bv, xv, cols, first, end);
+    rmsNormRows(xv, yv, cols, eps, g, rstd, first, end);
   }
   writeChannelValues(t.rstd, rstd);
 }

@@ -1,6 +1,6 @@
 /**
  * The row sums of the LayerNorm / RMSNorm kernels, in one association that the TypeScript
- * row kernels (direct_f32.ts, scratch_rows.ts) and the WebAssembly ones
+ * row loops (row_loops.ts) and the WebAssembly ones
  * (src/backends/cpu/wasm/row_norms.wat) share, so that all give the same bits: eight
  * chains, element j < n & ~7 into chain j mod 8, combined as
  * ((c0 + c2) + (c4 + c6)) + ((c1 + c3) + (c5 + c7)), then the last n mod 8 elements added in

@@ -5,8 +5,8 @@
  * every data tensor of the call in the heap and of one dtype. Their per-column and per-row
  * float64 arrays (weights, biases, gamma, mean, rstd, column partials) live in a block of the
  * heap that this module keeps (grown on demand), so that every thread can reach them by
- * address. They give the bits of the TypeScript row kernels (direct_f32.ts,
- * scratch_rows.ts): same formulas, same association of sums (sums.ts).
+ * address. They give the bits of the TypeScript row loops (row_loops.ts): same formulas,
+ * same association of sums (sums.ts).
  *
  * They run on the calling thread's one instance of the kernels (pool.ts callerKernels); calls
  * fall back to the TypeScript kernels (heap_rows.ts returns undefined) when there is none: no

@@ -16,7 +16,7 @@
 ;; ($rn_st4n), so that a row never writes into the next one (threads may own it).
 ;;
 ;; The arithmetic is the TypeScript row kernels' (src/backends/cpu/rows/sums.ts,
-;; direct_f32.ts, scratch_rows.ts) operation for operation, in float64, with each output
+;; row_loops.ts) operation for operation, in float64, with each output
 ;; rounded once to its dtype, so both give the same bits. Row sums use eight chains: element
 ;; j < n & ~7 goes into chain j mod 8 (lanes of four float64x2 accumulators), the chains
 ;; are combined as ((c0 + c2) + (c4 + c6)) + ((c1 + c3) + (c5 + c7)), then the last n mod 8
