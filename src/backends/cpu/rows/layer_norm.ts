@@ -61,8 +61,9 @@ export function layerNorm(plan: LayerNormPlan, t: LayerNormTensors): void {
   const mean = temporaryFloat64(rows);
   const rstd = temporaryFloat64(rows);
   const moments = temporaryFloat64(2);
+  // y shares x's scratch row: each element is read before it is written (row_loops.ts).
   const xv = new RowView(x, cols, 0);
-  const yv = new RowView(y, cols, 1);
+  const yv = new RowView(y, cols, 0);
   const per = rowsPerItem(rows, cols);
   for (let first = 0; first < rows; first += per) {
     const end = Math.min(rows, first + per);

@@ -46,7 +46,8 @@ export function rmsNorm(plan: RmsNormPlan, t: RmsNormTensors): void {
   const heap = rmsForwardHeap("rmsNormRows", t.x, inHeap, rows, cols, plan.epsilon, g);
   if (heap) return writeChannelValues(t.rstd, heap);
   const rstd = temporaryFloat64(rows);
-  const [xv, yv] = [new RowView(x, cols, 0), new RowView(y, cols, 1)];
+  // y shares x's scratch row: each element is read before it is written (row_loops.ts).
+  const [xv, yv] = [new RowView(x, cols, 0), new RowView(y, cols, 0)];
   const per = rowsPerItem(rows, cols);
   for (let first = 0; first < rows; first += per) {
     const end = Math.min(rows, first + per);
