@@ -167,9 +167,10 @@ Deno.test("row kernels equal the float64 oracle's kernels on the same calls", ()
 });
 
 Deno.test("row kernels: the direct float32 path and the scratch path give the same bits", () => {
-  // The same values contiguous (row_loops.ts reads them in place) and as a transposed copy
-  // (through float64 scratch rows), and calls that mix the two (contiguous inputs with
-  // transposed outputs, and the other way round).
+  // The same values contiguous (row_loops.ts's F32 loops read them in place) and as a
+  // transposed copy (the F64 loops, through float64 scratch rows), and calls that mix the two
+  // (contiguous inputs with transposed outputs, and the other way round: all through scratch
+  // rows).
   const [rows, cols] = [5, 37];
   const strided = (t: Tensor) => t.transpose(0, 1).contiguous().transpose(0, 1);
   const x = Tensor.random([rows, cols], { seed: 1, low: -3, high: 5 });

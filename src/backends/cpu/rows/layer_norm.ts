@@ -22,7 +22,13 @@ import { channelValues, channelValuesOr, writeChannelValues } from "../fast/chan
 import { runStaged } from "../fast/staging.ts";
 import { rowAccess, rowAddressable } from "./access.ts";
 import { itemCount, mergeColumns, rowsPerItem } from "./items.ts";
-import { layerNormGradRows, layerNormRows, RowView } from "./row_loops.ts";
+import {
+  layerNormGradRowsF32,
+  layerNormGradRowsF64,
+  layerNormRowsF32,
+  layerNormRowsF64,
+} from "./row_loops.ts";
+import { directRows, RowView } from "./row_view.ts";
 import { layerNormBackwardHeap, layerNormHeap } from "./heap_rows.ts";
 import { heapRows } from "./wasm_rows.ts";
 
@@ -61,13 +67,15 @@ export function layerNorm(plan: LayerNormPlan, t: LayerNormTensors): void {
   const mean = temporaryFloat64(rows);
   const rstd = temporaryFloat64(rows);
   const moments = temporaryFloat64(2);
-  // y shares x's scratch row: each element is read before it is written (row_loops.ts).
-  const xv = new RowView(x, cols, 0);
-  const yv = new RowView(y, cols, 0);
+  const direct = directRows(x, y);
+  // Through scratch rows, y shares x's: each element is read before it is written.
+  const xv = new RowView(x, cols, 0, direct);
+  const yv = new RowView(y, cols, 0, direct);
+  const loop = direct ? layerNormRowsF32 : layerNormRowsF64;
   const per = rowsPerItem(rows, cols);
   for (let first = 0; first < rows; first += per) {
     const end = Math.min(rows, first + per);
-    layerNormRows(xv, yv, cols, plan.eps, w, bias, mean, rstd, moments, first, end);
+    loop(xv, yv, cols, plan.eps, w, bias, mean, rstd, moments, first, end);
   }
   writeChannelValues(t.mean, mean);
   writeChannelValues(t.rstd, rstd);
@@ -116,13 +124,15 @@ export function layerNormBackward(plan: LayerNormBackwardPlan, t: LayerNormBackw
   const items = itemCount(rows, cols);
   const pw = sums ? new Float64Array(items * cols) : undefined;
   const pb = sums ? new Float64Array(items * cols) : undefined;
-  const [dyv, xv] = [new RowView(dy, cols, 0), new RowView(x, cols, 1)];
-  const giv = gi ? new RowView(gi, cols, 2) : undefined;
+  const direct = directRows(dy, x, gi);
+  const [dyv, xv] = [new RowView(dy, cols, 0, direct), new RowView(x, cols, 1, direct)];
+  const giv = gi ? new RowView(gi, cols, 2, direct) : undefined;
+  const loop = direct ? layerNormGradRowsF32 : layerNormGradRowsF64;
   const per = rowsPerItem(rows, cols);
   for (let k = 0; k < items; k++) {
     const first = k * per;
     const end = Math.min(rows, first + per);
-    layerNormGradRows(dyv, xv, giv, cols, mean, rstd, w, pw, pb, first, end, k);
+    loop(dyv, xv, giv, cols, mean, rstd, w, pw, pb, first, end, k);
   }
   if (wantWeight && t.gradWeight) writeChannelValues(t.gradWeight, mergeColumns(pw!, items, cols));
   if (wantBias && t.gradBias) writeChannelValues(t.gradBias, mergeColumns(pb!, items, cols));

@@ -23,7 +23,15 @@ import { channelValues, writeChannelValues } from "../fast/channel_values.ts";
 import { runStaged } from "../fast/staging.ts";
 import { rowAccess, rowAddressable } from "./access.ts";
 import { itemCount, mergeColumns, rowsPerItem } from "./items.ts";
-import { addRows, rmsNormGradRows, rmsNormRows, RowView } from "./row_loops.ts";
+import {
+  addRowsF32,
+  addRowsF64,
+  rmsNormGradRowsF32,
+  rmsNormGradRowsF64,
+  rmsNormRowsF32,
+  rmsNormRowsF64,
+} from "./row_loops.ts";
+import { directRows, RowView } from "./row_view.ts";
 import { rmsForwardHeap, rmsNormGradHeap } from "./heap_rows.ts";
 import { heapRows } from "./wasm_rows.ts";
 
@@ -46,12 +54,14 @@ export function rmsNorm(plan: RmsNormPlan, t: RmsNormTensors): void {
   const heap = rmsForwardHeap("rmsNormRows", t.x, inHeap, rows, cols, plan.epsilon, g);
   if (heap) return writeChannelValues(t.rstd, heap);
   const rstd = temporaryFloat64(rows);
-  // y shares x's scratch row: each element is read before it is written (row_loops.ts).
-  const [xv, yv] = [new RowView(x, cols, 0), new RowView(y, cols, 0)];
+  const direct = directRows(x, y);
+  // Through scratch rows, y shares x's: each element is read before it is written.
+  const [xv, yv] = [new RowView(x, cols, 0, direct), new RowView(y, cols, 0, direct)];
+  const loop = direct ? rmsNormRowsF32 : rmsNormRowsF64;
   const per = rowsPerItem(rows, cols);
   for (let first = 0; first < rows; first += per) {
     const end = Math.min(rows, first + per);
-    rmsNormRows(xv, yv, cols, plan.epsilon, g, rstd, first, end);
+    loop(xv, yv, cols, plan.epsilon, g, rstd, first, end);
   }
   writeChannelValues(t.rstd, rstd);
 }
@@ -86,14 +96,16 @@ export function rmsNormGrad(plan: RmsNormGradPlan, t: RmsNormGradTensors): void 
   if (heap) return writeChannelValues(t.dgamma, heap);
   const items = itemCount(rows, cols);
   const pg = new Float64Array(items * cols);
-  const dyv = new RowView(dy, cols, 0);
-  const xv = new RowView(x, cols, 1);
-  const dxv = new RowView(dx, cols, 2);
+  const direct = directRows(dy, x, dx);
+  const dyv = new RowView(dy, cols, 0, direct);
+  const xv = new RowView(x, cols, 1, direct);
+  const dxv = new RowView(dx, cols, 2, direct);
+  const loop = direct ? rmsNormGradRowsF32 : rmsNormGradRowsF64;
   const per = rowsPerItem(rows, cols);
   for (let k = 0; k < items; k++) {
     const first = k * per;
     const end = Math.min(rows, first + per);
-    rmsNormGradRows(dyv, xv, dxv, cols, rstd, g, pg, first, end, k);
+    loop(dyv, xv, dxv, cols, rstd, g, pg, first, end, k);
   }
   writeChannelValues(t.dgamma, mergeColumns(pg, items, cols));
 }
@@ -128,13 +140,15 @@ export function addRmsNorm(plan: AddRmsNormPlan, t: AddRmsNormTensors): void {
   const heap = rmsForwardHeap("addRmsNormRows", t.x1, inHeap, rows, cols, eps, g);
   if (heap) return writeChannelValues(t.rstd, heap);
   const rstd = temporaryFloat64(rows);
-  const [av, bv] = [new RowView(a, cols, 0), new RowView(b, cols, 1)];
-  const [xv, yv] = [new RowView(x, cols, 2), new RowView(y, cols, 3)];
+  const direct = directRows(a, b, x, y);
+  const [av, bv] = [new RowView(a, cols, 0, direct), new RowView(b, cols, 1, direct)];
+  const [xv, yv] = [new RowView(x, cols, 2, direct), new RowView(y, cols, 3, direct)];
+  const [add, norm] = direct ? [addRowsF32, rmsNormRowsF32] : [addRowsF64, rmsNormRowsF64];
   const per = rowsPerItem(rows, cols);
   for (let first = 0; first < rows; first += per) {
     const end = Math.min(rows, first + per);
-    addRows(av, bv, xv, cols, first, end);
-    rmsNormRows(xv, yv, cols, eps, g, rstd, first, end);
+    add(av, bv, xv, cols, first, end);
+    norm(xv, yv, cols, eps, g, rstd, first, end);
   }
   writeChannelValues(t.rstd, rstd);
 }
