@@ -91,75 +91,91 @@ function scatterBlock(
 }
 
 /**
- * The strided row kernel that, for every block of row (n, c), gathers the block of each
- * tensor in `reads` into the scratch blocks (0: first read, 1: second), calls
- * `body(blocks, count, k)`, and scatters block 0 to the output when `write` is set.
+ * Calls `body(count)` for every block of row (n, c) after gathering the block of each
+ * tensor in `reads` into the scratch blocks (0: first read, 1: second), and scatters block 0
+ * to the output when `write` is set.
  */
-function stridedRow(
+function forEachBlock(
+  s: RowStage,
+  n: number,
+  c: number,
   reads: readonly ("dy" | "x")[],
   write: boolean,
-  body: (blocks: readonly Float64Array[], count: number, k: Float64Array) => void,
-): RowKernel {
-  return (s, n, c, k, scratch) => {
-    const layout = s.layout;
-    const length = subRowLength(layout);
-    const blocks = fallbackBlocks(scratch, BLOCK_ELEMENTS);
-    const subRows = layout.inner / length;
-    for (let r = 0; r < subRows; r++) {
-      for (let j = 0; j < length; j += BLOCK_ELEMENTS) {
-        const count = Math.min(BLOCK_ELEMENTS, length - j);
-        for (let b = 0; b < reads.length; b++) {
-          const dy = reads[b] === "dy";
-          const at = dy ? s.dyAt : s.xAt;
-          const stride = subRowStride(at);
-          const start = subRowStart(layout, at, n, c, r) + j * stride;
-          gatherBlock(blocks[b], dy ? s.dy! : s.x!, s, scratch, start, stride, count);
-        }
-        body(blocks, count, k);
-        if (write) {
-          const stride = subRowStride(s.outAt);
-          const start = subRowStart(layout, s.outAt, n, c, r) + j * stride;
-          scatterBlock(s.out!, s, scratch, start, stride, blocks[0], count);
-        }
+  scratch: CodecScratch,
+  body: (count: number) => void,
+): void {
+  const layout = s.layout;
+  const length = subRowLength(layout);
+  const blocks = fallbackBlocks(scratch, BLOCK_ELEMENTS);
+  const subRows = layout.inner / length;
+  for (let r = 0; r < subRows; r++) {
+    for (let j = 0; j < length; j += BLOCK_ELEMENTS) {
+      const count = Math.min(BLOCK_ELEMENTS, length - j);
+      for (let b = 0; b < reads.length; b++) {
+        const at = reads[b] === "dy" ? s.dyAt : s.xAt;
+        const stride = subRowStride(at);
+        const start = subRowStart(layout, at, n, c, r) + j * stride;
+        gatherBlock(blocks[b], reads[b] === "dy" ? s.dy! : s.x!, s, scratch, start, stride, count);
+      }
+      body(count);
+      if (write) {
+        const stride = subRowStride(s.outAt);
+        const start = subRowStart(layout, s.outAt, n, c, r) + j * stride;
+        scatterBlock(s.out!, s, scratch, start, stride, blocks[0], count);
       }
     }
-  };
+  }
 }
 
 /** k[1] += sum(dy), k[2] += sum(dy * (x - k[0])) over row (n, c), any strides. */
-export const sumsRowStrided: RowKernel = stridedRow(["dy", "x"], false, ([dy, x], count, k) => {
-  let sum = 0;
-  let dot = 0;
-  for (let j = 0; j < count; j++) {
-    sum += dy[j];
-    dot += dy[j] * (x[j] - k[0]);
-  }
-  k[1] += sum;
-  k[2] += dot;
-});
+export const sumsRowStrided: RowKernel = (s, n, c, k, scratch) => {
+  const [dy, x] = fallbackBlocks(scratch, BLOCK_ELEMENTS);
+  forEachBlock(s, n, c, ["dy", "x"], false, scratch, (count) => {
+    let sum = 0;
+    let dot = 0;
+    for (let j = 0; j < count; j++) {
+      sum += dy[j];
+      dot += dy[j] * (x[j] - k[0]);
+    }
+    k[1] += sum;
+    k[2] += dot;
+  });
+};
 
 /** Merges row (n, c) into k[1] (sum), k[2] (m2), k[3] (count), any strides, by blocks. */
-export const statsRowStrided: RowKernel = stridedRow(["x"], false, ([x], count, k) => {
-  let sum = 0;
-  for (let j = 0; j < count; j++) sum += x[j];
-  const mean = sum / count;
-  let m2 = 0;
-  for (let j = 0; j < count; j++) m2 += (x[j] - mean) * (x[j] - mean);
-  mergeMoments(k, 1, 2, k[3], sum, m2, count);
-  k[3] += count;
-});
+export const statsRowStrided: RowKernel = (s, n, c, k, scratch) => {
+  const [x] = fallbackBlocks(scratch, BLOCK_ELEMENTS);
+  forEachBlock(s, n, c, ["x"], false, scratch, (count) => {
+    let sum = 0;
+    for (let j = 0; j < count; j++) sum += x[j];
+    const mean = sum / count;
+    let m2 = 0;
+    for (let j = 0; j < count; j++) m2 += (x[j] - mean) * (x[j] - mean);
+    mergeMoments(k, 1, 2, k[3], sum, m2, count);
+    k[3] += count;
+  });
+};
 
 /** out = x * k[0] + k[1] over row (n, c), any strides (see {@linkcode affine}). */
-export const normalizeRowStrided: RowKernel = stridedRow(["x"], true, ([x], count, k) => {
-  for (let j = 0; j < count; j++) x[j] = affine(x[j], k[0], k[1]);
-});
+export const normalizeRowStrided: RowKernel = (s, n, c, k, scratch) => {
+  const [x] = fallbackBlocks(scratch, BLOCK_ELEMENTS);
+  forEachBlock(s, n, c, ["x"], true, scratch, (count) => {
+    for (let j = 0; j < count; j++) x[j] = affine(x[j], k[0], k[1]);
+  });
+};
 
 /** out = dy * k[0] + (x * k[1] + k[2]) over row (n, c), any strides (see {@linkcode gradient}). */
-export const gradientRowStrided: RowKernel = stridedRow(["dy", "x"], true, ([dy, x], count, k) => {
-  for (let j = 0; j < count; j++) dy[j] = gradient(dy[j], x[j], k[0], k[1], k[2]);
-});
+export const gradientRowStrided: RowKernel = (s, n, c, k, scratch) => {
+  const [dy, x] = fallbackBlocks(scratch, BLOCK_ELEMENTS);
+  forEachBlock(s, n, c, ["dy", "x"], true, scratch, (count) => {
+    for (let j = 0; j < count; j++) dy[j] = gradient(dy[j], x[j], k[0], k[1], k[2]);
+  });
+};
 
 /** out = dy * k[0] over row (n, c), any strides. */
-export const scaleRowStrided: RowKernel = stridedRow(["dy"], true, ([dy], count, k) => {
-  for (let j = 0; j < count; j++) dy[j] = dy[j] * k[0];
-});
+export const scaleRowStrided: RowKernel = (s, n, c, k, scratch) => {
+  const [dy] = fallbackBlocks(scratch, BLOCK_ELEMENTS);
+  forEachBlock(s, n, c, ["dy"], true, scratch, (count) => {
+    for (let j = 0; j < count; j++) dy[j] = dy[j] * k[0];
+  });
+};

@@ -1865,72 +1865,84 @@ function scatterBlock(dst, s, scratch, at, stride, src, count) {
   const f = dst;
   for (let k = 0, p = at; k < count; k++, p += stride) f[p] = src[k];
 }
-function stridedRow(reads, write, body) {
-  return (s, n, c, k, scratch) => {
-    const layout = s.layout;
-    const length = subRowLength(layout);
-    const blocks = fallbackBlocks(scratch, BLOCK_ELEMENTS);
-    const subRows = layout.inner / length;
-    for (let r = 0; r < subRows; r++) {
-      for (let j = 0; j < length; j += BLOCK_ELEMENTS) {
-        const count = Math.min(BLOCK_ELEMENTS, length - j);
-        for (let b = 0; b < reads.length; b++) {
-          const dy = reads[b] === "dy";
-          const at = dy ? s.dyAt : s.xAt;
-          const stride = subRowStride(at);
-          const start = subRowStart(layout, at, n, c, r) + j * stride;
-          gatherBlock(blocks[b], dy ? s.dy : s.x, s, scratch, start, stride, count);
-        }
-        body(blocks, count, k);
-        if (write) {
-          const stride = subRowStride(s.outAt);
-          const start = subRowStart(layout, s.outAt, n, c, r) + j * stride;
-          scatterBlock(s.out, s, scratch, start, stride, blocks[0], count);
-        }
+function forEachBlock(s, n, c, reads, write, scratch, body) {
+  const layout = s.layout;
+  const length = subRowLength(layout);
+  const blocks = fallbackBlocks(scratch, BLOCK_ELEMENTS);
+  const subRows = layout.inner / length;
+  for (let r = 0; r < subRows; r++) {
+    for (let j = 0; j < length; j += BLOCK_ELEMENTS) {
+      const count = Math.min(BLOCK_ELEMENTS, length - j);
+      for (let b = 0; b < reads.length; b++) {
+        const at = reads[b] === "dy" ? s.dyAt : s.xAt;
+        const stride = subRowStride(at);
+        const start = subRowStart(layout, at, n, c, r) + j * stride;
+        gatherBlock(blocks[b], reads[b] === "dy" ? s.dy : s.x, s, scratch, start, stride, count);
+      }
+      body(count);
+      if (write) {
+        const stride = subRowStride(s.outAt);
+        const start = subRowStart(layout, s.outAt, n, c, r) + j * stride;
+        scatterBlock(s.out, s, scratch, start, stride, blocks[0], count);
       }
     }
-  };
-}
-var sumsRowStrided = stridedRow([
-  "dy",
-  "x"
-], false, ([dy, x], count, k) => {
-  let sum = 0;
-  let dot = 0;
-  for (let j = 0; j < count; j++) {
-    sum += dy[j];
-    dot += dy[j] * (x[j] - k[0]);
   }
-  k[1] += sum;
-  k[2] += dot;
-});
-var statsRowStrided = stridedRow([
-  "x"
-], false, ([x], count, k) => {
-  let sum = 0;
-  for (let j = 0; j < count; j++) sum += x[j];
-  const mean = sum / count;
-  let m2 = 0;
-  for (let j = 0; j < count; j++) m2 += (x[j] - mean) * (x[j] - mean);
-  mergeMoments(k, 1, 2, k[3], sum, m2, count);
-  k[3] += count;
-});
-var normalizeRowStrided = stridedRow([
-  "x"
-], true, ([x], count, k) => {
-  for (let j = 0; j < count; j++) x[j] = affine(x[j], k[0], k[1]);
-});
-var gradientRowStrided = stridedRow([
-  "dy",
-  "x"
-], true, ([dy, x], count, k) => {
-  for (let j = 0; j < count; j++) dy[j] = gradient(dy[j], x[j], k[0], k[1], k[2]);
-});
-var scaleRowStrided = stridedRow([
-  "dy"
-], true, ([dy], count, k) => {
-  for (let j = 0; j < count; j++) dy[j] = dy[j] * k[0];
-});
+}
+var sumsRowStrided = (s, n, c, k, scratch) => {
+  const [dy, x] = fallbackBlocks(scratch, BLOCK_ELEMENTS);
+  forEachBlock(s, n, c, [
+    "dy",
+    "x"
+  ], false, scratch, (count) => {
+    let sum = 0;
+    let dot = 0;
+    for (let j = 0; j < count; j++) {
+      sum += dy[j];
+      dot += dy[j] * (x[j] - k[0]);
+    }
+    k[1] += sum;
+    k[2] += dot;
+  });
+};
+var statsRowStrided = (s, n, c, k, scratch) => {
+  const [x] = fallbackBlocks(scratch, BLOCK_ELEMENTS);
+  forEachBlock(s, n, c, [
+    "x"
+  ], false, scratch, (count) => {
+    let sum = 0;
+    for (let j = 0; j < count; j++) sum += x[j];
+    const mean = sum / count;
+    let m2 = 0;
+    for (let j = 0; j < count; j++) m2 += (x[j] - mean) * (x[j] - mean);
+    mergeMoments(k, 1, 2, k[3], sum, m2, count);
+    k[3] += count;
+  });
+};
+var normalizeRowStrided = (s, n, c, k, scratch) => {
+  const [x] = fallbackBlocks(scratch, BLOCK_ELEMENTS);
+  forEachBlock(s, n, c, [
+    "x"
+  ], true, scratch, (count) => {
+    for (let j = 0; j < count; j++) x[j] = affine(x[j], k[0], k[1]);
+  });
+};
+var gradientRowStrided = (s, n, c, k, scratch) => {
+  const [dy, x] = fallbackBlocks(scratch, BLOCK_ELEMENTS);
+  forEachBlock(s, n, c, [
+    "dy",
+    "x"
+  ], true, scratch, (count) => {
+    for (let j = 0; j < count; j++) dy[j] = gradient(dy[j], x[j], k[0], k[1], k[2]);
+  });
+};
+var scaleRowStrided = (s, n, c, k, scratch) => {
+  const [dy] = fallbackBlocks(scratch, BLOCK_ELEMENTS);
+  forEachBlock(s, n, c, [
+    "dy"
+  ], true, scratch, (count) => {
+    for (let j = 0; j < count; j++) dy[j] = dy[j] * k[0];
+  });
+};
 
 // src/backends/cpu/kernels/wasm_instance.ts
 var WASM_REGION_BYTES = 524288;
