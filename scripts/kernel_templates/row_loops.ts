@@ -11,6 +11,8 @@
  * @module
  */
 
+import { kernel } from "./emit.ts";
+
 /** The two instances: rows read in place as float32, or through float64 scratch rows. */
 export type RowLoopMode = "F32" | "F64";
 
@@ -35,20 +37,29 @@ function offset(mode: RowLoopMode, v: string): string {
   return mode === "F32" ? `${v}o` : "0";
 }
 
-/** A loop function: its doc, name, parameters and body. */
-function loop(mode: RowLoopMode, doc: string, name: string, params: string, body: string): string {
-  return `/** ${doc} (${mode === "F32" ? "rows in place, float32" : "float64 scratch rows"}). */
-export function ${name}${mode}(${params}): void {
-${body}
-}
-`;
+/** A loop function (emit.ts `kernel`): the float32 instance carries `doc`, the other points to it. */
+function loop(
+  m: RowLoopMode,
+  doc: readonly string[],
+  name: string,
+  params: string,
+  body: string,
+): string {
+  const d = { suffix: m, docName: "rows through float64 scratch rows" };
+  return kernel(
+    name,
+    d,
+    [...doc.slice(0, -1), `${doc[doc.length - 1]} (rows in place).`],
+    params,
+    body,
+  );
 }
 
 /** LayerNorm forward of rows [first, end): y, and each row's mean and rstd. */
 function layerNormRows(m: RowLoopMode): string {
   return loop(
     m,
-    "LayerNorm forward of rows [first, end): y, and each row's mean and rstd",
+    ["LayerNorm forward of rows [first, end): y, and each row's mean and rstd"],
     "layerNormRows",
     `x: RowView, y: RowView, n: number, eps: number, w: Float64Array, bias: Float64Array,
     mean: Float64Array, rstd: Float64Array, moments: Float64Array, first: number, end: number`,
@@ -72,8 +83,10 @@ function layerNormRows(m: RowLoopMode): string {
 function layerNormGradRows(m: RowLoopMode): string {
   return loop(
     m,
-    "LayerNorm backward of rows [first, end) of item `item`: each row's sums, the column " +
+    [
+      "LayerNorm backward of rows [first, end) of item `item`: each row's sums, the column",
       "partials of the item (when `pw`/`pb` are given) and gradInput (when `gi` is)",
+    ],
     "layerNormGradRows",
     `dy: RowView, x: RowView, gi: RowView | undefined, n: number, mean: Float64Array,
     rstd: Float64Array, w: Float64Array, pw: Float64Array | undefined,
@@ -119,7 +132,7 @@ for (let r = first; r < end; r++) {
 function rmsNormRows(m: RowLoopMode): string {
   return loop(
     m,
-    "RMSNorm forward of rows [first, end): y = x * rstd * g, and each row's rstd",
+    ["RMSNorm forward of rows [first, end): y = x * rstd * g, and each row's rstd"],
     "rmsNormRows",
     `x: RowView, y: RowView, n: number, eps: number, g: Float64Array, rstd: Float64Array,
     first: number, end: number`,
@@ -140,7 +153,7 @@ function rmsNormRows(m: RowLoopMode): string {
 function rmsNormGradRows(m: RowLoopMode): string {
   return loop(
     m,
-    "RMSNorm backward of rows [first, end) of item `item`: dgamma partials and dx",
+    ["RMSNorm backward of rows [first, end) of item `item`: dgamma partials and dx"],
     "rmsNormGradRows",
     `dy: RowView, x: RowView, dx: RowView, n: number, rstd: Float64Array, g: Float64Array,
     pg: Float64Array, first: number, end: number, item: number`,
@@ -171,8 +184,10 @@ for (let r = first; r < end; r++) {
 function addRows(m: RowLoopMode): string {
   return loop(
     m,
-    "AddRmsNorm's sum of rows [first, end): x = x1 + x2, rounded by its store (the " +
+    [
+      "AddRmsNorm's sum of rows [first, end): x = x1 + x2, rounded by its store (the",
       "statistics, rmsNormRows of x afterwards, see the stored sum)",
+    ],
     "addRows",
     `x1: RowView, x2: RowView, x: RowView, n: number, first: number, end: number`,
     `for (let r = first; r < end; r++) {

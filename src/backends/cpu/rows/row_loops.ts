@@ -17,7 +17,7 @@ import { scratchRow } from "./access.ts";
 import { type RowView, TERMS } from "./row_view.ts";
 import { moments8, rstd8, sum8 } from "./sums.ts";
 
-/** LayerNorm forward of rows [first, end): y, and each row's mean and rstd (rows in place, float32). */
+/** LayerNorm forward of rows [first, end): y, and each row's mean and rstd (rows in place). */
 export function layerNormRowsF32(
   x: RowView,
   y: RowView,
@@ -48,7 +48,10 @@ export function layerNormRowsF32(
   }
 }
 
-/** LayerNorm backward of rows [first, end) of item `item`: each row's sums, the column partials of the item (when `pw`/`pb` are given) and gradInput (when `gi` is) (rows in place, float32). */
+/**
+ * LayerNorm backward of rows [first, end) of item `item`: each row's sums, the column
+ * partials of the item (when `pw`/`pb` are given) and gradInput (when `gi` is) (rows in place).
+ */
 export function layerNormGradRowsF32(
   dy: RowView,
   x: RowView,
@@ -102,7 +105,7 @@ export function layerNormGradRowsF32(
   }
 }
 
-/** RMSNorm forward of rows [first, end): y = x * rstd * g, and each row's rstd (rows in place, float32). */
+/** RMSNorm forward of rows [first, end): y = x * rstd * g, and each row's rstd (rows in place). */
 export function rmsNormRowsF32(
   x: RowView,
   y: RowView,
@@ -127,7 +130,7 @@ export function rmsNormRowsF32(
   }
 }
 
-/** RMSNorm backward of rows [first, end) of item `item`: dgamma partials and dx (rows in place, float32). */
+/** RMSNorm backward of rows [first, end) of item `item`: dgamma partials and dx (rows in place). */
 export function rmsNormGradRowsF32(
   dy: RowView,
   x: RowView,
@@ -165,7 +168,10 @@ export function rmsNormGradRowsF32(
   }
 }
 
-/** AddRmsNorm's sum of rows [first, end): x = x1 + x2, rounded by its store (the statistics, rmsNormRows of x afterwards, see the stored sum) (rows in place, float32). */
+/**
+ * AddRmsNorm's sum of rows [first, end): x = x1 + x2, rounded by its store (the
+ * statistics, rmsNormRows of x afterwards, see the stored sum) (rows in place).
+ */
 export function addRowsF32(
   x1: RowView,
   x2: RowView,
@@ -189,7 +195,7 @@ export function addRowsF32(
   }
 }
 
-/** LayerNorm forward of rows [first, end): y, and each row's mean and rstd (float64 scratch rows). */
+/** {@linkcode layerNormRowsF32} for rows through float64 scratch rows. */
 export function layerNormRowsF64(
   x: RowView,
   y: RowView,
@@ -218,7 +224,7 @@ export function layerNormRowsF64(
   }
 }
 
-/** LayerNorm backward of rows [first, end) of item `item`: each row's sums, the column partials of the item (when `pw`/`pb` are given) and gradInput (when `gi` is) (float64 scratch rows). */
+/** {@linkcode layerNormGradRowsF32} for rows through float64 scratch rows. */
 export function layerNormGradRowsF64(
   dy: RowView,
   x: RowView,
@@ -269,7 +275,7 @@ export function layerNormGradRowsF64(
   }
 }
 
-/** RMSNorm forward of rows [first, end): y = x * rstd * g, and each row's rstd (float64 scratch rows). */
+/** {@linkcode rmsNormRowsF32} for rows through float64 scratch rows. */
 export function rmsNormRowsF64(
   x: RowView,
   y: RowView,
@@ -292,7 +298,7 @@ export function rmsNormRowsF64(
   }
 }
 
-/** RMSNorm backward of rows [first, end) of item `item`: dgamma partials and dx (float64 scratch rows). */
+/** {@linkcode rmsNormGradRowsF32} for rows through float64 scratch rows. */
 export function rmsNormGradRowsF64(
   dy: RowView,
   x: RowView,
@@ -327,7 +333,7 @@ export function rmsNormGradRowsF64(
   }
 }
 
-/** AddRmsNorm's sum of rows [first, end): x = x1 + x2, rounded by its store (the statistics, rmsNormRows of x afterwards, see the stored sum) (float64 scratch rows). */
+/** {@linkcode addRowsF32} for rows through float64 scratch rows. */
 export function addRowsF64(
   x1: RowView,
   x2: RowView,
