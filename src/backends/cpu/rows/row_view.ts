@@ -9,7 +9,7 @@
  * @module
  */
 
-import { loadRow, type RowAccess, scratchRow, storeRow } from "./access.ts";
+import { loadRow, type RowAccess, rowBase, scratchRow, storeRow } from "./access.ts";
 
 /** Whether every tensor's rows can be read and written in place as float32 (F32 loops). */
 export function directRows(...tensors: (RowAccess | undefined)[]): boolean {
@@ -43,13 +43,13 @@ export class RowView {
 
   /** Makes row `r` current with its values (decoded into the scratch row when not direct). */
   load(r: number): void {
-    if (this.#direct) this.at = this.#access.offset + r * this.#access.rowStride;
+    if (this.#direct) this.at = rowBase(this.#access, r);
     else loadRow(this.#access, r, this.data as Float64Array, this.#n);
   }
 
   /** Makes row `r` current for writing all of it (nothing is read). */
   seek(r: number): void {
-    if (this.#direct) this.at = this.#access.offset + r * this.#access.rowStride;
+    if (this.#direct) this.at = rowBase(this.#access, r);
   }
 
   /** Writes the current row back as row `r` (a scratch row's store; nothing when direct). */
