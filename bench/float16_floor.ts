@@ -10,6 +10,10 @@
  * medians) and the ratio to the library's float32 write:
  * - `library float32|float16|bfloat16`: the shipped module's row_normalize (float64
  *   arithmetic, one rounding to the output type; float16 through its scaled path);
+ * - `library float16 no test`: the same kernel built from the library's sources with
+ *   bench/float16_no_test.wat's `$st4x2`, which skips the test that sends a pair of vectors
+ *   to the exact conversion (wrong for ties, subnormal, overflowing and NaN results): what
+ *   any cheaper test could at most save, with the float64 arithmetic kept;
  * - `float16 float32 math` (bench/float16_floor.wat): float32 arithmetic and a branch-free
  *   correct float16 conversion, checked here on all 65536 float16 inputs: what giving up
  *   the float64 arithmetic would buy (measured: nothing, the library's conversion is faster);
@@ -26,7 +30,14 @@
  */
 
 import { parseCommand } from "../scripts/cli.ts";
-import { assemble, constantsToMemory, optimize } from "../scripts/build_wasm.ts";
+import {
+  assemble,
+  buildBaseline,
+  constantsToMemory,
+  optimize,
+  overrideFunctions,
+  splicedKernels,
+} from "../scripts/build_wasm.ts";
 import { kernelsWasmBytes } from "../src/backends/cpu/wasm/kernels_wasm.ts";
 
 const flags = parseCommand({
@@ -202,6 +213,13 @@ export async function floorKernels(memory: WebAssembly.Memory): Promise<WebAssem
   return instantiate(await optimize(await assemble(text, "float16_floor.wat")), memory);
 }
 
+/** The library's module with bench/float16_no_test.wat's `$st4x2` in place of its own. */
+export async function noTestBytes(): Promise<Uint8Array> {
+  return await buildBaseline(
+    overrideFunctions(await splicedKernels(), await readWat("float16_no_test.wat")),
+  );
+}
+
 async function main(): Promise<void> {
   const rounds = Number(flags.rounds);
   const fp16 = await fp16Bytes();
@@ -218,6 +236,17 @@ async function main(): Promise<void> {
     const name = `library ${["float32", "float16", "bfloat16"][dt]}`;
     return { name, write: (x, out, n, s, t) => normalize(x, out, n, dt, s, t), dt, memory };
   };
+  const noTest = async (): Promise<Row> => {
+    const memory = newMemory();
+    const e = instantiate(await noTestBytes(), memory);
+    const normalize = e.row_normalize as (...a: number[]) => void;
+    return {
+      name: "library float16 no test",
+      write: (x, out, n, s, t) => normalize(x, out, n, 1, s, t),
+      dt: 1,
+      memory,
+    };
+  };
   const floorMemory = newMemory();
   const floor = await floorKernels(floorMemory);
   /** A row of bench/float16_floor.wat, checked first (`normalOnly`: see checkFloat16). */
@@ -230,6 +259,7 @@ async function main(): Promise<void> {
     library(0),
     library(1),
     library(2),
+    await noTest(),
     floorRow("float16 float32 math", "float16_float32_math"),
     floorRow("float16 rebias only", "float16_rebias_only", true),
     {

@@ -430,8 +430,11 @@ export async function buildFp16(text: string, overrides: string): Promise<Uint8A
   return bytes;
 }
 
-/** kernels.wat with its other parts and the row norms' kernels spliced in, as in the repository. */
-async function splicedKernels(): Promise<string> {
+/**
+ * kernels.wat with its other parts and the row norms' kernels spliced in, as in the repository:
+ * the text {@linkcode buildBaseline} takes (bench/float16_floor.ts builds a variant of it).
+ */
+export async function splicedKernels(): Promise<string> {
   let text = await Deno.readTextFile(new URL(WAT_PATH, root));
   for (const path of [...KERNEL_WAT_PATHS, ...ROWS_WAT_PATHS]) {
     text = spliceFunctions(text, await Deno.readTextFile(new URL(path, root)));

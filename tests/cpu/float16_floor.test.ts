@@ -11,9 +11,11 @@ import {
   checkFloat16,
   floorKernels,
   newMemory,
+  noTestBytes,
   runFp16Child,
   type Write,
 } from "../../bench/float16_floor.ts";
+import { kernelsWasmBytes } from "../../src/backends/cpu/wasm/kernels_wasm.ts";
 
 Deno.test("float16 floor kernels round like Math.f16round (all 65536 inputs)", async () => {
   const memory = newMemory();
@@ -33,4 +35,40 @@ Deno.test("float16 floor: the FP16 proposal kernel, in a child process with the 
   assert.ok(out.success, `child failed: ${stderr}`);
   const { ns } = JSON.parse(new TextDecoder().decode(out.stdout));
   assert.ok(ns > 0 && Number.isFinite(ns), `ns per element ${ns}`);
+});
+
+Deno.test("float16 floor: the library without its exact-path test differs only where that test fires", async () => {
+  // Both modules write y = x * s + t for all 65536 float16 x (row_normalize, dt 1); the
+  // no-test build must agree wherever the result is a normal float16 and its nearest
+  // float32 is not on a float16 tie (where rounding twice may differ from rounding once),
+  // and must differ somewhere, or its row would not be the bound its doc says it is.
+  const s = 1.2345678912, t = 0.2345678913, n = 65536, x = 1 << 16, out = 1 << 18;
+  const written = (bytes: Uint8Array) => {
+    const memory = newMemory();
+    memory.grow(16);
+    const e = new WebAssembly.Instance(new WebAssembly.Module(bytes as BufferSource), {
+      env: { memory },
+    }).exports;
+    new Uint16Array(memory.buffer, x, n).forEach((_, i, a) => a[i] = i);
+    (e.row_normalize as (...a: number[]) => void)(x, out, n, 1, s, t);
+    return new Uint16Array(memory.buffer, out, n).slice();
+  };
+  const library = written(kernelsWasmBytes());
+  const noTest = written(await noTestBytes());
+  const inputs = new Float16Array(new Uint16Array(n).map((_, i) => i).buffer);
+  const results = new Float16Array(library.buffer);
+  const f32 = new Float32Array(1), bits = new Uint32Array(f32.buffer);
+  let differing = 0, ties = 0;
+  for (let i = 0; i < n; i++) {
+    const want = Math.f16round(inputs[i] * s + t);
+    f32[0] = inputs[i] * s + t;
+    const tie = (bits[0] & 0x1fff) === 0x1000;
+    if (tie) ties++;
+    assert.ok(Object.is(results[i], want) || Number.isNaN(want), `library at 0x${i.toString(16)}`);
+    const normal = Math.abs(want) >= 2 ** -14 && Math.abs(want) <= 65504;
+    if (normal && !tie) assert.equal(noTest[i], library[i], `no-test build at 0x${i.toString(16)}`);
+    if (noTest[i] !== library[i]) differing++;
+  }
+  assert.ok(differing > 0, "the no-test build differs somewhere");
+  assert.ok(ties > 0 && ties < 64, `float32 ties among the 65536 results: ${ties}`);
 });
