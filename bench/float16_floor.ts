@@ -11,9 +11,9 @@
  * - `library float32|float16|bfloat16`: the shipped module's row_normalize (float64
  *   arithmetic, one rounding to the output type; float16 through its scaled path);
  * - `library float16 no test`: the same kernel built from the library's sources with
- *   bench/float16_no_test.wat's `$st4x2`, which skips the test that sends a pair of vectors
- *   to the exact conversion (wrong for ties, subnormal, overflowing and NaN results): what
- *   any cheaper test could at most save, with the float64 arithmetic kept;
+ *   bench/float16_no_test.wat's `$inexact`, a test that never sends a vector to the exact
+ *   conversion (wrong for ties, subnormal, overflowing and NaN results): what any cheaper
+ *   test could at most save, with the float64 arithmetic kept;
  * - `float16 float32 math` (bench/float16_floor.wat): float32 arithmetic and a branch-free
  *   correct float16 conversion, checked here on all 65536 float16 inputs: what giving up
  *   the float64 arithmetic would buy (measured: nothing, the library's conversion is faster);
@@ -24,7 +24,9 @@
  * - `float16 FP16 proposal` (bench/float16_fp16.wat): the hardware conversions of the
  *   WebAssembly FP16 proposal. V8 keeps them behind `--experimental-wasm-fp16`; when this
  *   engine rejects them, the row comes from a child process (`Deno.execPath()`) started with
- *   that flag, which a library cannot set for its users.
+ *   that flag, which a library cannot set for its users;
+ * - `library float16 FP16 build [no test]` (child): the library's FP16 build
+ *   (kernels_fp16.wat), alone and with the no-test `$inexact`: what the test costs there.
  *
  * @module
  */
@@ -33,7 +35,9 @@ import { parseCommand } from "../scripts/cli.ts";
 import {
   assemble,
   buildBaseline,
+  buildFp16,
   constantsToMemory,
+  FP16_WAT_PATH,
   optimize,
   overrideFunctions,
   splicedKernels,
@@ -73,7 +77,8 @@ export function newMemory(): WebAssembly.Memory {
   return new WebAssembly.Memory({ initial: 32, maximum: 65536, shared: true });
 }
 
-function instantiate(bytes: Uint8Array, memory: WebAssembly.Memory): WebAssembly.Exports {
+/** An instance of the module `bytes` on `memory`, its exports. */
+export function instantiate(bytes: Uint8Array, memory: WebAssembly.Memory): WebAssembly.Exports {
   return new WebAssembly.Instance(new WebAssembly.Module(bytes as BufferSource), {
     env: { memory },
   }).exports;
@@ -184,8 +189,9 @@ function fp16Row(exports: WebAssembly.Exports, memory: WebAssembly.Memory): Row 
 }
 
 /**
- * Runs this script's FP16 row in a child process with V8's `--experimental-wasm-fp16`
- * (`--fp16-child`: it checks the kernel, then prints `{"ns": ...}`).
+ * Runs this script's FP16 rows in a child process with V8's `--experimental-wasm-fp16`
+ * (`--fp16-child`: it checks the proposal's kernel, then prints `{"rows": [{"name", "ns"}]}`:
+ * that kernel, the library's FP16 build and that build with the no-test `$inexact`).
  */
 export async function runFp16Child(
   n: number,
@@ -213,10 +219,29 @@ export async function floorKernels(memory: WebAssembly.Memory): Promise<WebAssem
   return instantiate(await optimize(await assemble(text, "float16_floor.wat")), memory);
 }
 
-/** The library's module with bench/float16_no_test.wat's `$st4x2` in place of its own. */
+/** The library's module with bench/float16_no_test.wat's `$inexact` in place of its own. */
 export async function noTestBytes(): Promise<Uint8Array> {
   return await buildBaseline(
     overrideFunctions(await splicedKernels(), await readWat("float16_no_test.wat")),
+  );
+}
+
+/** A row timing row_normalize of a build of the library's module (`bytes`) on dtype dt. */
+function library(dt: number, bytes = kernelsWasmBytes(), suffix = ""): Row {
+  const memory = newMemory();
+  const e = instantiate(bytes, memory);
+  const normalize = e.row_normalize as (...a: number[]) => void;
+  const name = `library ${["float32", "float16", "bfloat16"][dt]}${suffix}`;
+  return { name, write: (x, out, n, s, t) => normalize(x, out, n, dt, s, t), dt, memory };
+}
+
+/** The library's FP16 build (with kernels_fp16.wat), with or without the no-test `$inexact`. */
+async function fp16LibraryBytes(noTest: boolean): Promise<Uint8Array> {
+  const text = await splicedKernels();
+  const overrides = await Deno.readTextFile(new URL(`../${FP16_WAT_PATH}`, import.meta.url));
+  return await buildFp16(
+    noTest ? overrideFunctions(text, await readWat("float16_no_test.wat")) : text,
+    overrides,
   );
 }
 
@@ -225,28 +250,17 @@ async function main(): Promise<void> {
   const fp16 = await fp16Bytes();
   if (flags["fp16-child"]) {
     const memory = newMemory();
-    const [ns] = measure([fp16Row(instantiate(fp16, memory), memory)], rounds);
-    console.log(JSON.stringify({ ns }));
+    const fp16Rows = [
+      fp16Row(instantiate(fp16, memory), memory),
+      library(1, await fp16LibraryBytes(false), " FP16 build"),
+      library(1, await fp16LibraryBytes(true), " FP16 build no test"),
+    ];
+    const ns = measure(fp16Rows, rounds);
+    console.log(
+      JSON.stringify({ rows: fp16Rows.map((row, i) => ({ name: row.name, ns: ns[i] })) }),
+    );
     return;
   }
-  const library = (dt: number): Row => {
-    const memory = newMemory();
-    const e = instantiate(kernelsWasmBytes(), memory);
-    const normalize = e.row_normalize as (...a: number[]) => void;
-    const name = `library ${["float32", "float16", "bfloat16"][dt]}`;
-    return { name, write: (x, out, n, s, t) => normalize(x, out, n, dt, s, t), dt, memory };
-  };
-  const noTest = async (): Promise<Row> => {
-    const memory = newMemory();
-    const e = instantiate(await noTestBytes(), memory);
-    const normalize = e.row_normalize as (...a: number[]) => void;
-    return {
-      name: "library float16 no test",
-      write: (x, out, n, s, t) => normalize(x, out, n, 1, s, t),
-      dt: 1,
-      memory,
-    };
-  };
   const floorMemory = newMemory();
   const floor = await floorKernels(floorMemory);
   /** A row of bench/float16_floor.wat, checked first (`normalOnly`: see checkFloat16). */
@@ -259,7 +273,7 @@ async function main(): Promise<void> {
     library(0),
     library(1),
     library(2),
-    await noTest(),
+    library(1, await noTestBytes(), " no test"),
     floorRow("float16 float32 math", "float16_float32_math"),
     floorRow("float16 rebias only", "float16_rebias_only", true),
     {
@@ -279,16 +293,18 @@ async function main(): Promise<void> {
   if (!engineHasFp16) {
     const child = await runFp16Child(N, rounds, "inherit");
     if (child.success) {
-      const { ns } = JSON.parse(new TextDecoder().decode(child.stdout));
-      results.push({ name: "float16 FP16 proposal (child)", ns });
-      fp16Note = "the FP16 row ran in a child process started with --experimental-wasm-fp16";
-    } else fp16Note = "the FP16 child process failed; no FP16 row";
+      const { rows } = JSON.parse(new TextDecoder().decode(child.stdout)) as {
+        rows: { name: string; ns: number }[];
+      };
+      for (const { name, ns } of rows) results.push({ name: `${name} (child)`, ns });
+      fp16Note = "the FP16 rows ran in a child process started with --experimental-wasm-fp16";
+    } else fp16Note = "the FP16 child process failed; no FP16 rows";
   }
   console.log(`Deno ${Deno.version.deno}, V8 ${Deno.version.v8}, n = ${N}, ${rounds} rounds`);
-  console.log(`${"kernel".padEnd(32)} ${"ns/element".padStart(10)}  vs library float32`);
+  console.log(`${"kernel".padEnd(42)} ${"ns/element".padStart(10)}  vs library float32`);
   for (const { name, ns } of results) {
     const ratio = (ns / results[0].ns).toFixed(2);
-    console.log(`${name.padEnd(32)} ${ns.toFixed(3).padStart(10)}  ${ratio}x`);
+    console.log(`${name.padEnd(42)} ${ns.toFixed(3).padStart(10)}  ${ratio}x`);
   }
   if (fp16Note) console.log(fp16Note);
 }
