@@ -24,7 +24,7 @@ const root = new URL("../", import.meta.url);
 
 /** `text` as `deno fmt` formats a TypeScript file with this repository's deno.json. */
 export async function formatTypeScript(text: string): Promise<string> {
-  const fmt = new Deno.Command("deno", {
+  const fmt = new Deno.Command(Deno.execPath(), {
     args: ["fmt", `--config=${new URL("deno.json", root).pathname}`, "--ext=ts", "-"],
     stdin: "piped",
     stdout: "piped",

@@ -31,7 +31,7 @@ export const WORKER_BUNDLE = "src/backends/cpu/pool/worker_bundle.ts";
 
 /** `deno bundle` of {@linkcode WORKER_ENTRY}: the worker script. */
 export async function bundleWorker(): Promise<string> {
-  const out = await new Deno.Command("deno", {
+  const out = await new Deno.Command(Deno.execPath(), {
     args: ["bundle", "--quiet", "--no-lock", "--no-config", "--platform=deno", WORKER_ENTRY],
     cwd: new URL(".", root).pathname,
     stdout: "piped",

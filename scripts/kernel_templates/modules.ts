@@ -9,7 +9,6 @@ import { REDUCE_DTYPES, WRITE_DTYPES } from "./dtypes.ts";
 import { WRITE_FAMILIES } from "./families.ts";
 import { statsPixels, sumsPixels, writePixels } from "./pixels.ts";
 import { statsRow, sumsRow, writeRow } from "./rows.ts";
-import { rowLoops } from "./row_loops.ts";
 
 /** A generated module: where it goes and its text (unformatted). */
 export interface KernelModule {
@@ -96,32 +95,7 @@ ${kernels.join("\n")}`,
   };
 }
 
-/** The row norms' TypeScript loops (rows/row_loops.ts). */
-function rowLoopModule(): KernelModule {
-  return {
-    path: "src/backends/cpu/rows/row_loops.ts",
-    text: `${generatedHeader("scripts/kernel_templates/row_loops.ts")}
-/**
- * The row norms' TypeScript row loops, each in two instances (see the template): \`F32\` reads
- * and writes every tensor's rows in place as float32 (\`data[at + i]\`), \`F64\` through
- * float64 scratch rows (\`data[i]\`); a call picks one for all its tensors
- * ({@linkcode directRows} in row_view.ts). Same float64 arithmetic, same order, same bits.
- *
- * Each function runs rows [first, end) of one work item; they are plain functions called per
- * item (a closure made per call would be compiled again on every call).
- *
- * @module
- */
-
-import { scratchRow } from "./access.ts";
-import { type RowView, TERMS } from "./row_view.ts";
-import { moments8, rstd8, sum8 } from "./sums.ts";
-
-${[...rowLoops("F32"), ...rowLoops("F64")].join("\n")}`,
-  };
-}
-
 /** Every generated kernel module. */
 export function kernelModules(): KernelModule[] {
-  return [rowModule(), pixelModule(), rowLoopModule()];
+  return [rowModule(), pixelModule()];
 }

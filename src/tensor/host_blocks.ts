@@ -93,10 +93,13 @@ export class BlockPool {
     this.#grow = grow;
   }
 
-  /** A block of exactly `size` bytes (a {@linkcode sizeClass}), or undefined when full. */
-  take(size: number): TakenBlock | undefined {
-    const at = this.#takeCached(size) ?? this.#takeRange(size) ?? this.#takeTop(size) ??
-      (this.flush() ? this.#takeRange(size) ?? this.#takeTop(size) : undefined);
+  /**
+   * A block of exactly `size` bytes (a {@linkcode sizeClass}), or undefined when full; `grow`
+   * replaces the pool's own growth rule for this request (a larger limit).
+   */
+  take(size: number, grow: (end: number) => boolean = this.#grow): TakenBlock | undefined {
+    const at = this.#takeCached(size) ?? this.#takeRange(size) ?? this.#takeTop(size, grow) ??
+      (this.flush() ? this.#takeRange(size) ?? this.#takeTop(size, grow) : undefined);
     if (at === undefined) return undefined;
     const c = this.counters;
     c.bytesInUse += size;
@@ -160,9 +163,9 @@ export class BlockPool {
     return undefined;
   }
 
-  #takeTop(size: number): number | undefined {
+  #takeTop(size: number, grow: (end: number) => boolean): number | undefined {
     const end = this.top + size;
-    if (!this.#grow(end)) return undefined;
+    if (!grow(end)) return undefined;
     const at = this.top;
     this.top = end;
     return at;

@@ -9,10 +9,13 @@
  * block given back by `Tensor.dispose()` (also through `using` and `tidy()`) or, between
  * tasks, by the garbage collector (a FinalizationRegistry) is cached for the next tensor of its
  * class. A synchronous loop that drops its results without disposing them gives nothing back
- * until it yields: once the heap is full, storage falls back to a SharedArrayBuffer of its own,
- * as before the heap (the kernels then copy). The memory grows up to
- * {@linkcode hostHeapMaxBytes} (256 MiB unless `ACLNN_NORM_HOST_HEAP_MB` says otherwise; 0
- * turns the heap off) and never shrinks (WebAssembly memories cannot).
+ * until it yields: once the heap is full, storage falls back to a SharedArrayBuffer of its own
+ * (the kernels then stage it through the heap). The memory grows up to
+ * {@linkcode hostHeapMaxBytes} (a quarter of the machine's memory when `--allow-sys` lets the
+ * library read it, else 2 GiB, at most 4 GiB; `ACLNN_NORM_HOST_HEAP_MB` sets it, 0 keeps every
+ * tensor out of the heap) and never shrinks (WebAssembly memories cannot). Scratch blocks that
+ * a kernel needs for the duration of one call ({@linkcode heapScratch}) may take the heap past
+ * that maximum, up to 4 GiB: a call never fails for want of room to stage its tensors.
  *
  * @module
  */
@@ -20,34 +23,54 @@
 import { grantedEnv } from "./env.ts";
 import { BlockPool, sizeClass, zeroCounters } from "./host_blocks.ts";
 
-/** The environment variable that sets the heap's maximum size in MiB (0: no heap). */
+/** The environment variable that sets the heap's maximum size in MiB (0: no tensor in it). */
 export const HOST_HEAP_ENV = "ACLNN_NORM_HOST_HEAP_MB";
 
-/** The heap's default maximum size: 256 MiB (storage beyond it gets its own buffer). */
-export const HOST_HEAP_DEFAULT_BYTES = 256 << 20;
+/** The heap's default maximum where the machine's memory cannot be read: 2 GiB. */
+export const HOST_HEAP_DEFAULT_BYTES = 2 ** 31;
 
-/** The largest maximum the environment may set (4 GiB less a page: 32-bit addresses). */
-const HOST_HEAP_LIMIT_BYTES = 2 ** 32 - 65536;
+/** The largest heap: 4 GiB less a page (32-bit addresses). */
+export const HOST_HEAP_LIMIT_BYTES = 2 ** 32 - 65536;
+
+/** The smallest default maximum, on a machine of little memory: 256 MiB. */
+const HOST_HEAP_MIN_DEFAULT_BYTES = 2 ** 28;
 
 let maxBytes: number | undefined;
 
 /**
- * Bytes the heap may grow to: `ACLNN_NORM_HOST_HEAP_MB` when `--allow-env` grants it (read
- * once; never prompts), else {@linkcode HOST_HEAP_DEFAULT_BYTES}. A value that is not a whole
- * number of MiB is an error that names the variable (a RangeError), not silently ignored.
+ * The default maximum: a quarter of the machine's memory (between 256 MiB and
+ * {@linkcode HOST_HEAP_LIMIT_BYTES}) when `--allow-sys` is granted (never prompts), else
+ * {@linkcode HOST_HEAP_DEFAULT_BYTES}.
+ */
+function defaultMaxBytes(): number {
+  try {
+    const state = Deno.permissions.querySync({ name: "sys", kind: "systemMemoryInfo" }).state;
+    if (state !== "granted") return HOST_HEAP_DEFAULT_BYTES;
+    const quarter = Math.floor(Deno.systemMemoryInfo().total / 4 / 65536) * 65536;
+    return Math.min(HOST_HEAP_LIMIT_BYTES, Math.max(HOST_HEAP_MIN_DEFAULT_BYTES, quarter));
+  } catch {
+    return HOST_HEAP_DEFAULT_BYTES;
+  }
+}
+
+/**
+ * Bytes the heap may grow to for tensors: `ACLNN_NORM_HOST_HEAP_MB` when `--allow-env` grants
+ * it (read once; never prompts), else the default (a quarter of the machine's memory, or
+ * {@linkcode HOST_HEAP_DEFAULT_BYTES}: module doc). A value that is not a whole number of MiB
+ * is an error that names the variable (a RangeError), not silently ignored.
  */
 export function hostHeapMaxBytes(): number {
   if (maxBytes !== undefined) return maxBytes;
   const text = grantedEnv(HOST_HEAP_ENV);
   if (text !== undefined && !/^\s*\d+\s*$/.test(text)) {
     throw new RangeError(
-      `${HOST_HEAP_ENV}=${text}: must be a whole number of MiB (0 turns the host heap off; ` +
-        `default ${HOST_HEAP_DEFAULT_BYTES >> 20})`,
+      `${HOST_HEAP_ENV}=${text}: must be a whole number of MiB (0 keeps tensors out of the ` +
+        `host heap; default a quarter of the machine's memory)`,
     );
   }
   maxBytes = text !== undefined
     ? Math.min(Number(text) * 2 ** 20, HOST_HEAP_LIMIT_BYTES)
-    : HOST_HEAP_DEFAULT_BYTES;
+    : defaultMaxBytes();
   return maxBytes;
 }
 
@@ -107,9 +130,9 @@ let heap: HostHeap | null | undefined;
 /** Host storage that `dispose()` released (heap blocks and any other host storage). */
 const disposed = new WeakSet<object>();
 
-/** Grows `memory` to hold `end` bytes within the maximum; false when it cannot. */
-function growTo(memory: WebAssembly.Memory, end: number): boolean {
-  if (end > hostHeapMaxBytes()) return false;
+/** Grows `memory` to hold `end` bytes within `limit`; false when it cannot. */
+function growTo(memory: WebAssembly.Memory, end: number, limit = hostHeapMaxBytes()): boolean {
+  if (end > limit) return false;
   const have = memory.buffer.byteLength;
   if (end <= have) return true;
   try {
@@ -140,7 +163,7 @@ function theHeap(): HostHeap | null {
 
 /** Creates the heap under `policy` (null where shared WebAssembly memories are unavailable). */
 function createHeap(policy: HostHeapPolicy): HostHeap | null {
-  if (hostHeapMaxBytes() <= HOST_HEAP_RESERVED_BYTES) return (heap = null);
+  hostHeapMaxBytes(); // a bad ACLNN_NORM_HOST_HEAP_MB is refused before anything is allocated
   try {
     const memory = new WebAssembly.Memory({
       initial: 16,
@@ -192,12 +215,38 @@ export function heapAllocate(
   bytes: number,
   zeroed = true,
 ): { buffer: SharedArrayBuffer; at: number; adopt(owner: object): void } | undefined {
+  return takeBlock(bytes, zeroed, undefined);
+}
+
+/**
+ * A block of at least `bytes` bytes for kernel scratch (a call's staging, a thread's region,
+ * the pool's arena), as {@linkcode heapAllocate} gives (zero-filled only when `zeroed`),
+ * except that it may grow the heap past {@linkcode hostHeapMaxBytes} up to 4 GiB: the
+ * kernels' own memory does not count against the room for tensors. Free a call's scratch with
+ * {@linkcode heapFree} of its owner when the call ends. Undefined where the heap is
+ * unavailable or 4 GiB cannot hold it.
+ */
+export function heapScratch(
+  bytes: number,
+  zeroed = false,
+): { buffer: SharedArrayBuffer; at: number; adopt(owner: object): void } | undefined {
+  const h = theHeap();
+  return h
+    ? takeBlock(bytes, zeroed, (end) => growTo(h.memory, end, HOST_HEAP_LIMIT_BYTES))
+    : undefined;
+}
+
+function takeBlock(
+  bytes: number,
+  zeroed: boolean,
+  grow: ((end: number) => boolean) | undefined,
+): { buffer: SharedArrayBuffer; at: number; adopt(owner: object): void } | undefined {
   const h = theHeap();
   if (!h) return undefined;
   const size = sizeClass(Math.ceil((bytes + HOST_HEAP_SLACK_BYTES) / BLOCK_ALIGN) * BLOCK_ALIGN);
-  const taken = h.pool.take(size);
+  const taken = grow ? h.pool.take(size, grow) : h.pool.take(size);
   if (!taken) {
-    h.fallbacks++;
+    if (!grow) h.fallbacks++;
     return undefined;
   }
   const { at } = taken;

@@ -8,8 +8,8 @@
  * - the bits: both builds side by side on every float16 pattern, over a million codec
  *   values and every kernel (tests/fixtures/wasm_fp16_compare_child.ts);
  * - tests/cpu/wasm_kernels.test.ts again, against the FP16 build (codecs exhaustively, every
- *   kernel against the TypeScript kernels, the pool), and tests/cpu/row_wasm.test.ts (the row
- *   norms' kernels against the TypeScript row kernels, the pool);
+ *   kernel against the TypeScript kernels, the pool), and tests/cpu/row_kernels.test.ts (the
+ *   row norms' kernels against the float64 oracle, staged and in place, the pool);
  * - the opcode rewrite of the build (scripts/wasm_opcodes.ts) touches opcodes only.
  */
 
@@ -108,16 +108,16 @@ Deno.test("wasm FP16 build: tests/cpu/wasm_kernels.test.ts passes against it", a
   assert.match(stdout, /ok \| \d+ passed \| 0 failed \| 1 ignored/);
 });
 
-Deno.test("wasm FP16 build: tests/cpu/row_wasm.test.ts passes against it", async () => {
+Deno.test("wasm FP16 build: tests/cpu/row_kernels.test.ts passes against it", async () => {
   const stdout = await child([
     "test",
     FP16_FLAG,
     "--allow-read",
     "--allow-env",
     "--no-check",
-    "tests/cpu/row_wasm.test.ts",
+    "tests/cpu/row_kernels.test.ts",
   ]);
-  assert.match(stdout, /ok \| 4 passed \| 0 failed/);
+  assert.match(stdout, /ok \| 8 passed \| 0 failed/);
 });
 
 Deno.test("wasm opcode rewrite: opcodes only, never immediates or data that look like one", () => {

@@ -77,6 +77,34 @@ export const ROUNDING_ONLY: Readonly<Record<DType, Tolerance>> = Object.freeze({
   int32: Object.freeze({ rtol: 0, atol: 0 }),
 });
 
+/**
+ * The CPU backend's float32 arithmetic against the float64 oracle on the same inputs, for tests
+ * of the kernels themselves (DESIGN.md "Numerics"): every element-wise formula evaluated in
+ * float32 (a few roundings of 2^-24 each), row and channel sums of float32 blocks of at most 64
+ * terms per lane added in float64, each output rounded once to its dtype. Float32 outputs:
+ * 2^-19 relative plus 2^-17 of the output's scale (8 and 128 half-ulps: the formulas' roundings
+ * and the block sums of terms up to the scale); 16-bit outputs: one ulp of their dtype (2^-10,
+ * 2^-7 relative) plus that float32 room. Where an output cancels terms larger than itself, the
+ * bound is relative to those terms instead: {@linkcode cancellation}.
+ */
+export const F32_ARITHMETIC: Readonly<Record<DType, Tolerance>> = Object.freeze({
+  float32: Object.freeze({ rtol: 2 ** -19, atol: 2 ** -17 }),
+  float16: Object.freeze({ rtol: 2 ** -10 + 2 ** -19, atol: 2 ** -10 + 2 ** -17 }),
+  bfloat16: Object.freeze({ rtol: 2 ** -7 + 2 ** -19, atol: 2 ** -7 + 2 ** -17 }),
+  int32: Object.freeze({ rtol: 0, atol: 0 }),
+});
+
+/**
+ * `t`, widened for an output formed by cancelling float32 terms of magnitude up to `terms`
+ * (e.g. LayerNorm's (x - mean) * rstd, whose terms are |x| * rstd): float32 arithmetic then
+ * errs by a few float32 epsilons of `terms`, 2^-21 * terms (four half-ulps), whatever the
+ * output's own size. `outputScale` is the scale `assertClose` applies to atol
+ * (max(1, max |expected|)).
+ */
+export function cancellation(t: Tolerance, terms: number, outputScale: number): Tolerance {
+  return { rtol: t.rtol, atol: Math.max(t.atol, 2 ** -21 * terms / Math.max(1, outputScale)) };
+}
+
 /** The table entry for an output stored in `dtype`. */
 export function toleranceFor(dtype: DType): Tolerance {
   return TOLERANCE[dtype];

@@ -161,7 +161,11 @@ Deno.test("host heap: an operator's output reuses a disposed output's block with
 });
 
 Deno.test("host heap: when it is full, storage gets a buffer of its own", () => {
-  assert.equal(hostHeapMaxBytes(), HOST_HEAP_DEFAULT_BYTES, "256 MiB unless configured");
+  assert.equal(
+    hostHeapMaxBytes(),
+    HOST_HEAP_DEFAULT_BYTES,
+    "2 GiB without --allow-sys, unless configured",
+  );
   assert.equal(heapAllocate(hostHeapMaxBytes()), undefined, "beyond the maximum");
   // Fill the heap (grown memory is committed only when touched, so this is cheap).
   const taken: number[] = [];
@@ -259,7 +263,7 @@ Deno.test("host heap: `using` on a result frees the outputs' blocks at the end o
   assert.equal(hostHeapUsage().blocks, blocks, "given back when the scope ended");
 });
 
-Deno.test("host heap: ACLNN_NORM_HOST_HEAP_MB sets its maximum (0 turns it off)", async () => {
+Deno.test("host heap: ACLNN_NORM_HOST_HEAP_MB sets its maximum (0: no tensor in it); unset, a quarter of memory", async () => {
   const script = [
     `import { allocateHostData } from "${new URL("../../src/tensor/dtype.ts", import.meta.url)}";`,
     `import { heapAddress, hostHeapMaxBytes } from "${new URL(
@@ -278,6 +282,27 @@ Deno.test("host heap: ACLNN_NORM_HOST_HEAP_MB sets its maximum (0 turns it off)"
     return new TextDecoder().decode(out.stdout).trim();
   };
   assert.equal(await run("0"), "0 false 65536", "no heap: storage on its own buffer");
+  // With no tensor in the heap, the row norms still run: they stage through its scratch.
+  const rows = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "eval",
+      "--no-config",
+      `import { layerNorm, Tensor } from "${new URL("../../mod.ts", import.meta.url)}";\n` +
+      `const r = layerNorm({ input: Tensor.fromArray([1, 2, 3, 4], [2, 2]), normalizedShape: [2] });\n` +
+      `console.log([...r.output.toFloat64Array()].map((v) => v.toFixed(3)).join());`,
+    ],
+    env: { [HOST_HEAP_ENV]: "0" },
+  }).output();
+  assert.equal(new TextDecoder().decode(rows.stdout).trim(), "-1.000,1.000,-1.000,1.000");
+  // Unset, with every permission (deno eval): a quarter of the machine's memory.
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--no-config", `${script}\nconsole.log(Deno.systemMemoryInfo().total);`],
+  }).output();
+  assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  const [line, total] = new TextDecoder().decode(out.stdout).trim().split("\n");
+  const quarter = Math.floor(Number(total) / 4 / 65536) * 65536;
+  const want = Math.min(2 ** 32 - 65536, Math.max(2 ** 28, quarter));
+  assert.equal(line, `${want} true 65536`, "a quarter of the machine's memory");
   assert.equal(await run("64"), `${64 << 20} true 65536`);
   // A bad value is an error that names the variable, not ignored.
   for (const bad of ["lots", "-5", "1.5"]) {

@@ -59,7 +59,7 @@ export function channelValuesOr(t: Tensor | undefined, length: number, fill: num
 }
 
 /** Writes `values` (logical order) into `t`, rounding each once to its dtype. */
-export function writeChannelValues(t: Tensor, values: Float64Array): void {
+export function writeChannelValues(t: Tensor, values: Float64Array | Float32Array): void {
   if ((t.dtype === "float32" || t.dtype === "float16") && isRun(t)) {
     const target = hostData(t) as Float32Array | Float16Array;
     target.set(values, t.offset);

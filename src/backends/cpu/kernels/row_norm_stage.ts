@@ -1,12 +1,12 @@
 /**
  * The row norms' stages (LayerNorm, RMSNorm, AddRmsNorm: src/backends/cpu/rows/heap_rows.ts
- * builds them): work items of whole rows run by the WebAssembly row kernels in place
+ * builds them): work items of whole rows run by the WebAssembly row kernels in the host heap
  * (src/backends/cpu/wasm/row_norms.wat, row_norms_grad.wat), on any thread. A stage's
  * `constants` (a float64 array in the host heap, so that the pool's job words describe it)
  * holds its parameters at the ROW_* indices below: the kernel's arguments are byte addresses
  * in the heap, which every thread's instance of the kernels shares. Each item writes its own
- * rows, its rows' statistics and its own column partials, so the results are the same
- * whichever thread runs which item.
+ * rows, its rows' statistics and its own column partials (float32, n rounded up to 4 per
+ * item), so the results are the same whichever thread runs which item.
  *
  * Worker-safe (see codecs.ts).
  *
@@ -32,7 +32,10 @@ type ForwardRows = [
   eps: number,
 ];
 
-/** The row kernels' exports (byte addresses; dt: 0 float32, 1 float16, 2 bfloat16). */
+/**
+ * The row kernels' exports (byte addresses; dt: 0 float32, 1 float16, 2 bfloat16; per-column
+ * and per-row arrays float32).
+ */
 export interface RowNormExports {
   /** LayerNorm forward of `rows` rows: y, and each row's mean and rstd. */
   ln_fwd(...args: [...ForwardRows, w: number, b: number, mean: number, rstd: number]): void;
@@ -93,7 +96,7 @@ export const ROW_ROWS = 1;
 export const ROW_PER = 2;
 /** Parameter index: dtype code of the data tensors. */
 export const ROW_DT = 3;
-/** Parameter index: epsilon. */
+/** Parameter index: epsilon, as the float32 the kernels receive (CANN's attribute is a float). */
 export const ROW_EPS = 4;
 /** Parameter index: LayerNorm backward's flags (1 column sums, 2 gradInput). */
 export const ROW_FLAGS = 5;
@@ -104,9 +107,10 @@ export const ROW_FLAGS = 5;
  */
 export const ROW_DATA = 6;
 /**
- * Parameter index of the float64 arrays' byte addresses, five: LayerNorm w, b, mean, rstd;
+ * Parameter index of the float32 arrays' byte addresses, five: LayerNorm w, b, mean, rstd;
  * LayerNorm backward w, mean, rstd, pw, pb; RMSNorm (and AddRmsNorm) g, rstd; RMSNorm
- * backward g, rstd, pg. Per-row arrays start at row 0; partials hold n per item.
+ * backward g, rstd, pg. Per-row arrays start at row 0; partials hold n rounded up to 4 per
+ * item.
  */
 export const ROW_ARRAYS = 14;
 /** Number of parameters. */
@@ -131,8 +135,8 @@ export function runRowNormItems(
     const rows = Math.min(per, p[ROW_ROWS] - first);
     const at = (t: number) => p[d + 2 * t] + first * p[d + 2 * t + 1];
     const s = (t: number) => p[d + 2 * t + 1];
-    const row = (a: number) => p[f + a] + 8 * first;
-    const part = (a: number) => p[f + a] + 8 * n * item;
+    const row = (a: number) => p[f + a] + 4 * first;
+    const part = (a: number) => p[f + a] + 4 * ((n + 3) & ~3) * item;
     switch (op) {
       case "layerNormRows":
         k.ln_fwd(at(0), s(0), at(1), s(1), n, dt, rows, eps, p[f], p[f + 1], row(2), row(3));

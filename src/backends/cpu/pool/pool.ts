@@ -50,7 +50,7 @@ import { WORKER_SCRIPT } from "./worker_bundle.ts";
 import { type PoolWorker, spawnWorker } from "./spawn.ts";
 import { governor } from "./governor.ts";
 import { kernelsWasmBytes } from "../wasm/kernels_module.ts";
-import { heapAddress, heapAllocate, hostHeapMemory } from "../../../tensor/host_heap.ts";
+import { heapAddress, heapScratch, hostHeapMemory } from "../../../tensor/host_heap.ts";
 import { WASM_REGION_BYTES, type WasmKernels } from "../kernels/wasm_instance.ts";
 
 /**
@@ -207,7 +207,7 @@ export class WorkerPool {
   resetArena(): void {
     this.#arenaUsed = 0;
     if (this.#arena) return;
-    const block = heapAllocate(POOL_ARENA_BYTES);
+    const block = heapScratch(POOL_ARENA_BYTES, true);
     if (!block) return;
     block.adopt(this);
     this.#arena = new Float64Array(block.buffer, block.at, POOL_ARENA_BYTES / 8);
@@ -359,7 +359,7 @@ export function poolReady(workers: number): boolean {
  * `owner` (the thread's scratch or Worker) is collected; 0 when the heap has no room.
  */
 function heapRegion(owner: object): number {
-  const block = heapAllocate(WASM_REGION_BYTES);
+  const block = heapScratch(WASM_REGION_BYTES, true);
   if (!block) return 0;
   block.adopt(owner);
   return block.at;

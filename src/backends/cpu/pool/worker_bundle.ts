@@ -2301,8 +2301,8 @@ function runRowNormItems(k, op, p, from, to) {
     const rows = Math.min(per, p[ROW_ROWS] - first);
     const at = (t) => p[d + 2 * t] + first * p[d + 2 * t + 1];
     const s = (t) => p[d + 2 * t + 1];
-    const row = (a) => p[f + a] + 8 * first;
-    const part = (a) => p[f + a] + 8 * n * item;
+    const row = (a) => p[f + a] + 4 * first;
+    const part = (a) => p[f + a] + 4 * (n + 3 & ~3) * item;
     switch (op) {
       case "layerNormRows":
         k.ln_fwd(at(0), s(0), at(1), s(1), n, dt, rows, eps, p[f], p[f + 1], row(2), row(3));

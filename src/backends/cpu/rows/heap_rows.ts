@@ -1,18 +1,16 @@
 /**
- * The row norms on the WebAssembly row kernels in place (wasm_rows.ts): each function takes
- * a call whose data tensors are all heap rows of one dtype, puts its parameters and its
- * per-column and per-row float64 arrays in the heap block, and runs the work items (items.ts:
- * the same items, hence the same column partials merged in the same order, as the TypeScript
- * kernels) as one stage (kernels/row_norm_stage.ts): on the worker pool when the call is
- * large and the pool's governor measures it faster there, else on this thread. Each returns
- * its results, or undefined having written nothing (the caller then runs the TypeScript
- * kernels).
+ * The row norms on the WebAssembly row kernels (wasm_rows.ts): each function takes a call's
+ * data tensors as heap rows of one dtype (row_staging.ts puts them there), puts its parameters
+ * and its per-column and per-row float32 arrays in the heap block, and runs the work items
+ * (items.ts: they depend on the shape only, and each item's column partials are its own,
+ * merged in item order) as one stage (kernels/row_norm_stage.ts): on the worker pool when the
+ * call is large and the pool's governor measures it faster there, else on this thread. The
+ * per-row results they return are views of the block, valid until the next call.
  *
  * @module
  */
 
-import type { Tensor } from "../../../tensor/tensor.ts";
-import { hostData } from "../fast/tensor_arrays.ts";
+import type { HostData } from "../../../tensor/dtype.ts";
 import { MIN_PARALLEL_ELEMENTS } from "../fast/call.ts";
 import {
   ROW_ARRAYS,
@@ -35,49 +33,54 @@ import { choosePool, readyPool, runPooled } from "../pool/pool.ts";
 import { governor, groupKey } from "../pool/governor.ts";
 import { cpuThreads } from "../threads.ts";
 import { itemCount, mergeColumns, rowsPerItem } from "./items.ts";
-import { heapFloat64, type HeapRows, padded, rowNormKernels, sameHeapRows } from "./wasm_rows.ts";
+import type { HeapRows } from "./row_staging.ts";
+import { padded, rowBlock, rowNormKernels } from "./wasm_rows.ts";
 
-/** A call being set up: its kernels, parameters, the block's address and float64 view. */
+/** A call being set up: its kernels, parameters, float32 arrays and their byte address. */
 interface RowCall {
   readonly k: RowNormExports;
   readonly p: Float64Array;
+  readonly arrays: Float32Array;
   readonly at: number;
-  readonly view: Float64Array;
 }
 
 /**
- * The kernels and a heap block of ROW_PARAMS parameters then `arrays` float64s, with the
- * shape's parameters and the data tensors' rows set; undefined when the kernels cannot run.
+ * The kernels and a heap block of ROW_PARAMS parameters then `floats` float32s, with the
+ * shape's parameters (eps rounded to float32, as CANN's kernels receive it) and the data
+ * tensors' rows set.
  */
 function setUp(
-  data: readonly (HeapRows | undefined)[],
+  data: readonly HeapRows[],
   rows: number,
   n: number,
   eps: number,
-  arrays: number,
-): RowCall | undefined {
+  floats: number,
+): RowCall {
   const k = rowNormKernels();
-  if (!k || !sameHeapRows(data)) return undefined;
-  const block = heapFloat64(ROW_PARAMS + arrays);
-  if (!block) return undefined;
-  const p = block.view.subarray(0, ROW_PARAMS);
+  const block = rowBlock(ROW_PARAMS, floats);
+  const p = block.params;
   p.fill(0);
   p[ROW_N] = n;
   p[ROW_ROWS] = rows;
   p[ROW_PER] = rowsPerItem(rows, n);
-  p[ROW_DT] = data[0]!.dt;
-  p[ROW_EPS] = eps;
+  p[ROW_DT] = data[0].dt;
+  p[ROW_EPS] = Math.fround(eps);
   data.forEach((d, i) => {
-    p[ROW_DATA + 2 * i] = d!.at;
-    p[ROW_DATA + 2 * i + 1] = d!.stride;
+    p[ROW_DATA + 2 * i] = d.at;
+    p[ROW_DATA + 2 * i + 1] = d.stride;
   });
-  const view = block.view.subarray(ROW_PARAMS);
-  return { k, p, at: block.at + 8 * ROW_PARAMS, view };
+  return { k, p, arrays: block.arrays, at: block.arraysAt };
 }
 
-/** Sets array parameter `i` to entry `entry` of the call's float64 arrays. */
+/** Sets array parameter `i` to entry `entry` of the call's float32 arrays. */
 function array(c: RowCall, i: number, entry: number): void {
-  c.p[ROW_ARRAYS + i] = c.at + 8 * entry;
+  c.p[ROW_ARRAYS + i] = c.at + 4 * entry;
+}
+
+/** Writes n per-column values at `entry` and zeroes their padding to a whole vector. */
+function columns(c: RowCall, entry: number, values: Float64Array, n: number): void {
+  c.arrays.set(values.subarray(0, n), entry);
+  c.arrays.fill(0, entry + n, entry + padded(n));
 }
 
 /** Nowhere: the row-norm stages keep their addresses in their parameters. */
@@ -88,7 +91,7 @@ const NO_ADDRESS: TensorAddress = { base: 0, strideN: 0, strideC: 0, strideI: 0,
  * call has at least MIN_PARALLEL_ELEMENTS elements and more than one item, the pool is up and
  * the governor chooses it (as for the other kernels: fast/call.ts); else here.
  */
-function run(op: RowNormOp, c: RowCall, x: Tensor): void {
+function run(op: RowNormOp, c: RowCall, anchor: HostData): void {
   const n = c.p[ROW_N];
   const rows = c.p[ROW_ROWS];
   const items = itemCount(rows, n);
@@ -111,8 +114,8 @@ function run(op: RowNormOp, c: RowCall, x: Tensor): void {
       dyAt: NO_ADDRESS,
       xAt: NO_ADDRESS,
       outAt: NO_ADDRESS,
-      // The input, so that every thread's kernels find it in the heap (stages.ts inHeap).
-      x: hostData(x) as unknown as ReadArray,
+      // A heap array of the call, so that every thread's kernels find the heap.
+      x: anchor as unknown as ReadArray,
       constants: c.p,
     });
     try {
@@ -128,41 +131,37 @@ function run(op: RowNormOp, c: RowCall, x: Tensor): void {
   governor.record(key, pooled, start, performance.now() - start, numel);
 }
 
-/** Float64 arrays a LayerNorm forward gives back: each row's mean and rstd (heap views). */
+/** Per-row float32 arrays a LayerNorm forward gives back (views of the call's block). */
 export interface RowStats {
   /** Each row's mean. */
-  readonly mean: Float64Array;
+  readonly mean: Float32Array;
   /** Each row's 1/sqrt(variance + eps). */
-  readonly rstd: Float64Array;
+  readonly rstd: Float32Array;
 }
 
-/**
- * LayerNorm forward of every row of `input`, its heap rows `data` (x, y), or undefined
- * (nothing written).
- */
+/** LayerNorm forward of every row of the heap rows `data` (x, y). */
 export function layerNormHeap(
-  input: Tensor,
-  data: readonly (HeapRows | undefined)[],
+  anchor: HostData,
+  data: readonly HeapRows[],
   rows: number,
   n: number,
   eps: number,
   w: Float64Array,
   bias: Float64Array,
-): RowStats | undefined {
+): RowStats {
   const c4 = padded(n);
   const c = setUp(data, rows, n, eps, 2 * c4 + 2 * rows);
-  if (!c) return undefined;
-  c.view.set(w.subarray(0, n), 0);
-  c.view.set(bias.subarray(0, n), c4);
+  columns(c, 0, w, n);
+  columns(c, c4, bias, n);
   [0, c4, 2 * c4, 2 * c4 + rows].forEach((entry, i) => array(c, i, entry));
-  run("layerNormRows", c, input);
+  run("layerNormRows", c, anchor);
   return {
-    mean: c.view.subarray(2 * c4, 2 * c4 + rows),
-    rstd: c.view.subarray(2 * c4 + rows, 2 * c4 + 2 * rows),
+    mean: c.arrays.subarray(2 * c4, 2 * c4 + rows),
+    rstd: c.arrays.subarray(2 * c4 + rows, 2 * c4 + 2 * rows),
   };
 }
 
-/** Column sums a backward call gives back (merged over the items; fresh arrays). */
+/** Column sums a backward call gives back (merged over the items in float64; fresh arrays). */
 export interface ColumnSums {
   /** gradWeight: the sum over rows of gradOut * xhat (undefined without the sums). */
   readonly first: Float64Array | undefined;
@@ -171,86 +170,80 @@ export interface ColumnSums {
 }
 
 /**
- * LayerNorm backward of every row, its heap rows `data` (dy, x, and gradInput when it is
- * wanted): gradInput when given, the column sums (gradWeight, gradBias) when `sums`;
- * undefined (nothing written) when it cannot run.
+ * LayerNorm backward of every row of the heap rows `data` (dy, x, and gradInput when it is
+ * wanted): gradInput when given, the column sums (gradWeight, gradBias) when `sums`.
  */
 export function layerNormBackwardHeap(
-  input: Tensor,
-  data: readonly (HeapRows | undefined)[],
+  anchor: HostData,
+  data: readonly HeapRows[],
   sums: boolean,
   rows: number,
   n: number,
   mean: Float64Array,
   rstd: Float64Array,
   w: Float64Array,
-): ColumnSums | undefined {
+): ColumnSums {
   const wantInput = data.length > 2;
   const c4 = padded(n);
-  const partials = sums ? itemCount(rows, n) * n : 0;
+  const items = itemCount(rows, n);
+  const partials = sums ? items * c4 : 0;
   const c = setUp(data, rows, n, NaN, c4 + 2 * rows + 2 * partials);
-  if (!c) return undefined;
   c.p[ROW_FLAGS] = (sums ? 1 : 0) | (wantInput ? 2 : 0);
-  c.view.set(w.subarray(0, n), 0);
-  c.view.set(mean.subarray(0, rows), c4);
-  c.view.set(rstd.subarray(0, rows), c4 + rows);
+  columns(c, 0, w, n);
+  c.arrays.set(mean.subarray(0, rows), c4);
+  c.arrays.set(rstd.subarray(0, rows), c4 + rows);
   const pw = c4 + 2 * rows;
   const pb = pw + partials;
   [0, c4, c4 + rows, pw, pb].forEach((entry, i) => array(c, i, entry));
-  run("layerNormBackwardRows", c, input);
+  run("layerNormBackwardRows", c, anchor);
   if (!sums) return { first: undefined, second: undefined };
-  const items = itemCount(rows, n);
   return {
-    first: mergeColumns(c.view.subarray(pw, pw + partials), items, n),
-    second: mergeColumns(c.view.subarray(pb, pb + partials), items, n),
+    first: mergeColumns(c.arrays.subarray(pw, pw + partials), items, n, c4),
+    second: mergeColumns(c.arrays.subarray(pb, pb + partials), items, n, c4),
   };
 }
 
-/**
- * RMSNorm backward of every row, its heap rows `data` (dy, x, dx): dx, and dgamma (a fresh
- * array); undefined when it cannot.
- */
+/** RMSNorm backward of every row of the heap rows `data` (dy, x, dx): dx, and dgamma. */
 export function rmsNormGradHeap(
-  input: Tensor,
-  data: readonly (HeapRows | undefined)[],
+  anchor: HostData,
+  data: readonly HeapRows[],
   rows: number,
   n: number,
   rstd: Float64Array,
   g: Float64Array,
-): Float64Array | undefined {
+): Float64Array {
   const c4 = padded(n);
-  const partials = itemCount(rows, n) * n;
+  const items = itemCount(rows, n);
+  const partials = items * c4;
   const c = setUp(data, rows, n, NaN, c4 + rows + partials);
-  if (!c) return undefined;
-  c.view.set(g.subarray(0, n), 0);
-  c.view.set(rstd.subarray(0, rows), c4);
+  columns(c, 0, g, n);
+  c.arrays.set(rstd.subarray(0, rows), c4);
   [0, c4, c4 + rows].forEach((entry, i) => array(c, i, entry));
-  run("rmsNormGradRows", c, input);
+  run("rmsNormGradRows", c, anchor);
   const pg = c4 + rows;
-  return mergeColumns(c.view.subarray(pg, pg + partials), itemCount(rows, n), n);
+  return mergeColumns(c.arrays.subarray(pg, pg + partials), items, n, c4);
 }
 
 /**
  * The RMSNorm-style forward kernels (gamma, then one rstd per row, after the padded gamma):
  * runs `kernel` over the heap rows `data` (RMSNorm: x, y; AddRmsNorm, which rounds x = x1 + x2
- * and normalizes the stored x item by item: x1, x2, x, y) and returns each row's rstd (a heap
- * view), or undefined (nothing written).
+ * and normalizes the stored x item by item: x1, x2, x, y) and returns each row's rstd (a view
+ * of the call's block).
  */
 export function rmsForwardHeap(
   kernel: "rmsNormRows" | "addRmsNormRows",
-  input: Tensor,
-  data: readonly (HeapRows | undefined)[],
+  anchor: HostData,
+  data: readonly HeapRows[],
   rows: number,
   n: number,
   eps: number,
   g: Float64Array,
-): Float64Array | undefined {
+): Float32Array {
   const c4 = padded(n);
   const c = setUp(data, rows, n, eps, c4 + rows);
-  if (!c) return undefined;
-  c.view.set(g.subarray(0, n), 0);
+  columns(c, 0, g, n);
   array(c, 0, 0);
   array(c, 1, c4);
-  run(kernel, c, input);
-  return c.view.subarray(c4, c4 + rows);
+  run(kernel, c, anchor);
+  return c.arrays.subarray(c4, c4 + rows);
 }

@@ -28,13 +28,18 @@ export function itemCount(rows: number, cols: number): number {
 }
 
 /**
- * Sums item partials `partials[item * cols + i]` over the items, in item order, into a new
- * array of `cols` values.
+ * Sums item partials `partials[item * stride + i]` (i < cols) over the items, in float64 and
+ * in item order, into a new array of `cols` values.
  */
-export function mergeColumns(partials: Float64Array, items: number, cols: number): Float64Array {
+export function mergeColumns(
+  partials: Float32Array | Float64Array,
+  items: number,
+  cols: number,
+  stride = cols,
+): Float64Array {
   const out = new Float64Array(cols);
   for (let k = 0; k < items; k++) {
-    const at = k * cols;
+    const at = k * stride;
     for (let i = 0; i < cols; i++) out[i] += partials[at + i];
   }
   return out;

@@ -1,193 +1,223 @@
-;; The forward row kernels of LayerNorm and RMSNorm and their helpers (row_norms_grad.wat
-;; has the backward ones; src/backends/cpu/rows/heap_rows.ts drives both), spliced into
-;; kernels.wat's module by the build (scripts/build_wasm.ts, before its dtype
-;; specialisation): they use kernels.wat's codecs ($ld4, $lo, $hi2, $elem, $shift, $st4 and
-;; the helpers of $st4) and get the same dispatch by `$dt` (0 float32, 2 bfloat16, 3 float16
-;; on the exact path; their `__scaled16` hooks say no, so float16 never takes the scaled
-;; path) and the same inlining.
+;; The forward row kernels of LayerNorm, RMSNorm and AddRmsNorm and the row helpers
+;; (row_norms_grad.wat has the backward ones; src/backends/cpu/rows/heap_rows.ts drives both),
+;; spliced into kernels.wat's module by the build (scripts/build_wasm.ts, before its dtype
+;; specialisation): they use kernels.wat's codecs ($ld4, $shift, $bits4) and get the same
+;; dispatch by `$dt` (0 float32, 2 bfloat16, 3 float16 on the exact decode; their
+;; `__scaled16` hooks say no, so float16 never takes the scaled path) and the same inlining.
 ;;
 ;; Each kernel runs `rows` rows of n elements: data tensors at byte addresses (row 0 of the
-;; call), consecutive rows `*s` bytes apart, elements at unit stride (in place in the host
-;; heap); per-column float64 arrays (weights, biases, column partials) and per-row float64
-;; arrays (mean, rstd, from row 0 of the call) at byte addresses too. The float64 arrays
-;; must have room for n rounded up to 4 (the last vector reads past n; it never writes
-;; there). Data rows are read up to a vector past their end (the heap's block slack) and
-;; written exactly: whole vectors of four, then the last one to three elements lane by lane
-;; ($rn_st4n), so that a row never writes into the next one (threads may own it).
+;; call), consecutive rows `*s` bytes apart, elements at unit stride (in the host heap);
+;; per-column float32 arrays (weights, biases, column partials) and per-row float32 arrays
+;; (mean, rstd, from row 0 of the call) at byte addresses too. The per-column arrays must have
+;; room for n rounded up to 4 (the last vector reads past n; only partials write there, and
+;; only zeros). Data rows are read up to a vector past their end (the heap's block slack;
+;; those lanes are masked off) and written exactly: whole vectors of four, then the last one
+;; to three elements lane by lane ($rf_st4n), so that a row never writes into the next one
+;; (threads may own it).
 ;;
-;; The arithmetic is the TypeScript row kernels' (src/backends/cpu/rows/sums.ts,
-;; row_loops.ts) operation for operation, in float64, with each output
-;; rounded once to its dtype, so both give the same bits. Row sums use eight chains: element
-;; j < n & ~7 goes into chain j mod 8 (lanes of four float64x2 accumulators), the chains
-;; are combined as ((c0 + c2) + (c4 + c6)) + ((c1 + c3) + (c5 + c7)), then the last n mod 8
-;; elements are added in order.
+;; Numerics (as CANN's kernels compute, hicann/ops-nn norm/*: float32 arithmetic for float32,
+;; float16 and bfloat16 data): elements are widened exactly to float32 lanes, every
+;; element-wise formula is evaluated in float32, and each output is rounded once from
+;; float32 to its dtype, to nearest even ($bits4). Row sums accumulate float32 lanes over
+;; blocks of RF_BLOCK elements (four vectors per step, sixteen lanes); each block's lanes are
+;; widened and added in float64, in a fixed order, so a sum depends on the row alone. The
+;; per-row scalars (mean, rstd, the backward's means) are finished in float64 from those sums
+;; and rounded once to float32, the precision the element-wise formulas use them in.
 (module
-  ;; ((a + b) + (c + d)) lane by lane, then lane 0 + lane 1: the eight chains' sum.
-  (func $rn_fold (param $a v128) (param $b v128) (param $c v128) (param $d v128) (result f64)
-    (local $s v128)
-    (local.set $s
-      (f64x2.add (f64x2.add (local.get $a) (local.get $b)) (f64x2.add (local.get $c) (local.get $d))))
-    (f64.add (f64x2.extract_lane 0 (local.get $s)) (f64x2.extract_lane 1 (local.get $s))))
+  ;; Elements per float32 block of a row sum: each of the 16 lanes adds at most 64 elements.
+  ;; (The literal 1024 below.)
 
-  ;; Stores lanes 0 .. count-1 (count 1 to 3) of four float64 values (lo, hi) at byte
-  ;; address p, each rounded once to dt as $st4 rounds them.
-  (func $rn_st4n (param $p i32) (param $dt i32) (param $lo v128) (param $hi v128)
-    (param $count i32)
+  ;; The lanes of a + b + c + d, widened and added in float64: ((a + b) + (c + d)) in float32
+  ;; lanes, then (lane 0 + lane 2) + (lane 1 + lane 3) in float64.
+  (func $rf_fold (param $a v128) (param $b v128) (param $c v128) (param $d v128) (result f64)
+    (local $s v128)
     (local $w v128)
+    (local.set $s
+      (f32x4.add (f32x4.add (local.get $a) (local.get $b)) (f32x4.add (local.get $c) (local.get $d))))
+    (local.set $w
+      (f64x2.add
+        (f64x2.promote_low_f32x4 (local.get $s))
+        (f64x2.promote_low_f32x4
+          (i8x16.shuffle 8 9 10 11 12 13 14 15 0 1 2 3 4 5 6 7 (local.get $s) (local.get $s)))))
+    (f64.add (f64x2.extract_lane 0 (local.get $w)) (f64x2.extract_lane 1 (local.get $w))))
+
+  ;; Lanes below k (k >= 1) all ones, the others zero: the mask of a row's last vector.
+  (func $rf_mask (param $k i32) (result v128)
+    (i32x4.gt_s (i32x4.splat (local.get $k)) (v128.const i32x4 0 1 2 3)))
+
+  ;; The term a row sum adds for four elements v: mode 0 v, mode 1 (v - m)^2, mode 2 v^2.
+  (func $rf_term (param $v v128) (param $mode i32) (param $m v128) (result v128)
+    (local $d v128)
+    (if (result v128) (i32.eqz (local.get $mode))
+      (then (local.get $v))
+      (else
+        (local.set $d
+          (if (result v128) (i32.eq (local.get $mode) (i32.const 1))
+            (then (f32x4.sub (local.get $v) (local.get $m)))
+            (else (local.get $v))))
+        (f32x4.mul (local.get $d) (local.get $d)))))
+
+  ;; The sum over the n elements at p (dt) of $rf_term, blocked as the module doc says.
+  (func $rf_sum (param $p i32) (param $n i32) (param $dt i32) (param $mode i32) (param $m v128)
+    (result f64)
+    (local $es i32) (local $j i32) (local $n16 i32) (local $end i32) (local $t f64)
+    (local $a v128) (local $b v128) (local $c v128) (local $d v128) (local $v v128)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (local.set $n16 (i32.and (local.get $n) (i32.const -16)))
+    (block $blocksDone
+      (loop $block
+        (br_if $blocksDone (i32.ge_u (local.get $j) (local.get $n16)))
+        (local.set $end (i32.add (local.get $j) (i32.const 1024)))
+        (if (i32.gt_u (local.get $end) (local.get $n16)) (then (local.set $end (local.get $n16))))
+        (local.set $a (v128.const i64x2 0 0))
+        (local.set $b (v128.const i64x2 0 0))
+        (local.set $c (v128.const i64x2 0 0))
+        (local.set $d (v128.const i64x2 0 0))
+        (loop $next
+          (local.set $a (f32x4.add (local.get $a)
+            (call $rf_term (call $ld4 (local.get $p) (local.get $dt)) (local.get $mode) (local.get $m))))
+          (local.set $b (f32x4.add (local.get $b)
+            (call $rf_term (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))
+              (local.get $mode) (local.get $m))))
+          (local.set $c (f32x4.add (local.get $c)
+            (call $rf_term
+              (call $ld4 (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))) (local.get $dt))
+              (local.get $mode) (local.get $m))))
+          (local.set $d (f32x4.add (local.get $d)
+            (call $rf_term
+              (call $ld4 (i32.add (local.get $p) (i32.mul (local.get $es) (i32.const 3))) (local.get $dt))
+              (local.get $mode) (local.get $m))))
+          (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 2))))
+          (local.set $j (i32.add (local.get $j) (i32.const 16)))
+          (br_if $next (i32.lt_u (local.get $j) (local.get $end))))
+        (local.set $t (f64.add (local.get $t)
+          (call $rf_fold (local.get $a) (local.get $b) (local.get $c) (local.get $d))))
+        (br $block)))
+    ;; The last n mod 16 elements: whole vectors, then the last one masked.
+    (local.set $a (v128.const i64x2 0 0))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+        (local.set $v
+          (call $rf_term (call $ld4 (local.get $p) (local.get $dt)) (local.get $mode) (local.get $m)))
+        (if (i32.gt_u (i32.add (local.get $j) (i32.const 4)) (local.get $n))
+          (then
+            (local.set $v
+              (v128.and (local.get $v) (call $rf_mask (i32.sub (local.get $n) (local.get $j)))))))
+        (local.set $a (f32x4.add (local.get $a) (local.get $v)))
+        (local.set $p (i32.add (local.get $p) (local.get $es)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $next)))
+    (f64.add (local.get $t)
+      (call $rf_fold (local.get $a) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+        (v128.const i64x2 0 0))))
+
+  ;; dt's 16-bit patterns of four float32 lanes v, each rounded once to nearest even, in the
+  ;; low four 16-bit lanes (dt 1, 2, 3).
+  (func $rf_bits (param $dt i32) (param $v v128) (result v128)
     (local $r v128)
-    (local.set $w (call $demote4 (local.get $lo) (local.get $hi)))
+    (local.set $r
+      (call $bits4 (local.get $dt) (local.get $v)
+        (v128.and (local.get $v) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff))))
+    (i16x8.narrow_i32x4_u (local.get $r) (local.get $r)))
+
+  ;; Stores four float32 lanes v at byte address p, each rounded once to dt.
+  (func $rf_st4 (param $p i32) (param $dt i32) (param $v v128)
+    (if (i32.eqz (local.get $dt))
+      (then (v128.store (local.get $p) (local.get $v)))
+      (else (v128.store64_lane 0 (local.get $p) (call $rf_bits (local.get $dt) (local.get $v))))))
+
+  ;; Stores lanes 0 .. count-1 (count 1 to 3) of v at byte address p, rounded as $rf_st4 does.
+  (func $rf_st4n (param $p i32) (param $dt i32) (param $v v128) (param $count i32)
+    (local $r v128)
     (if (i32.eqz (local.get $dt))
       (then
-        (v128.store32_lane 0 (local.get $p) (local.get $w))
+        (v128.store32_lane 0 (local.get $p) (local.get $v))
         (if (i32.gt_u (local.get $count) (i32.const 1))
-          (then (v128.store32_lane offset=4 1 (local.get $p) (local.get $w))))
+          (then (v128.store32_lane offset=4 1 (local.get $p) (local.get $v))))
         (if (i32.gt_u (local.get $count) (i32.const 2))
-          (then (v128.store32_lane offset=8 2 (local.get $p) (local.get $w))))
+          (then (v128.store32_lane offset=8 2 (local.get $p) (local.get $v))))
         (return)))
-    (local.set $r
-      (if (result v128) (v128.any_true (call $inexact (local.get $dt) (local.get $w)))
-        (then
-          (local.set $r (call $exact (local.get $dt) (local.get $lo) (local.get $hi)))
-          (i16x8.narrow_i32x4_u (local.get $r) (local.get $r)))
-        (else (call $near4 (local.get $dt) (local.get $w)))))
+    (local.set $r (call $rf_bits (local.get $dt) (local.get $v)))
     (v128.store16_lane 0 (local.get $p) (local.get $r))
     (if (i32.gt_u (local.get $count) (i32.const 1))
       (then (v128.store16_lane offset=2 1 (local.get $p) (local.get $r))))
     (if (i32.gt_u (local.get $count) (i32.const 2))
       (then (v128.store16_lane offset=4 2 (local.get $p) (local.get $r)))))
 
-  ;; Zeroes n float64 at byte address p.
-  (func $rn_zero (param $p i32) (param $n i32)
+  ;; Zeroes n float32 at byte address p, rounded up to a whole vector.
+  (func $rf_zero (param $p i32) (param $n i32)
     (local $end i32)
-    (local.set $end (i32.add (local.get $p) (i32.shl (local.get $n) (i32.const 3))))
+    (local.set $end (i32.add (local.get $p) (i32.shl (local.get $n) (i32.const 2))))
     (block $done
       (loop $next
         (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
-        (f64.store (local.get $p) (f64.const 0))
-        (local.set $p (i32.add (local.get $p) (i32.const 8)))
+        (v128.store (local.get $p) (v128.const i64x2 0 0))
+        (local.set $p (i32.add (local.get $p) (i32.const 16)))
         (br $next))))
 
-  ;; LayerNorm forward. Per row: k = x[0], d = x - k, S and Q the eight-chain sums of d and
-  ;; d * d, shift = S / n, mean = k + shift, rstd = 1 / sqrt(max(Q / n - shift * shift, 0)
-  ;; + eps); y = (x - mean) * rstd * w + b. mean and rstd go to the per-row arrays.
+  ;; 1 / sqrt(q / n + eps) rounded to float32 (q a row's sum of squares, eps already a float).
+  (func $rf_rstd (param $q f64) (param $n i32) (param $eps f64) (result f32)
+    (f32.demote_f64
+      (f64.div (f64.const 1)
+        (f64.sqrt (f64.add (f64.div (local.get $q) (f64.convert_i32_u (local.get $n)))
+          (local.get $eps))))))
+
+  ;; LayerNorm forward. Per row: mean = sum(x) / n and rstd = 1 / sqrt(sum((x - mean)^2) / n
+  ;; + eps), each rounded to float32 (to the per-row arrays); y = (x - mean) * rstd * w + b.
   (func (export "ln_fwd")
     (param $x i32) (param $xs i32) (param $y i32) (param $ys i32) (param $n i32) (param $dt i32)
     (param $rows i32) (param $eps f64) (param $w i32) (param $b i32) (param $mean i32)
     (param $rstd i32)
-    (local $r i32) (local $es i32) (local $n8 i32) (local $n4 i32) (local $j i32)
-    (local $p i32) (local $q i32) (local $wp i32) (local $bp i32)
-    (local $k f64) (local $s f64) (local $t f64) (local $e f64) (local $sh f64) (local $m f64)
-    (local $rs f64)
-    (local $kk v128) (local $v v128) (local $d v128) (local $mm v128) (local $rr v128)
-    (local $sa v128) (local $sb v128) (local $sc v128) (local $sd v128)
-    (local $qa v128) (local $qb v128) (local $qc v128) (local $qd v128)
+    (local $r i32) (local $es i32) (local $n4 i32) (local $j i32) (local $p i32) (local $q i32)
+    (local $c i32) (local $m f32) (local $rs f32) (local $mm v128) (local $rr v128) (local $v v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
-    (local.set $n8 (i32.and (local.get $n) (i32.const -8)))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
     (block $rowsDone
       (loop $row
         (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
-        (local.set $k (call $elem (local.get $x) (i32.const 0) (local.get $dt)))
-        (local.set $kk (f64x2.splat (local.get $k)))
-        (local.set $sa (v128.const i64x2 0 0))
-        (local.set $sb (v128.const i64x2 0 0))
-        (local.set $sc (v128.const i64x2 0 0))
-        (local.set $sd (v128.const i64x2 0 0))
-        (local.set $qa (v128.const i64x2 0 0))
-        (local.set $qb (v128.const i64x2 0 0))
-        (local.set $qc (v128.const i64x2 0 0))
-        (local.set $qd (v128.const i64x2 0 0))
-        (local.set $p (local.get $x))
-        (local.set $j (i32.const 0))
-        (block $done
-          (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n8)))
-            (local.set $v (call $ld4 (local.get $p) (local.get $dt)))
-            (local.set $d (f64x2.sub (call $lo (local.get $v)) (local.get $kk)))
-            (local.set $sa (f64x2.add (local.get $sa) (local.get $d)))
-            (local.set $qa (f64x2.add (local.get $qa) (f64x2.mul (local.get $d) (local.get $d))))
-            (local.set $d
-              (f64x2.sub (call $hi2 (local.get $v) (local.get $p) (local.get $dt)) (local.get $kk)))
-            (local.set $sb (f64x2.add (local.get $sb) (local.get $d)))
-            (local.set $qb (f64x2.add (local.get $qb) (f64x2.mul (local.get $d) (local.get $d))))
-            (local.set $p (i32.add (local.get $p) (local.get $es)))
-            (local.set $v (call $ld4 (local.get $p) (local.get $dt)))
-            (local.set $d (f64x2.sub (call $lo (local.get $v)) (local.get $kk)))
-            (local.set $sc (f64x2.add (local.get $sc) (local.get $d)))
-            (local.set $qc (f64x2.add (local.get $qc) (f64x2.mul (local.get $d) (local.get $d))))
-            (local.set $d
-              (f64x2.sub (call $hi2 (local.get $v) (local.get $p) (local.get $dt)) (local.get $kk)))
-            (local.set $sd (f64x2.add (local.get $sd) (local.get $d)))
-            (local.set $qd (f64x2.add (local.get $qd) (f64x2.mul (local.get $d) (local.get $d))))
-            (local.set $p (i32.add (local.get $p) (local.get $es)))
-            (local.set $j (i32.add (local.get $j) (i32.const 8)))
-            (br $next)))
-        (local.set $s (call $rn_fold (local.get $sa) (local.get $sb) (local.get $sc) (local.get $sd)))
-        (local.set $t (call $rn_fold (local.get $qa) (local.get $qb) (local.get $qc) (local.get $qd)))
-        (block $done
-          (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
-            (local.set $e
-              (f64.sub (call $elem (local.get $x) (local.get $j) (local.get $dt)) (local.get $k)))
-            (local.set $s (f64.add (local.get $s) (local.get $e)))
-            (local.set $t (f64.add (local.get $t) (f64.mul (local.get $e) (local.get $e))))
-            (local.set $j (i32.add (local.get $j) (i32.const 1)))
-            (br $next)))
-        (local.set $sh (f64.div (local.get $s) (f64.convert_i32_u (local.get $n))))
-        (local.set $m (f64.add (local.get $k) (local.get $sh)))
+        (local.set $m
+          (f32.demote_f64
+            (f64.div
+              (call $rf_sum (local.get $x) (local.get $n) (local.get $dt) (i32.const 0)
+                (v128.const i64x2 0 0))
+              (f64.convert_i32_u (local.get $n)))))
+        (local.set $mm (f32x4.splat (local.get $m)))
         (local.set $rs
-          (f64.div (f64.const 1)
-            (f64.sqrt
-              (f64.add
-                (f64.max
-                  (f64.sub
-                    (f64.div (local.get $t) (f64.convert_i32_u (local.get $n)))
-                    (f64.mul (local.get $sh) (local.get $sh)))
-                  (f64.const 0))
-                (local.get $eps)))))
-        (f64.store (local.get $mean) (local.get $m))
-        (f64.store (local.get $rstd) (local.get $rs))
-        (local.set $mm (f64x2.splat (local.get $m)))
-        (local.set $rr (f64x2.splat (local.get $rs)))
+          (call $rf_rstd
+            (call $rf_sum (local.get $x) (local.get $n) (local.get $dt) (i32.const 1) (local.get $mm))
+            (local.get $n) (local.get $eps)))
+        (local.set $rr (f32x4.splat (local.get $rs)))
+        (f32.store (local.get $mean) (local.get $m))
+        (f32.store (local.get $rstd) (local.get $rs))
         (local.set $p (local.get $x))
         (local.set $q (local.get $y))
-        (local.set $wp (local.get $w))
-        (local.set $bp (local.get $b))
+        (local.set $c (i32.const 0))
         (local.set $j (i32.const 0))
         (block $done
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
-            (local.set $v (call $ld4 (local.get $p) (local.get $dt)))
-            (local.set $sa
-              (f64x2.add
-                (f64x2.mul
-                  (f64x2.mul (f64x2.sub (call $lo (local.get $v)) (local.get $mm)) (local.get $rr))
-                  (v128.load (local.get $wp)))
-                (v128.load (local.get $bp))))
-            (local.set $sb
-              (f64x2.add
-                (f64x2.mul
-                  (f64x2.mul
-                    (f64x2.sub (call $hi2 (local.get $v) (local.get $p) (local.get $dt))
-                      (local.get $mm))
+            (local.set $v
+              (f32x4.add
+                (f32x4.mul
+                  (f32x4.mul (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $mm))
                     (local.get $rr))
-                  (v128.load offset=16 (local.get $wp)))
-                (v128.load offset=16 (local.get $bp))))
+                  (v128.load (i32.add (local.get $w) (local.get $c))))
+                (v128.load (i32.add (local.get $b) (local.get $c)))))
             (if (i32.lt_u (local.get $j) (local.get $n4))
-              (then (call $st4 (local.get $q) (local.get $dt) (local.get $sa) (local.get $sb)))
+              (then (call $rf_st4 (local.get $q) (local.get $dt) (local.get $v)))
               (else
-                (call $rn_st4n (local.get $q) (local.get $dt) (local.get $sa) (local.get $sb)
+                (call $rf_st4n (local.get $q) (local.get $dt) (local.get $v)
                   (i32.sub (local.get $n) (local.get $j)))))
             (local.set $p (i32.add (local.get $p) (local.get $es)))
             (local.set $q (i32.add (local.get $q) (local.get $es)))
-            (local.set $wp (i32.add (local.get $wp) (i32.const 32)))
-            (local.set $bp (i32.add (local.get $bp) (i32.const 32)))
+            (local.set $c (i32.add (local.get $c) (i32.const 16)))
             (local.set $j (i32.add (local.get $j) (i32.const 4)))
             (br $next)))
         (local.set $x (i32.add (local.get $x) (local.get $xs)))
         (local.set $y (i32.add (local.get $y) (local.get $ys)))
-        (local.set $mean (i32.add (local.get $mean) (i32.const 8)))
-        (local.set $rstd (i32.add (local.get $rstd) (i32.const 8)))
+        (local.set $mean (i32.add (local.get $mean) (i32.const 4)))
+        (local.set $rstd (i32.add (local.get $rstd) (i32.const 4)))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
 
@@ -203,88 +233,49 @@
     (param $rstd i32) (result i32)
     (i32.const 0))
 
-  ;; RMSNorm forward. Per row: Q the eight-chain sum of x * x, rstd = 1 / sqrt(Q / n + eps)
-  ;; (to the per-row array), y = x * rstd * g.
+  ;; RMSNorm forward. Per row: rstd = 1 / sqrt(sum(x^2) / n + eps) rounded to float32 (to the
+  ;; per-row array); y = x * rstd * g.
   (func (export "rms_fwd")
     (param $x i32) (param $xs i32) (param $y i32) (param $ys i32) (param $n i32) (param $dt i32)
     (param $rows i32) (param $eps f64) (param $g i32) (param $rstd i32)
-    (local $r i32) (local $es i32) (local $n8 i32) (local $n4 i32) (local $j i32)
-    (local $p i32) (local $q i32) (local $gp i32)
-    (local $t f64) (local $e f64) (local $rs f64)
-    (local $v v128) (local $d v128) (local $rr v128)
-    (local $qa v128) (local $qb v128) (local $qc v128) (local $qd v128)
+    (local $r i32) (local $es i32) (local $n4 i32) (local $j i32) (local $p i32) (local $q i32)
+    (local $c i32) (local $rs f32) (local $rr v128) (local $v v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
-    (local.set $n8 (i32.and (local.get $n) (i32.const -8)))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
     (block $rowsDone
       (loop $row
         (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
-        (local.set $qa (v128.const i64x2 0 0))
-        (local.set $qb (v128.const i64x2 0 0))
-        (local.set $qc (v128.const i64x2 0 0))
-        (local.set $qd (v128.const i64x2 0 0))
-        (local.set $p (local.get $x))
-        (local.set $j (i32.const 0))
-        (block $done
-          (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n8)))
-            (local.set $v (call $ld4 (local.get $p) (local.get $dt)))
-            (local.set $d (call $lo (local.get $v)))
-            (local.set $qa (f64x2.add (local.get $qa) (f64x2.mul (local.get $d) (local.get $d))))
-            (local.set $d (call $hi2 (local.get $v) (local.get $p) (local.get $dt)))
-            (local.set $qb (f64x2.add (local.get $qb) (f64x2.mul (local.get $d) (local.get $d))))
-            (local.set $p (i32.add (local.get $p) (local.get $es)))
-            (local.set $v (call $ld4 (local.get $p) (local.get $dt)))
-            (local.set $d (call $lo (local.get $v)))
-            (local.set $qc (f64x2.add (local.get $qc) (f64x2.mul (local.get $d) (local.get $d))))
-            (local.set $d (call $hi2 (local.get $v) (local.get $p) (local.get $dt)))
-            (local.set $qd (f64x2.add (local.get $qd) (f64x2.mul (local.get $d) (local.get $d))))
-            (local.set $p (i32.add (local.get $p) (local.get $es)))
-            (local.set $j (i32.add (local.get $j) (i32.const 8)))
-            (br $next)))
-        (local.set $t (call $rn_fold (local.get $qa) (local.get $qb) (local.get $qc) (local.get $qd)))
-        (block $done
-          (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
-            (local.set $e (call $elem (local.get $x) (local.get $j) (local.get $dt)))
-            (local.set $t (f64.add (local.get $t) (f64.mul (local.get $e) (local.get $e))))
-            (local.set $j (i32.add (local.get $j) (i32.const 1)))
-            (br $next)))
         (local.set $rs
-          (f64.div (f64.const 1)
-            (f64.sqrt
-              (f64.add (f64.div (local.get $t) (f64.convert_i32_u (local.get $n)))
-                (local.get $eps)))))
-        (f64.store (local.get $rstd) (local.get $rs))
-        (local.set $rr (f64x2.splat (local.get $rs)))
+          (call $rf_rstd
+            (call $rf_sum (local.get $x) (local.get $n) (local.get $dt) (i32.const 2)
+              (v128.const i64x2 0 0))
+            (local.get $n) (local.get $eps)))
+        (local.set $rr (f32x4.splat (local.get $rs)))
+        (f32.store (local.get $rstd) (local.get $rs))
         (local.set $p (local.get $x))
         (local.set $q (local.get $y))
-        (local.set $gp (local.get $g))
+        (local.set $c (i32.const 0))
         (local.set $j (i32.const 0))
         (block $done
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
-            (local.set $v (call $ld4 (local.get $p) (local.get $dt)))
-            (local.set $qa
-              (f64x2.mul (f64x2.mul (call $lo (local.get $v)) (local.get $rr))
-                (v128.load (local.get $gp))))
-            (local.set $qb
-              (f64x2.mul
-                (f64x2.mul (call $hi2 (local.get $v) (local.get $p) (local.get $dt)) (local.get $rr))
-                (v128.load offset=16 (local.get $gp))))
+            (local.set $v
+              (f32x4.mul
+                (f32x4.mul (call $ld4 (local.get $p) (local.get $dt)) (local.get $rr))
+                (v128.load (i32.add (local.get $g) (local.get $c)))))
             (if (i32.lt_u (local.get $j) (local.get $n4))
-              (then (call $st4 (local.get $q) (local.get $dt) (local.get $qa) (local.get $qb)))
+              (then (call $rf_st4 (local.get $q) (local.get $dt) (local.get $v)))
               (else
-                (call $rn_st4n (local.get $q) (local.get $dt) (local.get $qa) (local.get $qb)
+                (call $rf_st4n (local.get $q) (local.get $dt) (local.get $v)
                   (i32.sub (local.get $n) (local.get $j)))))
             (local.set $p (i32.add (local.get $p) (local.get $es)))
             (local.set $q (i32.add (local.get $q) (local.get $es)))
-            (local.set $gp (i32.add (local.get $gp) (i32.const 32)))
+            (local.set $c (i32.add (local.get $c) (i32.const 16)))
             (local.set $j (i32.add (local.get $j) (i32.const 4)))
             (br $next)))
         (local.set $x (i32.add (local.get $x) (local.get $xs)))
         (local.set $y (i32.add (local.get $y) (local.get $ys)))
-        (local.set $rstd (i32.add (local.get $rstd) (i32.const 8)))
+        (local.set $rstd (i32.add (local.get $rstd) (i32.const 4)))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
 
@@ -298,13 +289,12 @@
     (param $rows i32) (param $eps f64) (param $g i32) (param $rstd i32) (result i32)
     (i32.const 0))
 
-  ;; out = a + b per element, rounded once to dt (AddRmsNorm's x).
+  ;; out = a + b per element in float32, rounded once to dt (AddRmsNorm's x).
   (func (export "row_add")
     (param $a i32) (param $as i32) (param $b i32) (param $bs i32) (param $o i32) (param $os i32)
     (param $n i32) (param $dt i32) (param $rows i32)
     (local $r i32) (local $es i32) (local $n4 i32) (local $j i32)
-    (local $p i32) (local $q i32) (local $t i32)
-    (local $v v128) (local $u v128)
+    (local $p i32) (local $q i32) (local $t i32) (local $v v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
     (block $rowsDone
@@ -317,19 +307,13 @@
         (block $done
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
-            (local.set $v (call $ld4 (local.get $p) (local.get $dt)))
-            (local.set $u (call $ld4 (local.get $q) (local.get $dt)))
+            (local.set $v
+              (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
+                (call $ld4 (local.get $q) (local.get $dt))))
             (if (i32.lt_u (local.get $j) (local.get $n4))
-              (then
-                (call $st4 (local.get $t) (local.get $dt)
-                  (f64x2.add (call $lo (local.get $v)) (call $lo (local.get $u)))
-                  (f64x2.add (call $hi2 (local.get $v) (local.get $p) (local.get $dt))
-                    (call $hi2 (local.get $u) (local.get $q) (local.get $dt)))))
+              (then (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v)))
               (else
-                (call $rn_st4n (local.get $t) (local.get $dt)
-                  (f64x2.add (call $lo (local.get $v)) (call $lo (local.get $u)))
-                  (f64x2.add (call $hi2 (local.get $v) (local.get $p) (local.get $dt))
-                    (call $hi2 (local.get $u) (local.get $q) (local.get $dt)))
+                (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
                   (i32.sub (local.get $n) (local.get $j)))))
             (local.set $p (i32.add (local.get $p) (local.get $es)))
             (local.set $q (i32.add (local.get $q) (local.get $es)))
