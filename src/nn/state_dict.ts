@@ -6,8 +6,9 @@
  * checked whole before anything is copied, so a refused dict leaves the module unchanged.
  *
  * Errors are {@linkcode AclnnError}s naming the key: 161001 for missing keys (strict), 161002
- * for an unexpected key (strict), a value that is not a usable Tensor, a shape mismatch, a
- * dtype the entry cannot take, or a negative or fractional batch count.
+ * for an unexpected key (strict), a value that is not a usable Tensor (its storage detached,
+ * disposed, or on a closed device), a shape mismatch, a dtype the entry cannot take, or a
+ * negative or fractional batch count.
  *
  * @module
  */
@@ -17,6 +18,7 @@ import { invalid, missing, optionalTensor, parseScalars } from "../ops/validate.
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import type { Device } from "../tensor/device.ts";
 import { formatShape } from "../tensor/layout.ts";
+import { storageReleased } from "../tensor/storage.ts";
 import { Tensor } from "../tensor/tensor.ts";
 
 /**
@@ -92,6 +94,14 @@ export function loadState(
     if (value === undefined) {
       missingKeys.push(e.key);
       continue;
+    }
+    if (storageReleased(value.storage)) {
+      invalid(
+        op,
+        e.key,
+        "was disposed: its memory was freed (dispose(), tidy, or its device closed) before " +
+          "the state dict was loaded",
+      );
     }
     if ("tensor" in e) {
       checkEntryTensor(op, e.key, value, e.tensor);

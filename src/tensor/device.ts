@@ -17,6 +17,11 @@ export interface DeviceStorage {
    * after the last Tensor using it is garbage-collected.
    */
   release(): void;
+  /**
+   * Whether the memory is gone: `release()`d, or its device closed. Optional for other
+   * accelerators (absent: never known to be released).
+   */
+  readonly released?: boolean;
 }
 
 /** An accelerator that can hold tensor storage (an Ascend NPU opened with `openAscend`). */
