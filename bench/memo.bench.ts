@@ -5,12 +5,14 @@
  * mask: the memo compares arrays by their elements, so the three take the same time. The last
  * row alternates two argument sets, so every call misses the memo (it holds the last call)
  * and validates again: what the memo saves. A hit still checks that every host tensor's
- * storage holds its view (not detached, not shrunk, not disposed).
+ * storage holds its view (not detached, not shrunk, not disposed), and every call refuses an
+ * unknown field: the "lookup" group times those two checks alone.
  *
  * @module
  */
 
 import { batchNormBackward, Tensor } from "../mod.ts";
+import { checkKnownNames } from "../src/ops/known_names.ts";
 import { ValidationMemo } from "../src/ops/memo.ts";
 
 const shape = [4, 16, 8, 8];
@@ -91,5 +93,29 @@ Deno.bench({
   group: "lookup",
   fn() {
     if (memo.get(keys) !== 1) throw new Error("the memo missed");
+  },
+});
+
+// The unknown-name check every call makes (src/ops/known_names.ts), on the same call's fields.
+const names: ReadonlySet<string> = new Set([
+  "gradOut",
+  "input",
+  "weight",
+  "runningMean",
+  "runningVar",
+  "saveMean",
+  "saveInvstd",
+  "training",
+  "eps",
+  "outputMask",
+  "out",
+]);
+const call = { ...args, outputMask: kept };
+
+Deno.bench({
+  name: "checkKnownNames: the call's 8 fields",
+  group: "lookup",
+  fn() {
+    checkKnownNames("aclnnBatchNormBackward", call, names);
   },
 });

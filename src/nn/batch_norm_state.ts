@@ -51,9 +51,12 @@ export class BatchNormState<S = unknown> extends ModuleCore<S> {
   /** Training-mode batches seen (null without running statistics), as the state dict holds it. */
   readonly #batches: { count: number | null };
 
-  /** The state of a module named `name` (messages), made from its options. */
-  constructor(name: string, options: BatchNormOptions) {
-    const c = batchNormConfig(name, options);
+  /**
+   * The state of a module named `name` (messages), made from its options (SyncBatchNorm's,
+   * which add processGroup and timeoutMs, with `sync`).
+   */
+  constructor(name: string, options: BatchNormOptions, sync = false) {
+    const c = batchNormConfig(name, options, sync);
     const C = c.numFeatures;
     // Kept out of any tidy scope: the module frees them in dispose().
     const make = (value: number) => keep(Tensor.full([C], value, c.dtype, c.device));

@@ -70,7 +70,7 @@ export function snapshot(entries: readonly StateEntry[]): StateDict {
 
 const optionsSchema = z.object({
   strict: z.boolean({ invalid_type_error: "must be a boolean" }).default(true),
-});
+}).strict();
 
 /** Checks `dict` against the entries, then copies it into them (module doc). */
 export function loadState(
@@ -83,7 +83,7 @@ export function loadState(
   if (typeof dict !== "object" || Array.isArray(dict) || Tensor.isTensor(dict)) {
     invalid(op, "stateDict", "must be an object of tensors by name (what stateDict() returns)");
   }
-  const { strict } = parseScalars(op, optionsSchema, { strict: options?.strict });
+  const { strict } = parseScalars(op, optionsSchema, options ?? {});
   const given = dict as Record<string, unknown>;
   const known = new Set(entries.map((e) => e.key));
   const unexpectedKeys = Object.keys(given).filter((k) => !known.has(k));

@@ -97,7 +97,7 @@ export class SyncBatchNorm extends BatchNormModule {
 
   /** Makes the module: weight 1, bias 0, running mean 0, running variance 1 (PyTorch's). */
   constructor(options: SyncBatchNormOptions) {
-    const state = new BatchNormState<Saved>("SyncBatchNorm", options);
+    const state = new BatchNormState<Saved>("SyncBatchNorm", options, true);
     super(state);
     this.#state = state;
     const group = options.processGroup as unknown;
