@@ -75,9 +75,22 @@ export class BatchNormState<S = unknown> extends ModuleCore<S> {
     this.#batches = batches;
   }
 
-  /** Training-mode batches seen; null without running statistics. */
+  /**
+   * Training-mode batches seen; null without running statistics. A forward whose kernels the
+   * device lost is not counted (settled first).
+   */
   get numBatchesTracked(): number | null {
+    this.settle();
     return this.#batches.count;
+  }
+
+  /** The batch count as it is now, put back when a forward fails (ModuleCore). */
+  protected override undoPoint(): () => void {
+    const batches = this.#batches;
+    const count = batches.count;
+    return () => {
+      batches.count = count;
+    };
   }
 
   /** Whether a forward now normalizes with batch statistics (PyTorch's `bn_training`). */
@@ -174,6 +187,7 @@ export class BatchNormState<S = unknown> extends ModuleCore<S> {
     this.runningVar?.copy_(new Array(this.config.numFeatures).fill(1));
     if (this.#batches.count !== null) this.#batches.count = 0;
     this.saved.clear("reset");
+    this.forgetForwards();
   }
 }
 
