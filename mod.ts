@@ -25,7 +25,7 @@
 // Tensors and memory scopes.
 export { Tensor } from "./src/tensor/tensor.ts";
 export type { RandomOptions, ViewOptions } from "./src/tensor/tensor.ts";
-export type { AcceleratorDevice, Device, DeviceStorage } from "./src/tensor/device.ts";
+export type { AcceleratorDevice, Device, DeviceStorage, WorkOutcome } from "./src/tensor/device.ts";
 export { bf16ToNumber, dtypeByteSize, numberToBf16, roundToDType } from "./src/tensor/dtype.ts";
 export type { DType, HostData } from "./src/tensor/dtype.ts";
 export { keep, tidy } from "./src/tensor/scope.ts";

@@ -98,6 +98,12 @@ export class DeviceState {
   deviceReferences = 0;
   /** Whether work has been queued since the last synchronisation. */
   queued = false;
+  /**
+   * The epochs whose synchronisation failed, with the status it returned: the work queued in
+   * them is lost (a module refuses the backward of a forward queued then). One entry per
+   * failure the caller was told of.
+   */
+  readonly failures: Map<number, number> = new Map();
   /** Operator launches queued since the last synchronisation. */
   queuedLaunches = 0;
   /** aclrtGetSocName, read when the device opens (null: not exported by this runtime). */
@@ -225,6 +231,7 @@ export class DeviceState {
     // executors and descriptors of retired cache entries, any more.
     this.queued = false;
     this.queuedLaunches = 0;
+    if (status !== ACL_SUCCESS) this.failures.set(this.epoch, status);
     this.epoch++;
     const nativeMessage = status === ACL_SUCCESS ? undefined : recentErrorMessage(this.rt);
     const unreported = this.buffers.takeUnreported();

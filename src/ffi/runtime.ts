@@ -19,7 +19,7 @@
  * @module
  */
 
-import type { AcceleratorDevice, DeviceStorage } from "../tensor/device.ts";
+import type { AcceleratorDevice, DeviceStorage, WorkOutcome } from "../tensor/device.ts";
 import { trackStorage } from "../tensor/scope.ts";
 import { ACL_ERROR_REPEAT_INITIALIZE, ACL_SUCCESS, AclrtMemcpyKind } from "./constants.ts";
 import type { AllocatorStats } from "./allocator.ts";
@@ -258,6 +258,22 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
       AclrtMemcpyKind.DEVICE_TO_HOST,
     );
     unwrapAcl(status, `aclrtMemcpy(${this.name} to host, ${dst.byteLength} bytes)`, state.rt);
+  }
+
+  /** A mark of the work queued and not yet synchronised (-1: none); see `workOutcome`. */
+  workMark(): number {
+    return this.#state.queued ? this.#state.epoch : -1;
+  }
+
+  /**
+   * Whether the work a `workMark` covered is still queued, done, or failed: every launch
+   * queued between two synchronisations counts as failed when the second one reports a fault.
+   */
+  workOutcome(mark: number): WorkOutcome {
+    const state = this.#state;
+    const code = state.failures.get(mark);
+    if (code !== undefined) return { state: "failed", code };
+    return { state: mark >= 0 && mark === state.epoch && state.queued ? "queued" : "done" };
   }
 
   /** Waits until the work queued on this device's stream has finished. */

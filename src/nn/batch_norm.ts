@@ -30,7 +30,10 @@ interface Saved {
  *   `numBatchesTracked`.
  * - `backward(gradOut)` returns `{ gradInput, gradWeight, gradBias }` through the statistics
  *   the last forward used (eval mode: the running statistics, the inference-mode gradient).
- *   One backward per forward; a backward without a forward is an error (161002).
+ *   One backward per forward; a backward without a forward is an error (161002), and so is a
+ *   backward after a failed forward: one that threw, or one whose kernels failed on the NPU
+ *   (AclError 507015 when its output was read), which also leaves `numBatchesTracked` as it
+ *   was.
  * - `train()` / `eval()` switch the mode (`training`); without running statistics
  *   (`trackRunningStats: false`) batch statistics are used in both.
  * - `stateDict()` / `loadStateDict()` use PyTorch's names; `using` or `dispose()` frees the
@@ -75,10 +78,12 @@ export class BatchNorm extends BatchNormModule {
   forward(input: Tensor): Tensor {
     const s = this.#state;
     const op = s.check("forward");
-    const x = s.checkInput(op, input);
-    const { output, batch } = s.localForward(x);
-    s.saved.save({ input: x, batch }, batch ? [batch.saveMean, batch.saveInvstd] : []);
-    return output;
+    return s.runForward(() => {
+      const x = s.checkInput(op, input);
+      const { output, batch } = s.localForward(x);
+      s.saved.save({ input: x, batch }, batch ? [batch.saveMean, batch.saveInvstd] : []);
+      return output;
+    });
   }
 
   /**

@@ -51,9 +51,12 @@ export class BatchNormState<S = unknown> extends ModuleCore<S> {
   /** Training-mode batches seen (null without running statistics), as the state dict holds it. */
   readonly #batches: { count: number | null };
 
-  /** The state of a module named `name` (messages), made from its options. */
-  constructor(name: string, options: BatchNormOptions) {
-    const c = batchNormConfig(name, options);
+  /**
+   * The state of a module named `name` (messages), made from its options (SyncBatchNorm's,
+   * which add processGroup and timeoutMs, with `sync`).
+   */
+  constructor(name: string, options: BatchNormOptions, sync = false) {
+    const c = batchNormConfig(name, options, sync);
     const C = c.numFeatures;
     // Kept out of any tidy scope: the module frees them in dispose().
     const make = (value: number) => keep(Tensor.full([C], value, c.dtype, c.device));
@@ -72,9 +75,22 @@ export class BatchNormState<S = unknown> extends ModuleCore<S> {
     this.#batches = batches;
   }
 
-  /** Training-mode batches seen; null without running statistics. */
+  /**
+   * Training-mode batches seen; null without running statistics. A forward whose kernels the
+   * device lost is not counted (settled first).
+   */
   get numBatchesTracked(): number | null {
+    this.settle();
     return this.#batches.count;
+  }
+
+  /** The batch count as it is now, put back when a forward fails (ModuleCore). */
+  protected override undoPoint(): () => void {
+    const batches = this.#batches;
+    const count = batches.count;
+    return () => {
+      batches.count = count;
+    };
   }
 
   /** Whether a forward now normalizes with batch statistics (PyTorch's `bn_training`). */
@@ -171,6 +187,7 @@ export class BatchNormState<S = unknown> extends ModuleCore<S> {
     this.runningVar?.copy_(new Array(this.config.numFeatures).fill(1));
     if (this.#batches.count !== null) this.#batches.count = 0;
     this.saved.clear("reset");
+    this.forgetForwards();
   }
 }
 

@@ -29,7 +29,8 @@ type Saved = MeanRstdSaved;
  * - `forward(input)` returns the output (yours to dispose) and keeps the input (by reference)
  *   and the per-(n, group) mean and rstd for the backward.
  * - `backward(gradOut)` returns `{ gradInput, gradWeight, gradBias }`; one backward per
- *   forward, and a backward without a forward is an error (161002).
+ *   forward, and a backward without a forward, or after a failed one (see BatchNorm), is an
+ *   error (161002).
  * - `stateDict()` holds `weight` and `bias` (none without affine parameters).
  *
  * The statistics have input's dtype, as aclnnGroupNorm writes them; the parameters must have
@@ -82,24 +83,23 @@ export class GroupNorm extends NormModule {
    */
   forward(input: Tensor): Tensor {
     const op = this.#core.check("forward");
-    const x = requireTensor(op, "input", input);
-    checkRank(op, "input", x, 2, 8);
-    if (x.shape[1] !== this.#config.numChannels) {
-      invalid(
-        op,
-        "input",
-        `dim 1 of shape ${formatShape(x.shape)} must be numChannels (${this.#config.numChannels})`,
-      );
-    }
-    const r = groupNorm({
-      input: x,
-      gamma: this.weight,
-      beta: this.bias,
-      group: this.#config.numGroups,
-      eps: this.#config.eps,
+    return this.#core.runForward(() => {
+      const x = requireTensor(op, "input", input);
+      checkRank(op, "input", x, 2, 8);
+      const C = this.#config.numChannels;
+      if (x.shape[1] !== C) {
+        invalid(op, "input", `dim 1 of shape ${formatShape(x.shape)} must be numChannels (${C})`);
+      }
+      const r = groupNorm({
+        input: x,
+        gamma: this.weight,
+        beta: this.bias,
+        group: this.#config.numGroups,
+        eps: this.#config.eps,
+      });
+      this.#core.saved.save({ input: x, mean: r.mean, rstd: r.rstd }, [r.mean, r.rstd]);
+      return r.output;
     });
-    this.#core.saved.save({ input: x, mean: r.mean, rstd: r.rstd }, [r.mean, r.rstd]);
-    return r.output;
   }
 
   /**

@@ -68,16 +68,18 @@ export class LayerNorm extends RowNormModule {
    * the backward needs. Returns the output, in input's shape, dtype and layout.
    */
   forward(input: Tensor): Tensor {
-    const x = this.forwardInput(input);
-    const r = layerNorm({
-      input: x,
-      normalizedShape: this.#config.normalizedShape,
-      weight: this.weight,
-      bias: this.bias,
-      eps: this.#config.eps,
+    return this.runForward(() => {
+      const x = this.forwardInput(input);
+      const r = layerNorm({
+        input: x,
+        normalizedShape: this.#config.normalizedShape,
+        weight: this.weight,
+        bias: this.bias,
+        eps: this.#config.eps,
+      });
+      this.saveForBackward({ input: x, mean: r.mean, rstd: r.rstd }, [r.mean, r.rstd]);
+      return r.output;
     });
-    this.saveForBackward({ input: x, mean: r.mean, rstd: r.rstd }, [r.mean, r.rstd]);
-    return r.output;
   }
 
   /**

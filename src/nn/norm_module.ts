@@ -101,7 +101,9 @@ export abstract class NormModule implements Disposable {
   /**
    * Copies a state dict into the module (values converted to its dtype and device), after
    * checking all of it: with `strict` (default) exactly the module's keys, and always the
-   * module's shapes. Ends the pending forward (call forward again before a backward).
+   * module's shapes, float dtypes and tensors that are usable (not disposed, not on a closed
+   * device); a refused dict leaves the module unchanged. Ends the pending forward (call forward
+   * again before a backward).
    */
   loadStateDict(dict: StateDict, options?: LoadStateDictOptions): LoadStateDictResult {
     return this.#state.loadStateDict(dict, options);

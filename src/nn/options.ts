@@ -7,7 +7,7 @@
  */
 
 import { z } from "../ops/zod.ts";
-import { argumentsOf, epsilon, flag, invalid, parseArguments } from "../ops/validate.ts";
+import { argumentsOf, epsilon, flag, invalid, parseScalars } from "../ops/validate.ts";
 import type { Device } from "../tensor/device.ts";
 import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
 
@@ -91,7 +91,8 @@ export const device: z.ZodDefault<z.ZodType<Device>> = z.custom<Device>(
   { message: 'must be "cpu" or an opened device (openAscend)' },
 ).default("cpu");
 
-const batchNormSchema = z.object({
+// Each module's options, declared once: strict objects, so an unknown field is refused.
+const batchNormShape = {
   numFeatures: count,
   eps: epsilon,
   momentum: z.number({ invalid_type_error: "must be a number or null" })
@@ -100,7 +101,15 @@ const batchNormSchema = z.object({
   trackRunningStats: flag,
   device,
   dtype,
-});
+};
+const batchNormSchema = z.object(batchNormShape).strict();
+
+/** SyncBatchNorm's: BatchNorm's, and the two it checks itself (SyncBatchNormOptions). */
+const syncBatchNormSchema = z.object({
+  ...batchNormShape,
+  processGroup: z.unknown(),
+  timeoutMs: z.unknown(),
+}).strict();
 
 const groupNormSchema = z.object({
   numGroups: count,
@@ -109,23 +118,31 @@ const groupNormSchema = z.object({
   affine: flag,
   device,
   dtype,
-});
+}).strict();
 
 /**
- * A module's options parsed with `schema`: 161001 without an options object, 161002 naming
- * the option and the rule for a bad value.
+ * A module's options parsed with `schema` (a strict object): 161001 without an options object,
+ * 161002 naming the option and the rule for a bad value, or naming an unknown option and the
+ * closest one the schema declares.
  */
 export function parseOptions<S extends z.AnyZodObject>(
   op: string,
   schema: S,
   options: object,
 ): z.infer<S> {
-  return parseArguments(op, schema, argumentsOf(op, options));
+  return parseScalars(op, schema, argumentsOf(op, options));
 }
 
-/** Checks BatchNorm/SyncBatchNorm options (161001 without them, 161002 for a bad value). */
-export function batchNormConfig(op: string, options: BatchNormOptions): BatchNormConfig {
-  return parseOptions(op, batchNormSchema, options);
+/**
+ * Checks BatchNorm options, or SyncBatchNorm's with `sync` (161001 without them, 161002 for a
+ * bad value or an unknown option).
+ */
+export function batchNormConfig(
+  op: string,
+  options: BatchNormOptions,
+  sync = false,
+): BatchNormConfig {
+  return parseOptions(op, sync ? syncBatchNormSchema : batchNormSchema, options);
 }
 
 /** Checks GroupNorm options; numChannels must be a multiple of numGroups (as in PyTorch). */

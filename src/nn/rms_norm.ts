@@ -84,14 +84,16 @@ export class RMSNorm extends RowNormModule {
    * the backward needs. Returns the output, in input's shape, dtype and layout.
    */
   forward(input: Tensor): Tensor {
-    const x = this.forwardInput(input);
-    const r = rmsNorm({
-      x,
-      gamma: this.#gamma(),
-      epsilon: this.#config.eps ?? machineEpsilon(x.dtype),
+    return this.runForward(() => {
+      const x = this.forwardInput(input);
+      const r = rmsNorm({
+        x,
+        gamma: this.#gamma(),
+        epsilon: this.#config.eps ?? machineEpsilon(x.dtype),
+      });
+      this.saveForBackward({ input: x, rstd: r.rstd }, [r.rstd]);
+      return r.y;
     });
-    this.saveForBackward({ input: x, rstd: r.rstd }, [r.rstd]);
-    return r.y;
   }
 
   /**

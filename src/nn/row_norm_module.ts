@@ -72,6 +72,15 @@ export abstract class RowNormModule extends NormModule {
     return x;
   }
 
+  /**
+   * For the module classes: runs a forward's `body` (from {@linkcode RowNormModule.forwardInput}
+   * to saving; it returns the output) so that a forward that fails, at once or later on the
+   * device, leaves nothing for a backward (ModuleCore.runForward).
+   */
+  protected runForward(body: () => Tensor): Tensor {
+    return this.#core.runForward(body);
+  }
+
   /** For the module classes: keeps `saved` (owning `owned`) for the next backward. */
   protected saveForBackward<T extends { readonly input: Tensor }>(
     saved: T,

@@ -75,7 +75,7 @@ const layerNormSchema = z.object({
   bias: flag,
   device,
   dtype,
-});
+}).strict();
 
 const rmsNormSchema = z.object({
   normalizedShape: shape,
@@ -83,14 +83,14 @@ const rmsNormSchema = z.object({
   elementwiseAffine: flag,
   device,
   dtype,
-});
+}).strict();
 
-/** Checks LayerNorm options (161001 without them, 161002 for a bad value). */
+/** Checks LayerNorm options (161001 without them, 161002 for a bad value or unknown option). */
 export function layerNormConfig(op: string, options: LayerNormOptions): LayerNormConfig {
   return parseOptions(op, layerNormSchema, options);
 }
 
-/** Checks RMSNorm options (161001 without them, 161002 for a bad value). */
+/** Checks RMSNorm options (161001 without them, 161002 for a bad value or unknown option). */
 export function rmsNormConfig(op: string, options: RMSNormOptions): RMSNormConfig {
   return parseOptions(op, rmsNormSchema, options);
 }

@@ -9,6 +9,11 @@
  * norm/batch_norm_grad_v3/op_host/op_api/aclnn_batch_norm_backward.cpp 498-504: FillScalar(0)
  * for saveMean, FillScalar(1) for saveInvstd).
  *
+ * A forward that failed leaves nothing saved, and the next backward names the failure: one that
+ * threw (not one its checks refused: that one ran nothing and leaves the previous forward), or
+ * one whose kernels failed on the device after it returned (a fault that surfaced when its
+ * output was read, AclError 507015), which a module learns from its device.
+ *
  * Saved tensors are the module's: they are kept out of `tidy` scopes (a forward inside
  * `tidy` can be followed by a backward outside it) and freed by the module.
  *
@@ -44,13 +49,15 @@ export interface NormGradients extends Disposable {
 }
 
 /** Why nothing is saved now. */
-type Empty = "never" | "used" | "reset";
+type Empty = "never" | "used" | "reset" | "failed";
 
 /** The state one forward hands to its backward (module doc). */
 export class SavedForward<T> {
   #value: T | undefined;
   #owned: readonly Tensor[] = [];
   #empty: Empty = "never";
+  /** What failed, when the last forward did (e.g. `AclError 507015`). */
+  #failure = "";
 
   /** Replaces what the last forward kept (freeing its tensors); `owned` become the module's. */
   save(value: T, owned: readonly Tensor[]): void {
@@ -69,6 +76,8 @@ export class SavedForward<T> {
         "PyTorch frees the graph): call forward(input) again",
       reset: "loadStateDict replaced the module's state after the last forward (PyTorch's " +
         "backward would fail there too): call forward(input) again",
+      failed: `the last forward failed (${this.#failure}), so nothing it computed can be ` +
+        "differentiated: call forward(input) again",
     }[this.#empty];
     throw new AclnnError(
       ACLNN_ERR_PARAM_INVALID,
@@ -78,8 +87,18 @@ export class SavedForward<T> {
     );
   }
 
-  /** Frees what the last forward kept: after its backward ("used"), or on a state change. */
-  clear(why: Exclude<Empty, "never">): void {
+  /**
+   * Frees what the last forward kept: after its backward ("used"), on a state change
+   * ("reset"), or when that forward failed ("failed", with what failed: a later backward names
+   * it, even when the forward's work was used before its failure was known).
+   */
+  clear(why: Exclude<Empty, "never">, failure = ""): void {
+    if (why === "failed") {
+      this.#release();
+      this.#empty = why;
+      this.#failure = failure;
+      return;
+    }
     if (this.#value === undefined) return;
     this.#release();
     this.#empty = why;

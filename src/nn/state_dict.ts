@@ -6,8 +6,9 @@
  * checked whole before anything is copied, so a refused dict leaves the module unchanged.
  *
  * Errors are {@linkcode AclnnError}s naming the key: 161001 for missing keys (strict), 161002
- * for an unexpected key (strict), a value that is not a usable Tensor, a shape mismatch, a
- * dtype the entry cannot take, or a negative or fractional batch count.
+ * for an unexpected key (strict), a value that is not a usable Tensor (its storage detached,
+ * disposed, or on a closed device), a shape mismatch, a dtype the entry cannot take, or a
+ * negative or fractional batch count.
  *
  * @module
  */
@@ -17,6 +18,7 @@ import { invalid, missing, optionalTensor, parseScalars } from "../ops/validate.
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import type { Device } from "../tensor/device.ts";
 import { formatShape } from "../tensor/layout.ts";
+import { storageReleased } from "../tensor/storage.ts";
 import { Tensor } from "../tensor/tensor.ts";
 
 /**
@@ -68,7 +70,7 @@ export function snapshot(entries: readonly StateEntry[]): StateDict {
 
 const optionsSchema = z.object({
   strict: z.boolean({ invalid_type_error: "must be a boolean" }).default(true),
-});
+}).strict();
 
 /** Checks `dict` against the entries, then copies it into them (module doc). */
 export function loadState(
@@ -81,7 +83,7 @@ export function loadState(
   if (typeof dict !== "object" || Array.isArray(dict) || Tensor.isTensor(dict)) {
     invalid(op, "stateDict", "must be an object of tensors by name (what stateDict() returns)");
   }
-  const { strict } = parseScalars(op, optionsSchema, { strict: options?.strict });
+  const { strict } = parseScalars(op, optionsSchema, options ?? {});
   const given = dict as Record<string, unknown>;
   const known = new Set(entries.map((e) => e.key));
   const unexpectedKeys = Object.keys(given).filter((k) => !known.has(k));
@@ -92,6 +94,14 @@ export function loadState(
     if (value === undefined) {
       missingKeys.push(e.key);
       continue;
+    }
+    if (storageReleased(value.storage)) {
+      invalid(
+        op,
+        e.key,
+        "was disposed: its memory was freed (dispose(), tidy, or its device closed) before " +
+          "the state dict was loaded",
+      );
     }
     if ("tensor" in e) {
       checkEntryTensor(op, e.key, value, e.tensor);

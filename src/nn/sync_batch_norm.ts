@@ -97,7 +97,7 @@ export class SyncBatchNorm extends BatchNormModule {
 
   /** Makes the module: weight 1, bias 0, running mean 0, running variance 1 (PyTorch's). */
   constructor(options: SyncBatchNormOptions) {
-    const state = new BatchNormState<Saved>("SyncBatchNorm", options);
+    const state = new BatchNormState<Saved>("SyncBatchNorm", options, true);
     super(state);
     this.#state = state;
     const group = options.processGroup as unknown;
@@ -134,33 +134,39 @@ export class SyncBatchNorm extends BatchNormModule {
   async forward(input: Tensor): Promise<Tensor> {
     const s = this.#state;
     const op = s.check("forward");
-    const x = s.checkInput(op, input);
     this.#enter(op);
     try {
-      if (!s.training) return this.#localForward(x);
-      const update = s.updatesRunningStats;
-      const r = await syncBatchNormForward({
-        input: x,
-        weight: s.weight,
-        bias: s.bias,
-        runningMean: s.runningMean,
-        runningVar: s.runningVar,
-        momentum: update ? s.nextMomentum() : undefined,
-        eps: s.config.eps,
-        allGather: this.#group.allGather,
-        timeoutMs: this.#timeoutMs,
-      });
-      if (update) s.countBatch();
-      const { mean, invstd, counts } = r;
-      this.#state.saved.save({ sync: true, input: x, mean, invstd, counts }, [
-        mean,
-        invstd,
-        counts,
-      ]);
-      return r.output;
+      return await s.runForwardAsync(() => this.#forward(op, input));
     } finally {
       this.#busy = undefined;
     }
+  }
+
+  /** The forward's body (ModuleCore.runForwardAsync undoes it when it fails). */
+  async #forward(op: string, input: Tensor): Promise<Tensor> {
+    const s = this.#state;
+    const x = s.checkInput(op, input);
+    if (!s.training) return this.#localForward(x);
+    const update = s.updatesRunningStats;
+    const r = await syncBatchNormForward({
+      input: x,
+      weight: s.weight,
+      bias: s.bias,
+      runningMean: s.runningMean,
+      runningVar: s.runningVar,
+      momentum: update ? s.nextMomentum() : undefined,
+      eps: s.config.eps,
+      allGather: this.#group.allGather,
+      timeoutMs: this.#timeoutMs,
+    });
+    if (update) s.countBatch();
+    const { mean, invstd, counts } = r;
+    this.#state.saved.save({ sync: true, input: x, mean, invstd, counts }, [
+      mean,
+      invstd,
+      counts,
+    ]);
+    return r.output;
   }
 
   /**

@@ -60,6 +60,7 @@ import {
   NAMES,
   sameStrides,
 } from "./infiniop_layout.ts";
+import { checkKnownNames, namesOf } from "./known_names.ts";
 import { backendChecked, invalidStatus as fail, sameShape } from "./validate.ts";
 
 /** The aclnn operator the descriptor runs (its device rules apply). */
@@ -141,6 +142,33 @@ export interface BatchNormBackwardComputeArgs {
   workspace?: Uint8Array | Tensor | null;
 }
 
+/** Every argument of {@linkcode createBatchNormBackwardDescriptor}; others are BAD_PARAM. */
+const CREATE_ARGS = namesOf<BatchNormBackwardDescriptorArgs>({
+  gradInput: true,
+  gradWeight: true,
+  gradBias: true,
+  input: true,
+  gradOutput: true,
+  weight: true,
+  runningMean: true,
+  runningVar: true,
+  eps: true,
+  training: true,
+});
+
+/** Every argument of {@linkcode BatchNormBackwardDescriptor.compute}; others are BAD_PARAM. */
+const COMPUTE_ARGS = namesOf<BatchNormBackwardComputeArgs>({
+  gradInput: true,
+  gradWeight: true,
+  gradBias: true,
+  input: true,
+  gradOutput: true,
+  weight: true,
+  runningMean: true,
+  runningVar: true,
+  workspace: true,
+});
+
 /**
  * A BatchNorm backward plan over fixed tensor descriptions (InfiniOp's
  * `infiniopBatchNormBackwardDescriptor_t`). Disposable: `using desc = create...(...)`.
@@ -215,6 +243,7 @@ class Descriptor implements BatchNormBackwardDescriptor {
       fail(COMPUTE, "args", `must be an object (got ${typeof args})`, "BAD_PARAM");
     }
     const a = args as unknown as Record<string, unknown>;
+    checkKnownNames(COMPUTE, a, COMPUTE_ARGS, "option", "BAD_PARAM");
     this.#checkWorkspace(a.workspace);
     const t = {} as Record<Name, Tensor>;
     let device: Device | undefined;
@@ -363,6 +392,7 @@ export function createBatchNormBackwardDescriptor(
   args: BatchNormBackwardDescriptorArgs,
 ): BatchNormBackwardDescriptor {
   const a = (args ?? {}) as unknown as Record<string, unknown>;
+  if (typeof a === "object") checkKnownNames(CREATE, a, CREATE_ARGS, "option", "BAD_PARAM");
   const layouts = {} as Record<Name, Layout>;
   for (const name of NAMES) layouts[name] = layoutOf(name, a[name]);
 

@@ -14,6 +14,7 @@ import type { Device } from "../tensor/device.ts";
 import { releaseOnFailure } from "../tensor/scope.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
+import { checkKnownNames } from "./known_names.ts";
 import { ValidationMemo } from "./memo.ts";
 import { disposable } from "./results.ts";
 import { argumentsOf } from "./validate.ts";
@@ -47,13 +48,14 @@ export interface OperatorSpec<A extends object, O extends string, V extends Vali
   /**
    * Every argument the outcome depends on, by name (`out` excluded): the memo compares their
    * values by identity, arrays element by element. A name missing here would let a call reuse
-   * a stale validation.
+   * a stale validation. These names and `out` are the operator's valid argument names: any
+   * other field is refused (161002 naming it and the closest valid name).
    */
   readonly args: readonly (keyof A & string)[];
   /**
    * Each output and how it is allocated when `out` does not give it (on `v.device`, in the
    * layout and dtype PyTorch's rule gives), or undefined when the call does not produce it
-   * (masked off). The order is the result's.
+   * (masked off). The order is the result's; these names are the only fields `out` may have.
    */
   readonly outputs: { readonly [K in O]: (v: V) => Tensor | undefined };
   /** Validation in CANN's order; throws AclnnError. */
@@ -109,8 +111,8 @@ function memoKeys(args: object, names: readonly string[], outputs: readonly stri
 }
 
 /**
- * The function that calls the operator `spec` declares: validation (memoised on the argument
- * values), outputs allocated where `out` does not give them (freed again if the call fails),
+ * The function that calls the operator `spec` declares: unknown argument names refused (in
+ * `args` and in `out`), validation (memoised on the argument values), outputs allocated where `out` does not give them (freed again if the call fails),
  * the kernel, and the result.
  */
 export function defineOperator<
@@ -121,8 +123,16 @@ export function defineOperator<
 >(spec: OperatorSpec<A, O, V>): (args: A) => R {
   const memo = new ValidationMemo<V>();
   const names = Object.keys(spec.outputs) as O[];
+  const argumentNames: ReadonlySet<string> = new Set([...spec.args, "out"]);
+  const outputNames: ReadonlySet<string> = new Set(names);
   return (args: A) => {
     const a = argumentsOf(spec.op, args);
+    // Every call: a misspelt name must not fall back to a default after the memo met.
+    checkKnownNames(spec.op, a, argumentNames);
+    const out = (a as { out?: unknown }).out;
+    if (typeof out === "object" && out !== null) {
+      checkKnownNames(spec.op, out, outputNames, "output");
+    }
     const keys = memoKeys(a, spec.args, names);
     const v = memo.get(keys) ?? memo.set(keys, spec.validate(a));
     return releaseOnFailure(() => {

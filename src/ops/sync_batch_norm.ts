@@ -29,8 +29,9 @@
  * const results = await Promise.all(ranks.map(async (group, r) => {
  *   const input = x.slice(0, 4 * r, 4 * r + 4);  // this rank's share of the batch
  *   const fwd = await syncBatchNormForward({ input, allGather: group.allGather });
+ *   const { mean, invstd, counts } = fwd; // the forward's statistics, for the backward
  *   const bwd = await syncBatchNormBackward({
- *     gradOut: Tensor.ones(input.shape), input, ...fwd, allReduce: group.allReduce,
+ *     gradOut: Tensor.ones(input.shape), input, mean, invstd, counts, allReduce: group.allReduce,
  *   });
  *   return { fwd, bwd };
  * }));
@@ -50,6 +51,7 @@ import { batchNormElemtBackward } from "./batch_norm_elemt_backward.ts";
 import { batchNormGatherStatsWithCounts } from "./batch_norm_gather_stats_with_counts.ts";
 import { batchNormReduceBackward } from "./batch_norm_reduce_backward.ts";
 import { batchNormStats } from "./batch_norm_stats.ts";
+import { checkKnownNames, namesOf } from "./known_names.ts";
 import * as check from "./validate.ts";
 
 const FWD = "syncBatchNormForward";
@@ -166,6 +168,32 @@ const DEFAULT_TIMEOUT_MS = 60_000;
 const timeout = z.number({ invalid_type_error: "must be a number of milliseconds" })
   .positive("must be greater than 0").default(DEFAULT_TIMEOUT_MS);
 
+/** Every argument of {@linkcode syncBatchNormForward}; any other field is refused. */
+const FORWARD_ARGS = namesOf<SyncBatchNormForwardArgs>({
+  input: true,
+  weight: true,
+  bias: true,
+  runningMean: true,
+  runningVar: true,
+  momentum: true,
+  eps: true,
+  allGather: true,
+  timeoutMs: true,
+});
+
+/** Every argument of {@linkcode syncBatchNormBackward}; any other field is refused. */
+const BACKWARD_ARGS = namesOf<SyncBatchNormBackwardArgs>({
+  gradOut: true,
+  input: true,
+  weight: true,
+  mean: true,
+  invstd: true,
+  counts: true,
+  outputMask: true,
+  allReduce: true,
+  timeoutMs: true,
+});
+
 const forwardSchema = z.object({
   momentum: check.finiteNumber.default(0.1),
   eps: check.epsilon,
@@ -259,6 +287,7 @@ export async function syncBatchNormForward(
   args: SyncBatchNormForwardArgs,
 ): Promise<SyncBatchNormForwardResult> {
   args = check.argumentsOf(FWD, args);
+  checkKnownNames(FWD, args, FORWARD_ARGS);
   const input = check.requireTensor(FWD, "input", args.input);
   const weight = check.optionalTensor(FWD, "weight", args.weight);
   const bias = check.optionalTensor(FWD, "bias", args.bias);
@@ -360,6 +389,7 @@ export async function syncBatchNormBackward(
   args: SyncBatchNormBackwardArgs,
 ): Promise<SyncBatchNormBackwardResult> {
   args = check.argumentsOf(BWD, args);
+  checkKnownNames(BWD, args, BACKWARD_ARGS);
   const gradOut = check.requireTensor(BWD, "gradOut", args.gradOut);
   const input = check.requireTensor(BWD, "input", args.input);
   const mean = check.requireTensor(BWD, "mean", args.mean);

@@ -21,6 +21,7 @@ import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { heapFreed } from "../tensor/host_heap.ts";
+import { unknownName } from "./known_names.ts";
 import { hasInternalOverlap, overlaps, sameView } from "./overlap.ts";
 
 /** A tensor argument as callers may pass it. */
@@ -340,7 +341,9 @@ export function placeCall(
 }
 
 /**
- * Parses scalar arguments with a zod schema; any issue is 161002 naming the argument.
+ * Parses scalar arguments with a zod schema; any issue is 161002 naming the argument. A strict
+ * object schema's unknown field is refused naming the field and the closest name the schema
+ * declares (`unknown option "epsilon" for LayerNorm; did you mean "eps"? ...`).
  */
 export function parseScalars<S extends z.ZodTypeAny>(
   op: string,
@@ -350,6 +353,9 @@ export function parseScalars<S extends z.ZodTypeAny>(
   const result = schema.safeParse(value);
   if (!result.success) {
     const issue = result.error.issues[0];
+    if (issue.code === "unrecognized_keys" && schema instanceof z.ZodObject) {
+      unknownName(op, issue.keys[0], Object.keys(schema.shape));
+    }
     const name = issue.path.join(".") || "arguments";
     invalid(op, name, issue.message);
   }

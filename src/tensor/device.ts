@@ -17,6 +17,11 @@ export interface DeviceStorage {
    * after the last Tensor using it is garbage-collected.
    */
   release(): void;
+  /**
+   * Whether the memory is gone: `release()`d, or its device closed. Optional for other
+   * accelerators (absent: never known to be released).
+   */
+  readonly released?: boolean;
 }
 
 /** An accelerator that can hold tensor storage (an Ascend NPU opened with `openAscend`). */
@@ -35,7 +40,24 @@ export interface AcceleratorDevice {
   download(src: DeviceStorage, dst: Uint8Array, byteOffset: number): void;
   /** Sets every byte of `dst` to `byte` on the device (no host copy). */
   fill(dst: DeviceStorage, byte: number): void;
+  /**
+   * A mark of the work queued on the device so far and not yet synchronised, or -1 when none
+   * is (everything so far finished, or failed with an error already thrown). Optional: an
+   * accelerator that runs every call to completion has no queued work.
+   */
+  workMark?(): number;
+  /**
+   * What became of the work a {@linkcode AcceleratorDevice.workMark} covered: still queued,
+   * done, or failed (a synchronisation reported `code`, e.g. 507015 for a kernel fault; all
+   * work queued between two synchronisations counts as failed then).
+   */
+  workOutcome?(mark: number): WorkOutcome;
 }
+
+/** What became of queued device work (see {@linkcode AcceleratorDevice.workOutcome}). */
+export type WorkOutcome =
+  | { readonly state: "queued" | "done" }
+  | { readonly state: "failed"; readonly code: number };
 
 /** Where a tensor lives: `"cpu"` (host memory) or an accelerator. */
 export type Device = "cpu" | AcceleratorDevice;

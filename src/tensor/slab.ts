@@ -9,7 +9,9 @@
  * is that one live view keeps its whole slab: {@linkcode SLAB_BYTES} is small, and only
  * arrays of at most {@linkcode SLAB_MAX_BYTES} come from slabs, so at most 16 KiB is kept
  * for a small array that outlives its neighbours. Fresh slabs are zero-filled, and no byte
- * is handed out twice, so every view starts zeroed.
+ * is handed out twice, so every view starts zeroed. Detaching a view's buffer (`transfer()`)
+ * detaches its neighbours on the slab too (operators then refuse them, 161002); the slab
+ * itself moves on to a new buffer.
  *
  * @module
  */
@@ -32,7 +34,8 @@ export class Slab {
   take(bytes: number): [ArrayBuffer, number] | undefined {
     if (bytes > SLAB_MAX_BYTES) return undefined;
     const size = (bytes + 7) & ~7;
-    if (this.#at + size > SLAB_BYTES) {
+    // A detached slab (a tensor's `storage.buffer.transfer()`) is left to its views.
+    if (this.#at + size > SLAB_BYTES || this.#buffer.detached) {
       this.#buffer = new ArrayBuffer(SLAB_BYTES);
       this.#at = 0;
     }

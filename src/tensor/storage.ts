@@ -28,6 +28,14 @@ export function liveHostData(data: HostData): HostData {
   return data;
 }
 
+/**
+ * Whether `storage` was freed: host storage that `dispose()` gave back (a block of the host
+ * heap, or a small array only marked), device memory released or on a closed device.
+ */
+export function storageReleased(storage: HostData | DeviceStorage): boolean {
+  return isHostData(storage) ? heapFreed(storage) : storage.released === true;
+}
+
 /** Whether `storage` is host memory (a typed array) rather than accelerator memory. */
 export function isHostData(storage: HostData | DeviceStorage): storage is HostData {
   return ArrayBuffer.isView(storage);

@@ -270,7 +270,9 @@ Deno.test("reliability: a rank with an empty batch adds nothing to SyncBatchNorm
     const bwd = await syncBatchNormBackward({
       gradOut: Tensor.ones(shares[r].shape),
       input: shares[r],
-      ...fwd,
+      mean: fwd.mean,
+      invstd: fwd.invstd,
+      counts: fwd.counts,
       allReduce: group.allReduce,
     });
     return { fwd, bwd };

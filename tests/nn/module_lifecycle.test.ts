@@ -2,13 +2,13 @@
  * The modules' lifecycle: a backward needs its forward (never CANN's mean 0 / invstd 1), one
  * backward per forward, loadStateDict ends the pending forward, a refused gradOut leaves the
  * forward for a corrected call, dispose frees everything and later calls fail, options are
- * checked at construction; and memory: a forward inside `tidy` keeps what its backward needs,
+ * checked at construction (an unknown option is refused, naming the closest one); and memory: a forward inside `tidy` keeps what its backward needs,
  * and a training loop keeps a flat number of live device buffers (the previous step's saved
  * statistics are freed).
  */
 
 import assert from "node:assert/strict";
-import { BatchNorm, GroupNorm, SyncBatchNorm } from "../../src/nn/mod.ts";
+import { BatchNorm, GroupNorm, LayerNorm, RMSNorm, SyncBatchNorm } from "../../src/nn/mod.ts";
 import type { AscendDevice } from "../../src/ffi/runtime.ts";
 import { createLocalProcessGroup } from "../../src/distributed/local_process_group.ts";
 import type { Device } from "../../src/tensor/device.ts";
@@ -156,6 +156,58 @@ Deno.test("modules: constructor options are checked, naming the option", () => {
     INVALID,
     "timeoutMs",
   );
+});
+
+Deno.test("modules: an unknown option is refused, naming the closest valid one", () => {
+  const e = assertAclnnError(
+    () => new LayerNorm({ normalizedShape: 4, epsilon: 1 } as never),
+    INVALID,
+    "epsilon",
+  );
+  assert.equal(
+    e.message,
+    'unknown option "epsilon" for LayerNorm; did you mean "eps"? (its options: ' +
+      "normalizedShape, eps, elementwiseAffine, bias, device, dtype) " +
+      "[ACLNN_ERR_PARAM_INVALID 161002]",
+  );
+  const [group] = createLocalProcessGroup(1);
+  const cases: [() => unknown, string, string][] = [
+    [() => new RMSNorm({ normalizedShape: 4, epsilon: 1e-6 } as never), "RMSNorm", "eps"],
+    [
+      () => new BatchNorm({ numFeatures: 3, track_running_stats: false } as never),
+      "BatchNorm",
+      "trackRunningStats",
+    ],
+    [
+      () => new GroupNorm({ numGroups: 1, numChannels: 3, num_groups: 1 } as never),
+      "GroupNorm",
+      "numGroups",
+    ],
+    [
+      () => new SyncBatchNorm({ numFeatures: 3, processGroup: group, timeout: 5 } as never),
+      "SyncBatchNorm",
+      "timeoutMs",
+    ],
+  ];
+  for (const [make, name, closest] of cases) {
+    const e = assertAclnnError(make, INVALID);
+    assert.match(
+      e.message,
+      new RegExp(`^unknown option "${e.argument}" for ${name}; did you mean "${closest}"\\?`),
+    );
+  }
+  // The valid names still construct; SyncBatchNorm's own two are options too.
+  using _ = new SyncBatchNorm({ numFeatures: 3, processGroup: group, timeoutMs: 5 });
+  using bn = new BatchNorm({ numFeatures: 3 });
+  assertAclnnError(
+    () => bn.loadStateDict(bn.stateDict(), { strcit: false } as never),
+    INVALID,
+    "strcit",
+  );
+  // eps is used, not ignored: LayerNorm's rstd with eps 1 over [1, 2, 3, 4] is 1/sqrt(2.25).
+  using ln = new LayerNorm({ normalizedShape: 4, eps: 1 });
+  using y = ln.forward(Tensor.fromArray([1, 2, 3, 4], [1, 4]));
+  assert.equal(y.toArray()[0], Math.fround(-1.5 / 1.5));
 });
 
 Deno.test("SyncBatchNorm: calls on one module must not overlap", async () => {

@@ -219,3 +219,48 @@ forEachBackend("stateDict on the module's device; dicts load across devices", (c
   assert.deepEqual(b.toArray(), a.toArray(), "same state, same eval output");
   for (const t of Object.values(dict)) t.dispose();
 });
+
+forEachBackend(
+  "loadStateDict: a disposed tensor anywhere in the dict is refused before any copy",
+  (ctx) => {
+    using source = trained({ device: ctx.device });
+    using bn = new BatchNorm({ numFeatures: 3, device: ctx.device });
+    using gn = new GroupNorm({ numGroups: 1, numChannels: 3, device: ctx.device });
+    const values = (m: BatchNorm | GroupNorm) =>
+      JSON.stringify(m.stateDict(), (_, v) => v instanceof Tensor ? v.toArray() : v);
+    const fresh = values(bn);
+    // The last tensor entry, the batch counter, and (GroupNorm) the entry after weight; the dict
+    // on the module's device and on the host.
+    for (const key of ["running_var", "num_batches_tracked"]) {
+      for (const where of [ctx.device, "cpu"] as const) {
+        const dict = Object.fromEntries(
+          Object.entries(source.stateDict()).map(([k, t]) => [k, t.to(where)]),
+        );
+        dict[key].dispose();
+        const e = assertAclnnError(() => bn.loadStateDict(dict), INVALID, key);
+        assert.equal(
+          e.message,
+          `BatchNorm.loadStateDict: ${key} was disposed: its memory was freed (dispose(), tidy, ` +
+            "or its device closed) before the state dict was loaded [ACLNN_ERR_PARAM_INVALID 161002]",
+        );
+        assert.equal(values(bn), fresh, `${key} on ${where === "cpu" ? "cpu" : ctx.label}`);
+        assert.equal(bn.numBatchesTracked, 0);
+      }
+    }
+    const dict = {
+      weight: on(Tensor.fromArray([2, 3, 4], [3]), ctx.device),
+      bias: on(Tensor.fromArray([5, 6, 7], [3]), ctx.device),
+    };
+    dict.bias.dispose();
+    assertAclnnError(() => gn.loadStateDict(dict), INVALID, "bias");
+    assert.deepEqual(gn.weight!.toArray(), [1, 1, 1], "weight was not overwritten");
+    assert.deepEqual(gn.bias!.toArray(), [0, 0, 0]);
+    // The same dicts, whole, load.
+    gn.loadStateDict({ ...dict, bias: on(Tensor.fromArray([5, 6, 7], [3]), ctx.device) });
+    assert.deepEqual(gn.weight!.toArray(), [2, 3, 4]);
+    assert.deepEqual(gn.bias!.toArray(), [5, 6, 7]);
+    bn.loadStateDict(source.stateDict());
+    assert.equal(bn.numBatchesTracked, 3);
+    dict.weight.dispose();
+  },
+);

@@ -196,7 +196,9 @@ Deno.test("SyncBatchNorm: channels-last rank inputs, masks, single rank", async 
   const r = await syncBatchNormBackward({
     gradOut: p.dy,
     input: x,
-    ...fwd,
+    mean: fwd.mean,
+    invstd: fwd.invstd,
+    counts: fwd.counts,
     outputMask: [false, true, false],
     allReduce: () => {
       throw new Error("allReduce must not be called without gradInput");
@@ -246,7 +248,9 @@ Deno.test("SyncBatchNorm: errors name the argument", async () => {
       syncBatchNormBackward({
         gradOut: input,
         input,
-        ...fwd,
+        mean: fwd.mean,
+        invstd: fwd.invstd,
+        counts: fwd.counts,
         allReduce: (t) => t.slice(0, 0, 2),
       }),
     INVALID,
@@ -257,7 +261,8 @@ Deno.test("SyncBatchNorm: errors name the argument", async () => {
       syncBatchNormBackward({
         gradOut: input,
         input,
-        ...fwd,
+        mean: fwd.mean,
+        invstd: fwd.invstd,
         counts: undefined,
         allReduce: (t) => t,
       }),
@@ -269,7 +274,9 @@ Deno.test("SyncBatchNorm: errors name the argument", async () => {
       syncBatchNormBackward({
         gradOut: input,
         input,
-        ...fwd,
+        mean: fwd.mean,
+        invstd: fwd.invstd,
+        counts: fwd.counts,
         outputMask: [true],
         allReduce: (t) => t,
       }),
@@ -337,7 +344,9 @@ forEachBackend(
         const bwd = await syncBatchNormBackward({
           gradOut: dy.slice(0, 2 * r, 2 * r + 2),
           input,
-          ...fwd,
+          mean: fwd.mean,
+          invstd: fwd.invstd,
+          counts: fwd.counts,
           allReduce: g.allReduce,
         });
         return [fwd.output, fwd.invstd, bwd.gradInput!].map((t) => t.toFloat64Array());

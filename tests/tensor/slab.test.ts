@@ -62,3 +62,19 @@ Deno.test("slab: tensors on one slab do not overlap; views of one storage do", (
   a.copy_([1, 2, 3, 4, 5, 6, 7, 8]);
   assert.deepEqual(b.toArray(), [0, 0, 0, 0, 0, 0, 0, 0]);
 });
+
+Deno.test("slab: a slab whose buffer was detached (a tensor's storage transferred) is replaced", () => {
+  const t = Tensor.zeros([3]);
+  const storage = t.storage as Float32Array<ArrayBuffer>;
+  storage.buffer.transfer();
+  assert.equal(storage.length, 0);
+  const next = Tensor.fromArray([1, 2, 3], [3]);
+  assert.deepEqual(next.toArray(), [1, 2, 3]);
+  assert.notEqual((next.storage as Float32Array).buffer, storage.buffer);
+  const slab = new Slab();
+  const [buffer] = slab.take(8)!;
+  buffer.transfer();
+  const [fresh, at] = slab.take(8)!;
+  assert.ok(!fresh.detached && fresh !== buffer && at === 0);
+  assert.equal(temporaryFloat64(4).length, 4);
+});

@@ -1,0 +1,155 @@
+/**
+ * Unknown argument names (src/ops/known_names.ts): every operator refuses a field its
+ * declaration does not list, in its argument object and in `out`, with 161002 naming the field
+ * and the closest valid name, on every call (a call that meets the validation memo too), before
+ * any other check; a misspelt name never falls back to the default silently.
+ */
+
+import assert from "node:assert/strict";
+import * as ops from "../../src/ops/mod.ts";
+import { closestName } from "../../src/ops/known_names.ts";
+import { Tensor } from "../../src/tensor/tensor.ts";
+import { assertAclnnError } from "../helpers/assert.ts";
+
+const INVALID = 161002;
+
+Deno.test("argument names: layerNorm({ epsilon }) and rmsNorm({ eps }) are refused, naming the valid name", () => {
+  const input = Tensor.fromArray([1, 2, 3, 4, 2, 2, 2, 9], [2, 4]);
+  const layer = { input, normalizedShape: [4] };
+  using plain = ops.layerNorm(layer); // the memo now holds this call's validation
+  let e = assertAclnnError(
+    () => ops.layerNorm({ ...layer, epsilon: 1 } as ops.LayerNormArgs),
+    INVALID,
+    "epsilon",
+  );
+  assert.equal(
+    e.message,
+    'unknown option "epsilon" for aclnnLayerNorm; did you mean "eps"? (its options: input, ' +
+      "normalizedShape, weight, bias, eps, out) [ACLNN_ERR_PARAM_INVALID 161002]",
+  );
+  // eps itself is taken: rstd of the first row is 1/sqrt(1.25 + 1).
+  using withEps = ops.layerNorm({ ...layer, eps: 1 });
+  assert.equal(withEps.rstd.toArray()[0], Math.fround(1 / Math.sqrt(2.25)));
+  assert.notEqual(plain.rstd.toArray()[0], withEps.rstd.toArray()[0]);
+
+  const gamma = Tensor.ones([4]);
+  using _ = ops.rmsNorm({ x: input, gamma });
+  e = assertAclnnError(
+    () => ops.rmsNorm({ x: input, gamma, eps: 1 } as ops.RmsNormArgs),
+    INVALID,
+    "eps",
+  );
+  assert.equal(
+    e.message,
+    'unknown option "eps" for aclnnRmsNorm; did you mean "epsilon"? (its options: x, gamma, ' +
+      "epsilon, out) [ACLNN_ERR_PARAM_INVALID 161002]",
+  );
+});
+
+Deno.test("argument names: refused on a call that meets the memo, and in out", () => {
+  const shape = [2, 3, 4];
+  const args = {
+    gradOut: Tensor.random(shape, { seed: 1 }),
+    input: Tensor.random(shape, { seed: 2 }),
+    saveMean: Tensor.zeros([3]),
+    saveInvstd: Tensor.ones([3]),
+    training: true,
+  };
+  using _first = ops.batchNormBackward(args);
+  using _second = ops.batchNormBackward(args); // meets the memo
+  // The same tensors with a misspelt mask: the memo's keys are equal, the call is refused.
+  const typo = { ...args, output_mask: [true, false, false] } as ops.BatchNormBackwardArgs;
+  let e = assertAclnnError(() => ops.batchNormBackward(typo), INVALID, "output_mask");
+  assert.match(
+    e.message,
+    /^unknown option "output_mask" for aclnnBatchNormBackward; did you mean "outputMask"\?/,
+  );
+  const out = { grad_input: Tensor.zeros(shape) } as ops.BatchNormBackwardOut;
+  e = assertAclnnError(() => ops.batchNormBackward({ ...args, out }), INVALID, "grad_input");
+  assert.equal(
+    e.message,
+    'unknown output "grad_input" for aclnnBatchNormBackward; did you mean "gradInput"? (its ' +
+      "outputs: gradInput, gradWeight, gradBias) [ACLNN_ERR_PARAM_INVALID 161002]",
+  );
+  // Before any other check: a missing required tensor is reported after the unknown name.
+  assertAclnnError(
+    () => ops.batchNormStats({ inptu: args.input } as unknown as ops.BatchNormStatsArgs),
+    INVALID,
+    "inptu",
+  );
+});
+
+Deno.test("argument names: every operator refuses an unknown field", async () => {
+  const calls: [string, (a: Record<string, unknown>) => unknown][] = [
+    ["aclnnBatchNorm", (a) => ops.batchNorm(a as never)],
+    ["aclnnBatchNormBackward", (a) => ops.batchNormBackward(a as never)],
+    ["aclnnBatchNormReduceBackward", (a) => ops.batchNormReduceBackward(a as never)],
+    ["aclnnBatchNormStats", (a) => ops.batchNormStats(a as never)],
+    ["aclnnBatchNormGatherStatsWithCounts", (a) => ops.batchNormGatherStatsWithCounts(a as never)],
+    ["aclnnBatchNormElemt", (a) => ops.batchNormElemt(a as never)],
+    ["aclnnBatchNormElemtBackward", (a) => ops.batchNormElemtBackward(a as never)],
+    ["aclnnGroupNorm", (a) => ops.groupNorm(a as never)],
+    ["aclnnGroupNormBackward", (a) => ops.groupNormBackward(a as never)],
+    ["aclnnLayerNorm", (a) => ops.layerNorm(a as never)],
+    ["aclnnLayerNormBackward", (a) => ops.layerNormBackward(a as never)],
+    ["aclnnRmsNorm", (a) => ops.rmsNorm(a as never)],
+    ["aclnnRmsNormGrad", (a) => ops.rmsNormGrad(a as never)],
+    ["aclnnAddRmsNorm", (a) => ops.addRmsNorm(a as never)],
+    [
+      "infiniopCreateBatchNormBackwardDescriptor",
+      (a) => ops.createBatchNormBackwardDescriptor(a as never),
+    ],
+  ];
+  for (const [op, call] of calls) {
+    const e = assertAclnnError(() => call({ Eps: 1 }), INVALID, "Eps");
+    assert.ok(e.message.startsWith(`unknown option "Eps" for ${op}; did you mean "`), e.message);
+  }
+  for (
+    const [op, call] of [
+      ["syncBatchNormForward", ops.syncBatchNormForward],
+      ["syncBatchNormBackward", ops.syncBatchNormBackward],
+    ] as const
+  ) {
+    await assert.rejects(
+      () => call({ input: Tensor.zeros([2, 3]), time_out_ms: 5 } as never),
+      (e) => {
+        assert.ok(e instanceof Error && "code" in e && e.code === INVALID, String(e));
+        assert.ok(
+          e.message.startsWith(`unknown option "time_out_ms" for ${op}; did you mean "timeoutMs"?`),
+          e.message,
+        );
+        return true;
+      },
+    );
+  }
+  // The descriptor's compute: InfiniOp's BAD_PARAM.
+  const data = { dtype: "float32", shape: [2, 3, 4] } as const;
+  const c = { dtype: "float32", shape: [3] } as const;
+  using desc = ops.createBatchNormBackwardDescriptor({
+    gradInput: data,
+    gradOutput: data,
+    input: data,
+    gradWeight: c,
+    gradBias: c,
+    weight: c,
+    runningMean: c,
+    runningVar: c,
+  });
+  assertAclnnError(
+    () => desc.compute({ work_space: new Uint8Array(128) } as never),
+    INVALID,
+    "work_space",
+    "BAD_PARAM",
+  );
+});
+
+Deno.test("argument names: the closest name (case and underscores, prefixes, then edits)", () => {
+  const names = ["gradOut", "input", "weight", "eps", "outputMask"];
+  assert.equal(closestName("grad_out", names), "gradOut");
+  assert.equal(closestName("GRADOUT", names), "gradOut");
+  assert.equal(closestName("epsilon", names), "eps");
+  assert.equal(closestName("wieght", names), "weight");
+  assert.equal(closestName("mask", names), "outputMask");
+  assert.equal(closestName("eps", ["x", "gamma", "epsilon"]), "epsilon");
+  assert.equal(closestName("anything", []), undefined);
+});
