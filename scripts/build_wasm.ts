@@ -56,12 +56,14 @@ export const KERNEL_WAT_PATHS: readonly string[] = [
 ];
 
 /**
- * The row norms' kernels (LayerNorm, RMSNorm: forward, then backward), relative to the
- * repository root: spliced after {@linkcode KERNEL_WAT_PATHS}, in this order.
+ * The float32 kernels (the row norms: LayerNorm, RMSNorm, forward then backward; the BatchNorm
+ * family's channel kernels, which use the row norms' helpers), relative to the repository
+ * root: spliced after {@linkcode KERNEL_WAT_PATHS}, in this order.
  */
 export const ROWS_WAT_PATHS: readonly string[] = [
   "src/backends/cpu/wasm/row_norms.wat",
   "src/backends/cpu/wasm/row_norms_grad.wat",
+  "src/backends/cpu/wasm/channel_norms.wat",
 ];
 
 /** The FP16 build's replacement functions, relative to the repository root. */

@@ -9,7 +9,8 @@
  * gives 0 where (dy * a + x * b) + c gives 2^-30.
  *
  * Each path is run on a stage of its own: the TypeScript row and pixel kernels, the
- * strided fallback, and the WebAssembly kernels staged and in place on the host heap.
+ * strided fallback, and the WebAssembly kernels staged and in place on the host heap (the
+ * kernels of GroupNorm's stages).
  */
 
 import assert from "node:assert/strict";
@@ -67,7 +68,9 @@ function stage(
     C,
     inner: PER_CHANNEL,
     innerShape: strided ? [16, 16] : [PER_CHANNEL],
-    perSample: false,
+    // Per-sample constants (one sample here): GroupNorm's stages, which these kernels run (the
+    // BatchNorm family's have float32 kernels of their own, channel_norms.wat).
+    perSample: true,
   };
   const address = {
     base: 0,
@@ -109,7 +112,11 @@ function stage(
 
 /** A thread's state with the WebAssembly kernels everywhere, in place or staged. */
 function wasmScratch(inPlace: boolean): ThreadState {
-  const scratch = createThreadState(kernelsWasmBytes(), { wasmEverywhere: true, inPlace });
+  const scratch = createThreadState(kernelsWasmBytes(), {
+    wasm: true,
+    wasmEverywhere: true,
+    inPlace,
+  });
   const region = heapAllocate(WASM_REGION_BYTES)!;
   region.adopt(scratch);
   scratch.heapMemory = hostHeapMemory()!;

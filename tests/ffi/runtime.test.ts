@@ -13,6 +13,8 @@ import { batchNormReduceBackward } from "../../src/ops/batch_norm_reduce_backwar
 import type { DType } from "../../src/tensor/dtype.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
 import { liveDelta, openSim, SIM_DIR, simStats } from "../helpers/ffi_sim.ts";
+import { assertClose } from "../helpers/assert.ts";
+import { betweenKernels, TOLERANCE } from "../helpers/tolerance.ts";
 
 const DTYPES: DType[] = ["float32", "float16", "bfloat16"];
 
@@ -150,8 +152,10 @@ Deno.test("runtime: buffers released while work is queued are freed only after s
   assert.equal(npu.memory().blocksCached, 4, "kept by the caching allocator");
   assert.equal(after.deviceAllocations, queued.deviceAllocations, "no aclrtFree: cached");
   assert.equal(after.tasksFailed, queued.tasksFailed, "no task saw freed memory");
-  assertSameValues(r.sumDy!.to("cpu"), expected.sumDy!, "sumDy");
-  assertSameValues(r.gradWeight!.to("cpu"), expected.gradWeight!, "gradWeight");
+  // The software CANN against the CPU backend: each within its rounding of the exact sums.
+  const tol = betweenKernels(TOLERANCE.float32);
+  assertClose(r.sumDy!.to("cpu"), expected.sumDy!, tol, "sumDy");
+  assertClose(r.gradWeight!.to("cpu"), expected.gradWeight!, tol, "gradWeight");
   // A buffer not used by queued work goes back to the allocator at once, and emptyCache()
   // hands the cached blocks back to the device.
   const loose = Tensor.zeros([16], "float32", npu);

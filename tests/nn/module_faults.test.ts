@@ -16,6 +16,7 @@ import type { Device } from "../../src/tensor/device.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
 import { assertAclnnError, assertClose } from "../helpers/assert.ts";
 import { forEachBackend, on } from "../helpers/backends.ts";
+import { betweenKernels, TOLERANCE } from "../helpers/tolerance.ts";
 import { clearFaults, injectFault } from "../helpers/ffi_sim.ts";
 
 const INVALID = 161002;
@@ -107,7 +108,18 @@ forEachBackend(
       using gw = cpu.backward(host.dy);
       assertClose(g.gradInput, gw.gradInput, undefined, `${s.name} gradInput`);
       assertClose(g.gradWeight, gw.gradWeight!, undefined, `${s.name} gradWeight`);
-      assert.equal(state(s.module), state(cpu.module), `${s.name}: same state after the step`);
+      // The same state after the step, within the two backends' roundings (the CPU's float32
+      // sums and the simulator's float64 ones differ in the last bit of a running mean).
+      const [npuState, cpuState] = [s.module.stateDict(), cpu.module.stateDict()];
+      assert.deepEqual(Object.keys(npuState), Object.keys(cpuState));
+      for (const key of Object.keys(cpuState)) {
+        assertClose(
+          npuState[key].toFloat64Array(),
+          cpuState[key].toFloat64Array(),
+          betweenKernels(TOLERANCE.float32),
+          `${s.name}: ${key} after the step`,
+        );
+      }
       cpu.module.dispose();
       s.module.dispose();
     }

@@ -18,6 +18,11 @@ export type PoolPolicy = "measured" | "always";
 /** Which kernels a thread may choose (see kernels/stages.ts). */
 export interface KernelPolicy {
   /**
+   * Whether GroupNorm's stages may run their WebAssembly kernels rather than their TypeScript
+   * twins (the row norms and the BatchNorm family have only WebAssembly kernels).
+   */
+  readonly wasm: boolean;
+  /**
    * Run the staged WebAssembly kernels for every dtype, not only where they were measured
    * faster (stages.ts's `wasmWins`), so that each can be compared with its twin.
    */
@@ -28,8 +33,6 @@ export interface KernelPolicy {
 
 /** The CPU backend's policy (module doc). */
 export interface CpuPolicy extends KernelPolicy {
-  /** Whether the threads may use the WebAssembly kernels at all. */
-  readonly wasm: boolean;
   /** Whether a call that may run on the pool does (see {@linkcode PoolPolicy}). */
   readonly pool: PoolPolicy;
 }

@@ -24,11 +24,11 @@ import {
   writeChannelValues,
 } from "./channel_values.ts";
 import { type Call, execute, float64, visible } from "./call.ts";
-import { batchNormGradAffine } from "../kernels/formulas.ts";
+import { batchNormGradCentered, GRADIENT_CONSTANTS } from "../kernels/formulas.ts";
 import type { Stage, WriteStage } from "../kernels/stage_types.ts";
 import { type ChannelPair, mergeChannelSums } from "./merge.ts";
 import { batchNormCall, sumsStage, writeStage } from "./setup.ts";
-import { runStaged } from "./staging.ts";
+import { RELAYOUT, runStaged } from "./staging.ts";
 import type { Tensor } from "../../../tensor/tensor.ts";
 
 /** aclnnBatchNormReduceBackward: sumDy, sumDyXmu, gradWeight = sumDyXmu * invstd, gradBias. */
@@ -53,6 +53,7 @@ export function batchNormReduceBackward(
       t,
       { inputs: ["gradOut", "input"], outputs: [] },
       (s) => batchNormReduceBackward(plan, s),
+      RELAYOUT,
     );
   }
   const sums = sumsStage(call, t.gradOut, t.input, channelValues(t.mean));
@@ -69,11 +70,12 @@ export function batchNormReduceBackward(
 
 /**
  * The gradInput stage: gi = w * invstd * (dy - sumDy / M - (x - mean) * invstd^2 *
- * sumDyXmu / M), as the gradient's per-channel constants (a, b, c) packed by
+ * sumDyXmu / M), as the gradient's per-channel constants packed by
  * {@linkcode fillGradConstants}.
  */
 function gradStage(call: Call, dy: Tensor, x: Tensor, gradInput: Tensor): WriteStage {
-  return writeStage(call, "gradient", dy, x, gradInput, float64(call, 3 * call.layout.C));
+  const constants = float64(call, GRADIENT_CONSTANTS * call.layout.C);
+  return writeStage(call, "gradient", dy, x, gradInput, constants);
 }
 
 /** The training-mode gradient's per-channel constants (see formulas.ts), with M = total. */
@@ -91,7 +93,7 @@ function fillGradConstants(
     const scale = weight[c] * is;
     const meanDy = sums.first[c] / total;
     const k = is * is * sums.second[c] / total;
-    batchNormGradAffine(mean[c], scale, meanDy, k, stage.constants, c, C);
+    batchNormGradCentered(mean[c], scale, meanDy, k, stage.constants, c, C);
   }
 }
 
@@ -118,6 +120,7 @@ export function batchNormBackward(plan: BatchNormBackwardPlan, t: BatchNormBackw
       t,
       { inputs: ["gradOut", "input"], outputs: wantInput ? ["gradInput"] : [] },
       (s) => batchNormBackward(plan, s),
+      RELAYOUT,
     );
   }
   const mean = plan.training
@@ -171,6 +174,7 @@ export function batchNormElemtBackward(
       t,
       { inputs: ["gradOut", "input"], outputs: ["gradInput"] },
       (s) => batchNormElemtBackward(plan, s),
+      RELAYOUT,
     );
   }
   let total = 0;

@@ -29,11 +29,11 @@ import {
   writeChannelValues,
 } from "./channel_values.ts";
 import { type Call, execute, float64 } from "./call.ts";
-import { normalizeAffine } from "../kernels/formulas.ts";
+import { NORMALIZE_CONSTANTS, normalizeCentered } from "../kernels/formulas.ts";
 import type { WriteStage } from "../kernels/stage_types.ts";
 import { mergeChannelMoments } from "./merge.ts";
 import { batchNormCall, statsStage, writeStage } from "./setup.ts";
-import { runStaged } from "./staging.ts";
+import { RELAYOUT, runStaged } from "./staging.ts";
 
 /** Per-channel mean, biased variance and invstd from a stats stage's merged moments. */
 interface ChannelStats {
@@ -61,7 +61,12 @@ export function batchNormStats(plan: BatchNormStatsPlan, t: BatchNormStatsTensor
   }
   const call = batchNormCall(g, [t.input], undefined);
   if (!call) {
-    return runStaged(t, { inputs: ["input"], outputs: [] }, (s) => batchNormStats(plan, s));
+    return runStaged(
+      t,
+      { inputs: ["input"], outputs: [] },
+      (s) => batchNormStats(plan, s),
+      RELAYOUT,
+    );
   }
   const stage = statsStage(call, t.input);
   execute(call, [stage]);
@@ -72,10 +77,17 @@ export function batchNormStats(plan: BatchNormStatsPlan, t: BatchNormStatsTensor
 
 /** The normalizing write y = (x - mean) * invstd * w + b; constants packed later. */
 function normalizeStage(call: Call, x: Tensor, output: Tensor): WriteStage {
-  return writeStage(call, "normalize", undefined, x, output, float64(call, 2 * call.layout.C));
+  return writeStage(
+    call,
+    "normalize",
+    undefined,
+    x,
+    output,
+    float64(call, NORMALIZE_CONSTANTS * call.layout.C),
+  );
 }
 
-/** Packs the normalizing constants: scale = invstd * weight, and its shift (formulas.ts). */
+/** Packs the normalizing constants (formulas.ts): mean, scale = invstd * weight, bias. */
 function fillNormalize(
   stage: WriteStage,
   mean: Float64Array,
@@ -84,10 +96,8 @@ function fillNormalize(
   bias: Float64Array,
 ): void {
   const C = mean.length;
-  const k = stage.constants;
   for (let c = 0; c < C; c++) {
-    k[c] = invstd[c] * weight[c];
-    k[C + c] = normalizeAffine(mean[c], k[c], bias[c]);
+    normalizeCentered(mean[c], invstd[c] * weight[c], bias[c], stage.constants, c, C);
   }
 }
 
@@ -102,6 +112,7 @@ export function batchNormElemt(plan: BatchNormElemtPlan, t: BatchNormElemtTensor
       t,
       { inputs: ["input"], outputs: ["output"] },
       (s) => batchNormElemt(plan, s),
+      RELAYOUT,
     );
   }
   const stage = normalizeStage(call, t.input, t.output);
@@ -141,6 +152,7 @@ export function batchNorm(plan: BatchNormPlan, t: BatchNormTensors): void {
       t,
       { inputs: ["input"], outputs: ["output"] },
       (s) => batchNorm(plan, s),
+      RELAYOUT,
     );
   }
   const weight = channelValuesOr(t.weight, C, 1);

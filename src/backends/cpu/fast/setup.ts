@@ -18,13 +18,18 @@ import {
   uniformStage,
   type WriteStage,
 } from "../kernels/stage_types.ts";
-import { batchNormDims, chooseLayout } from "./layout.ts";
-import { readArray, writeArray } from "./tensor_arrays.ts";
+import { batchNormDims, chooseLayout, type ChosenLayout } from "./layout.ts";
+import { hostData, readArray, writeArray } from "./tensor_arrays.ts";
+import { heapAddress } from "../../../tensor/host_heap.ts";
+import { channelLayoutFits } from "../kernels/channel_stages.ts";
 
 /**
  * A BatchNorm-family call over non-empty `inputs` (and `output`, written from them), or
- * undefined when they must be staged first (staging.ts): mixed dtypes, a storage beyond int32
- * indices, or an output that overlaps an input other than element for element.
+ * undefined when they must be staged first into contiguous heap copies (staging.ts, with
+ * `relayout`): mixed dtypes, a storage beyond int32 indices, an output that overlaps an input
+ * other than element for element, a tensor outside the host heap, or a layout the float32
+ * channel kernels do not take in place (kernels/channel_stages.ts). A contiguous call always
+ * fits: its layout is rows, or, with no inner dims, rows of one element where pixels do not.
  */
 export function batchNormCall(
   g: ChannelGeometry,
@@ -33,8 +38,14 @@ export function batchNormCall(
 ): Call | undefined {
   if (!streamable(output, inputs)) return undefined;
   const data = output ? [...inputs, output] : [...inputs];
+  if (!data.every((t) => heapAddress(hostData(t)) >= 0)) return undefined;
   const innerShape = data[0].shape.slice(2);
-  const chosen = chooseLayout(g.outer, g.channels, innerShape, data.map(batchNormDims));
+  let chosen = chooseLayout(g.outer, g.channels, innerShape, data.map(batchNormDims));
+  const fits = (c: ChosenLayout) => c.addresses.every((a) => channelLayoutFits(c.layout, a));
+  if (!fits(chosen) && chosen.layout.kind === "pixels" && chosen.layout.inner === 1) {
+    chosen = { ...chosen, layout: { ...chosen.layout, kind: "rows" } };
+  }
+  if (!fits(chosen)) return undefined;
   return prepareCall(chosen, data, g.outer * g.channels * g.inner);
 }
 

@@ -20,7 +20,10 @@
  * @module
  */
 
-import { Tensor } from "../../../tensor/tensor.ts";
+import type { Tensor } from "../../../tensor/tensor.ts";
+import { heapScratchTensor, stageInto, stageOut } from "../heap_scratch.ts";
+import { stridesLike } from "../../../tensor/layout.ts";
+import { MAX_PIXEL_CHANNELS } from "../kernels/channel_stages.ts";
 import { indexable, MAX_STORAGE_ELEMENTS, overlapsInputs, writesTwice } from "./aliasing.ts";
 
 /** Which fields of a kernel's tensor record are data inputs and data outputs. */
@@ -37,16 +40,57 @@ export interface StagingOptions {
   readonly sizeOnly?: boolean;
   /** Every data tensor is staged into a contiguous copy. */
   readonly relayout?: boolean;
+  /**
+   * With `relayout`: the strides of each copy (a dense order), undefined for row-major.
+   */
+  readonly order?: (t: Tensor) => readonly number[] | undefined;
 }
 
-/** A contiguous host tensor of `t`'s shape in `dtype`, or a RangeError beyond int32 indices. */
-function scratch(t: Tensor, dtype: Tensor["dtype"], field: string): Tensor {
+/**
+ * The dense order of a BatchNorm-family copy of `t`: channels-last when `t` is (dim 1
+ * innermost) with a channel count the channel kernels take in place, so that the staged call
+ * gets the pixels layout, hence the bits, of the same call in place; else row-major (rows).
+ */
+function batchNormOrder(t: Tensor): readonly number[] | undefined {
+  const { shape } = t;
+  const C = shape[1] ?? 1;
+  if (shape.length < 3 || C % 4 !== 0 || C > MAX_PIXEL_CHANNELS) return undefined;
+  if (stridesLike(shape, t.strides)[1] !== 1) return undefined;
+  // Channels innermost: [N, C, ...inner] stored as N, ...inner, C.
+  const strides = new Array<number>(shape.length);
+  strides[1] = 1;
+  let step = C;
+  for (let d = shape.length - 1; d >= 2; d--) {
+    strides[d] = step;
+    step *= shape[d];
+  }
+  strides[0] = step;
+  return strides;
+}
+
+/**
+ * The BatchNorm family's staging: every data tensor into a dense copy in the host heap
+ * ({@linkcode batchNormOrder}), which the float32 channel kernels take in place (setup.ts
+ * batchNormCall).
+ */
+export const RELAYOUT: StagingOptions = Object.freeze({ relayout: true, order: batchNormOrder });
+
+/**
+ * A dense host tensor of `t`'s shape in `dtype`, row-major or with `strides`, on a scratch
+ * block of the host heap (../heap_scratch.ts); a RangeError beyond int32 indices.
+ */
+function scratch(
+  t: Tensor,
+  dtype: Tensor["dtype"],
+  field: string,
+  strides: readonly number[] | undefined,
+): Tensor {
   if (t.numel > MAX_STORAGE_ELEMENTS) {
     throw new RangeError(
       `${field}: ${t.numel} elements exceed the CPU backend's ${MAX_STORAGE_ELEMENTS} per tensor`,
     );
   }
-  return Tensor.empty(t.shape, dtype);
+  return heapScratchTensor(t.shape, dtype, field, strides);
 }
 
 /**
@@ -70,28 +114,41 @@ export function runStaged<T extends object>(
   const staged = { ...t } as Record<string, unknown>;
   const temporaries: Tensor[] = [];
   const copyBack: [Tensor, Tensor][] = [];
+  // One dense order for every copy (the tensors' own when they agree, else row-major), so
+  // that the staged call has one layout the kernels take.
+  const orders = options.order ? all.map(options.order) : [];
+  const uniform = orders.every((o) => o?.join() === orders[0]?.join());
+  const orderOf = (x: Tensor) => (uniform ? options.order?.(x) : undefined);
+  if (stagingDepth > 0 && options.relayout) {
+    throw new Error("runStaged: a staged call needed staging again (internal error)");
+  }
+  stagingDepth++;
   try {
     for (const k of inputs) {
       const x = field(k)!;
       if (!options.relayout && indexable(x) && x.dtype === dtypeOf(x)) continue;
-      const copy = scratch(x, dtypeOf(x), String(k));
+      const copy = scratch(x, dtypeOf(x), String(k), orderOf(x));
       temporaries.push(copy);
-      copy.copy_(x);
+      stageInto(copy, x);
       staged[k as string] = copy;
     }
     for (const k of outputs) {
       const o = field(k)!;
       const aliased = !options.sizeOnly && (writesTwice(o) || overlapsInputs(o, originals));
       if (!options.relayout && indexable(o) && o.dtype === dtypeOf(o) && !aliased) continue;
-      const copy = scratch(o, dtypeOf(o), String(k));
+      const copy = scratch(o, dtypeOf(o), String(k), orderOf(o));
       temporaries.push(copy);
       copyBack.push([o, copy]);
       staged[k as string] = copy;
     }
     if (temporaries.length === 0) throw new Error("runStaged: no tensor needs staging");
     run(staged as T);
-    for (const [o, copy] of copyBack) o.copy_(copy);
+    for (const [o, copy] of copyBack) stageOut(o, copy);
   } finally {
+    stagingDepth--;
     for (const copy of temporaries) copy.dispose();
   }
 }
+
+/** How many runStaged calls are under way on this thread (a staged call stages nothing). */
+let stagingDepth = 0;

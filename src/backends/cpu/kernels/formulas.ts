@@ -71,6 +71,51 @@ export function batchNormGradAffine(
 }
 
 /**
+ * The BatchNorm family's float32 kernels (channel_norms.wat) take their writes centred, as
+ * CANN's kernels compute them, so that an output close to zero errs by float32 ulps of itself
+ * rather than of |x * scale|: normalize y = (x - k0) * k1 + k2, and the training gradient
+ * gi = ((dy - k2) - (x - k0) * k1) * k3. Constants per channel, k_j at [j * C + c].
+ */
+export const NORMALIZE_CONSTANTS = 3;
+
+/** Constants of the BatchNorm family's centred gradient write (see NORMALIZE_CONSTANTS). */
+export const GRADIENT_CONSTANTS = 4;
+
+/** The centred normalizing constants (mean, scale, shift) of channel `at` (stride C). */
+export function normalizeCentered(
+  mean: number,
+  scale: number,
+  shift: number,
+  out: Float64Array,
+  at: number,
+  stride: number,
+): void {
+  out[at] = mean;
+  out[at + stride] = scale;
+  out[at + 2 * stride] = shift;
+}
+
+/**
+ * The centred training gradient scale * (dy - meanDy - (x - mean) * k) of channel `at`
+ * (stride C): (mean, k, meanDy, scale), with scale = w * invstd, meanDy = sumDy / M and
+ * k = invstd^2 * sumDyXmu / M.
+ */
+export function batchNormGradCentered(
+  mean: number,
+  scale: number,
+  meanDy: number,
+  k: number,
+  out: Float64Array,
+  at: number,
+  stride: number,
+): void {
+  out[at] = mean;
+  out[at + stride] = k;
+  out[at + 2 * stride] = meanDy;
+  out[at + 3 * stride] = scale;
+}
+
+/**
  * GroupNorm gradient rstd * (dy * w - a - (x - mean) * rstd * b), with a = sum(dy * w) / M
  * and b = sum(dy * w * xhat) / M over the group, as the constants of {@linkcode gradient}
  * (written as by {@linkcode batchNormGradAffine}).

@@ -30,6 +30,7 @@ import {
 } from "./kernel_tables.ts";
 import { FLOAT32, type Stage, type WriteStage } from "./stage_types.ts";
 import { type RowNormExports, runRowNormItems } from "./row_norm_stage.ts";
+import { runChannelItems } from "./channel_stages.ts";
 import { densePixels } from "./wasm_kernels.ts";
 import {
   channelsFit,
@@ -152,7 +153,7 @@ export function choose(s: Stage, thread: ThreadState): KernelName {
   const { layout } = s;
   if (layout.kind === "strided") return "strided";
   const ts: KernelName = s.dtype === FLOAT32 ? "float32" : s.dtype === 1 ? "float16" : "bfloat16";
-  if (wasmOf(thread) === null) return ts;
+  if (!thread.policy.wasm || wasmOf(thread) === null) return ts;
   if (inPlace(s, thread)) {
     thread.staged = false;
     return "wasm";
@@ -177,6 +178,15 @@ export function runStage(s: Stage, from: number, to: number, thread: ThreadState
     if (wasm === null) throw new Error(`${s.op}: no WebAssembly kernels on the heap`);
     const k = wasm.exports as unknown as RowNormExports;
     return runRowNormItems(k, s.op, s.constants, from, to);
+  }
+  if (
+    (s.op === "sums" || s.op === "stats" || s.op === "normalize" || s.op === "gradient" ||
+      s.op === "scale") && !s.layout.perSample
+  ) {
+    // The BatchNorm family: its float32 kernels, on tensors the call put in the heap.
+    const wasm = wasmOf(thread);
+    if (wasm === null) throw new Error(`${s.op}: no WebAssembly kernels on the heap`);
+    return runChannelItems(s, from, to, wasm);
   }
   if (!thread.sets) {
     thread.sets = kernelSets();

@@ -72,9 +72,13 @@ export const POOL_ARENA_BYTES = 1 << 20;
 /** Float64 entries each arena allocation is rounded up to (a cache line apart). */
 const ARENA_ALIGN = 8;
 
-/** The WebAssembly kernels' bytes under `policy`: undefined when it allows none. */
-function wasmBytesOf(policy: CpuPolicy): Uint8Array | undefined {
-  return policy.wasm ? kernelsWasmBytes() : undefined;
+/**
+ * The WebAssembly kernels' bytes: every thread has them, whatever the policy, since the row
+ * norms and the BatchNorm family run only there; `policy.wasm` steers the other stages'
+ * choice between their twins (kernels/stages.ts choose()).
+ */
+function wasmBytesOf(_policy: CpuPolicy): Uint8Array | undefined {
+  return kernelsWasmBytes();
 }
 
 /** The policy calls run under: {@linkcode DEFAULT_CPU_POLICY} outside withCpuPolicy. */

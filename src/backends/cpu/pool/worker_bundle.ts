@@ -2324,6 +2324,102 @@ function runRowNormItems(k, op, p, from, to) {
   }
 }
 
+// src/backends/cpu/kernels/channel_stages.ts
+function rowsOfItem(layout, item) {
+  const per = rowsPerItem(layout);
+  const chunks = Math.ceil(layout.N / per);
+  const c = Math.floor(item / chunks);
+  const n0 = (item - c * chunks) * per;
+  return [
+    c,
+    n0,
+    Math.min(layout.N, n0 + per)
+  ];
+}
+function runChannelItems(s, from, to, w) {
+  const k = w.exports;
+  const dt = s.dtype;
+  const es = dt === 0 ? 4 : 2;
+  const layout = s.layout;
+  const C = layout.C;
+  if (layout.kind === "rows") {
+    const inner = layout.inner;
+    const out = w.at;
+    const f64 = w.f64;
+    for (let item = from; item < to; item++) {
+      const [c, n0, n1] = rowsOfItem(layout, item);
+      const rows = n1 - n0;
+      const row = (heap, at) => heap + (at.base + n0 * at.strideN + c * at.strideC) * es;
+      const xs = s.xAt.strideN * es;
+      const dys = s.dyAt.strideN * es;
+      const os = s.outAt.strideN * es;
+      switch (s.op) {
+        case "stats":
+          k.bn_stats_rows(row(s.xHeap, s.xAt), xs, inner, dt, rows, out);
+          s.partials[2 * item] = f64[0];
+          s.partials[2 * item + 1] = f64[1];
+          break;
+        case "sums":
+          k.bn_sums_rows(row(s.dyHeap, s.dyAt), dys, row(s.xHeap, s.xAt), xs, inner, dt, rows, s.mean[c], out);
+          s.partials[2 * item] = f64[0];
+          s.partials[2 * item + 1] = f64[1];
+          break;
+        case "normalize": {
+          const q = s.constants;
+          const o = row(s.outHeap, s.outAt);
+          k.bn_norm_rows(row(s.xHeap, s.xAt), xs, o, os, inner, dt, rows, q[c], q[C + c], q[2 * C + c]);
+          break;
+        }
+        case "gradient": {
+          const q = s.constants;
+          k.bn_grad_rows(row(s.dyHeap, s.dyAt), dys, row(s.xHeap, s.xAt), xs, row(s.outHeap, s.outAt), os, inner, dt, rows, q[c], q[C + c], q[2 * C + c], q[3 * C + c]);
+          break;
+        }
+        case "scale":
+          k.bn_scale_rows(row(s.dyHeap, s.dyAt), dys, row(s.outHeap, s.outAt), os, inner, dt, rows, s.constants[c]);
+          break;
+      }
+    }
+    return;
+  }
+  const o1 = w.at;
+  const o2 = w.at + 8 * C;
+  const acc = w.at + 16 * C;
+  const kAt = w.at + 28 * C;
+  const kf = w.f32.subarray(7 * C, 11 * C);
+  if (s.op === "sums") kf.set(s.mean.subarray(0, C));
+  else if (s.op !== "stats") kf.set(s.constants.subarray(0, Math.min(4 * C, s.constants.length)));
+  const per = pixelsPerBlock(layout);
+  const total = layout.N * layout.inner;
+  const pixel = (heap, at, q) => heap + (at.base + q * C) * es;
+  for (let block = from; block < to; block++) {
+    const q0 = block * per;
+    const pix = Math.min(total, q0 + per) - q0;
+    switch (s.op) {
+      case "stats":
+      case "sums": {
+        if (s.op === "stats") k.bn_stats_pix(pixel(s.xHeap, s.xAt, q0), C, dt, pix, o1, o2, acc);
+        else {
+          const dy = pixel(s.dyHeap, s.dyAt, q0);
+          k.bn_sums_pix(dy, pixel(s.xHeap, s.xAt, q0), C, dt, pix, kAt, o1, o2, acc);
+        }
+        const at = 2 * C * block;
+        s.partials.set(w.f64.subarray(0, 2 * C), at);
+        break;
+      }
+      case "normalize":
+        k.bn_norm_pix(pixel(s.xHeap, s.xAt, q0), pixel(s.outHeap, s.outAt, q0), C, dt, pix, kAt);
+        break;
+      case "gradient":
+        k.bn_grad_pix(pixel(s.dyHeap, s.dyAt, q0), pixel(s.xHeap, s.xAt, q0), pixel(s.outHeap, s.outAt, q0), C, dt, pix, kAt);
+        break;
+      case "scale":
+        k.bn_scale_pix(pixel(s.dyHeap, s.dyAt, q0), pixel(s.outHeap, s.outAt, q0), C, dt, pix, kAt);
+        break;
+    }
+  }
+}
+
 // src/backends/cpu/kernels/stages.ts
 function createThreadState(wasmBytes, policy) {
   return {
@@ -2365,7 +2461,7 @@ function choose(s, thread) {
   const { layout } = s;
   if (layout.kind === "strided") return "strided";
   const ts = s.dtype === FLOAT32 ? "float32" : s.dtype === 1 ? "float16" : "bfloat16";
-  if (wasmOf(thread) === null) return ts;
+  if (!thread.policy.wasm || wasmOf(thread) === null) return ts;
   if (inPlace(s, thread)) {
     thread.staged = false;
     return "wasm";
@@ -2382,6 +2478,11 @@ function runStage(s, from, to, thread) {
     if (wasm === null) throw new Error(\`\${s.op}: no WebAssembly kernels on the heap\`);
     const k = wasm.exports;
     return runRowNormItems(k, s.op, s.constants, from, to);
+  }
+  if ((s.op === "sums" || s.op === "stats" || s.op === "normalize" || s.op === "gradient" || s.op === "scale") && !s.layout.perSample) {
+    const wasm = wasmOf(thread);
+    if (wasm === null) throw new Error(\`\${s.op}: no WebAssembly kernels on the heap\`);
+    return runChannelItems(s, from, to, wasm);
   }
   if (!thread.sets) {
     thread.sets = kernelSets();

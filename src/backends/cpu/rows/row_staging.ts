@@ -11,10 +11,10 @@
  */
 
 import type { DType, HostData } from "../../../tensor/dtype.ts";
-import { Tensor } from "../../../tensor/tensor.ts";
-import { heapAddress, heapFree, heapScratch } from "../../../tensor/host_heap.ts";
+import type { Tensor } from "../../../tensor/tensor.ts";
+import { heapAddress, heapFree } from "../../../tensor/host_heap.ts";
+import { heapScratchTensor, stageInto, stageOut } from "../heap_scratch.ts";
 import { dataCode, hostData } from "../fast/tensor_arrays.ts";
-import { hostAllocationError } from "../../../tensor/host_errors.ts";
 
 /** Rows of one tensor in the heap: byte address of row 0, bytes between rows, dtype code. */
 export interface HeapRows {
@@ -63,61 +63,6 @@ export function heapRowsOf(t: Tensor, axis: number, dtype: DType): HeapRows | un
   return { at: base + t.offset * bytes, stride: rowStride * bytes, dt: dataCode(dtype) };
 }
 
-/** A contiguous tensor of `shape` in `dtype` on a scratch block of the heap. */
-function scratchTensor(shape: readonly number[], dtype: DType): Tensor {
-  const length = shape.reduce((a, b) => a * b, 1);
-  const bytes = length * (dtype === "float32" ? 4 : 2);
-  const block = heapScratch(bytes);
-  if (!block) throw hostAllocationError("row norm scratch", shape, dtype, bytes);
-  const { buffer, at } = block;
-  const data: HostData = dtype === "float32"
-    ? new Float32Array(buffer, at, length)
-    : dtype === "float16"
-    ? new Float16Array(buffer, at, length)
-    : new Uint16Array(buffer, at, length);
-  block.adopt(data);
-  return Tensor.fromData(data, shape);
-}
-
-/** The raw elements of a host array: float32 as itself, 16-bit types as their bits. */
-function rawOf(data: HostData): Float32Array | Uint16Array {
-  if (data instanceof Float32Array || data instanceof Uint16Array) return data;
-  return new Uint16Array(data.buffer, data.byteOffset, data.length);
-}
-
-/**
- * Copies the elements of `src` (any strides) into or out of the contiguous `dense` array
- * (`gather`: src -> dense; else dense -> src), raw, in row-major order: the innermost dim's
- * runs through `set` when they are contiguous.
- */
-function copyDense(src: Tensor, dense: Float32Array | Uint16Array, gather: boolean): void {
-  const raw = rawOf(hostData(src));
-  const { shape, strides } = src;
-  const rank = shape.length;
-  const n = src.numel;
-  if (n === 0) return;
-  const inner = rank === 0 ? 1 : shape[rank - 1];
-  const step = rank === 0 ? 1 : strides[rank - 1];
-  const index = new Array<number>(Math.max(rank - 1, 0)).fill(0);
-  let base = src.offset;
-  for (let done = 0; done < n; done += inner) {
-    if (step === 1) {
-      if (gather) dense.set(raw.subarray(base, base + inner), done);
-      else raw.set(dense.subarray(done, done + inner), base);
-    } else if (gather) {
-      for (let i = 0; i < inner; i++) dense[done + i] = raw[base + i * step];
-    } else {
-      for (let i = 0; i < inner; i++) raw[base + i * step] = dense[done + i];
-    }
-    for (let d = rank - 2; d >= 0; d--) {
-      base += strides[d];
-      if (++index[d] < shape[d]) break;
-      base -= strides[d] * shape[d];
-      index[d] = 0;
-    }
-  }
-}
-
 /**
  * The data tensors of one row-norm call as heap rows of the call's dtype, staged where needed
  * (module doc). Add the inputs and outputs, run the kernels on {@linkcode RowStaging.rows},
@@ -154,11 +99,10 @@ export class RowStaging {
     let rows = heapRowsOf(t, this.#axis, this.#dtype);
     let held = t;
     if (!rows) {
-      held = scratchTensor(t.shape, this.#dtype);
+      held = heapScratchTensor(t.shape, this.#dtype, "row norm scratch");
       this.#scratch.push(held);
       if (output) this.#copyBack.push([t, held]);
-      else if (t.dtype === this.#dtype) copyDense(t, rawOf(hostData(held)), true);
-      else held.copy_(t);
+      else stageInto(held, t);
       rows = heapRowsOf(held, this.#axis, this.#dtype)!;
     }
     this.anchor ??= hostData(held);
@@ -168,10 +112,7 @@ export class RowStaging {
 
   /** Copies each staged output into its tensor (rounded once to the tensor's dtype). */
   finish(): void {
-    for (const [target, scratch] of this.#copyBack) {
-      if (target.dtype === this.#dtype) copyDense(target, rawOf(hostData(scratch)), false);
-      else target.copy_(scratch);
-    }
+    for (const [target, scratch] of this.#copyBack) stageOut(target, scratch);
   }
 
   /** Frees the scratch blocks (idempotent). */

@@ -1,0 +1,282 @@
+/**
+ * The BatchNorm family's stages (statistics, sums, and the normalize, gradient and scale
+ * writes of every BatchNorm operator) on their float32 WebAssembly kernels
+ * (src/backends/cpu/wasm/channel_norms.wat), one kernel call per work item, on the tensors in
+ * place in the host heap: `rows` (NCHW: each (n, c) a contiguous run) and dense `pixels`
+ * (channels-last, C a multiple of 4, at most {@linkcode MAX_PIXEL_CHANNELS}). A call whose
+ * tensors are elsewhere or laid out otherwise is staged into contiguous heap copies first
+ * (fast/setup.ts), so these kernels are the family's one implementation. Items and partials
+ * are the stage's (layout_types.ts, fast/merge.ts), so the results do not depend on which
+ * thread runs which item.
+ *
+ * Part of the pool's worker script (see codecs.ts).
+ *
+ * @module
+ */
+
+import type { Layout, TensorAddress } from "./layout_types.ts";
+import { pixelsPerBlock, rowsPerItem } from "./layout_types.ts";
+import type { StatsStage, SumsStage, WriteStage } from "./stage_types.ts";
+import type { WasmKernels } from "./wasm_instance.ts";
+
+/** The channel kernels' exports (byte addresses; dt 0 float32, 1 float16, 2 bfloat16). */
+export interface ChannelExports {
+  /** (sum, m2) of `rows` runs of one channel, as float64 at `out`. */
+  bn_stats_rows(x: number, xs: number, inner: number, dt: number, rows: number, out: number): void;
+  /** (sum(dy), sum(dy * (x - mean))) of `rows` runs of one channel, as float64 at `out`. */
+  bn_sums_rows(
+    dy: number,
+    dys: number,
+    x: number,
+    xs: number,
+    inner: number,
+    dt: number,
+    rows: number,
+    mean: number,
+    out: number,
+  ): void;
+  /** y = (x - k0) * k1 + k2 over `rows` runs. */
+  bn_norm_rows(
+    x: number,
+    xs: number,
+    o: number,
+    os: number,
+    inner: number,
+    dt: number,
+    rows: number,
+    k0: number,
+    k1: number,
+    k2: number,
+  ): void;
+  /** gi = ((dy - k2) - (x - k0) * k1) * k3 over `rows` runs. */
+  bn_grad_rows(
+    dy: number,
+    dys: number,
+    x: number,
+    xs: number,
+    o: number,
+    os: number,
+    inner: number,
+    dt: number,
+    rows: number,
+    k0: number,
+    k1: number,
+    k2: number,
+    k3: number,
+  ): void;
+  /** gi = dy * k0 over `rows` runs. */
+  bn_scale_rows(
+    dy: number,
+    dys: number,
+    o: number,
+    os: number,
+    inner: number,
+    dt: number,
+    rows: number,
+    k0: number,
+  ): void;
+  /** Per-channel (sum, m2) of `pix` pixels into float64 arrays at o1, o2 (scratch at acc). */
+  bn_stats_pix(
+    x: number,
+    C: number,
+    dt: number,
+    pix: number,
+    o1: number,
+    o2: number,
+    acc: number,
+  ): void;
+  /** Per-channel sums of `pix` pixels (float32 means at k) into float64 arrays at o1, o2. */
+  bn_sums_pix(
+    dy: number,
+    x: number,
+    C: number,
+    dt: number,
+    pix: number,
+    k: number,
+    o1: number,
+    o2: number,
+    acc: number,
+  ): void;
+  /** The normalize write of `pix` pixels, float32 constants at k. */
+  bn_norm_pix(x: number, o: number, C: number, dt: number, pix: number, k: number): void;
+  /** The gradient write of `pix` pixels. */
+  bn_grad_pix(
+    dy: number,
+    x: number,
+    o: number,
+    C: number,
+    dt: number,
+    pix: number,
+    k: number,
+  ): void;
+  /** The scale write of `pix` pixels. */
+  bn_scale_pix(dy: number, o: number, C: number, dt: number, pix: number, k: number): void;
+}
+
+/**
+ * The most channels of a channels-last call the kernels take in place: their per-channel
+ * arrays (two float64 outputs, three float32 scratch arrays, four float32 constants: 44 bytes
+ * a channel) fit this thread's region of the heap (wasm_instance.ts, 512 KiB).
+ */
+export const MAX_PIXEL_CHANNELS = 8192;
+
+/** A BatchNorm-family stage the channel kernels run. */
+export type ChannelStage = StatsStage | SumsStage | WriteStage;
+
+/** Whether the channel kernels take tensors at `at` in `layout` in place (module doc). */
+export function channelLayoutFits(layout: Layout, at: TensorAddress): boolean {
+  if (layout.kind === "rows") return true;
+  if (layout.kind !== "pixels") return false;
+  const { C, inner } = layout;
+  return C % 4 === 0 && C <= MAX_PIXEL_CHANNELS &&
+    (inner === 1 || at.strideI === C) && (layout.N === 1 || at.strideN === inner * C);
+}
+
+/** Channel c and rows [n0, n1) of rows item `item`. */
+function rowsOfItem(layout: Layout, item: number): [c: number, n0: number, n1: number] {
+  const per = rowsPerItem(layout);
+  const chunks = Math.ceil(layout.N / per);
+  const c = Math.floor(item / chunks);
+  const n0 = (item - c * chunks) * per;
+  return [c, n0, Math.min(layout.N, n0 + per)];
+}
+
+/** Runs items [from, to) of the BatchNorm-family stage `s` on this thread's kernels `w`. */
+export function runChannelItems(s: ChannelStage, from: number, to: number, w: WasmKernels): void {
+  const k = w.exports as unknown as ChannelExports;
+  const dt = s.dtype;
+  const es = dt === 0 ? 4 : 2;
+  const layout = s.layout;
+  const C = layout.C;
+  if (layout.kind === "rows") {
+    const inner = layout.inner;
+    const out = w.at;
+    const f64 = w.f64;
+    for (let item = from; item < to; item++) {
+      const [c, n0, n1] = rowsOfItem(layout, item);
+      const rows = n1 - n0;
+      const row = (heap: number, at: TensorAddress) =>
+        heap + (at.base + n0 * at.strideN + c * at.strideC) * es;
+      const xs = s.xAt.strideN * es;
+      const dys = s.dyAt.strideN * es;
+      const os = s.outAt.strideN * es;
+      switch (s.op) {
+        case "stats":
+          k.bn_stats_rows(row(s.xHeap, s.xAt), xs, inner, dt, rows, out);
+          s.partials[2 * item] = f64[0];
+          s.partials[2 * item + 1] = f64[1];
+          break;
+        case "sums":
+          k.bn_sums_rows(
+            row(s.dyHeap, s.dyAt),
+            dys,
+            row(s.xHeap, s.xAt),
+            xs,
+            inner,
+            dt,
+            rows,
+            s.mean[c],
+            out,
+          );
+          s.partials[2 * item] = f64[0];
+          s.partials[2 * item + 1] = f64[1];
+          break;
+        case "normalize": {
+          const q = s.constants;
+          const o = row(s.outHeap, s.outAt);
+          k.bn_norm_rows(
+            row(s.xHeap, s.xAt),
+            xs,
+            o,
+            os,
+            inner,
+            dt,
+            rows,
+            q[c],
+            q[C + c],
+            q[2 * C + c],
+          );
+          break;
+        }
+        case "gradient": {
+          const q = s.constants;
+          k.bn_grad_rows(
+            row(s.dyHeap, s.dyAt),
+            dys,
+            row(s.xHeap, s.xAt),
+            xs,
+            row(s.outHeap, s.outAt),
+            os,
+            inner,
+            dt,
+            rows,
+            q[c],
+            q[C + c],
+            q[2 * C + c],
+            q[3 * C + c],
+          );
+          break;
+        }
+        case "scale":
+          k.bn_scale_rows(
+            row(s.dyHeap, s.dyAt),
+            dys,
+            row(s.outHeap, s.outAt),
+            os,
+            inner,
+            dt,
+            rows,
+            s.constants[c],
+          );
+          break;
+      }
+    }
+    return;
+  }
+  // Dense pixels: pixel q of the call at base + q * C. Region: o1, o2 (float64 C each), the
+  // scratch (float32 3C), the per-channel float32 constants or means (4C).
+  const o1 = w.at;
+  const o2 = w.at + 8 * C;
+  const acc = w.at + 16 * C;
+  const kAt = w.at + 28 * C;
+  const kf = w.f32.subarray(7 * C, 11 * C);
+  if (s.op === "sums") kf.set(s.mean.subarray(0, C));
+  else if (s.op !== "stats") kf.set(s.constants.subarray(0, Math.min(4 * C, s.constants.length)));
+  const per = pixelsPerBlock(layout);
+  const total = layout.N * layout.inner;
+  const pixel = (heap: number, at: TensorAddress, q: number) => heap + (at.base + q * C) * es;
+  for (let block = from; block < to; block++) {
+    const q0 = block * per;
+    const pix = Math.min(total, q0 + per) - q0;
+    switch (s.op) {
+      case "stats":
+      case "sums": {
+        if (s.op === "stats") k.bn_stats_pix(pixel(s.xHeap, s.xAt, q0), C, dt, pix, o1, o2, acc);
+        else {
+          const dy = pixel(s.dyHeap, s.dyAt, q0);
+          k.bn_sums_pix(dy, pixel(s.xHeap, s.xAt, q0), C, dt, pix, kAt, o1, o2, acc);
+        }
+        const at = 2 * C * block;
+        s.partials.set(w.f64.subarray(0, 2 * C), at);
+        break;
+      }
+      case "normalize":
+        k.bn_norm_pix(pixel(s.xHeap, s.xAt, q0), pixel(s.outHeap, s.outAt, q0), C, dt, pix, kAt);
+        break;
+      case "gradient":
+        k.bn_grad_pix(
+          pixel(s.dyHeap, s.dyAt, q0),
+          pixel(s.xHeap, s.xAt, q0),
+          pixel(s.outHeap, s.outAt, q0),
+          C,
+          dt,
+          pix,
+          kAt,
+        );
+        break;
+      case "scale":
+        k.bn_scale_pix(pixel(s.dyHeap, s.dyAt, q0), pixel(s.outHeap, s.outAt, q0), C, dt, pix, kAt);
+        break;
+    }
+  }
+}
