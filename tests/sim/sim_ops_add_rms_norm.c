@@ -143,9 +143,15 @@ int sim_add_rms_norm_ws(const void *x1, const void *x2, const void *gamma, doubl
   c->plan.norm_axis = NT(c, AR_X1)->ndim - (mode == MODE_ADD ? NT(c, AR_G)->ndim : 1);
   int64_t rows, cols;
   nrm_rows_cols(NT(c, AR_X1), c->plan.norm_axis, &rows, &cols);
-  /* [aclsim] l0op::ViewCopy requires rstdOut's view shape to equal the result's [A1..Ai, 1..1]
-   * (opbase docs/zh/api/nnopbase/opdev/L0/ViewCopy.md); the simulator requires one value per row. */
-  if (mode == MODE_ADD) NTRY(nrm_numel_is(c, AR_RSTD, rows, "writes"));
+  /* ComputeAddRmsNorm (:177-207) copies each result with l0op::ViewCopy (nullptr -> 561103):
+   * yOut and xOut have x1's shape (CheckShapeDim), the l0 operator's rstd is x1's leading dims
+   * then one 1 per gamma dim (add_rms_norm.cpp:39-53), so a rstdOut of another shape is refused
+   * unless both hold one element. */
+  if (mode == MODE_ADD) {
+    SimTensorDesc res = nrm_shape_of(NT(c, AR_X1)->dims, NT(c, AR_X1)->ndim);
+    for (int i = c->plan.norm_axis; i < res.ndim; i++) res.dims[i] = 1;
+    NTRY(nrm_view_copy(c, AR_RSTD, &res));
+  }
   /* The membase kernel stores rstd only where __CCE_AICORE__ == 220 or on NPU arch 3003/3113
    * (op_kernel/add_rms_norm.h CopyOutRstd :310-317): on the Atlas inference series rstdOut is
    * left untouched ("参数rstdOut在当前产品使用场景下无效", docs). */
