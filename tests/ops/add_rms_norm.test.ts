@@ -22,7 +22,7 @@ import {
   on,
 } from "../helpers/backends.ts";
 import { dot, finiteDifferences, rmsNorm as rmsNorm64 } from "../oracle/row_norms.ts";
-import { betweenKernels, EXACT, toleranceFor } from "../helpers/tolerance.ts";
+import { betweenKernels, EXACT, looser, toleranceFor } from "../helpers/tolerance.ts";
 
 const NULLPTR = 161001;
 const INVALID = 161002;
@@ -64,9 +64,13 @@ forEachBackend(
       assertClose(r.x, x, EXACT, `${ctx.label} ${c.name} x = round(x1 + x2)`);
       assert.equal(r.x.dtype, c.dtype);
       assert.equal(r.rstd.dtype, "float32");
-      assertClose(r.rstd, e.rstd, undefined, `${ctx.label} ${c.name} rstd`);
-      // CANN's 16-bit kernels round x * rstd to the dtype before the gamma product (one more
-      // rounding than the CPU backend's).
+      // Some of CANN's kernels square the float sum x1 + x2 before its rounding to the dtype
+      // (Ascend 950; the A2/A3 bfloat16 NORMAL template: tests/software_cann/add_rms_norm.test.ts),
+      // which moves rstd by up to the dtype's rounding.
+      const rstdTol = ctx.soc ? looser(toleranceFor("float32"), toleranceFor(c.dtype)) : undefined;
+      assertClose(r.rstd, e.rstd, rstdTol, `${ctx.label} ${c.name} rstd`);
+      // CANN's 16-bit kernels round x * rstd to the dtype before the gamma product, or form y
+      // from the float sum (one rounding more or less than the CPU backend's).
       const yTol = ctx.soc ? betweenKernels(toleranceFor(c.dtype)) : undefined;
       assertClose(r.y, e.y, yTol, `${ctx.label} ${c.name} y`);
     }

@@ -1,6 +1,7 @@
 /**
  * The software CANN's aclnnAddRmsNorm (tests/sim/sim_ops_add_rms_norm.c) beyond its basic
- * values (tests/software_cann/rms_norm.test.ts): the l0op::ViewCopy
+ * values (tests/software_cann/rms_norm.test.ts): the arithmetic of each chip's kernel template
+ * (which x the square sum and the y product read, where x * rstd is rounded), the l0op::ViewCopy
  * of rstdOut (561103 unless its shape is the result's or both hold one element), and the early
  * SUCCESS of an empty x1 or gamma (nothing checked after CheckShapeDim, nothing written).
  * Expected values are float64 replays of the kernels, compared bit for bit.
@@ -89,6 +90,58 @@ function run(
   ]);
   return { r, y, rstd, xo };
 }
+
+/** Runs [rows, cols] of `dtype` on `soc` and compares every output with `kernel`'s replay. */
+function checkKernel(
+  sim: NormSim,
+  soc: string,
+  dtype: DType,
+  [rows, cols]: [number, number],
+  kernel: Kernel,
+): void {
+  withSoc(soc, () => {
+    const what = `${soc} ${dtype} [${rows}, ${cols}] (${kernel})`;
+    const [a, b, g] = [
+      data(rows * cols, 1, dtype),
+      data(rows * cols, 2, dtype),
+      data(cols, 3, dtype),
+    ];
+    const t = (v: number[], s: number[]) => sim.tensor(v, s, dtype);
+    const out = run(sim, t(a, [rows, cols]), t(b, [rows, cols]), t(g, [cols]), [rows, 1]);
+    expectOk(out.r, what);
+    const e = replay(a, b, g, cols, dtype, kernel);
+    assertClose(sim.read(out.xo), e.x, SIM_REPLAY, `xOut ${what}`);
+    assertClose(sim.read(out.rstd), e.rstd, SIM_REPLAY, `rstd ${what}`);
+    assertClose(sim.read(out.y), e.y, SIM_REPLAY, `y ${what}`);
+    if (kernel !== "rounded") {
+      // The replay of the template the simulator used to apply everywhere differs.
+      const old = replay(a, b, g, cols, dtype, "rounded");
+      const changed = kernel === "regbase" ? e.y : e.rstd;
+      assert.notDeepEqual(changed, kernel === "regbase" ? old.y : old.rstd, `${what} vs rounded`);
+    }
+  });
+}
+
+Deno.test("aclnnAddRmsNorm: Ascend 950 keeps the float sum and rounds y once", () => {
+  withSim((sim) => {
+    checkKernel(sim, "Ascend950PR_9599", "bfloat16", [6, 64], "regbase");
+    checkKernel(sim, "Ascend950PR_9599", "float16", [6, 64], "regbase");
+  });
+});
+
+Deno.test("aclnnAddRmsNorm: Atlas A2/A3 bfloat16 templates, as the tiling picks them", () => {
+  withSim((sim) => {
+    // Ascend910B4: 40 vector cores. More rows than cores, 2000 < cols <= 12288: NORMAL.
+    checkKernel(sim, "Ascend910B4", "bfloat16", [41, 2048], "normal");
+    checkKernel(sim, "Ascend910B4", "bfloat16", [40, 2048], "rounded"); // SINGLE_N
+    checkKernel(sim, "Ascend910B4", "bfloat16", [41, 1024], "rounded"); // MERGE_N
+    checkKernel(sim, "Ascend910B4", "bfloat16", [2, 12304], "splitD"); // cols > 12288
+    checkKernel(sim, "Ascend910B4", "float16", [41, 2048], "rounded"); // Add in half
+    // Ascend910_9391: 48 vector cores.
+    checkKernel(sim, "Ascend910_9391", "bfloat16", [41, 2048], "rounded");
+    checkKernel(sim, "Ascend910_9391", "bfloat16", [49, 2048], "normal");
+  });
+});
 
 Deno.test("aclnnAddRmsNorm: rstdOut goes through l0op::ViewCopy (561103 unless the result's shape)", () => {
   withSim((sim) => {
