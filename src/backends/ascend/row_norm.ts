@@ -25,7 +25,8 @@ export const ascendRowNormKernels: Pick<
   "layerNorm" | "layerNormBackward" | "rmsNorm" | "rmsNormGrad" | "addRmsNorm"
 > = {
   layerNorm(p: types.LayerNormPlan, t: types.LayerNormTensors) {
-    // CANN itself writes mean 0 and rstd NaN for rows of no element (aclnn_layer_norm.cpp).
+    // Rows of no element do not reach the backends: src/ops/layer_norm.ts fills mean with 0 and
+    // rstd with NaN, as CANN's ProcessEmptyTensorWithValue does.
     runAclnn(deviceOf(t.input), "aclnnLayerNorm", [
       arg.tensor(t.input),
       arg.intArray(p.normalizedShape),
