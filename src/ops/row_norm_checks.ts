@@ -130,7 +130,7 @@ export function checkViewCopy(op: string, name: string, t: Tensor, want: readonl
 }
 
 /**
- * An rstd of RMSNorm (output of aclnnRmsNorm / aclnnAddRmsNorm): at most 8 dims, each dim
+ * The rstd output of aclnnRmsNorm (a generated operator: no ViewCopy): at most 8 dims, each dim
  * non-zero and 1 or x's dim at the same index (rms_norm_tiling.cpp CheckInputShape4RmsNorm,
  * `code`), and one value per row (the kernel writes rows values in row-major order: 161002).
  */
