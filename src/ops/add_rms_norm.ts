@@ -24,17 +24,18 @@
 import type { AddRmsNormPlan, AddRmsNormTensors } from "../backends/mod.ts";
 import { rowGeometry } from "../backends/mod.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
-import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { z } from "./zod.ts";
 import {
   checkMaxRank,
-  checkRowStatistic,
   checkTrailingGamma,
+  checkViewCopy,
   epsilonSchema,
+  fillAll,
   INNER_NULLPTR,
   newStatistic,
   placeRowNorm,
+  statisticsShape,
   tilingFailure,
 } from "./row_norm_checks.ts";
 import { defineOperator, type PlannedCall } from "./spec.ts";
@@ -46,7 +47,10 @@ const OP = "aclnnAddRmsNorm";
 export interface AddRmsNormOut {
   /** Receives y: x1's shape and dtype, any strides. */
   y?: Tensor | null;
-  /** Receives rstd: float32, one value per row, each dim 1 or x1's dim at that index. */
+  /**
+   * Receives rstd: float32, x1's dims before gamma's then 1 for each gamma dim (one row: any
+   * one-element shape; any shape when x1 or gamma is empty: nothing is written).
+   */
   rstd?: Tensor | null;
   /** Receives x = x1 + x2: x1's shape and dtype, any strides. */
   x?: Tensor | null;
@@ -87,14 +91,19 @@ const scalarsSchema = z.object({ epsilon: epsilonSchema(1e-6) });
  * `add_rms_norm_tiling.cpp`): 161001 when x1, x2 or gamma is missing or an `out` entry is
  * `null`; 161002 when a tensor is not float32/float16/bfloat16, x2, gamma, y or x has another
  * dtype than x1, rstd is not float32, x1, x2 or gamma has no dim or more than 8, or x2's, y's or
- * x's shape is not x1's; then 561103 when gamma is not x1's trailing dims or epsilon is
- * negative (CANN's early return for an empty x1 or gamma skips these; this package checks them
- * always). rstd must hold one value per row. On an NPU the chip's rules apply too (not on Atlas
- * training or Atlas 200I/500 A2; no bfloat16 on the Atlas inference series, whose kernel does
- * not store rstd: the backend computes it with aclnnRmsNorm).
+ * x's shape is not x1's. On an NPU the chip's rules apply too (not on Atlas training or Atlas
+ * 200I/500 A2; no bfloat16 on the Atlas inference series, whose kernel does not store rstd: the
+ * backend computes it with aclnnRmsNorm). Then 561103 when gamma is not x1's trailing dims or
+ * epsilon is negative (the l0 operator's tiling), or a given rstd is not x1's dims before
+ * gamma's then 1s (with one row, one element of any shape: CANN's l0op::ViewCopy refuses
+ * another shape).
+ *
+ * An empty x1 or gamma: CANN returns SUCCESS before the l0 operator (nothing more is checked,
+ * nothing is written), and so does this call: given outputs are left as they were, the ones it
+ * allocates hold NaN (rstd of rows of no element is the mean of no square).
  *
  * Without `out`, y and x take x1's dtype, shape and memory layout, and rstd is float32 with
- * x1's leading dims then 1s. Rows of no element give rstd NaN.
+ * x1's leading dims then 1s.
  *
  * @example
  * ```ts
@@ -112,8 +121,13 @@ export function addRmsNorm(args: AddRmsNormArgs): AddRmsNormResult {
 
 type Output = "y" | "rstd" | "x";
 
-/** What validation established for one set of argument values. */
-type Validated = PlannedCall<Output, AddRmsNormPlan, AddRmsNormTensors>;
+/**
+ * What validation established for one set of argument values; `empty`: x1 or gamma is empty,
+ * so CANN returns before computing anything (aclnn_add_rms_norm.cpp:229-236).
+ */
+type Validated = PlannedCall<Output, AddRmsNormPlan, AddRmsNormTensors> & {
+  readonly empty: boolean;
+};
 
 const call = defineOperator<AddRmsNormArgs, Output, Validated, AddRmsNormResult>({
   op: OP,
@@ -124,7 +138,14 @@ const call = defineOperator<AddRmsNormArgs, Output, Validated, AddRmsNormResult>
     x: (v) => Tensor.emptyLike(v.tensors.x1, v.tensors.x1.dtype, v.device),
   },
   validate,
-  run: (v, o) => v.backend.addRmsNorm(v.plan, { ...v.tensors, y: o.y!, rstd: o.rstd!, x: o.x! }),
+  run: (v, o) => {
+    if (v.empty) {
+      // CANN writes nothing; the outputs this call allocated hold no result.
+      for (const name of ["y", "rstd", "x"] as const) if (!v.given[name]) fillAll(o[name]!, NaN);
+      return;
+    }
+    v.backend.addRmsNorm(v.plan, { ...v.tensors, y: o.y!, rstd: o.rstd!, x: o.x! });
+  },
 });
 
 function validate(args: AddRmsNormArgs): Validated {
@@ -160,22 +181,29 @@ function validate(args: AddRmsNormArgs): Validated {
   checkMaxRank(OP, "x", x);
   if (x) check.checkShape(OP, "x", x, x1.shape, "x1");
 
-  // The l0 operator's tiling (CheckInputOutputDim/Shape, GetEpsilonParameter): 561103.
-  checkTrailingGamma(OP, INNER_NULLPTR, gamma, "x1", x1);
-  if (epsilon < 0) tilingFailure(OP, INNER_NULLPTR, "epsilon", `(${epsilon}) must not be negative`);
-  const geometry = rowGeometry(x1.shape, x1.rank - gamma.rank);
-  if (rstd && geometry.rows > 0) {
-    checkRowStatistic(OP, INNER_NULLPTR, "rstd", rstd, x1, geometry.rows);
-  } else if (rstd && rstd.numel !== 0) {
-    check.invalid(OP, "rstd", `shape ${formatShape(rstd.shape)} must be empty: x1 has no rows`);
+  // An empty x1 or gamma: SUCCESS before the l0 operator (aclnn_add_rms_norm.cpp:229-236).
+  const empty = x1.numel === 0 || gamma.numel === 0;
+  const geometry = rowGeometry(x1.shape, Math.max(0, x1.rank - gamma.rank));
+  const { device, backend } = placeRowNorm(OP, { y, rstd, x }, { x1, x2, gamma }, geometry);
+  if (!empty) {
+    // The l0 operator's tiling (CheckInputOutputDim/Shape, GetEpsilonParameter): 561103.
+    checkTrailingGamma(OP, INNER_NULLPTR, gamma, "x1", x1);
+    if (epsilon < 0) {
+      tilingFailure(OP, INNER_NULLPTR, "epsilon", `(${epsilon}) must not be negative`);
+    }
+    // ComputeAddRmsNorm's l0op::ViewCopy of the l0 rstd, x1's leading dims then 1s
+    // (aclnn_add_rms_norm.cpp:193-196, add_rms_norm.cpp:39-53): 561103.
+    if (rstd) {
+      checkViewCopy(OP, "rstd", rstd, statisticsShape(x1.shape, geometry.axis, geometry.rows));
+    }
   }
 
-  const { device, backend } = placeRowNorm(OP, { y, rstd, x }, { x1, x2, gamma }, geometry);
   return {
     device,
     backend,
     plan: { geometry, epsilon },
     tensors: { x1, x2, gamma },
     given: { y, rstd, x },
+    empty,
   };
 }

@@ -31,13 +31,15 @@ import { z } from "./zod.ts";
 import {
   checkMaxRank,
   checkNormalizedRank,
-  checkStatisticsOut,
+  checkViewCopy,
   epsilonSchema,
+  fillAll,
   MAX_RANK,
   newStatistic,
   normalizedAxis,
   normalizedShapeSchema,
   placeRowNorm,
+  statisticsShape,
 } from "./row_norm_checks.ts";
 import { defineOperator, type PlannedCall } from "./spec.ts";
 import * as check from "./validate.ts";
@@ -48,7 +50,11 @@ const OP = "aclnnLayerNorm";
 export interface LayerNormOut {
   /** Receives y: input's shape, any float dtype (the result is cast to it), any strides. */
   output?: Tensor | null;
-  /** Receives the per-row mean: `[A1..Ai, 1..1]` (empty without rows), any float dtype. */
+  /**
+   * Receives the per-row mean, any float dtype: `[A1..Ai, 1..1]` (one row: any one-element
+   * shape); any shape when input has no rows (nothing is written) or rows of no element (every
+   * element is 0). On Ascend 950 (DAV_3510) a non-empty one must be `[A1..Ai, 1..1]`.
+   */
   mean?: Tensor | null;
   /** Receives the per-row rstd: same rules as `mean`. */
   rstd?: Tensor | null;
@@ -93,10 +99,13 @@ const scalarsSchema = z.object({
  * 161001 when input or normalizedShape is missing or `out.output` is `null`; 161002 when a
  * tensor is not float32/float16/bfloat16, weight or bias is neither float32 nor input's dtype
  * or they differ, a tensor has more than 8 dims, normalizedShape has not 1 to 8 entries or
- * differs from input's trailing dims (or weight's/bias's shape), output's shape is not
- * input's, or mean/rstd are not `[A1..Ai, 1..1]`. eps is any finite number (CANN checks none).
- * On an NPU the chip's rules apply too (bfloat16 on Atlas A2/A3/950 only; not on the Atlas
- * inference series).
+ * differs from input's trailing dims (or weight's/bias's shape), or output's shape is not
+ * input's. eps is any finite number (CANN checks none). On an NPU the chip's rules apply too
+ * (bfloat16 on Atlas A2/A3/950 only; not on the Atlas inference series; on Ascend 950 a
+ * non-empty mean/rstd must be `[A1..Ai, 1..1]` and the two equal, 161002). Then 561103 when a
+ * given mean or rstd is not `[A1..Ai, 1..1]` (with one row, one element of any shape) and
+ * input has rows of elements: CANN copies its results with l0op::ViewCopy, which refuses
+ * another shape (the documentation lists no code for it).
  *
  * Without `out`, output takes input's dtype, shape and memory layout, and mean/rstd are float32
  * `[A1..Ai, 1..1]` (`[0]` without rows), as torch_npu allocates them. Rows of no element give
@@ -129,8 +138,17 @@ const call = defineOperator<LayerNormArgs, Output, Validated, LayerNormResult>({
     rstd: (v) => newStatistic(v.tensors.input, v.plan.geometry, v.device),
   },
   validate,
-  run: (v, o) =>
-    v.backend.layerNorm(v.plan, { ...v.tensors, output: o.output!, mean: o.mean!, rstd: o.rstd! }),
+  run: (v, o) => {
+    const { rows, cols } = v.plan.geometry;
+    if (rows > 0 && cols === 0) {
+      // Rows of no element: CANN fills every element of meanOut with 0 and of rstdOut with NaN
+      // (ProcessEmptyTensorWithValue, aclnn_layer_norm.cpp:373-386), whatever their shapes.
+      fillAll(o.mean!, 0);
+      fillAll(o.rstd!, NaN);
+      return;
+    }
+    v.backend.layerNorm(v.plan, { ...v.tensors, output: o.output!, mean: o.mean!, rstd: o.rstd! });
+  },
 });
 
 function validate(args: LayerNormArgs): Validated {
@@ -181,11 +199,17 @@ function validate(args: LayerNormArgs): Validated {
   if (bias) check.checkShape(OP, "bias", bias, normalizedShape, "normalizedShape");
   if (output) check.checkShape(OP, "output", output, input.shape, "input");
   const geometry = rowGeometry(input.shape, axis);
-  if (mean) checkStatisticsOut(OP, "mean", mean, input, axis, geometry.rows);
-  if (rstd) checkStatisticsOut(OP, "rstd", rstd, input, axis, geometry.rows);
 
   const read = { input, weight, bias };
   const { device, backend } = placeRowNorm(OP, { output, mean, rstd }, read, geometry);
+  // The l0 operator's mean and rstd are [A1..Ai, 1..1], copied to the outputs with
+  // l0op::ViewCopy (aclnn_layer_norm.cpp:461-477; layer_norm_v3.cpp:50-53); without rows, or
+  // with rows of no element, CANN returns before (:367-386).
+  if (geometry.rows > 0 && geometry.cols > 0) {
+    const want = statisticsShape(input.shape, axis, geometry.rows);
+    if (mean) checkViewCopy(OP, "mean", mean, want);
+    if (rstd) checkViewCopy(OP, "rstd", rstd, want);
+  }
   return {
     device,
     backend,

@@ -28,6 +28,7 @@
 import type { LayerNormBackwardPlan, LayerNormBackwardTensors } from "../backends/mod.ts";
 import { rowGeometry } from "../backends/mod.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
+import { formatShape } from "../tensor/layout.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { z } from "./zod.ts";
 import {
@@ -47,9 +48,12 @@ const OP = "aclnnLayerNormBackward";
 export interface LayerNormBackwardOut {
   /** Receives dL/dx: input's shape, any float dtype, any strides. */
   gradInput?: Tensor | null;
-  /** Receives dL/dweight: prod(normalizedShape) elements, any float dtype. */
+  /**
+   * Receives dL/dweight, any float dtype: normalizedShape's shape (one element: any one-element
+   * shape; input without rows: any shape of prod(normalizedShape) elements, zero-filled).
+   */
   gradWeight?: Tensor | null;
-  /** Receives dL/dbias: prod(normalizedShape) elements, any float dtype. */
+  /** Receives dL/dbias: same rules as `gradWeight`. */
   gradBias?: Tensor | null;
 }
 
@@ -107,7 +111,9 @@ const scalarsSchema = z.object({
  * without a weight; this package compares all, as its documentation requires) or from weight's
  * or bias's shape, gradOut's or gradInput's shape is not input's, mean's shape is not rstd's,
  * mean has not one value per row, or gradWeight/gradBias have not prod(normalizedShape)
- * elements. On an NPU the chip's rules apply too (no bfloat16 on the Atlas training and
+ * elements, or (input with rows, more than one normalized element) not normalizedShape's shape:
+ * there CANN's ViewCopy of the result fails, and CANN returns success with the output
+ * unwritten. On an NPU the chip's rules apply too (no bfloat16 on the Atlas training and
  * inference series; not on Atlas 200I/500 A2).
  *
  * Without `out`, gradInput takes input's dtype, shape and memory layout, and gradWeight/gradBias
@@ -226,6 +232,22 @@ function validate(args: LayerNormBackwardArgs): Validated {
     check.checkNumel(OP, "gradWeight", gradWeight, geometry.cols, "prod(normalizedShape)");
   }
   if (gradBias) check.checkNumel(OP, "gradBias", gradBias, geometry.cols, "prod(normalizedShape)");
+  // CANN copies the normalizedShape-shaped results with l0op::ViewCopy, which refuses another
+  // shape unless both hold one element, and ignores the failure (aclnn_layer_norm_backward.cpp
+  // 359-362, 413-415): it returns success with the output unwritten. Refused here instead.
+  if (geometry.rows > 0 && geometry.cols > 1) {
+    for (const [name, t] of Object.entries({ gradWeight, gradBias })) {
+      if (t && !check.sameShape(t.shape, normalizedShape)) {
+        check.invalid(
+          OP,
+          name,
+          `shape ${formatShape(t.shape)} must have normalizedShape's shape ` +
+            `${formatShape(normalizedShape)}: CANN's ViewCopy of the result would fail and ` +
+            "leave it unwritten while returning success",
+        );
+      }
+    }
+  }
 
   const written = { gradInput, gradWeight, gradBias };
   const read = { gradOut, input, mean, rstd, weight, bias };

@@ -216,7 +216,7 @@ function validate(args: RmsNormGradArgs): Validated {
     );
   }
 
-  const scalars = { rows: geometry.rows, cols: empty ? 0 : geometry.cols };
+  const scalars = { rows: geometry.rows, cols: empty ? 0 : geometry.cols, axis: geometry.axis };
   const { device, backend } = placeRowNorm(OP, { dx, dgamma }, { dy, x, rstd, gamma }, scalars);
   return {
     device,

@@ -1,8 +1,8 @@
 /**
  * Checks shared by the LayerNorm / RMSNorm operators, whose normalized dims are the trailing
- * ones: rank limits, the normalized shape, the shape of per-row statistics, and the errors of
- * CANN's tiling functions (RmsNorm's 561002, AddRmsNorm's 561103), each naming the operator,
- * the argument and the rule.
+ * ones: rank limits, the normalized shape, the shape of per-row statistics, the errors of
+ * CANN's tiling functions (RmsNorm's 561002, AddRmsNorm's 561103) and of l0op::ViewCopy
+ * (561103), each naming the operator, the argument and the rule.
  *
  * @module
  */
@@ -17,7 +17,10 @@ import { checkWrites, invalid, placeCall } from "./validate.ts";
 
 /** ACLNN_ERR_INNER_TILING_ERROR: a generated operator's tiling function refused the call. */
 export const TILING_ERROR = 561002;
-/** ACLNN_ERR_INNER_NULLPTR: an l0 operator whose tiling failed returned no result. */
+/**
+ * ACLNN_ERR_INNER_NULLPTR: an l0 operator returned no result (its tiling failed, or
+ * l0op::ViewCopy refused the output).
+ */
 export const INNER_NULLPTR = 561103;
 /** The rank limit of every tensor of these operators (MAX_DIM_LEN / MAX_SUPPORT_DIMS_NUMS). */
 export const MAX_RANK = 8;
@@ -109,38 +112,25 @@ export function newStatistic(
 }
 
 /**
- * A statistics output (LayerNorm's mean/rstd) of a call with `rows` rows: with rows, shape
- * `[A1..Ai, 1..1]` of input's rank (what DAV_3510 checks, aclnn_layer_norm.cpp
- * CheckMeanRstdOutputShape, and what l0op::ViewCopy needs elsewhere); without rows, any empty
- * shape.
+ * l0op::ViewCopy of an operator's result of shape `want` into output `t` (hicann/ops-math
+ * `conversion/contiguous/op_host/op_api/contiguous.cpp:634-678`, CheckViewCopyParams): the view
+ * shapes must be equal unless both hold one element, else ViewCopy returns nullptr and the
+ * operator 561103 naming `name` (the dtype matches: the operators cast the result first).
  */
-export function checkStatisticsOut(
-  op: string,
-  name: string,
-  t: Tensor,
-  input: Tensor,
-  axis: number,
-  rows: number,
-): void {
-  if (rows === 0) {
-    if (t.numel !== 0) {
-      invalid(op, name, `shape ${formatShape(t.shape)} must be empty: input has no rows`);
-    }
-    return;
-  }
-  const want = statisticsShape(input.shape, axis, rows);
-  if (t.rank !== want.length || t.shape.some((d, i) => d !== want[i])) {
-    invalid(
-      op,
-      name,
-      `shape ${formatShape(t.shape)} must be ${formatShape(want)}: input's dims before the ` +
-        `normalized ones, then 1 for each normalized dim`,
-    );
-  }
+export function checkViewCopy(op: string, name: string, t: Tensor, want: readonly number[]): void {
+  const same = t.rank === want.length && t.shape.every((d, i) => d === want[i]);
+  if (same || (t.numel === 1 && want.reduce((p, d) => p * d, 1) === 1)) return;
+  tilingFailure(
+    op,
+    INNER_NULLPTR,
+    name,
+    `shape ${formatShape(t.shape)} must be the result's ${formatShape(want)} (or, as the ` +
+      "result, hold one element): CANN's l0op::ViewCopy refuses another shape",
+  );
 }
 
 /**
- * An rstd of RMSNorm (output of aclnnRmsNorm / aclnnAddRmsNorm): at most 8 dims, each dim
+ * The rstd output of aclnnRmsNorm (a generated operator: no ViewCopy): at most 8 dims, each dim
  * non-zero and 1 or x's dim at the same index (rms_norm_tiling.cpp CheckInputShape4RmsNorm,
  * `code`), and one value per row (the kernel writes rows values in row-major order: 161002).
  */
@@ -204,17 +194,23 @@ export function checkTrailingGamma(
 }
 
 /**
- * The last step of a row norm's validation: no output may overlap another or an input
+ * The device step of a row norm's validation: no output may overlap another or an input
  * (checkWrites), every tensor (inputs first, then outputs) is on one device, and that device's
- * backend accepts them with the row geometry as scalars `rows` and `cols`.
+ * backend accepts them with the row geometry as scalars `rows`, `cols` and `axis` (the first
+ * normalized dim).
  */
 export function placeRowNorm(
   op: string,
   written: Readonly<Record<string, Tensor | undefined>>,
   read: Readonly<Record<string, Tensor | undefined>>,
-  scalars: { readonly rows: number; readonly cols: number },
+  scalars: { readonly rows: number; readonly cols: number; readonly axis: number },
 ): { device: Device; backend: Backend } {
   checkWrites(op, written, read);
   const all = { ...read, ...written };
-  return placeCall(op, all, { rows: scalars.rows, cols: scalars.cols });
+  return placeCall(op, all, { rows: scalars.rows, cols: scalars.cols, axis: scalars.axis });
+}
+
+/** Writes `value` to every element of `t` (CANN's ProcessEmptyTensorWithValue, a fill). */
+export function fillAll(t: Tensor, value: number): void {
+  if (t.numel > 0) t.copy_(new Float64Array(t.numel).fill(value));
 }

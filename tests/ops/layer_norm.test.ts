@@ -27,6 +27,7 @@ import { cancellation, looser, toleranceFor } from "../helpers/tolerance.ts";
 
 const NULLPTR = 161001;
 const INVALID = 161002;
+const INNER_NULLPTR = 561103;
 
 function rnd(shape: number[], seed: number, dtype: DType = "float32", low = -2, high = 3) {
   return Tensor.random(shape, { seed, dtype, low, high });
@@ -294,18 +295,74 @@ forEachBackend("layerNorm: shape rules are 161002 naming the argument", (ctx) =>
     INVALID,
     "output",
   );
-  // Statistics: [A1..Ai, 1..1], not merely rows values.
-  assertAclnnError(
-    () => layerNorm({ ...a, out: { mean: Tensor.zeros([6], "float32", d) } }),
-    INVALID,
-    "mean",
-  );
-  assertAclnnError(
-    () => layerNorm({ ...a, out: { rstd: Tensor.zeros([2, 1, 1], "float32", d) } }),
-    INVALID,
-    "rstd",
-  );
 });
+
+/**
+ * Given mean/rstd: CANN copies its [A1..Ai, 1..1] results with l0op::ViewCopy, which refuses
+ * another shape unless both hold one element (561103); DAV_3510 checks the shape first
+ * (CheckMeanRstdOutputShape, 161002), also where CANN computes nothing.
+ */
+forEachBackend(
+  "layerNorm: given mean/rstd shapes (ViewCopy's 561103, DAV_3510's 161002)",
+  (ctx) => {
+    const a = valid(ctx.device);
+    const d = ctx.device;
+    const checked = ctx.soc !== undefined && isRegbase(ctx.soc);
+    const code = checked ? INVALID : INNER_NULLPTR;
+    const cases: ["mean" | "rstd", number[]][] = [
+      ["mean", [6]],
+      ["mean", [2, 3]],
+      ["rstd", [6, 1]],
+      ["rstd", [2, 1, 1]],
+    ];
+    for (const [name, shape] of cases) {
+      const t = Tensor.zeros(shape, "float32", d);
+      const e = assertAclnnError(() => layerNorm({ ...a, out: { [name]: t } }), code, name);
+      assert.match(
+        e.message,
+        checked ? /must be \[2, 3, 1\] on / : /must be the result's \[2, 3, 1\]/,
+      );
+    }
+    // One row: a one-element mean/rstd of any shape receives it (DAV_3510: [1, 1] only).
+    const x = rnd([1, 4], 43);
+    const e = layerNorm64([...x.toFloat64Array()], 1, 4, 1e-5);
+    for (const shape of [[1], [1, 1, 1], [], [1, 1]]) {
+      const out = {
+        mean: Tensor.zeros(shape, "float32", d),
+        rstd: Tensor.zeros(shape, "float32", d),
+      };
+      const run = () => layerNorm({ input: on(x, d), normalizedShape: [4], out });
+      if (checked && shape.length !== 2) {
+        assertAclnnError(run, INVALID, "mean");
+        continue;
+      }
+      const r = run();
+      assert.deepEqual(r.mean.shape, shape);
+      assertClose(r.mean, e.mean, undefined, `${ctx.label} mean [${shape}]`);
+      assertClose(r.rstd, e.rstd, undefined, `${ctx.label} rstd [${shape}]`);
+    }
+    // No rows: CANN writes nothing, so any shape is taken (and left as it was).
+    const sevens = Tensor.full([5], 7, "float32", d);
+    const noRows = () =>
+      layerNorm({
+        input: on(Tensor.zeros([0, 4]), d),
+        normalizedShape: [4],
+        out: { mean: sevens },
+      });
+    if (checked) assertAclnnError(noRows, INVALID, "mean");
+    else assert.deepEqual(noRows().mean.toArray(), [7, 7, 7, 7, 7]);
+    // Rows of no element: CANN fills every element, whatever the shape.
+    const mean = Tensor.full([3], 7, "float32", d);
+    const rstd = Tensor.full([1, 3], 7, "float32", d);
+    const noCols = () =>
+      layerNorm({ input: on(Tensor.zeros([2, 0]), d), normalizedShape: [0], out: { mean, rstd } });
+    if (checked) assertAclnnError(noCols, INVALID, "mean");
+    else {
+      const r = noCols();
+      assert.deepEqual([r.mean.toArray(), r.rstd.toArray()], [[0, 0, 0], [NaN, NaN, NaN]]);
+    }
+  },
+);
 
 forEachBackend("layerNorm: scalar and overlap rules are 161002", (ctx) => {
   const a = valid(ctx.device);

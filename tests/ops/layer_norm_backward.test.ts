@@ -415,6 +415,61 @@ forEachBackend("layerNormBackward: dtype and shape rules are 161002 naming the a
   );
 });
 
+/**
+ * A gradWeight/gradBias of prod(normalizedShape) elements but another shape: CANN's ViewCopy of
+ * the result fails, its status is ignored (aclnn_layer_norm_backward.cpp:359-362, 413-415), and
+ * CANN returns success with that output unwritten, so this package refuses the call (161002).
+ * One normalized element copies to any one-element shape; without rows CANN fills any shape.
+ */
+forEachBackend(
+  "layerNormBackward: gradWeight/gradBias of another shape than normalizedShape",
+  (ctx) => {
+    const d = ctx.device;
+    const a: LayerNormBackwardArgs = {
+      ...valid(d),
+      normalizedShape: [3, 4],
+      mean: on(Tensor.zeros([2, 1, 1]), d),
+      rstd: on(Tensor.ones([2, 1, 1]), d),
+      weight: undefined,
+      bias: undefined,
+    };
+    for (const [name, shape] of [["gradWeight", [12]], ["gradBias", [4, 3]]] as const) {
+      const e = assertAclnnError(
+        () => layerNormBackward({ ...a, out: { [name]: Tensor.zeros(shape, "float32", d) } }),
+        INVALID,
+        name,
+      );
+      assert.match(e.message, /must have normalizedShape's shape \[3, 4\]/);
+    }
+    layerNormBackward({ ...a, out: { gradWeight: Tensor.zeros([3, 4], "float32", d) } });
+    // No rows: CANN zero-fills the given gradWeight, whatever its shape.
+    const none = layerNormBackward({
+      ...a,
+      gradOut: on(Tensor.zeros([0, 3, 4]), d),
+      input: on(Tensor.zeros([0, 3, 4]), d),
+      mean: on(Tensor.zeros([0]), d),
+      rstd: on(Tensor.zeros([0]), d),
+      out: { gradWeight: Tensor.full([12], 7, "float32", d) },
+    });
+    assert.deepEqual(none.gradWeight?.toArray(), new Array(12).fill(0));
+    // One normalized element: a [1, 1] gradWeight receives the [1] result.
+    const [dy, x] = [rnd([2, 1], 24), rnd([2, 1], 25)];
+    const [mean, rstd] = [rnd([2, 1], 26), rnd([2, 1], 27, "float32", 0.5, 2)];
+    const one = layerNormBackward({
+      gradOut: on(dy, d),
+      input: on(x, d),
+      normalizedShape: [1],
+      mean: on(mean, d),
+      rstd: on(rstd, d),
+      outputMask: [false, true, false],
+      out: { gradWeight: Tensor.zeros([1, 1], "float32", d) },
+    });
+    const [dyv, xv, mv, rv] = [dy, x, mean, rstd].map((t) => [...t.toFloat64Array()]);
+    const e = layerNormBackward64(dyv, xv, mv, rv, 2, 1);
+    assertClose(one.gradWeight!, e.gradWeight, undefined, `${ctx.label} gradWeight [1, 1]`);
+  },
+);
+
 forEachBackend("layerNormBackward: products and bfloat16 per chip", (ctx) => {
   const d = ctx.device;
   const args = (dtype: DType): LayerNormBackwardArgs => ({

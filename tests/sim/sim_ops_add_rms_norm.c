@@ -19,6 +19,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { AR_X1, AR_X2, AR_G, AR_Y, AR_RSTD, AR_XO };
 enum { MODE_ADD = 0, MODE_PRE = 1, MODE_POST = 2 };
@@ -112,6 +113,59 @@ static int tiling(NormCtx *c, int mode, float eps) {
   return 0;
 }
 
+/* GetCoreNumAiv() of the A2/A3 SoCs (the tiling's numCore, add_rms_norm_tiling.cpp:298-312):
+ * [SoCInfo] vector_core_cnt of hicann/runtime 681ef76 src/platform/platform_config/cann/<SoC>.ini. */
+static const struct {
+  const char *soc;
+  int cores;
+} AIV_CORES[] = {{"Ascend910B1", 48},    {"Ascend910B2", 48},    {"Ascend910B2C", 48},   {"Ascend910B3", 40},
+                 {"Ascend910B4", 40},    {"Ascend910B4-1", 40},  {"Ascend910_9362", 40}, {"Ascend910_9363", 40},
+                 {"Ascend910_9372", 40}, {"Ascend910_9381", 48}, {"Ascend910_9382", 48}, {"Ascend910_9391", 48},
+                 {"Ascend910_9392", 48}};
+
+/* The dtypes the kernel holds x in and rounds x * rstd to, which differ per SoC and template
+ * (plan.norm_dt: [0] the x the square sum reads, [1] the x the y product reads, [2] x * rstd
+ * before the gamma product; SIM_DT_FLOAT = the float value, computed in double here):
+ * - regbase (DAV_3510, Ascend 950; add_rms_norm_tiling.cpp:476-478): every dtype is added in
+ *   float and the float sum kept for rstd and y (arch35/add_rms_norm_regbase.h:103-136
+ *   Compute, :138-165 CalculateXAdd, :167-226 CalculateY: x * rstd * gamma in float, stored
+ *   once; the split-D kernel likewise, arch35/add_rms_norm_regbase_split_d.h:214-244);
+ * - elsewhere, DetermineModeParameters (add_rms_norm_tiling.cpp:362-407) picks the template from
+ *   numCol = numel(gamma), numRow, numCore = GetCoreNumAiv and the dtype. For FLOAT16 (Add in
+ *   half) and FLOAT every template reads the sum in the data dtype and rounds x * rstd to it
+ *   (FLOAT: float). For BFLOAT16 the sum is formed in float and RINT-cast for xOut; then
+ *   SPLIT_D (numCol > 12288) squares the float sum but forms y from the stored x
+ *   (add_rms_norm_split_d.h:150-229, :263-280), SINGLE_N (numRow <= numCore) and MERGE_N
+ *   (align16(numCol) <= 2000) read the rounded x for both (add_rms_norm_single_n.h:227-331 ProcessBf16,
+ *   add_rms_norm_merge_n.h:162-299), and NORMAL (the rest) keeps the float sum for rstd and y
+ *   (add_rms_norm.h:131-140 CopyIn, :203-254 Compute); x * rstd is RINT-cast to bfloat16
+ *   before the gamma product in all four. */
+static int plan_arithmetic(NormCtx *c, int64_t rows, int64_t cols) {
+  int32_t dt = NT(c, AR_X1)->dtype;
+  int32_t *k = c->plan.norm_dt;
+  k[0] = k[1] = k[2] = dt;
+  if (nrm_regbase(c)) {
+    k[0] = k[1] = k[2] = SIM_DT_FLOAT;
+    return 0;
+  }
+  if (dt != SIM_DT_BF16) return 0;
+  if (cols > 12288) { /* numCol > UB_FACTOR_B16 (:27, :367, :502): MODE_SPLIT_D */
+    k[0] = SIM_DT_FLOAT;
+    return 0;
+  }
+  int cores = 0;
+  for (size_t i = 0; i < sizeof AIV_CORES / sizeof AIV_CORES[0]; i++)
+    if (strcmp(AIV_CORES[i].soc, c->soc.soc_name) == 0) cores = AIV_CORES[i].cores;
+  if (cores == 0)
+    return nrm_fail(c, SIM_NN_INVALID,
+                    "[aclsim] the vector core count of SoC %s is not known to the simulator, so it cannot tell which "
+                    "bfloat16 AddRmsNorm kernel CANN's tiling picks",
+                    c->soc.soc_name);
+  if (rows <= cores || (cols + 15) / 16 * 16 <= 2000) return 0; /* SINGLE_N, MERGE_N (:372-375) */
+  k[0] = k[1] = SIM_DT_FLOAT;                                    /* MODE_NORMAL */
+  return 0;
+}
+
 int sim_add_rms_norm_ws(const void *x1, const void *x2, const void *gamma, double epsilon, void *yOut, void *rstdOut,
                         void *xOut, uint64_t *ws, void **exec) {
   NormCtx cc, *c = &cc;
@@ -143,46 +197,54 @@ int sim_add_rms_norm_ws(const void *x1, const void *x2, const void *gamma, doubl
   c->plan.norm_axis = NT(c, AR_X1)->ndim - (mode == MODE_ADD ? NT(c, AR_G)->ndim : 1);
   int64_t rows, cols;
   nrm_rows_cols(NT(c, AR_X1), c->plan.norm_axis, &rows, &cols);
-  /* [aclsim] l0op::ViewCopy requires rstdOut's view shape to equal the result's [A1..Ai, 1..1]
-   * (opbase docs/zh/api/nnopbase/opdev/L0/ViewCopy.md); the simulator requires one value per row. */
-  if (mode == MODE_ADD) NTRY(nrm_numel_is(c, AR_RSTD, rows, "writes"));
+  /* ComputeAddRmsNorm (:177-207) copies each result with l0op::ViewCopy (nullptr -> 561103):
+   * yOut and xOut have x1's shape (CheckShapeDim), the l0 operator's rstd is x1's leading dims
+   * then one 1 per gamma dim (add_rms_norm.cpp:39-53), so a rstdOut of another shape is refused
+   * unless both hold one element. */
+  if (mode == MODE_ADD) {
+    SimTensorDesc res = nrm_shape_of(NT(c, AR_X1)->dims, NT(c, AR_X1)->ndim);
+    for (int i = c->plan.norm_axis; i < res.ndim; i++) res.dims[i] = 1;
+    NTRY(nrm_view_copy(c, AR_RSTD, &res));
+  }
   /* The membase kernel stores rstd only where __CCE_AICORE__ == 220 or on NPU arch 3003/3113
    * (op_kernel/add_rms_norm.h CopyOutRstd :310-317): on the Atlas inference series rstdOut is
    * left untouched ("参数rstdOut在当前产品使用场景下无效", docs). */
   if (c->product == NP_310P) NP(c, AR_RSTD) = false;
+  NTRY(plan_arithmetic(c, rows, cols));
   return nrm_finish(c, rows, ws, exec);
 }
 
-/* The kernels (op_kernel/add_rms_norm.h CopyIn and Compute, :110-301; the merge_n / multi_n /
- * single_n variants alike): x = x1 + x2 rounded to the data dtype (FLOAT16: Add in half; BF16:
- * float add, CAST_RINT) and stored to xOut; rstd = 1/sqrt(mean(x^2) + eps) from the rounded x
- * (the normal-path bf16 kernel keeps the float sum instead: not modelled); for 16-bit dtypes
- * x * rstd is rounded to the dtype before the gamma product (Cast then Mul), FLOAT computes
- * x * rstd * gamma in float. */
+/* The kernels (plan_arithmetic names the templates): x = x1 + x2 rounded to the data dtype and
+ * stored to xOut; rstd = 1/sqrt(mean(x^2) + eps) over the x of norm_dt[0]; y = x * rstd over
+ * the x of norm_dt[1], rounded to norm_dt[2] when that is a 16-bit dtype, times gamma, stored
+ * (one more rounding to the dtype). Float steps are computed in double. */
 int sim_run_add_rms_norm(const SimPlan *p) {
   int64_t rows, cols;
   nrm_rows_cols(&p->t[AR_X1], p->norm_axis, &rows, &cols);
   int32_t dt = p->t[AR_X1].dtype;
-  bool b16 = dt != SIM_DT_FLOAT;
+  const int32_t *k = p->norm_dt;
   double *x1 = sim_load(&p->t[AR_X1]), *x2 = sim_load(&p->t[AR_X2]), *g = sim_load(&p->t[AR_G]);
   double *x = nrm_zalloc(rows * cols), *y = nrm_zalloc(rows * cols), *rs = nrm_zalloc(rows);
+  double *xf = nrm_zalloc(rows * cols); /* the float sum (before the cast of a 16-bit x) */
   for (int64_t r = 0; r < rows; r++) {
     double q = 0;
     for (int64_t i = 0; i < cols; i++) {
-      int64_t k = r * cols + i;
-      x[k] = nrm_round(x1[k] + x2[k], dt);
-      q += x[k] * x[k];
+      int64_t j = r * cols + i;
+      x[j] = nrm_round(x1[j] + x2[j], dt);
+      xf[j] = dt == SIM_DT_FLOAT ? x[j] : x1[j] + x2[j];
+      double v = k[0] == SIM_DT_FLOAT ? xf[j] : x[j];
+      q += v * v;
     }
     rs[r] = 1.0 / sqrt(q / (double)cols + p->eps);
     for (int64_t i = 0; i < cols; i++) {
-      int64_t k = r * cols + i;
-      double t = x[k] * rs[r];
-      y[k] = (b16 ? nrm_round(t, dt) : t) * g[i];
+      int64_t j = r * cols + i;
+      double t = (k[1] == SIM_DT_FLOAT ? xf[j] : x[j]) * rs[r];
+      y[j] = (k[2] == SIM_DT_FLOAT ? t : nrm_round(t, k[2])) * g[i];
     }
   }
   sim_store(&p->t[AR_Y], y);
   if (p->norm_mode == MODE_ADD && p->present[AR_RSTD]) sim_store(&p->t[AR_RSTD], rs);
   if (p->norm_mode != MODE_POST) sim_store(&p->t[AR_XO], x);
-  free(x1), free(x2), free(g), free(x), free(y), free(rs);
+  free(x1), free(x2), free(g), free(x), free(xf), free(y), free(rs);
   return 0;
 }

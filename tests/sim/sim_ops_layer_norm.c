@@ -196,11 +196,16 @@ int sim_layer_norm_ws(const char *api, const void *input, const void *normalized
     nrm_fill(c, LN_RSTD, NAN);
     return nrm_finish_early(c, SIM_RUN_FILL, ws, exec);
   }
-  /* [aclsim] Off DAV_3510 CANN checks neither statistics shape; l0op::ViewCopy requires the
-   * output's view shape to equal the result's [A1..Ai, 1..1] (opbase docs/zh/api/nnopbase/opdev/
-   * L0/ViewCopy.md). The simulator requires M elements and writes them in row-major order. */
-  NTRY(nrm_numel_is(c, LN_MEAN, M, "writes"));
-  NTRY(nrm_numel_is(c, LN_RSTD, M, "writes"));
+  /* The l0 operator's mean and rstd are the input's view shape with the normalized dims set to 1
+   * (layer_norm_v3.cpp:50-53, layer_norm_v4.cpp:33-37); each result is cast to its output's dtype
+   * and copied with l0op::ViewCopy, whose nullptr is 561103 (:461-477). Off DAV_3510 nothing
+   * else checks these shapes: a meanOut of M elements but another shape is refused here, a
+   * one-element meanOut of any shape is written when M == 1. out equals the input's shape
+   * (CheckShape), so its ViewCopy (:456-459) always succeeds. */
+  SimTensorDesc stat = nrm_shape_of(NT(c, LN_X)->dims, NT(c, LN_X)->ndim);
+  for (int i = axis; i < stat.ndim; i++) stat.dims[i] = 1;
+  if (NP(c, LN_MEAN)) NTRY(nrm_view_copy(c, LN_MEAN, &stat));
+  if (NP(c, LN_RSTD)) NTRY(nrm_view_copy(c, LN_RSTD, &stat));
   plan_dtypes(c, N);
   return nrm_finish(c, M, ws, exec);
 }

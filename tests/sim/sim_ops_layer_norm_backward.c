@@ -179,6 +179,21 @@ int sim_layer_norm_backward_ws(const void *gradOut, const void *input, const voi
    * except on regbase when every masked one already has the weight's dtype (a missing weight is
    * ones of the input's dtype): then that dtype. Each is cast to its output's dtype (GenOutWithMask). */
   int32_t wt = NP(c, LB_W) ? NT(c, LB_W)->dtype : NT(c, LB_X)->dtype;
+  /* GenOutWithMask casts each masked result and copies it with l0op::ViewCopy (:233-244), but
+   * its status is ignored (:359-362, :413-415): a gradWeightOut / gradBiasOut of N elements
+   * whose shape is not the result's (and not one element like it) makes ViewCopy return nullptr
+   * before it queues the copy, and phase 1 still returns 0. That output stays unwritten. The
+   * results' shape: LayerNormGradV3 (DAV_2201 or regbase, :339-341) allocates the weight's view
+   * shape (layer_norm_grad_v3.cpp:31-32; a missing weight is Fill(normalizedShape), :331-334);
+   * the split path squeezes LayerNormBetaGammaBackpropV2's [1..1, input's normalized dims]
+   * (layer_norm_beta_gamma_backprop_v2.cpp:32-37) to the input's normalized dims (:400-410). */
+  SimTensorDesc res;
+  if (c->soc.npu_arch == NRM_DAV_2201 || nrm_regbase(c))
+    res = NP(c, LB_W) ? nrm_shape_of(NT(c, LB_W)->dims, NT(c, LB_W)->ndim) : nrm_shape_of(norm, (int)nlen);
+  else
+    res = nrm_shape_of(NT(c, LB_X)->dims + axis, NT(c, LB_X)->ndim - axis);
+  for (int s = LB_GW; s <= LB_GB; s++)
+    if (NP(c, s) && !nrm_view_copy_ok(c, s, &res)) NP(c, s) = false;
   bool keep = nrm_regbase(c) && (!c->plan.mask[2] || NT(c, LB_GB)->dtype == wt) &&
               (!c->plan.mask[1] || NT(c, LB_GW)->dtype == wt);
   c->plan.norm_dt[0] = NT(c, LB_X)->dtype;

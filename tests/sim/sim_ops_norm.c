@@ -224,6 +224,29 @@ int nrm_numel_is(NormCtx *c, int s, int64_t want, const char *what) {
                   NNAME(c, s), sim_desc_numel(NT(c, s)), sh, what, want);
 }
 
+bool nrm_view_copy_ok(const NormCtx *c, int s, const SimTensorDesc *res) {
+  const SimTensorDesc *out = &c->plan.t[s];
+  if (nrm_same_shape(res, out)) return true;
+  return sim_desc_numel(res) == 1 && sim_desc_numel(out) == 1; /* contiguous.cpp:658-666 */
+}
+
+int nrm_view_copy(NormCtx *c, int s, const SimTensorDesc *res) {
+  if (nrm_view_copy_ok(c, s, res)) return 0;
+  char a[200], b[200];
+  nrm_shape_str(res, a, sizeof a);
+  nrm_shape_str(NT(c, s), b, sizeof b);
+  nrm_fail(c, SIM_NN_INNER_NULLPTR, "Input tensor's shape[%s] should be same with output's shape[%s].", a, b);
+  return nrm_fail(c, SIM_NN_INNER_NULLPTR, "Params check failed.");
+}
+
+SimTensorDesc nrm_shape_of(const int64_t *dims, int ndim) {
+  SimTensorDesc d;
+  memset(&d, 0, sizeof d);
+  d.ndim = ndim;
+  for (int i = 0; i < ndim; i++) d.dims[i] = dims[i];
+  return d;
+}
+
 /* ---- planning ----------------------------------------------------------------------------- */
 /* [aclsim] The view must fit its storage shape, and the storage must lie inside one live device
  * allocation; records the allocation id for the liveness check at execution time. */

@@ -89,6 +89,18 @@ void nrm_rows_cols(const SimTensorDesc *d, int axis, int64_t *rows, int64_t *col
 /* [aclsim] the kernel reads or writes `want` elements of slot s in row-major order. */
 int nrm_numel_is(NormCtx *c, int s, int64_t want, const char *what);
 
+/* l0op::ViewCopy(result, out) (hicann/ops-math c41933244c31 conversion/contiguous/op_host/op_api/
+ * contiguous.cpp:634-678, CheckViewCopyParams then ViewCopy): the result (already cast to the
+ * output's dtype by the operators here) may be copied to output slot s only when its view shape
+ * equals the output's, or both hold one element; otherwise ViewCopy returns nullptr.
+ * nrm_view_copy_ok answers the question; nrm_view_copy reports ViewCopy's two texts (:660-663,
+ * :675-676) and returns ACLNN_ERR_INNER_NULLPTR (561103), what the operators' CHECK_RET on the
+ * nullptr returns. `res` holds the result's shape (ndim, dims). */
+bool nrm_view_copy_ok(const NormCtx *c, int s, const SimTensorDesc *res);
+int nrm_view_copy(NormCtx *c, int s, const SimTensorDesc *res);
+/* The shape (ndim dims) in a descriptor, for nrm_view_copy's `res`. */
+SimTensorDesc nrm_shape_of(const int64_t *dims, int ndim);
+
 /* ---- planning ---- */
 /* Every present slot's memory checked ([aclsim]), a nonzero workspace of 512 + roundUp32(16 *
  * rows) bytes (as sim_ops.c plans it), the executor created. */

@@ -263,26 +263,94 @@ Deno.test("aclnnLayerNorm validation: CANN's codes and texts, per SoC", () => {
     withSoc("Ascend310B1", () => expectFail(bf16(), 161002, "[DT_FLOAT16,DT_FLOAT,]"));
     withSoc("Ascend910B4", () => expectOk(bf16(), "bf16 on Atlas A2"));
     withSoc("Ascend310B1", () => expectOk(call({}), "float32 on Atlas 200I/500 A2"));
-    // Statistics shapes: checked on DAV_3510 only; elsewhere the simulator needs M values.
+    // Statistics shapes: checked on DAV_3510 only (161002); everywhere the result [2, 3, 1] is
+    // copied with l0op::ViewCopy, which refuses another shape (561103).
     const m23 = sim.tensor(null, [2, 3]);
     expectFail(
       call({ 6: m23.handle }),
       161002,
       "Expected meanOutOptional dimNum [2] to be equal to input dimNum [3]",
     );
-    const m3 = sim.tensor(null, [3]);
-    withSoc(
-      "Ascend910B4",
-      () => expectFail(call({ 6: m3.handle }), 161002, "[aclsim] meanOutOptional has 3 elements"),
-    );
-    const m6 = sim.tensor(null, [6]);
-    withSoc("Ascend910B4", () => expectOk(call({ 6: m6.handle }), "mean [6] off DAV_3510"));
+    withSoc("Ascend910B4", () => {
+      for (const [slot, shape] of [[6, [6]], [6, [2, 3]], [7, [6, 1]], [7, [3]]] as const) {
+        const t = sim.tensor(null, shape);
+        expectFail(
+          call({ [slot]: t.handle }),
+          561103,
+          `Input tensor's shape[[2, 3, 1]] should be same with output's shape[[${
+            shape.join(", ")
+          }]].`,
+          `slot ${slot} [${shape}] off DAV_3510`,
+        );
+        assert.ok(sim.read(t).every(Number.isNaN), "nothing written");
+      }
+    });
+    // An empty meanOut passes DAV_3510's shape check but not the ViewCopy.
+    expectFail(call({ 6: sim.tensor(null, [0]).handle }), 561103, "output's shape[[0]]");
+    const m231 = sim.tensor(null, [2, 3, 1]);
+    withSoc("Ascend910B4", () => expectOk(call({ 6: m231.handle }), "mean [2, 3, 1]"));
     assertClose(
-      sim.read(m6),
+      sim.read(m231),
       rounded(layerNorm(sim.read(x), 6, 4, EPS_F).mean, "float32"),
       SIM_REPLAY,
-      "m6",
+      "m231",
     );
+  });
+});
+
+Deno.test("aclnnLayerNorm: one row, any one-element meanOut / rstdOut off DAV_3510", () => {
+  withSim((sim) => {
+    const xs = data(4, 13);
+    const x = sim.tensor(xs, [1, 4]);
+    const ref = layerNorm(xs, 1, 4, EPS_F);
+    const run = (shape: number[]) => {
+      const mean = sim.tensor(null, shape);
+      const rstd = sim.tensor(null, shape);
+      const y = sim.tensor(null, [1, 4]);
+      const args = [
+        x.handle,
+        sim.intArray([4]),
+        null,
+        null,
+        EPS,
+        y.handle,
+        mean.handle,
+        rstd.handle,
+      ];
+      return { r: sim.call("aclnnLayerNorm", args), mean, rstd };
+    };
+    for (const shape of [[1], [1, 1, 1], []]) {
+      withSoc("Ascend910B4", () => {
+        const { r, mean, rstd } = run(shape);
+        expectOk(r, `[${shape}] for x [1, 4]`);
+        assertClose(sim.read(mean), rounded(ref.mean, "float32"), SIM_REPLAY, `mean [${shape}]`);
+        assertClose(sim.read(rstd), rounded(ref.rstd, "float32"), SIM_REPLAY, `rstd [${shape}]`);
+      });
+    }
+    // DAV_3510 checks the rank first (CheckMeanRstdOutputShape).
+    expectFail(
+      run([1]).r,
+      161002,
+      "Expected meanOutOptional dimNum [1] to be equal to input dimNum [2]",
+    );
+    // Rows of no element: the fill writes every element of a meanOut of any shape.
+    const x0 = sim.tensor([], [2, 0]);
+    const mean = sim.tensor([7, 7, 7], [3]);
+    withSoc("Ascend910B4", () =>
+      expectOk(
+        sim.call("aclnnLayerNorm", [
+          x0.handle,
+          sim.intArray([0]),
+          null,
+          null,
+          EPS,
+          sim.tensor([], [2, 0]).handle,
+          mean.handle,
+          null,
+        ]),
+        "N == 0, meanOut [3]",
+      ));
+    assert.deepEqual(sim.read(mean), [0, 0, 0]);
   });
 });
 

@@ -213,3 +213,49 @@ Deno.test("aclnnLayerNormBackward: outputMask, the unused bias, empty input, pro
     );
   });
 });
+
+Deno.test("aclnnLayerNormBackward: gradWeight/gradBias of N elements but not normalizedShape's shape stay unwritten, status 0", () => {
+  withSim((sim) => {
+    const xs = data(24, 20);
+    const x = sim.tensor(xs, [2, 3, 4]);
+    const dy = sim.tensor(data(24, 21), [2, 3, 4]);
+    const ref = layerNorm(xs, 2, 12, EPS_F);
+    const mean = sim.tensor(rounded(ref.mean, "float32"), [2, 1, 1]);
+    const rstd = sim.tensor(rounded(ref.rstd, "float32"), [2, 1, 1]);
+    const t = { dy, x, mean, rstd };
+    const expected = layerNormBackward(sim.read(dy), xs, sim.read(mean), sim.read(rstd), 2, 12);
+    // The regbase and DAV_2201 LayerNormGradV3 path, and the split path of the Atlas training and
+    // inference series: each result is [3, 4], and a failed ViewCopy is ignored.
+    for (const soc of ["Ascend950PR_9599", "Ascend910B4", "Ascend910A", "Ascend310P1"]) {
+      withSoc(soc, () => {
+        const gi = sim.tensor(null, [2, 3, 4]);
+        const gw = sim.tensor(new Array(12).fill(7), [12]);
+        const gb = sim.tensor(new Array(12).fill(7), [4, 3]);
+        expectOk(backward(sim, t, [3, 4], [true, true, true], [gi, gw, gb]), `${soc}: status 0`);
+        assertClose(sim.read(gi), rounded(expected.gradInput, "float32"), SIM_REPLAY, soc);
+        assert.deepEqual(sim.read(gw), new Array(12).fill(7), `${soc}: gradWeight [12] unwritten`);
+        assert.deepEqual(sim.read(gb), new Array(12).fill(7), `${soc}: gradBias [4, 3] unwritten`);
+        const good = sim.tensor(null, [3, 4]);
+        expectOk(backward(sim, t, [3, 4], [false, false, true], [null, null, good]), soc);
+        assertClose(sim.read(good), rounded(expected.gradBias, "float32"), SIM_REPLAY, soc);
+      });
+    }
+    // One normalized element: any one-element gradWeight receives it.
+    const x1 = sim.tensor(data(2, 22), [2, 1]);
+    const dy1 = sim.tensor(data(2, 23), [2, 1]);
+    const s1 = layerNorm(sim.read(x1), 2, 1, EPS_F);
+    const m1 = sim.tensor(rounded(s1.mean, "float32"), [2, 1]);
+    const r1 = sim.tensor(rounded(s1.rstd, "float32"), [2, 1]);
+    const gw1 = sim.tensor([7], [1, 1]);
+    expectOk(
+      backward(sim, { dy: dy1, x: x1, mean: m1, rstd: r1 }, [1], [false, true, false], [
+        null,
+        gw1,
+        null,
+      ]),
+      "gradWeight [1, 1]",
+    );
+    const e1 = layerNormBackward(sim.read(dy1), sim.read(x1), sim.read(m1), sim.read(r1), 2, 1);
+    assertClose(sim.read(gw1), rounded(e1.gradWeight, "float32"), SIM_REPLAY, "gradWeight [1, 1]");
+  });
+});

@@ -1,9 +1,10 @@
 /**
  * The Ascend backend's LayerNorm / RMSNorm kernels: each one two-phase aclnn call in the
  * argument order of its C prototype (src/ffi/symbols/opapi.ts). Where CANN leaves an output the
- * package defines unwritten, the backend writes it at this boundary: AddRmsNorm's rstd for rows
- * of no element (NaN, as the CPU backend gives), and on chips whose AddRmsNorm kernel never
- * stores rstd (Atlas inference series) rstd from aclnnRmsNorm over the stored sum.
+ * package defines unwritten, the backend writes it at this boundary: on chips whose AddRmsNorm
+ * kernel never stores rstd (Atlas inference series), rstd from aclnnRmsNorm over the stored sum.
+ * Calls CANN answers without computing (LayerNorm's rows of no element, AddRmsNorm's empty x1 or
+ * gamma) are completed in src/ops and never reach a backend.
  *
  * @module
  */
@@ -25,7 +26,8 @@ export const ascendRowNormKernels: Pick<
   "layerNorm" | "layerNormBackward" | "rmsNorm" | "rmsNormGrad" | "addRmsNorm"
 > = {
   layerNorm(p: types.LayerNormPlan, t: types.LayerNormTensors) {
-    // CANN itself writes mean 0 and rstd NaN for rows of no element (aclnn_layer_norm.cpp).
+    // Rows of no element do not reach the backends: src/ops/layer_norm.ts fills mean with 0 and
+    // rstd with NaN, as CANN's ProcessEmptyTensorWithValue does.
     runAclnn(deviceOf(t.input), "aclnnLayerNorm", [
       arg.tensor(t.input),
       arg.intArray(p.normalizedShape),
@@ -78,13 +80,6 @@ export const ascendRowNormKernels: Pick<
 
   addRmsNorm(p: types.AddRmsNormPlan, t: types.AddRmsNormTensors) {
     const device = deviceOf(t.x1);
-    const { rows, cols } = p.geometry;
-    if (rows === 0) return;
-    if (cols === 0) {
-      // CANN returns before launching anything (empty x1); rstd is the mean of no square.
-      t.rstd.copy_(new Float64Array(rows).fill(NaN));
-      return;
-    }
     runAclnn(device, "aclnnAddRmsNorm", [
       arg.tensor(t.x1),
       arg.tensor(t.x2),

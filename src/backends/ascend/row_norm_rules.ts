@@ -2,14 +2,16 @@
  * The chip-dependent rules of the LayerNorm / RMSNorm operators beyond products and bfloat16
  * (which rules.ts checks for every operator): what a chip's CANN refuses although the device-
  * independent validation (src/ops/) accepts it, refused before anything is allocated, with the
- * code CANN returns and a message naming the argument and the SoC.
+ * code CANN returns and a message naming the argument and the SoC: LayerNorm's statistics
+ * shapes on DAV_3510, RmsNorm's mixed gamma, RmsNormGrad without rows.
  *
  * @module
  */
 
 import { AclnnError } from "../../errors.ts";
+import { formatShape } from "../../tensor/layout.ts";
 import type { Tensor } from "../../tensor/tensor.ts";
-import { rmsNormGradEmptyRows, rmsNormMixedGamma, type SocFamily } from "./soc.ts";
+import { isRegbase, rmsNormGradEmptyRows, rmsNormMixedGamma, type SocFamily } from "./soc.ts";
 
 /** ACLNN_ERR_INNER_TILING_ERROR: a generated operator's tiling refused its shapes. */
 const TILING_ERROR = 561002;
@@ -20,8 +22,48 @@ function refuse(code: number, op: string, argument: string, rule: string): never
 }
 
 /**
- * The rules of `op` on `family` (`where` names the SoC for messages). `scalars.rows` and
- * `scalars.cols` are the call's row geometry.
+ * aclnnLayerNorm on DAV_3510 (CheckMeanRstdOutputShape, ops-nn `norm/layer_norm_v4/op_host/
+ * op_api/aclnn_layer_norm.cpp:77-121`, called at :312-325): a non-empty mean / rstd must have
+ * input's rank, input's dims before the normalized ones and 1 for each normalized dim; given
+ * both, their shapes must be equal. Elsewhere CANN checks neither shape (its l0op::ViewCopy
+ * does, later: src/ops/layer_norm.ts).
+ */
+function checkRegbaseStatistics(
+  op: string,
+  where: string,
+  tensors: Readonly<Record<string, Tensor | undefined>>,
+  axis: number,
+): void {
+  const input = tensors.input;
+  if (!input) return;
+  const want = input.shape.map((d, i) => (i < axis ? d : 1));
+  for (const name of ["mean", "rstd"]) {
+    const t = tensors[name];
+    if (!t || t.numel === 0) continue;
+    if (t.rank !== want.length || t.shape.some((d, i) => d !== want[i])) {
+      refuse(
+        PARAM_INVALID,
+        op,
+        name,
+        `shape ${formatShape(t.shape)} must be ${formatShape(want)} on ${where} (input's dims ` +
+          "before the normalized ones, then 1 for each normalized dim)",
+      );
+    }
+  }
+  const { mean, rstd } = tensors;
+  if (mean && rstd && (mean.rank !== rstd.rank || mean.shape.some((d, i) => d !== rstd.shape[i]))) {
+    refuse(
+      PARAM_INVALID,
+      op,
+      "rstd",
+      `shape ${formatShape(rstd.shape)} must equal mean's ${formatShape(mean.shape)} on ${where}`,
+    );
+  }
+}
+
+/**
+ * The rules of `op` on `family` (`where` names the SoC for messages). `scalars.rows`,
+ * `scalars.cols` and `scalars.axis` are the call's row geometry.
  */
 export function checkRowNormRules(
   op: string,
@@ -30,6 +72,9 @@ export function checkRowNormRules(
   tensors: Readonly<Record<string, Tensor | undefined>>,
   scalars: Readonly<Record<string, number>>,
 ): void {
+  if (op === "aclnnLayerNorm" && isRegbase(family) && scalars.axis !== undefined) {
+    checkRegbaseStatistics(op, where, tensors, scalars.axis);
+  }
   if (op === "aclnnRmsNorm" || op === "aclnnRmsNormGrad") {
     const data = tensors.x;
     const gamma = tensors.gamma;
