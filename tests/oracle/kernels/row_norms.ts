@@ -112,8 +112,11 @@ export function addRmsNorm(plan: AddRmsNormPlan, t: AddRmsNormTensors): void {
   }
   const a = read(t.x1);
   const b = read(t.x2);
-  write(t.x, a.map((v, i) => v + b[i]));
-  const r = rowNorms.rmsNorm(list(t.x), rows, cols, plan.epsilon, list(t.gamma));
+  const sum = a.map((v, i) => v + b[i]);
+  write(t.x, sum);
+  // rstd and y from the exact sum (as Ascend 950 and the CPU backend take them), not from x
+  // rounded to its dtype.
+  const r = rowNorms.rmsNorm(Array.from(sum), rows, cols, plan.epsilon, list(t.gamma));
   write(t.y, r.y);
   write(t.rstd, r.rstd);
 }

@@ -74,17 +74,25 @@ export interface RowNormExports {
     g: number,
     pg: number,
   ): void;
-  /** out = a + b, rounded once to dt. */
-  row_add(
+  /**
+   * AddRmsNorm forward: x = a + b rounded once to dt; rstd and y = (a + b) * rstd * g from
+   * the float32 sum.
+   */
+  add_rms_fwd(
     a: number,
     as: number,
     b: number,
     bs: number,
-    out: number,
-    os: number,
+    x: number,
+    xs: number,
+    y: number,
+    ys: number,
     n: number,
     dt: number,
     rows: number,
+    eps: number,
+    g: number,
+    rstd: number,
   ): void;
 }
 
@@ -167,8 +175,22 @@ export function runRowNormItems(
         k.rms_bwd(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, row(1), p[f], part(2));
         break;
       case "addRmsNormRows":
-        k.row_add(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows);
-        k.rms_fwd(at(2), s(2), at(3), s(3), n, dt, rows, eps, p[f], row(1));
+        k.add_rms_fwd(
+          at(0),
+          s(0),
+          at(1),
+          s(1),
+          at(2),
+          s(2),
+          at(3),
+          s(3),
+          n,
+          dt,
+          rows,
+          eps,
+          p[f],
+          row(1),
+        );
         break;
     }
   }

@@ -226,9 +226,9 @@ export function rmsNormGradHeap(
 
 /**
  * The RMSNorm-style forward kernels (gamma, then one rstd per row, after the padded gamma):
- * runs `kernel` over the heap rows `data` (RMSNorm: x, y; AddRmsNorm, which rounds x = x1 + x2
- * and normalizes the stored x item by item: x1, x2, x, y) and returns each row's rstd (a view
- * of the call's block).
+ * runs `kernel` over the heap rows `data` (RMSNorm: x, y; AddRmsNorm, which stores x = x1 + x2
+ * rounded and normalizes the float32 sum: x1, x2, x, y) and returns each row's rstd (a view of
+ * the call's block).
  */
 export function rmsForwardHeap(
   kernel: "rmsNormRows" | "addRmsNormRows",

@@ -75,9 +75,11 @@ export function rmsNormGrad(plan: RmsNormGradPlan, t: RmsNormGradTensors): void 
 }
 
 /**
- * aclnnAddRmsNorm: x = x1 + x2 rounded to x1's dtype (written to `x`), then per row
- * rstd = 1/sqrt(mean(x^2) + epsilon) and y = x * rstd * gamma from the rounded x. Rows of no
- * element give rstd NaN (the mean of no square); no rows, nothing.
+ * aclnnAddRmsNorm: s = x1 + x2 in float32, x = s rounded to x1's dtype (written to `x`), then
+ * per row rstd = 1/sqrt(mean(s^2) + epsilon) and y = s * rstd * gamma from the float sum, as
+ * Ascend 950 computes it (the rounding of s before the statistics that some A2/A3 templates
+ * make is not every chip's: the simulator keeps it, row_norms.wat cites the sources). Rows of
+ * no element give rstd NaN (the mean of no square); no rows, nothing.
  */
 export function addRmsNorm(plan: AddRmsNormPlan, t: AddRmsNormTensors): void {
   const { rows, cols, axis } = plan.geometry;

@@ -289,27 +289,79 @@
     (param $rows i32) (param $eps f64) (param $g i32) (param $rstd i32) (result i32)
     (i32.const 0))
 
-  ;; out = a + b per element in float32, rounded once to dt (AddRmsNorm's x).
-  (func (export "row_add")
-    (param $a i32) (param $as i32) (param $b i32) (param $bs i32) (param $o i32) (param $os i32)
-    (param $n i32) (param $dt i32) (param $rows i32)
-    (local $r i32) (local $es i32) (local $n4 i32) (local $j i32)
-    (local $p i32) (local $q i32) (local $t i32) (local $v v128)
+  ;; AddRmsNorm forward. Per row: s = a + b in float32, x = s rounded to dt; rstd = 1 /
+  ;; sqrt(sum(s^2) / n + eps) from the float sum (as Ascend 950's regbase kernel and the A2/A3
+  ;; bfloat16 NORMAL template keep it: ops-nn norm/add_rms_norm/op_kernel/arch35/
+  ;; add_rms_norm_regbase.h:103-230, add_rms_norm.h:131-254; the rounding of the sum that other
+  ;; templates make is not every SoC's, so it stays in the simulator); y = s * rstd * g.
+  (func (export "add_rms_fwd")
+    (param $a i32) (param $as i32) (param $b i32) (param $bs i32) (param $x i32) (param $xs i32)
+    (param $y i32) (param $ys i32) (param $n i32) (param $dt i32) (param $rows i32) (param $eps f64)
+    (param $g i32) (param $rstd i32)
+    (local $r i32) (local $es i32) (local $n4 i32) (local $j i32) (local $p i32) (local $q i32)
+    (local $t i32) (local $c i32) (local $rs f32) (local $rr v128) (local $v v128) (local $acc v128)
+    (local $sum f64)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
     (block $rowsDone
       (loop $row
         (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
+        ;; Pass 1: x = round(a + b), and the float sum's squares.
         (local.set $p (local.get $a))
         (local.set $q (local.get $b))
-        (local.set $t (local.get $o))
+        (local.set $t (local.get $x))
         (local.set $j (i32.const 0))
+        (local.set $acc (v128.const i64x2 0 0))
+        (local.set $sum (f64.const 0))
         (block $done
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
             (local.set $v
               (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
                 (call $ld4 (local.get $q) (local.get $dt))))
+            (if (i32.lt_u (local.get $j) (local.get $n4))
+              (then
+                (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v))
+                (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $v) (local.get $v)))))
+              (else
+                (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
+                  (i32.sub (local.get $n) (local.get $j)))
+                (local.set $v
+                  (v128.and (local.get $v) (call $rf_mask (i32.sub (local.get $n) (local.get $j)))))
+                (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $v) (local.get $v))))))
+            (local.set $p (i32.add (local.get $p) (local.get $es)))
+            (local.set $q (i32.add (local.get $q) (local.get $es)))
+            (local.set $t (i32.add (local.get $t) (local.get $es)))
+            (local.set $j (i32.add (local.get $j) (i32.const 4)))
+            (if (i32.eqz (i32.and (local.get $j) (i32.const 255)))
+              (then
+                (local.set $sum (f64.add (local.get $sum)
+                  (call $rf_fold (local.get $acc) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+                    (v128.const i64x2 0 0))))
+                (local.set $acc (v128.const i64x2 0 0))))
+            (br $next)))
+        (local.set $sum (f64.add (local.get $sum)
+          (call $rf_fold (local.get $acc) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+            (v128.const i64x2 0 0))))
+        (local.set $rs (call $rf_rstd (local.get $sum) (local.get $n) (local.get $eps)))
+        (local.set $rr (f32x4.splat (local.get $rs)))
+        (f32.store (local.get $rstd) (local.get $rs))
+        ;; Pass 2: y from the float sum.
+        (local.set $p (local.get $a))
+        (local.set $q (local.get $b))
+        (local.set $t (local.get $y))
+        (local.set $c (i32.const 0))
+        (local.set $j (i32.const 0))
+        (block $done
+          (loop $next
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+            (local.set $v
+              (f32x4.mul
+                (f32x4.mul
+                  (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
+                    (call $ld4 (local.get $q) (local.get $dt)))
+                  (local.get $rr))
+                (v128.load (i32.add (local.get $g) (local.get $c)))))
             (if (i32.lt_u (local.get $j) (local.get $n4))
               (then (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v)))
               (else
@@ -318,21 +370,27 @@
             (local.set $p (i32.add (local.get $p) (local.get $es)))
             (local.set $q (i32.add (local.get $q) (local.get $es)))
             (local.set $t (i32.add (local.get $t) (local.get $es)))
+            (local.set $c (i32.add (local.get $c) (i32.const 16)))
             (local.set $j (i32.add (local.get $j) (i32.const 4)))
             (br $next)))
         (local.set $a (i32.add (local.get $a) (local.get $as)))
         (local.set $b (i32.add (local.get $b) (local.get $bs)))
-        (local.set $o (i32.add (local.get $o) (local.get $os)))
+        (local.set $x (i32.add (local.get $x) (local.get $xs)))
+        (local.set $y (i32.add (local.get $y) (local.get $ys)))
+        (local.set $rstd (i32.add (local.get $rstd) (i32.const 4)))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
 
-  (func $row_add__scaled16
-    (param $a i32) (param $as i32) (param $b i32) (param $bs i32) (param $o i32) (param $os i32)
-    (param $n i32) (param $dt i32) (param $rows i32) (result i32)
+  (func $add_rms_fwd__scaled16
+    (param $a i32) (param $as i32) (param $b i32) (param $bs i32) (param $x i32) (param $xs i32)
+    (param $y i32) (param $ys i32) (param $n i32) (param $dt i32) (param $rows i32) (param $eps f64)
+    (param $g i32) (param $rstd i32) (result i32)
     (i32.const 0))
 
-  (func $row_add__redo16
-    (param $a i32) (param $as i32) (param $b i32) (param $bs i32) (param $o i32) (param $os i32)
-    (param $n i32) (param $dt i32) (param $rows i32) (result i32)
+  (func $add_rms_fwd__redo16
+    (param $a i32) (param $as i32) (param $b i32) (param $bs i32) (param $x i32) (param $xs i32)
+    (param $y i32) (param $ys i32) (param $n i32) (param $dt i32) (param $rows i32) (param $eps f64)
+    (param $g i32) (param $rstd i32) (result i32)
     (i32.const 0))
+
 )
