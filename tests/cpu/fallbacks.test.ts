@@ -18,7 +18,6 @@ import type { DType } from "../../src/tensor/dtype.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
 import {
   assertSameBits,
-  assertSetsClose,
   assertSetsF32,
   batchNormTerms,
   type TensorSet,
@@ -35,9 +34,8 @@ function compare(name: string, set: TensorSet, run: Run): void {
   const expected = twinSet(set);
   run(referenceKernels, expected);
   run(fastKernels, set);
-  // The BatchNorm family runs its float32 kernels (bound of assertSetsF32), GroupNorm 1 ulp.
-  if (/group/i.test(name)) assertSetsClose(set, expected, name);
-  else assertSetsF32(set, expected, name, batchNormTerms(set, expected));
+  // The float32 kernels' bound (assertSetsF32).
+  assertSetsF32(set, expected, name, batchNormTerms(set, expected));
 }
 
 const random = (shape: number[], dtype: DType, seed: number, low = -1, high = 1) =>

@@ -34,7 +34,6 @@ import { Tensor } from "../../src/tensor/tensor.ts";
 import { heapAddress, hostHeapUsage } from "../../src/tensor/host_heap.ts";
 import {
   assertSameBits,
-  assertSetsClose,
   assertSetsF32,
   batchNormTerms,
   FLOATS,
@@ -62,20 +61,14 @@ const numel = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
 type Run = (kernels: typeof fastKernels, set: TensorSet) => void;
 
 /**
- * Runs `run` with the fast kernels on `set` and the reference on its twin; compares all:
- * within the float32 kernels' bound for the BatchNorm family (`f32`), else within 1 ulp.
+ * Runs `run` with the fast kernels on `set` and the reference on its twin; compares all within
+ * the float32 kernels' bound (assertSetsF32).
  */
-function compare(
-  name: string,
-  set: TensorSet,
-  run: Run,
-  f32 = !name.startsWith("groupNorm"),
-): void {
+function compare(name: string, set: TensorSet, run: Run): void {
   const expected = twinSet(set);
   run(referenceKernels, expected);
   run(fastKernels, set);
-  if (f32) assertSetsF32(set, expected, name, batchNormTerms(set, expected));
-  else assertSetsClose(set, expected, name);
+  assertSetsF32(set, expected, name, batchNormTerms(set, expected));
 }
 
 /** Data x in `layout`: uniform noise around per-channel offsets (large for channel 1). */
@@ -706,30 +699,31 @@ Deno.test("worker pool: a call of one item per stage stays on the calling thread
     try {
       setCpuThreads(2);
       await startCpuPool();
-      // One sample of one group, contiguous: one item, above the pooling threshold.
-      const shape = [1, 8, 128, 96];
+      // One sample of one channel, contiguous: one item, above the pooling threshold.
+      const shape = [1, 1, 256, 256];
       assert.ok(numel(shape) >= MIN_PARALLEL_ELEMENTS);
-      const layout: Layout = {
+      const layout = (C: number): Layout => ({
         kind: "rows",
         N: 1,
-        C: 8,
-        inner: 128 * 96,
-        innerShape: [128 * 96],
+        C,
+        inner: 256 * 256,
+        innerShape: [256 * 256],
         perSample: false,
-      };
-      assert.equal(groupNormItems(layout, 1), 1);
+      });
+      assert.equal(batchNormItems(layout(1)), 1);
       const jobs = pooledJobCount();
-      groupNormCase(shape, "float32", "contiguous", 0, 1);
+      statsCase(shape, "float32", "contiguous", 0);
       assert.equal(pooledJobCount(), jobs, "no pool job for a single item");
-      // Two groups make two items: pooled.
-      groupNormCase(shape, "float32", "contiguous", 0, 2);
+      // Two channels make two items: pooled.
+      assert.equal(batchNormItems(layout(2)), 2);
+      statsCase([1, 2, 256, 256], "float32", "contiguous", 0);
       assert.equal(pooledJobCount(), jobs + 1);
     } finally {
       setCpuThreads(before);
     }
   }));
 
-Deno.test("worker pool: tensors outside the host heap: staged (BatchNorm) or posted (GroupNorm), the same bits", () =>
+Deno.test("worker pool: tensors outside the host heap are staged in the heap, with the same bits", () =>
   withCpuPolicy({ pool: "always" }, async () => {
     const before = cpuThreads();
     /** `t` in a SharedArrayBuffer of its own (as when the heap is full), same values. */
@@ -752,13 +746,9 @@ Deno.test("worker pool: tensors outside the host heap: staged (BatchNorm) or pos
         const staged = hostHeapUsage().allocations;
         setCpuThreads(2);
         (fastKernels[kernel] as (p: unknown, t: unknown) => void)(plan, pooled);
-        if (kernel.startsWith("groupNorm")) {
-          assert.ok(postedJobCount() > posted, `${kernel} was posted`);
-        } else {
-          // The BatchNorm family's float32 kernels run in the heap: the call stages there.
-          assert.equal(postedJobCount(), posted, `${kernel} was not posted`);
-          assert.ok(hostHeapUsage().allocations > staged, `${kernel} staged in the heap`);
-        }
+        // The float32 kernels run in the heap: the call stages there, and posts nothing.
+        assert.equal(postedJobCount(), posted, `${kernel} was not posted`);
+        assert.ok(hostHeapUsage().allocations > staged, `${kernel} staged in the heap`);
         setCpuThreads(1);
         (fastKernels[kernel] as (p: unknown, t: unknown) => void)(plan, alone);
         for (const [name, t] of Object.entries(pooled)) {

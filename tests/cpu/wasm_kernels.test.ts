@@ -7,10 +7,8 @@
  * - the codecs: every float16 and bfloat16 pattern decodes exactly; float64 values round
  *   once to float16/bfloat16/float32 exactly as Math.f16round / numberToBf16 / Math.fround
  *   (ties to even, double-rounding traps, subnormals, overflow, NaN quiet with its sign);
- * - every kernel gives the same bits as the TypeScript kernels, for every op, dtype and
- *   layout the WebAssembly kernels take (rows with odd tails and several blocks,
- *   channels-last with any channel count, dense or not), with NaN, Inf, ties, float16
- *   subnormals and overflow in the data; and within 1 ulp of the float64 reference;
+ * - (the float32 kernels the operators run are tested against the oracle in
+ *   tests/cpu/fast_kernels.test.ts and row_kernels.test.ts);
  * - pooled runs (workers with their own instances) give the bits of an inline run without
  *   WebAssembly.
  */
@@ -25,32 +23,14 @@ import {
 import { kernelsWasmBuild, kernelsWasmBytes } from "../../src/backends/cpu/wasm/kernels_module.ts";
 import { codecValues } from "../fixtures/codec_values.ts";
 import { instantiateWasm, wasmReserve, type WasmState } from "../fixtures/wasm_memory.ts";
-import {
-  instantiateWasmKernels,
-  packConstants,
-  WASM_REGION_BYTES,
-  type WasmExports,
-  type WasmKernels,
-} from "../../src/backends/cpu/kernels/wasm_instance.ts";
+import { packConstants } from "../../src/backends/cpu/kernels/wasm_instance.ts";
 import { fastKernels } from "../../src/backends/cpu/fast/mod.ts";
-import { referenceKernels } from "../oracle/kernels/mod.ts";
-import { callerState, pooledJobCount, withCpuPolicy } from "../../src/backends/cpu/pool/pool.ts";
+import { pooledJobCount, withCpuPolicy } from "../../src/backends/cpu/pool/pool.ts";
 import { cpuThreads, setCpuThreads, startCpuPool } from "../../src/backends/cpu/threads.ts";
 import { channelGeometry, type KernelName } from "../../src/backends/types.ts";
 import { type DType, numberToBf16 } from "../../src/tensor/dtype.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
-import {
-  assertSetsClose,
-  assertSetsF32,
-  batchNormTerms,
-  FLOATS,
-  heapStorage,
-  laidOut,
-  type TensorSet,
-  twinSet,
-  values,
-} from "../fixtures/cpu_cases.ts";
-import { heapAllocate, hostHeapMemory } from "../../src/tensor/host_heap.ts";
+import { laidOut, type TensorSet, twinSet, values } from "../fixtures/cpu_cases.ts";
 
 // ---------------------------------------------------------------------------------------
 // The build
@@ -220,76 +200,6 @@ function assertSameValues(actual: Tensor, expected: Tensor, message: string): vo
   }
 }
 
-/** Calls of each export of the WebAssembly kernels on the calling thread, staged, by name. */
-const wasmCalls = new Map<string, number>();
-
-/** Calls of each export of the WebAssembly kernels on the calling thread, in place. */
-const heapCalls = new Map<string, number>();
-
-/** A counting instance for the calling thread, with a region of its own (made once). */
-let counted: WasmKernels | undefined;
-
-/**
- * Gives the calling thread's state (of the current policy) the counting instance: each call
- * counts into {@linkcode wasmCalls} or {@linkcode heapCalls} as the stage runs.
- */
-function useCountingKernels(): void {
-  if (!counted) {
-    const region = heapAllocate(WASM_REGION_BYTES)!;
-    region.adopt(globalThis);
-    const w = instantiateWasmKernels(kernelsWasmBytes(), hostHeapMemory()!, region.at)!;
-    const wrapped: Record<string, unknown> = {};
-    for (const [name, value] of Object.entries(w.exports)) {
-      wrapped[name] = typeof value !== "function" ? value : (...args: unknown[]) => {
-        const calls = callerState().staged ? wasmCalls : heapCalls;
-        calls.set(name, (calls.get(name) ?? 0) + 1);
-        return (value as (...a: unknown[]) => unknown)(...args);
-      };
-    }
-    counted = { ...w, exports: wrapped as unknown as WasmExports };
-  }
-  const state = callerState();
-  state.wasm = counted;
-  state.heapRegion = counted.at;
-  state.heapMemory = hostHeapMemory()!;
-}
-
-type Run = (kernels: typeof fastKernels, set: TensorSet) => void;
-
-/**
- * Runs `run` on `set` with the WebAssembly kernels staging blocks, on a twin in the host
- * heap (the kernels in place, where they apply), on a twin with neither and on a twin with
- * the reference kernels: the same bits as the TypeScript kernels, within 1 ulp of the
- * reference. Returns the WebAssembly calls made (staged and in place).
- */
-function compareWasm(name: string, set: TensorSet, run: Run): number {
-  const typescript = twinSet(set);
-  const reference = twinSet(set);
-  const inHeap = twinSet(set, heapStorage);
-  withCpuPolicy({ wasm: false, inPlace: false }, () => run(fastKernels, typescript));
-  const total = () => [...wasmCalls.values(), ...heapCalls.values()].reduce((a, b) => a + b, 0);
-  const before = total();
-  withCpuPolicy({ inPlace: false }, () => {
-    useCountingKernels();
-    run(fastKernels, set);
-  });
-  withCpuPolicy({ inPlace: true }, () => {
-    useCountingKernels();
-    run(fastKernels, inHeap);
-  });
-  const calls = total() - before;
-  run(referenceKernels, reference);
-  for (const [key, t] of Object.entries(set)) {
-    if (!t) continue;
-    assertSameValues(t, typescript[key]!, `${name}: ${key}`);
-    assertSameValues(inHeap[key]!, typescript[key]!, `${name}: ${key} in place`);
-  }
-  // The BatchNorm family runs its float32 kernels (bound of assertSetsF32), GroupNorm these.
-  if (name.startsWith("groupNorm") || name.startsWith("gn")) assertSetsClose(set, reference, name);
-  else assertSetsF32(set, reference, name, batchNormTerms(set, reference));
-  return calls;
-}
-
 const numel = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
 
 /** Data layouts of these tests: NCHW, channels-last, channels-last with padded pixels. */
@@ -338,200 +248,6 @@ function output(shape: readonly number[], dtype: DType, layout: WasmLayout): Ten
   const t = data(shape, dtype, layout, 0);
   return t.copy_(new Float64Array(numel(shape)));
 }
-
-/** Every stage kind on one shape, dtype and layout; returns the WebAssembly calls made. */
-function everyOp(shape: number[], dtype: DType, layout: WasmLayout, seed: number): number {
-  const [N, C] = shape;
-  const HxW = numel(shape.slice(2));
-  const geometry = channelGeometry(shape);
-  const tag = `${dtype} ${layout} ${shape}`;
-  const x = () => data(shape, dtype, layout, seed, true);
-  const dy = () => data(shape, dtype, layout, seed + 1, true);
-  const group = C % 3 === 0 ? 3 : C % 2 === 0 ? 2 : 1;
-  let calls = 0;
-  calls += compareWasm(`reduce ${tag}`, {
-    gradOut: dy(),
-    input: x(),
-    mean: channels(C, seed + 2),
-    invstd: channels(C, seed + 3, 0.5, 2),
-    sumDy: Tensor.zeros([C]),
-    sumDyXmu: Tensor.zeros([C]),
-    gradWeight: Tensor.zeros([C]),
-    gradBias: Tensor.zeros([C]),
-  }, (k, t) =>
-    k.batchNormReduceBackward(
-      { geometry, inputG: true, weightG: true, biasG: true },
-      t as never,
-    ));
-  for (const training of [true, false]) {
-    calls += compareWasm(`backward ${training} ${tag}`, {
-      gradOut: dy(),
-      input: x(),
-      weight: channels(C, seed + 4),
-      runningMean: channels(C, seed + 5),
-      runningVar: channels(C, seed + 6, 0.5, 2),
-      saveMean: channels(C, seed + 7),
-      saveInvstd: channels(C, seed + 8, 0.5, 2),
-      gradInput: output(shape, dtype, layout),
-      gradWeight: Tensor.zeros([C]),
-      gradBias: Tensor.zeros([C]),
-    }, (k, t) =>
-      k.batchNormBackward(
-        { geometry, training, eps: 1e-5, mask: [true, true, true] },
-        t as never,
-      ));
-  }
-  calls += compareWasm(`elemtBackward ${tag}`, {
-    gradOut: dy(),
-    input: x(),
-    mean: channels(C, seed + 9),
-    invstd: channels(C, seed + 10, 0.5, 2),
-    weight: channels(C, seed + 11),
-    sumDy: channels(C, seed + 12, -5, 5),
-    sumDyXmu: channels(C, seed + 13, -5, 5),
-    counter: Tensor.fromArray([N * HxW], [1]),
-    gradInput: output(shape, dtype, layout),
-  }, (k, t) => k.batchNormElemtBackward({ geometry }, t as never));
-  calls += compareWasm(`stats ${tag}`, {
-    input: x(),
-    mean: Tensor.zeros([C]),
-    invstd: Tensor.zeros([C]),
-  }, (k, t) => k.batchNormStats({ geometry, eps: 1e-5 }, t as never));
-  // Exact ties (scale 1.5 on values with a full mantissa), float16 subnormals (scale
-  // 2^-20) and overflow (scale 1e5), per channel.
-  const scales = Tensor.fromArray(
-    Array.from({ length: C }, (_, c) => [1.5, 2 ** -20, 1e5, 0.75][c % 4]),
-    [C],
-  );
-  calls += compareWasm(`elemt ${tag}`, {
-    input: x(),
-    weight: channels(C, seed + 14),
-    bias: channels(C, seed + 15),
-    mean: Tensor.zeros([C]),
-    invstd: scales,
-    output: output(shape, dtype, layout),
-  }, (k, t) => k.batchNormElemt({ geometry, eps: 1e-5 }, t as never));
-  calls += compareWasm(`elemt ties ${tag}`, {
-    input: x(),
-    mean: Tensor.zeros([C]),
-    invstd: scales,
-    output: output(shape, dtype, layout),
-  }, (k, t) => k.batchNormElemt({ geometry, eps: 1e-5 }, t as never));
-  for (const training of [true, false]) {
-    calls += compareWasm(`batchNorm ${training} ${tag}`, {
-      input: x(),
-      weight: channels(C, seed + 16),
-      bias: channels(C, seed + 17),
-      runningMean: channels(C, seed + 18),
-      runningVar: channels(C, seed + 19, 0.5, 2),
-      output: output(shape, dtype, layout),
-      saveMean: training ? Tensor.zeros([C]) : Tensor.zeros([0]),
-      saveInvstd: training ? Tensor.zeros([C]) : Tensor.zeros([0]),
-    }, (k, t) => k.batchNorm({ geometry, training, momentum: 0.1, eps: 1e-5 }, t as never));
-  }
-  calls += compareWasm(`groupNorm ${tag}`, {
-    input: x(),
-    gamma: channels(C, seed + 20),
-    beta: channels(C, seed + 21),
-    output: output(shape, dtype, layout),
-    mean: Tensor.zeros([N, group]),
-    rstd: Tensor.zeros([N, group]),
-  }, (k, t) => k.groupNorm({ N, C, HxW, group, eps: 1e-5 }, t as never));
-  calls += compareWasm(`groupNormBackward ${tag}`, {
-    gradOut: dy(),
-    input: x(),
-    mean: Tensor.fromArray(values(N * group, seed + 22), [N, group]),
-    rstd: Tensor.fromArray(values(N * group, seed + 23, 0.5, 2), [N, group]),
-    gamma: channels(C, seed + 24),
-    gradInput: output(shape, dtype, layout),
-    gradGamma: Tensor.zeros([C]),
-    gradBeta: Tensor.zeros([C]),
-  }, (k, t) => k.groupNormBackward({ N, C, HxW, group, mask: [true, true, true] }, t as never));
-  return calls;
-}
-
-/**
- * Runs `body` on the calling thread alone, with the WebAssembly kernels enabled for every
- * kernel family and dtype (not only where they are faster).
- */
-function inline(body: () => void): void {
-  const threads = cpuThreads();
-  setCpuThreads(1);
-  try {
-    withCpuPolicy({ wasm: true, wasmEverywhere: true, inPlace: true }, body);
-  } finally {
-    setCpuThreads(threads);
-  }
-}
-
-Deno.test("wasm row kernels = TypeScript kernels (bits): odd tails, blocks, NaN, ties", () => {
-  inline(() => {
-    // Rows of 128 (no tail), 131 (tails of 3), 130, and 4096 + 13 (two blocks): the
-    // staged kernels take rows from WASM_MIN_ROW (128) elements.
-    for (const dtype of FLOATS) {
-      for (const shape of [[2, 3, 8, 16], [3, 2, 131], [2, 3, 130], [2, 2, 4109]]) {
-        const inner = shape.slice(2).reduce((a, b) => a * b, 1);
-        wasmCalls.clear();
-        heapCalls.clear();
-        const calls = everyOp(shape, dtype, "contiguous", shape[2]);
-        assert.ok(calls > 0, `${dtype} ${shape}: WebAssembly ran`);
-        // The kernels GroupNorm still runs (the BatchNorm family has its float32 ones).
-        const names = ["row_sums", "row_stats", "row_normalize", "row_gradient"];
-        for (const name of names) {
-          assert.ok(wasmCalls.get(name), `${dtype} ${shape}: ${name} ran`);
-          // In place, the writing kernels need rows of whole vectors (multiples of 4), and
-          // GroupNorm's stages read and write: one choice for the stage's kernels.
-          const inPlace = inner % 4 === 0;
-          assert.equal(!!heapCalls.get(name), inPlace, `${dtype} ${shape}: ${name} in place`);
-        }
-      }
-    }
-  });
-});
-
-Deno.test("wasm pixel kernels = TypeScript kernels (bits): channel counts, padded pixels", () => {
-  inline(() => {
-    for (const dtype of FLOATS) {
-      for (
-        const [shape, layout] of [
-          [[3, 2, 7, 5], "channelsLast"],
-          [[2, 3, 9, 7], "channelsLast"],
-          [[2, 4, 5, 5], "channelsLast"],
-          [[2, 6, 3, 5], "paddedPixels"],
-          [[3, 13, 4, 3], "channelsLast"],
-          [[2, 64, 3, 3], "channelsLast"],
-          [[5, 6], "channelsLast"],
-          [[2, 3, 40, 40], "channelsLast"],
-          [[1, 2048, 3, 1], "channelsLast"],
-          [[1, 2732, 2, 1], "channelsLast"],
-          [[1, 3276, 2, 1], "channelsLast"],
-        ] as [number[], WasmLayout][]
-      ) {
-        wasmCalls.clear();
-        heapCalls.clear();
-        everyOp(shape, dtype, layout, shape[1] + shape[2]);
-        for (
-          const name of [
-            "pix_sums",
-            "pix_stats",
-            "pix_normalize",
-            "pix_gradient",
-          ]
-        ) {
-          assert.ok(wasmCalls.get(name), `${dtype} ${layout} ${shape}: ${name} ran`);
-          // In place: packed pixels, and whole vectors of channels (GroupNorm's stages write).
-          // Five per-channel float64 arrays fit a 512 KiB region up to C = 13105.
-          const inPlace = layout === "channelsLast" && shape[1] <= 13105 && shape[1] % 4 === 0;
-          assert.equal(
-            !!heapCalls.get(name),
-            inPlace,
-            `${dtype} ${layout} ${shape}: ${name} in place`,
-          );
-        }
-      }
-    }
-  });
-});
 
 // ---------------------------------------------------------------------------------------
 // Scaled float16 (kernels.wat): the calls that must take the exact path

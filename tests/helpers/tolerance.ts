@@ -65,19 +65,6 @@ export const TOLERANCE: Readonly<Record<DType, Tolerance>> = Object.freeze({
 });
 
 /**
- * The CPU backend's own documented numerics (README "Numerics": float64 accumulation, each
- * output rounded once), for tests of that claim only, e.g. the two-pass sums at large |mean|
- * that fp32 accumulation would miss: twice half an ulp of the output dtype, no accumulation
- * room. Never for an NPU.
- */
-export const ROUNDING_ONLY: Readonly<Record<DType, Tolerance>> = Object.freeze({
-  float32: Object.freeze({ rtol: 2 * HALF_ULP.float32, atol: 2 * HALF_ULP.float32 }),
-  float16: Object.freeze({ rtol: 2 * HALF_ULP.float16, atol: 2 * HALF_ULP.float16 }),
-  bfloat16: Object.freeze({ rtol: 2 * HALF_ULP.bfloat16, atol: 2 * HALF_ULP.bfloat16 }),
-  int32: Object.freeze({ rtol: 0, atol: 0 }),
-});
-
-/**
  * The CPU backend's float32 arithmetic against the float64 oracle on the same inputs, for tests
  * of the kernels themselves (DESIGN.md "Numerics"): every element-wise formula evaluated in
  * float32 (a few roundings of 2^-24 each), row and channel sums of float32 blocks of at most 64

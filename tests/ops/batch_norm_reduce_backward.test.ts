@@ -6,7 +6,7 @@ import {
 import type { DType } from "../../src/tensor/dtype.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
 import { assertAclnnError, assertClose } from "../helpers/assert.ts";
-import { EXACT, ROUNDING_ONLY, toleranceFor } from "../helpers/tolerance.ts";
+import { EXACT, F32_ARITHMETIC, toleranceFor } from "../helpers/tolerance.ts";
 import {
   batchNormForward64,
   batchNormReduceBackward64,
@@ -332,7 +332,7 @@ Deno.test("batchNormReduceBackward: float32 matches the float64 formulas and fin
   const dw = numericalGradient((v) => loss(v, b), w.slice());
   const db = numericalGradient((v) => loss(w, v), b.slice());
   // The float32 outputs vs exact derivatives: the outputs' rounding alone.
-  const tol = ROUNDING_ONLY.float32;
+  const tol = F32_ARITHMETIC.float32;
   assertClose(r.gradWeight!, dw, tol, "gradWeight vs FD");
   assertClose(r.gradBias!, db, tol, "gradBias vs FD");
   // sumDy is dL/db and sumDyXmu is dL/dw / invstd.
@@ -448,7 +448,7 @@ Deno.test("batchNormReduceBackward: large |mean| stays accurate (two-pass sum)",
   const x = input.toFloat64Array();
   const dy = gradOut.toFloat64Array();
   const ref = batchNormReduceBackward64(dy, x, [N, C], mean.toFloat64Array(), [1, 1]);
-  assertClose(r.sumDyXmu!, ref.sumDyXmu, ROUNDING_ONLY.float32);
+  assertClose(r.sumDyXmu!, ref.sumDyXmu, F32_ARITHMETIC.float32);
   // The one-pass form CANN uses, sum(dy * x) - mean * sum(dy), accumulated in float32, is far
   // off on the same data: the test above is meaningful.
   const f = Math.fround;

@@ -19,9 +19,25 @@ export interface ChannelPair {
   readonly second: Float64Array;
 }
 
-/** Per-channel totals of a sums stage's partials. */
+/** Per-sample rows' partials: one item per (n, c), its pair at n * C + c. */
+function perSampleRows(layout: Layout, partials: Float64Array): ChannelPair {
+  const size = layout.N * layout.C;
+  const first = temporaryFloat64(size);
+  const second = temporaryFloat64(size);
+  for (let i = 0; i < size; i++) {
+    first[i] = partials[2 * i];
+    second[i] = partials[2 * i + 1];
+  }
+  return { first, second };
+}
+
+/**
+ * Per-channel totals of a sums stage's partials (per (n, c), at n * C + c, when the layout is
+ * `perSample`).
+ */
 export function mergeChannelSums(layout: Layout, partials: Float64Array): ChannelPair {
   if (layout.kind === "pixels") return mergePixelPartials(layout, partials, false);
+  if (layout.perSample) return perSampleRows(layout, partials);
   const C = layout.C;
   const first = temporaryFloat64(C);
   const second = temporaryFloat64(C);
@@ -41,6 +57,7 @@ export function mergeChannelSums(layout: Layout, partials: Float64Array): Channe
  */
 export function mergeChannelMoments(layout: Layout, partials: Float64Array): ChannelPair {
   if (layout.kind === "pixels") return mergePixelPartials(layout, partials, true);
+  if (layout.perSample) return perSampleRows(layout, partials);
   const C = layout.C;
   const out = temporaryFloat64(2);
   const first = temporaryFloat64(C);

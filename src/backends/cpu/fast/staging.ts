@@ -51,7 +51,7 @@ export interface StagingOptions {
  * innermost) with a channel count the channel kernels take in place, so that the staged call
  * gets the pixels layout, hence the bits, of the same call in place; else row-major (rows).
  */
-function batchNormOrder(t: Tensor): readonly number[] | undefined {
+export function batchNormOrder(t: Tensor): readonly number[] | undefined {
   const { shape } = t;
   const C = shape[1] ?? 1;
   if (shape.length < 3 || C % 4 !== 0 || C > MAX_PIXEL_CHANNELS) return undefined;

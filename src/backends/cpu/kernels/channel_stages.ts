@@ -15,7 +15,7 @@
  */
 
 import type { Layout, TensorAddress } from "./layout_types.ts";
-import { pixelsPerBlock, rowsPerItem } from "./layout_types.ts";
+import { blocksPerSample, pixelsPerBlock, rowsPerItem } from "./layout_types.ts";
 import type { StatsStage, SumsStage, WriteStage } from "./stage_types.ts";
 import type { WasmKernels } from "./wasm_instance.ts";
 
@@ -141,20 +141,36 @@ function rowsOfItem(layout: Layout, item: number): [c: number, n0: number, n1: n
   return [c, n0, Math.min(layout.N, n0 + per)];
 }
 
-/** Runs items [from, to) of the BatchNorm-family stage `s` on this thread's kernels `w`. */
+/** Per-channel constants of each write kind (formulas.ts: NORMALIZE_CONSTANTS etc.). */
+function constantCount(op: ChannelStage["op"]): number {
+  return op === "normalize" ? 3 : op === "gradient" ? 4 : op === "scale" ? 1 : 0;
+}
+
+/**
+ * Runs items [from, to) of the BatchNorm-family stage `s` on this thread's kernels `w`. A
+ * `perSample` layout (GroupNorm) has per-(n, c) means and constants: sample n's j-th
+ * constant of channel c at (n * count + j) * C + c, its means at n * C + c; its rows items
+ * are single (n, c) rows.
+ */
 export function runChannelItems(s: ChannelStage, from: number, to: number, w: WasmKernels): void {
   const k = w.exports as unknown as ChannelExports;
   const dt = s.dtype;
   const es = dt === 0 ? 4 : 2;
   const layout = s.layout;
   const C = layout.C;
+  const count = constantCount(s.op);
   if (layout.kind === "rows") {
     const inner = layout.inner;
     const out = w.at;
     const f64 = w.f64;
     for (let item = from; item < to; item++) {
-      const [c, n0, n1] = rowsOfItem(layout, item);
+      const [c, n0, n1] = layout.perSample
+        ? [item % C, Math.floor(item / C), Math.floor(item / C) + 1]
+        : rowsOfItem(layout, item);
       const rows = n1 - n0;
+      // Where channel c's constants and mean are: per channel, or per (n, c).
+      const kc = layout.perSample ? n0 * count * C + c : c;
+      const mc = layout.perSample ? n0 * C + c : c;
       const row = (heap: number, at: TensorAddress) =>
         heap + (at.base + n0 * at.strideN + c * at.strideC) * es;
       const xs = s.xAt.strideN * es;
@@ -175,7 +191,7 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
             inner,
             dt,
             rows,
-            s.mean[c],
+            s.mean[mc],
             out,
           );
           s.partials[2 * item] = f64[0];
@@ -192,9 +208,9 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
             inner,
             dt,
             rows,
-            q[c],
-            q[C + c],
-            q[2 * C + c],
+            q[kc],
+            q[C + kc],
+            q[2 * C + kc],
           );
           break;
         }
@@ -210,10 +226,10 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
             inner,
             dt,
             rows,
-            q[c],
-            q[C + c],
-            q[2 * C + c],
-            q[3 * C + c],
+            q[kc],
+            q[C + kc],
+            q[2 * C + kc],
+            q[3 * C + kc],
           );
           break;
         }
@@ -226,7 +242,7 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
             inner,
             dt,
             rows,
-            s.constants[c],
+            s.constants[kc],
           );
           break;
       }
@@ -240,14 +256,27 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
   const acc = w.at + 16 * C;
   const kAt = w.at + 28 * C;
   const kf = w.f32.subarray(7 * C, 11 * C);
-  if (s.op === "sums") kf.set(s.mean.subarray(0, C));
-  else if (s.op !== "stats") kf.set(s.constants.subarray(0, Math.min(4 * C, s.constants.length)));
   const per = pixelsPerBlock(layout);
   const total = layout.N * layout.inner;
+  const blocks = layout.perSample ? blocksPerSample(layout) : 0;
+  /** Sample n's means (sums) or constants (writes) into the region, as float32. */
+  const load = (n: number) => {
+    if (s.op === "sums") kf.set(s.mean.subarray(n * C, (n + 1) * C));
+    else if (s.op !== "stats") kf.set(s.constants.subarray(n * count * C, (n + 1) * count * C));
+  };
+  if (!layout.perSample) load(0);
+  let loaded = -1;
   const pixel = (heap: number, at: TensorAddress, q: number) => heap + (at.base + q * C) * es;
   for (let block = from; block < to; block++) {
-    const q0 = block * per;
-    const pix = Math.min(total, q0 + per) - q0;
+    let q0 = block * per;
+    let q1 = Math.min(total, q0 + per);
+    if (layout.perSample) {
+      const n = Math.floor(block / blocks);
+      q0 = n * layout.inner + (block - n * blocks) * per;
+      q1 = Math.min((n + 1) * layout.inner, q0 + per);
+      if (n !== loaded) load(loaded = n);
+    }
+    const pix = q1 - q0;
     switch (s.op) {
       case "stats":
       case "sums": {
@@ -256,8 +285,7 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
           const dy = pixel(s.dyHeap, s.dyAt, q0);
           k.bn_sums_pix(dy, pixel(s.xHeap, s.xAt, q0), C, dt, pix, kAt, o1, o2, acc);
         }
-        const at = 2 * C * block;
-        s.partials.set(w.f64.subarray(0, 2 * C), at);
+        s.partials.set(w.f64.subarray(0, 2 * C), 2 * C * block);
         break;
       }
       case "normalize":

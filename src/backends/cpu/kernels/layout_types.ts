@@ -93,10 +93,13 @@ export function blocksPerSample(layout: Layout): number {
 }
 
 /**
- * Number of BatchNorm work items: C * ceil(N / rowsPerItem) (rows, strided; item = channel
- * c, row chunk k at c * chunks + k) or the number of pixel blocks.
+ * Number of BatchNorm-family work items: C * ceil(N / rowsPerItem) (rows, strided; item =
+ * channel c, row chunk k at c * chunks + k), N * C for per-sample rows (item n * C + c), or the
+ * number of pixel blocks.
  */
 export function batchNormItems(layout: Layout): number {
+  // Per-sample rows (GroupNorm): one item per (n, c) row, results per (n, c).
+  if (layout.kind === "rows" && layout.perSample) return layout.N * layout.C;
   if (layout.kind === "pixels") {
     if (layout.perSample) return layout.N * blocksPerSample(layout);
     return Math.ceil((layout.N * layout.inner) / pixelsPerBlock(layout));

@@ -169,73 +169,28 @@ export function choose(s: Stage, thread: ThreadState): KernelName {
 
 /** Runs items [from, to) of `s` with this thread's state. */
 export function runStage(s: Stage, from: number, to: number, thread: ThreadState): void {
-  if (
-    s.op === "layerNormRows" || s.op === "layerNormBackwardRows" || s.op === "rmsNormRows" ||
-    s.op === "rmsNormGradRows" || s.op === "addRmsNormRows"
-  ) {
-    // The row norms run only in place (their tensors are in the heap: rows/heap_rows.ts).
-    const wasm = thread.policy.inPlace ? wasmOf(thread) : null;
-    if (wasm === null) throw new Error(`${s.op}: no WebAssembly kernels on the heap`);
-    const k = wasm.exports as unknown as RowNormExports;
-    return runRowNormItems(k, s.op, s.constants, from, to);
-  }
-  if (
-    (s.op === "sums" || s.op === "stats" || s.op === "normalize" || s.op === "gradient" ||
-      s.op === "scale") && !s.layout.perSample
-  ) {
-    // The BatchNorm family: its float32 kernels, on tensors the call put in the heap.
-    const wasm = wasmOf(thread);
-    if (wasm === null) throw new Error(`${s.op}: no WebAssembly kernels on the heap`);
-    return runChannelItems(s, from, to, wasm);
-  }
-  if (!thread.sets) {
-    thread.sets = kernelSets();
-    primeDrivers(thread);
-  }
-  const { rows, pixels } = thread.sets;
-  const pixel = s.layout.kind === "pixels";
-  // One kernel name for every kernel of the stage: the choice depends on the stage only.
-  const name = choose(s, thread);
+  // Every stage runs in place in the heap (its call staged what was elsewhere).
+  const wasm = wasmOf(thread);
+  if (wasm === null) throw new Error(`${s.op}: no WebAssembly kernels on the heap`);
   switch (s.op) {
-    case "sums":
-      if (pixel) return sumPixels(s, from, to, kernelOf(pixels.sums, name), thread);
-      return reduceRows(s, from, to, kernelOf(rows.sums, name), thread);
-    case "stats":
-      if (pixel) return statPixels(s, from, to, kernelOf(pixels.stats, name), thread);
-      return reduceRows(s, from, to, kernelOf(rows.stats, name), thread);
-    case "normalize":
-    case "gradient":
-    case "scale": {
-      const count = constantCount(s.op);
-      if (pixel) return writePixels(s, from, to, kernelOf(pixels[s.op], name), count, thread);
-      return writeRows(s, from, to, kernelOf(rows[s.op], name), count, thread);
-    }
+    case "layerNormRows":
+    case "layerNormBackwardRows":
+    case "rmsNormRows":
+    case "rmsNormGradRows":
+    case "addRmsNormRows":
+      return runRowNormItems(
+        wasm.exports as unknown as RowNormExports,
+        s.op,
+        s.constants,
+        from,
+        to,
+      );
     case "groupNorm":
-      if (pixel) {
-        const stats = kernelOf(pixels.stats, name);
-        return groupNormPixels(s, from, to, stats, kernelOf(pixels.normalize, name), thread);
-      }
-      return groupNormRows(
-        s,
-        from,
-        to,
-        kernelOf(rows.stats, name),
-        kernelOf(rows.normalize, name),
-        thread,
-      );
     case "groupNormBackward":
-      if (pixel) {
-        const sums = kernelOf(pixels.sums, name);
-        const grad = kernelOf(pixels.gradient, name);
-        return groupNormBackwardPixels(s, from, to, sums, grad, thread);
-      }
-      return groupNormBackwardRows(
-        s,
-        from,
-        to,
-        kernelOf(rows.sums, name),
-        kernelOf(rows.gradient, name),
-        thread,
-      );
+      // GroupNorm runs as per-sample stages of the channel kernels (fast/group_norm.ts).
+      throw new Error(`${s.op}: no longer a stage of the CPU backend (internal error)`);
+    default:
+      // The BatchNorm family and GroupNorm: the float32 channel kernels.
+      return runChannelItems(s, from, to, wasm);
   }
 }

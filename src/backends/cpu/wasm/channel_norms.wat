@@ -153,7 +153,7 @@
 
   ;; The value a write of kind `op` gives four elements, centred as CANN computes them
   ;; (formulas.ts NORMALIZE_CONSTANTS): 0 normalize (x - k0) * k1 + k2, 1 gradient
-  ;; ((dy - k2) - (x - k0) * k1) * k3, 2 scale dy * k0 (float32).
+  ;; (dy * k3 - k2) - (x - k0) * k1, 2 scale dy * k0 (float32).
   (func $bn_value (param $op i32) (param $e v128) (param $v v128) (param $k0 v128)
     (param $k1 v128) (param $k2 v128) (param $k3 v128) (result v128)
     (if (result v128) (i32.eqz (local.get $op))
@@ -163,10 +163,9 @@
       (else
         (if (result v128) (i32.eq (local.get $op) (i32.const 1))
           (then
-            (f32x4.mul
-              (f32x4.sub (f32x4.sub (local.get $e) (local.get $k2))
-                (f32x4.mul (f32x4.sub (local.get $v) (local.get $k0)) (local.get $k1)))
-              (local.get $k3)))
+            (f32x4.sub
+              (f32x4.sub (f32x4.mul (local.get $e) (local.get $k3)) (local.get $k2))
+              (f32x4.mul (f32x4.sub (local.get $v) (local.get $k0)) (local.get $k1))))
           (else (f32x4.mul (local.get $e) (local.get $k0)))))))
 
   ;; A write of kind `op` over one item, rows (dy read for ops 1 and 2, x for 0 and 1).
