@@ -19,7 +19,7 @@
  */
 
 import { parseCommand } from "./cli.ts";
-import { describeDifference, formatTypeScript } from "./build_kernels.ts";
+import { describeDifference, formatTypeScript } from "./generated_module.ts";
 
 const root = new URL("../", import.meta.url);
 

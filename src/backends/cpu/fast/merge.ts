@@ -7,7 +7,7 @@
  */
 
 import type { Layout } from "../kernels/layout_types.ts";
-import { pixelsPerBlock, rowsPerItem, samplesPerItem } from "../kernels/layout_types.ts";
+import { pixelsPerBlock, rowsPerItem } from "../kernels/layout_types.ts";
 import { mergeMoments } from "../kernels/moments.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 
@@ -74,21 +74,6 @@ export function mergeChannelMoments(layout: Layout, partials: Float64Array): Cha
     }
     first[c] = out[0];
     second[c] = out[1];
-  }
-  return { first, second };
-}
-
-/** Per-channel totals of a GroupNorm backward stage's per-chunk partials. */
-export function mergeGroupPartials(layout: Layout, partials: Float64Array): ChannelPair {
-  const C = layout.C;
-  const first = temporaryFloat64(C);
-  const second = temporaryFloat64(C);
-  const chunks = Math.ceil(layout.N / samplesPerItem(layout));
-  for (let k = 0; k < chunks; k++) {
-    for (let c = 0; c < C; c++) {
-      first[c] += partials[2 * (k * C + c)];
-      second[c] += partials[2 * (k * C + c) + 1];
-    }
   }
   return { first, second };
 }

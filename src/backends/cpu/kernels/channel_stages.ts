@@ -9,7 +9,7 @@
  * are the stage's (layout_types.ts, fast/merge.ts), so the results do not depend on which
  * thread runs which item.
  *
- * Part of the pool's worker script (see codecs.ts).
+ * Part of the pool's worker script (see pool/worker_entry.ts).
  *
  * @module
  */

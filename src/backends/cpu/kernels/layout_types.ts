@@ -4,7 +4,7 @@
  * which depend on the shape only, so that partial sums (and therefore the results) never
  * depend on how many threads share the items.
  *
- * Part of the pool's worker script (see codecs.ts).
+ * Part of the pool's worker script (see pool/worker_entry.ts).
  *
  * @module
  */
@@ -12,7 +12,7 @@
 /**
  * Loop structure of a call: `rows` (every (n, c) is one contiguous run of `inner` elements),
  * `pixels` (channels-last: every (n, i) is one contiguous run of C channels) or `strided`
- * (anything else: gathered through float64 blocks).
+ * (anything else: staged into one of the other two before the kernels run).
  */
 export type LayoutKind = "rows" | "pixels" | "strided";
 
@@ -60,18 +60,6 @@ export const ITEM_ELEMENTS = 32768;
 /** Channels-last reductions keep at most this many per-block partials per channel. */
 const MAX_PIXEL_BLOCKS = 64;
 
-/** Elements re-read from cache by the second pass of the statistics (rows). */
-export const SEGMENT_ELEMENTS = 4096;
-
-/**
- * Elements re-read from cache by the second pass of the channels-last statistics (128 KiB
- * of float32: they stay in L2, which the kernels' 0.5 ns per element never saturates).
- * Each pixel segment ends with one Chan merge per channel in TypeScript, so segments of
- * SEGMENT_ELEMENTS (64 pixels of 64 channels) cost about a tenth of the call in merges;
- * 8x SEGMENT_ELEMENTS saves most of that (figures: bench/RESULTS.md ("Why the constants are what they are")).
- */
-export const PIXEL_SEGMENT_ELEMENTS = 32768;
-
 /** `rows`/`strided` BatchNorm items: rows of one channel per item (a function of shape). */
 export function rowsPerItem(layout: Layout): number {
   return Math.max(1, Math.ceil(ITEM_ELEMENTS / Math.max(1, layout.inner)));
@@ -105,65 +93,4 @@ export function batchNormItems(layout: Layout): number {
     return Math.ceil((layout.N * layout.inner) / pixelsPerBlock(layout));
   }
   return layout.C * Math.ceil(layout.N / rowsPerItem(layout));
-}
-
-/**
- * Whether a channels-last GroupNorm call runs as two stages over blocks of each sample
- * (statistics or sums, then the write, with per-(n, c) values merged between them) rather
- * than as one item per sample chunk that does both: when it has fewer than
- * {@linkcode SPLIT_BELOW_SAMPLES} samples of at least two blocks each, which as items would
- * leave threads idle (one sample ran on one thread whatever the pool). A function of the
- * shape only, like every partition here, so results never depend on the thread count.
- * Splitting pays most for one large sample and is neutral from a few samples on, where the
- * threads already have an item each (figures: bench/RESULTS.md ("Why the constants are what they are")).
- */
-export function splitsSamples(layout: Layout): boolean {
-  return layout.kind === "pixels" && layout.N < SPLIT_BELOW_SAMPLES &&
-    layout.C * layout.inner >= 2 * ITEM_ELEMENTS;
-}
-
-/** Channels-last GroupNorm calls with fewer samples than this may split them. */
-const SPLIT_BELOW_SAMPLES = 8;
-
-/** GroupNorm: samples n per item, from the elements of one sample (C * inner). */
-export function samplesPerItem(layout: Layout): number {
-  return Math.max(1, Math.ceil(ITEM_ELEMENTS / Math.max(1, layout.C * layout.inner)));
-}
-
-/**
- * GroupNorm rows/strided: consecutive groups per item, as many of a sample chunk's as make
- * about ITEM_ELEMENTS elements (at least one). One group per item made items of 2048
- * elements on [8,64,32,32] with 32 groups, whose claiming and driver calls cost a
- * measurable share of the call.
- */
-export function groupsPerItem(layout: Layout, group: number): number {
-  const perGroup = samplesPerItem(layout) * (layout.C / group) * layout.inner;
-  return Math.max(1, Math.min(group, Math.floor(ITEM_ELEMENTS / Math.max(1, perGroup))));
-}
-
-/**
- * Number of GroupNorm work items: sample chunks times blocks of {@linkcode groupsPerItem}
- * groups (rows, strided: item = chunk * blocks + block) or sample chunks (pixels: all
- * groups of a sample at once).
- */
-export function groupNormItems(layout: Layout, group: number): number {
-  const chunks = Math.ceil(layout.N / samplesPerItem(layout));
-  if (layout.kind === "pixels") return chunks;
-  return chunks * Math.ceil(group / groupsPerItem(layout, group));
-}
-
-/** `strided`: element offset of sub-row r (every inner dim but the last) from its row base. */
-export function subRowOffset(
-  innerShape: readonly number[],
-  innerStrides: readonly number[],
-  r: number,
-): number {
-  let offset = 0;
-  for (let d = innerShape.length - 2; d >= 0; d--) {
-    const size = innerShape[d];
-    const q = Math.floor(r / size);
-    offset += (r - q * size) * innerStrides[d];
-    r = q;
-  }
-  return offset;
 }

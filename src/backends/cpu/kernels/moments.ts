@@ -5,7 +5,7 @@
  * large numbers, so a single read pass over memory (two passes over each cached segment) is
  * as accurate as the reference's two passes over the whole tensor.
  *
- * Part of the pool's worker script (see codecs.ts).
+ * Part of the pool's worker script (see pool/worker_entry.ts).
  *
  * @module
  */

@@ -8,7 +8,7 @@
  * rows, its rows' statistics and its own column partials (float32, n rounded up to 4 per
  * item), so the results are the same whichever thread runs which item.
  *
- * Worker-safe (see codecs.ts).
+ * Worker-safe (see pool/worker_entry.ts).
  *
  * @module
  */

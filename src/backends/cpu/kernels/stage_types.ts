@@ -4,7 +4,7 @@
  * worker as is: typed arrays over SharedArrayBuffers arrive as views of the same memory.
  * A stage covers `items` work items; a thread runs a contiguous range of them.
  *
- * Part of the pool's worker script (see codecs.ts).
+ * Part of the pool's worker script (see pool/worker_entry.ts).
  *
  * @module
  */
@@ -108,45 +108,6 @@ export interface WriteStage extends StageBase {
   readonly constants: Float64Array;
 }
 
-/**
- * GroupNorm forward, fused per item: statistics of each (n, g), then its output.
- * stats[2 * (n * group + g)] = mean, [+ 1] = rstd.
- */
-export interface GroupNormStage extends StageBase {
-  /** Stage kind. */
-  readonly op: "groupNorm";
-  /** Number of groups. */
-  readonly group: number;
-  /** Added to the variance. */
-  readonly eps: number;
-  /** Per-channel gamma. */
-  readonly gamma: Float64Array;
-  /** Per-channel beta. */
-  readonly beta: Float64Array;
-  /** Output: mean and rstd per (n, g). */
-  readonly stats: Float64Array;
-}
-
-/**
- * GroupNorm backward, fused per item: per-channel sums of each (n, g), then its gradInput
- * (when `out` is present). partials[2 * (chunk * C + c)] = sum(dy * xhat), [+ 1] = sum(dy)
- * over the chunk's samples.
- */
-export interface GroupNormBackwardStage extends StageBase {
-  /** Stage kind. */
-  readonly op: "groupNormBackward";
-  /** Number of groups. */
-  readonly group: number;
-  /** Mean per (n, g). */
-  readonly mean: Float64Array;
-  /** rstd per (n, g). */
-  readonly rstd: Float64Array;
-  /** Per-channel gamma. */
-  readonly gamma: Float64Array;
-  /** Output partials (layout above). */
-  readonly partials: Float64Array;
-}
-
 /** The kinds of row-norm stage. */
 export type RowNormOp =
   | "layerNormRows"
@@ -168,8 +129,6 @@ export type Stage =
   | SumsStage
   | StatsStage
   | WriteStage
-  | GroupNormStage
-  | GroupNormBackwardStage
   | RowNormStage;
 
 /** A stage's fields as its builder gives them (the heap addresses are set before each run). */

@@ -1,26 +1,17 @@
 /**
  * One thread's WebAssembly kernels (src/backends/cpu/wasm/kernels.wat): an instance whose
  * memory is the host heap (src/tensor/host_heap.ts), so that a kernel reads and writes the
- * tensors that live there in place, and this thread's region of the heap, which holds the
- * result pair, the per-channel arrays and, for tensors outside the heap, staged blocks: a
- * block of each input is copied into the region, the kernel runs there, and the output
- * block is copied back (tfjs-backend-wasm's kernels likewise take heap addresses only).
+ * tensors that live there in place (every call puts its tensors there first), and this
+ * thread's region of the heap, which holds a kernel call's results and per-channel arrays
+ * (kernels/channel_stages.ts says where; tfjs-backend-wasm's kernels likewise take heap
+ * addresses only).
  *
- * Region layout: the result pair at byte 0; from {@linkcode WASM_CHANNELS_AT}, up to
- * {@linkcode WASM_CHANNEL_ARRAYS} per-channel float64 arrays of C padded to 4 entries; then
- * the staged blocks (dy, x, out), each followed by {@linkcode WASM_SLACK_BYTES} that a
- * kernel may read or write past its end.
- *
- * Part of the pool's worker script (see codecs.ts).
+ * Part of the pool's worker script (see pool/worker_entry.ts).
  *
  * @module
  */
 
-import type { CodecScratch } from "./codecs.ts";
-import type { Layout, TensorAddress } from "./layout_types.ts";
-import { PIXEL_SEGMENT_ELEMENTS, SEGMENT_ELEMENTS } from "./layout_types.ts";
-import type { ReadArray, WriteArray } from "./stage_types.ts";
-import { FLOAT32 } from "./stage_types.ts";
+import type { WriteArray } from "./stage_types.ts";
 
 /**
  * A per-channel write of kernels.wat over P pixels of C channels (byte addresses; cs the
@@ -78,19 +69,6 @@ export const WASM_CONSTANTS_END = 1024;
 /** Bytes of each thread's region of the heap (module doc). */
 export const WASM_REGION_BYTES = 524288;
 
-/** Offset of the per-channel arrays in a region. */
-export const WASM_CHANNELS_AT = 64;
-
-/**
- * The most per-channel float64 arrays a pixel kernel keeps in the region: five (the sums'
- * sums, dots and means, and the copy of the sums and dots that kernels.wat keeps for a
- * float16 redo; the gradient's a, b and c).
- */
-export const WASM_CHANNEL_ARRAYS = 5;
-
-/** Bytes after each staged block that a kernel may read or write past its end. */
-export const WASM_SLACK_BYTES = 64;
-
 /** This thread's instance of the kernels on the heap, and views of its region. */
 export interface WasmKernels {
   /** The kernels (their memory is the heap). */
@@ -110,7 +88,7 @@ export interface WasmKernels {
 }
 
 /** The scratch of a thread that runs the WebAssembly kernels. */
-export interface WasmScratch extends CodecScratch {
+export interface WasmScratch {
   /**
    * This thread's kernels: undefined until a stage first needs them, null when unavailable
    * (no WebAssembly kernels, no heap or no region, or no WebAssembly SIMD).
@@ -154,147 +132,6 @@ export function instantiateWasmKernels(
   } catch {
     return null;
   }
-}
-
-/** Bytes per element of dtype code `dt`. */
-export function elementBytes(dt: number): number {
-  return dt === FLOAT32 ? 4 : 2;
-}
-
-/** Channels rounded up to the vector width: the length of the per-channel arrays. */
-export function paddedChannels(C: number): number {
-  return (C + 3) & ~3;
-}
-
-/** Whether the region holds {@linkcode WASM_CHANNEL_ARRAYS} arrays of C channels. */
-export function channelsFit(C: number): boolean {
-  return stagedAt(C) <= WASM_REGION_BYTES;
-}
-
-/** Region offset of the staged blocks of a stage with C channels (rows: C = 0). */
-export function stagedAt(C: number): number {
-  return WASM_CHANNELS_AT + WASM_CHANNEL_ARRAYS * paddedChannels(C) * 8;
-}
-
-/** Bytes of a staged block of `elements` elements of dtype `dt`, slack included. */
-export function blockBytes(elements: number, dt: number): number {
-  return ((elements * elementBytes(dt) + WASM_SLACK_BYTES + 63) >> 6) << 6;
-}
-
-/** Elements of the staged row blocks: rows are run segment by segment. */
-export const WASM_ROW_BLOCK = SEGMENT_ELEMENTS;
-
-/**
- * Pixels of a staged pixel block of C channels: a multiple of 4 (the sums' four-pixel steps
- * then start where the TypeScript kernels' do), at least 4.
- */
-export function pixelsPerBlock(C: number): number {
-  return Math.max(4, Math.floor(Math.max(SEGMENT_ELEMENTS, 4 * paddedChannels(C)) / C) & ~3);
-}
-
-/**
- * Whether the pixel stages of C channels and dtype `dt` can be staged: the channel arrays
- * and three blocks of {@linkcode pixelsPerBlock} pixels, or a statistics block (up to
- * PIXEL_SEGMENT_ELEMENTS elements, or one pixel, see drivers.ts), fit in the region.
- */
-export function stagedPixelsFit(C: number, dt: number): boolean {
-  const blocks = 3 * blockBytes(pixelsPerBlock(C) * C, dt);
-  const stats = blockBytes(Math.max(PIXEL_SEGMENT_ELEMENTS, C), dt);
-  return stagedAt(C) + Math.max(blocks, stats) <= WASM_REGION_BYTES;
-}
-
-/** The view of the region blocks of dtype `dt` are copied through. */
-export function regionView(w: WasmKernels, dt: number): Float32Array | Uint16Array {
-  return dt === FLOAT32 ? w.f32 : w.u16;
-}
-
-/** The array an output is copied into: float16 outputs as their bits. */
-export function outputBits(w: WasmKernels, out: WriteArray): Float32Array | Uint16Array {
-  if (!(out instanceof Float16Array)) return out;
-  if (w.outOf !== out) {
-    w.outOf = out;
-    w.outBits = new Uint16Array(out.buffer, out.byteOffset, out.length);
-  }
-  return w.outBits!;
-}
-
-/** Copies `count` elements from src[from] to dst[to] (same element type). */
-export function copyRun(
-  dst: Float32Array | Uint16Array,
-  to: number,
-  src: ReadArray,
-  from: number,
-  count: number,
-): void {
-  if (count < 16) {
-    for (let j = 0; j < count; j++) dst[to + j] = src[from + j];
-  } else {
-    (dst as Uint16Array).set((src as Uint16Array).subarray(from, from + count), to);
-  }
-}
-
-/**
- * Copies pixels [q, q + count) of a tensor between its array and a packed block (pixel
- * stride C), as few runs as the tensor's strides allow: `toBlock` copies in, else out.
- */
-export function copyPixels(
-  layout: Layout,
-  at: TensorAddress,
-  tensor: ReadArray,
-  block: Float32Array | Uint16Array,
-  blockIndex: number,
-  q: number,
-  count: number,
-  toBlock: boolean,
-): void {
-  const C = layout.C;
-  const inner = layout.inner;
-  let n = Math.floor(q / inner);
-  let i = q - n * inner;
-  const dense = inner === 1 || at.strideI === C;
-  const denseAll = dense && (inner === 1 ? at.strideN === C : at.strideN === inner * C);
-  let left = count;
-  let b = blockIndex;
-  while (left > 0) {
-    const run = denseAll ? left : dense ? Math.min(left, inner - i) : 1;
-    const t = at.base + n * at.strideN + i * at.strideI;
-    if (toBlock) copyRun(block, b, tensor, t, run * C);
-    else copyRun(tensor as Float32Array | Uint16Array, t, block, b, run * C);
-    b += run * C;
-    left -= run;
-    i += run;
-    while (i >= inner && inner > 0) {
-      i -= inner;
-      n++;
-    }
-  }
-}
-
-/**
- * Copies `count` per-channel arrays `p[j]` (C entries) to f64[base + j cs] (cs = C padded
- * to 4), where the pixel reductions keep their accumulators and means.
- */
-export function channelArraysTo(
-  f64: Float64Array,
-  base: number,
-  p: readonly Float64Array[],
-  count: number,
-  C: number,
-): void {
-  const cs = paddedChannels(C);
-  for (let j = 0; j < count; j++) f64.set(p[j].subarray(0, C), base + j * cs);
-}
-
-/** Copies the first two per-channel arrays at f64[base + j cs] back to p[0], p[1]. */
-export function channelPairFrom(
-  f64: Float64Array,
-  base: number,
-  p: readonly Float64Array[],
-  C: number,
-): void {
-  const cs = paddedChannels(C);
-  p[0].set(f64.subarray(base, base + C));
-  p[1].set(f64.subarray(base + cs, base + cs + C));
 }
 
 /**

@@ -34,6 +34,9 @@
  * @module
  */
 
+import { STAGE_CODE_BASE, stageCode } from "../kernels/stage_registry.ts";
+import type { Stage } from "../kernels/stage_types.ts";
+
 /** Runs of each way a group measures before it chooses. */
 export const GOVERNOR_WARMUP_RUNS = 3;
 
@@ -147,23 +150,7 @@ function estimate(estimate: number, run: number): number {
   return estimate + ALPHA * (Math.min(run, 2 * estimate) - estimate);
 }
 
-/** Codes of the stage kinds (stage_types.ts) and layout kinds (layout_types.ts) in keys. */
-const STAGE_CODES: Readonly<Record<string, number>> = {
-  sums: 1,
-  stats: 2,
-  normalize: 3,
-  gradient: 4,
-  scale: 5,
-  groupNorm: 6,
-  groupNormBackward: 7,
-  // The row norms' stages run one per job (a code above 7 would spill into the next stage's
-  // digit of a key otherwise).
-  layerNormRows: 8,
-  layerNormBackwardRows: 9,
-  rmsNormRows: 10,
-  rmsNormGradRows: 11,
-  addRmsNormRows: 12,
-};
+/** Codes of the layout kinds (layout_types.ts) in keys (stage codes: stage_registry.ts). */
 const LAYOUT_CODES: Readonly<Record<string, number>> = { rows: 0, pixels: 1, strided: 2 };
 
 /**
@@ -177,7 +164,9 @@ export function groupKey(
   elements: number,
 ): number {
   let stages = 0;
-  for (const op of stageOps) stages = stages * 8 + (STAGE_CODES[op] ?? 0);
+  for (const op of stageOps) {
+    stages = stages * STAGE_CODE_BASE + stageCode(op as Stage["op"]);
+  }
   const kind = LAYOUT_CODES[layoutKind] ?? 3;
   return ((stages * 4 + dtype) * 4 + kind) * 64 + Math.floor(Math.log2(Math.max(1, elements)));
 }

@@ -16,11 +16,12 @@
  * before their dims, each typed array as (type code, heap byte offset, length) or a single
  * 0 for none.
  *
- * Part of the pool's worker script (see ../kernels/codecs.ts).
+ * Part of the pool's worker script (see worker_entry.ts).
  *
  * @module
  */
 
+import { stageCode, stageOfCode } from "../kernels/stage_registry.ts";
 import type { Layout, LayoutKind, TensorAddress } from "../kernels/layout_types.ts";
 import type { Stage, StageFields } from "../kernels/stage_types.ts";
 import { uniformStage } from "../kernels/stage_types.ts";
@@ -66,67 +67,6 @@ const STAGE_ARRAY_FIELDS: readonly StageArrayField[] = [
   "stats",
   "rstd",
 ];
-
-/** The code of a stage kind. */
-function stageOpCode(op: Stage["op"]): number {
-  switch (op) {
-    case "sums":
-      return 1;
-    case "stats":
-      return 2;
-    case "normalize":
-      return 3;
-    case "gradient":
-      return 4;
-    case "scale":
-      return 5;
-    case "groupNorm":
-      return 6;
-    case "groupNormBackward":
-      return 7;
-    case "layerNormRows":
-      return 8;
-    case "layerNormBackwardRows":
-      return 9;
-    case "rmsNormRows":
-      return 10;
-    case "rmsNormGradRows":
-      return 11;
-    case "addRmsNormRows":
-      return 12;
-  }
-}
-
-/** The stage kind of a code from {@linkcode stageOpCode}. */
-function stageOpOfCode(code: number): Stage["op"] {
-  switch (code) {
-    case 1:
-      return "sums";
-    case 2:
-      return "stats";
-    case 3:
-      return "normalize";
-    case 4:
-      return "gradient";
-    case 5:
-      return "scale";
-    case 6:
-      return "groupNorm";
-    case 7:
-      return "groupNormBackward";
-    case 8:
-      return "layerNormRows";
-    case 9:
-      return "layerNormBackwardRows";
-    case 10:
-      return "rmsNormRows";
-    case 11:
-      return "rmsNormGradRows";
-    case 12:
-      return "addRmsNormRows";
-  }
-  throw new RangeError(`job words: no stage kind has code ${code}`);
-}
 
 /** The code of a layout kind. */
 function layoutKindCode(kind: LayoutKind): number {
@@ -243,7 +183,7 @@ function describeStage(
 ): number {
   // Every stage has every field (uniformStage): the kinds differ only in which are set.
   const u = s as unknown as Readonly<Record<string, ArrayBufferView | number | undefined>>;
-  words[at] = stageOpCode(s.op);
+  words[at] = stageCode(s.op);
   words[at + 1] = s.dtype;
   words[at + 2] = s.items;
   words[at + 3] = u.group as number;
@@ -312,7 +252,7 @@ function describedStage(
     next += 5 + address.innerStrides.length;
   }
   const fields: Record<string, unknown> = {
-    op: stageOpOfCode(words[at]),
+    op: stageOfCode(words[at]),
     dtype: words[at + 1],
     items: words[at + 2],
     group: words[at + 3],

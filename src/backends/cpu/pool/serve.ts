@@ -12,7 +12,7 @@
  * writes them). A worker that reads them while they are rewritten for a later job drops
  * what it read; it could not claim an item of the later job anyway (sync.ts).
  *
- * Part of the pool's worker script (see ../kernels/codecs.ts).
+ * Part of the pool's worker script (see worker_entry.ts).
  *
  * @module
  */

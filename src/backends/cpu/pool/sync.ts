@@ -15,7 +15,7 @@
  * Jobs are numbered, and the claim counters carry the job's number, so a worker still busy
  * with (or only now woken for) an earlier job can never claim an item of a later one.
  *
- * Part of the pool's worker script (see ../kernels/codecs.ts).
+ * Part of the pool's worker script (see worker_entry.ts).
  *
  * @module
  */

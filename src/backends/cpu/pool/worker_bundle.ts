@@ -8,53 +8,7 @@
  */
 
 /** The worker script: JavaScript source text that starts the worker's message loop. */
-export const WORKER_SCRIPT: string = `// src/backends/cpu/kernels/codecs.ts
-function createCodecScratch() {
-  const aliasF32 = new Float32Array(1);
-  return {
-    f16Table: void 0,
-    bf16Table: void 0,
-    aliasF32,
-    aliasI32: new Int32Array(aliasF32.buffer),
-    k: new Float64Array(8),
-    channels: new Float64Array(64),
-    blocks: void 0,
-    slab: void 0,
-    slabAt: 0,
-    bf16Block: void 0
-  };
-}
-
-// src/backends/cpu/kernels/stage_types.ts
-function uniformStage(fields) {
-  const record = {
-    op: fields.op,
-    layout: fields.layout,
-    dtype: fields.dtype,
-    items: fields.items,
-    dy: void 0,
-    dyAt: fields.dyAt,
-    x: void 0,
-    xAt: fields.xAt,
-    out: void 0,
-    outAt: fields.outAt,
-    dyHeap: -1,
-    xHeap: -1,
-    outHeap: -1,
-    mean: void 0,
-    partials: void 0,
-    constants: void 0,
-    group: 0,
-    eps: NaN,
-    gamma: void 0,
-    beta: void 0,
-    stats: void 0,
-    rstd: void 0
-  };
-  return Object.assign(record, fields);
-}
-
-// src/backends/cpu/kernels/row_norm_stage.ts
+export const WORKER_SCRIPT: string = `// src/backends/cpu/kernels/row_norm_stage.ts
 var ROW_N = 0;
 var ROW_ROWS = 1;
 var ROW_PER = 2;
@@ -261,11 +215,9 @@ function instantiateWasmKernels(bytes, memory, at) {
 // src/backends/cpu/kernels/stages.ts
 function createThreadState(wasmBytes, policy) {
   return {
-    ...createCodecScratch(),
-    sets: void 0,
-    wasmBytes,
     wasm: void 0,
     staged: false,
+    wasmBytes,
     heapMemory: void 0,
     heapRegion: 0,
     policy
@@ -287,12 +239,58 @@ function runStage(s, from, to, thread) {
     case "rmsNormGradRows":
     case "addRmsNormRows":
       return runRowNormItems(wasm.exports, s.op, s.constants, from, to);
-    case "groupNorm":
-    case "groupNormBackward":
-      throw new Error(\`\${s.op}: no longer a stage of the CPU backend (internal error)\`);
     default:
       return runChannelItems(s, from, to, wasm);
   }
+}
+
+// src/backends/cpu/kernels/stage_registry.ts
+var STAGE_OPS = [
+  "sums",
+  "stats",
+  "normalize",
+  "gradient",
+  "scale",
+  "layerNormRows",
+  "layerNormBackwardRows",
+  "rmsNormRows",
+  "rmsNormGradRows",
+  "addRmsNormRows"
+];
+var STAGE_CODE_BASE = STAGE_OPS.length + 1;
+function stageOfCode(code) {
+  const op = STAGE_OPS[code - 1];
+  if (op === void 0) throw new RangeError(\`job words: no stage kind has code \${code}\`);
+  return op;
+}
+
+// src/backends/cpu/kernels/stage_types.ts
+function uniformStage(fields) {
+  const record = {
+    op: fields.op,
+    layout: fields.layout,
+    dtype: fields.dtype,
+    items: fields.items,
+    dy: void 0,
+    dyAt: fields.dyAt,
+    x: void 0,
+    xAt: fields.xAt,
+    out: void 0,
+    outAt: fields.outAt,
+    dyHeap: -1,
+    xHeap: -1,
+    outHeap: -1,
+    mean: void 0,
+    partials: void 0,
+    constants: void 0,
+    group: 0,
+    eps: NaN,
+    gamma: void 0,
+    beta: void 0,
+    stats: void 0,
+    rstd: void 0
+  };
+  return Object.assign(record, fields);
 }
 
 // src/backends/cpu/pool/job_words.ts
@@ -312,35 +310,6 @@ var STAGE_ARRAY_FIELDS = [
   "stats",
   "rstd"
 ];
-function stageOpOfCode(code) {
-  switch (code) {
-    case 1:
-      return "sums";
-    case 2:
-      return "stats";
-    case 3:
-      return "normalize";
-    case 4:
-      return "gradient";
-    case 5:
-      return "scale";
-    case 6:
-      return "groupNorm";
-    case 7:
-      return "groupNormBackward";
-    case 8:
-      return "layerNormRows";
-    case 9:
-      return "layerNormBackwardRows";
-    case 10:
-      return "rmsNormRows";
-    case 11:
-      return "rmsNormGradRows";
-    case 12:
-      return "addRmsNormRows";
-  }
-  throw new RangeError(\`job words: no stage kind has code \${code}\`);
-}
 function layoutKindOfCode(code) {
   if (code === 1) return "rows";
   if (code === 2) return "pixels";
@@ -394,7 +363,7 @@ function describedStage(words, at, heap) {
     next += 5 + address.innerStrides.length;
   }
   const fields = {
-    op: stageOpOfCode(words[at]),
+    op: stageOfCode(words[at]),
     dtype: words[at + 1],
     items: words[at + 2],
     group: words[at + 3],
