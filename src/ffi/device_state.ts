@@ -18,7 +18,7 @@ import { ACL_SUCCESS, AclrtMemMallocPolicy } from "./constants.ts";
 import { type Block, CachingAllocator } from "./allocator.ts";
 import { CallCache } from "./call_cache.ts";
 import { BufferTracker } from "./reclaim.ts";
-import { AclError, recentErrorMessage, unwrapAcl } from "../errors.ts";
+import { AclError, failedWith, recentErrorMessage, unwrapAcl } from "../errors.ts";
 import type { CannLibraries } from "./library.ts";
 
 type Runtime = CannLibraries["runtime"];
@@ -249,7 +249,7 @@ export class DeviceState {
     if (status !== ACL_SUCCESS) {
       throw new AclError(
         status,
-        `aclrtSynchronizeStream(${this.name}) failed${nativeMessage ? `: ${nativeMessage}` : ""}`,
+        failedWith(`aclrtSynchronizeStream(${this.name})`, nativeMessage),
         { nativeMessage },
       );
     }

@@ -29,7 +29,13 @@ import {
   createAclTensor,
 } from "./acl_tensor.ts";
 import type { CachedCall, CachedTensorArg, NativeArg } from "./call_cache.ts";
-import { AclError, ACLNN_ERR_PARAM_INVALID, AclnnError, recentErrorMessage } from "../errors.ts";
+import {
+  AclError,
+  ACLNN_ERR_PARAM_INVALID,
+  AclnnError,
+  failedWith,
+  recentErrorMessage,
+} from "../errors.ts";
 import {
   AscendDevice,
   ascendState,
@@ -176,7 +182,7 @@ function failure(op: string, what: string, status: number, state: DeviceState): 
   const nativeMessage = recentErrorMessage(state.libs.runtime);
   return new AclnnError(
     status,
-    `${op}${what} failed${nativeMessage ? `: ${nativeMessage}` : ""}`,
+    failedWith(`${op}${what}`, nativeMessage),
     { nativeMessage },
   );
 }

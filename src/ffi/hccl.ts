@@ -16,7 +16,7 @@ import type { DType } from "../tensor/dtype.ts";
 import { dtypeByteSize } from "../tensor/dtype.ts";
 import { formatShape, isContiguousLayout, numel } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { HcclError, recentErrorMessage } from "../errors.ts";
+import { HcclError, nativeSummary, recentErrorMessage } from "../errors.ts";
 import { type HcclLibrary, openHccl } from "./library.ts";
 import { type AscendDevice, ascendState, DeviceBuffer, type DeviceState } from "./runtime.ts";
 
@@ -68,7 +68,7 @@ function unwrapHccl(status: number, what: string, hccl: HcclLibrary, state: Devi
   const nativeMessage = recentErrorMessage(state.rt);
   const p = hccl.symbols.HcclGetErrorString(status);
   const text = p === null ? undefined : Deno.UnsafePointerView.getCString(p);
-  const details = [text, nativeMessage].filter((s) => s !== undefined).join(": ");
+  const details = [text, nativeSummary(nativeMessage)].filter((s) => s !== undefined).join(": ");
   throw new HcclError(status, `${what} failed${details ? `: ${details}` : ""}`, {
     text,
     nativeMessage,
