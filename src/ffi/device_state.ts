@@ -18,7 +18,8 @@ import { ACL_SUCCESS, AclrtMemMallocPolicy } from "./constants.ts";
 import { type Block, CachingAllocator } from "./allocator.ts";
 import { CallCache } from "./call_cache.ts";
 import { BufferTracker } from "./reclaim.ts";
-import { AclError, failedWith, recentErrorMessage, unwrapAcl } from "../errors.ts";
+import { AclError, recentErrorMessage, unwrapAcl } from "../errors.ts";
+import { deviceFailureMessage, LaunchLog } from "./launch_log.ts";
 import type { CannLibraries } from "./library.ts";
 
 type Runtime = CannLibraries["runtime"];
@@ -106,6 +107,10 @@ export class DeviceState {
   readonly failures: Map<number, number> = new Map();
   /** Operator launches queued since the last synchronisation. */
   queuedLaunches = 0;
+  /** The calls launched, and those queued since the last synchronisation (launch_log.ts). */
+  readonly launches: LaunchLog = new LaunchLog();
+  /** Whether every launch synchronises (ASCEND_LAUNCH_BLOCKING), reporting its own failure. */
+  launchBlocking = false;
   /** aclrtGetSocName, read when the device opens (null: not exported by this runtime). */
   socName: string | null = null;
   /**
@@ -233,6 +238,7 @@ export class DeviceState {
     this.queuedLaunches = 0;
     if (status !== ACL_SUCCESS) this.failures.set(this.epoch, status);
     this.epoch++;
+    const window = this.launches.take();
     const nativeMessage = status === ACL_SUCCESS ? undefined : recentErrorMessage(this.rt);
     const unreported = this.buffers.takeUnreported();
     this.calls.destroyRetired();
@@ -249,7 +255,7 @@ export class DeviceState {
     if (status !== ACL_SUCCESS) {
       throw new AclError(
         status,
-        failedWith(`aclrtSynchronizeStream(${this.name})`, nativeMessage),
+        deviceFailureMessage(this.name, window, nativeMessage, this.launchBlocking),
         { nativeMessage },
       );
     }
@@ -258,13 +264,34 @@ export class DeviceState {
   }
 
   /**
-   * Records a queued launch and the buffers it uses (kept alive until synchronisation);
-   * synchronises every MAX_QUEUED_LAUNCHES launches to bound the queue.
+   * Records a queued launch of `op` and the buffers it uses (kept alive until
+   * synchronisation); synchronises every MAX_QUEUED_LAUNCHES launches to bound the queue.
    */
-  noteLaunch(buffers: Iterable<DeviceBuffer>): void {
+  noteLaunch(buffers: Iterable<DeviceBuffer>, op: string): void {
     for (const b of buffers) bufferAllocation(b).launch = this.epoch;
     this.queued = true;
+    this.launches.record(op);
     if (++this.queuedLaunches >= MAX_QUEUED_LAUNCHES) this.synchronize();
+  }
+
+  /** With ASCEND_LAUNCH_BLOCKING, waits for the call just launched: its failure is its own. */
+  afterLaunch(): void {
+    if (this.launchBlocking) this.synchronize();
+  }
+
+  /**
+   * After a launch that failed (a stream in abort state refuses tasks): drains the stream and
+   * returns the failure of the work queued before, if any, so that it is reported with the
+   * launch's error (as its cause) and the next call starts clean.
+   */
+  pendingFailure(): unknown {
+    if (!this.queued) return undefined;
+    try {
+      this.synchronize();
+      return undefined;
+    } catch (e) {
+      return e;
+    }
   }
 
   /**

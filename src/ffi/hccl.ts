@@ -326,11 +326,12 @@ export class HcclCommunicator {
         this.#hccl,
         this.#state,
       );
+      this.#state.noteLaunch([send.buffer, recv.buffer], what);
+      this.#state.afterLaunch(); // ASCEND_LAUNCH_BLOCKING: waits for it, reports its failure
     } catch (e) {
       result.dispose();
       throw e;
     }
-    this.#state.noteLaunch([send.buffer, recv.buffer]);
     return result;
   }
 
