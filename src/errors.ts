@@ -61,6 +61,12 @@ export const HCCL_STATUS_NAMES: Readonly<Record<number, string>> = Object.freeze
 
 /** HCCL_E_PARA: an argument is wrong (rank, world size, ...). */
 export const HCCL_E_PARA = 1;
+/** HCCL_E_INTERNAL: a failure of HCCL's own (here: of the rendezvous) that no other code names. */
+export const HCCL_E_INTERNAL = 4;
+/** HCCL_E_NOT_SUPPORT: the operation or reduction is not supported. */
+export const HCCL_E_NOT_SUPPORT = 5;
+/** HCCL_E_UNAVAIL: a resource is taken (the rendezvous port, as HcclGetRootInfo reports it). */
+export const HCCL_E_UNAVAIL = 7;
 /** HCCL_E_TIMEOUT: a peer did not come in time. */
 export const HCCL_E_TIMEOUT = 9;
 /** HCCL_E_TCP_CONNECT: the connection to the root could not be made. */

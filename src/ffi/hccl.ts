@@ -16,7 +16,13 @@ import type { DType } from "../tensor/dtype.ts";
 import { dtypeByteSize } from "../tensor/dtype.ts";
 import { formatShape, isContiguousLayout, numel } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { HcclError, nativeSummary, recentErrorMessage } from "../errors.ts";
+import {
+  HCCL_E_NOT_SUPPORT,
+  HCCL_E_PARA,
+  HcclError,
+  nativeSummary,
+  recentErrorMessage,
+} from "../errors.ts";
 import { type HcclLibrary, openHccl } from "./library.ts";
 import { type AscendDevice, ascendState, DeviceBuffer, type DeviceState } from "./runtime.ts";
 
@@ -147,10 +153,13 @@ export function hcclRootInfo(device: AscendDevice): Uint8Array {
 
 function checkRank(what: string, rank: number, worldSize: number): void {
   if (!Number.isInteger(worldSize) || worldSize < 1 || worldSize > 0xffffffff) {
-    throw new HcclError(1, `${what}: worldSize ${worldSize} must be an integer >= 1`);
+    throw new HcclError(HCCL_E_PARA, `${what}: worldSize ${worldSize} must be an integer >= 1`);
   }
   if (!Number.isInteger(rank) || rank < 0 || rank >= worldSize) {
-    throw new HcclError(1, `${what}: rank ${rank} must be an integer in 0..${worldSize - 1}`);
+    throw new HcclError(
+      HCCL_E_PARA,
+      `${what}: rank ${rank} must be an integer in 0..${worldSize - 1}`,
+    );
   }
 }
 
@@ -214,7 +223,7 @@ export class HcclCommunicator {
     checkRank(what, rank, worldSize);
     if (!(rootInfo instanceof Uint8Array) || rootInfo.length !== HCCL_ROOT_INFO_BYTES) {
       throw new HcclError(
-        1,
+        HCCL_E_PARA,
         `${what}: rootInfo must be the ${HCCL_ROOT_INFO_BYTES} bytes of HcclGetRootInfo`,
       );
     }
@@ -224,7 +233,7 @@ export class HcclCommunicator {
         execTimeoutSeconds > 0x7fffffff)
     ) {
       throw new HcclError(
-        1,
+        HCCL_E_PARA,
         `${what}: execTimeoutSeconds ${execTimeoutSeconds} must be an integer >= 1`,
       );
     }
@@ -263,7 +272,10 @@ export class HcclCommunicator {
   #ready(what: string): void {
     this.#state.check(what);
     if (this.#comm === null) {
-      throw new HcclError(1, `${what}: the communicator of rank ${this.rank} was destroyed`);
+      throw new HcclError(
+        HCCL_E_PARA,
+        `${what}: the communicator of rank ${this.rank} was destroyed`,
+      );
     }
     this.#state.activate();
   }
@@ -277,7 +289,7 @@ export class HcclCommunicator {
     const storage = t.storage;
     if (!(storage instanceof DeviceBuffer) || t.device !== this.device) {
       throw new HcclError(
-        1,
+        HCCL_E_PARA,
         `${what}: ${name} must be a tensor on ${this.device.name} (it is on ${
           t.device === "cpu" ? "cpu" : t.device.name
         })`,
@@ -285,7 +297,7 @@ export class HcclCommunicator {
     }
     if (!isContiguousLayout(t.shape, t.strides)) {
       throw new HcclError(
-        1,
+        HCCL_E_PARA,
         `${what}: ${name} of shape ${formatShape(t.shape)} must be contiguous (call .contiguous())`,
       );
     }
@@ -346,7 +358,7 @@ export class HcclCommunicator {
     const reduceOp = REDUCE_OPS[op];
     if (reduceOp === undefined) {
       throw new HcclError(
-        5,
+        HCCL_E_NOT_SUPPORT,
         `${what}: op ${String(op)} must be one of ${Object.keys(REDUCE_OPS).join(", ")}`,
       );
     }
