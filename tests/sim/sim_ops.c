@@ -1210,6 +1210,51 @@ static int bn_dim_c(Ctx *c, int s, int64_t C) {
   return fail(c, SIM_NN_INVALID, "Dim of %s should be one and shape is channel num of input.", NAME(s));
 }
 
+/* The storage format rule of the BatchNormV3 kernel, for the inputs that reach it with their own
+ * label (ops-nn e5c3fa9 norm/batch_norm_v3/op_host/):
+ * - which inputs keep their label: fewer than 4 dims are reshaped to 4-D and relabelled NCHW
+ *   (op_api/aclnn_batch_norm.cpp:630-633 ResizeFromND; experimental/norm/norm_common/op_host/op_api/
+ *   norm_tensor_util.cpp:110-126), more than 5 dims reshaped to 5-D and relabelled NCDHW
+ *   (aclnn_batch_norm.cpp:311-317); l0op::Contiguous keeps the label of 4-D and 5-D inputs;
+ * - DAV_3510 always runs BatchNormV3 (aclnn_batch_norm.cpp:640-643 BatchNormProcRegbase), whose
+ *   tiling takes ND with >= 2 dims, NCHW and NHWC with 4, NCDHW and NDHWC with 5, and refuses every
+ *   other format (batch_norm_v3_tiling_arch35.cpp:127-183); its binaries list ND among x's formats
+ *   (batch_norm_v3_def.cpp config_950), so kernel selection takes any label (opbase
+ *   src/nnopbase/composite_op/aclnn_engine/kernel_arg.cpp:107-130) and the tiling decides;
+ * - DAV_2201 runs BatchNormV3 in training for an NCHW or NCDHW input with C >= 64
+ *   (aclnn_batch_norm.cpp:88-114 isBNV3Supported, :644-647), whose tiling takes NCHW with 4 dims,
+ *   NCDHW with 5 (batch_norm_v3_tiling_base.cpp:119-153); other labels take the BNTrainingReduce /
+ *   BNTrainingUpdate path (not modelled: same results here).
+ * A refused tiling fails ADD_TO_LAUNCHER_LIST_AICORE ("BatchNormV3 ADD_TO_LAUNCHER_LIST_AICORE
+ * failed.", op_api/batch_norm.cpp:136-141, 161-166) and phase 1 returns ACLNN_ERR_INNER_NULLPTR
+ * (aclnn_batch_norm.cpp:640-647 CHECK_RET). */
+static int bn_v3_format(Ctx *c, bool training) {
+  const SimTensorDesc *x = T(BN_X);
+  int32_t f = x->format;
+  int nd = x->ndim;
+  if (nd != 4 && nd != 5) return 0;
+  bool v3 = c->plan.regbase ||
+            (c->soc.npu_arch == SIM_DAV_2201 && training && (f == SIM_FMT_NCHW || f == SIM_FMT_NCDHW) &&
+             x->dims[1] >= 64);
+  if (!v3) return 0;
+  const char *want = NULL;
+  if (f == SIM_FMT_ND) return 0;
+  if (f == SIM_FMT_NCHW) want = nd == 4 ? NULL : "4D with NCHW format";
+  else if (f == SIM_FMT_NCDHW) want = nd == 5 ? NULL : "5D with NCDHW format";
+  else if (c->plan.regbase && f == SIM_FMT_NHWC) want = nd == 4 ? NULL : "4D with NHWC format";
+  else if (c->plan.regbase && f == SIM_FMT_NDHWC) want = nd == 5 ? NULL : "5D with NDHWC format";
+  else
+    return fail(c, SIM_NN_INNER_NULLPTR,
+                "BatchNormV3: x's format %s is not supported; expected %s (BatchNormV3 tiling). BatchNormV3 "
+                "ADD_TO_LAUNCHER_LIST_AICORE failed.",
+                fmt_str(f), c->plan.regbase ? "ND, NCHW, NCDHW, NHWC or NDHWC" : "ND, NCHW and NCDHW");
+  if (want == NULL) return 0;
+  return fail(c, SIM_NN_INNER_NULLPTR,
+              "BatchNormV3: x has %d dims, expected %s (BatchNormV3 tiling). BatchNormV3 ADD_TO_LAUNCHER_LIST_AICORE "
+              "failed.",
+              nd, want);
+}
+
 int sim_bn_ws(const void *input, const void *weight, const void *bias, void *runningMean, void *runningVar, bool training,
               double momentum, double eps, void *output, void *saveMean, void *saveInvstd, uint64_t *ws, void **exec) {
   static const char *const names[] = {"input", "weight", "bias", "runningMean", "runningVar", "output", "saveMean", "saveInvstd"};
@@ -1292,6 +1337,7 @@ int sim_bn_ws(const void *input, const void *weight, const void *bias, void *run
     TRY(shape_expect(c, BN_SI, &C, 1, NULL));
   }
   c->plan.C = C;
+  TRY(bn_v3_format(c, training));
   /* every path's result is in input's dtype (BNInfer, BNTrainingUpdate, BatchNormV3 allocate y as
    * x's, op_api/batch_norm.cpp 30, 82, 127; the regbase path casts to it, aclnn_batch_norm.cpp
    * 544), then ViewCopy into out (aclnn_batch_norm.cpp 333-337) */
@@ -1512,7 +1558,12 @@ int sim_gn_ws(const void *self, const void *gamma, const void *beta, int64_t N, 
     return fail(c, SIM_NN_INVALID, "Expected self.numel() == N * C * HxW to be true, but got false.");
   TRY(gn_vector_c(c, GN_GAMMA, C));
   TRY(gn_vector_c(c, GN_BETA, C));
-  /* CheckFormat: self == out; private formats and NHWC, HWCN, NDHWC rejected */
+  /* CheckFormat (group_norm/op_host/op_api/aclnn_group_norm.cpp:175-191): self == out; private
+   * formats and NHWC, HWCN, NDHWC rejected. No other rule reads the label: the kernels
+   * (GroupNormSilu on DAV_2201/DAV_2002/regbase, GroupNorm elsewhere, :343-365) declare only ND for
+   * x (group_norm_silu/op_host/group_norm_silu_def.cpp:22-26, 82-86, 122-126; group_norm/op_host/
+   * group_norm_def.cpp:22-26), and kernel selection ignores the format of an ND-only input (opbase
+   * src/nnopbase/composite_op/aclnn_engine/kernel_arg.cpp:107-115). */
   if (x->format != T(GN_Y)->format)
     return fail(c, SIM_NN_INVALID, "Format of self and out should be equal, but got self [%s], out [%s]",
                 fmt_str(x->format), fmt_str(T(GN_Y)->format));
