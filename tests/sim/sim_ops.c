@@ -1210,49 +1210,24 @@ static int bn_dim_c(Ctx *c, int s, int64_t C) {
   return fail(c, SIM_NN_INVALID, "Dim of %s should be one and shape is channel num of input.", NAME(s));
 }
 
-/* The storage format rule of the BatchNormV3 kernel, for the inputs that reach it with their own
- * label (ops-nn e5c3fa9 norm/batch_norm_v3/op_host/):
- * - which inputs keep their label: fewer than 4 dims are reshaped to 4-D and relabelled NCHW
- *   (op_api/aclnn_batch_norm.cpp:630-633 ResizeFromND; experimental/norm/norm_common/op_host/op_api/
- *   norm_tensor_util.cpp:110-126), more than 5 dims reshaped to 5-D and relabelled NCDHW
- *   (aclnn_batch_norm.cpp:311-317); l0op::Contiguous keeps the label of 4-D and 5-D inputs;
- * - DAV_3510 always runs BatchNormV3 (aclnn_batch_norm.cpp:640-643 BatchNormProcRegbase), whose
- *   tiling takes ND with >= 2 dims, NCHW and NHWC with 4, NCDHW and NDHWC with 5, and refuses every
- *   other format (batch_norm_v3_tiling_arch35.cpp:127-183); its binaries list ND among x's formats
- *   (batch_norm_v3_def.cpp config_950), so kernel selection takes any label (opbase
- *   src/nnopbase/composite_op/aclnn_engine/kernel_arg.cpp:107-130) and the tiling decides;
- * - DAV_2201 runs BatchNormV3 in training for an NCHW or NCDHW input with C >= 64
- *   (aclnn_batch_norm.cpp:88-114 isBNV3Supported, :644-647), whose tiling takes NCHW with 4 dims,
- *   NCDHW with 5 (batch_norm_v3_tiling_base.cpp:119-153); other labels take the BNTrainingReduce /
- *   BNTrainingUpdate path (not modelled: same results here).
- * A refused tiling fails ADD_TO_LAUNCHER_LIST_AICORE ("BatchNormV3 ADD_TO_LAUNCHER_LIST_AICORE
- * failed.", op_api/batch_norm.cpp:136-141, 161-166) and phase 1 returns ACLNN_ERR_INNER_NULLPTR
- * (aclnn_batch_norm.cpp:640-647 CHECK_RET). */
+/* The BatchNormV3 kernel's rule for the label of a 4-D/5-D input (sim_rules.c
+ * sim_rule_bn_v3_format, with its sources): a refused tiling fails ADD_TO_LAUNCHER_LIST_AICORE
+ * ("BatchNormV3 ADD_TO_LAUNCHER_LIST_AICORE failed.", op_api/batch_norm.cpp:136-141, 161-166)
+ * and phase 1 returns ACLNN_ERR_INNER_NULLPTR (aclnn_batch_norm.cpp:640-647 CHECK_RET). */
 static int bn_v3_format(Ctx *c, bool training) {
   const SimTensorDesc *x = T(BN_X);
-  int32_t f = x->format;
-  int nd = x->ndim;
-  if (nd != 4 && nd != 5) return 0;
-  bool v3 = c->plan.regbase ||
-            (c->soc.npu_arch == SIM_DAV_2201 && training && (f == SIM_FMT_NCHW || f == SIM_FMT_NCDHW) &&
-             x->dims[1] >= 64);
-  if (!v3) return 0;
-  const char *want = NULL;
-  if (f == SIM_FMT_ND) return 0;
-  if (f == SIM_FMT_NCHW) want = nd == 4 ? NULL : "4D with NCHW format";
-  else if (f == SIM_FMT_NCDHW) want = nd == 5 ? NULL : "5D with NCDHW format";
-  else if (c->plan.regbase && f == SIM_FMT_NHWC) want = nd == 4 ? NULL : "4D with NHWC format";
-  else if (c->plan.regbase && f == SIM_FMT_NDHWC) want = nd == 5 ? NULL : "5D with NDHWC format";
-  else
+  bool known = true;
+  const char *want = sim_rule_bn_v3_format(&c->soc, training, x->format, x->ndim, x->dims[1], &known);
+  if (want == NULL) return 0;
+  if (!known)
     return fail(c, SIM_NN_INNER_NULLPTR,
                 "BatchNormV3: x's format %s is not supported; expected %s (BatchNormV3 tiling). BatchNormV3 "
                 "ADD_TO_LAUNCHER_LIST_AICORE failed.",
-                fmt_str(f), c->plan.regbase ? "ND, NCHW, NCDHW, NHWC or NDHWC" : "ND, NCHW and NCDHW");
-  if (want == NULL) return 0;
+                fmt_str(x->format), want);
   return fail(c, SIM_NN_INNER_NULLPTR,
               "BatchNormV3: x has %d dims, expected %s (BatchNormV3 tiling). BatchNormV3 ADD_TO_LAUNCHER_LIST_AICORE "
               "failed.",
-              nd, want);
+              x->ndim, want);
 }
 
 int sim_bn_ws(const void *input, const void *weight, const void *bias, void *runningMean, void *runningVar, bool training,
