@@ -11,7 +11,7 @@
 
 import assert from "node:assert/strict";
 import { createAclTensor } from "../../src/ffi/acl_tensor.ts";
-import { ascendState, DeviceBuffer } from "../../src/ffi/runtime.ts";
+import { ascendState, type DeviceBuffer } from "../../src/ffi/runtime.ts";
 import { batchNorm } from "../../src/ops/batch_norm.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
 import { assertClose } from "../helpers/assert.ts";
