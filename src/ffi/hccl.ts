@@ -123,6 +123,15 @@ export interface HcclCommunicatorOptions {
    * hcclExecTimeOut). Default: HCCL's (HCCL_EXEC_TIMEOUT, or 1836 s).
    */
   execTimeoutSeconds?: number;
+  /**
+   * Milliseconds a synchronisation waits for this communicator's collectives: past it, the
+   * call that synchronises fails with HcclError HCCL_E_TIMEOUT while HCCL goes on waiting (CANN
+   * rounds hcclExecTimeOut up to 68 s steps off Atlas A2/A3), and the device is held until it
+   * gives up. Default: no deadline (synchronisations wait for HCCL).
+   */
+  timeoutMs?: number;
+  /** How a timeout error describes HCCL's own wait (default: from execTimeoutSeconds). */
+  nativeTimeout?: string;
 }
 
 /**
@@ -193,21 +202,33 @@ export class HcclCommunicator {
   readonly worldSize: number;
   /** The device the communicator runs on. */
   readonly device: AscendDevice;
+  /** The deadline of synchronisations over its collectives, and how HCCL's own wait reads. */
+  readonly #deadline: { timeoutMs: number; nativeTimeout: string } | null;
+  /** Collectives launched. */
+  #launched = 0;
 
   private constructor(
     device: AscendDevice,
     state: DeviceState,
     hccl: HcclLibrary,
     comm: Deno.PointerValue,
-    rank: number,
-    worldSize: number,
+    options: HcclCommunicatorOptions,
   ) {
     this.device = device;
     this.#state = state;
     this.#hccl = hccl;
     this.#comm = comm;
-    this.rank = rank;
-    this.worldSize = worldSize;
+    this.rank = options.rank;
+    this.worldSize = options.worldSize;
+    const { timeoutMs, execTimeoutSeconds } = options;
+    this.#deadline = timeoutMs === undefined ? null : {
+      timeoutMs,
+      nativeTimeout: options.nativeTimeout ??
+        (execTimeoutSeconds === undefined
+          ? "its exec timeout"
+          : `its exec timeout, hcclExecTimeOut ${execTimeoutSeconds} s (CANN rounds it to ` +
+            "68 s steps off Atlas A2/A3)"),
+    };
     state.dependents.add(this);
   }
 
@@ -219,8 +240,11 @@ export class HcclCommunicator {
    */
   static create(device: AscendDevice, options: HcclCommunicatorOptions): HcclCommunicator {
     const what = "HcclCommInitRootInfo";
-    const { rank, worldSize, rootInfo, execTimeoutSeconds } = options;
+    const { rank, worldSize, rootInfo, execTimeoutSeconds, timeoutMs } = options;
     checkRank(what, rank, worldSize);
+    if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
+      throw new HcclError(HCCL_E_PARA, `${what}: timeoutMs ${timeoutMs} must be a number > 0`);
+    }
     if (!(rootInfo instanceof Uint8Array) || rootInfo.length !== HCCL_ROOT_INFO_BYTES) {
       throw new HcclError(
         HCCL_E_PARA,
@@ -254,14 +278,7 @@ export class HcclCommunicator {
         state,
       );
     }
-    return new HcclCommunicator(
-      device,
-      state,
-      hccl,
-      Deno.UnsafePointer.create(out[0]),
-      rank,
-      worldSize,
-    );
+    return new HcclCommunicator(device, state, hccl, Deno.UnsafePointer.create(out[0]), options);
   }
 
   /** Whether {@linkcode HcclCommunicator.destroy} ran (or the device closed). */
@@ -339,6 +356,13 @@ export class HcclCommunicator {
         this.#state,
       );
       this.#state.noteLaunch([send.buffer, recv.buffer], what);
+      this.#launched++;
+      if (this.#deadline !== null) {
+        this.#state.watch.note({
+          what: `${what} #${this.#launched} (rank ${this.rank} of ${this.worldSize})`,
+          ...this.#deadline,
+        });
+      }
       this.#state.afterLaunch(); // ASCEND_LAUNCH_BLOCKING: waits for it, reports its failure
     } catch (e) {
       result.dispose();
@@ -412,7 +436,9 @@ export class HcclCommunicator {
     if (comm === null) return;
     this.#comm = null;
     this.#state.dependents.delete(this);
-    if (this.#state.closed) return;
+    // A collective that missed its deadline still runs: HCCL would refuse (HCCL_E_AGAIN); the
+    // communicator goes with the process.
+    if (this.#state.closed || this.#state.watch.held) return;
     let failure: unknown;
     try {
       // HCCL refuses to destroy a communicator with work in flight (HCCL_E_AGAIN).

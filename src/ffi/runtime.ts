@@ -277,11 +277,19 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
 
   /**
    * Synchronises, frees the workspace and every buffer still allocated, destroys the stream and
-   * resets the device. Idempotent; tensors on this device are unusable afterwards.
+   * resets the device. Idempotent; tensors on this device are unusable afterwards. While a
+   * collective that missed its deadline still runs on the stream (HcclError HCCL_E_TIMEOUT),
+   * the device is only forgotten: its stream and memory go with the process.
    */
   close(): void {
     const state = this.#state;
     if (state.closed) return;
+    if (state.watch.held) {
+      state.closed = true;
+      for (const dependent of [...state.dependents]) dependent.close();
+      this.#forget();
+      return;
+    }
     const errors: unknown[] = [];
     const attempt = (fn: () => void) => {
       try {
@@ -322,11 +330,18 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
       );
     }
     state.closed = true;
+    state.watch.close();
+    this.#forget();
+    if (errors.length > 0) throw errors[0];
+  }
+
+  /** Takes the closed device out of the process's records. */
+  #forget(): void {
+    const state = this.#state;
     openDevices.delete(state);
     if (state.registration !== null) unregisterOpenDevice(state.registration);
     state.registration = null;
     forgetActiveState(state);
-    if (errors.length > 0) throw errors[0];
   }
 
   /** Same as {@linkcode AscendDevice.close}, for `using` declarations. */
