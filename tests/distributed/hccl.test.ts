@@ -273,7 +273,12 @@ Deno.test("hccl: a rank that dies mid-way makes the others fail within the timeo
  * result line and how long it ran. Rank 0 is killed after `boundMs` (its result is then
  * missing), rank 1 at the end.
  */
-async function withStoppedPeer(soc: string, timeoutMs: number, boundMs: number) {
+async function withStoppedPeer(
+  soc: string,
+  timeoutMs: number,
+  boundMs: number,
+  env: Record<string, string> = {},
+) {
   const port = String(freePort());
   const started = performance.now();
   const ranks = [0, 1].map((rank) =>
@@ -290,6 +295,7 @@ async function withStoppedPeer(soc: string, timeoutMs: number, boundMs: number) 
         HCCL_TEST_TIMEOUT_MS: String(timeoutMs),
         TORCHELASTIC_RUN_ID: "",
         ACLNN_NORM_JOB_ID: "",
+        ...env,
       },
       stdout: "piped",
       stderr: "piped",
@@ -340,6 +346,24 @@ Deno.test("hccl: a peer that stops answering fails rank 0 within timeoutMs on ev
     );
     assert.ok(result.closeMs < 1000, `close took ${result.closeMs} ms`);
   }
+});
+
+Deno.test("hccl: after a missed deadline the device works again once HCCL gives up", async () => {
+  // HCCL's exec timeout made 2.5 s (the simulator's test hook), the deadline 1 s.
+  const { result } = await withStoppedPeer("Ascend950PR_9599", 1000, 15_000, {
+    ACLSIM_HCCL_EXEC_TIMEOUT_MS: "2500",
+    HCCL_TEST_RECOVER: "1",
+  });
+  assert.ok(result !== undefined, "rank 0 still waited after 15 s");
+  failure(result, 9, /did not complete within timeoutMs 1000 ms/);
+  assert.equal(result.held?.code, 9);
+  assert.ok(
+    result.recoveredMs !== undefined,
+    `the device never worked again: ${JSON.stringify(result)}`,
+  );
+  // Held until HCCL's 2.5 s passed (1 s of it before the error), then at once.
+  const ms = result.recoveredMs;
+  assert.ok(ms > 1000 && ms < 5000, `it worked again after ${ms} ms`);
 });
 
 /** Whether `e` is an HcclError with `code` and a message matching `pattern`. */
