@@ -16,6 +16,7 @@ import { batchNorm } from "../../src/ops/batch_norm.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
 import { assertClose } from "../helpers/assert.ts";
 import { openSim } from "../helpers/ffi_sim.ts";
+import { onSoc } from "../helpers/sim_raw.ts";
 
 /** op-plugin's label by rank, as aclFormat values (../shared/reference/cann-abi.md). */
 const TORCH_NPU_FORMAT: Readonly<Record<number, number>> = { 3: 47, 4: 0, 5: 30 };
@@ -47,10 +48,7 @@ Deno.test("aclCreateTensor gets torch_npu's label for each rank: NCL, NCHW, NCDH
 
 Deno.test("BatchNorm of 2-D to 6-D inputs on the NPU equals the CPU backend (the kernel checks the labels)", () => {
   for (const soc of ["Ascend950PR_9599", "Ascend910B4"]) {
-    const saved = Deno.env.get("ACLSIM_SOC_NAME");
-    Deno.env.set("ACLSIM_SOC_NAME", soc);
-    try {
-      using npu = openSim();
+    onSoc(soc, (npu) => {
       // C = 64 on the A2 takes BatchNormV3 for NCHW/NCDHW inputs.
       for (
         const shape of [[3, 64], [2, 64, 3], [2, 64, 2, 3], [2, 64, 2, 1, 3], [2, 64, 1, 2, 1, 2]]
@@ -61,9 +59,6 @@ Deno.test("BatchNorm of 2-D to 6-D inputs on the NPU equals the CPU backend (the
         assertClose(got.output, want.output, undefined, `${soc} [${shape}] output`);
         assertClose(got.saveMean, want.saveMean, undefined, `${soc} [${shape}] saveMean`);
       }
-    } finally {
-      if (saved === undefined) Deno.env.delete("ACLSIM_SOC_NAME");
-      else Deno.env.set("ACLSIM_SOC_NAME", saved);
-    }
+    });
   }
 });
