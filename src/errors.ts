@@ -61,6 +61,12 @@ export const HCCL_STATUS_NAMES: Readonly<Record<number, string>> = Object.freeze
 
 /** HCCL_E_PARA: an argument is wrong (rank, world size, ...). */
 export const HCCL_E_PARA = 1;
+/** HCCL_E_INTERNAL: a failure of HCCL's own (here: of the rendezvous) that no other code names. */
+export const HCCL_E_INTERNAL = 4;
+/** HCCL_E_NOT_SUPPORT: the operation or reduction is not supported. */
+export const HCCL_E_NOT_SUPPORT = 5;
+/** HCCL_E_UNAVAIL: a resource is taken (the rendezvous port, as HcclGetRootInfo reports it). */
+export const HCCL_E_UNAVAIL = 7;
 /** HCCL_E_TIMEOUT: a peer did not come in time. */
 export const HCCL_E_TIMEOUT = 9;
 /** HCCL_E_TCP_CONNECT: the connection to the root could not be made. */
@@ -279,8 +285,25 @@ export function recentErrorMessage(lib: RecentErrorSource | null | undefined): s
   }
 }
 
-function withNative(what: string, nativeMessage: string | undefined): string {
-  return nativeMessage === undefined ? `${what} failed` : `${what} failed: ${nativeMessage}`;
+/**
+ * The first line of a native error text, for a one-line message: aclGetRecentErrMsg formats
+ * its queue as the oldest item, then `TraceBack (most recent call last):` and every later item
+ * indented (runtime src/dfx/error_manager/error_manager.cc ErrorManager::GetErrorMessage).
+ * The whole text stays in the error's `nativeMessage`. Undefined when there is no text.
+ */
+export function nativeSummary(nativeMessage: string | undefined): string | undefined {
+  if (nativeMessage === undefined) return undefined;
+  for (const line of nativeMessage.split("\n")) {
+    const text = line.trim();
+    if (text.length > 0) return text;
+  }
+  return undefined;
+}
+
+/** `<what> failed`, then the first line of the native text when there is one. */
+export function failedWith(what: string, nativeMessage: string | undefined): string {
+  const summary = nativeSummary(nativeMessage);
+  return summary === undefined ? `${what} failed` : `${what} failed: ${summary}`;
 }
 
 /**
@@ -291,7 +314,7 @@ function withNative(what: string, nativeMessage: string | undefined): string {
 export function unwrapAcl(status: number, what: string, lib: RecentErrorSource | null): void {
   if (status === 0) return;
   const nativeMessage = recentErrorMessage(lib);
-  throw new AclError(status, withNative(what, nativeMessage), { nativeMessage });
+  throw new AclError(status, failedWith(what, nativeMessage), { nativeMessage });
 }
 /** Turns a missing-permission error into an {@linkcode AclError} that names the flag. */
 export function permissionError(error: unknown, flag: string, what: string): unknown {

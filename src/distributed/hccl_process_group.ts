@@ -19,6 +19,7 @@ import { HcclCommunicator, hcclRootInfo } from "../ffi/hccl.ts";
 import { AscendDevice } from "../ffi/runtime.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { grantedEnv } from "../tensor/env.ts";
+import { socFamily } from "../backends/ascend/soc.ts";
 import { jobIdWarning, resolveJobId } from "./job_id.ts";
 import { rendezvous } from "./rendezvous.ts";
 
@@ -40,9 +41,11 @@ export interface HcclProcessGroupOptions {
   /** The rendezvous port. Default: `$MASTER_PORT`, else 29500. */
   masterPort?: number;
   /**
-   * Milliseconds the rendezvous may take, and how long a collective waits for the other ranks
-   * before the stream fails (HCCL's exec timeout, rounded up to whole seconds). Default
-   * 300000 (5 minutes).
+   * Milliseconds the rendezvous may take, and how long a synchronisation (reading a result)
+   * waits for a collective whose peers do not come: past it, that call fails with HcclError
+   * HCCL_E_TIMEOUT, on every SoC. It is also HCCL's exec timeout (rounded up to whole seconds;
+   * CANN rounds it again to 68 s steps off Atlas A2/A3), after which the stream fails and the
+   * device works again. Default 300000 (5 minutes).
    */
   timeoutMs?: number;
   /**
@@ -104,9 +107,11 @@ function integer(name: string, value: number | undefined, env: string): number {
  * world size or a rank given twice (HCCL_E_PARA), a rank that never comes (HCCL_E_TIMEOUT),
  * rank 0 unreachable (HCCL_E_TCP_CONNECT); HCCL's own failures carry its code and text. A
  * process with another job id is turned away (it fails with HCCL_E_PARA, the job does not);
- * other strangers at rank 0's port are closed and logged, never fatal. A
- * rank that dies mid-collective makes the others' next synchronisation (reading a result)
- * fail with ACL 507048 once the timeout has passed.
+ * other strangers at rank 0's port are closed and logged, never fatal. A rank that dies
+ * mid-collective makes the others' next synchronisation (reading a result) fail with ACL
+ * 507048 (HCCL saw it go); one that stops answering makes it fail with HCCL_E_TIMEOUT once
+ * `timeoutMs` has passed, whatever HCCL's own exec timeout on the chip (68 s steps off Atlas
+ * A2/A3): the error names both, and the device is held until HCCL gives up.
  *
  * @example
  * ```ts
@@ -161,11 +166,14 @@ export async function createHcclProcessGroup(
     { rank, worldSize, masterAddr, masterPort, timeoutMs, jobId: job.id, log },
     () => hcclRootInfo(device),
   );
+  const execTimeoutSeconds = Math.max(1, Math.ceil(timeoutMs / 1000));
   const communicator = HcclCommunicator.create(device, {
     rank,
     worldSize,
     rootInfo,
-    execTimeoutSeconds: Math.max(1, Math.ceil(timeoutMs / 1000)),
+    execTimeoutSeconds,
+    timeoutMs,
+    nativeTimeout: hcclExecTimeout(device.socName, execTimeoutSeconds),
   });
   const close = () => communicator.destroy();
   return {
@@ -177,6 +185,23 @@ export async function createHcclProcessGroup(
     close,
     [Symbol.dispose]: close,
   };
+}
+
+/**
+ * HCCL's own wait for a collective, in words: the hcclExecTimeOut HcclCommConfig asked for, as
+ * CANN applies it. On Atlas A2/A3 (910B, 910_93) it is taken as it is; elsewhere it is rounded
+ * down to a multiple of 68 s, at least 68 s (hcomm src/framework/communicator/comm_config.cc
+ * CommConfig::SetConfigExecTimeout).
+ */
+export function hcclExecTimeout(socName: string | null, seconds: number): string {
+  const family = socFamily(socName);
+  if (family === undefined) return `its exec timeout (${seconds} s asked; unknown SoC ${socName})`;
+  const exact = family.name === "Ascend910B" || family.name === "Ascend910_93";
+  const applied = exact ? seconds : Math.max(1, Math.floor(seconds / 68)) * 68;
+  return `${applied} s on ${socName}` +
+    (exact
+      ? ""
+      : `, where CANN rounds hcclExecTimeOut ${seconds} s to 68 s steps (off Atlas A2/A3)`);
 }
 
 /** `$MASTER_PORT` when set, else PyTorch's customary 29500. */

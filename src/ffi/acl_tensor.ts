@@ -13,7 +13,7 @@
 import { aclDataType, dtypeByteSize } from "../tensor/dtype.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { AclFormat } from "./constants.ts";
-import { ACLNN_ERR_PARAM_INVALID, AclnnError, recentErrorMessage } from "../errors.ts";
+import { ACLNN_ERR_PARAM_INVALID, AclnnError, failedWith, recentErrorMessage } from "../errors.ts";
 import type { CannLibraries } from "./library.ts";
 
 /** The aclFormat torch_npu gives a base-format tensor of this rank (channel = view dim 1). */
@@ -108,7 +108,7 @@ function refused(libs: CannLibraries, call: string): never {
   const nativeMessage = recentErrorMessage(libs.runtime);
   throw new AclnnError(
     ACLNN_ERR_PARAM_INVALID,
-    `${call} failed${nativeMessage ? `: ${nativeMessage}` : ""}`,
+    failedWith(call, nativeMessage),
     { nativeMessage },
   );
 }

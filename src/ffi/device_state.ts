@@ -1,8 +1,8 @@
 /**
  * What an open Ascend device owns, and its device memory: the DeviceState behind an
  * AscendDevice (libraries, context, stream, the caching allocator, allocations by slot,
- * in-flight and deferred frees, the workspace, prepared calls) and DeviceBuffer, one
- * allocation of device memory.
+ * in-flight and deferred frees, the workspace, prepared calls, the calls queued and their
+ * deadlines). DeviceBuffer, one allocation of device memory, is in device_buffer.ts.
  *
  * Lifetimes: a {@linkcode DeviceBuffer} is freed by `release()` (idempotent), by its device's
  * `close()`, or, as a backstop only, once it is garbage (reclaim.ts). Work that runAclnn
@@ -13,12 +13,26 @@
  * @module
  */
 
-import type { AcceleratorDevice, DeviceStorage } from "../tensor/device.ts";
 import { ACL_SUCCESS, AclrtMemMallocPolicy } from "./constants.ts";
 import { type Block, CachingAllocator } from "./allocator.ts";
 import { CallCache } from "./call_cache.ts";
 import { BufferTracker } from "./reclaim.ts";
 import { AclError, recentErrorMessage, unwrapAcl } from "../errors.ts";
+import { deviceFailureMessage, LaunchLog } from "./launch_log.ts";
+import { StreamWatch } from "./stream_watch.ts";
+import type { WaiterSymbols, WaitOutcome } from "./stream_waiter.ts";
+import { runtimeSymbols } from "./symbols/runtime.ts";
+import { allocationOf, DeviceBuffer, internalToken } from "./device_buffer.ts";
+
+export {
+  checkOwn,
+  checkRange,
+  DeviceBuffer,
+  internalToken,
+  registerDevice,
+  rememberedGeometry,
+  rememberGeometry,
+} from "./device_buffer.ts";
 import type { CannLibraries } from "./library.ts";
 
 type Runtime = CannLibraries["runtime"];
@@ -106,6 +120,12 @@ export class DeviceState {
   readonly failures: Map<number, number> = new Map();
   /** Operator launches queued since the last synchronisation. */
   queuedLaunches = 0;
+  /** The calls launched, and those queued since the last synchronisation (launch_log.ts). */
+  readonly launches: LaunchLog = new LaunchLog();
+  /** Whether every launch synchronises (ASCEND_LAUNCH_BLOCKING), reporting its own failure. */
+  launchBlocking = false;
+  /** Deadlines of queued collectives, and a synchronisation that missed one (stream_watch.ts). */
+  readonly watch: StreamWatch = new StreamWatch();
   /** aclrtGetSocName, read when the device opens (null: not exported by this runtime). */
   socName: string | null = null;
   /**
@@ -174,6 +194,7 @@ export class DeviceState {
         `${what}: AscendDevice ${this.name} is closed; open a new one with openAscend()`,
       );
     }
+    if (this.watch.held) throw this.watch.heldError(what, this.name);
   }
 
   /** Makes this device's context current on the calling thread (cheap when it already is). */
@@ -220,20 +241,31 @@ export class DeviceState {
 
   /** Whether work queued since the last synchronisation uses `buffer`'s memory. */
   bufferInFlight(buffer: DeviceBuffer): boolean {
-    return this.inFlight(bufferAllocation(buffer));
+    return this.inFlight(allocationOf(buffer));
   }
 
   /** Waits for the stream, then frees what was released meanwhile. */
   synchronize(): void {
+    // A synchronisation that missed its deadline (stream_watch.ts) and has returned since.
+    const late = this.watch.takeLate("synchronize", this.name);
+    if (late !== undefined) this.settle(late, false);
     this.activate();
-    const status = this.rt.aclrtSynchronizeStream(this.stream);
+    this.settle(this.watch.synchronize(this), true);
+  }
+
+  /**
+   * The bookkeeping of a drained stream (`outcome` of its synchronisation), throwing its
+   * failure when `report`.
+   */
+  settle(outcome: WaitOutcome, report: boolean): void {
+    const { status, nativeMessage } = outcome;
     // The work has finished (or failed): nothing on the stream uses these buffers, or the
     // executors and descriptors of retired cache entries, any more.
     this.queued = false;
     this.queuedLaunches = 0;
     if (status !== ACL_SUCCESS) this.failures.set(this.epoch, status);
     this.epoch++;
-    const nativeMessage = status === ACL_SUCCESS ? undefined : recentErrorMessage(this.rt);
+    const window = this.launches.take();
     const unreported = this.buffers.takeUnreported();
     this.calls.destroyRetired();
     const pending = this.deferred.splice(0);
@@ -246,10 +278,11 @@ export class DeviceState {
         firstError ??= e;
       }
     }
+    if (!report) return;
     if (status !== ACL_SUCCESS) {
       throw new AclError(
         status,
-        `aclrtSynchronizeStream(${this.name}) failed${nativeMessage ? `: ${nativeMessage}` : ""}`,
+        deviceFailureMessage(this.name, window, nativeMessage, this.launchBlocking),
         { nativeMessage },
       );
     }
@@ -257,14 +290,55 @@ export class DeviceState {
     if (unreported !== undefined) throw unreported;
   }
 
+  /** aclrtSynchronizeStream on this thread, and the runtime's text when it fails. */
+  syncHere(): WaitOutcome {
+    const status = this.rt.aclrtSynchronizeStream(this.stream);
+    return {
+      status,
+      nativeMessage: status === ACL_SUCCESS ? undefined : recentErrorMessage(this.rt),
+    };
+  }
+
+  /** The runtime library and the symbols a waiting thread opens it with (stream_waiter.ts). */
+  waiterLibrary(): { path: string; symbols: WaiterSymbols } | null {
+    const opened = this.libs.report.libraries.find((l) => l.role === "runtime");
+    if (opened === undefined) return null;
+    const { aclrtSetCurrentContext, aclrtSynchronizeStream, aclGetRecentErrMsg } = runtimeSymbols;
+    return {
+      path: opened.path,
+      symbols: { aclrtSetCurrentContext, aclrtSynchronizeStream, aclGetRecentErrMsg },
+    };
+  }
+
   /**
-   * Records a queued launch and the buffers it uses (kept alive until synchronisation);
-   * synchronises every MAX_QUEUED_LAUNCHES launches to bound the queue.
+   * Records a queued launch of `op` and the buffers it uses (kept alive until
+   * synchronisation); synchronises every MAX_QUEUED_LAUNCHES launches to bound the queue.
    */
-  noteLaunch(buffers: Iterable<DeviceBuffer>): void {
-    for (const b of buffers) bufferAllocation(b).launch = this.epoch;
+  noteLaunch(buffers: Iterable<DeviceBuffer>, op: string): void {
+    for (const b of buffers) allocationOf(b).launch = this.epoch;
     this.queued = true;
+    this.launches.record(op);
     if (++this.queuedLaunches >= MAX_QUEUED_LAUNCHES) this.synchronize();
+  }
+
+  /** With ASCEND_LAUNCH_BLOCKING, waits for the call just launched: its failure is its own. */
+  afterLaunch(): void {
+    if (this.launchBlocking) this.synchronize();
+  }
+
+  /**
+   * After a launch that failed (a stream in abort state refuses tasks): drains the stream and
+   * returns the failure of the work queued before, if any, so that it is reported with the
+   * launch's error (as its cause) and the next call starts clean.
+   */
+  pendingFailure(): unknown {
+    if (!this.queued) return undefined;
+    try {
+      this.synchronize();
+      return undefined;
+    } catch (e) {
+      return e;
+    }
   }
 
   /**
@@ -297,156 +371,5 @@ export class DeviceState {
     this.workspace = next;
     current?.release(); // deferred if queued work still uses it
     return next;
-  }
-}
-
-/** The token that constructs DeviceBuffers and AscendDevices (not for users). */
-export const internalToken: symbol = Symbol("DeviceBuffer.internal");
-let bufferAllocation!: (buffer: DeviceBuffer) => Allocation;
-let geometryOf!: (buffer: DeviceBuffer, view: object) => string | undefined;
-let setGeometry!: (buffer: DeviceBuffer, view: object, key: string) => void;
-
-/**
- * Internal (executor.ts): the call-signature text last computed for `view`, a tensor over
- * `buffer`, or undefined. One view per buffer is remembered, on the buffer: a memo keyed by
- * tensors (a WeakMap) would hold an entry per result tensor past the call.
- */
-export function rememberedGeometry(buffer: DeviceBuffer, view: object): string | undefined {
-  return geometryOf(buffer, view);
-}
-
-/** Internal (executor.ts): remembers `key` as the signature text of `view` over `buffer`. */
-export function rememberGeometry(buffer: DeviceBuffer, view: object, key: string): void {
-  setGeometry(buffer, view, key);
-}
-
-/**
- * Device memory from the device's caching allocator (no allocation for 0 bytes: its pointer
- * is NULL). Tensors on an NPU hold one as their `storage`.
- *
- * @example
- * ```ts
- * import { openAscend, Tensor } from "@aclnn/norm";
- * import { DeviceBuffer } from "@aclnn/norm/ascend";
- * try {
- *   using npu = openAscend();
- *   const t = Tensor.zeros([8], "float32", npu);
- *   const buffer = t.storage as DeviceBuffer;
- *   console.log(buffer instanceof DeviceBuffer, buffer.byteLength); // true 32
- *   t.dispose();
- *   console.log(buffer.released); // true
- * } catch (e) {
- *   console.log((e as Error).message.split("\n")[0]); // no CANN here
- * }
- * ```
- */
-export class DeviceBuffer implements DeviceStorage {
-  /** The device that owns this memory (the AscendDevice it was allocated on). */
-  readonly device: AcceleratorDevice;
-  /** Size in bytes. */
-  readonly byteLength: number;
-  readonly #state: DeviceState;
-  readonly #allocation: Allocation;
-  #released = false;
-  /** The view whose signature text is remembered, and the text (see rememberedGeometry()). */
-  #view: object | undefined = undefined;
-  #geometry = "";
-
-  static {
-    bufferAllocation = (buffer) => buffer.#allocation;
-    geometryOf = (buffer, view) => buffer.#view === view ? buffer.#geometry : undefined;
-    setGeometry = (buffer, view, key) => {
-      buffer.#view = view;
-      buffer.#geometry = key;
-    };
-  }
-
-  /** Not for users: buffers come from {@linkcode AscendDevice.allocate}. */
-  constructor(state: unknown, allocation: unknown, token: symbol) {
-    if (token !== internalToken || !(state instanceof DeviceState)) {
-      throw new TypeError("DeviceBuffer: use AscendDevice.allocate()");
-    }
-    this.#state = state;
-    this.#allocation = allocation as Allocation;
-    this.byteLength = this.#allocation.byteLength;
-    this.device = deviceOf(state);
-    if (this.#allocation.slot >= 0) state.buffers.track(this, this.#allocation.slot);
-  }
-
-  /** Whether the memory has been released (explicitly or by closing the device). */
-  get released(): boolean {
-    return this.#released || this.#state.closed;
-  }
-
-  /**
-   * The device address (NULL for a 0-byte buffer). Throws once released: native code must
-   * never see a freed address.
-   */
-  get pointer(): Deno.PointerValue {
-    if (this.released) {
-      this.#state.check("DeviceBuffer.pointer");
-      throw new AclError(100000, `DeviceBuffer.pointer: the buffer was released`);
-    }
-    return this.#allocation.pointer;
-  }
-
-  /**
-   * Returns the memory to the device (idempotent). If work queued on the stream may still use
-   * it, the aclrtFree happens right after the next synchronisation instead.
-   */
-  release(): void {
-    if (this.#released) return;
-    this.#released = true;
-    if (this.#allocation.slot >= 0) this.#state.buffers.untrack(this.#allocation.slot);
-    this.#state.release(this.#allocation);
-  }
-
-  /** Same as {@linkcode DeviceBuffer.release}. */
-  [Symbol.dispose](): void {
-    this.release();
-  }
-}
-
-const devices = new WeakMap<DeviceState, AcceleratorDevice>();
-
-/** Records `device` as the AscendDevice of `state` (its constructor calls this). */
-export function registerDevice(state: DeviceState, device: AcceleratorDevice): void {
-  devices.set(state, device);
-}
-
-function deviceOf(state: DeviceState): AcceleratorDevice {
-  const device = devices.get(state);
-  if (!device) throw new TypeError("DeviceBuffer: unknown device");
-  return device;
-}
-
-/** `storage` as a live DeviceBuffer of `device`, or an AclError naming `what`. */
-export function checkOwn(
-  device: AcceleratorDevice,
-  storage: DeviceStorage,
-  what: string,
-): DeviceBuffer {
-  if (!(storage instanceof DeviceBuffer) || storage.device !== device) {
-    throw new AclError(100000, `${what}: the storage does not belong to ${device.name}`);
-  }
-  if (storage.released) throw new AclError(100000, `${what}: the buffer was released`);
-  return storage;
-}
-
-/** Throws a RangeError naming `what` unless bytes [byteOffset, +length) lie in `buffer`. */
-export function checkRange(
-  buffer: DeviceBuffer,
-  byteOffset: number,
-  length: number,
-  what: string,
-): void {
-  if (
-    !Number.isSafeInteger(byteOffset) || byteOffset < 0 || byteOffset + length > buffer.byteLength
-  ) {
-    throw new RangeError(
-      `${what}: bytes [${byteOffset}, ${
-        byteOffset + length
-      }) exceed the ${buffer.byteLength}-byte buffer`,
-    );
   }
 }

@@ -29,7 +29,13 @@ import {
   createAclTensor,
 } from "./acl_tensor.ts";
 import type { CachedCall, CachedTensorArg, NativeArg } from "./call_cache.ts";
-import { AclError, ACLNN_ERR_PARAM_INVALID, AclnnError, recentErrorMessage } from "../errors.ts";
+import {
+  AclError,
+  ACLNN_ERR_PARAM_INVALID,
+  AclnnError,
+  failedWith,
+  recentErrorMessage,
+} from "../errors.ts";
 import {
   AscendDevice,
   ascendState,
@@ -176,7 +182,7 @@ function failure(op: string, what: string, status: number, state: DeviceState): 
   const nativeMessage = recentErrorMessage(state.libs.runtime);
   return new AclnnError(
     status,
-    `${op}${what} failed${nativeMessage ? `: ${nativeMessage}` : ""}`,
+    failedWith(`${op}${what}`, nativeMessage),
     { nativeMessage },
   );
 }
@@ -307,12 +313,32 @@ function phaseTwo(call: Call, size: bigint, executor: Deno.PointerValue, repeata
     executor,
     state.stream,
   );
-  if (status !== 0) throw failure(call.op, "", status, state);
+  if (status !== 0) throw launchFailure(call.op, status, state);
   // Queued: every buffer it touches stays alive (and is not freed) until synchronisation.
   const used: DeviceBuffer[] = [];
   for (const b of call.buffers) if (b !== null) used.push(b);
   if (workspace !== null) used.push(workspace);
-  state.noteLaunch(used);
+  state.noteLaunch(used, call.op);
+}
+
+/**
+ * The error of a phase 2 that failed. A stream that refuses a task (361001) usually does so
+ * because queued work failed on it: that failure is drained now and given as the error's
+ * cause, so that it is not thrown again by the next, unrelated call.
+ */
+function launchFailure(op: string, status: number, state: DeviceState): AclnnError {
+  const nativeMessage = recentErrorMessage(state.libs.runtime); // before the drain reads its own
+  const pending = state.pendingFailure();
+  const message = failedWith(op, nativeMessage);
+  if (pending === undefined) return new AclnnError(status, message, { nativeMessage });
+  const earlier = pending instanceof Error
+    ? pending.message.replace(/ \[[A-Z_]+ -?\d+\]$/, "")
+    : String(pending);
+  return new AclnnError(
+    status,
+    `${message}; work queued before it had failed (the cause): ${earlier}`,
+    { nativeMessage, cause: pending },
+  );
 }
 
 /** First call of a signature: prepare, phase 1, try to make it repeatable, cache, phase 2. */
@@ -446,4 +472,5 @@ export function runAclnn(device: AcceleratorDevice, op: string, args: readonly A
   const entry = state.calls.get(key);
   if (entry === undefined) runFresh(call, key);
   else runCached(call, entry);
+  state.afterLaunch();
 }

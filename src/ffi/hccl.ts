@@ -16,7 +16,13 @@ import type { DType } from "../tensor/dtype.ts";
 import { dtypeByteSize } from "../tensor/dtype.ts";
 import { formatShape, isContiguousLayout, numel } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import { HcclError, recentErrorMessage } from "../errors.ts";
+import {
+  HCCL_E_NOT_SUPPORT,
+  HCCL_E_PARA,
+  HcclError,
+  nativeSummary,
+  recentErrorMessage,
+} from "../errors.ts";
 import { type HcclLibrary, openHccl } from "./library.ts";
 import { type AscendDevice, ascendState, DeviceBuffer, type DeviceState } from "./runtime.ts";
 
@@ -68,7 +74,7 @@ function unwrapHccl(status: number, what: string, hccl: HcclLibrary, state: Devi
   const nativeMessage = recentErrorMessage(state.rt);
   const p = hccl.symbols.HcclGetErrorString(status);
   const text = p === null ? undefined : Deno.UnsafePointerView.getCString(p);
-  const details = [text, nativeMessage].filter((s) => s !== undefined).join(": ");
+  const details = [text, nativeSummary(nativeMessage)].filter((s) => s !== undefined).join(": ");
   throw new HcclError(status, `${what} failed${details ? `: ${details}` : ""}`, {
     text,
     nativeMessage,
@@ -117,6 +123,15 @@ export interface HcclCommunicatorOptions {
    * hcclExecTimeOut). Default: HCCL's (HCCL_EXEC_TIMEOUT, or 1836 s).
    */
   execTimeoutSeconds?: number;
+  /**
+   * Milliseconds a synchronisation waits for this communicator's collectives: past it, the
+   * call that synchronises fails with HcclError HCCL_E_TIMEOUT while HCCL goes on waiting (CANN
+   * rounds hcclExecTimeOut up to 68 s steps off Atlas A2/A3), and the device is held until it
+   * gives up. Default: no deadline (synchronisations wait for HCCL).
+   */
+  timeoutMs?: number;
+  /** How a timeout error describes HCCL's own wait (default: from execTimeoutSeconds). */
+  nativeTimeout?: string;
 }
 
 /**
@@ -147,10 +162,13 @@ export function hcclRootInfo(device: AscendDevice): Uint8Array {
 
 function checkRank(what: string, rank: number, worldSize: number): void {
   if (!Number.isInteger(worldSize) || worldSize < 1 || worldSize > 0xffffffff) {
-    throw new HcclError(1, `${what}: worldSize ${worldSize} must be an integer >= 1`);
+    throw new HcclError(HCCL_E_PARA, `${what}: worldSize ${worldSize} must be an integer >= 1`);
   }
   if (!Number.isInteger(rank) || rank < 0 || rank >= worldSize) {
-    throw new HcclError(1, `${what}: rank ${rank} must be an integer in 0..${worldSize - 1}`);
+    throw new HcclError(
+      HCCL_E_PARA,
+      `${what}: rank ${rank} must be an integer in 0..${worldSize - 1}`,
+    );
   }
 }
 
@@ -184,21 +202,33 @@ export class HcclCommunicator {
   readonly worldSize: number;
   /** The device the communicator runs on. */
   readonly device: AscendDevice;
+  /** The deadline of synchronisations over its collectives, and how HCCL's own wait reads. */
+  readonly #deadline: { timeoutMs: number; nativeTimeout: string } | null;
+  /** Collectives launched. */
+  #launched = 0;
 
   private constructor(
     device: AscendDevice,
     state: DeviceState,
     hccl: HcclLibrary,
     comm: Deno.PointerValue,
-    rank: number,
-    worldSize: number,
+    options: HcclCommunicatorOptions,
   ) {
     this.device = device;
     this.#state = state;
     this.#hccl = hccl;
     this.#comm = comm;
-    this.rank = rank;
-    this.worldSize = worldSize;
+    this.rank = options.rank;
+    this.worldSize = options.worldSize;
+    const { timeoutMs, execTimeoutSeconds } = options;
+    this.#deadline = timeoutMs === undefined ? null : {
+      timeoutMs,
+      nativeTimeout: options.nativeTimeout ??
+        (execTimeoutSeconds === undefined
+          ? "its exec timeout"
+          : `its exec timeout, hcclExecTimeOut ${execTimeoutSeconds} s (CANN rounds it to ` +
+            "68 s steps off Atlas A2/A3)"),
+    };
     state.dependents.add(this);
   }
 
@@ -210,11 +240,14 @@ export class HcclCommunicator {
    */
   static create(device: AscendDevice, options: HcclCommunicatorOptions): HcclCommunicator {
     const what = "HcclCommInitRootInfo";
-    const { rank, worldSize, rootInfo, execTimeoutSeconds } = options;
+    const { rank, worldSize, rootInfo, execTimeoutSeconds, timeoutMs } = options;
     checkRank(what, rank, worldSize);
+    if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
+      throw new HcclError(HCCL_E_PARA, `${what}: timeoutMs ${timeoutMs} must be a number > 0`);
+    }
     if (!(rootInfo instanceof Uint8Array) || rootInfo.length !== HCCL_ROOT_INFO_BYTES) {
       throw new HcclError(
-        1,
+        HCCL_E_PARA,
         `${what}: rootInfo must be the ${HCCL_ROOT_INFO_BYTES} bytes of HcclGetRootInfo`,
       );
     }
@@ -224,7 +257,7 @@ export class HcclCommunicator {
         execTimeoutSeconds > 0x7fffffff)
     ) {
       throw new HcclError(
-        1,
+        HCCL_E_PARA,
         `${what}: execTimeoutSeconds ${execTimeoutSeconds} must be an integer >= 1`,
       );
     }
@@ -245,14 +278,7 @@ export class HcclCommunicator {
         state,
       );
     }
-    return new HcclCommunicator(
-      device,
-      state,
-      hccl,
-      Deno.UnsafePointer.create(out[0]),
-      rank,
-      worldSize,
-    );
+    return new HcclCommunicator(device, state, hccl, Deno.UnsafePointer.create(out[0]), options);
   }
 
   /** Whether {@linkcode HcclCommunicator.destroy} ran (or the device closed). */
@@ -263,7 +289,10 @@ export class HcclCommunicator {
   #ready(what: string): void {
     this.#state.check(what);
     if (this.#comm === null) {
-      throw new HcclError(1, `${what}: the communicator of rank ${this.rank} was destroyed`);
+      throw new HcclError(
+        HCCL_E_PARA,
+        `${what}: the communicator of rank ${this.rank} was destroyed`,
+      );
     }
     this.#state.activate();
   }
@@ -277,7 +306,7 @@ export class HcclCommunicator {
     const storage = t.storage;
     if (!(storage instanceof DeviceBuffer) || t.device !== this.device) {
       throw new HcclError(
-        1,
+        HCCL_E_PARA,
         `${what}: ${name} must be a tensor on ${this.device.name} (it is on ${
           t.device === "cpu" ? "cpu" : t.device.name
         })`,
@@ -285,7 +314,7 @@ export class HcclCommunicator {
     }
     if (!isContiguousLayout(t.shape, t.strides)) {
       throw new HcclError(
-        1,
+        HCCL_E_PARA,
         `${what}: ${name} of shape ${formatShape(t.shape)} must be contiguous (call .contiguous())`,
       );
     }
@@ -326,11 +355,19 @@ export class HcclCommunicator {
         this.#hccl,
         this.#state,
       );
+      this.#state.noteLaunch([send.buffer, recv.buffer], what);
+      this.#launched++;
+      if (this.#deadline !== null) {
+        this.#state.watch.note({
+          what: `${what} #${this.#launched} (rank ${this.rank} of ${this.worldSize})`,
+          ...this.#deadline,
+        });
+      }
+      this.#state.afterLaunch(); // ASCEND_LAUNCH_BLOCKING: waits for it, reports its failure
     } catch (e) {
       result.dispose();
       throw e;
     }
-    this.#state.noteLaunch([send.buffer, recv.buffer]);
     return result;
   }
 
@@ -345,7 +382,7 @@ export class HcclCommunicator {
     const reduceOp = REDUCE_OPS[op];
     if (reduceOp === undefined) {
       throw new HcclError(
-        5,
+        HCCL_E_NOT_SUPPORT,
         `${what}: op ${String(op)} must be one of ${Object.keys(REDUCE_OPS).join(", ")}`,
       );
     }
@@ -399,7 +436,9 @@ export class HcclCommunicator {
     if (comm === null) return;
     this.#comm = null;
     this.#state.dependents.delete(this);
-    if (this.#state.closed) return;
+    // A collective that missed its deadline still runs: HCCL would refuse (HCCL_E_AGAIN); the
+    // communicator goes with the process.
+    if (this.#state.closed || this.#state.watch.held) return;
     let failure: unknown;
     try {
       // HCCL refuses to destroy a communicator with work in flight (HCCL_E_AGAIN).

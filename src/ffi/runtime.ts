@@ -1,16 +1,8 @@
 /**
- * The Ascend device: ACL initialisation and finalisation, device binding, and
- * {@linkcode AscendDevice}, an open device with one stream (memory figures, copies with
- * aclrtMemcpy, synchronisation, close). What a device owns and its memory (DeviceState,
- * DeviceBuffer and their lifetimes) are in device_state.ts.
- *
- * aclFinalize policy: ACL is initialised once per process (a repeated aclInit, 100002, is
- * tolerated) and is NOT finalised when a device closes: releases before CANN 8.x cannot call
- * aclInit again after aclFinalize, and other devices may still be open. `finalizeAscend()`
- * finalises explicitly once every device is closed, and only when this package's aclInit is
- * the one that initialised ACL: aclFinalize zeroes the process-wide reference count whatever
- * it was (hicann/runtime src/acl/aclrt_impl/acl.cpp aclFinalizeInternal), so finalising after
- * a 100002 would pull ACL from under whoever initialised it first.
+ * The Ascend device: device binding and {@linkcode AscendDevice}, an open device with one
+ * stream (memory figures, copies with aclrtMemcpy, synchronisation, close). ACL's own
+ * initialisation and `finalizeAscend()` are in acl_lifecycle.ts; what a device owns and its
+ * memory (DeviceState, DeviceBuffer and their lifetimes) in device_state.ts.
  *
  * Device references: aclrtSetDevice counts per process and device, aclrtResetDevice releases
  * one (hicann/runtime runtime.cc PrimaryContextRetain/Release; an extra reset is 507007). Every
@@ -21,11 +13,13 @@
 
 import type { AcceleratorDevice, DeviceStorage, WorkOutcome } from "../tensor/device.ts";
 import { trackStorage } from "../tensor/scope.ts";
-import { ACL_ERROR_REPEAT_INITIALIZE, ACL_SUCCESS, AclrtMemcpyKind } from "./constants.ts";
+import { ACL_SUCCESS, AclrtMemcpyKind } from "./constants.ts";
 import type { AllocatorStats } from "./allocator.ts";
-import { openDevicesInProcess, registerOpenDevice, unregisterOpenDevice } from "./open_devices.ts";
-import { AclError, recentErrorMessage, unwrapAcl } from "../errors.ts";
-import { type CannLibraries, type LibraryOptions, openCannLibraries } from "./library.ts";
+import { registerOpenDevice, unregisterOpenDevice } from "./open_devices.ts";
+import { recentErrorMessage, unwrapAcl } from "../errors.ts";
+import { type LibraryOptions, openCannLibraries } from "./library.ts";
+import { initAcl, openDevices, openRecord } from "./acl_lifecycle.ts";
+import { launchBlockingFromEnv } from "./launch_log.ts";
 import {
   checkOwn,
   checkRange,
@@ -39,6 +33,7 @@ import {
 import { deriveOppPath } from "./opp_path.ts";
 
 export { DeviceBuffer, DeviceState, rememberedGeometry, rememberGeometry } from "./device_state.ts";
+export { finalizeAscend } from "./acl_lifecycle.ts";
 
 /** What {@linkcode AscendDevice.memory} reports (bytes and counts). */
 export interface DeviceMemoryStats extends AllocatorStats {
@@ -62,17 +57,15 @@ export interface OpenAscendOptions extends LibraryOptions {
    * (aclrtMalloc's own failure is reported the same way).
    */
   memoryLimit?: number;
+  /**
+   * Whether each call waits for the work it queued (aclrtSynchronizeStream), so that a failure
+   * on the device is thrown by the call that failed instead of by a later synchronisation.
+   * Slow; for debugging. Default: `$ASCEND_LAUNCH_BLOCKING` (torch_npu's switch: 1 = on); off
+   * when it is unset or `--allow-env` does not grant reading it.
+   */
+  launchBlocking?: boolean;
 }
 
-type Runtime = CannLibraries["runtime"];
-
-/**
- * Runtimes (per library set) on which this process has called aclInit, and whether that call
- * initialised ACL (0) or found it initialised by someone else (100002).
- */
-const initialised = new WeakMap<Runtime, { owner: boolean; aclnn: boolean }>();
-/** Open devices, for finalizeAscend(). */
-const openDevices = new Set<DeviceState>();
 let deviceState!: (device: AscendDevice) => DeviceState;
 
 /**
@@ -284,11 +277,19 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
 
   /**
    * Synchronises, frees the workspace and every buffer still allocated, destroys the stream and
-   * resets the device. Idempotent; tensors on this device are unusable afterwards.
+   * resets the device. Idempotent; tensors on this device are unusable afterwards. While a
+   * collective that missed its deadline still runs on the stream (HcclError HCCL_E_TIMEOUT),
+   * the device is only forgotten: its stream and memory go with the process.
    */
   close(): void {
     const state = this.#state;
     if (state.closed) return;
+    if (state.watch.held) {
+      state.closed = true;
+      for (const dependent of [...state.dependents]) dependent.close();
+      this.#forget();
+      return;
+    }
     const errors: unknown[] = [];
     const attempt = (fn: () => void) => {
       try {
@@ -329,11 +330,18 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
       );
     }
     state.closed = true;
+    state.watch.close();
+    this.#forget();
+    if (errors.length > 0) throw errors[0];
+  }
+
+  /** Takes the closed device out of the process's records. */
+  #forget(): void {
+    const state = this.#state;
     openDevices.delete(state);
     if (state.registration !== null) unregisterOpenDevice(state.registration);
     state.registration = null;
     forgetActiveState(state);
-    if (errors.length > 0) throw errors[0];
   }
 
   /** Same as {@linkcode AscendDevice.close}, for `using` declarations. */
@@ -345,27 +353,6 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
   toString(): string {
     return `AscendDevice(${this.name}${this.closed ? ", closed" : ""})`;
   }
-}
-
-function initAcl(libs: CannLibraries): void {
-  const rt = libs.runtime;
-  if (initialised.has(rt)) return;
-  // Whatever text is pending belongs to an earlier failure, not to this call: drop it, so a
-  // failing aclInit never reports a stale message (aclGetRecentErrMsg keeps a message until it
-  // is read, and repeats it on a thread with no device; runtime acl.cpp GetRecentErrMsgImpl).
-  recentErrorMessage(rt);
-  const status = rt.aclInit(null);
-  const owner = status === ACL_SUCCESS;
-  if (status === ACL_ERROR_REPEAT_INITIALIZE) recentErrorMessage(rt); // harmless; clear it
-  else unwrapAcl(status, "aclInit", rt);
-  // aclnnInit is optional (missing before CANN 8.0) and not needed (operator packages load on
-  // first use) but documented; it returns 0 even when called again (opbase aclnn_init.cpp).
-  let aclnn = false;
-  if (libs.nnopbase.aclnnInit) {
-    aclnn = libs.nnopbase.aclnnInit(null) === ACL_SUCCESS;
-    if (!aclnn) recentErrorMessage(rt);
-  }
-  initialised.set(rt, { owner, aclnn });
 }
 
 /**
@@ -398,6 +385,7 @@ export function openAscend(options: OpenAscendOptions = {}): AscendDevice {
   const rt = libs.runtime;
   initAcl(libs);
   const state = new DeviceState(libs, deviceId);
+  state.launchBlocking = options.launchBlocking ?? launchBlockingFromEnv();
   recentErrorMessage(rt); // never attach an earlier failure's text to this call's
   unwrapAcl(rt.aclrtSetDevice(deviceId), `aclrtSetDevice(${deviceId})`, rt);
   state.deviceReferences = 1;
@@ -421,60 +409,6 @@ export function openAscend(options: OpenAscendOptions = {}): AscendDevice {
   openDevices.add(state);
   state.registration = registerOpenDevice(openRecord(libs.dir, state.name));
   return device;
-}
-
-/**
- * Calls aclFinalize for the libraries in `options` (or the automatically discovered ones) once
- * every device is closed. ACL is process-wide, so a device still open in another Worker of
- * this process (recorded in the process environment when `--allow-env` is granted) makes it
- * throw too. Optional: the process may simply exit. Returns whether it finalised:
- * false when this package never initialised ACL, or when ACL was already initialised by
- * someone else in this process (aclInit answered 100002), whose initialisation this package
- * must not undo.
- *
- * @example
- * ```ts
- * import { openAscend } from "@aclnn/norm";
- * import { finalizeAscend } from "@aclnn/norm/ascend";
- * try {
- *   openAscend().close();
- *   console.log(finalizeAscend()); // true: this package initialised ACL
- * } catch (e) {
- *   console.log((e as Error).message.split("\n")[0]); // no CANN here
- * }
- * ```
- */
-export function finalizeAscend(options: LibraryOptions = {}): boolean {
-  const libs = openCannLibraries(options);
-  for (const s of openDevices) {
-    if (s.libs.runtime === libs.runtime) {
-      throw new AclError(100000, `finalizeAscend: ${s.name} is still open; close it first`);
-    }
-  }
-  // ACL is process-wide: a device another Worker opened on the same libraries counts too.
-  const prefix = openRecord(libs.dir, "");
-  const elsewhere = openDevicesInProcess().filter((r) => r.startsWith(prefix));
-  if (elsewhere.length > 0) {
-    const names = elsewhere.map((r) => r.slice(prefix.length)).join(", ");
-    throw new AclError(
-      100000,
-      `finalizeAscend: ${names} still open in another Worker of this process; close it first`,
-    );
-  }
-  const init = initialised.get(libs.runtime);
-  if (init === undefined) return false;
-  initialised.delete(libs.runtime);
-  if (!init.owner) return false;
-  if (init.aclnn && libs.nnopbase.aclnnFinalize) {
-    if (libs.nnopbase.aclnnFinalize() !== ACL_SUCCESS) recentErrorMessage(libs.runtime);
-  }
-  unwrapAcl(libs.runtime.aclFinalize(), "aclFinalize", libs.runtime);
-  return true;
-}
-
-/** What open_devices.ts records for a device: the library directory, a tab, the name. */
-function openRecord(dir: string | null, name: string): string {
-  return `${dir ?? "(loader path)"}\t${name}`;
 }
 
 /** Internal: the state behind a device (for the executor and marshalling). */

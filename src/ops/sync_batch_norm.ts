@@ -42,9 +42,7 @@
  */
 
 import { z } from "./zod.ts";
-import { ACLNN_ERR_RUNTIME_ERROR, AclnnError } from "../errors.ts";
 import type { Device } from "../tensor/device.ts";
-import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { batchNormElemt } from "./batch_norm_elemt.ts";
 import { batchNormElemtBackward } from "./batch_norm_elemt_backward.ts";
@@ -52,6 +50,7 @@ import { batchNormGatherStatsWithCounts } from "./batch_norm_gather_stats_with_c
 import { batchNormReduceBackward } from "./batch_norm_reduce_backward.ts";
 import { batchNormStats } from "./batch_norm_stats.ts";
 import { checkKnownNames, namesOf } from "./known_names.ts";
+import { checkCollectiveResult, PassTensors, within } from "./sync_batch_norm_pass.ts";
 import * as check from "./validate.ts";
 
 const FWD = "syncBatchNormForward";
@@ -212,58 +211,6 @@ const backwardSchema = z.object({
 });
 
 /**
- * Waits for a collective's result, at most `ms`: a rank that never comes (or a transport that
- * hangs) becomes an error (361001) instead of a hang, and the signal `start` was given is
- * aborted, so that the collective can stop waiting too.
- */
-async function within<T>(
-  op: string,
-  name: string,
-  ms: number,
-  start: (signal: AbortSignal) => T | Promise<T>,
-): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const controller = new AbortController();
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => {
-        controller.abort();
-        reject(
-          new AclnnError(
-            ACLNN_ERR_RUNTIME_ERROR,
-            `${op}: ${name} did not complete within ${ms} ms (a rank that never joined, or a ` +
-              "stalled transport)",
-            { argument: name },
-          ),
-        );
-      },
-      ms,
-    );
-  });
-  try {
-    return await Promise.race([start(controller.signal), expired]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-function checkCollectiveResult(
-  op: string,
-  name: string,
-  value: unknown,
-  accepts: (t: Tensor) => boolean,
-  expected: string,
-): Tensor {
-  if (!(value instanceof Tensor)) {
-    check.invalid(op, name, `must return a Tensor (got ${typeof value})`);
-  }
-  if (!accepts(value)) {
-    check.invalid(op, name, `returned shape ${formatShape(value.shape)}, expected ${expected}`);
-  }
-  return value;
-}
-
-/**
  * The SyncBatchNorm forward pass (training mode) for one rank: normalizes this rank's input
  * with the statistics of all ranks' inputs, and updates the running statistics.
  *
@@ -297,68 +244,74 @@ export async function syncBatchNormForward(
   const device: Device = input.device;
 
   // [mean | invstd | count] in one buffer, so one collective call moves everything.
-  const packed = Tensor.zeros([2 * C + 1], "float32", device);
-  const count = C === 0 ? 0 : input.numel / C;
-  if (count === 0) {
-    // An empty batch has no statistics (batchNormStats would give invstd NaN). PyTorch drops
-    // such ranks (count < 1) before merging, by masking the gathered rows, which reads them
-    // back to the host. Here the empty rank sends mean 0, invstd 1 and count 0 instead: every
-    // term of the merge is weighted by the count, so the row adds exactly nothing, and no
-    // rank has to wait for the gathered statistics on the host.
-    packed.slice(0, C, 2 * C).copy_(new Array(C).fill(1));
-  } else {
-    packed.slice(0, 2 * C, 2 * C + 1).copy_([count]);
-    batchNormStats({
-      input,
-      eps,
-      out: { mean: packed.slice(0, 0, C), invstd: packed.slice(0, C, 2 * C) },
-    });
-  }
+  const owned = new PassTensors();
+  const packed = owned.scratch(Tensor.zeros([2 * C + 1], "float32", device));
+  try {
+    const count = C === 0 ? 0 : input.numel / C;
+    if (count === 0) {
+      // An empty batch has no statistics (batchNormStats would give invstd NaN). PyTorch drops
+      // such ranks (count < 1) before merging, by masking the gathered rows, which reads them
+      // back to the host. Here the empty rank sends mean 0, invstd 1 and count 0 instead: every
+      // term of the merge is weighted by the count, so the row adds exactly nothing, and no
+      // rank has to wait for the gathered statistics on the host.
+      packed.slice(0, C, 2 * C).copy_(new Array(C).fill(1));
+    } else {
+      packed.slice(0, 2 * C, 2 * C + 1).copy_([count]);
+      batchNormStats({
+        input,
+        eps,
+        out: { mean: packed.slice(0, 0, C), invstd: packed.slice(0, C, 2 * C) },
+      });
+    }
 
-  const call = { op: FWD, payload: "[mean, invstd, count]" };
-  const gathered = checkCollectiveResult(
-    FWD,
-    "allGather",
-    await within(
+    const call = { op: FWD, payload: "[mean, invstd, count]" };
+    const gathered = checkCollectiveResult(
       FWD,
       "allGather",
-      timeoutMs,
-      (signal) => args.allGather(packed, { ...call, signal }),
-    ),
-    (t) => t.rank === 2 && t.shape[0] >= 1 && t.shape[1] === 2 * C + 1,
-    `[W, ${2 * C + 1}]`,
-  );
-  const W = gathered.shape[0];
-  // Its own storage: counts outlives `gathered`, which is freed below.
-  const counts = gathered.slice(1, 2 * C, 2 * C + 1).reshape([W]).clone();
-  const global = batchNormGatherStatsWithCounts({
-    input,
-    mean: gathered.slice(1, 0, C),
-    invstd: gathered.slice(1, C, 2 * C),
-    runningMean: args.runningMean,
-    runningVar: args.runningVar,
-    momentum,
-    eps,
-    counts,
-  });
-  // After the queued work that reads them (the device defers the free). A single-rank
-  // collective may return a view of `packed` itself: releasing twice is harmless.
-  gathered.dispose();
-  packed.dispose();
+      owned.handedOver(
+        await within(
+          FWD,
+          "allGather",
+          timeoutMs,
+          (signal) => args.allGather(packed, { ...call, signal }),
+        ),
+      ),
+      (t) => t.rank === 2 && t.shape[0] >= 1 && t.shape[1] === 2 * C + 1,
+      `[W, ${2 * C + 1}]`,
+    );
+    const W = gathered.shape[0];
+    // Its own storage: counts outlives `gathered`, which is freed when the pass ends.
+    const counts = owned.result(gathered.slice(1, 2 * C, 2 * C + 1).reshape([W]).clone());
+    const global = batchNormGatherStatsWithCounts({
+      input,
+      mean: gathered.slice(1, 0, C),
+      invstd: gathered.slice(1, C, 2 * C),
+      runningMean: args.runningMean,
+      runningVar: args.runningVar,
+      momentum,
+      eps,
+      counts,
+    });
+    owned.result(global.mean);
+    owned.result(global.invstd);
 
-  // The float32 global statistics go to aclnnBatchNormElemt as they are (CANN checks each
-  // tensor against its dtype list on its own, ops-nn aclnn_batch_norm_elemt.cpp
-  // CheckDtypeValid), as torch_npu passes them: a float16 invstd would make the chip rebuild
-  // the variance as 1/invstd^2 - eps in float16, which overflows for quiet channels.
-  const output = batchNormElemt({
-    input,
-    weight,
-    bias,
-    mean: global.mean,
-    invstd: global.invstd,
-    eps,
-  });
-  return { output, mean: global.mean, invstd: global.invstd, counts };
+    // The float32 global statistics go to aclnnBatchNormElemt as they are (CANN checks each
+    // tensor against its dtype list on its own, ops-nn aclnn_batch_norm_elemt.cpp
+    // CheckDtypeValid), as torch_npu passes them: a float16 invstd would make the chip rebuild
+    // the variance as 1/invstd^2 - eps in float16, which overflows for quiet channels.
+    const output = batchNormElemt({
+      input,
+      weight,
+      bias,
+      mean: global.mean,
+      invstd: global.invstd,
+      eps,
+    });
+    owned.succeeded();
+    return { output, mean: global.mean, invstd: global.invstd, counts };
+  } finally {
+    owned.end();
+  }
 }
 
 /**
@@ -401,45 +354,56 @@ export async function syncBatchNormBackward(
   check.checkRank(BWD, "input", input, 2, 8);
   const C = input.shape[1];
 
-  const packed = inputG ? Tensor.zeros([2 * C], "float32", input.device) : undefined;
-  const local = batchNormReduceBackward({
-    gradOut,
-    input,
-    mean,
-    invstd,
-    weight,
-    inputG,
-    weightG,
-    biasG,
-    out: packed ? { sumDy: packed.slice(0, 0, C), sumDyXmu: packed.slice(0, C, 2 * C) } : undefined,
-  });
-  if (!packed) return { gradInput: null, gradWeight: local.gradWeight, gradBias: local.gradBias };
+  const owned = new PassTensors();
+  const packed = inputG ? owned.scratch(Tensor.zeros([2 * C], "float32", input.device)) : undefined;
+  try {
+    const local = batchNormReduceBackward({
+      gradOut,
+      input,
+      mean,
+      invstd,
+      weight,
+      inputG,
+      weightG,
+      biasG,
+      out: packed
+        ? { sumDy: packed.slice(0, 0, C), sumDyXmu: packed.slice(0, C, 2 * C) }
+        : undefined,
+    });
+    if (local.gradWeight) owned.result(local.gradWeight);
+    if (local.gradBias) owned.result(local.gradBias);
+    if (!packed) {
+      owned.succeeded();
+      return { gradInput: null, gradWeight: local.gradWeight, gradBias: local.gradBias };
+    }
 
-  const reduced = checkCollectiveResult(
-    BWD,
-    "allReduce",
-    await within(
+    const reduced = checkCollectiveResult(
       BWD,
       "allReduce",
-      timeoutMs,
-      (signal) => args.allReduce(packed, { op: BWD, payload: "[sumDy, sumDyXmu]", signal }),
-    ),
-    (t) => t.numel === 2 * C,
-    `${2 * C} elements`,
-  ).reshape([2 * C]);
-  const gradInput = batchNormElemtBackward({
-    gradOut,
-    input,
-    mean,
-    invstd,
-    weight,
-    sumDy: reduced.slice(0, 0, C),
-    sumDyXmu: reduced.slice(0, C, 2 * C),
-    counter: counts,
-  });
-  // After the queued work that reads them (the device defers the free); `reduced` may be
-  // `packed` itself for a single rank.
-  reduced.dispose();
-  packed.dispose();
-  return { gradInput, gradWeight: local.gradWeight, gradBias: local.gradBias };
+      owned.handedOver(
+        await within(
+          BWD,
+          "allReduce",
+          timeoutMs,
+          (signal) => args.allReduce(packed, { op: BWD, payload: "[sumDy, sumDyXmu]", signal }),
+        ),
+      ),
+      (t) => t.numel === 2 * C,
+      `${2 * C} elements`,
+    ).reshape([2 * C]);
+    const gradInput = batchNormElemtBackward({
+      gradOut,
+      input,
+      mean,
+      invstd,
+      weight,
+      sumDy: reduced.slice(0, 0, C),
+      sumDyXmu: reduced.slice(0, C, 2 * C),
+      counter: counts,
+    });
+    owned.succeeded();
+    return { gradInput, gradWeight: local.gradWeight, gradBias: local.gradBias };
+  } finally {
+    owned.end();
+  }
 }

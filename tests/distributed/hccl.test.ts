@@ -268,6 +268,104 @@ Deno.test("hccl: a rank that dies mid-way makes the others fail within the timeo
   }
 });
 
+/**
+ * Rank 0 and a rank 1 that stops itself (SIGSTOP) right after joining, on `soc`: rank 0's
+ * result line and how long it ran. Rank 0 is killed after `boundMs` (its result is then
+ * missing), rank 1 at the end.
+ */
+async function withStoppedPeer(
+  soc: string,
+  timeoutMs: number,
+  boundMs: number,
+  env: Record<string, string> = {},
+) {
+  const port = String(freePort());
+  const started = performance.now();
+  const ranks = [0, 1].map((rank) =>
+    new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", CHILD, "stop-after-join", "float32", "2,2"],
+      env: {
+        RANK: String(rank),
+        WORLD_SIZE: "2",
+        MASTER_ADDR: "127.0.0.1",
+        MASTER_PORT: port,
+        ACLSIM_DEVICE_COUNT: "4",
+        ACLSIM_SOC_NAME: soc,
+        ASCEND_OPP_PATH: SIM_DIR,
+        HCCL_TEST_TIMEOUT_MS: String(timeoutMs),
+        TORCHELASTIC_RUN_ID: "",
+        ACLNN_NORM_JOB_ID: "",
+        ...env,
+      },
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn()
+  );
+  const bound = setTimeout(() => ranks[0].kill("SIGKILL"), boundMs);
+  try {
+    const out = await ranks[0].output();
+    const ms = performance.now() - started;
+    const line = new TextDecoder().decode(out.stdout).trim().split("\n").at(-1);
+    return { result: line ? JSON.parse(line) as RankResult : undefined, ms, code: out.code };
+  } finally {
+    clearTimeout(bound);
+    ranks[1].kill("SIGKILL");
+    await ranks[1].status;
+  }
+}
+
+Deno.test("hccl: a peer that stops answering fails rank 0 within timeoutMs on every SoC, not after HCCL's 68 s", async () => {
+  // hcclExecTimeOut is 2 s here: CANN keeps it on the A2 and makes it 68 s on the 950.
+  const runs = await Promise.all(
+    ["Ascend950PR_9599", "Ascend910B1"].map((soc) => withStoppedPeer(soc, 1500, 15_000)),
+  );
+  for (const [i, soc] of ["Ascend950PR_9599", "Ascend910B1"].entries()) {
+    const { result, ms, code } = runs[i];
+    assert.ok(result !== undefined, `${soc}: rank 0 still waited after 15 s`);
+    assert.equal(code, 0, JSON.stringify(result));
+    failure(
+      result,
+      9,
+      /^HcclAllGather #1 \(rank 0 of 2\) did not complete within timeoutMs 1500 ms on npu:0: a rank has not joined it; HCCL itself waits/,
+    );
+    assert.match(
+      result.message,
+      soc === "Ascend950PR_9599"
+        ? /68 s on Ascend950PR_9599, where CANN rounds hcclExecTimeOut 2 s to 68 s steps/
+        : /2 s on Ascend910B1,/,
+    );
+    assert.doesNotMatch(result.message, /\n/);
+    assert.ok(result.ms >= 1500 && result.ms < 6000, `${soc}: waited ${result.ms} ms`);
+    assert.ok(ms < 12_000, `${soc}: rank 0 exited after ${ms} ms`);
+    // The device is held meanwhile: a call fails at once, naming the collective; closing the
+    // group and the device only forgets them.
+    assert.equal(result.held?.code, 9, JSON.stringify(result.held));
+    assert.match(
+      result.held.message,
+      /^allocate: npu:0's stream is still running HcclAllGather #1/,
+    );
+    assert.ok(result.closeMs < 1000, `close took ${result.closeMs} ms`);
+  }
+});
+
+Deno.test("hccl: after a missed deadline the device works again once HCCL gives up", async () => {
+  // HCCL's exec timeout made 2.5 s (the simulator's test hook), the deadline 1 s.
+  const { result } = await withStoppedPeer("Ascend950PR_9599", 1000, 15_000, {
+    ACLSIM_HCCL_EXEC_TIMEOUT_MS: "2500",
+    HCCL_TEST_RECOVER: "1",
+  });
+  assert.ok(result !== undefined, "rank 0 still waited after 15 s");
+  failure(result, 9, /did not complete within timeoutMs 1000 ms/);
+  assert.equal(result.held?.code, 9);
+  assert.ok(
+    result.recoveredMs !== undefined,
+    `the device never worked again: ${JSON.stringify(result)}`,
+  );
+  // Held until HCCL's 2.5 s passed (1 s of it before the error), then at once.
+  const ms = result.recoveredMs;
+  assert.ok(ms > 1000 && ms < 5000, `it worked again after ${ms} ms`);
+});
+
 /** Whether `e` is an HcclError with `code` and a message matching `pattern`. */
 function isHccl(e: unknown, code: number, pattern: RegExp): void {
   assert.ok(e instanceof HcclError, String(e));

@@ -3,7 +3,8 @@
  * aborts its call's signal, the round fails at once for every rank in it (361001 naming the
  * rank), and the round's timer ends, so the process exits at once instead of when the group's
  * own timeout (60 s by default) would have passed. The test sanitizers check that no timer is
- * left behind.
+ * left behind. The collectives' values: allGather stacks the ranks in rank order (row r is rank
+ * r's tensor, on every rank, whatever order the ranks call in), allReduce sums them.
  *
  * @module
  */
@@ -68,4 +69,31 @@ Deno.test("local group: a process whose composition timed out exits at once", as
   assert.match(stdout, /^361001 syncBatchNormForward: allGather did not complete within 100 ms/);
   // Deno's start-up and the 100 ms timeout; the round's timer would have held it for 60 s.
   assert.ok(seconds < 5, `the child exited after ${seconds.toFixed(1)} s`);
+});
+
+Deno.test("local group: allGather gives every rank row r = rank r's tensor; allReduce the sum", async () => {
+  const W = 4;
+  const ranks = createLocalProcessGroup(W);
+  const gather = { op: "syncBatchNormForward", payload: "[mean, invstd, count]" };
+  // Distinct values per rank and element: rank r sends [10r + 1, 10r + 2, 10r + 3].
+  const local = (r: number) => Tensor.fromArray([10 * r + 1, 10 * r + 2, 10 * r + 3], [3]);
+  // The ranks call in reverse order: the rows still come in rank order.
+  const order = [3, 1, 0, 2];
+  const gathered: Tensor[] = new Array(W);
+  await Promise.all(order.map(async (r) => {
+    gathered[r] = await ranks[r].allGather(local(r), gather);
+  }));
+  const expected = Array.from({ length: W }, (_, r) => [10 * r + 1, 10 * r + 2, 10 * r + 3]);
+  for (let r = 0; r < W; r++) {
+    assert.deepEqual(gathered[r].shape, [W, 3], `rank ${r}'s shape`);
+    for (let row = 0; row < W; row++) {
+      assert.deepEqual(
+        gathered[r].slice(0, row, row + 1).toArray(),
+        expected[row],
+        `rank ${r}, row ${row}`,
+      );
+    }
+  }
+  const sums = await Promise.all(order.map((r) => ranks[r].allReduce(local(r), call)));
+  for (const s of sums) assert.deepEqual(s.toArray(), [64, 68, 72]);
 });

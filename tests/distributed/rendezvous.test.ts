@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import { DEFAULT_JOB_ID, jobIdWarning, resolveJobId } from "../../src/distributed/job_id.ts";
 import { rendezvous, type RendezvousOptions } from "../../src/distributed/rendezvous.ts";
-import { HcclError } from "../../src/errors.ts";
+import { HCCL_E_INTERNAL, HcclError } from "../../src/errors.ts";
 import { freePort } from "../helpers/net.ts";
 
 function options(
@@ -76,6 +76,22 @@ Deno.test("rendezvous: a rank given to two processes fails with HCCL_E_PARA", as
     assert.equal(r.status, "rejected");
     hcclCode(1, /rank 1 joined twice/)((r as PromiseRejectedResult).reason);
   }
+});
+
+Deno.test("rendezvous: a payload rank 0 cannot make fails every rank with HCCL_E_INTERNAL", async () => {
+  const port = freePort();
+  const broken = new TypeError("no root info");
+  const results = await Promise.allSettled([
+    rendezvous(options(0, 2, port), () => {
+      throw broken;
+    }),
+    rendezvous(options(1, 2, port), payload),
+  ]);
+  for (const r of results) {
+    assert.equal(r.status, "rejected");
+    hcclCode(HCCL_E_INTERNAL, /TypeError: no root info/)((r as PromiseRejectedResult).reason);
+  }
+  assert.equal((results[0] as PromiseRejectedResult).reason.cause, broken, "rank 0 keeps it");
 });
 
 Deno.test("rendezvous: a rank that never comes is HCCL_E_TIMEOUT for all, naming it", async () => {

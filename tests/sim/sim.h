@@ -174,6 +174,8 @@ SIM_CORE_API bool sim_rule_gnb_limits(const SimSocInfo *soc, int64_t *max_per_gr
 SIM_CORE_API bool sim_rule_gnb_decomposed(const SimSocInfo *soc);
 SIM_CORE_API bool sim_rule_gn_fp16_stats_cast(const SimSocInfo *soc);
 SIM_CORE_API const char *sim_rule_product(int32_t soc_version);
+SIM_CORE_API const char *sim_rule_bn_v3_format(const SimSocInfo *soc, bool training, int32_t format, int ndim,
+                                               int64_t C, bool *known); /* NULL: taken */
 
 /* ---- CANN's op_api decompositions that form intermediates in a narrow dtype (sim_decomposed.c) -- */
 SIM_CORE_API void sim_elemt_rebuild_variance(const double *invstd, int64_t C, int32_t dtype, double eps,

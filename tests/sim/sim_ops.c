@@ -1210,6 +1210,26 @@ static int bn_dim_c(Ctx *c, int s, int64_t C) {
   return fail(c, SIM_NN_INVALID, "Dim of %s should be one and shape is channel num of input.", NAME(s));
 }
 
+/* The BatchNormV3 kernel's rule for the label of a 4-D/5-D input (sim_rules.c
+ * sim_rule_bn_v3_format, with its sources): a refused tiling fails ADD_TO_LAUNCHER_LIST_AICORE
+ * ("BatchNormV3 ADD_TO_LAUNCHER_LIST_AICORE failed.", op_api/batch_norm.cpp:136-141, 161-166)
+ * and phase 1 returns ACLNN_ERR_INNER_NULLPTR (aclnn_batch_norm.cpp:640-647 CHECK_RET). */
+static int bn_v3_format(Ctx *c, bool training) {
+  const SimTensorDesc *x = T(BN_X);
+  bool known = true;
+  const char *want = sim_rule_bn_v3_format(&c->soc, training, x->format, x->ndim, x->dims[1], &known);
+  if (want == NULL) return 0;
+  if (!known)
+    return fail(c, SIM_NN_INNER_NULLPTR,
+                "BatchNormV3: x's format %s is not supported; expected %s (BatchNormV3 tiling). BatchNormV3 "
+                "ADD_TO_LAUNCHER_LIST_AICORE failed.",
+                fmt_str(x->format), want);
+  return fail(c, SIM_NN_INNER_NULLPTR,
+              "BatchNormV3: x has %d dims, expected %s (BatchNormV3 tiling). BatchNormV3 ADD_TO_LAUNCHER_LIST_AICORE "
+              "failed.",
+              x->ndim, want);
+}
+
 int sim_bn_ws(const void *input, const void *weight, const void *bias, void *runningMean, void *runningVar, bool training,
               double momentum, double eps, void *output, void *saveMean, void *saveInvstd, uint64_t *ws, void **exec) {
   static const char *const names[] = {"input", "weight", "bias", "runningMean", "runningVar", "output", "saveMean", "saveInvstd"};
@@ -1292,6 +1312,7 @@ int sim_bn_ws(const void *input, const void *weight, const void *bias, void *run
     TRY(shape_expect(c, BN_SI, &C, 1, NULL));
   }
   c->plan.C = C;
+  TRY(bn_v3_format(c, training));
   /* every path's result is in input's dtype (BNInfer, BNTrainingUpdate, BatchNormV3 allocate y as
    * x's, op_api/batch_norm.cpp 30, 82, 127; the regbase path casts to it, aclnn_batch_norm.cpp
    * 544), then ViewCopy into out (aclnn_batch_norm.cpp 333-337) */
@@ -1512,7 +1533,12 @@ int sim_gn_ws(const void *self, const void *gamma, const void *beta, int64_t N, 
     return fail(c, SIM_NN_INVALID, "Expected self.numel() == N * C * HxW to be true, but got false.");
   TRY(gn_vector_c(c, GN_GAMMA, C));
   TRY(gn_vector_c(c, GN_BETA, C));
-  /* CheckFormat: self == out; private formats and NHWC, HWCN, NDHWC rejected */
+  /* CheckFormat (group_norm/op_host/op_api/aclnn_group_norm.cpp:175-191): self == out; private
+   * formats and NHWC, HWCN, NDHWC rejected. No other rule reads the label: the kernels
+   * (GroupNormSilu on DAV_2201/DAV_2002/regbase, GroupNorm elsewhere, :343-365) declare only ND for
+   * x (group_norm_silu/op_host/group_norm_silu_def.cpp:22-26, 82-86, 122-126; group_norm/op_host/
+   * group_norm_def.cpp:22-26), and kernel selection ignores the format of an ND-only input (opbase
+   * src/nnopbase/composite_op/aclnn_engine/kernel_arg.cpp:107-115). */
   if (x->format != T(GN_Y)->format)
     return fail(c, SIM_NN_INVALID, "Format of self and out should be equal, but got self [%s], out [%s]",
                 fmt_str(x->format), fmt_str(T(GN_Y)->format));

@@ -112,3 +112,36 @@ bool sim_rule_gnb_decomposed(const SimSocInfo *s) { return !arch_2201_or_regbase
 /* aclnn_group_norm.cpp 250-253 and 353-360: on NpuArch DAV_1001 a float16 self runs the GroupNorm
  * kernel in float32 and its outputs are cast back to float16 before rstd is formed (268-281). */
 bool sim_rule_gn_fp16_stats_cast(const SimSocInfo *s) { return s->npu_arch == SIM_DAV_1001; }
+
+/* The storage-format rule of the BatchNormV3 kernel for an aclnnBatchNorm input of `ndim` dims
+ * and C channels labelled `format` (ops-nn norm/batch_norm_v3/op_host/): NULL when it is taken
+ * (or the input does not reach BatchNormV3 with its own label), else what the tiling expects,
+ * with *known false when it does not know the label at all.
+ * - Which inputs keep their label: fewer than 4 dims are reshaped to 4-D and relabelled NCHW
+ *   (op_api/aclnn_batch_norm.cpp:630-633 ResizeFromND; experimental/norm/norm_common/op_host/op_api/
+ *   norm_tensor_util.cpp:110-126), more than 5 dims reshaped to 5-D and relabelled NCDHW
+ *   (aclnn_batch_norm.cpp:311-317); l0op::Contiguous keeps the label of 4-D and 5-D inputs.
+ * - DAV_3510 always runs BatchNormV3 (aclnn_batch_norm.cpp:640-643 BatchNormProcRegbase), whose
+ *   tiling takes ND with >= 2 dims, NCHW and NHWC with 4, NCDHW and NDHWC with 5, and refuses every
+ *   other format (batch_norm_v3_tiling_arch35.cpp:127-183); its binaries list ND among x's formats
+ *   (batch_norm_v3_def.cpp config_950), so kernel selection takes any label (opbase
+ *   src/nnopbase/composite_op/aclnn_engine/kernel_arg.cpp:107-130) and the tiling decides.
+ * - DAV_2201 runs BatchNormV3 in training for an NCHW or NCDHW input with C >= 64
+ *   (aclnn_batch_norm.cpp:88-114 isBNV3Supported, :644-647), whose tiling takes NCHW with 4 dims,
+ *   NCDHW with 5 (batch_norm_v3_tiling_base.cpp:119-153); other labels take the BNTrainingReduce /
+ *   BNTrainingUpdate path (the same results here). */
+const char *sim_rule_bn_v3_format(const SimSocInfo *s, bool training, int32_t format, int ndim, int64_t C,
+                                  bool *known) {
+  *known = true;
+  if (ndim != 4 && ndim != 5) return NULL;
+  bool regbase = sim_rule_regbase(s);
+  bool v3 = regbase || (s->npu_arch == SIM_DAV_2201 && training &&
+                        (format == SIM_FMT_NCHW || format == SIM_FMT_NCDHW) && C >= 64);
+  if (!v3 || format == SIM_FMT_ND) return NULL;
+  if (format == SIM_FMT_NCHW) return ndim == 4 ? NULL : "4D with NCHW format";
+  if (format == SIM_FMT_NCDHW) return ndim == 5 ? NULL : "5D with NCDHW format";
+  if (regbase && format == SIM_FMT_NHWC) return ndim == 4 ? NULL : "4D with NHWC format";
+  if (regbase && format == SIM_FMT_NDHWC) return ndim == 5 ? NULL : "5D with NDHWC format";
+  *known = false;
+  return regbase ? "ND, NCHW, NCDHW, NHWC or NDHWC" : "ND, NCHW and NCDHW";
+}
