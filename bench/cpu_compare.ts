@@ -1,46 +1,33 @@
 /**
- * `deno task bench:cpu`: the CPU backend's streaming kernels against its float64 reference
- * kernels and against PyTorch's CPU kernels, side by side in one run. For every operator,
- * dtype, shape and layout it prints the fast median, the reference median and their ratio,
- * and (when `/usr/bin/python3 bench/torch_baseline.py --json` works) the PyTorch median and
- * our/PyTorch ratio; then the geometric mean of our/PyTorch over the comparable rows, the
- * worst row, and each float16 row against the float32 row of the same case.
+ * `deno task bench:cpu`: the CPU backend against its float64 reference kernels and against
+ * PyTorch's CPU kernels, side by side in one run. For every operator, dtype, shape and layout
+ * it prints our medians in two call styles, the reference median, and (when
+ * `/usr/bin/python3 bench/torch_baseline.py --json` works) the PyTorch median and our/PyTorch
+ * ratios; then the geometric means of our/PyTorch over the comparable rows, the worst rows,
+ * and each float16 row against the float32 row of the same case.
  *
  *   deno task bench:cpu [--threads 2] [--ops a,b] [--dtypes float32,bfloat16]
  *                       [--shapes 4x16x8x8,...] [--layouts contiguous,channels_last]
  *                       [--min-time 0.3] [--repeat 1] [--no-reference] [--no-torch]
- *                       [--kernels both|wasm|ts] [--dropped]
  *
  * Both sides use the same thread count (`--threads`, default 2; PyTorch through
  * torch.set_num_threads). Both sides time what users run: outputs allocated by every call
- * (PyTorch's aten functions allocate theirs); here the result is disposed at once, as `using`
- * does ("natural", the headline column and the one compared with PyTorch). Beside it, the same
- * call into preallocated outputs (`out`, in the inputs' layout) and, with `--dropped`, with the
- * result left to the garbage collector (a synchronous loop gives nothing back, so the host heap
- * fills and storage falls back to buffers of its own).
- * `--repeat N` times every case N times (interleaved with the others) and keeps the lowest
- * median, on both sides (PyTorch runs N times too), which filters out load from other
- * processes on a shared machine. `--kernels both` (the default) times the streaming kernels
- * twice, with the WebAssembly SIMD kernels ("fast", what users get) and with the TypeScript
- * kernels alone ("ts"), and prints ts/fast: both give the same bits, so this is the measured
- * case for keeping WebAssembly. The default (`wasm`) times the WebAssembly kernels only.
+ * (PyTorch's aten functions allocate theirs). The first column leaves each result to the
+ * garbage collector in a loop that never awaits ("dropped", as a PyTorch user writes); the
+ * second disposes it at once, as `using` does ("disposed"); beside them the same call into
+ * preallocated outputs (`out`, in the inputs' layout). `--repeat N` times every case N times
+ * (interleaved with the others) and keeps the lowest median, on both sides (PyTorch runs N
+ * times too), which filters out load from other processes on a shared machine.
  *
  * @module
  */
 
-import {
-  listOf,
-  parseCommand,
-  positiveInteger,
-  positiveNumber,
-  usageError,
-} from "../scripts/cli.ts";
+import { listOf, parseCommand, positiveInteger, positiveNumber } from "../scripts/cli.ts";
 import type { DType } from "../mod.ts";
 import { cpuBackend } from "../src/backends/cpu/mod.ts";
 import { fastKernels } from "../src/backends/cpu/fast/mod.ts";
 import { referenceKernels } from "../tests/oracle/kernels/mod.ts";
 import { setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
-import { withCpuPolicy } from "../src/backends/cpu/pool/pool.ts";
 import { type BenchLayout, CPU_OPS, CPU_SHAPES, cpuCase, type CpuOp } from "./cpu_cases.ts";
 
 const NAME = "bench:cpu";
@@ -49,7 +36,6 @@ const flags = parseCommand({
   usage: `usage: deno task bench:cpu [--threads N] [--ops a,b] [--dtypes float32,bfloat16]
                         [--shapes 4x16x8x8,...] [--layouts contiguous,channels_last]
                         [--min-time S] [--repeat N] [--no-reference] [--no-torch]
-                        [--kernels both|wasm|ts] [--dropped]
   --threads N      threads on both sides (default 2)
   --ops a,b        operators (default all: ${CPU_OPS.join(", ")})
   --dtypes ...     float32, float16, bfloat16 (default all)
@@ -59,8 +45,6 @@ const flags = parseCommand({
   --repeat N       time every case N times, keep the lowest median (default 1)
   --no-reference   skip the float64 oracle's kernels (tests/oracle)
   --no-torch       skip PyTorch (bench/torch_baseline.py with /usr/bin/python3)
-  --kernels K      wasm (default), ts, or both (adds the TypeScript-only column)
-  --dropped        add a column with results left to the garbage collector
   -h, --help       print this text`,
   options: {
     threads: { type: "string", default: "2" },
@@ -72,8 +56,6 @@ const flags = parseCommand({
     repeat: { type: "string", default: "1" },
     "no-reference": { type: "boolean", default: false },
     "no-torch": { type: "boolean", default: false },
-    kernels: { type: "string", default: "wasm" },
-    dropped: { type: "boolean", default: false },
   },
 });
 const threads = positiveInteger(NAME, "threads", flags.threads);
@@ -85,11 +67,6 @@ const shapes = flags.shapes.split(",").map((s) =>
 const layouts = listOf(NAME, "layouts", flags.layouts, ["contiguous", "channels_last"] as const);
 const minTime = positiveNumber(NAME, "min-time", flags["min-time"]) * 1000;
 const repeat = positiveInteger(NAME, "repeat", flags.repeat);
-if (!["both", "wasm", "ts"].includes(flags.kernels)) {
-  usageError(NAME, `--kernels must be both, wasm or ts, not ${flags.kernels}`);
-}
-const timeTs = flags.kernels !== "wasm";
-const timeWasm = flags.kernels !== "ts";
 
 /** A PyTorch baseline row (bench/torch_baseline.py --json). */
 interface TorchRow {
@@ -207,8 +184,7 @@ interface Row {
   layout: BenchLayout;
   fast: number;
   out: number;
-  dropped?: number;
-  ts?: number;
+  dropped: number;
   reference?: number;
   torch?: number;
 }
@@ -225,16 +201,13 @@ console.log(
     "dtype".padEnd(9),
     "shape".padEnd(12),
     "layout".padEnd(14),
-    "fast ms".padStart(9),
+    "drop ms".padStart(9),
+    "disp ms".padStart(9),
     "out ms".padStart(9),
-    "fast/out".padStart(8),
-    ...(flags.dropped ? ["drop ms".padStart(9)] : []),
-    "ts ms".padStart(9),
-    "ts/fast".padStart(8),
     "ref ms".padStart(9),
-    "ref/fast".padStart(9),
     "torch ms".padStart(9),
-    "fast/torch".padStart(10),
+    "drop/torch".padStart(10),
+    "disp/torch".padStart(10),
   ].join(" "),
 );
 const cases: { op: CpuOp; dtype: DType; shape: number[]; layout: BenchLayout }[] = [];
@@ -274,7 +247,6 @@ const best = cases.map(() => ({
   fast: Infinity,
   out: Infinity,
   dropped: Infinity,
-  ts: Infinity,
   reference: Infinity,
 }));
 /**
@@ -288,68 +260,55 @@ async function settle(): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 0));
 }
 
-// The fast column under the policy it times (with WebAssembly unless --no-wasm); the pool
-// stays warm across repeats unless the TypeScript pass runs between them.
-await withCpuPolicy({ wasm: timeWasm }, async () => {
-  for (let r = 0; r < repeat; r++) {
-    if (timeTs && timeWasm) {
-      // The same cases with the TypeScript kernels alone (a new pool without WebAssembly).
-      await withCpuPolicy({ wasm: false }, async () => {
-        await startCpuPool();
-        for (const [i, c] of cases.entries()) {
-          best[i].ts = Math.min(best[i].ts, timed(c, (run) => median(run, minTime)));
-        }
-      });
-    }
-    await startCpuPool();
-    for (const [i, c] of cases.entries()) {
-      best[i].fast = Math.min(best[i].fast, timed(c, (run) => median(run, minTime)));
-      best[i].out = Math.min(best[i].out, timed(c, (run) => median(run, minTime), "out"));
-      if (!flags["no-reference"]) {
-        const ref = timed(c, (run) => withKernels(referenceKernels, () => median(run, minTime)));
-        best[i].reference = Math.min(best[i].reference, ref);
-      }
-      if (flags.dropped) {
-        const dropped = timed(c, (run) => median(run, minTime), "dropped");
-        best[i].dropped = Math.min(best[i].dropped, dropped);
-        await settle();
-      }
-    }
-  }
-});
-cases.forEach(({ op, dtype, shape, layout }, i) => {
-  const row: Row = {
-    op,
-    dtype,
-    shape,
-    layout,
-    fast: best[i].fast,
-    out: best[i].out,
-    dropped: flags.dropped ? best[i].dropped : undefined,
-    ts: timeTs && timeWasm ? best[i].ts : undefined,
-    reference: flags["no-reference"] ? undefined : best[i].reference,
-    torch: torchMs.get(key(op, dtype, shape, layout)),
-  };
-  rows.push(row);
+/** Prints `row` (as the cases finish, so that a long run shows progress). */
+function print(row: Row): void {
   console.log(
     [
-      op.padEnd(30),
-      dtype.padEnd(9),
-      shape.join("x").padEnd(12),
-      layout.padEnd(14),
+      row.op.padEnd(30),
+      row.dtype.padEnd(9),
+      row.shape.join("x").padEnd(12),
+      row.layout.padEnd(14),
+      fmt(row.dropped).padStart(9),
       fmt(row.fast).padStart(9),
       fmt(row.out).padStart(9),
-      ratio(row.fast, row.out).padStart(8),
-      ...(flags.dropped ? [fmt(row.dropped).padStart(9)] : []),
-      fmt(row.ts).padStart(9),
-      ratio(row.ts, row.fast).padStart(8),
       fmt(row.reference).padStart(9),
-      ratio(row.reference, row.fast).padStart(9),
       fmt(row.torch).padStart(9),
+      ratio(row.dropped, row.torch).padStart(10),
       ratio(row.fast, row.torch).padStart(10),
     ].join(" "),
   );
-});
+}
+
+await startCpuPool();
+for (let r = 0; r < repeat; r++) {
+  for (const [i, c] of cases.entries()) {
+    const dropped = timed(c, (run) => median(run, minTime), "dropped");
+    best[i].dropped = Math.min(best[i].dropped, dropped);
+    await settle();
+    best[i].fast = Math.min(best[i].fast, timed(c, (run) => median(run, minTime)));
+    best[i].out = Math.min(best[i].out, timed(c, (run) => median(run, minTime), "out"));
+    if (!flags["no-reference"]) {
+      const ref = timed(c, (run) => withKernels(referenceKernels, () => median(run, minTime)));
+      best[i].reference = Math.min(best[i].reference, ref);
+    }
+    if (r === repeat - 1) {
+      const { op, dtype, shape, layout } = c;
+      const row: Row = {
+        op,
+        dtype,
+        shape,
+        layout,
+        fast: best[i].fast,
+        out: best[i].out,
+        dropped: best[i].dropped,
+        reference: flags["no-reference"] ? undefined : best[i].reference,
+        torch: torchMs.get(key(op, dtype, shape, layout)),
+      };
+      rows.push(row);
+      print(row);
+    }
+  }
+}
 
 /** The geometric mean of positive ratios. */
 function geometricMean(values: readonly number[]): number {
@@ -357,27 +316,27 @@ function geometricMean(values: readonly number[]): number {
 }
 
 const compared = rows.filter((r) => r.torch !== undefined);
-if (compared.length > 0) {
-  const ratios = compared.map((r) => r.fast / r.torch!);
-  const geomean = geometricMean(ratios);
+for (
+  const [style, of] of [["dropped", (r: Row) => r.dropped], [
+    "disposed",
+    (r: Row) => r.fast,
+  ]] as const
+) {
+  if (compared.length === 0) break;
+  const ratios = compared.map((r) => of(r) / r.torch!);
   const worst = compared[ratios.indexOf(Math.max(...ratios))];
+  const target = compared.filter((r) => r.dtype === "float32" || r.dtype === "bfloat16");
+  const targetRatios = target.map((r) => of(r) / r.torch!);
   console.log(
-    `\nfast/PyTorch over ${compared.length} comparable rows: geometric mean ${
-      geomean.toFixed(2)
-    }, ` +
-      `worst ${(worst.fast / worst.torch!).toFixed(2)} (${worst.op} ${worst.dtype} ` +
-      `${worst.shape.join("x")} ${worst.layout})`,
-  );
-}
-// The targets: float32 + bfloat16 rows against PyTorch (geometric mean <= 1.5, no row above
-// 4x), and the natural path against `out` at the medium and large shapes (<= 1.25x).
-const targetRows = compared.filter((r) => r.dtype === "float32" || r.dtype === "bfloat16");
-if (targetRows.length > 0) {
-  const ratios = targetRows.map((r) => r.fast / r.torch!);
-  console.log(
-    `fast/PyTorch, float32 + bfloat16 rows (${targetRows.length}): geometric mean ${
+    `\n${style}/PyTorch over ${compared.length} rows: geometric mean ${
       geometricMean(ratios).toFixed(2)
-    }, worst ${Math.max(...ratios).toFixed(2)}`,
+    }, worst ${Math.max(...ratios).toFixed(2)} (${worst.op} ${worst.dtype} ` +
+      `${worst.shape.join("x")} ${worst.layout}); float32 + bfloat16 rows (${target.length}): ` +
+      (target.length
+        ? `geometric mean ${geometricMean(targetRatios).toFixed(2)}, worst ${
+          Math.max(...targetRatios).toFixed(2)
+        }, rows above 2x ${targetRatios.filter((v) => v > 2).length}`
+        : "none"),
   );
 }
 const outRows = rows.filter((r) => r.shape[0] * r.shape[1] >= 8 * 64);
@@ -385,23 +344,11 @@ if (outRows.length > 0) {
   const ratios = outRows.map((r) => r.fast / r.out);
   const worst = outRows[ratios.indexOf(Math.max(...ratios))];
   console.log(
-    `natural (allocated, disposed) / out, shapes above the smallest: geometric mean ${
+    `disposed / out, shapes above the smallest: geometric mean ${
       geometricMean(ratios).toFixed(2)
     }, worst ${Math.max(...ratios).toFixed(2)} (${worst.op} ${worst.dtype} ` +
       `${worst.shape.join("x")} ${worst.layout})`,
   );
-}
-const tsRows = rows.filter((r) => r.ts !== undefined);
-if (tsRows.length > 0) {
-  for (const dtype of dtypes) {
-    const rs = tsRows.filter((r) => r.dtype === dtype).map((r) => r.ts! / r.fast);
-    if (rs.length === 0) continue;
-    const g = geometricMean(rs);
-    console.log(
-      `TypeScript-only / with WebAssembly, ${dtype}: geometric mean ${g.toFixed(2)}, ` +
-        `range ${Math.min(...rs).toFixed(2)}-${Math.max(...rs).toFixed(2)}`,
-    );
-  }
 }
 const halfRows = rows.filter((r) => r.dtype === "float16");
 if (halfRows.length > 0) {
