@@ -55,35 +55,52 @@ export function rawOf(data: HostData): Float32Array | Uint16Array | Int32Array {
 
 /**
  * Copies the elements of `src` into `dst` (same shape and element type, any strides), raw,
- * walking `dst`'s memory order so that runs contiguous in both go through `set`.
+ * walking `dst`'s memory order with the dims that both walk contiguously merged, so that a
+ * dense tensor copies in one `set` and a channels-last one in runs of its pixels.
  */
 function copyRaw(dst: Tensor, src: Tensor): void {
-  if (dst.numel === 0) return;
-  // Dims in dst's memory order (largest stride first), size-1 dims dropped.
-  const dims = dst.shape.map((_, i) => i).filter((i) => dst.shape[i] !== 1)
-    .sort((a, b) => dst.strides[b] - dst.strides[a] || a - b);
+  const total = dst.numel;
+  if (total === 0) return;
   const d = rawOf(hostData(dst));
   const s = rawOf(hostData(src));
-  if (dims.length === 0) {
+  // Dims in dst's memory order (largest stride first), size-1 dims dropped, then merged
+  // wherever the next inner dim continues both tensors' runs.
+  const order = dst.shape.map((_, i) => i).filter((i) => dst.shape[i] !== 1)
+    .sort((a, b) => dst.strides[b] - dst.strides[a] || a - b);
+  const sizes: number[] = [];
+  const ds: number[] = [];
+  const ss: number[] = [];
+  for (const dim of order) {
+    const k = sizes.length - 1;
+    const [size, dStride, sStride] = [dst.shape[dim], dst.strides[dim], src.strides[dim]];
+    if (k >= 0 && ds[k] === dStride * size && ss[k] === sStride * size) {
+      sizes[k] *= size;
+      ds[k] = dStride;
+      ss[k] = sStride;
+    } else {
+      sizes.push(size);
+      ds.push(dStride);
+      ss.push(sStride);
+    }
+  }
+  if (sizes.length === 0) {
     d[dst.offset] = s[src.offset];
     return;
   }
-  const last = dims[dims.length - 1];
-  const outer = dims.slice(0, -1);
-  const inner = dst.shape[last];
-  const [ds, ss] = [dst.strides[last], src.strides[last]];
-  const index = new Array<number>(outer.length).fill(0);
+  const last = sizes.length - 1;
+  const inner = sizes[last];
+  const [di, si] = [ds[last], ss[last]];
+  const index = new Array<number>(last).fill(0);
   let [dBase, sBase] = [dst.offset, src.offset];
-  for (let done = 0; done < dst.numel; done += inner) {
-    if (ds === 1 && ss === 1) d.set(s.subarray(sBase, sBase + inner), dBase);
-    else for (let i = 0; i < inner; i++) d[dBase + i * ds] = s[sBase + i * ss];
-    for (let k = outer.length - 1; k >= 0; k--) {
-      const dim = outer[k];
-      dBase += dst.strides[dim];
-      sBase += src.strides[dim];
-      if (++index[k] < dst.shape[dim]) break;
-      dBase -= dst.strides[dim] * dst.shape[dim];
-      sBase -= src.strides[dim] * src.shape[dim];
+  for (let done = 0; done < total; done += inner) {
+    if (di === 1 && si === 1) d.set(s.subarray(sBase, sBase + inner), dBase);
+    else for (let i = 0; i < inner; i++) d[dBase + i * di] = s[sBase + i * si];
+    for (let k = last - 1; k >= 0; k--) {
+      dBase += ds[k];
+      sBase += ss[k];
+      if (++index[k] < sizes[k]) break;
+      dBase -= ds[k] * sizes[k];
+      sBase -= ss[k] * sizes[k];
       index[k] = 0;
     }
   }
