@@ -194,9 +194,10 @@
         (local.set $q (local.get $y))
         (local.set $c (i32.const 0))
         (local.set $j (i32.const 0))
+        ;; Whole vectors, then the last one to three elements.
         (block $done
           (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
             (local.set $v
               (f32x4.add
                 (f32x4.mul
@@ -204,16 +205,23 @@
                     (local.get $rr))
                   (v128.load (i32.add (local.get $w) (local.get $c))))
                 (v128.load (i32.add (local.get $b) (local.get $c)))))
-            (if (i32.lt_u (local.get $j) (local.get $n4))
-              (then (call $rf_st4 (local.get $q) (local.get $dt) (local.get $v)))
-              (else
-                (call $rf_st4n (local.get $q) (local.get $dt) (local.get $v)
-                  (i32.sub (local.get $n) (local.get $j)))))
+            (call $rf_st4 (local.get $q) (local.get $dt) (local.get $v))
             (local.set $p (i32.add (local.get $p) (local.get $es)))
             (local.set $q (i32.add (local.get $q) (local.get $es)))
             (local.set $c (i32.add (local.get $c) (i32.const 16)))
             (local.set $j (i32.add (local.get $j) (i32.const 4)))
             (br $next)))
+        (if (i32.lt_u (local.get $j) (local.get $n))
+          (then
+              (local.set $v
+                (f32x4.add
+                  (f32x4.mul
+                    (f32x4.mul (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $mm))
+                      (local.get $rr))
+                    (v128.load (i32.add (local.get $w) (local.get $c))))
+                  (v128.load (i32.add (local.get $b) (local.get $c)))))
+            (call $rf_st4n (local.get $q) (local.get $dt) (local.get $v)
+              (i32.sub (local.get $n) (local.get $j)))))
         (local.set $x (i32.add (local.get $x) (local.get $xs)))
         (local.set $y (i32.add (local.get $y) (local.get $ys)))
         (local.set $mean (i32.add (local.get $mean) (i32.const 4)))
@@ -256,23 +264,28 @@
         (local.set $q (local.get $y))
         (local.set $c (i32.const 0))
         (local.set $j (i32.const 0))
+        ;; Whole vectors, then the last one to three elements.
         (block $done
           (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
             (local.set $v
               (f32x4.mul
                 (f32x4.mul (call $ld4 (local.get $p) (local.get $dt)) (local.get $rr))
                 (v128.load (i32.add (local.get $g) (local.get $c)))))
-            (if (i32.lt_u (local.get $j) (local.get $n4))
-              (then (call $rf_st4 (local.get $q) (local.get $dt) (local.get $v)))
-              (else
-                (call $rf_st4n (local.get $q) (local.get $dt) (local.get $v)
-                  (i32.sub (local.get $n) (local.get $j)))))
+            (call $rf_st4 (local.get $q) (local.get $dt) (local.get $v))
             (local.set $p (i32.add (local.get $p) (local.get $es)))
             (local.set $q (i32.add (local.get $q) (local.get $es)))
             (local.set $c (i32.add (local.get $c) (i32.const 16)))
             (local.set $j (i32.add (local.get $j) (i32.const 4)))
             (br $next)))
+        (if (i32.lt_u (local.get $j) (local.get $n))
+          (then
+              (local.set $v
+                (f32x4.mul
+                  (f32x4.mul (call $ld4 (local.get $p) (local.get $dt)) (local.get $rr))
+                  (v128.load (i32.add (local.get $g) (local.get $c)))))
+            (call $rf_st4n (local.get $q) (local.get $dt) (local.get $v)
+              (i32.sub (local.get $n) (local.get $j)))))
         (local.set $x (i32.add (local.get $x) (local.get $xs)))
         (local.set $y (i32.add (local.get $y) (local.get $ys)))
         (local.set $rstd (i32.add (local.get $rstd) (i32.const 4)))
@@ -352,9 +365,10 @@
         (local.set $t (local.get $y))
         (local.set $c (i32.const 0))
         (local.set $j (i32.const 0))
+        ;; Whole vectors, then the last one to three elements.
         (block $done
           (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
             (local.set $v
               (f32x4.mul
                 (f32x4.mul
@@ -362,17 +376,24 @@
                     (call $ld4 (local.get $q) (local.get $dt)))
                   (local.get $rr))
                 (v128.load (i32.add (local.get $g) (local.get $c)))))
-            (if (i32.lt_u (local.get $j) (local.get $n4))
-              (then (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v)))
-              (else
-                (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
-                  (i32.sub (local.get $n) (local.get $j)))))
+            (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v))
             (local.set $p (i32.add (local.get $p) (local.get $es)))
             (local.set $q (i32.add (local.get $q) (local.get $es)))
             (local.set $t (i32.add (local.get $t) (local.get $es)))
             (local.set $c (i32.add (local.get $c) (i32.const 16)))
             (local.set $j (i32.add (local.get $j) (i32.const 4)))
             (br $next)))
+        (if (i32.lt_u (local.get $j) (local.get $n))
+          (then
+              (local.set $v
+                (f32x4.mul
+                  (f32x4.mul
+                    (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
+                      (call $ld4 (local.get $q) (local.get $dt)))
+                    (local.get $rr))
+                  (v128.load (i32.add (local.get $g) (local.get $c)))))
+            (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
+              (i32.sub (local.get $n) (local.get $j)))))
         (local.set $a (i32.add (local.get $a) (local.get $as)))
         (local.set $b (i32.add (local.get $b) (local.get $bs)))
         (local.set $x (i32.add (local.get $x) (local.get $xs)))

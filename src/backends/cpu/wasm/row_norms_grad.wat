@@ -40,18 +40,15 @@
         (local.set $q (local.get $x))
         (local.set $c (i32.const 0))
         (local.set $j (i32.const 0))
+        ;; Whole vectors (their sums added in float64 every 256 elements), then the last one to
+        ;; three elements masked.
         (block $done
           (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
             (local.set $e (call $ld4 (local.get $p) (local.get $dt)))
             (local.set $xh
               (f32x4.mul (f32x4.sub (call $ld4 (local.get $q) (local.get $dt)) (local.get $mm))
                 (local.get $rr)))
-            (if (i32.eq (local.get $j) (local.get $n4))
-              (then
-                (local.set $mask (call $rf_mask (i32.sub (local.get $n) (local.get $j))))
-                (local.set $e (v128.and (local.get $e) (local.get $mask)))
-                (local.set $xh (v128.and (local.get $xh) (local.get $mask)))))
             (local.set $g (f32x4.mul (local.get $e) (v128.load (i32.add (local.get $w) (local.get $c)))))
             (local.set $s1 (f32x4.add (local.get $s1) (local.get $g)))
             (local.set $s2 (f32x4.add (local.get $s2) (f32x4.mul (local.get $g) (local.get $xh))))
@@ -78,6 +75,26 @@
                 (local.set $s1 (v128.const i64x2 0 0))
                 (local.set $s2 (v128.const i64x2 0 0))))
             (br $next)))
+        (if (i32.lt_u (local.get $j) (local.get $n))
+          (then
+            (local.set $mask (call $rf_mask (i32.sub (local.get $n) (local.get $j))))
+            (local.set $e (v128.and (call $ld4 (local.get $p) (local.get $dt)) (local.get $mask)))
+            (local.set $xh
+              (v128.and
+                (f32x4.mul (f32x4.sub (call $ld4 (local.get $q) (local.get $dt)) (local.get $mm))
+                  (local.get $rr))
+                (local.get $mask)))
+                (local.set $g (f32x4.mul (local.get $e) (v128.load (i32.add (local.get $w) (local.get $c)))))
+                (local.set $s1 (f32x4.add (local.get $s1) (local.get $g)))
+                (local.set $s2 (f32x4.add (local.get $s2) (f32x4.mul (local.get $g) (local.get $xh))))
+                (if (local.get $pf)
+                  (then
+                    (v128.store (i32.add (local.get $pw) (local.get $c))
+                      (f32x4.add (v128.load (i32.add (local.get $pw) (local.get $c)))
+                        (f32x4.mul (local.get $e) (local.get $xh))))
+                    (v128.store (i32.add (local.get $pb) (local.get $c))
+                      (f32x4.add (v128.load (i32.add (local.get $pb) (local.get $c)))
+                        (local.get $e)))))))
         (local.set $t1 (f64.add (local.get $t1)
           (call $rf_fold (local.get $s1) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
             (v128.const i64x2 0 0))))
@@ -95,9 +112,10 @@
             (local.set $o (local.get $gi))
             (local.set $c (i32.const 0))
             (local.set $j (i32.const 0))
+            ;; Whole vectors, then the last one to three elements.
             (block $done
               (loop $next
-                (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+                (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
                 (local.set $xh
                   (f32x4.mul (f32x4.sub (call $ld4 (local.get $q) (local.get $dt)) (local.get $mm))
                     (local.get $rr)))
@@ -109,17 +127,28 @@
                           (v128.load (i32.add (local.get $w) (local.get $c))))
                         (local.get $aa))
                       (f32x4.mul (local.get $xh) (local.get $cc)))))
-                (if (i32.lt_u (local.get $j) (local.get $n4))
-                  (then (call $rf_st4 (local.get $o) (local.get $dt) (local.get $g)))
-                  (else
-                    (call $rf_st4n (local.get $o) (local.get $dt) (local.get $g)
-                      (i32.sub (local.get $n) (local.get $j)))))
+                (call $rf_st4 (local.get $o) (local.get $dt) (local.get $g))
                 (local.set $p (i32.add (local.get $p) (local.get $es)))
                 (local.set $q (i32.add (local.get $q) (local.get $es)))
                 (local.set $o (i32.add (local.get $o) (local.get $es)))
                 (local.set $c (i32.add (local.get $c) (i32.const 16)))
                 (local.set $j (i32.add (local.get $j) (i32.const 4)))
-                (br $next)))))
+                (br $next)))
+            (if (i32.lt_u (local.get $j) (local.get $n))
+              (then
+                  (local.set $xh
+                    (f32x4.mul (f32x4.sub (call $ld4 (local.get $q) (local.get $dt)) (local.get $mm))
+                      (local.get $rr)))
+                  (local.set $g
+                    (f32x4.mul (local.get $rr)
+                      (f32x4.sub
+                        (f32x4.sub
+                          (f32x4.mul (call $ld4 (local.get $p) (local.get $dt))
+                            (v128.load (i32.add (local.get $w) (local.get $c))))
+                          (local.get $aa))
+                        (f32x4.mul (local.get $xh) (local.get $cc)))))
+                (call $rf_st4n (local.get $o) (local.get $dt) (local.get $g)
+                  (i32.sub (local.get $n) (local.get $j)))))))
         (local.set $dy (i32.add (local.get $dy) (local.get $dys)))
         (local.set $x (i32.add (local.get $x) (local.get $xs)))
         (local.set $gi (i32.add (local.get $gi) (local.get $gis)))
@@ -167,17 +196,13 @@
         (local.set $q (local.get $x))
         (local.set $c (i32.const 0))
         (local.set $j (i32.const 0))
+        ;; Whole vectors, then the last one to three elements masked.
         (block $done
           (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
             (local.set $pv
               (f32x4.mul (call $ld4 (local.get $p) (local.get $dt))
                 (call $ld4 (local.get $q) (local.get $dt))))
-            (if (i32.eq (local.get $j) (local.get $n4))
-              (then
-                (local.set $pv
-                  (v128.and (local.get $pv)
-                    (call $rf_mask (i32.sub (local.get $n) (local.get $j)))))))
             (local.set $s (f32x4.add (local.get $s)
               (f32x4.mul (local.get $pv) (v128.load (i32.add (local.get $g) (local.get $c))))))
             (v128.store (i32.add (local.get $pg) (local.get $c))
@@ -194,6 +219,18 @@
                     (v128.const i64x2 0 0))))
                 (local.set $s (v128.const i64x2 0 0))))
             (br $next)))
+        (if (i32.lt_u (local.get $j) (local.get $n))
+          (then
+            (local.set $pv
+              (v128.and
+                (f32x4.mul (call $ld4 (local.get $p) (local.get $dt))
+                  (call $ld4 (local.get $q) (local.get $dt)))
+                (call $rf_mask (i32.sub (local.get $n) (local.get $j)))))
+                (local.set $s (f32x4.add (local.get $s)
+                  (f32x4.mul (local.get $pv) (v128.load (i32.add (local.get $g) (local.get $c))))))
+                (v128.store (i32.add (local.get $pg) (local.get $c))
+                  (f32x4.add (v128.load (i32.add (local.get $pg) (local.get $c)))
+                    (f32x4.mul (local.get $pv) (local.get $rr))))))
         (local.set $t (f64.add (local.get $t)
           (call $rf_fold (local.get $s) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
             (v128.const i64x2 0 0))))
@@ -207,26 +244,33 @@
         (local.set $o (local.get $dx))
         (local.set $c (i32.const 0))
         (local.set $j (i32.const 0))
+        ;; Whole vectors, then the last one to three elements.
         (block $done
           (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
             (local.set $v
               (f32x4.sub
                 (f32x4.mul
                   (f32x4.mul (local.get $rr) (call $ld4 (local.get $p) (local.get $dt)))
                   (v128.load (i32.add (local.get $g) (local.get $c))))
                 (f32x4.mul (call $ld4 (local.get $q) (local.get $dt)) (local.get $kk))))
-            (if (i32.lt_u (local.get $j) (local.get $n4))
-              (then (call $rf_st4 (local.get $o) (local.get $dt) (local.get $v)))
-              (else
-                (call $rf_st4n (local.get $o) (local.get $dt) (local.get $v)
-                  (i32.sub (local.get $n) (local.get $j)))))
+            (call $rf_st4 (local.get $o) (local.get $dt) (local.get $v))
             (local.set $p (i32.add (local.get $p) (local.get $es)))
             (local.set $q (i32.add (local.get $q) (local.get $es)))
             (local.set $o (i32.add (local.get $o) (local.get $es)))
             (local.set $c (i32.add (local.get $c) (i32.const 16)))
             (local.set $j (i32.add (local.get $j) (i32.const 4)))
             (br $next)))
+        (if (i32.lt_u (local.get $j) (local.get $n))
+          (then
+              (local.set $v
+                (f32x4.sub
+                  (f32x4.mul
+                    (f32x4.mul (local.get $rr) (call $ld4 (local.get $p) (local.get $dt)))
+                    (v128.load (i32.add (local.get $g) (local.get $c))))
+                  (f32x4.mul (call $ld4 (local.get $q) (local.get $dt)) (local.get $kk))))
+            (call $rf_st4n (local.get $o) (local.get $dt) (local.get $v)
+              (i32.sub (local.get $n) (local.get $j)))))
         (local.set $dy (i32.add (local.get $dy) (local.get $dys)))
         (local.set $x (i32.add (local.get $x) (local.get $xs)))
         (local.set $dx (i32.add (local.get $dx) (local.get $dxs)))
