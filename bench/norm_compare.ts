@@ -3,13 +3,11 @@
  * side by side (issue 31). PyTorch runs `bench/torch_norm_baseline.py`: aten.native_layer_norm and
  * native_layer_norm_backward, and for RMSNorm the composition a PyTorch 1.13 user writes
  * (`x * rsqrt(mean(x^2) + eps) * g` and its autograd backward). Here: layerNorm,
- * layerNormBackward, rmsNorm and rmsNormGrad as users call them (outputs allocated by the call and
- * freed with `using`), parameters in the data's dtype.
+ * layerNormBackward, rmsNorm and rmsNormGrad as users call them (outputs allocated by the call),
+ * parameters in the data's dtype, in two styles: results dropped in a loop that never awaits (the
+ * first column, as a PyTorch user writes) and freed with `using`.
  *
- *   deno task bench:norm [--threads 2] [--rounds 3] [--min-time 0.3] [--markdown] [--typescript]
- *
- * `--typescript` also times ours with the WebAssembly kernels turned off (the TypeScript row
- * kernels, same bits) in the same rounds, as a column beside the default.
+ *   deno task bench:norm [--threads 2] [--rounds 3] [--min-time 0.3] [--markdown]
  *
  * The machine is shared: `--rounds N` alternates the two sides N times (PyTorch's whole run, then
  * ours) and keeps each case's lowest median per side. Prints each case, then the geometric mean of
@@ -28,17 +26,22 @@ import {
   setCpuThreads,
   Tensor,
 } from "../mod.ts";
-import { withCpuPolicy } from "../src/backends/cpu/pool/pool.ts";
 
 const NAME = "bench:norm";
 const OPS = ["layerNorm", "layerNormBackward", "rmsNorm", "rmsNormGrad"] as const;
 type Op = typeof OPS[number];
 const SHAPES = [[64, 1024], [2048, 1024], [8192, 768]];
 
+/** One case's call in the two styles. */
+interface Runs {
+  readonly dropped: () => void;
+  readonly disposed: () => void;
+}
+
 const flags = parseCommand({
   name: NAME,
   usage: `usage: deno task bench:norm [--threads N] [--rounds N] [--min-time S] [--ops a,b]
-                         [--dtypes float32,bfloat16] [--markdown] [--no-torch] [--typescript]
+                         [--dtypes float32,bfloat16] [--markdown] [--no-torch]
   --threads N     threads on both sides (default 2)
   --rounds N      alternate PyTorch's run and ours N times, keep the lowest medians (default 3)
   --min-time S    seconds of timed calls per case and round (default 0.3)
@@ -46,7 +49,6 @@ const flags = parseCommand({
   --dtypes ...    float32, bfloat16 (default both)
   --markdown      print the results as a Markdown table (bench/RESULTS.md)
   --no-torch      skip PyTorch
-  --typescript    also time ours with the WebAssembly kernels off (a "TS ms" column)
   -h, --help      print this text`,
   options: {
     threads: { type: "string", default: "2" },
@@ -56,7 +58,6 @@ const flags = parseCommand({
     dtypes: { type: "string", default: "float32,bfloat16" },
     markdown: { type: "boolean", default: false },
     "no-torch": { type: "boolean", default: false },
-    typescript: { type: "boolean", default: false },
   },
 });
 const threads = positiveInteger(NAME, "threads", flags.threads);
@@ -90,7 +91,7 @@ function median(run: () => void, budget: number): number {
 const inputs = new Map<string, Tensor[]>();
 
 /** The call of one case, its inputs made once (outputs allocated and freed by every call). */
-function call(op: Op, dtype: DType, [rows, cols]: number[]): () => void {
+function call(op: Op, dtype: DType, [rows, cols]: number[]): Runs {
   const k = `${dtype}|${rows}x${cols}`;
   if (!inputs.has(k)) {
     inputs.set(k, [
@@ -102,11 +103,14 @@ function call(op: Op, dtype: DType, [rows, cols]: number[]): () => void {
   }
   const [x, dy, w, b] = inputs.get(k)!;
   const normalizedShape = [cols];
+  // Each call in both styles: the result dropped, or freed at once.
+  const both = <R extends Disposable>(run: () => R): Runs => ({
+    dropped: () => void run(),
+    disposed: () => run()[Symbol.dispose](),
+  });
   switch (op) {
     case "layerNorm":
-      return () => {
-        using _ = layerNorm({ input: x, normalizedShape, weight: w, bias: b, eps: 1e-5 });
-      };
+      return both(() => layerNorm({ input: x, normalizedShape, weight: w, bias: b, eps: 1e-5 }));
     case "layerNormBackward": {
       const f = layerNorm({ input: x, normalizedShape, weight: w, bias: b, eps: 1e-5 });
       f.output.dispose(); // the backward reads mean and rstd only
@@ -118,20 +122,14 @@ function call(op: Op, dtype: DType, [rows, cols]: number[]): () => void {
         rstd: f.rstd,
         weight: w,
       };
-      return () => {
-        using _ = layerNormBackward({ ...args, bias: b });
-      };
+      return both(() => layerNormBackward({ ...args, bias: b }));
     }
     case "rmsNorm":
-      return () => {
-        using _ = rmsNorm({ x, gamma: w, epsilon: 1e-6 });
-      };
+      return both(() => rmsNorm({ x, gamma: w, epsilon: 1e-6 }));
     case "rmsNormGrad": {
       const { y, rstd } = rmsNorm({ x, gamma: w, epsilon: 1e-6 });
       y.dispose();
-      return () => {
-        using _ = rmsNormGrad({ dy, x, rstd, gamma: w });
-      };
+      return both(() => rmsNormGrad({ dy, x, rstd, gamma: w }));
     }
   }
 }
@@ -171,14 +169,14 @@ async function torchRun(): Promise<TorchRow[]> {
 const key = (op: string, dtype: string, shape: readonly number[]) =>
   `${op}|${dtype}|${shape.join("x")}`;
 const here = new Map<string, number>();
-const typescript = new Map<string, number>();
+const dropped = new Map<string, number>();
 const torch = new Map<string, number>();
 let torchVersion = "";
 const keep = (m: Map<string, number>, k: string, ms: number) =>
   m.set(k, Math.min(m.get(k) ?? Infinity, ms));
 
 setCpuThreads(threads);
-const calls = new Map<string, () => void>();
+const calls = new Map<string, Runs>();
 for (const op of ops) {
   for (const dtype of dtypes) {
     for (const shape of SHAPES) calls.set(key(op, dtype, shape), call(op, dtype, shape));
@@ -191,40 +189,46 @@ for (let r = 0; r < rounds; r++) {
       torchVersion = row.torch;
     }
   }
-  for (const [k, run] of calls) keep(here, k, median(run, minTime));
-  if (flags.typescript) {
-    withCpuPolicy({ wasm: false }, () => {
-      for (const [k, run] of calls) keep(typescript, k, median(run, minTime));
-    });
+  for (const [k, run] of calls) {
+    keep(dropped, k, median(run.dropped, minTime));
+    // Let the collector's finalizers give the dropped results' heap blocks back.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    keep(here, k, median(run.disposed, minTime));
   }
 }
 
 const fmt = (ms: number | undefined) =>
   ms === undefined ? "" : ms >= 100 ? ms.toFixed(1) : ms >= 1 ? ms.toFixed(2) : ms.toFixed(4);
 const ratios: { op: Op; dtype: string; ratio: number }[] = [];
+const droppedRatios: { op: Op; dtype: string; ratio: number }[] = [];
 const lines: string[] = [];
 for (const op of ops) {
   for (const shape of SHAPES) {
     const cells = dtypes.flatMap((dtype) => {
       const k = key(op, dtype, shape);
       const a = here.get(k);
+      const d = dropped.get(k);
       const t = torch.get(k);
       if (a !== undefined && t !== undefined) ratios.push({ op, dtype, ratio: a / t });
-      const ts = flags.typescript ? [fmt(typescript.get(k))] : [];
-      return [fmt(a), ...ts, fmt(t), a !== undefined && t ? (a / t).toFixed(2) : ""];
+      if (d !== undefined && t !== undefined) droppedRatios.push({ op, dtype, ratio: d / t });
+      const r = (v?: number) => (v !== undefined && t ? (v / t).toFixed(2) : "");
+      return [fmt(d), fmt(a), fmt(t), r(d), r(a)];
     });
     lines.push([op, `[${shape.join(",")}]`, ...cells].join(" | "));
   }
 }
 const geomean = (rs: number[]) =>
   rs.length === 0 ? NaN : Math.exp(rs.reduce((s, r) => s + Math.log(r), 0) / rs.length);
-const group = (name: string, pick: (o: Op) => boolean) => {
+const group = (name: string, pick: (o: Op) => boolean, rs = ratios, style = "disposed") => {
   const parts = dtypes.map((d) => {
-    const g = geomean(ratios.filter((r) => pick(r.op) && r.dtype === d).map((r) => r.ratio));
+    const g = geomean(rs.filter((r) => pick(r.op) && r.dtype === d).map((r) => r.ratio));
     return `${d} ${g.toFixed(2)}`;
   });
-  const all = geomean(ratios.filter((r) => pick(r.op)).map((r) => r.ratio));
-  return `${name}: geometric mean here / PyTorch ${all.toFixed(2)} (${parts.join(", ")})`;
+  const all = geomean(rs.filter((r) => pick(r.op)).map((r) => r.ratio));
+  const worst = Math.max(...rs.filter((r) => pick(r.op)).map((r) => r.ratio));
+  return `${name}, ${style}: geometric mean here / PyTorch ${all.toFixed(2)} (${
+    parts.join(", ")
+  }), worst ${worst.toFixed(2)}`;
 };
 
 const head = `CPU backend, ${threads} thread(s), ${navigator.hardwareConcurrency} cores; ` +
@@ -232,10 +236,11 @@ const head = `CPU backend, ${threads} thread(s), ${navigator.hardwareConcurrency
   `; lowest median of ${rounds} interleaved round(s)`;
 console.log(head);
 const columns = dtypes.flatMap((d) => [
-  `${d} here ms`,
-  ...(flags.typescript ? [`${d} TS ms`] : []),
+  `${d} dropped ms`,
+  `${d} disposed ms`,
   `${d} PyTorch ms`,
-  "ratio",
+  "dropped/PyTorch",
+  "disposed/PyTorch",
 ]);
 if (flags.markdown) {
   console.log(`| operator | shape | ${columns.join(" | ")} |`);
@@ -246,6 +251,10 @@ if (flags.markdown) {
   for (const l of lines) console.log(l);
 }
 if (ratios.length > 0) {
-  console.log(group("LayerNorm (forward, backward)", (o) => o.startsWith("layerNorm")));
-  console.log(group("RMSNorm (forward, backward)", (o) => o.startsWith("rmsNorm")));
+  for (const [rs, style] of [[droppedRatios, "dropped"], [ratios, "disposed"]] as const) {
+    console.log(
+      group("LayerNorm (forward, backward)", (o) => o.startsWith("layerNorm"), rs, style),
+    );
+    console.log(group("RMSNorm (forward, backward)", (o) => o.startsWith("rmsNorm"), rs, style));
+  }
 }
