@@ -23,7 +23,8 @@
  * processes on a shared machine. `--kernels both` (the default) times the streaming kernels
  * twice, with the WebAssembly SIMD kernels ("fast", what users get) and with the TypeScript
  * kernels alone ("ts"), and prints ts/fast: both give the same bits, so this is the measured
- * case for keeping WebAssembly. The default (`wasm`) times the WebAssembly kernels only.
+ * case for keeping WebAssembly. The default (`wasm`) times the WebAssembly kernels only. The
+ * estimated total time comes first, then each row as its case finishes (bench/progress.ts).
  *
  * @module
  */
@@ -42,6 +43,7 @@ import { referenceKernels } from "../tests/oracle/kernels/mod.ts";
 import { setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
 import { withCpuPolicy } from "../src/backends/cpu/pool/pool.ts";
 import { type BenchLayout, CPU_OPS, CPU_SHAPES, cpuCase, type CpuOp } from "./cpu_cases.ts";
+import { Progress, timingMs, type TimingRule } from "./progress.ts";
 
 const NAME = "bench:cpu";
 const flags = parseCommand({
@@ -116,16 +118,22 @@ const WARMUP_MS = 50;
 /** Most timed calls per case (as torch_baseline.py's --max-runs). */
 const MAX_RUNS = 1000;
 
-/**
- * Median ms of `run` after warm-up, over at least 5 runs and `budget` ms (at most
- * {@linkcode MAX_RUNS} runs).
- */
-function median(run: () => void, budget: number): number {
+/** How a case is timed: the warm-up, then at least 5 runs and --min-time, at most MAX_RUNS. */
+const RULE: TimingRule = {
+  warmupCalls: WARMUP_CALLS,
+  warmupMs: WARMUP_MS,
+  minRuns: 5,
+  minTimeMs: minTime,
+  maxRuns: MAX_RUNS,
+};
+
+/** Median ms of `run` after warm-up, over the runs {@linkcode RULE} asks for. */
+function median(run: () => void): number {
   const warmStart = performance.now();
   for (let i = 0; i < WARMUP_CALLS || performance.now() - warmStart < WARMUP_MS; i++) run();
   const times: number[] = [];
   let total = 0;
-  while (times.length < MAX_RUNS && (times.length < 5 || total < budget)) {
+  while (times.length < MAX_RUNS && (times.length < RULE.minRuns || total < RULE.minTimeMs)) {
     const start = performance.now();
     run();
     const t = performance.now() - start;
@@ -146,12 +154,14 @@ function withKernels<T>(kernels: typeof fastKernels, body: () => T): T {
   }
 }
 
+/** The operators bench/torch_baseline.py times. */
+const torchOps = ops.filter((op) =>
+  ["batchNormReduceBackward", "batchNormBackward", "groupNormBackward", "batchNorm", "groupNorm"]
+    .includes(op)
+);
+
 async function torchRows(): Promise<{ rows: TorchRow[]; note: string }> {
   if (flags["no-torch"]) return { rows: [], note: "PyTorch: skipped (--no-torch)" };
-  const torchOps = ops.filter((op) =>
-    ["batchNormReduceBackward", "batchNormBackward", "groupNormBackward", "batchNorm", "groupNorm"]
-      .includes(op)
-  );
   if (torchOps.length === 0) return { rows: [], note: "PyTorch: no comparable op selected" };
   try {
     const out = await new Deno.Command("/usr/bin/python3", {
@@ -186,9 +196,68 @@ async function torchRows(): Promise<{ rows: TorchRow[]; note: string }> {
 
 setCpuThreads(threads);
 await startCpuPool();
-// Torch runs first, alone, so that neither side times the other's load.
 const key = (op: string, dtype: string, shape: readonly number[], layout: string) =>
   `${op}|${dtype}|${shape.join("x")}|${layout}`;
+type Case = { op: CpuOp; dtype: DType; shape: number[]; layout: BenchLayout };
+const cases: Case[] = [];
+for (const shape of shapes) {
+  for (const dtype of dtypes) {
+    for (const layout of layouts) {
+      for (const op of ops) {
+        if (op === "batchNormBackwardDescriptor" && layout !== "contiguous") continue;
+        cases.push({ op, dtype, shape, layout });
+      }
+    }
+  }
+}
+const caseName = (c: Case) => `${c.op} ${c.dtype} ${c.shape.join("x")} ${c.layout}`;
+
+// The estimate: one call of each operator and shape (its first dtype and layout; with the
+// reference kernels too), timed as the rule times every column of every case of that
+// operator and shape; PyTorch's calls are taken to cost ours, plus its start-up.
+const probe = new Map<string, { fast: number; reference: number }>();
+const probeKey = (c: Case) => `${c.op}|${c.shape.join("x")}`;
+for (const c of cases) {
+  if (probe.has(probeKey(c))) continue;
+  const built = cpuCase(c.op, c.dtype, c.shape, c.layout)!;
+  const callMs = () => {
+    const start = performance.now();
+    built.runNatural();
+    return performance.now() - start;
+  };
+  try {
+    built.runNatural();
+    const fast = callMs();
+    const reference = flags["no-reference"] ? 0 : withKernels(referenceKernels, callMs);
+    probe.set(probeKey(c), { fast, reference });
+  } finally {
+    built.dispose();
+  }
+}
+const fastStepMs = (c: Case) => {
+  const { fast, reference } = probe.get(probeKey(c))!;
+  return timingMs(RULE, fast) * (flags.dropped ? 3 : 2) +
+    (flags["no-reference"] ? 0 : timingMs(RULE, reference));
+};
+const tsStepMs = (c: Case) => timingMs(RULE, probe.get(probeKey(c))!.fast);
+const torchRuns = !flags["no-torch"] && torchOps.length > 0;
+/** PyTorch's start-up per run (python3, import torch), for the estimate. */
+const TORCH_START_MS = 3000;
+const torchStepMs = TORCH_START_MS +
+  cases.filter((c) => torchOps.includes(c.op)).reduce((a, c) => a + tsStepMs(c), 0);
+const bothKernels = timeTs && timeWasm;
+const perRepeat = (torchRuns ? torchStepMs : 0) +
+  cases.reduce((a, c) => a + fastStepMs(c) + (bothKernels ? tsStepMs(c) : 0), 0);
+const progress = new Progress(
+  NAME,
+  repeat * ((torchRuns ? 1 : 0) + cases.length * (bothKernels ? 2 : 1)),
+);
+progress.estimate(
+  `${cases.length} cases x ${repeat} repeat(s)${torchRuns ? ", PyTorch first" : ""}`,
+  repeat * perRepeat,
+);
+
+// Torch runs first, alone, so that neither side times the other's load.
 const torchMs = new Map<string, number>();
 let torch = { rows: [] as TorchRow[], note: "" };
 for (let r = 0; r < repeat; r++) {
@@ -198,6 +267,7 @@ for (let r = 0; r < repeat; r++) {
     const k = key(row.op, row.dtype, row.shape, row.layout);
     torchMs.set(k, Math.min(torchMs.get(k) ?? Infinity, row.median_ms));
   }
+  if (torchRuns) progress.step(`repeat ${r + 1}/${repeat}: ${torch.note}`, torchStepMs);
 }
 
 interface Row {
@@ -237,24 +307,13 @@ console.log(
     "fast/torch".padStart(10),
   ].join(" "),
 );
-const cases: { op: CpuOp; dtype: DType; shape: number[]; layout: BenchLayout }[] = [];
-for (const shape of shapes) {
-  for (const dtype of dtypes) {
-    for (const layout of layouts) {
-      for (const op of ops) {
-        if (op === "batchNormBackwardDescriptor" && layout !== "contiguous") continue;
-        cases.push({ op, dtype, shape, layout });
-      }
-    }
-  }
-}
 
 /**
  * Builds case `c`, times it with `time`, and frees its tensors: one case at a time, so every
  * case finds room in the host heap (256 MiB by default), as a program that disposes would.
  */
 function timed(
-  c: { op: CpuOp; dtype: DType; shape: number[]; layout: BenchLayout },
+  c: Case,
   time: (run: () => void) => number,
   calls: "natural" | "out" | "dropped" = "natural",
 ): number {
@@ -288,36 +347,9 @@ async function settle(): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 0));
 }
 
-// The fast column under the policy it times (with WebAssembly unless --no-wasm); the pool
-// stays warm across repeats unless the TypeScript pass runs between them.
-await withCpuPolicy({ wasm: timeWasm }, async () => {
-  for (let r = 0; r < repeat; r++) {
-    if (timeTs && timeWasm) {
-      // The same cases with the TypeScript kernels alone (a new pool without WebAssembly).
-      await withCpuPolicy({ wasm: false }, async () => {
-        await startCpuPool();
-        for (const [i, c] of cases.entries()) {
-          best[i].ts = Math.min(best[i].ts, timed(c, (run) => median(run, minTime)));
-        }
-      });
-    }
-    await startCpuPool();
-    for (const [i, c] of cases.entries()) {
-      best[i].fast = Math.min(best[i].fast, timed(c, (run) => median(run, minTime)));
-      best[i].out = Math.min(best[i].out, timed(c, (run) => median(run, minTime), "out"));
-      if (!flags["no-reference"]) {
-        const ref = timed(c, (run) => withKernels(referenceKernels, () => median(run, minTime)));
-        best[i].reference = Math.min(best[i].reference, ref);
-      }
-      if (flags.dropped) {
-        const dropped = timed(c, (run) => median(run, minTime), "dropped");
-        best[i].dropped = Math.min(best[i].dropped, dropped);
-        await settle();
-      }
-    }
-  }
-});
-cases.forEach(({ op, dtype, shape, layout }, i) => {
+/** Prints case `i`'s row (its timings are final). */
+function printRow(i: number): void {
+  const { op, dtype, shape, layout } = cases[i];
   const row: Row = {
     op,
     dtype,
@@ -326,7 +358,7 @@ cases.forEach(({ op, dtype, shape, layout }, i) => {
     fast: best[i].fast,
     out: best[i].out,
     dropped: flags.dropped ? best[i].dropped : undefined,
-    ts: timeTs && timeWasm ? best[i].ts : undefined,
+    ts: bothKernels ? best[i].ts : undefined,
     reference: flags["no-reference"] ? undefined : best[i].reference,
     torch: torchMs.get(key(op, dtype, shape, layout)),
   };
@@ -349,6 +381,41 @@ cases.forEach(({ op, dtype, shape, layout }, i) => {
       ratio(row.fast, row.torch).padStart(10),
     ].join(" "),
   );
+}
+
+// The fast column under the policy it times (with WebAssembly unless --no-wasm); the pool
+// stays warm across repeats unless the TypeScript pass runs between them. Each row is printed
+// as its case finishes its last repeat.
+await withCpuPolicy({ wasm: timeWasm }, async () => {
+  for (let r = 0; r < repeat; r++) {
+    const round = `repeat ${r + 1}/${repeat}`;
+    if (bothKernels) {
+      // The same cases with the TypeScript kernels alone (a new pool without WebAssembly).
+      await withCpuPolicy({ wasm: false }, async () => {
+        await startCpuPool();
+        for (const [i, c] of cases.entries()) {
+          best[i].ts = Math.min(best[i].ts, timed(c, (run) => median(run)));
+          progress.step(`${round}: ${caseName(c)}, TypeScript kernels`, tsStepMs(c));
+        }
+      });
+    }
+    await startCpuPool();
+    for (const [i, c] of cases.entries()) {
+      best[i].fast = Math.min(best[i].fast, timed(c, (run) => median(run)));
+      best[i].out = Math.min(best[i].out, timed(c, (run) => median(run), "out"));
+      if (!flags["no-reference"]) {
+        const ref = timed(c, (run) => withKernels(referenceKernels, () => median(run)));
+        best[i].reference = Math.min(best[i].reference, ref);
+      }
+      if (flags.dropped) {
+        const dropped = timed(c, (run) => median(run), "dropped");
+        best[i].dropped = Math.min(best[i].dropped, dropped);
+        await settle();
+      }
+      progress.step(`${round}: ${caseName(c)}`, fastStepMs(c));
+      if (r === repeat - 1) printRow(i);
+    }
+  }
 });
 
 /** The geometric mean of positive ratios. */
