@@ -9,7 +9,7 @@
 
 import { type DType, isDType } from "../tensor/dtype.ts";
 import { contiguousStrides, shapeProblem } from "../tensor/layout.ts";
-import { storageReleased } from "../tensor/storage.ts";
+import { storageDisposed } from "../tensor/storage.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { hasInternalOverlap, overlaps, sameView } from "./overlap.ts";
 import { invalidStatus as fail } from "./validate.ts";
@@ -81,13 +81,8 @@ export function layoutOf(name: Name, value: unknown): Layout {
 /** A tensor given to compute: a Tensor (BAD_PARAM otherwise) whose memory was not freed. */
 export function checkComputeTensor(name: Name, value: unknown): asserts value is Tensor {
   if (!(value instanceof Tensor)) fail(COMPUTE, name, "must be a Tensor", "BAD_PARAM");
-  if (storageReleased(value.storage)) {
-    fail(
-      COMPUTE,
-      name,
-      "was disposed: its memory was freed (dispose(), tidy, or its device closed)",
-      "BAD_PARAM",
-    );
+  if (storageDisposed(value.storage)) {
+    fail(COMPUTE, name, "was disposed: its memory was freed (dispose() or tidy)", "BAD_PARAM");
   }
 }
 

@@ -34,8 +34,7 @@ export function disposedError(where: string, tensor: string, argument = "tensor"
   const named = `${argument === "tensor" ? "the tensor" : argument} (${tensor})`;
   return new AclnnError(
     ACLNN_ERR_PARAM_INVALID,
-    `${where}: ${named} was disposed (dispose() or tidy freed its memory, or its device was ` +
-      "closed)",
+    `${where}: ${named} was disposed (dispose() or tidy freed its memory)`,
     { argument },
   );
 }
@@ -46,6 +45,16 @@ export function disposedError(where: string, tensor: string, argument = "tensor"
  */
 export function storageReleased(storage: HostData | DeviceStorage): boolean {
   return isHostData(storage) ? heapFreed(storage) : storage.released === true;
+}
+
+/**
+ * Whether `storage` was disposed: host storage that `dispose()` gave back, or device memory
+ * released while its device is open (on a closed device the device's own error says so).
+ */
+export function storageDisposed(storage: HostData | DeviceStorage): boolean {
+  return isHostData(storage)
+    ? heapFreed(storage)
+    : storage.released === true && storage.device.closed !== true;
 }
 
 /** Whether `storage` is host memory (a typed array) rather than accelerator memory. */

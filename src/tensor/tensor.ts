@@ -28,7 +28,7 @@ import {
   isHostData,
   newHostData,
   storageCapacity,
-  storageReleased,
+  storageDisposed,
   uploadSpan,
   uploadToDevice,
   zeroedDeviceStorage,
@@ -407,16 +407,18 @@ export class Tensor {
       }
     }
     const source = values instanceof Tensor ? values.#read("copy_") : values;
-    checkValues("copy_", source, this.shape);
     if (this.device === "cpu") {
+      checkValues("copy_", source, this.shape);
       writeView(this.#hostView("copy_"), source);
       return this;
     }
-    if (this.numel === 0) return this;
-    // Device view: read its span, patch it on the host, write it back.
+    // Device view: read its span (a closed device says so here), patch it on the host, write
+    // it back.
     const span = viewSpan(this.shape, this.strides);
     const storage = this.storage as DeviceStorage;
     const data = downloadSpan(storage, this.dtype, this.offset, span);
+    checkValues("copy_", source, this.shape);
+    if (this.numel === 0) return this;
     writeView({ ...this.#plainView(), offset: 0, data }, source);
     uploadSpan(storage, data, this.dtype, this.offset);
     return this;
@@ -453,9 +455,12 @@ export class Tensor {
     return { ...this.#plainView(), data: this.storage as HostData };
   }
 
-  /** Refuses a tensor whose memory was freed: 161002 naming `where` and the tensor. */
+  /**
+   * Refuses a tensor whose memory was freed: 161002 naming `where` and the tensor (one on a
+   * closed device reaches the device, which says it is closed).
+   */
   #live(where: string, argument = "tensor"): void {
-    if (storageReleased(this.storage)) throw disposedError(where, String(this), argument);
+    if (storageDisposed(this.storage)) throw disposedError(where, String(this), argument);
   }
 
   /** The elements as float64 (logical row-major order) for `where`. */
