@@ -42,7 +42,14 @@ import { fastKernels } from "../src/backends/cpu/fast/mod.ts";
 import { referenceKernels } from "../tests/oracle/kernels/mod.ts";
 import { setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
 import { withCpuPolicy } from "../src/backends/cpu/pool/pool.ts";
-import { type BenchLayout, CPU_OPS, CPU_SHAPES, cpuCase, type CpuOp } from "./cpu_cases.ts";
+import {
+  type BenchLayout,
+  CPU_OPS,
+  CPU_SHAPES,
+  cpuCase,
+  type CpuOp,
+  probeCase,
+} from "./cpu_cases.ts";
 import { Progress, timingMs, type TimingRule } from "./progress.ts";
 
 const NAME = "bench:cpu";
@@ -212,34 +219,30 @@ for (const shape of shapes) {
 }
 const caseName = (c: Case) => `${c.op} ${c.dtype} ${c.shape.join("x")} ${c.layout}`;
 
-// The estimate: one call of each operator and shape (its first dtype and layout; with the
-// reference kernels too), timed as the rule times every column of every case of that
-// operator and shape; PyTorch's calls are taken to cost ours, plus its start-up.
-const probe = new Map<string, { fast: number; reference: number }>();
+// The estimate: each operator and shape built once (its first dtype and layout) and one call
+// timed (with the reference kernels too), as the rule then times every column of every case of
+// that operator and shape, each column building its case; PyTorch's calls are taken to cost
+// ours, plus its start-up.
+console.error(`${NAME}: timing one call of each operator and shape for the estimate`);
+const probe = new Map<string, { build: number; fast: number; reference: number }>();
 const probeKey = (c: Case) => `${c.op}|${c.shape.join("x")}`;
 for (const c of cases) {
   if (probe.has(probeKey(c))) continue;
-  const built = cpuCase(c.op, c.dtype, c.shape, c.layout)!;
-  const callMs = () => {
-    const start = performance.now();
-    built.runNatural();
-    return performance.now() - start;
-  };
-  try {
-    built.runNatural();
-    const fast = callMs();
-    const reference = flags["no-reference"] ? 0 : withKernels(referenceKernels, callMs);
-    probe.set(probeKey(c), { fast, reference });
-  } finally {
-    built.dispose();
-  }
+  const reference = flags["no-reference"]
+    ? undefined
+    : <T>(body: () => T) => withKernels(referenceKernels, body);
+  probe.set(probeKey(c), probeCase(c.op, c.dtype, c.shape, c.layout, reference));
 }
 const fastStepMs = (c: Case) => {
-  const { fast, reference } = probe.get(probeKey(c))!;
-  return timingMs(RULE, fast) * (flags.dropped ? 3 : 2) +
-    (flags["no-reference"] ? 0 : timingMs(RULE, reference));
+  const { build, fast, reference } = probe.get(probeKey(c))!;
+  const columns = flags.dropped ? 3 : 2;
+  return (timingMs(RULE, fast) + build) * columns +
+    (flags["no-reference"] ? 0 : timingMs(RULE, reference) + build);
 };
-const tsStepMs = (c: Case) => timingMs(RULE, probe.get(probeKey(c))!.fast);
+const tsStepMs = (c: Case) => {
+  const { build, fast } = probe.get(probeKey(c))!;
+  return timingMs(RULE, fast) + build;
+};
 const torchRuns = !flags["no-torch"] && torchOps.length > 0;
 /** PyTorch's start-up per run (python3, import torch), for the estimate. */
 const TORCH_START_MS = 3000;
