@@ -121,6 +121,34 @@ export function cpuCase(
   };
 }
 
+/**
+ * What a case costs, for an estimate of a run (bench:cpu): building it, one call as users write
+ * it (after a first one), and one such call inside `reference` (which swaps in other kernels;
+ * 0 without it), in milliseconds. Frees the case.
+ */
+export function probeCase(
+  op: CpuOp,
+  dtype: DType,
+  shape: readonly number[],
+  layout: BenchLayout,
+  reference?: <T>(body: () => T) => T,
+): { build: number; fast: number; reference: number } {
+  const began = performance.now();
+  const built = cpuCase(op, dtype, shape, layout)!;
+  const build = performance.now() - began;
+  const callMs = () => {
+    const start = performance.now();
+    built.runNatural();
+    return performance.now() - start;
+  };
+  try {
+    built.runNatural();
+    return { build, fast: callMs(), reference: reference ? reference(callMs) : 0 };
+  } finally {
+    built.dispose();
+  }
+}
+
 /** Disposes an operator's result: a Tensor or a Disposable result object. */
 function disposeResult(result: unknown): void {
   if (result instanceof Tensor) result.dispose();

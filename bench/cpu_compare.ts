@@ -17,7 +17,8 @@
  * second disposes it at once, as `using` does ("disposed"); beside them the same call into
  * preallocated outputs (`out`, in the inputs' layout). `--repeat N` times every case N times
  * (interleaved with the others) and keeps the lowest median, on both sides (PyTorch runs N
- * times too), which filters out load from other processes on a shared machine.
+ * times too), which filters out load from other processes on a shared machine. The
+ * estimated total time comes first, then each row as its case finishes (bench/progress.ts).
  *
  * @module
  */
@@ -28,7 +29,15 @@ import { cpuBackend } from "../src/backends/cpu/mod.ts";
 import { fastKernels } from "../src/backends/cpu/fast/mod.ts";
 import { referenceKernels } from "../tests/oracle/kernels/mod.ts";
 import { setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
-import { type BenchLayout, CPU_OPS, CPU_SHAPES, cpuCase, type CpuOp } from "./cpu_cases.ts";
+import {
+  type BenchLayout,
+  CPU_OPS,
+  CPU_SHAPES,
+  cpuCase,
+  type CpuOp,
+  probeCase,
+} from "./cpu_cases.ts";
+import { Progress, timingMs, type TimingRule } from "./progress.ts";
 
 const NAME = "bench:cpu";
 const flags = parseCommand({
@@ -93,16 +102,22 @@ const WARMUP_MS = 50;
 /** Most timed calls per case (as torch_baseline.py's --max-runs). */
 const MAX_RUNS = 1000;
 
-/**
- * Median ms of `run` after warm-up, over at least 5 runs and `budget` ms (at most
- * {@linkcode MAX_RUNS} runs).
- */
-function median(run: () => void, budget: number): number {
+/** How a case is timed: the warm-up, then at least 5 runs and --min-time, at most MAX_RUNS. */
+const RULE: TimingRule = {
+  warmupCalls: WARMUP_CALLS,
+  warmupMs: WARMUP_MS,
+  minRuns: 5,
+  minTimeMs: minTime,
+  maxRuns: MAX_RUNS,
+};
+
+/** Median ms of `run` after warm-up, over the runs {@linkcode RULE} asks for. */
+function median(run: () => void): number {
   const warmStart = performance.now();
   for (let i = 0; i < WARMUP_CALLS || performance.now() - warmStart < WARMUP_MS; i++) run();
   const times: number[] = [];
   let total = 0;
-  while (times.length < MAX_RUNS && (times.length < 5 || total < budget)) {
+  while (times.length < MAX_RUNS && (times.length < RULE.minRuns || total < RULE.minTimeMs)) {
     const start = performance.now();
     run();
     const t = performance.now() - start;
@@ -123,12 +138,14 @@ function withKernels<T>(kernels: typeof fastKernels, body: () => T): T {
   }
 }
 
+/** The operators bench/torch_baseline.py times. */
+const torchOps = ops.filter((op) =>
+  ["batchNormReduceBackward", "batchNormBackward", "groupNormBackward", "batchNorm", "groupNorm"]
+    .includes(op)
+);
+
 async function torchRows(): Promise<{ rows: TorchRow[]; note: string }> {
   if (flags["no-torch"]) return { rows: [], note: "PyTorch: skipped (--no-torch)" };
-  const torchOps = ops.filter((op) =>
-    ["batchNormReduceBackward", "batchNormBackward", "groupNormBackward", "batchNorm", "groupNorm"]
-      .includes(op)
-  );
   if (torchOps.length === 0) return { rows: [], note: "PyTorch: no comparable op selected" };
   try {
     const out = await new Deno.Command("/usr/bin/python3", {
@@ -163,9 +180,59 @@ async function torchRows(): Promise<{ rows: TorchRow[]; note: string }> {
 
 setCpuThreads(threads);
 await startCpuPool();
-// Torch runs first, alone, so that neither side times the other's load.
 const key = (op: string, dtype: string, shape: readonly number[], layout: string) =>
   `${op}|${dtype}|${shape.join("x")}|${layout}`;
+type Case = { op: CpuOp; dtype: DType; shape: number[]; layout: BenchLayout };
+const cases: Case[] = [];
+for (const shape of shapes) {
+  for (const dtype of dtypes) {
+    for (const layout of layouts) {
+      for (const op of ops) {
+        if (op === "batchNormBackwardDescriptor" && layout !== "contiguous") continue;
+        cases.push({ op, dtype, shape, layout });
+      }
+    }
+  }
+}
+const caseName = (c: Case) => `${c.op} ${c.dtype} ${c.shape.join("x")} ${c.layout}`;
+
+// The estimate: each operator and shape built once (its first dtype and layout) and one call
+// timed (with the reference kernels too), as the rule then times every column of every case of
+// that operator and shape, each column building its case; PyTorch's calls are taken to cost
+// ours, plus its start-up.
+console.error(`${NAME}: timing one call of each operator and shape for the estimate`);
+const probe = new Map<string, { build: number; fast: number; reference: number }>();
+const probeKey = (c: Case) => `${c.op}|${c.shape.join("x")}`;
+for (const c of cases) {
+  if (probe.has(probeKey(c))) continue;
+  const reference = flags["no-reference"]
+    ? undefined
+    : <T>(body: () => T) => withKernels(referenceKernels, body);
+  probe.set(probeKey(c), probeCase(c.op, c.dtype, c.shape, c.layout, reference));
+}
+const fastStepMs = (c: Case) => {
+  const { build, fast, reference } = probe.get(probeKey(c))!;
+  const columns = 3; // dropped, disposed, out
+  return (timingMs(RULE, fast) + build) * columns +
+    (flags["no-reference"] ? 0 : timingMs(RULE, reference) + build);
+};
+const tsStepMs = (c: Case) => {
+  const { build, fast } = probe.get(probeKey(c))!;
+  return timingMs(RULE, fast) + build;
+};
+const torchRuns = !flags["no-torch"] && torchOps.length > 0;
+/** PyTorch's start-up per run (python3, import torch), for the estimate. */
+const TORCH_START_MS = 3000;
+const torchStepMs = TORCH_START_MS +
+  cases.filter((c) => torchOps.includes(c.op)).reduce((a, c) => a + tsStepMs(c), 0);
+const perRepeat = (torchRuns ? torchStepMs : 0) + cases.reduce((a, c) => a + fastStepMs(c), 0);
+const progress = new Progress(NAME, repeat * ((torchRuns ? 1 : 0) + cases.length));
+progress.estimate(
+  `${cases.length} cases x ${repeat} repeat(s)${torchRuns ? ", PyTorch first" : ""}`,
+  repeat * perRepeat,
+);
+
+// Torch runs first, alone, so that neither side times the other's load.
 const torchMs = new Map<string, number>();
 let torch = { rows: [] as TorchRow[], note: "" };
 for (let r = 0; r < repeat; r++) {
@@ -175,6 +242,7 @@ for (let r = 0; r < repeat; r++) {
     const k = key(row.op, row.dtype, row.shape, row.layout);
     torchMs.set(k, Math.min(torchMs.get(k) ?? Infinity, row.median_ms));
   }
+  if (torchRuns) progress.step(`repeat ${r + 1}/${repeat}: ${torch.note}`, torchStepMs);
 }
 
 interface Row {
@@ -210,24 +278,13 @@ console.log(
     "disp/torch".padStart(10),
   ].join(" "),
 );
-const cases: { op: CpuOp; dtype: DType; shape: number[]; layout: BenchLayout }[] = [];
-for (const shape of shapes) {
-  for (const dtype of dtypes) {
-    for (const layout of layouts) {
-      for (const op of ops) {
-        if (op === "batchNormBackwardDescriptor" && layout !== "contiguous") continue;
-        cases.push({ op, dtype, shape, layout });
-      }
-    }
-  }
-}
 
 /**
  * Builds case `c`, times it with `time`, and frees its tensors: one case at a time, so every
  * case finds room in the host heap (256 MiB by default), as a program that disposes would.
  */
 function timed(
-  c: { op: CpuOp; dtype: DType; shape: number[]; layout: BenchLayout },
+  c: Case,
   time: (run: () => void) => number,
   calls: "natural" | "out" | "dropped" = "natural",
 ): number {
@@ -260,14 +317,27 @@ async function settle(): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 0));
 }
 
-/** Prints `row` (as the cases finish, so that a long run shows progress). */
-function print(row: Row): void {
+/** Prints case `i`'s row (its timings are final). */
+function printRow(i: number): void {
+  const { op, dtype, shape, layout } = cases[i];
+  const row: Row = {
+    op,
+    dtype,
+    shape,
+    layout,
+    fast: best[i].fast,
+    out: best[i].out,
+    dropped: best[i].dropped,
+    reference: flags["no-reference"] ? undefined : best[i].reference,
+    torch: torchMs.get(key(op, dtype, shape, layout)),
+  };
+  rows.push(row);
   console.log(
     [
-      row.op.padEnd(30),
-      row.dtype.padEnd(9),
-      row.shape.join("x").padEnd(12),
-      row.layout.padEnd(14),
+      op.padEnd(30),
+      dtype.padEnd(9),
+      shape.join("x").padEnd(12),
+      layout.padEnd(14),
       fmt(row.dropped).padStart(9),
       fmt(row.fast).padStart(9),
       fmt(row.out).padStart(9),
@@ -279,34 +349,21 @@ function print(row: Row): void {
   );
 }
 
-await startCpuPool();
+// Each row is printed as its case finishes its last repeat.
 for (let r = 0; r < repeat; r++) {
+  const round = `repeat ${r + 1}/${repeat}`;
   for (const [i, c] of cases.entries()) {
-    const dropped = timed(c, (run) => median(run, minTime), "dropped");
+    const dropped = timed(c, (run) => median(run), "dropped");
     best[i].dropped = Math.min(best[i].dropped, dropped);
     await settle();
-    best[i].fast = Math.min(best[i].fast, timed(c, (run) => median(run, minTime)));
-    best[i].out = Math.min(best[i].out, timed(c, (run) => median(run, minTime), "out"));
+    best[i].fast = Math.min(best[i].fast, timed(c, (run) => median(run)));
+    best[i].out = Math.min(best[i].out, timed(c, (run) => median(run), "out"));
     if (!flags["no-reference"]) {
-      const ref = timed(c, (run) => withKernels(referenceKernels, () => median(run, minTime)));
+      const ref = timed(c, (run) => withKernels(referenceKernels, () => median(run)));
       best[i].reference = Math.min(best[i].reference, ref);
     }
-    if (r === repeat - 1) {
-      const { op, dtype, shape, layout } = c;
-      const row: Row = {
-        op,
-        dtype,
-        shape,
-        layout,
-        fast: best[i].fast,
-        out: best[i].out,
-        dropped: best[i].dropped,
-        reference: flags["no-reference"] ? undefined : best[i].reference,
-        torch: torchMs.get(key(op, dtype, shape, layout)),
-      };
-      rows.push(row);
-      print(row);
-    }
+    progress.step(`${round}: ${caseName(c)}`, fastStepMs(c));
+    if (r === repeat - 1) printRow(i);
   }
 }
 
@@ -316,12 +373,8 @@ function geometricMean(values: readonly number[]): number {
 }
 
 const compared = rows.filter((r) => r.torch !== undefined);
-for (
-  const [style, of] of [["dropped", (r: Row) => r.dropped], [
-    "disposed",
-    (r: Row) => r.fast,
-  ]] as const
-) {
+const styles = [["dropped", (r: Row) => r.dropped], ["disposed", (r: Row) => r.fast]] as const;
+for (const [style, of] of styles) {
   if (compared.length === 0) break;
   const ratios = compared.map((r) => of(r) / r.torch!);
   const worst = compared[ratios.indexOf(Math.max(...ratios))];

@@ -11,7 +11,8 @@
  *
  * The machine is shared: `--rounds N` alternates the two sides N times (PyTorch's whole run, then
  * ours) and keeps each case's lowest median per side. Prints each case, then the geometric mean of
- * here / PyTorch for LayerNorm (forward and backward) and for RMSNorm, per dtype and overall.
+ * here / PyTorch for LayerNorm (forward and backward) and for RMSNorm, per dtype and overall. On
+ * stderr (bench/progress.ts): the estimated total time first, then each step as it finishes.
  *
  * @module
  */
@@ -26,6 +27,7 @@ import {
   setCpuThreads,
   Tensor,
 } from "../mod.ts";
+import { duration, Progress, timingMs, type TimingRule } from "./progress.ts";
 
 const NAME = "bench:norm";
 const OPS = ["layerNorm", "layerNormBackward", "rmsNorm", "rmsNormGrad"] as const;
@@ -66,13 +68,24 @@ const minTime = positiveNumber(NAME, "min-time", flags["min-time"]) * 1000;
 const ops = listOf(NAME, "ops", flags.ops, OPS);
 const dtypes = listOf(NAME, "dtypes", flags.dtypes, ["float32", "bfloat16"] as const);
 
-/** Median ms of `run` after warm-up (3 calls and 50 ms), over >= 15 calls and `budget` ms. */
-function median(run: () => void, budget: number): number {
+/** How a case is timed: warm-up (3 calls and 50 ms), then >= 15 calls and --min-time. */
+const RULE: TimingRule = {
+  warmupCalls: 3,
+  warmupMs: 50,
+  minRuns: 15,
+  minTimeMs: minTime,
+  maxRuns: 1000,
+};
+
+/** Median ms of `run` after warm-up, over the calls {@linkcode RULE} asks for. */
+function median(run: () => void): number {
   const warm = performance.now();
-  for (let i = 0; i < 3 || performance.now() - warm < 50; i++) run();
+  for (let i = 0; i < RULE.warmupCalls || performance.now() - warm < RULE.warmupMs; i++) run();
   const times: number[] = [];
   let total = 0;
-  while (times.length < 1000 && (times.length < 15 || total < budget)) {
+  while (
+    times.length < RULE.maxRuns && (times.length < RULE.minRuns || total < RULE.minTimeMs)
+  ) {
     const start = performance.now();
     run();
     const t = performance.now() - start;
@@ -166,6 +179,8 @@ async function torchRun(): Promise<TorchRow[]> {
   return JSON.parse(new TextDecoder().decode(out.stdout));
 }
 
+const fmt = (ms: number | undefined) =>
+  ms === undefined ? "" : ms >= 100 ? ms.toFixed(1) : ms >= 1 ? ms.toFixed(2) : ms.toFixed(4);
 const key = (op: string, dtype: string, shape: readonly number[]) =>
   `${op}|${dtype}|${shape.join("x")}`;
 const here = new Map<string, number>();
@@ -175,6 +190,9 @@ let torchVersion = "";
 const keep = (m: Map<string, number>, k: string, ms: number) =>
   m.set(k, Math.min(m.get(k) ?? Infinity, ms));
 
+/** PyTorch's start-up per run (python3, import torch), for the estimate. */
+const TORCH_START_MS = 3000;
+
 setCpuThreads(threads);
 const calls = new Map<string, Runs>();
 for (const op of ops) {
@@ -182,23 +200,54 @@ for (const op of ops) {
     for (const shape of SHAPES) calls.set(key(op, dtype, shape), call(op, dtype, shape));
   }
 }
+// The estimate: each case's call timed once (after one call), as the rule then times it, on
+// every side of every round (PyTorch's calls assumed to take as long as ours).
+const expected = new Map<string, number>();
+for (const [k, run] of calls) {
+  run.disposed();
+  const start = performance.now();
+  run.disposed();
+  // Two styles per case, each timed as the rule says.
+  expected.set(k, 2 * timingMs(RULE, performance.now() - start));
+}
+const roundMs = [...expected.values()].reduce((a, b) => a + b, 0);
+const withTorch = !flags["no-torch"];
+const ours = 1;
+const sides = ours + (withTorch ? 1 : 0);
+// Steps: PyTorch's run (one per round), and each of our cases per round and kernels.
+const progress = new Progress(NAME, rounds * ((withTorch ? 1 : 0) + calls.size * ours));
+progress.estimate(
+  `${calls.size} cases x ${rounds} round(s) x ${sides} side(s)`,
+  rounds * (roundMs * sides + (withTorch ? TORCH_START_MS : 0)),
+);
+const hereMs = (k: string, ms: number) => {
+  const t = torch.get(k);
+  return `here ${fmt(ms)} ms${t === undefined ? "" : `, PyTorch ${fmt(t)} ms`}`;
+};
 for (let r = 0; r < rounds; r++) {
-  if (!flags["no-torch"]) {
-    for (const row of await torchRun()) {
+  const round = `round ${r + 1}/${rounds}`;
+  if (withTorch) {
+    const start = performance.now();
+    const rows = await torchRun();
+    for (const row of rows) {
       keep(torch, key(row.op, row.dtype, row.shape), row.median_ms);
       torchVersion = row.torch;
     }
+    progress.step(
+      `${round}: PyTorch's run, ${rows.length} cases in ${duration(performance.now() - start)}`,
+      roundMs + TORCH_START_MS,
+    );
   }
   for (const [k, run] of calls) {
-    keep(dropped, k, median(run.dropped, minTime));
+    keep(dropped, k, median(run.dropped));
     // Let the collector's finalizers give the dropped results' heap blocks back.
     await new Promise((resolve) => setTimeout(resolve, 0));
-    keep(here, k, median(run.disposed, minTime));
+    const ms = median(run.disposed);
+    keep(here, k, ms);
+    progress.step(`${round}: ${k.replaceAll("|", " ")} ${hereMs(k, ms)}`, expected.get(k)!);
   }
 }
 
-const fmt = (ms: number | undefined) =>
-  ms === undefined ? "" : ms >= 100 ? ms.toFixed(1) : ms >= 1 ? ms.toFixed(2) : ms.toFixed(4);
 const ratios: { op: Op; dtype: string; ratio: number }[] = [];
 const droppedRatios: { op: Op; dtype: string; ratio: number }[] = [];
 const lines: string[] = [];

@@ -155,9 +155,12 @@ async function launch(): Promise<void> {
   }
   const cann = describeLibraries({ libDir });
   if (!cann.found) {
+    // The report lists every path tried, one indented line each: keep them, on one line.
+    const lines = (cann.error ?? "").split("\n");
+    const tried = lines.filter((l) => /^\s/.test(l) && !l.endsWith(":")).map((l) => l.trim());
     console.error(
-      `No CANN libraries found (${cann.error?.split("\n")[0]}). This example needs Ascend ` +
-        `NPUs with HCCL; without them run it on the software CANN: ` +
+      `No CANN libraries found (${tried.length > 0 ? `tried: ${tried.join("; ")}` : lines[0]}). ` +
+        `This example needs Ascend NPUs with HCCL; without them run it on the software CANN: ` +
         `deno task example:syncbn:sim -- --ranks ${W}`,
     );
     Deno.exit(2);

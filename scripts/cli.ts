@@ -20,10 +20,23 @@ export interface Command<O extends NonNullable<ParseArgsConfig["options"]>> {
   readonly options: O;
 }
 
+/**
+ * `message` on one line: its lines trimmed and joined, a list's entries separated by "; " (a
+ * line that ends in ":" introduces what follows), so an error that lists every path tried keeps
+ * the list.
+ */
+export function oneLine(message: string): string {
+  const lines = message.split("\n").map((l) => l.trim()).filter((l) => l !== "");
+  let text = lines[0] ?? "";
+  for (let i = 1; i < lines.length; i++) {
+    text += (lines[i - 1].endsWith(":") ? " " : "; ") + lines[i];
+  }
+  return text;
+}
+
 /** Prints `<name>: <message>` and a pointer to `--help`, then exits 2. */
 export function usageError(name: string, message: string): never {
-  const line = message.split("\n").map((l) => l.trim()).filter((l) => l).join(" ");
-  console.error(`${name}: ${line} (see deno task ${name} --help)`);
+  console.error(`${name}: ${oneLine(message)} (see deno task ${name} --help)`);
   Deno.exit(2);
 }
 
@@ -95,14 +108,14 @@ function isUserError(e: unknown): e is Error {
 
 /**
  * From now on an uncaught error the user can act on (a bad environment value found at the
- * first allocation, a refused argument) ends the process with one line `<name>: <message>` and
- * exit code 1; other errors (bugs) keep Deno's report with the stack.
+ * first allocation, a refused argument) ends the process with one line `<name>: <message>`
+ * ({@linkcode oneLine}) and exit code 1; other errors (bugs) keep Deno's report with the stack.
  */
 export function reportUserErrors(name: string): void {
   const report = (error: unknown, event: Event) => {
     if (!isUserError(error)) return;
     event.preventDefault();
-    console.error(`${name}: ${error.message.split("\n")[0]}`);
+    console.error(`${name}: ${oneLine(error.message)}`);
     Deno.exit(1);
   };
   globalThis.addEventListener("error", (e) => report((e as ErrorEvent).error, e));
@@ -113,15 +126,15 @@ export function reportUserErrors(name: string): void {
 }
 
 /**
- * Runs the command's body; an error the user can act on prints `<name>: <message>` (its first
- * line) and exits 1, anything else (a bug) propagates with its stack.
+ * Runs the command's body; an error the user can act on prints `<name>: <message>` (on one
+ * line: {@linkcode oneLine}) and exits 1, anything else (a bug) propagates with its stack.
  */
 export async function runCommand(name: string, body: () => unknown): Promise<void> {
   try {
     await body();
   } catch (e) {
     if (!isUserError(e)) throw e;
-    console.error(`${name}: ${e.message.split("\n")[0]}`);
+    console.error(`${name}: ${oneLine(e.message)}`);
     Deno.exit(1);
   }
 }

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { ACL_STATUS_NAMES } from "./ffi/acl_status_names.ts";
+import { ACL_STATUS_NAMES } from "./acl_status_names.ts";
 
 /** ACL runtime status codes and their names (every code CANN's public headers define). */
 export { ACL_STATUS_NAMES };

@@ -12,6 +12,9 @@ import { type AscendDevice, openAscend, type OpenAscendOptions } from "../ffi/ru
 /** Environment variable that forces a backend: `cpu`, `npu` or `auto` (the default). */
 export const BACKEND_ENV = "ACLNN_NORM_BACKEND";
 
+/** The environment variable that names the CANN library directory (src/ffi/library.ts). */
+const LIB_DIR_ENV = "ACLNN_NORM_LIB_DIR";
+
 /** Which backend {@linkcode selectDefaultDevice} should pick. */
 export type BackendChoice = "auto" | "cpu" | "npu";
 
@@ -33,15 +36,24 @@ export interface DefaultDeviceSelection {
 
 const CHOICES: readonly BackendChoice[] = ["auto", "cpu", "npu"];
 
+/** A bad value of the option or the variable (`where`): a RangeError listing the valid ones. */
 function checkChoice(value: unknown, where: string): BackendChoice {
   if (!(CHOICES as readonly unknown[]).includes(value)) {
-    throw new AclError(
-      0,
+    throw new RangeError(
       `${where} is ${JSON.stringify(value)}, which is not a backend: use one of ` +
         `${CHOICES.map((c) => `"${c}"`).join(", ")}`,
     );
   }
   return value as BackendChoice;
+}
+
+/**
+ * Whether the CANN libraries were named explicitly (the `libDir` option or
+ * `$ACLNN_NORM_LIB_DIR`): then only that directory is tried, and one that cannot be opened is
+ * an error in `auto` mode too, not a reason to fall back to the CPU.
+ */
+function explicitLibraries(options: DefaultDeviceOptions): boolean {
+  return options.libDir !== undefined || grantedEnv(LIB_DIR_ENV) !== undefined;
 }
 
 function readBackendEnv(): BackendChoice | undefined {
@@ -55,7 +67,9 @@ function readBackendEnv(): BackendChoice | undefined {
 /**
  * Opens the default device: the `backend` option, else `$ACLNN_NORM_BACKEND`, else `auto`
  * (an NPU when CANN and a device can be opened, otherwise the CPU backend with the reason).
- * A value other than `auto`, `cpu` or `npu` is an AclError that lists the valid ones.
+ * A value other than `auto`, `cpu` or `npu` is a RangeError that lists the valid ones. A
+ * library directory named by the `libDir` option or `$ACLNN_NORM_LIB_DIR` is the only one
+ * tried, and one that cannot be opened is an AclError naming it in `auto` mode too.
  *
  * @example
  * ```ts
@@ -79,6 +93,8 @@ export function selectDefaultDevice(options: DefaultDeviceOptions = {}): Default
     return { device, description: `NPU ${device.name}${where}` };
   } catch (e) {
     if (backend === "npu") throw e;
+    // A library error (code 0) under an explicit directory: that directory is wrong.
+    if (e instanceof AclError && e.code === 0 && explicitLibraries(options)) throw e;
     const message = e instanceof Error ? e.message : String(e);
     // The discovery error lists every path tried over many lines; keep the log line short.
     const reason = message.startsWith("Could not open the CANN libraries")

@@ -90,6 +90,16 @@ export class GroupNorm extends NormModule {
       if (x.shape[1] !== C) {
         invalid(op, "input", `dim 1 of shape ${formatShape(x.shape)} must be numChannels (${C})`);
       }
+      // aclnnGroupNorm's rule (gamma in input's dtype) in the module's terms: its dtype option.
+      const own = this.#core.dtype;
+      if (this.affine && x.dtype !== own) {
+        invalid(
+          op,
+          "input",
+          `dtype ${x.dtype} differs from the module's dtype ${own} (its weight and bias): ` +
+            `make the module with { dtype: "${x.dtype}" }, or pass input in ${own}`,
+        );
+      }
       const r = groupNorm({
         input: x,
         gamma: this.weight,

@@ -229,8 +229,7 @@ export class ModuleCore<S> implements ModuleState {
 
   /** Snapshots (copies) of the state-dict entries. */
   stateDict(): StateDict {
-    this.check("stateDict");
-    return snapshot(this.#entries);
+    return snapshot(this.check("stateDict"), this.#entries);
   }
 
   /** Copies `dict` into the entries after checking all of it; ends the pending forward. */

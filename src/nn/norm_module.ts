@@ -24,6 +24,10 @@ export interface ModuleState {
   readonly bias: Tensor | null;
   /** true in training mode. */
   training: boolean;
+  /**
+   * `<module>.<method>` after refusing a call on a disposed module (161002 naming the module).
+   */
+  check(method: string): string;
   /** Snapshots of the state-dict entries. */
   stateDict(): StateDict;
   /** Checks `dict` whole, then copies it into the entries. */
@@ -82,15 +86,21 @@ export abstract class NormModule implements Disposable {
     return this.#state.training;
   }
 
-  /** Sets training mode (or eval mode with `false`). Returns the module. */
+  /**
+   * Sets training mode (or eval mode with `false`). Returns the module. A disposed module
+   * refuses it (161002).
+   */
   train(mode = true): this {
+    this.#state.check("train");
     this.#state.training = Boolean(mode);
     return this;
   }
 
-  /** Sets eval mode. Returns the module. */
+  /** Sets eval mode. Returns the module. A disposed module refuses it (161002). */
   eval(): this {
-    return this.train(false);
+    this.#state.check("eval");
+    this.#state.training = false;
+    return this;
   }
 
   /** Snapshots (copies) of the parameters and buffers by PyTorch's names (see StateDict). */

@@ -54,8 +54,21 @@ export type StateEntry =
     readonly device: Device;
   };
 
-/** Snapshots (copies) of the entries: later training does not change them. */
-export function snapshot(entries: readonly StateEntry[]): StateDict {
+/**
+ * Snapshots (copies) of the entries: later training does not change them. An entry whose
+ * tensor was disposed from outside the module is 161002 naming its key (`op` the call).
+ */
+export function snapshot(op: string, entries: readonly StateEntry[]): StateDict {
+  for (const e of entries) {
+    if ("tensor" in e && storageReleased(e.tensor.storage)) {
+      invalid(
+        op,
+        e.key,
+        "was disposed (its memory was freed: dispose() on the module's tensor, tidy, or its " +
+          "device closed), so the module has no state to give; load one with loadStateDict",
+      );
+    }
+  }
   const dict: StateDict = {};
   for (const e of entries) {
     if ("tensor" in e) {

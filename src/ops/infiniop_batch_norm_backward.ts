@@ -51,9 +51,11 @@ import { Tensor } from "../tensor/tensor.ts";
 import { channelGeometry } from "../backends/mod.ts";
 import {
   checkAliasing,
+  checkComputeTensor,
   COMPUTE,
   CREATE,
   DATA,
+  DESTROY,
   type Layout,
   layoutOf,
   type Name,
@@ -233,6 +235,10 @@ class Descriptor implements BatchNormBackwardDescriptor {
   }
 
   compute(args: BatchNormBackwardComputeArgs): void {
+    descriptorOf(this, COMPUTE, "compute(args)").#compute(args);
+  }
+
+  #compute(args: BatchNormBackwardComputeArgs): void {
     if (this.#destroyed) {
       fail(COMPUTE, "descriptor", "was destroyed", "BAD_PARAM");
     }
@@ -252,7 +258,7 @@ class Descriptor implements BatchNormBackwardDescriptor {
       if (value === undefined || value === null) {
         fail(COMPUTE, name, "is required but is missing", "NULL_POINTER");
       }
-      if (!(value instanceof Tensor)) fail(COMPUTE, name, "must be a Tensor", "BAD_PARAM");
+      checkComputeTensor(name, value);
       const want = this.#layouts[name];
       if (value.dtype !== want.dtype) {
         fail(
@@ -356,12 +362,33 @@ class Descriptor implements BatchNormBackwardDescriptor {
   }
 
   destroy(): void {
-    this.#destroyed = true;
+    descriptorOf(this, DESTROY, "destroy()").#destroyed = true;
   }
 
   [Symbol.dispose](): void {
     this.destroy();
   }
+}
+
+/**
+ * The descriptor a method of it was called on (`self`, its `this`): a method called off it, as
+ * InfiniOp's C functions are called (`const { compute } = desc`), is NULL_POINTER naming the
+ * descriptor; one called on another object is BAD_PARAM.
+ */
+function descriptorOf(self: unknown, op: string, call: string): Descriptor {
+  if (self === undefined || self === null) {
+    fail(
+      op,
+      "descriptor",
+      `is required but is missing: call ${call.replace(/\(.*/, "")} on the descriptor ` +
+        `(desc.${call}), not on ${self}`,
+      "NULL_POINTER",
+    );
+  }
+  if (!(self instanceof Descriptor)) {
+    fail(op, "descriptor", "must be made by createBatchNormBackwardDescriptor", "BAD_PARAM");
+  }
+  return self;
 }
 
 /**

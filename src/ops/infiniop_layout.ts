@@ -9,6 +9,7 @@
 
 import { type DType, isDType } from "../tensor/dtype.ts";
 import { contiguousStrides, shapeProblem } from "../tensor/layout.ts";
+import { storageDisposed } from "../tensor/storage.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { hasInternalOverlap, overlaps, sameView } from "./overlap.ts";
 import { invalidStatus as fail } from "./validate.ts";
@@ -17,6 +18,8 @@ import { invalidStatus as fail } from "./validate.ts";
 export const CREATE = "infiniopCreateBatchNormBackwardDescriptor";
 /** See {@linkcode CREATE}. */
 export const COMPUTE = "infiniopBatchNormBackward";
+/** See {@linkcode CREATE}. */
+export const DESTROY = "infiniopDestroyBatchNormBackwardDescriptor";
 
 /** A tensor descriptor as the descriptor keeps it: dtype, shape and strides. */
 export interface Layout {
@@ -73,6 +76,14 @@ export function layoutOf(name: Name, value: unknown): Layout {
     );
   }
   return { dtype: d.dtype, shape, strides: [...strides] };
+}
+
+/** A tensor given to compute: a Tensor (BAD_PARAM otherwise) whose memory was not freed. */
+export function checkComputeTensor(name: Name, value: unknown): asserts value is Tensor {
+  if (!(value instanceof Tensor)) fail(COMPUTE, name, "must be a Tensor", "BAD_PARAM");
+  if (storageDisposed(value.storage)) {
+    fail(COMPUTE, name, "was disposed: its memory was freed (dispose() or tidy)", "BAD_PARAM");
+  }
 }
 
 /** Strides agree on every dim that has more than one element. */

@@ -21,6 +21,7 @@ import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { heapFreed } from "../tensor/host_heap.ts";
+import { storageDisposed } from "../tensor/storage.ts";
 import { unknownName } from "./known_names.ts";
 import { hasInternalOverlap, overlaps, sameView } from "./overlap.ts";
 
@@ -300,6 +301,9 @@ export function commonDevice(op: string, tensors: Record<string, Tensor | undefi
     if (!t) continue;
     if (t.device === "cpu" && heapFreed(t.storage)) {
       invalid(op, name, "was disposed: its host memory went back to the host heap");
+    }
+    if (t.device !== "cpu" && storageDisposed(t.storage)) {
+      invalid(op, name, "was disposed: its device memory was released");
     }
     if (device === undefined) {
       device = t.device;

@@ -32,6 +32,11 @@ export interface AcceleratorDevice {
   readonly id: number;
   /** A printable name such as `npu:0`. */
   readonly name: string;
+  /**
+   * Whether the device was closed (its memory went with it; using it throws the device's own
+   * error). Optional for other accelerators (absent: never closed).
+   */
+  readonly closed?: boolean;
   /** Allocates `byteLength` bytes of device memory. */
   allocate(byteLength: number): DeviceStorage;
   /** Copies host bytes into device memory at `byteOffset`. */

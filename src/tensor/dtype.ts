@@ -6,6 +6,7 @@
  */
 
 import { heapAllocate } from "./host_heap.ts";
+import { hostAllocationError } from "./host_errors.ts";
 import { storageSlab } from "./slab.ts";
 /** Element type of a {@linkcode Tensor}. `int32` exists for counts (SyncBatchNorm). */
 export type DType = "float32" | "float16" | "bfloat16" | "int32";
@@ -81,6 +82,25 @@ export function allocateHostBuffer(bytes: number): ArrayBuffer | SharedArrayBuff
   return bytes >= SHARED_HOST_BYTES ? new SharedArrayBuffer(bytes) : new ArrayBuffer(bytes);
 }
 
+/** The typed array of `dtype` over `length` elements of `buffer` from byte `at`. */
+function hostArray(
+  dtype: DType,
+  buffer: ArrayBufferLike,
+  at: number,
+  length: number,
+): HostData {
+  switch (dtype) {
+    case "float32":
+      return new Float32Array(buffer, at, length);
+    case "float16":
+      return new Float16Array(buffer, at, length);
+    case "bfloat16":
+      return new Uint16Array(buffer, at, length);
+    case "int32":
+      return new Int32Array(buffer, at, length);
+  }
+}
+
 /**
  * Allocates host storage for `length` elements of `dtype`: from {@linkcode HEAP_HOST_BYTES}
  * bytes up in the host heap (host_heap.ts, where the CPU backend's WebAssembly kernels work in
@@ -88,28 +108,27 @@ export function allocateHostBuffer(bytes: number): ArrayBuffer | SharedArrayBuff
  * ({@linkcode allocateHostBuffer}); smaller storage on an ArrayBuffer (up to 1 KiB, a view of
  * a shared slab: see slab.ts). Zero-filled unless `zeroed` is false, for storage that its
  * writer overwrites whole: a reused heap block then keeps old bytes (other storage is fresh,
- * hence zero, either way).
+ * hence zero, either way). A buffer that cannot be made (larger than the machine or V8 allows)
+ * is AclError 207001 naming `shape` (default `[length]`) and the bytes.
  */
-export function allocateHostData(dtype: DType, length: number, zeroed = true): HostData {
+export function allocateHostData(
+  dtype: DType,
+  length: number,
+  zeroed = true,
+  shape: readonly number[] = [length],
+): HostData {
   const bytes = length * dtypeByteSize(dtype);
   const block = bytes >= HEAP_HOST_BYTES ? heapAllocate(bytes, zeroed) : undefined;
   const range = block ? undefined : storageSlab.take(bytes);
-  const buffer = block?.buffer ?? range?.[0] ?? allocateHostBuffer(bytes);
   const at = block?.at ?? range?.[1] ?? 0;
   let data: HostData;
-  switch (dtype) {
-    case "float32":
-      data = new Float32Array(buffer, at, length);
-      break;
-    case "float16":
-      data = new Float16Array(buffer, at, length);
-      break;
-    case "bfloat16":
-      data = new Uint16Array(buffer, at, length);
-      break;
-    case "int32":
-      data = new Int32Array(buffer, at, length);
-      break;
+  try {
+    const buffer = block?.buffer ?? range?.[0] ?? allocateHostBuffer(bytes);
+    data = hostArray(dtype, buffer, at, length);
+  } catch (e) {
+    // V8's RangeError ("Array buffer allocation failed", "Invalid array buffer length").
+    if (e instanceof RangeError) throw hostAllocationError("a tensor", shape, dtype, bytes);
+    throw e;
   }
   block?.adopt(data);
   return data;

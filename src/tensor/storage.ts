@@ -5,6 +5,7 @@
  * @module
  */
 
+import { ACLNN_ERR_PARAM_INVALID, AclnnError } from "../errors.ts";
 import type { AcceleratorDevice, DeviceStorage } from "./device.ts";
 import { allocateHostData, type DType, dtypeByteSize, type HostData } from "./dtype.ts";
 import { heapFreed } from "./host_heap.ts";
@@ -12,20 +13,30 @@ import { trackStorage } from "./scope.ts";
 
 /**
  * New host storage for `length` elements, recorded for the innermost `tidy` scope (zero-filled
- * unless `zeroed` is false).
+ * unless `zeroed` is false). One that cannot be made is AclError 207001 naming `shape`.
  */
-export function newHostData(dtype: DType, length: number, zeroed = true): HostData {
-  const data = allocateHostData(dtype, length, zeroed);
+export function newHostData(
+  dtype: DType,
+  length: number,
+  zeroed = true,
+  shape: readonly number[] = [length],
+): HostData {
+  const data = allocateHostData(dtype, length, zeroed, shape);
   trackStorage(data);
   return data;
 }
 
-/** `data`, unless `dispose()` gave its memory back to the host heap (then throws). */
-export function liveHostData(data: HostData): HostData {
-  if (heapFreed(data)) {
-    throw new TypeError("Tensor: its host storage was disposed (dispose() freed its memory)");
-  }
-  return data;
+/**
+ * AclnnError 161002 for `tensor` (its description) used by `where` after its memory was freed;
+ * `argument` names it in the call (`tensor`, or `values` for copy_'s source).
+ */
+export function disposedError(where: string, tensor: string, argument = "tensor"): AclnnError {
+  const named = `${argument === "tensor" ? "the tensor" : argument} (${tensor})`;
+  return new AclnnError(
+    ACLNN_ERR_PARAM_INVALID,
+    `${where}: ${named} was disposed (dispose() or tidy freed its memory)`,
+    { argument },
+  );
 }
 
 /**
@@ -34,6 +45,16 @@ export function liveHostData(data: HostData): HostData {
  */
 export function storageReleased(storage: HostData | DeviceStorage): boolean {
   return isHostData(storage) ? heapFreed(storage) : storage.released === true;
+}
+
+/**
+ * Whether `storage` was disposed: host storage that `dispose()` gave back, or device memory
+ * released while its device is open (on a closed device the device's own error says so).
+ */
+export function storageDisposed(storage: HostData | DeviceStorage): boolean {
+  return isHostData(storage)
+    ? heapFreed(storage)
+    : storage.released === true && storage.device.closed !== true;
 }
 
 /** Whether `storage` is host memory (a typed array) rather than accelerator memory. */
@@ -48,12 +69,33 @@ export function storageCapacity(storage: HostData | DeviceStorage, dtype: DType)
     : Math.floor(storage.byteLength / dtypeByteSize(dtype));
 }
 
-/** Allocates device memory and runs `init` on it; the memory goes back if `init` fails. */
+/**
+ * Refuses a `device` that is not an accelerator (a TypeError saying how to open one): `"npu"`,
+ * undefined or a plain object reach here where an AcceleratorDevice was expected.
+ */
+export function checkAccelerator(device: unknown): asserts device is AcceleratorDevice {
+  const d = device as Partial<AcceleratorDevice> | null | undefined;
+  if (typeof d === "object" && d !== null && typeof d.allocate === "function") return;
+  const shown = typeof device === "string" ? JSON.stringify(device) : Deno.inspect(device, {
+    depth: 0,
+    breakLength: Infinity,
+  });
+  throw new TypeError(
+    `device ${shown} is not a device: pass "cpu" or a device opened with openAscend() ` +
+      `(import { openAscend } from "@aclnn/norm"; const npu = openAscend(); x.to(npu))`,
+  );
+}
+
+/**
+ * Allocates device memory and runs `init` on it; the memory goes back if `init` fails. A
+ * `device` that is not an accelerator is a TypeError ({@linkcode checkAccelerator}).
+ */
 export function deviceStorage(
   device: AcceleratorDevice,
   byteLength: number,
   init: (storage: DeviceStorage) => void,
 ): DeviceStorage {
+  checkAccelerator(device);
   const storage = device.allocate(byteLength);
   try {
     init(storage);

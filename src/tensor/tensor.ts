@@ -22,16 +22,19 @@ import {
 import { type RandomOptions, randomValues } from "./random.ts";
 import { heapFree } from "./host_heap.ts";
 import {
+  checkAccelerator,
+  disposedError,
   downloadSpan,
   isHostData,
-  liveHostData,
   newHostData,
   storageCapacity,
+  storageDisposed,
   uploadSpan,
   uploadToDevice,
   zeroedDeviceStorage,
 } from "./storage.ts";
 import {
+  checkValues,
   overrunProblem,
   permutePlacement,
   resolveShape,
@@ -147,22 +150,19 @@ export class Tensor {
     return overrunProblem(this.shape, this.strides, this.offset, capacity, "its");
   }
 
-  /** Makes a tensor from numbers in row-major order, rounding them to `dtype`. */
+  /**
+   * Makes a tensor from numbers in row-major order, rounding them to `dtype`. `values` is
+   * flat: a nested array is a TypeError (flatten it and give the dimensions as `shape`).
+   */
   static fromArray(
     values: ArrayLike<number>,
     shape: readonly number[],
     dtype: DType = "float32",
   ): Tensor {
     const s = checkShape(shape, "Tensor.fromArray");
-    if (values.length !== numel(s)) {
-      throw new RangeError(
-        `Tensor.fromArray: ${values.length} values do not fill shape ${formatShape(s)} (${
-          numel(s)
-        } elements)`,
-      );
-    }
-    const t = new Tensor(newHostData(dtype, values.length, false), dtype, s);
-    writeView(t.#hostView(), values);
+    checkValues("Tensor.fromArray", values, s);
+    const t = new Tensor(newHostData(dtype, values.length, false, s), dtype, s);
+    writeView(t.#hostView("Tensor.fromArray"), values);
     return t;
   }
 
@@ -180,7 +180,7 @@ export class Tensor {
    */
   static zeros(shape: readonly number[], dtype: DType = "float32", device: Device = "cpu"): Tensor {
     const s = checkShape(shape, "Tensor.zeros");
-    if (device === "cpu") return new Tensor(newHostData(dtype, numel(s)), dtype, s);
+    if (device === "cpu") return new Tensor(newHostData(dtype, numel(s), true, s), dtype, s);
     const storage = zeroedDeviceStorage(device, dtype, numel(s));
     return new Tensor(storage, dtype, s);
   }
@@ -201,7 +201,7 @@ export class Tensor {
     const strides = stridesLike(like.shape, like.strides);
     const n = numel(like.shape);
     if (device === "cpu") {
-      return new Tensor(newHostData(dtype, n), dtype, like.shape, strides);
+      return new Tensor(newHostData(dtype, n, true, like.shape), dtype, like.shape, strides);
     }
     const storage = zeroedDeviceStorage(device, dtype, n);
     return new Tensor(storage, dtype, like.shape, strides);
@@ -224,7 +224,7 @@ export class Tensor {
   static empty(shape: readonly number[], dtype: DType = "float32", device: Device = "cpu"): Tensor {
     if (device !== "cpu") return Tensor.zeros(shape, dtype, device);
     const s = checkShape(shape, "Tensor.empty");
-    return new Tensor(newHostData(dtype, numel(s), false), dtype, s);
+    return new Tensor(newHostData(dtype, numel(s), false, s), dtype, s);
   }
 
   /**
@@ -241,7 +241,8 @@ export class Tensor {
   static emptyLike(like: Tensor, dtype: DType = like.dtype, device: Device = like.device): Tensor {
     if (device !== "cpu") return Tensor.zerosLike(like, dtype, device);
     const strides = stridesLike(like.shape, like.strides);
-    return new Tensor(newHostData(dtype, numel(like.shape), false), dtype, like.shape, strides);
+    const data = newHostData(dtype, numel(like.shape), false, like.shape);
+    return new Tensor(data, dtype, like.shape, strides);
   }
 
   /** A tensor filled with `value` (rounded to `dtype`). */
@@ -252,7 +253,7 @@ export class Tensor {
     device: Device = "cpu",
   ): Tensor {
     const s = checkShape(shape, "Tensor.full");
-    const data = newHostData(dtype, numel(s), false);
+    const data = newHostData(dtype, numel(s), false, s);
     data.fill(dtype === "bfloat16" ? numberToBf16(value) : value);
     const host = new Tensor(data, dtype, s);
     return device === "cpu" ? host : host.to(device);
@@ -266,8 +267,10 @@ export class Tensor {
   /** A tensor of seeded random numbers, for tests, benchmarks and demos. */
   static random(shape: readonly number[], options: RandomOptions = {}): Tensor {
     const s = checkShape(shape, "Tensor.random");
-    const values = randomValues(numel(s), options);
-    const host = Tensor.fromArray(values, s, options.dtype ?? "float32");
+    // The tensor first: one too large to make is the documented 207001, not the float64
+    // values' RangeError.
+    const host = Tensor.empty(s, options.dtype ?? "float32");
+    writeView(host.#hostView("Tensor.random"), randomValues(numel(s), options));
     return options.device === undefined || options.device === "cpu"
       ? host
       : host.to(options.device);
@@ -343,16 +346,19 @@ export class Tensor {
 
   /** A contiguous copy on the same device. */
   clone(): Tensor {
-    const host = Tensor.fromArray(this.toFloat64Array(), this.shape, this.dtype);
+    const host = Tensor.fromArray(this.#read("clone"), this.shape, this.dtype);
     return this.device === "cpu" ? host : host.to(this.device);
   }
 
   /**
    * A copy on `device` (this tensor itself when it is already there). Strides are kept
    * (a channels-last tensor stays channels-last); only the span the view touches is copied.
+   * A `device` that is neither `"cpu"` nor an opened device (`openAscend()`) is a TypeError.
    */
   to(device: Device): Tensor {
+    if (device !== "cpu") checkAccelerator(device);
     if (device === this.device) return this;
+    this.#live("to");
     if (device !== "cpu" && this.device !== "cpu") return this.to("cpu").to(device);
     if (device === "cpu") {
       // Download the span the view touches and keep its strides: no recursion through
@@ -363,53 +369,56 @@ export class Tensor {
     }
     const source = isDenseLayout(this.shape, this.strides) ? this : this.contiguous();
     const span = viewSpan(source.shape, source.strides);
-    const host = liveHostData(source.storage as HostData);
+    const host = source.storage as HostData;
     const storage = uploadToDevice(device, host, this.dtype, source.offset, span);
     return new Tensor(storage, this.dtype, source.shape, source.strides, 0);
   }
 
   /** The elements as float64, in logical row-major order of this view. */
   toFloat64Array(): Float64Array {
-    if (this.device !== "cpu") return this.to("cpu").toFloat64Array();
-    return readView(this.#hostView());
+    return this.#read("toFloat64Array");
   }
 
   /** The elements as a plain array, in logical row-major order. */
   toArray(): number[] {
-    return Array.from(this.toFloat64Array());
+    return Array.from(this.#read("toArray"));
   }
 
   /** The only element of a one-element tensor. */
   item(): number {
     if (this.numel !== 1) throw new RangeError(`item: tensor has ${this.numel} elements`);
-    return this.toFloat64Array()[0];
+    return this.#read("item")[0];
   }
 
   /**
-   * Copies `values` (logical row-major order, or a tensor of the same shape) into this view,
-   * rounding to its dtype. Works on host and device tensors.
+   * Copies `values` (logical row-major order, flat, or a tensor of the same shape) into this
+   * view, rounding to its dtype. Works on host and device tensors.
    */
   copy_(values: ArrayLike<number> | Tensor): this {
-    const source = values instanceof Tensor ? values.toFloat64Array() : values;
-    if (values instanceof Tensor && values.shape.join() !== this.shape.join()) {
-      throw new RangeError(
-        `copy_: source shape ${formatShape(values.shape)} differs from ${formatShape(this.shape)}`,
-      );
-    }
-    if (this.device === "cpu") {
-      writeView(this.#hostView(), source);
-      return this;
-    }
-    if (this.numel === 0) {
-      if (source.length !== 0) {
-        throw new RangeError(`copy_: ${source.length} values for a view of 0 elements`);
+    this.#live("copy_");
+    if (values instanceof Tensor) {
+      values.#live("copy_", "values");
+      if (values.shape.join() !== this.shape.join()) {
+        throw new RangeError(
+          `copy_: source shape ${formatShape(values.shape)} differs from ${
+            formatShape(this.shape)
+          }`,
+        );
       }
+    }
+    const source = values instanceof Tensor ? values.#read("copy_") : values;
+    if (this.device === "cpu") {
+      checkValues("copy_", source, this.shape);
+      writeView(this.#hostView("copy_"), source);
       return this;
     }
-    // Device view: read its span, patch it on the host, write it back.
+    // Device view: read its span (a closed device says so here), patch it on the host, write
+    // it back.
     const span = viewSpan(this.shape, this.strides);
     const storage = this.storage as DeviceStorage;
     const data = downloadSpan(storage, this.dtype, this.offset, span);
+    checkValues("copy_", source, this.shape);
+    if (this.numel === 0) return this;
     writeView({ ...this.#plainView(), offset: 0, data }, source);
     uploadSpan(storage, data, this.dtype, this.offset);
     return this;
@@ -440,7 +449,24 @@ export class Tensor {
     return { dtype: this.dtype, shape: this.shape, strides: this.strides, offset: this.offset };
   }
 
-  #hostView() {
-    return { ...this.#plainView(), data: liveHostData(this.storage as HostData) };
+  /** The view of this host tensor, refused (161002) once disposed; `where` names the call. */
+  #hostView(where: string) {
+    this.#live(where);
+    return { ...this.#plainView(), data: this.storage as HostData };
+  }
+
+  /**
+   * Refuses a tensor whose memory was freed: 161002 naming `where` and the tensor (one on a
+   * closed device reaches the device, which says it is closed).
+   */
+  #live(where: string, argument = "tensor"): void {
+    if (storageDisposed(this.storage)) throw disposedError(where, String(this), argument);
+  }
+
+  /** The elements as float64 (logical row-major order) for `where`. */
+  #read(where: string): Float64Array {
+    this.#live(where);
+    if (this.device !== "cpu") return this.to("cpu").#read(where);
+    return readView(this.#hostView(where));
   }
 }

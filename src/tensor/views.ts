@@ -112,3 +112,31 @@ export function resolveShape(shape: readonly number[], count: number, where: str
   }
   return s;
 }
+
+/**
+ * Checks the `values` given to `where` (Tensor.fromArray, copy_) for a view of `shape`: an
+ * array-like of numbers, flat (a nested array is a TypeError advising to flatten it), as many
+ * as the shape holds (a RangeError).
+ */
+export function checkValues(where: string, values: unknown, shape: readonly number[]): void {
+  const length = (values as { length?: unknown } | null | undefined)?.length;
+  if (typeof values !== "object" || values === null || typeof length !== "number") {
+    throw new TypeError(
+      `${where}: values must be an array or typed array of numbers, not ${
+        values === null ? "null" : typeof values
+      }`,
+    );
+  }
+  if (Array.isArray(values) && values.some(Array.isArray)) {
+    throw new TypeError(
+      `${where}: values is a nested array; pass the numbers flat in row-major order ` +
+        "(values.flat(Infinity)) and the dimensions as the shape",
+    );
+  }
+  const n = numel(shape);
+  if (length !== n) {
+    throw new RangeError(
+      `${where}: ${length} values do not fill shape ${formatShape(shape)} (${n} elements)`,
+    );
+  }
+}

@@ -24,11 +24,39 @@ import {
   poolReady,
   withCpuPolicy,
 } from "../../src/backends/cpu/pool/pool.ts";
+import { type PoolWorker, setWorkerFactory } from "../../src/backends/cpu/pool/spawn.ts";
+import { Worker as NodeWorker } from "node:worker_threads";
 
 const shape = [4, 16, 32, 32]; // 64K elements: pooled on 2 threads
 const x = Tensor.random(shape, { seed: 1 });
 const dy = Tensor.random(shape, { seed: 2 });
 const call = () => batchNormBackward({ gradOut: dy, input: x, training: true });
+
+/**
+ * Makes the pool's workers as spawn.ts does (unref'd node:worker_threads Workers evaluating the
+ * script), but holds each worker's first message (the start-up one, after which it reports
+ * ready) until `open()`. `made()` counts the workers made.
+ */
+function heldStartUp(): { made(): number; open(): void } {
+  const held: (() => void)[] = [];
+  let made = 0;
+  setWorkerFactory((source): PoolWorker => {
+    made++;
+    const worker = new NodeWorker(source, { eval: true });
+    worker.unref();
+    let first = true;
+    return {
+      postMessage: (message) => {
+        if (first) held.push(() => worker.postMessage(message));
+        else worker.postMessage(message);
+        first = false;
+      },
+      terminate: () => void worker.terminate(),
+      onError: (listener) => void worker.on("error", listener),
+    };
+  });
+  return { made: () => made, open: () => held.splice(0).forEach((post) => post()) };
+}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -74,13 +102,21 @@ Deno.test("cpu pool: the idle time given to startCpuPool ends it; stopCpuPool en
     for (let waited = 0; poolReady(1) && waited < 5000; waited += 20) await sleep(20);
     assert.equal(poolReady(1), false, "retired after 50 ms without work");
     assert.ok(performance.now() - used >= 50);
-    // The next large call starts it again and runs on the calling thread meanwhile. (One
-    // kernel call: batchNorm's statistics and normalization are one job. A worker reports
-    // ready through memory, so on a loaded machine the second kernel call of an operator
-    // such as batchNormBackward may already find it ready.)
-    const jobs = pooledJobCount();
-    batchNorm({ input: x, training: true }).output.dispose();
-    assert.equal(pooledJobCount(), jobs, "the call after retirement ran on the calling thread");
+    // The next large call starts it again and runs on the calling thread meanwhile: the new
+    // worker's start-up message is held until the call has returned, so the worker cannot be
+    // ready in time however the machine schedules the threads (on a loaded machine it once
+    // was, when the calling thread was descheduled right after starting it).
+    const gate = heldStartUp();
+    try {
+      const jobs = pooledJobCount();
+      batchNorm({ input: x, training: true }).output.dispose();
+      assert.equal(gate.made(), 1, "the call started the pool");
+      assert.equal(poolReady(1), false, "not ready while its start-up is held");
+      assert.equal(pooledJobCount(), jobs, "the call after retirement ran on the calling thread");
+      gate.open();
+    } finally {
+      setWorkerFactory(undefined);
+    }
     await startCpuPool({ idleMs: Infinity });
     assert.ok(poolReady(1), "started again");
     stopCpuPool();

@@ -113,6 +113,11 @@ Deno.test("GroupNorm module: the input's channels must be numChannels, its dtype
   );
   assert.match(e.message, /dim 1 of shape \[2, 6, 3\] must be numChannels \(4\)/);
   assertAclnnError(() => gn.forward(data([4], 1, "float32", "contiguous")), 161002, "input");
-  // The operator's rule: gamma shares input's dtype.
-  assertAclnnError(() => gn.forward(data([2, 4, 3], 1, "float16", "contiguous")), 161002, "gamma");
+  // The operator's rule (gamma shares input's dtype), named by the module's dtype option.
+  const half = assertAclnnError(
+    () => gn.forward(data([2, 4, 3], 1, "float16", "contiguous")),
+    161002,
+    "input",
+  );
+  assert.match(half.message, /make the module with \{ dtype: "float16" \}/);
 });

@@ -7,6 +7,7 @@
  */
 
 import assert from "node:assert/strict";
+import denoJson from "../../deno.json" with { type: "json" };
 
 const root = new URL("../../", import.meta.url);
 
@@ -77,4 +78,40 @@ Deno.test("commands: a bad environment value is named in one line, no stack trac
     assert.equal(stderr.trim().split("\n").length, 1, `one line: ${stderr}`);
     assert.match(stderr, new RegExp(`${name}.*${value.replace("-", "\\-")}|${value}.*${name}`));
   }
+});
+
+/** `deno task <name> <args>` in the repository, without colours. */
+async function task(name: string, args: string[]) {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["task", name, ...args],
+    cwd: root,
+    env: { NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = (b: Uint8Array) => new TextDecoder().decode(b);
+  return { code: out.code, stdout: text(out.stdout), stderr: text(out.stderr) };
+}
+
+Deno.test("commands: every task of deno.json answers --help with its own usage, running nothing", async () => {
+  const names = Object.keys(denoJson.tasks);
+  const problems: string[] = [];
+  // A few at a time: each is a deno process.
+  for (let i = 0; i < names.length; i += 4) {
+    await Promise.all(
+      names.slice(i, i + 4).map(async (name) => {
+        const r = await task(name, ["--help"]);
+        const own = new RegExp(`^(usage: )?deno task ${name.replaceAll(":", "\\:")}(\\s|$)`, "m");
+        // deno task echoes each command it starts ("Task <name> ..."): only the task's own.
+        const started = r.stderr.trim().split("\n").filter((l) => l !== "");
+        if (r.code !== 0) problems.push(`${name}: exit ${r.code}`);
+        else if (!own.test(r.stdout)) problems.push(`${name}: no usage of its own:\n${r.stdout}`);
+        else if (r.stdout.trim().split("\n").length > 30) problems.push(`${name}: a long text`);
+        else if (started.length !== 1 || !started[0].startsWith(`Task ${name} `)) {
+          problems.push(`${name}: ran more than its usage:\n${r.stderr}`);
+        }
+      }),
+    );
+  }
+  assert.deepEqual(problems, []);
 });
