@@ -20,7 +20,11 @@ const OUT = new URL("build/doc_examples/", ROOT);
 
 /** Writes each block as a module and a runner that imports them in turn; returns its path. */
 function writeRunner(blocks: readonly DocBlock[]): string {
-  Deno.removeSync(OUT, { recursive: true });
+  try {
+    Deno.removeSync(OUT, { recursive: true });
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e; // a fresh checkout has none yet
+  }
   Deno.mkdirSync(OUT, { recursive: true });
   const entries = blocks.map((b) => {
     const file = `${b.name.replaceAll("/", "_").replace("#", "_")}.ts`;
