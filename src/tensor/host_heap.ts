@@ -245,6 +245,14 @@ function takeBlock(
   if (!h) return undefined;
   const size = sizeClass(Math.ceil((bytes + HOST_HEAP_SLACK_BYTES) / BLOCK_ALIGN) * BLOCK_ALIGN);
   const taken = grow ? h.pool.take(size, grow) : h.pool.take(size);
+  if (taken && !grow && taken.at + size > hostHeapMaxBytes()) {
+    // A block scratch took past the maximum, cached since: tensors stay below the maximum (a
+    // loop that drops its results would otherwise fill it and make scratch grow again), so
+    // the heap's size stays bounded by the maximum plus one call's scratch.
+    h.pool.give(taken.at, size);
+    h.fallbacks++;
+    return undefined;
+  }
   if (!taken) {
     if (!grow) h.fallbacks++;
     return undefined;

@@ -350,3 +350,27 @@ Deno.test("host heap: a disposed input is refused on a repeated call (the memo d
     );
   }
 });
+
+Deno.test("host heap: a loop that drops its results stays within the maximum plus one call's scratch", async () => {
+  // 16 MiB of heap; each layerNorm of [512, 1024] float32 allocates 2 MiB of output. Once the
+  // heap is full of dropped outputs, outputs fall back outside it and the kernels stage them
+  // through scratch above the maximum, which tensors must not take afterwards.
+  const script = [
+    `import { hostHeapUsage, layerNorm, Tensor } from "${new URL(
+      "../../mod.ts",
+      import.meta.url,
+    )}";`,
+    `const x = Tensor.random([512, 1024], { seed: 1 });`,
+    `for (let i = 0; i < 40; i++) layerNorm({ input: x, normalizedShape: [1024] });`,
+    `const u = hostHeapUsage();`,
+    `console.log(u.bytesReserved, u.fallbacks);`,
+  ].join("\n");
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--no-config", script],
+    env: { [HOST_HEAP_ENV]: "16" },
+  }).output();
+  assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  const [reserved, fallbacks] = new TextDecoder().decode(out.stdout).trim().split(" ").map(Number);
+  assert.ok(fallbacks > 20, `outputs fell back (${fallbacks})`);
+  assert.ok(reserved <= (16 + 8) * 2 ** 20, `reserved ${reserved / 2 ** 20} MiB`);
+});
