@@ -49,9 +49,13 @@ export function batchNormCall(
   return prepareCall(chosen, data, g.outer * g.channels * g.inner);
 }
 
-/** Length of the partials of a BatchNorm reduction: two per item (per channel for pixels). */
+/**
+ * Length of the partials of a BatchNorm-family reduction: two per item (per channel for
+ * pixels, per (n, c) row for per-sample rows).
+ */
 export function partialsLength(layout: Layout, items: number): number {
-  return layout.kind === "pixels" ? 2 * layout.C * items : 2 * items;
+  if (layout.kind === "pixels") return 2 * layout.C * items;
+  return layout.perSample ? 2 * layout.N * layout.C : 2 * items;
 }
 
 /** The fields every BatchNorm stage of `call` shares: its kind, layout, dtype and item count. */

@@ -15,7 +15,12 @@
  */
 
 import type { Layout, TensorAddress } from "./layout_types.ts";
-import { blocksPerSample, pixelsPerBlock, rowsPerItem } from "./layout_types.ts";
+import {
+  blocksPerSample,
+  perSampleRowsPerItem,
+  pixelsPerBlock,
+  rowsPerItem,
+} from "./layout_types.ts";
 import type { StatsStage, SumsStage, WriteStage } from "./stage_types.ts";
 import type { WasmKernels } from "./wasm_instance.ts";
 
@@ -150,7 +155,8 @@ function constantCount(op: ChannelStage["op"]): number {
  * Runs items [from, to) of the BatchNorm-family stage `s` on this thread's kernels `w`. A
  * `perSample` layout (GroupNorm) has per-(n, c) means and constants: sample n's j-th
  * constant of channel c at (n * count + j) * C + c, its means at n * C + c; its rows items
- * are single (n, c) rows.
+ * are runs of (n, c) rows (layout_types.ts perSampleRowsPerItem), each row's results at its own
+ * partials.
  */
 export function runChannelItems(s: ChannelStage, from: number, to: number, w: WasmKernels): void {
   const k = w.exports as unknown as ChannelExports;
@@ -163,10 +169,14 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
     const inner = layout.inner;
     const out = w.at;
     const f64 = w.f64;
-    for (let item = from; item < to; item++) {
+    // Units: the item itself, or (per sample) each (n, c) row of the item, u = n * C + c;
+    // results go to the unit's partials.
+    const per = layout.perSample ? perSampleRowsPerItem(layout) : 1;
+    const last = layout.perSample ? layout.N * C : to;
+    for (let u = from * per; u < Math.min(to * per, last); u++) {
       const [c, n0, n1] = layout.perSample
-        ? [item % C, Math.floor(item / C), Math.floor(item / C) + 1]
-        : rowsOfItem(layout, item);
+        ? [u % C, Math.floor(u / C), Math.floor(u / C) + 1]
+        : rowsOfItem(layout, u);
       const rows = n1 - n0;
       // Where channel c's constants and mean are: per channel, or per (n, c).
       const kc = layout.perSample ? n0 * count * C + c : c;
@@ -179,8 +189,8 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
       switch (s.op) {
         case "stats":
           k.bn_stats_rows(row(s.xHeap, s.xAt), xs, inner, dt, rows, out);
-          s.partials[2 * item] = f64[0];
-          s.partials[2 * item + 1] = f64[1];
+          s.partials[2 * u] = f64[0];
+          s.partials[2 * u + 1] = f64[1];
           break;
         case "sums":
           k.bn_sums_rows(
@@ -194,8 +204,8 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
             s.mean[mc],
             out,
           );
-          s.partials[2 * item] = f64[0];
-          s.partials[2 * item + 1] = f64[1];
+          s.partials[2 * u] = f64[0];
+          s.partials[2 * u + 1] = f64[1];
           break;
         case "normalize": {
           const q = s.constants;

@@ -66,6 +66,15 @@ export function rowsPerItem(layout: Layout): number {
 }
 
 /**
+ * Per-sample `rows` items (GroupNorm): consecutive (n, c) rows (n * C + c order), about
+ * ITEM_ELEMENTS elements per item (one call per row of 64 elements cost more than the rows'
+ * work).
+ */
+export function perSampleRowsPerItem(layout: Layout): number {
+  return Math.max(1, Math.ceil(ITEM_ELEMENTS / Math.max(1, layout.inner)));
+}
+
+/**
  * `pixels` items: pixels per block, so that there are at most MAX_PIXEL_BLOCKS blocks (of
  * the whole tensor, or of each sample when `perSample`) of at least ITEM_ELEMENTS elements.
  */
@@ -82,12 +91,14 @@ export function blocksPerSample(layout: Layout): number {
 
 /**
  * Number of BatchNorm-family work items: C * ceil(N / rowsPerItem) (rows, strided; item =
- * channel c, row chunk k at c * chunks + k), N * C for per-sample rows (item n * C + c), or the
+ * channel c, row chunk k at c * chunks + k), runs of (n, c) rows for per-sample rows, or the
  * number of pixel blocks.
  */
 export function batchNormItems(layout: Layout): number {
-  // Per-sample rows (GroupNorm): one item per (n, c) row, results per (n, c).
-  if (layout.kind === "rows" && layout.perSample) return layout.N * layout.C;
+  // Per-sample rows (GroupNorm): runs of (n, c) rows, results per (n, c).
+  if (layout.kind === "rows" && layout.perSample) {
+    return Math.ceil(layout.N * layout.C / perSampleRowsPerItem(layout));
+  }
   if (layout.kind === "pixels") {
     if (layout.perSample) return layout.N * blocksPerSample(layout);
     return Math.ceil((layout.N * layout.inner) / pixelsPerBlock(layout));

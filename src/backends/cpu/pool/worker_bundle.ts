@@ -57,6 +57,9 @@ var MAX_PIXEL_BLOCKS = 64;
 function rowsPerItem(layout) {
   return Math.max(1, Math.ceil(ITEM_ELEMENTS / Math.max(1, layout.inner)));
 }
+function perSampleRowsPerItem(layout) {
+  return Math.max(1, Math.ceil(ITEM_ELEMENTS / Math.max(1, layout.inner)));
+}
 function pixelsPerBlock(layout) {
   const pixels = layout.perSample ? layout.inner : layout.N * layout.inner;
   const byElements = Math.ceil(ITEM_ELEMENTS / Math.max(1, layout.C));
@@ -92,12 +95,14 @@ function runChannelItems(s, from, to, w) {
     const inner = layout.inner;
     const out = w.at;
     const f64 = w.f64;
-    for (let item = from; item < to; item++) {
+    const per2 = layout.perSample ? perSampleRowsPerItem(layout) : 1;
+    const last = layout.perSample ? layout.N * C : to;
+    for (let u = from * per2; u < Math.min(to * per2, last); u++) {
       const [c, n0, n1] = layout.perSample ? [
-        item % C,
-        Math.floor(item / C),
-        Math.floor(item / C) + 1
-      ] : rowsOfItem(layout, item);
+        u % C,
+        Math.floor(u / C),
+        Math.floor(u / C) + 1
+      ] : rowsOfItem(layout, u);
       const rows = n1 - n0;
       const kc = layout.perSample ? n0 * count * C + c : c;
       const mc = layout.perSample ? n0 * C + c : c;
@@ -108,13 +113,13 @@ function runChannelItems(s, from, to, w) {
       switch (s.op) {
         case "stats":
           k.bn_stats_rows(row(s.xHeap, s.xAt), xs, inner, dt, rows, out);
-          s.partials[2 * item] = f64[0];
-          s.partials[2 * item + 1] = f64[1];
+          s.partials[2 * u] = f64[0];
+          s.partials[2 * u + 1] = f64[1];
           break;
         case "sums":
           k.bn_sums_rows(row(s.dyHeap, s.dyAt), dys, row(s.xHeap, s.xAt), xs, inner, dt, rows, s.mean[mc], out);
-          s.partials[2 * item] = f64[0];
-          s.partials[2 * item + 1] = f64[1];
+          s.partials[2 * u] = f64[0];
+          s.partials[2 * u + 1] = f64[1];
           break;
         case "normalize": {
           const q = s.constants;
