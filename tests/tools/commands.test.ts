@@ -115,3 +115,22 @@ Deno.test("commands: every task of deno.json answers --help with its own usage, 
   }
   assert.deepEqual(problems, []);
 });
+
+Deno.test("commands: the build tasks run with no deno on PATH (they spawn this Deno)", async () => {
+  // PATH without any directory that holds a `deno`: the tasks must not spawn "deno" by name.
+  const path = "/usr/sbin:/usr/bin:/sbin:/bin";
+  for (const dir of path.split(":")) {
+    assert.ok(
+      !(await Deno.stat(`${dir}/deno`).then(() => true, () => false)),
+      `${dir} holds no deno`,
+    );
+  }
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["task", "build:worker", "--check"],
+    cwd: root.pathname,
+    env: { PATH: path, NO_COLOR: "1" },
+    clearEnv: true,
+  }).output();
+  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  assert.equal(out.code, 0, text);
+});
