@@ -20,7 +20,7 @@ import type {
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 import { channelValues, channelValuesOr, writeChannelValues } from "../fast/channel_values.ts";
 import { layerNormBackwardHeap, layerNormHeap } from "./heap_rows.ts";
-import { RowStaging } from "./row_staging.ts";
+import { withHeapRows } from "./row_staging.ts";
 
 /**
  * aclnnLayerNorm: per row, mean and rstd = 1/sqrt(biased var + eps) over the normalized dims,
@@ -37,17 +37,11 @@ export function layerNorm(plan: LayerNormPlan, t: LayerNormTensors): void {
   }
   const w = channelValuesOr(t.weight, cols, 1);
   const bias = channelValuesOr(t.bias, cols, 0);
-  const staging = new RowStaging(axis, t.input.dtype);
-  try {
-    staging.input(t.input);
-    staging.output(t.output);
-    const stats = layerNormHeap(staging.anchor!, staging.rows, rows, cols, plan.eps, w, bias);
+  withHeapRows(axis, t.input.dtype, [t.input], [t.output], (anchor, data) => {
+    const stats = layerNormHeap(anchor, data, rows, cols, plan.eps, w, bias);
     writeChannelValues(t.mean, stats.mean);
     writeChannelValues(t.rstd, stats.rstd);
-    staging.finish();
-  } finally {
-    staging.release();
-  }
+  });
 }
 
 /**
@@ -70,25 +64,10 @@ export function layerNormBackward(plan: LayerNormBackwardPlan, t: LayerNormBackw
   const mean = channelValues(t.mean);
   const rstd = channelValues(t.rstd);
   const sums = wantWeight || wantBias;
-  const staging = new RowStaging(axis, t.input.dtype);
-  try {
-    staging.input(t.gradOut);
-    staging.input(t.input);
-    if (gradInput) staging.output(gradInput);
-    const heap = layerNormBackwardHeap(
-      staging.anchor!,
-      staging.rows,
-      sums,
-      rows,
-      cols,
-      mean,
-      rstd,
-      w,
-    );
+  const outputs = gradInput ? [gradInput] : [];
+  withHeapRows(axis, t.input.dtype, [t.gradOut, t.input], outputs, (anchor, data) => {
+    const heap = layerNormBackwardHeap(anchor, data, sums, rows, cols, mean, rstd, w);
     if (wantWeight && t.gradWeight) writeChannelValues(t.gradWeight, heap.first!);
     if (wantBias && t.gradBias) writeChannelValues(t.gradBias, heap.second!);
-    staging.finish();
-  } finally {
-    staging.release();
-  }
+  });
 }

@@ -20,31 +20,17 @@ import type {
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 import { channelValues, writeChannelValues } from "../fast/channel_values.ts";
 import { rmsForwardHeap, rmsNormGradHeap } from "./heap_rows.ts";
-import { RowStaging } from "./row_staging.ts";
+import { withHeapRows } from "./row_staging.ts";
 
 /** aclnnRmsNorm: per row rstd = 1/sqrt(mean(x^2) + epsilon), y = x * rstd * gamma. */
 export function rmsNorm(plan: RmsNormPlan, t: RmsNormTensors): void {
   const { rows, cols, axis } = plan.geometry;
   if (rows === 0 || cols === 0) return;
   const g = channelValues(t.gamma);
-  const staging = new RowStaging(axis, t.x.dtype);
-  try {
-    staging.input(t.x);
-    staging.output(t.y);
-    const rstd = rmsForwardHeap(
-      "rmsNormRows",
-      staging.anchor!,
-      staging.rows,
-      rows,
-      cols,
-      plan.epsilon,
-      g,
-    );
+  withHeapRows(axis, t.x.dtype, [t.x], [t.y], (anchor, data) => {
+    const rstd = rmsForwardHeap("rmsNormRows", anchor, data, rows, cols, plan.epsilon, g);
     writeChannelValues(t.rstd, rstd);
-    staging.finish();
-  } finally {
-    staging.release();
-  }
+  });
 }
 
 /**
@@ -61,17 +47,9 @@ export function rmsNormGrad(plan: RmsNormGradPlan, t: RmsNormGradTensors): void 
   }
   const g = channelValues(t.gamma);
   const rstd = channelValues(t.rstd);
-  const staging = new RowStaging(axis, t.x.dtype);
-  try {
-    staging.input(t.dy);
-    staging.input(t.x);
-    staging.output(t.dx);
-    const dgamma = rmsNormGradHeap(staging.anchor!, staging.rows, rows, cols, rstd, g);
-    writeChannelValues(t.dgamma, dgamma);
-    staging.finish();
-  } finally {
-    staging.release();
-  }
+  withHeapRows(axis, t.x.dtype, [t.dy, t.x], [t.dx], (anchor, data) => {
+    writeChannelValues(t.dgamma, rmsNormGradHeap(anchor, data, rows, cols, rstd, g));
+  });
 }
 
 /**
@@ -89,24 +67,8 @@ export function addRmsNorm(plan: AddRmsNormPlan, t: AddRmsNormTensors): void {
     return;
   }
   const g = channelValues(t.gamma);
-  const staging = new RowStaging(axis, t.x1.dtype);
-  try {
-    staging.input(t.x1);
-    staging.input(t.x2);
-    staging.output(t.x);
-    staging.output(t.y);
-    const rstd = rmsForwardHeap(
-      "addRmsNormRows",
-      staging.anchor!,
-      staging.rows,
-      rows,
-      cols,
-      plan.epsilon,
-      g,
-    );
+  withHeapRows(axis, t.x1.dtype, [t.x1, t.x2], [t.x, t.y], (anchor, data) => {
+    const rstd = rmsForwardHeap("addRmsNormRows", anchor, data, rows, cols, plan.epsilon, g);
     writeChannelValues(t.rstd, rstd);
-    staging.finish();
-  } finally {
-    staging.release();
-  }
+  });
 }

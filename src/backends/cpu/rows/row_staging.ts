@@ -121,3 +121,27 @@ export class RowStaging {
     this.#scratch.length = 0;
   }
 }
+
+/**
+ * Runs `run` on the heap rows of `inputs` then `outputs` (split at `axis`, in `dtype`), staged
+ * where needed; copies the staged outputs back when it returns and frees the scratch in any
+ * case.
+ */
+export function withHeapRows<R>(
+  axis: number,
+  dtype: DType,
+  inputs: readonly Tensor[],
+  outputs: readonly Tensor[],
+  run: (anchor: HostData, rows: readonly HeapRows[]) => R,
+): R {
+  const staging = new RowStaging(axis, dtype);
+  try {
+    for (const t of inputs) staging.input(t);
+    for (const t of outputs) staging.output(t);
+    const result = run(staging.anchor!, staging.rows);
+    staging.finish();
+    return result;
+  } finally {
+    staging.release();
+  }
+}
