@@ -337,7 +337,7 @@
     (local $q i32) (local $len i32) (local $k i32) (local $c i32) (local $p i32) (local $es i32)
     (local $ps i32) (local $means i32) (local $sq i32) (local $cb i32)
     (local $n f64) (local $nb f64) (local $sb f64) (local $qb f64) (local $d f64) (local $s f64)
-    (local $d4 v128)
+    (local $d4 v128) (local $e4 v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $ps (i32.shl (local.get $C) (call $shift (local.get $dt))))
     (local.set $cb (i32.shl (local.get $C) (i32.const 2)))
@@ -353,13 +353,25 @@
         (local.set $nb (f64.convert_i32_u (local.get $len)))
         (call $rf_zero (local.get $acc) (local.get $C))
         (call $rf_zero (local.get $sq) (local.get $C))
-        ;; Pass 1: the run's per-channel sums.
+        ;; Pass 1: the run's per-channel sums, two pixels a step (their sum added at once).
         (local.set $k (i32.const 0))
         (block $done
           (loop $pixel
             (br_if $done (i32.ge_u (local.get $k) (local.get $len)))
             (local.set $p (i32.add (local.get $x) (i32.mul (i32.add (local.get $q) (local.get $k)) (local.get $ps))))
             (local.set $c (i32.const 0))
+            (if (i32.lt_u (i32.add (local.get $k) (i32.const 1)) (local.get $len))
+              (then
+                (loop $vec2
+                  (v128.store (i32.add (local.get $acc) (local.get $c))
+                    (f32x4.add (v128.load (i32.add (local.get $acc) (local.get $c)))
+                      (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
+                        (call $ld4 (i32.add (local.get $p) (local.get $ps)) (local.get $dt)))))
+                  (local.set $p (i32.add (local.get $p) (local.get $es)))
+                  (local.set $c (i32.add (local.get $c) (i32.const 16)))
+                  (br_if $vec2 (i32.lt_u (local.get $c) (local.get $cb))))
+                (local.set $k (i32.add (local.get $k) (i32.const 2)))
+                (br $pixel)))
             (loop $vec
               (v128.store (i32.add (local.get $acc) (local.get $c))
                 (f32x4.add (v128.load (i32.add (local.get $acc) (local.get $c)))
@@ -377,13 +389,31 @@
               (f32x4.splat (f32.convert_i32_u (local.get $len)))))
           (local.set $c (i32.add (local.get $c) (i32.const 16)))
           (br_if $vec (i32.lt_u (local.get $c) (local.get $cb))))
-        ;; Pass 2: squared deviations from them.
+        ;; Pass 2: squared deviations from them, two pixels a step.
         (local.set $k (i32.const 0))
         (block $done
           (loop $pixel
             (br_if $done (i32.ge_u (local.get $k) (local.get $len)))
             (local.set $p (i32.add (local.get $x) (i32.mul (i32.add (local.get $q) (local.get $k)) (local.get $ps))))
             (local.set $c (i32.const 0))
+            (if (i32.lt_u (i32.add (local.get $k) (i32.const 1)) (local.get $len))
+              (then
+                (loop $vec2
+                  (local.set $d4
+                    (f32x4.sub (call $ld4 (local.get $p) (local.get $dt))
+                      (v128.load (i32.add (local.get $means) (local.get $c)))))
+                  (local.set $e4
+                    (f32x4.sub (call $ld4 (i32.add (local.get $p) (local.get $ps)) (local.get $dt))
+                      (v128.load (i32.add (local.get $means) (local.get $c)))))
+                  (v128.store (i32.add (local.get $sq) (local.get $c))
+                    (f32x4.add (v128.load (i32.add (local.get $sq) (local.get $c)))
+                      (f32x4.add (f32x4.mul (local.get $d4) (local.get $d4))
+                        (f32x4.mul (local.get $e4) (local.get $e4)))))
+                  (local.set $p (i32.add (local.get $p) (local.get $es)))
+                  (local.set $c (i32.add (local.get $c) (i32.const 16)))
+                  (br_if $vec2 (i32.lt_u (local.get $c) (local.get $cb))))
+                (local.set $k (i32.add (local.get $k) (i32.const 2)))
+                (br $pixel)))
             (loop $vec
               (local.set $d4
                 (f32x4.sub (call $ld4 (local.get $p) (local.get $dt))
@@ -446,7 +476,7 @@
     (param $o1 i32) (param $o2 i32) (param $acc i32)
     (local $q i32) (local $len i32) (local $j i32) (local $c i32) (local $p i32) (local $r i32)
     (local $es i32) (local $ps i32) (local $cb i32) (local $acc2 i32)
-    (local $e v128) (local $d v128)
+    (local $e v128) (local $d v128) (local $e2 v128) (local $d2 v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $ps (i32.shl (local.get $C) (call $shift (local.get $dt))))
     (local.set $cb (i32.shl (local.get $C) (i32.const 2)))
@@ -466,6 +496,34 @@
             (local.set $r (i32.mul (i32.add (local.get $q) (local.get $j)) (local.get $ps)))
             (local.set $p (i32.const 0))
             (local.set $c (i32.const 0))
+            ;; Two pixels a step when there are two: their terms added at once.
+            (if (i32.lt_u (i32.add (local.get $j) (i32.const 1)) (local.get $len))
+              (then
+                (loop $vec2
+                  (local.set $e (call $ld4 (i32.add (i32.add (local.get $dy) (local.get $r)) (local.get $p)) (local.get $dt)))
+                  (local.set $d
+                    (f32x4.sub (call $ld4 (i32.add (i32.add (local.get $x) (local.get $r)) (local.get $p)) (local.get $dt))
+                      (v128.load (i32.add (local.get $k) (local.get $c)))))
+                  (local.set $e2
+                    (call $ld4 (i32.add (i32.add (i32.add (local.get $dy) (local.get $r)) (local.get $ps)) (local.get $p))
+                      (local.get $dt)))
+                  (local.set $d2
+                    (f32x4.sub
+                      (call $ld4 (i32.add (i32.add (i32.add (local.get $x) (local.get $r)) (local.get $ps)) (local.get $p))
+                        (local.get $dt))
+                      (v128.load (i32.add (local.get $k) (local.get $c)))))
+                  (v128.store (i32.add (local.get $acc) (local.get $c))
+                    (f32x4.add (v128.load (i32.add (local.get $acc) (local.get $c)))
+                      (f32x4.add (local.get $e) (local.get $e2))))
+                  (v128.store (i32.add (local.get $acc2) (local.get $c))
+                    (f32x4.add (v128.load (i32.add (local.get $acc2) (local.get $c)))
+                      (f32x4.add (f32x4.mul (local.get $e) (local.get $d))
+                        (f32x4.mul (local.get $e2) (local.get $d2)))))
+                  (local.set $p (i32.add (local.get $p) (local.get $es)))
+                  (local.set $c (i32.add (local.get $c) (i32.const 16)))
+                  (br_if $vec2 (i32.lt_u (local.get $c) (local.get $cb))))
+                (local.set $j (i32.add (local.get $j) (i32.const 2)))
+                (br $pixel)))
             (loop $vec
               (local.set $e (call $ld4 (i32.add (i32.add (local.get $dy) (local.get $r)) (local.get $p)) (local.get $dt)))
               (local.set $d
@@ -513,7 +571,8 @@
     (param $op i32) (param $dy i32) (param $x i32) (param $o i32) (param $C i32) (param $dt i32)
     (param $pix i32) (param $k i32)
     (local $j i32) (local $c i32) (local $p i32) (local $r i32) (local $es i32) (local $ps i32)
-    (local $cb i32) (local $e v128) (local $v v128)
+    (local $cb i32) (local $e v128) (local $v v128) (local $e2 v128) (local $v2 v128)
+    (local $k0 v128) (local $k1 v128) (local $k2 v128) (local $k3 v128) (local $two i32)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $ps (i32.shl (local.get $C) (call $shift (local.get $dt))))
     (local.set $cb (i32.shl (local.get $C) (i32.const 2)))
@@ -521,9 +580,17 @@
       (loop $pixel
         (br_if $done (i32.ge_u (local.get $j) (local.get $pix)))
         (local.set $r (i32.mul (local.get $j) (local.get $ps)))
+        ;; Two pixels a step when there are two (the constants loaded once for both).
+        (local.set $two (i32.lt_u (i32.add (local.get $j) (i32.const 1)) (local.get $pix)))
         (local.set $p (i32.const 0))
         (local.set $c (i32.const 0))
         (loop $vec
+          (local.set $k0 (v128.load (i32.add (local.get $k) (local.get $c))))
+          (local.set $k1 (v128.load (i32.add (i32.add (local.get $k) (local.get $cb)) (local.get $c))))
+          (local.set $k2
+            (v128.load (i32.add (i32.add (local.get $k) (i32.shl (local.get $cb) (i32.const 1))) (local.get $c))))
+          (local.set $k3
+            (v128.load (i32.add (i32.add (local.get $k) (i32.mul (local.get $cb) (i32.const 3))) (local.get $c))))
           (if (i32.ne (local.get $op) (i32.const 0))
             (then
               (local.set $e
@@ -533,15 +600,31 @@
               (local.set $v
                 (call $ld4 (i32.add (i32.add (local.get $x) (local.get $r)) (local.get $p)) (local.get $dt)))))
           (call $rf_st4 (i32.add (i32.add (local.get $o) (local.get $r)) (local.get $p)) (local.get $dt)
-            (call $bn_value (local.get $op) (local.get $e) (local.get $v)
-              (v128.load (i32.add (local.get $k) (local.get $c)))
-              (v128.load (i32.add (i32.add (local.get $k) (local.get $cb)) (local.get $c)))
-              (v128.load (i32.add (i32.add (local.get $k) (i32.shl (local.get $cb) (i32.const 1))) (local.get $c)))
-              (v128.load (i32.add (i32.add (local.get $k) (i32.mul (local.get $cb) (i32.const 3))) (local.get $c)))))
+            (call $bn_value (local.get $op) (local.get $e) (local.get $v) (local.get $k0)
+              (local.get $k1) (local.get $k2) (local.get $k3)))
+          (if (local.get $two)
+            (then
+              (if (i32.ne (local.get $op) (i32.const 0))
+                (then
+                  (local.set $e2
+                    (call $ld4
+                      (i32.add (i32.add (i32.add (local.get $dy) (local.get $r)) (local.get $ps)) (local.get $p))
+                      (local.get $dt)))))
+              (if (i32.ne (local.get $op) (i32.const 2))
+                (then
+                  (local.set $v2
+                    (call $ld4
+                      (i32.add (i32.add (i32.add (local.get $x) (local.get $r)) (local.get $ps)) (local.get $p))
+                      (local.get $dt)))))
+              (call $rf_st4
+                (i32.add (i32.add (i32.add (local.get $o) (local.get $r)) (local.get $ps)) (local.get $p))
+                (local.get $dt)
+                (call $bn_value (local.get $op) (local.get $e2) (local.get $v2) (local.get $k0)
+                  (local.get $k1) (local.get $k2) (local.get $k3)))))
           (local.set $p (i32.add (local.get $p) (local.get $es)))
           (local.set $c (i32.add (local.get $c) (i32.const 16)))
           (br_if $vec (i32.lt_u (local.get $c) (local.get $cb))))
-        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (local.set $j (i32.add (local.get $j) (i32.add (i32.const 1) (local.get $two))))
         (br $pixel))))
 
   (func (export "bn_norm_pix")
