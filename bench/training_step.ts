@@ -23,6 +23,7 @@
 import { listOf, parseCommand, positiveInteger } from "../scripts/cli.ts";
 import { type DType, hostHeapUsage, setCpuThreads } from "../mod.ts";
 import { stepModel, trainingStep } from "./step_model.ts";
+import { runTorch, torchSettings } from "./torch_process.ts";
 
 const NAME = "bench:step";
 const DTYPES = ["float32", "bfloat16", "float16"] as const;
@@ -53,13 +54,6 @@ const rounds = positiveInteger(NAME, "rounds", flags.rounds);
 const threads = positiveInteger(NAME, "threads", flags.threads);
 setCpuThreads(threads);
 
-/** PyTorch's settings, printed in the header and given to its process. */
-const TORCH_ENV = {
-  MALLOC_MMAP_THRESHOLD_: "4294967296",
-  MALLOC_TRIM_THRESHOLD_: "4294967296",
-};
-const PYTHON = "/usr/bin/python3";
-
 interface Timing {
   readonly mean: number;
   readonly median: number;
@@ -74,29 +68,19 @@ function summarize(times: number[]): Timing {
 }
 
 async function torchStep(dtype: DType): Promise<Timing | string> {
-  try {
-    const out = await new Deno.Command(PYTHON, {
-      args: [
-        new URL("./torch_step.py", import.meta.url).pathname,
-        "--dtype",
-        dtype,
-        "--threads",
-        String(threads),
-        "--steps",
-        String(steps),
-        "--warmup",
-        String(warmup),
-      ],
-      env: TORCH_ENV,
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    if (!out.success) return new TextDecoder().decode(out.stderr).trim().split("\n").at(-1)!;
-    const row = JSON.parse(new TextDecoder().decode(out.stdout));
-    return { mean: row.mean_ms, median: row.median_ms };
-  } catch (e) {
-    return (e as Error).message;
-  }
+  const row = await runTorch("./torch_step.py", [
+    "--dtype",
+    dtype,
+    "--threads",
+    String(threads),
+    "--steps",
+    String(steps),
+    "--warmup",
+    String(warmup),
+  ]);
+  if (typeof row === "string") return row;
+  const { mean_ms, median_ms } = row as { mean_ms: number; median_ms: number };
+  return { mean: mean_ms, median: median_ms };
 }
 
 /** Our step in one style: `steps` timed steps in a loop that never awaits. */
@@ -121,9 +105,7 @@ const ratio = (ours: Timing, torch: Timing | string) =>
 
 console.log(
   `bench:step: ${steps} steps (+${warmup} warm-up) per style, ${rounds} round(s), ` +
-    `${threads} threads; PyTorch: ${PYTHON} with ${
-      Object.entries(TORCH_ENV).map(([k, v]) => `${k}=${v}`).join(" ")
-    }, torch.set_num_threads(${threads})`,
+    `${threads} threads; ${torchSettings(threads)}`,
 );
 console.log(
   "round dtype     | dropped mean  median   /torch | disposed mean median  /torch | " +

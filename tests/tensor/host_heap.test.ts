@@ -68,14 +68,15 @@ Deno.test("host heap: size classes step by 4 KiB, then by quarters of a power of
   }
 });
 
-Deno.test("block pool: a freed block is cached for its class, flushed and merged only when full", () => {
-  let cap = 1 << 20;
+Deno.test("block pool: a freed block is cached for its class; a miss coalesces the cache before the top", () => {
+  const cap = 1 << 20;
   const pool = new BlockPool(65536, (end) => end <= cap);
   const a = pool.take(65536)!;
   const b = pool.take(65536)!;
   const c = pool.take(131072)!;
   assert.deepEqual([a.at, b.at, c.at], [65536, 131072, 196608]);
   assert.ok(!a.dirty && !b.dirty && !c.dirty, "fresh memory above `clean` is still zero");
+  const top = pool.top;
   pool.give(b.at, 65536);
   assert.equal(pool.counters.bytesCached, 65536);
   // The next request of b's class takes b back without searching: a hit, with old bytes.
@@ -83,26 +84,35 @@ Deno.test("block pool: a freed block is cached for its class, flushed and merged
   assert.equal(again.at, b.at);
   assert.ok(again.dirty);
   assert.equal(pool.counters.cacheHits, 1);
-  // A request of another class does not take a cached block while the top can grow.
+  assert.equal(pool.counters.flushes, 0, "a hit flushes nothing");
+  // A request of another class flushes the cache: a and b merge into a range of 128 KiB, taken
+  // before any fresh memory at the top.
   pool.give(again.at, 65536);
-  const d = pool.take(131072)!;
-  assert.equal(d.at, 327680, "bumped past c");
-  // When the top cannot grow, the cache is flushed: a and b merge into a range of 128 KiB.
   pool.give(a.at, 65536);
-  cap = d.at + 131072;
   const merged = pool.take(131072)!;
   assert.equal(merged.at, a.at, "neighbours merged into one free range");
+  assert.ok(merged.dirty);
   assert.equal(pool.counters.flushes, 1);
-  // Freed blocks at the top give the space back to the bump pointer on the next flush.
-  pool.give(d.at, 131072);
-  pool.give(c.at, 131072);
+  assert.equal(pool.top, top, "no fresh memory");
+  // A smaller shape takes the front of that block; when the larger one comes back, the smaller
+  // one's freed block and the rest merge again (the shape coming back takes no fresh memory).
   pool.give(merged.at, 131072);
+  const smaller = pool.take(65536)!;
+  assert.equal(smaller.at, a.at);
+  pool.give(smaller.at, 65536);
+  const back = pool.take(131072)!;
+  assert.equal(back.at, a.at, "the freed front and the rest, merged");
+  assert.equal(pool.top, top, "still no fresh memory");
+  assert.equal(pool.counters.flushes, 3);
+  // Freed blocks at the top give the space back to the bump pointer on the next flush.
+  pool.give(c.at, 131072);
+  pool.give(back.at, 131072);
   assert.equal(pool.counters.blocks, 0);
-  assert.equal(pool.take(1 << 20), undefined, "nothing fits beyond the cap");
+  assert.equal(pool.take(cap), undefined, "nothing fits beyond the cap");
   assert.equal(pool.top, 65536, "the top came down to the base");
   assert.equal(pool.counters.bytesCached, 0);
   assert.equal(pool.counters.bytesInUse, 0);
-  assert.equal(pool.counters.peakBytesInUse, 65536 + 65536 + 131072 + 131072);
+  assert.equal(pool.counters.peakBytesInUse, 65536 + 65536 + 131072);
 });
 
 Deno.test("host heap: reused blocks are zero-filled on request, else poisoned (this policy)", () => {

@@ -1,0 +1,163 @@
+/**
+ * `deno task bench:first`: what the first call of a new shape costs against its steady state,
+ * on the CPU backend and in PyTorch (bench/torch_first_call.py), side by side in one run.
+ *
+ * A case is an operator, a shape A and a shape B (an epoch's smaller last batch, a new
+ * sequence length): `--calls` calls on A (their median: A's steady state), the first call on B,
+ * `--calls` calls on B (their median: B's steady state), then the first call on A again (the
+ * shape coming back). Every call allocates its outputs, which are disposed at once. The
+ * process's first call of each operator (kernel compilation, the worker pool's start) is made
+ * on a small shape before the cases, on both sides.
+ *
+ * Columns: `first`, `steady` (B's, ms); `new` = B's first call / B's steady state; `back` = A's
+ * return / A's steady state.
+ * PyTorch runs with 2 threads (`--threads`) and glibc told to keep freed memory (the header
+ * prints the settings).
+ *
+ * Each case runs `--repeats` times, B with 0, 1, 2, ... fewer in its first dimension (a new
+ * shape each time); the columns are medians over the repeats (a single first call is noisy).
+ *
+ *   deno task bench:first [--calls 30] [--repeats 5] [--threads 2] [--no-torch]
+ *
+ * @module
+ */
+
+import { parseCommand, positiveInteger } from "../scripts/cli.ts";
+import { batchNorm, groupNorm, layerNorm, setCpuThreads, Tensor } from "../mod.ts";
+import { runTorch, torchSettings } from "./torch_process.ts";
+
+const NAME = "bench:first";
+const flags = parseCommand({
+  name: NAME,
+  usage: `usage: deno task bench:first [--calls N] [--repeats N] [--threads N] [--no-torch]
+  --calls N       calls per steady state (default 30)
+  --repeats N     new shapes per case (default 5; at most the first dim of B)
+  --threads N     CPU threads, both sides (default 2)
+  --no-torch      skip PyTorch
+  -h, --help      print this text`,
+  options: {
+    calls: { type: "string", default: "30" },
+    repeats: { type: "string", default: "5" },
+    threads: { type: "string", default: "2" },
+    "no-torch": { type: "boolean", default: false },
+  },
+});
+const calls = positiveInteger(NAME, "calls", flags.calls);
+const repeats = positiveInteger(NAME, "repeats", flags.repeats);
+const threads = positiveInteger(NAME, "threads", flags.threads);
+setCpuThreads(threads);
+
+type Op = "batchNorm" | "groupNorm" | "layerNorm";
+/** The cases, declared once: [operator, shape A, shape B, groups (groupNorm)]. */
+const CASES: readonly (readonly [Op, number[], number[], number])[] = [
+  ["batchNorm", [16, 64, 32, 32], [11, 64, 32, 32], 0],
+  ["batchNorm", [16, 128, 16, 16], [5, 128, 16, 16], 0],
+  ["batchNorm", [32, 64, 28, 28], [20, 64, 28, 28], 0],
+  ["groupNorm", [16, 64, 32, 32], [11, 64, 32, 32], 32],
+  ["layerNorm", [2048, 768], [1500, 768], 0],
+];
+
+/** One case's figures (ms), and the medians of the ratios over the repeats. */
+interface Row {
+  readonly first: number;
+  readonly steady: number;
+  readonly back: number;
+  readonly steadyA: number;
+  readonly newRatio?: number;
+  readonly backRatio?: number;
+}
+
+/** A call of `op` on `x` (weights ones, biases zeros), its outputs allocated by the call. */
+function caller(op: Op, x: Tensor, groups: number): () => Disposable {
+  const c = op === "layerNorm" ? x.shape.at(-1)! : x.shape[1];
+  const w = Tensor.ones([c]);
+  const b = Tensor.zeros([c]);
+  if (op === "batchNorm") return () => batchNorm({ input: x, weight: w, bias: b, training: true });
+  if (op === "groupNorm") return () => groupNorm({ input: x, gamma: w, beta: b, group: groups });
+  return () => layerNorm({ input: x, normalizedShape: [c], weight: w, bias: b });
+}
+
+function timed(f: () => Disposable): number {
+  const t = performance.now();
+  f()[Symbol.dispose]();
+  return performance.now() - t;
+}
+
+function median(f: () => Disposable): number {
+  const times = Array.from({ length: calls }, () => timed(f)).sort((a, b) => a - b);
+  return times[Math.floor(calls / 2)];
+}
+
+function ours(): Row[] {
+  for (const [op, a, , groups] of CASES) {
+    const small = op === "layerNorm" ? [2, a.at(-1)!] : [2, a[1], 2, 2];
+    timed(caller(op, Tensor.random(small, { seed: 9 }), groups));
+  }
+  return CASES.map(([op, a, b, groups]) => {
+    const fa = caller(op, Tensor.random(a, { seed: 1 }), groups);
+    const runs: Row[] = [];
+    for (let r = 0; r < repeats; r++) {
+      // A new shape each repeat: B with r fewer in its first dimension.
+      const fb = caller(op, Tensor.random([b[0] - r, ...b.slice(1)], { seed: 2 + r }), groups);
+      const steadyA = median(fa);
+      const first = timed(fb);
+      const steady = median(fb);
+      runs.push({ first, steady, back: timed(fa), steadyA });
+    }
+    return medianRow(runs);
+  });
+}
+
+/** The median of each column of `runs`, and of the two ratios. */
+function medianRow(runs: readonly Row[]): Row {
+  const mid = (xs: number[]) => xs.sort((p, q) => p - q)[Math.floor(xs.length / 2)];
+  return {
+    first: mid(runs.map((r) => r.first)),
+    steady: mid(runs.map((r) => r.steady)),
+    back: mid(runs.map((r) => r.back)),
+    steadyA: mid(runs.map((r) => r.steadyA)),
+    newRatio: mid(runs.map((r) => r.first / r.steady)),
+    backRatio: mid(runs.map((r) => r.back / r.steadyA)),
+  };
+}
+
+async function torch(): Promise<Row[] | string> {
+  const rows = await runTorch("./torch_first_call.py", [
+    "--cases",
+    JSON.stringify(CASES),
+    "--calls",
+    String(calls),
+    "--threads",
+    String(threads),
+    "--repeats",
+    String(repeats),
+  ]);
+  if (typeof rows === "string") return rows;
+  return (rows as Record<string, number>[][]).map((runs) =>
+    medianRow(runs.map((r) => ({
+      first: r.first_ms,
+      steady: r.steady_ms,
+      back: r.return_ms,
+      steadyA: r.steady_a_ms,
+    })))
+  );
+}
+
+const fmt = (ms: number) => ms.toFixed(2).padStart(6);
+const cols = (r: Row) =>
+  `${fmt(r.first)} ${fmt(r.steady)} ${r.newRatio!.toFixed(1).padStart(5)}x ` +
+  `${r.backRatio!.toFixed(1).padStart(5)}x`;
+
+console.log(
+  `${NAME}: ${calls} calls per steady state, ${threads} threads; ${torchSettings(threads)}`,
+);
+const torchRows = flags["no-torch"] ? "skipped" : await torch();
+const ourRows = ours();
+console.log(
+  `${"case".padEnd(44)} | ours first steady    new   back | torch first steady    new   back`,
+);
+CASES.forEach(([op, a, b], i) => {
+  const name = `${op} ${a.join("x")} -> ${b.join("x")}`;
+  const t = typeof torchRows === "string" ? torchRows.slice(0, 33) : cols(torchRows[i]);
+  console.log(`${name.padEnd(44)} | ${" ".repeat(5)}${cols(ourRows[i])} | ${" ".repeat(6)}${t}`);
+});
