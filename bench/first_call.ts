@@ -9,8 +9,11 @@
  * process's first call of each operator (kernel compilation, the worker pool's start) is made
  * on a small shape before the cases, on both sides.
  *
- * Columns: `first`, `steady` (B's, ms); `new` = B's first call / B's steady state; `back` = A's
- * return / A's steady state.
+ * Columns: `first`, `steady` (B's, ms); `cold` (ms): B's calls each after the processor's caches
+ * were evicted (reading 128 MiB), their median; `new` = B's first call / B's steady state;
+ * `/cold` = B's first call / `cold`; `back` = A's return / A's steady state. A steady state of
+ * shapes that fit in the last-level cache (32 MiB here) runs from it, a first call from memory:
+ * `/cold` is what is left of a first call's cost beyond the caches.
  * PyTorch runs with 2 threads (`--threads`) and glibc told to keep freed memory (the header
  * prints the settings).
  *
@@ -63,9 +66,30 @@ interface Row {
   readonly steady: number;
   readonly back: number;
   readonly steadyA: number;
+  /** B's calls each after the caches were evicted ({@linkcode evictCaches}): their median. */
+  readonly cold: number;
   readonly newRatio?: number;
+  readonly coldRatio?: number;
   readonly backRatio?: number;
 }
+
+/** Bytes read to evict the processor's caches: more than any last-level cache here (32 MiB). */
+const EVICT_BYTES = 128 * 2 ** 20;
+const evictBuffer = new Float32Array(EVICT_BYTES / 4).fill(1);
+
+/** Reads every cache line of a buffer larger than the caches (the previous call's data leave). */
+function evictCaches(): number {
+  let sum = 0;
+  for (let i = 0; i < evictBuffer.length; i += 16) sum += evictBuffer[i];
+  return sum;
+}
+
+/** The median time of `f` called after evicting the caches each time. */
+function coldMedian(f: () => Disposable): number {
+  const times = Array.from({ length: COLD_CALLS }, () => (evictCaches(), timed(f)));
+  return times.sort((a, b) => a - b)[COLD_CALLS >> 1];
+}
+const COLD_CALLS = 9;
 
 /** A call of `op` on `x` (weights ones, biases zeros), its outputs allocated by the call. */
 function caller(op: Op, x: Tensor, groups: number): () => Disposable {
@@ -102,7 +126,8 @@ function ours(): Row[] {
       const steadyA = median(fa);
       const first = timed(fb);
       const steady = median(fb);
-      runs.push({ first, steady, back: timed(fa), steadyA });
+      const back = timed(fa);
+      runs.push({ first, steady, back, steadyA, cold: coldMedian(fb) });
     }
     return medianRow(runs);
   });
@@ -116,7 +141,9 @@ function medianRow(runs: readonly Row[]): Row {
     steady: mid(runs.map((r) => r.steady)),
     back: mid(runs.map((r) => r.back)),
     steadyA: mid(runs.map((r) => r.steadyA)),
+    cold: mid(runs.map((r) => r.cold)),
     newRatio: mid(runs.map((r) => r.first / r.steady)),
+    coldRatio: mid(runs.map((r) => r.first / r.cold)),
     backRatio: mid(runs.map((r) => r.back / r.steadyA)),
   };
 }
@@ -139,25 +166,26 @@ async function torch(): Promise<Row[] | string> {
       steady: r.steady_ms,
       back: r.return_ms,
       steadyA: r.steady_a_ms,
+      cold: r.cold_ms,
     })))
   );
 }
 
 const fmt = (ms: number) => ms.toFixed(2).padStart(6);
+const times = (x: number) => `${x.toFixed(1).padStart(5)}x`;
 const cols = (r: Row) =>
-  `${fmt(r.first)} ${fmt(r.steady)} ${r.newRatio!.toFixed(1).padStart(5)}x ` +
-  `${r.backRatio!.toFixed(1).padStart(5)}x`;
+  `${fmt(r.first)} ${fmt(r.steady)} ${fmt(r.cold)} ${times(r.newRatio!)} ${times(r.coldRatio!)} ` +
+  times(r.backRatio!);
 
 console.log(
   `${NAME}: ${calls} calls per steady state, ${threads} threads; ${torchSettings(threads)}`,
 );
 const torchRows = flags["no-torch"] ? "skipped" : await torch();
 const ourRows = ours();
-console.log(
-  `${"case".padEnd(44)} | ours first steady    new   back | torch first steady    new   back`,
-);
+const head = "first steady   cold    new  /cold   back";
+console.log(`${"case".padEnd(38)} | ours  ${head} | torch ${head}`);
 CASES.forEach(([op, a, b], i) => {
   const name = `${op} ${a.join("x")} -> ${b.join("x")}`;
-  const t = typeof torchRows === "string" ? torchRows.slice(0, 33) : cols(torchRows[i]);
-  console.log(`${name.padEnd(44)} | ${" ".repeat(5)}${cols(ourRows[i])} | ${" ".repeat(6)}${t}`);
+  const t = typeof torchRows === "string" ? torchRows.slice(0, 40) : cols(torchRows[i]);
+  console.log(`${name.padEnd(38)} | ${cols(ourRows[i])} | ${t}`);
 });

@@ -11,8 +11,8 @@ Inputs are uniform [0, 1) from a fixed seed; weights ones, biases zeros.
 
 Each case runs ``--repeats`` times, B with 0, 1, 2, ... fewer in its first dimension (a new shape
 each time). Prints one JSON list, per case, of its repeats'
-``{"first_ms", "steady_ms", "return_ms", "steady_a_ms"}`` (``steady_a_ms``: the median of the
-calls on A before B). Run it with glibc
+``{"first_ms", "steady_ms", "return_ms", "steady_a_ms", "cold_ms"}`` (``steady_a_ms``: the median
+of the calls on A before B; ``cold_ms``: the median of calls on B each after evicting the caches). Run it with glibc
 told to keep freed memory (bench:first sets these itself)::
 
     MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=4294967296 \\
@@ -36,6 +36,15 @@ def call(op, x, groups):
     if op == "groupNorm":
         return lambda: F.group_norm(x, groups, w, b)
     return lambda: F.layer_norm(x, (c,), w, b)
+
+
+COLD_CALLS = 9
+EVICT = torch.ones(32 * 2**20)  # 128 MiB: more than any last-level cache here (32 MiB)
+
+
+def evict_caches():
+    """Reads every element of a buffer larger than the caches (the previous call's data leave)."""
+    return float(EVICT.sum())
 
 
 def timed(f):
@@ -68,8 +77,12 @@ def main():
             first = timed(fb)
             steady = statistics.median(timed(fb) for _ in range(args.calls))
             back = timed(fa)
+            cold = []
+            for _ in range(COLD_CALLS):
+                evict_caches()
+                cold.append(timed(fb))
             runs.append({"first_ms": first, "steady_ms": steady, "return_ms": back,
-                         "steady_a_ms": steady_a})
+                         "steady_a_ms": steady_a, "cold_ms": statistics.median(cold)})
         rows.append(runs)
     print(json.dumps(rows))
 
