@@ -10,7 +10,7 @@
  * on a small shape before the cases, on both sides.
  *
  * Columns: `first`, `steady` (B's, ms); `cold` (ms): B's calls each after the processor's caches
- * were evicted (reading 128 MiB), their median; `new` = B's first call / B's steady state;
+ * were evicted (reading 128 MiB on the calling thread alone), their median; `new` = B's first call / B's steady state;
  * `/cold` = B's first call / `cold`; `back` = A's return / A's steady state. A steady state of
  * shapes that fit in the last-level cache (32 MiB here) runs from it, a first call from memory:
  * `/cold` is what is left of a first call's cost beyond the caches.
