@@ -29,7 +29,7 @@ import type { Stage, WriteStage } from "../kernels/stage_types.ts";
 import { type ChannelPair, mergeChannelSums } from "./merge.ts";
 import { batchNormCall, sumsStage, writeStage } from "./setup.ts";
 import { RELAYOUT, runStaged } from "./staging.ts";
-import type { Tensor } from "../../../tensor/tensor.ts";
+import { Tensor } from "../../../tensor/tensor.ts";
 
 /** aclnnBatchNormReduceBackward: sumDy, sumDyXmu, gradWeight = sumDyXmu * invstd, gradBias. */
 export function batchNormReduceBackward(
@@ -161,13 +161,28 @@ export function batchNormBackward(plan: BatchNormBackwardPlan, t: BatchNormBackw
   if (wantBias && t.gradBias) writeChannelValues(t.gradBias, sums!.first);
 }
 
-/** aclnnBatchNormElemtBackward with M = sum(counter). Empty inputs write nothing. */
+/**
+ * aclnnBatchNormElemtBackward with M = sum(counter). Empty inputs write nothing.
+ *
+ * As CANN (ops-nn norm/sync_batch_norm_backward_elemt/op_api/aclnn_batch_norm_elemt_backward.cpp,
+ * MeanByCounter and RunElemtBackwardCore): meanDy = sumDy / M and meanDyXmu = sumDyXmu / M are
+ * quotients in float32 (RealDiv of float32 casts), cast to the promoted type; when that type is
+ * float16 ({@linkcode computesInFloat16}) the kernel's result is float16, and only that is cast to
+ * gradInput's dtype (a float32 gradInput then holds float16 values).
+ */
 export function batchNormElemtBackward(
   plan: BatchNormElemtBackwardPlan,
   t: BatchNormElemtBackwardTensors,
 ): void {
   const g = plan.geometry;
   if (g.perChannel === 0 || g.channels === 0) return;
+  const float16 = computesInFloat16(t);
+  if (float16 && t.gradInput.dtype !== "float16") {
+    using half = disposable(Tensor.empty(t.gradInput.shape, "float16"));
+    batchNormElemtBackward(plan, { ...t, gradInput: half.tensor });
+    t.gradInput.copy_(half.tensor);
+    return;
+  }
   const call = batchNormCall(g, [t.gradOut, t.input], t.gradInput);
   if (!call) {
     return runStaged(
@@ -180,9 +195,25 @@ export function batchNormElemtBackward(
   let total = 0;
   for (const v of channelValues(t.counter)) total += v;
   const stage = gradStage(call, t.gradOut, t.input, t.gradInput);
-  const sums = { first: channelValues(t.sumDy), second: channelValues(t.sumDyXmu) };
+  const toPromoted = float16 ? Math.f16round : (v: number) => v;
+  const mean = (sums: Float64Array) => mapValues(sums, (v) => toPromoted(Math.fround(v / total)));
+  const means = { first: mean(channelValues(t.sumDy)), second: mean(channelValues(t.sumDyXmu)) };
   const weight = channelValuesOr(t.weight, g.channels, 1);
-  const mean = channelValues(t.mean);
-  fillGradConstants(stage, mean, channelValues(t.invstd), weight, sums, total);
+  fillGradConstants(stage, channelValues(t.mean), channelValues(t.invstd), weight, means, 1);
   execute(call, [stage]);
+}
+
+/**
+ * Whether CANN computes aclnnBatchNormElemtBackward in float16: GetPromoteType gives FLOAT16
+ * only when gradOut, input, mean, invstd, weight, sumDy and sumDyXmu are all float16; an absent
+ * weight is FillScalar's float32 fill of ones, so it needs a float16 weight.
+ */
+function computesInFloat16(t: BatchNormElemtBackwardTensors): boolean {
+  const promoted = [t.gradOut, t.input, t.mean, t.invstd, t.weight, t.sumDy, t.sumDyXmu];
+  return promoted.every((x) => x?.dtype === "float16");
+}
+
+/** A tensor freed at the end of a `using` scope. */
+function disposable(tensor: Tensor): Disposable & { readonly tensor: Tensor } {
+  return { tensor, [Symbol.dispose]: () => tensor.dispose() };
 }
