@@ -39,6 +39,31 @@ interface Forward {
   result: CallResult;
 }
 
+/** The tensors of one aclnnLayerNorm call; weight, bias, mean and rstd NULL when absent. */
+interface LayerNormTensors {
+  x: DevTensor;
+  norm: number[];
+  y: DevTensor;
+  mean?: DevTensor;
+  rstd?: DevTensor;
+  weight?: DevTensor;
+  bias?: DevTensor;
+}
+
+/** aclnnLayerNorm (eps EPS) on tensors already made. */
+function callLayerNorm(sim: NormSim, t: LayerNormTensors): CallResult {
+  return sim.call("aclnnLayerNorm", [
+    t.x.handle,
+    sim.intArray(t.norm),
+    t.weight?.handle ?? null,
+    t.bias?.handle ?? null,
+    EPS,
+    t.y.handle,
+    t.mean?.handle ?? null,
+    t.rstd?.handle ?? null,
+  ]);
+}
+
 /** aclnnLayerNorm on [rows.., cols..] data; statistics shaped [A1..Ai, 1..1] in `statType`. */
 function forward(
   sim: NormSim,
@@ -53,16 +78,15 @@ function forward(
   const statShape = shape.map((d, i) => i < shape.length - norm.length ? d : 1);
   const mean = sim.tensor(null, statShape, opts.statType ?? "float32");
   const rstd = sim.tensor(null, statShape, opts.statType ?? "float32");
-  const result = sim.call("aclnnLayerNorm", [
-    x.handle,
-    sim.intArray(norm),
-    opts.weight?.handle ?? null,
-    opts.bias?.handle ?? null,
-    EPS,
-    y.handle,
-    mean.handle,
-    rstd.handle,
-  ]);
+  const result = callLayerNorm(sim, {
+    x,
+    norm,
+    y,
+    mean,
+    rstd,
+    weight: opts.weight,
+    bias: opts.bias,
+  });
   return { x, y, mean, rstd, result };
 }
 
@@ -92,16 +116,7 @@ Deno.test("aclnnLayerNorm float32: y, mean and rstd over the trailing normalized
     const x = sim.tensor(xs, [3, 4], "float32", { strides: [1, 3] });
     const y = sim.tensor(null, [3, 4]);
     expectOk(
-      sim.call("aclnnLayerNorm", [
-        x.handle,
-        sim.intArray([4]),
-        null,
-        null,
-        EPS,
-        y.handle,
-        null,
-        null,
-      ]),
+      callLayerNorm(sim, { x, norm: [4], y }),
       "no weight, bias, statistics",
     );
     const logical = sim.read(x);
@@ -157,32 +172,14 @@ Deno.test("aclnnLayerNorm, empty input: N == 0 writes mean 0 and rstd NaN; M == 
     const y = sim.tensor([], [2, 0]);
     const mean = sim.tensor([7, 7], [2, 1]);
     const rstd = sim.tensor([7, 7], [2, 1]);
-    const r = sim.call("aclnnLayerNorm", [
-      x.handle,
-      sim.intArray([0]),
-      null,
-      null,
-      EPS,
-      y.handle,
-      mean.handle,
-      rstd.handle,
-    ]);
+    const r = callLayerNorm(sim, { x, norm: [0], y, mean, rstd });
     expectOk(r, "N == 0");
     assert.equal(r.workspaceSize, 0n);
     assert.deepEqual(sim.read(mean), [0, 0]);
     assert.ok(sim.read(rstd).every(Number.isNaN), "rstd NaN");
     const x0 = sim.tensor([], [0, 4]);
     const m0 = sim.tensor([], [0, 1]);
-    const r0 = sim.call("aclnnLayerNorm", [
-      x0.handle,
-      sim.intArray([4]),
-      null,
-      null,
-      EPS,
-      sim.tensor([], [0, 4]).handle,
-      m0.handle,
-      null,
-    ]);
+    const r0 = callLayerNorm(sim, { x: x0, norm: [4], y: sim.tensor([], [0, 4]), mean: m0 });
     expectOk(r0, "M == 0");
     assert.equal(r0.workspaceSize, 0n);
   });
@@ -243,17 +240,7 @@ Deno.test("aclnnLayerNorm validation: CANN's codes and texts, per SoC", () => {
     withSoc("Ascend350_9599", () => expectFail(call({}), 161002, "Ascend350_9599"));
     const xb = sim.tensor(data(8, 10, "bfloat16"), [2, 4], "bfloat16");
     const yb = sim.tensor(null, [2, 4], "bfloat16");
-    const bf16 = () =>
-      sim.call("aclnnLayerNorm", [
-        xb.handle,
-        sim.intArray([4]),
-        null,
-        null,
-        EPS,
-        yb.handle,
-        null,
-        null,
-      ]);
+    const bf16 = () => callLayerNorm(sim, { x: xb, norm: [4], y: yb });
     withSoc("Ascend910A", () =>
       expectFail(
         bf16(),
@@ -338,16 +325,7 @@ Deno.test("aclnnLayerNorm: one row, any one-element meanOut / rstdOut off DAV_35
     const mean = sim.tensor([7, 7, 7], [3]);
     withSoc("Ascend910B4", () =>
       expectOk(
-        sim.call("aclnnLayerNorm", [
-          x0.handle,
-          sim.intArray([0]),
-          null,
-          null,
-          EPS,
-          sim.tensor([], [2, 0]).handle,
-          mean.handle,
-          null,
-        ]),
+        callLayerNorm(sim, { x: x0, norm: [0], y: sim.tensor([], [2, 0]), mean }),
         "N == 0, meanOut [3]",
       ));
     assert.deepEqual(sim.read(mean), [0, 0, 0]);
