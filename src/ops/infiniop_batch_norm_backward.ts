@@ -144,32 +144,20 @@ export interface BatchNormBackwardComputeArgs {
   workspace?: Uint8Array | Tensor | null;
 }
 
+/** The tensors of {@linkcode NAMES}, as fields of both argument records below. */
+const TENSOR_FIELDS = Object.fromEntries(NAMES.map((name) => [name, true])) as {
+  readonly [K in Name]: true;
+};
+
 /** Every argument of {@linkcode createBatchNormBackwardDescriptor}; others are BAD_PARAM. */
 const CREATE_ARGS = namesOf<BatchNormBackwardDescriptorArgs>({
-  gradInput: true,
-  gradWeight: true,
-  gradBias: true,
-  input: true,
-  gradOutput: true,
-  weight: true,
-  runningMean: true,
-  runningVar: true,
+  ...TENSOR_FIELDS,
   eps: true,
   training: true,
 });
 
 /** Every argument of {@linkcode BatchNormBackwardDescriptor.compute}; others are BAD_PARAM. */
-const COMPUTE_ARGS = namesOf<BatchNormBackwardComputeArgs>({
-  gradInput: true,
-  gradWeight: true,
-  gradBias: true,
-  input: true,
-  gradOutput: true,
-  weight: true,
-  runningMean: true,
-  runningVar: true,
-  workspace: true,
-});
+const COMPUTE_ARGS = namesOf<BatchNormBackwardComputeArgs>({ ...TENSOR_FIELDS, workspace: true });
 
 /**
  * A BatchNorm backward plan over fixed tensor descriptions (InfiniOp's

@@ -35,6 +35,7 @@ import {
   type SimStats,
   simStats,
 } from "../helpers/ffi_sim.ts";
+import { plainDescriptors } from "../fixtures/infiniop.ts";
 
 /** The counters once queued work is done and the allocator's cache is given back. */
 function settled(npu: AscendDevice): SimStats {
@@ -394,19 +395,9 @@ Deno.test("faults: the backend's scratch tensors are freed when a later allocati
   Deno.env.set("ACLSIM_SOC_NAME", "Ascend910B4");
   try {
     using npu = openSim();
-    const shape = [4, 3, 8];
-    const data = { dtype: "float32", shape } as const;
-    const c = { dtype: "float32", shape: [3] } as const;
-    using descriptor = createBatchNormBackwardDescriptor({
-      gradInput: data,
-      gradOutput: data,
-      input: data,
-      gradWeight: c,
-      gradBias: c,
-      weight: c,
-      runningMean: c,
-      runningVar: c,
-    });
+    const [N, C, L] = [4, 3, 8];
+    const shape = [N, C, L];
+    using descriptor = createBatchNormBackwardDescriptor(plainDescriptors(N, C, L, "float32"));
     const hostDy = Tensor.random(shape, { seed: 2 });
     const dy = hostDy.to(npu);
     const t = {

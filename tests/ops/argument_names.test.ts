@@ -10,6 +10,7 @@ import * as ops from "../../src/ops/mod.ts";
 import { closestName } from "../../src/ops/known_names.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
 import { assertAclnnError } from "../helpers/assert.ts";
+import { plainDescriptors } from "../fixtures/infiniop.ts";
 
 const INVALID = 161002;
 
@@ -123,18 +124,7 @@ Deno.test("argument names: every operator refuses an unknown field", async () =>
     );
   }
   // The descriptor's compute: InfiniOp's BAD_PARAM.
-  const data = { dtype: "float32", shape: [2, 3, 4] } as const;
-  const c = { dtype: "float32", shape: [3] } as const;
-  using desc = ops.createBatchNormBackwardDescriptor({
-    gradInput: data,
-    gradOutput: data,
-    input: data,
-    gradWeight: c,
-    gradBias: c,
-    weight: c,
-    runningMean: c,
-    runningVar: c,
-  });
+  using desc = ops.createBatchNormBackwardDescriptor(plainDescriptors(2, 3, 4));
   assertAclnnError(
     () => desc.compute({ work_space: new Uint8Array(128) } as never),
     INVALID,

@@ -4,7 +4,6 @@ import {
   type BatchNormBackwardComputeArgs,
   type BatchNormBackwardDescriptorArgs,
   createBatchNormBackwardDescriptor,
-  type InfiniopTensorDescriptor,
 } from "../../src/ops/infiniop_batch_norm_backward.ts";
 import type { DType } from "../../src/tensor/dtype.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
@@ -18,35 +17,11 @@ import {
   invstdOf,
   numericalGradient,
 } from "../oracle/mod.ts";
+import { INFINIOP_TENSOR_NAMES, plainDescriptors } from "../fixtures/infiniop.ts";
 
 const NULLPTR = 161001;
 const INVALID = 161002;
-const NAMES = [
-  "gradInput",
-  "gradWeight",
-  "gradBias",
-  "input",
-  "gradOutput",
-  "weight",
-  "runningMean",
-  "runningVar",
-] as const;
-
-/** Plain descriptors for an (N, C, L) problem in one dtype. */
-function plain(N: number, C: number, L: number, dtype: DType = "float32") {
-  const data: InfiniopTensorDescriptor = { dtype, shape: [N, C, L] };
-  const c: InfiniopTensorDescriptor = { dtype, shape: [C] };
-  return {
-    gradInput: data,
-    gradOutput: data,
-    input: data,
-    gradWeight: c,
-    gradBias: c,
-    weight: c,
-    runningMean: c,
-    runningVar: c,
-  } satisfies BatchNormBackwardDescriptorArgs;
-}
+const NAMES = INFINIOP_TENSOR_NAMES;
 
 /** Tensors for an (N, C, L) problem whose running stats are the batch's E[x] and Var[x]. */
 function tensors(N: number, C: number, L: number, dtype: DType = "float32") {
@@ -94,7 +69,7 @@ function assertMatches(t: ReturnType<typeof tensors>, eps: number, dtype: DType,
 
 Deno.test("infiniop BatchNormBackward: descriptor from plain descriptors and from tensors", () => {
   const t = tensors(3, 4, 5);
-  const fromPlain = createBatchNormBackwardDescriptor(plain(3, 4, 5));
+  const fromPlain = createBatchNormBackwardDescriptor(plainDescriptors(3, 4, 5));
   const fromTensors = createBatchNormBackwardDescriptor(t);
   for (const desc of [fromPlain, fromTensors]) {
     assert.equal(desc.dtype, "float32");
@@ -110,7 +85,7 @@ Deno.test("infiniop BatchNormBackward: descriptor from plain descriptors and fro
   assert.deepEqual(u.gradInput.toArray(), t.gradInput.toArray());
   // Explicit contiguous strides and strided per-channel descriptors are accepted.
   createBatchNormBackwardDescriptor({
-    ...plain(3, 4, 5),
+    ...plainDescriptors(3, 4, 5),
     input: { dtype: "float32", shape: [3, 4, 5], strides: [20, 5, 1] },
     weight: { dtype: "float32", shape: [4], strides: [2] },
   }).destroy();
@@ -120,7 +95,7 @@ Deno.test("infiniop BatchNormBackward: a missing tensor is NULL_POINTER (161001)
   for (const name of NAMES) {
     for (const value of [undefined, null]) {
       assertAclnnError(
-        () => createBatchNormBackwardDescriptor({ ...plain(2, 3, 4), [name]: value }),
+        () => createBatchNormBackwardDescriptor({ ...plainDescriptors(2, 3, 4), [name]: value }),
         NULLPTR,
         name,
         "NULL_POINTER",
@@ -130,18 +105,18 @@ Deno.test("infiniop BatchNormBackward: a missing tensor is NULL_POINTER (161001)
 });
 
 Deno.test("infiniop BatchNormBackward: compute without its argument object is NULL_POINTER", () => {
-  using desc = createBatchNormBackwardDescriptor(plain(2, 3, 4));
+  using desc = createBatchNormBackwardDescriptor(plainDescriptors(2, 3, 4));
   for (const value of [undefined, null]) {
     assertAclnnError(() => desc.compute(value as never), NULLPTR, "args", "NULL_POINTER");
   }
 });
 
 Deno.test("infiniop BatchNormBackward: dtype rules are BAD_TENSOR_DTYPE", () => {
-  const p = plain(2, 3, 4);
+  const p = plainDescriptors(2, 3, 4);
   assertAclnnError(
     () =>
       createBatchNormBackwardDescriptor({
-        ...plain(2, 3, 4, "int32"),
+        ...plainDescriptors(2, 3, 4, "int32"),
       }),
     INVALID,
     "input",
@@ -169,12 +144,12 @@ Deno.test("infiniop BatchNormBackward: dtype rules are BAD_TENSOR_DTYPE", () => 
   );
   // bfloat16 and float16 as dT are fine.
   for (const dtype of ["float16", "bfloat16"] as const) {
-    createBatchNormBackwardDescriptor(plain(2, 3, 4, dtype)).destroy();
+    createBatchNormBackwardDescriptor(plainDescriptors(2, 3, 4, dtype)).destroy();
   }
 });
 
 Deno.test("infiniop BatchNormBackward: shape rules are BAD_TENSOR_SHAPE", () => {
-  const p = plain(2, 3, 4);
+  const p = plainDescriptors(2, 3, 4);
   const f = "float32" as const;
   const cases: [Partial<BatchNormBackwardDescriptorArgs>, string][] = [
     [{ input: { dtype: f, shape: [2, 3, 4, 1] } }, "input"],
@@ -198,7 +173,7 @@ Deno.test("infiniop BatchNormBackward: shape rules are BAD_TENSOR_SHAPE", () => 
 });
 
 Deno.test("infiniop BatchNormBackward: non-contiguous data tensors are BAD_TENSOR_STRIDES", () => {
-  const p = plain(2, 3, 4);
+  const p = plainDescriptors(2, 3, 4);
   for (const name of ["gradInput", "gradOutput", "input"] as const) {
     assertAclnnError(
       () =>
@@ -232,7 +207,7 @@ Deno.test("infiniop BatchNormBackward: non-contiguous data tensors are BAD_TENSO
 });
 
 Deno.test("infiniop BatchNormBackward: bad eps or descriptor objects are BAD_PARAM", () => {
-  const p = plain(2, 3, 4);
+  const p = plainDescriptors(2, 3, 4);
   for (const eps of [-1, NaN, Infinity, "0" as unknown as number]) {
     assertAclnnError(
       () => createBatchNormBackwardDescriptor({ ...p, eps }),
@@ -253,7 +228,7 @@ Deno.test("infiniop BatchNormBackward: bad eps or descriptor objects are BAD_PAR
 // Compute
 
 Deno.test("infiniop BatchNormBackward: compute checks tensors against the descriptor", () => {
-  const desc = createBatchNormBackwardDescriptor(plain(2, 3, 4));
+  const desc = createBatchNormBackwardDescriptor(plainDescriptors(2, 3, 4));
   const t = tensors(2, 3, 4);
   for (const name of NAMES) {
     assertAclnnError(
@@ -297,7 +272,7 @@ Deno.test("infiniop BatchNormBackward: compute checks tensors against the descri
   );
   // A descriptor with strided per-channel tensors takes exactly those strides.
   const strided = createBatchNormBackwardDescriptor({
-    ...plain(2, 3, 4),
+    ...plainDescriptors(2, 3, 4),
     weight: { dtype: "float32", shape: [3], strides: [2] },
   });
   const w = Tensor.random([6], { seed: 9, low: 0.5, high: 1.5 }).slice(0, 0, 6, 2);
@@ -307,7 +282,7 @@ Deno.test("infiniop BatchNormBackward: compute checks tensors against the descri
 });
 
 Deno.test("infiniop BatchNormBackward: workspace size and INSUFFICIENT_WORKSPACE", () => {
-  const desc = createBatchNormBackwardDescriptor(plain(2, 3, 4));
+  const desc = createBatchNormBackwardDescriptor(plainDescriptors(2, 3, 4));
   assert.equal(desc.workspaceSize, 72);
   const t = tensors(2, 3, 4);
   assertAclnnError(
@@ -340,7 +315,7 @@ Deno.test("infiniop BatchNormBackward: values in every dtype, with and without e
   for (const dtype of ["float32", "float16", "bfloat16"] as const) {
     for (const eps of [0, 1e-3]) {
       const t = tensors(4, 3, 7, dtype);
-      using desc = createBatchNormBackwardDescriptor({ ...plain(4, 3, 7, dtype), eps });
+      using desc = createBatchNormBackwardDescriptor({ ...plainDescriptors(4, 3, 7, dtype), eps });
       desc.compute(t);
       assertMatches(t, eps, dtype, `${dtype} eps=${eps}`);
     }

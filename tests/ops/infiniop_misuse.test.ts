@@ -17,19 +17,11 @@ import { Tensor } from "../../src/tensor/tensor.ts";
 import type { Device } from "../../src/tensor/device.ts";
 import { assertAclnnError } from "../helpers/assert.ts";
 import { forEachBackend, on } from "../helpers/backends.ts";
+import { INFINIOP_TENSOR_NAMES } from "../fixtures/infiniop.ts";
 
 const NULLPTR = 161001;
 const INVALID = 161002;
-const NAMES = [
-  "gradInput",
-  "gradWeight",
-  "gradBias",
-  "input",
-  "gradOutput",
-  "weight",
-  "runningMean",
-  "runningVar",
-] as const;
+const NAMES = INFINIOP_TENSOR_NAMES;
 
 /** The tensors of a [2, 3, 4] problem on `device`. */
 function tensors(device: Device) {

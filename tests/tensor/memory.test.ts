@@ -15,6 +15,7 @@ import { createBatchNormBackwardDescriptor } from "../../src/ops/infiniop_batch_
 import { keep, tidy } from "../../src/tensor/scope.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
 import { openSim, SIM_DIR } from "../helpers/ffi_sim.ts";
+import { plainDescriptors } from "../fixtures/infiniop.ts";
 
 /** Inputs on the device, after one warm-up call (so the device's workspace exists). */
 function problem(npu: ReturnType<typeof openSim>) {
@@ -211,19 +212,9 @@ Deno.test("memory: bench/soak.ts styles stay flat (dispose, using/tidy, out)", a
 
 Deno.test("memory: the descriptor API's in-place compute holds no buffer after the call", () => {
   using npu = openSim();
-  const shape = [4, 3, 8];
-  const data = { dtype: "float16", shape } as const;
-  const c = { dtype: "float16", shape: [3] } as const;
-  using descriptor = createBatchNormBackwardDescriptor({
-    gradInput: data,
-    gradOutput: data,
-    input: data,
-    gradWeight: c,
-    gradBias: c,
-    weight: c,
-    runningMean: c,
-    runningVar: c,
-  });
+  const [N, C, L] = [4, 3, 8];
+  const shape = [N, C, L];
+  using descriptor = createBatchNormBackwardDescriptor(plainDescriptors(N, C, L, "float16"));
   const dy = Tensor.random(shape, { seed: 2, dtype: "float16", device: npu });
   const t = {
     input: Tensor.random(shape, { seed: 1, dtype: "float16", device: npu }),
