@@ -7,25 +7,10 @@
 
 import assert from "node:assert/strict";
 import denoJson from "../../deno.json" with { type: "json" };
+import { moduleGraph, ROOT } from "../helpers/module_graph.ts";
 
-const ROOT = new URL("../../", import.meta.url);
 const TESTS = new URL("tests/", ROOT).href;
 const ORACLE = new URL("tests/oracle/", ROOT).href;
-
-/** The local module specifiers `deno info --json` lists for an entry point. */
-async function moduleGraph(entry: string): Promise<string[]> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["info", "--json", entry],
-    cwd: new URL(".", ROOT),
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
-  const info = JSON.parse(new TextDecoder().decode(out.stdout)) as {
-    modules: { specifier: string }[];
-  };
-  return info.modules.map((m) => m.specifier).filter((s) => s.startsWith("file:"));
-}
 
 for (const entry of ["mod.ts", "ascend.ts", "backends.ts"]) {
   Deno.test(`${entry}'s module graph holds no file of tests/ (the oracle)`, async () => {

@@ -7,22 +7,11 @@
  */
 
 import assert from "node:assert/strict";
+import { moduleGraph, ROOT } from "../helpers/module_graph.ts";
 
-const ROOT = new URL("../../", import.meta.url);
-
-/** The local files of `entry`'s module graph (`deno info --json`), relative to the root. */
+/** The local files of `entry`'s module graph, relative to the root. */
 async function localGraph(entry: string): Promise<string[]> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["info", "--json", entry],
-    cwd: ROOT,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
-  const info = JSON.parse(new TextDecoder().decode(out.stdout)) as {
-    modules: { specifier: string }[];
-  };
-  return info.modules.map((m) => m.specifier).filter((s) => s.startsWith(ROOT.href))
+  return (await moduleGraph(entry)).filter((s) => s.startsWith(ROOT.href))
     .map((s) => s.slice(ROOT.href.length)).sort();
 }
 
