@@ -178,9 +178,9 @@ export function batchNormElemtBackward(
   if (g.perChannel === 0 || g.channels === 0) return;
   const float16 = computesInFloat16(t);
   if (float16 && t.gradInput.dtype !== "float16") {
-    using half = disposable(Tensor.empty(t.gradInput.shape, "float16"));
-    batchNormElemtBackward(plan, { ...t, gradInput: half.tensor });
-    t.gradInput.copy_(half.tensor);
+    using half = Tensor.empty(t.gradInput.shape, "float16");
+    batchNormElemtBackward(plan, { ...t, gradInput: half });
+    t.gradInput.copy_(half);
     return;
   }
   const call = batchNormCall(g, [t.gradOut, t.input], t.gradInput);
@@ -211,9 +211,4 @@ export function batchNormElemtBackward(
 function computesInFloat16(t: BatchNormElemtBackwardTensors): boolean {
   const promoted = [t.gradOut, t.input, t.mean, t.invstd, t.weight, t.sumDy, t.sumDyXmu];
   return promoted.every((x) => x?.dtype === "float16");
-}
-
-/** A tensor freed at the end of a `using` scope. */
-function disposable(tensor: Tensor): Disposable & { readonly tensor: Tensor } {
-  return { tensor, [Symbol.dispose]: () => tensor.dispose() };
 }
