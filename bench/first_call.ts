@@ -84,11 +84,7 @@ function evictCaches(): number {
   return sum;
 }
 
-/** The median time of `f` called after evicting the caches each time. */
-function coldMedian(f: () => Disposable): number {
-  const times = Array.from({ length: COLD_CALLS }, () => (evictCaches(), timed(f)));
-  return times.sort((a, b) => a - b)[COLD_CALLS >> 1];
-}
+/** Calls timed after evicting the caches, per repeat. */
 const COLD_CALLS = 9;
 
 /** A call of `op` on `x` (weights ones, biases zeros), its outputs allocated by the call. */
@@ -107,9 +103,14 @@ function timed(f: () => Disposable): number {
   return performance.now() - t;
 }
 
-function median(f: () => Disposable): number {
-  const times = Array.from({ length: calls }, () => timed(f)).sort((a, b) => a - b);
-  return times[Math.floor(calls / 2)];
+/** The middle value of `xs` (sorted in place). */
+function middle(xs: number[]): number {
+  return xs.sort((a, b) => a - b)[xs.length >> 1];
+}
+
+/** The median time of `n` calls of `f`, each after `before` (untimed) when given. */
+function medianTime(f: () => Disposable, n = calls, before?: () => unknown): number {
+  return middle(Array.from({ length: n }, () => (before?.(), timed(f))));
 }
 
 function ours(): Row[] {
@@ -123,11 +124,11 @@ function ours(): Row[] {
     for (let r = 0; r < repeats; r++) {
       // A new shape each repeat: B with r fewer in its first dimension.
       const fb = caller(op, Tensor.random([b[0] - r, ...b.slice(1)], { seed: 2 + r }), groups);
-      const steadyA = median(fa);
+      const steadyA = medianTime(fa);
       const first = timed(fb);
-      const steady = median(fb);
+      const steady = medianTime(fb);
       const back = timed(fa);
-      runs.push({ first, steady, back, steadyA, cold: coldMedian(fb) });
+      runs.push({ first, steady, back, steadyA, cold: medianTime(fb, COLD_CALLS, evictCaches) });
     }
     return medianRow(runs);
   });
@@ -135,16 +136,15 @@ function ours(): Row[] {
 
 /** The median of each column of `runs`, and of the two ratios. */
 function medianRow(runs: readonly Row[]): Row {
-  const mid = (xs: number[]) => xs.sort((p, q) => p - q)[Math.floor(xs.length / 2)];
   return {
-    first: mid(runs.map((r) => r.first)),
-    steady: mid(runs.map((r) => r.steady)),
-    back: mid(runs.map((r) => r.back)),
-    steadyA: mid(runs.map((r) => r.steadyA)),
-    cold: mid(runs.map((r) => r.cold)),
-    newRatio: mid(runs.map((r) => r.first / r.steady)),
-    coldRatio: mid(runs.map((r) => r.first / r.cold)),
-    backRatio: mid(runs.map((r) => r.back / r.steadyA)),
+    first: middle(runs.map((r) => r.first)),
+    steady: middle(runs.map((r) => r.steady)),
+    back: middle(runs.map((r) => r.back)),
+    steadyA: middle(runs.map((r) => r.steadyA)),
+    cold: middle(runs.map((r) => r.cold)),
+    newRatio: middle(runs.map((r) => r.first / r.steady)),
+    coldRatio: middle(runs.map((r) => r.first / r.cold)),
+    backRatio: middle(runs.map((r) => r.back / r.steadyA)),
   };
 }
 
