@@ -2,7 +2,7 @@
  * `deno task bench:cpu`: the CPU backend against its float64 reference kernels and against
  * PyTorch's CPU kernels, side by side in one run. For every operator, dtype, shape and layout
  * it prints our medians in two call styles, the reference median, and (when
- * `/usr/bin/python3 bench/torch_baseline.py --json` works) the PyTorch median and our/PyTorch
+ * `/usr/bin/python3 bench/torch_baseline.py --json` works, run as bench/torch_process.ts says) the PyTorch median and our/PyTorch
  * ratios; then the geometric means of our/PyTorch over the comparable rows, the worst rows,
  * and each float16 row against the float32 row of the same case.
  *
@@ -38,6 +38,7 @@ import {
   probeCase,
 } from "./cpu_cases.ts";
 import { Progress, timingMs, type TimingRule } from "./progress.ts";
+import { runTorch, torchSettings } from "./torch_process.ts";
 
 const NAME = "bench:cpu";
 const flags = parseCommand({
@@ -147,35 +148,28 @@ const torchOps = ops.filter((op) =>
 async function torchRows(): Promise<{ rows: TorchRow[]; note: string }> {
   if (flags["no-torch"]) return { rows: [], note: "PyTorch: skipped (--no-torch)" };
   if (torchOps.length === 0) return { rows: [], note: "PyTorch: no comparable op selected" };
-  try {
-    const out = await new Deno.Command("/usr/bin/python3", {
-      args: [
-        new URL("./torch_baseline.py", import.meta.url).pathname,
-        "--json",
-        "--threads",
-        String(threads),
-        "--ops",
-        torchOps.join(","),
-        "--dtypes",
-        dtypes.join(","),
-        "--layouts",
-        layouts.join(","),
-        "--shapes",
-        flags.shapes,
-      ],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    if (!out.success) {
-      const why = new TextDecoder().decode(out.stderr).trim().split("\n").at(-1);
-      return { rows: [], note: `PyTorch: bench/torch_baseline.py failed (${why})` };
-    }
-    const rows = JSON.parse(new TextDecoder().decode(out.stdout)) as TorchRow[];
-    const version = rows.find((r) => r.torch)?.torch ?? "?";
-    return { rows, note: `PyTorch ${version}, ${rows[0]?.threads ?? threads} threads` };
-  } catch (error) {
-    return { rows: [], note: `PyTorch: not available (${(error as Error).message})` };
+  const rows = await runTorch("./torch_baseline.py", [
+    "--json",
+    "--threads",
+    String(threads),
+    "--ops",
+    torchOps.join(","),
+    "--dtypes",
+    dtypes.join(","),
+    "--layouts",
+    layouts.join(","),
+    "--shapes",
+    flags.shapes,
+  ]);
+  if (typeof rows === "string") {
+    return { rows: [], note: `PyTorch: bench/torch_baseline.py failed (${rows})` };
   }
+  const torch = rows as TorchRow[];
+  const version = torch.find((r) => r.torch)?.torch ?? "?";
+  return {
+    rows: torch,
+    note: `${torchSettings(torch[0]?.threads ?? threads)} (torch ${version})`,
+  };
 }
 
 setCpuThreads(threads);

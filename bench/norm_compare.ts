@@ -28,6 +28,7 @@ import {
   Tensor,
 } from "../mod.ts";
 import { duration, Progress, timingMs, type TimingRule } from "./progress.ts";
+import { runTorch, torchSettings } from "./torch_process.ts";
 
 const NAME = "bench:norm";
 const OPS = ["layerNorm", "layerNormBackward", "rmsNorm", "rmsNormGrad"] as const;
@@ -156,27 +157,19 @@ interface TorchRow {
 }
 
 async function torchRun(): Promise<TorchRow[]> {
-  const out = await new Deno.Command("/usr/bin/python3", {
-    args: [
-      new URL("./torch_norm_baseline.py", import.meta.url).pathname,
-      "--json",
-      "--threads",
-      String(threads),
-      "--min-time",
-      String(minTime / 1000),
-      "--ops",
-      ops.join(","),
-      "--dtypes",
-      dtypes.join(","),
-    ],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  if (!out.success) {
-    const why = new TextDecoder().decode(out.stderr).trim().split("\n").at(-1);
-    throw new Error(`bench/torch_norm_baseline.py failed: ${why}`);
-  }
-  return JSON.parse(new TextDecoder().decode(out.stdout));
+  const rows = await runTorch("./torch_norm_baseline.py", [
+    "--json",
+    "--threads",
+    String(threads),
+    "--min-time",
+    String(minTime / 1000),
+    "--ops",
+    ops.join(","),
+    "--dtypes",
+    dtypes.join(","),
+  ]);
+  if (typeof rows === "string") throw new Error(`bench/torch_norm_baseline.py failed: ${rows}`);
+  return rows as TorchRow[];
 }
 
 const fmt = (ms: number | undefined) =>
@@ -282,7 +275,7 @@ const group = (name: string, pick: (o: Op) => boolean, rs = ratios, style = "dis
 };
 
 const head = `CPU backend, ${threads} thread(s), ${navigator.hardwareConcurrency} cores; ` +
-  (flags["no-torch"] ? "PyTorch skipped" : `PyTorch ${torchVersion}`) +
+  (flags["no-torch"] ? "PyTorch skipped" : `${torchSettings(threads)} (torch ${torchVersion})`) +
   `; lowest median of ${rounds} interleaved round(s)`;
 console.log(head);
 const columns = dtypes.flatMap((d) => [
