@@ -12,10 +12,11 @@
  * until it yields: once the heap is full, storage falls back to a SharedArrayBuffer of its own
  * (the kernels then stage it through the heap). The memory grows up to
  * {@linkcode hostHeapMaxBytes} (a quarter of the machine's memory when `--allow-sys` lets the
- * library read it, else 2 GiB, at most 4 GiB; `ACLNN_NORM_HOST_HEAP_MB` sets it, 0 keeps every
+ * library read it, else 2 GiB, at most 3 GiB; `ACLNN_NORM_HOST_HEAP_MB` sets it, 0 keeps every
  * tensor out of the heap) and never shrinks (WebAssembly memories cannot). Scratch blocks that
  * a kernel needs for the duration of one call ({@linkcode heapScratch}) may take the heap past
- * that maximum, up to 4 GiB: a call never fails for want of room to stage its tensors.
+ * that maximum, up to 4 GiB: with tensors held to 3 GiB, a call whose scratch fits the last GiB
+ * never fails for want of room to stage its tensors.
  *
  * @module
  */
@@ -32,6 +33,15 @@ export const HOST_HEAP_DEFAULT_BYTES = 2 ** 31;
 /** The largest heap: 4 GiB less a page (32-bit addresses). */
 export const HOST_HEAP_LIMIT_BYTES = 2 ** 32 - 65536;
 
+/**
+ * The largest maximum for tensors: the heap's limit less 1 GiB, which stays for the kernels'
+ * scratch (staged copies of tensors outside the heap, partial sums). A maximum at the limit
+ * itself let a loop of dropped results fill all 4 GiB with tensors, after which any call that
+ * needed scratch failed with 207001 (bench:step with `--allow-sys` on a 24 GiB machine, whose
+ * quarter is 6 GiB).
+ */
+export const HOST_HEAP_TENSOR_LIMIT_BYTES = HOST_HEAP_LIMIT_BYTES - 2 ** 30;
+
 /** The smallest default maximum, on a machine of little memory: 256 MiB. */
 const HOST_HEAP_MIN_DEFAULT_BYTES = 2 ** 28;
 
@@ -39,7 +49,7 @@ let maxBytes: number | undefined;
 
 /**
  * The default maximum: a quarter of the machine's memory (between 256 MiB and
- * {@linkcode HOST_HEAP_LIMIT_BYTES}) when `--allow-sys` is granted (never prompts), else
+ * {@linkcode HOST_HEAP_TENSOR_LIMIT_BYTES}) when `--allow-sys` is granted (never prompts), else
  * {@linkcode HOST_HEAP_DEFAULT_BYTES}.
  */
 function defaultMaxBytes(): number {
@@ -47,7 +57,7 @@ function defaultMaxBytes(): number {
     const state = Deno.permissions.querySync({ name: "sys", kind: "systemMemoryInfo" }).state;
     if (state !== "granted") return HOST_HEAP_DEFAULT_BYTES;
     const quarter = Math.floor(Deno.systemMemoryInfo().total / 4 / 65536) * 65536;
-    return Math.min(HOST_HEAP_LIMIT_BYTES, Math.max(HOST_HEAP_MIN_DEFAULT_BYTES, quarter));
+    return Math.min(HOST_HEAP_TENSOR_LIMIT_BYTES, Math.max(HOST_HEAP_MIN_DEFAULT_BYTES, quarter));
   } catch {
     return HOST_HEAP_DEFAULT_BYTES;
   }
@@ -55,7 +65,7 @@ function defaultMaxBytes(): number {
 
 /**
  * Bytes the heap may grow to for tensors: `ACLNN_NORM_HOST_HEAP_MB` when `--allow-env` grants
- * it (read once; never prompts), else the default (a quarter of the machine's memory, or
+ * it (read once; never prompts; at most {@linkcode HOST_HEAP_TENSOR_LIMIT_BYTES}), else the default (a quarter of the machine's memory, or
  * {@linkcode HOST_HEAP_DEFAULT_BYTES}: module doc). A value that is not a whole number of MiB
  * is an error that names the variable (a RangeError), not silently ignored.
  */
@@ -69,7 +79,7 @@ export function hostHeapMaxBytes(): number {
     );
   }
   maxBytes = text !== undefined
-    ? Math.min(Number(text) * 2 ** 20, HOST_HEAP_LIMIT_BYTES)
+    ? Math.min(Number(text) * 2 ** 20, HOST_HEAP_TENSOR_LIMIT_BYTES)
     : defaultMaxBytes();
   return maxBytes;
 }

@@ -15,6 +15,7 @@ import {
   heapFreed,
   HOST_HEAP_DEFAULT_BYTES,
   HOST_HEAP_ENV,
+  HOST_HEAP_TENSOR_LIMIT_BYTES,
   hostHeapMaxBytes,
   hostHeapMemory,
   hostHeapUsage,
@@ -311,7 +312,7 @@ Deno.test("host heap: ACLNN_NORM_HOST_HEAP_MB sets its maximum (0: no tensor in 
   assert.ok(out.success, new TextDecoder().decode(out.stderr));
   const [line, total] = new TextDecoder().decode(out.stdout).trim().split("\n");
   const quarter = Math.floor(Number(total) / 4 / 65536) * 65536;
-  const want = Math.min(2 ** 32 - 65536, Math.max(2 ** 28, quarter));
+  const want = Math.min(HOST_HEAP_TENSOR_LIMIT_BYTES, Math.max(2 ** 28, quarter));
   assert.equal(line, `${want} true 65536`, "a quarter of the machine's memory");
   assert.equal(await run("64"), `${64 << 20} true 65536`);
   // A bad value is an error that names the variable, not ignored.
@@ -321,6 +322,34 @@ Deno.test("host heap: ACLNN_NORM_HOST_HEAP_MB sets its maximum (0: no tensor in 
       new RegExp(`${HOST_HEAP_ENV}=${bad.replace(".", "\\.")}: must be a whole number of MiB`),
     );
   }
+});
+
+Deno.test("host heap: at its largest maximum, a heap full of tensors still leaves the kernels their scratch", async () => {
+  // ACLNN_NORM_HOST_HEAP_MB at 4 GiB (as a quarter of a 16 GiB machine gives): tensors fill
+  // the heap to its maximum (grown memory is committed only when touched, so this is cheap),
+  // then a LayerNorm whose tensors fell outside the heap stages them through kernel scratch.
+  const script = `
+import { layerNorm, Tensor } from "${new URL("../../mod.ts", import.meta.url)}";
+import { heapAllocate, hostHeapMaxBytes } from "${new URL(
+    "../../src/tensor/host_heap.ts",
+    import.meta.url,
+  )}";
+for (const size of [1 << 26, 1 << 20, 1 << 16]) while (heapAllocate(size));
+const x = Tensor.random([2048, 768], { seed: 1 });
+const r = layerNorm({ input: x, normalizedShape: [768] });
+const y = r.output.toFloat64Array();
+console.log(hostHeapMaxBytes(), y.length, Number.isFinite(y[0]));
+`;
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--no-config", script],
+    env: { [HOST_HEAP_ENV]: "4096" },
+  }).output();
+  assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  assert.equal(
+    new TextDecoder().decode(out.stdout).trim(),
+    `${HOST_HEAP_TENSOR_LIMIT_BYTES} 1572864 true`,
+    "the maximum is capped below the memory's limit, and the call ran",
+  );
 });
 
 Deno.test("host heap: tidy() frees the host tensors it made, keeps what it returns or keep()s", () => {
