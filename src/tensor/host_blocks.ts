@@ -7,7 +7,7 @@
  *   each other's blocks;
  * - a freed block goes to its class's free list at once (a "cached" block), and the next
  *   request of that class takes it back without searching (a "hit");
- * - a miss takes the first large-enough free range (ranges are kept sorted and coalesced); when
+ * - a miss takes the smallest large-enough free range (ranges are kept sorted and coalesced); when
  *   none is, every cached block is flushed into the ranges (coalescing neighbours, lowering the
  *   top) and the ranges are tried again; only then is the top of the heap bumped (growing the
  *   memory up to the cap).
@@ -155,21 +155,29 @@ export class BlockPool {
     return at;
   }
 
+  /**
+   * The front of the smallest free range that holds `size` (best fit: a first fit cut the low
+   * ranges for every small request, and a step's blocks ended up scattered over the heap;
+   * bench:step's bfloat16 disposed step after a dropped float32 loop ran 9.5-11.3 ms against
+   * 7.0-8.6 ms, and 7.7-8.0 ms with best fit).
+   */
   #takeRange(size: number): number | undefined {
     const ranges = this.#ranges;
+    let best = -1;
     for (let i = 0; i < ranges.length; i++) {
-      const range = ranges[i];
-      if (range.bytes < size) continue;
-      const at = range.at;
-      if (range.bytes === size) ranges.splice(i, 1);
-      else {
-        range.at += size;
-        range.bytes -= size;
-      }
-      this.counters.bytesCached -= size;
-      return at;
+      const bytes = ranges[i].bytes;
+      if (bytes >= size && (best < 0 || bytes < ranges[best].bytes)) best = i;
     }
-    return undefined;
+    if (best < 0) return undefined;
+    const range = ranges[best];
+    const at = range.at;
+    if (range.bytes === size) ranges.splice(best, 1);
+    else {
+      range.at += size;
+      range.bytes -= size;
+    }
+    this.counters.bytesCached -= size;
+    return at;
   }
 
   #takeTop(size: number, grow: (end: number) => boolean): number | undefined {

@@ -116,6 +116,19 @@ Deno.test("block pool: a freed block is cached for its class; a miss coalesces t
   assert.equal(pool.counters.peakBytesInUse, 65536 + 65536 + 131072);
 });
 
+Deno.test("block pool: a miss takes the smallest free range that holds it (best fit)", () => {
+  const pool = new BlockPool(65536, () => true);
+  const large = pool.take(131072)!;
+  pool.take(65536); // live: keeps the two free ranges apart
+  const small = pool.take(65536)!;
+  pool.take(65536);
+  pool.give(large.at, 131072);
+  pool.give(small.at, 65536);
+  // No 8 KiB block is cached: the cache is flushed into two ranges, 128 KiB and 64 KiB.
+  assert.equal(pool.take(8192)!.at, small.at, "the 64 KiB range, not the first one");
+  assert.equal(pool.take(131072)!.at, large.at, "the large range is still whole");
+});
+
 Deno.test("host heap: reused blocks are zero-filled on request, else poisoned (this policy)", () => {
   const bytes = 3 * 65536;
   const first = heapAllocate(bytes)!;
