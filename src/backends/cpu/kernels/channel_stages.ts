@@ -102,7 +102,7 @@ export interface ChannelExports {
     o2: number,
     acc: number,
   ): void;
-  /** The normalize write of `pix` pixels, float32 constants at k. */
+  /** The normalize write of `pix` pixels, float32 constants at k interleaved per four channels. */
   bn_norm_pix(x: number, o: number, C: number, dt: number, pix: number, k: number): void;
   /** The gradient write of `pix` pixels. */
   bn_grad_pix(
@@ -269,10 +269,21 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
   const per = pixelsPerBlock(layout);
   const total = layout.N * layout.inner;
   const blocks = layout.perSample ? blocksPerSample(layout) : 0;
-  /** Sample n's means (sums) or constants (writes) into the region, as float32. */
+  /**
+   * Sample n's means (sums: C float32) or constants (writes: interleaved per four channels,
+   * constant j of channel 4i + l at 16i + 4j + l, as bn_write_pix reads them) into the
+   * region, as float32.
+   */
   const load = (n: number) => {
     if (s.op === "sums") kf.set(s.mean.subarray(n * C, (n + 1) * C));
-    else if (s.op !== "stats") kf.set(s.constants.subarray(n * count * C, (n + 1) * count * C));
+    else if (s.op !== "stats") {
+      const from = n * count * C;
+      for (let j = 0; j < count; j++) {
+        for (let c = 0; c < C; c++) {
+          kf[4 * (c & ~3) + 4 * j + (c & 3)] = s.constants[from + j * C + c];
+        }
+      }
+    }
   };
   if (!layout.perSample) load(0);
   let loaded = -1;

@@ -149,7 +149,14 @@ function runChannelItems(s, from, to, w) {
   const blocks = layout.perSample ? blocksPerSample(layout) : 0;
   const load = (n) => {
     if (s.op === "sums") kf.set(s.mean.subarray(n * C, (n + 1) * C));
-    else if (s.op !== "stats") kf.set(s.constants.subarray(n * count * C, (n + 1) * count * C));
+    else if (s.op !== "stats") {
+      const from2 = n * count * C;
+      for (let j = 0; j < count; j++) {
+        for (let c = 0; c < C; c++) {
+          kf[4 * (c & ~3) + 4 * j + (c & 3)] = s.constants[from2 + j * C + c];
+        }
+      }
+    }
   };
   if (!layout.perSample) load(0);
   let loaded = -1;

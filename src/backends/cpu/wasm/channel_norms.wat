@@ -329,20 +329,20 @@
         (br $next))))
 
   ;; Statistics of one item, pixels: per channel c, the sum at o1 + 8c and the m2 about the
-  ;; item's mean at o2 + 8c (float64); `acc` holds 3C float32 of scratch (run sums, run
-  ;; means, run squared deviations).
+  ;; item's mean at o2 + 8c (float64); `acc` holds 3C float32 of scratch, interleaved per four
+  ;; channels (48 bytes each: run sums, run means, run squared deviations), so that the loops
+  ;; address it with immediate offsets from one moving pointer (they are bound by their
+  ;; instruction count).
   (func (export "bn_stats_pix")
     (param $x i32) (param $C i32) (param $dt i32) (param $pix i32) (param $o1 i32) (param $o2 i32)
     (param $acc i32)
     (local $q i32) (local $len i32) (local $k i32) (local $c i32) (local $p i32) (local $es i32)
-    (local $ps i32) (local $means i32) (local $sq i32) (local $cb i32)
+    (local $ps i32) (local $a i32) (local $accEnd i32) (local $f i32)
     (local $n f64) (local $nb f64) (local $sb f64) (local $qb f64) (local $d f64) (local $s f64)
-    (local $d4 v128) (local $e4 v128)
+    (local $d4 v128) (local $e4 v128) (local $m4 v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $ps (i32.shl (local.get $C) (call $shift (local.get $dt))))
-    (local.set $cb (i32.shl (local.get $C) (i32.const 2)))
-    (local.set $means (i32.add (local.get $acc) (local.get $cb)))
-    (local.set $sq (i32.add (local.get $means) (local.get $cb)))
+    (local.set $accEnd (i32.add (local.get $acc) (i32.mul (local.get $C) (i32.const 12))))
     (call $bn_zero64 (local.get $o1) (local.get $C))
     (call $bn_zero64 (local.get $o2) (local.get $C))
     (block $runsDone
@@ -351,93 +351,96 @@
         (local.set $len (i32.sub (local.get $pix) (local.get $q)))
         (if (i32.gt_u (local.get $len) (i32.const 128)) (then (local.set $len (i32.const 128))))
         (local.set $nb (f64.convert_i32_u (local.get $len)))
-        (call $rf_zero (local.get $acc) (local.get $C))
-        (call $rf_zero (local.get $sq) (local.get $C))
+        (call $rf_zero (local.get $acc) (i32.mul (local.get $C) (i32.const 3)))
         ;; Pass 1: the run's per-channel sums, two pixels a step (their sum added at once).
         (local.set $k (i32.const 0))
+        (local.set $p (i32.add (local.get $x) (i32.mul (local.get $q) (local.get $ps))))
         (block $done
           (loop $pixel
             (br_if $done (i32.ge_u (local.get $k) (local.get $len)))
-            (local.set $p (i32.add (local.get $x) (i32.mul (i32.add (local.get $q) (local.get $k)) (local.get $ps))))
-            (local.set $c (i32.const 0))
+            (local.set $a (local.get $acc))
             (if (i32.lt_u (i32.add (local.get $k) (i32.const 1)) (local.get $len))
               (then
                 (loop $vec2
-                  (v128.store (i32.add (local.get $acc) (local.get $c))
-                    (f32x4.add (v128.load (i32.add (local.get $acc) (local.get $c)))
+                  (v128.store (local.get $a)
+                    (f32x4.add (v128.load (local.get $a))
                       (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
                         (call $ld4 (i32.add (local.get $p) (local.get $ps)) (local.get $dt)))))
                   (local.set $p (i32.add (local.get $p) (local.get $es)))
-                  (local.set $c (i32.add (local.get $c) (i32.const 16)))
-                  (br_if $vec2 (i32.lt_u (local.get $c) (local.get $cb))))
+                  (local.set $a (i32.add (local.get $a) (i32.const 48)))
+                  (br_if $vec2 (i32.lt_u (local.get $a) (local.get $accEnd))))
+                (local.set $p (i32.add (local.get $p) (local.get $ps)))
                 (local.set $k (i32.add (local.get $k) (i32.const 2)))
                 (br $pixel)))
             (loop $vec
-              (v128.store (i32.add (local.get $acc) (local.get $c))
-                (f32x4.add (v128.load (i32.add (local.get $acc) (local.get $c)))
-                  (call $ld4 (local.get $p) (local.get $dt))))
+              (v128.store (local.get $a)
+                (f32x4.add (v128.load (local.get $a)) (call $ld4 (local.get $p) (local.get $dt))))
               (local.set $p (i32.add (local.get $p) (local.get $es)))
-              (local.set $c (i32.add (local.get $c) (i32.const 16)))
-              (br_if $vec (i32.lt_u (local.get $c) (local.get $cb))))
+              (local.set $a (i32.add (local.get $a) (i32.const 48)))
+              (br_if $vec (i32.lt_u (local.get $a) (local.get $accEnd))))
             (local.set $k (i32.add (local.get $k) (i32.const 1)))
             (br $pixel)))
         ;; The run's float32 means.
-        (local.set $c (i32.const 0))
+        (local.set $a (local.get $acc))
         (loop $vec
-          (v128.store (i32.add (local.get $means) (local.get $c))
-            (f32x4.div (v128.load (i32.add (local.get $acc) (local.get $c)))
+          (v128.store offset=16 (local.get $a)
+            (f32x4.div (v128.load (local.get $a))
               (f32x4.splat (f32.convert_i32_u (local.get $len)))))
-          (local.set $c (i32.add (local.get $c) (i32.const 16)))
-          (br_if $vec (i32.lt_u (local.get $c) (local.get $cb))))
+          (local.set $a (i32.add (local.get $a) (i32.const 48)))
+          (br_if $vec (i32.lt_u (local.get $a) (local.get $accEnd))))
         ;; Pass 2: squared deviations from them, two pixels a step.
         (local.set $k (i32.const 0))
+        (local.set $p (i32.add (local.get $x) (i32.mul (local.get $q) (local.get $ps))))
         (block $done
           (loop $pixel
             (br_if $done (i32.ge_u (local.get $k) (local.get $len)))
-            (local.set $p (i32.add (local.get $x) (i32.mul (i32.add (local.get $q) (local.get $k)) (local.get $ps))))
-            (local.set $c (i32.const 0))
+            (local.set $a (local.get $acc))
             (if (i32.lt_u (i32.add (local.get $k) (i32.const 1)) (local.get $len))
               (then
                 (loop $vec2
-                  (local.set $d4
-                    (f32x4.sub (call $ld4 (local.get $p) (local.get $dt))
-                      (v128.load (i32.add (local.get $means) (local.get $c)))))
+                  (local.set $m4 (v128.load offset=16 (local.get $a)))
+                  (local.set $d4 (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $m4)))
                   (local.set $e4
                     (f32x4.sub (call $ld4 (i32.add (local.get $p) (local.get $ps)) (local.get $dt))
-                      (v128.load (i32.add (local.get $means) (local.get $c)))))
-                  (v128.store (i32.add (local.get $sq) (local.get $c))
-                    (f32x4.add (v128.load (i32.add (local.get $sq) (local.get $c)))
+                      (local.get $m4)))
+                  (v128.store offset=32 (local.get $a)
+                    (f32x4.add (v128.load offset=32 (local.get $a))
                       (f32x4.add (f32x4.mul (local.get $d4) (local.get $d4))
                         (f32x4.mul (local.get $e4) (local.get $e4)))))
                   (local.set $p (i32.add (local.get $p) (local.get $es)))
-                  (local.set $c (i32.add (local.get $c) (i32.const 16)))
-                  (br_if $vec2 (i32.lt_u (local.get $c) (local.get $cb))))
+                  (local.set $a (i32.add (local.get $a) (i32.const 48)))
+                  (br_if $vec2 (i32.lt_u (local.get $a) (local.get $accEnd))))
+                (local.set $p (i32.add (local.get $p) (local.get $ps)))
                 (local.set $k (i32.add (local.get $k) (i32.const 2)))
                 (br $pixel)))
             (loop $vec
               (local.set $d4
-                (f32x4.sub (call $ld4 (local.get $p) (local.get $dt))
-                  (v128.load (i32.add (local.get $means) (local.get $c)))))
-              (v128.store (i32.add (local.get $sq) (local.get $c))
-                (f32x4.add (v128.load (i32.add (local.get $sq) (local.get $c)))
+                (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (v128.load offset=16 (local.get $a))))
+              (v128.store offset=32 (local.get $a)
+                (f32x4.add (v128.load offset=32 (local.get $a))
                   (f32x4.mul (local.get $d4) (local.get $d4))))
               (local.set $p (i32.add (local.get $p) (local.get $es)))
-              (local.set $c (i32.add (local.get $c) (i32.const 16)))
-              (br_if $vec (i32.lt_u (local.get $c) (local.get $cb))))
+              (local.set $a (i32.add (local.get $a) (i32.const 48)))
+              (br_if $vec (i32.lt_u (local.get $a) (local.get $accEnd))))
             (local.set $k (i32.add (local.get $k) (i32.const 1)))
             (br $pixel)))
-        ;; Merge the run into each channel's (sum, m2).
+        ;; Merge the run into each channel's (sum, m2); channel c's run values at
+        ;; acc + 48 * (c / 4) + 4 * (c % 4) (+ 16 the mean, + 32 the squared deviations).
         (local.set $c (i32.const 0))
         (block $done
           (loop $chan
             (br_if $done (i32.ge_u (local.get $c) (local.get $C)))
-            (local.set $sb (f64.promote_f32 (f32.load (i32.add (local.get $acc) (i32.shl (local.get $c) (i32.const 2))))))
+            (local.set $f
+              (i32.add (local.get $acc)
+                (i32.add (i32.mul (i32.shr_u (local.get $c) (i32.const 2)) (i32.const 48))
+                  (i32.shl (i32.and (local.get $c) (i32.const 3)) (i32.const 2)))))
+            (local.set $sb (f64.promote_f32 (f32.load (local.get $f))))
             (local.set $d
               (f64.sub (f64.div (local.get $sb) (local.get $nb))
-                (f64.promote_f32 (f32.load (i32.add (local.get $means) (i32.shl (local.get $c) (i32.const 2)))))))
+                (f64.promote_f32 (f32.load offset=16 (local.get $f)))))
             (local.set $qb
               (f64.max (f64.const 0)
-                (f64.sub (f64.promote_f32 (f32.load (i32.add (local.get $sq) (i32.shl (local.get $c) (i32.const 2)))))
+                (f64.sub (f64.promote_f32 (f32.load offset=32 (local.get $f)))
                   (f64.mul (local.get $nb) (f64.mul (local.get $d) (local.get $d))))))
             (local.set $p (i32.shl (local.get $c) (i32.const 3)))
             (local.set $s (f64.load (i32.add (local.get $o1) (local.get $p))))
@@ -470,88 +473,105 @@
     (i32.const 0))
 
   ;; Sums of one item, pixels: per channel c, sum(dy) at o1 + 8c and sum(dy * (x - mean[c]))
-  ;; at o2 + 8c (float64), with the float32 means at k; `acc` holds 2C float32 of scratch.
+  ;; at o2 + 8c (float64), with the float32 means at k; `acc` holds 3C float32 of scratch,
+  ;; interleaved per four channels as bn_stats_pix's (48 bytes each: the run's two sums and
+  ;; a copy of the means).
   (func (export "bn_sums_pix")
     (param $dy i32) (param $x i32) (param $C i32) (param $dt i32) (param $pix i32) (param $k i32)
     (param $o1 i32) (param $o2 i32) (param $acc i32)
     (local $q i32) (local $len i32) (local $j i32) (local $c i32) (local $p i32) (local $r i32)
-    (local $es i32) (local $ps i32) (local $cb i32) (local $acc2 i32)
-    (local $e v128) (local $d v128) (local $e2 v128) (local $d2 v128)
+    (local $es i32) (local $ps i32) (local $a i32) (local $accEnd i32)
+    (local $e v128) (local $d v128) (local $e2 v128) (local $d2 v128) (local $m v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $ps (i32.shl (local.get $C) (call $shift (local.get $dt))))
-    (local.set $cb (i32.shl (local.get $C) (i32.const 2)))
-    (local.set $acc2 (i32.add (local.get $acc) (local.get $cb)))
+    (local.set $accEnd (i32.add (local.get $acc) (i32.mul (local.get $C) (i32.const 12))))
     (call $bn_zero64 (local.get $o1) (local.get $C))
     (call $bn_zero64 (local.get $o2) (local.get $C))
+    ;; The means beside the run sums.
+    (local.set $a (local.get $acc))
+    (local.set $p (local.get $k))
+    (loop $vec
+      (v128.store offset=32 (local.get $a) (v128.load (local.get $p)))
+      (local.set $p (i32.add (local.get $p) (i32.const 16)))
+      (local.set $a (i32.add (local.get $a) (i32.const 48)))
+      (br_if $vec (i32.lt_u (local.get $a) (local.get $accEnd))))
     (block $runsDone
       (loop $run
         (br_if $runsDone (i32.ge_u (local.get $q) (local.get $pix)))
         (local.set $len (i32.sub (local.get $pix) (local.get $q)))
         (if (i32.gt_u (local.get $len) (i32.const 128)) (then (local.set $len (i32.const 128))))
-        (call $rf_zero (local.get $acc) (i32.shl (local.get $C) (i32.const 1)))
+        (local.set $a (local.get $acc))
+        (loop $vec
+          (v128.store (local.get $a) (v128.const i64x2 0 0))
+          (v128.store offset=16 (local.get $a) (v128.const i64x2 0 0))
+          (local.set $a (i32.add (local.get $a) (i32.const 48)))
+          (br_if $vec (i32.lt_u (local.get $a) (local.get $accEnd))))
         (local.set $j (i32.const 0))
+        (local.set $p (i32.add (local.get $dy) (i32.mul (local.get $q) (local.get $ps))))
+        (local.set $r (i32.add (local.get $x) (i32.mul (local.get $q) (local.get $ps))))
         (block $done
           (loop $pixel
             (br_if $done (i32.ge_u (local.get $j) (local.get $len)))
-            (local.set $r (i32.mul (i32.add (local.get $q) (local.get $j)) (local.get $ps)))
-            (local.set $p (i32.const 0))
-            (local.set $c (i32.const 0))
+            (local.set $a (local.get $acc))
             ;; Two pixels a step when there are two: their terms added at once.
             (if (i32.lt_u (i32.add (local.get $j) (i32.const 1)) (local.get $len))
               (then
                 (loop $vec2
-                  (local.set $e (call $ld4 (i32.add (i32.add (local.get $dy) (local.get $r)) (local.get $p)) (local.get $dt)))
-                  (local.set $d
-                    (f32x4.sub (call $ld4 (i32.add (i32.add (local.get $x) (local.get $r)) (local.get $p)) (local.get $dt))
-                      (v128.load (i32.add (local.get $k) (local.get $c)))))
-                  (local.set $e2
-                    (call $ld4 (i32.add (i32.add (i32.add (local.get $dy) (local.get $r)) (local.get $ps)) (local.get $p))
-                      (local.get $dt)))
+                  (local.set $m (v128.load offset=32 (local.get $a)))
+                  (local.set $e (call $ld4 (local.get $p) (local.get $dt)))
+                  (local.set $d (f32x4.sub (call $ld4 (local.get $r) (local.get $dt)) (local.get $m)))
+                  (local.set $e2 (call $ld4 (i32.add (local.get $p) (local.get $ps)) (local.get $dt)))
                   (local.set $d2
-                    (f32x4.sub
-                      (call $ld4 (i32.add (i32.add (i32.add (local.get $x) (local.get $r)) (local.get $ps)) (local.get $p))
-                        (local.get $dt))
-                      (v128.load (i32.add (local.get $k) (local.get $c)))))
-                  (v128.store (i32.add (local.get $acc) (local.get $c))
-                    (f32x4.add (v128.load (i32.add (local.get $acc) (local.get $c)))
-                      (f32x4.add (local.get $e) (local.get $e2))))
-                  (v128.store (i32.add (local.get $acc2) (local.get $c))
-                    (f32x4.add (v128.load (i32.add (local.get $acc2) (local.get $c)))
+                    (f32x4.sub (call $ld4 (i32.add (local.get $r) (local.get $ps)) (local.get $dt))
+                      (local.get $m)))
+                  (v128.store (local.get $a)
+                    (f32x4.add (v128.load (local.get $a)) (f32x4.add (local.get $e) (local.get $e2))))
+                  (v128.store offset=16 (local.get $a)
+                    (f32x4.add (v128.load offset=16 (local.get $a))
                       (f32x4.add (f32x4.mul (local.get $e) (local.get $d))
                         (f32x4.mul (local.get $e2) (local.get $d2)))))
                   (local.set $p (i32.add (local.get $p) (local.get $es)))
-                  (local.set $c (i32.add (local.get $c) (i32.const 16)))
-                  (br_if $vec2 (i32.lt_u (local.get $c) (local.get $cb))))
+                  (local.set $r (i32.add (local.get $r) (local.get $es)))
+                  (local.set $a (i32.add (local.get $a) (i32.const 48)))
+                  (br_if $vec2 (i32.lt_u (local.get $a) (local.get $accEnd))))
+                (local.set $p (i32.add (local.get $p) (local.get $ps)))
+                (local.set $r (i32.add (local.get $r) (local.get $ps)))
                 (local.set $j (i32.add (local.get $j) (i32.const 2)))
                 (br $pixel)))
             (loop $vec
-              (local.set $e (call $ld4 (i32.add (i32.add (local.get $dy) (local.get $r)) (local.get $p)) (local.get $dt)))
+              (local.set $e (call $ld4 (local.get $p) (local.get $dt)))
               (local.set $d
-                (f32x4.sub (call $ld4 (i32.add (i32.add (local.get $x) (local.get $r)) (local.get $p)) (local.get $dt))
-                  (v128.load (i32.add (local.get $k) (local.get $c)))))
-              (v128.store (i32.add (local.get $acc) (local.get $c))
-                (f32x4.add (v128.load (i32.add (local.get $acc) (local.get $c))) (local.get $e)))
-              (v128.store (i32.add (local.get $acc2) (local.get $c))
-                (f32x4.add (v128.load (i32.add (local.get $acc2) (local.get $c)))
-                  (f32x4.mul (local.get $e) (local.get $d))))
+                (f32x4.sub (call $ld4 (local.get $r) (local.get $dt)) (v128.load offset=32 (local.get $a))))
+              (v128.store (local.get $a) (f32x4.add (v128.load (local.get $a)) (local.get $e)))
+              (v128.store offset=16 (local.get $a)
+                (f32x4.add (v128.load offset=16 (local.get $a)) (f32x4.mul (local.get $e) (local.get $d))))
               (local.set $p (i32.add (local.get $p) (local.get $es)))
-              (local.set $c (i32.add (local.get $c) (i32.const 16)))
-              (br_if $vec (i32.lt_u (local.get $c) (local.get $cb))))
+              (local.set $r (i32.add (local.get $r) (local.get $es)))
+              (local.set $a (i32.add (local.get $a) (i32.const 48)))
+              (br_if $vec (i32.lt_u (local.get $a) (local.get $accEnd))))
             (local.set $j (i32.add (local.get $j) (i32.const 1)))
             (br $pixel)))
-        ;; Add the run's float32 sums to the float64 outputs, two channels at a time.
+        ;; Add the run's float32 sums to the float64 outputs, two channels at a time (channel
+        ;; c's at acc + 48 * (c / 4) + 4 * (c % 4), the second sum 16 bytes on).
         (local.set $c (i32.const 0))
         (local.set $p (i32.const 0))
+        (local.set $a (local.get $acc))
         (loop $vec
           (v128.store (i32.add (local.get $o1) (local.get $p))
             (f64x2.add (v128.load (i32.add (local.get $o1) (local.get $p)))
-              (f64x2.promote_low_f32x4 (v128.load64_zero (i32.add (local.get $acc) (local.get $c))))))
+              (f64x2.promote_low_f32x4 (v128.load64_zero (local.get $a)))))
           (v128.store (i32.add (local.get $o2) (local.get $p))
             (f64x2.add (v128.load (i32.add (local.get $o2) (local.get $p)))
-              (f64x2.promote_low_f32x4 (v128.load64_zero (i32.add (local.get $acc2) (local.get $c))))))
-          (local.set $p (i32.add (local.get $p) (i32.const 16)))
-          (local.set $c (i32.add (local.get $c) (i32.const 8)))
-          (br_if $vec (i32.lt_u (local.get $c) (local.get $cb))))
+              (f64x2.promote_low_f32x4 (v128.load64_zero offset=16 (local.get $a)))))
+          (v128.store offset=16 (i32.add (local.get $o1) (local.get $p))
+            (f64x2.add (v128.load offset=16 (i32.add (local.get $o1) (local.get $p)))
+              (f64x2.promote_low_f32x4 (v128.load64_zero offset=8 (local.get $a)))))
+          (v128.store offset=16 (i32.add (local.get $o2) (local.get $p))
+            (f64x2.add (v128.load offset=16 (i32.add (local.get $o2) (local.get $p)))
+              (f64x2.promote_low_f32x4 (v128.load64_zero offset=24 (local.get $a)))))
+          (local.set $p (i32.add (local.get $p) (i32.const 32)))
+          (local.set $a (i32.add (local.get $a) (i32.const 48)))
+          (br_if $vec (i32.lt_u (local.get $a) (local.get $accEnd))))
         (local.set $q (i32.add (local.get $q) (local.get $len)))
         (br $run))))
 
@@ -565,66 +585,73 @@
     (param $o1 i32) (param $o2 i32) (param $acc i32) (result i32)
     (i32.const 0))
 
-  ;; A write of kind `op` over one item, pixels: per-channel float32 constants k_j at
-  ;; k + 4jC.
+  ;; A write of kind `op` over one item, pixels: the float32 constants interleaved per four
+  ;; channels at k (channels 4i..4i+3: k0 at k + 64i, k1 at + 16, k2 at + 32, k3 at + 48).
+  ;; Two pixels a step (their constants loaded once), the constants' pointer back at k at
+  ;; each pair: immediate offsets from moving pointers, as the rows' write has. This write is
+  ;; bound by its instruction count: per-channel arrays at k + 4jC, indexed per vector, cost
+  ;; it twice the rows' time per element.
   (func $bn_write_pix
     (param $op i32) (param $dy i32) (param $x i32) (param $o i32) (param $C i32) (param $dt i32)
     (param $pix i32) (param $k i32)
-    (local $j i32) (local $c i32) (local $p i32) (local $r i32) (local $es i32) (local $ps i32)
-    (local $cb i32) (local $e v128) (local $v v128) (local $e2 v128) (local $v2 v128)
-    (local $k0 v128) (local $k1 v128) (local $k2 v128) (local $k3 v128) (local $two i32)
+    (local $j i32) (local $es i32) (local $ps i32) (local $kEnd i32) (local $kp i32)
+    (local $e v128) (local $v v128) (local $e2 v128) (local $v2 v128)
+    (local $k0 v128) (local $k1 v128) (local $k2 v128) (local $k3 v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $ps (i32.shl (local.get $C) (call $shift (local.get $dt))))
-    (local.set $cb (i32.shl (local.get $C) (i32.const 2)))
+    (local.set $kEnd (i32.add (local.get $k) (i32.shl (local.get $C) (i32.const 4))))
     (block $done
       (loop $pixel
         (br_if $done (i32.ge_u (local.get $j) (local.get $pix)))
-        (local.set $r (i32.mul (local.get $j) (local.get $ps)))
-        ;; Two pixels a step when there are two (the constants loaded once for both).
-        (local.set $two (i32.lt_u (i32.add (local.get $j) (i32.const 1)) (local.get $pix)))
-        (local.set $p (i32.const 0))
-        (local.set $c (i32.const 0))
-        (loop $vec
-          (local.set $k0 (v128.load (i32.add (local.get $k) (local.get $c))))
-          (local.set $k1 (v128.load (i32.add (i32.add (local.get $k) (local.get $cb)) (local.get $c))))
-          (local.set $k2
-            (v128.load (i32.add (i32.add (local.get $k) (i32.shl (local.get $cb) (i32.const 1))) (local.get $c))))
-          (local.set $k3
-            (v128.load (i32.add (i32.add (local.get $k) (i32.mul (local.get $cb) (i32.const 3))) (local.get $c))))
-          (if (i32.ne (local.get $op) (i32.const 0))
-            (then
-              (local.set $e
-                (call $ld4 (i32.add (i32.add (local.get $dy) (local.get $r)) (local.get $p)) (local.get $dt)))))
-          (if (i32.ne (local.get $op) (i32.const 2))
-            (then
-              (local.set $v
-                (call $ld4 (i32.add (i32.add (local.get $x) (local.get $r)) (local.get $p)) (local.get $dt)))))
-          (call $rf_st4 (i32.add (i32.add (local.get $o) (local.get $r)) (local.get $p)) (local.get $dt)
-            (call $bn_value (local.get $op) (local.get $e) (local.get $v) (local.get $k0)
-              (local.get $k1) (local.get $k2) (local.get $k3)))
-          (if (local.get $two)
-            (then
+        (local.set $kp (local.get $k))
+        (if (i32.lt_u (i32.add (local.get $j) (i32.const 1)) (local.get $pix))
+          (then
+            (loop $vec2
+              (local.set $k0 (v128.load (local.get $kp)))
+              (local.set $k1 (v128.load offset=16 (local.get $kp)))
+              (local.set $k2 (v128.load offset=32 (local.get $kp)))
+              (if (i32.eq (local.get $op) (i32.const 1))
+                (then (local.set $k3 (v128.load offset=48 (local.get $kp)))))
               (if (i32.ne (local.get $op) (i32.const 0))
                 (then
-                  (local.set $e2
-                    (call $ld4
-                      (i32.add (i32.add (i32.add (local.get $dy) (local.get $r)) (local.get $ps)) (local.get $p))
-                      (local.get $dt)))))
+                  (local.set $e (call $ld4 (local.get $dy) (local.get $dt)))
+                  (local.set $e2 (call $ld4 (i32.add (local.get $dy) (local.get $ps)) (local.get $dt)))))
               (if (i32.ne (local.get $op) (i32.const 2))
                 (then
-                  (local.set $v2
-                    (call $ld4
-                      (i32.add (i32.add (i32.add (local.get $x) (local.get $r)) (local.get $ps)) (local.get $p))
-                      (local.get $dt)))))
-              (call $rf_st4
-                (i32.add (i32.add (i32.add (local.get $o) (local.get $r)) (local.get $ps)) (local.get $p))
-                (local.get $dt)
+                  (local.set $v (call $ld4 (local.get $x) (local.get $dt)))
+                  (local.set $v2 (call $ld4 (i32.add (local.get $x) (local.get $ps)) (local.get $dt)))))
+              (call $rf_st4 (local.get $o) (local.get $dt)
+                (call $bn_value (local.get $op) (local.get $e) (local.get $v) (local.get $k0)
+                  (local.get $k1) (local.get $k2) (local.get $k3)))
+              (call $rf_st4 (i32.add (local.get $o) (local.get $ps)) (local.get $dt)
                 (call $bn_value (local.get $op) (local.get $e2) (local.get $v2) (local.get $k0)
-                  (local.get $k1) (local.get $k2) (local.get $k3)))))
-          (local.set $p (i32.add (local.get $p) (local.get $es)))
-          (local.set $c (i32.add (local.get $c) (i32.const 16)))
-          (br_if $vec (i32.lt_u (local.get $c) (local.get $cb))))
-        (local.set $j (i32.add (local.get $j) (i32.add (i32.const 1) (local.get $two))))
+                  (local.get $k1) (local.get $k2) (local.get $k3)))
+              (local.set $dy (i32.add (local.get $dy) (local.get $es)))
+              (local.set $x (i32.add (local.get $x) (local.get $es)))
+              (local.set $o (i32.add (local.get $o) (local.get $es)))
+              (local.set $kp (i32.add (local.get $kp) (i32.const 64)))
+              (br_if $vec2 (i32.lt_u (local.get $kp) (local.get $kEnd))))
+            ;; Past the pair's second pixel.
+            (local.set $dy (i32.add (local.get $dy) (local.get $ps)))
+            (local.set $x (i32.add (local.get $x) (local.get $ps)))
+            (local.set $o (i32.add (local.get $o) (local.get $ps)))
+            (local.set $j (i32.add (local.get $j) (i32.const 2)))
+            (br $pixel)))
+        (loop $vec
+          (if (i32.ne (local.get $op) (i32.const 0))
+            (then (local.set $e (call $ld4 (local.get $dy) (local.get $dt)))))
+          (if (i32.ne (local.get $op) (i32.const 2))
+            (then (local.set $v (call $ld4 (local.get $x) (local.get $dt)))))
+          (call $rf_st4 (local.get $o) (local.get $dt)
+            (call $bn_value (local.get $op) (local.get $e) (local.get $v)
+              (v128.load (local.get $kp)) (v128.load offset=16 (local.get $kp))
+              (v128.load offset=32 (local.get $kp)) (v128.load offset=48 (local.get $kp))))
+          (local.set $dy (i32.add (local.get $dy) (local.get $es)))
+          (local.set $x (i32.add (local.get $x) (local.get $es)))
+          (local.set $o (i32.add (local.get $o) (local.get $es)))
+          (local.set $kp (i32.add (local.get $kp) (i32.const 64)))
+          (br_if $vec (i32.lt_u (local.get $kp) (local.get $kEnd))))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
         (br $pixel))))
 
   (func (export "bn_norm_pix")
