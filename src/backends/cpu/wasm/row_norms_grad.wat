@@ -20,6 +20,8 @@
     (local $t1 f64) (local $t2 f64)
     (local $mm v128) (local $rr v128) (local $e v128) (local $xh v128) (local $g v128)
     (local $s1 v128) (local $s2 v128) (local $aa v128) (local $cc v128) (local $mask v128)
+    (local $s1b v128) (local $s2b v128) (local $e2 v128) (local $xh2 v128) (local $g2 v128)
+    (local $wc i32)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
     (local.set $pf (i32.and (local.get $flags) (i32.const 1)))
@@ -40,8 +42,59 @@
         (local.set $q (local.get $x))
         (local.set $c (i32.const 0))
         (local.set $j (i32.const 0))
-        ;; Whole vectors (their sums added in float64 every 256 elements), then the last one to
-        ;; three elements masked.
+        ;; Pairs of vectors (two float32 lanes per sum, their sums added in float64 every 256
+        ;; elements), then a last whole vector, then the last one to three elements masked.
+        (local.set $s1b (v128.const i64x2 0 0))
+        (local.set $s2b (v128.const i64x2 0 0))
+        (block $pairsDone
+          (loop $pair
+            (br_if $pairsDone (i32.gt_u (i32.add (local.get $j) (i32.const 8)) (local.get $n4)))
+            (local.set $e (call $ld4 (local.get $p) (local.get $dt)))
+            (local.set $e2 (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt)))
+            (local.set $xh
+              (f32x4.mul (f32x4.sub (call $ld4 (local.get $q) (local.get $dt)) (local.get $mm))
+                (local.get $rr)))
+            (local.set $xh2
+              (f32x4.mul
+                (f32x4.sub (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $dt))
+                  (local.get $mm))
+                (local.get $rr)))
+            (local.set $wc (i32.add (local.get $w) (local.get $c)))
+            (local.set $g (f32x4.mul (local.get $e) (v128.load (local.get $wc))))
+            (local.set $g2 (f32x4.mul (local.get $e2) (v128.load offset=16 (local.get $wc))))
+            (local.set $s1 (f32x4.add (local.get $s1) (local.get $g)))
+            (local.set $s1b (f32x4.add (local.get $s1b) (local.get $g2)))
+            (local.set $s2 (f32x4.add (local.get $s2) (f32x4.mul (local.get $g) (local.get $xh))))
+            (local.set $s2b (f32x4.add (local.get $s2b) (f32x4.mul (local.get $g2) (local.get $xh2))))
+            (if (local.get $pf)
+              (then
+                (local.set $wc (i32.add (local.get $pw) (local.get $c)))
+                (v128.store (local.get $wc)
+                  (f32x4.add (v128.load (local.get $wc)) (f32x4.mul (local.get $e) (local.get $xh))))
+                (v128.store offset=16 (local.get $wc)
+                  (f32x4.add (v128.load offset=16 (local.get $wc))
+                    (f32x4.mul (local.get $e2) (local.get $xh2))))
+                (local.set $wc (i32.add (local.get $pb) (local.get $c)))
+                (v128.store (local.get $wc) (f32x4.add (v128.load (local.get $wc)) (local.get $e)))
+                (v128.store offset=16 (local.get $wc)
+                  (f32x4.add (v128.load offset=16 (local.get $wc)) (local.get $e2)))))
+            (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $c (i32.add (local.get $c) (i32.const 32)))
+            (local.set $j (i32.add (local.get $j) (i32.const 8)))
+            (if (i32.eqz (i32.and (local.get $j) (i32.const 255)))
+              (then
+                (local.set $t1 (f64.add (local.get $t1)
+                  (call $rf_fold (local.get $s1) (local.get $s1b) (v128.const i64x2 0 0)
+                    (v128.const i64x2 0 0))))
+                (local.set $t2 (f64.add (local.get $t2)
+                  (call $rf_fold (local.get $s2) (local.get $s2b) (v128.const i64x2 0 0)
+                    (v128.const i64x2 0 0))))
+                (local.set $s1 (v128.const i64x2 0 0))
+                (local.set $s1b (v128.const i64x2 0 0))
+                (local.set $s2 (v128.const i64x2 0 0))
+                (local.set $s2b (v128.const i64x2 0 0))))
+            (br $pair)))
         (block $done
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
@@ -67,13 +120,15 @@
             (if (i32.eqz (i32.and (local.get $j) (i32.const 255)))
               (then
                 (local.set $t1 (f64.add (local.get $t1)
-                  (call $rf_fold (local.get $s1) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+                  (call $rf_fold (local.get $s1) (local.get $s1b) (v128.const i64x2 0 0)
                     (v128.const i64x2 0 0))))
                 (local.set $t2 (f64.add (local.get $t2)
-                  (call $rf_fold (local.get $s2) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+                  (call $rf_fold (local.get $s2) (local.get $s2b) (v128.const i64x2 0 0)
                     (v128.const i64x2 0 0))))
                 (local.set $s1 (v128.const i64x2 0 0))
-                (local.set $s2 (v128.const i64x2 0 0))))
+                (local.set $s1b (v128.const i64x2 0 0))
+                (local.set $s2 (v128.const i64x2 0 0))
+                (local.set $s2b (v128.const i64x2 0 0))))
             (br $next)))
         (if (i32.lt_u (local.get $j) (local.get $n))
           (then
@@ -96,10 +151,10 @@
                       (f32x4.add (v128.load (i32.add (local.get $pb) (local.get $c)))
                         (local.get $e)))))))
         (local.set $t1 (f64.add (local.get $t1)
-          (call $rf_fold (local.get $s1) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+          (call $rf_fold (local.get $s1) (local.get $s1b) (v128.const i64x2 0 0)
             (v128.const i64x2 0 0))))
         (local.set $t2 (f64.add (local.get $t2)
-          (call $rf_fold (local.get $s2) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+          (call $rf_fold (local.get $s2) (local.get $s2b) (v128.const i64x2 0 0)
             (v128.const i64x2 0 0))))
         (if (i32.and (local.get $flags) (i32.const 2))
           (then
@@ -112,7 +167,40 @@
             (local.set $o (local.get $gi))
             (local.set $c (i32.const 0))
             (local.set $j (i32.const 0))
-            ;; Whole vectors, then the last one to three elements.
+            ;; Pairs of vectors, then a last whole vector, then the last one to three elements.
+            (block $pairsDone
+              (loop $pair
+                (br_if $pairsDone (i32.gt_u (i32.add (local.get $j) (i32.const 8)) (local.get $n4)))
+                (local.set $wc (i32.add (local.get $w) (local.get $c)))
+                (local.set $xh
+                  (f32x4.mul (f32x4.sub (call $ld4 (local.get $q) (local.get $dt)) (local.get $mm))
+                    (local.get $rr)))
+                (local.set $xh2
+                  (f32x4.mul
+                    (f32x4.sub (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $dt))
+                      (local.get $mm))
+                    (local.get $rr)))
+                (call $rf_st4 (local.get $o) (local.get $dt)
+                  (f32x4.mul (local.get $rr)
+                    (f32x4.sub
+                      (f32x4.sub
+                        (f32x4.mul (call $ld4 (local.get $p) (local.get $dt)) (v128.load (local.get $wc)))
+                        (local.get $aa))
+                      (f32x4.mul (local.get $xh) (local.get $cc)))))
+                (call $rf_st4 (i32.add (local.get $o) (local.get $es)) (local.get $dt)
+                  (f32x4.mul (local.get $rr)
+                    (f32x4.sub
+                      (f32x4.sub
+                        (f32x4.mul (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))
+                          (v128.load offset=16 (local.get $wc)))
+                        (local.get $aa))
+                      (f32x4.mul (local.get $xh2) (local.get $cc)))))
+                (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $o (i32.add (local.get $o) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $c (i32.add (local.get $c) (i32.const 32)))
+                (local.set $j (i32.add (local.get $j) (i32.const 8)))
+                (br $pair)))
             (block $done
               (loop $next
                 (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
@@ -182,6 +270,7 @@
     (local $p i32) (local $q i32) (local $o i32) (local $c i32)
     (local $rs f64) (local $t f64)
     (local $rr v128) (local $pv v128) (local $s v128) (local $kk v128) (local $v v128)
+    (local $pv2 v128) (local $s2 v128) (local $gc i32)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
     (call $rf_zero (local.get $pg) (local.get $n))
@@ -196,7 +285,41 @@
         (local.set $q (local.get $x))
         (local.set $c (i32.const 0))
         (local.set $j (i32.const 0))
-        ;; Whole vectors, then the last one to three elements masked.
+        ;; Pairs of vectors (two float32 lanes for the sum, added in float64 every 256
+        ;; elements), then a last whole vector, then the last one to three elements masked.
+        (local.set $s2 (v128.const i64x2 0 0))
+        (block $pairsDone
+          (loop $pair
+            (br_if $pairsDone (i32.gt_u (i32.add (local.get $j) (i32.const 8)) (local.get $n4)))
+            (local.set $pv
+              (f32x4.mul (call $ld4 (local.get $p) (local.get $dt))
+                (call $ld4 (local.get $q) (local.get $dt))))
+            (local.set $pv2
+              (f32x4.mul (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))
+                (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $dt))))
+            (local.set $gc (i32.add (local.get $g) (local.get $c)))
+            (local.set $s (f32x4.add (local.get $s)
+              (f32x4.mul (local.get $pv) (v128.load (local.get $gc)))))
+            (local.set $s2 (f32x4.add (local.get $s2)
+              (f32x4.mul (local.get $pv2) (v128.load offset=16 (local.get $gc)))))
+            (local.set $gc (i32.add (local.get $pg) (local.get $c)))
+            (v128.store (local.get $gc)
+              (f32x4.add (v128.load (local.get $gc)) (f32x4.mul (local.get $pv) (local.get $rr))))
+            (v128.store offset=16 (local.get $gc)
+              (f32x4.add (v128.load offset=16 (local.get $gc))
+                (f32x4.mul (local.get $pv2) (local.get $rr))))
+            (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $c (i32.add (local.get $c) (i32.const 32)))
+            (local.set $j (i32.add (local.get $j) (i32.const 8)))
+            (if (i32.eqz (i32.and (local.get $j) (i32.const 255)))
+              (then
+                (local.set $t (f64.add (local.get $t)
+                  (call $rf_fold (local.get $s) (local.get $s2) (v128.const i64x2 0 0)
+                    (v128.const i64x2 0 0))))
+                (local.set $s (v128.const i64x2 0 0))
+                (local.set $s2 (v128.const i64x2 0 0))))
+            (br $pair)))
         (block $done
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
@@ -215,9 +338,10 @@
             (if (i32.eqz (i32.and (local.get $j) (i32.const 255)))
               (then
                 (local.set $t (f64.add (local.get $t)
-                  (call $rf_fold (local.get $s) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+                  (call $rf_fold (local.get $s) (local.get $s2) (v128.const i64x2 0 0)
                     (v128.const i64x2 0 0))))
-                (local.set $s (v128.const i64x2 0 0))))
+                (local.set $s (v128.const i64x2 0 0))
+                (local.set $s2 (v128.const i64x2 0 0))))
             (br $next)))
         (if (i32.lt_u (local.get $j) (local.get $n))
           (then
@@ -232,7 +356,7 @@
                   (f32x4.add (v128.load (i32.add (local.get $pg) (local.get $c)))
                     (f32x4.mul (local.get $pv) (local.get $rr))))))
         (local.set $t (f64.add (local.get $t)
-          (call $rf_fold (local.get $s) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+          (call $rf_fold (local.get $s) (local.get $s2) (v128.const i64x2 0 0)
             (v128.const i64x2 0 0))))
         (local.set $kk (f32x4.splat (f32.demote_f64
           (f64.div
@@ -244,7 +368,31 @@
         (local.set $o (local.get $dx))
         (local.set $c (i32.const 0))
         (local.set $j (i32.const 0))
-        ;; Whole vectors, then the last one to three elements.
+        ;; Pairs of vectors, then a last whole vector, then the last one to three elements.
+        (block $pairsDone
+          (loop $pair
+            (br_if $pairsDone (i32.gt_u (i32.add (local.get $j) (i32.const 8)) (local.get $n4)))
+            (local.set $gc (i32.add (local.get $g) (local.get $c)))
+            (call $rf_st4 (local.get $o) (local.get $dt)
+              (f32x4.sub
+                (f32x4.mul
+                  (f32x4.mul (local.get $rr) (call $ld4 (local.get $p) (local.get $dt)))
+                  (v128.load (local.get $gc)))
+                (f32x4.mul (call $ld4 (local.get $q) (local.get $dt)) (local.get $kk))))
+            (call $rf_st4 (i32.add (local.get $o) (local.get $es)) (local.get $dt)
+              (f32x4.sub
+                (f32x4.mul
+                  (f32x4.mul (local.get $rr)
+                    (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt)))
+                  (v128.load offset=16 (local.get $gc)))
+                (f32x4.mul (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $dt))
+                  (local.get $kk))))
+            (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $o (i32.add (local.get $o) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $c (i32.add (local.get $c) (i32.const 32)))
+            (local.set $j (i32.add (local.get $j) (i32.const 8)))
+            (br $pair)))
         (block $done
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
