@@ -28,6 +28,7 @@ import { batchNormGradCentered, GRADIENT_CONSTANTS } from "../kernels/formulas.t
 import type { Stage, WriteStage } from "../kernels/stage_types.ts";
 import { type ChannelPair, mergeChannelSums } from "./merge.ts";
 import { batchNormCall, sumsStage, writeStage } from "./setup.ts";
+import { blockGeometry, channelBlocks, channelViews } from "./channel_blocks.ts";
 import { RELAYOUT, runStaged } from "./staging.ts";
 import { Tensor } from "../../../tensor/tensor.ts";
 
@@ -97,11 +98,26 @@ function fillGradConstants(
   }
 }
 
+/** aclnnBatchNormBackward's data tensors (channels along dim 1). */
+const DATA_TENSORS = ["gradOut", "input", "gradInput"] as const;
+
+/** aclnnBatchNormBackward's per-channel tensors. */
+const CHANNEL_TENSORS = [
+  "weight",
+  "runningMean",
+  "runningVar",
+  "saveMean",
+  "saveInvstd",
+  "gradWeight",
+  "gradBias",
+] as const;
+
 /**
  * aclnnBatchNormBackward. Training: statistics saveMean/saveInvstd (0/1 when absent);
  * evaluation: runningMean and 1/sqrt(runningVar + eps). The sums pass runs only when an
  * output needs it; in evaluation mode gradInput = dy * w * invstd needs none. Empty inputs
- * give zero gradWeight and gradBias.
+ * give zero gradWeight and gradBias. A large training-mode gradInput call runs in channel
+ * blocks (channel_blocks.ts: the same bits, the write pass reading from the cache).
  */
 export function batchNormBackward(plan: BatchNormBackwardPlan, t: BatchNormBackwardTensors): void {
   const g = plan.geometry;
@@ -122,6 +138,17 @@ export function batchNormBackward(plan: BatchNormBackwardPlan, t: BatchNormBackw
       (s) => batchNormBackward(plan, s),
       RELAYOUT,
     );
+  }
+  if (plan.training && gradInput && call.layout.kind === "rows") {
+    const blocks = channelBlocks(g, [t.gradOut, t.input], CHANNEL_TENSORS.map((k) => t[k]));
+    if (blocks) {
+      for (const [c0, c1] of blocks) {
+        const geometry = blockGeometry(g, c1 - c0);
+        const views = channelViews(t, DATA_TENSORS, CHANNEL_TENSORS, c0, c1);
+        batchNormBackward({ ...plan, geometry }, views);
+      }
+      return;
+    }
   }
   const mean = plan.training
     ? channelValuesOr(t.saveMean, C, 0)

@@ -33,6 +33,7 @@ import { NORMALIZE_CONSTANTS, normalizeCentered } from "../kernels/formulas.ts";
 import type { WriteStage } from "../kernels/stage_types.ts";
 import { mergeChannelMoments } from "./merge.ts";
 import { batchNormCall, statsStage, writeStage } from "./setup.ts";
+import { blockGeometry, channelBlocks, channelViews } from "./channel_blocks.ts";
 import { RELAYOUT, runStaged } from "./staging.ts";
 
 /** Per-channel mean, biased variance and invstd from a stats stage's merged moments. */
@@ -126,13 +127,27 @@ export function batchNormElemt(plan: BatchNormElemtPlan, t: BatchNormElemtTensor
   execute(call, [stage]);
 }
 
+/** aclnnBatchNorm's data tensors (channels along dim 1). */
+const DATA_TENSORS = ["input", "output"] as const;
+
+/** aclnnBatchNorm's per-channel tensors. */
+const CHANNEL_TENSORS = [
+  "weight",
+  "bias",
+  "runningMean",
+  "runningVar",
+  "saveMean",
+  "saveInvstd",
+] as const;
+
 /**
  * aclnnBatchNorm. Training: batch statistics (stats pass), then the output pass; running
  * statistics updated in place (unbiased variance), saveMean/saveInvstd written after the
  * data passes. Evaluation: running statistics (0/1 when absent), saves untouched. An empty
  * batch writes saveMean = 0 and saveInvstd = NaN in either mode and leaves the running
  * statistics alone, as CANN does (aclnn_batch_norm.cpp fills saveMean and saveInvstd before
- * anything else when the input is empty).
+ * anything else when the input is empty). A large training-mode call runs in channel blocks
+ * (channel_blocks.ts: the same bits, the normalize pass reading from the cache).
  */
 export function batchNorm(plan: BatchNormPlan, t: BatchNormTensors): void {
   const g = plan.geometry;
@@ -154,6 +169,16 @@ export function batchNorm(plan: BatchNormPlan, t: BatchNormTensors): void {
       (s) => batchNorm(plan, s),
       RELAYOUT,
     );
+  }
+  if (plan.training && call.layout.kind === "rows") {
+    const blocks = channelBlocks(g, [t.input], CHANNEL_TENSORS.map((k) => t[k]));
+    if (blocks) {
+      for (const [c0, c1] of blocks) {
+        const geometry = blockGeometry(g, c1 - c0);
+        batchNorm({ ...plan, geometry }, channelViews(t, DATA_TENSORS, CHANNEL_TENSORS, c0, c1));
+      }
+      return;
+    }
   }
   const weight = channelValuesOr(t.weight, C, 1);
   const bias = channelValuesOr(t.bias, C, 0);
