@@ -7,17 +7,9 @@
  */
 
 import type { Tensor } from "../tensor/tensor.ts";
-import { BatchNormModule } from "./batch_norm_module.ts";
-import { BatchNormState } from "./batch_norm_state.ts";
-import type { BatchNormOptions } from "./options.ts";
-import { checkGradOut, type NormGradients } from "./saved.ts";
-
-/** What a forward keeps for the backward: its input and the statistics it normalized with. */
-interface Saved {
-  readonly input: Tensor;
-  /** Batch statistics (training): saveMean/saveInvstd; else the running statistics. */
-  readonly batch: { readonly saveMean: Tensor; readonly saveInvstd: Tensor } | null;
-}
+import { type AloneSaved, BatchNormModule } from "./batch_norm_module.ts";
+import { batchNormConfig, type BatchNormOptions } from "./options.ts";
+import type { NormGradients } from "./saved.ts";
 
 /**
  * Batch normalization with learnable affine parameters and running statistics, as PyTorch's
@@ -62,13 +54,9 @@ interface Saved {
  * ```
  */
 export class BatchNorm extends BatchNormModule {
-  readonly #state: BatchNormState<Saved>;
-
   /** Makes the module: weight 1, bias 0, running mean 0, running variance 1 (PyTorch's). */
   constructor(options: BatchNormOptions) {
-    const state = new BatchNormState<Saved>("BatchNorm", options);
-    super(state);
-    this.#state = state;
+    super("BatchNorm", batchNormConfig("BatchNorm", options));
   }
 
   /**
@@ -76,14 +64,8 @@ export class BatchNorm extends BatchNormModule {
    * backward needs. Returns the output, in input's shape, dtype and layout.
    */
   forward(input: Tensor): Tensor {
-    const s = this.#state;
-    const op = s.check("forward");
-    return s.runForward(() => {
-      const x = s.checkInput(op, input);
-      const { output, batch } = s.localForward(x);
-      s.saved.save({ input: x, batch }, batch ? [batch.saveMean, batch.saveInvstd] : []);
-      return output;
-    });
+    const op = this.beginCall("forward");
+    return this.runForward(() => this.forwardAlone(this.checkInput(op, input)));
   }
 
   /**
@@ -92,13 +74,9 @@ export class BatchNorm extends BatchNormModule {
    * gradWeight/gradBias are null without affine parameters.
    */
   backward(gradOut: Tensor): NormGradients {
-    const s = this.#state;
-    const op = s.check("backward");
-    const saved = this.#state.saved.use(op);
-    const dy = checkGradOut(op, gradOut, saved.input);
-    const r = s.localBackward(dy, saved);
-    // A refused gradOut leaves the forward's state for a corrected call.
-    this.#state.saved.clear("used");
-    return r as NormGradients;
+    const { saved, dy } = this.beginBackward<AloneSaved>(gradOut);
+    const grads = this.backwardAlone(dy, saved);
+    this.endBackward();
+    return grads;
   }
 }

@@ -5,19 +5,15 @@
  * @module
  */
 
-import { initialParameters, ModuleCore } from "./module_core.ts";
-import { NormModule } from "./norm_module.ts";
 import { groupNorm } from "../ops/group_norm.ts";
 import { groupNormBackward } from "../ops/group_norm_backward.ts";
 import { disposable } from "../ops/results.ts";
 import { checkRank, invalid, requireTensor } from "../ops/validate.ts";
 import { formatShape } from "../tensor/layout.ts";
 import type { Tensor } from "../tensor/tensor.ts";
+import { initialParameters, NormModule } from "./norm_module.ts";
 import { type GroupNormConfig, groupNormConfig, type GroupNormOptions } from "./options.ts";
-import { checkGradOut, type MeanRstdSaved, type NormGradients } from "./saved.ts";
-
-/** What a forward keeps for the backward: its input and the per-(n, group) statistics. */
-type Saved = MeanRstdSaved;
+import type { MeanRstdSaved, NormGradients } from "./saved.ts";
 
 /**
  * Group normalization with learnable per-channel affine parameters, as PyTorch's
@@ -48,16 +44,12 @@ type Saved = MeanRstdSaved;
  */
 export class GroupNorm extends NormModule {
   readonly #config: GroupNormConfig;
-  readonly #core: ModuleCore<Saved>;
 
   /** Makes the module: weight 1, bias 0 (PyTorch's). */
   constructor(options: GroupNormOptions) {
     const c = groupNormConfig("GroupNorm", options);
-    const params = initialParameters(c, [c.numChannels], c.affine, c.affine);
-    const core = new ModuleCore<Saved>("GroupNorm", params);
-    super(core);
+    super("GroupNorm", initialParameters(c, [c.numChannels], c.affine, c.affine));
     this.#config = c;
-    this.#core = core;
   }
 
   /** Number of groups. */
@@ -82,8 +74,8 @@ export class GroupNorm extends NormModule {
    * keeps what the backward needs. Returns the output, in input's shape, dtype and layout.
    */
   forward(input: Tensor): Tensor {
-    const op = this.#core.check("forward");
-    return this.#core.runForward(() => {
+    const op = this.beginCall("forward");
+    return this.runForward(() => {
       const x = requireTensor(op, "input", input);
       checkRank(op, "input", x, 2, 8);
       const C = this.#config.numChannels;
@@ -91,7 +83,7 @@ export class GroupNorm extends NormModule {
         invalid(op, "input", `dim 1 of shape ${formatShape(x.shape)} must be numChannels (${C})`);
       }
       // aclnnGroupNorm's rule (gamma in input's dtype) in the module's terms: its dtype option.
-      const own = this.#core.dtype;
+      const own = this.dtype;
       if (this.affine && x.dtype !== own) {
         invalid(
           op,
@@ -107,7 +99,8 @@ export class GroupNorm extends NormModule {
         group: this.#config.numGroups,
         eps: this.#config.eps,
       });
-      this.#core.saved.save({ input: x, mean: r.mean, rstd: r.rstd }, [r.mean, r.rstd]);
+      const { mean, rstd } = r;
+      this.saveForBackward<MeanRstdSaved>({ input: x, mean, rstd }, [mean, rstd]);
       return r.output;
     });
   }
@@ -118,9 +111,7 @@ export class GroupNorm extends NormModule {
    * gradWeight/gradBias are null without affine parameters.
    */
   backward(gradOut: Tensor): NormGradients {
-    const op = this.#core.check("backward");
-    const saved = this.#core.saved.use(op);
-    const dy = checkGradOut(op, gradOut, saved.input);
+    const { saved, dy } = this.beginBackward<MeanRstdSaved>(gradOut);
     const affine = this.#config.affine;
     const r = groupNormBackward({
       gradOut: dy,
@@ -131,7 +122,7 @@ export class GroupNorm extends NormModule {
       group: this.#config.numGroups,
       outputMask: [true, affine, affine],
     });
-    this.#core.saved.clear("used");
+    this.endBackward();
     const grads = {
       gradInput: r.gradInput as Tensor,
       gradWeight: r.gradGamma,

@@ -5,7 +5,6 @@
  * @module
  */
 
-import { initialParameters, ModuleCore } from "./module_core.ts";
 import { layerNorm } from "../ops/layer_norm.ts";
 import { layerNormBackward } from "../ops/layer_norm_backward.ts";
 import { disposable } from "../ops/results.ts";
@@ -15,11 +14,9 @@ import {
   layerNormConfig,
   type LayerNormOptions,
 } from "./row_norm_options.ts";
+import { initialParameters } from "./norm_module.ts";
 import { RowNormModule } from "./row_norm_module.ts";
 import type { MeanRstdSaved, NormGradients } from "./saved.ts";
-
-/** What a forward keeps for the backward: its input and the per-row statistics. */
-type Saved = MeanRstdSaved;
 
 /**
  * Layer normalization over the trailing `normalizedShape` dims with learnable elementwise
@@ -52,9 +49,7 @@ export class LayerNorm extends RowNormModule {
   constructor(options: LayerNormOptions) {
     const c = layerNormConfig("LayerNorm", options);
     const affine = c.elementwiseAffine;
-    const params = initialParameters(c, c.normalizedShape, affine, affine && c.bias);
-    const core = new ModuleCore<Saved>("LayerNorm", params);
-    super(core, c);
+    super("LayerNorm", c, initialParameters(c, c.normalizedShape, affine, affine && c.bias));
     this.#config = c;
   }
 
@@ -68,8 +63,9 @@ export class LayerNorm extends RowNormModule {
    * the backward needs. Returns the output, in input's shape, dtype and layout.
    */
   forward(input: Tensor): Tensor {
+    const op = this.beginCall("forward");
     return this.runForward(() => {
-      const x = this.forwardInput(input);
+      const x = this.checkInput(op, input);
       const r = layerNorm({
         input: x,
         normalizedShape: this.#config.normalizedShape,
@@ -77,7 +73,8 @@ export class LayerNorm extends RowNormModule {
         bias: this.bias,
         eps: this.#config.eps,
       });
-      this.saveForBackward({ input: x, mean: r.mean, rstd: r.rstd }, [r.mean, r.rstd]);
+      const { mean, rstd } = r;
+      this.saveForBackward<MeanRstdSaved>({ input: x, mean, rstd }, [mean, rstd]);
       return r.output;
     });
   }
@@ -87,7 +84,7 @@ export class LayerNorm extends RowNormModule {
    * what the forward kept (a refused gradOut leaves it for a corrected call).
    */
   backward(gradOut: Tensor): NormGradients {
-    const { saved, dy } = this.backwardInput<Saved>(gradOut);
+    const { saved, dy } = this.beginBackward<MeanRstdSaved>(gradOut);
     const { normalizedShape, dtype, device } = this.#config;
     // The parameter gradients in the parameters' dtype (the operator casts to its outputs).
     const param = (p: Tensor | null) => p ? Tensor.empty(normalizedShape, dtype, device) : null;

@@ -5,7 +5,6 @@
  * @module
  */
 
-import { ModuleCore } from "./module_core.ts";
 import { rmsNorm } from "../ops/rms_norm.ts";
 import { rmsNormGrad } from "../ops/rms_norm_grad.ts";
 import { disposable } from "../ops/results.ts";
@@ -68,8 +67,7 @@ export class RMSNorm extends RowNormModule {
     const weight = c.elementwiseAffine ? ones : null;
     const helper = c.elementwiseAffine ? null : ones;
     const params = { device: c.device, dtype: c.dtype, weight, bias: null };
-    const core = new ModuleCore<Saved>("RMSNorm", params, { owned: [helper] });
-    super(core, c);
+    super("RMSNorm", c, params, { owned: [helper] });
     this.#config = c;
     this.#ones = helper;
   }
@@ -84,14 +82,15 @@ export class RMSNorm extends RowNormModule {
    * the backward needs. Returns the output, in input's shape, dtype and layout.
    */
   forward(input: Tensor): Tensor {
+    const op = this.beginCall("forward");
     return this.runForward(() => {
-      const x = this.forwardInput(input);
+      const x = this.checkInput(op, input);
       const r = rmsNorm({
         x,
         gamma: this.#gamma(),
         epsilon: this.#config.eps ?? machineEpsilon(x.dtype),
       });
-      this.saveForBackward({ input: x, rstd: r.rstd }, [r.rstd]);
+      this.saveForBackward<Saved>({ input: x, rstd: r.rstd }, [r.rstd]);
       return r.y;
     });
   }
@@ -101,7 +100,7 @@ export class RMSNorm extends RowNormModule {
    * what the forward kept (a refused gradOut leaves it for a corrected call).
    */
   backward(gradOut: Tensor): RMSNormGradients {
-    const { saved, dy } = this.backwardInput<Saved>(gradOut);
+    const { saved, dy } = this.beginBackward<Saved>(gradOut);
     const r = rmsNormGrad({ dy, x: saved.input, rstd: saved.rstd, gamma: this.#gamma() });
     this.endBackward();
     // dgamma is float32 (the operator's rule): the module's gradient has the weight's dtype.

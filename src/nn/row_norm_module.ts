@@ -1,22 +1,15 @@
 /**
  * What LayerNorm and RMSNorm share on top of every norm module's members: the normalized
- * (trailing) dims, whether the module has learnable affine parameters, and a forward's and a
- * backward's bookkeeping (the checks of their inputs, what the forward keeps for the backward).
+ * (trailing) dims, whether the module has learnable affine parameters, and the check of a
+ * forward's input.
  *
  * @module
  */
 
 import { requireTensor } from "../ops/validate.ts";
 import type { Tensor } from "../tensor/tensor.ts";
-import type { ModuleCore } from "./module_core.ts";
-import { NormModule } from "./norm_module.ts";
+import { type ModuleBuffers, type ModuleParameters, NormModule } from "./norm_module.ts";
 import { checkNormalizedInput, type LayerNormConfig } from "./row_norm_options.ts";
-import { checkGradOut } from "./saved.ts";
-
-/** What a forward saves for its backward: at least its input (each module adds its own). */
-interface Saved {
-  readonly input: Tensor;
-}
 
 /** The options the shared members read. */
 type RowNormShape = Pick<LayerNormConfig, "normalizedShape" | "elementwiseAffine">;
@@ -39,16 +32,19 @@ type RowNormShape = Pick<LayerNormConfig, "normalizedShape" | "elementwiseAffine
  * ```
  */
 export abstract class RowNormModule extends NormModule {
-  readonly #core: ModuleCore<Saved>;
   readonly #shape: RowNormShape;
 
   /**
-   * For the module classes: the core the shared members keep the module's state and what a
-   * forward saves in, and their options.
+   * For the module classes: the module named `name` with `params` and `buffers` (as
+   * {@linkcode NormModule}'s), over the trailing dims `shape.normalizedShape`.
    */
-  protected constructor(core: ModuleCore<Saved>, shape: RowNormShape) {
-    super(core);
-    this.#core = core;
+  protected constructor(
+    name: string,
+    shape: RowNormShape,
+    params: ModuleParameters,
+    buffers?: ModuleBuffers,
+  ) {
+    super(name, params, buffers);
     this.#shape = shape;
   }
 
@@ -62,49 +58,12 @@ export abstract class RowNormModule extends NormModule {
   }
 
   /**
-   * For the module classes: `input` after a forward's checks, in order: the module is not
-   * disposed, `input` is a Tensor, its last dims are normalizedShape (161002 naming `input`).
+   * For the module classes: the input of a forward (`op` the call), a Tensor whose last dims
+   * are normalizedShape (161001/161002 naming `input`).
    */
-  protected forwardInput(input: Tensor): Tensor {
-    const op = this.#core.check("forward");
+  protected checkInput(op: string, input: unknown): Tensor {
     const x = requireTensor(op, "input", input);
     checkNormalizedInput(op, x, this.#shape.normalizedShape);
     return x;
-  }
-
-  /**
-   * For the module classes: runs a forward's `body` (from {@linkcode RowNormModule.forwardInput}
-   * to saving; it returns the output) so that a forward that fails, at once or later on the
-   * device, leaves nothing for a backward (ModuleCore.runForward).
-   */
-  protected runForward(body: () => Tensor): Tensor {
-    return this.#core.runForward(body);
-  }
-
-  /** For the module classes: keeps `saved` (owning `owned`) for the next backward. */
-  protected saveForBackward<T extends { readonly input: Tensor }>(
-    saved: T,
-    owned: readonly Tensor[],
-  ): void {
-    this.#core.saved.save(saved, owned);
-  }
-
-  /**
-   * For the module classes: what the last forward saved (`T`, the type the module's forward
-   * gave {@linkcode RowNormModule.saveForBackward}), and `gradOut` checked against its input,
-   * after a backward's checks in order: the module is not disposed, a forward was made,
-   * gradOut is a Tensor of that forward's input shape.
-   */
-  protected backwardInput<T extends { readonly input: Tensor }>(
-    gradOut: Tensor,
-  ): { saved: T; dy: Tensor } {
-    const op = this.#core.check("backward");
-    const saved = this.#core.saved.use(op) as T;
-    return { saved, dy: checkGradOut(op, gradOut, saved.input) };
-  }
-
-  /** For the module classes: frees what the forward saved, once its backward has succeeded. */
-  protected endBackward(): void {
-    this.#core.saved.clear("used");
   }
 }

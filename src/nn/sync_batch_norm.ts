@@ -14,10 +14,9 @@ import {
 } from "../ops/sync_batch_norm.ts";
 import { invalid } from "../ops/validate.ts";
 import type { Tensor } from "../tensor/tensor.ts";
-import { BatchNormModule } from "./batch_norm_module.ts";
-import { BatchNormState } from "./batch_norm_state.ts";
-import type { BatchNormOptions } from "./options.ts";
-import { checkGradOut, type NormGradients } from "./saved.ts";
+import { type AloneSaved, BatchNormModule } from "./batch_norm_module.ts";
+import { batchNormConfig, type BatchNormOptions } from "./options.ts";
+import type { NormGradients } from "./saved.ts";
 import type { LoadStateDictOptions, LoadStateDictResult, StateDict } from "./state_dict.ts";
 
 /** Options of {@linkcode SyncBatchNorm}: BatchNorm's, and the process group. */
@@ -32,20 +31,16 @@ export interface SyncBatchNormOptions extends BatchNormOptions {
   timeoutMs?: number;
 }
 
-/** What a forward keeps for the backward. */
-type Saved =
-  | {
-    readonly sync: true;
-    readonly input: Tensor;
-    readonly mean: Tensor;
-    readonly invstd: Tensor;
-    readonly counts: Tensor;
-  }
-  | {
-    readonly sync: false;
-    readonly input: Tensor;
-    readonly batch: { readonly saveMean: Tensor; readonly saveInvstd: Tensor } | null;
-  };
+/**
+ * What a training-mode forward keeps for the backward: its input and the statistics of all
+ * ranks' batches (an eval-mode forward keeps {@linkcode AloneSaved}).
+ */
+interface SyncedSaved {
+  readonly input: Tensor;
+  readonly mean: Tensor;
+  readonly invstd: Tensor;
+  readonly counts: Tensor;
+}
 
 /**
  * BatchNorm across ranks, as PyTorch's `nn.SyncBatchNorm`: in training mode the mean and
@@ -89,7 +84,6 @@ type Saved =
  * ```
  */
 export class SyncBatchNorm extends BatchNormModule {
-  readonly #state: BatchNormState<Saved>;
   readonly #group: SyncBatchNormCollectives;
   readonly #timeoutMs: number | undefined;
   /** The call in flight, if any: calls on one module must not overlap. */
@@ -97,16 +91,14 @@ export class SyncBatchNorm extends BatchNormModule {
 
   /** Makes the module: weight 1, bias 0, running mean 0, running variance 1 (PyTorch's). */
   constructor(options: SyncBatchNormOptions) {
-    const state = new BatchNormState<Saved>("SyncBatchNorm", options, true);
-    super(state);
-    this.#state = state;
+    super("SyncBatchNorm", batchNormConfig("SyncBatchNorm", options, true));
     const group = options.processGroup as unknown;
     if (
       typeof group !== "object" || group === null ||
       typeof (group as SyncBatchNormCollectives).allGather !== "function" ||
       typeof (group as SyncBatchNormCollectives).allReduce !== "function"
     ) {
-      this.#state.dispose();
+      this.dispose();
       invalid(
         "SyncBatchNorm",
         "processGroup",
@@ -116,7 +108,7 @@ export class SyncBatchNorm extends BatchNormModule {
     }
     const timeoutMs = options.timeoutMs as unknown;
     if (timeoutMs !== undefined && !(typeof timeoutMs === "number" && timeoutMs > 0)) {
-      this.#state.dispose();
+      this.dispose();
       invalid("SyncBatchNorm", "timeoutMs", `(${timeoutMs}) must be a number of milliseconds > 0`);
     }
     this.#group = options.processGroup;
@@ -132,40 +124,35 @@ export class SyncBatchNorm extends BatchNormModule {
    * statistics of all ranks (one all-gather), else locally. Resolves to the output.
    */
   async forward(input: Tensor): Promise<Tensor> {
-    const s = this.#state;
-    const op = s.check("forward");
+    const op = this.beginCall("forward");
     this.#enter(op);
     try {
-      return await s.runForwardAsync(() => this.#forward(op, input));
+      return await this.runForwardAsync(() => this.#forward(op, input));
     } finally {
       this.#busy = undefined;
     }
   }
 
-  /** The forward's body (ModuleCore.runForwardAsync undoes it when it fails). */
+  /** The forward's body (NormModule.runForwardAsync undoes it when it fails). */
   async #forward(op: string, input: Tensor): Promise<Tensor> {
-    const s = this.#state;
-    const x = s.checkInput(op, input);
-    if (!s.training) return this.#localForward(x);
-    const update = s.updatesRunningStats;
+    const x = this.checkInput(op, input);
+    // Eval mode: this rank alone (running statistics, or batch ones without them).
+    if (!this.training) return this.forwardAlone(x);
+    const update = this.updatesRunningStats;
     const r = await syncBatchNormForward({
       input: x,
-      weight: s.weight,
-      bias: s.bias,
-      runningMean: s.runningMean,
-      runningVar: s.runningVar,
-      momentum: update ? s.nextMomentum() : undefined,
-      eps: s.config.eps,
+      weight: this.weight,
+      bias: this.bias,
+      runningMean: this.runningMean,
+      runningVar: this.runningVar,
+      momentum: update ? this.nextMomentum() : undefined,
+      eps: this.eps,
       allGather: this.#group.allGather,
       timeoutMs: this.#timeoutMs,
     });
-    if (update) s.countBatch();
+    if (update) this.countBatch();
     const { mean, invstd, counts } = r;
-    this.#state.saved.save({ sync: true, input: x, mean, invstd, counts }, [
-      mean,
-      invstd,
-      counts,
-    ]);
+    this.saveForBackward<SyncedSaved>({ input: x, mean, invstd, counts }, [mean, invstd, counts]);
     return r.output;
   }
 
@@ -174,34 +161,29 @@ export class SyncBatchNorm extends BatchNormModule {
    * gradBias are this rank's share (see the class doc); null without affine parameters.
    */
   async backward(gradOut: Tensor): Promise<NormGradients> {
-    const s = this.#state;
-    const op = s.check("backward");
-    const saved = this.#state.saved.use(op);
-    const dy = checkGradOut(op, gradOut, saved.input);
+    const { op, saved, dy } = this.beginBackward<SyncedSaved | AloneSaved>(gradOut);
     this.#enter(op);
     try {
-      const affine = s.config.affine;
-      const mask = [true, affine, affine];
-      let r;
-      if (saved.sync) {
+      let grads: NormGradients;
+      if ("counts" in saved) {
         const { input, mean, invstd, counts } = saved;
         const g = await syncBatchNormBackward({
           gradOut: dy,
           input,
-          weight: s.weight,
+          weight: this.weight,
           mean,
           invstd,
           counts,
-          outputMask: mask,
+          outputMask: [true, this.affine, this.affine],
           allReduce: this.#group.allReduce,
           timeoutMs: this.#timeoutMs,
         });
-        r = disposable(g, [g.gradInput, g.gradWeight, g.gradBias]);
+        grads = disposable(g, [g.gradInput, g.gradWeight, g.gradBias]) as NormGradients;
       } else {
-        r = s.localBackward(dy, saved);
+        grads = this.backwardAlone(dy, saved);
       }
-      this.#state.saved.clear("used");
-      return r as NormGradients;
+      this.endBackward();
+      return grads;
     } finally {
       this.#busy = undefined;
     }
@@ -218,14 +200,6 @@ export class SyncBatchNorm extends BatchNormModule {
     } finally {
       this.#busy = undefined;
     }
-  }
-
-  /** Eval mode: this rank alone (running statistics, or batch ones without them). */
-  #localForward(x: Tensor): Tensor {
-    const s = this.#state;
-    const { output, batch } = s.localForward(x);
-    s.saved.save({ sync: false, input: x, batch }, batch ? [batch.saveMean, batch.saveInvstd] : []);
-    return output;
   }
 
   #enter(op: string): void {
