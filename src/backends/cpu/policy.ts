@@ -35,6 +35,11 @@ export interface KernelPolicy {
 export interface CpuPolicy extends KernelPolicy {
   /** Whether a call that may run on the pool does (see {@linkcode PoolPolicy}). */
   readonly pool: PoolPolicy;
+  /**
+   * Whether a large call that reads its data twice runs in cache blocks (fast/cache_blocks.ts),
+   * or whole: the same bits either way.
+   */
+  readonly cacheBlocks: boolean;
 }
 
 /** The policy of every call outside `withCpuPolicy`: the fastest kernels, measured pooling. */
@@ -43,4 +48,5 @@ export const DEFAULT_CPU_POLICY: CpuPolicy = Object.freeze({
   wasmEverywhere: false,
   inPlace: true,
   pool: "measured",
+  cacheBlocks: true,
 });

@@ -28,7 +28,7 @@ import { batchNormGradCentered, GRADIENT_CONSTANTS } from "../kernels/formulas.t
 import type { Stage, WriteStage } from "../kernels/stage_types.ts";
 import { type ChannelPair, mergeChannelSums } from "./merge.ts";
 import { batchNormCall, sumsStage, writeStage } from "./setup.ts";
-import { blockGeometry, channelBlocks, channelViews } from "./channel_blocks.ts";
+import { blockGeometry, channelBlocks, channelViews } from "./cache_blocks.ts";
 import { RELAYOUT, runStaged } from "./staging.ts";
 import { Tensor } from "../../../tensor/tensor.ts";
 
@@ -117,7 +117,7 @@ const CHANNEL_TENSORS = [
  * evaluation: runningMean and 1/sqrt(runningVar + eps). The sums pass runs only when an
  * output needs it; in evaluation mode gradInput = dy * w * invstd needs none. Empty inputs
  * give zero gradWeight and gradBias. A large training-mode gradInput call runs in channel
- * blocks (channel_blocks.ts: the same bits, the write pass reading from the cache).
+ * blocks (cache_blocks.ts: the same bits, the write pass reading from the cache).
  */
 export function batchNormBackward(plan: BatchNormBackwardPlan, t: BatchNormBackwardTensors): void {
   const g = plan.geometry;

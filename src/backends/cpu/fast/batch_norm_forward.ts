@@ -33,7 +33,7 @@ import { NORMALIZE_CONSTANTS, normalizeCentered } from "../kernels/formulas.ts";
 import type { WriteStage } from "../kernels/stage_types.ts";
 import { mergeChannelMoments } from "./merge.ts";
 import { batchNormCall, statsStage, writeStage } from "./setup.ts";
-import { blockGeometry, channelBlocks, channelViews } from "./channel_blocks.ts";
+import { blockGeometry, channelBlocks, channelViews } from "./cache_blocks.ts";
 import { RELAYOUT, runStaged } from "./staging.ts";
 
 /** Per-channel mean, biased variance and invstd from a stats stage's merged moments. */
@@ -147,7 +147,7 @@ const CHANNEL_TENSORS = [
  * batch writes saveMean = 0 and saveInvstd = NaN in either mode and leaves the running
  * statistics alone, as CANN does (aclnn_batch_norm.cpp fills saveMean and saveInvstd before
  * anything else when the input is empty). A large training-mode call runs in channel blocks
- * (channel_blocks.ts: the same bits, the normalize pass reading from the cache).
+ * (cache_blocks.ts: the same bits, the normalize pass reading from the cache).
  */
 export function batchNorm(plan: BatchNormPlan, t: BatchNormTensors): void {
   const g = plan.geometry;

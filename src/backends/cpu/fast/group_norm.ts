@@ -35,6 +35,7 @@ import { mergeChannelMoments, mergeChannelSums } from "./merge.ts";
 import { hostData } from "./tensor_arrays.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 import { batchNormOrder, runStaged, type StagingOptions } from "./staging.ts";
+import { sampleBlocks, sampleView } from "./cache_blocks.ts";
 
 /**
  * A per-sample GroupNorm call over non-empty `inputs` and `output`, or undefined when they
@@ -81,7 +82,8 @@ function relayout(N: number, C: number): StagingOptions {
  * aclnnGroupNorm: per (n, g), mean and rstd = 1/sqrt(biased var + eps) over D * HxW
  * elements (eps as a float), y = (x - mean) * rstd * gamma + beta. An empty input gives mean 0
  * and rstd NaN, as CANN writes (ops-nn norm/group_norm/op_host/op_api/aclnn_group_norm.cpp,
- * aclnnGroupNormGetWorkspaceSize: FillScalar on meanOut and rstdOut when self is empty).
+ * aclnnGroupNormGetWorkspaceSize: FillScalar on meanOut and rstdOut when self is empty). A
+ * large call runs in blocks of samples (cache_blocks.ts: the same bits).
  */
 export function groupNorm(plan: GroupNormPlan, t: GroupNormTensors): void {
   const { N, C, HxW, group } = plan;
@@ -98,6 +100,21 @@ export function groupNorm(plan: GroupNormPlan, t: GroupNormTensors): void {
       (s) => groupNorm(plan, s),
       relayout(N, C),
     );
+  }
+  if (call.layout.kind === "rows") {
+    const blocks = sampleBlocks(N, [t.input], [t.input, t.output], [t.mean, t.rstd]);
+    if (blocks) {
+      for (const [n0, n1] of blocks) {
+        groupNorm({ ...plan, N: n1 - n0 }, {
+          ...t,
+          input: t.input.slice(0, n0, n1),
+          output: t.output.slice(0, n0, n1),
+          mean: sampleView(t.mean, N, n0, n1)!,
+          rstd: sampleView(t.rstd, N, n0, n1)!,
+        });
+      }
+      return;
+    }
   }
   const eps = Math.fround(plan.eps);
   const D = C / group;
@@ -142,10 +159,11 @@ export function groupNorm(plan: GroupNormPlan, t: GroupNormTensors): void {
  * gradInput = rstd * (dy * gamma - sum(dy * gamma) / M - xhat * sum(dy * gamma * xhat) / M),
  * gradGamma = sum over n, hw of dy * xhat, gradBeta = sum over n, hw of dy (per channel): per
  * (n, c) sum(dy) and sum(dy * (x - mean)), then (with gradInput) the gradient write with
- * per-(n, c) constants. Empty data gives zero gradGamma and gradBeta.
+ * per-(n, c) constants. Empty data gives zero gradGamma and gradBeta. A large call with
+ * gradInput runs in blocks of samples (cache_blocks.ts: the same bits).
  */
 export function groupNormBackward(plan: GroupNormBackwardPlan, t: GroupNormBackwardTensors): void {
-  const { N, C, HxW, group, mask } = plan;
+  const { N, C, HxW, mask } = plan;
   const gradInput = mask[0] ? t.gradInput : undefined;
   if (N * C * HxW === 0) {
     if (mask[1] && t.gradGamma) writeChannelValues(t.gradGamma, temporaryFloat64(C));
@@ -161,6 +179,45 @@ export function groupNormBackward(plan: GroupNormBackwardPlan, t: GroupNormBackw
       relayout(N, C),
     );
   }
+  const gradGamma = new Float64Array(C);
+  const gradBeta = new Float64Array(C);
+  const blocks = gradInput && call.layout.kind === "rows"
+    ? sampleBlocks(N, [t.gradOut, t.input], [t.gradOut, t.input, gradInput], [t.mean, t.rstd])
+    : undefined;
+  if (blocks) {
+    // gradGamma and gradBeta go on adding from block to block, in sample order as one call.
+    for (const [n0, n1] of blocks) {
+      const bt = {
+        ...t,
+        gradOut: t.gradOut.slice(0, n0, n1),
+        input: t.input.slice(0, n0, n1),
+        gradInput: gradInput!.slice(0, n0, n1),
+        mean: sampleView(t.mean, N, n0, n1)!,
+        rstd: sampleView(t.rstd, N, n0, n1)!,
+      };
+      const bp = { ...plan, N: n1 - n0 };
+      const bc = groupNormCall(bp, [bt.gradOut, bt.input], bt.gradInput);
+      if (!bc) throw new Error("groupNormBackward: a block of a rows call is not rows");
+      backwardPasses(bp, bt, bc, gradGamma, gradBeta);
+    }
+  } else backwardPasses(plan, t, call, gradGamma, gradBeta);
+  if (mask[1] && t.gradGamma) writeChannelValues(t.gradGamma, gradGamma);
+  if (mask[2] && t.gradBeta) writeChannelValues(t.gradBeta, gradBeta);
+}
+
+/**
+ * groupNormBackward's two passes on `call` (its sums, then with gradInput the gradient write),
+ * adding the per-channel gradGamma and gradBeta terms of its samples to `gradGamma`, `gradBeta`.
+ */
+function backwardPasses(
+  plan: GroupNormBackwardPlan,
+  t: GroupNormBackwardTensors,
+  call: Call,
+  gradGamma: Float64Array,
+  gradBeta: Float64Array,
+): void {
+  const { N, C, HxW, group, mask } = plan;
+  const gradInput = mask[0] ? t.gradInput : undefined;
   const D = C / group;
   const count = D * HxW;
   const groupMean = channelValues(t.mean);
@@ -179,8 +236,6 @@ export function groupNormBackward(plan: GroupNormBackwardPlan, t: GroupNormBackw
       float64(call, GRADIENT_CONSTANTS * N * C),
     )
     : undefined;
-  const gradGamma = temporaryFloat64(C);
-  const gradBeta = temporaryFloat64(C);
   const constants = () => {
     const { first: sumDy, second: sumDot } = mergeChannelSums(call.layout, sums.partials);
     for (let n = 0; n < N; n++) {
@@ -206,6 +261,4 @@ export function groupNormBackward(plan: GroupNormBackwardPlan, t: GroupNormBackw
     }
   };
   execute(call, write ? [sums, write] : [sums], [constants]);
-  if (mask[1] && t.gradGamma) writeChannelValues(t.gradGamma, gradGamma);
-  if (mask[2] && t.gradBeta) writeChannelValues(t.gradBeta, gradBeta);
 }
