@@ -21,10 +21,11 @@
 ;;   16-bit lanes fix that: unsigned with 0xfe00 takes the negative NaNs to 0xfe00 and leaves
 ;;   every other pattern (all below 0xfe00); then signed with 0x7e00 takes the positive NaNs
 ;;   (0x7e00-0x7fff, the largest signed values) to 0x7e00 and leaves the rest (the finite and
-;;   infinite ones are at most 0x7c00, the negative ones are negative). Measured (bench:fp16,
-;;   one thread): float16 over float32 1.27x geometric mean over the kernels, against 1.41x
-;;   with the NaN lanes replaced before the conversion (a compare and a select of float32
-;;   lanes) and 1.16x for the conversion alone (which differs on NaN payloads).
+;;   infinite ones are at most 0x7c00, the negative ones are negative). Measured side by
+;;   side (bench/RESULTS.md, 2026-11-29; float16 over float32, geometric mean over the
+;;   kernels, one thread): 1.27x this way, 1.41x with the NaN lanes replaced before the
+;;   conversion (a compare and a select of float32 lanes), 1.16x for the conversion alone
+;;   (which differs on NaN payloads).
 ;;
 ;; wabt 1.0.37 and Binaryen 123 know neither conversion, so the text below writes
 ;; i16x8.abs in place of f32x4.promote_low_f16x8 and i16x8.neg in place of
