@@ -9,9 +9,9 @@
  *
  * A second build, for engines with the WebAssembly FP16 proposal, goes the same way from
  * kernels.wat with the float16 conversion helpers of `kernels_fp16.wat` in place of its own
- * ({@linkcode overrideFunctions}), every float16 call on the exact path, and the proposal's
- * opcodes written over placeholders after Binaryen ({@linkcode FP16_OPCODES}), into
- * `kernels_fp16_wasm.ts`; kernels_module.ts picks one of the two at load time.
+ * ({@linkcode overrideFunctions}) and the proposal's opcodes written over placeholders
+ * after Binaryen ({@linkcode FP16_OPCODES}), into `kernels_fp16_wasm.ts`; kernels_module.ts
+ * picks one of the two at load time.
  *
  * ```sh
  * deno task build:wasm            # rewrite kernels_wasm.ts and kernels_fp16_wasm.ts
@@ -44,21 +44,11 @@ export const WAT_PATH = "src/backends/cpu/wasm/kernels.wat";
 export const MODULE_PATH = "src/backends/cpu/wasm/kernels_wasm.ts";
 
 /**
- * The rest of kernels.wat's functions, relative to the repository root: modules of functions
- * spliced, in this order, into kernels.wat's ({@linkcode spliceFunctions}) before every other
- * pass (kernels.wat holds the header, the memory and the codecs).
- */
-export const KERNEL_WAT_PATHS: readonly string[] = [
-  "src/backends/cpu/wasm/kernels_scaled16.wat",
-  "src/backends/cpu/wasm/kernels_rows.wat",
-  "src/backends/cpu/wasm/kernels_pixel_sums.wat",
-  "src/backends/cpu/wasm/kernels_pixel_writes.wat",
-];
-
-/**
- * The float32 kernels (the row norms: LayerNorm, RMSNorm, forward then backward; the BatchNorm
+ * The kernels (the row norms: LayerNorm, RMSNorm, forward then backward; the BatchNorm
  * family's channel kernels, which use the row norms' helpers), relative to the repository
- * root: spliced after {@linkcode KERNEL_WAT_PATHS}, in this order.
+ * root: modules of functions spliced, in this order, into kernels.wat's
+ * ({@linkcode spliceFunctions}) before every other pass (kernels.wat holds the header, the
+ * memory and the codecs).
  */
 export const ROWS_WAT_PATHS: readonly string[] = [
   "src/backends/cpu/wasm/row_norms.wat",
@@ -175,42 +165,26 @@ function formEnd(text: string, start: number): number {
 /**
  * Specialises every exported kernel that takes the dtype code `$dt` (0 float32, 1 float16,
  * 2 bfloat16): `(func (export "k") ...)` becomes the internal `$k__any`, and a new export
- * `k` with the same parameters calls it with `$dt` as a constant. Once Binaryen inlines
- * `$k__any` into each call it folds the constant, so every dtype gets its own loop without
- * a dtype branch per vector (measured: bfloat16 row sums 0.84 -> 0.63 ns per element),
- * while kernels.wat keeps one body per kernel and the drivers one export per kernel.
- *
- * float16 has two copies: the scaled path (`$dt` 1) when the kernel's predicate
- * `$k__scaled16` (same parameters, in kernels.wat) holds for the call, then the exact path
- * (`$dt` 3) again when its redo test `$k__redo16` holds after it (an Inf or NaN found in
- * the inputs), else the exact path alone; kernels.wat explains why both give the same bits.
- * With `scaled16` false (the FP16 build), float16 takes the exact path alone. A kernel
- * without its predicate or its redo test is an error.
+ * `k` with the same parameters calls it with `$dt` as a constant (0, 2, and 1 for any other
+ * code). Once Binaryen inlines `$k__any` into each call it folds the constant, so every
+ * dtype gets its own loop without a dtype branch per vector (measured: bfloat16 row sums
+ * 0.84 -> 0.63 ns per element), while kernels.wat keeps one body per kernel and the drivers
+ * one export per kernel.
  */
-export function specializeByDtype(text: string, scaled16 = true): string {
+export function specializeByDtype(text: string): string {
   const header = /\(func \(export "(\w+)"\)((?:\s*\(param \$\w+ \w+\))+)/g;
   const dispatchers: string[] = [];
   const renamed = text.replace(header, (match: string, name: string, params: string) => {
     const names = [...params.matchAll(/\(param \$(\w+) \w+\)/g)].map((m) => m[1]);
     if (!names.includes("dt")) return match;
-    for (const hook of ["scaled16", "redo16"]) {
-      if (!text.includes(`(func $${name}__${hook}`)) {
-        throw new Error(`kernels.wat: ${name} takes $dt but has no $${name}__${hook}`);
-      }
-    }
-    const args = (dt?: number) =>
-      names.map((p) => p === "dt" && dt !== undefined ? `(i32.const ${dt})` : `(local.get $${p})`)
-        .join(" ");
+    const args = (dt: number) =>
+      names.map((p) => p === "dt" ? `(i32.const ${dt})` : `(local.get $${p})`).join(" ");
     const call = (dt: number) => `(call $${name}__any ${args(dt)})`;
-    const done = `(if (i32.eqz (call $${name}__redo16 ${args()})) (then (return)))`;
-    const scaled = `    (if (call $${name}__scaled16 ${args()})\n` +
-      `      (then ${call(1)} ${done}))\n`;
     dispatchers.push(
       `  (func (export "${name}")${params}\n` +
         `    (if (i32.eqz (local.get $dt)) (then ${call(0)} (return)))\n` +
         `    (if (i32.eq (local.get $dt) (i32.const 2)) (then ${call(2)} (return)))\n` +
-        (scaled16 ? scaled : "") +
-        `    ${call(3)})`,
+        `    ${call(1)})`,
     );
     return `(func $${name}__any${params}`;
   });
@@ -228,9 +202,9 @@ export function specializeByDtype(text: string, scaled16 = true): string {
  * (`WASM_CONSTANTS_AT`/`WASM_CONSTANTS_END` in wasm_instance.ts).
  *
  * The table holds the constants of `tableText` (by default `text`) in order of first use,
- * and `text` may only use those: the FP16 build passes the baseline's text, so that both
- * builds write the same table, and a memory that instances of both share (the host heap)
- * holds the constants each expects.
+ * and `text` may only use those: both builds pass the baseline's text followed by the FP16
+ * build's overrides, so that both write the same table, and a memory that instances of both
+ * share (the host heap) holds the constants each expects.
  */
 export function constantsToMemory(text: string, tableText: string = text): string {
   const constant = /\(v128\.const (i32x4|f32x4) ([^)]*)\)/g;
@@ -404,12 +378,18 @@ function countSimd(bytes: Uint8Array, keys: Iterable<number>): Map<number, numbe
   return counts;
 }
 
-/** The baseline build's bytes from kernels.wat's text. */
-export async function buildBaseline(text: string): Promise<Uint8Array> {
+/**
+ * The baseline build's bytes from kernels.wat's text; its constants table also holds those of
+ * kernels_fp16.wat's text `overrides` (see {@linkcode constantsToMemory}).
+ */
+export async function buildBaseline(text: string, overrides: string): Promise<Uint8Array> {
   for (const name of FP16_PLACEHOLDERS) {
     if (text.includes(name)) throw new Error(`kernels.wat uses ${name}, an FP16 placeholder`);
   }
-  const bytes = await optimize(await assemble(constantsToMemory(specializeByDtype(text))));
+  const specialized = specializeByDtype(text);
+  const bytes = await optimize(
+    await assemble(constantsToMemory(specialized, `${specialized}\n${overrides}`)),
+  );
   for (const [op, n] of countSimd(bytes, FP16_OPCODES.keys())) {
     if (n > 0) throw new Error(`Binaryen wrote the FP16 placeholder 0x${op.toString(16)}`);
   }
@@ -418,12 +398,11 @@ export async function buildBaseline(text: string): Promise<Uint8Array> {
 
 /**
  * The FP16 build's bytes from kernels.wat's and kernels_fp16.wat's text: the overrides in
- * place, float16 on the exact path only, the baseline's constants table, and the
- * placeholders rewritten (each must occur).
+ * place, the baseline's constants table, and the placeholders rewritten (each must occur).
  */
 export async function buildFp16(text: string, overrides: string): Promise<Uint8Array> {
-  const merged = specializeByDtype(overrideFunctions(text, overrides), false);
-  const table = specializeByDtype(text);
+  const merged = specializeByDtype(overrideFunctions(text, overrides));
+  const table = `${specializeByDtype(text)}\n${overrides}`;
   const placeholders = await optimize(await assemble(constantsToMemory(merged, table)));
   const { bytes, counts } = rewriteSimdOpcodes(placeholders, FP16_OPCODES);
   for (const [op, n] of counts) {
@@ -433,12 +412,12 @@ export async function buildFp16(text: string, overrides: string): Promise<Uint8A
 }
 
 /**
- * kernels.wat with its other parts and the row norms' kernels spliced in, as in the repository:
- * the text {@linkcode buildBaseline} takes (bench/float16_floor.ts builds a variant of it).
+ * kernels.wat with the kernels of {@linkcode ROWS_WAT_PATHS} spliced in, as in the
+ * repository: the text {@linkcode buildBaseline} takes.
  */
 export async function splicedKernels(): Promise<string> {
   let text = await Deno.readTextFile(new URL(WAT_PATH, root));
-  for (const path of [...KERNEL_WAT_PATHS, ...ROWS_WAT_PATHS]) {
+  for (const path of ROWS_WAT_PATHS) {
     text = spliceFunctions(text, await Deno.readTextFile(new URL(path, root)));
   }
   return text;
@@ -454,7 +433,8 @@ async function sources(): Promise<{ text: string; overrides: string }> {
 
 /** The generated module's text for the .wat in the repository now. */
 export async function buildModuleText(): Promise<string> {
-  return moduleText(await buildBaseline((await sources()).text));
+  const { text, overrides } = await sources();
+  return moduleText(await buildBaseline(text, overrides));
 }
 
 /** The FP16 build's generated module text for the .wat files in the repository now. */

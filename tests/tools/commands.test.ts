@@ -22,7 +22,6 @@ const COMMANDS: readonly [string, string[]][] = [
   ["bench/dispatch.ts", ["--calls", "-1"]],
   ["bench/sync_bn_hccl.ts", ["--ranks", "3"]],
   ["bench/training_loop.ts", ["--style", "async"]],
-  ["bench/float16_floor.ts", ["--bogus"]],
   ["bench/wasm_fp16.ts", ["--bogus"]],
   ["scripts/build_wasm.ts", ["--bogus"]],
   ["scripts/build_sim.ts", ["--bogus"]],

@@ -159,7 +159,7 @@ function constantCount(op: ChannelStage["op"]): number {
  * partials.
  */
 export function runChannelItems(s: ChannelStage, from: number, to: number, w: WasmKernels): void {
-  const k = w.exports as unknown as ChannelExports;
+  const k: ChannelExports = w.exports;
   const dt = s.dtype;
   const es = dt === 0 ? 4 : 2;
   const layout = s.layout;

@@ -11,7 +11,7 @@
 
 import type { KernelPolicy } from "../policy.ts";
 import type { Stage } from "./stage_types.ts";
-import { type RowNormExports, runRowNormItems } from "./row_norm_stage.ts";
+import { runRowNormItems } from "./row_norm_stage.ts";
 import { runChannelItems } from "./channel_stages.ts";
 import { instantiateWasmKernels, type WasmKernels, type WasmScratch } from "./wasm_instance.ts";
 
@@ -67,7 +67,7 @@ export function runStage(s: Stage, from: number, to: number, thread: ThreadState
     case "rmsNormGradRows":
     case "addRmsNormRows":
       return runRowNormItems(
-        wasm.exports as unknown as RowNormExports,
+        wasm.exports,
         s.op,
         s.constants,
         from,

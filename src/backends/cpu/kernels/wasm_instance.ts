@@ -11,50 +11,23 @@
  * @module
  */
 
+import type { ChannelExports } from "./channel_stages.ts";
+import type { RowNormExports } from "./row_norm_stage.ts";
 import type { WriteArray } from "./stage_types.ts";
 
 /**
- * A per-channel write of kernels.wat over P pixels of C channels (byte addresses; cs the
- * channel count padded for the constants, dt the dtype code): reads `x` (dy for `pix_scale`),
- * writes `out`, with the per-channel constants at `cst`.
+ * The codecs the kernels use, exported alone for the tests (byte addresses; n a multiple of
+ * 4; dt 0 float32, 1 float16, 2 bfloat16).
  */
-export type PixelWrite = (
-  x: number,
-  out: number,
-  P: number,
-  C: number,
-  cs: number,
-  dt: number,
-  cst: number,
-) => void;
-
-/** The exports of kernels.wat (byte addresses into its memory; dt = dtype code). */
-export interface WasmExports {
-  /** Tests: n (a multiple of 4) elements decoded to float32. */
+export interface CodecExports {
+  /** n elements of dt at src widened exactly to float32 at dst. */
   decode(src: number, dst: number, n: number, dt: number): void;
-  /** Tests: n (a multiple of 4) float64 values rounded once to dt (pairs: 8 at a time). */
-  encode(src: number, dst: number, n: number, dt: number, pairs: number): void;
-  /** res = [sum(dy), sum(dy * (x - mean))]. */
-  row_sums(dy: number, x: number, n: number, dt: number, mean: number, res: number): void;
-  /** res = [sum(x), sum((x - mean)^2)] with the block's own mean. */
-  row_stats(x: number, n: number, dt: number, res: number): void;
-  /** out = x * k0 + k1. */
-  row_normalize(x: number, out: number, n: number, dt: number, k0: number, k1: number): void;
-  /** out = dy * k0 + (x * k1 + k2). */
-  row_gradient(dy: number, x: number, out: number, n: number, dt: number, ...k: number[]): void;
-  /** out = dy * k0. */
-  row_scale(dy: number, out: number, n: number, dt: number, k0: number): void;
-  /** Per-channel sums over P pixels (accumulated; means at acc + 16 cs). */
-  pix_sums(dy: number, x: number, P: number, C: number, cs: number, dt: number, acc: number): void;
-  /** Per-channel (sum, m2) over P pixels (overwritten). */
-  pix_stats(x: number, P: number, C: number, cs: number, dt: number, acc: number): void;
-  /** Per-channel x * scale + shift (scale, shift at cst). */
-  pix_normalize: PixelWrite;
-  /** Per-channel dy * a + (x * b + c) (a, b, c at cst): dy, then a pixel write's arguments. */
-  pix_gradient(dy: number, ...write: Parameters<PixelWrite>): void;
-  /** Per-channel scale (scale at cst). */
-  pix_scale: PixelWrite;
+  /** n float32 at src rounded once to dt (nearest even) at dst. */
+  encode(src: number, dst: number, n: number, dt: number): void;
 }
+
+/** The exports of kernels.wat: the row norms' and channel kernels, and the codecs. */
+export type WasmExports = RowNormExports & ChannelExports & CodecExports;
 
 /**
  * Byte address of the vector constants the kernels keep in their memory, written by the
@@ -131,23 +104,5 @@ export function instantiateWasmKernels(
     };
   } catch {
     return null;
-  }
-}
-
-/**
- * Writes the per-channel constants `p[k]` (C entries each, count = p.length of them) packed
- * as the pixel writes read them (see kernels.wat): for channels 4v..4v+3, constant k's four
- * values at f64[base + 4 (count v + k) + lane], so one vector's constants are one run.
- */
-export function packConstants(
-  f64: Float64Array,
-  base: number,
-  p: readonly Float64Array[],
-  C: number,
-): void {
-  const count = p.length;
-  for (let k = 0; k < count; k++) {
-    const values = p[k];
-    for (let c = 0; c < C; c++) f64[base + 4 * (count * (c >> 2) + k) + (c & 3)] = values[c];
   }
 }

@@ -27,7 +27,7 @@ export function rowNormKernels(): RowNormExports {
         "which this engine does not provide",
     );
   }
-  return kernels.exports as unknown as RowNormExports;
+  return kernels.exports;
 }
 
 /** The holder of this thread's block in the heap, its buffer, address and size in bytes. */

@@ -74,16 +74,6 @@
     (f64.store (local.get $out) (local.get $s))
     (f64.store offset=8 (local.get $out) (local.get $m2)))
 
-  (func $bn_stats_rows__scaled16
-    (param $x i32) (param $xs i32) (param $inner i32) (param $dt i32) (param $rows i32)
-    (param $out i32) (result i32)
-    (i32.const 0))
-
-  (func $bn_stats_rows__redo16
-    (param $x i32) (param $xs i32) (param $inner i32) (param $dt i32) (param $rows i32)
-    (param $out i32) (result i32)
-    (i32.const 0))
-
   ;; Sums of one item, rows: sum(dy) and sum(dy * (x - mean)) (mean rounded to float32) as
   ;; float64 at `out`; float32 lanes over runs of 256 elements of a row.
   (func (export "bn_sums_rows")
@@ -165,16 +155,6 @@
         (br $row)))
     (f64.store (local.get $out) (local.get $t1))
     (f64.store offset=8 (local.get $out) (local.get $t2)))
-
-  (func $bn_sums_rows__scaled16
-    (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $inner i32)
-    (param $dt i32) (param $rows i32) (param $mean f64) (param $out i32) (result i32)
-    (i32.const 0))
-
-  (func $bn_sums_rows__redo16
-    (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $inner i32)
-    (param $dt i32) (param $rows i32) (param $mean f64) (param $out i32) (result i32)
-    (i32.const 0))
 
   ;; The value a write of kind `op` gives four elements, centred as CANN computes them
   ;; (formulas.ts NORMALIZE_CONSTANTS): 0 normalize (x - k0) * k1 + k2, 1 gradient
@@ -268,18 +248,6 @@
       (local.get $xs) (local.get $o) (local.get $os) (local.get $inner) (local.get $dt)
       (local.get $rows) (local.get $k0) (local.get $k1) (local.get $k2) (f64.const 0)))
 
-  (func $bn_norm_rows__scaled16
-    (param $x i32) (param $xs i32) (param $o i32) (param $os i32) (param $inner i32)
-    (param $dt i32) (param $rows i32) (param $k0 f64) (param $k1 f64) (param $k2 f64)
-    (result i32)
-    (i32.const 0))
-
-  (func $bn_norm_rows__redo16
-    (param $x i32) (param $xs i32) (param $o i32) (param $os i32) (param $inner i32)
-    (param $dt i32) (param $rows i32) (param $k0 f64) (param $k1 f64) (param $k2 f64)
-    (result i32)
-    (i32.const 0))
-
   (func (export "bn_grad_rows")
     (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $o i32) (param $os i32)
     (param $inner i32) (param $dt i32) (param $rows i32) (param $k0 f64) (param $k1 f64)
@@ -288,34 +256,12 @@
       (local.get $xs) (local.get $o) (local.get $os) (local.get $inner) (local.get $dt)
       (local.get $rows) (local.get $k0) (local.get $k1) (local.get $k2) (local.get $k3)))
 
-  (func $bn_grad_rows__scaled16
-    (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $o i32) (param $os i32)
-    (param $inner i32) (param $dt i32) (param $rows i32) (param $k0 f64) (param $k1 f64)
-    (param $k2 f64) (param $k3 f64) (result i32)
-    (i32.const 0))
-
-  (func $bn_grad_rows__redo16
-    (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $o i32) (param $os i32)
-    (param $inner i32) (param $dt i32) (param $rows i32) (param $k0 f64) (param $k1 f64)
-    (param $k2 f64) (param $k3 f64) (result i32)
-    (i32.const 0))
-
   (func (export "bn_scale_rows")
     (param $dy i32) (param $dys i32) (param $o i32) (param $os i32) (param $inner i32)
     (param $dt i32) (param $rows i32) (param $k0 f64)
     (call $bn_write_rows (i32.const 2) (local.get $dy) (local.get $dys) (local.get $dy)
       (local.get $dys) (local.get $o) (local.get $os) (local.get $inner) (local.get $dt)
       (local.get $rows) (local.get $k0) (f64.const 0) (f64.const 0) (f64.const 0)))
-
-  (func $bn_scale_rows__scaled16
-    (param $dy i32) (param $dys i32) (param $o i32) (param $os i32) (param $inner i32)
-    (param $dt i32) (param $rows i32) (param $k0 f64) (result i32)
-    (i32.const 0))
-
-  (func $bn_scale_rows__redo16
-    (param $dy i32) (param $dys i32) (param $o i32) (param $os i32) (param $inner i32)
-    (param $dt i32) (param $rows i32) (param $k0 f64) (result i32)
-    (i32.const 0))
 
   ;; Zeroes n float64 at byte address p (n a multiple of 2 or not: whole float64s).
   (func $bn_zero64 (param $p i32) (param $n i32)
@@ -462,16 +408,6 @@
         (local.set $q (i32.add (local.get $q) (local.get $len)))
         (br $run))))
 
-  (func $bn_stats_pix__scaled16
-    (param $x i32) (param $C i32) (param $dt i32) (param $pix i32) (param $o1 i32) (param $o2 i32)
-    (param $acc i32) (result i32)
-    (i32.const 0))
-
-  (func $bn_stats_pix__redo16
-    (param $x i32) (param $C i32) (param $dt i32) (param $pix i32) (param $o1 i32) (param $o2 i32)
-    (param $acc i32) (result i32)
-    (i32.const 0))
-
   ;; Sums of one item, pixels: per channel c, sum(dy) at o1 + 8c and sum(dy * (x - mean[c]))
   ;; at o2 + 8c (float64), with the float32 means at k; `acc` holds 3C float32 of scratch,
   ;; interleaved per four channels as bn_stats_pix's (48 bytes each: the run's two sums and
@@ -575,16 +511,6 @@
         (local.set $q (i32.add (local.get $q) (local.get $len)))
         (br $run))))
 
-  (func $bn_sums_pix__scaled16
-    (param $dy i32) (param $x i32) (param $C i32) (param $dt i32) (param $pix i32) (param $k i32)
-    (param $o1 i32) (param $o2 i32) (param $acc i32) (result i32)
-    (i32.const 0))
-
-  (func $bn_sums_pix__redo16
-    (param $dy i32) (param $x i32) (param $C i32) (param $dt i32) (param $pix i32) (param $k i32)
-    (param $o1 i32) (param $o2 i32) (param $acc i32) (result i32)
-    (i32.const 0))
-
   ;; A write of kind `op` over one item, pixels: the float32 constants interleaved per four
   ;; channels at k (channels 4i..4i+3: k0 at k + 64i, k1 at + 16, k2 at + 32, k3 at + 48).
   ;; Two pixels a step (their constants loaded once), the constants' pointer back at k at
@@ -659,44 +585,14 @@
     (call $bn_write_pix (i32.const 0) (local.get $x) (local.get $x) (local.get $o) (local.get $C)
       (local.get $dt) (local.get $pix) (local.get $k)))
 
-  (func $bn_norm_pix__scaled16
-    (param $x i32) (param $o i32) (param $C i32) (param $dt i32) (param $pix i32) (param $k i32)
-    (result i32)
-    (i32.const 0))
-
-  (func $bn_norm_pix__redo16
-    (param $x i32) (param $o i32) (param $C i32) (param $dt i32) (param $pix i32) (param $k i32)
-    (result i32)
-    (i32.const 0))
-
   (func (export "bn_grad_pix")
     (param $dy i32) (param $x i32) (param $o i32) (param $C i32) (param $dt i32) (param $pix i32)
     (param $k i32)
     (call $bn_write_pix (i32.const 1) (local.get $dy) (local.get $x) (local.get $o) (local.get $C)
       (local.get $dt) (local.get $pix) (local.get $k)))
 
-  (func $bn_grad_pix__scaled16
-    (param $dy i32) (param $x i32) (param $o i32) (param $C i32) (param $dt i32) (param $pix i32)
-    (param $k i32) (result i32)
-    (i32.const 0))
-
-  (func $bn_grad_pix__redo16
-    (param $dy i32) (param $x i32) (param $o i32) (param $C i32) (param $dt i32) (param $pix i32)
-    (param $k i32) (result i32)
-    (i32.const 0))
-
   (func (export "bn_scale_pix")
     (param $dy i32) (param $o i32) (param $C i32) (param $dt i32) (param $pix i32) (param $k i32)
     (call $bn_write_pix (i32.const 2) (local.get $dy) (local.get $dy) (local.get $o) (local.get $C)
       (local.get $dt) (local.get $pix) (local.get $k)))
-
-  (func $bn_scale_pix__scaled16
-    (param $dy i32) (param $o i32) (param $C i32) (param $dt i32) (param $pix i32) (param $k i32)
-    (result i32)
-    (i32.const 0))
-
-  (func $bn_scale_pix__redo16
-    (param $dy i32) (param $o i32) (param $C i32) (param $dt i32) (param $pix i32) (param $k i32)
-    (result i32)
-    (i32.const 0))
 )

@@ -2,8 +2,7 @@
 ;; (row_norms_grad.wat has the backward ones; src/backends/cpu/rows/heap_rows.ts drives both),
 ;; spliced into kernels.wat's module by the build (scripts/build_wasm.ts, before its dtype
 ;; specialisation): they use kernels.wat's codecs ($ld4, $shift, $bits4) and get the same
-;; dispatch by `$dt` (0 float32, 2 bfloat16, 3 float16 on the exact decode; their
-;; `__scaled16` hooks say no, so float16 never takes the scaled path) and the same inlining.
+;; dispatch by `$dt` (0 float32, 1 float16, 2 bfloat16) and the same inlining.
 ;;
 ;; Each kernel runs `rows` rows of n elements: data tensors at byte addresses (row 0 of the
 ;; call), consecutive rows `*s` bytes apart, elements at unit stride (in the host heap);
@@ -112,20 +111,11 @@
       (call $rf_fold (local.get $a) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
         (v128.const i64x2 0 0))))
 
-  ;; dt's 16-bit patterns of four float32 lanes v, each rounded once to nearest even, in the
-  ;; low four 16-bit lanes (dt 1, 2, 3).
-  (func $rf_bits (param $dt i32) (param $v v128) (result v128)
-    (local $r v128)
-    (local.set $r
-      (call $bits4 (local.get $dt) (local.get $v)
-        (v128.and (local.get $v) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff))))
-    (i16x8.narrow_i32x4_u (local.get $r) (local.get $r)))
-
   ;; Stores four float32 lanes v at byte address p, each rounded once to dt.
   (func $rf_st4 (param $p i32) (param $dt i32) (param $v v128)
     (if (i32.eqz (local.get $dt))
       (then (v128.store (local.get $p) (local.get $v)))
-      (else (v128.store64_lane 0 (local.get $p) (call $rf_bits (local.get $dt) (local.get $v))))))
+      (else (v128.store64_lane 0 (local.get $p) (call $bits4 (local.get $dt) (local.get $v))))))
 
   ;; Stores lanes 0 .. count-1 (count 1 to 3) of v at byte address p, rounded as $rf_st4 does.
   (func $rf_st4n (param $p i32) (param $dt i32) (param $v v128) (param $count i32)
@@ -138,7 +128,7 @@
         (if (i32.gt_u (local.get $count) (i32.const 2))
           (then (v128.store32_lane offset=8 2 (local.get $p) (local.get $v))))
         (return)))
-    (local.set $r (call $rf_bits (local.get $dt) (local.get $v)))
+    (local.set $r (call $bits4 (local.get $dt) (local.get $v)))
     (v128.store16_lane 0 (local.get $p) (local.get $r))
     (if (i32.gt_u (local.get $count) (i32.const 1))
       (then (v128.store16_lane offset=2 1 (local.get $p) (local.get $r))))
@@ -229,18 +219,6 @@
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
 
-  (func $ln_fwd__scaled16
-    (param $x i32) (param $xs i32) (param $y i32) (param $ys i32) (param $n i32) (param $dt i32)
-    (param $rows i32) (param $eps f64) (param $w i32) (param $b i32) (param $mean i32)
-    (param $rstd i32) (result i32)
-    (i32.const 0))
-
-  (func $ln_fwd__redo16
-    (param $x i32) (param $xs i32) (param $y i32) (param $ys i32) (param $n i32) (param $dt i32)
-    (param $rows i32) (param $eps f64) (param $w i32) (param $b i32) (param $mean i32)
-    (param $rstd i32) (result i32)
-    (i32.const 0))
-
   ;; RMSNorm forward. Per row: rstd = 1 / sqrt(sum(x^2) / n + eps) rounded to float32 (to the
   ;; per-row array); y = x * rstd * g.
   (func (export "rms_fwd")
@@ -291,16 +269,6 @@
         (local.set $rstd (i32.add (local.get $rstd) (i32.const 4)))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
-
-  (func $rms_fwd__scaled16
-    (param $x i32) (param $xs i32) (param $y i32) (param $ys i32) (param $n i32) (param $dt i32)
-    (param $rows i32) (param $eps f64) (param $g i32) (param $rstd i32) (result i32)
-    (i32.const 0))
-
-  (func $rms_fwd__redo16
-    (param $x i32) (param $xs i32) (param $y i32) (param $ys i32) (param $n i32) (param $dt i32)
-    (param $rows i32) (param $eps f64) (param $g i32) (param $rstd i32) (result i32)
-    (i32.const 0))
 
   ;; AddRmsNorm forward. Per row: s = a + b in float32, x = s rounded to dt; rstd = 1 /
   ;; sqrt(sum(s^2) / n + eps) from the float sum (as Ascend 950's regbase kernel and the A2/A3
@@ -401,17 +369,5 @@
         (local.set $rstd (i32.add (local.get $rstd) (i32.const 4)))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
-
-  (func $add_rms_fwd__scaled16
-    (param $a i32) (param $as i32) (param $b i32) (param $bs i32) (param $x i32) (param $xs i32)
-    (param $y i32) (param $ys i32) (param $n i32) (param $dt i32) (param $rows i32) (param $eps f64)
-    (param $g i32) (param $rstd i32) (result i32)
-    (i32.const 0))
-
-  (func $add_rms_fwd__redo16
-    (param $a i32) (param $as i32) (param $b i32) (param $bs i32) (param $x i32) (param $xs i32)
-    (param $y i32) (param $ys i32) (param $n i32) (param $dt i32) (param $rows i32) (param $eps f64)
-    (param $g i32) (param $rstd i32) (result i32)
-    (i32.const 0))
 
 )

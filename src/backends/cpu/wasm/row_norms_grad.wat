@@ -245,20 +245,6 @@
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
 
-  (func $ln_bwd__scaled16
-    (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $gi i32)
-    (param $gis i32) (param $n i32) (param $dt i32) (param $rows i32) (param $mean i32)
-    (param $rstd i32) (param $w i32) (param $pw i32) (param $pb i32) (param $flags i32)
-    (result i32)
-    (i32.const 0))
-
-  (func $ln_bwd__redo16
-    (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $gi i32)
-    (param $gis i32) (param $n i32) (param $dt i32) (param $rows i32) (param $mean i32)
-    (param $rstd i32) (param $w i32) (param $pw i32) (param $pb i32) (param $flags i32)
-    (result i32)
-    (i32.const 0))
-
   ;; RMSNorm backward. Per row, with rs = rstd[r] and p = dy * x (float32): S the row sum of
   ;; p * g; the column partials pg += p * rs; k = rs^3 * S / n rounded to float32 and
   ;; dx = rs * dy * g - x * k.
@@ -425,16 +411,4 @@
         (local.set $rstd (i32.add (local.get $rstd) (i32.const 4)))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
-
-  (func $rms_bwd__scaled16
-    (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $dx i32)
-    (param $dxs i32) (param $n i32) (param $dt i32) (param $rows i32) (param $rstd i32)
-    (param $g i32) (param $pg i32) (result i32)
-    (i32.const 0))
-
-  (func $rms_bwd__redo16
-    (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $dx i32)
-    (param $dxs i32) (param $n i32) (param $dt i32) (param $rows i32) (param $rstd i32)
-    (param $g i32) (param $pg i32) (result i32)
-    (i32.const 0))
 )
