@@ -1,8 +1,8 @@
 /**
  * The BatchNorm family's stages (statistics, sums, and the normalize, gradient and scale
  * writes of every BatchNorm operator) on their float32 WebAssembly kernels
- * (src/backends/cpu/wasm/channel_norms.wat), one kernel call per work item, on the tensors in
- * place in the host heap: `rows` (NCHW: each (n, c) a contiguous run) and dense `pixels`
+ * (src/backends/cpu/wasm/channel_norms.wat, channel_pixels.wat), one kernel call per work
+ * item, on the tensors in place in the host heap: `rows` (NCHW: each (n, c) a contiguous run) and dense `pixels`
  * (channels-last, C a multiple of 4, at most {@linkcode MAX_PIXEL_CHANNELS}). A call whose
  * tensors are elsewhere or laid out otherwise is staged into contiguous heap copies first
  * (fast/setup.ts), so these kernels are the family's one implementation. Items and partials

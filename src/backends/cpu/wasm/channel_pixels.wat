@@ -1,0 +1,327 @@
+;; The BatchNorm family's kernels over dense channels-last pixels (src/backends/cpu/kernels/
+;; channel_stages.ts drives them): per-channel statistics, sums and writes of `pix` consecutive
+;; pixels of C channels each (C a multiple of 4), with the numerics of channel_norms.wat, whose
+;; helpers ($bn_value, $bn_zero64) and row_norms.wat's they use. Spliced after channel_norms.wat.
+(module
+  ;; Statistics of one item, pixels: per channel c, the sum at o1 + 8c and the m2 about the
+  ;; item's mean at o2 + 8c (float64); `acc` holds 3C float32 of scratch, interleaved per four
+  ;; channels (48 bytes each: run sums, run means, run squared deviations), so that the loops
+  ;; address it with immediate offsets from one moving pointer (they are bound by their
+  ;; instruction count).
+  (func (export "bn_stats_pix")
+    (param $x i32) (param $C i32) (param $dt i32) (param $pix i32) (param $o1 i32) (param $o2 i32)
+    (param $acc i32)
+    (local $q i32) (local $len i32) (local $k i32) (local $c i32) (local $p i32) (local $es i32)
+    (local $ps i32) (local $a i32) (local $accEnd i32) (local $f i32)
+    (local $n f64) (local $nb f64) (local $sb f64) (local $qb f64) (local $d f64) (local $s f64)
+    (local $d4 v128) (local $e4 v128) (local $m4 v128)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (local.set $ps (i32.shl (local.get $C) (call $shift (local.get $dt))))
+    (local.set $accEnd (i32.add (local.get $acc) (i32.mul (local.get $C) (i32.const 12))))
+    (call $bn_zero64 (local.get $o1) (local.get $C))
+    (call $bn_zero64 (local.get $o2) (local.get $C))
+    (block $runsDone
+      (loop $run
+        (br_if $runsDone (i32.ge_u (local.get $q) (local.get $pix)))
+        (local.set $len (i32.sub (local.get $pix) (local.get $q)))
+        (if (i32.gt_u (local.get $len) (i32.const 128)) (then (local.set $len (i32.const 128))))
+        (local.set $nb (f64.convert_i32_u (local.get $len)))
+        (call $rf_zero (local.get $acc) (i32.mul (local.get $C) (i32.const 3)))
+        ;; Pass 1: the run's per-channel sums, two pixels a step (their sum added at once).
+        (local.set $k (i32.const 0))
+        (local.set $p (i32.add (local.get $x) (i32.mul (local.get $q) (local.get $ps))))
+        (block $done
+          (loop $pixel
+            (br_if $done (i32.ge_u (local.get $k) (local.get $len)))
+            (local.set $a (local.get $acc))
+            (if (i32.lt_u (i32.add (local.get $k) (i32.const 1)) (local.get $len))
+              (then
+                (loop $vec2
+                  (v128.store (local.get $a)
+                    (f32x4.add (v128.load (local.get $a))
+                      (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
+                        (call $ld4 (i32.add (local.get $p) (local.get $ps)) (local.get $dt)))))
+                  (local.set $p (i32.add (local.get $p) (local.get $es)))
+                  (local.set $a (i32.add (local.get $a) (i32.const 48)))
+                  (br_if $vec2 (i32.lt_u (local.get $a) (local.get $accEnd))))
+                (local.set $p (i32.add (local.get $p) (local.get $ps)))
+                (local.set $k (i32.add (local.get $k) (i32.const 2)))
+                (br $pixel)))
+            (loop $vec
+              (v128.store (local.get $a)
+                (f32x4.add (v128.load (local.get $a)) (call $ld4 (local.get $p) (local.get $dt))))
+              (local.set $p (i32.add (local.get $p) (local.get $es)))
+              (local.set $a (i32.add (local.get $a) (i32.const 48)))
+              (br_if $vec (i32.lt_u (local.get $a) (local.get $accEnd))))
+            (local.set $k (i32.add (local.get $k) (i32.const 1)))
+            (br $pixel)))
+        ;; The run's float32 means.
+        (local.set $a (local.get $acc))
+        (loop $vec
+          (v128.store offset=16 (local.get $a)
+            (f32x4.div (v128.load (local.get $a))
+              (f32x4.splat (f32.convert_i32_u (local.get $len)))))
+          (local.set $a (i32.add (local.get $a) (i32.const 48)))
+          (br_if $vec (i32.lt_u (local.get $a) (local.get $accEnd))))
+        ;; Pass 2: squared deviations from them, two pixels a step.
+        (local.set $k (i32.const 0))
+        (local.set $p (i32.add (local.get $x) (i32.mul (local.get $q) (local.get $ps))))
+        (block $done
+          (loop $pixel
+            (br_if $done (i32.ge_u (local.get $k) (local.get $len)))
+            (local.set $a (local.get $acc))
+            (if (i32.lt_u (i32.add (local.get $k) (i32.const 1)) (local.get $len))
+              (then
+                (loop $vec2
+                  (local.set $m4 (v128.load offset=16 (local.get $a)))
+                  (local.set $d4 (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $m4)))
+                  (local.set $e4
+                    (f32x4.sub (call $ld4 (i32.add (local.get $p) (local.get $ps)) (local.get $dt))
+                      (local.get $m4)))
+                  (v128.store offset=32 (local.get $a)
+                    (f32x4.add (v128.load offset=32 (local.get $a))
+                      (f32x4.add (f32x4.mul (local.get $d4) (local.get $d4))
+                        (f32x4.mul (local.get $e4) (local.get $e4)))))
+                  (local.set $p (i32.add (local.get $p) (local.get $es)))
+                  (local.set $a (i32.add (local.get $a) (i32.const 48)))
+                  (br_if $vec2 (i32.lt_u (local.get $a) (local.get $accEnd))))
+                (local.set $p (i32.add (local.get $p) (local.get $ps)))
+                (local.set $k (i32.add (local.get $k) (i32.const 2)))
+                (br $pixel)))
+            (loop $vec
+              (local.set $d4
+                (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (v128.load offset=16 (local.get $a))))
+              (v128.store offset=32 (local.get $a)
+                (f32x4.add (v128.load offset=32 (local.get $a))
+                  (f32x4.mul (local.get $d4) (local.get $d4))))
+              (local.set $p (i32.add (local.get $p) (local.get $es)))
+              (local.set $a (i32.add (local.get $a) (i32.const 48)))
+              (br_if $vec (i32.lt_u (local.get $a) (local.get $accEnd))))
+            (local.set $k (i32.add (local.get $k) (i32.const 1)))
+            (br $pixel)))
+        ;; Merge the run into each channel's (sum, m2); channel c's run values at
+        ;; acc + 48 * (c / 4) + 4 * (c % 4) (+ 16 the mean, + 32 the squared deviations).
+        (local.set $c (i32.const 0))
+        (block $done
+          (loop $chan
+            (br_if $done (i32.ge_u (local.get $c) (local.get $C)))
+            (local.set $f
+              (i32.add (local.get $acc)
+                (i32.add (i32.mul (i32.shr_u (local.get $c) (i32.const 2)) (i32.const 48))
+                  (i32.shl (i32.and (local.get $c) (i32.const 3)) (i32.const 2)))))
+            (local.set $sb (f64.promote_f32 (f32.load (local.get $f))))
+            (local.set $d
+              (f64.sub (f64.div (local.get $sb) (local.get $nb))
+                (f64.promote_f32 (f32.load offset=16 (local.get $f)))))
+            (local.set $qb
+              (f64.max (f64.const 0)
+                (f64.sub (f64.promote_f32 (f32.load offset=32 (local.get $f)))
+                  (f64.mul (local.get $nb) (f64.mul (local.get $d) (local.get $d))))))
+            (local.set $p (i32.shl (local.get $c) (i32.const 3)))
+            (local.set $s (f64.load (i32.add (local.get $o1) (local.get $p))))
+            (if (f64.eq (local.get $n) (f64.const 0))
+              (then (f64.store (i32.add (local.get $o2) (local.get $p)) (local.get $qb)))
+              (else
+                (local.set $d
+                  (f64.sub (f64.div (local.get $sb) (local.get $nb)) (f64.div (local.get $s) (local.get $n))))
+                (f64.store (i32.add (local.get $o2) (local.get $p))
+                  (f64.add
+                    (f64.add (f64.load (i32.add (local.get $o2) (local.get $p))) (local.get $qb))
+                    (f64.div (f64.mul (f64.mul (local.get $d) (local.get $d))
+                      (f64.mul (local.get $n) (local.get $nb)))
+                      (f64.add (local.get $n) (local.get $nb)))))))
+            (f64.store (i32.add (local.get $o1) (local.get $p)) (f64.add (local.get $s) (local.get $sb)))
+            (local.set $c (i32.add (local.get $c) (i32.const 1)))
+            (br $chan)))
+        (local.set $n (f64.add (local.get $n) (local.get $nb)))
+        (local.set $q (i32.add (local.get $q) (local.get $len)))
+        (br $run))))
+
+  ;; Sums of one item, pixels: per channel c, sum(dy) at o1 + 8c and sum(dy * (x - mean[c]))
+  ;; at o2 + 8c (float64), with the float32 means at k; `acc` holds 3C float32 of scratch,
+  ;; interleaved per four channels as bn_stats_pix's (48 bytes each: the run's two sums and
+  ;; a copy of the means).
+  (func (export "bn_sums_pix")
+    (param $dy i32) (param $x i32) (param $C i32) (param $dt i32) (param $pix i32) (param $k i32)
+    (param $o1 i32) (param $o2 i32) (param $acc i32)
+    (local $q i32) (local $len i32) (local $j i32) (local $c i32) (local $p i32) (local $r i32)
+    (local $es i32) (local $ps i32) (local $a i32) (local $accEnd i32)
+    (local $e v128) (local $d v128) (local $e2 v128) (local $d2 v128) (local $m v128)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (local.set $ps (i32.shl (local.get $C) (call $shift (local.get $dt))))
+    (local.set $accEnd (i32.add (local.get $acc) (i32.mul (local.get $C) (i32.const 12))))
+    (call $bn_zero64 (local.get $o1) (local.get $C))
+    (call $bn_zero64 (local.get $o2) (local.get $C))
+    ;; The means beside the run sums.
+    (local.set $a (local.get $acc))
+    (local.set $p (local.get $k))
+    (loop $vec
+      (v128.store offset=32 (local.get $a) (v128.load (local.get $p)))
+      (local.set $p (i32.add (local.get $p) (i32.const 16)))
+      (local.set $a (i32.add (local.get $a) (i32.const 48)))
+      (br_if $vec (i32.lt_u (local.get $a) (local.get $accEnd))))
+    (block $runsDone
+      (loop $run
+        (br_if $runsDone (i32.ge_u (local.get $q) (local.get $pix)))
+        (local.set $len (i32.sub (local.get $pix) (local.get $q)))
+        (if (i32.gt_u (local.get $len) (i32.const 128)) (then (local.set $len (i32.const 128))))
+        (local.set $a (local.get $acc))
+        (loop $vec
+          (v128.store (local.get $a) (v128.const i64x2 0 0))
+          (v128.store offset=16 (local.get $a) (v128.const i64x2 0 0))
+          (local.set $a (i32.add (local.get $a) (i32.const 48)))
+          (br_if $vec (i32.lt_u (local.get $a) (local.get $accEnd))))
+        (local.set $j (i32.const 0))
+        (local.set $p (i32.add (local.get $dy) (i32.mul (local.get $q) (local.get $ps))))
+        (local.set $r (i32.add (local.get $x) (i32.mul (local.get $q) (local.get $ps))))
+        (block $done
+          (loop $pixel
+            (br_if $done (i32.ge_u (local.get $j) (local.get $len)))
+            (local.set $a (local.get $acc))
+            ;; Two pixels a step when there are two: their terms added at once.
+            (if (i32.lt_u (i32.add (local.get $j) (i32.const 1)) (local.get $len))
+              (then
+                (loop $vec2
+                  (local.set $m (v128.load offset=32 (local.get $a)))
+                  (local.set $e (call $ld4 (local.get $p) (local.get $dt)))
+                  (local.set $d (f32x4.sub (call $ld4 (local.get $r) (local.get $dt)) (local.get $m)))
+                  (local.set $e2 (call $ld4 (i32.add (local.get $p) (local.get $ps)) (local.get $dt)))
+                  (local.set $d2
+                    (f32x4.sub (call $ld4 (i32.add (local.get $r) (local.get $ps)) (local.get $dt))
+                      (local.get $m)))
+                  (v128.store (local.get $a)
+                    (f32x4.add (v128.load (local.get $a)) (f32x4.add (local.get $e) (local.get $e2))))
+                  (v128.store offset=16 (local.get $a)
+                    (f32x4.add (v128.load offset=16 (local.get $a))
+                      (f32x4.add (f32x4.mul (local.get $e) (local.get $d))
+                        (f32x4.mul (local.get $e2) (local.get $d2)))))
+                  (local.set $p (i32.add (local.get $p) (local.get $es)))
+                  (local.set $r (i32.add (local.get $r) (local.get $es)))
+                  (local.set $a (i32.add (local.get $a) (i32.const 48)))
+                  (br_if $vec2 (i32.lt_u (local.get $a) (local.get $accEnd))))
+                (local.set $p (i32.add (local.get $p) (local.get $ps)))
+                (local.set $r (i32.add (local.get $r) (local.get $ps)))
+                (local.set $j (i32.add (local.get $j) (i32.const 2)))
+                (br $pixel)))
+            (loop $vec
+              (local.set $e (call $ld4 (local.get $p) (local.get $dt)))
+              (local.set $d
+                (f32x4.sub (call $ld4 (local.get $r) (local.get $dt)) (v128.load offset=32 (local.get $a))))
+              (v128.store (local.get $a) (f32x4.add (v128.load (local.get $a)) (local.get $e)))
+              (v128.store offset=16 (local.get $a)
+                (f32x4.add (v128.load offset=16 (local.get $a)) (f32x4.mul (local.get $e) (local.get $d))))
+              (local.set $p (i32.add (local.get $p) (local.get $es)))
+              (local.set $r (i32.add (local.get $r) (local.get $es)))
+              (local.set $a (i32.add (local.get $a) (i32.const 48)))
+              (br_if $vec (i32.lt_u (local.get $a) (local.get $accEnd))))
+            (local.set $j (i32.add (local.get $j) (i32.const 1)))
+            (br $pixel)))
+        ;; Add the run's float32 sums to the float64 outputs, two channels at a time (channel
+        ;; c's at acc + 48 * (c / 4) + 4 * (c % 4), the second sum 16 bytes on).
+        (local.set $c (i32.const 0))
+        (local.set $p (i32.const 0))
+        (local.set $a (local.get $acc))
+        (loop $vec
+          (v128.store (i32.add (local.get $o1) (local.get $p))
+            (f64x2.add (v128.load (i32.add (local.get $o1) (local.get $p)))
+              (f64x2.promote_low_f32x4 (v128.load64_zero (local.get $a)))))
+          (v128.store (i32.add (local.get $o2) (local.get $p))
+            (f64x2.add (v128.load (i32.add (local.get $o2) (local.get $p)))
+              (f64x2.promote_low_f32x4 (v128.load64_zero offset=16 (local.get $a)))))
+          (v128.store offset=16 (i32.add (local.get $o1) (local.get $p))
+            (f64x2.add (v128.load offset=16 (i32.add (local.get $o1) (local.get $p)))
+              (f64x2.promote_low_f32x4 (v128.load64_zero offset=8 (local.get $a)))))
+          (v128.store offset=16 (i32.add (local.get $o2) (local.get $p))
+            (f64x2.add (v128.load offset=16 (i32.add (local.get $o2) (local.get $p)))
+              (f64x2.promote_low_f32x4 (v128.load64_zero offset=24 (local.get $a)))))
+          (local.set $p (i32.add (local.get $p) (i32.const 32)))
+          (local.set $a (i32.add (local.get $a) (i32.const 48)))
+          (br_if $vec (i32.lt_u (local.get $a) (local.get $accEnd))))
+        (local.set $q (i32.add (local.get $q) (local.get $len)))
+        (br $run))))
+
+  ;; A write of kind `op` over one item, pixels: the float32 constants interleaved per four
+  ;; channels at k (channels 4i..4i+3: k0 at k + 64i, k1 at + 16, k2 at + 32, k3 at + 48).
+  ;; Two pixels a step (their constants loaded once), the constants' pointer back at k at
+  ;; each pair: immediate offsets from moving pointers, as the rows' write has. This write is
+  ;; bound by its instruction count: per-channel arrays at k + 4jC, indexed per vector, cost
+  ;; it twice the rows' time per element.
+  (func $bn_write_pix
+    (param $op i32) (param $dy i32) (param $x i32) (param $o i32) (param $C i32) (param $dt i32)
+    (param $pix i32) (param $k i32)
+    (local $j i32) (local $es i32) (local $ps i32) (local $kEnd i32) (local $kp i32)
+    (local $e v128) (local $v v128) (local $e2 v128) (local $v2 v128)
+    (local $k0 v128) (local $k1 v128) (local $k2 v128) (local $k3 v128)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (local.set $ps (i32.shl (local.get $C) (call $shift (local.get $dt))))
+    (local.set $kEnd (i32.add (local.get $k) (i32.shl (local.get $C) (i32.const 4))))
+    (block $done
+      (loop $pixel
+        (br_if $done (i32.ge_u (local.get $j) (local.get $pix)))
+        (local.set $kp (local.get $k))
+        (if (i32.lt_u (i32.add (local.get $j) (i32.const 1)) (local.get $pix))
+          (then
+            (loop $vec2
+              (local.set $k0 (v128.load (local.get $kp)))
+              (local.set $k1 (v128.load offset=16 (local.get $kp)))
+              (local.set $k2 (v128.load offset=32 (local.get $kp)))
+              (if (i32.eq (local.get $op) (i32.const 1))
+                (then (local.set $k3 (v128.load offset=48 (local.get $kp)))))
+              (if (i32.ne (local.get $op) (i32.const 0))
+                (then
+                  (local.set $e (call $ld4 (local.get $dy) (local.get $dt)))
+                  (local.set $e2 (call $ld4 (i32.add (local.get $dy) (local.get $ps)) (local.get $dt)))))
+              (if (i32.ne (local.get $op) (i32.const 2))
+                (then
+                  (local.set $v (call $ld4 (local.get $x) (local.get $dt)))
+                  (local.set $v2 (call $ld4 (i32.add (local.get $x) (local.get $ps)) (local.get $dt)))))
+              (call $rf_st4 (local.get $o) (local.get $dt)
+                (call $bn_value (local.get $op) (local.get $e) (local.get $v) (local.get $k0)
+                  (local.get $k1) (local.get $k2) (local.get $k3)))
+              (call $rf_st4 (i32.add (local.get $o) (local.get $ps)) (local.get $dt)
+                (call $bn_value (local.get $op) (local.get $e2) (local.get $v2) (local.get $k0)
+                  (local.get $k1) (local.get $k2) (local.get $k3)))
+              (local.set $dy (i32.add (local.get $dy) (local.get $es)))
+              (local.set $x (i32.add (local.get $x) (local.get $es)))
+              (local.set $o (i32.add (local.get $o) (local.get $es)))
+              (local.set $kp (i32.add (local.get $kp) (i32.const 64)))
+              (br_if $vec2 (i32.lt_u (local.get $kp) (local.get $kEnd))))
+            ;; Past the pair's second pixel.
+            (local.set $dy (i32.add (local.get $dy) (local.get $ps)))
+            (local.set $x (i32.add (local.get $x) (local.get $ps)))
+            (local.set $o (i32.add (local.get $o) (local.get $ps)))
+            (local.set $j (i32.add (local.get $j) (i32.const 2)))
+            (br $pixel)))
+        (loop $vec
+          (if (i32.ne (local.get $op) (i32.const 0))
+            (then (local.set $e (call $ld4 (local.get $dy) (local.get $dt)))))
+          (if (i32.ne (local.get $op) (i32.const 2))
+            (then (local.set $v (call $ld4 (local.get $x) (local.get $dt)))))
+          (call $rf_st4 (local.get $o) (local.get $dt)
+            (call $bn_value (local.get $op) (local.get $e) (local.get $v)
+              (v128.load (local.get $kp)) (v128.load offset=16 (local.get $kp))
+              (v128.load offset=32 (local.get $kp)) (v128.load offset=48 (local.get $kp))))
+          (local.set $dy (i32.add (local.get $dy) (local.get $es)))
+          (local.set $x (i32.add (local.get $x) (local.get $es)))
+          (local.set $o (i32.add (local.get $o) (local.get $es)))
+          (local.set $kp (i32.add (local.get $kp) (i32.const 64)))
+          (br_if $vec (i32.lt_u (local.get $kp) (local.get $kEnd))))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $pixel))))
+
+  (func (export "bn_norm_pix")
+    (param $x i32) (param $o i32) (param $C i32) (param $dt i32) (param $pix i32) (param $k i32)
+    (call $bn_write_pix (i32.const 0) (local.get $x) (local.get $x) (local.get $o) (local.get $C)
+      (local.get $dt) (local.get $pix) (local.get $k)))
+
+  (func (export "bn_grad_pix")
+    (param $dy i32) (param $x i32) (param $o i32) (param $C i32) (param $dt i32) (param $pix i32)
+    (param $k i32)
+    (call $bn_write_pix (i32.const 1) (local.get $dy) (local.get $x) (local.get $o) (local.get $C)
+      (local.get $dt) (local.get $pix) (local.get $k)))
+
+  (func (export "bn_scale_pix")
+    (param $dy i32) (param $o i32) (param $C i32) (param $dt i32) (param $pix i32) (param $k i32)
+    (call $bn_write_pix (i32.const 2) (local.get $dy) (local.get $dy) (local.get $o) (local.get $C)
+      (local.get $dt) (local.get $pix) (local.get $k)))
+)
