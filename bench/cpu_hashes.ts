@@ -1,12 +1,10 @@
 /**
  * A SHA-256 of every output of every CPU benchmark case (bench/cpu_cases.ts: the 10
  * operators x float32/float16/bfloat16 x the three shapes x contiguous/channels-last), one
- * line per case, computed by the TypeScript kernels alone (WebAssembly off, so no kernel
- * runs in place in the heap), or with `--wasm` by the kernels calls choose by default. Run it
- * before and after a change to the kernels and `diff` the two outputs: any line that differs
- * is a case whose bits changed.
+ * line per case. Run it before and after a change to the kernels and `diff` the two outputs:
+ * any line that differs is a case whose bits changed.
  *
- *   deno run --allow-read bench/cpu_hashes.ts [--threads N] [--wasm] > hashes.txt
+ *   deno run --allow-read bench/cpu_hashes.ts [--threads N] > hashes.txt
  *
  * @module
  */
@@ -14,17 +12,15 @@
 import { parseCommand, positiveInteger } from "../scripts/cli.ts";
 import { type DType, Tensor } from "../mod.ts";
 import { setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
-import { withCpuPolicy } from "../src/backends/cpu/pool/pool.ts";
 import { type BenchLayout, CPU_OPS, CPU_SHAPES, cpuCase } from "./cpu_cases.ts";
 
 const NAME = "cpu_hashes";
 const flags = parseCommand({
   name: NAME,
-  usage: `usage: deno run --allow-read bench/cpu_hashes.ts [--threads N] [--wasm]
+  usage: `usage: deno run --allow-read bench/cpu_hashes.ts [--threads N]
   --threads N   CPU threads (default 2)
-  --wasm        the kernels calls choose by default (WebAssembly too), not TypeScript alone
   -h, --help    print this text`,
-  options: { threads: { type: "string", default: "2" }, wasm: { type: "boolean", default: false } },
+  options: { threads: { type: "string", default: "2" } },
 });
 
 const DTYPES: readonly DType[] = ["float32", "float16", "bfloat16"];
@@ -58,28 +54,26 @@ async function digest(named: [string, Tensor][]): Promise<string> {
 }
 
 let cases = 0;
-await withCpuPolicy({ wasm: flags.wasm }, async () => {
-  setCpuThreads(positiveInteger(NAME, "threads", flags.threads));
-  await startCpuPool();
-  for (const op of CPU_OPS) {
-    for (const dtype of DTYPES) {
-      for (const shape of CPU_SHAPES) {
-        for (const layout of LAYOUTS) {
-          const c = cpuCase(op, dtype, shape, layout);
-          if (!c) continue;
-          const result = c.result();
-          const named = outputs(result);
-          const names = named.map(([n]) => n).join(",");
-          console.log(
-            `${op} ${dtype} ${shape.join("x")} ${layout} ${names} ${await digest(named)}`,
-          );
-          for (const [, t] of named) t.dispose();
-          c.dispose();
-          cases++;
-        }
+setCpuThreads(positiveInteger(NAME, "threads", flags.threads));
+await startCpuPool();
+for (const op of CPU_OPS) {
+  for (const dtype of DTYPES) {
+    for (const shape of CPU_SHAPES) {
+      for (const layout of LAYOUTS) {
+        const c = cpuCase(op, dtype, shape, layout);
+        if (!c) continue;
+        const result = c.result();
+        const named = outputs(result);
+        const names = named.map(([n]) => n).join(",");
+        console.log(
+          `${op} ${dtype} ${shape.join("x")} ${layout} ${names} ${await digest(named)}`,
+        );
+        for (const [, t] of named) t.dispose();
+        c.dispose();
+        cases++;
       }
     }
   }
-});
+}
 console.log(`${cases} cases`);
 Deno.exit(0);

@@ -18,7 +18,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { withCpuPolicy } from "../src/backends/cpu/pool/pool.ts";
+import { renewCpuThreads } from "../src/backends/cpu/pool/pool.ts";
 import { setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
 import {
   type KernelsWasmBuild,
@@ -85,22 +85,22 @@ async function main(): Promise<void> {
       for (const b of r % 2 === 0 ? [0, 1] : [1, 0]) {
         useKernelsWasmBuild(BUILDS[b]);
         // Threads with the build's bytes: a fresh calling-thread state and pool.
-        await withCpuPolicy({ wasm: true }, async () => {
-          await startCpuPool();
-          for (const [d, dtype] of DTYPES.entries()) {
-            const built = cpuCase(c.op, dtype, c.shape, c.layout)!;
-            try {
-              const ms = median(built.runNatural, Number(flags["min-time"]));
-              best[i][b][d] = Math.min(best[i][b][d], ms);
-            } finally {
-              built.dispose();
-            }
+        renewCpuThreads();
+        await startCpuPool();
+        for (const [d, dtype] of DTYPES.entries()) {
+          const built = cpuCase(c.op, dtype, c.shape, c.layout)!;
+          try {
+            const ms = median(built.runNatural, Number(flags["min-time"]));
+            best[i][b][d] = Math.min(best[i][b][d], ms);
+          } finally {
+            built.dispose();
           }
-        });
+        }
       }
     }
   }
   useKernelsWasmBuild(undefined);
+  renewCpuThreads();
   console.log(
     `Deno ${Deno.version.deno}, V8 ${Deno.version.v8}, ${flags.threads} thread(s), ms ` +
       `(lowest median of ${flags.rounds} rounds)`,

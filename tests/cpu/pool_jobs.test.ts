@@ -30,7 +30,6 @@ import {
 } from "../../src/backends/cpu/kernels/stage_types.ts";
 import type { TensorAddress } from "../../src/backends/cpu/kernels/layout_types.ts";
 import { createThreadState } from "../../src/backends/cpu/kernels/stages.ts";
-import { DEFAULT_CPU_POLICY } from "../../src/backends/cpu/policy.ts";
 import { heapAddress, hostHeapMemory } from "../../src/tensor/host_heap.ts";
 import { heapStorage } from "../fixtures/cpu_cases.ts";
 
@@ -149,7 +148,7 @@ Deno.test("serve: a posted job sends the worker to its event loop; so does retir
   assert.equal(publishJob(c, w, 2, [outside], heapAddress), false);
   assert.equal(Atomics.load(c, CONTROL_POSTED), 2);
   const started = performance.now();
-  const scratch = createThreadState(undefined, DEFAULT_CPU_POLICY);
+  const scratch = createThreadState(undefined);
   scratch.heapMemory = hostHeapMemory()!;
   serveJobs(c, w, scratch, 1);
   assert.ok(performance.now() - started < 1000, "returned for the posted job");

@@ -21,7 +21,6 @@ import {
 } from "../../src/backends/cpu/pool/sync.ts";
 import type { Stage } from "../../src/backends/cpu/kernels/stage_types.ts";
 import { createThreadState } from "../../src/backends/cpu/kernels/stages.ts";
-import { DEFAULT_CPU_POLICY } from "../../src/backends/cpu/policy.ts";
 
 function control(): Int32Array {
   return new Int32Array(new SharedArrayBuffer(CONTROL_BUFFER_BYTES));
@@ -52,7 +51,7 @@ Deno.test("pool sync: a worker with an earlier job's message claims nothing of t
   // runJob of the stale job returns without touching the counters (its stages would throw
   // if run: they are not real stages).
   const stale = [{ items: 4 }, { items: 4 }] as unknown as Stage[];
-  runJob({ job: 3, stages: stale }, c, createThreadState(undefined, DEFAULT_CPU_POLICY));
+  runJob({ job: 3, stages: stale }, c, createThreadState(undefined));
   assert.equal(Atomics.load(c, CONTROL_CLAIM) & ((1 << CLAIM_SHIFT) - 1), 1);
   assert.equal(Atomics.load(c, CONTROL_DONE), 0);
 });

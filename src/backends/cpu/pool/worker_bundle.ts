@@ -225,14 +225,13 @@ function instantiateWasmKernels(bytes, memory, at) {
 }
 
 // src/backends/cpu/kernels/stages.ts
-function createThreadState(wasmBytes, policy) {
+function createThreadState(wasmBytes) {
   return {
     wasm: void 0,
     staged: false,
     wasmBytes,
     heapMemory: void 0,
-    heapRegion: 0,
-    policy
+    heapRegion: 0
   };
 }
 function wasmOf(thread) {
@@ -533,7 +532,7 @@ function workerMain() {
     if ("control" in message) {
       control = new Int32Array(message.control);
       words = new Float64Array(message.words);
-      scratch = createThreadState(message.wasm, message.policy);
+      scratch = createThreadState(message.wasm);
       scratch.heapMemory = message.heap;
       scratch.heapRegion = message.region;
       const seen = Atomics.load(control, CONTROL_JOB);

@@ -8,7 +8,6 @@
  * @module
  */
 
-import type { CpuPolicy } from "../policy.ts";
 import { createThreadState, type ThreadState } from "../kernels/stages.ts";
 import { serveJobs } from "./serve.ts";
 import { CONTROL_JOB, CONTROL_READY, type JobMessage, runJob, signal } from "./sync.ts";
@@ -27,8 +26,6 @@ export type WorkerMessage =
     readonly heap: WebAssembly.Memory | undefined;
     /** Byte address of this worker's heap region (0: none). */
     readonly region: number;
-    /** The policy the pool was started under. */
-    readonly policy: CpuPolicy;
   }
   | JobMessage;
 
@@ -48,7 +45,7 @@ export function workerMain(): void {
     if ("control" in message) {
       control = new Int32Array(message.control);
       words = new Float64Array(message.words);
-      scratch = createThreadState(message.wasm, message.policy);
+      scratch = createThreadState(message.wasm);
       scratch.heapMemory = message.heap;
       scratch.heapRegion = message.region;
       // The job number before this worker counts as ready: any later job is new to it.

@@ -42,7 +42,7 @@ export function kernelsWasmBytes(): Uint8Array {
 /**
  * Benchmarks: makes {@linkcode kernelsWasmBytes} return `build`'s bytes (undefined: the
  * engine's choice again), to time both builds in one process. Threads take the bytes when
- * they start: the calls inside `withCpuPolicy` (pool.ts) run on threads started there.
+ * they start: renewCpuThreads (pool.ts) starts them afresh.
  * The FP16 build on an engine that rejects it is a RangeError.
  */
 export function useKernelsWasmBuild(build: KernelsWasmBuild | undefined): void {
