@@ -70,6 +70,7 @@ export {
   batchNormSavesVariance,
   bf16Allowed,
   familyFromPlatform,
+  gemmaRmsNormMixedGamma,
   operatorSupported,
   rmsNormGradEmptyRows,
   rmsNormMixedGamma,

@@ -74,6 +74,7 @@ const TARGETS: Target[] = [
       "sim_ops_layer_norm_backward.c",
       "sim_ops_rms_norm.c",
       "sim_ops_add_rms_norm.c",
+      "sim_ops_gemma_rms_norm.c",
       "sim_soc.c",
       "sim_rules.c",
       "sim_decomposed.c",

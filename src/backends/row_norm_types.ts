@@ -163,3 +163,14 @@ export interface AddRmsNormTensors {
   /** Output x = x1 + x2, rounded to x1's dtype (what rstd and y are computed from). */
   readonly x: Tensor;
 }
+
+/**
+ * aclnnGemmaRmsNorm: RMSNorm's plan (its rows and epsilon); the kernel scales by 1 + gamma,
+ * formed in float32.
+ */
+export type GemmaRmsNormPlan = RmsNormPlan;
+
+/**
+ * Tensors of aclnnGemmaRmsNorm: RMSNorm's (x, gamma, y, rstd), with y = x * rstd * (1 + gamma).
+ */
+export type GemmaRmsNormTensors = RmsNormTensors;

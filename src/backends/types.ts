@@ -22,6 +22,8 @@ import type { OutputMask } from "./output_mask.ts";
 import type {
   AddRmsNormPlan,
   AddRmsNormTensors,
+  GemmaRmsNormPlan,
+  GemmaRmsNormTensors,
   LayerNormBackwardPlan,
   LayerNormBackwardTensors,
   LayerNormPlan,
@@ -374,6 +376,8 @@ export interface Kernels {
   rmsNormGrad(plan: RmsNormGradPlan, tensors: RmsNormGradTensors): void;
   /** aclnnAddRmsNorm. */
   addRmsNorm(plan: AddRmsNormPlan, tensors: AddRmsNormTensors): void;
+  /** aclnnGemmaRmsNorm. */
+  gemmaRmsNorm(plan: GemmaRmsNormPlan, tensors: GemmaRmsNormTensors): void;
 }
 
 /** The operator names of {@linkcode Kernels}. */

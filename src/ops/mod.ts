@@ -80,3 +80,5 @@ export { rmsNormGrad } from "./rms_norm_grad.ts";
 export type { RmsNormGradArgs, RmsNormGradOut, RmsNormGradResult } from "./rms_norm_grad.ts";
 export { addRmsNorm } from "./add_rms_norm.ts";
 export type { AddRmsNormArgs, AddRmsNormOut, AddRmsNormResult } from "./add_rms_norm.ts";
+export { gemmaRmsNorm } from "./gemma_rms_norm.ts";
+export type { GemmaRmsNormArgs, GemmaRmsNormOut, GemmaRmsNormResult } from "./gemma_rms_norm.ts";

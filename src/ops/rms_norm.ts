@@ -102,9 +102,9 @@ export function checkRmsDTypes(
  * the operator's definition (`rms_norm_def.cpp`: x float32/float16/bfloat16, gamma x's dtype or
  * float32, y x's dtype, rstd float32); then the tiling's checks with 561002: x and gamma of
  * 1 to 8 dims, gamma no more dims than x and equal to x's trailing dims, y's shape x's, no
- * empty dim in gamma, x, y or rstd (unless every output is empty: then nothing is computed),
- * each rstd dim 1 or x's, and epsilon >= 0. rstd must hold one value per row (161002). On an
- * NPU the chip's rules apply too (not on Atlas training or Atlas 200I/500 A2; no bfloat16 or
+ * empty dim in gamma, x, y or rstd (unless every output is empty: then nothing is computed,
+ * and epsilon is not checked), each rstd dim 1 or x's, and epsilon >= 0. rstd must hold one
+ * value per row (161002). On an NPU the chip's rules apply too (not on Atlas training or Atlas 200I/500 A2; no bfloat16 or
  * float32 gamma with 16-bit x on the Atlas inference series).
  *
  * Without `out`, y takes x's dtype, shape and memory layout and rstd is float32 with x's
@@ -125,16 +125,25 @@ export function rmsNorm(args: RmsNormArgs): RmsNormResult {
 
 type Output = "y" | "rstd";
 
-/** What validation established for one set of argument values. */
-type Validated = PlannedCall<Output, RmsNormPlan, RmsNormTensors>;
+/** What validation of aclnnRmsNorm or aclnnGemmaRmsNorm established for one set of arguments. */
+export type RmsForwardValidated = PlannedCall<Output, RmsNormPlan, RmsNormTensors>;
+type Validated = RmsForwardValidated;
+
+/**
+ * How aclnnRmsNorm and aclnnGemmaRmsNorm allocate the outputs `out` does not give: y like x
+ * (dtype, shape, memory layout), rstd float32 with x's leading dims then 1s.
+ */
+export const rmsForwardOutputs: Readonly<
+  Record<Output, (v: Validated) => Tensor>
+> = {
+  y: (v) => Tensor.emptyLike(v.tensors.x, v.tensors.x.dtype, v.device),
+  rstd: (v) => newStatistic(v.tensors.x, v.plan.geometry, v.device),
+};
 
 const call = defineOperator<RmsNormArgs, Output, Validated, RmsNormResult>({
   op: OP,
   args: ["x", "gamma", "epsilon"],
-  outputs: {
-    y: (v) => Tensor.emptyLike(v.tensors.x, v.tensors.x.dtype, v.device),
-    rstd: (v) => newStatistic(v.tensors.x, v.plan.geometry, v.device),
-  },
+  outputs: rmsForwardOutputs,
   validate,
   run: (v, o) => v.backend.rmsNorm(v.plan, { ...v.tensors, y: o.y!, rstd: o.rstd! }),
 });
@@ -180,22 +189,34 @@ export function checkRmsShapes(
 }
 
 function validate(args: RmsNormArgs): Validated {
-  const x = check.requireTensor(OP, "x", args.x);
-  const gamma = check.requireTensor(OP, "gamma", args.gamma);
-  const y = check.requestedOutput(OP, "y", args.out, true);
-  const rstd = check.requestedOutput(OP, "rstd", args.out, true);
-  const { epsilon } = check.parseScalars(OP, scalarsSchema, { epsilon: args.epsilon });
+  return validateRmsForward(OP, args);
+}
 
-  checkRmsDTypes(OP, { y }, x, gamma, { rstd });
+/**
+ * The validation of aclnnRmsNorm, which aclnnGemmaRmsNorm (same generated-operator framework,
+ * same tiling checks: rms_norm_tiling.cpp Tiling4GemmaRmsNorm calls CheckInputShape4RmsNorm,
+ * then refuses a negative epsilon) shares: `op` names the operator in errors.
+ */
+export function validateRmsForward(op: string, args: RmsNormArgs): Validated {
+  const x = check.requireTensor(op, "x", args.x);
+  const gamma = check.requireTensor(op, "gamma", args.gamma);
+  const y = check.requestedOutput(op, "y", args.out, true);
+  const rstd = check.requestedOutput(op, "rstd", args.out, true);
+  const { epsilon } = check.parseScalars(op, scalarsSchema, { epsilon: args.epsilon });
+
+  checkRmsDTypes(op, { y }, x, gamma, { rstd });
   const axis = x.rank - gamma.rank;
   const geometry = rowGeometry(x.shape, Math.max(axis, 0));
   // Every output empty: CANN skips the launch (and the tiling's emptiness checks).
   const empty = (y ? y.numel : x.numel) === 0 && (rstd ? rstd.numel : geometry.rows) === 0;
-  checkRmsShapes(OP, x, gamma, y, empty);
-  if (rstd && !empty) checkRowStatistic(OP, TILING_ERROR, "rstd", rstd, x, geometry.rows);
-  if (epsilon < 0) tilingFailure(OP, TILING_ERROR, "epsilon", `(${epsilon}) must not be negative`);
+  checkRmsShapes(op, x, gamma, y, empty);
+  if (rstd && !empty) checkRowStatistic(op, TILING_ERROR, "rstd", rstd, x, geometry.rows);
+  // The tiling's epsilon check (not reached when every output is empty: no launch, no tiling).
+  if (epsilon < 0 && !empty) {
+    tilingFailure(op, TILING_ERROR, "epsilon", `(${epsilon}) must not be negative`);
+  }
 
-  const { device, backend } = placeRowNorm(OP, { y, rstd }, { x, gamma }, geometry);
+  const { device, backend } = placeRowNorm(op, { y, rstd }, { x, gamma }, geometry);
   return {
     device,
     backend,

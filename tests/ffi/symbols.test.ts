@@ -1,5 +1,6 @@
 /**
- * The symbol table against cann_abi.json (generated from the real CANN headers): every bound
+ * The symbol table against cann_abi.json (generated from the real CANN headers, with the
+ * norm-family entries the library binds: tests/sim/abi_reference.ts): every bound
  * function exists there, with exactly the same ABI class for each parameter and the result,
  * and every function listed there is bound. Needs no native library.
  */
@@ -13,19 +14,15 @@ import {
   opapiSymbols,
   runtimeSymbols,
 } from "../../src/ffi/symbols.ts";
+import { loadAbiReference } from "../sim/abi_reference.ts";
 
 type Abi = Record<string, { parameters: string[]; result: string }>;
 
-/** The shared reference when present (authoritative), else the copy beside the tests. */
+/** tests/sim/cann_abi.json, checked against the shared references (tests/sim/abi_reference.ts). */
 function loadAbi(): Abi {
-  for (const url of ["../../../shared/reference/cann_abi.json", "../sim/cann_abi.json"]) {
-    try {
-      return JSON.parse(Deno.readTextFileSync(new URL(url, import.meta.url)));
-    } catch {
-      // try the next one
-    }
-  }
-  throw new Error("cann_abi.json not found");
+  const { abi, problems } = loadAbiReference();
+  assert.deepEqual(problems, [], "tests/sim/cann_abi.json against the shared references");
+  return abi;
 }
 
 /** ABI class of a Deno FFI type. */
@@ -107,6 +104,8 @@ Deno.test("symbols: only release-dependent symbols are optional", () => {
     "aclnnAddRmsNorm",
     "aclnnAddRmsNormGetWorkspaceSize",
     "aclnnFinalize",
+    "aclnnGemmaRmsNorm",
+    "aclnnGemmaRmsNormGetWorkspaceSize",
     "aclnnInit",
     "aclnnLayerNormWithImplMode",
     "aclnnLayerNormWithImplModeGetWorkspaceSize",

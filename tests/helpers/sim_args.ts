@@ -39,6 +39,7 @@ export function bf16RefusalText(op: SocOperator): RegExp {
     case "aclnnLayerNormBackward":
       return /is DT_BF16, which the .* does not support \(CANN's documentation/;
     case "aclnnRmsNorm":
+    case "aclnnGemmaRmsNorm":
     case "aclnnRmsNormGrad":
       return /inconsistent with that defined in the operator prototype OpDef/;
     default:
@@ -222,6 +223,7 @@ export function argsFor(
         out(pick(o, "gradBias", () => fresh(npu, [L]))),
       ];
     case "aclnnRmsNorm":
+    case "aclnnGemmaRmsNorm": // the same prototype (x, gamma, epsilon, yOut, rstdOut)
       return [
         t(pick(o, "x", x)),
         t(pick(o, "gamma", () => full(npu, [L], 1.5, dt))),

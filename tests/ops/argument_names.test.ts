@@ -47,6 +47,27 @@ Deno.test("argument names: layerNorm({ epsilon }) and rmsNorm({ eps }) are refus
   );
 });
 
+Deno.test("argument names: gemmaRmsNorm takes CANN's names (x, gamma, epsilon; out y, rstd)", () => {
+  const x = Tensor.fromArray([1, 2, 3, 4], [2, 2]);
+  const gamma = Tensor.zeros([2]);
+  const e = assertAclnnError(
+    () => ops.gemmaRmsNorm({ x, gamma, eps: 1 } as ops.GemmaRmsNormArgs),
+    INVALID,
+    "eps",
+  );
+  assert.equal(
+    e.message,
+    'unknown option "eps" for aclnnGemmaRmsNorm; did you mean "epsilon"? (its options: x, ' +
+      "gamma, epsilon, out) [ACLNN_ERR_PARAM_INVALID 161002]",
+  );
+  const out = { yOut: Tensor.zeros([2, 2]) } as ops.GemmaRmsNormOut;
+  const o = assertAclnnError(() => ops.gemmaRmsNorm({ x, gamma, out }), INVALID, "yOut");
+  assert.match(o.message, /^unknown output "yOut" for aclnnGemmaRmsNorm; did you mean "y"\?/);
+  // The right names: epsilon is taken (rstd of row 0 is 1/sqrt(2.5 + 1)).
+  using r = ops.gemmaRmsNorm({ x, gamma, epsilon: 1 });
+  assert.equal(r.rstd.toArray()[0], Math.fround(1 / Math.sqrt(3.5)));
+});
+
 Deno.test("argument names: refused on a call that meets the memo, and in out", () => {
   const shape = [2, 3, 4];
   const args = {
@@ -96,6 +117,7 @@ Deno.test("argument names: every operator refuses an unknown field", async () =>
     ["aclnnRmsNorm", (a) => ops.rmsNorm(a as never)],
     ["aclnnRmsNormGrad", (a) => ops.rmsNormGrad(a as never)],
     ["aclnnAddRmsNorm", (a) => ops.addRmsNorm(a as never)],
+    ["aclnnGemmaRmsNorm", (a) => ops.gemmaRmsNorm(a as never)],
     [
       "infiniopCreateBatchNormBackwardDescriptor",
       (a) => ops.createBatchNormBackwardDescriptor(a as never),

@@ -55,6 +55,7 @@ export {
 } from "./group_norm.ts";
 export { type GroupNormBackward64, groupNormBackward64 } from "./group_norm_backward.ts";
 export {
+  gemmaRmsNorm as gemmaRmsNorm64,
   layerNorm as layerNorm64,
   layerNormBackward as layerNormBackward64,
   type LayerNormGrads,

@@ -1,6 +1,7 @@
 /**
  * The oracle's LayerNorm / RMSNorm operators: the formulas of CANN's documentation (ops-nn
- * norm/layer_norm_v4, layer_norm_grad_v3, rms_norm, rms_norm_grad, add_rms_norm docs), over
+ * norm/layer_norm_v4, layer_norm_grad_v3, rms_norm, rms_norm_grad, add_rms_norm, gemma_rms_norm
+ * docs), over
  * `rows` x `cols` row-major data (cols = the product of the normalized dims). The operator
  * tests, the software-CANN tests and (through kernels/row_norms.ts) the CPU kernel tests use
  * them. Optional roundings replay the intermediate dtypes the simulator
@@ -139,6 +140,21 @@ export function rmsNorm(
     rstd.push(rs);
   }
   return { y, rstd };
+}
+
+/**
+ * aclnnGemmaRmsNorm over each row (its docs' formula, ops-nn norm/gemma_rms_norm/docs/
+ * aclnnGemmaRmsNorm.md): rstd = 1 / sqrt(mean(x^2) + eps), y = x * rstd * (1 + gamma), all in
+ * float64.
+ */
+export function gemmaRmsNorm(
+  x: readonly number[],
+  rows: number,
+  cols: number,
+  eps: number,
+  gamma: readonly number[],
+): RmsNormResult {
+  return rmsNorm(x, rows, cols, eps, gamma.map((g) => 1 + g));
 }
 
 /** RMSNorm backward results. */

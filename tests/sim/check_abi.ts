@@ -17,6 +17,7 @@
  */
 
 import { checkHcclAbi } from "./check_hccl_abi.ts";
+import { loadAbiReference } from "./abi_reference.ts";
 
 /** ABI class of one parameter or result, as written in cann_abi.json. */
 export type AbiClass = "pointer" | "bool" | "i32" | "u32" | "i64" | "u64" | "f32" | "f64";
@@ -69,6 +70,8 @@ const OP_NN_PREFIXES = [
   "aclnnLayerNorm",
   "aclnnRmsNorm",
   "aclnnAddRmsNorm",
+  "aclnnGemmaRmsNorm",
+  "aclnnInplaceAddRmsNorm",
 ];
 function isOpNn(name: string): boolean {
   return OP_NN_PREFIXES.some((p) => name.startsWith(p)) && !isOpMath(name);
@@ -189,28 +192,12 @@ export interface CheckAbiOptions {
   libDir?: string | URL;
 }
 
-async function readAbi(): Promise<{ abi: Record<string, AbiEntry>; problems: string[] }> {
-  const problems: string[] = [];
-  const snapshot = await Deno.readTextFile(new URL("cann_abi.json", import.meta.url));
-  try {
-    const shared = await Deno.readTextFile(
-      new URL("../../../shared/reference/cann_abi.json", import.meta.url),
-    );
-    if (JSON.stringify(JSON.parse(shared)) !== JSON.stringify(JSON.parse(snapshot))) {
-      problems.push("tests/sim/cann_abi.json differs from ../shared/reference/cann_abi.json");
-    }
-    return { abi: JSON.parse(shared), problems };
-  } catch (e) {
-    if (!(e instanceof Deno.errors.NotFound)) throw e;
-    return { abi: JSON.parse(snapshot), problems };
-  }
-}
-
 /** Runs every check; returns the list of problems (empty = the ABI agrees). */
 export async function checkAbi(options: CheckAbiOptions = {}): Promise<string[]> {
   const libDir = options.libDir ?? new URL("../../build/sim/", import.meta.url);
   const dir = typeof libDir === "string" ? libDir.replace(/\/?$/, "/") : libDir.pathname;
-  const { abi, problems } = await readAbi();
+  const { abi: reference, problems } = loadAbiReference();
+  const abi = reference as Record<string, AbiEntry>;
   const names = Object.keys(abi);
 
   // 1. sim_api.h against cann_abi.json

@@ -143,6 +143,13 @@ SIM_PUBLIC aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1, cons
   return sim_add_rms_norm_ws(x1, x2, gamma, epsilon, yOut, rstdOut, xOut, workspaceSize, (void **)executor);
 }
 SIM_PHASE2(aclnnAddRmsNorm, SIM_OP_ADD_RMS_NORM)
+
+SIM_PUBLIC aclnnStatus aclnnGemmaRmsNormGetWorkspaceSize(const aclTensor *x, const aclTensor *gamma, double epsilon,
+                                                         const aclTensor *yOut, const aclTensor *rstdOut,
+                                                         uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_gemma_rms_norm_ws(x, gamma, epsilon, yOut, rstdOut, workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnGemmaRmsNorm, SIM_OP_GEMMA_RMS_NORM)
 #endif
 
 #ifdef SIM_WITH_MATH

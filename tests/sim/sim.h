@@ -28,6 +28,7 @@ enum {
   SIM_NN_INVALID = 161002,
   SIM_NN_RUNTIME = 361001,
   SIM_NN_INNER = 561000,
+  SIM_NN_TILING = 561002, /* ACLNN_ERR_INNER_TILING_ERROR: a generated operator's tiling failed */
   SIM_NN_INNER_NULLPTR = 561103,
   SIM_NN_OPP_PATH = 561107,
   /* acl runtime */
@@ -79,6 +80,7 @@ typedef enum {
   SIM_OP_RMS_NORM,
   SIM_OP_RMS_NORM_GRAD,
   SIM_OP_ADD_RMS_NORM,
+  SIM_OP_GEMMA_RMS_NORM,
   SIM_OP_COUNT
 } SimOpId;
 
@@ -375,11 +377,15 @@ SIM_CORE_API int sim_rms_norm_grad_ws(const void *dy, const void *x, const void 
 SIM_CORE_API int sim_add_rms_norm_ws(const void *x1, const void *x2, const void *gamma,
                                      double epsilon, void *yOut, void *rstdOut, void *xOut,
                                      uint64_t *ws, void **exec);
+SIM_CORE_API int sim_gemma_rms_norm_ws(const void *x, const void *gamma, double epsilon,
+                                       const void *yOut, const void *rstdOut, uint64_t *ws,
+                                       void **exec);
 /* Their computations, called by sim_op_run at synchronisation (core-internal). */
 int sim_run_layer_norm(const SimPlan *p);
 int sim_run_layer_norm_backward(const SimPlan *p);
 int sim_run_rms_norm(const SimPlan *p);
 int sim_run_rms_norm_grad(const SimPlan *p);
 int sim_run_add_rms_norm(const SimPlan *p);
+int sim_run_gemma_rms_norm(const SimPlan *p);
 
 #endif

@@ -310,3 +310,54 @@ int nrm_finish_early(NormCtx *c, SimRunMode run, uint64_t *ws, void **exec) {
 }
 
 double *nrm_zalloc(int64_t n) { return calloc(n > 0 ? (size_t)n : 1, sizeof(double)); }
+
+/* ---- the generated operators' framework (sim_ops_norm.h) ----------------------------------- */
+int nrm_gen_null(NormCtx *c, const void *h, const char *name) {
+  if (h) return 0;
+  return nrm_fail(c, SIM_NN_NULLPTR, "Check %s != nullptr failed", name);
+}
+
+/* The storage format as the framework matches it: FormatsLikeND count as ND. */
+static int32_t gen_format(int32_t f) {
+  return (f == SIM_FMT_NCL || f == SIM_FMT_NCDHW || f == SIM_FMT_NHWC || f == SIM_FMT_NCHW) ? SIM_FMT_ND : f;
+}
+
+int nrm_gen_combo(NormCtx *c, const int32_t (*rows)[6], int nrows, int n) {
+  for (int r = 0; r < nrows; r++) {
+    bool ok = true;
+    for (int s = 0; s < n && ok; s++) ok = NT(c, s)->dtype == rows[r][s] && gen_format(NT(c, s)->format) == SIM_FMT_ND;
+    if (ok) return 0;
+  }
+  char got[512], list[1024];
+  size_t k = 0, m = 0;
+  got[0] = list[0] = '\0';
+  for (int s = 0; s < n && k < sizeof got; s++)
+    k += (size_t)snprintf(got + k, sizeof got - k, "%s%s(%s, %s)", s ? ", " : "", NNAME(c, s), sim_dt_str(NT(c, s)->dtype),
+                          sim_format_name(gen_format(NT(c, s)->format)));
+  for (int r = 0; r < nrows && m < sizeof list; r++) {
+    m += (size_t)snprintf(list + m, sizeof list - m, " SupportInfo[%d]:", r);
+    for (int s = 0; s < n && m < sizeof list; s++)
+      m += (size_t)snprintf(list + m, sizeof list - m, " %s(%s, ND)", NNAME(c, s), sim_dt_str(rows[r][s]));
+  }
+  nrm_fail(c, SIM_NN_INVALID,
+           "The dtype or format of the actual input or output parameter of the operator is inconsistent with that "
+           "defined in the operator prototype OpDef, details of parameter are %s",
+           got);
+  return nrm_fail(c, SIM_NN_INVALID, "Supported dtype and format list is:%s", list);
+}
+
+int nrm_gen_tiling_fail(NormCtx *c, const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  nrm_fail(c, SIM_NN_TILING, "%s", buf);
+  return nrm_fail(c, SIM_NN_TILING, "Failed to execute tiling function");
+}
+
+bool nrm_all_empty(const NormCtx *c, int from, int to) {
+  for (int s = from; s <= to; s++)
+    if (sim_desc_numel(&c->plan.t[s]) != 0) return false;
+  return true;
+}

@@ -1,6 +1,7 @@
 /*
  * Software CANN ("aclsim") -- what the LayerNorm / RMSNorm operators (sim_ops_layer_norm.c,
- * sim_ops_layer_norm_backward.c, sim_ops_rms_norm.c, sim_ops_add_rms_norm.c) share: the
+ * sim_ops_layer_norm_backward.c, sim_ops_rms_norm.c, sim_ops_add_rms_norm.c,
+ * sim_ops_gemma_rms_norm.c, sim_ops_inplace_add_rms_norm.c) share: the
  * phase-1 context, CANN's check macros with their message texts, the products the operators'
  * documentation names, and planning.  Core-internal (hidden symbols of libaclsim_core.so).
  *
@@ -8,7 +9,8 @@
  * common/inc/external/aclnn_kernels/common/op_error_check.h (the hand-written aclnn operators:
  * aclnnLayerNorm*, aclnnLayerNormBackward, aclnnAddRmsNorm); the OP_LOGE_FOR_INVALID_* texts of
  * opbase docs/zh/api/op_common/log/OP_LOGE_FOR_INVALID_*.md (the tiling functions); opbase's individual-op
- * framework (src/nnopbase/individual_op) for the generated aclnnRmsNorm / aclnnRmsNormGrad.
+ * framework (src/nnopbase/individual_op) for the generated aclnnRmsNorm / aclnnRmsNormGrad /
+ * aclnnGemmaRmsNorm / aclnnInplaceAddRmsNorm.
  * Every error text is "<aclnn API>: <text>".  Rules marked [aclsim] are the simulator's own.
  */
 #ifndef ACLSIM_SIM_OPS_NORM_H
@@ -108,6 +110,22 @@ int nrm_finish(NormCtx *c, int64_t rows, uint64_t *ws, void **exec);
 /* CANN's early SUCCESS paths: workspace 0, the task writes nothing or only the filled slots. */
 void nrm_fill(NormCtx *c, int s, double v);
 int nrm_finish_early(NormCtx *c, SimRunMode run, uint64_t *ws, void **exec);
+
+/* ---- the generated operators (opbase's individual-op framework, hicann/opbase aa3cd74b7f6d
+ * src/nnopbase/individual_op; sim_ops_rms_norm.c's header comment cites each step) ---- */
+/* NULL tensor or out-param: 161001 "Check <name> != nullptr failed". */
+int nrm_gen_null(NormCtx *c, const void *h, const char *name);
+/* The (dtype, format) of slots 0..n-1 must equal one row of `rows` (ND, or a format like ND):
+ * else 161002 with the framework's two texts. */
+int nrm_gen_combo(NormCtx *c, const int32_t (*rows)[6], int nrows, int n);
+/* A tiling failure: its reason, then "Failed to execute tiling function"; 561002. */
+int nrm_gen_tiling_fail(NormCtx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Slots from..to all empty: the framework skips the launch (SUCCESS, nothing written). */
+bool nrm_all_empty(const NormCtx *c, int from, int to);
+/* CheckInputShape4RmsNorm (ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp:113-196), shared by
+ * RmsNorm and GemmaRmsNorm (Tiling4GemmaRmsNorm :649-707) on slots x 0, gamma 1, y 2, rstd 3;
+ * `node` is the op type its texts name (context->GetNodeName()). 561002 on failure. */
+int nrm_rms_norm_shapes(NormCtx *c, const char *node);
 
 /* zero-filled array of n doubles (at least one element) */
 double *nrm_zalloc(int64_t n);

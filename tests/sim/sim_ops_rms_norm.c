@@ -42,60 +42,6 @@ static const unsigned RMS_PRODUCTS = NP_950 | NP_A3 | NP_A2 | NP_310P;
 
 enum { F32 = SIM_DT_FLOAT, F16 = SIM_DT_FLOAT16, B16 = SIM_DT_BF16 };
 
-/* ---- the generated operators' framework --------------------------------------------------- */
-static int gen_null(NormCtx *c, const void *h, const char *name) {
-  if (h) return 0;
-  return nrm_fail(c, SIM_NN_NULLPTR, "Check %s != nullptr failed", name);
-}
-
-/* The storage format as the framework matches it: FormatsLikeND count as ND. */
-static int32_t gen_format(int32_t f) {
-  return (f == SIM_FMT_NCL || f == SIM_FMT_NCDHW || f == SIM_FMT_NHWC || f == SIM_FMT_NCHW) ? SIM_FMT_ND : f;
-}
-
-/* Every slot's (dtype, ND) must equal one row of `rows` (n slots each). */
-static int gen_combo(NormCtx *c, const int32_t (*rows)[6], int nrows, int n) {
-  for (int r = 0; r < nrows; r++) {
-    bool ok = true;
-    for (int s = 0; s < n && ok; s++) ok = NT(c, s)->dtype == rows[r][s] && gen_format(NT(c, s)->format) == SIM_FMT_ND;
-    if (ok) return 0;
-  }
-  char got[512], list[1024];
-  size_t k = 0, m = 0;
-  got[0] = list[0] = '\0';
-  for (int s = 0; s < n && k < sizeof got; s++)
-    k += (size_t)snprintf(got + k, sizeof got - k, "%s%s(%s, %s)", s ? ", " : "", NNAME(c, s), sim_dt_str(NT(c, s)->dtype),
-                          sim_format_name(gen_format(NT(c, s)->format)));
-  for (int r = 0; r < nrows && m < sizeof list; r++) {
-    m += (size_t)snprintf(list + m, sizeof list - m, " SupportInfo[%d]:", r);
-    for (int s = 0; s < n && m < sizeof list; s++)
-      m += (size_t)snprintf(list + m, sizeof list - m, " %s(%s, ND)", NNAME(c, s), sim_dt_str(rows[r][s]));
-  }
-  nrm_fail(c, SIM_NN_INVALID,
-           "The dtype or format of the actual input or output parameter of the operator is inconsistent with that "
-           "defined in the operator prototype OpDef, details of parameter are %s",
-           got);
-  return nrm_fail(c, SIM_NN_INVALID, "Supported dtype and format list is:%s", list);
-}
-
-/* A tiling failure: its reason, then the framework's line; 561002. */
-static int tiling_fail(NormCtx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int tiling_fail(NormCtx *c, const char *fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  nrm_fail(c, 561002, "%s", buf);
-  return nrm_fail(c, 561002, "Failed to execute tiling function");
-}
-
-static bool all_empty(const NormCtx *c, int from, int to) {
-  for (int s = from; s <= to; s++)
-    if (sim_desc_numel(&c->plan.t[s]) != 0) return false;
-  return true;
-}
-
 /* ======================================================================================
  * aclnnRmsNorm(x, gamma, epsilon, yOut, rstdOut)
  * ====================================================================================== */
@@ -107,56 +53,55 @@ static const int32_t RN_ROWS_FULL[5][6] = {
     {F16, F32, F16, F32}, {B16, F32, B16, F32}, {F16, F16, F16, F32}, {F32, F32, F32, F32}, {B16, B16, B16, F32}};
 static const int32_t RN_ROWS_NO_BF16[2][6] = {{F16, F16, F16, F32}, {F32, F32, F32, F32}};
 
-/* CheckInputShape4RmsNorm (rms_norm_tiling.cpp:113-196), then the epsilon check (:292-296). */
-static int rms_norm_tiling(NormCtx *c, float eps) {
+/* CheckInputShape4RmsNorm (rms_norm_tiling.cpp:113-196), its texts naming `node`. */
+int nrm_rms_norm_shapes(NormCtx *c, const char *node) {
   const SimTensorDesc *x = NT(c, RN_X), *g = NT(c, RN_G), *y = NT(c, RN_Y), *r = NT(c, RN_RSTD);
   char a[200], b[200];
   if (x->ndim > 8 || x->ndim < 1)
-    return tiling_fail(c, "Parameter x of RmsNorm has incorrect shape dim %d. It should be in the range of [1, 8].",
+    return nrm_gen_tiling_fail(c, "Parameter x of %s has incorrect shape dim %d. It should be in the range of [1, 8].", node,
                        x->ndim);
   if (g->ndim > 8 || g->ndim < 1)
-    return tiling_fail(c, "Parameter gamma of RmsNorm has incorrect shape dim %d. It should be in the range of [1, 8].",
+    return nrm_gen_tiling_fail(c, "Parameter gamma of %s has incorrect shape dim %d. It should be in the range of [1, 8].", node,
                        g->ndim);
   if (g->ndim > x->ndim)
-    return tiling_fail(c, "Parameters gamma and x of RmsNorm have incorrect shape dims %d and %d. Reason: The shape dim "
-                       "of input gamma must be less than or equal to that of input x", g->ndim, x->ndim);
+    return nrm_gen_tiling_fail(c, "Parameters gamma and x of %s have incorrect shape dims %d and %d. Reason: The shape dim "
+                       "of input gamma must be less than or equal to that of input x", node, g->ndim, x->ndim);
   if (x->ndim != y->ndim)
-    return tiling_fail(c, "Parameters y and x of RmsNorm have incorrect shape dims %d and %d. Reason: The shape dims of "
-                       "input x and output y must be the same", y->ndim, x->ndim);
+    return nrm_gen_tiling_fail(c, "Parameters y and x of %s have incorrect shape dims %d and %d. Reason: The shape dims of "
+                       "input x and output y must be the same", node, y->ndim, x->ndim);
   for (int i = 0; i < g->ndim; i++) {
     nrm_shape_str_compact(g, a, sizeof a);
     nrm_shape_str_compact(x, b, sizeof b);
     if (g->dims[i] == 0)
-      return tiling_fail(c, "Parameter gamma of RmsNorm has incorrect shape %s. Reason: Input gamma cannot be an empty "
-                         "tensor", a);
+      return nrm_gen_tiling_fail(c, "Parameter gamma of %s has incorrect shape %s. Reason: Input gamma cannot be an empty "
+                         "tensor", node, a);
     if (g->dims[i] != x->dims[x->ndim - g->ndim + i])
-      return tiling_fail(c, "Parameters gamma and x of RmsNorm have incorrect shapes %s and %s. Reason: The shape of "
-                         "input gamma must be the same as the shape consisting of the last %d axes of input x", a, b,
+      return nrm_gen_tiling_fail(c, "Parameters gamma and x of %s have incorrect shapes %s and %s. Reason: The shape of "
+                         "input gamma must be the same as the shape consisting of the last %d axes of input x", node, a, b,
                          g->ndim);
   }
   for (int i = 0; i < x->ndim; i++) {
     nrm_shape_str_compact(y, a, sizeof a);
     nrm_shape_str_compact(x, b, sizeof b);
     if (x->dims[i] == 0)
-      return tiling_fail(c, "Parameter x of RmsNorm has incorrect shape %s. Reason: Input x cannot be an empty tensor", b);
+      return nrm_gen_tiling_fail(c, "Parameter x of %s has incorrect shape %s. Reason: Input x cannot be an empty tensor", node, b);
     if (y->dims[i] == 0)
-      return tiling_fail(c, "Parameter y of RmsNorm has incorrect shape %s. Reason: Output y cannot be an empty tensor", a);
+      return nrm_gen_tiling_fail(c, "Parameter y of %s has incorrect shape %s. Reason: Output y cannot be an empty tensor", node, a);
     if (x->dims[i] != y->dims[i])
-      return tiling_fail(c, "Parameters y and x of RmsNorm have incorrect shapes %s and %s. Reason: The shapes of output y "
-                         "and input x must be the same", a, b);
+      return nrm_gen_tiling_fail(c, "Parameters y and x of %s have incorrect shapes %s and %s. Reason: The shapes of output y "
+                         "and input x must be the same", node, a, b);
   }
   nrm_shape_str_compact(r, a, sizeof a);
   for (int i = 0; i < r->ndim; i++) {
     if (r->dims[i] == 0)
-      return tiling_fail(c, "Parameter rstd of RmsNorm has incorrect shape %s. Reason: Output rstd cannot be an empty "
-                         "tensor", a);
+      return nrm_gen_tiling_fail(c, "Parameter rstd of %s has incorrect shape %s. Reason: Output rstd cannot be an empty "
+                         "tensor", node, a);
     /* [aclsim] beyond x's rank CANN reads past x's dims; the simulator compares with 1 there. */
     int64_t xd = i < x->ndim ? x->dims[i] : 1;
     if (r->dims[i] != xd && r->dims[i] != 1)
-      return tiling_fail(c, "Parameter rstd of RmsNorm has incorrect shape %s. Reason: The %dth axis of output rstd "
-                         "must be 1 or equal to the %dth axis of input x", a, i, i);
+      return nrm_gen_tiling_fail(c, "Parameter rstd of %s has incorrect shape %s. Reason: The %dth axis of output rstd "
+                         "must be 1 or equal to the %dth axis of input x", node, a, i, i);
   }
-  if (eps < 0) return tiling_fail(c, "Epsilon less than zero, please check.");
   return 0;
 }
 
@@ -167,18 +112,20 @@ int sim_rms_norm_ws(const void *x, const void *gamma, double epsilon, const void
   nrm_init(c, SIM_OP_RMS_NORM, "aclnnRmsNorm", 2, 2, names);
   NTRY(nrm_opp_path(c));
   const void *hs[] = {x, gamma, yOut, rstdOut};
-  for (int s = RN_X; s <= RN_RSTD; s++) NTRY(gen_null(c, hs[s], names[s]));
-  NTRY(gen_null(c, exec, "executor"));
-  NTRY(gen_null(c, ws, "workspaceLen"));
+  for (int s = RN_X; s <= RN_RSTD; s++) NTRY(nrm_gen_null(c, hs[s], names[s]));
+  NTRY(nrm_gen_null(c, exec, "executor"));
+  NTRY(nrm_gen_null(c, ws, "workspaceLen"));
   NTRY(nrm_soc(c));
   NTRY(nrm_product(c, RMS_PRODUCTS, "ops-nn norm/rms_norm/docs/aclnnRmsNorm.md"));
   for (int s = RN_X; s <= RN_RSTD; s++) NTRY(nrm_get(c, hs[s], s));
-  if (c->product == NP_310P) NTRY(gen_combo(c, RN_ROWS_NO_BF16, 2, 4));
-  else NTRY(gen_combo(c, RN_ROWS_FULL, 5, 4));
-  if (all_empty(c, RN_Y, RN_RSTD)) return nrm_finish_early(c, SIM_RUN_NOTHING, ws, exec);
+  if (c->product == NP_310P) NTRY(nrm_gen_combo(c, RN_ROWS_NO_BF16, 2, 4));
+  else NTRY(nrm_gen_combo(c, RN_ROWS_FULL, 5, 4));
+  if (nrm_all_empty(c, RN_Y, RN_RSTD)) return nrm_finish_early(c, SIM_RUN_NOTHING, ws, exec);
   /* The generated phase 1 passes epsilon as a float attribute (kNnopbaseFloat). */
   float eps = (float)epsilon;
-  NTRY(rms_norm_tiling(c, eps));
+  NTRY(nrm_rms_norm_shapes(c, "RmsNorm"));
+  /* Tiling4RmsNorm's epsilon check (:292-296). */
+  if (eps < 0) return nrm_gen_tiling_fail(c, "Epsilon less than zero, please check.");
   c->plan.eps = eps;
   c->plan.norm_axis = NT(c, RN_X)->ndim - NT(c, RN_G)->ndim;
   int64_t rows, cols;
@@ -221,7 +168,7 @@ static const int32_t RG_ROWS_FULL[5][6] = {{F16, F16, F32, F32, F16, F32}, {B16,
 static const int32_t RG_ROWS_NO_BF16[2][6] = {{F16, F16, F32, F16, F16, F32}, {F32, F32, F32, F32, F32, F32}};
 
 static int dims_fail(NormCtx *c, const char *names, int a, int b, const char *reason) {
-  return tiling_fail(c, "Parameters %s of RmsNormGrad have incorrect shape dims %d and %d. Reason: %s", names, a, b,
+  return nrm_gen_tiling_fail(c, "Parameters %s of RmsNormGrad have incorrect shape dims %d and %d. Reason: %s", names, a, b,
                      reason);
 }
 
@@ -230,7 +177,7 @@ static int shapes_fail(NormCtx *c, const char *names, const SimTensorDesc *a, co
   char x[200], y[200];
   nrm_shape_str_compact(a, x, sizeof x);
   nrm_shape_str_compact(b, y, sizeof y);
-  return tiling_fail(c, "Parameters %s of RmsNormGrad have incorrect shapes %s and %s. Reason: %s", names, x, y, reason);
+  return nrm_gen_tiling_fail(c, "Parameters %s of RmsNormGrad have incorrect shapes %s and %s. Reason: %s", names, x, y, reason);
 }
 
 /* CheckInputShape4RmsNormGrad (rms_norm_grad_tiling.cpp:169-344), in its order. */
@@ -239,9 +186,9 @@ static int rms_norm_grad_shapes(NormCtx *c) {
   const SimTensorDesc *dx = NT(c, RG_DX), *dg = NT(c, RG_DG);
   char why[200];
   if (x->ndim > 8 || x->ndim < 1)
-    return tiling_fail(c, "Parameter x of RmsNormGrad has incorrect shape dim %d. Reason: in the range of [1, 8]", x->ndim);
+    return nrm_gen_tiling_fail(c, "Parameter x of RmsNormGrad has incorrect shape dim %d. Reason: in the range of [1, 8]", x->ndim);
   if (g->ndim > 8 || g->ndim < 1)
-    return tiling_fail(c, "Parameter gamma of RmsNormGrad has incorrect shape dim %d. It should be in the range of [1, 8].",
+    return nrm_gen_tiling_fail(c, "Parameter gamma of RmsNormGrad has incorrect shape dim %d. It should be in the range of [1, 8].",
                        g->ndim);
   if (g->ndim > x->ndim)
     return dims_fail(c, "gamma and x", g->ndim, x->ndim, "The shape dim of input gamma must be less than or equal to that of input x");
@@ -256,7 +203,7 @@ static int rms_norm_grad_shapes(NormCtx *c) {
   if (dy->dims[x->ndim - 1] == 0) {
     char s[200];
     nrm_shape_str_compact(dy, s, sizeof s);
-    return tiling_fail(c, "Parameter dy of RmsNormGrad has incorrect shape %s. Reason: The last axis of input dy can not be 0", s);
+    return nrm_gen_tiling_fail(c, "Parameter dy of RmsNormGrad has incorrect shape %s. Reason: The last axis of input dy can not be 0", s);
   }
   /* CheckRstdShape (:240-281): rstd is x's leading dims (a shorter rstd: the rest of them 1). */
   int lead = x->ndim - g->ndim;
@@ -270,7 +217,7 @@ static int rms_norm_grad_shapes(NormCtx *c) {
       if (x->dims[i] != 1) {
         char s[200];
         nrm_shape_str_compact(x, s, sizeof s);
-        return tiling_fail(c, "Parameter x of RmsNormGrad has incorrect shape %s. Reason: The %dth axis of input x must be 1", s, i);
+        return nrm_gen_tiling_fail(c, "Parameter x of RmsNormGrad has incorrect shape %s. Reason: The %dth axis of input x must be 1", s, i);
       }
   } else {
     for (int i = 0; i < lead; i++)
@@ -296,26 +243,26 @@ int sim_rms_norm_grad_ws(const void *dy, const void *x, const void *rstd, const 
   nrm_init(c, SIM_OP_RMS_NORM_GRAD, "aclnnRmsNormGrad", 4, 2, names);
   NTRY(nrm_opp_path(c));
   const void *hs[] = {dy, x, rstd, gamma, dxOut, dgammaOut};
-  for (int s = RG_DY; s <= RG_DG; s++) NTRY(gen_null(c, hs[s], names[s]));
-  NTRY(gen_null(c, exec, "executor"));
-  NTRY(gen_null(c, ws, "workspaceLen"));
+  for (int s = RG_DY; s <= RG_DG; s++) NTRY(nrm_gen_null(c, hs[s], names[s]));
+  NTRY(nrm_gen_null(c, exec, "executor"));
+  NTRY(nrm_gen_null(c, ws, "workspaceLen"));
   NTRY(nrm_soc(c));
   NTRY(nrm_product(c, RMS_PRODUCTS, "ops-nn norm/rms_norm_grad/docs/aclnnRmsNormGrad.md"));
   for (int s = RG_DY; s <= RG_DG; s++) NTRY(nrm_get(c, hs[s], s));
-  if (c->product == NP_310P) NTRY(gen_combo(c, RG_ROWS_NO_BF16, 2, 6));
-  else NTRY(gen_combo(c, RG_ROWS_FULL, 5, 6));
-  if (all_empty(c, RG_DX, RG_DG)) return nrm_finish_early(c, SIM_RUN_NOTHING, ws, exec);
+  if (c->product == NP_310P) NTRY(nrm_gen_combo(c, RG_ROWS_NO_BF16, 2, 6));
+  else NTRY(nrm_gen_combo(c, RG_ROWS_FULL, 5, 6));
+  if (nrm_all_empty(c, RG_DX, RG_DG)) return nrm_finish_early(c, SIM_RUN_NOTHING, ws, exec);
   NTRY(rms_norm_grad_shapes(c));
   c->plan.norm_axis = NT(c, RG_X)->ndim - NT(c, RG_G)->ndim;
   int64_t rows, cols;
   nrm_rows_cols(NT(c, RG_DY), c->plan.norm_axis, &rows, &cols);
   /* Tiling4RmsNormGrad (:456-497): rstd must hold one value per row (no text of its own). */
-  if (sim_desc_numel(NT(c, RG_RSTD)) != rows) return tiling_fail(c, "Input shape invalid.");
+  if (sim_desc_numel(NT(c, RG_RSTD)) != rows) return nrm_gen_tiling_fail(c, "Input shape invalid.");
   /* No rows: the regbase empty tiling writes dgamma = 0 (rms_norm_grad_empty_tiling.cpp,
    * op_kernel/arch35/rms_norm_grad_empty_dgamma.h); elsewhere the tiling refuses it. */
   if (rows == 0) {
     if (!nrm_regbase(c))
-      return tiling_fail(c, "Parameter dy of RmsNormGrad has incorrect shape size 0. Reason: Parameter dy does not "
+      return nrm_gen_tiling_fail(c, "Parameter dy of RmsNormGrad has incorrect shape size 0. Reason: Parameter dy does not "
                          "support empty tensor");
     nrm_fill(c, RG_DG, 0.0);
     return nrm_finish_early(c, SIM_RUN_FILL, ws, exec);

@@ -77,6 +77,8 @@ function bf16(op: SocOperator, { arch, sv }: Chip): boolean {
       return sv === 1 || sv === 2 || sv === 3;
     case "aclnnAddRmsNorm": // aclnn_add_rms_norm.cpp: ASCEND310P_DTYPE_SUPPORT_LIST has no BF16
       return sv !== 6;
+    case "aclnnGemmaRmsNorm": // gemma_rms_norm_def.cpp: every configuration has BF16 rows
+      return true;
   }
 }
 
@@ -95,6 +97,8 @@ function documented(op: SocOperator, { sv }: Chip): boolean {
     case "aclnnRmsNormGrad":
     case "aclnnAddRmsNorm":
       return [3, 2, 1, 6].includes(sv);
+    case "aclnnGemmaRmsNorm": // 950, A3, A2
+      return [3, 2, 1].includes(sv);
   }
   if (sv === 7) return false;
   if (sv === 6) return op === "aclnnBatchNorm" || op === "aclnnGroupNorm";

@@ -20,10 +20,21 @@ function deviceOf(t: Tensor): AscendDevice {
   return t.device as AscendDevice;
 }
 
+/** aclnnRmsNorm or aclnnGemmaRmsNorm: the same prototype (x, gamma, epsilon, yOut, rstdOut). */
+function rmsForward(op: string, p: types.RmsNormPlan, t: types.RmsNormTensors): void {
+  runAclnn(deviceOf(t.x), op, [
+    arg.tensor(t.x),
+    arg.tensor(t.gamma),
+    arg.f64(p.epsilon),
+    arg.output(t.y),
+    arg.output(t.rstd),
+  ]);
+}
+
 /** The row-norm kernels of the Ascend backend. */
 export const ascendRowNormKernels: Pick<
   types.Kernels,
-  "layerNorm" | "layerNormBackward" | "rmsNorm" | "rmsNormGrad" | "addRmsNorm"
+  "layerNorm" | "layerNormBackward" | "rmsNorm" | "rmsNormGrad" | "addRmsNorm" | "gemmaRmsNorm"
 > = {
   layerNorm(p: types.LayerNormPlan, t: types.LayerNormTensors) {
     // Rows of no element do not reach the backends: src/ops/layer_norm.ts fills mean with 0 and
@@ -58,13 +69,11 @@ export const ascendRowNormKernels: Pick<
   },
 
   rmsNorm(p: types.RmsNormPlan, t: types.RmsNormTensors) {
-    runAclnn(deviceOf(t.x), "aclnnRmsNorm", [
-      arg.tensor(t.x),
-      arg.tensor(t.gamma),
-      arg.f64(p.epsilon),
-      arg.output(t.y),
-      arg.output(t.rstd),
-    ]);
+    rmsForward("aclnnRmsNorm", p, t);
+  },
+
+  gemmaRmsNorm(p: types.GemmaRmsNormPlan, t: types.GemmaRmsNormTensors) {
+    rmsForward("aclnnGemmaRmsNorm", p, t);
   },
 
   rmsNormGrad(_p: types.RmsNormGradPlan, t: types.RmsNormGradTensors) {

@@ -3,7 +3,7 @@
  * (which rules.ts checks for every operator): what a chip's CANN refuses although the device-
  * independent validation (src/ops/) accepts it, refused before anything is allocated, with the
  * code CANN returns and a message naming the argument and the SoC: LayerNorm's statistics
- * shapes on DAV_3510, RmsNorm's mixed gamma, RmsNormGrad without rows.
+ * shapes on DAV_3510, RmsNorm's and GemmaRmsNorm's mixed gamma, RmsNormGrad without rows.
  *
  * @module
  */
@@ -11,7 +11,13 @@
 import { AclnnError } from "../../errors.ts";
 import { formatShape } from "../../tensor/layout.ts";
 import type { Tensor } from "../../tensor/tensor.ts";
-import { isRegbase, rmsNormGradEmptyRows, rmsNormMixedGamma, type SocFamily } from "./soc.ts";
+import {
+  gemmaRmsNormMixedGamma,
+  isRegbase,
+  rmsNormGradEmptyRows,
+  rmsNormMixedGamma,
+  type SocFamily,
+} from "./soc.ts";
 
 /** ACLNN_ERR_INNER_TILING_ERROR: a generated operator's tiling refused its shapes. */
 const TILING_ERROR = 561002;
@@ -75,20 +81,19 @@ export function checkRowNormRules(
   if (op === "aclnnLayerNorm" && isRegbase(family) && scalars.axis !== undefined) {
     checkRegbaseStatistics(op, where, tensors, scalars.axis);
   }
-  if (op === "aclnnRmsNorm" || op === "aclnnRmsNormGrad") {
+  const gemma = op === "aclnnGemmaRmsNorm";
+  if (op === "aclnnRmsNorm" || op === "aclnnRmsNormGrad" || gemma) {
     const data = tensors.x;
     const gamma = tensors.gamma;
-    if (
-      data && gamma && !rmsNormMixedGamma(family) && gamma.dtype === "float32" &&
-      data.dtype !== "float32"
-    ) {
+    const mixed = gemma ? gemmaRmsNormMixedGamma(family) : rmsNormMixedGamma(family);
+    if (data && gamma && !mixed && gamma.dtype === "float32" && data.dtype !== "float32") {
       refuse(
         PARAM_INVALID,
         op,
         "gamma",
         `dtype float32 with x dtype ${data.dtype} is not supported on ${where}: its OpDef ` +
           `configuration pairs ${data.dtype} data with a ${data.dtype} gamma (a float32 gamma ` +
-          "with 16-bit data needs Atlas A2/A3 or Ascend 950)",
+          `with 16-bit data needs ${gemma ? "Ascend 950" : "Atlas A2/A3 or Ascend 950"})`,
       );
     }
   }

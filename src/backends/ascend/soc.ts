@@ -21,6 +21,15 @@
  * @module
  */
 
+import {
+  DAV_2201,
+  DAV_3510,
+  isRegbase,
+  type SocFamily,
+  socFamily,
+  SocVersion,
+} from "./soc_families.ts";
+
 /** The LayerNorm / RMSNorm operators (normalized trailing dims). */
 export const ROW_NORM_OPERATORS = [
   "aclnnLayerNorm",
@@ -28,6 +37,7 @@ export const ROW_NORM_OPERATORS = [
   "aclnnRmsNorm",
   "aclnnRmsNormGrad",
   "aclnnAddRmsNorm",
+  "aclnnGemmaRmsNorm",
 ] as const;
 
 /** The operators whose rules depend on the SoC. */
@@ -47,177 +57,14 @@ export const SOC_OPERATORS = [
 /** One of {@linkcode SOC_OPERATORS}. */
 export type SocOperator = typeof SOC_OPERATORS[number];
 
-/** A SoC family: what CANN's operator code branches on. */
-export interface SocFamily {
-  /** Short_SoC_version, e.g. `Ascend910B`. */
-  readonly name: string;
-  /** The product line as CANN's documentation names it, e.g. `Atlas A2 training series`. */
-  readonly product: string;
-  /** NpuArch of the platform ini (DAV_xxxx), what newer operator code branches on. */
-  readonly npuArch: number;
-  /** op::SocVersion enum value, what older (and some current) operator code branches on. */
-  readonly socVersion: number;
-  /**
-   * The platform files' Short_SoC_version values that opbase maps to this family's SocVersion
-   * (hicann/opbase `src/nnopbase/composite_op/utils/platform.cpp` InitSocVersion): how a SoC
-   * name this table does not list is placed.
-   */
-  readonly shortVersions: readonly string[];
-  /** SoC_version strings (aclrtGetSocName) of this family. */
-  readonly names: readonly string[];
-  /** Prefixes of further SoC_version strings of this family (matched after exact names). */
-  readonly prefixes: readonly string[];
-}
-
-/** op::SocVersion values (opbase include/nnopbase/opdev/platform.h). */
-const SocVersion = {
-  ASCEND910: 0,
-  ASCEND910B: 1,
-  ASCEND910_93: 2,
-  ASCEND950: 3, // == ASCEND910_95
-  ASCEND910E: 4,
-  ASCEND310P: 6,
-  ASCEND310B: 7,
-  ASCEND350: 12,
-} as const;
-
-/** DAV_3510: the "regbase" architecture of Ascend 950 and 350 (ops-nn aclnn_util.h IsRegbase). */
-export const DAV_3510 = 3510;
-
-/** Every SoC family this package knows, from the platform ini files. */
-export const SOC_FAMILIES: readonly SocFamily[] = Object.freeze([
-  {
-    name: "Ascend910",
-    shortVersions: ["Ascend910"],
-    product: "Atlas training series",
-    npuArch: 1001,
-    socVersion: SocVersion.ASCEND910,
-    // "Ascend910B" alone is the first-generation 910 (its ini says Short_SoC_version=Ascend910).
-    names: ["Ascend910A", "Ascend910B", "Ascend910ProA", "Ascend910ProB", "Ascend910PremiumA"],
-    prefixes: [],
-  },
-  {
-    name: "Ascend910B",
-    shortVersions: ["Ascend910B"],
-    product: "Atlas A2 training series",
-    npuArch: 2201,
-    socVersion: SocVersion.ASCEND910B,
-    names: [
-      "Ascend910B1",
-      "Ascend910B2",
-      "Ascend910B2C",
-      "Ascend910B3",
-      "Ascend910B4",
-      "Ascend910B4-1",
-    ],
-    prefixes: ["Ascend910B"],
-  },
-  {
-    name: "Ascend910_93",
-    shortVersions: ["Ascend910_93"],
-    product: "Atlas A3 training series",
-    npuArch: 2201,
-    socVersion: SocVersion.ASCEND910_93,
-    names: [
-      "Ascend910_9362",
-      "Ascend910_9363",
-      "Ascend910_9372",
-      "Ascend910_9381",
-      "Ascend910_9382",
-      "Ascend910_9391",
-      "Ascend910_9392",
-    ],
-    prefixes: ["Ascend910_93"],
-  },
-  {
-    name: "Ascend310P",
-    shortVersions: ["Ascend310P"],
-    product: "Atlas inference series",
-    npuArch: 2002,
-    socVersion: SocVersion.ASCEND310P,
-    names: ["Ascend310P1", "Ascend310P3", "Ascend310P5", "Ascend310P7"],
-    prefixes: ["Ascend310P"],
-  },
-  {
-    name: "Ascend310B",
-    shortVersions: ["Ascend310B"],
-    product: "Atlas 200I/500 A2 inference",
-    npuArch: 3002,
-    socVersion: SocVersion.ASCEND310B,
-    names: ["Ascend310B1", "Ascend310B2", "Ascend310B3", "Ascend310B4"],
-    prefixes: ["Ascend310B"],
-  },
-  {
-    name: "Ascend950",
-    // Before hicann/runtime 9d41dbe4 (2026-01) the 950 platform files said
-    // SoC_version=Ascend910_9599, Short_SoC_version=Ascend910_95 (cann-dev/Ascend910_9599.ini at
-    // 494dda3); opbase maps Ascend910_95 to ASCEND910_95 == ASCEND950 (platform.h).
-    shortVersions: ["Ascend950", "Ascend910_95"],
-    product: "Ascend 950PR/950DT",
-    npuArch: DAV_3510,
-    socVersion: SocVersion.ASCEND950,
-    names: [],
-    prefixes: ["Ascend950PR_", "Ascend950DT_"],
-  },
-  {
-    name: "Ascend350",
-    shortVersions: ["Ascend350"],
-    product: "Ascend 350",
-    npuArch: DAV_3510,
-    socVersion: SocVersion.ASCEND350,
-    names: [],
-    prefixes: ["Ascend350_"],
-  },
-]);
-
-/** Families by SoC name, looked up once per name (every operator call asks). */
-const familyByName = new Map<string, SocFamily | undefined>();
-
-/**
- * The family of a SoC name (aclrtGetSocName), or undefined when this package does not know it.
- *
- * @example
- * ```ts
- * import { socFamily } from "@aclnn/norm/ascend";
- * console.log(socFamily("Ascend910B4")?.product); // Atlas A2 training series
- * ```
- */
-export function socFamily(socName: string | null | undefined): SocFamily | undefined {
-  if (!socName) return undefined;
-  if (familyByName.has(socName)) return familyByName.get(socName);
-  let family = SOC_FAMILIES.find((f) => f.names.includes(socName));
-  family ??= SOC_FAMILIES.find((f) =>
-    f.prefixes.some((p) => socName.startsWith(p) && socName.length > p.length)
-  );
-  familyByName.set(socName, family);
-  return family;
-}
-
-/** Whether the family is the DAV_3510 ("regbase") architecture. */
-export function isRegbase(family: SocFamily): boolean {
-  return family.npuArch === DAV_3510;
-}
-
-/**
- * The family of a platform file's `Short_SoC_version` (opbase's InitSocVersion map, restricted
- * to the families this package knows), with the file's `NpuArch` when it gives one (CANN reads
- * the architecture from the same file), or undefined.
- *
- * @example
- * ```ts
- * import { familyFromPlatform } from "@aclnn/norm/ascend";
- * console.log(familyFromPlatform("Ascend910_95", 3510)?.name); // Ascend950
- * ```
- */
-export function familyFromPlatform(
-  shortSocVersion: string | undefined,
-  npuArch: number | undefined,
-): SocFamily | undefined {
-  if (!shortSocVersion) return undefined;
-  const family = SOC_FAMILIES.find((f) => f.shortVersions.includes(shortSocVersion));
-  if (!family || npuArch === undefined || npuArch === family.npuArch) return family;
-  return Object.freeze({ ...family, npuArch });
-}
+export {
+  DAV_3510,
+  familyFromPlatform,
+  isRegbase,
+  SOC_FAMILIES,
+  type SocFamily,
+  socFamily,
+} from "./soc_families.ts";
 
 /**
  * Whether aclnnBatchNorm writes the batch variance Var(x), not 1/sqrt(Var(x) + eps), into its
@@ -244,8 +91,6 @@ export function batchNormSavesVariance(soc: SocFamily | string): boolean {
   }
   return !isRegbase(family);
 }
-
-const DAV_2201 = 2201;
 
 /**
  * Whether `op` accepts bfloat16 on `family` (hicann/ops-nn and ops-math, current sources):
@@ -287,6 +132,7 @@ export function bf16Allowed(op: SocOperator, family: SocFamily): boolean {
     case "aclnnRmsNorm":
     case "aclnnRmsNormGrad":
     case "aclnnAddRmsNorm":
+    case "aclnnGemmaRmsNorm":
       return normBf16Allowed(op, family);
   }
 }
@@ -364,7 +210,10 @@ export function isRowNormOperator(op: string): op is RowNormOperator {
  *   910, 310P; not 310B;
  * - aclnnRmsNorm, aclnnRmsNormGrad, aclnnAddRmsNorm (`rms_norm/docs/aclnnRmsNorm.md`,
  *   `rms_norm_grad/docs/aclnnRmsNormGrad.md`, `add_rms_norm/docs/aclnnAddRmsNorm.md`): 950, A3,
- *   A2, 310P; not 910 (whose OpDef registers a binary the docs disown), not 310B.
+ *   A2, 310P; not 910 (whose OpDef registers a binary the docs disown), not 310B;
+ * - aclnnGemmaRmsNorm (`gemma_rms_norm/docs/aclnnGemmaRmsNorm.md`): 950, A3, A2; not 310P, 910,
+ *   310B (its OpDef registers ascend910b, ascend910_93 and ascend950 only: `gemma_rms_norm/
+ *   op_host/gemma_rms_norm_def.cpp:46-80`).
  * No document names Ascend 350 (and no op definition registers `ascend350`): none runs there.
  */
 const ROW_NORM_PRODUCTS: Readonly<Record<RowNormOperator, readonly number[]>> = {
@@ -400,6 +249,7 @@ const ROW_NORM_PRODUCTS: Readonly<Record<RowNormOperator, readonly number[]>> = 
     SocVersion.ASCEND910B,
     SocVersion.ASCEND310P,
   ],
+  aclnnGemmaRmsNorm: [SocVersion.ASCEND950, SocVersion.ASCEND910_93, SocVersion.ASCEND910B],
 };
 
 function rowNormSupported(op: RowNormOperator, family: SocFamily): boolean {
@@ -417,7 +267,9 @@ function rowNormSupported(op: RowNormOperator, family: SocFamily): boolean {
  *   have BF16, config_without_bf16 (ascend310p, ascend910) not (`rms_norm/op_host/
  *   rms_norm_def.cpp`, `rms_norm_grad/op_host/rms_norm_grad_def.cpp`);
  * - aclnnAddRmsNorm: every SocVersion but ASCEND310P (`add_rms_norm/op_host/op_api/
- *   aclnn_add_rms_norm.cpp` CheckDtypeValid, ASCEND310P_DTYPE_SUPPORT_LIST).
+ *   aclnn_add_rms_norm.cpp` CheckDtypeValid, ASCEND310P_DTYPE_SUPPORT_LIST);
+ * - aclnnGemmaRmsNorm: every configuration of its OpDef has BF16 rows (`gemma_rms_norm_def.cpp`
+ *   :22-43 ascend910b / ascend910_93, :53-80 ascend950), and it runs nowhere else.
  */
 function normBf16Allowed(op: RowNormOperator, family: SocFamily): boolean {
   const sv = family.socVersion;
@@ -432,6 +284,8 @@ function normBf16Allowed(op: RowNormOperator, family: SocFamily): boolean {
         sv === SocVersion.ASCEND950;
     case "aclnnAddRmsNorm":
       return sv !== SocVersion.ASCEND310P;
+    case "aclnnGemmaRmsNorm":
+      return true;
   }
 }
 
@@ -485,4 +339,20 @@ export function rmsNormGradEmptyRows(family: SocFamily): boolean {
  */
 export function addRmsNormStoresRstd(family: SocFamily): boolean {
   return family.socVersion !== SocVersion.ASCEND310P;
+}
+
+/**
+ * Whether aclnnGemmaRmsNorm accepts a float32 gamma with float16 or bfloat16 data: only
+ * config_regbase (ascend950) has the rows `(x FLOAT16|BF16, gamma FLOAT)`; the ascend910b /
+ * ascend910_93 configuration pairs x with a gamma of its own dtype (ops-nn
+ * `norm/gemma_rms_norm/op_host/gemma_rms_norm_def.cpp:22-43, 53-80`).
+ *
+ * @example
+ * ```ts
+ * import { gemmaRmsNormMixedGamma, socFamily } from "@aclnn/norm/ascend";
+ * console.log(gemmaRmsNormMixedGamma(socFamily("Ascend910B4")!)); // false
+ * ```
+ */
+export function gemmaRmsNormMixedGamma(family: SocFamily): boolean {
+  return isRegbase(family);
 }

@@ -366,6 +366,22 @@ export const opapiNnSymbols = {
   //   aclOpExecutor *executor, aclrtStream stream);
   // Optional: exported together with its phase 1.
   aclnnAddRmsNorm: { ...execute, optional: true },
+  // aclnnStatus aclnnGemmaRmsNormGetWorkspaceSize(const aclTensor *x, const aclTensor *gamma,
+  //   double epsilon, const aclTensor *yOut, const aclTensor *rstdOut, uint64_t *workspaceSize,
+  //   aclOpExecutor **executor);
+  // (generated header aclnnop/aclnn_gemma_rms_norm.h; ops-nn norm/gemma_rms_norm/docs/
+  // aclnnGemmaRmsNorm.md, gemma_rms_norm_def.cpp)
+  // Optional: one of the operators of issue 39, newer than aclnnAddRmsNorm; a release without it
+  // must still load the others.
+  aclnnGemmaRmsNormGetWorkspaceSize: {
+    parameters: ["pointer", "pointer", "f64", "pointer", "pointer", "buffer", "buffer"],
+    result: "i32",
+    optional: true,
+  },
+  // aclnnStatus aclnnGemmaRmsNorm(void *workspace, uint64_t workspaceSize,
+  //   aclOpExecutor *executor, aclrtStream stream);
+  // Optional: exported together with its phase 1.
+  aclnnGemmaRmsNorm: { ...execute, optional: true },
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /** Operators of `libopapi_math.so` (CANN >= 8.5) or `libopapi.so` (older). */

@@ -20,7 +20,14 @@ import {
   batchNormStats,
 } from "./batch_norm_forward.ts";
 import { groupNorm, groupNormBackward } from "./group_norm.ts";
-import { addRmsNorm, layerNorm, layerNormBackward, rmsNorm, rmsNormGrad } from "./row_norms.ts";
+import {
+  addRmsNorm,
+  gemmaRmsNorm,
+  layerNorm,
+  layerNormBackward,
+  rmsNorm,
+  rmsNormGrad,
+} from "./row_norms.ts";
 
 /** Every operator's float64 oracle kernel. */
 export const referenceKernels: Kernels = {
@@ -38,4 +45,5 @@ export const referenceKernels: Kernels = {
   rmsNorm,
   rmsNormGrad,
   addRmsNorm,
+  gemmaRmsNorm,
 };

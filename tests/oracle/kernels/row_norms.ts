@@ -1,6 +1,7 @@
 /**
  * The oracle's LayerNorm and RMSNorm family in the kernel contract: aclnnLayerNorm,
- * aclnnLayerNormBackward, aclnnRmsNorm, aclnnRmsNormGrad and aclnnAddRmsNorm over rows x cols
+ * aclnnLayerNormBackward, aclnnRmsNorm, aclnnGemmaRmsNorm, aclnnRmsNormGrad and aclnnAddRmsNorm
+ * over rows x cols
  * data (cols = the normalized dims) in logical order. Values from the oracle's row-norm
  * functions (../row_norms.ts); this file says which tensors each operator writes: no rows,
  * nothing (no gradient rows: zero weight gradients); rows of no element, mean 0 and rstd NaN
@@ -12,6 +13,8 @@
 import type {
   AddRmsNormPlan,
   AddRmsNormTensors,
+  GemmaRmsNormPlan,
+  GemmaRmsNormTensors,
   LayerNormBackwardPlan,
   LayerNormBackwardTensors,
   LayerNormPlan,
@@ -78,6 +81,15 @@ export function rmsNorm(plan: RmsNormPlan, t: RmsNormTensors): void {
   const { rows, cols } = plan.geometry;
   if (rows === 0 || cols === 0) return;
   const r = rowNorms.rmsNorm(list(t.x), rows, cols, plan.epsilon, list(t.gamma));
+  write(t.y, r.y);
+  write(t.rstd, r.rstd);
+}
+
+/** aclnnGemmaRmsNorm (nothing to write without rows or columns). */
+export function gemmaRmsNorm(plan: GemmaRmsNormPlan, t: GemmaRmsNormTensors): void {
+  const { rows, cols } = plan.geometry;
+  if (rows === 0 || cols === 0) return;
+  const r = rowNorms.gemmaRmsNorm(list(t.x), rows, cols, plan.epsilon, list(t.gamma));
   write(t.y, r.y);
   write(t.rstd, r.rstd);
 }

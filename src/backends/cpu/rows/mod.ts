@@ -7,16 +7,17 @@
 
 import type { Kernels } from "../../types.ts";
 import { layerNorm, layerNormBackward } from "./layer_norm.ts";
-import { addRmsNorm, rmsNorm, rmsNormGrad } from "./rms_norm.ts";
+import { addRmsNorm, gemmaRmsNorm, rmsNorm, rmsNormGrad } from "./rms_norm.ts";
 
 /** The row kernels, by operator. */
 export const rowKernels: Pick<
   Kernels,
-  "layerNorm" | "layerNormBackward" | "rmsNorm" | "rmsNormGrad" | "addRmsNorm"
+  "layerNorm" | "layerNormBackward" | "rmsNorm" | "rmsNormGrad" | "addRmsNorm" | "gemmaRmsNorm"
 > = {
   layerNorm,
   layerNormBackward,
   rmsNorm,
   rmsNormGrad,
   addRmsNorm,
+  gemmaRmsNorm,
 };

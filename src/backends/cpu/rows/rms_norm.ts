@@ -1,5 +1,5 @@
 /**
- * The CPU kernels of aclnnRmsNorm, aclnnRmsNormGrad and aclnnAddRmsNorm: rows of gamma's dims in
+ * The CPU kernels of aclnnRmsNorm, aclnnGemmaRmsNorm, aclnnRmsNormGrad and aclnnAddRmsNorm: rows of gamma's dims in
  * work items (items.ts), run by the WebAssembly row kernels in float32 as CANN's kernels compute
  * (src/backends/cpu/wasm/row_norms.wat, row_norms_grad.wat: row sums in float32 blocks added in
  * float64, each output rounded once), on heap rows of the data's dtype (row_staging.ts stages
@@ -12,6 +12,8 @@
 import type {
   AddRmsNormPlan,
   AddRmsNormTensors,
+  GemmaRmsNormPlan,
+  GemmaRmsNormTensors,
   RmsNormGradPlan,
   RmsNormGradTensors,
   RmsNormPlan,
@@ -24,9 +26,26 @@ import { withHeapRows } from "./row_staging.ts";
 
 /** aclnnRmsNorm: per row rstd = 1/sqrt(mean(x^2) + epsilon), y = x * rstd * gamma. */
 export function rmsNorm(plan: RmsNormPlan, t: RmsNormTensors): void {
+  rmsForward(plan, t, channelValues(t.gamma));
+}
+
+/**
+ * aclnnGemmaRmsNorm: RMSNorm's kernel with the scale 1 + gamma formed in float32 (ops-nn
+ * `norm/rms_norm/op_kernel/rms_norm.h:150-166`: Adds on the float gamma, never rounded to
+ * gamma's dtype). The row kernel takes its scale as float32 for every data dtype, so
+ * fround(1 + gamma) is exactly that scale: the float64 sum of two float32 values rounded once to
+ * float32 is the float32 sum (53 >= 2 * 24 + 2 bits: no double rounding).
+ */
+export function gemmaRmsNorm(plan: GemmaRmsNormPlan, t: GemmaRmsNormTensors): void {
+  const g = channelValues(t.gamma);
+  for (let i = 0; i < g.length; i++) g[i] = Math.fround(1 + g[i]);
+  rmsForward(plan, t, g);
+}
+
+/** RMSNorm's forward with the per-column float32 scale `g` (the row kernel rounds it to float32). */
+function rmsForward(plan: RmsNormPlan, t: RmsNormTensors, g: Float64Array): void {
   const { rows, cols, axis } = plan.geometry;
   if (rows === 0 || cols === 0) return;
-  const g = channelValues(t.gamma);
   withHeapRows(axis, t.x.dtype, [t.x], [t.y], (anchor, data) => {
     const rstd = rmsForwardHeap("rmsNormRows", anchor, data, rows, cols, plan.epsilon, g);
     writeChannelValues(t.rstd, rstd);
