@@ -75,6 +75,7 @@ const TARGETS: Target[] = [
       "sim_ops_rms_norm.c",
       "sim_ops_add_rms_norm.c",
       "sim_ops_gemma_rms_norm.c",
+      "sim_ops_inplace_add_rms_norm.c",
       "sim_soc.c",
       "sim_rules.c",
       "sim_decomposed.c",

@@ -174,3 +174,18 @@ export type GemmaRmsNormPlan = RmsNormPlan;
  * Tensors of aclnnGemmaRmsNorm: RMSNorm's (x, gamma, y, rstd), with y = x * rstd * (1 + gamma).
  */
 export type GemmaRmsNormTensors = RmsNormTensors;
+
+/** aclnnInplaceAddRmsNorm: AddRmsNorm's plan (rows of x1Ref, epsilon). */
+export type InplaceAddRmsNormPlan = AddRmsNormPlan;
+
+/** Tensors of aclnnInplaceAddRmsNorm: its inputs are also its outputs. */
+export interface InplaceAddRmsNormTensors {
+  /** Input x1; receives y = x * rstd * gamma. */
+  readonly x1Ref: Tensor;
+  /** Input x2 (the residual); receives x = x1 + x2 rounded to the dtype. */
+  readonly x2Ref: Tensor;
+  /** Scale, x1Ref's trailing dims. */
+  readonly gamma: Tensor;
+  /** Output: per-row 1/sqrt(mean(x^2) + epsilon), one value per row. */
+  readonly rstd: Tensor;
+}

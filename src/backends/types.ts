@@ -24,6 +24,8 @@ import type {
   AddRmsNormTensors,
   GemmaRmsNormPlan,
   GemmaRmsNormTensors,
+  InplaceAddRmsNormPlan,
+  InplaceAddRmsNormTensors,
   LayerNormBackwardPlan,
   LayerNormBackwardTensors,
   LayerNormPlan,
@@ -378,6 +380,8 @@ export interface Kernels {
   addRmsNorm(plan: AddRmsNormPlan, tensors: AddRmsNormTensors): void;
   /** aclnnGemmaRmsNorm. */
   gemmaRmsNorm(plan: GemmaRmsNormPlan, tensors: GemmaRmsNormTensors): void;
+  /** aclnnInplaceAddRmsNorm: x1Ref and x2Ref are read, then written. */
+  inplaceAddRmsNorm(plan: InplaceAddRmsNormPlan, tensors: InplaceAddRmsNormTensors): void;
 }
 
 /** The operator names of {@linkcode Kernels}. */

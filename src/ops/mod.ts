@@ -82,3 +82,9 @@ export { addRmsNorm } from "./add_rms_norm.ts";
 export type { AddRmsNormArgs, AddRmsNormOut, AddRmsNormResult } from "./add_rms_norm.ts";
 export { gemmaRmsNorm } from "./gemma_rms_norm.ts";
 export type { GemmaRmsNormArgs, GemmaRmsNormOut, GemmaRmsNormResult } from "./gemma_rms_norm.ts";
+export { inplaceAddRmsNorm } from "./inplace_add_rms_norm.ts";
+export type {
+  InplaceAddRmsNormArgs,
+  InplaceAddRmsNormOut,
+  InplaceAddRmsNormResult,
+} from "./inplace_add_rms_norm.ts";

@@ -1,6 +1,6 @@
 /**
  * The CPU backend's row kernels (src/backends/cpu/rows, src/backends/cpu/wasm/row_norms*.wat):
- * the six operators against the float64 oracle's kernels (tests/oracle/kernels) within the
+ * the seven operators against the float64 oracle's kernels (tests/oracle/kernels) within the
  * bound of their float32 arithmetic (tests/helpers/tolerance.ts F32_ARITHMETIC), for every
  * tail length of the vectors and of the sums' blocks, float32/float16/bfloat16, rows in the host
  * heap, at an offset with rows of their own stride, outside the heap and strided; the same bits
@@ -81,7 +81,7 @@ function placed(values: Float64Array, rows: number, cols: number, dtype: DType, 
   return t.copy_(values);
 }
 
-/** Every output of the six kernels of `k` on case `c`. */
+/** Every output of the seven kernels of `k` on case `c`. */
 function runAll(
   k: typeof rowKernels | typeof referenceKernels,
   c: Case,
@@ -135,7 +135,10 @@ function runAll(
   const [gy, gr, gy32, gr32] = [out(), Tensor.zeros([rows]), out(), Tensor.zeros([rows])];
   k.gemmaRmsNorm({ geometry: g, epsilon: 1e-6 }, { x, gamma: b, y: gy, rstd: gr });
   k.gemmaRmsNorm({ geometry: g, epsilon: 1e-6 }, { x, gamma: w, y: gy32, rstd: gr32 });
-  return { ...res, y, rs, dx, dg, ay, ar, ax, gy, gr, gy32, gr32 };
+  // InplaceAddRmsNorm: y over x1Ref, x over x2Ref (fresh copies of x and dy, placed alike).
+  const [i1, i2, ir] = [view(1), view(2), Tensor.zeros([rows])];
+  k.inplaceAddRmsNorm({ geometry: g, epsilon: 1e-6 }, { x1Ref: i1, x2Ref: i2, gamma: b, rstd: ir });
+  return { ...res, y, rs, dx, dg, ay, ar, ax, gy, gr, gy32, gr32, i1, i2, ir };
 }
 
 /** Byte-identical storages of two views of one shape, read in logical order. */
@@ -328,8 +331,8 @@ Deno.test("row norms give the same bits on the worker pool as on one thread", as
           const jobs = pooledJobCount();
           return { jobs, pooled: runAll(rowKernels, c) };
         });
-        // Ten calls: layerNorm, three layerNormBackward, rmsNorm, rmsNormGrad, addRmsNorm, two
-        // gemmaRmsNorm (2 items+).
+        // Eleven calls: layerNorm, three layerNormBackward, rmsNorm, rmsNormGrad, addRmsNorm, two
+        // gemmaRmsNorm, inplaceAddRmsNorm (2 items+).
         assert.ok(pooledJobCount() - jobs >= 9, `${dtype} [${rows},${cols}] ran on the pool`);
         for (const [name, t] of Object.entries(pooled)) {
           assertSameBits(t, alone[name], `${dtype} [${rows},${cols}] pooled ${name}`);

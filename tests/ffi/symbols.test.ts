@@ -107,6 +107,8 @@ Deno.test("symbols: only release-dependent symbols are optional", () => {
     "aclnnGemmaRmsNorm",
     "aclnnGemmaRmsNormGetWorkspaceSize",
     "aclnnInit",
+    "aclnnInplaceAddRmsNorm",
+    "aclnnInplaceAddRmsNormGetWorkspaceSize",
     "aclnnLayerNormWithImplMode",
     "aclnnLayerNormWithImplModeGetWorkspaceSize",
     "aclnnRmsNorm",

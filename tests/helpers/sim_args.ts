@@ -32,7 +32,8 @@ export const ROWS: readonly number[] = [N, C, 1];
 /**
  * What the software CANN says when `op` refuses bfloat16 data on a chip (tests/sim/README_norm.md):
  * the OP_CHECK_DTYPE_NOT_SUPPORT text of the hand-written operators, the documentation rule of
- * aclnnLayerNormBackward, the OpDef mismatch of the generated RmsNorm/RmsNormGrad.
+ * aclnnLayerNormBackward, the OpDef mismatch of the generated RmsNorm/RmsNormGrad/GemmaRmsNorm/
+ * InplaceAddRmsNorm.
  */
 export function bf16RefusalText(op: SocOperator): RegExp {
   switch (op) {
@@ -40,6 +41,7 @@ export function bf16RefusalText(op: SocOperator): RegExp {
       return /is DT_BF16, which the .* does not support \(CANN's documentation/;
     case "aclnnRmsNorm":
     case "aclnnGemmaRmsNorm":
+    case "aclnnInplaceAddRmsNorm":
     case "aclnnRmsNormGrad":
       return /inconsistent with that defined in the operator prototype OpDef/;
     default:
@@ -239,6 +241,14 @@ export function argsFor(
         t(pick(o, "gamma", () => full(npu, [L], 1.5, dt))),
         out(pick(o, "dx", () => fresh(npu, X, dt))),
         out(pick(o, "dgamma", () => fresh(npu, [L]))),
+      ];
+    case "aclnnInplaceAddRmsNorm":
+      return [
+        t(pick(o, "x1Ref", x)),
+        t(pick(o, "x2Ref", dy)),
+        t(pick(o, "gamma", () => full(npu, [L], 1.5, dt))),
+        arg.f64(EPS),
+        out(pick(o, "rstd", () => fresh(npu, ROWS))),
       ];
     case "aclnnAddRmsNorm":
       return [

@@ -118,6 +118,7 @@ Deno.test("argument names: every operator refuses an unknown field", async () =>
     ["aclnnRmsNormGrad", (a) => ops.rmsNormGrad(a as never)],
     ["aclnnAddRmsNorm", (a) => ops.addRmsNorm(a as never)],
     ["aclnnGemmaRmsNorm", (a) => ops.gemmaRmsNorm(a as never)],
+    ["aclnnInplaceAddRmsNorm", (a) => ops.inplaceAddRmsNorm(a as never)],
     [
       "infiniopCreateBatchNormBackwardDescriptor",
       (a) => ops.createBatchNormBackwardDescriptor(a as never),

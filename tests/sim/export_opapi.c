@@ -150,6 +150,13 @@ SIM_PUBLIC aclnnStatus aclnnGemmaRmsNormGetWorkspaceSize(const aclTensor *x, con
   return sim_gemma_rms_norm_ws(x, gamma, epsilon, yOut, rstdOut, workspaceSize, (void **)executor);
 }
 SIM_PHASE2(aclnnGemmaRmsNorm, SIM_OP_GEMMA_RMS_NORM)
+
+SIM_PUBLIC aclnnStatus aclnnInplaceAddRmsNormGetWorkspaceSize(aclTensor *x1Ref, aclTensor *x2Ref, const aclTensor *gamma,
+                                                              double epsilon, const aclTensor *rstdOut,
+                                                              uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_inplace_add_rms_norm_ws(x1Ref, x2Ref, gamma, epsilon, rstdOut, workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnInplaceAddRmsNorm, SIM_OP_INPLACE_ADD_RMS_NORM)
 #endif
 
 #ifdef SIM_WITH_MATH

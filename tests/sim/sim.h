@@ -81,6 +81,7 @@ typedef enum {
   SIM_OP_RMS_NORM_GRAD,
   SIM_OP_ADD_RMS_NORM,
   SIM_OP_GEMMA_RMS_NORM,
+  SIM_OP_INPLACE_ADD_RMS_NORM,
   SIM_OP_COUNT
 } SimOpId;
 
@@ -128,7 +129,7 @@ typedef struct {
   /* LayerNorm / RMSNorm family (sim_ops_*norm*.c): the normalized dims are the input's dims from
    * norm_axis on (rows = product of the dims before it, cols = product of the rest). */
   int32_t norm_axis;
-  int32_t norm_mode;  /* LayerNorm implMode; AddRmsNorm mode (0 add, 1 pre, 2 post) */
+  int32_t norm_mode;  /* LayerNorm implMode; AddRmsNorm mode (0 add, 1 pre, 2 post); InplaceAddRmsNorm norm key */
   int32_t norm_dt[3]; /* dtypes of CANN's intermediate results, chosen at phase 1 (per operator) */
   int32_t npu_arch;       /* [version] NpuArch of the platform file (SIM_DAV_RESV: none) */
   int32_t overflow_mode;  /* SimOverflowMode the modelled narrow-dtype steps round with */
@@ -380,6 +381,9 @@ SIM_CORE_API int sim_add_rms_norm_ws(const void *x1, const void *x2, const void 
 SIM_CORE_API int sim_gemma_rms_norm_ws(const void *x, const void *gamma, double epsilon,
                                        const void *yOut, const void *rstdOut, uint64_t *ws,
                                        void **exec);
+SIM_CORE_API int sim_inplace_add_rms_norm_ws(const void *x1Ref, const void *x2Ref,
+                                             const void *gamma, double epsilon,
+                                             const void *rstdOut, uint64_t *ws, void **exec);
 /* Their computations, called by sim_op_run at synchronisation (core-internal). */
 int sim_run_layer_norm(const SimPlan *p);
 int sim_run_layer_norm_backward(const SimPlan *p);
@@ -387,5 +391,6 @@ int sim_run_rms_norm(const SimPlan *p);
 int sim_run_rms_norm_grad(const SimPlan *p);
 int sim_run_add_rms_norm(const SimPlan *p);
 int sim_run_gemma_rms_norm(const SimPlan *p);
+int sim_run_inplace_add_rms_norm(const SimPlan *p);
 
 #endif

@@ -1633,6 +1633,7 @@ int sim_op_run(const SimPlan *p, void *workspace) {
     case SIM_OP_RMS_NORM_GRAD: return sim_run_rms_norm_grad(p);
     case SIM_OP_ADD_RMS_NORM: return sim_run_add_rms_norm(p);
     case SIM_OP_GEMMA_RMS_NORM: return sim_run_gemma_rms_norm(p);
+    case SIM_OP_INPLACE_ADD_RMS_NORM: return sim_run_inplace_add_rms_norm(p);
     default: return -1;
   }
 }

@@ -140,7 +140,7 @@ static const struct {
  *   add_rms_norm_merge_n.h:162-299), and NORMAL (the rest) keeps the float sum for rstd and y
  *   (add_rms_norm.h:131-140 CopyIn, :203-254 Compute); x * rstd is RINT-cast to bfloat16
  *   before the gamma product in all four. */
-static int plan_arithmetic(NormCtx *c, int64_t rows, int64_t cols) {
+int nrm_add_rms_norm_plan(NormCtx *c, int64_t rows, int64_t cols) {
   int32_t dt = NT(c, AR_X1)->dtype;
   int32_t *k = c->plan.norm_dt;
   k[0] = k[1] = k[2] = dt;
@@ -210,20 +210,22 @@ int sim_add_rms_norm_ws(const void *x1, const void *x2, const void *gamma, doubl
    * (op_kernel/add_rms_norm.h CopyOutRstd :310-317): on the Atlas inference series rstdOut is
    * left untouched ("参数rstdOut在当前产品使用场景下无效", docs). */
   if (c->product == NP_310P) NP(c, AR_RSTD) = false;
-  NTRY(plan_arithmetic(c, rows, cols));
+  NTRY(nrm_add_rms_norm_plan(c, rows, cols));
   return nrm_finish(c, rows, ws, exec);
 }
 
-/* The kernels (plan_arithmetic names the templates): x = x1 + x2 rounded to the data dtype and
- * stored to xOut; rstd = 1/sqrt(mean(x^2) + eps) over the x of norm_dt[0]; y = x * rstd over
- * the x of norm_dt[1], rounded to norm_dt[2] when that is a 16-bit dtype, times gamma, stored
- * (one more rounding to the dtype). Float steps are computed in double. */
-int sim_run_add_rms_norm(const SimPlan *p) {
+/* The kernels (nrm_add_rms_norm_plan names the templates): x = x1 + x2 rounded to the data dtype
+ * and stored to slot xo; rstd = 1/sqrt(mean(x^2) + eps) over the x of norm_dt[0]; y = x * rstd
+ * over the x of norm_dt[1], rounded to norm_dt[2] when that is a 16-bit dtype, times gamma, stored
+ * to slot yo (one more rounding to the dtype). Every input is loaded before any output is stored
+ * (aclnnInplaceAddRmsNorm's outputs are its inputs x1, x2). Float steps are computed in double. */
+int nrm_add_rms_norm_compute(const SimPlan *p, const int slots[6], bool store_rstd, bool store_x) {
+  const SimTensorDesc *t1 = &p->t[slots[0]];
   int64_t rows, cols;
-  nrm_rows_cols(&p->t[AR_X1], p->norm_axis, &rows, &cols);
-  int32_t dt = p->t[AR_X1].dtype;
+  nrm_rows_cols(t1, p->norm_axis, &rows, &cols);
+  int32_t dt = t1->dtype;
   const int32_t *k = p->norm_dt;
-  double *x1 = sim_load(&p->t[AR_X1]), *x2 = sim_load(&p->t[AR_X2]), *g = sim_load(&p->t[AR_G]);
+  double *x1 = sim_load(t1), *x2 = sim_load(&p->t[slots[1]]), *g = sim_load(&p->t[slots[2]]);
   double *x = nrm_zalloc(rows * cols), *y = nrm_zalloc(rows * cols), *rs = nrm_zalloc(rows);
   double *xf = nrm_zalloc(rows * cols); /* the float sum (before the cast of a 16-bit x) */
   for (int64_t r = 0; r < rows; r++) {
@@ -242,9 +244,15 @@ int sim_run_add_rms_norm(const SimPlan *p) {
       y[j] = (k[2] == SIM_DT_FLOAT ? t : nrm_round(t, k[2])) * g[i];
     }
   }
-  sim_store(&p->t[AR_Y], y);
-  if (p->norm_mode == MODE_ADD && p->present[AR_RSTD]) sim_store(&p->t[AR_RSTD], rs);
-  if (p->norm_mode != MODE_POST) sim_store(&p->t[AR_XO], x);
+  sim_store(&p->t[slots[3]], y);
+  if (store_rstd) sim_store(&p->t[slots[4]], rs);
+  if (store_x) sim_store(&p->t[slots[5]], x);
   free(x1), free(x2), free(g), free(x), free(xf), free(y), free(rs);
   return 0;
+}
+
+int sim_run_add_rms_norm(const SimPlan *p) {
+  static const int slots[6] = {AR_X1, AR_X2, AR_G, AR_Y, AR_RSTD, AR_XO};
+  return nrm_add_rms_norm_compute(p, slots, p->norm_mode == MODE_ADD && p->present[AR_RSTD],
+                                  p->norm_mode != MODE_POST);
 }

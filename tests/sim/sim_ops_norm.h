@@ -127,6 +127,12 @@ bool nrm_all_empty(const NormCtx *c, int from, int to);
  * `node` is the op type its texts name (context->GetNodeName()). 561002 on failure. */
 int nrm_rms_norm_shapes(NormCtx *c, const char *node);
 
+/* ---- AddRmsNorm's kernels, shared with aclnnInplaceAddRmsNorm (sim_ops_add_rms_norm.c) ---- */
+/* The intermediate dtypes of the SoC's template for slot 0's dtype (plan.norm_dt). */
+int nrm_add_rms_norm_plan(NormCtx *c, int64_t rows, int64_t cols);
+/* x = x1 + x2, rstd, y with slots {x1, x2, gamma, y, rstd, x}; rstd and x stored when asked. */
+int nrm_add_rms_norm_compute(const SimPlan *p, const int slots[6], bool store_rstd, bool store_x);
+
 /* zero-filled array of n doubles (at least one element) */
 double *nrm_zalloc(int64_t n);
 

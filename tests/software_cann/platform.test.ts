@@ -77,6 +77,8 @@ function bf16(op: SocOperator, { arch, sv }: Chip): boolean {
       return sv === 1 || sv === 2 || sv === 3;
     case "aclnnAddRmsNorm": // aclnn_add_rms_norm.cpp: ASCEND310P_DTYPE_SUPPORT_LIST has no BF16
       return sv !== 6;
+    case "aclnnInplaceAddRmsNorm": // inplace_add_rms_norm_def.cpp: config310P has no BF16
+      return sv !== 6;
     case "aclnnGemmaRmsNorm": // gemma_rms_norm_def.cpp: every configuration has BF16 rows
       return true;
   }
@@ -96,6 +98,7 @@ function documented(op: SocOperator, { sv }: Chip): boolean {
     case "aclnnRmsNorm": // 950, A3, A2, 310P
     case "aclnnRmsNormGrad":
     case "aclnnAddRmsNorm":
+    case "aclnnInplaceAddRmsNorm":
       return [3, 2, 1, 6].includes(sv);
     case "aclnnGemmaRmsNorm": // 950, A3, A2
       return [3, 2, 1].includes(sv);

@@ -31,10 +31,41 @@ function rmsForward(op: string, p: types.RmsNormPlan, t: types.RmsNormTensors): 
   ]);
 }
 
+/**
+ * rstd of the stored sum x, as aclnnRmsNorm computes it (its y goes to a scratch tensor): for the
+ * chips whose AddRmsNorm kernel never stores rstd.
+ */
+function rstdOfSum(
+  device: AscendDevice,
+  p: types.AddRmsNormPlan,
+  x: Tensor,
+  gamma: Tensor,
+  rstd: Tensor,
+): void {
+  const scratch = Tensor.zeros(x.shape, x.dtype, device);
+  try {
+    runAclnn(device, "aclnnRmsNorm", [
+      arg.tensor(x),
+      arg.tensor(gamma),
+      arg.f64(p.epsilon),
+      arg.output(scratch),
+      arg.output(rstd),
+    ]);
+  } finally {
+    scratch.dispose();
+  }
+}
+
 /** The row-norm kernels of the Ascend backend. */
 export const ascendRowNormKernels: Pick<
   types.Kernels,
-  "layerNorm" | "layerNormBackward" | "rmsNorm" | "rmsNormGrad" | "addRmsNorm" | "gemmaRmsNorm"
+  | "layerNorm"
+  | "layerNormBackward"
+  | "rmsNorm"
+  | "rmsNormGrad"
+  | "addRmsNorm"
+  | "gemmaRmsNorm"
+  | "inplaceAddRmsNorm"
 > = {
   layerNorm(p: types.LayerNormPlan, t: types.LayerNormTensors) {
     // Rows of no element do not reach the backends: src/ops/layer_norm.ts fills mean with 0 and
@@ -99,18 +130,22 @@ export const ascendRowNormKernels: Pick<
       arg.output(t.x),
     ]);
     if (addRmsNormStoresRstd(deviceSocFamily(device, "aclnnAddRmsNorm"))) return;
-    // rstd of the stored sum x, as aclnnRmsNorm computes it; its y goes to a scratch tensor.
-    const scratch = Tensor.zeros(t.y.shape, t.y.dtype, device);
-    try {
-      runAclnn(device, "aclnnRmsNorm", [
-        arg.tensor(t.x),
-        arg.tensor(t.gamma),
-        arg.f64(p.epsilon),
-        arg.output(scratch),
-        arg.output(t.rstd),
-      ]);
-    } finally {
-      scratch.dispose();
-    }
+    rstdOfSum(device, p, t.x, t.gamma, t.rstd);
+  },
+
+  inplaceAddRmsNorm(p: types.InplaceAddRmsNormPlan, t: types.InplaceAddRmsNormTensors) {
+    const device = deviceOf(t.x1Ref);
+    // x1Ref and x2Ref are passed as the inputs they also are (as running statistics are).
+    runAclnn(device, "aclnnInplaceAddRmsNorm", [
+      arg.tensor(t.x1Ref),
+      arg.tensor(t.x2Ref),
+      arg.tensor(t.gamma),
+      arg.f64(p.epsilon),
+      arg.output(t.rstd),
+    ]);
+    // The same kernels as aclnnAddRmsNorm (op_kernel/inplace_add_rms_norm.cpp): no rstd stored on
+    // the Atlas inference series; x2Ref now holds the sum.
+    if (addRmsNormStoresRstd(deviceSocFamily(device, "aclnnInplaceAddRmsNorm"))) return;
+    rstdOfSum(device, p, t.x2Ref, t.gamma, t.rstd);
   },
 };

@@ -38,6 +38,7 @@ export const ROW_NORM_OPERATORS = [
   "aclnnRmsNormGrad",
   "aclnnAddRmsNorm",
   "aclnnGemmaRmsNorm",
+  "aclnnInplaceAddRmsNorm",
 ] as const;
 
 /** The operators whose rules depend on the SoC. */
@@ -133,6 +134,7 @@ export function bf16Allowed(op: SocOperator, family: SocFamily): boolean {
     case "aclnnRmsNormGrad":
     case "aclnnAddRmsNorm":
     case "aclnnGemmaRmsNorm":
+    case "aclnnInplaceAddRmsNorm":
       return normBf16Allowed(op, family);
   }
 }
@@ -213,7 +215,9 @@ export function isRowNormOperator(op: string): op is RowNormOperator {
  *   A2, 310P; not 910 (whose OpDef registers a binary the docs disown), not 310B;
  * - aclnnGemmaRmsNorm (`gemma_rms_norm/docs/aclnnGemmaRmsNorm.md`): 950, A3, A2; not 310P, 910,
  *   310B (its OpDef registers ascend910b, ascend910_93 and ascend950 only: `gemma_rms_norm/
- *   op_host/gemma_rms_norm_def.cpp:46-80`).
+ *   op_host/gemma_rms_norm_def.cpp:46-80`);
+ * - aclnnInplaceAddRmsNorm (`inplace_add_rms_norm/docs/aclnnInplaceAddRmsNorm.md`): 950, A3, A2,
+ *   310P; not 910, 310B.
  * No document names Ascend 350 (and no op definition registers `ascend350`): none runs there.
  */
 const ROW_NORM_PRODUCTS: Readonly<Record<RowNormOperator, readonly number[]>> = {
@@ -250,6 +254,12 @@ const ROW_NORM_PRODUCTS: Readonly<Record<RowNormOperator, readonly number[]>> = 
     SocVersion.ASCEND310P,
   ],
   aclnnGemmaRmsNorm: [SocVersion.ASCEND950, SocVersion.ASCEND910_93, SocVersion.ASCEND910B],
+  aclnnInplaceAddRmsNorm: [
+    SocVersion.ASCEND950,
+    SocVersion.ASCEND910_93,
+    SocVersion.ASCEND910B,
+    SocVersion.ASCEND310P,
+  ],
 };
 
 function rowNormSupported(op: RowNormOperator, family: SocFamily): boolean {
@@ -269,7 +279,9 @@ function rowNormSupported(op: RowNormOperator, family: SocFamily): boolean {
  * - aclnnAddRmsNorm: every SocVersion but ASCEND310P (`add_rms_norm/op_host/op_api/
  *   aclnn_add_rms_norm.cpp` CheckDtypeValid, ASCEND310P_DTYPE_SUPPORT_LIST);
  * - aclnnGemmaRmsNorm: every configuration of its OpDef has BF16 rows (`gemma_rms_norm_def.cpp`
- *   :22-43 ascend910b / ascend910_93, :53-80 ascend950), and it runs nowhere else.
+ *   :22-43 ascend910b / ascend910_93, :53-80 ascend950), and it runs nowhere else;
+ * - aclnnInplaceAddRmsNorm: every configuration but config310P (ascend310p, FLOAT16/FLOAT only:
+ *   `inplace_add_rms_norm/op_host/inplace_add_rms_norm_def.cpp:64-104`).
  */
 function normBf16Allowed(op: RowNormOperator, family: SocFamily): boolean {
   const sv = family.socVersion;
@@ -283,6 +295,7 @@ function normBf16Allowed(op: RowNormOperator, family: SocFamily): boolean {
       return sv === SocVersion.ASCEND910B || sv === SocVersion.ASCEND910_93 ||
         sv === SocVersion.ASCEND950;
     case "aclnnAddRmsNorm":
+    case "aclnnInplaceAddRmsNorm":
       return sv !== SocVersion.ASCEND310P;
     case "aclnnGemmaRmsNorm":
       return true;
@@ -326,7 +339,9 @@ export function rmsNormGradEmptyRows(family: SocFamily): boolean {
 }
 
 /**
- * Whether aclnnAddRmsNorm writes its rstdOut: not on the Atlas inference series, whose kernel
+ * Whether aclnnAddRmsNorm (and aclnnInplaceAddRmsNorm, whose kernels are its own:
+ * `inplace_add_rms_norm/op_kernel/inplace_add_rms_norm.cpp`) writes its rstdOut: not on the
+ * Atlas inference series, whose kernel
  * never stores rstd (ops-nn `norm/add_rms_norm/op_kernel/add_rms_norm.h` CopyOutRstd stores it
  * only where `__CCE_AICORE__ == 220` or on NPU arch 3003/3113; `aclnnAddRmsNorm.md`:
  * "参数rstdOut在当前产品使用场景下无效"). The backend then computes rstd with aclnnRmsNorm.

@@ -382,6 +382,21 @@ export const opapiNnSymbols = {
   //   aclOpExecutor *executor, aclrtStream stream);
   // Optional: exported together with its phase 1.
   aclnnGemmaRmsNorm: { ...execute, optional: true },
+  // aclnnStatus aclnnInplaceAddRmsNormGetWorkspaceSize(aclTensor *x1Ref, aclTensor *x2Ref,
+  //   const aclTensor *gamma, double epsilon, const aclTensor *rstdOut, uint64_t *workspaceSize,
+  //   aclOpExecutor **executor);
+  // (generated header aclnnop/aclnn_inplace_add_rms_norm.h; ops-nn norm/inplace_add_rms_norm/
+  // docs/aclnnInplaceAddRmsNorm.md, inplace_add_rms_norm_def.cpp)
+  // Optional: one of the operators of issue 39, like aclnnGemmaRmsNorm.
+  aclnnInplaceAddRmsNormGetWorkspaceSize: {
+    parameters: ["pointer", "pointer", "pointer", "f64", "pointer", "buffer", "buffer"],
+    result: "i32",
+    optional: true,
+  },
+  // aclnnStatus aclnnInplaceAddRmsNorm(void *workspace, uint64_t workspaceSize,
+  //   aclOpExecutor *executor, aclrtStream stream);
+  // Optional: exported together with its phase 1.
+  aclnnInplaceAddRmsNorm: { ...execute, optional: true },
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /** Operators of `libopapi_math.so` (CANN >= 8.5) or `libopapi.so` (older). */

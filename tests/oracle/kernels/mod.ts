@@ -23,6 +23,7 @@ import { groupNorm, groupNormBackward } from "./group_norm.ts";
 import {
   addRmsNorm,
   gemmaRmsNorm,
+  inplaceAddRmsNorm,
   layerNorm,
   layerNormBackward,
   rmsNorm,
@@ -46,4 +47,5 @@ export const referenceKernels: Kernels = {
   rmsNormGrad,
   addRmsNorm,
   gemmaRmsNorm,
+  inplaceAddRmsNorm,
 };

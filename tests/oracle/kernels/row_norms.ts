@@ -15,6 +15,8 @@ import type {
   AddRmsNormTensors,
   GemmaRmsNormPlan,
   GemmaRmsNormTensors,
+  InplaceAddRmsNormPlan,
+  InplaceAddRmsNormTensors,
   LayerNormBackwardPlan,
   LayerNormBackwardTensors,
   LayerNormPlan,
@@ -131,4 +133,11 @@ export function addRmsNorm(plan: AddRmsNormPlan, t: AddRmsNormTensors): void {
   const r = rowNorms.rmsNorm(Array.from(sum), rows, cols, plan.epsilon, list(t.gamma));
   write(t.y, r.y);
   write(t.rstd, r.rstd);
+}
+
+/** aclnnInplaceAddRmsNorm: addRmsNorm's values, y over x1Ref and x over x2Ref (inputs read first). */
+export function inplaceAddRmsNorm(plan: InplaceAddRmsNormPlan, t: InplaceAddRmsNormTensors): void {
+  const x1 = t.x1Ref.contiguous();
+  const x2 = t.x2Ref.contiguous();
+  addRmsNorm(plan, { x1, x2, gamma: t.gamma, y: t.x1Ref, rstd: t.rstd, x: t.x2Ref });
 }

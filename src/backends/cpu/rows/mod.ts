@@ -7,12 +7,18 @@
 
 import type { Kernels } from "../../types.ts";
 import { layerNorm, layerNormBackward } from "./layer_norm.ts";
-import { addRmsNorm, gemmaRmsNorm, rmsNorm, rmsNormGrad } from "./rms_norm.ts";
+import { addRmsNorm, gemmaRmsNorm, inplaceAddRmsNorm, rmsNorm, rmsNormGrad } from "./rms_norm.ts";
 
 /** The row kernels, by operator. */
 export const rowKernels: Pick<
   Kernels,
-  "layerNorm" | "layerNormBackward" | "rmsNorm" | "rmsNormGrad" | "addRmsNorm" | "gemmaRmsNorm"
+  | "layerNorm"
+  | "layerNormBackward"
+  | "rmsNorm"
+  | "rmsNormGrad"
+  | "addRmsNorm"
+  | "gemmaRmsNorm"
+  | "inplaceAddRmsNorm"
 > = {
   layerNorm,
   layerNormBackward,
@@ -20,4 +26,5 @@ export const rowKernels: Pick<
   rmsNormGrad,
   addRmsNorm,
   gemmaRmsNorm,
+  inplaceAddRmsNorm,
 };

@@ -1,5 +1,6 @@
 /**
- * The CPU kernels of aclnnRmsNorm, aclnnGemmaRmsNorm, aclnnRmsNormGrad and aclnnAddRmsNorm: rows of gamma's dims in
+ * The CPU kernels of aclnnRmsNorm, aclnnGemmaRmsNorm, aclnnRmsNormGrad, aclnnAddRmsNorm and
+ * aclnnInplaceAddRmsNorm: rows of gamma's dims in
  * work items (items.ts), run by the WebAssembly row kernels in float32 as CANN's kernels compute
  * (src/backends/cpu/wasm/row_norms.wat, row_norms_grad.wat: row sums in float32 blocks added in
  * float64, each output rounded once), on heap rows of the data's dtype (row_staging.ts stages
@@ -14,6 +15,8 @@ import type {
   AddRmsNormTensors,
   GemmaRmsNormPlan,
   GemmaRmsNormTensors,
+  InplaceAddRmsNormPlan,
+  InplaceAddRmsNormTensors,
   RmsNormGradPlan,
   RmsNormGradTensors,
   RmsNormPlan,
@@ -21,6 +24,7 @@ import type {
 } from "../../types.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 import { channelValues, writeChannelValues } from "../fast/channel_values.ts";
+import { heapScratchTensor, stageOut } from "../heap_scratch.ts";
 import { rmsForwardHeap, rmsNormGradHeap } from "./heap_rows.ts";
 import { withHeapRows } from "./row_staging.ts";
 
@@ -90,4 +94,23 @@ export function addRmsNorm(plan: AddRmsNormPlan, t: AddRmsNormTensors): void {
     const rstd = rmsForwardHeap("addRmsNormRows", anchor, data, rows, cols, plan.epsilon, g);
     writeChannelValues(t.rstd, rstd);
   });
+}
+
+/**
+ * aclnnInplaceAddRmsNorm: AddRmsNorm's kernel with y written over x1Ref and x = x1 + x2 (rounded)
+ * over x2Ref, as CANN's kernel binds them (ops-nn `norm/inplace_add_rms_norm/op_kernel/
+ * inplace_add_rms_norm.cpp`). The row kernel (row_norms.wat add_rms_fwd) reads x1 and x2 again in
+ * its second pass, so x goes to a heap scratch first and into x2Ref after the kernel; y over x1
+ * is safe: each element of a row is read before it is written. Validation ensures rows of at
+ * least one element.
+ */
+export function inplaceAddRmsNorm(plan: InplaceAddRmsNormPlan, t: InplaceAddRmsNormTensors): void {
+  const { x1Ref, x2Ref } = t;
+  const sum = heapScratchTensor(x1Ref.shape, x1Ref.dtype, "inplaceAddRmsNorm's x");
+  try {
+    addRmsNorm(plan, { x1: x1Ref, x2: x2Ref, gamma: t.gamma, y: x1Ref, rstd: t.rstd, x: sum });
+    stageOut(x2Ref, sum);
+  } finally {
+    sum.dispose();
+  }
 }
