@@ -37,6 +37,8 @@ import type {
 } from "./row_norm_types.ts";
 
 export * from "./row_norm_types.ts";
+export * from "./batch_norm_family_types.ts";
+import type { BatchNormReducePlan, BatchNormReduceTensors } from "./batch_norm_family_types.ts";
 
 /** How a `(N, C, *)` shape splits around its channel dimension (view dim 1). */
 export interface ChannelGeometry {
@@ -382,6 +384,8 @@ export interface Kernels {
   gemmaRmsNorm(plan: GemmaRmsNormPlan, tensors: GemmaRmsNormTensors): void;
   /** aclnnInplaceAddRmsNorm: x1Ref and x2Ref are read, then written. */
   inplaceAddRmsNorm(plan: InplaceAddRmsNormPlan, tensors: InplaceAddRmsNormTensors): void;
+  /** aclnnBatchNormReduce. */
+  batchNormReduce(plan: BatchNormReducePlan, tensors: BatchNormReduceTensors): void;
 }
 
 /** The operator names of {@linkcode Kernels}. */

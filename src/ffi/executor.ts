@@ -58,6 +58,7 @@ export type AclnnArg =
   | { readonly kind: "i64"; readonly value: number }
   | { readonly kind: "i32"; readonly value: number }
   | { readonly kind: "f64"; readonly value: number }
+  | { readonly kind: "f32"; readonly value: number }
   | { readonly kind: "boolArray"; readonly values: readonly boolean[] }
   | { readonly kind: "intArray"; readonly values: readonly number[] };
 
@@ -75,6 +76,11 @@ export const arg = {
   i32: (value: number): AclnnArg => ({ kind: "i32", value }),
   /** A double. */
   f64: (value: number): AclnnArg => ({ kind: "f64", value }),
+  /**
+   * A C float (e.g. aclnnSyncBatchNormGatherStats's momentum and eps): Deno's FFI rounds the
+   * number to float32 at the call.
+   */
+  f32: (value: number): AclnnArg => ({ kind: "f32", value }),
   /** An aclBoolArray*. */
   boolArray: (values: readonly boolean[]): AclnnArg => ({ kind: "boolArray", values }),
   /** An aclIntArray* of int64_t values (e.g. LayerNorm's normalizedShape). */
@@ -90,6 +96,7 @@ const ARG_KIND_FOR: Readonly<Record<string, AclnnArg["kind"][]>> = {
   i64: ["i64"],
   i32: ["i32"],
   f64: ["f64"],
+  f32: ["f32"],
 };
 
 function invalidArg(op: string, index: number, kind: string, rule: string): never {
@@ -246,6 +253,7 @@ function prepare(call: Call): {
         }
         case "bool":
         case "f64":
+        case "f32":
         case "i32":
           native[i] = a.value;
           break;

@@ -88,3 +88,9 @@ export type {
   InplaceAddRmsNormOut,
   InplaceAddRmsNormResult,
 } from "./inplace_add_rms_norm.ts";
+export { batchNormReduce } from "./batch_norm_reduce.ts";
+export type {
+  BatchNormReduceArgs,
+  BatchNormReduceOut,
+  BatchNormReduceResult,
+} from "./batch_norm_reduce.ts";

@@ -103,6 +103,8 @@ Deno.test("symbols: only release-dependent symbols are optional", () => {
     "aclSetRawTensorAddr",
     "aclnnAddRmsNorm",
     "aclnnAddRmsNormGetWorkspaceSize",
+    "aclnnBatchNormReduce",
+    "aclnnBatchNormReduceGetWorkspaceSize",
     "aclnnFinalize",
     "aclnnGemmaRmsNorm",
     "aclnnGemmaRmsNormGetWorkspaceSize",

@@ -119,6 +119,7 @@ Deno.test("argument names: every operator refuses an unknown field", async () =>
     ["aclnnAddRmsNorm", (a) => ops.addRmsNorm(a as never)],
     ["aclnnGemmaRmsNorm", (a) => ops.gemmaRmsNorm(a as never)],
     ["aclnnInplaceAddRmsNorm", (a) => ops.inplaceAddRmsNorm(a as never)],
+    ["aclnnBatchNormReduce", (a) => ops.batchNormReduce(a as never)],
     [
       "infiniopCreateBatchNormBackwardDescriptor",
       (a) => ops.createBatchNormBackwardDescriptor(a as never),

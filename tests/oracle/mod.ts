@@ -28,6 +28,7 @@ export { batchStats64, groupStats64, invstdOf, type Moments } from "./statistics
 export { type BatchNormForward64, batchNormForward64 } from "./batch_norm_forward.ts";
 export { dot, numericalGradient } from "./finite_differences.ts";
 export { type BatchNormStats64, batchNormStats64 } from "./batch_norm_stats.ts";
+export { type BatchNormReduce64, batchNormReduce64 } from "./batch_norm_reduce.ts";
 export {
   batchNormGatherStatsWithCounts64,
   type GatherStats64,

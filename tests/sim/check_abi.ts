@@ -72,6 +72,8 @@ const OP_NN_PREFIXES = [
   "aclnnAddRmsNorm",
   "aclnnGemmaRmsNorm",
   "aclnnInplaceAddRmsNorm",
+  "aclnnFastBatchNorm",
+  "aclnnSyncBatchNorm",
 ];
 function isOpNn(name: string): boolean {
   return OP_NN_PREFIXES.some((p) => name.startsWith(p)) && !isOpMath(name);

@@ -157,6 +157,11 @@ SIM_PUBLIC aclnnStatus aclnnInplaceAddRmsNormGetWorkspaceSize(aclTensor *x1Ref, 
   return sim_inplace_add_rms_norm_ws(x1Ref, x2Ref, gamma, epsilon, rstdOut, workspaceSize, (void **)executor);
 }
 SIM_PHASE2(aclnnInplaceAddRmsNorm, SIM_OP_INPLACE_ADD_RMS_NORM)
+SIM_PUBLIC aclnnStatus aclnnBatchNormReduceGetWorkspaceSize(const aclTensor *x, aclTensor *sum, aclTensor *squareSum,
+                                                            uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_bn_reduce_ws(x, sum, squareSum, workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnBatchNormReduce, SIM_OP_BN_REDUCE)
 #endif
 
 #ifdef SIM_WITH_MATH

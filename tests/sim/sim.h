@@ -82,6 +82,7 @@ typedef enum {
   SIM_OP_ADD_RMS_NORM,
   SIM_OP_GEMMA_RMS_NORM,
   SIM_OP_INPLACE_ADD_RMS_NORM,
+  SIM_OP_BN_REDUCE,
   SIM_OP_COUNT
 } SimOpId;
 
@@ -384,6 +385,8 @@ SIM_CORE_API int sim_gemma_rms_norm_ws(const void *x, const void *gamma, double 
 SIM_CORE_API int sim_inplace_add_rms_norm_ws(const void *x1Ref, const void *x2Ref,
                                              const void *gamma, double epsilon,
                                              const void *rstdOut, uint64_t *ws, void **exec);
+/* ---- BatchNorm operators of issue 39 (sim_ops_batch_norm_reduce.c, ...) ------------------------ */
+SIM_CORE_API int sim_bn_reduce_ws(const void *x, void *sum, void *squareSum, uint64_t *ws, void **exec);
 /* Their computations, called by sim_op_run at synchronisation (core-internal). */
 int sim_run_layer_norm(const SimPlan *p);
 int sim_run_layer_norm_backward(const SimPlan *p);
@@ -392,5 +395,6 @@ int sim_run_rms_norm_grad(const SimPlan *p);
 int sim_run_add_rms_norm(const SimPlan *p);
 int sim_run_gemma_rms_norm(const SimPlan *p);
 int sim_run_inplace_add_rms_norm(const SimPlan *p);
+int sim_run_bn_reduce(const SimPlan *p);
 
 #endif

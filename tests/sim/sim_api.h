@@ -119,6 +119,8 @@ aclnnStatus aclnnGemmaRmsNormGetWorkspaceSize(const aclTensor *x, const aclTenso
 aclnnStatus aclnnGemmaRmsNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream);
 aclnnStatus aclnnInplaceAddRmsNormGetWorkspaceSize(aclTensor *x1Ref, aclTensor *x2Ref, const aclTensor *gamma, double epsilon, const aclTensor *rstdOut, uint64_t *workspaceSize, aclOpExecutor **executor);
 aclnnStatus aclnnInplaceAddRmsNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream);
+aclnnStatus aclnnBatchNormReduceGetWorkspaceSize(const aclTensor *x, aclTensor *sum, aclTensor *squareSum, uint64_t *workspaceSize, aclOpExecutor **executor);
+aclnnStatus aclnnBatchNormReduce(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream);
 
 /* ---- libopapi_math.so (and libopapi.so) ---- */
 aclnnStatus aclnnBatchNormStatsGetWorkspaceSize(const aclTensor *input, double eps, aclTensor *mean, aclTensor *invstd, uint64_t *workspaceSize, aclOpExecutor **executor);

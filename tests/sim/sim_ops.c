@@ -1634,6 +1634,7 @@ int sim_op_run(const SimPlan *p, void *workspace) {
     case SIM_OP_ADD_RMS_NORM: return sim_run_add_rms_norm(p);
     case SIM_OP_GEMMA_RMS_NORM: return sim_run_gemma_rms_norm(p);
     case SIM_OP_INPLACE_ADD_RMS_NORM: return sim_run_inplace_add_rms_norm(p);
+    case SIM_OP_BN_REDUCE: return sim_run_bn_reduce(p);
     default: return -1;
   }
 }

@@ -24,6 +24,8 @@ import type {
   BatchNormPlan,
   BatchNormReduceBackwardPlan,
   BatchNormReduceBackwardTensors,
+  BatchNormReducePlan,
+  BatchNormReduceTensors,
   BatchNormStatsPlan,
   BatchNormStatsTensors,
   BatchNormTensors,
@@ -241,6 +243,15 @@ export const ascendBackend: Backend = {
       arg.output(t.output),
       arg.output(t.mean),
       arg.output(t.rstd),
+    ]);
+  },
+
+  batchNormReduce(_p: BatchNormReducePlan, t: BatchNormReduceTensors) {
+    // CANN's own empty path fills sum and squareSum with 0 (aclnn_batch_norm_reduce.cpp).
+    runAclnn(deviceOf(t.x), "aclnnBatchNormReduce", [
+      arg.tensor(t.x),
+      arg.output(t.sum),
+      arg.output(t.squareSum),
     ]);
   },
 

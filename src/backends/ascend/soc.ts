@@ -29,6 +29,7 @@ import {
   socFamily,
   SocVersion,
 } from "./soc_families.ts";
+import * as bnFamily from "./soc_batch_norm_family.ts";
 
 /** The LayerNorm / RMSNorm operators (normalized trailing dims). */
 export const ROW_NORM_OPERATORS = [
@@ -53,6 +54,7 @@ export const SOC_OPERATORS = [
   "aclnnGroupNorm",
   "aclnnGroupNormBackward",
   ...ROW_NORM_OPERATORS,
+  ...bnFamily.BATCH_NORM_FAMILY_OPERATORS,
 ] as const;
 
 /** One of {@linkcode SOC_OPERATORS}. */
@@ -136,6 +138,8 @@ export function bf16Allowed(op: SocOperator, family: SocFamily): boolean {
     case "aclnnGemmaRmsNorm":
     case "aclnnInplaceAddRmsNorm":
       return normBf16Allowed(op, family);
+    default: // aclnnBatchNormReduce, aclnnSyncBatchNormGatherStats, aclnnFastBatchNormBackward
+      return bnFamily.batchNormFamilyBf16(op, family);
   }
 }
 
@@ -158,6 +162,7 @@ export function bf16Allowed(op: SocOperator, family: SocFamily): boolean {
  */
 export function operatorSupported(op: SocOperator, family: SocFamily): boolean {
   if (isRowNormOperator(op)) return rowNormSupported(op, family);
+  if (bnFamily.isBatchNormFamilyOperator(op)) return bnFamily.batchNormFamilySupported(op, family);
   if (family.name === "Ascend310B") return false;
   if (family.name === "Ascend310P") return op === "aclnnBatchNorm" || op === "aclnnGroupNorm";
   return true;

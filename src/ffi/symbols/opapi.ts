@@ -397,6 +397,20 @@ export const opapiNnSymbols = {
   //   aclOpExecutor *executor, aclrtStream stream);
   // Optional: exported together with its phase 1.
   aclnnInplaceAddRmsNorm: { ...execute, optional: true },
+  // aclnnStatus aclnnBatchNormReduceGetWorkspaceSize(const aclTensor *x, aclTensor *sum,
+  //   aclTensor *squareSum, uint64_t *workspaceSize, aclOpExecutor **executor);
+  // (ops-nn norm/bn_training_reduce/op_api/aclnn_batch_norm_reduce.h)
+  // Optional, as every operator of issue 39: newer than the BatchNorm family of 2023, so a
+  // release without it must still load the library.
+  aclnnBatchNormReduceGetWorkspaceSize: {
+    parameters: ["pointer", "pointer", "pointer", "buffer", "buffer"],
+    result: "i32",
+    optional: true,
+  },
+  // aclnnStatus aclnnBatchNormReduce(void *workspace, uint64_t workspaceSize,
+  //   aclOpExecutor *executor, aclrtStream stream);
+  // Optional: exported together with its phase 1.
+  aclnnBatchNormReduce: { ...execute, optional: true },
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /** Operators of `libopapi_math.so` (CANN >= 8.5) or `libopapi.so` (older). */

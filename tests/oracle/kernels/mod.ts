@@ -29,6 +29,7 @@ import {
   rmsNorm,
   rmsNormGrad,
 } from "./row_norms.ts";
+import { batchNormReduce } from "./batch_norm_family.ts";
 
 /** Every operator's float64 oracle kernel. */
 export const referenceKernels: Kernels = {
@@ -48,4 +49,5 @@ export const referenceKernels: Kernels = {
   addRmsNorm,
   gemmaRmsNorm,
   inplaceAddRmsNorm,
+  batchNormReduce,
 };

@@ -17,6 +17,7 @@ import {
 } from "./batch_norm_backward.ts";
 import { batchNorm, batchNormElemt, batchNormStats } from "./batch_norm_forward.ts";
 import { batchNormGatherStatsWithCounts } from "./batch_norm_gather_stats.ts";
+import { batchNormReduce } from "./batch_norm_reduce.ts";
 import { groupNorm, groupNormBackward } from "./group_norm.ts";
 import { rowKernels } from "../rows/mod.ts";
 
@@ -31,6 +32,7 @@ export const fastKernels: Kernels = {
   batchNormElemtBackward,
   batchNorm,
   groupNorm,
+  batchNormReduce,
   // LayerNorm / RMSNorm: rows of the normalized dims (cpu/rows).
   ...rowKernels,
 };
