@@ -77,6 +77,7 @@ const TARGETS: Target[] = [
       "sim_ops_gemma_rms_norm.c",
       "sim_ops_inplace_add_rms_norm.c",
       "sim_ops_batch_norm_reduce.c",
+      "sim_ops_sync_batch_norm_gather_stats.c",
       "sim_soc.c",
       "sim_rules.c",
       "sim_decomposed.c",

@@ -38,7 +38,12 @@ import type {
 
 export * from "./row_norm_types.ts";
 export * from "./batch_norm_family_types.ts";
-import type { BatchNormReducePlan, BatchNormReduceTensors } from "./batch_norm_family_types.ts";
+import type {
+  BatchNormReducePlan,
+  BatchNormReduceTensors,
+  SyncBatchNormGatherStatsPlan,
+  SyncBatchNormGatherStatsTensors,
+} from "./batch_norm_family_types.ts";
 
 /** How a `(N, C, *)` shape splits around its channel dimension (view dim 1). */
 export interface ChannelGeometry {
@@ -386,6 +391,11 @@ export interface Kernels {
   inplaceAddRmsNorm(plan: InplaceAddRmsNormPlan, tensors: InplaceAddRmsNormTensors): void;
   /** aclnnBatchNormReduce. */
   batchNormReduce(plan: BatchNormReducePlan, tensors: BatchNormReduceTensors): void;
+  /** aclnnSyncBatchNormGatherStats (mean and variance updated in place). */
+  syncBatchNormGatherStats(
+    plan: SyncBatchNormGatherStatsPlan,
+    tensors: SyncBatchNormGatherStatsTensors,
+  ): void;
 }
 
 /** The operator names of {@linkcode Kernels}. */

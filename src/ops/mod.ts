@@ -94,3 +94,9 @@ export type {
   BatchNormReduceOut,
   BatchNormReduceResult,
 } from "./batch_norm_reduce.ts";
+export { syncBatchNormGatherStats } from "./sync_batch_norm_gather_stats.ts";
+export type {
+  SyncBatchNormGatherStatsArgs,
+  SyncBatchNormGatherStatsOut,
+  SyncBatchNormGatherStatsResult,
+} from "./sync_batch_norm_gather_stats.ts";

@@ -117,6 +117,8 @@ Deno.test("symbols: only release-dependent symbols are optional", () => {
     "aclnnRmsNormGetWorkspaceSize",
     "aclnnRmsNormGrad",
     "aclnnRmsNormGradGetWorkspaceSize",
+    "aclnnSyncBatchNormGatherStats",
+    "aclnnSyncBatchNormGatherStatsGetWorkspaceSize",
     "aclrtGetSocName",
   ]);
 });

@@ -120,6 +120,7 @@ Deno.test("argument names: every operator refuses an unknown field", async () =>
     ["aclnnGemmaRmsNorm", (a) => ops.gemmaRmsNorm(a as never)],
     ["aclnnInplaceAddRmsNorm", (a) => ops.inplaceAddRmsNorm(a as never)],
     ["aclnnBatchNormReduce", (a) => ops.batchNormReduce(a as never)],
+    ["aclnnSyncBatchNormGatherStats", (a) => ops.syncBatchNormGatherStats(a as never)],
     [
       "infiniopCreateBatchNormBackwardDescriptor",
       (a) => ops.createBatchNormBackwardDescriptor(a as never),

@@ -30,6 +30,11 @@ export { dot, numericalGradient } from "./finite_differences.ts";
 export { type BatchNormStats64, batchNormStats64 } from "./batch_norm_stats.ts";
 export { type BatchNormReduce64, batchNormReduce64 } from "./batch_norm_reduce.ts";
 export {
+  syncBatchNormGatherStats64,
+  type SyncGatherStats64,
+  type SyncGatherStatsArgs,
+} from "./sync_batch_norm_gather_stats.ts";
+export {
   batchNormGatherStatsWithCounts64,
   type GatherStats64,
   type GatherStatsArgs,

@@ -162,6 +162,15 @@ SIM_PUBLIC aclnnStatus aclnnBatchNormReduceGetWorkspaceSize(const aclTensor *x, 
   return sim_bn_reduce_ws(x, sum, squareSum, workspaceSize, (void **)executor);
 }
 SIM_PHASE2(aclnnBatchNormReduce, SIM_OP_BN_REDUCE)
+
+SIM_PUBLIC aclnnStatus aclnnSyncBatchNormGatherStatsGetWorkspaceSize(
+    const aclTensor *totalSum, const aclTensor *totalSquareSum, const aclTensor *sampleCount, aclTensor *mean,
+    aclTensor *variance, float momentum, float eps, aclTensor *batchMean, aclTensor *batchInvstd,
+    uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_sync_bn_gather_stats_ws(totalSum, totalSquareSum, sampleCount, mean, variance, momentum, eps, batchMean,
+                                     batchInvstd, workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnSyncBatchNormGatherStats, SIM_OP_SYNC_BN_GATHER_STATS)
 #endif
 
 #ifdef SIM_WITH_MATH

@@ -83,6 +83,7 @@ typedef enum {
   SIM_OP_GEMMA_RMS_NORM,
   SIM_OP_INPLACE_ADD_RMS_NORM,
   SIM_OP_BN_REDUCE,
+  SIM_OP_SYNC_BN_GATHER_STATS,
   SIM_OP_COUNT
 } SimOpId;
 
@@ -387,6 +388,10 @@ SIM_CORE_API int sim_inplace_add_rms_norm_ws(const void *x1Ref, const void *x2Re
                                              const void *rstdOut, uint64_t *ws, void **exec);
 /* ---- BatchNorm operators of issue 39 (sim_ops_batch_norm_reduce.c, ...) ------------------------ */
 SIM_CORE_API int sim_bn_reduce_ws(const void *x, void *sum, void *squareSum, uint64_t *ws, void **exec);
+SIM_CORE_API int sim_sync_bn_gather_stats_ws(const void *totalSum, const void *totalSquareSum,
+                                             const void *sampleCount, void *mean, void *variance,
+                                             float momentum, float eps, void *batchMean,
+                                             void *batchInvstd, uint64_t *ws, void **exec);
 /* Their computations, called by sim_op_run at synchronisation (core-internal). */
 int sim_run_layer_norm(const SimPlan *p);
 int sim_run_layer_norm_backward(const SimPlan *p);
@@ -396,5 +401,6 @@ int sim_run_add_rms_norm(const SimPlan *p);
 int sim_run_gemma_rms_norm(const SimPlan *p);
 int sim_run_inplace_add_rms_norm(const SimPlan *p);
 int sim_run_bn_reduce(const SimPlan *p);
+int sim_run_sync_bn_gather_stats(const SimPlan *p);
 
 #endif

@@ -121,6 +121,8 @@ aclnnStatus aclnnInplaceAddRmsNormGetWorkspaceSize(aclTensor *x1Ref, aclTensor *
 aclnnStatus aclnnInplaceAddRmsNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream);
 aclnnStatus aclnnBatchNormReduceGetWorkspaceSize(const aclTensor *x, aclTensor *sum, aclTensor *squareSum, uint64_t *workspaceSize, aclOpExecutor **executor);
 aclnnStatus aclnnBatchNormReduce(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream);
+aclnnStatus aclnnSyncBatchNormGatherStatsGetWorkspaceSize(const aclTensor *totalSum, const aclTensor *totalSquareSum, const aclTensor *sampleCount, aclTensor *mean, aclTensor *variance, float momentum, float eps, aclTensor *batchMean, aclTensor *batchInvstd, uint64_t *workspaceSize, aclOpExecutor **executor);
+aclnnStatus aclnnSyncBatchNormGatherStats(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream);
 
 /* ---- libopapi_math.so (and libopapi.so) ---- */
 aclnnStatus aclnnBatchNormStatsGetWorkspaceSize(const aclTensor *input, double eps, aclTensor *mean, aclTensor *invstd, uint64_t *workspaceSize, aclOpExecutor **executor);

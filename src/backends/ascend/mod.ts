@@ -33,6 +33,8 @@ import type {
   GroupNormBackwardTensors,
   GroupNormPlan,
   GroupNormTensors,
+  SyncBatchNormGatherStatsPlan,
+  SyncBatchNormGatherStatsTensors,
 } from "../types.ts";
 import { ascendRules } from "./rules.ts";
 import { ascendRowNormKernels } from "./row_norm.ts";
@@ -252,6 +254,21 @@ export const ascendBackend: Backend = {
       arg.tensor(t.x),
       arg.output(t.sum),
       arg.output(t.squareSum),
+    ]);
+  },
+
+  syncBatchNormGatherStats(p: SyncBatchNormGatherStatsPlan, t: SyncBatchNormGatherStatsTensors) {
+    // mean and variance are inputs CANN updates in place; momentum and eps are C floats.
+    runAclnn(deviceOf(t.totalSum), "aclnnSyncBatchNormGatherStats", [
+      arg.tensor(t.totalSum),
+      arg.tensor(t.totalSquareSum),
+      arg.tensor(t.sampleCount),
+      arg.tensor(t.mean),
+      arg.tensor(t.variance),
+      arg.f32(p.momentum),
+      arg.f32(p.eps),
+      arg.output(t.batchMean),
+      arg.output(t.batchInvstd),
     ]);
   },
 

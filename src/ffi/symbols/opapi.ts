@@ -411,6 +411,33 @@ export const opapiNnSymbols = {
   //   aclOpExecutor *executor, aclrtStream stream);
   // Optional: exported together with its phase 1.
   aclnnBatchNormReduce: { ...execute, optional: true },
+  // aclnnStatus aclnnSyncBatchNormGatherStatsGetWorkspaceSize(const aclTensor *totalSum,
+  //   const aclTensor *totalSquareSum, const aclTensor *sampleCount, aclTensor *mean,
+  //   aclTensor *variance, float momentum, float eps, aclTensor *batchMean,
+  //   aclTensor *batchInvstd, uint64_t *workspaceSize, aclOpExecutor **executor);
+  // (ops-nn norm/sync_batch_norm_gather_stats/op_api/aclnn_sync_batch_norm_gather_stats.h;
+  // momentum and eps are C floats.) Optional, as aclnnBatchNormReduce.
+  aclnnSyncBatchNormGatherStatsGetWorkspaceSize: {
+    parameters: [
+      "pointer",
+      "pointer",
+      "pointer",
+      "pointer",
+      "pointer",
+      "f32",
+      "f32",
+      "pointer",
+      "pointer",
+      "buffer",
+      "buffer",
+    ],
+    result: "i32",
+    optional: true,
+  },
+  // aclnnStatus aclnnSyncBatchNormGatherStats(void *workspace, uint64_t workspaceSize,
+  //   aclOpExecutor *executor, aclrtStream stream);
+  // Optional: exported together with its phase 1.
+  aclnnSyncBatchNormGatherStats: { ...execute, optional: true },
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /** Operators of `libopapi_math.so` (CANN >= 8.5) or `libopapi.so` (older). */

@@ -29,7 +29,7 @@ import {
   rmsNorm,
   rmsNormGrad,
 } from "./row_norms.ts";
-import { batchNormReduce } from "./batch_norm_family.ts";
+import { batchNormReduce, syncBatchNormGatherStats } from "./batch_norm_family.ts";
 
 /** Every operator's float64 oracle kernel. */
 export const referenceKernels: Kernels = {
@@ -50,4 +50,5 @@ export const referenceKernels: Kernels = {
   gemmaRmsNorm,
   inplaceAddRmsNorm,
   batchNormReduce,
+  syncBatchNormGatherStats,
 };

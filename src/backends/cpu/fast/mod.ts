@@ -18,6 +18,7 @@ import {
 import { batchNorm, batchNormElemt, batchNormStats } from "./batch_norm_forward.ts";
 import { batchNormGatherStatsWithCounts } from "./batch_norm_gather_stats.ts";
 import { batchNormReduce } from "./batch_norm_reduce.ts";
+import { syncBatchNormGatherStats } from "./sync_batch_norm_gather_stats.ts";
 import { groupNorm, groupNormBackward } from "./group_norm.ts";
 import { rowKernels } from "../rows/mod.ts";
 
@@ -33,6 +34,7 @@ export const fastKernels: Kernels = {
   batchNorm,
   groupNorm,
   batchNormReduce,
+  syncBatchNormGatherStats,
   // LayerNorm / RMSNorm: rows of the normalized dims (cpu/rows).
   ...rowKernels,
 };
