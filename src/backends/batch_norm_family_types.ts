@@ -1,13 +1,12 @@
 /**
  * Plans and tensors of the BatchNorm operators of issue 39 (aclnnBatchNormReduce,
- * aclnnSyncBatchNormGatherStats, aclnnFastBatchNormBackward), the kernel contract's part for
+ * aclnnSyncBatchNormGatherStats), the kernel contract's part for
  * them (re-exported by `types.ts`, whose `Kernels` has one method per operator).
  *
  * @module
  */
 
 import type { Tensor } from "../tensor/tensor.ts";
-import type { BatchNormBackwardPlan } from "./types.ts";
 
 /** aclnnBatchNormReduce. */
 export interface BatchNormReducePlan {
@@ -58,10 +57,4 @@ export interface SyncBatchNormGatherStatsTensors {
   readonly batchMean: Tensor;
   /** Output: the batch 1/sqrt(biased variance + eps) `[C]`. */
   readonly batchInvstd: Tensor;
-}
-
-/** aclnnFastBatchNormBackward: aclnnBatchNormBackward's plan and its `version` (only logged). */
-export interface FastBatchNormBackwardPlan extends BatchNormBackwardPlan {
-  /** Passed to CANN, which only logs it (aclnn_fast_batch_norm_backward.cpp L2_DFX_PHASE_1). */
-  readonly version: number;
 }

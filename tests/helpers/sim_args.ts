@@ -250,6 +250,24 @@ export function argsFor(
         arg.f64(EPS),
         out(pick(o, "rstd", () => fresh(npu, ROWS))),
       ];
+    case "aclnnBatchNormReduce":
+      return [
+        t(pick(o, "x", () => dev(npu, seq(N * C * L, 1, 2, 0.5), [N, C, L, 1], dt))),
+        out(pick(o, "sum", () => fresh(npu, [C]))),
+        out(pick(o, "squareSum", () => fresh(npu, [C]))),
+      ];
+    case "aclnnSyncBatchNormGatherStats":
+      return [
+        t(pick(o, "totalSum", () => dev(npu, seq(2 * C, 3), [2, C], dt))),
+        t(pick(o, "totalSquareSum", () => full(npu, [2, C], 20, dt))),
+        t(pick(o, "sampleCount", () => full(npu, [2], 10, dt))),
+        t(pick(o, "mean", () => full(npu, [C], 0, dt))),
+        t(pick(o, "variance", () => full(npu, [C], 1, dt))),
+        arg.f32(0.1),
+        arg.f32(EPS),
+        out(pick(o, "batchMean", () => fresh(npu, [C], dt))),
+        out(pick(o, "batchInvstd", () => fresh(npu, [C], dt))),
+      ];
     case "aclnnAddRmsNorm":
       return [
         t(pick(o, "x1", x)),

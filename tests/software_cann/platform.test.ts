@@ -81,6 +81,10 @@ function bf16(op: SocOperator, { arch, sv }: Chip): boolean {
       return sv !== 6;
     case "aclnnGemmaRmsNorm": // gemma_rms_norm_def.cpp: every configuration has BF16 rows
       return true;
+    case "aclnnBatchNormReduce": // aclnn_batch_norm_reduce.cpp: one list with BF16
+      return true;
+    case "aclnnSyncBatchNormGatherStats": // aclnn_sync_batch_norm_gather_stats.cpp: IsRegbase
+      return arch === 3510;
   }
 }
 
@@ -101,6 +105,8 @@ function documented(op: SocOperator, { sv }: Chip): boolean {
     case "aclnnInplaceAddRmsNorm":
       return [3, 2, 1, 6].includes(sv);
     case "aclnnGemmaRmsNorm": // 950, A3, A2
+    case "aclnnBatchNormReduce": // 950, A3, A2
+    case "aclnnSyncBatchNormGatherStats":
       return [3, 2, 1].includes(sv);
   }
   if (sv === 7) return false;

@@ -138,7 +138,7 @@ export function bf16Allowed(op: SocOperator, family: SocFamily): boolean {
     case "aclnnGemmaRmsNorm":
     case "aclnnInplaceAddRmsNorm":
       return normBf16Allowed(op, family);
-    default: // aclnnBatchNormReduce, aclnnSyncBatchNormGatherStats, aclnnFastBatchNormBackward
+    default: // aclnnBatchNormReduce, aclnnSyncBatchNormGatherStats
       return bnFamily.batchNormFamilyBf16(op, family);
   }
 }

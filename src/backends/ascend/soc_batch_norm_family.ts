@@ -1,20 +1,17 @@
 /**
  * The per-chip facts of the BatchNorm operators of issue 39 (aclnnBatchNormReduce,
- * aclnnSyncBatchNormGatherStats, aclnnFastBatchNormBackward), kept beside the one chip table
+ * aclnnSyncBatchNormGatherStats), kept beside the one chip table
  * (`soc.ts`, which folds them into `SOC_OPERATORS`, `operatorSupported` and `bf16Allowed`).
  *
  * Sources: hicann/ops-nn e5c3fa9327ea95ba26d06227e746923580d10921.
  * - Products: the "产品支持情况" tables of `norm/bn_training_reduce/docs/aclnnBatchNormReduce.md`
  *   and `norm/sync_batch_norm_gather_stats/docs/aclnnSyncBatchNormGatherStats.md` (Ascend 950,
- *   Atlas A3, Atlas A2; not the Atlas 200I/500 A2, inference or training series) and
- *   `norm/batch_norm_grad_v3/docs/aclnnFastBatchNormBackward.md` (Atlas A2 only).
+ *   Atlas A3, Atlas A2; not the Atlas 200I/500 A2, inference or training series).
  * - bfloat16: aclnnBatchNormReduce's list is FLOAT, FLOAT16, BF16 on every chip
  *   (`bn_training_reduce/op_api/aclnn_batch_norm_reduce.cpp` DTYPE_SUPPORT_LIST_IN);
  *   aclnnSyncBatchNormGatherStats takes BF16 on the regbase architecture only
  *   (`sync_batch_norm_gather_stats/op_api/aclnn_sync_batch_norm_gather_stats.cpp` CheckDtypeValid,
- *   IsRegbase); aclnnFastBatchNormBackward's GetDtypeSupportList tests `>= ASCEND910B ||
- *   <= ASCEND910E`, always true, so BF16 is always listed
- *   (`batch_norm_grad_v3/op_host/op_api/aclnn_fast_batch_norm_backward.cpp:109-117`).
+ *   IsRegbase).
  *
  * @module
  */
@@ -25,7 +22,6 @@ import type { SocFamily } from "./soc.ts";
 export const BATCH_NORM_FAMILY_OPERATORS = [
   "aclnnBatchNormReduce",
   "aclnnSyncBatchNormGatherStats",
-  "aclnnFastBatchNormBackward",
 ] as const;
 
 /** One of {@linkcode BATCH_NORM_FAMILY_OPERATORS}. */
@@ -46,7 +42,6 @@ export function isBatchNormFamilyOperator(op: string): op is BatchNormFamilyOper
 /** Whether the documentation lists `family`'s product as supported by `op` (module doc). */
 export function batchNormFamilySupported(op: BatchNormFamilyOperator, family: SocFamily): boolean {
   const sv = family.socVersion;
-  if (op === "aclnnFastBatchNormBackward") return sv === ASCEND910B;
   return sv === ASCEND910B || sv === ASCEND910_93 || sv === ASCEND950;
 }
 
