@@ -39,8 +39,11 @@ export function isBatchNormFamilyOperator(op: string): op is BatchNormFamilyOper
   return (BATCH_NORM_FAMILY_OPERATORS as readonly string[]).includes(op);
 }
 
-/** Whether the documentation lists `family`'s product as supported by `op` (module doc). */
-export function batchNormFamilySupported(op: BatchNormFamilyOperator, family: SocFamily): boolean {
+/** Whether the documentation lists `family`'s product as supported by the operator: both list the same products (module doc). */
+export function batchNormFamilySupported(
+  _op: BatchNormFamilyOperator,
+  family: SocFamily,
+): boolean {
   const sv = family.socVersion;
   return sv === ASCEND910B || sv === ASCEND910_93 || sv === ASCEND950;
 }
