@@ -81,6 +81,11 @@ export {
 } from "./src/backends/ascend/soc.ts";
 export type { RowNormOperator, SocFamily, SocOperator } from "./src/backends/ascend/soc.ts";
 export {
+  addLayerNormEmptyRows,
+  addLayerNormMixedDtypes,
+  addLayerNormStoresStatistics,
+} from "./src/backends/ascend/soc_fused.ts";
+export {
   resolveSocFamily,
   SOC_FAMILY_ENV,
   type SocResolution,

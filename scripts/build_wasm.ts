@@ -53,6 +53,7 @@ export const MODULE_PATH = "src/backends/cpu/wasm/kernels_wasm.ts";
 export const ROWS_WAT_PATHS: readonly string[] = [
   "src/backends/cpu/wasm/row_norms.wat",
   "src/backends/cpu/wasm/row_norms_grad.wat",
+  "src/backends/cpu/wasm/row_norms_add.wat",
   "src/backends/cpu/wasm/channel_norms.wat",
   "src/backends/cpu/wasm/channel_pixels.wat",
 ];

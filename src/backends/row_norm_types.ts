@@ -5,6 +5,7 @@
  * @module
  */
 
+import type { DType } from "../tensor/dtype.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import type { OutputMask } from "./output_mask.ts";
 
@@ -188,4 +189,68 @@ export interface InplaceAddRmsNormTensors {
   readonly gamma: Tensor;
   /** Output: per-row 1/sqrt(mean(x^2) + epsilon), one value per row. */
   readonly rstd: Tensor;
+}
+
+/** aclnnAddLayerNorm. */
+export interface AddLayerNormPlan {
+  /** Rows and columns of x1 (columns = gamma's dims). */
+  readonly geometry: RowGeometry;
+  /** Added to the variance, as the float32 CANN's attribute holds. */
+  readonly epsilon: number;
+  /** Whether x = x1 + x2 (+ bias) is returned (CANN's additionalOutput). */
+  readonly additionalOutput: boolean;
+  /** y's and x's dtype: float32 when x1 or x2 is float32, else x1's (the OpDef's rows). */
+  readonly dtype: DType;
+  /** Whether bias holds x1's elements (one per element) rather than gamma's (one per column). */
+  readonly biasRows: boolean;
+}
+
+/** Tensors of aclnnAddLayerNorm. */
+export interface AddLayerNormTensors {
+  /** First summand. */
+  readonly x1: Tensor;
+  /** Second summand (the residual), x1's shape. */
+  readonly x2: Tensor;
+  /** Scale, x1's trailing dims. */
+  readonly gamma: Tensor;
+  /** Offset, gamma's shape and dtype. */
+  readonly beta: Tensor;
+  /** Optional third summand: gamma's elements (broadcast over rows) or x1's. */
+  readonly bias?: Tensor;
+  /** Output y = (x - mean) * rstd * gamma + beta. */
+  readonly y: Tensor;
+  /** Output: per-row mean of x (float32). */
+  readonly mean: Tensor;
+  /** Output: per-row 1/sqrt(var(x) + epsilon) (float32). */
+  readonly rstd: Tensor;
+  /** Output x = x1 + x2 (+ bias), rounded once to y's dtype; present when additionalOutput. */
+  readonly x?: Tensor;
+}
+
+/** aclnnDeepNorm. */
+export interface DeepNormPlan {
+  /** Rows and columns of x (columns = gamma's dims). */
+  readonly geometry: RowGeometry;
+  /** x's factor in alpha * x + gx, as the float32 CANN's attribute holds. */
+  readonly alpha: number;
+  /** Added to the variance, as a float32. */
+  readonly epsilon: number;
+}
+
+/** Tensors of aclnnDeepNorm. */
+export interface DeepNormTensors {
+  /** The block's input, scaled by alpha. */
+  readonly x: Tensor;
+  /** The block's output (the residual), x's shape and dtype. */
+  readonly gx: Tensor;
+  /** Offset, x's trailing dims, x's dtype. */
+  readonly beta: Tensor;
+  /** Scale, beta's shape, x's dtype. */
+  readonly gamma: Tensor;
+  /** Output: per-row mean of alpha * x + gx (float32). */
+  readonly mean: Tensor;
+  /** Output: per-row 1/sqrt(var + epsilon) (float32). */
+  readonly rstd: Tensor;
+  /** Output y = (alpha * x + gx - mean) * rstd * gamma + beta, x's dtype. */
+  readonly y: Tensor;
 }

@@ -20,8 +20,12 @@ import type { Device } from "../tensor/device.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import type { OutputMask } from "./output_mask.ts";
 import type {
+  AddLayerNormPlan,
+  AddLayerNormTensors,
   AddRmsNormPlan,
   AddRmsNormTensors,
+  DeepNormPlan,
+  DeepNormTensors,
   GemmaRmsNormPlan,
   GemmaRmsNormTensors,
   InplaceAddRmsNormPlan,
@@ -396,6 +400,10 @@ export interface Kernels {
     plan: SyncBatchNormGatherStatsPlan,
     tensors: SyncBatchNormGatherStatsTensors,
   ): void;
+  /** aclnnAddLayerNorm. */
+  addLayerNorm(plan: AddLayerNormPlan, tensors: AddLayerNormTensors): void;
+  /** aclnnDeepNorm. */
+  deepNorm(plan: DeepNormPlan, tensors: DeepNormTensors): void;
 }
 
 /** The operator names of {@linkcode Kernels}. */

@@ -100,3 +100,7 @@ export type {
   SyncBatchNormGatherStatsOut,
   SyncBatchNormGatherStatsResult,
 } from "./sync_batch_norm_gather_stats.ts";
+export { addLayerNorm } from "./add_layer_norm.ts";
+export type { AddLayerNormArgs, AddLayerNormOut, AddLayerNormResult } from "./add_layer_norm.ts";
+export { deepNorm } from "./deep_norm.ts";
+export type { DeepNormArgs, DeepNormOut, DeepNormResult } from "./deep_norm.ts";

@@ -43,6 +43,8 @@ export function bf16RefusalText(op: SocOperator): RegExp {
     case "aclnnGemmaRmsNorm":
     case "aclnnInplaceAddRmsNorm":
     case "aclnnRmsNormGrad":
+    case "aclnnAddLayerNorm":
+    case "aclnnDeepNorm":
       return /inconsistent with that defined in the operator prototype OpDef/;
     default:
       return /not implemented for DT_BF16, should be in dtype support list \[/;
@@ -277,6 +279,32 @@ export function argsFor(
         out(pick(o, "y", () => fresh(npu, X, dt))),
         out(pick(o, "rstd", () => fresh(npu, ROWS))),
         out(pick(o, "x", () => fresh(npu, X, dt))),
+      ];
+    case "aclnnAddLayerNorm":
+      return [
+        t(pick(o, "x1", x)),
+        t(pick(o, "x2", dy)),
+        t(pick(o, "gamma", () => full(npu, [L], 1.5, dt))),
+        t(pick(o, "beta", () => full(npu, [L], 0.5, dt))),
+        t(pick(o, "bias", () => undefined)),
+        arg.f64(EPS),
+        arg.bool(true),
+        out(pick(o, "y", () => fresh(npu, X, dt))),
+        out(pick(o, "mean", () => fresh(npu, ROWS))),
+        out(pick(o, "rstd", () => fresh(npu, ROWS))),
+        out(pick(o, "x", () => fresh(npu, X, dt))),
+      ];
+    case "aclnnDeepNorm":
+      return [
+        t(pick(o, "x", x)),
+        t(pick(o, "gx", dy)),
+        t(pick(o, "beta", () => full(npu, [L], 0.5, dt))),
+        t(pick(o, "gamma", () => full(npu, [L], 1.5, dt))),
+        arg.f64(0.3),
+        arg.f64(EPS),
+        out(pick(o, "mean", () => fresh(npu, ROWS))),
+        out(pick(o, "rstd", () => fresh(npu, ROWS))),
+        out(pick(o, "y", () => fresh(npu, X, dt))),
       ];
   }
 }

@@ -121,6 +121,8 @@ Deno.test("argument names: every operator refuses an unknown field", async () =>
     ["aclnnInplaceAddRmsNorm", (a) => ops.inplaceAddRmsNorm(a as never)],
     ["aclnnBatchNormReduce", (a) => ops.batchNormReduce(a as never)],
     ["aclnnSyncBatchNormGatherStats", (a) => ops.syncBatchNormGatherStats(a as never)],
+    ["aclnnAddLayerNorm", (a) => ops.addLayerNorm(a as never)],
+    ["aclnnDeepNorm", (a) => ops.deepNorm(a as never)],
     [
       "infiniopCreateBatchNormBackwardDescriptor",
       (a) => ops.createBatchNormBackwardDescriptor(a as never),

@@ -72,3 +72,4 @@ export {
   type RmsNormResult,
   rounded,
 } from "./row_norms.ts";
+export { fusedLayerNorm, type FusedLayerNormResult } from "./fused_layer_norms.ts";

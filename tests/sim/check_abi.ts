@@ -74,6 +74,8 @@ const OP_NN_PREFIXES = [
   "aclnnInplaceAddRmsNorm",
   "aclnnFastBatchNorm",
   "aclnnSyncBatchNorm",
+  "aclnnAddLayerNorm",
+  "aclnnDeepNorm",
 ];
 function isOpNn(name: string): boolean {
   return OP_NN_PREFIXES.some((p) => name.startsWith(p)) && !isOpMath(name);

@@ -171,6 +171,27 @@ SIM_PUBLIC aclnnStatus aclnnSyncBatchNormGatherStatsGetWorkspaceSize(
                                      batchInvstd, workspaceSize, (void **)executor);
 }
 SIM_PHASE2(aclnnSyncBatchNormGatherStats, SIM_OP_SYNC_BN_GATHER_STATS)
+SIM_PUBLIC aclnnStatus aclnnAddLayerNormGetWorkspaceSize(const aclTensor *x1, const aclTensor *x2,
+                                                         const aclTensor *gamma, const aclTensor *beta,
+                                                         const aclTensor *biasOptional, double epsilon,
+                                                         bool additionalOutput, const aclTensor *yOut,
+                                                         const aclTensor *meanOut, const aclTensor *rstdOut,
+                                                         const aclTensor *xOut, uint64_t *workspaceSize,
+                                                         aclOpExecutor **executor) {
+  return sim_add_layer_norm_ws(x1, x2, gamma, beta, biasOptional, epsilon, additionalOutput, yOut, meanOut, rstdOut,
+                               xOut, workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnAddLayerNorm, SIM_OP_ADD_LAYER_NORM)
+
+SIM_PUBLIC aclnnStatus aclnnDeepNormGetWorkspaceSize(const aclTensor *x, const aclTensor *gx, const aclTensor *beta,
+                                                     const aclTensor *gamma, double alpha, double epsilon,
+                                                     const aclTensor *meanOut, const aclTensor *rstdOut,
+                                                     const aclTensor *yOut, uint64_t *workspaceSize,
+                                                     aclOpExecutor **executor) {
+  return sim_deep_norm_ws(x, gx, beta, gamma, alpha, epsilon, meanOut, rstdOut, yOut, workspaceSize,
+                          (void **)executor);
+}
+SIM_PHASE2(aclnnDeepNorm, SIM_OP_DEEP_NORM)
 #endif
 
 #ifdef SIM_WITH_MATH

@@ -84,6 +84,8 @@ typedef enum {
   SIM_OP_INPLACE_ADD_RMS_NORM,
   SIM_OP_BN_REDUCE,
   SIM_OP_SYNC_BN_GATHER_STATS,
+  SIM_OP_ADD_LAYER_NORM,
+  SIM_OP_DEEP_NORM,
   SIM_OP_COUNT
 } SimOpId;
 
@@ -120,6 +122,7 @@ typedef struct {
   bool mask[3];
   bool training;
   double eps, momentum;
+  double alpha; /* DeepNorm's x factor (a float attribute) */
   int64_t N, C, HxW, group;
   uint64_t ws_size;
   SimRunMode run;
@@ -392,6 +395,13 @@ SIM_CORE_API int sim_sync_bn_gather_stats_ws(const void *totalSum, const void *t
                                              const void *sampleCount, void *mean, void *variance,
                                              float momentum, float eps, void *batchMean,
                                              void *batchInvstd, uint64_t *ws, void **exec);
+SIM_CORE_API int sim_add_layer_norm_ws(const void *x1, const void *x2, const void *gamma, const void *beta,
+                                       const void *bias, double epsilon, bool additionalOutput, const void *yOut,
+                                       const void *meanOut, const void *rstdOut, const void *xOut, uint64_t *ws,
+                                       void **exec);
+SIM_CORE_API int sim_deep_norm_ws(const void *x, const void *gx, const void *beta, const void *gamma, double alpha,
+                                  double epsilon, const void *meanOut, const void *rstdOut, const void *yOut,
+                                  uint64_t *ws, void **exec);
 /* Their computations, called by sim_op_run at synchronisation (core-internal). */
 int sim_run_layer_norm(const SimPlan *p);
 int sim_run_layer_norm_backward(const SimPlan *p);
@@ -402,5 +412,7 @@ int sim_run_gemma_rms_norm(const SimPlan *p);
 int sim_run_inplace_add_rms_norm(const SimPlan *p);
 int sim_run_bn_reduce(const SimPlan *p);
 int sim_run_sync_bn_gather_stats(const SimPlan *p);
+int sim_run_add_layer_norm(const SimPlan *p);
+int sim_run_deep_norm(const SimPlan *p);
 
 #endif

@@ -1610,6 +1610,7 @@ static Sig plan_signature(const SimPlan *p, const char *soc) {
   SIG_MIX(&s, training);
   SIG_MIX(&s, p->eps);
   SIG_MIX(&s, p->momentum);
+  SIG_MIX(&s, p->alpha);
   SIG_MIX(&s, p->N);
   SIG_MIX(&s, p->C);
   SIG_MIX(&s, p->HxW);

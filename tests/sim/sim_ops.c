@@ -1636,6 +1636,8 @@ int sim_op_run(const SimPlan *p, void *workspace) {
     case SIM_OP_INPLACE_ADD_RMS_NORM: return sim_run_inplace_add_rms_norm(p);
     case SIM_OP_BN_REDUCE: return sim_run_bn_reduce(p);
     case SIM_OP_SYNC_BN_GATHER_STATS: return sim_run_sync_bn_gather_stats(p);
+    case SIM_OP_ADD_LAYER_NORM: return sim_run_add_layer_norm(p);
+    case SIM_OP_DEEP_NORM: return sim_run_deep_norm(p);
     default: return -1;
   }
 }

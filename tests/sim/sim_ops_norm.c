@@ -361,3 +361,23 @@ bool nrm_all_empty(const NormCtx *c, int from, int to) {
     if (sim_desc_numel(&c->plan.t[s]) != 0) return false;
   return true;
 }
+
+int nrm_gen_rows(NormCtx *c, const int32_t *rows, int nrows, int n) {
+  for (int r = 0; r < nrows; r++) {
+    bool ok = true;
+    for (int s = 0; s < n && ok; s++)
+      ok = !NP(c, s) || (NT(c, s)->dtype == rows[r * n + s] && gen_format(NT(c, s)->format) == SIM_FMT_ND);
+    if (ok) return 0;
+  }
+  char got[768];
+  size_t k = 0;
+  got[0] = '\0';
+  for (int s = 0; s < n && k < sizeof got; s++)
+    if (NP(c, s))
+      k += (size_t)snprintf(got + k, sizeof got - k, "%s%s(%s, %s)", k ? ", " : "", NNAME(c, s),
+                            sim_dt_str(NT(c, s)->dtype), sim_format_name(gen_format(NT(c, s)->format)));
+  return nrm_fail(c, SIM_NN_INVALID,
+                  "The dtype or format of the actual input or output parameter of the operator is inconsistent with "
+                  "that defined in the operator prototype OpDef, details of parameter are %s",
+                  got);
+}

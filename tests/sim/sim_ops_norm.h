@@ -1,7 +1,8 @@
 /*
  * Software CANN ("aclsim") -- what the LayerNorm / RMSNorm operators (sim_ops_layer_norm.c,
  * sim_ops_layer_norm_backward.c, sim_ops_rms_norm.c, sim_ops_add_rms_norm.c,
- * sim_ops_gemma_rms_norm.c, sim_ops_inplace_add_rms_norm.c) share: the
+ * sim_ops_gemma_rms_norm.c, sim_ops_inplace_add_rms_norm.c, sim_ops_add_layer_norm.c,
+ * sim_ops_deep_norm.c) share: the
  * phase-1 context, CANN's check macros with their message texts, the products the operators'
  * documentation names, and planning.  Core-internal (hidden symbols of libaclsim_core.so).
  *
@@ -10,7 +11,7 @@
  * aclnnLayerNorm*, aclnnLayerNormBackward, aclnnAddRmsNorm); the OP_LOGE_FOR_INVALID_* texts of
  * opbase docs/zh/api/op_common/log/OP_LOGE_FOR_INVALID_*.md (the tiling functions); opbase's individual-op
  * framework (src/nnopbase/individual_op) for the generated aclnnRmsNorm / aclnnRmsNormGrad /
- * aclnnGemmaRmsNorm / aclnnInplaceAddRmsNorm.
+ * aclnnGemmaRmsNorm / aclnnInplaceAddRmsNorm / aclnnAddLayerNorm / aclnnDeepNorm.
  * Every error text is "<aclnn API>: <text>".  Rules marked [aclsim] are the simulator's own.
  */
 #ifndef ACLSIM_SIM_OPS_NORM_H
@@ -120,6 +121,9 @@ int nrm_gen_null(NormCtx *c, const void *h, const char *name);
 int nrm_gen_combo(NormCtx *c, const int32_t (*rows)[6], int nrows, int n);
 /* A tiling failure: its reason, then "Failed to execute tiling function"; 561002. */
 int nrm_gen_tiling_fail(NormCtx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* nrm_gen_combo for n slots (rows of n dtypes each, flat), an absent optional slot matching any
+ * row: the framework's first text (161002). */
+int nrm_gen_rows(NormCtx *c, const int32_t *rows, int nrows, int n);
 /* Slots from..to all empty: the framework skips the launch (SUCCESS, nothing written). */
 bool nrm_all_empty(const NormCtx *c, int from, int to);
 /* CheckInputShape4RmsNorm (ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp:113-196), shared by

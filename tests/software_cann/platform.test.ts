@@ -76,6 +76,8 @@ function bf16(op: SocOperator, { arch, sv }: Chip): boolean {
     case "aclnnRmsNormGrad": // rms_norm_grad_def.cpp: the same configurations
       return sv === 1 || sv === 2 || sv === 3;
     case "aclnnAddRmsNorm": // aclnn_add_rms_norm.cpp: ASCEND310P_DTYPE_SUPPORT_LIST has no BF16
+    case "aclnnAddLayerNorm": // add_layer_norm_def.cpp: ascend310p's rows have no BF16
+    case "aclnnDeepNorm": // deep_norm_def.cpp: ascend310p's rows have no BF16
       return sv !== 6;
     case "aclnnInplaceAddRmsNorm": // inplace_add_rms_norm_def.cpp: config310P has no BF16
       return sv !== 6;
@@ -103,6 +105,8 @@ function documented(op: SocOperator, { sv }: Chip): boolean {
     case "aclnnRmsNormGrad":
     case "aclnnAddRmsNorm":
     case "aclnnInplaceAddRmsNorm":
+    case "aclnnAddLayerNorm":
+    case "aclnnDeepNorm":
       return [3, 2, 1, 6].includes(sv);
     case "aclnnGemmaRmsNorm": // 950, A3, A2
     case "aclnnBatchNormReduce": // 950, A3, A2

@@ -2,7 +2,8 @@
  * The Ascend backend's LayerNorm / RMSNorm kernels: each one two-phase aclnn call in the
  * argument order of its C prototype (src/ffi/symbols/opapi.ts). Where CANN leaves an output the
  * package defines unwritten, the backend writes it at this boundary: on chips whose AddRmsNorm
- * kernel never stores rstd (Atlas inference series), rstd from aclnnRmsNorm over the stored sum.
+ * kernel never stores rstd (Atlas inference series), rstd from aclnnRmsNorm over the stored sum;
+ * AddLayerNorm's mean and rstd there, NaN.
  * Calls CANN answers without computing (LayerNorm's rows of no element, AddRmsNorm's empty x1 or
  * gamma) are completed in src/ops and never reach a backend.
  *
@@ -15,6 +16,7 @@ import { Tensor } from "../../tensor/tensor.ts";
 import type * as types from "../types.ts";
 import { deviceSocFamily } from "./device_soc.ts";
 import { addRmsNormStoresRstd } from "./soc.ts";
+import { addLayerNormStoresStatistics } from "./soc_fused.ts";
 
 function deviceOf(t: Tensor): AscendDevice {
   return t.device as AscendDevice;
@@ -66,6 +68,8 @@ export const ascendRowNormKernels: Pick<
   | "addRmsNorm"
   | "gemmaRmsNorm"
   | "inplaceAddRmsNorm"
+  | "addLayerNorm"
+  | "deepNorm"
 > = {
   layerNorm(p: types.LayerNormPlan, t: types.LayerNormTensors) {
     // Rows of no element do not reach the backends: src/ops/layer_norm.ts fills mean with 0 and
@@ -147,5 +151,46 @@ export const ascendRowNormKernels: Pick<
     // the Atlas inference series; x2Ref now holds the sum.
     if (addRmsNormStoresRstd(deviceSocFamily(device, "aclnnInplaceAddRmsNorm"))) return;
     rstdOfSum(device, p, t.x2Ref, t.gamma, t.rstd);
+  },
+
+  addLayerNorm(p: types.AddLayerNormPlan, t: types.AddLayerNormTensors) {
+    const device = deviceOf(t.x1);
+    // xOut is a required pointer of the generated prototype; without additionalOutput the
+    // kernel does not write it, so a scratch tensor of y's shape takes its place.
+    const scratch = t.x ? undefined : Tensor.empty(t.y.shape, t.y.dtype, device);
+    try {
+      runAclnn(device, "aclnnAddLayerNorm", [
+        arg.tensor(t.x1),
+        arg.tensor(t.x2),
+        arg.tensor(t.gamma),
+        arg.tensor(t.beta),
+        arg.tensor(t.bias),
+        arg.f64(p.epsilon),
+        arg.bool(p.additionalOutput),
+        arg.output(t.y),
+        arg.output(t.mean),
+        arg.output(t.rstd),
+        arg.output(t.x ?? scratch),
+      ]);
+    } finally {
+      scratch?.dispose();
+    }
+    if (addLayerNormStoresStatistics(deviceSocFamily(device, "aclnnAddLayerNorm"))) return;
+    // The Atlas inference series' kernel writes no mean or rstd: they hold no result.
+    for (const s of [t.mean, t.rstd]) s.copy_(new Float64Array(s.numel).fill(NaN));
+  },
+
+  deepNorm(p: types.DeepNormPlan, t: types.DeepNormTensors) {
+    runAclnn(deviceOf(t.x), "aclnnDeepNorm", [
+      arg.tensor(t.x),
+      arg.tensor(t.gx),
+      arg.tensor(t.beta),
+      arg.tensor(t.gamma),
+      arg.f64(p.alpha),
+      arg.f64(p.epsilon),
+      arg.output(t.mean),
+      arg.output(t.rstd),
+      arg.output(t.y),
+    ]);
   },
 };

@@ -3,7 +3,8 @@
  * (which rules.ts checks for every operator): what a chip's CANN refuses although the device-
  * independent validation (src/ops/) accepts it, refused before anything is allocated, with the
  * code CANN returns and a message naming the argument and the SoC: LayerNorm's statistics
- * shapes on DAV_3510, RmsNorm's and GemmaRmsNorm's mixed gamma, RmsNormGrad without rows.
+ * shapes on DAV_3510, RmsNorm's and GemmaRmsNorm's mixed gamma, RmsNormGrad without rows,
+ * AddLayerNorm's mixed dtypes and rows of no element.
  *
  * @module
  */
@@ -18,6 +19,7 @@ import {
   rmsNormMixedGamma,
   type SocFamily,
 } from "./soc.ts";
+import { addLayerNormEmptyRows, addLayerNormMixedDtypes } from "./soc_fused.ts";
 
 /** ACLNN_ERR_INNER_TILING_ERROR: a generated operator's tiling refused its shapes. */
 const TILING_ERROR = 561002;
@@ -97,6 +99,7 @@ export function checkRowNormRules(
       );
     }
   }
+  if (op === "aclnnAddLayerNorm") checkAddLayerNorm(op, family, where, tensors, scalars);
   if (op === "aclnnRmsNormGrad" && scalars.rows === 0 && scalars.cols > 0) {
     if (!rmsNormGradEmptyRows(family)) {
       refuse(
@@ -107,5 +110,42 @@ export function checkRowNormRules(
           'empty tensor"; only DAV_3510, e.g. Ascend 950, returns a zero dgamma)',
       );
     }
+  }
+}
+
+/**
+ * aclnnAddLayerNorm off Ascend 950: the Atlas inference series' OpDef rows are all FLOAT16 or
+ * all FLOAT (161002); the A2/310P tiling refuses rows of no element (561002).
+ */
+function checkAddLayerNorm(
+  op: string,
+  family: SocFamily,
+  where: string,
+  tensors: Readonly<Record<string, Tensor | undefined>>,
+  scalars: Readonly<Record<string, number>>,
+): void {
+  const x1 = tensors.x1;
+  if (x1 && !addLayerNormMixedDtypes(family)) {
+    for (const name of ["x2", "gamma", "beta", "bias", "y", "x"]) {
+      const t = tensors[name];
+      if (t && t.dtype !== x1.dtype) {
+        refuse(
+          PARAM_INVALID,
+          op,
+          name,
+          `dtype ${t.dtype} with x1 dtype ${x1.dtype} is not supported on ${where}: its OpDef ` +
+            "rows are all float16 or all float32",
+        );
+      }
+    }
+  }
+  if (scalars.rows > 0 && scalars.cols === 0 && !addLayerNormEmptyRows(family)) {
+    refuse(
+      TILING_ERROR,
+      op,
+      "gamma",
+      `is empty (rows of no element), which ${op}'s tiling refuses on ${where} (only DAV_3510, ` +
+        "e.g. Ascend 950, fills mean and rstd with NaN)",
+    );
   }
 }

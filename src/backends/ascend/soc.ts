@@ -40,6 +40,8 @@ export const ROW_NORM_OPERATORS = [
   "aclnnAddRmsNorm",
   "aclnnGemmaRmsNorm",
   "aclnnInplaceAddRmsNorm",
+  "aclnnAddLayerNorm",
+  "aclnnDeepNorm",
 ] as const;
 
 /** The operators whose rules depend on the SoC. */
@@ -137,6 +139,8 @@ export function bf16Allowed(op: SocOperator, family: SocFamily): boolean {
     case "aclnnAddRmsNorm":
     case "aclnnGemmaRmsNorm":
     case "aclnnInplaceAddRmsNorm":
+    case "aclnnAddLayerNorm":
+    case "aclnnDeepNorm":
       return normBf16Allowed(op, family);
     default: // aclnnBatchNormReduce, aclnnSyncBatchNormGatherStats
       return bnFamily.batchNormFamilyBf16(op, family);
@@ -222,7 +226,9 @@ export function isRowNormOperator(op: string): op is RowNormOperator {
  *   310B (its OpDef registers ascend910b, ascend910_93 and ascend950 only: `gemma_rms_norm/
  *   op_host/gemma_rms_norm_def.cpp:46-80`);
  * - aclnnInplaceAddRmsNorm (`inplace_add_rms_norm/docs/aclnnInplaceAddRmsNorm.md`): 950, A3, A2,
- *   310P; not 910, 310B.
+ *   310P; not 910, 310B;
+ * - aclnnAddLayerNorm, aclnnDeepNorm (`add_layer_norm/docs/aclnnAddLayerNorm.md`,
+ *   `deep_norm/docs/aclnnDeepNorm.md`): 950, A3, A2, 310P; not 910, 310B.
  * No document names Ascend 350 (and no op definition registers `ascend350`): none runs there.
  */
 const ROW_NORM_PRODUCTS: Readonly<Record<RowNormOperator, readonly number[]>> = {
@@ -265,6 +271,18 @@ const ROW_NORM_PRODUCTS: Readonly<Record<RowNormOperator, readonly number[]>> = 
     SocVersion.ASCEND910B,
     SocVersion.ASCEND310P,
   ],
+  aclnnAddLayerNorm: [
+    SocVersion.ASCEND950,
+    SocVersion.ASCEND910_93,
+    SocVersion.ASCEND910B,
+    SocVersion.ASCEND310P,
+  ],
+  aclnnDeepNorm: [
+    SocVersion.ASCEND950,
+    SocVersion.ASCEND910_93,
+    SocVersion.ASCEND910B,
+    SocVersion.ASCEND310P,
+  ],
 };
 
 function rowNormSupported(op: RowNormOperator, family: SocFamily): boolean {
@@ -286,7 +304,10 @@ function rowNormSupported(op: RowNormOperator, family: SocFamily): boolean {
  * - aclnnGemmaRmsNorm: every configuration of its OpDef has BF16 rows (`gemma_rms_norm_def.cpp`
  *   :22-43 ascend910b / ascend910_93, :53-80 ascend950), and it runs nowhere else;
  * - aclnnInplaceAddRmsNorm: every configuration but config310P (ascend310p, FLOAT16/FLOAT only:
- *   `inplace_add_rms_norm/op_host/inplace_add_rms_norm_def.cpp:64-104`).
+ *   `inplace_add_rms_norm/op_host/inplace_add_rms_norm_def.cpp:64-104`);
+ * - aclnnAddLayerNorm, aclnnDeepNorm: the OpDef rows of ascend910b, ascend910_93 and ascend950
+ *   have BF16, ascend310p's not (`add_layer_norm/op_host/add_layer_norm_def.cpp:32-216`,
+ *   `deep_norm/op_host/deep_norm_def.cpp:47-`).
  */
 function normBf16Allowed(op: RowNormOperator, family: SocFamily): boolean {
   const sv = family.socVersion;
@@ -301,6 +322,8 @@ function normBf16Allowed(op: RowNormOperator, family: SocFamily): boolean {
         sv === SocVersion.ASCEND950;
     case "aclnnAddRmsNorm":
     case "aclnnInplaceAddRmsNorm":
+    case "aclnnAddLayerNorm":
+    case "aclnnDeepNorm":
       return sv !== SocVersion.ASCEND310P;
     case "aclnnGemmaRmsNorm":
       return true;

@@ -8,6 +8,8 @@
  * @module
  */
 
+import { fusedLayerNormSymbols } from "./opapi_fused_norm.ts";
+
 /**
  * Phase 2 of every operator has the same prototype:
  * `aclnnStatus aclnnX(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
@@ -366,6 +368,7 @@ export const opapiNnSymbols = {
   //   aclOpExecutor *executor, aclrtStream stream);
   // Optional: exported together with its phase 1.
   aclnnAddRmsNorm: { ...execute, optional: true },
+  ...fusedLayerNormSymbols,
   // aclnnStatus aclnnGemmaRmsNormGetWorkspaceSize(const aclTensor *x, const aclTensor *gamma,
   //   double epsilon, const aclTensor *yOut, const aclTensor *rstdOut, uint64_t *workspaceSize,
   //   aclOpExecutor **executor);

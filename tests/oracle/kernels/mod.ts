@@ -19,6 +19,7 @@ import {
   batchNormGatherStatsWithCounts,
   batchNormStats,
 } from "./batch_norm_forward.ts";
+import { addLayerNorm, deepNorm } from "./fused_layer_norms.ts";
 import { groupNorm, groupNormBackward } from "./group_norm.ts";
 import {
   addRmsNorm,
@@ -51,4 +52,6 @@ export const referenceKernels: Kernels = {
   inplaceAddRmsNorm,
   batchNormReduce,
   syncBatchNormGatherStats,
+  addLayerNorm,
+  deepNorm,
 };

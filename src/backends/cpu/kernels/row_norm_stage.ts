@@ -1,5 +1,5 @@
 /**
- * The row norms' stages (LayerNorm, RMSNorm, AddRmsNorm: src/backends/cpu/rows/heap_rows.ts
+ * The row norms' stages (LayerNorm, RMSNorm, AddRmsNorm, AddLayerNorm / DeepNorm: src/backends/cpu/rows/heap_rows.ts
  * builds them): work items of whole rows run by the WebAssembly row kernels in the host heap
  * (src/backends/cpu/wasm/row_norms.wat, row_norms_grad.wat), on any thread. A stage's
  * `constants` (a float64 array in the host heap, so that the pool's job words describe it)
@@ -94,6 +94,35 @@ export interface RowNormExports {
     g: number,
     rstd: number,
   ): void;
+  /**
+   * AddLayerNorm / DeepNorm forward (row_norms_add.wat): s = alpha * a + b (+ bias) in
+   * float32 into the scratch row `s`; flags 1 stores x = s rounded to dt, 2 adds the bias rows
+   * at c, 4 the per-column float32 bias cb; then ln_fwd's mean, rstd and y of s.
+   */
+  add_ln_fwd(
+    a: number,
+    as: number,
+    b: number,
+    bs: number,
+    c: number,
+    cs: number,
+    x: number,
+    xs: number,
+    y: number,
+    ys: number,
+    n: number,
+    dt: number,
+    rows: number,
+    eps: number,
+    alpha: number,
+    flags: number,
+    s: number,
+    w: number,
+    bb: number,
+    cb: number,
+    mean: number,
+    rstd: number,
+  ): void;
 }
 
 /** Parameter index: elements per row. */
@@ -106,31 +135,45 @@ export const ROW_PER = 2;
 export const ROW_DT = 3;
 /** Parameter index: epsilon, as the float32 the kernels receive (CANN's attribute is a float). */
 export const ROW_EPS = 4;
-/** Parameter index: LayerNorm backward's flags (1 column sums, 2 gradInput). */
+/**
+ * Parameter index: flags; LayerNorm backward's (1 column sums, 2 gradInput), the fused add +
+ * LayerNorm's (add_ln_fwd: 1 store x, 2 bias rows, 4 per-column bias).
+ */
 export const ROW_FLAGS = 5;
 /**
- * Parameter index of the data tensors' (byte address of row 0, bytes between rows), four
+ * Parameter index of the data tensors' (byte address of row 0, bytes between rows), five
  * pairs: LayerNorm x, y; LayerNorm backward dy, x, gradInput; RMSNorm x, y; RMSNorm backward
- * dy, x, dx; AddRmsNorm x1, x2, x, y.
+ * dy, x, dx; AddRmsNorm x1, x2, x, y; AddLayerNorm / DeepNorm x1, x2, bias, x, y.
  */
 export const ROW_DATA = 6;
 /**
  * Parameter index of the float32 arrays' byte addresses, five: LayerNorm w, b, mean, rstd;
  * LayerNorm backward w, mean, rstd, pw, pb; RMSNorm (and AddRmsNorm) g, rstd; RMSNorm
- * backward g, rstd, pg. Per-row arrays start at row 0; partials hold n rounded up to 4 per
- * item.
+ * backward g, rstd, pg; AddLayerNorm / DeepNorm gamma, beta, column bias, mean, rstd. Per-row
+ * arrays start at row 0; partials hold n rounded up to 4 per item.
  */
-export const ROW_ARRAYS = 14;
+export const ROW_ARRAYS = 16;
+/** Parameter index: the fused add's alpha (a float32; 1 for AddLayerNorm). */
+export const ROW_ALPHA = 21;
+/**
+ * Parameter index: the fused add's scratch row (n rounded up to 4 float32s), or -1: the
+ * region of the thread that runs the item (kernels/wasm_instance.ts; free during a row stage).
+ */
+export const ROW_SCRATCH = 22;
 /** Number of parameters. */
-export const ROW_PARAMS = 19;
+export const ROW_PARAMS = 23;
 
-/** Runs items [from, to) of the row-norm stage `op` with parameters `p` on kernels `k`. */
+/**
+ * Runs items [from, to) of the row-norm stage `op` with parameters `p` on kernels `k`;
+ * `region` is the running thread's region of the heap (the fused add's default scratch).
+ */
 export function runRowNormItems(
   k: RowNormExports,
   op: RowNormOp,
   p: Float64Array,
   from: number,
   to: number,
+  region: number,
 ): void {
   const n = p[ROW_N];
   const per = p[ROW_PER];
@@ -190,6 +233,32 @@ export function runRowNormItems(
           eps,
           p[f],
           row(1),
+        );
+        break;
+      case "addLayerNormRows":
+        k.add_ln_fwd(
+          at(0),
+          s(0),
+          at(1),
+          s(1),
+          at(2),
+          s(2),
+          at(3),
+          s(3),
+          at(4),
+          s(4),
+          n,
+          dt,
+          rows,
+          eps,
+          p[ROW_ALPHA],
+          p[ROW_FLAGS],
+          p[ROW_SCRATCH] < 0 ? region : p[ROW_SCRATCH],
+          p[f],
+          p[f + 1],
+          p[f + 2],
+          row(3),
+          row(4),
         );
         break;
     }

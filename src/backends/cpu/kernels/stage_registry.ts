@@ -23,6 +23,7 @@ export const STAGE_OPS = [
   "rmsNormRows",
   "rmsNormGradRows",
   "addRmsNormRows",
+  "addLayerNormRows",
 ] as const satisfies readonly Stage["op"][];
 
 /** One more than the largest stage code: the base of the digits of a governor key. */

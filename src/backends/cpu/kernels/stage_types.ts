@@ -114,7 +114,8 @@ export type RowNormOp =
   | "layerNormBackwardRows"
   | "rmsNormRows"
   | "rmsNormGradRows"
-  | "addRmsNormRows";
+  | "addRmsNormRows"
+  | "addLayerNormRows";
 
 /** A row-norm stage: `items` items of `constants[ROW_PER]` rows each (the last may be short). */
 export interface RowNormStage extends StageBase {

@@ -56,13 +56,8 @@ export function runStage(s: Stage, from: number, to: number, thread: ThreadState
     case "rmsNormRows":
     case "rmsNormGradRows":
     case "addRmsNormRows":
-      return runRowNormItems(
-        wasm.exports,
-        s.op,
-        s.constants,
-        from,
-        to,
-      );
+    case "addLayerNormRows":
+      return runRowNormItems(wasm.exports, s.op, s.constants, from, to, wasm.at);
     default:
       return runChannelItems(s, from, to, wasm);
   }

@@ -16,8 +16,10 @@ var ROW_DT = 3;
 var ROW_EPS = 4;
 var ROW_FLAGS = 5;
 var ROW_DATA = 6;
-var ROW_ARRAYS = 14;
-function runRowNormItems(k, op, p, from, to) {
+var ROW_ARRAYS = 16;
+var ROW_ALPHA = 21;
+var ROW_SCRATCH = 22;
+function runRowNormItems(k, op, p, from, to, region) {
   const n = p[ROW_N];
   const per = p[ROW_PER];
   const dt = p[ROW_DT];
@@ -46,6 +48,9 @@ function runRowNormItems(k, op, p, from, to) {
         break;
       case "addRmsNormRows":
         k.add_rms_fwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), n, dt, rows, eps, p[f], row(1));
+        break;
+      case "addLayerNormRows":
+        k.add_ln_fwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), at(4), s(4), n, dt, rows, eps, p[ROW_ALPHA], p[ROW_FLAGS], p[ROW_SCRATCH] < 0 ? region : p[ROW_SCRATCH], p[f], p[f + 1], p[f + 2], row(3), row(4));
         break;
     }
   }
@@ -249,7 +254,8 @@ function runStage(s, from, to, thread) {
     case "rmsNormRows":
     case "rmsNormGradRows":
     case "addRmsNormRows":
-      return runRowNormItems(wasm.exports, s.op, s.constants, from, to);
+    case "addLayerNormRows":
+      return runRowNormItems(wasm.exports, s.op, s.constants, from, to, wasm.at);
     default:
       return runChannelItems(s, from, to, wasm);
   }
@@ -266,7 +272,8 @@ var STAGE_OPS = [
   "layerNormBackwardRows",
   "rmsNormRows",
   "rmsNormGradRows",
-  "addRmsNormRows"
+  "addRmsNormRows",
+  "addLayerNormRows"
 ];
 var STAGE_CODE_BASE = STAGE_OPS.length + 1;
 function stageOfCode(code) {

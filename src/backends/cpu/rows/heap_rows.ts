@@ -13,6 +13,7 @@
 import type { HostData } from "../../../tensor/dtype.ts";
 import { MIN_PARALLEL_ELEMENTS } from "../fast/call.ts";
 import {
+  ROW_ALPHA,
   ROW_ARRAYS,
   ROW_DATA,
   ROW_DT,
@@ -22,6 +23,7 @@ import {
   ROW_PARAMS,
   ROW_PER,
   ROW_ROWS,
+  ROW_SCRATCH,
   type RowNormExports,
   type RowNormOp,
   type RowNormStage,
@@ -29,6 +31,7 @@ import {
 } from "../kernels/row_norm_stage.ts";
 import { type ReadArray, uniformStage } from "../kernels/stage_types.ts";
 import type { TensorAddress } from "../kernels/layout_types.ts";
+import { WASM_REGION_BYTES } from "../kernels/wasm_instance.ts";
 import { choosePool, readyPool, runPooled } from "../pool/pool.ts";
 import { governor, groupKey } from "../pool/governor.ts";
 import { cpuThreads } from "../threads.ts";
@@ -39,6 +42,8 @@ import { padded, rowBlock, rowNormKernels } from "./wasm_rows.ts";
 /** A call being set up: its kernels, parameters, float32 arrays and their byte address. */
 interface RowCall {
   readonly k: RowNormExports;
+  /** This thread's region of the heap. */
+  readonly region: number;
   readonly p: Float64Array;
   readonly arrays: Float32Array;
   readonly at: number;
@@ -56,7 +61,7 @@ function setUp(
   eps: number,
   floats: number,
 ): RowCall {
-  const k = rowNormKernels();
+  const kernels = rowNormKernels();
   const block = rowBlock(ROW_PARAMS, floats);
   const p = block.params;
   p.fill(0);
@@ -69,7 +74,7 @@ function setUp(
     p[ROW_DATA + 2 * i] = d.at;
     p[ROW_DATA + 2 * i + 1] = d.stride;
   });
-  return { k, p, arrays: block.arrays, at: block.arraysAt };
+  return { k: kernels.exports, region: kernels.at, p, arrays: block.arrays, at: block.arraysAt };
 }
 
 /** Sets array parameter `i` to entry `entry` of the call's float32 arrays. */
@@ -89,18 +94,18 @@ const NO_ADDRESS: TensorAddress = { base: 0, strideN: 0, strideC: 0, strideI: 0,
 /**
  * Runs every item of row-norm stage `op`: pooled when more than one thread is configured, the
  * call has at least MIN_PARALLEL_ELEMENTS elements and more than one item, the pool is up and
- * the governor chooses it (as for the other kernels: fast/call.ts); else here.
+ * the governor chooses it (as for the other kernels: fast/call.ts), and not `alone`; else here.
  */
-function run(op: RowNormOp, c: RowCall, anchor: HostData): void {
+function run(op: RowNormOp, c: RowCall, anchor: HostData, alone = false): void {
   const n = c.p[ROW_N];
   const rows = c.p[ROW_ROWS];
   const items = itemCount(rows, n);
   const numel = rows * n;
-  const threads = cpuThreads();
+  const threads = alone ? 1 : cpuThreads();
   const pool = threads > 1 && numel >= MIN_PARALLEL_ELEMENTS && items > 1
     ? readyPool(threads - 1)
     : undefined;
-  if (!pool) return runRowNormItems(c.k, op, c.p, 0, items);
+  if (!pool) return runRowNormItems(c.k, op, c.p, 0, items, c.region);
   const dt = c.p[ROW_DT] as 0 | 1 | 2;
   const key = groupKey([op], dt, "rows", numel);
   const start = performance.now();
@@ -123,10 +128,10 @@ function run(op: RowNormOp, c: RowCall, anchor: HostData): void {
     } catch {
       // A thread without the kernels on the heap (or a failed worker): every item rewrites
       // its rows and zeroes its partials first, so running them all here gives the results.
-      runRowNormItems(c.k, op, c.p, 0, items);
+      runRowNormItems(c.k, op, c.p, 0, items, c.region);
     }
   } else {
-    runRowNormItems(c.k, op, c.p, 0, items);
+    runRowNormItems(c.k, op, c.p, 0, items, c.region);
   }
   governor.record(key, pooled, start, performance.now() - start, numel);
 }
@@ -246,4 +251,60 @@ export function rmsForwardHeap(
   array(c, 1, c4);
   run(kernel, c, anchor);
   return c.arrays.subarray(c4, c4 + rows);
+}
+
+/** Float32s of the scratch row a thread's region holds (the rest of a call's rows: its block). */
+const REGION_SCRATCH = WASM_REGION_BYTES / 4 - 8;
+
+/** The fused add of AddLayerNorm / DeepNorm: alpha and the bias's form. */
+export interface AddRowsOptions {
+  /** x1's factor, as a float32 (1 for AddLayerNorm, DeepNorm's alpha). */
+  readonly alpha: number;
+  /** Whether `data` holds bias rows (after x2); else `columnBias`, or no bias. */
+  readonly biasRows: boolean;
+  /** The per-column bias (bias of gamma's elements), or undefined. */
+  readonly columnBias: Float64Array | undefined;
+  /** Whether `data` holds the x output (before y). */
+  readonly storeX: boolean;
+}
+
+/**
+ * AddLayerNorm / DeepNorm forward of every row of the heap rows `data` (x1, x2, [bias rows],
+ * [x], y): s = alpha * x1 + x2 (+ bias) in float32, x = s rounded, then LayerNorm of s with
+ * gamma `g` and beta `beta` (add_ln_fwd). Rows longer than a thread's region take their scratch
+ * row from the call's block and run on this thread alone.
+ */
+export function addLayerNormHeap(
+  anchor: HostData,
+  data: readonly HeapRows[],
+  rows: number,
+  n: number,
+  eps: number,
+  g: Float64Array,
+  beta: Float64Array,
+  o: AddRowsOptions,
+): RowStats {
+  const c4 = padded(n);
+  const own = c4 > REGION_SCRATCH;
+  const c = setUp(data, rows, n, eps, 3 * c4 + 2 * rows + (own ? c4 + 4 : 0));
+  const d = data.length;
+  // Data pairs: x1 0, x2 1, bias rows 2, x 3, y 4 (absent ones stay 0).
+  const pairs = [0, 1, ...(o.biasRows ? [2] : []), ...(o.storeX ? [3] : []), 4];
+  for (let i = d - 1; i >= 0; i--) {
+    c.p[ROW_DATA + 2 * pairs[i]] = data[i].at;
+    c.p[ROW_DATA + 2 * pairs[i] + 1] = data[i].stride;
+    if (pairs[i] !== i) c.p[ROW_DATA + 2 * i] = c.p[ROW_DATA + 2 * i + 1] = 0;
+  }
+  columns(c, 0, g, n);
+  columns(c, c4, beta, n);
+  if (o.columnBias) columns(c, 2 * c4, o.columnBias, n);
+  [0, c4, 2 * c4, 3 * c4, 3 * c4 + rows].forEach((entry, i) => array(c, i, entry));
+  c.p[ROW_FLAGS] = (o.storeX ? 1 : 0) | (o.biasRows ? 2 : 0) | (o.columnBias ? 4 : 0);
+  c.p[ROW_ALPHA] = Math.fround(o.alpha);
+  c.p[ROW_SCRATCH] = own ? c.at + 4 * (3 * c4 + 2 * rows) : -1;
+  run("addLayerNormRows", c, anchor, own);
+  return {
+    mean: c.arrays.subarray(3 * c4, 3 * c4 + rows),
+    rstd: c.arrays.subarray(3 * c4 + rows, 3 * c4 + 2 * rows),
+  };
 }

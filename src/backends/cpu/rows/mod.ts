@@ -1,11 +1,12 @@
 /**
- * The row kernels of the CPU backend: LayerNorm and RMSNorm, whose normalized dims are the
+ * The row kernels of the CPU backend: LayerNorm and RMSNorm (and their fused adds), whose normalized dims are the
  * trailing ones, so that a row of them is the unit of work (access.ts, items.ts).
  *
  * @module
  */
 
 import type { Kernels } from "../../types.ts";
+import { addLayerNorm, deepNorm } from "./add_layer_norm.ts";
 import { layerNorm, layerNormBackward } from "./layer_norm.ts";
 import { addRmsNorm, gemmaRmsNorm, inplaceAddRmsNorm, rmsNorm, rmsNormGrad } from "./rms_norm.ts";
 
@@ -19,6 +20,8 @@ export const rowKernels: Pick<
   | "addRmsNorm"
   | "gemmaRmsNorm"
   | "inplaceAddRmsNorm"
+  | "addLayerNorm"
+  | "deepNorm"
 > = {
   layerNorm,
   layerNormBackward,
@@ -27,4 +30,6 @@ export const rowKernels: Pick<
   addRmsNorm,
   gemmaRmsNorm,
   inplaceAddRmsNorm,
+  addLayerNorm,
+  deepNorm,
 };

@@ -12,14 +12,14 @@
 import { heapFree, heapScratch } from "../../../tensor/host_heap.ts";
 import { hostAllocationError } from "../../../tensor/host_errors.ts";
 import { callerKernels } from "../pool/pool.ts";
-import type { RowNormExports } from "../kernels/row_norm_stage.ts";
+import type { WasmKernels } from "../kernels/wasm_instance.ts";
 
 /**
- * The row kernels of the calling thread's one instance of the kernels on the heap (the one
- * its other stages run). Every engine Deno runs on has WebAssembly SIMD and shared memories;
+ * The calling thread's one instance of the kernels on the heap (the one its other stages run)
+ * and its region of the heap (the fused add's scratch row). Every engine Deno runs on has WebAssembly SIMD and shared memories;
  * without them the row norms cannot run, and say so.
  */
-export function rowNormKernels(): RowNormExports {
+export function rowNormKernels(): WasmKernels {
   const kernels = callerKernels();
   if (kernels === null) {
     throw new Error(
@@ -27,7 +27,7 @@ export function rowNormKernels(): RowNormExports {
         "which this engine does not provide",
     );
   }
-  return kernels.exports;
+  return kernels;
 }
 
 /** The holder of this thread's block in the heap, its buffer, address and size in bytes. */

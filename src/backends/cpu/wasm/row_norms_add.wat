@@ -1,0 +1,116 @@
+;; The fused residual-add LayerNorm kernel of aclnnAddLayerNorm and aclnnDeepNorm, spliced into
+;; kernels.wat's module after row_norms.wat (scripts/build_wasm.ts ROWS_WAT_PATHS), whose row
+;; helpers ($rf_sum, $rf_rstd, $rf_st4, $rf_st4n, $rf_mask) it uses; same conventions of
+;; addresses, rows and dtype dispatch as row_norms.wat states.
+;;
+;; Numerics (hicann/ops-nn e5c3fa9, docs/norm_family_kernels.md sections 1 and 3): every input
+;; is widened to float32 and the sum s = alpha * x1 + x2 (+ bias) is formed in float32 and NOT
+;; rounded to the data dtype before the statistics (AddLayerNorm A2: add_layer_norm_kernel.h
+;; :284-331, (x1 + x2) + bias; DeepNorm A2: deep_norm.cpp:472-478 gx + alpha * x, 950: arch35/
+;; deep_norm.h:199-213 Muls then Add); alpha is 1 for AddLayerNorm (1 * x1 is exact). The
+;; optional x output is that sum rounded once to dt (add_layer_norm_kernel.h:785-805). Then
+;; LayerNorm's statistics and y exactly as ln_fwd computes them, over the float32 sum.
+(module
+  ;; Fused add + LayerNorm forward. Per row: pass 1 forms s in float32 into the scratch row at
+  ;; $s (n rounded up to 4 float32s; the caller gives each thread its own) and, with flags bit
+  ;; 1, stores s rounded to dt at x; then mean and rstd as ln_fwd (rf_sum over s, in its blocked
+  ;; order) and y = (s - mean) * rstd * w + bb, rounded once to dt. Flags: 1 store x; 2 add the
+  ;; element-wise bias rows at c (dt); 4 add the per-column float32 bias at cb.
+  (func (export "add_ln_fwd")
+    (param $a i32) (param $as i32) (param $b i32) (param $bs i32) (param $c i32) (param $cs i32)
+    (param $x i32) (param $xs i32) (param $y i32) (param $ys i32) (param $n i32) (param $dt i32)
+    (param $rows i32) (param $eps f64) (param $alpha f32) (param $flags i32) (param $s i32)
+    (param $w i32) (param $bb i32) (param $cb i32) (param $mean i32) (param $rstd i32)
+    (local $r i32) (local $es i32) (local $n4 i32) (local $j i32) (local $p i32) (local $q i32)
+    (local $u i32) (local $t i32) (local $k i32) (local $m f32) (local $rs f32) (local $al v128)
+    (local $mm v128) (local $rr v128) (local $v v128)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
+    (local.set $al (f32x4.splat (local.get $alpha)))
+    (block $rowsDone
+      (loop $row
+        (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
+        ;; Pass 1: s = (alpha * x1 + x2) (+ bias) in float32 lanes, to the scratch row; x.
+        (local.set $p (local.get $a))
+        (local.set $q (local.get $b))
+        (local.set $u (local.get $c))
+        (local.set $t (local.get $x))
+        (local.set $k (i32.const 0))
+        (local.set $j (i32.const 0))
+        (block $done
+          (loop $next
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+            (local.set $v
+              (f32x4.add (f32x4.mul (local.get $al) (call $ld4 (local.get $p) (local.get $dt)))
+                (call $ld4 (local.get $q) (local.get $dt))))
+            (if (i32.and (local.get $flags) (i32.const 2))
+              (then
+                (local.set $v (f32x4.add (local.get $v) (call $ld4 (local.get $u) (local.get $dt))))))
+            (if (i32.and (local.get $flags) (i32.const 4))
+              (then
+                (local.set $v
+                  (f32x4.add (local.get $v) (v128.load (i32.add (local.get $cb) (local.get $k)))))))
+            (v128.store (i32.add (local.get $s) (local.get $k)) (local.get $v))
+            (if (i32.and (local.get $flags) (i32.const 1))
+              (then
+                (if (i32.lt_u (local.get $j) (local.get $n4))
+                  (then (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v)))
+                  (else
+                    (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
+                      (i32.sub (local.get $n) (local.get $j)))))))
+            (local.set $p (i32.add (local.get $p) (local.get $es)))
+            (local.set $q (i32.add (local.get $q) (local.get $es)))
+            (local.set $u (i32.add (local.get $u) (local.get $es)))
+            (local.set $t (i32.add (local.get $t) (local.get $es)))
+            (local.set $k (i32.add (local.get $k) (i32.const 16)))
+            (local.set $j (i32.add (local.get $j) (i32.const 4)))
+            (br $next)))
+        ;; The statistics of s, as ln_fwd takes them of x (float32 rows: dt 0).
+        (local.set $m
+          (f32.demote_f64
+            (f64.div
+              (call $rf_sum (local.get $s) (local.get $n) (i32.const 0) (i32.const 0)
+                (v128.const i64x2 0 0))
+              (f64.convert_i32_u (local.get $n)))))
+        (local.set $mm (f32x4.splat (local.get $m)))
+        (local.set $rs
+          (call $rf_rstd
+            (call $rf_sum (local.get $s) (local.get $n) (i32.const 0) (i32.const 1) (local.get $mm))
+            (local.get $n) (local.get $eps)))
+        (local.set $rr (f32x4.splat (local.get $rs)))
+        (f32.store (local.get $mean) (local.get $m))
+        (f32.store (local.get $rstd) (local.get $rs))
+        ;; Pass 2: y from s; whole vectors, then the last one to three elements.
+        (local.set $q (local.get $y))
+        (local.set $k (i32.const 0))
+        (local.set $j (i32.const 0))
+        (block $done
+          (loop $next
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+            (local.set $v
+              (f32x4.add
+                (f32x4.mul
+                  (f32x4.mul
+                    (f32x4.sub (v128.load (i32.add (local.get $s) (local.get $k))) (local.get $mm))
+                    (local.get $rr))
+                  (v128.load (i32.add (local.get $w) (local.get $k))))
+                (v128.load (i32.add (local.get $bb) (local.get $k)))))
+            (if (i32.lt_u (local.get $j) (local.get $n4))
+              (then (call $rf_st4 (local.get $q) (local.get $dt) (local.get $v)))
+              (else
+                (call $rf_st4n (local.get $q) (local.get $dt) (local.get $v)
+                  (i32.sub (local.get $n) (local.get $j)))))
+            (local.set $q (i32.add (local.get $q) (local.get $es)))
+            (local.set $k (i32.add (local.get $k) (i32.const 16)))
+            (local.set $j (i32.add (local.get $j) (i32.const 4)))
+            (br $next)))
+        (local.set $a (i32.add (local.get $a) (local.get $as)))
+        (local.set $b (i32.add (local.get $b) (local.get $bs)))
+        (local.set $c (i32.add (local.get $c) (local.get $cs)))
+        (local.set $x (i32.add (local.get $x) (local.get $xs)))
+        (local.set $y (i32.add (local.get $y) (local.get $ys)))
+        (local.set $mean (i32.add (local.get $mean) (i32.const 4)))
+        (local.set $rstd (i32.add (local.get $rstd) (i32.const 4)))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $row))))
+)
