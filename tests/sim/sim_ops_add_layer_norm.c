@@ -165,19 +165,15 @@ int sim_run_add_layer_norm(const SimPlan *p) {
   double *x = nrm_zalloc(rows * cols), *y = nrm_zalloc(rows * cols);
   double *mean = nrm_zalloc(rows), *rstd = nrm_zalloc(rows);
   for (int64_t r = 0; r < rows; r++) {
-    double *xr = x + r * cols, sum = 0, sq = 0;
+    double *xr = x + r * cols;
     for (int64_t i = 0; i < cols; i++) {
       int64_t j = r * cols + i;
       double bv = !bias ? 0 : p->norm_dt[0] == BIAS_ELEMENTS ? bias[j] : bias[i];
       if (!bias) xr[i] = f32(x1[j] + x2[j]);
       else if (p->regbase) xr[i] = f32(x1[j] + f32(x2[j] + bv));
       else xr[i] = f32(f32(x1[j] + x2[j]) + bv);
-      sum += xr[i];
     }
-    mean[r] = sum / (double)cols;
-    for (int64_t i = 0; i < cols; i++) sq += (xr[i] - mean[r]) * (xr[i] - mean[r]);
-    rstd[r] = 1.0 / sqrt(sq / (double)cols + p->eps);
-    for (int64_t i = 0; i < cols; i++) y[r * cols + i] = (xr[i] - mean[r]) * rstd[r] * g[i] + b[i];
+    nrm_ln_row(xr, cols, p->eps, g, b, y + r * cols, &mean[r], &rstd[r]);
   }
   sim_store(&p->t[AL_Y], y);
   if (p->present[AL_MEAN]) sim_store(&p->t[AL_MEAN], mean);

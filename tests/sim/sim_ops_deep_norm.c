@@ -94,16 +94,11 @@ int sim_run_deep_norm(const SimPlan *p) {
   double *b = sim_load(&p->t[DN_BETA]), *g = sim_load(&p->t[DN_GAMMA]);
   double *s = nrm_zalloc(cols), *y = nrm_zalloc(rows * cols), *mean = nrm_zalloc(rows), *rstd = nrm_zalloc(rows);
   for (int64_t r = 0; r < rows; r++) {
-    double sum = 0, sq = 0;
     for (int64_t i = 0; i < cols; i++) {
       int64_t j = r * cols + i;
       s[i] = nrm_round(nrm_round(p->alpha * x[j], SIM_DT_FLOAT) + gx[j], SIM_DT_FLOAT);
-      sum += s[i];
     }
-    mean[r] = sum / (double)cols;
-    for (int64_t i = 0; i < cols; i++) sq += (s[i] - mean[r]) * (s[i] - mean[r]);
-    rstd[r] = 1.0 / sqrt(sq / (double)cols + p->eps);
-    for (int64_t i = 0; i < cols; i++) y[r * cols + i] = (s[i] - mean[r]) * rstd[r] * g[i] + b[i];
+    nrm_ln_row(s, cols, p->eps, g, b, y + r * cols, &mean[r], &rstd[r]);
   }
   sim_store(&p->t[DN_MEAN], mean);
   sim_store(&p->t[DN_RSTD], rstd);

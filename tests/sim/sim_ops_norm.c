@@ -381,3 +381,13 @@ int nrm_gen_rows(NormCtx *c, const int32_t *rows, int nrows, int n) {
                   "that defined in the operator prototype OpDef, details of parameter are %s",
                   got);
 }
+
+void nrm_ln_row(const double *x, int64_t cols, double eps, const double *g, const double *b, double *y, double *mean,
+                double *rstd) {
+  double sum = 0, sq = 0;
+  for (int64_t i = 0; i < cols; i++) sum += x[i];
+  *mean = sum / (double)cols;
+  for (int64_t i = 0; i < cols; i++) sq += (x[i] - *mean) * (x[i] - *mean);
+  *rstd = 1.0 / sqrt(sq / (double)cols + eps);
+  for (int64_t i = 0; i < cols; i++) y[i] = (x[i] - *mean) * *rstd * g[i] + b[i];
+}

@@ -137,6 +137,11 @@ int nrm_add_rms_norm_plan(NormCtx *c, int64_t rows, int64_t cols);
 /* x = x1 + x2, rstd, y with slots {x1, x2, gamma, y, rstd, x}; rstd and x stored when asked. */
 int nrm_add_rms_norm_compute(const SimPlan *p, const int slots[6], bool store_rstd, bool store_x);
 
+/* LayerNorm of one row of cols in double (the fused LayerNorms' sims): mean, biased variance,
+ * rstd = 1/sqrt(var + eps), y = (x - mean) * rstd * g + b. */
+void nrm_ln_row(const double *x, int64_t cols, double eps, const double *g, const double *b, double *y, double *mean,
+                double *rstd);
+
 /* zero-filled array of n doubles (at least one element) */
 double *nrm_zalloc(int64_t n);
 
