@@ -65,6 +65,13 @@ export type {
   OpapiSymbols,
   RuntimeSymbols,
 } from "./src/ffi/symbols.ts";
+export type { AclnnSymbol, AclnnSymbols } from "./src/ffi/symbols/opapi.ts";
+export {
+  ACLNN_OPERATORS,
+  type AclnnOperatorDeclaration,
+  type AclnnOperatorName,
+  type AclnnParamKind,
+} from "./src/ffi/symbols/aclnn_operators.ts";
 export {
   addRmsNormStoresRstd,
   batchNormSavesVariance,

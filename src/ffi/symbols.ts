@@ -40,7 +40,4 @@ export type NnopbaseSymbols = typeof nnopbaseSymbols;
 /** The operator symbol table's type. */
 export type OpapiSymbols = typeof opapiSymbols;
 
-/** The name of an aclnn operator this package can call (phase 2 symbol name). */
-export type AclnnOperatorName = {
-  [K in keyof OpapiSymbols]: K extends `${string}GetWorkspaceSize` ? never : K;
-}[keyof OpapiSymbols];
+export type { AclnnOperatorName } from "./symbols/aclnn_operators.ts";

@@ -1,13 +1,14 @@
 /**
  * The Ascend backend: every kernel is one two-phase aclnn call through `src/ffi` on the
- * device the tensors live on, in the argument order of the C prototype. Where a chip's
- * native convention differs from this package's (saveInvstd holding the variance on most
- * SoCs), {@linkcode ./save_statistics.ts} converts at this boundary, in both directions.
+ * device the tensors live on, its arguments by their names in the C header
+ * (src/ffi/aclnn_call.ts). Where a chip's native convention differs from this package's
+ * (saveInvstd holding the variance on most SoCs), {@linkcode ./save_statistics.ts} converts at
+ * this boundary, in both directions.
  *
  * @module
  */
 
-import { arg, runAclnn } from "../../ffi/executor.ts";
+import { callAclnn } from "../../ffi/aclnn_call.ts";
 import { AscendDevice } from "../../ffi/runtime.ts";
 import type { Device } from "../../tensor/device.ts";
 import { Tensor } from "../../tensor/tensor.ts";
@@ -80,20 +81,20 @@ export const ascendBackend: Backend = {
       zeroFill(t.sumDy, t.sumDyXmu, t.gradWeight, t.gradBias);
       return;
     }
-    runAclnn(deviceOf(t.input), "aclnnBatchNormReduceBackward", [
-      arg.tensor(t.gradOut),
-      arg.tensor(t.input),
-      arg.tensor(t.mean),
-      arg.tensor(t.invstd),
-      arg.tensor(t.weight),
-      arg.bool(p.inputG),
-      arg.bool(p.weightG),
-      arg.bool(p.biasG),
-      arg.output(t.sumDy),
-      arg.output(t.sumDyXmu),
-      arg.output(t.gradWeight),
-      arg.output(t.gradBias),
-    ]);
+    callAclnn(deviceOf(t.input), "aclnnBatchNormReduceBackward", {
+      gradOut: t.gradOut,
+      input: t.input,
+      mean: t.mean,
+      invstd: t.invstd,
+      weight: t.weight,
+      inputG: p.inputG,
+      weightG: p.weightG,
+      biasG: p.biasG,
+      sumDy: t.sumDy,
+      sumDyXmu: t.sumDyXmu,
+      gradWeight: t.gradWeight,
+      gradBias: t.gradBias,
+    });
   },
 
   batchNormBackward(p: BatchNormBackwardPlan, t: BatchNormBackwardTensors) {
@@ -112,21 +113,21 @@ export const ascendBackend: Backend = {
     try {
       // Inside the try: when the scratch cannot be allocated, `saved` is still freed.
       if (inPlace) gradInput = Tensor.zeros(t.gradInput!.shape, t.gradInput!.dtype, device);
-      runAclnn(device, "aclnnBatchNormBackward", [
-        arg.tensor(t.gradOut),
-        arg.tensor(t.input),
-        arg.tensor(t.weight),
-        arg.tensor(t.runningMean),
-        arg.tensor(t.runningVar),
-        arg.tensor(t.saveMean),
-        arg.tensor(saved?.tensor ?? t.saveInvstd),
-        arg.bool(p.training),
-        arg.f64(p.eps),
-        arg.boolArray(p.mask),
-        arg.output(gradInput),
-        arg.output(t.gradWeight),
-        arg.output(t.gradBias),
-      ]);
+      callAclnn(device, "aclnnBatchNormBackward", {
+        gradOut: t.gradOut,
+        input: t.input,
+        weight: t.weight,
+        runningMean: t.runningMean,
+        runningVar: t.runningVar,
+        saveMean: t.saveMean,
+        saveInvstd: saved?.tensor ?? t.saveInvstd,
+        training: p.training,
+        eps: p.eps,
+        outputMask: p.mask,
+        gradInput: gradInput,
+        gradWeight: t.gradWeight,
+        gradBias: t.gradBias,
+      });
       if (inPlace) t.gradInput!.copy_(gradInput!);
     } finally {
       saved?.release();
@@ -139,30 +140,30 @@ export const ascendBackend: Backend = {
       zeroFill(t.gradGamma, t.gradBeta);
       return;
     }
-    runAclnn(deviceOf(t.input), "aclnnGroupNormBackward", [
-      arg.tensor(t.gradOut),
-      arg.tensor(t.input),
-      arg.tensor(t.mean),
-      arg.tensor(t.rstd),
-      arg.tensor(t.gamma),
-      arg.i64(p.N),
-      arg.i64(p.C),
-      arg.i64(p.HxW),
-      arg.i64(p.group),
-      arg.boolArray(p.mask),
-      arg.output(t.gradInput),
-      arg.output(t.gradGamma),
-      arg.output(t.gradBeta),
-    ]);
+    callAclnn(deviceOf(t.input), "aclnnGroupNormBackward", {
+      gradOut: t.gradOut,
+      input: t.input,
+      mean: t.mean,
+      rstd: t.rstd,
+      gamma: t.gamma,
+      N: p.N,
+      C: p.C,
+      HxW: p.HxW,
+      group: p.group,
+      outputMask: p.mask,
+      gradInput: t.gradInput,
+      gradGammaOut: t.gradGamma,
+      gradBetaOut: t.gradBeta,
+    });
   },
 
   batchNormStats(p: BatchNormStatsPlan, t: BatchNormStatsTensors) {
-    runAclnn(deviceOf(t.input), "aclnnBatchNormStats", [
-      arg.tensor(t.input),
-      arg.f64(p.eps),
-      arg.output(t.mean),
-      arg.output(t.invstd),
-    ]);
+    callAclnn(deviceOf(t.input), "aclnnBatchNormStats", {
+      input: t.input,
+      eps: p.eps,
+      mean: t.mean,
+      invstd: t.invstd,
+    });
   },
 
   batchNormGatherStatsWithCounts(p: BatchNormGatherStatsPlan, t: BatchNormGatherStatsTensors) {
@@ -170,18 +171,18 @@ export const ascendBackend: Backend = {
     const runningMean = pairedRunningStat(t.runningMean, t.runningVar, device);
     const runningVar = pairedRunningStat(t.runningVar, t.runningMean, device);
     try {
-      runAclnn(device, "aclnnBatchNormGatherStatsWithCounts", [
-        arg.tensor(t.input),
-        arg.tensor(t.mean),
-        arg.tensor(t.invstd),
-        arg.tensor(runningMean),
-        arg.tensor(runningVar),
-        arg.f64(p.momentum),
-        arg.f64(p.eps),
-        arg.tensor(t.counts),
-        arg.output(t.meanAll),
-        arg.output(t.invstdAll),
-      ]);
+      callAclnn(device, "aclnnBatchNormGatherStatsWithCounts", {
+        input: t.input,
+        mean: t.mean,
+        invstd: t.invstd,
+        runningMean: runningMean,
+        runningVar: runningVar,
+        momentum: p.momentum,
+        eps: p.eps,
+        counts: t.counts,
+        meanAll: t.meanAll,
+        invstdAll: t.invstdAll,
+      });
     } finally {
       if (runningMean !== t.runningMean) runningMean?.dispose();
       if (runningVar !== t.runningVar) runningVar?.dispose();
@@ -189,87 +190,87 @@ export const ascendBackend: Backend = {
   },
 
   batchNormElemt(p: BatchNormElemtPlan, t: BatchNormElemtTensors) {
-    runAclnn(deviceOf(t.input), "aclnnBatchNormElemt", [
-      arg.tensor(t.input),
-      arg.tensor(t.weight),
-      arg.tensor(t.bias),
-      arg.tensor(t.mean),
-      arg.tensor(t.invstd),
-      arg.f64(p.eps),
-      arg.output(t.output),
-    ]);
+    callAclnn(deviceOf(t.input), "aclnnBatchNormElemt", {
+      input: t.input,
+      weight: t.weight,
+      bias: t.bias,
+      mean: t.mean,
+      invstd: t.invstd,
+      eps: p.eps,
+      output: t.output,
+    });
   },
 
   batchNormElemtBackward(_p: BatchNormElemtBackwardPlan, t: BatchNormElemtBackwardTensors) {
-    runAclnn(deviceOf(t.input), "aclnnBatchNormElemtBackward", [
-      arg.tensor(t.gradOut),
-      arg.tensor(t.input),
-      arg.tensor(t.mean),
-      arg.tensor(t.invstd),
-      arg.tensor(t.weight),
-      arg.tensor(t.sumDy),
-      arg.tensor(t.sumDyXmu),
-      arg.tensor(t.counter),
-      arg.output(t.gradInput),
-    ]);
+    callAclnn(deviceOf(t.input), "aclnnBatchNormElemtBackward", {
+      gradOut: t.gradOut,
+      input: t.input,
+      mean: t.mean,
+      invstd: t.invstd,
+      weight: t.weight,
+      sumDy: t.sumDy,
+      sumDyXmu: t.sumDyXmu,
+      counter: t.counter,
+      gradInput: t.gradInput,
+    });
   },
 
   batchNorm(p: BatchNormPlan, t: BatchNormTensors) {
     const device = deviceOf(t.input);
-    runAclnn(device, "aclnnBatchNorm", [
-      arg.tensor(t.input),
-      arg.tensor(t.weight),
-      arg.tensor(t.bias),
-      arg.tensor(t.runningMean),
-      arg.tensor(t.runningVar),
-      arg.bool(p.training),
-      arg.f64(p.momentum),
-      arg.f64(p.eps),
-      arg.output(t.output),
-      arg.output(t.saveMean),
-      arg.output(t.saveInvstd),
-    ]);
+    callAclnn(device, "aclnnBatchNorm", {
+      input: t.input,
+      weight: t.weight,
+      bias: t.bias,
+      runningMean: t.runningMean,
+      runningVar: t.runningVar,
+      training: p.training,
+      momentum: p.momentum,
+      eps: p.eps,
+      output: t.output,
+      saveMean: t.saveMean,
+      saveInvstd: t.saveInvstd,
+    });
     if (p.training) savedToInvstd(device, t.saveInvstd, p.eps);
   },
 
   groupNorm(p: GroupNormPlan, t: GroupNormTensors) {
-    runAclnn(deviceOf(t.input), "aclnnGroupNorm", [
-      arg.tensor(t.input),
-      arg.tensor(t.gamma),
-      arg.tensor(t.beta),
-      arg.i64(p.N),
-      arg.i64(p.C),
-      arg.i64(p.HxW),
-      arg.i64(p.group),
-      arg.f64(p.eps),
-      arg.output(t.output),
-      arg.output(t.mean),
-      arg.output(t.rstd),
-    ]);
+    callAclnn(deviceOf(t.input), "aclnnGroupNorm", {
+      self: t.input,
+      gamma: t.gamma,
+      beta: t.beta,
+      N: p.N,
+      C: p.C,
+      HxW: p.HxW,
+      group: p.group,
+      eps: p.eps,
+      out: t.output,
+      meanOut: t.mean,
+      rstdOut: t.rstd,
+    });
   },
 
   batchNormReduce(_p: BatchNormReducePlan, t: BatchNormReduceTensors) {
     // CANN's own empty path fills sum and squareSum with 0 (aclnn_batch_norm_reduce.cpp).
-    runAclnn(deviceOf(t.x), "aclnnBatchNormReduce", [
-      arg.tensor(t.x),
-      arg.output(t.sum),
-      arg.output(t.squareSum),
-    ]);
+    callAclnn(deviceOf(t.x), "aclnnBatchNormReduce", {
+      x: t.x,
+      sum: t.sum,
+      squareSum: t.squareSum,
+    });
   },
 
   syncBatchNormGatherStats(p: SyncBatchNormGatherStatsPlan, t: SyncBatchNormGatherStatsTensors) {
     // mean and variance are inputs CANN updates in place; momentum and eps are C floats.
-    runAclnn(deviceOf(t.totalSum), "aclnnSyncBatchNormGatherStats", [
-      arg.tensor(t.totalSum),
-      arg.tensor(t.totalSquareSum),
-      arg.tensor(t.sampleCount),
-      arg.tensor(t.mean),
-      arg.tensor(t.variance),
-      arg.f32(p.momentum),
-      arg.f32(p.eps),
-      arg.output(t.batchMean),
-      arg.output(t.batchInvstd),
-    ]);
+    callAclnn(deviceOf(t.totalSum), "aclnnSyncBatchNormGatherStats", {
+      totalSum: t.totalSum,
+      totalSquareSum: t.totalSquareSum,
+      sampleCount: t.sampleCount,
+      mean: t.mean,
+      variance: t.variance,
+      momentum: p.momentum,
+      eps: p.eps,
+      batchMean: t.batchMean,
+      batchInvstd: t.batchInvstd,
+    });
   },
 
   // LayerNorm / RMSNorm (row_norm.ts).

@@ -1,16 +1,16 @@
 /**
- * The Ascend backend's LayerNorm / RMSNorm kernels: each one two-phase aclnn call in the
- * argument order of its C prototype (src/ffi/symbols/opapi.ts). Where CANN leaves an output the
- * package defines unwritten, the backend writes it at this boundary: on chips whose AddRmsNorm
- * kernel never stores rstd (Atlas inference series), rstd from aclnnRmsNorm over the stored sum;
- * AddLayerNorm's mean and rstd there, NaN.
+ * The Ascend backend's LayerNorm / RMSNorm kernels: each one two-phase aclnn call with its
+ * arguments by name (src/ffi/aclnn_call.ts, src/ffi/symbols/aclnn_operators.ts). Where CANN
+ * leaves an output the package defines unwritten, the backend writes it at this boundary: on
+ * chips whose AddRmsNorm kernel never stores rstd (Atlas inference series), rstd from
+ * aclnnRmsNorm over the stored sum; AddLayerNorm's mean and rstd there, NaN.
  * Calls CANN answers without computing (LayerNorm's rows of no element, AddRmsNorm's empty x1 or
  * gamma) are completed in src/ops and never reach a backend.
  *
  * @module
  */
 
-import { arg, runAclnn } from "../../ffi/executor.ts";
+import { callAclnn } from "../../ffi/aclnn_call.ts";
 import type { AscendDevice } from "../../ffi/runtime.ts";
 import { Tensor } from "../../tensor/tensor.ts";
 import type * as types from "../types.ts";
@@ -23,14 +23,18 @@ function deviceOf(t: Tensor): AscendDevice {
 }
 
 /** aclnnRmsNorm or aclnnGemmaRmsNorm: the same prototype (x, gamma, epsilon, yOut, rstdOut). */
-function rmsForward(op: string, p: types.RmsNormPlan, t: types.RmsNormTensors): void {
-  runAclnn(deviceOf(t.x), op, [
-    arg.tensor(t.x),
-    arg.tensor(t.gamma),
-    arg.f64(p.epsilon),
-    arg.output(t.y),
-    arg.output(t.rstd),
-  ]);
+function rmsForward(
+  op: "aclnnRmsNorm" | "aclnnGemmaRmsNorm",
+  p: types.RmsNormPlan,
+  t: types.RmsNormTensors,
+): void {
+  callAclnn(deviceOf(t.x), op, {
+    x: t.x,
+    gamma: t.gamma,
+    epsilon: p.epsilon,
+    yOut: t.y,
+    rstdOut: t.rstd,
+  });
 }
 
 /**
@@ -46,13 +50,13 @@ function rstdOfSum(
 ): void {
   const scratch = Tensor.zeros(x.shape, x.dtype, device);
   try {
-    runAclnn(device, "aclnnRmsNorm", [
-      arg.tensor(x),
-      arg.tensor(gamma),
-      arg.f64(p.epsilon),
-      arg.output(scratch),
-      arg.output(rstd),
-    ]);
+    callAclnn(device, "aclnnRmsNorm", {
+      x: x,
+      gamma: gamma,
+      epsilon: p.epsilon,
+      yOut: scratch,
+      rstdOut: rstd,
+    });
   } finally {
     scratch.dispose();
   }
@@ -74,33 +78,33 @@ export const ascendRowNormKernels: Pick<
   layerNorm(p: types.LayerNormPlan, t: types.LayerNormTensors) {
     // Rows of no element do not reach the backends: src/ops/layer_norm.ts fills mean with 0 and
     // rstd with NaN, as CANN's ProcessEmptyTensorWithValue does.
-    runAclnn(deviceOf(t.input), "aclnnLayerNorm", [
-      arg.tensor(t.input),
-      arg.intArray(p.normalizedShape),
-      arg.tensor(t.weight),
-      arg.tensor(t.bias),
-      arg.f64(p.eps),
-      arg.output(t.output),
-      arg.output(t.mean),
-      arg.output(t.rstd),
-    ]);
+    callAclnn(deviceOf(t.input), "aclnnLayerNorm", {
+      input: t.input,
+      normalizedShape: p.normalizedShape,
+      weightOptional: t.weight,
+      biasOptional: t.bias,
+      eps: p.eps,
+      out: t.output,
+      meanOutOptional: t.mean,
+      rstdOutOptional: t.rstd,
+    });
   },
 
   layerNormBackward(p: types.LayerNormBackwardPlan, t: types.LayerNormBackwardTensors) {
     // CANN zero-fills the masked gradWeight/gradBias itself when there are no rows.
-    runAclnn(deviceOf(t.input), "aclnnLayerNormBackward", [
-      arg.tensor(t.gradOut),
-      arg.tensor(t.input),
-      arg.intArray(p.normalizedShape),
-      arg.tensor(t.mean),
-      arg.tensor(t.rstd),
-      arg.tensor(t.weight),
-      arg.tensor(t.bias),
-      arg.boolArray(p.mask),
-      arg.output(p.mask[0] ? t.gradInput : undefined),
-      arg.output(p.mask[1] ? t.gradWeight : undefined),
-      arg.output(p.mask[2] ? t.gradBias : undefined),
-    ]);
+    callAclnn(deviceOf(t.input), "aclnnLayerNormBackward", {
+      gradOut: t.gradOut,
+      input: t.input,
+      normalizedShape: p.normalizedShape,
+      mean: t.mean,
+      rstd: t.rstd,
+      weightOptional: t.weight,
+      biasOptional: t.bias,
+      outputMask: p.mask,
+      gradInputOut: p.mask[0] ? t.gradInput : undefined,
+      gradWeightOut: p.mask[1] ? t.gradWeight : undefined,
+      gradBiasOut: p.mask[2] ? t.gradBias : undefined,
+    });
   },
 
   rmsNorm(p: types.RmsNormPlan, t: types.RmsNormTensors) {
@@ -112,27 +116,27 @@ export const ascendRowNormKernels: Pick<
   },
 
   rmsNormGrad(_p: types.RmsNormGradPlan, t: types.RmsNormGradTensors) {
-    runAclnn(deviceOf(t.x), "aclnnRmsNormGrad", [
-      arg.tensor(t.dy),
-      arg.tensor(t.x),
-      arg.tensor(t.rstd),
-      arg.tensor(t.gamma),
-      arg.output(t.dx),
-      arg.output(t.dgamma),
-    ]);
+    callAclnn(deviceOf(t.x), "aclnnRmsNormGrad", {
+      dy: t.dy,
+      x: t.x,
+      rstd: t.rstd,
+      gamma: t.gamma,
+      dxOut: t.dx,
+      dgammaOut: t.dgamma,
+    });
   },
 
   addRmsNorm(p: types.AddRmsNormPlan, t: types.AddRmsNormTensors) {
     const device = deviceOf(t.x1);
-    runAclnn(device, "aclnnAddRmsNorm", [
-      arg.tensor(t.x1),
-      arg.tensor(t.x2),
-      arg.tensor(t.gamma),
-      arg.f64(p.epsilon),
-      arg.output(t.y),
-      arg.output(t.rstd),
-      arg.output(t.x),
-    ]);
+    callAclnn(device, "aclnnAddRmsNorm", {
+      x1: t.x1,
+      x2: t.x2,
+      gamma: t.gamma,
+      epsilon: p.epsilon,
+      yOut: t.y,
+      rstdOut: t.rstd,
+      xOut: t.x,
+    });
     if (addRmsNormStoresRstd(deviceSocFamily(device, "aclnnAddRmsNorm"))) return;
     rstdOfSum(device, p, t.x, t.gamma, t.rstd);
   },
@@ -140,13 +144,13 @@ export const ascendRowNormKernels: Pick<
   inplaceAddRmsNorm(p: types.InplaceAddRmsNormPlan, t: types.InplaceAddRmsNormTensors) {
     const device = deviceOf(t.x1Ref);
     // x1Ref and x2Ref are passed as the inputs they also are (as running statistics are).
-    runAclnn(device, "aclnnInplaceAddRmsNorm", [
-      arg.tensor(t.x1Ref),
-      arg.tensor(t.x2Ref),
-      arg.tensor(t.gamma),
-      arg.f64(p.epsilon),
-      arg.output(t.rstd),
-    ]);
+    callAclnn(device, "aclnnInplaceAddRmsNorm", {
+      x1Ref: t.x1Ref,
+      x2Ref: t.x2Ref,
+      gamma: t.gamma,
+      epsilon: p.epsilon,
+      rstdOut: t.rstd,
+    });
     // The same kernels as aclnnAddRmsNorm (op_kernel/inplace_add_rms_norm.cpp): no rstd stored on
     // the Atlas inference series; x2Ref now holds the sum.
     if (addRmsNormStoresRstd(deviceSocFamily(device, "aclnnInplaceAddRmsNorm"))) return;
@@ -159,19 +163,19 @@ export const ascendRowNormKernels: Pick<
     // kernel does not write it, so a scratch tensor of y's shape takes its place.
     const scratch = t.x ? undefined : Tensor.empty(t.y.shape, t.y.dtype, device);
     try {
-      runAclnn(device, "aclnnAddLayerNorm", [
-        arg.tensor(t.x1),
-        arg.tensor(t.x2),
-        arg.tensor(t.gamma),
-        arg.tensor(t.beta),
-        arg.tensor(t.bias),
-        arg.f64(p.epsilon),
-        arg.bool(p.additionalOutput),
-        arg.output(t.y),
-        arg.output(t.mean),
-        arg.output(t.rstd),
-        arg.output(t.x ?? scratch),
-      ]);
+      callAclnn(device, "aclnnAddLayerNorm", {
+        x1: t.x1,
+        x2: t.x2,
+        gamma: t.gamma,
+        beta: t.beta,
+        biasOptional: t.bias,
+        epsilon: p.epsilon,
+        additionalOutput: p.additionalOutput,
+        yOut: t.y,
+        meanOut: t.mean,
+        rstdOut: t.rstd,
+        xOut: t.x ?? scratch,
+      });
     } finally {
       scratch?.dispose();
     }
@@ -181,16 +185,16 @@ export const ascendRowNormKernels: Pick<
   },
 
   deepNorm(p: types.DeepNormPlan, t: types.DeepNormTensors) {
-    runAclnn(deviceOf(t.x), "aclnnDeepNorm", [
-      arg.tensor(t.x),
-      arg.tensor(t.gx),
-      arg.tensor(t.beta),
-      arg.tensor(t.gamma),
-      arg.f64(p.alpha),
-      arg.f64(p.epsilon),
-      arg.output(t.mean),
-      arg.output(t.rstd),
-      arg.output(t.y),
-    ]);
+    callAclnn(deviceOf(t.x), "aclnnDeepNorm", {
+      x: t.x,
+      gx: t.gx,
+      beta: t.beta,
+      gamma: t.gamma,
+      alpha: p.alpha,
+      epsilon: p.epsilon,
+      meanOut: t.mean,
+      rstdOut: t.rstd,
+      yOut: t.y,
+    });
   },
 };

@@ -1,0 +1,387 @@
+/**
+ * Every aclnn operator this package calls, declared once: the library that exports it, its
+ * phase-1 parameters (`aclnnXGetWorkspaceSize`, before `uint64_t *workspaceSize,
+ * aclOpExecutor **executor`) in the C prototype's order, each with its name in CANN's header and
+ * how it is passed, whether some supported release lacks it, and the header it comes from.
+ * Phase 2 (`aclnnX(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+ * aclrtStream stream)`) is the same for all. From this table derive the symbol tables that
+ * `Deno.dlopen` takes (opapi.ts), the Ascend backend's calls by parameter name
+ * (ffi/aclnn_call.ts), and the ABI test's comparison with the headers (cann_abi.json).
+ *
+ * A parameter's kind: `tensor` an aclTensor* read by the operator (NULL when absent; running
+ * statistics and `*Ref` tensors it updates in place are passed so too), `output` an
+ * aclTensor* it writes (its address set again with aclSetOutputTensorAddr when an executor is
+ * reused), `bool`, `i32` (int32_t or a C enum), `i64` (int64_t), `f32` (float), `f64` (double),
+ * `boolArray` (const aclBoolArray*), `intArray` (const aclIntArray* of int64_t).
+ *
+ * @module
+ */
+
+/** How one phase-1 parameter is passed (module doc). */
+export type AclnnParamKind =
+  | "tensor"
+  | "output"
+  | "bool"
+  | "i32"
+  | "i64"
+  | "f32"
+  | "f64"
+  | "boolArray"
+  | "intArray";
+
+/** One aclnn operator's declaration. */
+export interface AclnnOperatorDeclaration {
+  /**
+   * `nn`: libopapi_nn.so (CANN >= 8.5) or libopapi.so; `math`: libopapi_math.so or
+   * libopapi.so.
+   */
+  readonly library: "nn" | "math";
+  /** Phase 1's parameters before workspaceSize and executor: [name in the header, kind]. */
+  readonly params: readonly (readonly [string, AclnnParamKind])[];
+  /**
+   * Missing from some release this package supports: its symbols resolve to null there
+   * instead of failing the library's `Deno.dlopen`.
+   */
+  readonly optional?: true;
+  /** The header (or doc) its prototype comes from. */
+  readonly header: string;
+}
+
+/**
+ * The operators (module doc). Not optional: the BatchNorm/GroupNorm/LayerNorm family that
+ * torch_npu has called since 2023-08, in every release this package supports. Optional: the
+ * later ones, which a release without them must still load past.
+ */
+export const ACLNN_OPERATORS = {
+  aclnnBatchNormReduceBackward: {
+    library: "nn",
+    header: "aclnnop/aclnn_batch_norm_backward_reduce.h",
+    params: [
+      ["gradOut", "tensor"],
+      ["input", "tensor"],
+      ["mean", "tensor"],
+      ["invstd", "tensor"],
+      ["weight", "tensor"],
+      ["inputG", "bool"],
+      ["weightG", "bool"],
+      ["biasG", "bool"],
+      ["sumDy", "output"],
+      ["sumDyXmu", "output"],
+      ["gradWeight", "output"],
+      ["gradBias", "output"],
+    ],
+  },
+  aclnnBatchNormElemtBackward: {
+    library: "nn",
+    header: "aclnnop/aclnn_batch_norm_elemt_backward.h",
+    params: [
+      ["gradOut", "tensor"],
+      ["input", "tensor"],
+      ["mean", "tensor"],
+      ["invstd", "tensor"],
+      ["weight", "tensor"],
+      ["sumDy", "tensor"],
+      ["sumDyXmu", "tensor"],
+      ["counter", "tensor"],
+      ["gradInput", "output"],
+    ],
+  },
+  aclnnBatchNormBackward: {
+    library: "nn",
+    header: "aclnnop/aclnn_batch_norm_backward.h",
+    params: [
+      ["gradOut", "tensor"],
+      ["input", "tensor"],
+      ["weight", "tensor"],
+      ["runningMean", "tensor"],
+      ["runningVar", "tensor"],
+      ["saveMean", "tensor"],
+      ["saveInvstd", "tensor"],
+      ["training", "bool"],
+      ["eps", "f64"],
+      ["outputMask", "boolArray"],
+      ["gradInput", "output"],
+      ["gradWeight", "output"],
+      ["gradBias", "output"],
+    ],
+  },
+  aclnnBatchNorm: {
+    library: "nn",
+    header: "aclnnop/aclnn_batch_norm.h",
+    params: [
+      ["input", "tensor"],
+      ["weight", "tensor"],
+      ["bias", "tensor"],
+      ["runningMean", "tensor"],
+      ["runningVar", "tensor"],
+      ["training", "bool"],
+      ["momentum", "f64"],
+      ["eps", "f64"],
+      ["output", "output"],
+      ["saveMean", "output"],
+      ["saveInvstd", "output"],
+    ],
+  },
+  aclnnBatchNormElemt: {
+    library: "nn",
+    header: "aclnnop/aclnn_batch_norm_elemt.h",
+    params: [
+      ["input", "tensor"],
+      ["weight", "tensor"],
+      ["bias", "tensor"],
+      ["mean", "tensor"],
+      ["invstd", "tensor"],
+      ["eps", "f64"],
+      ["output", "output"],
+    ],
+  },
+  aclnnBatchNormGatherStatsWithCounts: {
+    library: "nn",
+    header: "aclnnop/aclnn_batch_norm_gather_stats_with_counts.h",
+    params: [
+      ["input", "tensor"],
+      ["mean", "tensor"],
+      ["invstd", "tensor"],
+      ["runningMean", "tensor"],
+      ["runningVar", "tensor"],
+      ["momentum", "f64"],
+      ["eps", "f64"],
+      ["counts", "tensor"],
+      ["meanAll", "output"],
+      ["invstdAll", "output"],
+    ],
+  },
+  aclnnGroupNorm: {
+    library: "nn",
+    header: "aclnnop/aclnn_group_norm.h",
+    params: [
+      ["self", "tensor"],
+      ["gamma", "tensor"],
+      ["beta", "tensor"],
+      ["N", "i64"],
+      ["C", "i64"],
+      ["HxW", "i64"],
+      ["group", "i64"],
+      ["eps", "f64"],
+      ["out", "output"],
+      ["meanOut", "output"],
+      ["rstdOut", "output"],
+    ],
+  },
+  aclnnGroupNormBackward: {
+    library: "nn",
+    header: "aclnnop/aclnn_group_norm_backward.h",
+    params: [
+      ["gradOut", "tensor"],
+      ["input", "tensor"],
+      ["mean", "tensor"],
+      ["rstd", "tensor"],
+      ["gamma", "tensor"],
+      ["N", "i64"],
+      ["C", "i64"],
+      ["HxW", "i64"],
+      ["group", "i64"],
+      ["outputMask", "boolArray"],
+      ["gradInput", "output"],
+      ["gradGammaOut", "output"],
+      ["gradBetaOut", "output"],
+    ],
+  },
+  aclnnLayerNorm: {
+    library: "nn",
+    header: "aclnnop/aclnn_layer_norm.h",
+    params: [
+      ["input", "tensor"],
+      ["normalizedShape", "intArray"],
+      ["weightOptional", "tensor"],
+      ["biasOptional", "tensor"],
+      ["eps", "f64"],
+      ["out", "output"],
+      ["meanOutOptional", "output"],
+      ["rstdOutOptional", "output"],
+    ],
+  },
+  // torch_npu never calls it, and the aclnn reference documents it with aclnnLayerNorm only
+  // from CANN 8.0.RC1 on.
+  aclnnLayerNormWithImplMode: {
+    library: "nn",
+    header: "aclnnop/aclnn_layer_norm.h",
+    optional: true,
+    params: [
+      ["input", "tensor"],
+      ["normalizedShape", "intArray"],
+      ["weightOptional", "tensor"],
+      ["biasOptional", "tensor"],
+      ["eps", "f64"],
+      ["out", "output"],
+      ["meanOutOptional", "output"],
+      ["rstdOutOptional", "output"],
+      ["implMode", "i32"],
+    ],
+  },
+  aclnnLayerNormBackward: {
+    library: "nn",
+    header: "aclnnop/aclnn_layer_norm_backward.h",
+    params: [
+      ["gradOut", "tensor"],
+      ["input", "tensor"],
+      ["normalizedShape", "intArray"],
+      ["mean", "tensor"],
+      ["rstd", "tensor"],
+      ["weightOptional", "tensor"],
+      ["biasOptional", "tensor"],
+      ["outputMask", "boolArray"],
+      ["gradInputOut", "output"],
+      ["gradWeightOut", "output"],
+      ["gradBiasOut", "output"],
+    ],
+  },
+  // torch_npu calls it since 2023-11 (Ascend/op-plugin ff23cea1); the aclnn reference
+  // documents it from CANN 8.0.RC1 on.
+  aclnnRmsNorm: {
+    library: "nn",
+    header: "aclnnop/aclnn_rms_norm.h (generated; ops-nn norm/rms_norm/docs/aclnnRmsNorm.md)",
+    optional: true,
+    params: [
+      ["x", "tensor"],
+      ["gamma", "tensor"],
+      ["epsilon", "f64"],
+      ["yOut", "output"],
+      ["rstdOut", "output"],
+    ],
+  },
+  // Same release history as aclnnRmsNorm.
+  aclnnRmsNormGrad: {
+    library: "nn",
+    header:
+      "aclnnop/aclnn_rms_norm_grad.h (generated; ops-nn norm/rms_norm_grad/docs/aclnnRmsNormGrad.md)",
+    optional: true,
+    params: [
+      ["dy", "tensor"],
+      ["x", "tensor"],
+      ["rstd", "tensor"],
+      ["gamma", "tensor"],
+      ["dxOut", "output"],
+      ["dgammaOut", "output"],
+    ],
+  },
+  // torch_npu calls it since 2024-01 (Ascend/op-plugin 63c08675).
+  aclnnAddRmsNorm: {
+    library: "nn",
+    header: "aclnnop/aclnn_add_rms_norm.h",
+    optional: true,
+    params: [
+      ["x1", "tensor"],
+      ["x2", "tensor"],
+      ["gamma", "tensor"],
+      ["epsilon", "f64"],
+      ["yOut", "output"],
+      ["rstdOut", "output"],
+      ["xOut", "output"],
+    ],
+  },
+  // Issue 39's operators from here: newer than aclnnAddRmsNorm.
+  aclnnGemmaRmsNorm: {
+    library: "nn",
+    header:
+      "aclnnop/aclnn_gemma_rms_norm.h (generated; ops-nn norm/gemma_rms_norm/docs/aclnnGemmaRmsNorm.md, gemma_rms_norm_def.cpp)",
+    optional: true,
+    params: [
+      ["x", "tensor"],
+      ["gamma", "tensor"],
+      ["epsilon", "f64"],
+      ["yOut", "output"],
+      ["rstdOut", "output"],
+    ],
+  },
+  aclnnInplaceAddRmsNorm: {
+    library: "nn",
+    header:
+      "aclnnop/aclnn_inplace_add_rms_norm.h (generated; ops-nn norm/inplace_add_rms_norm/docs/aclnnInplaceAddRmsNorm.md)",
+    optional: true,
+    params: [
+      ["x1Ref", "tensor"],
+      ["x2Ref", "tensor"],
+      ["gamma", "tensor"],
+      ["epsilon", "f64"],
+      ["rstdOut", "output"],
+    ],
+  },
+  aclnnBatchNormReduce: {
+    library: "nn",
+    header: "ops-nn norm/bn_training_reduce/op_api/aclnn_batch_norm_reduce.h",
+    optional: true,
+    params: [
+      ["x", "tensor"],
+      ["sum", "output"],
+      ["squareSum", "output"],
+    ],
+  },
+  aclnnSyncBatchNormGatherStats: {
+    library: "nn",
+    header: "ops-nn norm/sync_batch_norm_gather_stats/op_api/aclnn_sync_batch_norm_gather_stats.h",
+    optional: true,
+    params: [
+      ["totalSum", "tensor"],
+      ["totalSquareSum", "tensor"],
+      ["sampleCount", "tensor"],
+      ["mean", "tensor"],
+      ["variance", "tensor"],
+      ["momentum", "f32"],
+      ["eps", "f32"],
+      ["batchMean", "output"],
+      ["batchInvstd", "output"],
+    ],
+  },
+  // Generated headers (ops-nn add_layer_norm_def.cpp, deep_norm_def.cpp): inputs, then
+  // attributes, then outputs.
+  aclnnAddLayerNorm: {
+    library: "nn",
+    header:
+      "aclnnop/aclnn_add_layer_norm.h (generated; ops-nn norm/add_layer_norm/op_host/add_layer_norm_def.cpp)",
+    optional: true,
+    params: [
+      ["x1", "tensor"],
+      ["x2", "tensor"],
+      ["gamma", "tensor"],
+      ["beta", "tensor"],
+      ["biasOptional", "tensor"],
+      ["epsilon", "f64"],
+      ["additionalOutput", "bool"],
+      ["yOut", "output"],
+      ["meanOut", "output"],
+      ["rstdOut", "output"],
+      ["xOut", "output"],
+    ],
+  },
+  aclnnDeepNorm: {
+    library: "nn",
+    header:
+      "aclnnop/aclnn_deep_norm.h (generated; ops-nn norm/deep_norm/op_host/deep_norm_def.cpp)",
+    optional: true,
+    params: [
+      ["x", "tensor"],
+      ["gx", "tensor"],
+      ["beta", "tensor"],
+      ["gamma", "tensor"],
+      ["alpha", "f64"],
+      ["epsilon", "f64"],
+      ["meanOut", "output"],
+      ["rstdOut", "output"],
+      ["yOut", "output"],
+    ],
+  },
+  aclnnBatchNormStats: {
+    library: "math",
+    header: "aclnnop/aclnn_batch_norm_stats.h",
+    params: [
+      ["input", "tensor"],
+      ["eps", "f64"],
+      ["mean", "output"],
+      ["invstd", "output"],
+    ],
+  },
+} as const satisfies Readonly<Record<string, AclnnOperatorDeclaration>>;
+
+/** The name of an aclnn operator this package calls (its phase-2 symbol). */
+export type AclnnOperatorName = keyof typeof ACLNN_OPERATORS;
