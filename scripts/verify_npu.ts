@@ -27,6 +27,8 @@ import {
 import { runCases } from "./verify_npu/run.ts";
 import { sweepCases } from "./verify_npu/sweep.ts";
 import { SWEEP_OPS } from "./verify_npu/sweep_ops.ts";
+import { SWEEP_REDUCE_OPS } from "./verify_npu/sweep_reduce_ops.ts";
+import { SWEEP_ROW_OPS } from "./verify_npu/sweep_row_ops.ts";
 
 const USAGE = `deno task verify:npu [options]
 
@@ -137,7 +139,7 @@ console.log(`driver:  ${versionText(env.driver)}`);
 const quick = flags.quick;
 const cases = [
   ...conformanceCases(quick ? { maxNumel: 2000 } : {}),
-  ...sweepCases(SWEEP_OPS, quick),
+  ...sweepCases([...SWEEP_OPS, ...SWEEP_REDUCE_OPS, ...SWEEP_ROW_OPS], quick),
 ];
 console.log(`running ${cases.length} cases${quick ? " (--quick)" : ""}...\n`);
 const showProgress = Deno.stderr.isTerminal();

@@ -52,6 +52,8 @@ export interface SweepOp {
   readonly variants: readonly string[];
   /** Extra dtypes its tensors have whatever the point (e.g. float32 outputs). */
   readonly extraDTypes?: readonly DType[];
+  /** The sweep shapes it takes (all when absent), e.g. 4-D only. */
+  readonly takes?: (shape: readonly number[]) => boolean;
   /** Builds the host inputs of `p` and returns the call. */
   build(p: SweepPoint): Call;
 }
@@ -108,7 +110,7 @@ export function sweepCases(ops: readonly SweepOp[], quick: boolean): VerifyCase[
   const cases: VerifyCase[] = [];
   let seed = 1;
   for (const op of ops) {
-    for (const shape of shapes) {
+    for (const shape of shapes.filter((s) => op.takes?.(s) ?? true)) {
       for (const dtype of SWEEP_DTYPES) {
         const statsDTypes: DType[] = op.mixed && dtype !== "float32" ? [dtype, "float32"] : [dtype];
         for (const stats of statsDTypes) {
