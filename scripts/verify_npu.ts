@@ -49,6 +49,7 @@ Options:
   --report PATH     where to write the report (default build/verify-npu-report.md in this
                     repository)
   --quick           the small conformance cases and one shape per sweep point (for tests)
+  --ops A,B         only these operators (the library's names, e.g. layerNorm,groupNorm)
   -h, --help        print this text
 
 Exit status: 0 when every case that ran agrees, 1 on any mismatch, when no NPU can be opened
@@ -74,6 +75,7 @@ try {
       device: { type: "string", default: "0" },
       report: { type: "string" },
       quick: { type: "boolean", default: false },
+      ops: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -95,6 +97,13 @@ if (libDirFlag !== undefined && !libDirFlag.startsWith("/")) {
 }
 if (libDirFlag !== undefined && flags.sim) usageError("--sim and --lib-dir exclude each other");
 if (flags.report === "") usageError("--report needs a path");
+const SWEEP = [...SWEEP_OPS, ...SWEEP_REDUCE_OPS, ...SWEEP_ROW_OPS];
+const onlyOps = flags.ops?.split(",").filter((op) => op !== "");
+for (const op of onlyOps ?? []) {
+  if (!SWEEP.some((s) => s.op === op)) {
+    usageError(`--ops: no operator ${op} (${SWEEP.map((s) => s.op).join(", ")})`);
+  }
+}
 
 const simDir = new URL("../build/sim", import.meta.url).pathname;
 const reportPath = flags.report ??
@@ -139,8 +148,8 @@ console.log(`driver:  ${versionText(env.driver)}`);
 const quick = flags.quick;
 const cases = [
   ...conformanceCases(quick ? { maxNumel: 2000 } : {}),
-  ...sweepCases([...SWEEP_OPS, ...SWEEP_REDUCE_OPS, ...SWEEP_ROW_OPS], quick),
-];
+  ...sweepCases(SWEEP, quick),
+].filter((c) => onlyOps === undefined || onlyOps.includes(c.op));
 console.log(`running ${cases.length} cases${quick ? " (--quick)" : ""}...\n`);
 const showProgress = Deno.stderr.isTerminal();
 const results = await runCases(cases, device, socFamily(device.socName), (done, total) => {

@@ -19,7 +19,7 @@ import {
   rmsNormGrad,
   Tensor,
 } from "../../mod.ts";
-import { placeOn } from "./model.ts";
+import { type Outputs, placeOn } from "./model.ts";
 import { dataTensor, type SweepOp, type SweepPoint, values } from "./sweep.ts";
 
 const LAYOUTS = ["contiguous", "channels-last", "strided"] as const;
@@ -55,6 +55,18 @@ function rowStats(x: Tensor, rms: boolean): { mean: Tensor; rstd: Tensor } {
     mean: Tensor.fromArray(mean, shape, "float32"),
     rstd: Tensor.fromArray(rstd, shape, "float32"),
   };
+}
+
+/**
+ * AddRmsNorm's rstd, compared at the data's precision: chips differ on whether rstd is taken from
+ * the sum x in float32 or after x is rounded to the data's dtype (ops-nn
+ * norm/add_rms_norm/op_kernel: the Ascend 950 regbase kernel and the A2/A3 bfloat16 NORMAL
+ * template keep the float sum, the other templates round it; the CPU backend keeps the float
+ * sum, src/backends/cpu/wasm/row_norms.wat add_rms_fwd), which moves rstd by up to the data
+ * dtype's rounding, past float32's tolerance.
+ */
+function sumRstd(rstd: Tensor, dtype: Tensor["dtype"]): Outputs[string] {
+  return { dtype, shape: [...rstd.shape], values: rstd.toFloat64Array() };
 }
 
 /** A sweep op over one aclnn operator, with no variants and no mixed statistics. */
@@ -144,7 +156,7 @@ const addRmsNormOp = rowOp("addRmsNorm", "aclnnAddRmsNorm", (p) => {
       gamma: placeOn(gamma, d),
       epsilon: 1e-6,
     });
-    return { y: r.y, rstd: r.rstd, x: r.x };
+    return { y: r.y, "rstd (data's precision)": sumRstd(r.rstd, p.dtype), x: r.x };
   };
 });
 
@@ -157,7 +169,11 @@ const inplaceAddRmsNormOp = rowOp("inplaceAddRmsNorm", "aclnnInplaceAddRmsNorm",
     const x1Ref = placeOn(x1, d);
     const x2Ref = placeOn(x2, d);
     const r = inplaceAddRmsNorm({ x1Ref, x2Ref, gamma: placeOn(gamma, d), epsilon: 1e-6 });
-    return { rstd: r.rstd, "x1Ref (in place)": x1Ref, "x2Ref (in place)": x2Ref };
+    return {
+      "rstd (data's precision)": sumRstd(r.rstd, p.dtype),
+      "x1Ref (in place)": x1Ref,
+      "x2Ref (in place)": x2Ref,
+    };
   };
 });
 
