@@ -52,6 +52,8 @@ export interface VerifyCase {
   readonly numel: number;
   /** The case's own reading of the chip rules (instead of kernels/dtypes), if it has one. */
   readonly refusal?: (family: SocFamily) => string | undefined;
+  /** A chip rule beyond its kernels' and dtypes' (read after them), if it has one. */
+  readonly alsoRefused?: (family: SocFamily) => string | undefined;
   /** Builds the host inputs (once) and returns the call that runs on a device. */
   setup(): Call;
 }
@@ -74,7 +76,7 @@ export function chipRefusal(c: VerifyCase, family: SocFamily | undefined): strin
       }
     }
   }
-  return undefined;
+  return c.alsoRefused?.(family);
 }
 
 /** Elements a view spans in its storage (0 when empty). */

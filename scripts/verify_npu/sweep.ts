@@ -54,6 +54,8 @@ export interface SweepOp {
   readonly extraDTypes?: readonly DType[];
   /** The sweep shapes it takes (all when absent), e.g. 4-D only. */
   readonly takes?: (shape: readonly number[]) => boolean;
+  /** A chip rule beyond its kernels' and dtypes' (VerifyCase.alsoRefused). */
+  readonly alsoRefused?: VerifyCase["alsoRefused"];
   /** Builds the host inputs of `p` and returns the call. */
   build(p: SweepPoint): Call;
 }
@@ -129,6 +131,7 @@ export function sweepCases(ops: readonly SweepOp[], quick: boolean): VerifyCase[
                 dtypes: [dtype, stats, ...(op.extraDTypes ?? [])],
                 mixedPrecision: op.mixedIsChipTrait ? stats !== dtype : undefined,
                 numel: shape.reduce((a, b) => a * b, 1),
+                alsoRefused: op.alsoRefused,
                 setup: () => op.build(p),
               });
             }

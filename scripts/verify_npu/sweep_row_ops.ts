@@ -9,8 +9,10 @@
 
 import {
   addLayerNorm,
+  type AddLayerNormResult,
   addRmsNorm,
   deepNorm,
+  type Device,
   gemmaRmsNorm,
   inplaceAddRmsNorm,
   layerNorm,
@@ -21,6 +23,7 @@ import {
 } from "../../mod.ts";
 import { type Outputs, placeOn } from "./model.ts";
 import { dataTensor, type SweepOp, type SweepPoint, values } from "./sweep.ts";
+import { addLayerNormStoresStatistics } from "../../src/backends/ascend/soc_fused.ts";
 
 const LAYOUTS = ["contiguous", "channels-last", "strided"] as const;
 const EPS = 1e-5;
@@ -177,28 +180,53 @@ const inplaceAddRmsNormOp = rowOp("inplaceAddRmsNorm", "aclnnInplaceAddRmsNorm",
   };
 });
 
+/** addLayerNorm's call on point `p`, with or without bias (variant "bias"). */
+function addLayerNormCall(p: SweepPoint): (d: Device) => AddLayerNormResult {
+  const { H } = rows(p);
+  const x1 = dataTensor(p, p.seed);
+  const x2 = dataTensor(p, p.seed + 1);
+  const gamma = values([H], p.dtype, p.seed + 2, 0.5, 1.5);
+  const beta = values([H], p.dtype, p.seed + 3, -0.5, 0.5);
+  const bias = p.variant === "bias" ? values([H], p.dtype, p.seed + 4, -0.5, 0.5) : undefined;
+  return (d) =>
+    addLayerNorm({
+      x1: placeOn(x1, d),
+      x2: placeOn(x2, d),
+      gamma: placeOn(gamma, d),
+      beta: placeOn(beta, d),
+      bias: bias && placeOn(bias, d),
+      epsilon: EPS,
+      additionalOutput: true,
+    });
+}
+
 const addLayerNormOp: SweepOp = {
   ...rowOp("addLayerNorm", "aclnnAddLayerNorm", (p) => {
-    const { H } = rows(p);
-    const x1 = dataTensor(p, p.seed);
-    const x2 = dataTensor(p, p.seed + 1);
-    const gamma = values([H], p.dtype, p.seed + 2, 0.5, 1.5);
-    const beta = values([H], p.dtype, p.seed + 3, -0.5, 0.5);
-    const bias = p.variant === "bias" ? values([H], p.dtype, p.seed + 4, -0.5, 0.5) : undefined;
+    const run = addLayerNormCall(p);
     return (d) => {
-      const r = addLayerNorm({
-        x1: placeOn(x1, d),
-        x2: placeOn(x2, d),
-        gamma: placeOn(gamma, d),
-        beta: placeOn(beta, d),
-        bias: bias && placeOn(bias, d),
-        epsilon: EPS,
-        additionalOutput: true,
-      });
-      return { y: r.y, mean: r.mean, rstd: r.rstd, x: r.x };
+      const r = run(d);
+      return { y: r.y, x: r.x };
     };
   }),
   variants: ["", "bias"],
+};
+
+/**
+ * addLayerNorm's mean and rstd, on the chips whose kernel writes them (not the Atlas inference
+ * series, where the library gives NaN: soc_fused.ts addLayerNormStoresStatistics).
+ */
+const addLayerNormStatisticsOp: SweepOp = {
+  ...rowOp("addLayerNorm (mean, rstd)", "aclnnAddLayerNorm", (p) => {
+    const run = addLayerNormCall(p);
+    return (d) => {
+      const r = run(d);
+      return { mean: r.mean, rstd: r.rstd };
+    };
+  }),
+  alsoRefused: (family) =>
+    addLayerNormStoresStatistics(family)
+      ? undefined
+      : `aclnnAddLayerNorm writes no mean or rstd on ${family.name}`,
 };
 
 const deepNormOp = rowOp("deepNorm", "aclnnDeepNorm", (p) => {
@@ -230,5 +258,6 @@ export const SWEEP_ROW_OPS: readonly SweepOp[] = [
   rmsForwardOp("gemmaRmsNorm"),
   inplaceAddRmsNormOp,
   addLayerNormOp,
+  addLayerNormStatisticsOp,
   deepNormOp,
 ];
