@@ -60,7 +60,8 @@ export type AclnnArg =
   | { readonly kind: "f64"; readonly value: number }
   | { readonly kind: "f32"; readonly value: number }
   | { readonly kind: "boolArray"; readonly values: readonly boolean[] }
-  | { readonly kind: "intArray"; readonly values: readonly number[] };
+  | { readonly kind: "intArray"; readonly values: readonly number[] }
+  | { readonly kind: "string"; readonly value: string };
 
 /** Builders for {@linkcode AclnnArg}s, so operator files read like the C prototype. */
 export const arg = {
@@ -85,13 +86,23 @@ export const arg = {
   boolArray: (values: readonly boolean[]): AclnnArg => ({ kind: "boolArray", values }),
   /** An aclIntArray* of int64_t values (e.g. LayerNorm's normalizedShape). */
   intArray: (values: readonly number[]): AclnnArg => ({ kind: "intArray", values }),
+  /**
+   * A `const char *` (e.g. aclnnInstanceNorm's dataFormat): passed as a NUL-terminated UTF-8
+   * buffer that the prepared call holds for as long as CANN may read it (the cached call's
+   * lifetime: a repeated phase 1 reads it again). A value holding a NUL is refused (161002).
+   */
+  string: (value: string): AclnnArg => ({ kind: "string", value }),
 };
 
-type Descriptor = AclTensorDescriptor | AclBoolArrayDescriptor | AclIntArrayDescriptor;
+type Descriptor =
+  | AclTensorDescriptor
+  | AclBoolArrayDescriptor
+  | AclIntArrayDescriptor
+  | CStringArgument;
 type OpFunction = (...args: NativeArg[]) => number;
 
 const ARG_KIND_FOR: Readonly<Record<string, AclnnArg["kind"][]>> = {
-  pointer: ["tensor", "boolArray", "intArray"],
+  pointer: ["tensor", "boolArray", "intArray", "string"],
   bool: ["bool"],
   i64: ["i64"],
   i32: ["i32"],
@@ -105,6 +116,24 @@ function invalidArg(op: string, index: number, kind: string, rule: string): neve
     `${op}: argument ${index} (${kind}) ${rule}`,
     { argument: `#${index}` },
   );
+}
+
+/**
+ * A `const char *` argument: the NUL-terminated UTF-8 bytes and their address. Kept with the
+ * call's descriptors (a cached call's phase 1 may run again on the same address); nothing
+ * native to destroy, the bytes go with the last reference.
+ */
+interface CStringArgument {
+  readonly handle: Deno.PointerValue;
+  readonly bytes: Uint8Array;
+  destroy(): void;
+}
+
+function cString(value: string): CStringArgument {
+  const text = new TextEncoder().encode(value);
+  const bytes = new Uint8Array(text.length + 1);
+  bytes.set(text);
+  return { handle: Deno.UnsafePointer.of(bytes), bytes, destroy: () => {} };
 }
 
 /** The declared parameter types of `${op}GetWorkspaceSize` without the two out-params. */
@@ -173,6 +202,9 @@ function signature(op: string, args: readonly AclnnArg[], buffers: (DeviceBuffer
         break;
       case "intArray":
         key += `|{${a.values.join(",")}}`;
+        break;
+      case "string":
+        key += `|${JSON.stringify(a.value)}`;
         break;
       default:
         key += `|${a.value}`;
@@ -247,6 +279,12 @@ function prepare(call: Call): {
         }
         case "intArray": {
           const d = createAclIntArray(libs, a.values, `#${i}`);
+          descriptors.push(d);
+          native[i] = d.handle;
+          break;
+        }
+        case "string": {
+          const d = cString(a.value);
           descriptors.push(d);
           native[i] = d.handle;
           break;
@@ -464,6 +502,8 @@ export function runAclnn(device: AcceleratorDevice, op: string, args: readonly A
       invalidArg(op, i, "i64", `${a.value} is not an integer`);
     } else if (a.kind === "i32" && (!Number.isInteger(a.value) || a.value !== (a.value | 0))) {
       invalidArg(op, i, "i32", `${a.value} is not a 32-bit integer`);
+    } else if (a.kind === "string" && a.value.includes("\0")) {
+      invalidArg(op, i, "string", `${JSON.stringify(a.value)} holds a NUL character`);
     } else if (a.kind === "intArray" && !a.values.every((v) => Number.isSafeInteger(v))) {
       invalidArg(
         op,
