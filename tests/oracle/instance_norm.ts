@@ -49,10 +49,10 @@ export function instanceNorm64(
       let squares = 0;
       for (let i = 0; i < hw; i++) squares += (x[index(n, c, i)] - m) ** 2;
       const v = squares / hw;
-      const scale = gamma[c] / Math.sqrt(v + eps);
+      const rstd = 1 / Math.sqrt(v + eps);
       for (let i = 0; i < hw; i++) {
         const k = index(n, c, i);
-        y[k] = (x[k] - m) * scale + beta[c];
+        y[k] = (x[k] - m) * rstd * gamma[c] + beta[c];
       }
       mean[n * C + c] = m;
       variance[n * C + c] = v;
