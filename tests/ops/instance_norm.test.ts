@@ -15,7 +15,6 @@ import type { DType } from "../../src/tensor/dtype.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
 import { assertAclnnError, assertClose } from "../helpers/assert.ts";
 import { assertChipRefuses, type BackendContext, forEachBackend, on } from "../helpers/backends.ts";
-import { toleranceFor } from "../helpers/tolerance.ts";
 import { instanceNorm64 } from "../oracle/instance_norm.ts";
 
 const NULLPTR = 161001;
