@@ -1,20 +1,19 @@
 /**
  * `InstanceNorm`: PyTorch's `nn.InstanceNorm1d/2d/3d` as one class for batched inputs
  * [N, C, L], [N, C, H, W], [N, C, D, H, W] (any rank 3-8, channel = dim 1) in any layout, built
- * on {@linkcode instanceNorm} (forward) and {@linkcode groupNormBackward} with group = C
- * (backward); with running statistics in eval mode, on {@linkcode batchNorm} and
+ * on {@linkcode instanceNorm} (forward) and GroupNorm's backward with group = C
+ * ({@linkcode groupNormGradients}); with running statistics in eval mode, on {@linkcode batchNorm} and
  * {@linkcode batchNormBackward} as BatchNorm's eval mode.
  *
  * @module
  */
 
-import { groupNormBackward } from "../ops/group_norm_backward.ts";
 import { instanceNorm } from "../ops/instance_norm.ts";
-import { disposable } from "../ops/results.ts";
 import { invalid } from "../ops/validate.ts";
 import { formatShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { type AloneSaved, BatchNormModule } from "./batch_norm_module.ts";
+import { groupNormGradients } from "./group_norm.ts";
 import { instanceNormConfig, type InstanceNormOptions } from "./options.ts";
 import type { MeanRstdSaved, NormGradients } from "./saved.ts";
 
@@ -161,22 +160,8 @@ export class InstanceNorm extends BatchNormModule {
       this.endBackward();
       return grads;
     }
-    const affine = this.affine;
-    const r = groupNormBackward({
-      gradOut: dy,
-      input: saved.input,
-      mean: saved.mean,
-      rstd: saved.rstd,
-      gamma: this.weight,
-      group: this.numFeatures,
-      outputMask: [true, affine, affine],
-    });
+    const grads = groupNormGradients(dy, saved, this.weight, this.numFeatures);
     this.endBackward();
-    const grads = {
-      gradInput: r.gradInput as Tensor,
-      gradWeight: r.gradGamma,
-      gradBias: r.gradBeta,
-    };
-    return disposable(grads, [grads.gradInput, grads.gradWeight, grads.gradBias]);
+    return grads;
   }
 }

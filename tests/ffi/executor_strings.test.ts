@@ -13,9 +13,8 @@ import { type AclnnArg, arg, runAclnn } from "../../src/ffi/executor.ts";
 import type { AscendDevice } from "../../src/ffi/runtime.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
 import { assertAclnnError, assertClose } from "../helpers/assert.ts";
-import { SIM_AVAILABLE } from "../helpers/backends.ts";
-import { liveDelta, simStats } from "../helpers/ffi_sim.ts";
-import { onSoc } from "../helpers/sim_raw.ts";
+import { simStats } from "../helpers/ffi_sim.ts";
+import { leakCheckedSimTest } from "../helpers/sim_raw.ts";
 import { instanceNorm64 } from "../oracle/instance_norm.ts";
 
 const SHAPE = [1, 8, 2, 8]; // C = 8 (NCHW) or 8 (NHWC), 16 values per plane either way
@@ -39,17 +38,8 @@ function call(npu: AscendDevice, format: string, nhwc: boolean) {
   return { args, y, mean, variance };
 }
 
-function simTest(name: string, fn: (npu: AscendDevice) => void): void {
-  Deno.test({
-    name,
-    ignore: !SIM_AVAILABLE,
-    fn: () => {
-      const before = simStats();
-      onSoc("Ascend310P3", fn);
-      assert.deepEqual(liveDelta(before, simStats()), {}, "every descriptor was destroyed");
-    },
-  });
-}
+const simTest = (name: string, fn: (npu: AscendDevice) => void) =>
+  leakCheckedSimTest(name, fn, "Ascend310P3");
 
 simTest("executor: a string reaches the operator (NCHW and NHWC read x differently)", (npu) => {
   for (const [format, nhwc] of [["NCHW", false], ["NHWC", true], ["NCHW", false]] as const) {
