@@ -46,69 +46,16 @@ import {
 } from "./runtime.ts";
 import { opapiSymbols } from "./symbols.ts";
 
-/** One argument of an aclnn call, in the order of the C prototype (before workspaceSize). */
-export type AclnnArg =
-  | {
-    readonly kind: "tensor";
-    readonly tensor: Tensor | undefined;
-    /** Written by the operator (its executor address is set with aclSetOutputTensorAddr). */
-    readonly output: boolean;
-  }
-  | { readonly kind: "bool"; readonly value: boolean }
-  | { readonly kind: "i64"; readonly value: number }
-  | { readonly kind: "i32"; readonly value: number }
-  | { readonly kind: "f64"; readonly value: number }
-  | { readonly kind: "f32"; readonly value: number }
-  | { readonly kind: "boolArray"; readonly values: readonly boolean[] }
-  | { readonly kind: "intArray"; readonly values: readonly number[] }
-  | { readonly kind: "string"; readonly value: string };
+import { type AclnnArg, ARG_KINDS_FOR, type CString, cString } from "./aclnn_args.ts";
 
-/** Builders for {@linkcode AclnnArg}s, so operator files read like the C prototype. */
-export const arg = {
-  /** An input aclTensor* (NULL when undefined); running statistics updated in place too. */
-  tensor: (tensor: Tensor | undefined): AclnnArg => ({ kind: "tensor", tensor, output: false }),
-  /** An output aclTensor* (NULL when undefined). */
-  output: (tensor: Tensor | undefined): AclnnArg => ({ kind: "tensor", tensor, output: true }),
-  /** A C bool. */
-  bool: (value: boolean): AclnnArg => ({ kind: "bool", value }),
-  /** An int64_t. */
-  i64: (value: number): AclnnArg => ({ kind: "i64", value }),
-  /** An int32_t or a C enum (e.g. aclnnLayerNormWithImplMode's implMode). */
-  i32: (value: number): AclnnArg => ({ kind: "i32", value }),
-  /** A double. */
-  f64: (value: number): AclnnArg => ({ kind: "f64", value }),
-  /**
-   * A C float (e.g. aclnnSyncBatchNormGatherStats's momentum and eps): Deno's FFI rounds the
-   * number to float32 at the call.
-   */
-  f32: (value: number): AclnnArg => ({ kind: "f32", value }),
-  /** An aclBoolArray*. */
-  boolArray: (values: readonly boolean[]): AclnnArg => ({ kind: "boolArray", values }),
-  /** An aclIntArray* of int64_t values (e.g. LayerNorm's normalizedShape). */
-  intArray: (values: readonly number[]): AclnnArg => ({ kind: "intArray", values }),
-  /**
-   * A `const char *` (e.g. aclnnInstanceNorm's dataFormat): passed as a NUL-terminated UTF-8
-   * buffer that the prepared call holds for as long as CANN may read it (the cached call's
-   * lifetime: a repeated phase 1 reads it again). A value holding a NUL is refused (161002).
-   */
-  string: (value: string): AclnnArg => ({ kind: "string", value }),
-};
+export { type AclnnArg, arg } from "./aclnn_args.ts";
 
 type Descriptor =
   | AclTensorDescriptor
   | AclBoolArrayDescriptor
   | AclIntArrayDescriptor
-  | CStringArgument;
+  | CString;
 type OpFunction = (...args: NativeArg[]) => number;
-
-const ARG_KIND_FOR: Readonly<Record<string, AclnnArg["kind"][]>> = {
-  pointer: ["tensor", "boolArray", "intArray", "string"],
-  bool: ["bool"],
-  i64: ["i64"],
-  i32: ["i32"],
-  f64: ["f64"],
-  f32: ["f32"],
-};
 
 function invalidArg(op: string, index: number, kind: string, rule: string): never {
   throw new AclnnError(
@@ -116,24 +63,6 @@ function invalidArg(op: string, index: number, kind: string, rule: string): neve
     `${op}: argument ${index} (${kind}) ${rule}`,
     { argument: `#${index}` },
   );
-}
-
-/**
- * A `const char *` argument: the NUL-terminated UTF-8 bytes and their address. Kept with the
- * call's descriptors (a cached call's phase 1 may run again on the same address); nothing
- * native to destroy, the bytes go with the last reference.
- */
-interface CStringArgument {
-  readonly handle: Deno.PointerValue;
-  readonly bytes: Uint8Array;
-  destroy(): void;
-}
-
-function cString(value: string): CStringArgument {
-  const text = new TextEncoder().encode(value);
-  const bytes = new Uint8Array(text.length + 1);
-  bytes.set(text);
-  return { handle: Deno.UnsafePointer.of(bytes), bytes, destroy: () => {} };
 }
 
 /** The declared parameter types of `${op}GetWorkspaceSize` without the two out-params. */
@@ -493,7 +422,7 @@ export function runAclnn(device: AcceleratorDevice, op: string, args: readonly A
   const buffers: (DeviceBuffer | null)[] = new Array(args.length).fill(null);
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
-    if (!ARG_KIND_FOR[params[i]]?.includes(a.kind)) {
+    if (!ARG_KINDS_FOR[params[i]]?.includes(a.kind)) {
       throw new TypeError(`${op}: argument ${i} is a ${a.kind}, the C parameter is ${params[i]}`);
     }
     if (a.kind === "tensor" && a.tensor !== undefined) {
