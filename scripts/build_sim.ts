@@ -80,6 +80,7 @@ const TARGETS: Target[] = [
       "sim_ops_sync_batch_norm_gather_stats.c",
       "sim_ops_add_layer_norm.c",
       "sim_ops_deep_norm.c",
+      "sim_ops_instance_norm.c",
       "sim_soc.c",
       "sim_rules.c",
       "sim_decomposed.c",

@@ -350,6 +350,41 @@ export interface GroupNormTensors {
   readonly rstd: Tensor;
 }
 
+/**
+ * aclnnInstanceNorm: per (n, c) over H * W, GroupNorm with group = C whose second statistic is
+ * the biased variance (not rstd).
+ */
+export interface InstanceNormPlan {
+  /** Batch size. */
+  readonly N: number;
+  /** Channels (x dim 1 for NCHW, dim 3 for NHWC). */
+  readonly C: number;
+  /** H * W: elements per (n, c). */
+  readonly HxW: number;
+  /** Added to the variance (any finite value; CANN passes it on as a float attribute). */
+  readonly eps: number;
+  /** x is [N, H, W, C] (dataFormat starts with "NHWC"), else [N, C, H, W]. */
+  readonly channelsLast: boolean;
+  /** The dataFormat string as given (what the NPU path passes to CANN). */
+  readonly dataFormat: string;
+}
+
+/** Tensors of aclnnInstanceNorm (every one present: CANN refuses a NULL one). */
+export interface InstanceNormTensors {
+  /** x, 4-D in the plan's layout. */
+  readonly x: Tensor;
+  /** Per-channel scale, C elements. */
+  readonly gamma: Tensor;
+  /** Per-channel offset, C elements. */
+  readonly beta: Tensor;
+  /** Output y, x's shape. */
+  readonly y: Tensor;
+  /** Output: per-(n, c) mean, [N, C, 1, 1] (NCHW) or [N, 1, 1, C] (NHWC). */
+  readonly mean: Tensor;
+  /** Output: per-(n, c) biased variance, mean's shape. */
+  readonly variance: Tensor;
+}
+
 /** The kernels, one per operator. */
 export interface Kernels {
   /** aclnnBatchNormReduceBackward. */
@@ -379,6 +414,8 @@ export interface Kernels {
   batchNorm(plan: BatchNormPlan, tensors: BatchNormTensors): void;
   /** aclnnGroupNorm. */
   groupNorm(plan: GroupNormPlan, tensors: GroupNormTensors): void;
+  /** aclnnInstanceNorm. */
+  instanceNorm(plan: InstanceNormPlan, tensors: InstanceNormTensors): void;
   /** aclnnLayerNorm. */
   layerNorm(plan: LayerNormPlan, tensors: LayerNormTensors): void;
   /** aclnnLayerNormBackward. */

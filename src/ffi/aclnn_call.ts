@@ -24,6 +24,7 @@ export type AclnnValue<K extends AclnnParamKind> = K extends "tensor" | "output"
   : K extends "bool" ? boolean
   : K extends "boolArray" ? readonly boolean[]
   : K extends "intArray" ? readonly number[]
+  : K extends "string" ? string
   : number;
 
 /** The arguments of operator `Op`, by the names of its C header. */
@@ -52,6 +53,8 @@ function toArg(kind: AclnnParamKind, value: unknown): AclnnArg {
       return arg.boolArray(value as readonly boolean[]);
     case "intArray":
       return arg.intArray(value as readonly number[]);
+    case "string":
+      return arg.string(value as string);
   }
 }
 

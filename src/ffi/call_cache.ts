@@ -35,11 +35,15 @@ export type NativeArg = Deno.PointerValue | boolean | bigint | number;
 export interface CachedCall {
   /** The signature the entry was built for. */
   readonly key: string;
-  /** The descriptors of the call (tensors and bool arrays), destroyed with the entry. */
+  /**
+   * The descriptors of the call (tensors, bool and int arrays) and the buffers of its string
+   * arguments (whose addresses phase 1 may read again), destroyed with the entry.
+   */
   readonly descriptors: readonly (
     | AclTensorDescriptor
     | AclBoolArrayDescriptor
     | AclIntArrayDescriptor
+    | { destroy(): void }
   )[];
   /** The phase-1 arguments (handles and scalars), followed by the two out-param slots. */
   readonly native: NativeArg[];

@@ -46,58 +46,16 @@ import {
 } from "./runtime.ts";
 import { opapiSymbols } from "./symbols.ts";
 
-/** One argument of an aclnn call, in the order of the C prototype (before workspaceSize). */
-export type AclnnArg =
-  | {
-    readonly kind: "tensor";
-    readonly tensor: Tensor | undefined;
-    /** Written by the operator (its executor address is set with aclSetOutputTensorAddr). */
-    readonly output: boolean;
-  }
-  | { readonly kind: "bool"; readonly value: boolean }
-  | { readonly kind: "i64"; readonly value: number }
-  | { readonly kind: "i32"; readonly value: number }
-  | { readonly kind: "f64"; readonly value: number }
-  | { readonly kind: "f32"; readonly value: number }
-  | { readonly kind: "boolArray"; readonly values: readonly boolean[] }
-  | { readonly kind: "intArray"; readonly values: readonly number[] };
+import { type AclnnArg, ARG_KINDS_FOR, type CString, cString } from "./aclnn_args.ts";
 
-/** Builders for {@linkcode AclnnArg}s, so operator files read like the C prototype. */
-export const arg = {
-  /** An input aclTensor* (NULL when undefined); running statistics updated in place too. */
-  tensor: (tensor: Tensor | undefined): AclnnArg => ({ kind: "tensor", tensor, output: false }),
-  /** An output aclTensor* (NULL when undefined). */
-  output: (tensor: Tensor | undefined): AclnnArg => ({ kind: "tensor", tensor, output: true }),
-  /** A C bool. */
-  bool: (value: boolean): AclnnArg => ({ kind: "bool", value }),
-  /** An int64_t. */
-  i64: (value: number): AclnnArg => ({ kind: "i64", value }),
-  /** An int32_t or a C enum (e.g. aclnnLayerNormWithImplMode's implMode). */
-  i32: (value: number): AclnnArg => ({ kind: "i32", value }),
-  /** A double. */
-  f64: (value: number): AclnnArg => ({ kind: "f64", value }),
-  /**
-   * A C float (e.g. aclnnSyncBatchNormGatherStats's momentum and eps): Deno's FFI rounds the
-   * number to float32 at the call.
-   */
-  f32: (value: number): AclnnArg => ({ kind: "f32", value }),
-  /** An aclBoolArray*. */
-  boolArray: (values: readonly boolean[]): AclnnArg => ({ kind: "boolArray", values }),
-  /** An aclIntArray* of int64_t values (e.g. LayerNorm's normalizedShape). */
-  intArray: (values: readonly number[]): AclnnArg => ({ kind: "intArray", values }),
-};
+export { type AclnnArg, arg } from "./aclnn_args.ts";
 
-type Descriptor = AclTensorDescriptor | AclBoolArrayDescriptor | AclIntArrayDescriptor;
+type Descriptor =
+  | AclTensorDescriptor
+  | AclBoolArrayDescriptor
+  | AclIntArrayDescriptor
+  | CString;
 type OpFunction = (...args: NativeArg[]) => number;
-
-const ARG_KIND_FOR: Readonly<Record<string, AclnnArg["kind"][]>> = {
-  pointer: ["tensor", "boolArray", "intArray"],
-  bool: ["bool"],
-  i64: ["i64"],
-  i32: ["i32"],
-  f64: ["f64"],
-  f32: ["f32"],
-};
 
 function invalidArg(op: string, index: number, kind: string, rule: string): never {
   throw new AclnnError(
@@ -174,6 +132,9 @@ function signature(op: string, args: readonly AclnnArg[], buffers: (DeviceBuffer
       case "intArray":
         key += `|{${a.values.join(",")}}`;
         break;
+      case "string":
+        key += `|${JSON.stringify(a.value)}`;
+        break;
       default:
         key += `|${a.value}`;
     }
@@ -247,6 +208,12 @@ function prepare(call: Call): {
         }
         case "intArray": {
           const d = createAclIntArray(libs, a.values, `#${i}`);
+          descriptors.push(d);
+          native[i] = d.handle;
+          break;
+        }
+        case "string": {
+          const d = cString(a.value);
           descriptors.push(d);
           native[i] = d.handle;
           break;
@@ -455,7 +422,7 @@ export function runAclnn(device: AcceleratorDevice, op: string, args: readonly A
   const buffers: (DeviceBuffer | null)[] = new Array(args.length).fill(null);
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
-    if (!ARG_KIND_FOR[params[i]]?.includes(a.kind)) {
+    if (!ARG_KINDS_FOR[params[i]]?.includes(a.kind)) {
       throw new TypeError(`${op}: argument ${i} is a ${a.kind}, the C parameter is ${params[i]}`);
     }
     if (a.kind === "tensor" && a.tensor !== undefined) {
@@ -464,6 +431,8 @@ export function runAclnn(device: AcceleratorDevice, op: string, args: readonly A
       invalidArg(op, i, "i64", `${a.value} is not an integer`);
     } else if (a.kind === "i32" && (!Number.isInteger(a.value) || a.value !== (a.value | 0))) {
       invalidArg(op, i, "i32", `${a.value} is not a 32-bit integer`);
+    } else if (a.kind === "string" && a.value.includes("\0")) {
+      invalidArg(op, i, "string", `${JSON.stringify(a.value)} holds a NUL character`);
     } else if (a.kind === "intArray" && !a.values.every((v) => Number.isSafeInteger(v))) {
       invalidArg(
         op,

@@ -1,8 +1,10 @@
 /**
- * The base of the modules with running statistics (BatchNorm and SyncBatchNorm), as PyTorch's
- * `_NormBase` / `_BatchNorm` hold them: the options, the running statistics and the batch
- * counter in the state dict, resetting them, and the forward and backward over one rank's
- * batch. The modules add their forward and backward on top.
+ * The base of the modules with running statistics (BatchNorm, SyncBatchNorm and InstanceNorm),
+ * as PyTorch's `_NormBase` / `_BatchNorm` hold them: the options, the running statistics and the
+ * batch counter in the state dict, resetting them, and the forward and backward over one rank's
+ * batch (InstanceNorm's eval mode on running statistics). The modules add their forward and
+ * backward on top; InstanceNorm's training forward updates the running statistics its own way
+ * (torch's `_InstanceNorm`) and never counts a batch.
  *
  * PyTorch's rules (torch/nn/modules/batchnorm.py, `_BatchNorm.forward`), which the modules
  * follow:
@@ -51,9 +53,10 @@ export interface AloneSaved {
 }
 
 /**
- * The members of `BatchNorm` and `SyncBatchNorm` beyond {@linkcode NormModule}'s: the channel
- * count, eps and momentum, whether the module has affine parameters and running statistics,
- * and those statistics. Not made directly: each of the two classes extends it.
+ * The members of `BatchNorm`, `SyncBatchNorm` and `InstanceNorm` beyond
+ * {@linkcode NormModule}'s: the channel count, eps and momentum, whether the module has affine
+ * parameters and running statistics, and those statistics. Not made directly: each of the three
+ * classes extends it (with its own defaults: InstanceNorm's are PyTorch's `_InstanceNorm`'s).
  *
  * @example
  * ```ts

@@ -112,22 +112,37 @@ export class GroupNorm extends NormModule {
    */
   backward(gradOut: Tensor): NormGradients {
     const { saved, dy } = this.beginBackward<MeanRstdSaved>(gradOut);
-    const affine = this.#config.affine;
-    const r = groupNormBackward({
-      gradOut: dy,
-      input: saved.input,
-      mean: saved.mean,
-      rstd: saved.rstd,
-      gamma: this.weight,
-      group: this.#config.numGroups,
-      outputMask: [true, affine, affine],
-    });
+    const grads = groupNormGradients(dy, saved, this.weight, this.#config.numGroups);
     this.endBackward();
-    const grads = {
-      gradInput: r.gradInput as Tensor,
-      gradWeight: r.gradGamma,
-      gradBias: r.gradBeta,
-    };
-    return disposable(grads, [grads.gradInput, grads.gradWeight, grads.gradBias]);
+    return grads;
   }
+}
+
+/**
+ * The gradients of a GroupNorm forward (`group` groups; InstanceNorm's with group = C) through
+ * its saved input, mean and rstd: groupNormBackward, with gradWeight/gradBias (null) only when
+ * there is a `weight`.
+ */
+export function groupNormGradients(
+  gradOut: Tensor,
+  saved: MeanRstdSaved,
+  weight: Tensor | null,
+  group: number,
+): NormGradients {
+  const affine = weight !== null;
+  const r = groupNormBackward({
+    gradOut,
+    input: saved.input,
+    mean: saved.mean,
+    rstd: saved.rstd,
+    gamma: weight,
+    group,
+    outputMask: [true, affine, affine],
+  });
+  const grads = {
+    gradInput: r.gradInput as Tensor,
+    gradWeight: r.gradGamma,
+    gradBias: r.gradBeta,
+  };
+  return disposable(grads, [grads.gradInput, grads.gradWeight, grads.gradBias]);
 }

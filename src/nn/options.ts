@@ -51,6 +51,26 @@ export interface GroupNormOptions extends ModulePlacement {
   affine?: boolean;
 }
 
+/**
+ * The options of InstanceNorm, as PyTorch's `nn.InstanceNorm1d/2d/3d` (`_InstanceNorm`) takes
+ * them: BatchNorm's names with PyTorch's InstanceNorm defaults.
+ */
+export interface InstanceNormOptions extends ModulePlacement {
+  /** C, the channel count (input dim 1): an integer >= 1. */
+  numFeatures: number;
+  /** Added to the variance. Default 1e-5 (must be > 0). */
+  eps?: number;
+  /** Weight of the batch's statistics in the running update. Default 0.1 (a number). */
+  momentum?: number;
+  /** Learnable `weight` (ones) and `bias` (zeros). Default false. */
+  affine?: boolean;
+  /**
+   * Keep `runningMean`/`runningVar` (and PyTorch's never-counted `numBatchesTracked`) and use
+   * them in eval mode. Default false: instance statistics in both modes.
+   */
+  trackRunningStats?: boolean;
+}
+
 /** BatchNorm options with every default applied. */
 export interface BatchNormConfig {
   readonly numFeatures: number;
@@ -111,6 +131,17 @@ const syncBatchNormSchema = z.object({
   timeoutMs: z.unknown(),
 }).strict();
 
+const off: z.ZodDefault<z.ZodBoolean> = z.boolean({ invalid_type_error: "must be a boolean" })
+  .default(false);
+const instanceNormSchema = z.object({
+  ...batchNormShape,
+  momentum: z.number({
+    invalid_type_error: "must be a number (PyTorch's InstanceNorm has no cumulative average)",
+  }).finite("must be finite").default(0.1),
+  affine: off,
+  trackRunningStats: off,
+}).strict();
+
 const groupNormSchema = z.object({
   numGroups: count,
   numChannels: count,
@@ -143,6 +174,11 @@ export function batchNormConfig(
   sync = false,
 ): BatchNormConfig {
   return parseOptions(op, sync ? syncBatchNormSchema : batchNormSchema, options);
+}
+
+/** Checks InstanceNorm options (161001 without them, 161002 for a bad or unknown one). */
+export function instanceNormConfig(op: string, options: InstanceNormOptions): BatchNormConfig {
+  return parseOptions(op, instanceNormSchema, options);
 }
 
 /** Checks GroupNorm options; numChannels must be a multiple of numGroups (as in PyTorch). */

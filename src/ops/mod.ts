@@ -55,6 +55,8 @@ export { batchNorm } from "./batch_norm.ts";
 export type { BatchNormArgs, BatchNormOut, BatchNormResult } from "./batch_norm.ts";
 export { groupNorm } from "./group_norm.ts";
 export type { GroupNormArgs, GroupNormOut, GroupNormResult } from "./group_norm.ts";
+export { instanceNorm } from "./instance_norm.ts";
+export type { InstanceNormArgs, InstanceNormOut, InstanceNormResult } from "./instance_norm.ts";
 export { syncBatchNormBackward, syncBatchNormForward } from "./sync_batch_norm.ts";
 export type {
   AllGather,

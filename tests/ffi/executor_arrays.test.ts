@@ -13,8 +13,8 @@ import { type AclnnArg, arg, runAclnn } from "../../src/ffi/executor.ts";
 import type { AscendDevice } from "../../src/ffi/runtime.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
 import { assertAclnnError, assertClose } from "../helpers/assert.ts";
-import { SIM_AVAILABLE } from "../helpers/backends.ts";
-import { liveDelta, openSim, simStats } from "../helpers/ffi_sim.ts";
+import { simStats } from "../helpers/ffi_sim.ts";
+import { leakCheckedSimTest } from "../helpers/sim_raw.ts";
 import { layerNorm as layerNorm64 } from "../oracle/row_norms.ts";
 
 const X = Array.from({ length: 24 }, (_, i) => Math.sin(i) * 3 + (i % 4));
@@ -43,22 +43,7 @@ function layerNormArgs(
   return { args, y, mean, rstd };
 }
 
-function simTest(name: string, fn: (npu: AscendDevice) => void): void {
-  Deno.test({
-    name,
-    ignore: !SIM_AVAILABLE,
-    fn: () => {
-      const before = simStats();
-      const npu = openSim();
-      try {
-        fn(npu);
-      } finally {
-        npu.close();
-      }
-      assert.deepEqual(liveDelta(before, simStats()), {}, "every descriptor was destroyed");
-    },
-  });
-}
+const simTest = (name: string, fn: (npu: AscendDevice) => void) => leakCheckedSimTest(name, fn);
 
 simTest("executor: an aclIntArray reaches the operator and keys the cached call", (npu) => {
   // The same tensors' geometry with normalizedShape [4], then [3, 4], then [4] again: three

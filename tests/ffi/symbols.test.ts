@@ -115,6 +115,8 @@ Deno.test("symbols: only release-dependent symbols are optional", () => {
     "aclnnInit",
     "aclnnInplaceAddRmsNorm",
     "aclnnInplaceAddRmsNormGetWorkspaceSize",
+    "aclnnInstanceNorm",
+    "aclnnInstanceNormGetWorkspaceSize",
     "aclnnLayerNormWithImplMode",
     "aclnnLayerNormWithImplModeGetWorkspaceSize",
     "aclnnRmsNorm",

@@ -306,5 +306,20 @@ export function argsFor(
         out(pick(o, "rstd", () => fresh(npu, ROWS))),
         out(pick(o, "y", () => fresh(npu, X, dt))),
       ];
+    case "aclnnInstanceNorm": {
+      // 4-D NCHW, C and H * W of 8 elements: the 32 bytes per axis the 310P kernel needs in
+      // float32 (aclnnInstanceNorm.md); statistics in x's dtype.
+      const x4 = [2, 8, 2, 4];
+      return [
+        t(pick(o, "x", () => dev(npu, seq(128, 1, 2, 0.5), x4, dt))),
+        t(pick(o, "gamma", () => full(npu, [8], 1.5, dt))),
+        t(pick(o, "beta", () => full(npu, [8], 0.5, dt))),
+        arg.string("NCHW"),
+        arg.f64(EPS),
+        out(pick(o, "y", () => fresh(npu, x4, dt))),
+        out(pick(o, "mean", () => fresh(npu, [2, 8, 1, 1], dt))),
+        out(pick(o, "variance", () => fresh(npu, [2, 8, 1, 1], dt))),
+      ];
+    }
   }
 }

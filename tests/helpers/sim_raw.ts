@@ -15,7 +15,8 @@ import type { AscendDevice } from "../../src/ffi/runtime.ts";
 import { type DType, dtypeByteSize } from "../../src/tensor/dtype.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
 import { parsePlatformConfig } from "../../scripts/sim_platform.ts";
-import { openSim } from "./ffi_sim.ts";
+import { liveDelta, openSim, simStats } from "./ffi_sim.ts";
+import { SIM_AVAILABLE } from "./backends.ts";
 
 /** What `aclrtGetSocName()` returns when ACLSIM_SOC_NAME is unset. */
 export const DEFAULT_SOC = "Ascend950PR_9599";
@@ -65,6 +66,26 @@ export function onSoc<T>(soc: string | undefined, fn: (npu: AscendDevice) => T):
   return withSoc(soc, () => {
     using npu = openSim();
     return fn(npu);
+  });
+}
+
+/**
+ * A Deno.test (ignored without the built simulator) that runs `fn` on a device opened while the
+ * simulator plays `soc` (undefined: its default), then checks that nothing is left live.
+ */
+export function leakCheckedSimTest(
+  name: string,
+  fn: (npu: AscendDevice) => void,
+  soc?: string,
+): void {
+  Deno.test({
+    name,
+    ignore: !SIM_AVAILABLE,
+    fn: () => {
+      const before = simStats();
+      onSoc(soc, fn);
+      assert.deepEqual(liveDelta(before, simStats()), {}, "every descriptor was destroyed");
+    },
   });
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes tests/nn/fixtures/torch_modules.json: what torch.nn's BatchNorm{1,2,3}d and GroupNorm
-compute over a few training steps, in eval mode and after a state-dict round trip. The Deno
+"""Writes tests/nn/fixtures/torch_modules.json: what torch.nn's BatchNorm{1,2,3}d, GroupNorm and
+InstanceNorm{1,2,3}d compute over a few training steps, in eval mode and after a state-dict round trip. The Deno
 tests (tests/nn/torch_fixtures.test.ts) replay the same steps with the package's modules and
 compare every value; CI has no torch, so the fixture is committed.
 
@@ -69,6 +69,12 @@ def make(spec):
         return cls(o["numFeatures"], eps=o.get("eps", 1e-5), momentum=o.get("momentum", 0.1),
                    affine=o.get("affine", True),
                    track_running_stats=o.get("trackRunningStats", True))
+    if kind == "InstanceNorm":
+        cls = {3: torch.nn.InstanceNorm1d, 4: torch.nn.InstanceNorm2d,
+               5: torch.nn.InstanceNorm3d}[len(spec["shape"])]
+        return cls(o["numFeatures"], eps=o.get("eps", 1e-5), momentum=o.get("momentum", 0.1),
+                   affine=o.get("affine", False),
+                   track_running_stats=o.get("trackRunningStats", False))
     return torch.nn.GroupNorm(o["numGroups"], o["numChannels"], eps=o.get("eps", 1e-5),
                               affine=o.get("affine", True))
 
@@ -148,6 +154,17 @@ SPECS = [
      "shape": [2, 6, 5], "options": {"numGroups": 3, "numChannels": 6, "affine": False,
                                      "eps": 1e-3},
      "lr": 0.5, "steps": 2},
+    {"name": "InstanceNorm2d defaults (no affine, no running stats)", "module": "InstanceNorm",
+     "seed": 7, "shape": [3, 4, 3, 3], "options": {"numFeatures": 4}, "lr": 0.5, "steps": 2},
+    {"name": "InstanceNorm1d affine, running stats, momentum 0.3, eps 1e-3",
+     "module": "InstanceNorm", "seed": 8, "shape": [4, 3, 6],
+     "options": {"numFeatures": 3, "affine": True, "trackRunningStats": True, "momentum": 0.3,
+                 "eps": 1e-3},
+     "lr": 0.25, "steps": 3, "trainAfterLoad": True},
+    {"name": "InstanceNorm3d affine, running stats", "module": "InstanceNorm", "seed": 9,
+     "shape": [2, 2, 2, 3, 3],
+     "options": {"numFeatures": 2, "affine": True, "trackRunningStats": True}, "lr": 0.5,
+     "steps": 2},
 ]
 
 

@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import {
   BatchNorm,
   GroupNorm,
+  InstanceNorm,
   LayerNorm,
   type NormModule,
   RMSNorm,
@@ -32,6 +33,7 @@ function modules(device: Device): [string, NormModule][] {
     ["BatchNorm", new BatchNorm({ numFeatures: 4, device })],
     ["SyncBatchNorm", new SyncBatchNorm({ numFeatures: 4, processGroup: group, device })],
     ["GroupNorm", new GroupNorm({ numGroups: 2, numChannels: 4, device })],
+    ["InstanceNorm", new InstanceNorm({ numFeatures: 4, affine: true, device })],
     ["LayerNorm", new LayerNorm({ normalizedShape: [4], device })],
     ["RMSNorm", new RMSNorm({ normalizedShape: [4], device })],
   ];

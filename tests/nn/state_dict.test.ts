@@ -6,7 +6,13 @@
  */
 
 import assert from "node:assert/strict";
-import { BatchNorm, GroupNorm, type StateDict, SyncBatchNorm } from "../../src/nn/mod.ts";
+import {
+  BatchNorm,
+  GroupNorm,
+  InstanceNorm,
+  type StateDict,
+  SyncBatchNorm,
+} from "../../src/nn/mod.ts";
 import { createLocalProcessGroup } from "../../src/distributed/local_process_group.ts";
 import { roundToDType } from "../../src/tensor/dtype.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
@@ -28,7 +34,7 @@ function trained(options: Partial<ConstructorParameters<typeof BatchNorm>[0]> = 
   return bn;
 }
 
-Deno.test("stateDict: PyTorch's keys and order for every BatchNorm, SyncBatchNorm and GroupNorm", () => {
+Deno.test("stateDict: PyTorch's keys and order for every BatchNorm, SyncBatchNorm, GroupNorm and InstanceNorm", () => {
   const expected = {
     "true,true": ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"],
     "true,false": ["weight", "bias"],
@@ -45,9 +51,14 @@ Deno.test("stateDict: PyTorch's keys and order for every BatchNorm, SyncBatchNor
       trackRunningStats,
       processGroup: group,
     });
+    using inorm = new InstanceNorm({ numFeatures: 3, affine, trackRunningStats });
     assert.deepEqual(Object.keys(bn.stateDict()), keys, `BatchNorm ${key}`);
     assert.deepEqual(Object.keys(sbn.stateDict()), keys, `SyncBatchNorm ${key}`);
+    assert.deepEqual(Object.keys(inorm.stateDict()), keys, `InstanceNorm ${key}`);
   }
+  // PyTorch's InstanceNorm defaults: no affine parameters, no running statistics.
+  using defaults = new InstanceNorm({ numFeatures: 3 });
+  assert.deepEqual(Object.keys(defaults.stateDict()), []);
   using gn = new GroupNorm({ numGroups: 1, numChannels: 3 });
   using plain = new GroupNorm({ numGroups: 1, numChannels: 3, affine: false });
   assert.deepEqual(Object.keys(gn.stateDict()), ["weight", "bias"]);

@@ -39,7 +39,7 @@ export interface TorchStep {
 /** One case: a module, its training steps, eval, and the state-dict round trip. */
 export interface TorchCase {
   name: string;
-  module: "BatchNorm" | "GroupNorm";
+  module: "BatchNorm" | "GroupNorm" | "InstanceNorm";
   shape: number[];
   options: Record<string, number | boolean | null>;
   lr: number;
@@ -82,6 +82,11 @@ export const BATCH_NORM_CASES: readonly TorchCase[] = TORCH_CASES.filter((c) =>
 /** The fixture's GroupNorm cases. */
 export const GROUP_NORM_CASES: readonly TorchCase[] = TORCH_CASES.filter((c) =>
   c.module === "GroupNorm"
+);
+
+/** The fixture's InstanceNorm cases. */
+export const INSTANCE_NORM_CASES: readonly TorchCase[] = TORCH_CASES.filter((c) =>
+  c.module === "InstanceNorm"
 );
 
 /** How a replay lays out its inputs: the same logical values, other strides. */
@@ -137,7 +142,7 @@ export function checkStep(
   }
 }
 
-/** The module state a step compares (BatchNorm, SyncBatchNorm, GroupNorm). */
+/** The module state a step compares (BatchNorm, SyncBatchNorm, GroupNorm, InstanceNorm). */
 export interface ModuleState {
   readonly weight: Tensor | null;
   readonly bias: Tensor | null;

@@ -101,6 +101,37 @@ Deno.test("argument names: refused on a call that meets the memo, and in out", (
   );
 });
 
+Deno.test("argument names: instanceNorm({ data_format, epsilon }) and out.var are refused, naming the valid name", () => {
+  const x = Tensor.fromArray([1, 2, 3, 4, 5, 6, 7, 9], [1, 2, 2, 2]);
+  const args = { x, gamma: Tensor.ones([2]), beta: Tensor.zeros([2]), dataFormat: "NCHW" };
+  using _ = ops.instanceNorm(args); // the memo holds this call's validation
+  let e = assertAclnnError(
+    () => ops.instanceNorm({ ...args, data_format: "NHWC" } as ops.InstanceNormArgs),
+    INVALID,
+    "data_format",
+  );
+  assert.equal(
+    e.message,
+    'unknown option "data_format" for aclnnInstanceNorm; did you mean "dataFormat"? (its ' +
+      "options: x, gamma, beta, dataFormat, eps, out) [ACLNN_ERR_PARAM_INVALID 161002]",
+  );
+  e = assertAclnnError(
+    () => ops.instanceNorm({ ...args, epsilon: 1 } as ops.InstanceNormArgs),
+    INVALID,
+    "epsilon",
+  );
+  assert.ok(e.message.includes('did you mean "eps"?'), e.message);
+  e = assertAclnnError(
+    () => ops.instanceNorm({ ...args, out: { var: Tensor.zeros([1, 2, 1, 1]) } } as never),
+    INVALID,
+    "var",
+  );
+  assert.ok(e.message.includes('did you mean "variance"?'), e.message);
+  // eps itself is taken: the variance of the first plane is 1.25, y[0] = -1.5 / sqrt(1.25 + 1).
+  using withEps = ops.instanceNorm({ ...args, eps: 1 });
+  assert.equal(withEps.y.toArray()[0], Math.fround(-1.5 / Math.sqrt(2.25)));
+});
+
 Deno.test("argument names: every operator refuses an unknown field", async () => {
   const calls: [string, (a: Record<string, unknown>) => unknown][] = [
     ["aclnnBatchNorm", (a) => ops.batchNorm(a as never)],
@@ -123,6 +154,7 @@ Deno.test("argument names: every operator refuses an unknown field", async () =>
     ["aclnnSyncBatchNormGatherStats", (a) => ops.syncBatchNormGatherStats(a as never)],
     ["aclnnAddLayerNorm", (a) => ops.addLayerNorm(a as never)],
     ["aclnnDeepNorm", (a) => ops.deepNorm(a as never)],
+    ["aclnnInstanceNorm", (a) => ops.instanceNorm(a as never)],
     [
       "infiniopCreateBatchNormBackwardDescriptor",
       (a) => ops.createBatchNormBackwardDescriptor(a as never),

@@ -22,6 +22,7 @@
  */
 
 export { referenceKernels } from "./kernels/mod.ts";
+export { type InstanceNorm64, instanceNorm64 } from "./instance_norm.ts";
 
 export { at, type ChannelSplit, channelSplit, eachElement, orFill } from "./geometry.ts";
 export { batchStats64, groupStats64, invstdOf, type Moments } from "./statistics.ts";

@@ -76,6 +76,7 @@ const OP_NN_PREFIXES = [
   "aclnnSyncBatchNorm",
   "aclnnAddLayerNorm",
   "aclnnDeepNorm",
+  "aclnnInstanceNorm",
 ];
 function isOpNn(name: string): boolean {
   return OP_NN_PREFIXES.some((p) => name.startsWith(p)) && !isOpMath(name);

@@ -192,6 +192,14 @@ SIM_PUBLIC aclnnStatus aclnnDeepNormGetWorkspaceSize(const aclTensor *x, const a
                           (void **)executor);
 }
 SIM_PHASE2(aclnnDeepNorm, SIM_OP_DEEP_NORM)
+SIM_PUBLIC aclnnStatus aclnnInstanceNormGetWorkspaceSize(const aclTensor *x, const aclTensor *gamma,
+                                                         const aclTensor *beta, const char *dataFormat, double eps,
+                                                         aclTensor *y, aclTensor *mean, aclTensor *variance,
+                                                         uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_instance_norm_ws(x, gamma, beta, dataFormat, eps, y, mean, variance, workspaceSize,
+                              (void **)executor);
+}
+SIM_PHASE2(aclnnInstanceNorm, SIM_OP_INSTANCE_NORM)
 #endif
 
 #ifdef SIM_WITH_MATH

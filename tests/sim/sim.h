@@ -86,6 +86,7 @@ typedef enum {
   SIM_OP_SYNC_BN_GATHER_STATS,
   SIM_OP_ADD_LAYER_NORM,
   SIM_OP_DEEP_NORM,
+  SIM_OP_INSTANCE_NORM,
   SIM_OP_COUNT
 } SimOpId;
 
@@ -402,6 +403,10 @@ SIM_CORE_API int sim_add_layer_norm_ws(const void *x1, const void *x2, const voi
 SIM_CORE_API int sim_deep_norm_ws(const void *x, const void *gx, const void *beta, const void *gamma, double alpha,
                                   double epsilon, const void *meanOut, const void *rstdOut, const void *yOut,
                                   uint64_t *ws, void **exec);
+/* aclnnInstanceNorm (sim_ops_instance_norm.c, part of the core). */
+SIM_CORE_API int sim_instance_norm_ws(const void *x, const void *gamma, const void *beta,
+                                      const char *dataFormat, double eps, void *y, void *mean,
+                                      void *variance, uint64_t *ws, void **exec);
 /* Their computations, called by sim_op_run at synchronisation (core-internal). */
 int sim_run_layer_norm(const SimPlan *p);
 int sim_run_layer_norm_backward(const SimPlan *p);
@@ -414,5 +419,6 @@ int sim_run_bn_reduce(const SimPlan *p);
 int sim_run_sync_bn_gather_stats(const SimPlan *p);
 int sim_run_add_layer_norm(const SimPlan *p);
 int sim_run_deep_norm(const SimPlan *p);
+int sim_run_instance_norm(const SimPlan *p);
 
 #endif

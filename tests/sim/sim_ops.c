@@ -1638,6 +1638,7 @@ int sim_op_run(const SimPlan *p, void *workspace) {
     case SIM_OP_SYNC_BN_GATHER_STATS: return sim_run_sync_bn_gather_stats(p);
     case SIM_OP_ADD_LAYER_NORM: return sim_run_add_layer_norm(p);
     case SIM_OP_DEEP_NORM: return sim_run_deep_norm(p);
+    case SIM_OP_INSTANCE_NORM: return sim_run_instance_norm(p);
     default: return -1;
   }
 }

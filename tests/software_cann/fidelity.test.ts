@@ -104,6 +104,14 @@ Deno.test("sim fidelity: bf16 and float32 acceptance per SoC family and operator
         const what = `${op} on ${soc}`;
         const bf = tryAclnn(npu, op, argsFor(npu, op, "bfloat16"));
         const fp = tryAclnn(npu, op, argsFor(npu, op, "float32"));
+        if (op === "aclnnInstanceNorm" && !operatorSupported(op, family)) {
+          // CheckParams (bfloat16 refused on every SoC) before CheckPlatform.
+          assert.equal(fp?.code, INVALID, what);
+          assert.match(fp!.nativeMessage ?? "", /aclnnInstanceNorm only supports Ascend310p/);
+          assert.equal(bf?.code, INVALID, what);
+          assert.match(bf!.nativeMessage ?? "", bf16RefusalText(op));
+          continue;
+        }
         if (!operatorSupported(op, family)) {
           for (const e of [bf, fp]) {
             assert.equal(e?.code, INVALID, `${what} is unsupported: ${e?.message}`);
@@ -234,6 +242,9 @@ Deno.test("sim fidelity: CANN's dtype messages, quirks included", () => {
           INVALID,
           "support for npuArch 65535 is not implemented",
         );
+      } else if (op === "aclnnInstanceNorm") {
+        // RESERVED_VERSION is not ASCEND310P: CheckPlatform refuses it.
+        expectAclnn(npu, op, argsFor(npu, op, "float32"), INVALID, "only supports Ascend310p", op);
       } else if (isRowNormOperator(op) || isBatchNormFamilyOperator(op)) {
         // sim_ops_norm.c nrm_soc: the LayerNorm/RMSNorm operators refuse a SoC of no family.
         expectAclnn(npu, op, argsFor(npu, op, "float32"), INVALID, "is in no SoC family", op);

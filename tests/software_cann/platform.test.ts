@@ -87,6 +87,8 @@ function bf16(op: SocOperator, { arch, sv }: Chip): boolean {
       return true;
     case "aclnnSyncBatchNormGatherStats": // aclnn_sync_batch_norm_gather_stats.cpp: IsRegbase
       return arch === 3510;
+    case "aclnnInstanceNorm": // aclnn_instance_norm.cpp: ASCEND310P_DTYPE_SUPPORT_LIST, no BF16
+      return false;
   }
 }
 
@@ -112,6 +114,8 @@ function documented(op: SocOperator, { sv }: Chip): boolean {
     case "aclnnBatchNormReduce": // 950, A3, A2
     case "aclnnSyncBatchNormGatherStats":
       return [3, 2, 1].includes(sv);
+    case "aclnnInstanceNorm": // 310P only (and CheckPlatform refuses every other SocVersion)
+      return sv === 6;
   }
   if (sv === 7) return false;
   if (sv === 6) return op === "aclnnBatchNorm" || op === "aclnnGroupNorm";
@@ -187,6 +191,15 @@ Deno.test("sim platform: every SoC name accepts bfloat16 and runs each operator 
               err!.nativeMessage?.includes(`support for npuArch ${chip.arch} is not implemented`),
             );
           }
+          continue;
+        }
+        if (op === "aclnnInstanceNorm" && !documented(op, chip)) {
+          // CheckDtypeValid (bfloat16 refused on every SoC) runs before CheckPlatform.
+          assert.equal(fp?.code, INVALID, what);
+          assert.match(fp!.nativeMessage ?? "", /aclnnInstanceNorm only supports Ascend310p/);
+          assert.ok(fp!.nativeMessage?.includes(`the SoC is ${e.socVersion}`), what);
+          assert.equal(bf?.code, INVALID, what);
+          assert.match(bf!.nativeMessage ?? "", bf16RefusalText(op));
           continue;
         }
         if (!documented(op, chip)) {

@@ -34,6 +34,8 @@ import type {
   GroupNormBackwardTensors,
   GroupNormPlan,
   GroupNormTensors,
+  InstanceNormPlan,
+  InstanceNormTensors,
   SyncBatchNormGatherStatsPlan,
   SyncBatchNormGatherStatsTensors,
 } from "../types.ts";
@@ -270,6 +272,19 @@ export const ascendBackend: Backend = {
       eps: p.eps,
       batchMean: t.batchMean,
       batchInvstd: t.batchInvstd,
+    });
+  },
+
+  instanceNorm(p: InstanceNormPlan, t: InstanceNormTensors) {
+    callAclnn(deviceOf(t.x), "aclnnInstanceNorm", {
+      x: t.x,
+      gamma: t.gamma,
+      beta: t.beta,
+      dataFormat: p.dataFormat,
+      eps: p.eps,
+      y: t.y,
+      mean: t.mean,
+      variance: t.variance,
     });
   },
 

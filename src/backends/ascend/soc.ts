@@ -55,6 +55,7 @@ export const SOC_OPERATORS = [
   "aclnnBatchNormElemtBackward",
   "aclnnGroupNorm",
   "aclnnGroupNormBackward",
+  "aclnnInstanceNorm",
   ...ROW_NORM_OPERATORS,
   ...bnFamily.BATCH_NORM_FAMILY_OPERATORS,
 ] as const;
@@ -132,6 +133,8 @@ export function bf16Allowed(op: SocOperator, family: SocFamily): boolean {
       return sv >= SocVersion.ASCEND910B && sv <= SocVersion.ASCEND910E;
     case "aclnnBatchNormElemtBackward":
       return sv === SocVersion.ASCEND910B || sv === SocVersion.ASCEND910_93 || arch === DAV_3510;
+    case "aclnnInstanceNorm": // ASCEND310P_DTYPE_SUPPORT_LIST: FLOAT, FLOAT16 (and 310P only)
+      return false;
     case "aclnnLayerNorm":
     case "aclnnLayerNormBackward":
     case "aclnnRmsNorm":
@@ -167,6 +170,9 @@ export function bf16Allowed(op: SocOperator, family: SocFamily): boolean {
 export function operatorSupported(op: SocOperator, family: SocFamily): boolean {
   if (isRowNormOperator(op)) return rowNormSupported(op, family);
   if (bnFamily.isBatchNormFamilyOperator(op)) return bnFamily.batchNormFamilySupported(op, family);
+  // aclnnInstanceNorm: SocVersion ASCEND310P only, refused after the parameter checks
+  // (ops-nn norm/instance_norm_v3/op_host/op_api/aclnn_instance_norm.cpp CheckPlatform).
+  if (op === "aclnnInstanceNorm") return family.socVersion === SocVersion.ASCEND310P;
   if (family.name === "Ascend310B") return false;
   if (family.name === "Ascend310P") return op === "aclnnBatchNorm" || op === "aclnnGroupNorm";
   return true;

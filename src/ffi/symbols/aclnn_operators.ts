@@ -12,7 +12,8 @@
  * statistics and `*Ref` tensors it updates in place are passed so too), `output` an
  * aclTensor* it writes (its address set again with aclSetOutputTensorAddr when an executor is
  * reused), `bool`, `i32` (int32_t or a C enum), `i64` (int64_t), `f32` (float), `f64` (double),
- * `boolArray` (const aclBoolArray*), `intArray` (const aclIntArray* of int64_t).
+ * `boolArray` (const aclBoolArray*), `intArray` (const aclIntArray* of int64_t), `string` (a
+ * NUL-terminated const char*).
  *
  * @module
  */
@@ -27,7 +28,8 @@ export type AclnnParamKind =
   | "f32"
   | "f64"
   | "boolArray"
-  | "intArray";
+  | "intArray"
+  | "string";
 
 /** One aclnn operator's declaration. */
 export interface AclnnOperatorDeclaration {
@@ -369,6 +371,22 @@ export const ACLNN_OPERATORS = {
       ["meanOut", "output"],
       ["rstdOut", "output"],
       ["yOut", "output"],
+    ],
+  },
+  aclnnInstanceNorm: {
+    library: "nn",
+    header:
+      "ops-nn norm/instance_norm_v3/op_host/op_api/aclnn_instance_norm.h (Atlas inference only)",
+    optional: true,
+    params: [
+      ["x", "tensor"],
+      ["gamma", "tensor"],
+      ["beta", "tensor"],
+      ["dataFormat", "string"],
+      ["eps", "f64"],
+      ["y", "output"],
+      ["mean", "output"],
+      ["variance", "output"],
     ],
   },
   aclnnBatchNormStats: {

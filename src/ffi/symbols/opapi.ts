@@ -27,6 +27,7 @@ const FFI_TYPE: Readonly<Record<AclnnParamKind, Deno.NativeType>> = {
   f64: "f64",
   boolArray: "pointer",
   intArray: "pointer",
+  string: "pointer",
 };
 
 /** One operator symbol: its parameters' FFI types, an `i32` aclnnStatus, maybe optional. */

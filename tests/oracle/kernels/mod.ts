@@ -31,6 +31,7 @@ import {
   rmsNormGrad,
 } from "./row_norms.ts";
 import { batchNormReduce, syncBatchNormGatherStats } from "./batch_norm_family.ts";
+import { instanceNorm } from "./instance_norm.ts";
 
 /** Every operator's float64 oracle kernel. */
 export const referenceKernels: Kernels = {
@@ -43,6 +44,7 @@ export const referenceKernels: Kernels = {
   batchNormElemtBackward,
   batchNorm,
   groupNorm,
+  instanceNorm,
   layerNorm,
   layerNormBackward,
   rmsNorm,

@@ -1,6 +1,7 @@
 /**
- * GroupNorm on the CPU: aclnnGroupNorm and aclnnGroupNormBackward, in two stages on the float32
- * channel kernels (kernels/channel_stages.ts, wasm/channel_norms.wat), as per-sample
+ * GroupNorm on the CPU: aclnnGroupNorm and aclnnGroupNormBackward (and aclnnInstanceNorm, GroupNorm
+ * with group = C), in two stages on the float32 channel kernels (kernels/channel_stages.ts,
+ * wasm/channel_norms.wat), as per-sample
  * BatchNorm-family stages: per-(n, c) statistics (or sums) of each sample, merged per (n, g) in
  * channel order on the calling thread (float64), then the write with per-(n, c) constants,
  * centred as CANN computes it. The data is (N, C, HxW) in each tensor's logical order; rows
@@ -15,6 +16,8 @@ import type {
   GroupNormBackwardTensors,
   GroupNormPlan,
   GroupNormTensors,
+  InstanceNormPlan,
+  InstanceNormTensors,
 } from "../../types.ts";
 import type { Tensor } from "../../../tensor/tensor.ts";
 import { heapAddress } from "../../../tensor/host_heap.ts";
@@ -86,6 +89,42 @@ function relayout(N: number, C: number): StagingOptions {
  * large call runs in blocks of samples (cache_blocks.ts: the same bits).
  */
 export function groupNorm(plan: GroupNormPlan, t: GroupNormTensors): void {
+  groupNormWith(plan, t, "rstd");
+}
+
+/**
+ * aclnnInstanceNorm: GroupNorm with group = C on x viewed as [N, C, H, W] (an NHWC x and y are
+ * permuted views, no copy: CANN transposes NHWC to NCHW around its kernel, aclnn_instance_norm.cpp
+ * ComputeInstanceNormOutputs), writing the per-(n, c) biased variance, not rstd, as the second
+ * statistic. mean and variance are written in logical order (n, c), which [N, C, 1, 1] and
+ * [N, 1, 1, C] share; each output is rounded once to its dtype (x's) from the float32 kernels'
+ * sums merged in float64, eps a C float. CANN's InstanceNormV3 kernel is not in ops-nn: the
+ * biased variance follows the 950 graph op (`norm/instance_norm`, 1/n), the rest of its
+ * arithmetic (order, intermediate roundings) is unverified. Empty calls never get here (CANN
+ * returns SUCCESS before the kernel: src/ops/instance_norm.ts).
+ */
+export function instanceNorm(plan: InstanceNormPlan, t: InstanceNormTensors): void {
+  const nchw = (v: Tensor) => (plan.channelsLast ? v.permute([0, 3, 1, 2]) : v);
+  const { N, C, HxW, eps } = plan;
+  groupNormWith({ N, C, HxW, group: C, eps }, {
+    input: nchw(t.x),
+    gamma: t.gamma,
+    beta: t.beta,
+    output: nchw(t.y),
+    mean: t.mean,
+    rstd: t.variance,
+  }, "variance");
+}
+
+/**
+ * The GroupNorm forward stages; `second` says what goes into `t.rstd`: 1/sqrt(var + eps)
+ * (aclnnGroupNorm) or the biased var itself (aclnnInstanceNorm, where t.rstd is its variance).
+ */
+function groupNormWith(
+  plan: GroupNormPlan,
+  t: GroupNormTensors,
+  second: "rstd" | "variance",
+): void {
   const { N, C, HxW, group } = plan;
   if (N * C * HxW === 0) {
     writeChannelValues(t.mean, temporaryFloat64(N * group));
@@ -97,7 +136,7 @@ export function groupNorm(plan: GroupNormPlan, t: GroupNormTensors): void {
     return runStaged(
       t,
       { inputs: ["input"], outputs: ["output"] },
-      (s) => groupNorm(plan, s),
+      (s) => groupNormWith(plan, s, second),
       relayout(N, C),
     );
   }
@@ -105,13 +144,13 @@ export function groupNorm(plan: GroupNormPlan, t: GroupNormTensors): void {
     const blocks = sampleBlocks(N, [t.input], [t.input, t.output], [t.mean, t.rstd]);
     if (blocks) {
       for (const [n0, n1] of blocks) {
-        groupNorm({ ...plan, N: n1 - n0 }, {
+        groupNormWith({ ...plan, N: n1 - n0 }, {
           ...t,
           input: t.input.slice(0, n0, n1),
           output: t.output.slice(0, n0, n1),
           mean: sampleView(t.mean, N, n0, n1)!,
           rstd: sampleView(t.rstd, N, n0, n1)!,
-        });
+        }, second);
       }
       return;
     }
@@ -131,6 +170,7 @@ export function groupNorm(plan: GroupNormPlan, t: GroupNormTensors): void {
   const beta = channelValuesOr(t.beta, C, 0);
   const mean = temporaryFloat64(N * group);
   const rstd = temporaryFloat64(N * group);
+  const variance = second === "variance" ? temporaryFloat64(N * group) : rstd;
   execute(call, [stats, write], [() => {
     const { first, second } = mergeChannelMoments(call.layout, stats.partials);
     const acc = temporaryFloat64(2);
@@ -142,7 +182,9 @@ export function groupNorm(plan: GroupNormPlan, t: GroupNormTensors): void {
         }
         const ng = n * group + g;
         mean[ng] = acc[0] / (D * HxW);
-        rstd[ng] = 1 / Math.sqrt(acc[1] / (D * HxW) + eps);
+        const v = acc[1] / (D * HxW);
+        rstd[ng] = 1 / Math.sqrt(v + eps);
+        if (variance !== rstd) variance[ng] = v;
         for (let c = g * D; c < (g + 1) * D; c++) {
           const at = n * NORMALIZE_CONSTANTS * C + c;
           normalizeCentered(mean[ng], rstd[ng] * gamma[c], beta[c], write.constants, at, C);
@@ -151,7 +193,7 @@ export function groupNorm(plan: GroupNormPlan, t: GroupNormTensors): void {
     }
   }]);
   writeChannelValues(t.mean, mean);
-  writeChannelValues(t.rstd, rstd);
+  writeChannelValues(t.rstd, variance);
 }
 
 /**

@@ -19,7 +19,7 @@ import { batchNorm, batchNormElemt, batchNormStats } from "./batch_norm_forward.
 import { batchNormGatherStatsWithCounts } from "./batch_norm_gather_stats.ts";
 import { batchNormReduce } from "./batch_norm_reduce.ts";
 import { syncBatchNormGatherStats } from "./sync_batch_norm_gather_stats.ts";
-import { groupNorm, groupNormBackward } from "./group_norm.ts";
+import { groupNorm, groupNormBackward, instanceNorm } from "./group_norm.ts";
 import { rowKernels } from "../rows/mod.ts";
 
 /** Every operator's streaming kernel. */
@@ -35,6 +35,7 @@ export const fastKernels: Kernels = {
   groupNorm,
   batchNormReduce,
   syncBatchNormGatherStats,
+  instanceNorm,
   // LayerNorm / RMSNorm: rows of the normalized dims (cpu/rows).
   ...rowKernels,
 };
