@@ -1,12 +1,13 @@
 /**
  * Plans and tensors of the BatchNorm operators of issue 39 (aclnnBatchNormReduce,
- * aclnnSyncBatchNormGatherStats), the kernel contract's part for
+ * aclnnSyncBatchNormGatherStats, aclnnFastBatchNormBackward), the kernel contract's part for
  * them (re-exported by `types.ts`, whose `Kernels` has one method per operator).
  *
  * @module
  */
 
 import type { Tensor } from "../tensor/tensor.ts";
+import type { BatchNormBackwardPlan } from "./types.ts";
 
 /** aclnnBatchNormReduce. */
 export interface BatchNormReducePlan {
@@ -57,4 +58,14 @@ export interface SyncBatchNormGatherStatsTensors {
   readonly batchMean: Tensor;
   /** Output: the batch 1/sqrt(biased variance + eps) `[C]`. */
   readonly batchInvstd: Tensor;
+}
+
+/**
+ * aclnnFastBatchNormBackward: aclnnBatchNormBackward's plan (its tensors are
+ * `BatchNormBackwardTensors`, saveInvstd always 1/sqrt(var + eps)) and the algorithm version,
+ * which CANN only logs (aclnn_fast_batch_norm_backward.cpp, L2_DFX_PHASE_1).
+ */
+export interface FastBatchNormBackwardPlan extends BatchNormBackwardPlan {
+  /** The C int `version` (0 or 1 by the documentation), passed through. */
+  readonly version: number;
 }

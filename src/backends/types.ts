@@ -45,6 +45,7 @@ export * from "./batch_norm_family_types.ts";
 import type {
   BatchNormReducePlan,
   BatchNormReduceTensors,
+  FastBatchNormBackwardPlan,
   SyncBatchNormGatherStatsPlan,
   SyncBatchNormGatherStatsTensors,
 } from "./batch_norm_family_types.ts";
@@ -441,6 +442,8 @@ export interface Kernels {
   addLayerNorm(plan: AddLayerNormPlan, tensors: AddLayerNormTensors): void;
   /** aclnnDeepNorm. */
   deepNorm(plan: DeepNormPlan, tensors: DeepNormTensors): void;
+  /** aclnnFastBatchNormBackward (never called for an empty input or gradOut). */
+  fastBatchNormBackward(plan: FastBatchNormBackwardPlan, tensors: BatchNormBackwardTensors): void;
 }
 
 /** The operator names of {@linkcode Kernels}. */

@@ -106,3 +106,9 @@ export { addLayerNorm } from "./add_layer_norm.ts";
 export type { AddLayerNormArgs, AddLayerNormOut, AddLayerNormResult } from "./add_layer_norm.ts";
 export { deepNorm } from "./deep_norm.ts";
 export type { DeepNormArgs, DeepNormOut, DeepNormResult } from "./deep_norm.ts";
+export { fastBatchNormBackward } from "./fast_batch_norm_backward.ts";
+export type {
+  FastBatchNormBackwardArgs,
+  FastBatchNormBackwardOut,
+  FastBatchNormBackwardResult,
+} from "./fast_batch_norm_backward.ts";

@@ -109,6 +109,8 @@ Deno.test("symbols: only release-dependent symbols are optional", () => {
     "aclnnBatchNormReduceGetWorkspaceSize",
     "aclnnDeepNorm",
     "aclnnDeepNormGetWorkspaceSize",
+    "aclnnFastBatchNormBackward",
+    "aclnnFastBatchNormBackwardGetWorkspaceSize",
     "aclnnFinalize",
     "aclnnGemmaRmsNorm",
     "aclnnGemmaRmsNormGetWorkspaceSize",

@@ -114,6 +114,23 @@ export function argsFor(
         out(pick(o, "gradWeight", () => fresh(npu, [C]))),
         out(pick(o, "gradBias", () => fresh(npu, [C]))),
       ];
+    case "aclnnFastBatchNormBackward": // aclnnBatchNormBackward's list plus `int version`
+      return [
+        t(pick(o, "gradOut", dy)),
+        t(pick(o, "input", x)),
+        t(pick(o, "weight", () => undefined)),
+        t(pick(o, "runningMean", () => undefined)),
+        t(pick(o, "runningVar", () => undefined)),
+        t(pick(o, "saveMean", stat(0.5))),
+        t(pick(o, "saveInvstd", stat(1.5))),
+        arg.bool(training),
+        arg.f64(EPS),
+        "outputMask" in o ? t(undefined) : arg.boolArray(mask),
+        arg.i32(1),
+        out(pick(o, "gradInput", () => fresh(npu, X, dt))),
+        out(pick(o, "gradWeight", () => fresh(npu, [C]))),
+        out(pick(o, "gradBias", () => fresh(npu, [C]))),
+      ];
     case "aclnnBatchNormReduceBackward":
       return [
         t(pick(o, "gradOut", dy)),

@@ -155,6 +155,7 @@ Deno.test("argument names: every operator refuses an unknown field", async () =>
     ["aclnnAddLayerNorm", (a) => ops.addLayerNorm(a as never)],
     ["aclnnDeepNorm", (a) => ops.deepNorm(a as never)],
     ["aclnnInstanceNorm", (a) => ops.instanceNorm(a as never)],
+    ["aclnnFastBatchNormBackward", (a) => ops.fastBatchNormBackward(a as never)],
     [
       "infiniopCreateBatchNormBackwardDescriptor",
       (a) => ops.createBatchNormBackwardDescriptor(a as never),
@@ -201,4 +202,28 @@ Deno.test("argument names: the closest name (case and underscores, prefixes, the
   assert.equal(closestName("mask", names), "outputMask");
   assert.equal(closestName("eps", ["x", "gamma", "epsilon"]), "epsilon");
   assert.equal(closestName("anything", []), undefined);
+});
+
+Deno.test("argument names: fastBatchNormBackward takes CANN's names, version included", () => {
+  const x = Tensor.ones([2, 3, 4]);
+  const base = { gradOut: x, input: x, training: true };
+  const e = assertAclnnError(
+    () => ops.fastBatchNormBackward({ ...base, versoin: 1 } as never),
+    INVALID,
+    "versoin",
+  );
+  assert.match(e.message, /did you mean "version"\?/);
+  const o = assertAclnnError(
+    () => ops.fastBatchNormBackward({ ...base, out: { gradInputOut: x } } as never),
+    INVALID,
+    "gradInputOut",
+  );
+  assert.match(o.message, /did you mean "gradInput"\?/);
+  const r = ops.fastBatchNormBackward({
+    ...base,
+    version: 1,
+    eps: 1e-3,
+    outputMask: [1, 1, 1].map(Boolean),
+  });
+  assert.deepEqual(Object.keys(r), ["gradInput", "gradWeight", "gradBias"]);
 });

@@ -200,6 +200,17 @@ SIM_PUBLIC aclnnStatus aclnnInstanceNormGetWorkspaceSize(const aclTensor *x, con
                               (void **)executor);
 }
 SIM_PHASE2(aclnnInstanceNorm, SIM_OP_INSTANCE_NORM)
+
+SIM_PUBLIC aclnnStatus aclnnFastBatchNormBackwardGetWorkspaceSize(
+    const aclTensor *gradOut, const aclTensor *input, const aclTensor *weight, const aclTensor *runningMean,
+    const aclTensor *runningVar, const aclTensor *saveMean, const aclTensor *saveInvstd, bool training, double eps,
+    const aclBoolArray *outputMask, int version, aclTensor *gradInput, aclTensor *gradWeight, aclTensor *gradBias,
+    uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_fast_bn_backward_ws(gradOut, input, weight, runningMean, runningVar, saveMean, saveInvstd, training, eps,
+                                 outputMask, version, gradInput, gradWeight, gradBias, workspaceSize,
+                                 (void **)executor);
+}
+SIM_PHASE2(aclnnFastBatchNormBackward, SIM_OP_FAST_BN_BACKWARD)
 #endif
 
 #ifdef SIM_WITH_MATH

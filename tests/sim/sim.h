@@ -87,6 +87,7 @@ typedef enum {
   SIM_OP_ADD_LAYER_NORM,
   SIM_OP_DEEP_NORM,
   SIM_OP_INSTANCE_NORM,
+  SIM_OP_FAST_BN_BACKWARD, /* aclnnFastBatchNormBackward: planned in the SIM_OP_BN_BACKWARD slot order */
   SIM_OP_COUNT
 } SimOpId;
 
@@ -407,6 +408,11 @@ SIM_CORE_API int sim_deep_norm_ws(const void *x, const void *gx, const void *bet
 SIM_CORE_API int sim_instance_norm_ws(const void *x, const void *gamma, const void *beta,
                                       const char *dataFormat, double eps, void *y, void *mean,
                                       void *variance, uint64_t *ws, void **exec);
+SIM_CORE_API int sim_fast_bn_backward_ws(const void *gradOut, const void *input, const void *weight,
+                                         const void *runningMean, const void *runningVar, const void *saveMean,
+                                         const void *saveInvstd, bool training, double eps,
+                                         const void *outputMask, int version, void *gradInput,
+                                         void *gradWeight, void *gradBias, uint64_t *ws, void **exec);
 /* Their computations, called by sim_op_run at synchronisation (core-internal). */
 int sim_run_layer_norm(const SimPlan *p);
 int sim_run_layer_norm_backward(const SimPlan *p);

@@ -1639,6 +1639,9 @@ int sim_op_run(const SimPlan *p, void *workspace) {
     case SIM_OP_ADD_LAYER_NORM: return sim_run_add_layer_norm(p);
     case SIM_OP_DEEP_NORM: return sim_run_deep_norm(p);
     case SIM_OP_INSTANCE_NORM: return sim_run_instance_norm(p);
+    /* aclnnFastBatchNormBackward: aclnnBatchNormBackward's computation (the same BatchNormGradV3
+     * on A2, its only product; sim_ops_fast_batch_norm_backward.c). */
+    case SIM_OP_FAST_BN_BACKWARD: return run_bn_backward(p);
     default: return -1;
   }
 }

@@ -89,6 +89,8 @@ function bf16(op: SocOperator, { arch, sv }: Chip): boolean {
       return arch === 3510;
     case "aclnnInstanceNorm": // aclnn_instance_norm.cpp: ASCEND310P_DTYPE_SUPPORT_LIST, no BF16
       return false;
+    case "aclnnFastBatchNormBackward": // aclnn_fast_batch_norm_backward.cpp GetDtypeSupportList:
+      return true; // `>= ASCEND910B || <= ASCEND910E` holds for every SocVersion
   }
 }
 
@@ -116,6 +118,8 @@ function documented(op: SocOperator, { sv }: Chip): boolean {
       return [3, 2, 1].includes(sv);
     case "aclnnInstanceNorm": // 310P only (and CheckPlatform refuses every other SocVersion)
       return sv === 6;
+    case "aclnnFastBatchNormBackward": // aclnnFastBatchNormBackward.md: Atlas A2 only
+      return sv === 1;
   }
   if (sv === 7) return false;
   if (sv === 6) return op === "aclnnBatchNorm" || op === "aclnnGroupNorm";

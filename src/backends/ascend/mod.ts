@@ -30,6 +30,7 @@ import type {
   BatchNormStatsPlan,
   BatchNormStatsTensors,
   BatchNormTensors,
+  FastBatchNormBackwardPlan,
   GroupNormBackwardPlan,
   GroupNormBackwardTensors,
   GroupNormPlan,
@@ -286,6 +287,41 @@ export const ascendBackend: Backend = {
       mean: t.mean,
       variance: t.variance,
     });
+  },
+
+  fastBatchNormBackward(p: FastBatchNormBackwardPlan, t: BatchNormBackwardTensors) {
+    // CANN's empty path never reaches here (the operator fills gradWeight/gradBias itself); the
+    // library's saveInvstd is converted to the variance A2 reads in that slot (save_statistics.ts).
+    const device = deviceOf(t.input);
+    const saved = p.training
+      ? invstdToSaved(
+        device,
+        t.saveInvstd,
+        p.geometry.channels,
+        p.eps,
+        "aclnnFastBatchNormBackward",
+      )
+      : undefined;
+    try {
+      callAclnn(device, "aclnnFastBatchNormBackward", {
+        gradOut: t.gradOut,
+        input: t.input,
+        weight: t.weight,
+        runningMean: t.runningMean,
+        runningVar: t.runningVar,
+        saveMean: t.saveMean,
+        saveInvstd: saved?.tensor ?? t.saveInvstd,
+        training: p.training,
+        eps: p.eps,
+        outputMask: p.mask,
+        version: p.version,
+        gradInput: t.gradInput,
+        gradWeight: t.gradWeight,
+        gradBias: t.gradBias,
+      });
+    } finally {
+      saved?.release();
+    }
   },
 
   // LayerNorm / RMSNorm (row_norm.ts).

@@ -36,8 +36,9 @@ export interface ScratchTensor {
 }
 
 /**
- * Before aclnnBatchNormBackward in training mode: on a SoC that reads the saveInvstd slot as
- * Var(x), a scratch tensor holding Var(x) = 1/invstd^2 - eps (the chip adds eps back, so the
+ * Before aclnnBatchNormBackward or aclnnFastBatchNormBackward (`op`) in training mode: on a SoC
+ * that reads the saveInvstd slot as Var(x) (both run BatchNormGradV3 / BNTrainingReduceGrad off
+ * DAV_3510, whose `batch_variance` input that slot is), a scratch tensor holding Var(x) = 1/invstd^2 - eps (the chip adds eps back, so the
  * invstd it uses is the caller's). Undefined when the chip reads invstd.
  */
 export function invstdToSaved(
@@ -45,9 +46,10 @@ export function invstdToSaved(
   saveInvstd: Tensor | undefined,
   channels: number,
   eps: number,
+  op: "aclnnBatchNormBackward" | "aclnnFastBatchNormBackward" = "aclnnBatchNormBackward",
 ): ScratchTensor | undefined {
   if (saveInvstd?.numel === 0) return undefined;
-  if (!batchNormSavesVariance(deviceSocFamily(device, "aclnnBatchNormBackward"))) return undefined;
+  if (!batchNormSavesVariance(deviceSocFamily(device, op))) return undefined;
   // Absent, saveInvstd means invstd = 1 here; CANN would fill its slot with 1 and read that as
   // a variance (1/sqrt(1 + eps)), so pass the variance of invstd = 1 explicitly.
   const invstd = saveInvstd?.toFloat64Array() ?? new Float64Array(channels).fill(1);

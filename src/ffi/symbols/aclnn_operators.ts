@@ -335,6 +335,28 @@ export const ACLNN_OPERATORS = {
       ["batchInvstd", "output"],
     ],
   },
+  // version is a C int that CANN only logs.
+  aclnnFastBatchNormBackward: {
+    library: "nn",
+    header: "ops-nn norm/batch_norm_grad_v3/op_host/op_api/aclnn_fast_batch_norm_backward.h",
+    optional: true,
+    params: [
+      ["gradOut", "tensor"],
+      ["input", "tensor"],
+      ["weight", "tensor"],
+      ["runningMean", "tensor"],
+      ["runningVar", "tensor"],
+      ["saveMean", "tensor"],
+      ["saveInvstd", "tensor"],
+      ["training", "bool"],
+      ["eps", "f64"],
+      ["outputMask", "boolArray"],
+      ["version", "i32"],
+      ["gradInput", "output"],
+      ["gradWeight", "output"],
+      ["gradBias", "output"],
+    ],
+  },
   // Generated headers (ops-nn add_layer_norm_def.cpp, deep_norm_def.cpp): inputs, then
   // attributes, then outputs.
   aclnnAddLayerNorm: {

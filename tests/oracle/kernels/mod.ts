@@ -56,4 +56,6 @@ export const referenceKernels: Kernels = {
   syncBatchNormGatherStats,
   addLayerNorm,
   deepNorm,
+  // aclnnFastBatchNormBackward computes aclnnBatchNormBackward's gradients (same oracle).
+  fastBatchNormBackward: batchNormBackward,
 };

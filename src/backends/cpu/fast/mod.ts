@@ -36,6 +36,9 @@ export const fastKernels: Kernels = {
   batchNormReduce,
   syncBatchNormGatherStats,
   instanceNorm,
+  // aclnnFastBatchNormBackward computes what aclnnBatchNormBackward computes (ops-nn
+  // aclnn_fast_batch_norm_backward.cpp runs the same BatchNormGradV3 kernel on A2).
+  fastBatchNormBackward: batchNormBackward,
   // LayerNorm / RMSNorm: rows of the normalized dims (cpu/rows).
   ...rowKernels,
 };
