@@ -137,35 +137,50 @@ export function batchNormBackward(args: BatchNormBackwardArgs): BatchNormBackwar
   return call(args);
 }
 
-type Output = "gradInput" | "gradWeight" | "gradBias";
+/** The outputs of aclnnBatchNormBackward and aclnnFastBatchNormBackward. */
+export type BatchNormBackwardOutput = "gradInput" | "gradWeight" | "gradBias";
+type Output = BatchNormBackwardOutput;
 
-/** What validation established for one set of argument values. */
-interface Validated extends PlannedCall<Output, BatchNormBackwardPlan, BatchNormBackwardTensors> {
+/** What validation established for one set of argument values (shared with the fast variant). */
+export interface BatchNormBackwardValidated<P extends BatchNormBackwardPlan = BatchNormBackwardPlan>
+  extends PlannedCall<Output, P, BatchNormBackwardTensors> {
+  /** C (input dim 1; 0 for an empty input of rank < 2). */
   readonly channels: number;
   /** dtype of gradWeight/gradBias when allocated (weight's, else input's). */
   readonly gradDType: DType;
 }
+type Validated = BatchNormBackwardValidated;
+
+/** The arguments aclnnBatchNormBackward's outcome depends on, in CANN's order. */
+export const BATCH_NORM_BACKWARD_ARGS = [
+  "gradOut",
+  "input",
+  "weight",
+  "runningMean",
+  "runningVar",
+  "saveMean",
+  "saveInvstd",
+  "training",
+  "eps",
+  "outputMask",
+] as const;
+
+/**
+ * How each output is allocated without `out`: gradInput like input, gradWeight/gradBias `[C]`
+ * in weight's dtype (input's without weight); undefined when masked off.
+ */
+export const batchNormBackwardOutputs: {
+  readonly [K in Output]: (v: BatchNormBackwardValidated) => Tensor | undefined;
+} = {
+  gradInput: (v) => emptyLikeWhen(v.plan.mask[0], v.tensors.input, v.tensors.input.dtype, v.device),
+  gradWeight: (v) => emptyWhen(v.plan.mask[1], [v.channels], v.gradDType, v.device),
+  gradBias: (v) => emptyWhen(v.plan.mask[2], [v.channels], v.gradDType, v.device),
+};
 
 const call = defineOperator<BatchNormBackwardArgs, Output, Validated>({
   op: OP,
-  args: [
-    "gradOut",
-    "input",
-    "weight",
-    "runningMean",
-    "runningVar",
-    "saveMean",
-    "saveInvstd",
-    "training",
-    "eps",
-    "outputMask",
-  ],
-  outputs: {
-    gradInput: (v) =>
-      emptyLikeWhen(v.plan.mask[0], v.tensors.input, v.tensors.input.dtype, v.device),
-    gradWeight: (v) => emptyWhen(v.plan.mask[1], [v.channels], v.gradDType, v.device),
-    gradBias: (v) => emptyWhen(v.plan.mask[2], [v.channels], v.gradDType, v.device),
-  },
+  args: [...BATCH_NORM_BACKWARD_ARGS],
+  outputs: batchNormBackwardOutputs,
   validate,
   run: (v, outputs) => v.backend.batchNormBackward(v.plan, { ...v.tensors, ...outputs }),
 });

@@ -22,16 +22,19 @@
 
 import { z } from "./zod.ts";
 import { channelGeometry, type FastBatchNormBackwardPlan } from "../backends/mod.ts";
-import type { BatchNormBackwardTensors } from "../backends/mod.ts";
-import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
+import { FLOAT_DTYPES } from "../tensor/dtype.ts";
 import type { Tensor } from "../tensor/tensor.ts";
-import type {
-  BatchNormBackwardArgs,
-  BatchNormBackwardOut,
-  BatchNormBackwardResult,
+import {
+  BATCH_NORM_BACKWARD_ARGS,
+  type BatchNormBackwardArgs,
+  type BatchNormBackwardOut,
+  type BatchNormBackwardOutput,
+  batchNormBackwardOutputs,
+  type BatchNormBackwardResult,
+  type BatchNormBackwardValidated,
 } from "./batch_norm_backward.ts";
 import { checkViewCopy, INNER_NULLPTR, tilingFailure } from "./row_norm_checks.ts";
-import { defineOperator, emptyLikeWhen, emptyWhen, type PlannedCall } from "./spec.ts";
+import { defineOperator } from "./spec.ts";
 import * as check from "./validate.ts";
 
 const OP = "aclnnFastBatchNormBackward";
@@ -107,39 +110,16 @@ export function fastBatchNormBackward(
   return call(args);
 }
 
-type Output = "gradInput" | "gradWeight" | "gradBias";
-
 /** What validation established for one set of argument values. */
-interface Validated
-  extends PlannedCall<Output, FastBatchNormBackwardPlan, BatchNormBackwardTensors> {
-  readonly channels: number;
-  /** dtype of gradWeight/gradBias when allocated (weight's, else input's). */
-  readonly gradDType: DType;
+interface Validated extends BatchNormBackwardValidated<FastBatchNormBackwardPlan> {
   /** CANN's empty path: input or gradOut holds no element. */
   readonly empty: boolean;
 }
 
-const call = defineOperator<FastBatchNormBackwardArgs, Output, Validated>({
+const call = defineOperator<FastBatchNormBackwardArgs, BatchNormBackwardOutput, Validated>({
   op: OP,
-  args: [
-    "gradOut",
-    "input",
-    "weight",
-    "runningMean",
-    "runningVar",
-    "saveMean",
-    "saveInvstd",
-    "training",
-    "eps",
-    "outputMask",
-    "version",
-  ],
-  outputs: {
-    gradInput: (v) =>
-      emptyLikeWhen(v.plan.mask[0], v.tensors.input, v.tensors.input.dtype, v.device),
-    gradWeight: (v) => emptyWhen(v.plan.mask[1], [v.channels], v.gradDType, v.device),
-    gradBias: (v) => emptyWhen(v.plan.mask[2], [v.channels], v.gradDType, v.device),
-  },
+  args: [...BATCH_NORM_BACKWARD_ARGS, "version"],
+  outputs: batchNormBackwardOutputs,
   validate,
   run: (v, o) => {
     if (!v.empty) return v.backend.fastBatchNormBackward(v.plan, { ...v.tensors, ...o });

@@ -114,23 +114,12 @@ export function argsFor(
         out(pick(o, "gradWeight", () => fresh(npu, [C]))),
         out(pick(o, "gradBias", () => fresh(npu, [C]))),
       ];
-    case "aclnnFastBatchNormBackward": // aclnnBatchNormBackward's list plus `int version`
-      return [
-        t(pick(o, "gradOut", dy)),
-        t(pick(o, "input", x)),
-        t(pick(o, "weight", () => undefined)),
-        t(pick(o, "runningMean", () => undefined)),
-        t(pick(o, "runningVar", () => undefined)),
-        t(pick(o, "saveMean", stat(0.5))),
-        t(pick(o, "saveInvstd", stat(1.5))),
-        arg.bool(training),
-        arg.f64(EPS),
-        "outputMask" in o ? t(undefined) : arg.boolArray(mask),
-        arg.i32(1),
-        out(pick(o, "gradInput", () => fresh(npu, X, dt))),
-        out(pick(o, "gradWeight", () => fresh(npu, [C]))),
-        out(pick(o, "gradBias", () => fresh(npu, [C]))),
-      ];
+    case "aclnnFastBatchNormBackward": {
+      // aclnnBatchNormBackward's list with `int version` after outputMask.
+      const list = argsFor(npu, "aclnnBatchNormBackward", dt, o, flags);
+      list.splice(10, 0, arg.i32(1));
+      return list;
+    }
     case "aclnnBatchNormReduceBackward":
       return [
         t(pick(o, "gradOut", dy)),

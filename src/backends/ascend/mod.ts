@@ -8,7 +8,7 @@
  * @module
  */
 
-import { callAclnn } from "../../ffi/aclnn_call.ts";
+import { type AclnnArguments, callAclnn } from "../../ffi/aclnn_call.ts";
 import { AscendDevice } from "../../ffi/runtime.ts";
 import type { Device } from "../../tensor/device.ts";
 import { Tensor } from "../../tensor/tensor.ts";
@@ -73,6 +73,33 @@ function pairedRunningStat(
   return Tensor.zeros(other.shape, other.dtype, device);
 }
 
+/**
+ * aclnnBatchNormBackward's arguments; aclnnFastBatchNormBackward takes the same ones and its
+ * `version` (the two C prototypes differ by that int).
+ */
+function backwardArguments(
+  p: BatchNormBackwardPlan,
+  t: BatchNormBackwardTensors,
+  saveInvstd: Tensor | undefined,
+  gradInput: Tensor | undefined,
+): AclnnArguments<"aclnnBatchNormBackward"> {
+  return {
+    gradOut: t.gradOut,
+    input: t.input,
+    weight: t.weight,
+    runningMean: t.runningMean,
+    runningVar: t.runningVar,
+    saveMean: t.saveMean,
+    saveInvstd,
+    training: p.training,
+    eps: p.eps,
+    outputMask: p.mask,
+    gradInput,
+    gradWeight: t.gradWeight,
+    gradBias: t.gradBias,
+  };
+}
+
 /** The Ascend backend. */
 export const ascendBackend: Backend = {
   name: "ascend",
@@ -116,21 +143,11 @@ export const ascendBackend: Backend = {
     try {
       // Inside the try: when the scratch cannot be allocated, `saved` is still freed.
       if (inPlace) gradInput = Tensor.zeros(t.gradInput!.shape, t.gradInput!.dtype, device);
-      callAclnn(device, "aclnnBatchNormBackward", {
-        gradOut: t.gradOut,
-        input: t.input,
-        weight: t.weight,
-        runningMean: t.runningMean,
-        runningVar: t.runningVar,
-        saveMean: t.saveMean,
-        saveInvstd: saved?.tensor ?? t.saveInvstd,
-        training: p.training,
-        eps: p.eps,
-        outputMask: p.mask,
-        gradInput: gradInput,
-        gradWeight: t.gradWeight,
-        gradBias: t.gradBias,
-      });
+      callAclnn(
+        device,
+        "aclnnBatchNormBackward",
+        backwardArguments(p, t, saved?.tensor ?? t.saveInvstd, gradInput),
+      );
       if (inPlace) t.gradInput!.copy_(gradInput!);
     } finally {
       saved?.release();
@@ -304,20 +321,8 @@ export const ascendBackend: Backend = {
       : undefined;
     try {
       callAclnn(device, "aclnnFastBatchNormBackward", {
-        gradOut: t.gradOut,
-        input: t.input,
-        weight: t.weight,
-        runningMean: t.runningMean,
-        runningVar: t.runningVar,
-        saveMean: t.saveMean,
-        saveInvstd: saved?.tensor ?? t.saveInvstd,
-        training: p.training,
-        eps: p.eps,
-        outputMask: p.mask,
+        ...backwardArguments(p, t, saved?.tensor ?? t.saveInvstd, t.gradInput),
         version: p.version,
-        gradInput: t.gradInput,
-        gradWeight: t.gradWeight,
-        gradBias: t.gradBias,
       });
     } finally {
       saved?.release();
