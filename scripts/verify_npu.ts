@@ -27,6 +27,7 @@ import {
 import { runCases } from "./verify_npu/run.ts";
 import { sweepCases } from "./verify_npu/sweep.ts";
 import { SWEEP_OPS } from "./verify_npu/sweep_ops.ts";
+import { SWEEP_CHANNEL_OPS } from "./verify_npu/sweep_channel_ops.ts";
 import { SWEEP_REDUCE_OPS } from "./verify_npu/sweep_reduce_ops.ts";
 import { SWEEP_ROW_OPS } from "./verify_npu/sweep_row_ops.ts";
 
@@ -97,7 +98,7 @@ if (libDirFlag !== undefined && !libDirFlag.startsWith("/")) {
 }
 if (libDirFlag !== undefined && flags.sim) usageError("--sim and --lib-dir exclude each other");
 if (flags.report === "") usageError("--report needs a path");
-const SWEEP = [...SWEEP_OPS, ...SWEEP_REDUCE_OPS, ...SWEEP_ROW_OPS];
+const SWEEP = [...SWEEP_OPS, ...SWEEP_CHANNEL_OPS, ...SWEEP_REDUCE_OPS, ...SWEEP_ROW_OPS];
 const onlyOps = flags.ops?.split(",").filter((op) => op !== "");
 for (const op of onlyOps ?? []) {
   if (!SWEEP.some((s) => s.op === op)) {
