@@ -61,15 +61,17 @@ function rowStats(x: Tensor, rms: boolean): { mean: Tensor; rstd: Tensor } {
 }
 
 /**
- * AddRmsNorm's rstd, compared at the data's precision: chips differ on whether rstd is taken from
- * the sum x in float32 or after x is rounded to the data's dtype (ops-nn
- * norm/add_rms_norm/op_kernel: the Ascend 950 regbase kernel and the A2/A3 bfloat16 NORMAL
- * template keep the float sum, the other templates round it; the CPU backend keeps the float
- * sum, src/backends/cpu/wasm/row_norms.wat add_rms_fwd), which moves rstd by up to the data
- * dtype's rounding, past float32's tolerance.
+ * A float32 statistic compared at the data's precision, where chips differ on the dtype they
+ * form it in: AddRmsNorm's rstd from the float sum x or from x rounded to the data's dtype
+ * (ops-nn norm/add_rms_norm/op_kernel: the Ascend 950 regbase kernel and the A2/A3 bfloat16
+ * NORMAL template keep the float sum, the other templates round it); LayerNorm's mean and rstd
+ * from LayerNormV4 in float, or from LayerNormV3 in the weight's and bias's dtypes
+ * (tests/sim/README_norm.md, aclnnLayerNorm). The CPU backend keeps them in float32
+ * (src/backends/cpu/wasm/row_norms.wat), so they move by up to the data dtype's rounding, past
+ * float32's tolerance.
  */
-function sumRstd(rstd: Tensor, dtype: Tensor["dtype"]): Outputs[string] {
-  return { dtype, shape: [...rstd.shape], values: rstd.toFloat64Array() };
+function atDataPrecision(t: Tensor, dtype: Tensor["dtype"]): Outputs[string] {
+  return { dtype, shape: [...t.shape], values: t.toFloat64Array() };
 }
 
 /** A sweep op over one aclnn operator, with no variants and no mixed statistics. */
@@ -90,7 +92,11 @@ const layerNormOp = rowOp("layerNorm", "aclnnLayerNorm", (p) => {
       bias: placeOn(bias, d),
       eps: EPS,
     });
-    return { output: r.output, mean: r.mean, rstd: r.rstd };
+    return {
+      output: r.output,
+      "mean (data's precision)": atDataPrecision(r.mean, p.dtype),
+      "rstd (data's precision)": atDataPrecision(r.rstd, p.dtype),
+    };
   };
 });
 
@@ -159,7 +165,7 @@ const addRmsNormOp = rowOp("addRmsNorm", "aclnnAddRmsNorm", (p) => {
       gamma: placeOn(gamma, d),
       epsilon: 1e-6,
     });
-    return { y: r.y, "rstd (data's precision)": sumRstd(r.rstd, p.dtype), x: r.x };
+    return { y: r.y, "rstd (data's precision)": atDataPrecision(r.rstd, p.dtype), x: r.x };
   };
 });
 
@@ -173,7 +179,7 @@ const inplaceAddRmsNormOp = rowOp("inplaceAddRmsNorm", "aclnnInplaceAddRmsNorm",
     const x2Ref = placeOn(x2, d);
     const r = inplaceAddRmsNorm({ x1Ref, x2Ref, gamma: placeOn(gamma, d), epsilon: 1e-6 });
     return {
-      "rstd (data's precision)": sumRstd(r.rstd, p.dtype),
+      "rstd (data's precision)": atDataPrecision(r.rstd, p.dtype),
       "x1Ref (in place)": x1Ref,
       "x2Ref (in place)": x2Ref,
     };
