@@ -308,3 +308,43 @@ export function addLayerNormHeap(
     rstd: c.arrays.subarray(3 * c4 + rows, 3 * c4 + 2 * rows),
   };
 }
+
+/**
+ * AddLayerNormGrad / DeepNormGrad backward of every row of the heap rows `data` (dy, a, b, c,
+ * o: dy, x1, x2, dsum or nothing, dx for AddLayerNormGrad; dy, x, gx, dx, dgx for DeepNormGrad,
+ * `deep`): the row outputs, and the column sums (dgamma, dbeta) merged over the items.
+ */
+export function addLayerNormGradHeap(
+  anchor: HostData,
+  data: readonly HeapRows[],
+  rows: number,
+  n: number,
+  mean: Float64Array,
+  rstd: Float64Array,
+  g: Float64Array,
+  o: { readonly alpha: number; readonly dsum: boolean; readonly deep: boolean },
+): ColumnSums {
+  const c4 = padded(n);
+  const items = itemCount(rows, n);
+  const partials = items * c4;
+  const c = setUp(data, rows, n, NaN, c4 + 2 * rows + 2 * partials);
+  if (data.length === 4) {
+    // No dsum: the output takes pair 4, pair 3 stays empty.
+    c.p[ROW_DATA + 8] = data[3].at;
+    c.p[ROW_DATA + 9] = data[3].stride;
+    c.p[ROW_DATA + 6] = c.p[ROW_DATA + 7] = 0;
+  }
+  c.p[ROW_FLAGS] = (o.dsum ? 1 : 0) | (o.deep ? 2 : 0);
+  c.p[ROW_ALPHA] = Math.fround(o.alpha);
+  columns(c, 0, g, n);
+  c.arrays.set(mean.subarray(0, rows), c4);
+  c.arrays.set(rstd.subarray(0, rows), c4 + rows);
+  const pw = c4 + 2 * rows;
+  const pb = pw + partials;
+  [0, c4, c4 + rows, pw, pb].forEach((entry, i) => array(c, i, entry));
+  run("addLayerNormGradRows", c, anchor);
+  return {
+    first: mergeColumns(c.arrays.subarray(pw, pw + partials), items, n, c4),
+    second: mergeColumns(c.arrays.subarray(pb, pb + partials), items, n, c4),
+  };
+}
