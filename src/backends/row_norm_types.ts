@@ -254,3 +254,65 @@ export interface DeepNormTensors {
   /** Output y = (alpha * x + gx - mean) * rstd * gamma + beta, x's dtype. */
   readonly y: Tensor;
 }
+
+/** aclnnAddLayerNormGrad. */
+export interface AddLayerNormGradPlan {
+  /** Rows and columns of dy (columns = gamma's dims). */
+  readonly geometry: RowGeometry;
+}
+
+/** Tensors of aclnnAddLayerNormGrad (dy, x1, x2, dsum, dx of one dtype). */
+export interface AddLayerNormGradTensors {
+  /** dL/dy. */
+  readonly dy: Tensor;
+  /** First summand of the forward, dy's shape. */
+  readonly x1: Tensor;
+  /** Second summand of the forward, dy's shape. */
+  readonly x2: Tensor;
+  /** Per-row rstd of the forward (float32). */
+  readonly rstd: Tensor;
+  /** Per-row mean of the forward (float32). */
+  readonly mean: Tensor;
+  /** Scale of the forward, dy's trailing dims, dy's dtype. */
+  readonly gamma: Tensor;
+  /** Optional gradient added to dx (the residual branch's), dy's shape. */
+  readonly dsum?: Tensor;
+  /** Output: LayerNorm's input gradient at x = x1 + x2, plus dsum. */
+  readonly dx: Tensor;
+  /** Output: the sum over rows of dy * (x - mean) * rstd (float32, gamma's shape). */
+  readonly dgamma: Tensor;
+  /** Output: the sum over rows of dy (float32, gamma's shape). */
+  readonly dbeta: Tensor;
+}
+
+/** aclnnDeepNormGrad. */
+export interface DeepNormGradPlan {
+  /** Rows and columns of dy (columns = gamma's dims). */
+  readonly geometry: RowGeometry;
+  /** x's factor in alpha * x + gx, as the float32 CANN's attribute holds. */
+  readonly alpha: number;
+}
+
+/** Tensors of aclnnDeepNormGrad (dy, x, gx, dx, dgx of one dtype). */
+export interface DeepNormGradTensors {
+  /** dL/dy. */
+  readonly dy: Tensor;
+  /** The forward's x (scaled by alpha), dy's shape. */
+  readonly x: Tensor;
+  /** The forward's gx, dy's shape. */
+  readonly gx: Tensor;
+  /** Scale of the forward, dy's trailing dims, dy's dtype. */
+  readonly gamma: Tensor;
+  /** Per-row mean of the forward (float32). */
+  readonly mean: Tensor;
+  /** Per-row rstd of the forward (float32). */
+  readonly rstd: Tensor;
+  /** Output: alpha * dgx (from the float32 dgx). */
+  readonly dx: Tensor;
+  /** Output: LayerNorm's input gradient at alpha * x + gx. */
+  readonly dgx: Tensor;
+  /** Output: the sum over rows of dy (float32, gamma's shape). */
+  readonly dbeta: Tensor;
+  /** Output: the sum over rows of dy * (s - mean) * rstd (float32, gamma's shape). */
+  readonly dgamma: Tensor;
+}

@@ -20,10 +20,14 @@ import type { Device } from "../tensor/device.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import type { OutputMask } from "./output_mask.ts";
 import type {
+  AddLayerNormGradPlan,
+  AddLayerNormGradTensors,
   AddLayerNormPlan,
   AddLayerNormTensors,
   AddRmsNormPlan,
   AddRmsNormTensors,
+  DeepNormGradPlan,
+  DeepNormGradTensors,
   DeepNormPlan,
   DeepNormTensors,
   GemmaRmsNormPlan,
@@ -444,6 +448,10 @@ export interface Kernels {
   deepNorm(plan: DeepNormPlan, tensors: DeepNormTensors): void;
   /** aclnnFastBatchNormBackward (never called for an empty input or gradOut). */
   fastBatchNormBackward(plan: FastBatchNormBackwardPlan, tensors: BatchNormBackwardTensors): void;
+  /** aclnnAddLayerNormGrad. */
+  addLayerNormGrad(plan: AddLayerNormGradPlan, tensors: AddLayerNormGradTensors): void;
+  /** aclnnDeepNormGrad. */
+  deepNormGrad(plan: DeepNormGradPlan, tensors: DeepNormGradTensors): void;
 }
 
 /** The operator names of {@linkcode Kernels}. */

@@ -112,3 +112,11 @@ export type {
   FastBatchNormBackwardOut,
   FastBatchNormBackwardResult,
 } from "./fast_batch_norm_backward.ts";
+export { addLayerNormGrad } from "./add_layer_norm_grad.ts";
+export type {
+  AddLayerNormGradArgs,
+  AddLayerNormGradOut,
+  AddLayerNormGradResult,
+} from "./add_layer_norm_grad.ts";
+export { deepNormGrad } from "./deep_norm_grad.ts";
+export type { DeepNormGradArgs, DeepNormGradOut, DeepNormGradResult } from "./deep_norm_grad.ts";

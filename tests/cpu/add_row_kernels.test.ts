@@ -8,15 +8,13 @@
  * @module
  */
 
-import assert from "node:assert/strict";
 import { rowKernels } from "../../src/backends/cpu/rows/mod.ts";
-import { pooledJobCount, withCpuPolicy } from "../../src/backends/cpu/pool/pool.ts";
-import { cpuThreads, setCpuThreads, startCpuPool } from "../../src/backends/cpu/threads.ts";
 import { type Kernels, rowGeometry } from "../../src/backends/types.ts";
 import type { DType } from "../../src/tensor/dtype.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
 import { referenceKernels } from "../oracle/kernels/mod.ts";
 import { assertClose } from "../helpers/assert.ts";
+import { assertPoolMatchesOneThread } from "../helpers/pool_bits.ts";
 import { F32_ARITHMETIC } from "../helpers/tolerance.ts";
 
 interface Case {
@@ -91,30 +89,9 @@ Deno.test("add_ln_fwd: rows longer than a thread's region take the call's scratc
 });
 
 Deno.test("add_ln_fwd gives the same bits on the worker pool as on one thread", async () => {
-  const threads = cpuThreads();
-  try {
-    for (const dtype of ["float32", "bfloat16"] as DType[]) {
-      for (
-        const c of [
-          { rows: 300, cols: 1027, dtype, bias: "rows" as const },
-          { rows: 1500, cols: 69, dtype, bias: "none" as const, alpha: 0.5 },
-        ]
-      ) {
-        setCpuThreads(1);
-        const alone = run(rowKernels, c);
-        setCpuThreads(2);
-        await startCpuPool();
-        const { jobs, pooled } = withCpuPolicy({ pool: "always" }, () => {
-          const jobs = pooledJobCount();
-          return { jobs, pooled: run(rowKernels, c) };
-        });
-        assert.ok(pooledJobCount() > jobs, `${JSON.stringify(c)} ran on the pool`);
-        for (const [name, t] of Object.entries(pooled)) {
-          assert.deepEqual(t.toArray(), alone[name].toArray(), `${JSON.stringify(c)} ${name}`);
-        }
-      }
-    }
-  } finally {
-    setCpuThreads(threads);
-  }
+  const cases = (["float32", "bfloat16"] as DType[]).flatMap((dtype) => [
+    { rows: 300, cols: 1027, dtype, bias: "rows" as const },
+    { rows: 1500, cols: 69, dtype, bias: "none" as const, alpha: 0.5 },
+  ]);
+  await assertPoolMatchesOneThread(cases, (c: Case) => run(rowKernels, c));
 });

@@ -45,6 +45,8 @@ export function bf16RefusalText(op: SocOperator): RegExp {
     case "aclnnRmsNormGrad":
     case "aclnnAddLayerNorm":
     case "aclnnDeepNorm":
+    case "aclnnAddLayerNormGrad":
+    case "aclnnDeepNormGrad":
       return /inconsistent with that defined in the operator prototype OpDef/;
     default:
       return /not implemented for DT_BF16, should be in dtype support list \[/;
@@ -327,5 +329,32 @@ export function argsFor(
         out(pick(o, "variance", () => fresh(npu, [2, 8, 1, 1], dt))),
       ];
     }
+    case "aclnnAddLayerNormGrad":
+      return [
+        t(pick(o, "dy", dy)),
+        t(pick(o, "x1", x)),
+        t(pick(o, "x2", dy)),
+        t(pick(o, "rstd", () => full(npu, ROWS, 1.25))),
+        t(pick(o, "mean", () => full(npu, ROWS, 0.5))),
+        t(pick(o, "gamma", () => full(npu, [L], 1.5, dt))),
+        t(pick(o, "dsum", () => undefined)),
+        out(pick(o, "dx", () => fresh(npu, X, dt))),
+        out(pick(o, "dgamma", () => fresh(npu, [L]))),
+        out(pick(o, "dbeta", () => fresh(npu, [L]))),
+      ];
+    case "aclnnDeepNormGrad":
+      return [
+        t(pick(o, "dy", dy)),
+        t(pick(o, "x", x)),
+        t(pick(o, "gx", dy)),
+        t(pick(o, "gamma", () => full(npu, [L], 1.5, dt))),
+        t(pick(o, "mean", () => full(npu, ROWS, 0.5))),
+        t(pick(o, "rstd", () => full(npu, ROWS, 1.25))),
+        arg.f64(0.3),
+        out(pick(o, "dx", () => fresh(npu, X, dt))),
+        out(pick(o, "dgx", () => fresh(npu, X, dt))),
+        out(pick(o, "dbeta", () => fresh(npu, [L]))),
+        out(pick(o, "dgamma", () => fresh(npu, [L]))),
+      ];
   }
 }

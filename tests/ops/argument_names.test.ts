@@ -156,6 +156,8 @@ Deno.test("argument names: every operator refuses an unknown field", async () =>
     ["aclnnDeepNorm", (a) => ops.deepNorm(a as never)],
     ["aclnnInstanceNorm", (a) => ops.instanceNorm(a as never)],
     ["aclnnFastBatchNormBackward", (a) => ops.fastBatchNormBackward(a as never)],
+    ["aclnnAddLayerNormGrad", (a) => ops.addLayerNormGrad(a as never)],
+    ["aclnnDeepNormGrad", (a) => ops.deepNormGrad(a as never)],
     [
       "infiniopCreateBatchNormBackwardDescriptor",
       (a) => ops.createBatchNormBackwardDescriptor(a as never),

@@ -74,3 +74,9 @@ export {
   rounded,
 } from "./row_norms.ts";
 export { fusedLayerNorm, type FusedLayerNormResult } from "./fused_layer_norms.ts";
+export {
+  addLayerNormGrad as addLayerNormGrad64,
+  type AddLayerNormGrads,
+  deepNormGrad as deepNormGrad64,
+  type DeepNormGrads,
+} from "./fused_layer_norm_grads.ts";

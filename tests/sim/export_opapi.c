@@ -211,6 +211,28 @@ SIM_PUBLIC aclnnStatus aclnnFastBatchNormBackwardGetWorkspaceSize(
                                  (void **)executor);
 }
 SIM_PHASE2(aclnnFastBatchNormBackward, SIM_OP_FAST_BN_BACKWARD)
+
+SIM_PUBLIC aclnnStatus aclnnAddLayerNormGradGetWorkspaceSize(const aclTensor *dy, const aclTensor *x1,
+                                                             const aclTensor *x2, const aclTensor *rstd,
+                                                             const aclTensor *mean, const aclTensor *gamma,
+                                                             const aclTensor *dsumOptional, const aclTensor *dxOut,
+                                                             const aclTensor *dgammaOut, const aclTensor *dbetaOut,
+                                                             uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_add_layer_norm_grad_ws(dy, x1, x2, rstd, mean, gamma, dsumOptional, dxOut, dgammaOut, dbetaOut,
+                                    workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnAddLayerNormGrad, SIM_OP_ADD_LAYER_NORM_GRAD)
+
+SIM_PUBLIC aclnnStatus aclnnDeepNormGradGetWorkspaceSize(const aclTensor *dy, const aclTensor *x, const aclTensor *gx,
+                                                         const aclTensor *gamma, const aclTensor *mean,
+                                                         const aclTensor *rstd, double alpha, const aclTensor *dxOut,
+                                                         const aclTensor *dgxOut, const aclTensor *dbetaOut,
+                                                         const aclTensor *dgammaOut, uint64_t *workspaceSize,
+                                                         aclOpExecutor **executor) {
+  return sim_deep_norm_grad_ws(dy, x, gx, gamma, mean, rstd, alpha, dxOut, dgxOut, dbetaOut, dgammaOut,
+                               workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnDeepNormGrad, SIM_OP_DEEP_NORM_GRAD)
 #endif
 
 #ifdef SIM_WITH_MATH

@@ -88,6 +88,8 @@ typedef enum {
   SIM_OP_DEEP_NORM,
   SIM_OP_INSTANCE_NORM,
   SIM_OP_FAST_BN_BACKWARD, /* aclnnFastBatchNormBackward: planned in the SIM_OP_BN_BACKWARD slot order */
+  SIM_OP_ADD_LAYER_NORM_GRAD,
+  SIM_OP_DEEP_NORM_GRAD,
   SIM_OP_COUNT
 } SimOpId;
 
@@ -413,6 +415,14 @@ SIM_CORE_API int sim_fast_bn_backward_ws(const void *gradOut, const void *input,
                                          const void *saveInvstd, bool training, double eps,
                                          const void *outputMask, int version, void *gradInput,
                                          void *gradWeight, void *gradBias, uint64_t *ws, void **exec);
+SIM_CORE_API int sim_add_layer_norm_grad_ws(const void *dy, const void *x1, const void *x2, const void *rstd,
+                                            const void *mean, const void *gamma, const void *dsum,
+                                            const void *dxOut, const void *dgammaOut, const void *dbetaOut,
+                                            uint64_t *ws, void **exec);
+SIM_CORE_API int sim_deep_norm_grad_ws(const void *dy, const void *x, const void *gx, const void *gamma,
+                                       const void *mean, const void *rstd, double alpha, const void *dxOut,
+                                       const void *dgxOut, const void *dbetaOut, const void *dgammaOut,
+                                       uint64_t *ws, void **exec);
 /* Their computations, called by sim_op_run at synchronisation (core-internal). */
 int sim_run_layer_norm(const SimPlan *p);
 int sim_run_layer_norm_backward(const SimPlan *p);
@@ -426,5 +436,7 @@ int sim_run_sync_bn_gather_stats(const SimPlan *p);
 int sim_run_add_layer_norm(const SimPlan *p);
 int sim_run_deep_norm(const SimPlan *p);
 int sim_run_instance_norm(const SimPlan *p);
+int sim_run_add_layer_norm_grad(const SimPlan *p);
+int sim_run_deep_norm_grad(const SimPlan *p);
 
 #endif

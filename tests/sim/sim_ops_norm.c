@@ -391,3 +391,23 @@ void nrm_ln_row(const double *x, int64_t cols, double eps, const double *g, cons
   *rstd = 1.0 / sqrt(sq / (double)cols + eps);
   for (int64_t i = 0; i < cols; i++) y[i] = (x[i] - *mean) * *rstd * g[i] + b[i];
 }
+
+void nrm_ln_grad_rows(const double *dy, const double *x, const double *mean, const double *rstd, const double *gamma,
+                      int64_t rows, int64_t cols, double *dx, double *dgamma, double *dbeta) {
+  for (int64_t i = 0; i < cols; i++) dgamma[i] = dbeta[i] = 0;
+  for (int64_t r = 0; r < rows; r++) {
+    const double *e = dy + r * cols, *xr = x + r * cols;
+    double s1 = 0, s2 = 0;
+    for (int64_t i = 0; i < cols; i++) {
+      double xh = (xr[i] - mean[r]) * rstd[r], g = e[i] * gamma[i];
+      s1 += g;
+      s2 += g * xh;
+      dgamma[i] += e[i] * xh;
+      dbeta[i] += e[i];
+    }
+    for (int64_t i = 0; i < cols; i++) {
+      double xh = (xr[i] - mean[r]) * rstd[r];
+      dx[r * cols + i] = rstd[r] * (e[i] * gamma[i] - s1 / (double)cols - xh * s2 / (double)cols);
+    }
+  }
+}

@@ -142,6 +142,12 @@ int nrm_add_rms_norm_compute(const SimPlan *p, const int slots[6], bool store_rs
 void nrm_ln_row(const double *x, int64_t cols, double eps, const double *g, const double *b, double *y, double *mean,
                 double *rstd);
 
+/* LayerNorm's backward of rows x cols in double at x with the given per-row mean and rstd (the
+ * fused LayerNorm backward sims): xh = (x - mean) * rstd, g = dy * gamma, dx = rstd * (g -
+ * mean(g) - xh * mean(g * xh)); dgamma += dy * xh and dbeta += dy over the rows (zeroed first). */
+void nrm_ln_grad_rows(const double *dy, const double *x, const double *mean, const double *rstd, const double *gamma,
+                      int64_t rows, int64_t cols, double *dx, double *dgamma, double *dbeta);
+
 /* zero-filled array of n doubles (at least one element) */
 double *nrm_zalloc(int64_t n);
 

@@ -78,6 +78,8 @@ function bf16(op: SocOperator, { arch, sv }: Chip): boolean {
     case "aclnnAddRmsNorm": // aclnn_add_rms_norm.cpp: ASCEND310P_DTYPE_SUPPORT_LIST has no BF16
     case "aclnnAddLayerNorm": // add_layer_norm_def.cpp: ascend310p's rows have no BF16
     case "aclnnDeepNorm": // deep_norm_def.cpp: ascend310p's rows have no BF16
+    case "aclnnAddLayerNormGrad": // add_layer_norm_grad_def.cpp:74-139: ascend310p F32/F16 only
+    case "aclnnDeepNormGrad": // deep_norm_grad_def.cpp:67-128: ascend310p without BF16
       return sv !== 6;
     case "aclnnInplaceAddRmsNorm": // inplace_add_rms_norm_def.cpp: config310P has no BF16
       return sv !== 6;
@@ -111,6 +113,8 @@ function documented(op: SocOperator, { sv }: Chip): boolean {
     case "aclnnInplaceAddRmsNorm":
     case "aclnnAddLayerNorm":
     case "aclnnDeepNorm":
+    case "aclnnAddLayerNormGrad": // aclnnAddLayerNormGrad.md: 950, A3, A2, 310P
+    case "aclnnDeepNormGrad": // aclnnDeepNormGrad.md: 950, A3, A2, 310P
       return [3, 2, 1, 6].includes(sv);
     case "aclnnGemmaRmsNorm": // 950, A3, A2
     case "aclnnBatchNormReduce": // 950, A3, A2

@@ -74,6 +74,8 @@ export const ascendRowNormKernels: Pick<
   | "inplaceAddRmsNorm"
   | "addLayerNorm"
   | "deepNorm"
+  | "addLayerNormGrad"
+  | "deepNormGrad"
 > = {
   layerNorm(p: types.LayerNormPlan, t: types.LayerNormTensors) {
     // Rows of no element do not reach the backends: src/ops/layer_norm.ts fills mean with 0 and
@@ -195,6 +197,37 @@ export const ascendRowNormKernels: Pick<
       meanOut: t.mean,
       rstdOut: t.rstd,
       yOut: t.y,
+    });
+  },
+
+  addLayerNormGrad(_p: types.AddLayerNormGradPlan, t: types.AddLayerNormGradTensors) {
+    callAclnn(deviceOf(t.dy), "aclnnAddLayerNormGrad", {
+      dy: t.dy,
+      x1: t.x1,
+      x2: t.x2,
+      rstd: t.rstd,
+      mean: t.mean,
+      gamma: t.gamma,
+      dsumOptional: t.dsum,
+      dxOut: t.dx,
+      dgammaOut: t.dgamma,
+      dbetaOut: t.dbeta,
+    });
+  },
+
+  deepNormGrad(p: types.DeepNormGradPlan, t: types.DeepNormGradTensors) {
+    callAclnn(deviceOf(t.dy), "aclnnDeepNormGrad", {
+      dy: t.dy,
+      x: t.x,
+      gx: t.gx,
+      gamma: t.gamma,
+      mean: t.mean,
+      rstd: t.rstd,
+      alpha: p.alpha,
+      dxOut: t.dx,
+      dgxOut: t.dgx,
+      dbetaOut: t.dbeta,
+      dgammaOut: t.dgamma,
     });
   },
 };

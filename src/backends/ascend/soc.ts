@@ -42,6 +42,8 @@ export const ROW_NORM_OPERATORS = [
   "aclnnInplaceAddRmsNorm",
   "aclnnAddLayerNorm",
   "aclnnDeepNorm",
+  "aclnnAddLayerNormGrad",
+  "aclnnDeepNormGrad",
 ] as const;
 
 /** The operators whose rules depend on the SoC. */
@@ -144,6 +146,8 @@ export function bf16Allowed(op: SocOperator, family: SocFamily): boolean {
     case "aclnnInplaceAddRmsNorm":
     case "aclnnAddLayerNorm":
     case "aclnnDeepNorm":
+    case "aclnnAddLayerNormGrad":
+    case "aclnnDeepNormGrad":
       return normBf16Allowed(op, family);
     default: // aclnnBatchNormReduce, aclnnSyncBatchNormGatherStats
       return bnFamily.batchNormFamilyBf16(op, family);
@@ -234,7 +238,9 @@ export function isRowNormOperator(op: string): op is RowNormOperator {
  * - aclnnInplaceAddRmsNorm (`inplace_add_rms_norm/docs/aclnnInplaceAddRmsNorm.md`): 950, A3, A2,
  *   310P; not 910, 310B;
  * - aclnnAddLayerNorm, aclnnDeepNorm (`add_layer_norm/docs/aclnnAddLayerNorm.md`,
- *   `deep_norm/docs/aclnnDeepNorm.md`): 950, A3, A2, 310P; not 910, 310B.
+ *   `deep_norm/docs/aclnnDeepNorm.md`): 950, A3, A2, 310P; not 910, 310B;
+ * - aclnnAddLayerNormGrad, aclnnDeepNormGrad (`add_layer_norm_grad/docs/aclnnAddLayerNormGrad.md`,
+ *   `deep_norm_grad/docs/aclnnDeepNormGrad.md`): 950, A3, A2, 310P; not 910, 310B.
  * No document names Ascend 350 (and no op definition registers `ascend350`): none runs there.
  */
 const ROW_NORM_PRODUCTS: Readonly<Record<RowNormOperator, readonly number[]>> = {
@@ -289,6 +295,18 @@ const ROW_NORM_PRODUCTS: Readonly<Record<RowNormOperator, readonly number[]>> = 
     SocVersion.ASCEND910B,
     SocVersion.ASCEND310P,
   ],
+  aclnnAddLayerNormGrad: [
+    SocVersion.ASCEND950,
+    SocVersion.ASCEND910_93,
+    SocVersion.ASCEND910B,
+    SocVersion.ASCEND310P,
+  ],
+  aclnnDeepNormGrad: [
+    SocVersion.ASCEND950,
+    SocVersion.ASCEND910_93,
+    SocVersion.ASCEND910B,
+    SocVersion.ASCEND310P,
+  ],
 };
 
 function rowNormSupported(op: RowNormOperator, family: SocFamily): boolean {
@@ -313,7 +331,10 @@ function rowNormSupported(op: RowNormOperator, family: SocFamily): boolean {
  *   `inplace_add_rms_norm/op_host/inplace_add_rms_norm_def.cpp:64-104`);
  * - aclnnAddLayerNorm, aclnnDeepNorm: the OpDef rows of ascend910b, ascend910_93 and ascend950
  *   have BF16, ascend310p's not (`add_layer_norm/op_host/add_layer_norm_def.cpp:32-216`,
- *   `deep_norm/op_host/deep_norm_def.cpp:47-`).
+ *   `deep_norm/op_host/deep_norm_def.cpp:47-`);
+ * - aclnnAddLayerNormGrad, aclnnDeepNormGrad: likewise, BF16 rows for ascend910b, ascend910_93
+ *   and ascend950, FLOAT/FLOAT16 only for ascend310p (`add_layer_norm_grad/op_host/
+ *   add_layer_norm_grad_def.cpp:23-139`, `deep_norm_grad/op_host/deep_norm_grad_def.cpp:63-128`).
  */
 function normBf16Allowed(op: RowNormOperator, family: SocFamily): boolean {
   const sv = family.socVersion;
@@ -330,6 +351,8 @@ function normBf16Allowed(op: RowNormOperator, family: SocFamily): boolean {
     case "aclnnInplaceAddRmsNorm":
     case "aclnnAddLayerNorm":
     case "aclnnDeepNorm":
+    case "aclnnAddLayerNormGrad":
+    case "aclnnDeepNormGrad":
       return sv !== SocVersion.ASCEND310P;
     case "aclnnGemmaRmsNorm":
       return true;

@@ -411,6 +411,43 @@ export const ACLNN_OPERATORS = {
       ["variance", "output"],
     ],
   },
+  aclnnAddLayerNormGrad: {
+    library: "nn",
+    header:
+      "aclnnop/aclnn_add_layer_norm_grad.h (generated; ops-nn norm/add_layer_norm_grad/op_host/add_layer_norm_grad_def.cpp)",
+    optional: true,
+    params: [
+      ["dy", "tensor"],
+      ["x1", "tensor"],
+      ["x2", "tensor"],
+      ["rstd", "tensor"],
+      ["mean", "tensor"],
+      ["gamma", "tensor"],
+      ["dsumOptional", "tensor"],
+      ["dxOut", "output"],
+      ["dgammaOut", "output"],
+      ["dbetaOut", "output"],
+    ],
+  },
+  aclnnDeepNormGrad: {
+    library: "nn",
+    header:
+      "aclnnop/aclnn_deep_norm_grad.h (generated; ops-nn norm/deep_norm_grad/op_host/deep_norm_grad_def.cpp)",
+    optional: true,
+    params: [
+      ["dy", "tensor"],
+      ["x", "tensor"],
+      ["gx", "tensor"],
+      ["gamma", "tensor"],
+      ["mean", "tensor"],
+      ["rstd", "tensor"],
+      ["alpha", "f64"],
+      ["dxOut", "output"],
+      ["dgxOut", "output"],
+      ["dbetaOut", "output"],
+      ["dgammaOut", "output"],
+    ],
+  },
   aclnnBatchNormStats: {
     library: "math",
     header: "aclnnop/aclnn_batch_norm_stats.h",

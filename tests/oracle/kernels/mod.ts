@@ -20,6 +20,7 @@ import {
   batchNormStats,
 } from "./batch_norm_forward.ts";
 import { addLayerNorm, deepNorm } from "./fused_layer_norms.ts";
+import { addLayerNormGrad, deepNormGrad } from "./fused_layer_norm_grads.ts";
 import { groupNorm, groupNormBackward } from "./group_norm.ts";
 import {
   addRmsNorm,
@@ -58,4 +59,6 @@ export const referenceKernels: Kernels = {
   deepNorm,
   // aclnnFastBatchNormBackward computes aclnnBatchNormBackward's gradients (same oracle).
   fastBatchNormBackward: batchNormBackward,
+  addLayerNormGrad,
+  deepNormGrad,
 };

@@ -123,6 +123,33 @@ export interface RowNormExports {
     mean: number,
     rstd: number,
   ): void;
+  /**
+   * AddLayerNormGrad / DeepNormGrad backward (row_norms_add_grad.wat): s = alpha * a + b in
+   * float32; flags 1 adds dsum (at c) to dx (at o), flags 2 stores dgx at o and alpha * dgx at
+   * c; column partials pw (dgamma) and pb (dbeta), zeroed first.
+   */
+  add_ln_bwd(
+    dy: number,
+    dys: number,
+    a: number,
+    as: number,
+    b: number,
+    bs: number,
+    c: number,
+    cs: number,
+    o: number,
+    os: number,
+    n: number,
+    dt: number,
+    rows: number,
+    alpha: number,
+    flags: number,
+    w: number,
+    mean: number,
+    rstd: number,
+    pw: number,
+    pb: number,
+  ): void;
 }
 
 /** Parameter index: elements per row. */
@@ -137,23 +164,26 @@ export const ROW_DT = 3;
 export const ROW_EPS = 4;
 /**
  * Parameter index: flags; LayerNorm backward's (1 column sums, 2 gradInput), the fused add +
- * LayerNorm's (add_ln_fwd: 1 store x, 2 bias rows, 4 per-column bias).
+ * LayerNorm's (add_ln_fwd: 1 store x, 2 bias rows, 4 per-column bias), its backward's
+ * (add_ln_bwd: 1 dsum, 2 DeepNormGrad).
  */
 export const ROW_FLAGS = 5;
 /**
  * Parameter index of the data tensors' (byte address of row 0, bytes between rows), five
  * pairs: LayerNorm x, y; LayerNorm backward dy, x, gradInput; RMSNorm x, y; RMSNorm backward
- * dy, x, dx; AddRmsNorm x1, x2, x, y; AddLayerNorm / DeepNorm x1, x2, bias, x, y.
+ * dy, x, dx; AddRmsNorm x1, x2, x, y; AddLayerNorm / DeepNorm x1, x2, bias, x, y; their
+ * backward dy, x1 / x, x2 / gx, dsum / dx, dx / dgx.
  */
 export const ROW_DATA = 6;
 /**
  * Parameter index of the float32 arrays' byte addresses, five: LayerNorm w, b, mean, rstd;
  * LayerNorm backward w, mean, rstd, pw, pb; RMSNorm (and AddRmsNorm) g, rstd; RMSNorm
- * backward g, rstd, pg; AddLayerNorm / DeepNorm gamma, beta, column bias, mean, rstd. Per-row
+ * backward g, rstd, pg; AddLayerNorm / DeepNorm gamma, beta, column bias, mean, rstd; their
+ * backward gamma, mean, rstd, pw, pb. Per-row
  * arrays start at row 0; partials hold n rounded up to 4 per item.
  */
 export const ROW_ARRAYS = 16;
-/** Parameter index: the fused add's alpha (a float32; 1 for AddLayerNorm). */
+/** Parameter index: the fused add's alpha (a float32; 1 for AddLayerNorm and its backward). */
 export const ROW_ALPHA = 21;
 /**
  * Parameter index: the fused add's scratch row (n rounded up to 4 float32s), or -1: the
@@ -259,6 +289,30 @@ export function runRowNormItems(
           p[f + 2],
           row(3),
           row(4),
+        );
+        break;
+      case "addLayerNormGradRows":
+        k.add_ln_bwd(
+          at(0),
+          s(0),
+          at(1),
+          s(1),
+          at(2),
+          s(2),
+          at(3),
+          s(3),
+          at(4),
+          s(4),
+          n,
+          dt,
+          rows,
+          p[ROW_ALPHA],
+          p[ROW_FLAGS],
+          p[f],
+          row(1),
+          row(2),
+          part(3),
+          part(4),
         );
         break;
     }

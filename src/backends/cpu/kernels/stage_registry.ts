@@ -24,6 +24,7 @@ export const STAGE_OPS = [
   "rmsNormGradRows",
   "addRmsNormRows",
   "addLayerNormRows",
+  "addLayerNormGradRows",
 ] as const satisfies readonly Stage["op"][];
 
 /** One more than the largest stage code: the base of the digits of a governor key. */

@@ -115,7 +115,8 @@ export type RowNormOp =
   | "rmsNormRows"
   | "rmsNormGradRows"
   | "addRmsNormRows"
-  | "addLayerNormRows";
+  | "addLayerNormRows"
+  | "addLayerNormGradRows";
 
 /** A row-norm stage: `items` items of `constants[ROW_PER]` rows each (the last may be short). */
 export interface RowNormStage extends StageBase {

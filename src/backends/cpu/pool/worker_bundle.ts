@@ -52,6 +52,9 @@ function runRowNormItems(k, op, p, from, to, region) {
       case "addLayerNormRows":
         k.add_ln_fwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), at(4), s(4), n, dt, rows, eps, p[ROW_ALPHA], p[ROW_FLAGS], p[ROW_SCRATCH] < 0 ? region : p[ROW_SCRATCH], p[f], p[f + 1], p[f + 2], row(3), row(4));
         break;
+      case "addLayerNormGradRows":
+        k.add_ln_bwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), at(4), s(4), n, dt, rows, p[ROW_ALPHA], p[ROW_FLAGS], p[f], row(1), row(2), part(3), part(4));
+        break;
     }
   }
 }
@@ -255,6 +258,7 @@ function runStage(s, from, to, thread) {
     case "rmsNormGradRows":
     case "addRmsNormRows":
     case "addLayerNormRows":
+    case "addLayerNormGradRows":
       return runRowNormItems(wasm.exports, s.op, s.constants, from, to, wasm.at);
     default:
       return runChannelItems(s, from, to, wasm);
@@ -273,7 +277,8 @@ var STAGE_OPS = [
   "rmsNormRows",
   "rmsNormGradRows",
   "addRmsNormRows",
-  "addLayerNormRows"
+  "addLayerNormRows",
+  "addLayerNormGradRows"
 ];
 var STAGE_CODE_BASE = STAGE_OPS.length + 1;
 function stageOfCode(code) {

@@ -189,22 +189,55 @@ export function layerNormBackwardHeap(
   w: Float64Array,
 ): ColumnSums {
   const wantInput = data.length > 2;
+  const b = backwardCall(data, rows, n, w, mean, rstd, sums);
+  b.c.p[ROW_FLAGS] = (sums ? 1 : 0) | (wantInput ? 2 : 0);
+  run("layerNormBackwardRows", b.c, anchor);
+  return sums ? columnSums(b, n) : { first: undefined, second: undefined };
+}
+
+/** A LayerNorm-style backward call set up: its block holds w, mean, rstd, then the partials. */
+interface BackwardCall {
+  readonly c: RowCall;
+  readonly items: number;
+  /** Float32s of each partials array (0 without column sums). */
+  readonly partials: number;
+  /** Entries of the two partials arrays. */
+  readonly pw: number;
+  readonly pb: number;
+}
+
+/**
+ * The backward kernels' arrays (ln_bwd, add_ln_bwd): w (padded), one mean and rstd per row, and
+ * with `sums` the two column partials (n padded, per item), at array parameters 0-4.
+ */
+function backwardCall(
+  data: readonly HeapRows[],
+  rows: number,
+  n: number,
+  w: Float64Array,
+  mean: Float64Array,
+  rstd: Float64Array,
+  sums: boolean,
+): BackwardCall {
   const c4 = padded(n);
   const items = itemCount(rows, n);
   const partials = sums ? items * c4 : 0;
   const c = setUp(data, rows, n, NaN, c4 + 2 * rows + 2 * partials);
-  c.p[ROW_FLAGS] = (sums ? 1 : 0) | (wantInput ? 2 : 0);
   columns(c, 0, w, n);
   c.arrays.set(mean.subarray(0, rows), c4);
   c.arrays.set(rstd.subarray(0, rows), c4 + rows);
   const pw = c4 + 2 * rows;
   const pb = pw + partials;
   [0, c4, c4 + rows, pw, pb].forEach((entry, i) => array(c, i, entry));
-  run("layerNormBackwardRows", c, anchor);
-  if (!sums) return { first: undefined, second: undefined };
+  return { c, items, partials, pw, pb };
+}
+
+/** The two column partials of a backward call, merged over its items in float64. */
+function columnSums(b: BackwardCall, n: number): ColumnSums {
+  const a = b.c.arrays;
   return {
-    first: mergeColumns(c.arrays.subarray(pw, pw + partials), items, n, c4),
-    second: mergeColumns(c.arrays.subarray(pb, pb + partials), items, n, c4),
+    first: mergeColumns(a.subarray(b.pw, b.pw + b.partials), b.items, n, padded(n)),
+    second: mergeColumns(a.subarray(b.pb, b.pb + b.partials), b.items, n, padded(n)),
   };
 }
 
@@ -307,4 +340,33 @@ export function addLayerNormHeap(
     mean: c.arrays.subarray(3 * c4, 3 * c4 + rows),
     rstd: c.arrays.subarray(3 * c4 + rows, 3 * c4 + 2 * rows),
   };
+}
+
+/**
+ * AddLayerNormGrad / DeepNormGrad backward of every row of the heap rows `data` (dy, a, b, c,
+ * o: dy, x1, x2, dsum or nothing, dx for AddLayerNormGrad; dy, x, gx, dx, dgx for DeepNormGrad,
+ * `deep`): the row outputs, and the column sums (dgamma, dbeta) merged over the items.
+ */
+export function addLayerNormGradHeap(
+  anchor: HostData,
+  data: readonly HeapRows[],
+  rows: number,
+  n: number,
+  mean: Float64Array,
+  rstd: Float64Array,
+  g: Float64Array,
+  o: { readonly alpha: number; readonly dsum: boolean; readonly deep: boolean },
+): ColumnSums {
+  const b = backwardCall(data, rows, n, g, mean, rstd, true);
+  const p = b.c.p;
+  if (data.length === 4) {
+    // No dsum: the output takes pair 4, pair 3 stays empty.
+    p[ROW_DATA + 8] = data[3].at;
+    p[ROW_DATA + 9] = data[3].stride;
+    p[ROW_DATA + 6] = p[ROW_DATA + 7] = 0;
+  }
+  p[ROW_FLAGS] = (o.dsum ? 1 : 0) | (o.deep ? 2 : 0);
+  p[ROW_ALPHA] = Math.fround(o.alpha);
+  run("addLayerNormGradRows", b.c, anchor);
+  return columnSums(b, n);
 }

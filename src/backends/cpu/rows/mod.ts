@@ -7,6 +7,7 @@
 
 import type { Kernels } from "../../types.ts";
 import { addLayerNorm, deepNorm } from "./add_layer_norm.ts";
+import { addLayerNormGrad, deepNormGrad } from "./add_layer_norm_grad.ts";
 import { layerNorm, layerNormBackward } from "./layer_norm.ts";
 import { addRmsNorm, gemmaRmsNorm, inplaceAddRmsNorm, rmsNorm, rmsNormGrad } from "./rms_norm.ts";
 
@@ -22,6 +23,8 @@ export const rowKernels: Pick<
   | "inplaceAddRmsNorm"
   | "addLayerNorm"
   | "deepNorm"
+  | "addLayerNormGrad"
+  | "deepNormGrad"
 > = {
   layerNorm,
   layerNormBackward,
@@ -32,4 +35,6 @@ export const rowKernels: Pick<
   inplaceAddRmsNorm,
   addLayerNorm,
   deepNorm,
+  addLayerNormGrad,
+  deepNormGrad,
 };

@@ -1,0 +1,168 @@
+;; The fused residual-add LayerNorm backward kernel of aclnnAddLayerNormGrad and
+;; aclnnDeepNormGrad, spliced into kernels.wat's module after row_norms.wat (scripts/
+;; build_wasm.ts ROWS_WAT_PATHS), whose row helpers ($rf_fold, $rf_mask, $rf_zero, $rf_st4,
+;; $rf_st4n) it uses; same conventions of addresses, rows, dtype dispatch and column partials as
+;; row_norms.wat and row_norms_grad.wat state.
+;;
+;; Numerics (hicann/ops-nn, docs/norm_family_kernels.md sections 2 and 4): every input is
+;; widened to float32 and s = alpha * a + b is formed in float32 and NOT rounded to the data
+;; dtype (AddLayerNormGrad: x1 + x2, alpha 1, add_layer_norm_grad_cut_n.h; DeepNormGrad: gx +
+;; alpha * x, deep_norm_grad_merge_n.h:396-466, taken as Muls then Add as in the forward). Per
+;; element, as the cut-N kernels order it: xm = s - mean, g = dy * gamma, the row sums
+;; S1 = sum(g * (xm * rstd^3)) with rstd^3 = (rstd * rstd) * rstd, and S2 = sum(g * rstd),
+;; each rounded to float32 (row sums add float32 lanes over 256 elements, each run's lanes then
+;; added in float64, in a fixed order); pv = S1 * (-1/D) and pm = -(S2 * (1/D)) with the float
+;; 1/D (add_layer_norm_grad_cut_d.h:486-490, deep_norm_grad one_div_D). Then
+;; AddLayerNormGrad: dx = ((xm * pv + g * rstd) + pm) (+ dsum), one rounding;
+;; DeepNormGrad: dgx = ((xm * pv + pm) + g * rstd), dx = dgx * alpha from the float32 dgx, each
+;; rounded once. Column partials: pw += dy * (xm * rstd) (dgamma), pb += dy (dbeta).
+(module
+  ;; Fused add + LayerNorm backward of `rows` rows. Data (dt): dy, a, b, c, o with their row
+  ;; strides; flags 1: c holds dsum, added to dx (AddLayerNormGrad); flags 2: DeepNormGrad's
+  ;; order, o receives dgx and c receives dx = alpha * dgx. o is dx otherwise. Float32 arrays:
+  ;; w (gamma, n padded to 4), mean and rstd per row, the partials pw and pb (zeroed first).
+  (func (export "add_ln_bwd")
+    (param $dy i32) (param $dys i32) (param $a i32) (param $as i32) (param $b i32) (param $bs i32)
+    (param $c i32) (param $cs i32) (param $o i32) (param $os i32) (param $n i32) (param $dt i32)
+    (param $rows i32) (param $alpha f32) (param $flags i32) (param $w i32) (param $mean i32)
+    (param $rstd i32) (param $pw i32) (param $pb i32)
+    (local $r i32) (local $es i32) (local $j i32) (local $k i32) (local $off i32) (local $left i32)
+    (local $t1 f64) (local $t2 f64) (local $inv f32) (local $rs f32)
+    (local $al v128) (local $mm v128) (local $rr v128) (local $r3 v128) (local $pv v128)
+    (local $pm v128) (local $e v128) (local $xm v128) (local $g v128) (local $v v128)
+    (local $mask v128) (local $s1 v128) (local $s2 v128)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (local.set $al (f32x4.splat (local.get $alpha)))
+    (local.set $inv (f32.div (f32.const 1) (f32.convert_i32_u (local.get $n))))
+    (call $rf_zero (local.get $pw) (local.get $n))
+    (call $rf_zero (local.get $pb) (local.get $n))
+    (block $rowsDone
+      (loop $row
+        (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
+        (local.set $rs (f32.load (local.get $rstd)))
+        (local.set $mm (f32x4.splat (f32.load (local.get $mean))))
+        (local.set $rr (f32x4.splat (local.get $rs)))
+        (local.set $r3
+          (f32x4.splat (f32.mul (f32.mul (local.get $rs) (local.get $rs)) (local.get $rs))))
+        ;; Pass 1: the row sums and the column partials, the last vector masked to the row.
+        (local.set $t1 (f64.const 0))
+        (local.set $t2 (f64.const 0))
+        (local.set $s1 (v128.const i64x2 0 0))
+        (local.set $s2 (v128.const i64x2 0 0))
+        (local.set $off (i32.const 0))
+        (local.set $k (i32.const 0))
+        (local.set $j (i32.const 0))
+        (block $done
+          (loop $next
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+            (local.set $mask (call $rf_mask (i32.sub (local.get $n) (local.get $j))))
+            (local.set $e
+              (v128.and (call $ld4 (i32.add (local.get $dy) (local.get $off)) (local.get $dt))
+                (local.get $mask)))
+            (local.set $xm
+              (f32x4.sub
+                (f32x4.add
+                  (f32x4.mul (local.get $al)
+                    (call $ld4 (i32.add (local.get $a) (local.get $off)) (local.get $dt)))
+                  (call $ld4 (i32.add (local.get $b) (local.get $off)) (local.get $dt)))
+                (local.get $mm)))
+            (local.set $g (f32x4.mul (local.get $e) (v128.load (i32.add (local.get $w) (local.get $k)))))
+            (local.set $s1
+              (f32x4.add (local.get $s1)
+                (v128.and
+                  (f32x4.mul (local.get $g) (f32x4.mul (local.get $xm) (local.get $r3)))
+                  (local.get $mask))))
+            (local.set $s2
+              (f32x4.add (local.get $s2)
+                (v128.and (f32x4.mul (local.get $g) (local.get $rr)) (local.get $mask))))
+            (v128.store (i32.add (local.get $pw) (local.get $k))
+              (f32x4.add (v128.load (i32.add (local.get $pw) (local.get $k)))
+                (v128.and
+                  (f32x4.mul (local.get $e) (f32x4.mul (local.get $xm) (local.get $rr)))
+                  (local.get $mask))))
+            (v128.store (i32.add (local.get $pb) (local.get $k))
+              (f32x4.add (v128.load (i32.add (local.get $pb) (local.get $k))) (local.get $e)))
+            (local.set $off (i32.add (local.get $off) (local.get $es)))
+            (local.set $k (i32.add (local.get $k) (i32.const 16)))
+            (local.set $j (i32.add (local.get $j) (i32.const 4)))
+            (if (i32.eqz (i32.and (local.get $j) (i32.const 255)))
+              (then
+                (local.set $t1 (f64.add (local.get $t1)
+                  (call $rf_fold (local.get $s1) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+                    (v128.const i64x2 0 0))))
+                (local.set $t2 (f64.add (local.get $t2)
+                  (call $rf_fold (local.get $s2) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+                    (v128.const i64x2 0 0))))
+                (local.set $s1 (v128.const i64x2 0 0))
+                (local.set $s2 (v128.const i64x2 0 0))))
+            (br $next)))
+        (local.set $t1 (f64.add (local.get $t1)
+          (call $rf_fold (local.get $s1) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+            (v128.const i64x2 0 0))))
+        (local.set $t2 (f64.add (local.get $t2)
+          (call $rf_fold (local.get $s2) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+            (v128.const i64x2 0 0))))
+        ;; pv = S1 * (-1/D), pm = -(S2 * (1/D)): float32 sums times the float 1/D.
+        (local.set $pv (f32x4.splat
+          (f32.mul (f32.demote_f64 (local.get $t1)) (f32.neg (local.get $inv)))))
+        (local.set $pm (f32x4.splat
+          (f32.neg (f32.mul (f32.demote_f64 (local.get $t2)) (local.get $inv)))))
+        ;; Pass 2: dx (and dgx) from the same float32 xm and g; whole vectors, then the tail.
+        (local.set $off (i32.const 0))
+        (local.set $k (i32.const 0))
+        (local.set $j (i32.const 0))
+        (block $done
+          (loop $next
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+            (local.set $left (i32.sub (local.get $n) (local.get $j)))
+            (local.set $xm
+              (f32x4.sub
+                (f32x4.add
+                  (f32x4.mul (local.get $al)
+                    (call $ld4 (i32.add (local.get $a) (local.get $off)) (local.get $dt)))
+                  (call $ld4 (i32.add (local.get $b) (local.get $off)) (local.get $dt)))
+                (local.get $mm)))
+            (local.set $g
+              (f32x4.mul (call $ld4 (i32.add (local.get $dy) (local.get $off)) (local.get $dt))
+                (v128.load (i32.add (local.get $w) (local.get $k)))))
+            (if (i32.and (local.get $flags) (i32.const 2))
+              (then
+                (local.set $v
+                  (f32x4.add
+                    (f32x4.add (f32x4.mul (local.get $xm) (local.get $pv)) (local.get $pm))
+                    (f32x4.mul (local.get $g) (local.get $rr))))
+                (call $alg_st (i32.add (local.get $c) (local.get $off)) (local.get $dt)
+                  (f32x4.mul (local.get $v) (local.get $al)) (local.get $left)))
+              (else
+                (local.set $v
+                  (f32x4.add
+                    (f32x4.add (f32x4.mul (local.get $xm) (local.get $pv))
+                      (f32x4.mul (local.get $g) (local.get $rr)))
+                    (local.get $pm)))
+                (if (i32.and (local.get $flags) (i32.const 1))
+                  (then
+                    (local.set $v
+                      (f32x4.add (local.get $v)
+                        (call $ld4 (i32.add (local.get $c) (local.get $off)) (local.get $dt))))))))
+            (call $alg_st (i32.add (local.get $o) (local.get $off)) (local.get $dt) (local.get $v)
+              (local.get $left))
+            (local.set $off (i32.add (local.get $off) (local.get $es)))
+            (local.set $k (i32.add (local.get $k) (i32.const 16)))
+            (local.set $j (i32.add (local.get $j) (i32.const 4)))
+            (br $next)))
+        (local.set $dy (i32.add (local.get $dy) (local.get $dys)))
+        (local.set $a (i32.add (local.get $a) (local.get $as)))
+        (local.set $b (i32.add (local.get $b) (local.get $bs)))
+        (local.set $c (i32.add (local.get $c) (local.get $cs)))
+        (local.set $o (i32.add (local.get $o) (local.get $os)))
+        (local.set $mean (i32.add (local.get $mean) (i32.const 4)))
+        (local.set $rstd (i32.add (local.get $rstd) (i32.const 4)))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $row))))
+
+  ;; Stores the first min(left, 4) lanes of v at p, rounded once to dt ($rf_st4 / $rf_st4n).
+  (func $alg_st (param $p i32) (param $dt i32) (param $v v128) (param $left i32)
+    (if (i32.ge_u (local.get $left) (i32.const 4))
+      (then (call $rf_st4 (local.get $p) (local.get $dt) (local.get $v)))
+      (else (call $rf_st4n (local.get $p) (local.get $dt) (local.get $v) (local.get $left)))))
+)
