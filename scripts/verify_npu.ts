@@ -30,6 +30,7 @@ import { SWEEP_OPS } from "./verify_npu/sweep_ops.ts";
 import { SWEEP_CHANNEL_OPS } from "./verify_npu/sweep_channel_ops.ts";
 import { SWEEP_REDUCE_OPS } from "./verify_npu/sweep_reduce_ops.ts";
 import { SWEEP_ROW_OPS } from "./verify_npu/sweep_row_ops.ts";
+import { SWEEP_ROW_GRAD_OPS } from "./verify_npu/sweep_row_grad_ops.ts";
 
 const USAGE = `deno task verify:npu [options]
 
@@ -98,7 +99,13 @@ if (libDirFlag !== undefined && !libDirFlag.startsWith("/")) {
 }
 if (libDirFlag !== undefined && flags.sim) usageError("--sim and --lib-dir exclude each other");
 if (flags.report === "") usageError("--report needs a path");
-const SWEEP = [...SWEEP_OPS, ...SWEEP_CHANNEL_OPS, ...SWEEP_REDUCE_OPS, ...SWEEP_ROW_OPS];
+const SWEEP = [
+  ...SWEEP_OPS,
+  ...SWEEP_CHANNEL_OPS,
+  ...SWEEP_REDUCE_OPS,
+  ...SWEEP_ROW_OPS,
+  ...SWEEP_ROW_GRAD_OPS,
+];
 const onlyOps = flags.ops?.split(",").filter((op) => op !== "");
 for (const op of onlyOps ?? []) {
   if (!SWEEP.some((s) => s.op === op)) {

@@ -16,6 +16,7 @@ import { SWEEP_OPS } from "../../scripts/verify_npu/sweep_ops.ts";
 import { SWEEP_CHANNEL_OPS } from "../../scripts/verify_npu/sweep_channel_ops.ts";
 import { SWEEP_REDUCE_OPS } from "../../scripts/verify_npu/sweep_reduce_ops.ts";
 import { SWEEP_ROW_OPS } from "../../scripts/verify_npu/sweep_row_ops.ts";
+import { SWEEP_ROW_GRAD_OPS } from "../../scripts/verify_npu/sweep_row_grad_ops.ts";
 import { SWEEP_SHAPES } from "../../scripts/verify_npu/sweep.ts";
 import { SIM_AVAILABLE } from "../helpers/backends.ts";
 
@@ -114,7 +115,13 @@ Deno.test({
     assert.match(r.stdout, /^\d+ cases: \d+ passed, 0 failed, \d+ skipped/m);
     // A table per operator, every operator of the sweep among them, each with sweep rows.
     const rows = tableRows(r.stdout);
-    const sweep = [...SWEEP_OPS, ...SWEEP_CHANNEL_OPS, ...SWEEP_REDUCE_OPS, ...SWEEP_ROW_OPS];
+    const sweep = [
+      ...SWEEP_OPS,
+      ...SWEEP_CHANNEL_OPS,
+      ...SWEEP_REDUCE_OPS,
+      ...SWEEP_ROW_OPS,
+      ...SWEEP_ROW_GRAD_OPS,
+    ];
     for (const op of sweep.filter((op) => op.takes?.(SWEEP_SHAPES[0]) ?? true)) {
       assert.ok(rows.some((row) => row.op === op.op && row.suite === "sweep"), op.op);
     }
