@@ -316,3 +316,54 @@ export interface DeepNormGradTensors {
   /** Output: the sum over rows of dy * (s - mean) * rstd (float32, gamma's shape). */
   readonly dgamma: Tensor;
 }
+
+/** aclnnAddRmsNormCast: AddRmsNorm's plan (rows of x1, epsilon as a float32). */
+export type AddRmsNormCastPlan = AddRmsNormPlan;
+
+/** Tensors of aclnnAddRmsNormCast (16-bit data). */
+export interface AddRmsNormCastTensors {
+  /** First summand (float16 or bfloat16). */
+  readonly x1: Tensor;
+  /** Second summand (the residual), x1's shape and dtype. */
+  readonly x2: Tensor;
+  /** Scale, x1's trailing dims and dtype. */
+  readonly gamma: Tensor;
+  /** Output y1 = x * rstd * gamma, float32. */
+  readonly y1: Tensor;
+  /** Output y2: y1 in x1's dtype. */
+  readonly y2: Tensor;
+  /** Output: per-row 1/sqrt(mean(x^2) + epsilon), float32, one value per row. */
+  readonly rstd: Tensor;
+  /** Output x = x1 + x2 rounded to x1's dtype. */
+  readonly x: Tensor;
+}
+
+/** aclnnAdaLayerNorm / aclnnAdaLayerNormV2: x is [B..., S, H], normalized over H. */
+export interface AdaLayerNormPlan {
+  /** Rows (B... * S) and columns (H) of x. */
+  readonly geometry: RowGeometry;
+  /** Added to the variance, as the float32 CANN's l0 operator receives. */
+  readonly epsilon: number;
+  /** S: the rows of x per row of scale and shift. */
+  readonly seq: number;
+}
+
+/** Tensors of aclnnAdaLayerNorm / aclnnAdaLayerNormV2. */
+export interface AdaLayerNormTensors {
+  /** Input [B..., S, H]. */
+  readonly x: Tensor;
+  /** Per-batch scale, [B..., H] or [B..., 1, H] (the same elements), x's dtype. */
+  readonly scale: Tensor;
+  /** Per-batch shift, scale's forms, x's dtype. */
+  readonly shift: Tensor;
+  /** Optional weight [H] (ones when absent). */
+  readonly weight?: Tensor;
+  /** Optional bias [H] (zeros when absent). */
+  readonly bias?: Tensor;
+  /** Output (LayerNorm(x) * w + b) * (1 + scale) + shift, x's shape and dtype. */
+  readonly output: Tensor;
+  /** Output (V2, optional): per-row mean, [B..., S, 1], x's dtype. */
+  readonly mean?: Tensor;
+  /** Output (V2, optional): per-row 1/sqrt(var + epsilon), mean's shape and dtype. */
+  readonly rstd?: Tensor;
+}

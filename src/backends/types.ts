@@ -20,10 +20,14 @@ import type { Device } from "../tensor/device.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import type { OutputMask } from "./output_mask.ts";
 import type {
+  AdaLayerNormPlan,
+  AdaLayerNormTensors,
   AddLayerNormGradPlan,
   AddLayerNormGradTensors,
   AddLayerNormPlan,
   AddLayerNormTensors,
+  AddRmsNormCastPlan,
+  AddRmsNormCastTensors,
   AddRmsNormPlan,
   AddRmsNormTensors,
   DeepNormGradPlan,
@@ -446,6 +450,12 @@ export interface Kernels {
   addLayerNorm(plan: AddLayerNormPlan, tensors: AddLayerNormTensors): void;
   /** aclnnDeepNorm. */
   deepNorm(plan: DeepNormPlan, tensors: DeepNormTensors): void;
+  /** aclnnAddRmsNormCast. */
+  addRmsNormCast(plan: AddRmsNormCastPlan, tensors: AddRmsNormCastTensors): void;
+  /** aclnnAdaLayerNorm (no mean or rstd). */
+  adaLayerNorm(plan: AdaLayerNormPlan, tensors: AdaLayerNormTensors): void;
+  /** aclnnAdaLayerNormV2 (mean and rstd when present). */
+  adaLayerNormV2(plan: AdaLayerNormPlan, tensors: AdaLayerNormTensors): void;
   /** aclnnFastBatchNormBackward (never called for an empty input or gradOut). */
   fastBatchNormBackward(plan: FastBatchNormBackwardPlan, tensors: BatchNormBackwardTensors): void;
   /** aclnnAddLayerNormGrad. */

@@ -112,6 +112,21 @@ export type {
   FastBatchNormBackwardOut,
   FastBatchNormBackwardResult,
 } from "./fast_batch_norm_backward.ts";
+export { addRmsNormCast } from "./add_rms_norm_cast.ts";
+export type {
+  AddRmsNormCastArgs,
+  AddRmsNormCastOut,
+  AddRmsNormCastResult,
+} from "./add_rms_norm_cast.ts";
+export { adaLayerNorm } from "./ada_layer_norm.ts";
+export type { AdaLayerNormArgs, AdaLayerNormOut, AdaLayerNormResult } from "./ada_layer_norm.ts";
+export type { AdaLayerNormInputs } from "./ada_layer_norm_checks.ts";
+export { adaLayerNormV2 } from "./ada_layer_norm_v2.ts";
+export type {
+  AdaLayerNormV2Args,
+  AdaLayerNormV2Out,
+  AdaLayerNormV2Result,
+} from "./ada_layer_norm_v2.ts";
 export { addLayerNormGrad } from "./add_layer_norm_grad.ts";
 export type {
   AddLayerNormGradArgs,

@@ -288,6 +288,37 @@ export function argsFor(
         out(pick(o, "rstd", () => fresh(npu, ROWS))),
         out(pick(o, "x", () => fresh(npu, X, dt))),
       ];
+    case "aclnnAddRmsNormCast": {
+      // A 16-bit operator (its OpDef has no FLOAT row): float16 stands for float32.
+      const h = dt === "float32" ? "float16" : dt;
+      return [
+        t(pick(o, "x1", () => dev(npu, seq(N * C * L, 1, 2, 0.5), X, h))),
+        t(pick(o, "x2", () => dev(npu, seq(N * C * L, 2), X, h))),
+        t(pick(o, "gamma", () => full(npu, [L], 1.5, h))),
+        arg.f64(EPS),
+        out(pick(o, "y1", () => fresh(npu, X))),
+        out(pick(o, "y2", () => fresh(npu, X, h))),
+        out(pick(o, "rstd", () => fresh(npu, ROWS))),
+        out(pick(o, "x", () => fresh(npu, X, h))),
+      ];
+    }
+    case "aclnnAdaLayerNorm":
+    case "aclnnAdaLayerNormV2": // x [N, C, L]: B = N, S = C, H = L
+      return [
+        t(pick(o, "x", x)),
+        t(pick(o, "scale", () => dev(npu, seq(N * L, 3, 0.5), [N, L], dt))),
+        t(pick(o, "shift", () => dev(npu, seq(N * L, 4, 0.5), [N, 1, L], dt))),
+        t(pick(o, "weight", () => undefined)),
+        t(pick(o, "bias", () => undefined)),
+        arg.f64(EPS),
+        out(pick(o, "out", () => fresh(npu, X, dt))),
+        ...(op === "aclnnAdaLayerNormV2"
+          ? [
+            out(pick(o, "mean", () => fresh(npu, ROWS, dt))),
+            out(pick(o, "rstd", () => fresh(npu, ROWS, dt))),
+          ]
+          : []),
+      ];
     case "aclnnAddLayerNorm":
       return [
         t(pick(o, "x1", x)),

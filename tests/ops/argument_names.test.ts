@@ -156,6 +156,9 @@ Deno.test("argument names: every operator refuses an unknown field", async () =>
     ["aclnnDeepNorm", (a) => ops.deepNorm(a as never)],
     ["aclnnInstanceNorm", (a) => ops.instanceNorm(a as never)],
     ["aclnnFastBatchNormBackward", (a) => ops.fastBatchNormBackward(a as never)],
+    ["aclnnAddRmsNormCast", (a) => ops.addRmsNormCast(a as never)],
+    ["aclnnAdaLayerNorm", (a) => ops.adaLayerNorm(a as never)],
+    ["aclnnAdaLayerNormV2", (a) => ops.adaLayerNormV2(a as never)],
     ["aclnnAddLayerNormGrad", (a) => ops.addLayerNormGrad(a as never)],
     ["aclnnDeepNormGrad", (a) => ops.deepNormGrad(a as never)],
     [

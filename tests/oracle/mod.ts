@@ -74,6 +74,7 @@ export {
   rounded,
 } from "./row_norms.ts";
 export { fusedLayerNorm, type FusedLayerNormResult } from "./fused_layer_norms.ts";
+export { adaLayerNorm, addRmsNormCast } from "./ada_layer_norm.ts";
 export {
   addLayerNormGrad as addLayerNormGrad64,
   type AddLayerNormGrads,

@@ -77,6 +77,7 @@ const OP_NN_PREFIXES = [
   "aclnnAddLayerNorm",
   "aclnnDeepNorm",
   "aclnnInstanceNorm",
+  "aclnnAdaLayerNorm",
 ];
 function isOpNn(name: string): boolean {
   return OP_NN_PREFIXES.some((p) => name.startsWith(p)) && !isOpMath(name);

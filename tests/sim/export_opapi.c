@@ -212,6 +212,36 @@ SIM_PUBLIC aclnnStatus aclnnFastBatchNormBackwardGetWorkspaceSize(
 }
 SIM_PHASE2(aclnnFastBatchNormBackward, SIM_OP_FAST_BN_BACKWARD)
 
+SIM_PUBLIC aclnnStatus aclnnAddRmsNormCastGetWorkspaceSize(const aclTensor *x1, const aclTensor *x2,
+                                                           const aclTensor *gamma, double epsilon,
+                                                           const aclTensor *y1Out, const aclTensor *y2Out,
+                                                           const aclTensor *rstdOut, const aclTensor *xOut,
+                                                           uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_add_rms_norm_cast_ws(x1, x2, gamma, epsilon, y1Out, y2Out, rstdOut, xOut, workspaceSize,
+                                  (void **)executor);
+}
+SIM_PHASE2(aclnnAddRmsNormCast, SIM_OP_ADD_RMS_NORM_CAST)
+
+SIM_PUBLIC aclnnStatus aclnnAdaLayerNormGetWorkspaceSize(const aclTensor *x, const aclTensor *scale,
+                                                         const aclTensor *shift, const aclTensor *weightOptional,
+                                                         const aclTensor *biasOptional, double epsilon, aclTensor *out,
+                                                         uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_ada_layer_norm_ws(false, x, scale, shift, weightOptional, biasOptional, epsilon, out, NULL, NULL,
+                               workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnAdaLayerNorm, SIM_OP_ADA_LAYER_NORM)
+
+SIM_PUBLIC aclnnStatus aclnnAdaLayerNormV2GetWorkspaceSize(const aclTensor *x, const aclTensor *scale,
+                                                           const aclTensor *shift, const aclTensor *weightOptional,
+                                                           const aclTensor *biasOptional, double epsilon,
+                                                           aclTensor *out, aclTensor *meanOutOptional,
+                                                           aclTensor *rstdOutOptional, uint64_t *workspaceSize,
+                                                           aclOpExecutor **executor) {
+  return sim_ada_layer_norm_ws(true, x, scale, shift, weightOptional, biasOptional, epsilon, out, meanOutOptional,
+                               rstdOutOptional, workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnAdaLayerNormV2, SIM_OP_ADA_LAYER_NORM_V2)
+
 SIM_PUBLIC aclnnStatus aclnnAddLayerNormGradGetWorkspaceSize(const aclTensor *dy, const aclTensor *x1,
                                                              const aclTensor *x2, const aclTensor *rstd,
                                                              const aclTensor *mean, const aclTensor *gamma,

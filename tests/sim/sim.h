@@ -88,6 +88,9 @@ typedef enum {
   SIM_OP_DEEP_NORM,
   SIM_OP_INSTANCE_NORM,
   SIM_OP_FAST_BN_BACKWARD, /* aclnnFastBatchNormBackward: planned in the SIM_OP_BN_BACKWARD slot order */
+  SIM_OP_ADD_RMS_NORM_CAST,
+  SIM_OP_ADA_LAYER_NORM,
+  SIM_OP_ADA_LAYER_NORM_V2,
   SIM_OP_ADD_LAYER_NORM_GRAD,
   SIM_OP_DEEP_NORM_GRAD,
   SIM_OP_COUNT
@@ -423,9 +426,18 @@ SIM_CORE_API int sim_deep_norm_grad_ws(const void *dy, const void *x, const void
                                        const void *mean, const void *rstd, double alpha, const void *dxOut,
                                        const void *dgxOut, const void *dbetaOut, const void *dgammaOut,
                                        uint64_t *ws, void **exec);
+SIM_CORE_API int sim_add_rms_norm_cast_ws(const void *x1, const void *x2, const void *gamma, double epsilon,
+                                          const void *y1Out, const void *y2Out, const void *rstdOut, const void *xOut,
+                                          uint64_t *ws, void **exec);
+/* aclnnAdaLayerNorm (v2 false: meanOut and rstdOut NULL) and aclnnAdaLayerNormV2. */
+SIM_CORE_API int sim_ada_layer_norm_ws(bool v2, const void *x, const void *scale, const void *shift, const void *weight,
+                                       const void *bias, double epsilon, const void *out, const void *meanOut,
+                                       const void *rstdOut, uint64_t *ws, void **exec);
 /* Their computations, called by sim_op_run at synchronisation (core-internal). */
 int sim_run_layer_norm(const SimPlan *p);
 int sim_run_layer_norm_backward(const SimPlan *p);
+int sim_run_add_rms_norm_cast(const SimPlan *p);
+int sim_run_ada_layer_norm(const SimPlan *p);
 int sim_run_rms_norm(const SimPlan *p);
 int sim_run_rms_norm_grad(const SimPlan *p);
 int sim_run_add_rms_norm(const SimPlan *p);

@@ -1642,6 +1642,9 @@ int sim_op_run(const SimPlan *p, void *workspace) {
     /* aclnnFastBatchNormBackward: aclnnBatchNormBackward's computation (the same BatchNormGradV3
      * on A2, its only product; sim_ops_fast_batch_norm_backward.c). */
     case SIM_OP_FAST_BN_BACKWARD: return run_bn_backward(p);
+    case SIM_OP_ADD_RMS_NORM_CAST: return sim_run_add_rms_norm_cast(p);
+    case SIM_OP_ADA_LAYER_NORM:
+    case SIM_OP_ADA_LAYER_NORM_V2: return sim_run_ada_layer_norm(p);
     case SIM_OP_ADD_LAYER_NORM_GRAD: return sim_run_add_layer_norm_grad(p);
     case SIM_OP_DEEP_NORM_GRAD: return sim_run_deep_norm_grad(p);
     default: return -1;

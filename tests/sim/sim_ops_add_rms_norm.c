@@ -140,6 +140,15 @@ static const struct {
  *   add_rms_norm_merge_n.h:162-299), and NORMAL (the rest) keeps the float sum for rstd and y
  *   (add_rms_norm.h:131-140 CopyIn, :203-254 Compute); x * rstd is RINT-cast to bfloat16
  *   before the gamma product in all four. */
+int nrm_aiv_cores(NormCtx *c, const char *what, int *cores) {
+  for (size_t i = 0; i < sizeof AIV_CORES / sizeof AIV_CORES[0]; i++)
+    if (strcmp(AIV_CORES[i].soc, c->soc.soc_name) == 0) return *cores = AIV_CORES[i].cores, 0;
+  return nrm_fail(c, SIM_NN_INVALID,
+                  "[aclsim] the vector core count of SoC %s is not known to the simulator, so it cannot tell which "
+                  "%s kernel CANN's tiling picks",
+                  c->soc.soc_name, what);
+}
+
 int nrm_add_rms_norm_plan(NormCtx *c, int64_t rows, int64_t cols) {
   int32_t dt = NT(c, AR_X1)->dtype;
   int32_t *k = c->plan.norm_dt;
@@ -154,13 +163,7 @@ int nrm_add_rms_norm_plan(NormCtx *c, int64_t rows, int64_t cols) {
     return 0;
   }
   int cores = 0;
-  for (size_t i = 0; i < sizeof AIV_CORES / sizeof AIV_CORES[0]; i++)
-    if (strcmp(AIV_CORES[i].soc, c->soc.soc_name) == 0) cores = AIV_CORES[i].cores;
-  if (cores == 0)
-    return nrm_fail(c, SIM_NN_INVALID,
-                    "[aclsim] the vector core count of SoC %s is not known to the simulator, so it cannot tell which "
-                    "bfloat16 AddRmsNorm kernel CANN's tiling picks",
-                    c->soc.soc_name);
+  NTRY(nrm_aiv_cores(c, "bfloat16 AddRmsNorm", &cores));
   if (rows <= cores || (cols + 15) / 16 * 16 <= 2000) return 0; /* SINGLE_N, MERGE_N (:372-375) */
   k[0] = k[1] = SIM_DT_FLOAT;                                    /* MODE_NORMAL */
   return 0;

@@ -2,7 +2,7 @@
  * Software CANN ("aclsim") -- what the LayerNorm / RMSNorm operators (sim_ops_layer_norm.c,
  * sim_ops_layer_norm_backward.c, sim_ops_rms_norm.c, sim_ops_add_rms_norm.c,
  * sim_ops_gemma_rms_norm.c, sim_ops_inplace_add_rms_norm.c, sim_ops_add_layer_norm.c,
- * sim_ops_deep_norm.c) share: the
+ * sim_ops_deep_norm.c, sim_ops_add_rms_norm_cast.c, sim_ops_ada_layer_norm.c) share: the
  * phase-1 context, CANN's check macros with their message texts, the products the operators'
  * documentation names, and planning.  Core-internal (hidden symbols of libaclsim_core.so).
  *
@@ -132,6 +132,9 @@ bool nrm_all_empty(const NormCtx *c, int from, int to);
 int nrm_rms_norm_shapes(NormCtx *c, const char *node);
 
 /* ---- AddRmsNorm's kernels, shared with aclnnInplaceAddRmsNorm (sim_ops_add_rms_norm.c) ---- */
+/* GetCoreNumAiv() of an A2/A3 SoC into *cores; a SoC the simulator does not know -> 161002 naming
+ * `what`, the kernel whose template depends on it. */
+int nrm_aiv_cores(NormCtx *c, const char *what, int *cores);
 /* The intermediate dtypes of the SoC's template for slot 0's dtype (plan.norm_dt). */
 int nrm_add_rms_norm_plan(NormCtx *c, int64_t rows, int64_t cols);
 /* x = x1 + x2, rstd, y with slots {x1, x2, gamma, y, rstd, x}; rstd and x stored when asked. */

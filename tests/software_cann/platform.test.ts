@@ -84,6 +84,9 @@ function bf16(op: SocOperator, { arch, sv }: Chip): boolean {
     case "aclnnInplaceAddRmsNorm": // inplace_add_rms_norm_def.cpp: config310P has no BF16
       return sv !== 6;
     case "aclnnGemmaRmsNorm": // gemma_rms_norm_def.cpp: every configuration has BF16 rows
+    case "aclnnAddRmsNormCast": // add_rms_norm_cast_def.cpp: FLOAT16 and BF16 rows only
+    case "aclnnAdaLayerNorm": // aclnn_ada_layer_norm.cpp DTYPE_SUPPORT_LIST has BF16
+    case "aclnnAdaLayerNormV2":
       return true;
     case "aclnnBatchNormReduce": // aclnn_batch_norm_reduce.cpp: one list with BF16
       return true;
@@ -117,6 +120,8 @@ function documented(op: SocOperator, { sv }: Chip): boolean {
     case "aclnnDeepNormGrad": // aclnnDeepNormGrad.md: 950, A3, A2, 310P
       return [3, 2, 1, 6].includes(sv);
     case "aclnnGemmaRmsNorm": // 950, A3, A2
+    case "aclnnAddRmsNormCast":
+    case "aclnnAdaLayerNormV2":
     case "aclnnBatchNormReduce": // 950, A3, A2
     case "aclnnSyncBatchNormGatherStats":
       return [3, 2, 1].includes(sv);
@@ -124,6 +129,8 @@ function documented(op: SocOperator, { sv }: Chip): boolean {
       return sv === 6;
     case "aclnnFastBatchNormBackward": // aclnnFastBatchNormBackward.md: Atlas A2 only
       return sv === 1;
+    case "aclnnAdaLayerNorm": // A3, A2 (ada_layer_norm_def.cpp:53-54)
+      return [2, 1].includes(sv);
   }
   if (sv === 7) return false;
   if (sv === 6) return op === "aclnnBatchNorm" || op === "aclnnGroupNorm";

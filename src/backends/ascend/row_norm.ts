@@ -62,6 +62,19 @@ function rstdOfSum(
   }
 }
 
+/** The arguments aclnnAdaLayerNorm and aclnnAdaLayerNormV2 share (the prototypes' first seven). */
+function adaArguments(p: types.AdaLayerNormPlan, t: types.AdaLayerNormTensors) {
+  return {
+    x: t.x,
+    scale: t.scale,
+    shift: t.shift,
+    weightOptional: t.weight,
+    biasOptional: t.bias,
+    epsilon: p.epsilon,
+    out: t.output,
+  };
+}
+
 /** The row-norm kernels of the Ascend backend. */
 export const ascendRowNormKernels: Pick<
   types.Kernels,
@@ -74,6 +87,9 @@ export const ascendRowNormKernels: Pick<
   | "inplaceAddRmsNorm"
   | "addLayerNorm"
   | "deepNorm"
+  | "addRmsNormCast"
+  | "adaLayerNorm"
+  | "adaLayerNormV2"
   | "addLayerNormGrad"
   | "deepNormGrad"
 > = {
@@ -229,5 +245,27 @@ export const ascendRowNormKernels: Pick<
       dbetaOut: t.dbeta,
       dgammaOut: t.dgamma,
     });
+  },
+
+  addRmsNormCast(p: types.AddRmsNormCastPlan, t: types.AddRmsNormCastTensors) {
+    callAclnn(deviceOf(t.x1), "aclnnAddRmsNormCast", {
+      x1: t.x1,
+      x2: t.x2,
+      gamma: t.gamma,
+      epsilon: p.epsilon,
+      y1Out: t.y1,
+      y2Out: t.y2,
+      rstdOut: t.rstd,
+      xOut: t.x,
+    });
+  },
+
+  adaLayerNorm(p: types.AdaLayerNormPlan, t: types.AdaLayerNormTensors) {
+    callAclnn(deviceOf(t.x), "aclnnAdaLayerNorm", adaArguments(p, t));
+  },
+
+  adaLayerNormV2(p: types.AdaLayerNormPlan, t: types.AdaLayerNormTensors) {
+    const args = { ...adaArguments(p, t), meanOutOptional: t.mean, rstdOutOptional: t.rstd };
+    callAclnn(deviceOf(t.x), "aclnnAdaLayerNormV2", args);
   },
 };

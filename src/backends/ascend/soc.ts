@@ -42,6 +42,9 @@ export const ROW_NORM_OPERATORS = [
   "aclnnInplaceAddRmsNorm",
   "aclnnAddLayerNorm",
   "aclnnDeepNorm",
+  "aclnnAddRmsNormCast",
+  "aclnnAdaLayerNorm",
+  "aclnnAdaLayerNormV2",
   "aclnnAddLayerNormGrad",
   "aclnnDeepNormGrad",
 ] as const;
@@ -144,6 +147,9 @@ export function bf16Allowed(op: SocOperator, family: SocFamily): boolean {
     case "aclnnAddRmsNorm":
     case "aclnnGemmaRmsNorm":
     case "aclnnInplaceAddRmsNorm":
+    case "aclnnAddRmsNormCast":
+    case "aclnnAdaLayerNorm":
+    case "aclnnAdaLayerNormV2":
     case "aclnnAddLayerNorm":
     case "aclnnDeepNorm":
     case "aclnnAddLayerNormGrad":
@@ -240,7 +246,13 @@ export function isRowNormOperator(op: string): op is RowNormOperator {
  * - aclnnAddLayerNorm, aclnnDeepNorm (`add_layer_norm/docs/aclnnAddLayerNorm.md`,
  *   `deep_norm/docs/aclnnDeepNorm.md`): 950, A3, A2, 310P; not 910, 310B;
  * - aclnnAddLayerNormGrad, aclnnDeepNormGrad (`add_layer_norm_grad/docs/aclnnAddLayerNormGrad.md`,
- *   `deep_norm_grad/docs/aclnnDeepNormGrad.md`): 950, A3, A2, 310P; not 910, 310B.
+ *   `deep_norm_grad/docs/aclnnDeepNormGrad.md`): 950, A3, A2, 310P; not 910, 310B;
+ * - aclnnAddRmsNormCast (`add_rms_norm_cast/docs/aclnnAddRmsNormCast.md`; its OpDef registers
+ *   ascend910b, ascend910_93, ascend950 and Kirin only: `add_rms_norm_cast_def.cpp:73-79`) and
+ *   aclnnAdaLayerNormV2 (`ada_layer_norm_v2/docs/aclnnAdaLayerNormV2.md`, `ada_layer_norm_v2_def.cpp
+ *   :38-58`): 950, A3, A2;
+ * - aclnnAdaLayerNorm (`ada_layer_norm/docs/aclnnAdaLayerNorm.md`; `ada_layer_norm_def.cpp:53-54`
+ *   registers ascend910b and ascend910_93): A3, A2; not 950.
  * No document names Ascend 350 (and no op definition registers `ascend350`): none runs there.
  */
 const ROW_NORM_PRODUCTS: Readonly<Record<RowNormOperator, readonly number[]>> = {
@@ -307,6 +319,9 @@ const ROW_NORM_PRODUCTS: Readonly<Record<RowNormOperator, readonly number[]>> = 
     SocVersion.ASCEND910B,
     SocVersion.ASCEND310P,
   ],
+  aclnnAddRmsNormCast: [SocVersion.ASCEND950, SocVersion.ASCEND910_93, SocVersion.ASCEND910B],
+  aclnnAdaLayerNorm: [SocVersion.ASCEND910_93, SocVersion.ASCEND910B],
+  aclnnAdaLayerNormV2: [SocVersion.ASCEND950, SocVersion.ASCEND910_93, SocVersion.ASCEND910B],
 };
 
 function rowNormSupported(op: RowNormOperator, family: SocFamily): boolean {
@@ -334,7 +349,10 @@ function rowNormSupported(op: RowNormOperator, family: SocFamily): boolean {
  *   `deep_norm/op_host/deep_norm_def.cpp:47-`);
  * - aclnnAddLayerNormGrad, aclnnDeepNormGrad: likewise, BF16 rows for ascend910b, ascend910_93
  *   and ascend950, FLOAT/FLOAT16 only for ascend310p (`add_layer_norm_grad/op_host/
- *   add_layer_norm_grad_def.cpp:23-139`, `deep_norm_grad/op_host/deep_norm_grad_def.cpp:63-128`).
+ *   add_layer_norm_grad_def.cpp:23-139`, `deep_norm_grad/op_host/deep_norm_grad_def.cpp:63-128`);
+ * - aclnnAddRmsNormCast, aclnnAdaLayerNorm, aclnnAdaLayerNormV2: every configuration of their
+ *   OpDefs has BF16 rows (`add_rms_norm_cast_def.cpp:22-64`, `ada_layer_norm_def.cpp`,
+ *   `ada_layer_norm_v2_def.cpp:18-21`), and they run nowhere else.
  */
 function normBf16Allowed(op: RowNormOperator, family: SocFamily): boolean {
   const sv = family.socVersion;
@@ -355,6 +373,9 @@ function normBf16Allowed(op: RowNormOperator, family: SocFamily): boolean {
     case "aclnnDeepNormGrad":
       return sv !== SocVersion.ASCEND310P;
     case "aclnnGemmaRmsNorm":
+    case "aclnnAddRmsNormCast":
+    case "aclnnAdaLayerNorm":
+    case "aclnnAdaLayerNormV2":
       return true;
   }
 }

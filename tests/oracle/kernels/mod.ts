@@ -20,6 +20,7 @@ import {
   batchNormStats,
 } from "./batch_norm_forward.ts";
 import { addLayerNorm, deepNorm } from "./fused_layer_norms.ts";
+import { adaLayerNorm, addRmsNormCast } from "./ada_layer_norm.ts";
 import { addLayerNormGrad, deepNormGrad } from "./fused_layer_norm_grads.ts";
 import { groupNorm, groupNormBackward } from "./group_norm.ts";
 import {
@@ -58,6 +59,9 @@ export const referenceKernels: Kernels = {
   addLayerNorm,
   deepNorm,
   // aclnnFastBatchNormBackward computes aclnnBatchNormBackward's gradients (same oracle).
+  addRmsNormCast,
+  adaLayerNorm,
+  adaLayerNormV2: adaLayerNorm,
   fastBatchNormBackward: batchNormBackward,
   addLayerNormGrad,
   deepNormGrad,

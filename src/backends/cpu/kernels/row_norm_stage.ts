@@ -1,7 +1,8 @@
 /**
- * The row norms' stages (LayerNorm, RMSNorm, AddRmsNorm, AddLayerNorm / DeepNorm: src/backends/cpu/rows/heap_rows.ts
- * builds them): work items of whole rows run by the WebAssembly row kernels in the host heap
- * (src/backends/cpu/wasm/row_norms.wat, row_norms_grad.wat), on any thread. A stage's
+ * The row norms' stages (LayerNorm, RMSNorm, AddRmsNorm, AddLayerNorm / DeepNorm,
+ * AddRmsNormCast, AdaLayerNorm: src/backends/cpu/rows/heap_rows.ts builds
+ * them): work items of whole rows run by the WebAssembly row kernels in the host heap
+ * (src/backends/cpu/wasm/row_norms*.wat), on any thread. A stage's
  * `constants` (a float64 array in the host heap, so that the pool's job words describe it)
  * holds its parameters at the ROW_* indices below: the kernel's arguments are byte addresses
  * in the heap, which every thread's instance of the kernels shares. Each item writes its own
@@ -150,6 +151,45 @@ export interface RowNormExports {
     pw: number,
     pb: number,
   ): void;
+  /**
+   * AddRmsNormCast forward (row_norms_cast.wat): x = a + b rounded to dt; rstd and y = (a + b)
+   * * rstd * g from the float32 sum, stored as float32 at y1 and rounded to dt at y2.
+   */
+  add_rms_cast_fwd(
+    a: number,
+    as: number,
+    b: number,
+    bs: number,
+    x: number,
+    xs: number,
+    y1: number,
+    y1s: number,
+    y2: number,
+    y2s: number,
+    n: number,
+    dt: number,
+    rows: number,
+    eps: number,
+    g: number,
+    rstd: number,
+  ): void;
+  /**
+   * AdaLayerNorm forward (row_norms_ada.wat): ln_fwd's mean, rstd and (x - mean) * rstd * w + b,
+   * then times the float32 (1 + scale) row and plus the shift row of batch (row0 + r) / seq.
+   */
+  ada_ln_fwd(
+    ...args: [
+      ...ForwardRows,
+      w: number,
+      b: number,
+      sc: number,
+      sh: number,
+      row0: number,
+      seq: number,
+      mean: number,
+      rstd: number,
+    ]
+  ): void;
 }
 
 /** Parameter index: elements per row. */
@@ -172,15 +212,17 @@ export const ROW_FLAGS = 5;
  * Parameter index of the data tensors' (byte address of row 0, bytes between rows), five
  * pairs: LayerNorm x, y; LayerNorm backward dy, x, gradInput; RMSNorm x, y; RMSNorm backward
  * dy, x, dx; AddRmsNorm x1, x2, x, y; AddLayerNorm / DeepNorm x1, x2, bias, x, y; their
- * backward dy, x1 / x, x2 / gx, dsum / dx, dx / dgx.
+ * backward dy, x1 / x, x2 / gx, dsum / dx, dx / dgx; AddRmsNormCast x1, x2, x, y1 (float32
+ * rows), y2; AdaLayerNorm x, y.
  */
 export const ROW_DATA = 6;
 /**
  * Parameter index of the float32 arrays' byte addresses, five: LayerNorm w, b, mean, rstd;
  * LayerNorm backward w, mean, rstd, pw, pb; RMSNorm (and AddRmsNorm) g, rstd; RMSNorm
  * backward g, rstd, pg; AddLayerNorm / DeepNorm gamma, beta, column bias, mean, rstd; their
- * backward gamma, mean, rstd, pw, pb. Per-row
- * arrays start at row 0; partials hold n rounded up to 4 per item.
+ * backward gamma, mean, rstd, pw, pb; AddRmsNormCast g, rstd; AdaLayerNorm w, b, 1 + scale,
+ * shift (one padded row per batch index), mean (then rstd right after mean's `rows` entries).
+ * Per-row arrays start at row 0; partials hold n rounded up to 4 per item.
  */
 export const ROW_ARRAYS = 16;
 /** Parameter index: the fused add's alpha (a float32; 1 for AddLayerNorm and its backward). */
@@ -190,8 +232,10 @@ export const ROW_ALPHA = 21;
  * region of the thread that runs the item (kernels/wasm_instance.ts; free during a row stage).
  */
 export const ROW_SCRATCH = 22;
+/** Parameter index: AdaLayerNorm's rows per batch index (S, the scale and shift rows' period). */
+export const ROW_SEQ = 23;
 /** Number of parameters. */
-export const ROW_PARAMS = 23;
+export const ROW_PARAMS = 24;
 
 /**
  * Runs items [from, to) of the row-norm stage `op` with parameters `p` on kernels `k`;
@@ -313,6 +357,34 @@ export function runRowNormItems(
           row(2),
           part(3),
           part(4),
+        );
+        break;
+      case "addRmsNormCastRows":
+        k.add_rms_cast_fwd(
+          at(0),
+          s(0),
+          at(1),
+          s(1),
+          at(2),
+          s(2),
+          at(3),
+          s(3),
+          at(4),
+          s(4),
+          n,
+          dt,
+          rows,
+          eps,
+          p[f],
+          row(1),
+        );
+        break;
+      case "adaLayerNormRows":
+        k.ada_ln_fwd(
+          ...[at(0), s(0), at(1), s(1), n, dt, rows, eps] as const,
+          ...[p[f], p[f + 1], p[f + 2], p[f + 3], first, p[ROW_SEQ]] as const,
+          row(4),
+          row(4) + 4 * p[ROW_ROWS],
         );
         break;
     }

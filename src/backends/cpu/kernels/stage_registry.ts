@@ -24,6 +24,8 @@ export const STAGE_OPS = [
   "rmsNormGradRows",
   "addRmsNormRows",
   "addLayerNormRows",
+  "addRmsNormCastRows",
+  "adaLayerNormRows",
   "addLayerNormGradRows",
 ] as const satisfies readonly Stage["op"][];
 

@@ -116,7 +116,9 @@ export type RowNormOp =
   | "rmsNormGradRows"
   | "addRmsNormRows"
   | "addLayerNormRows"
-  | "addLayerNormGradRows";
+  | "addLayerNormGradRows"
+  | "addRmsNormCastRows"
+  | "adaLayerNormRows";
 
 /** A row-norm stage: `items` items of `constants[ROW_PER]` rows each (the last may be short). */
 export interface RowNormStage extends StageBase {

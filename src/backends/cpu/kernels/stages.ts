@@ -57,6 +57,8 @@ export function runStage(s: Stage, from: number, to: number, thread: ThreadState
     case "rmsNormGradRows":
     case "addRmsNormRows":
     case "addLayerNormRows":
+    case "addRmsNormCastRows":
+    case "adaLayerNormRows":
     case "addLayerNormGradRows":
       return runRowNormItems(wasm.exports, s.op, s.constants, from, to, wasm.at);
     default:

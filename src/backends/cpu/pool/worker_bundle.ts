@@ -19,6 +19,7 @@ var ROW_DATA = 6;
 var ROW_ARRAYS = 16;
 var ROW_ALPHA = 21;
 var ROW_SCRATCH = 22;
+var ROW_SEQ = 23;
 function runRowNormItems(k, op, p, from, to, region) {
   const n = p[ROW_N];
   const per = p[ROW_PER];
@@ -54,6 +55,28 @@ function runRowNormItems(k, op, p, from, to, region) {
         break;
       case "addLayerNormGradRows":
         k.add_ln_bwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), at(4), s(4), n, dt, rows, p[ROW_ALPHA], p[ROW_FLAGS], p[f], row(1), row(2), part(3), part(4));
+        break;
+      case "addRmsNormCastRows":
+        k.add_rms_cast_fwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), at(4), s(4), n, dt, rows, eps, p[f], row(1));
+        break;
+      case "adaLayerNormRows":
+        k.ada_ln_fwd(...[
+          at(0),
+          s(0),
+          at(1),
+          s(1),
+          n,
+          dt,
+          rows,
+          eps
+        ], ...[
+          p[f],
+          p[f + 1],
+          p[f + 2],
+          p[f + 3],
+          first,
+          p[ROW_SEQ]
+        ], row(4), row(4) + 4 * p[ROW_ROWS]);
         break;
     }
   }
@@ -258,6 +281,8 @@ function runStage(s, from, to, thread) {
     case "rmsNormGradRows":
     case "addRmsNormRows":
     case "addLayerNormRows":
+    case "addRmsNormCastRows":
+    case "adaLayerNormRows":
     case "addLayerNormGradRows":
       return runRowNormItems(wasm.exports, s.op, s.constants, from, to, wasm.at);
     default:
@@ -278,6 +303,8 @@ var STAGE_OPS = [
   "rmsNormGradRows",
   "addRmsNormRows",
   "addLayerNormRows",
+  "addRmsNormCastRows",
+  "adaLayerNormRows",
   "addLayerNormGradRows"
 ];
 var STAGE_CODE_BASE = STAGE_OPS.length + 1;

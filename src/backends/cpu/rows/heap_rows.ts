@@ -24,6 +24,7 @@ import {
   ROW_PER,
   ROW_ROWS,
   ROW_SCRATCH,
+  ROW_SEQ,
   type RowNormExports,
   type RowNormOp,
   type RowNormStage,
@@ -265,11 +266,11 @@ export function rmsNormGradHeap(
 /**
  * The RMSNorm-style forward kernels (gamma, then one rstd per row, after the padded gamma):
  * runs `kernel` over the heap rows `data` (RMSNorm: x, y; AddRmsNorm, which stores x = x1 + x2
- * rounded and normalizes the float32 sum: x1, x2, x, y) and returns each row's rstd (a view of
- * the call's block).
+ * rounded and normalizes the float32 sum: x1, x2, x, y; AddRmsNormCast: x1, x2, x, then y1 as
+ * float32 rows and y2) and returns each row's rstd (a view of the call's block).
  */
 export function rmsForwardHeap(
-  kernel: "rmsNormRows" | "addRmsNormRows",
+  kernel: "rmsNormRows" | "addRmsNormRows" | "addRmsNormCastRows",
   anchor: HostData,
   data: readonly HeapRows[],
   rows: number,
@@ -369,4 +370,49 @@ export function addLayerNormGradHeap(
   p[ROW_ALPHA] = Math.fround(o.alpha);
   run("addLayerNormGradRows", b.c, anchor);
   return columnSums(b, n);
+}
+
+/** AdaLayerNorm's per-batch rows: 1 + scale (formed in float32) and shift, `batches` rows of n. */
+export interface AdaRows {
+  /** fround(1 + scale), batch-major, n per batch. */
+  readonly scale: Float64Array;
+  /** shift, batch-major, n per batch. */
+  readonly shift: Float64Array;
+  /** Number of batch rows. */
+  readonly batches: number;
+  /** Rows of x per batch row (S). */
+  readonly seq: number;
+}
+
+/**
+ * AdaLayerNorm forward of every row of the heap rows `data` (x, y): LayerNorm with weight `w`
+ * and bias `bias`, then times the batch row's 1 + scale and plus its shift (ada_ln_fwd).
+ */
+export function adaLayerNormHeap(
+  anchor: HostData,
+  data: readonly HeapRows[],
+  rows: number,
+  n: number,
+  eps: number,
+  w: Float64Array,
+  bias: Float64Array,
+  ada: AdaRows,
+): RowStats {
+  const c4 = padded(n);
+  const per = ada.batches * c4;
+  const c = setUp(data, rows, n, eps, 2 * c4 + 2 * per + 2 * rows);
+  columns(c, 0, w, n);
+  columns(c, c4, bias, n);
+  for (let i = 0; i < ada.batches; i++) {
+    columns(c, 2 * c4 + i * c4, ada.scale.subarray(i * n), n);
+    columns(c, 2 * c4 + per + i * c4, ada.shift.subarray(i * n), n);
+  }
+  const stats = 2 * c4 + 2 * per;
+  [0, c4, 2 * c4, 2 * c4 + per, stats].forEach((entry, i) => array(c, i, entry));
+  c.p[ROW_SEQ] = ada.seq;
+  run("adaLayerNormRows", c, anchor);
+  return {
+    mean: c.arrays.subarray(stats, stats + rows),
+    rstd: c.arrays.subarray(stats + rows, stats + 2 * rows),
+  };
 }

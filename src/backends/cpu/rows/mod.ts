@@ -6,7 +6,9 @@
  */
 
 import type { Kernels } from "../../types.ts";
+import { adaLayerNorm } from "./ada_layer_norm.ts";
 import { addLayerNorm, deepNorm } from "./add_layer_norm.ts";
+import { addRmsNormCast } from "./add_rms_norm_cast.ts";
 import { addLayerNormGrad, deepNormGrad } from "./add_layer_norm_grad.ts";
 import { layerNorm, layerNormBackward } from "./layer_norm.ts";
 import { addRmsNorm, gemmaRmsNorm, inplaceAddRmsNorm, rmsNorm, rmsNormGrad } from "./rms_norm.ts";
@@ -22,6 +24,9 @@ export const rowKernels: Pick<
   | "gemmaRmsNorm"
   | "inplaceAddRmsNorm"
   | "addLayerNorm"
+  | "addRmsNormCast"
+  | "adaLayerNorm"
+  | "adaLayerNormV2"
   | "deepNorm"
   | "addLayerNormGrad"
   | "deepNormGrad"
@@ -32,6 +37,9 @@ export const rowKernels: Pick<
   rmsNormGrad,
   addRmsNorm,
   gemmaRmsNorm,
+  addRmsNormCast,
+  adaLayerNorm,
+  adaLayerNormV2: adaLayerNorm,
   inplaceAddRmsNorm,
   addLayerNorm,
   deepNorm,

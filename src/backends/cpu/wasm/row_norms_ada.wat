@@ -1,0 +1,82 @@
+;; The adaptive LayerNorm kernel of aclnnAdaLayerNorm and aclnnAdaLayerNormV2, spliced into
+;; kernels.wat's module after row_norms.wat (scripts/build_wasm.ts ROWS_WAT_PATHS), whose row
+;; helpers ($rf_sum, $rf_rstd, $rf_st4, $rf_st4n) it uses; same conventions of addresses, rows and
+;; dtype dispatch as row_norms.wat states.
+;;
+;; Numerics (hicann/ops-nn e5c3fa9, docs/norm_family_kernels.md section 12): mean and rstd of a
+;; row exactly as ln_fwd computes them; then y = (((x - mean) * rstd) * w + b) * (1 + scale) +
+;; shift in float32, rounded once to dt (norm/ada_layer_norm/op_kernel/ada_layer_norm_base_v1.h
+;; :225-268 SingleLayerNorm, :270-290 Adaption). The caller gives 1 + scale already formed in
+;; float32 (:386 Adds after the cast) and shift widened, one row of n (padded to 4) per batch
+;; index: row r of the call (global row row0 + r) takes batch row (row0 + r) / seq, as the kernel
+;; indexes them (`rowIdx / seqLen`, :273). The A2 multi-row template divides by sqrt(var + eps)
+;; instead of multiplying by rstd (MultiLayerNorm :200-205): no SoC-wide rule, so it stays in the
+;; simulator (tests/sim/sim_ops_ada_layer_norm.c).
+(module
+  ;; AdaLayerNorm forward. Per row: mean and rstd (to the per-row arrays), then y.
+  (func (export "ada_ln_fwd")
+    (param $x i32) (param $xs i32) (param $y i32) (param $ys i32) (param $n i32) (param $dt i32)
+    (param $rows i32) (param $eps f64) (param $w i32) (param $b i32) (param $sc i32) (param $sh i32)
+    (param $row0 i32) (param $seq i32) (param $mean i32) (param $rstd i32)
+    (local $r i32) (local $es i32) (local $n4 i32) (local $j i32) (local $p i32) (local $q i32)
+    (local $c i32) (local $k i32) (local $m f32) (local $rs f32) (local $mm v128) (local $rr v128)
+    (local $v v128)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
+    (block $rowsDone
+      (loop $row
+        (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
+        (local.set $m
+          (f32.demote_f64
+            (f64.div
+              (call $rf_sum (local.get $x) (local.get $n) (local.get $dt) (i32.const 0)
+                (v128.const i64x2 0 0))
+              (f64.convert_i32_u (local.get $n)))))
+        (local.set $mm (f32x4.splat (local.get $m)))
+        (local.set $rs
+          (call $rf_rstd
+            (call $rf_sum (local.get $x) (local.get $n) (local.get $dt) (i32.const 1) (local.get $mm))
+            (local.get $n) (local.get $eps)))
+        (local.set $rr (f32x4.splat (local.get $rs)))
+        (f32.store (local.get $mean) (local.get $m))
+        (f32.store (local.get $rstd) (local.get $rs))
+        ;; The batch row's byte offset in the scale and shift arrays.
+        (local.set $k
+          (i32.mul
+            (i32.div_u (i32.add (local.get $row0) (local.get $r)) (local.get $seq))
+            (i32.shl (i32.and (i32.add (local.get $n) (i32.const 3)) (i32.const -4)) (i32.const 2))))
+        (local.set $p (local.get $x))
+        (local.set $q (local.get $y))
+        (local.set $c (i32.const 0))
+        (local.set $j (i32.const 0))
+        (block $done
+          (loop $next
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+            (local.set $v
+              (f32x4.add
+                (f32x4.mul
+                  (f32x4.add
+                    (f32x4.mul
+                      (f32x4.mul (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $mm))
+                        (local.get $rr))
+                      (v128.load (i32.add (local.get $w) (local.get $c))))
+                    (v128.load (i32.add (local.get $b) (local.get $c))))
+                  (v128.load (i32.add (local.get $sc) (i32.add (local.get $k) (local.get $c)))))
+                (v128.load (i32.add (local.get $sh) (i32.add (local.get $k) (local.get $c))))))
+            (if (i32.lt_u (local.get $j) (local.get $n4))
+              (then (call $rf_st4 (local.get $q) (local.get $dt) (local.get $v)))
+              (else
+                (call $rf_st4n (local.get $q) (local.get $dt) (local.get $v)
+                  (i32.sub (local.get $n) (local.get $j)))))
+            (local.set $p (i32.add (local.get $p) (local.get $es)))
+            (local.set $q (i32.add (local.get $q) (local.get $es)))
+            (local.set $c (i32.add (local.get $c) (i32.const 16)))
+            (local.set $j (i32.add (local.get $j) (i32.const 4)))
+            (br $next)))
+        (local.set $x (i32.add (local.get $x) (local.get $xs)))
+        (local.set $y (i32.add (local.get $y) (local.get $ys)))
+        (local.set $mean (i32.add (local.get $mean) (i32.const 4)))
+        (local.set $rstd (i32.add (local.get $rstd) (i32.const 4)))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $row))))
+)

@@ -1,0 +1,109 @@
+;; The fused residual-add RMSNorm kernel of aclnnAddRmsNormCast, spliced into kernels.wat's module
+;; after row_norms.wat (scripts/build_wasm.ts ROWS_WAT_PATHS), whose row helpers ($rf_fold,
+;; $rf_mask, $rf_rstd, $rf_st4, $rf_st4n) it uses; same conventions of addresses, rows and dtype
+;; dispatch as row_norms.wat states.
+;;
+;; Numerics (hicann/ops-nn e5c3fa9, docs/norm_family_kernels.md section 7): the sum s = x1 + x2
+;; is formed in float32 and kept for the statistics and y, x is s rounded once to dt, rstd = 1 /
+;; sqrt(sum(s^2) / n + eps), y1 = s * rstd * gamma stored as float32 and y2 = y1 rounded once to
+;; dt: what Ascend 950's regbase kernel computes for both dtypes (norm/add_rms_norm_cast/
+;; op_kernel/arch35/add_rms_norm_cast_regbase_common.h:74-116, 135-185). The A2/A3 kernels round
+;; more on the way (float16: the add, x * rstd and the gamma product in half, y1 = float(y2);
+;; bfloat16: y1 = float(y2) in the NORMAL and SPLIT_D templates): those are no SoC-wide rule and
+;; stay in the simulator (tests/sim/sim_ops_add_rms_norm_cast.c), as add_rms_fwd's do.
+(module
+  ;; AddRmsNormCast forward. Per row: pass 1 stores x = round(a + b) and sums the float squares;
+  ;; pass 2 forms y = (a + b) * rstd * g again from the inputs and stores it twice: float32 at
+  ;; y1 (rows y1s bytes apart), rounded to dt at y2.
+  (func (export "add_rms_cast_fwd")
+    (param $a i32) (param $as i32) (param $b i32) (param $bs i32) (param $x i32) (param $xs i32)
+    (param $y1 i32) (param $y1s i32) (param $y2 i32) (param $y2s i32) (param $n i32) (param $dt i32)
+    (param $rows i32) (param $eps f64) (param $g i32) (param $rstd i32)
+    (local $r i32) (local $es i32) (local $n4 i32) (local $j i32) (local $p i32) (local $q i32)
+    (local $t i32) (local $u i32) (local $c i32) (local $rs f32) (local $rr v128) (local $v v128)
+    (local $acc v128) (local $sum f64)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
+    (block $rowsDone
+      (loop $row
+        (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
+        ;; Pass 1: x = round(a + b), and the float sum's squares (blocks of 256 elements).
+        (local.set $p (local.get $a))
+        (local.set $q (local.get $b))
+        (local.set $t (local.get $x))
+        (local.set $j (i32.const 0))
+        (local.set $acc (v128.const i64x2 0 0))
+        (local.set $sum (f64.const 0))
+        (block $done
+          (loop $next
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+            (local.set $v
+              (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
+                (call $ld4 (local.get $q) (local.get $dt))))
+            (if (i32.lt_u (local.get $j) (local.get $n4))
+              (then (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v)))
+              (else
+                (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
+                  (i32.sub (local.get $n) (local.get $j)))
+                (local.set $v
+                  (v128.and (local.get $v) (call $rf_mask (i32.sub (local.get $n) (local.get $j)))))))
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $v) (local.get $v))))
+            (local.set $p (i32.add (local.get $p) (local.get $es)))
+            (local.set $q (i32.add (local.get $q) (local.get $es)))
+            (local.set $t (i32.add (local.get $t) (local.get $es)))
+            (local.set $j (i32.add (local.get $j) (i32.const 4)))
+            (if (i32.eqz (i32.and (local.get $j) (i32.const 255)))
+              (then
+                (local.set $sum (f64.add (local.get $sum)
+                  (call $rf_fold (local.get $acc) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+                    (v128.const i64x2 0 0))))
+                (local.set $acc (v128.const i64x2 0 0))))
+            (br $next)))
+        (local.set $sum (f64.add (local.get $sum)
+          (call $rf_fold (local.get $acc) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+            (v128.const i64x2 0 0))))
+        (local.set $rs (call $rf_rstd (local.get $sum) (local.get $n) (local.get $eps)))
+        (local.set $rr (f32x4.splat (local.get $rs)))
+        (f32.store (local.get $rstd) (local.get $rs))
+        ;; Pass 2: y from the float sum, to y1 (float32) and y2 (dt).
+        (local.set $p (local.get $a))
+        (local.set $q (local.get $b))
+        (local.set $t (local.get $y1))
+        (local.set $u (local.get $y2))
+        (local.set $c (i32.const 0))
+        (local.set $j (i32.const 0))
+        (block $done
+          (loop $next
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+            (local.set $v
+              (f32x4.mul
+                (f32x4.mul
+                  (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
+                    (call $ld4 (local.get $q) (local.get $dt)))
+                  (local.get $rr))
+                (v128.load (i32.add (local.get $g) (local.get $c)))))
+            (if (i32.lt_u (local.get $j) (local.get $n4))
+              (then
+                (v128.store (local.get $t) (local.get $v))
+                (call $rf_st4 (local.get $u) (local.get $dt) (local.get $v)))
+              (else
+                (call $rf_st4n (local.get $t) (i32.const 0) (local.get $v)
+                  (i32.sub (local.get $n) (local.get $j)))
+                (call $rf_st4n (local.get $u) (local.get $dt) (local.get $v)
+                  (i32.sub (local.get $n) (local.get $j)))))
+            (local.set $p (i32.add (local.get $p) (local.get $es)))
+            (local.set $q (i32.add (local.get $q) (local.get $es)))
+            (local.set $t (i32.add (local.get $t) (i32.const 16)))
+            (local.set $u (i32.add (local.get $u) (local.get $es)))
+            (local.set $c (i32.add (local.get $c) (i32.const 16)))
+            (local.set $j (i32.add (local.get $j) (i32.const 4)))
+            (br $next)))
+        (local.set $a (i32.add (local.get $a) (local.get $as)))
+        (local.set $b (i32.add (local.get $b) (local.get $bs)))
+        (local.set $x (i32.add (local.get $x) (local.get $xs)))
+        (local.set $y1 (i32.add (local.get $y1) (local.get $y1s)))
+        (local.set $y2 (i32.add (local.get $y2) (local.get $y2s)))
+        (local.set $rstd (i32.add (local.get $rstd) (i32.const 4)))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $row))))
+)

@@ -1,0 +1,46 @@
+/**
+ * The float64 oracle of aclnnAddRmsNormCast and aclnnAdaLayerNorm(V2) in the kernel contract
+ * (tests/oracle/ada_layer_norm.ts), each output rounded once to its dtype.
+ *
+ * @module
+ */
+
+import type {
+  AdaLayerNormPlan,
+  AdaLayerNormTensors,
+  AddRmsNormCastPlan,
+  AddRmsNormCastTensors,
+} from "../../../src/backends/types.ts";
+import type { Tensor } from "../../../src/tensor/tensor.ts";
+import { adaLayerNorm as ada, addRmsNormCast as cast } from "../ada_layer_norm.ts";
+import { read, write } from "./io.ts";
+
+const list = (t: Tensor | undefined) => (t ? Array.from(read(t)) : undefined);
+
+/** aclnnAddRmsNormCast (y1 the exact y, y2 its rounding). */
+export function addRmsNormCast(plan: AddRmsNormCastPlan, t: AddRmsNormCastTensors): void {
+  const { rows, cols } = plan.geometry;
+  if (rows === 0 || cols === 0) return;
+  const r = cast(list(t.x1)!, list(t.x2)!, cols, plan.epsilon, list(t.gamma)!);
+  for (const [out, v] of [[t.y1, r.y], [t.y2, r.y], [t.rstd, r.rstd], [t.x, r.x]] as const) {
+    write(out, v);
+  }
+}
+
+/** aclnnAdaLayerNorm and aclnnAdaLayerNormV2. */
+export function adaLayerNorm(plan: AdaLayerNormPlan, t: AdaLayerNormTensors): void {
+  const H = plan.geometry.cols;
+  const r = ada(
+    list(t.x)!,
+    plan.seq,
+    H,
+    plan.epsilon,
+    list(t.scale)!,
+    list(t.shift)!,
+    list(t.weight),
+    list(t.bias),
+  );
+  write(t.output, r.y);
+  if (t.mean) write(t.mean, r.mean);
+  if (t.rstd) write(t.rstd, r.rstd);
+}
