@@ -86,6 +86,8 @@ const TARGETS: Target[] = [
       "sim_ops_ada_layer_norm.c",
       "sim_ops_add_layer_norm_grad.c",
       "sim_ops_deep_norm_grad.c",
+      "sim_ops_group_norm_silu.c",
+      "sim_ops_group_norm_swish.c",
       "sim_soc.c",
       "sim_rules.c",
       "sim_decomposed.c",

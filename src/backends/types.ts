@@ -49,6 +49,13 @@ import type {
 } from "./row_norm_types.ts";
 
 export * from "./row_norm_types.ts";
+import type {
+  GroupNormSiluPlan,
+  GroupNormSiluTensors,
+  GroupNormSwishPlan,
+  GroupNormSwishTensors,
+} from "./group_norm_act_types.ts";
+export * from "./group_norm_act_types.ts";
 export * from "./batch_norm_family_types.ts";
 import type {
   BatchNormReducePlan,
@@ -462,6 +469,12 @@ export interface Kernels {
   addLayerNormGrad(plan: AddLayerNormGradPlan, tensors: AddLayerNormGradTensors): void;
   /** aclnnDeepNormGrad. */
   deepNormGrad(plan: DeepNormGradPlan, tensors: DeepNormGradTensors): void;
+  /** aclnnGroupNormSilu (plan.activateSilu is true). */
+  groupNormSilu(plan: GroupNormSiluPlan, tensors: GroupNormSiluTensors): void;
+  /** aclnnGroupNormSiluV2. */
+  groupNormSiluV2(plan: GroupNormSiluPlan, tensors: GroupNormSiluTensors): void;
+  /** aclnnGroupNormSwish. */
+  groupNormSwish(plan: GroupNormSwishPlan, tensors: GroupNormSwishTensors): void;
 }
 
 /** The operator names of {@linkcode Kernels}. */

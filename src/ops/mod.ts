@@ -54,6 +54,19 @@ export type { BatchNormElemtArgs, BatchNormElemtOut } from "./batch_norm_elemt.t
 export { batchNorm } from "./batch_norm.ts";
 export type { BatchNormArgs, BatchNormOut, BatchNormResult } from "./batch_norm.ts";
 export { groupNorm } from "./group_norm.ts";
+export { groupNormSilu, groupNormSiluV2 } from "./group_norm_silu.ts";
+export { groupNormSwish } from "./group_norm_swish.ts";
+export type {
+  GroupNormSwishArgs,
+  GroupNormSwishOut,
+  GroupNormSwishResult,
+} from "./group_norm_swish.ts";
+export type {
+  GroupNormSiluArgs,
+  GroupNormSiluOut,
+  GroupNormSiluResult,
+  GroupNormSiluV2Args,
+} from "./group_norm_silu.ts";
 export type { GroupNormArgs, GroupNormOut, GroupNormResult } from "./group_norm.ts";
 export { instanceNorm } from "./instance_norm.ts";
 export type { InstanceNormArgs, InstanceNormOut, InstanceNormResult } from "./instance_norm.ts";

@@ -300,6 +300,60 @@ function groupNormCase(
   );
 }
 
+/**
+ * groupNormSilu (swishScale 1), groupNormSwish (another scale, float32 gamma and statistics
+ * for 16-bit data every other case) or the plain write (undefined), against the oracle;
+ * `extremes` puts NaN, +-Inf and values far outside the group's spread in the data.
+ */
+function groupNormActCase(
+  shape: number[],
+  dtype: DType,
+  layout: TestLayout,
+  i: number,
+  group: number,
+  scale: number | undefined,
+  extremes = false,
+): void {
+  const [N, C] = shape;
+  const HxW = numel(shape.slice(2));
+  const input = data(shape, dtype, layout, 190 + i);
+  if (extremes) {
+    const v = input.toFloat64Array();
+    v[1] = NaN;
+    v[HxW * 2 + 1] = Infinity;
+    v[HxW * 4 + 2] = -Infinity;
+    for (let k = 3; k < v.length; k += 7) v[k] *= 3e3;
+    input.copy_(v);
+  }
+  const swish = scale !== undefined && scale !== 1;
+  const stats = swish && i % 2 === 1 ? "float32" : dtype;
+  const set: TensorSet = {
+    [swish ? "x" : "self"]: input,
+    gamma: channels(C, stats, 191 + i),
+    beta: channels(C, stats, 192 + i),
+    [swish ? "y" : "output"]: output(shape, dtype, outLayoutOf(layout, i)),
+    mean: Tensor.zeros([N, group], stats),
+    rstd: Tensor.zeros([N, group], stats),
+  };
+  const label = `groupNorm act ${scale} ${dtype} ${layout} ${shape} g${group}`;
+  if (swish) {
+    const plan = {
+      N,
+      C,
+      HxW,
+      numGroups: group,
+      dataFormat: "NCHW",
+      eps: 1e-5,
+      activateSwish: true,
+      swishScale: scale,
+    };
+    compare(label, set, (k, t) => k.groupNormSwish(plan, t as never));
+  } else {
+    const plan = { N, C, HxW, group, eps: 1e-5, activateSilu: scale === 1 };
+    compare(label, set, (k, t) => k.groupNormSiluV2(plan, t as never));
+  }
+}
+
 function groupNormBackwardCase(
   shape: number[],
   dtype: DType,
@@ -386,6 +440,23 @@ Deno.test("fast batchNorm = reference: training and evaluation", () => {
 
 Deno.test("fast groupNorm = reference: groups 1, 2, 3, 6", () => {
   sweep((shape, dtype, layout, i) => groupNormCase(shape, dtype, layout, i, [1, 2, 3, 6][i % 4]));
+});
+
+Deno.test("fast groupNormSilu / groupNormSwish = reference: groups, scales, activation off", () => {
+  sweep((shape, dtype, layout, i) => {
+    groupNormActCase(
+      shape,
+      dtype,
+      layout,
+      i,
+      [1, 2, 3, 6][i % 4],
+      [1, 0.5, -1.7, undefined][i % 4],
+    );
+  });
+});
+
+Deno.test("fast groupNormSilu: NaN and Inf propagate, large |g| saturate as CANN's formula", () => {
+  for (const dtype of FLOATS) groupNormActCase([2, 6, 5, 4], dtype, "contiguous", 0, 3, 1, true);
 });
 
 Deno.test("fast groupNormBackward = reference: groups, masks", () => {
@@ -626,6 +697,30 @@ function largeCases(dtype: DType, layout: TestLayout): [KernelName, unknown, () 
       output: output(shape, dtype, layout),
       mean: Tensor.zeros([N, 4], dtype),
       rstd: Tensor.zeros([N, 4], dtype),
+    })],
+    ["groupNormSilu", { N, C, HxW, group: 4, eps: 1e-5, activateSilu: true }, () => ({
+      self: x(),
+      gamma: ch(5),
+      output: output(shape, dtype, layout),
+      mean: Tensor.zeros([N, 4], dtype),
+      rstd: Tensor.zeros([N, 4], dtype),
+    })],
+    ["groupNormSwish", {
+      N,
+      C,
+      HxW,
+      numGroups: 2,
+      dataFormat: "NCHW",
+      eps: 1e-5,
+      activateSwish: true,
+      swishScale: 0.7,
+    }, () => ({
+      x: x(),
+      gamma: ch(5),
+      beta: ch(6),
+      y: output(shape, dtype, layout),
+      mean: Tensor.zeros([N, 2]),
+      rstd: Tensor.zeros([N, 2]),
     })],
     ["groupNormBackward", { N, C, HxW, group: 4, mask: [true, true, true] }, () => ({
       gradOut: dy(),

@@ -112,6 +112,8 @@ Deno.test("wasm FP16 build: the bits of the baseline build, every kernel, every 
     "bn_stats_rows",
     "bn_sums_pix",
     "bn_sums_rows",
+    "bn_swish_pix",
+    "bn_swish_rows",
     "ln_bwd",
     "ln_fwd",
     "rms_bwd",

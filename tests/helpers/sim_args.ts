@@ -47,6 +47,7 @@ export function bf16RefusalText(op: SocOperator): RegExp {
     case "aclnnDeepNorm":
     case "aclnnAddLayerNormGrad":
     case "aclnnDeepNormGrad":
+    case "aclnnGroupNormSwish":
       return /inconsistent with that defined in the operator prototype OpDef/;
     default:
       return /not implemented for DT_BF16, should be in dtype support list \[/;
@@ -386,6 +387,33 @@ export function argsFor(
         out(pick(o, "dgx", () => fresh(npu, X, dt))),
         out(pick(o, "dbeta", () => fresh(npu, [L]))),
         out(pick(o, "dgamma", () => fresh(npu, [L]))),
+      ];
+    case "aclnnGroupNormSilu":
+    case "aclnnGroupNormSiluV2":
+      return [
+        t(pick(o, "self", x)),
+        t(pick(o, "gamma", () => full(npu, [C], 1.5, dt))),
+        t(pick(o, "beta", () => full(npu, [C], 0.5, dt))),
+        arg.i64(1),
+        arg.f64(EPS),
+        ...(op === "aclnnGroupNormSiluV2" ? [arg.bool(true)] : []),
+        out(pick(o, "out", () => fresh(npu, X, dt))),
+        out(pick(o, "meanOut", () => fresh(npu, [N, 1], dt))),
+        out(pick(o, "rstdOut", () => fresh(npu, [N, 1], dt))),
+      ];
+    case "aclnnGroupNormSwish":
+      return [
+        t(pick(o, "x", x)),
+        t(pick(o, "gamma", () => full(npu, [C], 1.5, dt))),
+        t(pick(o, "beta", () => full(npu, [C], 0.5, dt))),
+        arg.i64(1),
+        arg.string("NCHW"),
+        arg.f64(EPS),
+        arg.bool(true),
+        arg.f64(1),
+        out(pick(o, "yOut", () => fresh(npu, X, dt))),
+        out(pick(o, "meanOut", () => fresh(npu, [N, 1], dt))),
+        out(pick(o, "rstdOut", () => fresh(npu, [N, 1], dt))),
       ];
   }
 }

@@ -161,6 +161,9 @@ Deno.test("argument names: every operator refuses an unknown field", async () =>
     ["aclnnAdaLayerNormV2", (a) => ops.adaLayerNormV2(a as never)],
     ["aclnnAddLayerNormGrad", (a) => ops.addLayerNormGrad(a as never)],
     ["aclnnDeepNormGrad", (a) => ops.deepNormGrad(a as never)],
+    ["aclnnGroupNormSilu", (a) => ops.groupNormSilu(a as never)],
+    ["aclnnGroupNormSiluV2", (a) => ops.groupNormSiluV2(a as never)],
+    ["aclnnGroupNormSwish", (a) => ops.groupNormSwish(a as never)],
     [
       "infiniopCreateBatchNormBackwardDescriptor",
       (a) => ops.createBatchNormBackwardDescriptor(a as never),
@@ -231,4 +234,27 @@ Deno.test("argument names: fastBatchNormBackward takes CANN's names, version inc
     outputMask: [1, 1, 1].map(Boolean),
   });
   assert.deepEqual(Object.keys(r), ["gradInput", "gradWeight", "gradBias"]);
+});
+
+Deno.test("argument names: groupNormSilu takes no activateSilu (a V2 argument), V2 does", () => {
+  const self = Tensor.ones([1, 2, 2]);
+  const e = assertAclnnError(
+    () => ops.groupNormSilu({ self, group: 1, activateSilu: false } as never),
+    INVALID,
+    "activateSilu",
+  );
+  assert.ok(e.message.includes("aclnnGroupNormSilu"), e.message);
+  assert.deepEqual(
+    ops.groupNormSiluV2({ self, group: 1, activateSilu: false }).output.shape,
+    [1, 2, 2],
+  );
+  // CANN's names: self (not input), numGroups and x for Swish; outputs output / y.
+  assertAclnnError(() => ops.groupNormSilu({ input: self, group: 1 } as never), INVALID, "input");
+  const r = ops.groupNormSwish({
+    x: self,
+    gamma: Tensor.ones([2]),
+    beta: Tensor.zeros([2]),
+    numGroups: 1,
+  });
+  assert.deepEqual(Object.keys(r), ["y", "mean", "rstd"]);
 });

@@ -61,6 +61,7 @@ export {
   groupNormForward64,
 } from "./group_norm.ts";
 export { type GroupNormBackward64, groupNormBackward64 } from "./group_norm_backward.ts";
+export { type GroupNormSwish64, groupNormSwish64, swish64 } from "./group_norm_silu.ts";
 export {
   gemmaRmsNorm as gemmaRmsNorm64,
   layerNorm as layerNorm64,

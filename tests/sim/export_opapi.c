@@ -263,6 +263,36 @@ SIM_PUBLIC aclnnStatus aclnnDeepNormGradGetWorkspaceSize(const aclTensor *dy, co
                                workspaceSize, (void **)executor);
 }
 SIM_PHASE2(aclnnDeepNormGrad, SIM_OP_DEEP_NORM_GRAD)
+
+SIM_PUBLIC aclnnStatus aclnnGroupNormSiluGetWorkspaceSize(const aclTensor *self, const aclTensor *gamma,
+                                                          const aclTensor *beta, int64_t group, double eps,
+                                                          aclTensor *out, aclTensor *meanOut, aclTensor *rstdOut,
+                                                          uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_gn_silu_ws("aclnnGroupNormSilu", self, gamma, beta, group, eps, true, out, meanOut, rstdOut,
+                        workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnGroupNormSilu, SIM_OP_GN_SILU)
+
+SIM_PUBLIC aclnnStatus aclnnGroupNormSiluV2GetWorkspaceSize(const aclTensor *self, const aclTensor *gamma,
+                                                            const aclTensor *beta, int64_t group, double eps,
+                                                            bool activateSilu, aclTensor *out, aclTensor *meanOut,
+                                                            aclTensor *rstdOut, uint64_t *workspaceSize,
+                                                            aclOpExecutor **executor) {
+  return sim_gn_silu_ws("aclnnGroupNormSiluV2", self, gamma, beta, group, eps, activateSilu, out, meanOut, rstdOut,
+                        workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnGroupNormSiluV2, SIM_OP_GN_SILU)
+
+SIM_PUBLIC aclnnStatus aclnnGroupNormSwishGetWorkspaceSize(const aclTensor *x, const aclTensor *gamma,
+                                                           const aclTensor *beta, int64_t numGroups,
+                                                           char *dataFormatOptional, double eps, bool activateSwish,
+                                                           double swishScale, const aclTensor *yOut,
+                                                           const aclTensor *meanOut, const aclTensor *rstdOut,
+                                                           uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_gn_swish_ws(x, gamma, beta, numGroups, dataFormatOptional, eps, activateSwish, swishScale, yOut, meanOut,
+                         rstdOut, workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnGroupNormSwish, SIM_OP_GN_SWISH)
 #endif
 
 #ifdef SIM_WITH_MATH

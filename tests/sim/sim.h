@@ -93,6 +93,8 @@ typedef enum {
   SIM_OP_ADA_LAYER_NORM_V2,
   SIM_OP_ADD_LAYER_NORM_GRAD,
   SIM_OP_DEEP_NORM_GRAD,
+  SIM_OP_GN_SILU, /* aclnnGroupNormSilu and aclnnGroupNormSiluV2: one executor kind */
+  SIM_OP_GN_SWISH,
   SIM_OP_COUNT
 } SimOpId;
 
@@ -146,6 +148,10 @@ typedef struct {
   int32_t npu_arch;       /* [version] NpuArch of the platform file (SIM_DAV_RESV: none) */
   int32_t overflow_mode;  /* SimOverflowMode the modelled narrow-dtype steps round with */
   bool decomposed;        /* the chip takes the op_api decomposition sim_decomposed.c models */
+  /* GroupNormSilu / GroupNormSwish (sim_ops_group_norm_*.c) */
+  bool activate;      /* activateSilu / activateSwish */
+  bool cast_round;    /* 16-bit outputs cast half away from zero (CAST_ROUND, A2/A3 GroupNormSilu) */
+  double swish_scale; /* s of gn / (1 + exp(-s gn)): 1 for SiLU */
 } SimPlan;
 
 /* ---- the platform (sim_soc.c): CANN's platform file <SoC_version>.ini, read at run time ---- */
@@ -433,6 +439,13 @@ SIM_CORE_API int sim_add_rms_norm_cast_ws(const void *x1, const void *x2, const 
 SIM_CORE_API int sim_ada_layer_norm_ws(bool v2, const void *x, const void *scale, const void *shift, const void *weight,
                                        const void *bias, double epsilon, const void *out, const void *meanOut,
                                        const void *rstdOut, uint64_t *ws, void **exec);
+SIM_CORE_API int sim_gn_silu_ws(const char *api, const void *self, const void *gamma, const void *beta, int64_t group,
+                                double eps, bool activateSilu, const void *out, const void *meanOut,
+                                const void *rstdOut, uint64_t *ws, void **exec);
+SIM_CORE_API int sim_gn_swish_ws(const void *x, const void *gamma, const void *beta, int64_t numGroups,
+                                 const char *dataFormat, double eps, bool activateSwish, double swishScale,
+                                 const void *yOut, const void *meanOut, const void *rstdOut, uint64_t *ws,
+                                 void **exec);
 /* Their computations, called by sim_op_run at synchronisation (core-internal). */
 int sim_run_layer_norm(const SimPlan *p);
 int sim_run_layer_norm_backward(const SimPlan *p);
@@ -450,5 +463,10 @@ int sim_run_deep_norm(const SimPlan *p);
 int sim_run_instance_norm(const SimPlan *p);
 int sim_run_add_layer_norm_grad(const SimPlan *p);
 int sim_run_deep_norm_grad(const SimPlan *p);
+int sim_run_gn_silu(const SimPlan *p);
+int sim_run_gn_swish(const SimPlan *p);
+double sim_gs_cast_round(double v, int32_t dt); /* CAST_ROUND of a float value to dt */
+double sim_gs_swish(double gn, double s);       /* float gn / (1 + exp(-s gn)) */
+void sim_gs_geometry(SimPlan *p, const SimTensorDesc *x, int64_t group); /* N, C, HxW, group of x */
 
 #endif

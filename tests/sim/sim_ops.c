@@ -1647,6 +1647,8 @@ int sim_op_run(const SimPlan *p, void *workspace) {
     case SIM_OP_ADA_LAYER_NORM_V2: return sim_run_ada_layer_norm(p);
     case SIM_OP_ADD_LAYER_NORM_GRAD: return sim_run_add_layer_norm_grad(p);
     case SIM_OP_DEEP_NORM_GRAD: return sim_run_deep_norm_grad(p);
+    case SIM_OP_GN_SILU: return sim_run_gn_silu(p);
+    case SIM_OP_GN_SWISH: return sim_run_gn_swish(p);
     default: return -1;
   }
 }

@@ -27,6 +27,7 @@ import {
   type SocOperator,
 } from "../../src/backends/ascend/soc.ts";
 import { isBatchNormFamilyOperator } from "../../src/backends/ascend/soc_batch_norm_family.ts";
+import { isGroupNormActOperator } from "../../src/backends/ascend/soc_group_norm_act.ts";
 import { arg } from "../../src/ffi/executor.ts";
 import type { AscendDevice } from "../../src/ffi/runtime.ts";
 import type { Tensor } from "../../src/tensor/tensor.ts";
@@ -122,7 +123,9 @@ Deno.test("sim fidelity: bf16 and float32 acceptance per SoC family and operator
                 text.includes(`support for npuArch ${family.npuArch} is not implemented`),
                 text,
               );
-            } else if (isRowNormOperator(op) || isBatchNormFamilyOperator(op)) {
+            } else if (
+              isRowNormOperator(op) || isBatchNormFamilyOperator(op) || isGroupNormActOperator(op)
+            ) {
               // sim_ops_norm.c nrm_product: the SoC, and the product when a document names it.
               assert.ok(text.includes(soc) && text.includes(op), text);
               assert.match(text, /the operator is not supported on SoC/);
@@ -247,6 +250,10 @@ Deno.test("sim fidelity: CANN's dtype messages, quirks included", () => {
         expectAclnn(npu, op, argsFor(npu, op, "float32"), INVALID, "only supports Ascend310p", op);
       } else if (isRowNormOperator(op) || isBatchNormFamilyOperator(op)) {
         // sim_ops_norm.c nrm_soc: the LayerNorm/RMSNorm operators refuse a SoC of no family.
+      } else if (
+        isRowNormOperator(op) || isBatchNormFamilyOperator(op) || isGroupNormActOperator(op)
+      ) {
+        // sim_ops_norm.c nrm_soc: the operators on its framework refuse a SoC of no family.
         expectAclnn(npu, op, argsFor(npu, op, "float32"), INVALID, "is in no SoC family", op);
       } else {
         expectAclnn(npu, op, argsFor(npu, op, "float32"), 561103, "no kernel binary for SoC", op);

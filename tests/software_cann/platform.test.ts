@@ -96,6 +96,11 @@ function bf16(op: SocOperator, { arch, sv }: Chip): boolean {
       return false;
     case "aclnnFastBatchNormBackward": // aclnn_fast_batch_norm_backward.cpp GetDtypeSupportList:
       return true; // `>= ASCEND910B || <= ASCEND910E` holds for every SocVersion
+    case "aclnnGroupNormSilu": // aclnn_group_norm_silu.cpp:64-71 GetDtypeSupportList
+    case "aclnnGroupNormSiluV2":
+      return v2201or3510;
+    case "aclnnGroupNormSwish": // group_norm_swish_def.cpp:69-104: BF16 rows everywhere
+      return true;
   }
 }
 
@@ -119,9 +124,13 @@ function documented(op: SocOperator, { sv }: Chip): boolean {
     case "aclnnAddLayerNormGrad": // aclnnAddLayerNormGrad.md: 950, A3, A2, 310P
     case "aclnnDeepNormGrad": // aclnnDeepNormGrad.md: 950, A3, A2, 310P
       return [3, 2, 1, 6].includes(sv);
+    case "aclnnGroupNormSilu": // 950, A3, A2, 310P
+    case "aclnnGroupNormSiluV2":
+      return [3, 2, 1, 6].includes(sv);
     case "aclnnGemmaRmsNorm": // 950, A3, A2
     case "aclnnAddRmsNormCast":
     case "aclnnAdaLayerNormV2":
+    case "aclnnGroupNormSwish": // 950, A3, A2
     case "aclnnBatchNormReduce": // 950, A3, A2
     case "aclnnSyncBatchNormGatherStats":
       return [3, 2, 1].includes(sv);

@@ -42,6 +42,7 @@ import type {
 } from "../types.ts";
 import { ascendRules } from "./rules.ts";
 import { ascendRowNormKernels } from "./row_norm.ts";
+import { ascendGroupNormActKernels } from "./group_norm_act.ts";
 import { invstdToSaved, savedToInvstd } from "./save_statistics.ts";
 
 function deviceOf(t: Tensor): AscendDevice {
@@ -331,4 +332,6 @@ export const ascendBackend: Backend = {
 
   // LayerNorm / RMSNorm (row_norm.ts).
   ...ascendRowNormKernels,
+  // GroupNormSilu, GroupNormSiluV2, GroupNormSwish (group_norm_act.ts).
+  ...ascendGroupNormActKernels,
 };

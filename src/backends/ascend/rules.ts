@@ -15,6 +15,7 @@ import type { Tensor } from "../../tensor/tensor.ts";
 import type { DeviceRules } from "../types.ts";
 import { deviceSocFamily } from "./device_soc.ts";
 import { checkRowNormRules } from "./row_norm_rules.ts";
+import { checkGroupNormActRules, isGroupNormActOperator } from "./soc_group_norm_act.ts";
 import {
   bf16Allowed,
   describeSoc,
@@ -73,6 +74,7 @@ export const ascendRules: DeviceRules = {
       }
     }
     if (isRowNormOperator(op)) checkRowNormRules(op, family, where, tensors, scalars);
+    if (isGroupNormActOperator(op)) checkGroupNormActRules(op, family, where, tensors, scalars);
     if (op === "aclnnGroupNormBackward") {
       const gradOut = tensors.gradOut;
       if (gradOut && !groupNormBackwardMixedPrecision(family)) {

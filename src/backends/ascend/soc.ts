@@ -30,6 +30,7 @@ import {
   SocVersion,
 } from "./soc_families.ts";
 import * as bnFamily from "./soc_batch_norm_family.ts";
+import * as gnAct from "./soc_group_norm_act.ts";
 
 /** The LayerNorm / RMSNorm operators (normalized trailing dims). */
 export const ROW_NORM_OPERATORS = [
@@ -63,6 +64,7 @@ export const SOC_OPERATORS = [
   "aclnnInstanceNorm",
   ...ROW_NORM_OPERATORS,
   ...bnFamily.BATCH_NORM_FAMILY_OPERATORS,
+  ...gnAct.GROUP_NORM_ACT_OPERATORS,
 ] as const;
 
 /** One of {@linkcode SOC_OPERATORS}. */
@@ -155,6 +157,10 @@ export function bf16Allowed(op: SocOperator, family: SocFamily): boolean {
     case "aclnnAddLayerNormGrad":
     case "aclnnDeepNormGrad":
       return normBf16Allowed(op, family);
+    case "aclnnGroupNormSilu":
+    case "aclnnGroupNormSiluV2":
+    case "aclnnGroupNormSwish":
+      return gnAct.groupNormActBf16(op, family);
     default: // aclnnBatchNormReduce, aclnnSyncBatchNormGatherStats
       return bnFamily.batchNormFamilyBf16(op, family);
   }
@@ -183,6 +189,7 @@ export function operatorSupported(op: SocOperator, family: SocFamily): boolean {
   // aclnnInstanceNorm: SocVersion ASCEND310P only, refused after the parameter checks
   // (ops-nn norm/instance_norm_v3/op_host/op_api/aclnn_instance_norm.cpp CheckPlatform).
   if (op === "aclnnInstanceNorm") return family.socVersion === SocVersion.ASCEND310P;
+  if (gnAct.isGroupNormActOperator(op)) return gnAct.groupNormActSupported(op, family);
   if (family.name === "Ascend310B") return false;
   if (family.name === "Ascend310P") return op === "aclnnBatchNorm" || op === "aclnnGroupNorm";
   return true;

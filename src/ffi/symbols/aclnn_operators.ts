@@ -494,6 +494,58 @@ export const ACLNN_OPERATORS = {
       ["rstdOutOptional", "output"],
     ],
   },
+  // ops-nn norm/group_norm_silu/op_host/op_api/aclnn_group_norm_silu.h (hand-written).
+  aclnnGroupNormSilu: {
+    library: "nn",
+    header: "aclnnop/aclnn_group_norm_silu.h",
+    optional: true,
+    params: [
+      ["self", "tensor"],
+      ["gamma", "tensor"],
+      ["beta", "tensor"],
+      ["group", "i64"],
+      ["eps", "f64"],
+      ["out", "output"],
+      ["meanOut", "output"],
+      ["rstdOut", "output"],
+    ],
+  },
+  aclnnGroupNormSiluV2: {
+    library: "nn",
+    header: "aclnnop/aclnn_group_norm_silu.h",
+    optional: true,
+    params: [
+      ["self", "tensor"],
+      ["gamma", "tensor"],
+      ["beta", "tensor"],
+      ["group", "i64"],
+      ["eps", "f64"],
+      ["activateSilu", "bool"],
+      ["out", "output"],
+      ["meanOut", "output"],
+      ["rstdOut", "output"],
+    ],
+  },
+  // Generated header (ops-nn group_norm_swish_def.cpp): inputs, attributes, outputs.
+  aclnnGroupNormSwish: {
+    library: "nn",
+    header:
+      "aclnnop/aclnn_group_norm_swish.h (generated; ops-nn norm/group_norm_swish/op_host/group_norm_swish_def.cpp)",
+    optional: true,
+    params: [
+      ["x", "tensor"],
+      ["gamma", "tensor"],
+      ["beta", "tensor"],
+      ["numGroups", "i64"],
+      ["dataFormatOptional", "string"],
+      ["eps", "f64"],
+      ["activateSwish", "bool"],
+      ["swishScale", "f64"],
+      ["yOut", "output"],
+      ["meanOut", "output"],
+      ["rstdOut", "output"],
+    ],
+  },
   aclnnBatchNormStats: {
     library: "math",
     header: "aclnnop/aclnn_batch_norm_stats.h",

@@ -23,6 +23,7 @@ import { addLayerNorm, deepNorm } from "./fused_layer_norms.ts";
 import { adaLayerNorm, addRmsNormCast } from "./ada_layer_norm.ts";
 import { addLayerNormGrad, deepNormGrad } from "./fused_layer_norm_grads.ts";
 import { groupNorm, groupNormBackward } from "./group_norm.ts";
+import { groupNormSilu, groupNormSwish } from "./group_norm_act.ts";
 import {
   addRmsNorm,
   gemmaRmsNorm,
@@ -65,4 +66,7 @@ export const referenceKernels: Kernels = {
   fastBatchNormBackward: batchNormBackward,
   addLayerNormGrad,
   deepNormGrad,
+  groupNormSilu,
+  groupNormSiluV2: groupNormSilu,
+  groupNormSwish,
 };

@@ -117,13 +117,32 @@ export function instanceNorm(plan: InstanceNormPlan, t: InstanceNormTensors): vo
 }
 
 /**
+ * GroupNorm whose write applies y = g / (1 + exp(-swishScale * g)) to the normalized value g
+ * when `swishScale` is given (aclnnGroupNormSilu with 1, aclnnGroupNormSwish), in the same
+ * pass over the data (the "swish" write, wasm/channel_swish.wat), otherwise groupNorm. The
+ * statistics, constants and roundings are groupNorm's: those every SoC computes. A2/A3's
+ * GroupNormSilu kernel forms the variance as E[x^2] - mean^2 and rounds its 16-bit outputs half
+ * away from zero (docs/norm_family_kernels.md section 9); Ascend 950's does neither, so, as
+ * for addRmsNorm (wasm/row_norms.wat add_rms_fwd), those stay in the software CANN.
+ */
+export function groupNormActivated(
+  plan: GroupNormPlan,
+  t: GroupNormTensors,
+  swishScale: number | undefined,
+): void {
+  groupNormWith(plan, t, "rstd", swishScale);
+}
+
+/**
  * The GroupNorm forward stages; `second` says what goes into `t.rstd`: 1/sqrt(var + eps)
- * (aclnnGroupNorm) or the biased var itself (aclnnInstanceNorm, where t.rstd is its variance).
+ * (aclnnGroupNorm) or the biased var itself (aclnnInstanceNorm, where t.rstd is its variance);
+ * `swishScale`, when given, the activation of the write (groupNormActivated).
  */
 function groupNormWith(
   plan: GroupNormPlan,
   t: GroupNormTensors,
   second: "rstd" | "variance",
+  swishScale?: number,
 ): void {
   const { N, C, HxW, group } = plan;
   if (N * C * HxW === 0) {
@@ -136,7 +155,7 @@ function groupNormWith(
     return runStaged(
       t,
       { inputs: ["input"], outputs: ["output"] },
-      (s) => groupNormWith(plan, s, second),
+      (s) => groupNormWith(plan, s, second, swishScale),
       relayout(N, C),
     );
   }
@@ -144,13 +163,18 @@ function groupNormWith(
     const blocks = sampleBlocks(N, [t.input], [t.input, t.output], [t.mean, t.rstd]);
     if (blocks) {
       for (const [n0, n1] of blocks) {
-        groupNormWith({ ...plan, N: n1 - n0 }, {
-          ...t,
-          input: t.input.slice(0, n0, n1),
-          output: t.output.slice(0, n0, n1),
-          mean: sampleView(t.mean, N, n0, n1)!,
-          rstd: sampleView(t.rstd, N, n0, n1)!,
-        }, second);
+        groupNormWith(
+          { ...plan, N: n1 - n0 },
+          {
+            ...t,
+            input: t.input.slice(0, n0, n1),
+            output: t.output.slice(0, n0, n1),
+            mean: sampleView(t.mean, N, n0, n1)!,
+            rstd: sampleView(t.rstd, N, n0, n1)!,
+          },
+          second,
+          swishScale,
+        );
       }
       return;
     }
@@ -158,13 +182,15 @@ function groupNormWith(
   const eps = Math.fround(plan.eps);
   const D = C / group;
   const stats = statsStage(call, t.input);
+  // Per (n, c): the normalize constants, and for the swish write -swishScale after them.
+  const count = swishScale === undefined ? NORMALIZE_CONSTANTS : NORMALIZE_CONSTANTS + 1;
   const write = writeStage(
     call,
-    "normalize",
+    swishScale === undefined ? "normalize" : "swish",
     undefined,
     t.input,
     t.output,
-    float64(call, NORMALIZE_CONSTANTS * N * C),
+    float64(call, count * N * C),
   );
   const gamma = channelValuesOr(t.gamma, C, 1);
   const beta = channelValuesOr(t.beta, C, 0);
@@ -186,8 +212,9 @@ function groupNormWith(
         rstd[ng] = 1 / Math.sqrt(v + eps);
         if (variance !== rstd) variance[ng] = v;
         for (let c = g * D; c < (g + 1) * D; c++) {
-          const at = n * NORMALIZE_CONSTANTS * C + c;
+          const at = n * count * C + c;
           normalizeCentered(mean[ng], rstd[ng] * gamma[c], beta[c], write.constants, at, C);
+          if (swishScale !== undefined) write.constants[at + 3 * C] = -swishScale;
         }
       }
     }

@@ -20,6 +20,7 @@ import { batchNormGatherStatsWithCounts } from "./batch_norm_gather_stats.ts";
 import { batchNormReduce } from "./batch_norm_reduce.ts";
 import { syncBatchNormGatherStats } from "./sync_batch_norm_gather_stats.ts";
 import { groupNorm, groupNormBackward, instanceNorm } from "./group_norm.ts";
+import { groupNormSilu, groupNormSwish } from "./group_norm_act.ts";
 import { rowKernels } from "../rows/mod.ts";
 
 /** Every operator's streaming kernel. */
@@ -33,6 +34,9 @@ export const fastKernels: Kernels = {
   batchNormElemtBackward,
   batchNorm,
   groupNorm,
+  groupNormSilu,
+  groupNormSiluV2: groupNormSilu,
+  groupNormSwish,
   batchNormReduce,
   syncBatchNormGatherStats,
   instanceNorm,

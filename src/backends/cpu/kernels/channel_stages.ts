@@ -1,6 +1,6 @@
 /**
  * The BatchNorm family's stages (statistics, sums, and the normalize, gradient and scale
- * writes of every BatchNorm operator) on their float32 WebAssembly kernels
+ * writes of every BatchNorm operator, and GroupNormSilu/GroupNormSwish's swish write) on their float32 WebAssembly kernels
  * (src/backends/cpu/wasm/channel_norms.wat, channel_pixels.wat), one kernel call per work
  * item, on the tensors in place in the host heap: `rows` (NCHW: each (n, c) a contiguous run) and dense `pixels`
  * (channels-last, C a multiple of 4, at most {@linkcode MAX_PIXEL_CHANNELS}). A call whose
@@ -116,6 +116,22 @@ export interface ChannelExports {
   ): void;
   /** The scale write of `pix` pixels. */
   bn_scale_pix(dy: number, o: number, C: number, dt: number, pix: number, k: number): void;
+  /** y = g / (1 + exp(g * k3)), g = (x - k0) * k1 + k2, over `rows` runs (channel_swish.wat). */
+  bn_swish_rows(
+    x: number,
+    xs: number,
+    o: number,
+    os: number,
+    inner: number,
+    dt: number,
+    rows: number,
+    k0: number,
+    k1: number,
+    k2: number,
+    k3: number,
+  ): void;
+  /** The swish write of `pix` pixels, four float32 constants a channel at k as bn_grad_pix's. */
+  bn_swish_pix(x: number, o: number, C: number, dt: number, pix: number, k: number): void;
 }
 
 /**
@@ -148,7 +164,7 @@ function rowsOfItem(layout: Layout, item: number): [c: number, n0: number, n1: n
 
 /** Per-channel constants of each write kind (formulas.ts: NORMALIZE_CONSTANTS etc.). */
 function constantCount(op: ChannelStage["op"]): number {
-  return op === "normalize" ? 3 : op === "gradient" ? 4 : op === "scale" ? 1 : 0;
+  return op === "normalize" ? 3 : op === "gradient" || op === "swish" ? 4 : op === "scale" ? 1 : 0;
 }
 
 /**
@@ -207,13 +223,14 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
           s.partials[2 * u] = f64[0];
           s.partials[2 * u + 1] = f64[1];
           break;
-        case "normalize": {
+        case "normalize":
+        case "swish": {
+          // The swish write is the normalize write and -swishScale (channel_swish.wat).
           const q = s.constants;
-          const o = row(s.outHeap, s.outAt);
-          k.bn_norm_rows(
+          const args = [
             row(s.xHeap, s.xAt),
             xs,
-            o,
+            row(s.outHeap, s.outAt),
             os,
             inner,
             dt,
@@ -221,7 +238,9 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
             q[kc],
             q[C + kc],
             q[2 * C + kc],
-          );
+          ] as const;
+          if (s.op === "swish") k.bn_swish_rows(...args, q[3 * C + kc]);
+          else k.bn_norm_rows(...args);
           break;
         }
         case "gradient": {
@@ -311,6 +330,9 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
       }
       case "normalize":
         k.bn_norm_pix(pixel(s.xHeap, s.xAt, q0), pixel(s.outHeap, s.outAt, q0), C, dt, pix, kAt);
+        break;
+      case "swish":
+        k.bn_swish_pix(pixel(s.xHeap, s.xAt, q0), pixel(s.outHeap, s.outAt, q0), C, dt, pix, kAt);
         break;
       case "gradient":
         k.bn_grad_pix(

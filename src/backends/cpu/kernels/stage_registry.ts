@@ -27,6 +27,7 @@ export const STAGE_OPS = [
   "addRmsNormCastRows",
   "adaLayerNormRows",
   "addLayerNormGradRows",
+  "swish",
 ] as const satisfies readonly Stage["op"][];
 
 /** One more than the largest stage code: the base of the digits of a governor key. */

@@ -97,13 +97,15 @@ export interface StatsStage extends StageBase {
 
 /**
  * A per-channel write: every output element from constants packed per channel,
- * constants[j * C + c] for the j-th of `count` (see formulas.ts): normalize (scale, shift)
- * writes x * scale + shift, gradient (a, b, c) writes dy * a + (x * b + c), scale (scale)
- * writes dy * scale.
+ * constants[j * C + c] for the j-th of `count` (see formulas.ts): normalize (mean, scale,
+ * shift) writes (x - mean) * scale + shift, gradient (a, b, c, d) writes
+ * (dy * d - c) - (x - a) * b, scale (scale) writes dy * scale, swish (mean, scale, shift,
+ * -swishScale) writes g / (1 + exp(-swishScale * g)) of the normalize value g
+ * (wasm/channel_swish.wat).
  */
 export interface WriteStage extends StageBase {
   /** Stage kind. */
-  readonly op: "normalize" | "gradient" | "scale";
+  readonly op: "normalize" | "gradient" | "scale" | "swish";
   /** Packed per-channel constants. */
   readonly constants: Float64Array;
 }

@@ -113,7 +113,7 @@ function rowsOfItem(layout, item) {
   ];
 }
 function constantCount(op) {
-  return op === "normalize" ? 3 : op === "gradient" ? 4 : op === "scale" ? 1 : 0;
+  return op === "normalize" ? 3 : op === "gradient" || op === "swish" ? 4 : op === "scale" ? 1 : 0;
 }
 function runChannelItems(s, from, to, w) {
   const k = w.exports;
@@ -152,10 +152,23 @@ function runChannelItems(s, from, to, w) {
           s.partials[2 * u] = f64[0];
           s.partials[2 * u + 1] = f64[1];
           break;
-        case "normalize": {
+        case "normalize":
+        case "swish": {
           const q = s.constants;
-          const o = row(s.outHeap, s.outAt);
-          k.bn_norm_rows(row(s.xHeap, s.xAt), xs, o, os, inner, dt, rows, q[kc], q[C + kc], q[2 * C + kc]);
+          const args = [
+            row(s.xHeap, s.xAt),
+            xs,
+            row(s.outHeap, s.outAt),
+            os,
+            inner,
+            dt,
+            rows,
+            q[kc],
+            q[C + kc],
+            q[2 * C + kc]
+          ];
+          if (s.op === "swish") k.bn_swish_rows(...args, q[3 * C + kc]);
+          else k.bn_norm_rows(...args);
           break;
         }
         case "gradient": {
@@ -215,6 +228,9 @@ function runChannelItems(s, from, to, w) {
       }
       case "normalize":
         k.bn_norm_pix(pixel(s.xHeap, s.xAt, q0), pixel(s.outHeap, s.outAt, q0), C, dt, pix, kAt);
+        break;
+      case "swish":
+        k.bn_swish_pix(pixel(s.xHeap, s.xAt, q0), pixel(s.outHeap, s.outAt, q0), C, dt, pix, kAt);
         break;
       case "gradient":
         k.bn_grad_pix(pixel(s.dyHeap, s.dyAt, q0), pixel(s.xHeap, s.xAt, q0), pixel(s.outHeap, s.outAt, q0), C, dt, pix, kAt);
@@ -305,7 +321,8 @@ var STAGE_OPS = [
   "addLayerNormRows",
   "addRmsNormCastRows",
   "adaLayerNormRows",
-  "addLayerNormGradRows"
+  "addLayerNormGradRows",
+  "swish"
 ];
 var STAGE_CODE_BASE = STAGE_OPS.length + 1;
 function stageOfCode(code) {

@@ -159,9 +159,17 @@
 
   ;; The value a write of kind `op` gives four elements, centred as CANN computes them
   ;; (formulas.ts NORMALIZE_CONSTANTS): 0 normalize (x - k0) * k1 + k2, 1 gradient
-  ;; (dy * k3 - k2) - (x - k0) * k1, 2 scale dy * k0 (float32).
+  ;; (dy * k3 - k2) - (x - k0) * k1, 2 scale dy * k0, 3 swish: g = the normalize value, then
+  ;; g / (1 + exp(g * k3)) with k3 = -swishScale (channel_swish.wat $cs_swish4) (float32).
+  ;; Ops 0 and 3 read x only, 2 dy only, 1 both.
   (func $bn_value (param $op i32) (param $e v128) (param $v v128) (param $k0 v128)
     (param $k1 v128) (param $k2 v128) (param $k3 v128) (result v128)
+    (if (i32.eq (local.get $op) (i32.const 3))
+      (then
+        (return (call $cs_swish4
+          (f32x4.add (f32x4.mul (f32x4.sub (local.get $v) (local.get $k0)) (local.get $k1))
+            (local.get $k2))
+          (local.get $k3)))))
     (if (result v128) (i32.eqz (local.get $op))
       (then
         (f32x4.add (f32x4.mul (f32x4.sub (local.get $v) (local.get $k0)) (local.get $k1))
@@ -174,7 +182,7 @@
               (f32x4.mul (f32x4.sub (local.get $v) (local.get $k0)) (local.get $k1))))
           (else (f32x4.mul (local.get $e) (local.get $k0)))))))
 
-  ;; A write of kind `op` over one item, rows (dy read for ops 1 and 2, x for 0 and 1): whole
+  ;; A write of kind `op` over one item, rows (dy read for ops 1 and 2, x for 0, 1 and 3): whole
   ;; vectors two a step, then the last one to three elements.
   (func $bn_write_rows
     (param $op i32) (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32)
@@ -200,7 +208,7 @@
         (block $pairsDone
           (loop $pair
             (br_if $pairsDone (i32.ge_u (local.get $j) (local.get $n8)))
-            (if (i32.ne (local.get $op) (i32.const 0))
+            (if (i32.lt_u (i32.sub (local.get $op) (i32.const 1)) (i32.const 2))
               (then
                 (local.set $e (call $ld4 (local.get $p) (local.get $dt)))
                 (local.set $e2 (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt)))))
@@ -222,7 +230,7 @@
         (block $done
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $inner)))
-            (if (i32.ne (local.get $op) (i32.const 0))
+            (if (i32.lt_u (i32.sub (local.get $op) (i32.const 1)) (i32.const 2))
               (then (local.set $e (call $ld4 (local.get $p) (local.get $dt)))))
             (if (i32.ne (local.get $op) (i32.const 2))
               (then (local.set $v (call $ld4 (local.get $q) (local.get $dt)))))

@@ -265,9 +265,9 @@
               (local.set $k0 (v128.load (local.get $kp)))
               (local.set $k1 (v128.load offset=16 (local.get $kp)))
               (local.set $k2 (v128.load offset=32 (local.get $kp)))
-              (if (i32.eq (local.get $op) (i32.const 1))
+              (if (i32.and (local.get $op) (i32.const 1))
                 (then (local.set $k3 (v128.load offset=48 (local.get $kp)))))
-              (if (i32.ne (local.get $op) (i32.const 0))
+              (if (i32.lt_u (i32.sub (local.get $op) (i32.const 1)) (i32.const 2))
                 (then
                   (local.set $e (call $ld4 (local.get $dy) (local.get $dt)))
                   (local.set $e2 (call $ld4 (i32.add (local.get $dy) (local.get $ps)) (local.get $dt)))))
@@ -293,7 +293,7 @@
             (local.set $j (i32.add (local.get $j) (i32.const 2)))
             (br $pixel)))
         (loop $vec
-          (if (i32.ne (local.get $op) (i32.const 0))
+          (if (i32.lt_u (i32.sub (local.get $op) (i32.const 1)) (i32.const 2))
             (then (local.set $e (call $ld4 (local.get $dy) (local.get $dt)))))
           (if (i32.ne (local.get $op) (i32.const 2))
             (then (local.set $v (call $ld4 (local.get $x) (local.get $dt)))))
