@@ -28,6 +28,7 @@ import { runCases } from "./verify_npu/run.ts";
 import { sweepCases } from "./verify_npu/sweep.ts";
 import { SWEEP_OPS } from "./verify_npu/sweep_ops.ts";
 import { SWEEP_CHANNEL_OPS } from "./verify_npu/sweep_channel_ops.ts";
+import { SWEEP_FUSED_OPS } from "./verify_npu/sweep_fused_ops.ts";
 import { SWEEP_REDUCE_OPS } from "./verify_npu/sweep_reduce_ops.ts";
 import { SWEEP_ROW_OPS } from "./verify_npu/sweep_row_ops.ts";
 import { SWEEP_ROW_GRAD_OPS } from "./verify_npu/sweep_row_grad_ops.ts";
@@ -105,6 +106,7 @@ const SWEEP = [
   ...SWEEP_REDUCE_OPS,
   ...SWEEP_ROW_OPS,
   ...SWEEP_ROW_GRAD_OPS,
+  ...SWEEP_FUSED_OPS,
 ];
 const onlyOps = flags.ops?.split(",").filter((op) => op !== "");
 for (const op of onlyOps ?? []) {

@@ -52,6 +52,8 @@ export interface SweepOp {
   readonly variants: readonly string[];
   /** Extra dtypes its tensors have whatever the point (e.g. float32 outputs). */
   readonly extraDTypes?: readonly DType[];
+  /** The data dtypes it takes (all of SWEEP_DTYPES when absent). */
+  readonly dtypes?: readonly DType[];
   /** The sweep shapes it takes (all when absent), e.g. 4-D only. */
   readonly takes?: (shape: readonly number[]) => boolean;
   /** A chip rule beyond its kernels' and dtypes' (VerifyCase.alsoRefused). */
@@ -113,7 +115,7 @@ export function sweepCases(ops: readonly SweepOp[], quick: boolean): VerifyCase[
   let seed = 1;
   for (const op of ops) {
     for (const shape of shapes.filter((s) => op.takes?.(s) ?? true)) {
-      for (const dtype of SWEEP_DTYPES) {
+      for (const dtype of op.dtypes ?? SWEEP_DTYPES) {
         const statsDTypes: DType[] = op.mixed && dtype !== "float32" ? [dtype, "float32"] : [dtype];
         for (const stats of statsDTypes) {
           for (const layout of op.layouts) {

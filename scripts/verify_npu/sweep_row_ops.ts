@@ -70,7 +70,7 @@ function rowStats(x: Tensor, rms: boolean): { mean: Tensor; rstd: Tensor } {
  * (src/backends/cpu/wasm/row_norms.wat), so they move by up to the data dtype's rounding, past
  * float32's tolerance.
  */
-function atDataPrecision(t: Tensor, dtype: Tensor["dtype"]): Outputs[string] {
+export function atDataPrecision(t: Tensor, dtype: Tensor["dtype"]): Outputs[string] {
   return { dtype, shape: [...t.shape], values: t.toFloat64Array() };
 }
 

@@ -18,6 +18,7 @@ import { SWEEP_REDUCE_OPS } from "../../scripts/verify_npu/sweep_reduce_ops.ts";
 import { SWEEP_ROW_OPS } from "../../scripts/verify_npu/sweep_row_ops.ts";
 import { SWEEP_ROW_GRAD_OPS } from "../../scripts/verify_npu/sweep_row_grad_ops.ts";
 import { SWEEP_SHAPES } from "../../scripts/verify_npu/sweep.ts";
+import { SWEEP_FUSED_OPS } from "../../scripts/verify_npu/sweep_fused_ops.ts";
 import { SIM_AVAILABLE } from "../helpers/backends.ts";
 
 const SCRIPT = new URL("../../scripts/verify_npu.ts", import.meta.url).pathname;
@@ -121,13 +122,15 @@ Deno.test({
       ...SWEEP_REDUCE_OPS,
       ...SWEEP_ROW_OPS,
       ...SWEEP_ROW_GRAD_OPS,
+      ...SWEEP_FUSED_OPS,
     ];
     for (const op of sweep.filter((op) => op.takes?.(SWEEP_SHAPES[0]) ?? true)) {
       assert.ok(rows.some((row) => row.op === op.op && row.suite === "sweep"), op.op);
     }
-    // The 950 runs every operator but the two CANN documents for one other product each.
+    // The 950 runs every operator but those CANN documents for other products only.
     const skipped = new Set(rows.filter((row) => row.skipped > 0).map((row) => row.op));
-    assert.ok([...skipped].every((op) => ["fastBatchNormBackward", "instanceNorm"].includes(op)));
+    const notOn950 = ["fastBatchNormBackward", "instanceNorm", "adaLayerNorm"];
+    assert.ok([...skipped].every((op) => notOn950.includes(op)), [...skipped].join(", "));
     assert.ok(rows.some((row) => row.suite === "conformance"), "conformance rows");
     for (const layout of ["contiguous", "channels-last", "strided"]) {
       assert.ok(rows.some((row) => row.layout === layout), layout);
