@@ -13,6 +13,7 @@ import {
   addRmsNorm,
   deepNorm,
   type Device,
+  fastLayerNorm,
   gemmaRmsNorm,
   inplaceAddRmsNorm,
   layerNorm,
@@ -79,26 +80,33 @@ function rowOp(op: string, kernel: SweepOp["kernels"][number], build: SweepOp["b
   return { op, kernels: [kernel], mixed: false, layouts: LAYOUTS, variants: [""], build };
 }
 
-const layerNormOp = rowOp("layerNorm", "aclnnLayerNorm", (p) => {
-  const { H } = rows(p);
-  const input = dataTensor(p, p.seed);
-  const weight = values([H], p.dtype, p.seed + 1, 0.5, 1.5);
-  const bias = values([H], p.dtype, p.seed + 2, -0.5, 0.5);
-  return (d) => {
-    const r = layerNorm({
-      input: placeOn(input, d),
-      normalizedShape: [H],
-      weight: placeOn(weight, d),
-      bias: placeOn(bias, d),
-      eps: EPS,
-    });
-    return {
-      output: r.output,
-      "mean (data's precision)": atDataPrecision(r.mean, p.dtype),
-      "rstd (data's precision)": atDataPrecision(r.rstd, p.dtype),
+/**
+ * layerNorm, or fastLayerNorm (aclnnFastLayerNorm: layerNorm's math through LayerNormV4 alone,
+ * ops-nn layer_norm_v4/op_host/op_api/aclnn_fast_layer_norm.cpp; Atlas A2/A3 only), whose mean
+ * and rstd are compared at the data's precision as layerNorm's are.
+ */
+const layerNormForm = (op: "layerNorm" | "fastLayerNorm") =>
+  rowOp(op, op === "layerNorm" ? "aclnnLayerNorm" : "aclnnFastLayerNorm", (p) => {
+    const { H } = rows(p);
+    const input = dataTensor(p, p.seed);
+    const weight = values([H], p.dtype, p.seed + 1, 0.5, 1.5);
+    const bias = values([H], p.dtype, p.seed + 2, -0.5, 0.5);
+    const run = op === "layerNorm" ? layerNorm : fastLayerNorm;
+    return (d) => {
+      const r = run({
+        input: placeOn(input, d),
+        normalizedShape: [H],
+        weight: placeOn(weight, d),
+        bias: placeOn(bias, d),
+        eps: EPS,
+      });
+      return {
+        output: r.output,
+        "mean (data's precision)": atDataPrecision(r.mean, p.dtype),
+        "rstd (data's precision)": atDataPrecision(r.rstd, p.dtype),
+      };
     };
-  };
-});
+  });
 
 const layerNormBackwardOp = rowOp("layerNormBackward", "aclnnLayerNormBackward", (p) => {
   const { H } = rows(p);
@@ -256,7 +264,8 @@ const deepNormOp = rowOp("deepNorm", "aclnnDeepNorm", (p) => {
 
 /** The row norms of the sweep, in the order of the report. */
 export const SWEEP_ROW_OPS: readonly SweepOp[] = [
-  layerNormOp,
+  layerNormForm("layerNorm"),
+  layerNormForm("fastLayerNorm"),
   layerNormBackwardOp,
   rmsForwardOp("rmsNorm"),
   rmsNormGradOp,

@@ -475,6 +475,8 @@ export interface Kernels {
   groupNormSiluV2(plan: GroupNormSiluPlan, tensors: GroupNormSiluTensors): void;
   /** aclnnGroupNormSwish. */
   groupNormSwish(plan: GroupNormSwishPlan, tensors: GroupNormSwishTensors): void;
+  /** aclnnFastLayerNorm (never called for rows of no element or no rows). */
+  fastLayerNorm(plan: LayerNormPlan, tensors: LayerNormTensors): void;
 }
 
 /** The operator names of {@linkcode Kernels}. */

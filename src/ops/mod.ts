@@ -148,3 +148,9 @@ export type {
 } from "./add_layer_norm_grad.ts";
 export { deepNormGrad } from "./deep_norm_grad.ts";
 export type { DeepNormGradArgs, DeepNormGradOut, DeepNormGradResult } from "./deep_norm_grad.ts";
+export { fastLayerNorm } from "./fast_layer_norm.ts";
+export type {
+  FastLayerNormArgs,
+  FastLayerNormOut,
+  FastLayerNormResult,
+} from "./fast_layer_norm.ts";

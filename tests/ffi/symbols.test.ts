@@ -121,6 +121,8 @@ Deno.test("symbols: only release-dependent symbols are optional", () => {
     "aclnnDeepNormGradGetWorkspaceSize",
     "aclnnFastBatchNormBackward",
     "aclnnFastBatchNormBackwardGetWorkspaceSize",
+    "aclnnFastLayerNorm",
+    "aclnnFastLayerNormGetWorkspaceSize",
     "aclnnFinalize",
     "aclnnGemmaRmsNorm",
     "aclnnGemmaRmsNormGetWorkspaceSize",

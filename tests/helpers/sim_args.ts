@@ -211,6 +211,7 @@ export function argsFor(
         out(pick(o, "gradBetaOut", () => fresh(npu, [C], dt))),
       ];
     case "aclnnLayerNorm":
+    case "aclnnFastLayerNorm": // aclnnLayerNorm's prototype (aclnn_layer_norm.h)
       return [
         t(pick(o, "input", x)),
         arg.intArray([L]),

@@ -164,6 +164,7 @@ Deno.test("argument names: every operator refuses an unknown field", async () =>
     ["aclnnGroupNormSilu", (a) => ops.groupNormSilu(a as never)],
     ["aclnnGroupNormSiluV2", (a) => ops.groupNormSiluV2(a as never)],
     ["aclnnGroupNormSwish", (a) => ops.groupNormSwish(a as never)],
+    ["aclnnFastLayerNorm", (a) => ops.fastLayerNorm(a as never)],
     [
       "infiniopCreateBatchNormBackwardDescriptor",
       (a) => ops.createBatchNormBackwardDescriptor(a as never),
@@ -257,4 +258,23 @@ Deno.test("argument names: groupNormSilu takes no activateSilu (a V2 argument), 
     numGroups: 1,
   });
   assert.deepEqual(Object.keys(r), ["y", "mean", "rstd"]);
+});
+
+Deno.test("argument names: fastLayerNorm takes layerNorm's names", () => {
+  const x = Tensor.ones([2, 4]);
+  const base = { input: x, normalizedShape: [4] };
+  const e = assertAclnnError(
+    () => ops.fastLayerNorm({ ...base, weightOptional: Tensor.ones([4]) } as never),
+    INVALID,
+    "weightOptional",
+  );
+  assert.match(e.message, /did you mean "weight"\?/);
+  const o = assertAclnnError(
+    () => ops.fastLayerNorm({ ...base, out: { meanOut: Tensor.ones([2, 1]) } } as never),
+    INVALID,
+    "meanOut",
+  );
+  assert.match(o.message, /did you mean "mean"\?/);
+  const r = ops.fastLayerNorm({ ...base, weight: Tensor.ones([4]), bias: Tensor.zeros([4]) });
+  assert.deepEqual(Object.keys(r), ["output", "mean", "rstd"]);
 });

@@ -73,6 +73,7 @@ const OP_NN_PREFIXES = [
   "aclnnGemmaRmsNorm",
   "aclnnInplaceAddRmsNorm",
   "aclnnFastBatchNorm",
+  "aclnnFastLayerNorm",
   "aclnnSyncBatchNorm",
   "aclnnAddLayerNorm",
   "aclnnDeepNorm",

@@ -293,6 +293,16 @@ SIM_PUBLIC aclnnStatus aclnnGroupNormSwishGetWorkspaceSize(const aclTensor *x, c
                          rstdOut, workspaceSize, (void **)executor);
 }
 SIM_PHASE2(aclnnGroupNormSwish, SIM_OP_GN_SWISH)
+
+SIM_PUBLIC aclnnStatus aclnnFastLayerNormGetWorkspaceSize(const aclTensor *input, const aclIntArray *normalizedShape,
+                                                          const aclTensor *weightOptional,
+                                                          const aclTensor *biasOptional, double eps, aclTensor *out,
+                                                          aclTensor *meanOutOptional, aclTensor *rstdOutOptional,
+                                                          uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_fast_layer_norm_ws(input, normalizedShape, weightOptional, biasOptional, eps, out, meanOutOptional,
+                                rstdOutOptional, workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnFastLayerNorm, SIM_OP_FAST_LAYER_NORM)
 #endif
 
 #ifdef SIM_WITH_MATH

@@ -95,6 +95,7 @@ typedef enum {
   SIM_OP_DEEP_NORM_GRAD,
   SIM_OP_GN_SILU, /* aclnnGroupNormSilu and aclnnGroupNormSiluV2: one executor kind */
   SIM_OP_GN_SWISH,
+  SIM_OP_FAST_LAYER_NORM, /* aclnnFastLayerNorm: planned in the SIM_OP_LAYER_NORM slot order */
   SIM_OP_COUNT
 } SimOpId;
 
@@ -446,6 +447,9 @@ SIM_CORE_API int sim_gn_swish_ws(const void *x, const void *gamma, const void *b
                                  const char *dataFormat, double eps, bool activateSwish, double swishScale,
                                  const void *yOut, const void *meanOut, const void *rstdOut, uint64_t *ws,
                                  void **exec);
+SIM_CORE_API int sim_fast_layer_norm_ws(const void *input, const void *normalizedShape, const void *weight,
+                                        const void *bias, double eps, void *out, void *meanOut, void *rstdOut,
+                                        uint64_t *ws, void **exec);
 /* Their computations, called by sim_op_run at synchronisation (core-internal). */
 int sim_run_layer_norm(const SimPlan *p);
 int sim_run_layer_norm_backward(const SimPlan *p);

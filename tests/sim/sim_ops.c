@@ -1649,6 +1649,9 @@ int sim_op_run(const SimPlan *p, void *workspace) {
     case SIM_OP_DEEP_NORM_GRAD: return sim_run_deep_norm_grad(p);
     case SIM_OP_GN_SILU: return sim_run_gn_silu(p);
     case SIM_OP_GN_SWISH: return sim_run_gn_swish(p);
+    /* aclnnFastLayerNorm: aclnnLayerNorm's computation with LayerNormV4's dtypes
+     * (sim_ops_fast_layer_norm.c plans it in aclnnLayerNorm's slot order). */
+    case SIM_OP_FAST_LAYER_NORM: return sim_run_layer_norm(p);
     default: return -1;
   }
 }

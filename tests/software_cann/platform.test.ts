@@ -100,6 +100,7 @@ function bf16(op: SocOperator, { arch, sv }: Chip): boolean {
     case "aclnnGroupNormSiluV2":
       return v2201or3510;
     case "aclnnGroupNormSwish": // group_norm_swish_def.cpp:69-104: BF16 rows everywhere
+    case "aclnnFastLayerNorm": // aclnn_fast_layer_norm.cpp:50-53: one list with BF16
       return true;
   }
 }
@@ -139,6 +140,7 @@ function documented(op: SocOperator, { sv }: Chip): boolean {
     case "aclnnFastBatchNormBackward": // aclnnFastBatchNormBackward.md: Atlas A2 only
       return sv === 1;
     case "aclnnAdaLayerNorm": // A3, A2 (ada_layer_norm_def.cpp:53-54)
+    case "aclnnFastLayerNorm": // aclnnFastLayerNorm.md: A3, A2
       return [2, 1].includes(sv);
   }
   if (sv === 7) return false;

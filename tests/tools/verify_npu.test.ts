@@ -129,7 +129,7 @@ Deno.test({
     }
     // The 950 runs every operator but those CANN documents for other products only.
     const skipped = new Set(rows.filter((row) => row.skipped > 0).map((row) => row.op));
-    const notOn950 = ["fastBatchNormBackward", "instanceNorm", "adaLayerNorm"];
+    const notOn950 = ["fastBatchNormBackward", "instanceNorm", "adaLayerNorm", "fastLayerNorm"];
     assert.ok([...skipped].every((op) => notOn950.includes(op)), [...skipped].join(", "));
     assert.ok(rows.some((row) => row.suite === "conformance"), "conformance rows");
     for (const layout of ["contiguous", "channels-last", "strided"]) {

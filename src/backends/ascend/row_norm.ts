@@ -92,6 +92,7 @@ export const ascendRowNormKernels: Pick<
   | "adaLayerNormV2"
   | "addLayerNormGrad"
   | "deepNormGrad"
+  | "fastLayerNorm"
 > = {
   layerNorm(p: types.LayerNormPlan, t: types.LayerNormTensors) {
     // Rows of no element do not reach the backends: src/ops/layer_norm.ts fills mean with 0 and
@@ -267,5 +268,20 @@ export const ascendRowNormKernels: Pick<
   adaLayerNormV2(p: types.AdaLayerNormPlan, t: types.AdaLayerNormTensors) {
     const args = { ...adaArguments(p, t), meanOutOptional: t.mean, rstdOutOptional: t.rstd };
     callAclnn(deviceOf(t.x), "aclnnAdaLayerNormV2", args);
+  },
+
+  fastLayerNorm(p: types.LayerNormPlan, t: types.LayerNormTensors) {
+    // Rows of no element and inputs of no row do not reach the backends (src/ops/fast_layer_norm.ts
+    // completes them as aclnn_fast_layer_norm.cpp:355-373 does).
+    callAclnn(deviceOf(t.input), "aclnnFastLayerNorm", {
+      input: t.input,
+      normalizedShape: p.normalizedShape,
+      weightOptional: t.weight,
+      biasOptional: t.bias,
+      eps: p.eps,
+      out: t.output,
+      meanOutOptional: t.mean,
+      rstdOutOptional: t.rstd,
+    });
   },
 };

@@ -48,6 +48,7 @@ export const ROW_NORM_OPERATORS = [
   "aclnnAdaLayerNormV2",
   "aclnnAddLayerNormGrad",
   "aclnnDeepNormGrad",
+  "aclnnFastLayerNorm",
 ] as const;
 
 /** The operators whose rules depend on the SoC. */
@@ -156,6 +157,7 @@ export function bf16Allowed(op: SocOperator, family: SocFamily): boolean {
     case "aclnnDeepNorm":
     case "aclnnAddLayerNormGrad":
     case "aclnnDeepNormGrad":
+    case "aclnnFastLayerNorm":
       return normBf16Allowed(op, family);
     case "aclnnGroupNormSilu":
     case "aclnnGroupNormSiluV2":
@@ -259,7 +261,10 @@ export function isRowNormOperator(op: string): op is RowNormOperator {
  *   aclnnAdaLayerNormV2 (`ada_layer_norm_v2/docs/aclnnAdaLayerNormV2.md`, `ada_layer_norm_v2_def.cpp
  *   :38-58`): 950, A3, A2;
  * - aclnnAdaLayerNorm (`ada_layer_norm/docs/aclnnAdaLayerNorm.md`; `ada_layer_norm_def.cpp:53-54`
- *   registers ascend910b and ascend910_93): A3, A2; not 950.
+ *   registers ascend910b and ascend910_93): A3, A2; not 950;
+ * - aclnnFastLayerNorm (`layer_norm_v4/docs/aclnnFastLayerNorm.md`): A3, A2 only; not 950, 310B,
+ *   310P, 910 (its op_api has no gate: `layer_norm_v4/op_host/op_api/aclnn_fast_layer_norm.cpp`
+ *   always runs l0op::LayerNormV4; the document is followed, as for every operator here).
  * No document names Ascend 350 (and no op definition registers `ascend350`): none runs there.
  */
 const ROW_NORM_PRODUCTS: Readonly<Record<RowNormOperator, readonly number[]>> = {
@@ -329,6 +334,7 @@ const ROW_NORM_PRODUCTS: Readonly<Record<RowNormOperator, readonly number[]>> = 
   aclnnAddRmsNormCast: [SocVersion.ASCEND950, SocVersion.ASCEND910_93, SocVersion.ASCEND910B],
   aclnnAdaLayerNorm: [SocVersion.ASCEND910_93, SocVersion.ASCEND910B],
   aclnnAdaLayerNormV2: [SocVersion.ASCEND950, SocVersion.ASCEND910_93, SocVersion.ASCEND910B],
+  aclnnFastLayerNorm: [SocVersion.ASCEND910_93, SocVersion.ASCEND910B],
 };
 
 function rowNormSupported(op: RowNormOperator, family: SocFamily): boolean {
@@ -359,7 +365,9 @@ function rowNormSupported(op: RowNormOperator, family: SocFamily): boolean {
  *   add_layer_norm_grad_def.cpp:23-139`, `deep_norm_grad/op_host/deep_norm_grad_def.cpp:63-128`);
  * - aclnnAddRmsNormCast, aclnnAdaLayerNorm, aclnnAdaLayerNormV2: every configuration of their
  *   OpDefs has BF16 rows (`add_rms_norm_cast_def.cpp:22-64`, `ada_layer_norm_def.cpp`,
- *   `ada_layer_norm_v2_def.cpp:18-21`), and they run nowhere else.
+ *   `ada_layer_norm_v2_def.cpp:18-21`), and they run nowhere else;
+ * - aclnnFastLayerNorm: FLOAT16, FLOAT, BF16 on every SoC (`aclnn_fast_layer_norm.cpp:50-53`
+ *   GetDtypeSupportList has no chip branch), and it runs on A2/A3 only.
  */
 function normBf16Allowed(op: RowNormOperator, family: SocFamily): boolean {
   const sv = family.socVersion;
@@ -383,6 +391,7 @@ function normBf16Allowed(op: RowNormOperator, family: SocFamily): boolean {
     case "aclnnAddRmsNormCast":
     case "aclnnAdaLayerNorm":
     case "aclnnAdaLayerNormV2":
+    case "aclnnFastLayerNorm":
       return true;
   }
 }

@@ -546,6 +546,23 @@ export const ACLNN_OPERATORS = {
       ["rstdOut", "output"],
     ],
   },
+  // aclnnLayerNorm's prototype (ops-nn norm/layer_norm_v4/op_host/op_api/aclnn_layer_norm.h);
+  // documented for Atlas A2/A3 only, so absent from older or other releases.
+  aclnnFastLayerNorm: {
+    library: "nn",
+    header: "ops-nn norm/layer_norm_v4/op_host/op_api/aclnn_layer_norm.h",
+    optional: true,
+    params: [
+      ["input", "tensor"],
+      ["normalizedShape", "intArray"],
+      ["weightOptional", "tensor"],
+      ["biasOptional", "tensor"],
+      ["eps", "f64"],
+      ["out", "output"],
+      ["meanOutOptional", "output"],
+      ["rstdOutOptional", "output"],
+    ],
+  },
   aclnnBatchNormStats: {
     library: "math",
     header: "aclnnop/aclnn_batch_norm_stats.h",

@@ -69,4 +69,6 @@ export const referenceKernels: Kernels = {
   groupNormSilu,
   groupNormSiluV2: groupNormSilu,
   groupNormSwish,
+  // aclnnFastLayerNorm computes aclnnLayerNorm's output and statistics (same oracle).
+  fastLayerNorm: layerNorm,
 };

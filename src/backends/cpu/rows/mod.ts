@@ -30,6 +30,7 @@ export const rowKernels: Pick<
   | "deepNorm"
   | "addLayerNormGrad"
   | "deepNormGrad"
+  | "fastLayerNorm"
 > = {
   layerNorm,
   layerNormBackward,
@@ -45,4 +46,7 @@ export const rowKernels: Pick<
   deepNorm,
   addLayerNormGrad,
   deepNormGrad,
+  // aclnnFastLayerNorm computes aclnnLayerNorm's statistics and output (ops-nn
+  // aclnn_fast_layer_norm.cpp runs l0op::LayerNormV4, whose float32 mean/rstd this kernel forms).
+  fastLayerNorm: layerNorm,
 };
