@@ -11,6 +11,29 @@
 ;; optional x output is that sum rounded once to dt (add_layer_norm_kernel.h:785-805). Then
 ;; LayerNorm's statistics and y exactly as ln_fwd computes them, over the float32 sum.
 (module
+  ;; Four elements of s = alpha * x1 + x2 (+ the bias row at u with flags & 2, + the float32
+  ;; per-column bias at cbk with flags & 4), in float32, from x1 at p and x2 at q (dt).
+  (func $aln_sum4
+    (param $p i32) (param $q i32) (param $u i32) (param $cbk i32) (param $dt i32) (param $flags i32)
+    (param $al v128) (result v128)
+    (local $v v128)
+    (local.set $v
+      (f32x4.add (f32x4.mul (local.get $al) (call $ld4 (local.get $p) (local.get $dt)))
+        (call $ld4 (local.get $q) (local.get $dt))))
+    (if (i32.and (local.get $flags) (i32.const 2))
+      (then (local.set $v (f32x4.add (local.get $v) (call $ld4 (local.get $u) (local.get $dt))))))
+    (if (i32.and (local.get $flags) (i32.const 4))
+      (then (local.set $v (f32x4.add (local.get $v) (v128.load (local.get $cbk))))))
+    (local.get $v))
+
+  ;; y of four elements of s at sp: (s - mean) * rstd * w + b (float32 w, b at wp, bp).
+  (func $aln_y4 (param $sp i32) (param $wp i32) (param $bp i32) (param $mm v128) (param $rr v128)
+    (result v128)
+    (f32x4.add
+      (f32x4.mul (f32x4.mul (f32x4.sub (v128.load (local.get $sp)) (local.get $mm)) (local.get $rr))
+        (v128.load (local.get $wp)))
+      (v128.load (local.get $bp))))
+
   ;; Fused add + LayerNorm forward. Per row: pass 1 forms s in float32 into the scratch row at
   ;; $s (n rounded up to 4 float32s; the caller gives each thread its own) and, with flags bit
   ;; 1, stores s rounded to dt at x; then mean and rstd as ln_fwd (rf_sum over s, in its blocked
@@ -30,41 +53,82 @@
     (block $rowsDone
       (loop $row
         (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
-        ;; Pass 1: s = (alpha * x1 + x2) (+ bias) in float32 lanes, to the scratch row; x.
+        ;; Pass 1: s = (alpha * x1 + x2) (+ bias) in float32 lanes, to the scratch row; x. Whole
+        ;; vectors in a loop of their own for the common flags (none: plain sum; 1: x stored), so
+        ;; that their tests fold away; any other flags in the general loop; then the last one to
+        ;; three elements.
         (local.set $p (local.get $a))
         (local.set $q (local.get $b))
         (local.set $u (local.get $c))
         (local.set $t (local.get $x))
         (local.set $k (i32.const 0))
         (local.set $j (i32.const 0))
-        (block $done
-          (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+        (if (i32.eqz (local.get $flags))
+          (then
+            (block $done0
+              (loop $next0
+                (br_if $done0 (i32.ge_u (local.get $j) (local.get $n4)))
+                (v128.store (i32.add (local.get $s) (local.get $k))
+                  (call $aln_sum4 (local.get $p) (local.get $q) (local.get $u)
+                    (i32.add (local.get $cb) (local.get $k)) (local.get $dt) (i32.const 0)
+                    (local.get $al)))
+                (local.set $p (i32.add (local.get $p) (local.get $es)))
+                (local.set $q (i32.add (local.get $q) (local.get $es)))
+                (local.set $k (i32.add (local.get $k) (i32.const 16)))
+                (local.set $j (i32.add (local.get $j) (i32.const 4)))
+                (br $next0))))
+          (else
+            (if (i32.eq (local.get $flags) (i32.const 1))
+              (then
+                (block $done1
+                  (loop $next1
+                    (br_if $done1 (i32.ge_u (local.get $j) (local.get $n4)))
+                    (local.set $v
+                      (call $aln_sum4 (local.get $p) (local.get $q) (local.get $u)
+                        (i32.add (local.get $cb) (local.get $k)) (local.get $dt) (i32.const 1)
+                        (local.get $al)))
+                    (v128.store (i32.add (local.get $s) (local.get $k)) (local.get $v))
+                    (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v))
+                    (local.set $p (i32.add (local.get $p) (local.get $es)))
+                    (local.set $q (i32.add (local.get $q) (local.get $es)))
+                    (local.set $t (i32.add (local.get $t) (local.get $es)))
+                    (local.set $k (i32.add (local.get $k) (i32.const 16)))
+                    (local.set $j (i32.add (local.get $j) (i32.const 4)))
+                    (br $next1))))
+              (else
+                (block $doneG
+                  (loop $nextG
+                    (br_if $doneG (i32.ge_u (local.get $j) (local.get $n4)))
+                    (local.set $v
+                      (call $aln_sum4 (local.get $p) (local.get $q) (local.get $u)
+                        (i32.add (local.get $cb) (local.get $k)) (local.get $dt) (local.get $flags)
+                        (local.get $al)))
+                    (v128.store (i32.add (local.get $s) (local.get $k)) (local.get $v))
+                    (if (i32.and (local.get $flags) (i32.const 1))
+                      (then (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v))))
+                    (local.set $p (i32.add (local.get $p) (local.get $es)))
+                    (local.set $q (i32.add (local.get $q) (local.get $es)))
+                    (local.set $u (i32.add (local.get $u) (local.get $es)))
+                    (local.set $t (i32.add (local.get $t) (local.get $es)))
+                    (local.set $k (i32.add (local.get $k) (i32.const 16)))
+                    (local.set $j (i32.add (local.get $j) (i32.const 4)))
+                    (br $nextG)))))))
+        ;; The last one to three elements (loads of whole vectors, as the loops above; the row's
+        ;; padding is the caller's).
+        (if (i32.lt_u (local.get $j) (local.get $n))
+          (then
+            ;; The pointers of the flags-0 and flags-1 loops skipped u (and t): catch them up.
+            (local.set $u (i32.add (local.get $c) (i32.mul (i32.shr_u (local.get $j) (i32.const 2)) (local.get $es))))
+            (local.set $t (i32.add (local.get $x) (i32.mul (i32.shr_u (local.get $j) (i32.const 2)) (local.get $es))))
             (local.set $v
-              (f32x4.add (f32x4.mul (local.get $al) (call $ld4 (local.get $p) (local.get $dt)))
-                (call $ld4 (local.get $q) (local.get $dt))))
-            (if (i32.and (local.get $flags) (i32.const 2))
-              (then
-                (local.set $v (f32x4.add (local.get $v) (call $ld4 (local.get $u) (local.get $dt))))))
-            (if (i32.and (local.get $flags) (i32.const 4))
-              (then
-                (local.set $v
-                  (f32x4.add (local.get $v) (v128.load (i32.add (local.get $cb) (local.get $k)))))))
+              (call $aln_sum4 (local.get $p) (local.get $q) (local.get $u)
+                (i32.add (local.get $cb) (local.get $k)) (local.get $dt) (local.get $flags)
+                (local.get $al)))
             (v128.store (i32.add (local.get $s) (local.get $k)) (local.get $v))
             (if (i32.and (local.get $flags) (i32.const 1))
               (then
-                (if (i32.lt_u (local.get $j) (local.get $n4))
-                  (then (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v)))
-                  (else
-                    (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
-                      (i32.sub (local.get $n) (local.get $j)))))))
-            (local.set $p (i32.add (local.get $p) (local.get $es)))
-            (local.set $q (i32.add (local.get $q) (local.get $es)))
-            (local.set $u (i32.add (local.get $u) (local.get $es)))
-            (local.set $t (i32.add (local.get $t) (local.get $es)))
-            (local.set $k (i32.add (local.get $k) (i32.const 16)))
-            (local.set $j (i32.add (local.get $j) (i32.const 4)))
-            (br $next)))
+                (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
+                  (i32.sub (local.get $n) (local.get $j)))))))
         ;; The statistics of s, as ln_fwd takes them of x (float32 rows: dt 0).
         (local.set $m
           (f32.demote_f64
@@ -86,24 +150,20 @@
         (local.set $j (i32.const 0))
         (block $done
           (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
-            (local.set $v
-              (f32x4.add
-                (f32x4.mul
-                  (f32x4.mul
-                    (f32x4.sub (v128.load (i32.add (local.get $s) (local.get $k))) (local.get $mm))
-                    (local.get $rr))
-                  (v128.load (i32.add (local.get $w) (local.get $k))))
-                (v128.load (i32.add (local.get $bb) (local.get $k)))))
-            (if (i32.lt_u (local.get $j) (local.get $n4))
-              (then (call $rf_st4 (local.get $q) (local.get $dt) (local.get $v)))
-              (else
-                (call $rf_st4n (local.get $q) (local.get $dt) (local.get $v)
-                  (i32.sub (local.get $n) (local.get $j)))))
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
+            (call $rf_st4 (local.get $q) (local.get $dt)
+              (call $aln_y4 (i32.add (local.get $s) (local.get $k)) (i32.add (local.get $w) (local.get $k))
+                (i32.add (local.get $bb) (local.get $k)) (local.get $mm) (local.get $rr)))
             (local.set $q (i32.add (local.get $q) (local.get $es)))
             (local.set $k (i32.add (local.get $k) (i32.const 16)))
             (local.set $j (i32.add (local.get $j) (i32.const 4)))
             (br $next)))
+        (if (i32.lt_u (local.get $j) (local.get $n))
+          (then
+            (call $rf_st4n (local.get $q) (local.get $dt)
+              (call $aln_y4 (i32.add (local.get $s) (local.get $k)) (i32.add (local.get $w) (local.get $k))
+                (i32.add (local.get $bb) (local.get $k)) (local.get $mm) (local.get $rr))
+              (i32.sub (local.get $n) (local.get $j)))))
         (local.set $a (i32.add (local.get $a) (local.get $as)))
         (local.set $b (i32.add (local.get $b) (local.get $bs)))
         (local.set $c (i32.add (local.get $c) (local.get $cs)))
