@@ -25,50 +25,50 @@
     (local $n v128) (local $r v128) (local $p v128) (local $k v128) (local $h v128)
     ;; pmax/pmin (one instruction each) keep a NaN x: it is their first operand.
     (local.set $x
-      (f32x4.pmin (f32x4.pmax (local.get $x) (f32x4.splat (f32.const -104)))
-        (f32x4.splat (f32.const 89))))
+      (f32x4.pmin (f32x4.pmax (local.get $x) (v128.const f32x4 -104 -104 -104 -104))
+        (v128.const f32x4 89 89 89 89)))
     ;; n = nearest(x * log2(e)) by adding and taking away 1.5 * 2^23 (|x * log2(e)| < 2^22),
     ;; whose sum also holds n as an integer in its low bits (k below).
     (local.set $k
-      (f32x4.add (f32x4.mul (local.get $x) (f32x4.splat (f32.const 1.44269504088896341)))
-        (f32x4.splat (f32.const 12582912))))
-    (local.set $n (f32x4.sub (local.get $k) (f32x4.splat (f32.const 12582912))))
-    (local.set $k (i32x4.sub (local.get $k) (i32x4.splat (i32.const 0x4b400000))))
+      (f32x4.add (f32x4.mul (local.get $x) (v128.const f32x4 1.44269504088896341 1.44269504088896341 1.44269504088896341 1.44269504088896341))
+        (v128.const f32x4 12582912 12582912 12582912 12582912)))
+    (local.set $n (f32x4.sub (local.get $k) (v128.const f32x4 12582912 12582912 12582912 12582912)))
+    (local.set $k (i32x4.sub (local.get $k) (v128.const i32x4 0x4b400000 0x4b400000 0x4b400000 0x4b400000)))
     (local.set $r
       (f32x4.sub
-        (f32x4.sub (local.get $x) (f32x4.mul (local.get $n) (f32x4.splat (f32.const 0.693359375))))
-        (f32x4.mul (local.get $n) (f32x4.splat (f32.const -2.12194440e-4)))))
+        (f32x4.sub (local.get $x) (f32x4.mul (local.get $n) (v128.const f32x4 0.693359375 0.693359375 0.693359375 0.693359375)))
+        (f32x4.mul (local.get $n) (v128.const f32x4 -2.12194440e-4 -2.12194440e-4 -2.12194440e-4 -2.12194440e-4))))
     ;; P(r) by Estrin's scheme (a shorter dependency chain than Horner's: the loops calling
     ;; this are bound by its latency): P = (a0 + a1 r) + r^2 ((a2 + a3 r) + r^2 (a4 + a5 r)).
     (local.set $h (f32x4.mul (local.get $r) (local.get $r)))
     (local.set $p
       (f32x4.add
-        (f32x4.add (f32x4.splat (f32.const 5.0000001201e-1))
-          (f32x4.mul (local.get $r) (f32x4.splat (f32.const 1.6666665459e-1))))
+        (f32x4.add (v128.const f32x4 5.0000001201e-1 5.0000001201e-1 5.0000001201e-1 5.0000001201e-1)
+          (f32x4.mul (local.get $r) (v128.const f32x4 1.6666665459e-1 1.6666665459e-1 1.6666665459e-1 1.6666665459e-1)))
         (f32x4.mul (local.get $h)
           (f32x4.add
-            (f32x4.add (f32x4.splat (f32.const 4.1665795894e-2))
-              (f32x4.mul (local.get $r) (f32x4.splat (f32.const 8.3334519073e-3))))
+            (f32x4.add (v128.const f32x4 4.1665795894e-2 4.1665795894e-2 4.1665795894e-2 4.1665795894e-2)
+              (f32x4.mul (local.get $r) (v128.const f32x4 8.3334519073e-3 8.3334519073e-3 8.3334519073e-3 8.3334519073e-3)))
             (f32x4.mul (local.get $h)
-              (f32x4.add (f32x4.splat (f32.const 1.3981999507e-3))
-                (f32x4.mul (local.get $r) (f32x4.splat (f32.const 1.9875691500e-4)))))))))
+              (f32x4.add (v128.const f32x4 1.3981999507e-3 1.3981999507e-3 1.3981999507e-3 1.3981999507e-3)
+                (f32x4.mul (local.get $r) (v128.const f32x4 1.9875691500e-4 1.9875691500e-4 1.9875691500e-4 1.9875691500e-4))))))))
     (local.set $p
       (f32x4.add (f32x4.add (f32x4.mul (local.get $p) (local.get $h)) (local.get $r))
-        (f32x4.splat (f32.const 1))))
+        (v128.const f32x4 1 1 1 1)))
     ;; 2^h * 2^(k - h), h = k >> 1 (arithmetic), as float32 exponent fields (a NaN x leaves
     ;; p NaN, whatever k is).
     (local.set $h (i32x4.shr_s (local.get $k) (i32.const 1)))
     (f32x4.mul
       (f32x4.mul (local.get $p)
-        (i32x4.shl (i32x4.add (local.get $h) (i32x4.splat (i32.const 127))) (i32.const 23)))
+        (i32x4.shl (i32x4.add (local.get $h) (v128.const i32x4 127 127 127 127)) (i32.const 23)))
       (i32x4.shl
-        (i32x4.add (i32x4.sub (local.get $k) (local.get $h)) (i32x4.splat (i32.const 127)))
+        (i32x4.add (i32x4.sub (local.get $k) (local.get $h)) (v128.const i32x4 127 127 127 127))
         (i32.const 23))))
 
   ;; g / (1 + exp(g * kneg)), kneg = -swishScale: CANN's Muls(-s), Exp, Adds(1), Div.
   (func $cs_swish4 (param $g v128) (param $kneg v128) (result v128)
     (f32x4.div (local.get $g)
-      (f32x4.add (f32x4.splat (f32.const 1))
+      (f32x4.add (v128.const f32x4 1 1 1 1)
         (call $cs_exp4 (f32x4.mul (local.get $g) (local.get $kneg))))))
 
   ;; The swish write over one item, rows: y = swish((x - k0) * k1 + k2) with k3 = -swishScale.
