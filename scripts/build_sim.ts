@@ -89,6 +89,7 @@ const TARGETS: Target[] = [
       "sim_ops_group_norm_silu.c",
       "sim_ops_group_norm_swish.c",
       "sim_ops_fast_layer_norm.c",
+      "sim_ops_group_norm_swish_grad.c",
       "sim_soc.c",
       "sim_rules.c",
       "sim_decomposed.c",

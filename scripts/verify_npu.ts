@@ -32,6 +32,7 @@ import { SWEEP_FUSED_OPS } from "./verify_npu/sweep_fused_ops.ts";
 import { SWEEP_REDUCE_OPS } from "./verify_npu/sweep_reduce_ops.ts";
 import { SWEEP_ROW_OPS } from "./verify_npu/sweep_row_ops.ts";
 import { SWEEP_ROW_GRAD_OPS } from "./verify_npu/sweep_row_grad_ops.ts";
+import { SWEEP_GROUP_NORM_ACT_OPS } from "./verify_npu/sweep_group_norm_act_ops.ts";
 
 const USAGE = `deno task verify:npu [options]
 
@@ -107,6 +108,7 @@ const SWEEP = [
   ...SWEEP_ROW_OPS,
   ...SWEEP_ROW_GRAD_OPS,
   ...SWEEP_FUSED_OPS,
+  ...SWEEP_GROUP_NORM_ACT_OPS,
 ];
 const onlyOps = flags.ops?.split(",").filter((op) => op !== "");
 for (const op of onlyOps ?? []) {

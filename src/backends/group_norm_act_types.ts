@@ -75,3 +75,45 @@ export interface GroupNormSwishTensors {
   /** Output: per-(n, group) 1/sqrt(biased var + eps), in gamma's dtype. */
   readonly rstd: Tensor;
 }
+
+/** What validation established for aclnnGroupNormSwishGrad. */
+export interface GroupNormSwishGradPlan {
+  /** Samples (x dim 0). */
+  readonly N: number;
+  /** Channels (x dim 1). */
+  readonly C: number;
+  /** Elements per channel (product of x dims 2..). */
+  readonly HxW: number;
+  /** Groups (> 0, a divisor of C). */
+  readonly numGroups: number;
+  /** x's layout as CANN takes it: "NCHW" (the only one documented). */
+  readonly dataFormat: string;
+  /** s of the forward's y = t / (1 + exp(-s * t)) (a float attribute). */
+  readonly swishScale: number;
+  /** Whether dgamma is computed (written). */
+  readonly dgammaIsRequire: boolean;
+  /** Whether dbeta is computed (written). */
+  readonly dbetaIsRequire: boolean;
+}
+
+/** Tensors of aclnnGroupNormSwishGrad (all one dtype). */
+export interface GroupNormSwishGradTensors {
+  /** dL/dy: x's shape. */
+  readonly dy: Tensor;
+  /** The forward's per-(n, group) mean: N * numGroups elements. */
+  readonly mean: Tensor;
+  /** The forward's per-(n, group) rstd: N * numGroups elements. */
+  readonly rstd: Tensor;
+  /** x: (N, C, ...). */
+  readonly x: Tensor;
+  /** Per-channel scale: C elements. */
+  readonly gamma: Tensor;
+  /** Per-channel offset: C elements. */
+  readonly beta: Tensor;
+  /** Output dL/dx: x's shape. */
+  readonly dx: Tensor;
+  /** Output dL/dgamma: C elements (written when plan.dgammaIsRequire). */
+  readonly dgamma: Tensor;
+  /** Output dL/dbeta: C elements (written when plan.dbetaIsRequire). */
+  readonly dbeta: Tensor;
+}

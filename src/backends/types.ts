@@ -52,6 +52,8 @@ export * from "./row_norm_types.ts";
 import type {
   GroupNormSiluPlan,
   GroupNormSiluTensors,
+  GroupNormSwishGradPlan,
+  GroupNormSwishGradTensors,
   GroupNormSwishPlan,
   GroupNormSwishTensors,
 } from "./group_norm_act_types.ts";
@@ -477,6 +479,8 @@ export interface Kernels {
   groupNormSwish(plan: GroupNormSwishPlan, tensors: GroupNormSwishTensors): void;
   /** aclnnFastLayerNorm (never called for rows of no element or no rows). */
   fastLayerNorm(plan: LayerNormPlan, tensors: LayerNormTensors): void;
+  /** aclnnGroupNormSwishGrad. */
+  groupNormSwishGrad(plan: GroupNormSwishGradPlan, tensors: GroupNormSwishGradTensors): void;
 }
 
 /** The operator names of {@linkcode Kernels}. */

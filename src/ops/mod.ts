@@ -56,6 +56,12 @@ export type { BatchNormArgs, BatchNormOut, BatchNormResult } from "./batch_norm.
 export { groupNorm } from "./group_norm.ts";
 export { groupNormSilu, groupNormSiluV2 } from "./group_norm_silu.ts";
 export { groupNormSwish } from "./group_norm_swish.ts";
+export { groupNormSwishGrad } from "./group_norm_swish_grad.ts";
+export type {
+  GroupNormSwishGradArgs,
+  GroupNormSwishGradOut,
+  GroupNormSwishGradResult,
+} from "./group_norm_swish_grad.ts";
 export type {
   GroupNormSwishArgs,
   GroupNormSwishOut,

@@ -132,6 +132,8 @@ Deno.test("symbols: only release-dependent symbols are optional", () => {
     "aclnnGroupNormSiluV2GetWorkspaceSize",
     "aclnnGroupNormSwish",
     "aclnnGroupNormSwishGetWorkspaceSize",
+    "aclnnGroupNormSwishGrad",
+    "aclnnGroupNormSwishGradGetWorkspaceSize",
     "aclnnInit",
     "aclnnInplaceAddRmsNorm",
     "aclnnInplaceAddRmsNormGetWorkspaceSize",

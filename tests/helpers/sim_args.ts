@@ -48,6 +48,7 @@ export function bf16RefusalText(op: SocOperator): RegExp {
     case "aclnnAddLayerNormGrad":
     case "aclnnDeepNormGrad":
     case "aclnnGroupNormSwish":
+    case "aclnnGroupNormSwishGrad":
       return /inconsistent with that defined in the operator prototype OpDef/;
     default:
       return /not implemented for DT_BF16, should be in dtype support list \[/;
@@ -415,6 +416,23 @@ export function argsFor(
         out(pick(o, "yOut", () => fresh(npu, X, dt))),
         out(pick(o, "meanOut", () => fresh(npu, [N, 1], dt))),
         out(pick(o, "rstdOut", () => fresh(npu, [N, 1], dt))),
+      ];
+    case "aclnnGroupNormSwishGrad":
+      return [
+        t(pick(o, "dy", dy)),
+        t(pick(o, "mean", () => full(npu, [N, 1], 0.5, dt))),
+        t(pick(o, "rstd", () => full(npu, [N, 1], 1.25, dt))),
+        t(pick(o, "x", x)),
+        t(pick(o, "gamma", () => full(npu, [C], 1.5, dt))),
+        t(pick(o, "beta", () => full(npu, [C], 0.5, dt))),
+        arg.i64(1),
+        arg.string("NCHW"),
+        arg.f64(1),
+        arg.bool(true),
+        arg.bool(true),
+        out(pick(o, "dxOut", () => fresh(npu, X, dt))),
+        out(pick(o, "dgammaOut", () => fresh(npu, [C], dt))),
+        out(pick(o, "dbetaOut", () => fresh(npu, [C], dt))),
       ];
   }
 }

@@ -165,6 +165,7 @@ Deno.test("argument names: every operator refuses an unknown field", async () =>
     ["aclnnGroupNormSiluV2", (a) => ops.groupNormSiluV2(a as never)],
     ["aclnnGroupNormSwish", (a) => ops.groupNormSwish(a as never)],
     ["aclnnFastLayerNorm", (a) => ops.fastLayerNorm(a as never)],
+    ["aclnnGroupNormSwishGrad", (a) => ops.groupNormSwishGrad(a as never)],
     [
       "infiniopCreateBatchNormBackwardDescriptor",
       (a) => ops.createBatchNormBackwardDescriptor(a as never),
@@ -277,4 +278,23 @@ Deno.test("argument names: fastLayerNorm takes layerNorm's names", () => {
   assert.match(o.message, /did you mean "mean"\?/);
   const r = ops.fastLayerNorm({ ...base, weight: Tensor.ones([4]), bias: Tensor.zeros([4]) });
   assert.deepEqual(Object.keys(r), ["output", "mean", "rstd"]);
+});
+
+Deno.test("argument names: groupNormSwishGrad takes CANN's names, results dx, dgamma, dbeta", () => {
+  const x = Tensor.ones([1, 2, 2]);
+  const stats = Tensor.ones([1, 1]);
+  const args = { dy: x, mean: stats, rstd: stats, x, gamma: Tensor.ones([2]), numGroups: 1 };
+  const r = ops.groupNormSwishGrad({ ...args, beta: Tensor.zeros([2]) });
+  assert.deepEqual(Object.keys(r), ["dx", "dgamma", "dbeta"]);
+  // dgammaIsRequire, not dgammaRequire; gradOut is not CANN's name here.
+  assertAclnnError(
+    () => ops.groupNormSwishGrad({ ...args, beta: x, dgammaRequire: false } as never),
+    INVALID,
+    "dgammaRequire",
+  );
+  assertAclnnError(
+    () => ops.groupNormSwishGrad({ ...args, gradOut: x } as never),
+    INVALID,
+    "gradOut",
+  );
 });

@@ -62,6 +62,7 @@ export {
 } from "./group_norm.ts";
 export { type GroupNormBackward64, groupNormBackward64 } from "./group_norm_backward.ts";
 export { type GroupNormSwish64, groupNormSwish64, swish64 } from "./group_norm_silu.ts";
+export { type GroupNormSwishGrad64, groupNormSwishGrad64 } from "./group_norm_swish_grad.ts";
 export {
   gemmaRmsNorm as gemmaRmsNorm64,
   layerNorm as layerNorm64,

@@ -66,7 +66,7 @@ function isOpMath(name: string): boolean {
 /** The operators of libopapi_nn.so (CANN >= 8.5): every norm operator but the Stats pair. */
 const OP_NN_PREFIXES = [
   "aclnnBatchNorm",
-  "aclnnGroupNorm", // and aclnnGroupNormSilu, aclnnGroupNormSiluV2, aclnnGroupNormSwish
+  "aclnnGroupNorm", // and aclnnGroupNormSilu, SiluV2, Swish, SwishGrad
   "aclnnLayerNorm",
   "aclnnRmsNorm",
   "aclnnAddRmsNorm",

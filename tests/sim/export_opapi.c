@@ -303,6 +303,16 @@ SIM_PUBLIC aclnnStatus aclnnFastLayerNormGetWorkspaceSize(const aclTensor *input
                                 rstdOutOptional, workspaceSize, (void **)executor);
 }
 SIM_PHASE2(aclnnFastLayerNorm, SIM_OP_FAST_LAYER_NORM)
+SIM_PUBLIC aclnnStatus aclnnGroupNormSwishGradGetWorkspaceSize(
+    const aclTensor *dy, const aclTensor *mean, const aclTensor *rstd, const aclTensor *x, const aclTensor *gamma,
+    const aclTensor *beta, int64_t numGroups, char *dataFormatOptional, double swishScale, bool dgammaIsRequire,
+    bool dbetaIsRequire, const aclTensor *dxOut, const aclTensor *dgammaOut, const aclTensor *dbetaOut,
+    uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_gn_swish_grad_ws(dy, mean, rstd, x, gamma, beta, numGroups, dataFormatOptional, swishScale,
+                              dgammaIsRequire, dbetaIsRequire, dxOut, dgammaOut, dbetaOut, workspaceSize,
+                              (void **)executor);
+}
+SIM_PHASE2(aclnnGroupNormSwishGrad, SIM_OP_GN_SWISH_GRAD)
 #endif
 
 #ifdef SIM_WITH_MATH

@@ -96,6 +96,7 @@ typedef enum {
   SIM_OP_GN_SILU, /* aclnnGroupNormSilu and aclnnGroupNormSiluV2: one executor kind */
   SIM_OP_GN_SWISH,
   SIM_OP_FAST_LAYER_NORM, /* aclnnFastLayerNorm: planned in the SIM_OP_LAYER_NORM slot order */
+  SIM_OP_GN_SWISH_GRAD,
   SIM_OP_COUNT
 } SimOpId;
 
@@ -153,6 +154,8 @@ typedef struct {
   bool activate;      /* activateSilu / activateSwish */
   bool cast_round;    /* 16-bit outputs cast half away from zero (CAST_ROUND, A2/A3 GroupNormSilu) */
   double swish_scale; /* s of gn / (1 + exp(-s gn)): 1 for SiLU */
+  bool dgamma_required; /* GroupNormSwishGrad dgamma_is_require */
+  bool dbeta_required;  /* GroupNormSwishGrad dbeta_is_require */
 } SimPlan;
 
 /* ---- the platform (sim_soc.c): CANN's platform file <SoC_version>.ini, read at run time ---- */
@@ -450,6 +453,11 @@ SIM_CORE_API int sim_gn_swish_ws(const void *x, const void *gamma, const void *b
 SIM_CORE_API int sim_fast_layer_norm_ws(const void *input, const void *normalizedShape, const void *weight,
                                         const void *bias, double eps, void *out, void *meanOut, void *rstdOut,
                                         uint64_t *ws, void **exec);
+SIM_CORE_API int sim_gn_swish_grad_ws(const void *dy, const void *mean, const void *rstd, const void *x,
+                                      const void *gamma, const void *beta, int64_t numGroups,
+                                      const char *dataFormat, double swishScale, bool dgammaIsRequire,
+                                      bool dbetaIsRequire, const void *dxOut, const void *dgammaOut,
+                                      const void *dbetaOut, uint64_t *ws, void **exec);
 /* Their computations, called by sim_op_run at synchronisation (core-internal). */
 int sim_run_layer_norm(const SimPlan *p);
 int sim_run_layer_norm_backward(const SimPlan *p);
@@ -469,6 +477,7 @@ int sim_run_add_layer_norm_grad(const SimPlan *p);
 int sim_run_deep_norm_grad(const SimPlan *p);
 int sim_run_gn_silu(const SimPlan *p);
 int sim_run_gn_swish(const SimPlan *p);
+int sim_run_gn_swish_grad(const SimPlan *p);
 double sim_gs_cast_round(double v, int32_t dt); /* CAST_ROUND of a float value to dt */
 double sim_gs_swish(double gn, double s);       /* float gn / (1 + exp(-s gn)) */
 void sim_gs_geometry(SimPlan *p, const SimTensorDesc *x, int64_t group); /* N, C, HxW, group of x */

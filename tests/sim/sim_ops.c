@@ -1652,6 +1652,7 @@ int sim_op_run(const SimPlan *p, void *workspace) {
     /* aclnnFastLayerNorm: aclnnLayerNorm's computation with LayerNormV4's dtypes
      * (sim_ops_fast_layer_norm.c plans it in aclnnLayerNorm's slot order). */
     case SIM_OP_FAST_LAYER_NORM: return sim_run_layer_norm(p);
+    case SIM_OP_GN_SWISH_GRAD: return sim_run_gn_swish_grad(p);
     default: return -1;
   }
 }

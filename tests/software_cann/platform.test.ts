@@ -101,6 +101,7 @@ function bf16(op: SocOperator, { arch, sv }: Chip): boolean {
       return v2201or3510;
     case "aclnnGroupNormSwish": // group_norm_swish_def.cpp:69-104: BF16 rows everywhere
     case "aclnnFastLayerNorm": // aclnn_fast_layer_norm.cpp:50-53: one list with BF16
+    case "aclnnGroupNormSwishGrad": // group_norm_swish_grad_def.cpp: BF16 rows everywhere
       return true;
   }
 }
@@ -132,6 +133,7 @@ function documented(op: SocOperator, { sv }: Chip): boolean {
     case "aclnnAddRmsNormCast":
     case "aclnnAdaLayerNormV2":
     case "aclnnGroupNormSwish": // 950, A3, A2
+    case "aclnnGroupNormSwishGrad": // 950, A3, A2
     case "aclnnBatchNormReduce": // 950, A3, A2
     case "aclnnSyncBatchNormGatherStats":
       return [3, 2, 1].includes(sv);

@@ -17,6 +17,7 @@ import { SWEEP_CHANNEL_OPS } from "../../scripts/verify_npu/sweep_channel_ops.ts
 import { SWEEP_REDUCE_OPS } from "../../scripts/verify_npu/sweep_reduce_ops.ts";
 import { SWEEP_ROW_OPS } from "../../scripts/verify_npu/sweep_row_ops.ts";
 import { SWEEP_ROW_GRAD_OPS } from "../../scripts/verify_npu/sweep_row_grad_ops.ts";
+import { SWEEP_GROUP_NORM_ACT_OPS } from "../../scripts/verify_npu/sweep_group_norm_act_ops.ts";
 import { SWEEP_SHAPES } from "../../scripts/verify_npu/sweep.ts";
 import { SWEEP_FUSED_OPS } from "../../scripts/verify_npu/sweep_fused_ops.ts";
 import { SIM_AVAILABLE } from "../helpers/backends.ts";
@@ -123,6 +124,7 @@ Deno.test({
       ...SWEEP_ROW_OPS,
       ...SWEEP_ROW_GRAD_OPS,
       ...SWEEP_FUSED_OPS,
+      ...SWEEP_GROUP_NORM_ACT_OPS,
     ];
     for (const op of sweep.filter((op) => op.takes?.(SWEEP_SHAPES[0]) ?? true)) {
       assert.ok(rows.some((row) => row.op === op.op && row.suite === "sweep"), op.op);

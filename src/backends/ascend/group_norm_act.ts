@@ -10,10 +10,13 @@ import { callAclnn } from "../../ffi/aclnn_call.ts";
 import type { AscendDevice } from "../../ffi/runtime.ts";
 import type { Kernels } from "../types.ts";
 
-/** The Ascend kernels of aclnnGroupNormSilu, aclnnGroupNormSiluV2 and aclnnGroupNormSwish. */
+/**
+ * The Ascend kernels of aclnnGroupNormSilu, aclnnGroupNormSiluV2, aclnnGroupNormSwish and
+ * aclnnGroupNormSwishGrad.
+ */
 export const ascendGroupNormActKernels: Pick<
   Kernels,
-  "groupNormSilu" | "groupNormSiluV2" | "groupNormSwish"
+  "groupNormSilu" | "groupNormSiluV2" | "groupNormSwish" | "groupNormSwishGrad"
 > = {
   groupNormSilu(p, t) {
     callAclnn(t.self.device as AscendDevice, "aclnnGroupNormSilu", {
@@ -55,6 +58,24 @@ export const ascendGroupNormActKernels: Pick<
       yOut: t.y,
       meanOut: t.mean,
       rstdOut: t.rstd,
+    });
+  },
+  groupNormSwishGrad(p, t) {
+    callAclnn(t.x.device as AscendDevice, "aclnnGroupNormSwishGrad", {
+      dy: t.dy,
+      mean: t.mean,
+      rstd: t.rstd,
+      x: t.x,
+      gamma: t.gamma,
+      beta: t.beta,
+      numGroups: p.numGroups,
+      dataFormatOptional: p.dataFormat,
+      swishScale: p.swishScale,
+      dgammaIsRequire: p.dgammaIsRequire,
+      dbetaIsRequire: p.dbetaIsRequire,
+      dxOut: t.dx,
+      dgammaOut: t.dgamma,
+      dbetaOut: t.dbeta,
     });
   },
 };

@@ -332,6 +332,6 @@ export const ascendBackend: Backend = {
 
   // LayerNorm / RMSNorm (row_norm.ts).
   ...ascendRowNormKernels,
-  // GroupNormSilu, GroupNormSiluV2, GroupNormSwish (group_norm_act.ts).
+  // GroupNormSilu, GroupNormSiluV2, GroupNormSwish, GroupNormSwishGrad (group_norm_act.ts).
   ...ascendGroupNormActKernels,
 };

@@ -162,6 +162,7 @@ export function bf16Allowed(op: SocOperator, family: SocFamily): boolean {
     case "aclnnGroupNormSilu":
     case "aclnnGroupNormSiluV2":
     case "aclnnGroupNormSwish":
+    case "aclnnGroupNormSwishGrad":
       return gnAct.groupNormActBf16(op, family);
     default: // aclnnBatchNormReduce, aclnnSyncBatchNormGatherStats
       return bnFamily.batchNormFamilyBf16(op, family);

@@ -1,8 +1,8 @@
 /**
  * The per-chip facts of the activated GroupNorm operators of issue 39 (aclnnGroupNormSilu,
- * aclnnGroupNormSiluV2, aclnnGroupNormSwish), kept beside the one chip table (`soc.ts`, which
- * folds them into `SOC_OPERATORS`, `operatorSupported` and `bf16Allowed`), and the rules beyond
- * products and bfloat16 that only some chips make, refused before anything is allocated with
+ * aclnnGroupNormSiluV2, aclnnGroupNormSwish, aclnnGroupNormSwishGrad), kept beside the one chip
+ * table (`soc.ts`, which folds them into `SOC_OPERATORS`, `operatorSupported` and
+ * `bf16Allowed`), and the rules beyond products and bfloat16 that only some chips make, refused before anything is allocated with
  * 161002 and a message naming the argument and the SoC. The device-independent validation
  * (`src/ops/group_norm_silu.ts`, `group_norm_swish.ts`) accepts what some chip accepts.
  *
@@ -10,10 +10,13 @@
  * sections 9 and 10).
  * - Products: `norm/group_norm_silu/docs/aclnnGroupNormSilu.md`, `aclnnGroupNormSiluV2.md`
  *   (Ascend 950, Atlas A3, Atlas A2, Atlas inference series); `norm/group_norm_swish/docs/
- *   aclnnGroupNormSwish.md` (Ascend 950, Atlas A3, Atlas A2; its OpDef registers no ascend310p).
+ *   aclnnGroupNormSwish.md` (Ascend 950, Atlas A3, Atlas A2; its OpDef registers no ascend310p);
+ *   `norm/group_norm_swish_grad/docs/aclnnGroupNormSwishGrad.md` (the same three;
+ *   `op_host/group_norm_swish_grad_def.cpp:85-93` registers ascend910b, ascend910_93, ascend950).
  * - bfloat16: GroupNormSilu's list is {FLOAT16, BF16, FLOAT} on DAV_2201 or regbase, {FLOAT16,
  *   FLOAT} elsewhere (`op_host/op_api/aclnn_group_norm_silu.cpp:64-71`); GroupNormSwish's OpDef
- *   has BF16 rows in every configuration (`op_host/group_norm_swish_def.cpp:69-104`).
+ *   has BF16 rows in every configuration (`op_host/group_norm_swish_def.cpp:69-104`), as has
+ *   GroupNormSwishGrad's (`group_norm_swish_grad_def.cpp`, all tensors one of F32/F16/BF16).
  * - GroupNormSilu's CheckDtypeValid (`aclnn_group_norm_silu.cpp:73-121`): off regbase meanOut and
  *   rstdOut must have self's dtype; on regbase a gamma or beta of another dtype than self's must
  *   be FLOAT and then meanOut and rstdOut FLOAT. CheckAttr (`:123-147`): off regbase N > 0 and
@@ -31,6 +34,7 @@ export const GROUP_NORM_ACT_OPERATORS = [
   "aclnnGroupNormSilu",
   "aclnnGroupNormSiluV2",
   "aclnnGroupNormSwish",
+  "aclnnGroupNormSwishGrad",
 ] as const;
 
 /** One of {@linkcode GROUP_NORM_ACT_OPERATORS}. */
@@ -46,12 +50,13 @@ export function groupNormActSupported(op: GroupNormActOperator, family: SocFamil
   const sv = family.socVersion;
   const a2Up = sv === SocVersion.ASCEND910B || sv === SocVersion.ASCEND910_93 ||
     sv === SocVersion.ASCEND950;
-  return a2Up || (op !== "aclnnGroupNormSwish" && sv === SocVersion.ASCEND310P);
+  const swish = op === "aclnnGroupNormSwish" || op === "aclnnGroupNormSwishGrad";
+  return a2Up || (!swish && sv === SocVersion.ASCEND310P);
 }
 
 /** Whether `op` accepts bfloat16 tensors on `family` (module doc). */
 export function groupNormActBf16(op: GroupNormActOperator, family: SocFamily): boolean {
-  if (op === "aclnnGroupNormSwish") return true;
+  if (op === "aclnnGroupNormSwish" || op === "aclnnGroupNormSwishGrad") return true;
   return family.npuArch === DAV_2201 || isRegbase(family);
 }
 
@@ -72,7 +77,7 @@ export function checkGroupNormActRules(
   scalars: Readonly<Record<string, number>>,
 ): void {
   const self = tensors.self;
-  if (op === "aclnnGroupNormSwish" || !self) return;
+  if (op === "aclnnGroupNormSwish" || op === "aclnnGroupNormSwishGrad" || !self) return;
   const regbase = isRegbase(family);
   const mixed = [tensors.gamma, tensors.beta].some((t) => t && t.dtype !== self.dtype);
   const want = regbase && mixed ? "float32" : self.dtype;

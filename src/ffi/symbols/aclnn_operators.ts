@@ -563,6 +563,29 @@ export const ACLNN_OPERATORS = {
       ["rstdOutOptional", "output"],
     ],
   },
+  // Generated header (ops-nn group_norm_swish_grad_def.cpp): inputs, attributes, outputs.
+  aclnnGroupNormSwishGrad: {
+    library: "nn",
+    header:
+      "aclnnop/aclnn_group_norm_swish_grad.h (generated; ops-nn norm/group_norm_swish_grad/op_host/group_norm_swish_grad_def.cpp)",
+    optional: true,
+    params: [
+      ["dy", "tensor"],
+      ["mean", "tensor"],
+      ["rstd", "tensor"],
+      ["x", "tensor"],
+      ["gamma", "tensor"],
+      ["beta", "tensor"],
+      ["numGroups", "i64"],
+      ["dataFormatOptional", "string"],
+      ["swishScale", "f64"],
+      ["dgammaIsRequire", "bool"],
+      ["dbetaIsRequire", "bool"],
+      ["dxOut", "output"],
+      ["dgammaOut", "output"],
+      ["dbetaOut", "output"],
+    ],
+  },
   aclnnBatchNormStats: {
     library: "math",
     header: "aclnnop/aclnn_batch_norm_stats.h",

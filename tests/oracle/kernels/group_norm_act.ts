@@ -1,6 +1,6 @@
 /**
  * The oracle's activated GroupNorms in the kernel contract (aclnnGroupNormSilu, V2,
- * aclnnGroupNormSwish): values from tests/oracle/group_norm_silu.ts, eps and swishScale as the
+ * aclnnGroupNormSwish, aclnnGroupNormSwishGrad): values from tests/oracle/group_norm_silu.ts, eps and swishScale as the
  * C floats CANN's kernels take.
  *
  * @module
@@ -9,10 +9,13 @@
 import type {
   GroupNormSiluPlan,
   GroupNormSiluTensors,
+  GroupNormSwishGradPlan,
+  GroupNormSwishGradTensors,
   GroupNormSwishPlan,
   GroupNormSwishTensors,
 } from "../../../src/backends/types.ts";
 import { groupNormSwish64 } from "../group_norm_silu.ts";
+import { groupNormSwishGrad64 } from "../group_norm_swish_grad.ts";
 import { read, readIf, write } from "./io.ts";
 
 /** aclnnGroupNormSilu and aclnnGroupNormSiluV2. */
@@ -51,4 +54,28 @@ export function groupNormSwish(plan: GroupNormSwishPlan, t: GroupNormSwishTensor
   write(t.y, r.output);
   write(t.mean, r.mean);
   write(t.rstd, r.rstd);
+}
+
+/** aclnnGroupNormSwishGrad (dgamma/dbeta written only when required). */
+export function groupNormSwishGrad(
+  plan: GroupNormSwishGradPlan,
+  t: GroupNormSwishGradTensors,
+): void {
+  const { N, C, HxW, numGroups } = plan;
+  const r = groupNormSwishGrad64(
+    read(t.dy),
+    read(t.mean),
+    read(t.rstd),
+    read(t.x),
+    read(t.gamma),
+    read(t.beta),
+    N,
+    C,
+    HxW,
+    numGroups,
+    Math.fround(plan.swishScale),
+  );
+  write(t.dx, r.dx);
+  if (plan.dgammaIsRequire) write(t.dgamma, r.dgamma);
+  if (plan.dbetaIsRequire) write(t.dbeta, r.dbeta);
 }

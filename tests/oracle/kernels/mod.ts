@@ -23,7 +23,7 @@ import { addLayerNorm, deepNorm } from "./fused_layer_norms.ts";
 import { adaLayerNorm, addRmsNormCast } from "./ada_layer_norm.ts";
 import { addLayerNormGrad, deepNormGrad } from "./fused_layer_norm_grads.ts";
 import { groupNorm, groupNormBackward } from "./group_norm.ts";
-import { groupNormSilu, groupNormSwish } from "./group_norm_act.ts";
+import { groupNormSilu, groupNormSwish, groupNormSwishGrad } from "./group_norm_act.ts";
 import {
   addRmsNorm,
   gemmaRmsNorm,
@@ -71,4 +71,5 @@ export const referenceKernels: Kernels = {
   groupNormSwish,
   // aclnnFastLayerNorm computes aclnnLayerNorm's output and statistics (same oracle).
   fastLayerNorm: layerNorm,
+  groupNormSwishGrad,
 };

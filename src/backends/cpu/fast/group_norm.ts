@@ -43,12 +43,14 @@ import { sampleBlocks, sampleView } from "./cache_blocks.ts";
 /**
  * A per-sample GroupNorm call over non-empty `inputs` and `output`, or undefined when they
  * must be staged first: overlapping output, a tensor outside the heap or with no strided
- * [N, C, HxW] view, or a layout the channel kernels do not take in place.
+ * [N, C, HxW] view, or a layout the channel kernels do not take in place (`rowsOnly`: any
+ * but rows, for kernels that have no pixels form).
  */
-function groupNormCall(
+export function groupNormCall(
   plan: { N: number; C: number; HxW: number },
   inputs: readonly Tensor[],
   output: Tensor | undefined,
+  rowsOnly = false,
 ): Call | undefined {
   const { N, C, HxW } = plan;
   if (!streamable(output, inputs)) return undefined;
@@ -66,15 +68,15 @@ function groupNormCall(
   let layout = { ...chosen.layout, perSample: true };
   const fits = () => chosen.addresses.every((a) => channelLayoutFits(layout, a));
   // No inner dims: each (n, c) is a row of one element, where pixels do not fit.
-  if (!fits() && layout.kind === "pixels" && layout.inner === 1) {
+  if ((rowsOnly || !fits()) && layout.kind === "pixels" && layout.inner === 1) {
     layout = { ...layout, kind: "rows" };
   }
-  if (!fits()) return undefined;
+  if (!fits() || (rowsOnly && layout.kind !== "rows")) return undefined;
   return prepareCall({ layout, addresses: chosen.addresses }, data, N * C * HxW);
 }
 
 /** GroupNorm's staging: dense heap copies, channels-last where the data is ([N, C, ...] only). */
-function relayout(N: number, C: number): StagingOptions {
+export function relayout(N: number, C: number): StagingOptions {
   return {
     relayout: true,
     order: (t) => (t.shape[0] === N && t.shape[1] === C ? batchNormOrder(t) : undefined),

@@ -21,6 +21,7 @@ import { batchNormReduce } from "./batch_norm_reduce.ts";
 import { syncBatchNormGatherStats } from "./sync_batch_norm_gather_stats.ts";
 import { groupNorm, groupNormBackward, instanceNorm } from "./group_norm.ts";
 import { groupNormSilu, groupNormSwish } from "./group_norm_act.ts";
+import { groupNormSwishGrad } from "./group_norm_swish_grad.ts";
 import { rowKernels } from "../rows/mod.ts";
 
 /** Every operator's streaming kernel. */
@@ -37,6 +38,7 @@ export const fastKernels: Kernels = {
   groupNormSilu,
   groupNormSiluV2: groupNormSilu,
   groupNormSwish,
+  groupNormSwishGrad,
   batchNormReduce,
   syncBatchNormGatherStats,
   instanceNorm,

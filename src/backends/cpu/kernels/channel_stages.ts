@@ -1,8 +1,10 @@
 /**
  * The BatchNorm family's stages (statistics, sums, and the normalize, gradient and scale
- * writes of every BatchNorm operator, and GroupNormSilu/GroupNormSwish's swish write) on their float32 WebAssembly kernels
- * (src/backends/cpu/wasm/channel_norms.wat, channel_pixels.wat), one kernel call per work
- * item, on the tensors in place in the host heap: `rows` (NCHW: each (n, c) a contiguous run) and dense `pixels`
+ * writes of every BatchNorm operator, GroupNormSilu/GroupNormSwish's swish write and
+ * GroupNormSwishGrad's sums and write, rows only) on their float32 WebAssembly kernels
+ * (src/backends/cpu/wasm/channel_norms.wat, channel_pixels.wat, channel_swish.wat,
+ * channel_swish_grad.wat), one kernel call per work item, on the tensors in place in the host
+ * heap: `rows` (NCHW: each (n, c) a contiguous run) and dense `pixels`
  * (channels-last, C a multiple of 4, at most {@linkcode MAX_PIXEL_CHANNELS}). A call whose
  * tensors are elsewhere or laid out otherwise is staged into contiguous heap copies first
  * (fast/setup.ts), so these kernels are the family's one implementation. Items and partials
@@ -132,6 +134,30 @@ export interface ChannelExports {
   ): void;
   /** The swish write of `pix` pixels, four float32 constants a channel at k as bn_grad_pix's. */
   bn_swish_pix(x: number, o: number, C: number, dt: number, pix: number, k: number): void;
+  /** GroupNormSwishGrad's sum(dYNew), sum(xhat * dYNew) of `rows` runs (channel_swish_grad.wat). */
+  gs_sums_rows(
+    dy: number,
+    dys: number,
+    x: number,
+    xs: number,
+    inner: number,
+    dt: number,
+    rows: number,
+    ...rest: [number, number, number, number, number, number, number]
+  ): void;
+  /** GroupNormSwishGrad's dx write of `rows` runs, nine constants (channel_swish_grad.wat). */
+  gs_grad_rows(
+    dy: number,
+    dys: number,
+    x: number,
+    xs: number,
+    o: number,
+    os: number,
+    inner: number,
+    dt: number,
+    rows: number,
+    ...k: [number, number, number, number, number, number, number, number, number]
+  ): void;
 }
 
 /**
@@ -164,8 +190,28 @@ function rowsOfItem(layout: Layout, item: number): [c: number, n0: number, n1: n
 
 /** Per-channel constants of each write kind (formulas.ts: NORMALIZE_CONSTANTS etc.). */
 function constantCount(op: ChannelStage["op"]): number {
-  return op === "normalize" ? 3 : op === "gradient" || op === "swish" ? 4 : op === "scale" ? 1 : 0;
+  switch (op) {
+    case "normalize":
+      return 3;
+    case "gradient":
+    case "swish":
+      return 4;
+    case "scale":
+      return 1;
+    case "swishSums":
+      return SWISH_SUMS_CONSTANTS;
+    case "swishGrad":
+      return SWISH_GRAD_CONSTANTS;
+    default:
+      return 0;
+  }
 }
+
+/** Per-(n, c) constants of the "swishSums" stage (channel_swish_grad.wat k0..k5). */
+export const SWISH_SUMS_CONSTANTS = 6;
+
+/** Per-(n, c) constants of the "swishGrad" write (channel_swish_grad.wat k0..k8). */
+export const SWISH_GRAD_CONSTANTS = 9;
 
 /**
  * Runs items [from, to) of the BatchNorm-family stage `s` on this thread's kernels `w`. A
@@ -223,6 +269,38 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
           s.partials[2 * u] = f64[0];
           s.partials[2 * u + 1] = f64[1];
           break;
+        case "swishSums":
+        case "swishGrad": {
+          // GroupNormSwishGrad (channel_swish_grad.wat): constant j at q[j * C + kc].
+          const q = s.constants!;
+          const kq = (j: number) => q[j * C + kc];
+          const dyRow = row(s.dyHeap, s.dyAt);
+          const xRow = row(s.xHeap, s.xAt);
+          const k6 = [kq(0), kq(1), kq(2), kq(3), kq(4), kq(5)] as const;
+          if (s.op === "swishSums") {
+            k.gs_sums_rows(dyRow, dys, xRow, xs, inner, dt, rows, ...k6, out);
+            s.partials[2 * u] = f64[0];
+            s.partials[2 * u + 1] = f64[1];
+          } else {
+            const o = row(s.outHeap, s.outAt);
+            k.gs_grad_rows(
+              dyRow,
+              dys,
+              xRow,
+              xs,
+              o,
+              os,
+              inner,
+              dt,
+              rows,
+              ...k6,
+              kq(6),
+              kq(7),
+              kq(8),
+            );
+          }
+          break;
+        }
         case "normalize":
         case "swish": {
           // The swish write is the normalize write and -swishScale (channel_swish.wat).
@@ -280,6 +358,9 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
   }
   // Dense pixels: pixel q of the call at base + q * C. Region: o1, o2 (float64 C each), the
   // scratch (float32 3C), the per-channel float32 constants or means (4C).
+  if (s.op === "swishSums" || s.op === "swishGrad") {
+    throw new Error(`${s.op}: rows only (fast/group_norm_swish_grad.ts stages the rest)`);
+  }
   const o1 = w.at;
   const o2 = w.at + 8 * C;
   const acc = w.at + 16 * C;
@@ -299,7 +380,7 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
       const from = n * count * C;
       for (let j = 0; j < count; j++) {
         for (let c = 0; c < C; c++) {
-          kf[4 * (c & ~3) + 4 * j + (c & 3)] = s.constants[from + j * C + c];
+          kf[4 * (c & ~3) + 4 * j + (c & 3)] = s.constants![from + j * C + c];
         }
       }
     }

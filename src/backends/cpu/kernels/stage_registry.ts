@@ -28,6 +28,8 @@ export const STAGE_OPS = [
   "adaLayerNormRows",
   "addLayerNormGradRows",
   "swish",
+  "swishSums",
+  "swishGrad",
 ] as const satisfies readonly Stage["op"][];
 
 /** One more than the largest stage code: the base of the digits of a governor key. */

@@ -76,10 +76,15 @@ export interface StageBase extends KernelStage {
  * items at partials[2 * item], pixel blocks at partials[2C * block + c] (+ C for the second).
  */
 export interface SumsStage extends StageBase {
-  /** Stage kind. */
-  readonly op: "sums";
-  /** Per-channel mean subtracted from x. */
+  /**
+   * Stage kind: "sums", or "swishSums" (aclnnGroupNormSwishGrad, rows only: sum(dYNew) and
+   * sum(xhat * dYNew) from the six per-(n, c) `constants` of wasm/channel_swish_grad.wat).
+   */
+  readonly op: "sums" | "swishSums";
+  /** Per-channel mean subtracted from x ("sums"). */
   readonly mean: Float64Array;
+  /** "swishSums": the packed per-(n, c) constants, constants[j * C + c] as a write's. */
+  readonly constants?: Float64Array;
   /** Output partials (layout above). */
   readonly partials: Float64Array;
 }
@@ -101,11 +106,12 @@ export interface StatsStage extends StageBase {
  * shift) writes (x - mean) * scale + shift, gradient (a, b, c, d) writes
  * (dy * d - c) - (x - a) * b, scale (scale) writes dy * scale, swish (mean, scale, shift,
  * -swishScale) writes g / (1 + exp(-swishScale * g)) of the normalize value g
- * (wasm/channel_swish.wat).
+ * (wasm/channel_swish.wat), swishGrad (nine, rows only) writes aclnnGroupNormSwishGrad's dx
+ * (wasm/channel_swish_grad.wat).
  */
 export interface WriteStage extends StageBase {
   /** Stage kind. */
-  readonly op: "normalize" | "gradient" | "scale" | "swish";
+  readonly op: "normalize" | "gradient" | "scale" | "swish" | "swishGrad";
   /** Packed per-channel constants. */
   readonly constants: Float64Array;
 }

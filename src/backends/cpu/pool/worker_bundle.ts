@@ -113,8 +113,24 @@ function rowsOfItem(layout, item) {
   ];
 }
 function constantCount(op) {
-  return op === "normalize" ? 3 : op === "gradient" || op === "swish" ? 4 : op === "scale" ? 1 : 0;
+  switch (op) {
+    case "normalize":
+      return 3;
+    case "gradient":
+    case "swish":
+      return 4;
+    case "scale":
+      return 1;
+    case "swishSums":
+      return SWISH_SUMS_CONSTANTS;
+    case "swishGrad":
+      return SWISH_GRAD_CONSTANTS;
+    default:
+      return 0;
+  }
 }
+var SWISH_SUMS_CONSTANTS = 6;
+var SWISH_GRAD_CONSTANTS = 9;
 function runChannelItems(s, from, to, w) {
   const k = w.exports;
   const dt = s.dtype;
@@ -152,6 +168,30 @@ function runChannelItems(s, from, to, w) {
           s.partials[2 * u] = f64[0];
           s.partials[2 * u + 1] = f64[1];
           break;
+        case "swishSums":
+        case "swishGrad": {
+          const q = s.constants;
+          const kq = (j) => q[j * C + kc];
+          const dyRow = row(s.dyHeap, s.dyAt);
+          const xRow = row(s.xHeap, s.xAt);
+          const k6 = [
+            kq(0),
+            kq(1),
+            kq(2),
+            kq(3),
+            kq(4),
+            kq(5)
+          ];
+          if (s.op === "swishSums") {
+            k.gs_sums_rows(dyRow, dys, xRow, xs, inner, dt, rows, ...k6, out);
+            s.partials[2 * u] = f64[0];
+            s.partials[2 * u + 1] = f64[1];
+          } else {
+            const o = row(s.outHeap, s.outAt);
+            k.gs_grad_rows(dyRow, dys, xRow, xs, o, os, inner, dt, rows, ...k6, kq(6), kq(7), kq(8));
+          }
+          break;
+        }
         case "normalize":
         case "swish": {
           const q = s.constants;
@@ -182,6 +222,9 @@ function runChannelItems(s, from, to, w) {
       }
     }
     return;
+  }
+  if (s.op === "swishSums" || s.op === "swishGrad") {
+    throw new Error(\`\${s.op}: rows only (fast/group_norm_swish_grad.ts stages the rest)\`);
   }
   const o1 = w.at;
   const o2 = w.at + 8 * C;
@@ -322,7 +365,9 @@ var STAGE_OPS = [
   "addRmsNormCastRows",
   "adaLayerNormRows",
   "addLayerNormGradRows",
-  "swish"
+  "swish",
+  "swishSums",
+  "swishGrad"
 ];
 var STAGE_CODE_BASE = STAGE_OPS.length + 1;
 function stageOfCode(code) {
