@@ -84,6 +84,7 @@ const TARGETS: Target[] = [
       "sim_ops_fast_batch_norm_backward.c",
       "sim_ops_add_rms_norm_cast.c",
       "sim_ops_ada_layer_norm.c",
+      "sim_ops_ada_layer_norm_grad.c",
       "sim_ops_add_layer_norm_grad.c",
       "sim_ops_deep_norm_grad.c",
       "sim_ops_group_norm_silu.c",

@@ -57,6 +57,7 @@ export const ROWS_WAT_PATHS: readonly string[] = [
   "src/backends/cpu/wasm/row_norms_cast.wat",
   "src/backends/cpu/wasm/row_norms_ada.wat",
   "src/backends/cpu/wasm/row_norms_add_grad.wat",
+  "src/backends/cpu/wasm/row_norms_ada_grad.wat",
   "src/backends/cpu/wasm/channel_norms.wat",
   "src/backends/cpu/wasm/channel_pixels.wat",
   "src/backends/cpu/wasm/channel_swish.wat",

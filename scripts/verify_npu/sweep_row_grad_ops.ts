@@ -2,12 +2,14 @@
  * The fused row norms' gradients of the property sweep (sweep.ts): aclnnAddLayerNormGrad
  * (with and without dsum) and aclnnDeepNormGrad over the last dim of every sweep shape, with
  * the statistics of x1 + x2 (alpha * x + gx) computed in float64 from the data, as the
- * forward would give them.
+ * forward would give them; aclnnAdaLayerNormBackward over [B..., S, H] (scale [B..., H], shift
+ * [B..., 1, H]; without and with weight and bias), its statistics rounded to the data's dtype
+ * (the dtype CANN takes them in).
  *
  * @module
  */
 
-import { addLayerNormGrad, deepNormGrad, Tensor } from "../../mod.ts";
+import { adaLayerNormBackward, addLayerNormGrad, deepNormGrad, Tensor } from "../../mod.ts";
 import { placeOn } from "./model.ts";
 import { dataTensor, type SweepOp, type SweepPoint, values } from "./sweep.ts";
 
@@ -101,5 +103,56 @@ const deepNormGradOp: SweepOp = {
   },
 };
 
+const adaLayerNormBackwardOp: SweepOp = {
+  op: "adaLayerNormBackward",
+  kernels: ["aclnnAdaLayerNormBackward"],
+  mixed: false,
+  layouts: LAYOUTS,
+  variants: ["", "affine"],
+  extraDTypes: ["float32"],
+  build(p) {
+    const H = p.shape[p.shape.length - 1];
+    const lead = p.shape.slice(0, -2);
+    const input = dataTensor(p, p.seed + 1);
+    const s = sumStats(input, Tensor.zeros(input.shape), 1);
+    const stat = (t: Tensor) => Tensor.fromArray(t.toFloat64Array(), t.shape, p.dtype);
+    const t = {
+      gradOut: dataTensor(p, p.seed, -1, 1),
+      input,
+      rstd: stat(s.rstd),
+      mean: stat(s.mean),
+      scale: values([...lead, H], p.dtype, p.seed + 2, -0.5, 0.5),
+      shift: values([...lead, 1, H], p.dtype, p.seed + 3),
+    };
+    const affine = p.variant === "affine";
+    const weight = affine ? values([H], p.dtype, p.seed + 4, 0.5, 1.5) : undefined;
+    const bias = affine ? values([H], p.dtype, p.seed + 5) : undefined;
+    return (d) => {
+      const r = adaLayerNormBackward({
+        gradOut: placeOn(t.gradOut, d),
+        input: placeOn(t.input, d),
+        normalizedShape: [H],
+        rstd: placeOn(t.rstd, d),
+        mean: placeOn(t.mean, d),
+        scale: placeOn(t.scale, d),
+        shift: placeOn(t.shift, d),
+        weight: weight && placeOn(weight, d),
+        bias: bias && placeOn(bias, d),
+      });
+      return {
+        gradInput: r.gradInput!,
+        gradScale: r.gradScale!,
+        gradShift: r.gradShift!,
+        gradWeight: r.gradWeight!,
+        gradBias: r.gradBias!,
+      };
+    };
+  },
+};
+
 /** The fused gradients of the sweep, in the order of the report. */
-export const SWEEP_ROW_GRAD_OPS: readonly SweepOp[] = [addLayerNormGradOp, deepNormGradOp];
+export const SWEEP_ROW_GRAD_OPS: readonly SweepOp[] = [
+  addLayerNormGradOp,
+  deepNormGradOp,
+  adaLayerNormBackwardOp,
+];

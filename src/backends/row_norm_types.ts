@@ -367,3 +367,46 @@ export interface AdaLayerNormTensors {
   /** Output (V2, optional): per-row 1/sqrt(var + epsilon), mean's shape and dtype. */
   readonly rstd?: Tensor;
 }
+
+/** aclnnAdaLayerNormBackward: input is [B..., S, H], normalized over H. */
+export interface AdaLayerNormBackwardPlan {
+  /** Rows (B... * S) and columns (H) of input. */
+  readonly geometry: RowGeometry;
+  /** S: the rows of input per row of scale and shift. */
+  readonly seq: number;
+  /** normalizedShape as given ([H]). */
+  readonly normalizedShape: readonly number[];
+}
+
+/**
+ * Tensors of aclnnAdaLayerNormBackward. Outputs are optional: an absent one is not computed
+ * (CANN takes a null output pointer for it; there is no outputMask).
+ */
+export interface AdaLayerNormBackwardTensors {
+  /** dL/doutput, input's shape and dtype. */
+  readonly gradOut: Tensor;
+  /** The forward's x [B..., S, H]. */
+  readonly input: Tensor;
+  /** Per-row rstd of the forward, input with last dim 1, input's dtype (read as float32). */
+  readonly rstd: Tensor;
+  /** Per-row mean of the forward, rstd's shape and dtype (read as float32). */
+  readonly mean: Tensor;
+  /** Per-batch scale, [B..., H] or [B..., 1, H], input's dtype. */
+  readonly scale: Tensor;
+  /** Per-batch shift, scale's forms, input's dtype. */
+  readonly shift: Tensor;
+  /** Optional weight [H] (ones when absent). */
+  readonly weight?: Tensor;
+  /** Optional bias [H] (zeros when absent). */
+  readonly bias?: Tensor;
+  /** Output: dL/dinput, input's shape and dtype. */
+  readonly gradInput?: Tensor;
+  /** Output: per batch, the sum over S of gradOut * (z * w + b); scale's shape and dtype. */
+  readonly gradScale?: Tensor;
+  /** Output: per batch, the sum over S of gradOut; shift's shape and dtype. */
+  readonly gradShift?: Tensor;
+  /** Output: the sum over rows of gradOut * (1 + scale) * z, H elements. */
+  readonly gradWeight?: Tensor;
+  /** Output: the sum over rows of gradOut * (1 + scale), H elements. */
+  readonly gradBias?: Tensor;
+}

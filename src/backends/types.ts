@@ -20,6 +20,8 @@ import type { Device } from "../tensor/device.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import type { OutputMask } from "./output_mask.ts";
 import type {
+  AdaLayerNormBackwardPlan,
+  AdaLayerNormBackwardTensors,
   AdaLayerNormPlan,
   AdaLayerNormTensors,
   AddLayerNormGradPlan,
@@ -379,6 +381,8 @@ export interface Kernels {
   adaLayerNorm(plan: AdaLayerNormPlan, tensors: AdaLayerNormTensors): void;
   /** aclnnAdaLayerNormV2 (mean and rstd when present). */
   adaLayerNormV2(plan: AdaLayerNormPlan, tensors: AdaLayerNormTensors): void;
+  /** aclnnAdaLayerNormBackward (absent outputs are not computed). */
+  adaLayerNormBackward(plan: AdaLayerNormBackwardPlan, tensors: AdaLayerNormBackwardTensors): void;
   /** aclnnFastBatchNormBackward (never called for an empty input or gradOut). */
   fastBatchNormBackward(plan: FastBatchNormBackwardPlan, tensors: BatchNormBackwardTensors): void;
   /** aclnnAddLayerNormGrad. */

@@ -141,6 +141,12 @@ export { adaLayerNorm } from "./ada_layer_norm.ts";
 export type { AdaLayerNormArgs, AdaLayerNormOut, AdaLayerNormResult } from "./ada_layer_norm.ts";
 export type { AdaLayerNormInputs } from "./ada_layer_norm_checks.ts";
 export { adaLayerNormV2 } from "./ada_layer_norm_v2.ts";
+export { adaLayerNormBackward } from "./ada_layer_norm_backward.ts";
+export type {
+  AdaLayerNormBackwardArgs,
+  AdaLayerNormBackwardOut,
+  AdaLayerNormBackwardResult,
+} from "./ada_layer_norm_backward.ts";
 export type {
   AdaLayerNormV2Args,
   AdaLayerNormV2Out,

@@ -102,6 +102,8 @@ Deno.test("symbols: only release-dependent symbols are optional", () => {
     "aclGetRawTensorAddr",
     "aclSetRawTensorAddr",
     "aclnnAdaLayerNorm",
+    "aclnnAdaLayerNormBackward",
+    "aclnnAdaLayerNormBackwardGetWorkspaceSize",
     "aclnnAdaLayerNormGetWorkspaceSize",
     "aclnnAdaLayerNormV2",
     "aclnnAdaLayerNormV2GetWorkspaceSize",

@@ -322,6 +322,23 @@ export function argsFor(
           ]
           : []),
       ];
+    case "aclnnAdaLayerNormBackward": // input [N, C, L]: B = N, S = C, H = L
+      return [
+        t(pick(o, "gradOut", dy)),
+        t(pick(o, "input", x)),
+        arg.intArray([L]),
+        t(pick(o, "rstd", () => full(npu, ROWS, 1.5, dt))),
+        t(pick(o, "mean", () => full(npu, ROWS, 0.5, dt))),
+        t(pick(o, "scale", () => dev(npu, seq(N * L, 3, 0.5), [N, L], dt))),
+        t(pick(o, "shift", () => dev(npu, seq(N * L, 4, 0.5), [N, 1, L], dt))),
+        t(pick(o, "weight", () => undefined)),
+        t(pick(o, "bias", () => undefined)),
+        out(pick(o, "gradInput", () => fresh(npu, X, dt))),
+        out(pick(o, "gradScale", () => fresh(npu, [N, L], dt))),
+        out(pick(o, "gradShift", () => fresh(npu, [N, 1, L], dt))),
+        out(pick(o, "gradWeight", () => fresh(npu, [L]))),
+        out(pick(o, "gradBias", () => fresh(npu, [L]))),
+      ];
     case "aclnnAddLayerNorm":
       return [
         t(pick(o, "x1", x)),

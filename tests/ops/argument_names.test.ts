@@ -159,6 +159,7 @@ Deno.test("argument names: every operator refuses an unknown field", async () =>
     ["aclnnAddRmsNormCast", (a) => ops.addRmsNormCast(a as never)],
     ["aclnnAdaLayerNorm", (a) => ops.adaLayerNorm(a as never)],
     ["aclnnAdaLayerNormV2", (a) => ops.adaLayerNormV2(a as never)],
+    ["aclnnAdaLayerNormBackward", (a) => ops.adaLayerNormBackward(a as never)],
     ["aclnnAddLayerNormGrad", (a) => ops.addLayerNormGrad(a as never)],
     ["aclnnDeepNormGrad", (a) => ops.deepNormGrad(a as never)],
     ["aclnnGroupNormSilu", (a) => ops.groupNormSilu(a as never)],

@@ -77,6 +77,7 @@ export {
 } from "./row_norms.ts";
 export { fusedLayerNorm, type FusedLayerNormResult } from "./fused_layer_norms.ts";
 export { adaLayerNorm, addRmsNormCast } from "./ada_layer_norm.ts";
+export { type AdaLayerNormGrad, adaLayerNormGrad64 } from "./ada_layer_norm_grad.ts";
 export {
   addLayerNormGrad as addLayerNormGrad64,
   type AddLayerNormGrads,

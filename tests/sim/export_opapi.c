@@ -242,6 +242,17 @@ SIM_PUBLIC aclnnStatus aclnnAdaLayerNormV2GetWorkspaceSize(const aclTensor *x, c
 }
 SIM_PHASE2(aclnnAdaLayerNormV2, SIM_OP_ADA_LAYER_NORM_V2)
 
+SIM_PUBLIC aclnnStatus aclnnAdaLayerNormBackwardGetWorkspaceSize(
+    const aclTensor *gradOut, const aclTensor *input, const aclIntArray *normalizedShape, const aclTensor *rstd,
+    const aclTensor *mean, const aclTensor *scale, const aclTensor *shift, const aclTensor *weightOptional,
+    const aclTensor *biasOptional, aclTensor *gradInputOut, aclTensor *gradScaleOut, aclTensor *gradShiftOut,
+    aclTensor *gradWeightOut, aclTensor *gradBiasOut, uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return sim_ada_layer_norm_grad_ws(gradOut, input, normalizedShape, rstd, mean, scale, shift, weightOptional,
+                                    biasOptional, gradInputOut, gradScaleOut, gradShiftOut, gradWeightOut, gradBiasOut,
+                                    workspaceSize, (void **)executor);
+}
+SIM_PHASE2(aclnnAdaLayerNormBackward, SIM_OP_ADA_LAYER_NORM_GRAD)
+
 SIM_PUBLIC aclnnStatus aclnnAddLayerNormGradGetWorkspaceSize(const aclTensor *dy, const aclTensor *x1,
                                                              const aclTensor *x2, const aclTensor *rstd,
                                                              const aclTensor *mean, const aclTensor *gamma,

@@ -18,7 +18,7 @@
 #define SIM_PUBLIC __attribute__((visibility("default")))
 
 #define SIM_MAX_DIMS 8
-#define SIM_MAX_TENSORS 12
+#define SIM_MAX_TENSORS 16 /* aclnnAdaLayerNormBackward has 13 tensor slots */
 
 /* ---- status codes ---------------------------------------------------------------- */
 enum {
@@ -97,6 +97,7 @@ typedef enum {
   SIM_OP_GN_SWISH,
   SIM_OP_FAST_LAYER_NORM, /* aclnnFastLayerNorm: planned in the SIM_OP_LAYER_NORM slot order */
   SIM_OP_GN_SWISH_GRAD,
+  SIM_OP_ADA_LAYER_NORM_GRAD,
   SIM_OP_COUNT
 } SimOpId;
 
@@ -443,6 +444,12 @@ SIM_CORE_API int sim_add_rms_norm_cast_ws(const void *x1, const void *x2, const 
 SIM_CORE_API int sim_ada_layer_norm_ws(bool v2, const void *x, const void *scale, const void *shift, const void *weight,
                                        const void *bias, double epsilon, const void *out, const void *meanOut,
                                        const void *rstdOut, uint64_t *ws, void **exec);
+/* aclnnAdaLayerNormBackward (sim_ops_ada_layer_norm_grad.c). */
+SIM_CORE_API int sim_ada_layer_norm_grad_ws(const void *gradOut, const void *input, const void *normalizedShape,
+                                            const void *rstd, const void *mean, const void *scale, const void *shift,
+                                            const void *weight, const void *bias, const void *gradInput,
+                                            const void *gradScale, const void *gradShift, const void *gradWeight,
+                                            const void *gradBias, uint64_t *ws, void **exec);
 SIM_CORE_API int sim_gn_silu_ws(const char *api, const void *self, const void *gamma, const void *beta, int64_t group,
                                 double eps, bool activateSilu, const void *out, const void *meanOut,
                                 const void *rstdOut, uint64_t *ws, void **exec);
@@ -463,6 +470,7 @@ int sim_run_layer_norm(const SimPlan *p);
 int sim_run_layer_norm_backward(const SimPlan *p);
 int sim_run_add_rms_norm_cast(const SimPlan *p);
 int sim_run_ada_layer_norm(const SimPlan *p);
+int sim_run_ada_layer_norm_grad(const SimPlan *p);
 int sim_run_rms_norm(const SimPlan *p);
 int sim_run_rms_norm_grad(const SimPlan *p);
 int sim_run_add_rms_norm(const SimPlan *p);

@@ -1653,6 +1653,7 @@ int sim_op_run(const SimPlan *p, void *workspace) {
      * (sim_ops_fast_layer_norm.c plans it in aclnnLayerNorm's slot order). */
     case SIM_OP_FAST_LAYER_NORM: return sim_run_layer_norm(p);
     case SIM_OP_GN_SWISH_GRAD: return sim_run_gn_swish_grad(p);
+    case SIM_OP_ADA_LAYER_NORM_GRAD: return sim_run_ada_layer_norm_grad(p);
     default: return -1;
   }
 }

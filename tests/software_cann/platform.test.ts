@@ -87,6 +87,7 @@ function bf16(op: SocOperator, { arch, sv }: Chip): boolean {
     case "aclnnAddRmsNormCast": // add_rms_norm_cast_def.cpp: FLOAT16 and BF16 rows only
     case "aclnnAdaLayerNorm": // aclnn_ada_layer_norm.cpp DTYPE_SUPPORT_LIST has BF16
     case "aclnnAdaLayerNormV2":
+    case "aclnnAdaLayerNormBackward": // aclnn_ada_layer_norm_backward.cpp:48-49 has BF16
       return true;
     case "aclnnBatchNormReduce": // aclnn_batch_norm_reduce.cpp: one list with BF16
       return true;
@@ -143,6 +144,7 @@ function documented(op: SocOperator, { sv }: Chip): boolean {
       return sv === 1;
     case "aclnnAdaLayerNorm": // A3, A2 (ada_layer_norm_def.cpp:53-54)
     case "aclnnFastLayerNorm": // aclnnFastLayerNorm.md: A3, A2
+    case "aclnnAdaLayerNormBackward": // aclnnAdaLayerNormBackward.md: A3, A2
       return [2, 1].includes(sv);
   }
   if (sv === 7) return false;
@@ -228,6 +230,13 @@ Deno.test("sim platform: every SoC name accepts bfloat16 and runs each operator 
           assert.ok(fp!.nativeMessage?.includes(`the SoC is ${e.socVersion}`), what);
           assert.equal(bf?.code, INVALID, what);
           assert.match(bf!.nativeMessage ?? "", bf16RefusalText(op));
+          continue;
+        }
+        if (op === "aclnnAdaLayerNormBackward" && !documented(op, chip)) {
+          // aclnn_ada_layer_norm_backward.cpp:436-455: only ASCEND910B / ASCEND910_93 launch the
+          // kernel; any other SoC returns SUCCESS with nothing queued.
+          assert.equal(fp, null, `${what} float32: ${fp?.message}`);
+          assert.equal(bf, null, `${what} bfloat16: ${bf?.message}`);
           continue;
         }
         if (!documented(op, chip)) {

@@ -90,6 +90,7 @@ export const ascendRowNormKernels: Pick<
   | "addRmsNormCast"
   | "adaLayerNorm"
   | "adaLayerNormV2"
+  | "adaLayerNormBackward"
   | "addLayerNormGrad"
   | "deepNormGrad"
   | "fastLayerNorm"
@@ -283,5 +284,39 @@ export const ascendRowNormKernels: Pick<
       meanOutOptional: t.mean,
       rstdOutOptional: t.rstd,
     });
+  },
+
+  adaLayerNormBackward(p: types.AdaLayerNormBackwardPlan, t: types.AdaLayerNormBackwardTensors) {
+    // The op_api casts gradInput, gradScale and gradShift to their outputs' dtypes whether or
+    // not those are null (GenOutWithMask with mask true: aclnn_ada_layer_norm_backward.cpp
+    // :348-359, :450-452), so an output the caller skips gets a scratch tensor.
+    const device = deviceOf(t.input);
+    const scratch: Tensor[] = [];
+    const or = (given: Tensor | undefined, like: Tensor): Tensor => {
+      if (given) return given;
+      const s = Tensor.empty(like.shape, like.dtype, device);
+      scratch.push(s);
+      return s;
+    };
+    try {
+      callAclnn(device, "aclnnAdaLayerNormBackward", {
+        gradOut: t.gradOut,
+        input: t.input,
+        normalizedShape: p.normalizedShape,
+        rstd: t.rstd,
+        mean: t.mean,
+        scale: t.scale,
+        shift: t.shift,
+        weightOptional: t.weight,
+        biasOptional: t.bias,
+        gradInputOut: or(t.gradInput, t.input),
+        gradScaleOut: or(t.gradScale, t.scale),
+        gradShiftOut: or(t.gradShift, t.shift),
+        gradWeightOut: t.gradWeight,
+        gradBiasOut: t.gradBias,
+      });
+    } finally {
+      for (const s of scratch) s.dispose();
+    }
   },
 };

@@ -49,6 +49,7 @@ export const ROW_NORM_OPERATORS = [
   "aclnnAddLayerNormGrad",
   "aclnnDeepNormGrad",
   "aclnnFastLayerNorm",
+  "aclnnAdaLayerNormBackward",
 ] as const;
 
 /** The operators whose rules depend on the SoC. */
@@ -153,6 +154,7 @@ export function bf16Allowed(op: SocOperator, family: SocFamily): boolean {
     case "aclnnAddRmsNormCast":
     case "aclnnAdaLayerNorm":
     case "aclnnAdaLayerNormV2":
+    case "aclnnAdaLayerNormBackward":
     case "aclnnAddLayerNorm":
     case "aclnnDeepNorm":
     case "aclnnAddLayerNormGrad":
@@ -266,6 +268,10 @@ export function isRowNormOperator(op: string): op is RowNormOperator {
  * - aclnnFastLayerNorm (`layer_norm_v4/docs/aclnnFastLayerNorm.md`): A3, A2 only; not 950, 310B,
  *   310P, 910 (its op_api has no gate: `layer_norm_v4/op_host/op_api/aclnn_fast_layer_norm.cpp`
  *   always runs l0op::LayerNormV4; the document is followed, as for every operator here).
+ * - aclnnAdaLayerNormBackward (`ada_layer_norm_grad/docs/aclnnAdaLayerNormBackward.md`): A3, A2.
+ *   Its op_api launches the kernel only when the SocVersion is ASCEND910B or ASCEND910_93 and
+ *   returns SUCCESS with nothing written on any other
+ *   (`op_host/op_api/aclnn_ada_layer_norm_backward.cpp:436-455`): refused there, naming the SoC.
  * No document names Ascend 350 (and no op definition registers `ascend350`): none runs there.
  */
 const ROW_NORM_PRODUCTS: Readonly<Record<RowNormOperator, readonly number[]>> = {
@@ -336,6 +342,7 @@ const ROW_NORM_PRODUCTS: Readonly<Record<RowNormOperator, readonly number[]>> = 
   aclnnAdaLayerNorm: [SocVersion.ASCEND910_93, SocVersion.ASCEND910B],
   aclnnAdaLayerNormV2: [SocVersion.ASCEND950, SocVersion.ASCEND910_93, SocVersion.ASCEND910B],
   aclnnFastLayerNorm: [SocVersion.ASCEND910_93, SocVersion.ASCEND910B],
+  aclnnAdaLayerNormBackward: [SocVersion.ASCEND910_93, SocVersion.ASCEND910B],
 };
 
 function rowNormSupported(op: RowNormOperator, family: SocFamily): boolean {
@@ -369,6 +376,9 @@ function rowNormSupported(op: RowNormOperator, family: SocFamily): boolean {
  *   `ada_layer_norm_v2_def.cpp:18-21`), and they run nowhere else;
  * - aclnnFastLayerNorm: FLOAT16, FLOAT, BF16 on every SoC (`aclnn_fast_layer_norm.cpp:50-53`
  *   GetDtypeSupportList has no chip branch), and it runs on A2/A3 only.
+ *   `ada_layer_norm_v2_def.cpp:18-21`), and they run nowhere else; aclnnAdaLayerNormBackward's
+ *   op_api takes BF16 (`aclnn_ada_layer_norm_backward.cpp:48-49`) on A2/A3, where alone it runs
+ *   (`op_host/config/ascend910b`, `ascend910_93` binaries).
  */
 function normBf16Allowed(op: RowNormOperator, family: SocFamily): boolean {
   const sv = family.socVersion;
@@ -393,6 +403,7 @@ function normBf16Allowed(op: RowNormOperator, family: SocFamily): boolean {
     case "aclnnAdaLayerNorm":
     case "aclnnAdaLayerNormV2":
     case "aclnnFastLayerNorm":
+    case "aclnnAdaLayerNormBackward":
       return true;
   }
 }

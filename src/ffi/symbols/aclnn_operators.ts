@@ -269,6 +269,27 @@ export const ACLNN_OPERATORS = {
       ["rstdOutOptional", "output"],
     ],
   },
+  aclnnAdaLayerNormBackward: {
+    library: "nn",
+    header: "ops-nn norm/ada_layer_norm_grad/op_host/op_api/aclnn_ada_layer_norm_backward.h",
+    optional: true,
+    params: [
+      ["gradOut", "tensor"],
+      ["input", "tensor"],
+      ["normalizedShape", "intArray"],
+      ["rstd", "tensor"],
+      ["mean", "tensor"],
+      ["scale", "tensor"],
+      ["shift", "tensor"],
+      ["weightOptional", "tensor"],
+      ["biasOptional", "tensor"],
+      ["gradInputOut", "output"],
+      ["gradScaleOut", "output"],
+      ["gradShiftOut", "output"],
+      ["gradWeightOut", "output"],
+      ["gradBiasOut", "output"],
+    ],
+  },
   // ops-nn norm/group_norm_silu/op_host/op_api/aclnn_group_norm_silu.h (hand-written).
   aclnnGroupNormSilu: {
     library: "nn",

@@ -1,11 +1,14 @@
 /**
- * The float64 oracle of aclnnAddRmsNormCast and aclnnAdaLayerNorm(V2) in the kernel contract
- * (tests/oracle/ada_layer_norm.ts), each output rounded once to its dtype.
+ * The float64 oracle of aclnnAddRmsNormCast, aclnnAdaLayerNorm(V2) and aclnnAdaLayerNormBackward
+ * in the kernel contract (tests/oracle/ada_layer_norm.ts, ada_layer_norm_grad.ts), each output
+ * rounded once to its dtype.
  *
  * @module
  */
 
 import type {
+  AdaLayerNormBackwardPlan,
+  AdaLayerNormBackwardTensors,
   AdaLayerNormPlan,
   AdaLayerNormTensors,
   AddRmsNormCastPlan,
@@ -13,6 +16,7 @@ import type {
 } from "../../../src/backends/types.ts";
 import type { Tensor } from "../../../src/tensor/tensor.ts";
 import { adaLayerNorm as ada, addRmsNormCast as cast } from "../ada_layer_norm.ts";
+import { adaLayerNormGrad64 } from "../ada_layer_norm_grad.ts";
 import { read, write } from "./io.ts";
 
 const list = (t: Tensor | undefined) => (t ? Array.from(read(t)) : undefined);
@@ -43,4 +47,27 @@ export function adaLayerNorm(plan: AdaLayerNormPlan, t: AdaLayerNormTensors): vo
   write(t.output, r.y);
   if (t.mean) write(t.mean, r.mean);
   if (t.rstd) write(t.rstd, r.rstd);
+}
+
+/** aclnnAdaLayerNormBackward (absent outputs not written). */
+export function adaLayerNormBackward(
+  plan: AdaLayerNormBackwardPlan,
+  t: AdaLayerNormBackwardTensors,
+): void {
+  const r = adaLayerNormGrad64(
+    list(t.gradOut)!,
+    list(t.input)!,
+    plan.seq,
+    plan.geometry.cols,
+    list(t.mean)!,
+    list(t.rstd)!,
+    list(t.scale)!,
+    list(t.weight),
+    list(t.bias),
+  );
+  if (t.gradInput) write(t.gradInput, r.gradInput);
+  if (t.gradScale) write(t.gradScale, r.gradScale);
+  if (t.gradShift) write(t.gradShift, r.gradShift);
+  if (t.gradWeight) write(t.gradWeight, r.gradWeight);
+  if (t.gradBias) write(t.gradBias, r.gradBias);
 }

@@ -20,7 +20,7 @@ import {
   batchNormStats,
 } from "./batch_norm_forward.ts";
 import { addLayerNorm, deepNorm } from "./fused_layer_norms.ts";
-import { adaLayerNorm, addRmsNormCast } from "./ada_layer_norm.ts";
+import { adaLayerNorm, adaLayerNormBackward, addRmsNormCast } from "./ada_layer_norm.ts";
 import { addLayerNormGrad, deepNormGrad } from "./fused_layer_norm_grads.ts";
 import { groupNorm, groupNormBackward } from "./group_norm.ts";
 import { groupNormSilu, groupNormSwish, groupNormSwishGrad } from "./group_norm_act.ts";
@@ -63,6 +63,7 @@ export const referenceKernels: Kernels = {
   addRmsNormCast,
   adaLayerNorm,
   adaLayerNormV2: adaLayerNorm,
+  adaLayerNormBackward,
   fastBatchNormBackward: batchNormBackward,
   addLayerNormGrad,
   deepNormGrad,

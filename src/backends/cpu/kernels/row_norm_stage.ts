@@ -1,6 +1,6 @@
 /**
  * The row norms' stages (LayerNorm, RMSNorm, AddRmsNorm, AddLayerNorm / DeepNorm,
- * AddRmsNormCast, AdaLayerNorm: src/backends/cpu/rows/heap_rows.ts builds
+ * AddRmsNormCast, AdaLayerNorm and its backward: src/backends/cpu/rows/heap_rows.ts builds
  * them): work items of whole rows run by the WebAssembly row kernels in the host heap
  * (src/backends/cpu/wasm/row_norms*.wat), on any thread. A stage's
  * `constants` (a float64 array in the host heap, so that the pool's job words describe it)
@@ -190,6 +190,36 @@ export interface RowNormExports {
       rstd: number,
     ]
   ): void;
+  /**
+   * AdaLayerNormBackward (row_norms_ada_grad.wat): flags 1 writes gradInput at gi; column
+   * partials pw (gradWeight), pb (gradBias), zeroed first; batch partials ps (gradScale), psh
+   * (gradShift), one padded row per batch the item's rows touch (slot 0: batch row0 / seq).
+   */
+  ada_ln_bwd(
+    ...args: [
+      dy: number,
+      dys: number,
+      x: number,
+      xs: number,
+      gi: number,
+      gis: number,
+      n: number,
+      dt: number,
+      rows: number,
+      flags: number,
+      w: number,
+      b: number,
+      sc: number,
+      row0: number,
+      seq: number,
+      mean: number,
+      rstd: number,
+      pw: number,
+      pb: number,
+      ps: number,
+      psh: number,
+    ]
+  ): void;
 }
 
 /** Parameter index: elements per row. */
@@ -205,7 +235,7 @@ export const ROW_EPS = 4;
 /**
  * Parameter index: flags; LayerNorm backward's (1 column sums, 2 gradInput), the fused add +
  * LayerNorm's (add_ln_fwd: 1 store x, 2 bias rows, 4 per-column bias), its backward's
- * (add_ln_bwd: 1 dsum, 2 DeepNormGrad).
+ * (add_ln_bwd: 1 dsum, 2 DeepNormGrad), AdaLayerNormBackward's (ada_ln_bwd: 1 gradInput).
  */
 export const ROW_FLAGS = 5;
 /**
@@ -213,7 +243,7 @@ export const ROW_FLAGS = 5;
  * pairs: LayerNorm x, y; LayerNorm backward dy, x, gradInput; RMSNorm x, y; RMSNorm backward
  * dy, x, dx; AddRmsNorm x1, x2, x, y; AddLayerNorm / DeepNorm x1, x2, bias, x, y; their
  * backward dy, x1 / x, x2 / gx, dsum / dx, dx / dgx; AddRmsNormCast x1, x2, x, y1 (float32
- * rows), y2; AdaLayerNorm x, y.
+ * rows), y2; AdaLayerNorm x, y; its backward dy, x, gradInput.
  */
 export const ROW_DATA = 6;
 /**
@@ -221,7 +251,9 @@ export const ROW_DATA = 6;
  * LayerNorm backward w, mean, rstd, pw, pb; RMSNorm (and AddRmsNorm) g, rstd; RMSNorm
  * backward g, rstd, pg; AddLayerNorm / DeepNorm gamma, beta, column bias, mean, rstd; their
  * backward gamma, mean, rstd, pw, pb; AddRmsNormCast g, rstd; AdaLayerNorm w, b, 1 + scale,
- * shift (one padded row per batch index), mean (then rstd right after mean's `rows` entries).
+ * shift (one padded row per batch index), mean (then rstd right after mean's `rows` entries);
+ * AdaLayerNormBackward w, b, 1 + scale, mean (rstd after it), pw (then pb, ps and psh: pw's and
+ * pb's `items` padded rows each, ps's and psh's ROW_SLOTS padded rows per item).
  * Per-row arrays start at row 0; partials hold n rounded up to 4 per item.
  */
 export const ROW_ARRAYS = 16;
@@ -234,8 +266,10 @@ export const ROW_ALPHA = 21;
 export const ROW_SCRATCH = 22;
 /** Parameter index: AdaLayerNorm's rows per batch index (S, the scale and shift rows' period). */
 export const ROW_SEQ = 23;
+/** Parameter index: AdaLayerNormBackward's batch slots per item (padded rows of ps and psh). */
+export const ROW_SLOTS = 24;
 /** Number of parameters. */
-export const ROW_PARAMS = 24;
+export const ROW_PARAMS = 25;
 
 /**
  * Runs items [from, to) of the row-norm stage `op` with parameters `p` on kernels `k`;
@@ -387,6 +421,30 @@ export function runRowNormItems(
           row(4) + 4 * p[ROW_ROWS],
         );
         break;
+      case "adaLayerNormGradRows": {
+        const c4 = 4 * ((n + 3) & ~3);
+        const items = Math.ceil(p[ROW_ROWS] / per);
+        const pb = p[f + 4] + c4 * items;
+        const ps = pb + c4 * items;
+        const slot = c4 * p[ROW_SLOTS];
+        k.ada_ln_bwd(
+          ...[at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, p[ROW_FLAGS]] as const,
+          ...[
+            p[f],
+            p[f + 1],
+            p[f + 2],
+            first,
+            p[ROW_SEQ],
+            row(3),
+            row(3) + 4 * p[ROW_ROWS],
+          ] as const,
+          part(4),
+          pb + c4 * item,
+          ps + slot * item,
+          ps + slot * items + slot * item,
+        );
+        break;
+      }
     }
   }
 }

@@ -30,6 +30,7 @@ export const STAGE_OPS = [
   "swish",
   "swishSums",
   "swishGrad",
+  "adaLayerNormGradRows",
 ] as const satisfies readonly Stage["op"][];
 
 /** One more than the largest stage code: the base of the digits of a governor key. */

@@ -126,7 +126,8 @@ export type RowNormOp =
   | "addLayerNormRows"
   | "addLayerNormGradRows"
   | "addRmsNormCastRows"
-  | "adaLayerNormRows";
+  | "adaLayerNormRows"
+  | "adaLayerNormGradRows";
 
 /** A row-norm stage: `items` items of `constants[ROW_PER]` rows each (the last may be short). */
 export interface RowNormStage extends StageBase {

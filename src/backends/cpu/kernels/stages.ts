@@ -60,6 +60,7 @@ export function runStage(s: Stage, from: number, to: number, thread: ThreadState
     case "addRmsNormCastRows":
     case "adaLayerNormRows":
     case "addLayerNormGradRows":
+    case "adaLayerNormGradRows":
       return runRowNormItems(wasm.exports, s.op, s.constants, from, to, wasm.at);
     default:
       return runChannelItems(s, from, to, wasm);

@@ -20,6 +20,7 @@ var ROW_ARRAYS = 16;
 var ROW_ALPHA = 21;
 var ROW_SCRATCH = 22;
 var ROW_SEQ = 23;
+var ROW_SLOTS = 24;
 function runRowNormItems(k, op, p, from, to, region) {
   const n = p[ROW_N];
   const per = p[ROW_PER];
@@ -78,6 +79,34 @@ function runRowNormItems(k, op, p, from, to, region) {
           p[ROW_SEQ]
         ], row(4), row(4) + 4 * p[ROW_ROWS]);
         break;
+      case "adaLayerNormGradRows": {
+        const c4 = 4 * (n + 3 & ~3);
+        const items = Math.ceil(p[ROW_ROWS] / per);
+        const pb = p[f + 4] + c4 * items;
+        const ps = pb + c4 * items;
+        const slot = c4 * p[ROW_SLOTS];
+        k.ada_ln_bwd(...[
+          at(0),
+          s(0),
+          at(1),
+          s(1),
+          at(2),
+          s(2),
+          n,
+          dt,
+          rows,
+          p[ROW_FLAGS]
+        ], ...[
+          p[f],
+          p[f + 1],
+          p[f + 2],
+          first,
+          p[ROW_SEQ],
+          row(3),
+          row(3) + 4 * p[ROW_ROWS]
+        ], part(4), pb + c4 * item, ps + slot * item, ps + slot * items + slot * item);
+        break;
+      }
     }
   }
 }
@@ -343,6 +372,7 @@ function runStage(s, from, to, thread) {
     case "addRmsNormCastRows":
     case "adaLayerNormRows":
     case "addLayerNormGradRows":
+    case "adaLayerNormGradRows":
       return runRowNormItems(wasm.exports, s.op, s.constants, from, to, wasm.at);
     default:
       return runChannelItems(s, from, to, wasm);
@@ -367,7 +397,8 @@ var STAGE_OPS = [
   "addLayerNormGradRows",
   "swish",
   "swishSums",
-  "swishGrad"
+  "swishGrad",
+  "adaLayerNormGradRows"
 ];
 var STAGE_CODE_BASE = STAGE_OPS.length + 1;
 function stageOfCode(code) {

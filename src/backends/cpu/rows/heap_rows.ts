@@ -25,6 +25,7 @@ import {
   ROW_ROWS,
   ROW_SCRATCH,
   ROW_SEQ,
+  ROW_SLOTS,
   type RowNormExports,
   type RowNormOp,
   type RowNormStage,
@@ -414,5 +415,75 @@ export function adaLayerNormHeap(
   return {
     mean: c.arrays.subarray(stats, stats + rows),
     rstd: c.arrays.subarray(stats + rows, stats + 2 * rows),
+  };
+}
+
+/** AdaLayerNormBackward's sums: columns (gradWeight, gradBias) and per batch (gradScale, gradShift). */
+export interface AdaGradSums {
+  /** gradWeight: the sum over rows of dy * (1 + scale) * z. */
+  readonly weight: Float64Array;
+  /** gradBias: the sum over rows of dy * (1 + scale). */
+  readonly bias: Float64Array;
+  /** gradScale: per batch row (batch-major, n each), the sum over S of dy * (z * w + b). */
+  readonly scale: Float64Array;
+  /** gradShift: per batch row, the sum over S of dy. */
+  readonly shift: Float64Array;
+}
+
+/**
+ * AdaLayerNorm backward of every row of the heap rows `data` (dy, x, and gradInput when it is
+ * wanted): gradInput, the column sums merged over the items, and the per-batch sums: each
+ * item's slots (the batches its rows touch, from its first row's) added to their batch in
+ * item order, in float64 (ada_ln_bwd).
+ */
+export function adaLayerNormGradHeap(
+  anchor: HostData,
+  data: readonly HeapRows[],
+  rows: number,
+  n: number,
+  mean: Float64Array,
+  rstd: Float64Array,
+  w: Float64Array,
+  bias: Float64Array,
+  ada: Omit<AdaRows, "shift">,
+): AdaGradSums {
+  const c4 = padded(n);
+  const per = rowsPerItem(rows, n);
+  const items = itemCount(rows, n);
+  const slots = Math.ceil(per / ada.seq) + 1;
+  const sc = 2 * c4;
+  const stats = sc + ada.batches * c4;
+  const pw = stats + 2 * rows;
+  const ps = pw + 2 * items * c4;
+  const c = setUp(data, rows, n, NaN, ps + 2 * items * slots * c4);
+  columns(c, 0, w, n);
+  columns(c, c4, bias, n);
+  for (let i = 0; i < ada.batches; i++) columns(c, sc + i * c4, ada.scale.subarray(i * n), n);
+  c.arrays.set(mean.subarray(0, rows), stats);
+  c.arrays.set(rstd.subarray(0, rows), stats + rows);
+  [0, c4, sc, stats, pw].forEach((entry, i) => array(c, i, entry));
+  c.p[ROW_FLAGS] = data.length > 2 ? 1 : 0;
+  c.p[ROW_SEQ] = ada.seq;
+  c.p[ROW_SLOTS] = slots;
+  run("adaLayerNormGradRows", c, anchor);
+  const a = c.arrays;
+  const batchSums = (at: number): Float64Array => {
+    const out = new Float64Array(ada.batches * n);
+    for (let item = 0; item < items; item++) {
+      const first = item * per;
+      const last = Math.min(rows, first + per) - 1;
+      const b0 = Math.floor(first / ada.seq);
+      for (let b = b0; b <= Math.floor(last / ada.seq); b++) {
+        const from = at + (item * slots + b - b0) * c4;
+        for (let i = 0; i < n; i++) out[b * n + i] += a[from + i];
+      }
+    }
+    return out;
+  };
+  return {
+    weight: mergeColumns(a.subarray(pw, pw + items * c4), items, n, c4),
+    bias: mergeColumns(a.subarray(pw + items * c4, ps), items, n, c4),
+    scale: batchSums(ps),
+    shift: batchSums(ps + items * slots * c4),
   };
 }

@@ -7,6 +7,7 @@
 
 import type { Kernels } from "../../types.ts";
 import { adaLayerNorm } from "./ada_layer_norm.ts";
+import { adaLayerNormBackward } from "./ada_layer_norm_grad.ts";
 import { addLayerNorm, deepNorm } from "./add_layer_norm.ts";
 import { addRmsNormCast } from "./add_rms_norm_cast.ts";
 import { addLayerNormGrad, deepNormGrad } from "./add_layer_norm_grad.ts";
@@ -27,6 +28,7 @@ export const rowKernels: Pick<
   | "addRmsNormCast"
   | "adaLayerNorm"
   | "adaLayerNormV2"
+  | "adaLayerNormBackward"
   | "deepNorm"
   | "addLayerNormGrad"
   | "deepNormGrad"
@@ -41,6 +43,7 @@ export const rowKernels: Pick<
   addRmsNormCast,
   adaLayerNorm,
   adaLayerNormV2: adaLayerNorm,
+  adaLayerNormBackward,
   inplaceAddRmsNorm,
   addLayerNorm,
   deepNorm,

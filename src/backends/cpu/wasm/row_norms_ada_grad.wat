@@ -1,0 +1,161 @@
+;; The adaptive LayerNorm backward kernel of aclnnAdaLayerNormBackward, spliced into kernels.wat's
+;; module after row_norms_add_grad.wat (scripts/build_wasm.ts ROWS_WAT_PATHS), whose store helper
+;; $alg_st it uses, with row_norms.wat's row helpers ($rf_fold, $rf_mask, $rf_zero); same
+;; conventions of addresses, rows, dtype dispatch and column partials as row_norms.wat and
+;; row_norms_grad.wat state.
+;;
+;; Numerics: the formula of the issue-39 reference notes (norm_family.md, aclnnAdaLayerNormBackward),
+;; computed in float32 after widening every input; the kernel's own order (ops-nn e5c3fa9
+;; norm/ada_layer_norm_grad/op_kernel/ada_layer_norm_grad_*.inl) is not re-derived
+;; (docs/norm_family_kernels.md section 13). mean and rstd arrive as float32 (the op_api casts
+;; them: aclnn_ada_layer_norm_backward.cpp:441-444). The caller gives 1 + scale formed in float32
+;; (as the forward forms it) one row of n (padded to 4) per batch index; row r of the call (global
+;; row row0 + r) takes batch row (row0 + r) / seq, as the forward does. Per element:
+;; z = (x - mean) * rstd, gs = dy * sc, g = gs * w; the row sums S1 = sum(g), S2 = sum(g * z)
+;; (float32 lanes over 256 elements, each run's lanes then added in float64, in a fixed order),
+;; m1 = S1 * (1/H), m2 = S2 * (1/H) in float32; gradInput = ((g - m1) - z * m2) * rstd, one
+;; rounding. Column partials (per item): pw += gs * z (gradWeight), pb += gs (gradBias). Batch
+;; partials (per item, one slot of n per batch the item's rows touch, slot 0 the batch of row0):
+;; ps += dy * (z * w + b) (gradScale), psh += dy (gradShift).
+(module
+  ;; AdaLayerNorm backward of `rows` rows. Data (dt): dy, x, gi (gradInput, written when flags
+  ;; & 1) with their row strides. Float32 arrays: w, b (n padded to 4), sc (1 + scale, a padded
+  ;; row per batch index), mean and rstd per row, the partials pw and pb (zeroed first), ps and
+  ;; psh (`slots` padded rows each; a slot is zeroed when its batch's first row comes).
+  (func (export "ada_ln_bwd")
+    (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $gi i32) (param $gis i32)
+    (param $n i32) (param $dt i32) (param $rows i32) (param $flags i32) (param $w i32) (param $b i32)
+    (param $sc i32) (param $row0 i32) (param $seq i32) (param $mean i32) (param $rstd i32)
+    (param $pw i32) (param $pb i32) (param $ps i32) (param $psh i32)
+    (local $r i32) (local $es i32) (local $rb i32) (local $j i32) (local $k i32) (local $off i32)
+    (local $kb i32) (local $ks i32) (local $first i32) (local $t1 f64) (local $t2 f64)
+    (local $inv f32) (local $mm v128) (local $rr v128) (local $m1 v128) (local $m2 v128)
+    (local $e v128) (local $z v128) (local $s v128) (local $gs v128) (local $g v128)
+    (local $mask v128) (local $s1 v128) (local $s2 v128)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    ;; Bytes of one padded row of n float32s.
+    (local.set $rb (i32.shl (i32.and (i32.add (local.get $n) (i32.const 3)) (i32.const -4))
+      (i32.const 2)))
+    (local.set $first (i32.div_u (local.get $row0) (local.get $seq)))
+    (local.set $inv (f32.div (f32.const 1) (f32.convert_i32_u (local.get $n))))
+    (call $rf_zero (local.get $pw) (local.get $n))
+    (call $rf_zero (local.get $pb) (local.get $n))
+    (block $rowsDone
+      (loop $row
+        (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
+        (local.set $mm (f32x4.splat (f32.load (local.get $mean))))
+        (local.set $rr (f32x4.splat (f32.load (local.get $rstd))))
+        ;; The batch row's byte offset in sc, and its slot's in ps and psh.
+        (local.set $kb
+          (i32.mul (i32.div_u (i32.add (local.get $row0) (local.get $r)) (local.get $seq))
+            (local.get $rb)))
+        (local.set $ks
+          (i32.mul
+            (i32.sub (i32.div_u (i32.add (local.get $row0) (local.get $r)) (local.get $seq))
+              (local.get $first))
+            (local.get $rb)))
+        (if (i32.or (i32.eqz (local.get $r))
+              (i32.eqz (i32.rem_u (i32.add (local.get $row0) (local.get $r)) (local.get $seq))))
+          (then
+            (call $rf_zero (i32.add (local.get $ps) (local.get $ks)) (local.get $n))
+            (call $rf_zero (i32.add (local.get $psh) (local.get $ks)) (local.get $n))))
+        ;; Pass 1: the row sums and the partials, the last vector masked to the row.
+        (local.set $t1 (f64.const 0))
+        (local.set $t2 (f64.const 0))
+        (local.set $s1 (v128.const i64x2 0 0))
+        (local.set $s2 (v128.const i64x2 0 0))
+        (local.set $off (i32.const 0))
+        (local.set $k (i32.const 0))
+        (local.set $j (i32.const 0))
+        (block $done
+          (loop $next
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+            (local.set $mask (call $rf_mask (i32.sub (local.get $n) (local.get $j))))
+            (local.set $e
+              (v128.and (call $ld4 (i32.add (local.get $dy) (local.get $off)) (local.get $dt))
+                (local.get $mask)))
+            (local.set $z
+              (v128.and
+                (f32x4.mul
+                  (f32x4.sub (call $ld4 (i32.add (local.get $x) (local.get $off)) (local.get $dt))
+                    (local.get $mm))
+                  (local.get $rr))
+                (local.get $mask)))
+            (local.set $s (v128.load (i32.add (local.get $sc) (i32.add (local.get $kb) (local.get $k)))))
+            (local.set $gs (f32x4.mul (local.get $e) (local.get $s)))
+            (local.set $g (f32x4.mul (local.get $gs) (v128.load (i32.add (local.get $w) (local.get $k)))))
+            (local.set $s1 (f32x4.add (local.get $s1) (local.get $g)))
+            (local.set $s2 (f32x4.add (local.get $s2) (f32x4.mul (local.get $g) (local.get $z))))
+            (call $adg_acc (i32.add (local.get $pw) (local.get $k))
+              (f32x4.mul (local.get $gs) (local.get $z)))
+            (call $adg_acc (i32.add (local.get $pb) (local.get $k)) (local.get $gs))
+            (call $adg_acc (i32.add (local.get $ps) (i32.add (local.get $ks) (local.get $k)))
+              (f32x4.mul (local.get $e)
+                (f32x4.add (f32x4.mul (local.get $z) (v128.load (i32.add (local.get $w) (local.get $k))))
+                  (v128.load (i32.add (local.get $b) (local.get $k))))))
+            (call $adg_acc (i32.add (local.get $psh) (i32.add (local.get $ks) (local.get $k)))
+              (local.get $e))
+            (local.set $off (i32.add (local.get $off) (local.get $es)))
+            (local.set $k (i32.add (local.get $k) (i32.const 16)))
+            (local.set $j (i32.add (local.get $j) (i32.const 4)))
+            (if (i32.eqz (i32.and (local.get $j) (i32.const 255)))
+              (then
+                (local.set $t1 (f64.add (local.get $t1)
+                  (call $rf_fold (local.get $s1) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+                    (v128.const i64x2 0 0))))
+                (local.set $t2 (f64.add (local.get $t2)
+                  (call $rf_fold (local.get $s2) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+                    (v128.const i64x2 0 0))))
+                (local.set $s1 (v128.const i64x2 0 0))
+                (local.set $s2 (v128.const i64x2 0 0))))
+            (br $next)))
+        (if (i32.and (local.get $flags) (i32.const 1))
+          (then
+            (local.set $t1 (f64.add (local.get $t1)
+              (call $rf_fold (local.get $s1) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+                (v128.const i64x2 0 0))))
+            (local.set $t2 (f64.add (local.get $t2)
+              (call $rf_fold (local.get $s2) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+                (v128.const i64x2 0 0))))
+            ;; m1 = S1 * (1/H), m2 = S2 * (1/H): float32 sums times the float 1/H.
+            (local.set $m1 (f32x4.splat (f32.mul (f32.demote_f64 (local.get $t1)) (local.get $inv))))
+            (local.set $m2 (f32x4.splat (f32.mul (f32.demote_f64 (local.get $t2)) (local.get $inv))))
+            ;; Pass 2: gradInput from the same float32 z and g; whole vectors, then the tail.
+            (local.set $off (i32.const 0))
+            (local.set $k (i32.const 0))
+            (local.set $j (i32.const 0))
+            (block $done2
+              (loop $next2
+                (br_if $done2 (i32.ge_u (local.get $j) (local.get $n)))
+                (local.set $z
+                  (f32x4.mul
+                    (f32x4.sub (call $ld4 (i32.add (local.get $x) (local.get $off)) (local.get $dt))
+                      (local.get $mm))
+                    (local.get $rr)))
+                (local.set $g
+                  (f32x4.mul
+                    (f32x4.mul (call $ld4 (i32.add (local.get $dy) (local.get $off)) (local.get $dt))
+                      (v128.load (i32.add (local.get $sc) (i32.add (local.get $kb) (local.get $k)))))
+                    (v128.load (i32.add (local.get $w) (local.get $k)))))
+                (call $alg_st (i32.add (local.get $gi) (local.get $off)) (local.get $dt)
+                  (f32x4.mul
+                    (f32x4.sub (f32x4.sub (local.get $g) (local.get $m1))
+                      (f32x4.mul (local.get $z) (local.get $m2)))
+                    (local.get $rr))
+                  (i32.sub (local.get $n) (local.get $j)))
+                (local.set $off (i32.add (local.get $off) (local.get $es)))
+                (local.set $k (i32.add (local.get $k) (i32.const 16)))
+                (local.set $j (i32.add (local.get $j) (i32.const 4)))
+                (br $next2)))))
+        (local.set $dy (i32.add (local.get $dy) (local.get $dys)))
+        (local.set $x (i32.add (local.get $x) (local.get $xs)))
+        (local.set $gi (i32.add (local.get $gi) (local.get $gis)))
+        (local.set $mean (i32.add (local.get $mean) (i32.const 4)))
+        (local.set $rstd (i32.add (local.get $rstd) (i32.const 4)))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $row))))
+
+  ;; Adds v to the four float32s at p.
+  (func $adg_acc (param $p i32) (param $v v128)
+    (v128.store (local.get $p) (f32x4.add (v128.load (local.get $p)) (local.get $v))))
+)
