@@ -1,6 +1,8 @@
 /**
  * `deno task bench:norm`: the CPU backend's LayerNorm / RMSNorm operators against PyTorch's CPU,
- * side by side (issue 31). PyTorch runs `bench/torch_norm_baseline.py`: aten.native_layer_norm and
+ * side by side (issue 31), and the fused row norms (addLayerNorm, deepNorm, addRmsNorm,
+ * gemmaRmsNorm, adaLayerNorm) against the PyTorch composition each replaces (issue 39's target:
+ * at most 1.5x). PyTorch runs `bench/torch_norm_baseline.py`: aten.native_layer_norm and
  * native_layer_norm_backward, and for RMSNorm the composition a PyTorch 1.13 user writes
  * (`x * rsqrt(mean(x^2) + eps) * g` and its autograd backward). Here: layerNorm,
  * layerNormBackward, rmsNorm and rmsNormGrad as users call them (outputs allocated by the call),
@@ -19,7 +21,12 @@
 
 import { listOf, parseCommand, positiveInteger, positiveNumber } from "../scripts/cli.ts";
 import {
+  adaLayerNorm,
+  addLayerNorm,
+  addRmsNorm,
+  deepNorm,
   type DType,
+  gemmaRmsNorm,
   layerNorm,
   layerNormBackward,
   rmsNorm,
@@ -31,7 +38,25 @@ import { duration, Progress, timingMs, type TimingRule } from "./progress.ts";
 import { runTorch, torchSettings } from "./torch_process.ts";
 
 const NAME = "bench:norm";
-const OPS = ["layerNorm", "layerNormBackward", "rmsNorm", "rmsNormGrad"] as const;
+const OPS = [
+  "layerNorm",
+  "layerNormBackward",
+  "rmsNorm",
+  "rmsNormGrad",
+  "addLayerNorm",
+  "deepNorm",
+  "addRmsNorm",
+  "gemmaRmsNorm",
+  "adaLayerNorm",
+] as const;
+/** The fused operators, timed against the PyTorch composition they replace (issue 39). */
+const FUSED: readonly Op[] = [
+  "addLayerNorm",
+  "deepNorm",
+  "addRmsNorm",
+  "gemmaRmsNorm",
+  "adaLayerNorm",
+];
 type Op = typeof OPS[number];
 const SHAPES = [[64, 1024], [2048, 1024], [8192, 768]];
 
@@ -144,6 +169,23 @@ function call(op: Op, dtype: DType, [rows, cols]: number[]): Runs {
       const { y, rstd } = rmsNorm({ x, gamma: w, epsilon: 1e-6 });
       y.dispose();
       return both(() => rmsNormGrad({ dy, x, rstd, gamma: w }));
+    }
+    // The fused ones: x and dy are the two summands (x1 + x2; alpha * x + gx).
+    case "addLayerNorm":
+      return both(() =>
+        addLayerNorm({ x1: x, x2: dy, gamma: w, beta: b, epsilon: 1e-5, additionalOutput: true })
+      );
+    case "deepNorm":
+      return both(() => deepNorm({ x, gx: dy, beta: b, gamma: w, alpha: 0.3, epsilon: 1e-5 }));
+    case "addRmsNorm":
+      return both(() => addRmsNorm({ x1: x, x2: dy, gamma: w, epsilon: 1e-6 }));
+    case "gemmaRmsNorm":
+      return both(() => gemmaRmsNorm({ x, gamma: w, epsilon: 1e-6 }));
+    case "adaLayerNorm": {
+      // One batch of `rows` tokens: scale and shift [1, cols], broadcast over the rows.
+      const scale = w.view([1, cols]);
+      const shift = b.view([1, cols]);
+      return both(() => adaLayerNorm({ x, scale, shift, weight: w, bias: b, epsilon: 1e-5 }));
     }
   }
 }
@@ -295,9 +337,13 @@ if (flags.markdown) {
 }
 if (ratios.length > 0) {
   for (const [rs, style] of [[droppedRatios, "dropped"], [ratios, "disposed"]] as const) {
-    console.log(
-      group("LayerNorm (forward, backward)", (o) => o.startsWith("layerNorm"), rs, style),
-    );
-    console.log(group("RMSNorm (forward, backward)", (o) => o.startsWith("rmsNorm"), rs, style));
+    const groups: [string, (o: Op) => boolean][] = [
+      ["LayerNorm (forward, backward)", (o) => o.startsWith("layerNorm")],
+      ["RMSNorm (forward, backward)", (o) => o.startsWith("rmsNorm")],
+      ["Fused, against their composition", (o) => FUSED.includes(o)],
+    ];
+    for (const [name, pick] of groups) {
+      if (ops.some(pick)) console.log(group(name, pick, rs, style));
+    }
   }
 }

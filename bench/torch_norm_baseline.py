@@ -9,7 +9,13 @@ What it times, per dtype (float32, bfloat16) and shape ([rows, cols], normalized
 * ``rmsNorm`` -> the composition a PyTorch 1.13 user writes (1.13 has no nn.RMSNorm):
   ``x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * gamma``, under ``torch.no_grad()``;
 * ``rmsNormGrad`` -> autograd's backward of that composition:
-  ``torch.autograd.grad(y, [x, gamma], dy, retain_graph=True)`` on a graph built once.
+  ``torch.autograd.grad(y, [x, gamma], dy, retain_graph=True)`` on a graph built once;
+* the fused operators as the compositions they replace (x and dy as the two summands):
+  ``addLayerNorm`` -> ``s = x + dy`` then ``native_layer_norm(s, ...)`` (s is an output too);
+  ``deepNorm`` -> ``0.3 * x + dy`` then ``native_layer_norm``; ``addRmsNorm`` -> ``s = x + dy``
+  then the RMSNorm composition; ``gemmaRmsNorm`` -> the RMSNorm composition with ``1 + gamma``;
+  ``adaLayerNorm`` -> ``native_layer_norm(x, ...)[0] * (1 + scale) + shift``, scale and shift
+  [1, cols] (no_grad throughout).
 
 weight, bias and gamma have the data's dtype (what nn.LayerNorm(dtype=...) holds). Data is
 standard normal from a fixed seed. Every call allocates its outputs, as the aten functions do.
@@ -32,7 +38,8 @@ import torch
 
 aten = torch.ops.aten
 
-OPS = ["layerNorm", "layerNormBackward", "rmsNorm", "rmsNormGrad"]
+OPS = ["layerNorm", "layerNormBackward", "rmsNorm", "rmsNormGrad", "addLayerNorm", "deepNorm",
+       "addRmsNorm", "gemmaRmsNorm", "adaLayerNorm"]
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 SHAPES = [[64, 1024], [2048, 1024], [8192, 768]]
 
@@ -54,6 +61,34 @@ def timed(fn, min_time):
     return statistics.median(times), len(times)
 
 
+FUSED = ["addLayerNorm", "deepNorm", "addRmsNorm", "gemmaRmsNorm", "adaLayerNorm"]
+
+
+def rms(x, g):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * g
+
+
+def fused(op, x, dy, w, b, cols):
+    """The PyTorch composition a fused operator replaces, under no_grad."""
+    scale = w.view(1, cols)
+    shift = b.view(1, cols)
+
+    def run():
+        with torch.no_grad():
+            if op == "addLayerNorm":
+                s = x + dy
+                return aten.native_layer_norm(s, [cols], w, b, 1e-5), s
+            if op == "deepNorm":
+                return aten.native_layer_norm(0.3 * x + dy, [cols], w, b, 1e-5)
+            if op == "addRmsNorm":
+                s = x + dy
+                return rms(s, w), s
+            if op == "gemmaRmsNorm":
+                return rms(x, 1 + w)
+            return aten.native_layer_norm(x, [cols], w, b, 1e-5)[0] * (1 + scale) + shift
+    return run
+
+
 def case(op, dtype, shape):
     g = torch.Generator().manual_seed(1234)
     rows, cols = shape
@@ -72,6 +107,8 @@ def case(op, dtype, shape):
             with torch.no_grad():
                 return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
         return rms
+    if op in FUSED:
+        return fused(op, x, dy, w, b, cols)
     xr = x.clone().requires_grad_(True)
     gr = w.clone().requires_grad_(True)
     y = xr * torch.rsqrt(xr.pow(2).mean(-1, keepdim=True) + 1e-6) * gr
