@@ -25,6 +25,7 @@ import {
 } from "./layout_types.ts";
 import type { StatsStage, SumsStage, WriteStage } from "./stage_types.ts";
 import type { WasmKernels } from "./wasm_instance.ts";
+import { runUnits, unitsFit } from "./channel_units.ts";
 
 /** The channel kernels' exports (byte addresses; dt 0 float32, 1 float16, 2 bfloat16). */
 export interface ChannelExports {
@@ -227,6 +228,7 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
   const layout = s.layout;
   const C = layout.C;
   const count = constantCount(s.op);
+  if (unitsFit(s)) return runUnits(s, from, to, w, count);
   if (layout.kind === "rows") {
     const inner = layout.inner;
     const out = w.at;

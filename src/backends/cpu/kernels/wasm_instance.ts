@@ -12,6 +12,7 @@
  */
 
 import type { ChannelExports } from "./channel_stages.ts";
+import type { ChannelUnitsExports } from "./channel_units.ts";
 import type { RowNormExports } from "./row_norm_stage.ts";
 import type { WriteArray } from "./stage_types.ts";
 
@@ -27,7 +28,7 @@ export interface CodecExports {
 }
 
 /** The exports of kernels.wat: the row norms' and channel kernels, and the codecs. */
-export type WasmExports = RowNormExports & ChannelExports & CodecExports;
+export type WasmExports = RowNormExports & ChannelExports & ChannelUnitsExports & CodecExports;
 
 /**
  * Byte address of the vector constants the kernels keep in their memory, written by the

@@ -129,6 +129,56 @@ function blocksPerSample(layout) {
   return Math.ceil(layout.inner / pixelsPerBlock(layout));
 }
 
+// src/backends/cpu/kernels/channel_units.ts
+var MAX_UNITS = 8192;
+function unitsFit(s) {
+  if (!s.layout.perSample || s.layout.kind !== "rows") return false;
+  if (s.op !== "stats" && s.op !== "sums" && s.op !== "normalize" && s.op !== "gradient") {
+    return false;
+  }
+  const C = s.layout.C;
+  const even = (at) => at.strideN === C * at.strideC;
+  return even(s.xAt) && even(s.dyAt) && even(s.outAt);
+}
+function runUnits(s, from, to, w, count) {
+  const k = w.exports;
+  const layout = s.layout;
+  const { C, inner } = layout;
+  const dt = s.dtype;
+  const es = dt === 0 ? 4 : 2;
+  const per = perSampleRowsPerItem(layout);
+  const last = Math.min(to * per, layout.N * C);
+  const f64 = w.f64;
+  const at = (heap, a, u) => heap + (a.base + u * a.strideC) * es;
+  for (let u0 = from * per; u0 < last; u0 += MAX_UNITS) {
+    const units = Math.min(MAX_UNITS, last - u0);
+    if (s.op === "stats") {
+      k.bn_stats_units(at(s.xHeap, s.xAt, u0), s.xAt.strideC * es, inner, dt, units, w.at);
+      s.partials.set(f64.subarray(0, 2 * units), 2 * u0);
+    } else if (s.op === "sums") {
+      f64.set(s.mean.subarray(u0, u0 + units), 2 * units);
+      k.bn_sums_units(at(s.dyHeap, s.dyAt, u0), s.dyAt.strideC * es, at(s.xHeap, s.xAt, u0), s.xAt.strideC * es, inner, dt, units, w.at + 16 * units, w.at);
+      s.partials.set(f64.subarray(0, 2 * units), 2 * u0);
+    } else {
+      const q = s.constants;
+      for (let i = 0; i < units; i++) {
+        const u = u0 + i;
+        const base = Math.floor(u / C) * count * C + u % C;
+        for (let j = 0; j < count; j++) f64[4 * i + j] = q[base + j * C];
+      }
+      const o = at(s.outHeap, s.outAt, u0);
+      const os = s.outAt.strideC * es;
+      const x = at(s.xHeap, s.xAt, u0);
+      const xs = s.xAt.strideC * es;
+      if (s.op === "normalize") k.bn_norm_units(x, xs, o, os, inner, dt, units, w.at);
+      else {
+        const dy = at(s.dyHeap, s.dyAt, u0);
+        k.bn_grad_units(dy, s.dyAt.strideC * es, x, xs, o, os, inner, dt, units, w.at);
+      }
+    }
+  }
+}
+
 // src/backends/cpu/kernels/channel_stages.ts
 function rowsOfItem(layout, item) {
   const per = rowsPerItem(layout);
@@ -167,6 +217,7 @@ function runChannelItems(s, from, to, w) {
   const layout = s.layout;
   const C = layout.C;
   const count = constantCount(s.op);
+  if (unitsFit(s)) return runUnits(s, from, to, w, count);
   if (layout.kind === "rows") {
     const inner = layout.inner;
     const out = w.at;

@@ -26,6 +26,13 @@
   (func (export "bn_stats_rows")
     (param $x i32) (param $xs i32) (param $inner i32) (param $dt i32) (param $rows i32)
     (param $out i32)
+    (call $bn_stats_rows_at (local.get $x) (local.get $xs) (local.get $inner) (local.get $dt)
+      (local.get $rows) (local.get $out)))
+
+  ;; bn_stats_rows, callable from the other kernels (channel_units.wat).
+  (func $bn_stats_rows_at
+    (param $x i32) (param $xs i32) (param $inner i32) (param $dt i32) (param $rows i32)
+    (param $out i32)
     (local $r i32) (local $p i32) (local $j i32) (local $len i32) (local $sh i32)
     (local $n f64) (local $s f64) (local $m2 f64) (local $sb f64) (local $qb f64) (local $nb f64)
     (local $mb f32) (local $d f64)
@@ -78,6 +85,13 @@
   ;; Sums of one item, rows: sum(dy) and sum(dy * (x - mean)) (mean rounded to float32) as
   ;; float64 at `out`; float32 lanes over runs of 256 elements of a row.
   (func (export "bn_sums_rows")
+    (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $inner i32)
+    (param $dt i32) (param $rows i32) (param $mean f64) (param $out i32)
+    (call $bn_sums_rows_at (local.get $dy) (local.get $dys) (local.get $x) (local.get $xs)
+      (local.get $inner) (local.get $dt) (local.get $rows) (local.get $mean) (local.get $out)))
+
+  ;; bn_sums_rows, callable from the other kernels (channel_units.wat).
+  (func $bn_sums_rows_at
     (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $inner i32)
     (param $dt i32) (param $rows i32) (param $mean f64) (param $out i32)
     (local $r i32) (local $p i32) (local $q i32) (local $j i32) (local $end i32) (local $es i32)

@@ -1,0 +1,148 @@
+/**
+ * GroupNorm's per-sample rows stages (statistics, sums, the normalize and gradient writes) with
+ * one WebAssembly call per work item instead of one per (n, c) row
+ * (src/backends/cpu/wasm/channel_units.wat loops over the rows inside the module): the bits of
+ * channel_stages.ts's per-row calls, which cost more than a small row's work (GroupNorm
+ * [4,16,8,8]: 64 elements a row, 128 calls a forward). Used where the rows are evenly spaced in
+ * every tensor of the stage (strideN = C * strideC: NCHW order).
+ *
+ * Part of the pool's worker script (see pool/worker_entry.ts).
+ *
+ * @module
+ */
+
+import type { TensorAddress } from "./layout_types.ts";
+import { perSampleRowsPerItem } from "./layout_types.ts";
+import type { StatsStage, SumsStage, WriteStage } from "./stage_types.ts";
+import type { WasmKernels } from "./wasm_instance.ts";
+
+/** The units kernels' exports (byte addresses; dt 0 float32, 1 float16, 2 bfloat16). */
+export interface ChannelUnitsExports {
+  /** Per row u of `units` rows `xus` bytes apart: (sum, m2) as float64 at out + 16u. */
+  bn_stats_units(
+    x: number,
+    xus: number,
+    inner: number,
+    dt: number,
+    units: number,
+    out: number,
+  ): void;
+  /** Per row u: (sum(dy), sum(dy * (x - means[u]))) as float64 at out + 16u. */
+  bn_sums_units(
+    dy: number,
+    dyus: number,
+    x: number,
+    xus: number,
+    inner: number,
+    dt: number,
+    units: number,
+    means: number,
+    out: number,
+  ): void;
+  /** The normalize write of row u with its float64 constants at k + 32u. */
+  bn_norm_units(
+    x: number,
+    xus: number,
+    o: number,
+    ous: number,
+    inner: number,
+    dt: number,
+    units: number,
+    k: number,
+  ): void;
+  /** The gradient write of row u with its float64 constants at k + 32u. */
+  bn_grad_units(
+    dy: number,
+    dyus: number,
+    x: number,
+    xus: number,
+    o: number,
+    ous: number,
+    inner: number,
+    dt: number,
+    units: number,
+    k: number,
+  ): void;
+}
+
+/** Rows a units call takes at most: four float64 constants each fit the thread's region. */
+const MAX_UNITS = 8192;
+
+/** A stage the units kernels run. */
+type UnitsStage = StatsStage | SumsStage | WriteStage;
+
+/**
+ * Whether the units kernels run per-sample rows stage `s`: statistics, sums, normalize or
+ * gradient, with its (n, c) rows evenly spaced in every tensor (strideN = C * strideC).
+ */
+export function unitsFit(s: UnitsStage): boolean {
+  if (!s.layout.perSample || s.layout.kind !== "rows") return false;
+  if (s.op !== "stats" && s.op !== "sums" && s.op !== "normalize" && s.op !== "gradient") {
+    return false;
+  }
+  const C = s.layout.C;
+  const even = (at: TensorAddress) => at.strideN === C * at.strideC;
+  return even(s.xAt) && even(s.dyAt) && even(s.outAt);
+}
+
+/**
+ * Items [from, to) of a per-sample rows stage that {@linkcode unitsFit}, one units call per
+ * run of at most {@linkcode MAX_UNITS} rows, row u = n * C + c at its tensors' base + u *
+ * strideC; `count` constants per row (normalize 3, gradient 4) at (n * count + j) * C + c.
+ */
+export function runUnits(
+  s: UnitsStage,
+  from: number,
+  to: number,
+  w: WasmKernels,
+  count: number,
+): void {
+  const k: ChannelUnitsExports = w.exports;
+  const layout = s.layout;
+  const { C, inner } = layout;
+  const dt = s.dtype;
+  const es = dt === 0 ? 4 : 2;
+  const per = perSampleRowsPerItem(layout);
+  const last = Math.min(to * per, layout.N * C);
+  const f64 = w.f64;
+  const at = (heap: number, a: TensorAddress, u: number) => heap + (a.base + u * a.strideC) * es;
+  for (let u0 = from * per; u0 < last; u0 += MAX_UNITS) {
+    const units = Math.min(MAX_UNITS, last - u0);
+    if (s.op === "stats") {
+      k.bn_stats_units(at(s.xHeap, s.xAt, u0), s.xAt.strideC * es, inner, dt, units, w.at);
+      s.partials.set(f64.subarray(0, 2 * units), 2 * u0);
+    } else if (s.op === "sums") {
+      // The means after the results' room (16 bytes a row).
+      f64.set(s.mean.subarray(u0, u0 + units), 2 * units);
+      k.bn_sums_units(
+        at(s.dyHeap, s.dyAt, u0),
+        s.dyAt.strideC * es,
+        at(s.xHeap, s.xAt, u0),
+        s.xAt.strideC * es,
+        inner,
+        dt,
+        units,
+        w.at + 16 * units,
+        w.at,
+      );
+      s.partials.set(f64.subarray(0, 2 * units), 2 * u0);
+    } else {
+      // Row u = n * C + c: its j-th constant at (n * count + j) * C + c, here at 4u + j.
+      const q = (s as WriteStage).constants;
+      for (let i = 0; i < units; i++) {
+        const u = u0 + i;
+        const base = Math.floor(u / C) * count * C + (u % C);
+        for (let j = 0; j < count; j++) f64[4 * i + j] = q[base + j * C];
+      }
+      const o = at(s.outHeap, s.outAt, u0);
+      const os = s.outAt.strideC * es;
+      const x = at(s.xHeap, s.xAt, u0);
+      const xs = s.xAt.strideC * es;
+      if (s.op === "normalize") k.bn_norm_units(x, xs, o, os, inner, dt, units, w.at);
+      else {
+        const dy = at(s.dyHeap, s.dyAt, u0);
+        k.bn_grad_units(dy, s.dyAt.strideC * es, x, xs, o, os, inner, dt, units, w.at);
+      }
+    }
+  }
+}
