@@ -133,6 +133,9 @@ for (const op of Object.keys(OPS)) {
         continue;
       }
       const r = spec.call(args);
+      if (op === "addLayerNorm" && !c.scalars.additionalOutput) {
+        assert.equal(r.x, null, `${label}: x without additionalOutput`);
+      }
       for (const [key, e] of Object.entries(c.expected)) {
         const actual = (spec.inPlace?.includes(key) ? tensors[key] : r[key]) as Tensor | null;
         assert.ok(actual instanceof Tensor, `${label}: ${key} is ${actual}`);
