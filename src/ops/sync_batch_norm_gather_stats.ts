@@ -159,8 +159,10 @@ function validate(args: SyncBatchNormGatherStatsArgs): Validated {
   const { momentum, eps } = check.parseArguments(OP, scalarsSchema, args);
 
   // CheckDtypeValid (:64-90): each in the list (per SoC: the backend's rules), then equal dtypes.
-  const all = { totalSum, totalSquareSum, sampleCount, mean, variance, batchMean, batchInvstd };
+  const all = { totalSum, totalSquareSum, mean, variance, batchMean, batchInvstd };
   for (const [name, t] of Object.entries(all)) if (t) check.checkDType(OP, name, t, FLOAT_DTYPES);
+  // sampleCount's list has DT_INT32 too (aclnn_sync_batch_norm_gather_stats.cpp, both lists).
+  check.checkDType(OP, "sampleCount", sampleCount, [...FLOAT_DTYPES, "int32"]);
   check.checkSameDType(OP, "totalSquareSum", totalSquareSum, "totalSum", totalSum);
   check.checkSameDType(OP, "mean", mean, "totalSum", totalSum);
   check.checkSameDType(OP, "variance", variance, "totalSum", totalSum);

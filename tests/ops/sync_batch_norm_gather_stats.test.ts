@@ -107,6 +107,26 @@ forEachBackend("syncBatchNormGatherStats: batch and running statistics against f
   assert.ok(ran >= 2, `${ctx.label}: ${ran} dtypes ran`);
 });
 
+forEachBackend("syncBatchNormGatherStats: an int32 sampleCount counts as a float one", (ctx) => {
+  // CANN's sampleCount lists hold DT_INT32 (aclnn_sync_batch_norm_gather_stats.cpp), and the
+  // count is cast to INT32 anyway: the same results as the float32 count of the same values.
+  const host = inputs(3, 4, 7, 9);
+  const asFloat = onDevice(host, ctx);
+  const asInt = onDevice({ ...host, sampleCount: Tensor.fromArray([7, 7, 7], [3], "int32") }, ctx);
+  const a = syncBatchNormGatherStats({ ...asFloat, momentum: 0.2, eps: 1e-5 });
+  const b = syncBatchNormGatherStats({ ...asInt, momentum: 0.2, eps: 1e-5 });
+  for (
+    const [x, y, what] of [
+      [a.batchMean, b.batchMean, "batchMean"],
+      [a.batchInvstd, b.batchInvstd, "batchInvstd"],
+      [asFloat.mean, asInt.mean, "mean (in place)"],
+      [asFloat.variance, asInt.variance, "variance (in place)"],
+    ] as const
+  ) {
+    assert.deepEqual([...y.toFloat64Array()], [...x.toFloat64Array()], `${ctx.label} ${what}`);
+  }
+});
+
 Deno.test("syncBatchNormGatherStats: the CPU computes the kernel's float32 steps bit for bit", () => {
   const host = inputs(3, 4, 7, 5);
   const mean0 = host.mean.toFloat64Array();
