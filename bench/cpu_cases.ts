@@ -1,6 +1,6 @@
 /**
  * The CPU benchmark cases shared by `bench/cpu_kernels.bench.ts` and `bench/cpu_compare.ts`:
- * the 10 public operators on one dtype, shape and layout, with their inputs built once and
+ * the public operators on one dtype, shape and layout, with their inputs built once and
  * the large outputs preallocated (`out`) in the inputs' layout, so that a run times the
  * kernel (plus validation) and a channels-last call writes channels-last, as PyTorch does.
  *
@@ -19,10 +19,15 @@ import {
   type DType,
   groupNorm,
   groupNormBackward,
+  groupNormSilu,
   Tensor,
 } from "../mod.ts";
 
-/** The 10 public operators, by the names the comparison prints. */
+/**
+ * The public operators, by the names the comparison prints: the 10 of the BatchNorm family and
+ * GroupNorm, and groupNormSilu (a fused operator of issue 39, against PyTorch's GroupNorm then
+ * SiLU).
+ */
 export const CPU_OPS = [
   "batchNormReduceBackward",
   "batchNormBackward",
@@ -34,6 +39,7 @@ export const CPU_OPS = [
   "batchNormElemtBackward",
   "batchNorm",
   "groupNorm",
+  "groupNormSilu",
 ] as const;
 
 /** One of {@linkcode CPU_OPS}. */
@@ -309,6 +315,13 @@ function caseRun(
       const beta = perChannel(6, -1, 1, dtype);
       return (withOut) =>
         groupNorm({ input: x, gamma, beta, group, out: withOut ? out : undefined });
+    }
+    case "groupNormSilu": {
+      const out = { output: data() };
+      const gamma = perChannel(5, 0.5, 1.5, dtype);
+      const beta = perChannel(6, -1, 1, dtype);
+      return (withOut) =>
+        groupNormSilu({ self: x, gamma, beta, group, out: withOut ? out : undefined });
     }
   }
 }

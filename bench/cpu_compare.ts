@@ -141,8 +141,14 @@ function withKernels<T>(kernels: typeof fastKernels, body: () => T): T {
 
 /** The operators bench/torch_baseline.py times. */
 const torchOps = ops.filter((op) =>
-  ["batchNormReduceBackward", "batchNormBackward", "groupNormBackward", "batchNorm", "groupNorm"]
-    .includes(op)
+  [
+    "batchNormReduceBackward",
+    "batchNormBackward",
+    "groupNormBackward",
+    "batchNorm",
+    "groupNorm",
+    "groupNormSilu",
+  ].includes(op)
 );
 
 async function torchRows(): Promise<{ rows: TorchRow[]; note: string }> {

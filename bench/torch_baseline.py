@@ -17,6 +17,7 @@ only:
 * ``batchNorm`` -> ``aten.native_batch_norm(input, weight, bias, running_mean, running_var,
   training=True, momentum=0.1, eps=1e-5)``.
 * ``groupNorm`` -> ``aten.native_group_norm(input, weight, bias, N, C, HxW, group, 1e-5)``.
+* ``groupNormSilu`` -> ``F.silu`` of that output: the composition the fused operator replaces.
 
 ``group`` is 32, or 4 when C == 16. save_mean/save_invstd (batch norm) and mean/rstd (group
 norm) come from one forward call made before timing. Shapes [4,16,8,8], [8,64,32,32] and
@@ -59,7 +60,8 @@ import torch
 
 aten = torch.ops.aten
 
-OPS = ["batchNormReduceBackward", "batchNormBackward", "groupNormBackward", "batchNorm", "groupNorm"]
+OPS = ["batchNormReduceBackward", "batchNormBackward", "groupNormBackward", "batchNorm", "groupNorm",
+       "groupNormSilu"]
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 SHAPES = [[4, 16, 8, 8], [8, 64, 32, 32], [32, 64, 56, 56]]
 QUICK_SHAPES = SHAPES[:2]
@@ -155,6 +157,10 @@ def build_call(op, x, dy, sdt):
     if op == "groupNorm":
         weight, bias = make_channel_params(c, sdt)
         return lambda: aten.native_group_norm(x, weight, bias, n, c, hxw, group, EPS)
+    if op == "groupNormSilu":
+        weight, bias = make_channel_params(c, sdt)
+        return lambda: torch.nn.functional.silu(
+            aten.native_group_norm(x, weight, bias, n, c, hxw, group, EPS)[0])
     raise ValueError(op)
 
 
