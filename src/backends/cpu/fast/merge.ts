@@ -7,7 +7,7 @@
  */
 
 import type { Layout } from "../kernels/layout_types.ts";
-import { pixelsPerBlock, rowsPerItem } from "../kernels/layout_types.ts";
+import { pixelsPerBlock, rowsInMemoryOrder, rowsPerItem } from "../kernels/layout_types.ts";
 import { mergeMoments } from "../kernels/moments.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 
@@ -33,7 +33,7 @@ function perSampleRows(layout: Layout, partials: Float64Array): ChannelPair {
 
 /**
  * Per-channel totals of a sums stage's partials (per (n, c), at n * C + c, when the layout is
- * `perSample`).
+ * `perSample`; rows in memory order summed per channel in n order).
  */
 export function mergeChannelSums(layout: Layout, partials: Float64Array): ChannelPair {
   if (layout.kind === "pixels") return mergePixelPartials(layout, partials, false);
@@ -41,6 +41,16 @@ export function mergeChannelSums(layout: Layout, partials: Float64Array): Channe
   const C = layout.C;
   const first = temporaryFloat64(C);
   const second = temporaryFloat64(C);
+  if (rowsInMemoryOrder(layout)) {
+    // One pair per (n, c) row at n * C + c: each channel's rows in n order.
+    for (let n = 0; n < layout.N; n++) {
+      for (let c = 0; c < C; c++) {
+        first[c] += partials[2 * (n * C + c)];
+        second[c] += partials[2 * (n * C + c) + 1];
+      }
+    }
+    return { first, second };
+  }
   const chunks = Math.ceil(layout.N / rowsPerItem(layout));
   for (let c = 0; c < C; c++) {
     for (let k = 0; k < chunks; k++) {
@@ -59,6 +69,18 @@ export function mergeChannelMoments(layout: Layout, partials: Float64Array): Cha
   if (layout.kind === "pixels") return mergePixelPartials(layout, partials, true);
   if (layout.perSample) return perSampleRows(layout, partials);
   const C = layout.C;
+  if (rowsInMemoryOrder(layout)) {
+    // One (sum, m2) per (n, c) row at n * C + c, merged into its channel in n order.
+    const both = temporaryFloat64(2 * C);
+    const inner = layout.inner;
+    for (let n = 0; n < layout.N; n++) {
+      for (let c = 0; c < C; c++) {
+        const slot = 2 * (n * C + c);
+        mergeMoments(both, c, C + c, n * inner, partials[slot], partials[slot + 1], inner);
+      }
+    }
+    return { first: both.subarray(0, C), second: both.subarray(C) };
+  }
   const out = temporaryFloat64(2);
   const first = temporaryFloat64(C);
   const second = temporaryFloat64(C);

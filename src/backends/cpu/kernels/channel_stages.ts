@@ -21,6 +21,7 @@ import {
   blocksPerSample,
   perSampleRowsPerItem,
   pixelsPerBlock,
+  rowsInMemoryOrder,
   rowsPerItem,
 } from "./layout_types.ts";
 import type { StatsStage, SumsStage, WriteStage } from "./stage_types.ts";
@@ -233,12 +234,13 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
     const inner = layout.inner;
     const out = w.at;
     const f64 = w.f64;
-    // Units: the item itself, or (per sample) each (n, c) row of the item, u = n * C + c;
-    // results go to the unit's partials.
-    const per = layout.perSample ? perSampleRowsPerItem(layout) : 1;
-    const last = layout.perSample ? layout.N * C : to;
+    // Units: the item itself, or (rows in memory order) each (n, c) row of the item,
+    // u = n * C + c; results go to the unit's partials.
+    const byRow = rowsInMemoryOrder(layout);
+    const per = byRow ? perSampleRowsPerItem(layout) : 1;
+    const last = byRow ? layout.N * C : to;
     for (let u = from * per; u < Math.min(to * per, last); u++) {
-      const [c, n0, n1] = layout.perSample
+      const [c, n0, n1] = byRow
         ? [u % C, Math.floor(u / C), Math.floor(u / C) + 1]
         : rowsOfItem(layout, u);
       const rows = n1 - n0;

@@ -1,6 +1,7 @@
 /**
- * GroupNorm's per-sample rows stages (statistics, sums, the normalize and gradient writes) with
- * one WebAssembly call per work item instead of one per (n, c) row
+ * The rows stages taken in memory order (layout_types.ts rowsInMemoryOrder: GroupNorm's
+ * per-sample rows, and BatchNorm's long rows; statistics, sums, the normalize and gradient
+ * writes) with one WebAssembly call per work item instead of one per (n, c) row
  * (src/backends/cpu/wasm/channel_units.wat loops over the rows inside the module): the bits of
  * channel_stages.ts's per-row calls, which cost more than a small row's work (GroupNorm
  * [4,16,8,8]: 64 elements a row, 128 calls a forward). Used where the rows are evenly spaced in
@@ -12,7 +13,7 @@
  */
 
 import type { TensorAddress } from "./layout_types.ts";
-import { perSampleRowsPerItem } from "./layout_types.ts";
+import { perSampleRowsPerItem, rowsInMemoryOrder } from "./layout_types.ts";
 import type { StatsStage, SumsStage, WriteStage } from "./stage_types.ts";
 import type { WasmKernels } from "./wasm_instance.ts";
 
@@ -72,11 +73,12 @@ const MAX_UNITS = 8192;
 type UnitsStage = StatsStage | SumsStage | WriteStage;
 
 /**
- * Whether the units kernels run per-sample rows stage `s`: statistics, sums, normalize or
- * gradient, with its (n, c) rows evenly spaced in every tensor (strideN = C * strideC).
+ * Whether the units kernels run rows stage `s` taken in memory order: statistics, sums,
+ * normalize or gradient, with its (n, c) rows evenly spaced in every tensor (strideN = C *
+ * strideC).
  */
 export function unitsFit(s: UnitsStage): boolean {
-  if (!s.layout.perSample || s.layout.kind !== "rows") return false;
+  if (!rowsInMemoryOrder(s.layout)) return false;
   if (s.op !== "stats" && s.op !== "sums" && s.op !== "normalize" && s.op !== "gradient") {
     return false;
   }
@@ -86,9 +88,10 @@ export function unitsFit(s: UnitsStage): boolean {
 }
 
 /**
- * Items [from, to) of a per-sample rows stage that {@linkcode unitsFit}, one units call per
- * run of at most {@linkcode MAX_UNITS} rows, row u = n * C + c at its tensors' base + u *
- * strideC; `count` constants per row (normalize 3, gradient 4) at (n * count + j) * C + c.
+ * Items [from, to) of a rows stage that {@linkcode unitsFit}, one units call per run of at
+ * most {@linkcode MAX_UNITS} rows, row u = n * C + c at its tensors' base + u * strideC;
+ * `count` constants per row (normalize 3, gradient 4) at (n * count + j) * C + c per sample
+ * (GroupNorm), at j * C + c per channel (BatchNorm); means at u, or at c.
  */
 export function runUnits(
   s: UnitsStage,
@@ -104,6 +107,7 @@ export function runUnits(
   const es = dt === 0 ? 4 : 2;
   const per = perSampleRowsPerItem(layout);
   const last = Math.min(to * per, layout.N * C);
+  const perSample = layout.perSample;
   const f64 = w.f64;
   const at = (heap: number, a: TensorAddress, u: number) => heap + (a.base + u * a.strideC) * es;
   for (let u0 = from * per; u0 < last; u0 += MAX_UNITS) {
@@ -113,7 +117,8 @@ export function runUnits(
       s.partials.set(f64.subarray(0, 2 * units), 2 * u0);
     } else if (s.op === "sums") {
       // The means after the results' room (16 bytes a row).
-      f64.set(s.mean.subarray(u0, u0 + units), 2 * units);
+      if (perSample) f64.set(s.mean.subarray(u0, u0 + units), 2 * units);
+      else for (let i = 0; i < units; i++) f64[2 * units + i] = s.mean[(u0 + i) % C];
       k.bn_sums_units(
         at(s.dyHeap, s.dyAt, u0),
         s.dyAt.strideC * es,
@@ -127,11 +132,12 @@ export function runUnits(
       );
       s.partials.set(f64.subarray(0, 2 * units), 2 * u0);
     } else {
-      // Row u = n * C + c: its j-th constant at (n * count + j) * C + c, here at 4u + j.
+      // Row u = n * C + c: its j-th constant at (n * count + j) * C + c (per sample) or
+      // j * C + c, here at 4u + j.
       const q = (s as WriteStage).constants;
       for (let i = 0; i < units; i++) {
         const u = u0 + i;
-        const base = Math.floor(u / C) * count * C + (u % C);
+        const base = (perSample ? Math.floor(u / C) * count * C : 0) + (u % C);
         for (let j = 0; j < count; j++) f64[4 * i + j] = q[base + j * C];
       }
       const o = at(s.outHeap, s.outAt, u0);

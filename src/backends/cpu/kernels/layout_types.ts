@@ -60,6 +60,24 @@ export const ITEM_ELEMENTS = 32768;
 /** Channels-last reductions keep at most this many per-block partials per channel. */
 const MAX_PIXEL_BLOCKS = 64;
 
+/**
+ * Shortest run (elements) from which a BatchNorm `rows` layout takes its rows in memory order
+ * (see {@linkcode rowsInMemoryOrder}).
+ */
+export const MEMORY_ORDER_FROM_INNER = 1024;
+
+/**
+ * Whether a `rows` BatchNorm stage walks its (n, c) rows in memory order (n * C + c), each
+ * row's results at its own partials, merged per channel in n order (fast/merge.ts): runs of
+ * at least {@linkcode MEMORY_ORDER_FROM_INNER} elements. Channel by channel, every run of a
+ * [32,64,56,56] tensor starts 800 KB from the last, and the reductions read memory at a third
+ * of a linear sweep's rate (bench/RESULTS.md). Per-sample layouts (GroupNorm) always do; short
+ * runs keep channel items (a call per row would cost more than its work).
+ */
+export function rowsInMemoryOrder(layout: Layout): boolean {
+  return layout.kind === "rows" && (layout.perSample || layout.inner >= MEMORY_ORDER_FROM_INNER);
+}
+
 /** `rows`/`strided` BatchNorm items: rows of one channel per item (a function of shape). */
 export function rowsPerItem(layout: Layout): number {
   return Math.max(1, Math.ceil(ITEM_ELEMENTS / Math.max(1, layout.inner)));
@@ -91,12 +109,13 @@ export function blocksPerSample(layout: Layout): number {
 
 /**
  * Number of BatchNorm-family work items: C * ceil(N / rowsPerItem) (rows, strided; item =
- * channel c, row chunk k at c * chunks + k), runs of (n, c) rows for per-sample rows, or the
- * number of pixel blocks.
+ * channel c, row chunk k at c * chunks + k), runs of (n, c) rows for rows in memory order, or
+ * the number of pixel blocks.
  */
 export function batchNormItems(layout: Layout): number {
-  // Per-sample rows (GroupNorm): runs of (n, c) rows, results per (n, c).
-  if (layout.kind === "rows" && layout.perSample) {
+  // Rows in memory order (GroupNorm, long BatchNorm rows): runs of (n, c) rows, results per
+  // (n, c).
+  if (rowsInMemoryOrder(layout)) {
     return Math.ceil(layout.N * layout.C / perSampleRowsPerItem(layout));
   }
   if (layout.kind === "pixels") {

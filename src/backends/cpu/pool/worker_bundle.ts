@@ -114,6 +114,10 @@ function runRowNormItems(k, op, p, from, to, region) {
 // src/backends/cpu/kernels/layout_types.ts
 var ITEM_ELEMENTS = 32768;
 var MAX_PIXEL_BLOCKS = 64;
+var MEMORY_ORDER_FROM_INNER = 1024;
+function rowsInMemoryOrder(layout) {
+  return layout.kind === "rows" && (layout.perSample || layout.inner >= MEMORY_ORDER_FROM_INNER);
+}
 function rowsPerItem(layout) {
   return Math.max(1, Math.ceil(ITEM_ELEMENTS / Math.max(1, layout.inner)));
 }
@@ -132,7 +136,7 @@ function blocksPerSample(layout) {
 // src/backends/cpu/kernels/channel_units.ts
 var MAX_UNITS = 8192;
 function unitsFit(s) {
-  if (!s.layout.perSample || s.layout.kind !== "rows") return false;
+  if (!rowsInMemoryOrder(s.layout)) return false;
   if (s.op !== "stats" && s.op !== "sums" && s.op !== "normalize" && s.op !== "gradient") {
     return false;
   }
@@ -148,6 +152,7 @@ function runUnits(s, from, to, w, count) {
   const es = dt === 0 ? 4 : 2;
   const per = perSampleRowsPerItem(layout);
   const last = Math.min(to * per, layout.N * C);
+  const perSample = layout.perSample;
   const f64 = w.f64;
   const at = (heap, a, u) => heap + (a.base + u * a.strideC) * es;
   for (let u0 = from * per; u0 < last; u0 += MAX_UNITS) {
@@ -156,14 +161,15 @@ function runUnits(s, from, to, w, count) {
       k.bn_stats_units(at(s.xHeap, s.xAt, u0), s.xAt.strideC * es, inner, dt, units, w.at);
       s.partials.set(f64.subarray(0, 2 * units), 2 * u0);
     } else if (s.op === "sums") {
-      f64.set(s.mean.subarray(u0, u0 + units), 2 * units);
+      if (perSample) f64.set(s.mean.subarray(u0, u0 + units), 2 * units);
+      else for (let i = 0; i < units; i++) f64[2 * units + i] = s.mean[(u0 + i) % C];
       k.bn_sums_units(at(s.dyHeap, s.dyAt, u0), s.dyAt.strideC * es, at(s.xHeap, s.xAt, u0), s.xAt.strideC * es, inner, dt, units, w.at + 16 * units, w.at);
       s.partials.set(f64.subarray(0, 2 * units), 2 * u0);
     } else {
       const q = s.constants;
       for (let i = 0; i < units; i++) {
         const u = u0 + i;
-        const base = Math.floor(u / C) * count * C + u % C;
+        const base = (perSample ? Math.floor(u / C) * count * C : 0) + u % C;
         for (let j = 0; j < count; j++) f64[4 * i + j] = q[base + j * C];
       }
       const o = at(s.outHeap, s.outAt, u0);
@@ -222,10 +228,11 @@ function runChannelItems(s, from, to, w) {
     const inner = layout.inner;
     const out = w.at;
     const f64 = w.f64;
-    const per2 = layout.perSample ? perSampleRowsPerItem(layout) : 1;
-    const last = layout.perSample ? layout.N * C : to;
+    const byRow = rowsInMemoryOrder(layout);
+    const per2 = byRow ? perSampleRowsPerItem(layout) : 1;
+    const last = byRow ? layout.N * C : to;
     for (let u = from * per2; u < Math.min(to * per2, last); u++) {
-      const [c, n0, n1] = layout.perSample ? [
+      const [c, n0, n1] = byRow ? [
         u % C,
         Math.floor(u / C),
         Math.floor(u / C) + 1
