@@ -84,11 +84,11 @@ const FP16_PLACEHOLDERS = ["i16x8.abs", "i16x8.neg"];
 
 const root = new URL("../", import.meta.url);
 
-/** Assembles WebAssembly text (with SIMD) to a binary module. */
+/** Assembles WebAssembly text (with SIMD, relaxed SIMD and threads) to a binary module. */
 export async function assemble(text: string, name = "kernels.wat"): Promise<Uint8Array> {
   const init = (await import("wabt")).default; // npm:wabt@1.0.37 (deno.json imports)
   const wabt = await init();
-  const features = { simd: true, threads: true };
+  const features = { simd: true, threads: true, relaxed_simd: true };
   const module = wabt.parseWat(name, text, features);
   try {
     // wabt's validate takes the features too (its .d.ts omits the argument): without
@@ -274,7 +274,8 @@ export async function optimize(bytes: Uint8Array): Promise<Uint8Array> {
   const module = binaryen.readBinary(bytes);
   try {
     module.setFeatures(
-      binaryen.Features.MVP | binaryen.Features.SIMD128 | binaryen.Features.Atomics,
+      binaryen.Features.MVP | binaryen.Features.SIMD128 | binaryen.Features.Atomics |
+        binaryen.Features.RelaxedSIMD,
     );
     binaryen.setOptimizeLevel(3);
     binaryen.setShrinkLevel(0);

@@ -294,22 +294,15 @@
         (local.set $j (i32.const 0))
         (local.set $acc (v128.const i64x2 0 0))
         (local.set $sum (f64.const 0))
+        ;; Whole vectors, then the last one to three elements.
         (block $done
           (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
             (local.set $v
               (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
                 (call $ld4 (local.get $q) (local.get $dt))))
-            (if (i32.lt_u (local.get $j) (local.get $n4))
-              (then
-                (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v))
-                (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $v) (local.get $v)))))
-              (else
-                (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
-                  (i32.sub (local.get $n) (local.get $j)))
-                (local.set $v
-                  (v128.and (local.get $v) (call $rf_mask (i32.sub (local.get $n) (local.get $j)))))
-                (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $v) (local.get $v))))))
+            (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v))
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $v) (local.get $v))))
             (local.set $p (i32.add (local.get $p) (local.get $es)))
             (local.set $q (i32.add (local.get $q) (local.get $es)))
             (local.set $t (i32.add (local.get $t) (local.get $es)))
@@ -321,6 +314,17 @@
                     (v128.const i64x2 0 0))))
                 (local.set $acc (v128.const i64x2 0 0))))
             (br $next)))
+        (if (i32.lt_u (local.get $j) (local.get $n))
+          (then
+            (local.set $v
+              (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
+                (call $ld4 (local.get $q) (local.get $dt))))
+            (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
+              (i32.sub (local.get $n) (local.get $j)))
+            (local.set $v
+              (v128.and (local.get $v) (call $rf_mask (i32.sub (local.get $n) (local.get $j)))))
+            (local.set $acc
+              (f32x4.add (local.get $acc) (f32x4.mul (local.get $v) (local.get $v))))))
         (local.set $sum (f64.add (local.get $sum)
           (call $rf_fold (local.get $acc) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
             (v128.const i64x2 0 0))))
