@@ -2,7 +2,10 @@
  * `deno task bench:step`: the training step of bench/step_model.ts (BatchNorm ×3, GroupNorm,
  * LayerNorm, RMSNorm; forward in order, backward in reverse, outputs allocated by each call)
  * on the CPU backend against the same step in PyTorch (bench/torch_step.py), side by side in
- * one run, rounds interleaved.
+ * one run, rounds interleaved. `--model fused` times issue 39's fused operators instead
+ * (bench/step_model_fused.ts: addLayerNorm, deepNorm, addRmsNorm, gemmaRmsNorm, adaLayerNorm,
+ * groupNormSilu, groupNormSwish, with the backwards they have) against their PyTorch
+ * compositions (bench/torch_step_fused.py).
  *
  * Two call styles, the first as a PyTorch user writes a loop:
  * - `dropped`: results never disposed, and the loop never awaits (nothing the garbage
@@ -14,23 +17,27 @@
  * 2 threads (`--threads`) and glibc told to keep freed memory (the header prints the
  * settings), which is PyTorch at its best on this machine.
  *
- *   deno task bench:step [--dtypes float32,bfloat16] [--steps 60] [--warmup 10] [--rounds 2]
- *                        [--threads 2] [--no-torch]
+ *   deno task bench:step [--model norms|fused] [--dtypes float32,bfloat16] [--steps 60]
+ *                        [--warmup 10] [--rounds 2] [--threads 2] [--no-torch]
  *
  * @module
  */
 
-import { listOf, parseCommand, positiveInteger } from "../scripts/cli.ts";
+import { listOf, parseCommand, positiveInteger, usageError } from "../scripts/cli.ts";
 import { type DType, hostHeapUsage, setCpuThreads } from "../mod.ts";
-import { stepModel, trainingStep } from "./step_model.ts";
+import { stepModel, type StepResults, trainingStep } from "./step_model.ts";
+import { fusedStepModel, fusedTrainingStep } from "./step_model_fused.ts";
 import { runTorch, torchSettings } from "./torch_process.ts";
 
 const NAME = "bench:step";
 const DTYPES = ["float32", "bfloat16", "float16"] as const;
+const MODELS = ["norms", "fused"] as const;
 const flags = parseCommand({
   name: NAME,
-  usage: `usage: deno task bench:step [--dtypes D,...] [--steps N] [--warmup N] [--rounds N]
-                        [--threads N] [--no-torch]
+  usage: `usage: deno task bench:step [--model M] [--dtypes D,...] [--steps N] [--warmup N]
+                        [--rounds N] [--threads N] [--no-torch]
+  --model M       norms (BatchNorm, GroupNorm, LayerNorm, RMSNorm; default) or fused
+                  (issue 39's fused operators against their PyTorch compositions)
   --dtypes D,...  data dtypes (default float32,bfloat16; float16 also)
   --steps N       timed steps per style and round (default 60)
   --warmup N      untimed steps first (default 10)
@@ -39,6 +46,7 @@ const flags = parseCommand({
   --no-torch      skip PyTorch
   -h, --help      print this text`,
   options: {
+    model: { type: "string", default: "norms" },
     dtypes: { type: "string", default: "float32,bfloat16" },
     steps: { type: "string", default: "60" },
     warmup: { type: "string", default: "10" },
@@ -47,12 +55,40 @@ const flags = parseCommand({
     "no-torch": { type: "boolean", default: false },
   },
 });
+const [model, ...more] = listOf(NAME, "model", flags.model, MODELS);
+if (more.length > 0) usageError(NAME, `--model takes one of ${MODELS.join(", ")}`);
 const dtypes = listOf(NAME, "dtypes", flags.dtypes, DTYPES);
 const steps = positiveInteger(NAME, "steps", flags.steps);
 const warmup = positiveInteger(NAME, "warmup", flags.warmup);
 const rounds = positiveInteger(NAME, "rounds", flags.rounds);
 const threads = positiveInteger(NAME, "threads", flags.threads);
 setCpuThreads(threads);
+
+/** A model: its step over one dtype's tensors (made once), its PyTorch script and layers. */
+interface Model {
+  readonly prepare: (dtype: DType) => () => StepResults;
+  readonly script: string;
+  readonly layers: string;
+}
+
+const MODEL: Model = model === "norms"
+  ? {
+    prepare: (dtype) => {
+      const m = stepModel(dtype);
+      return () => trainingStep(m);
+    },
+    script: "./torch_step.py",
+    layers: "BatchNorm x3, GroupNorm, LayerNorm, RMSNorm",
+  }
+  : {
+    prepare: (dtype) => {
+      const m = fusedStepModel(dtype);
+      return () => fusedTrainingStep(m);
+    },
+    script: "./torch_step_fused.py",
+    layers: "addLayerNorm, deepNorm, addRmsNorm, gemmaRmsNorm, adaLayerNorm, groupNormSilu, " +
+      "groupNormSwish",
+  };
 
 interface Timing {
   readonly mean: number;
@@ -68,7 +104,7 @@ function summarize(times: number[]): Timing {
 }
 
 async function torchStep(dtype: DType): Promise<Timing | string> {
-  const row = await runTorch("./torch_step.py", [
+  const row = await runTorch(MODEL.script, [
     "--dtype",
     dtype,
     "--threads",
@@ -85,11 +121,11 @@ async function torchStep(dtype: DType): Promise<Timing | string> {
 
 /** Our step in one style: `steps` timed steps in a loop that never awaits. */
 function ourStep(dtype: DType, style: "dropped" | "disposed"): Timing {
-  const model = stepModel(dtype);
+  const step = MODEL.prepare(dtype);
   const times: number[] = [];
   for (let i = 0; i < warmup + steps; i++) {
     const t0 = performance.now();
-    const results = trainingStep(model);
+    const results = step();
     if (style === "disposed") { for (const r of results) r[Symbol.dispose](); }
     if (i >= warmup) times.push(performance.now() - t0);
   }
@@ -104,8 +140,8 @@ const ratio = (ours: Timing, torch: Timing | string) =>
   typeof torch === "string" ? "       -" : (ours.mean / torch.mean).toFixed(2).padStart(8);
 
 console.log(
-  `bench:step: ${steps} steps (+${warmup} warm-up) per style, ${rounds} round(s), ` +
-    `${threads} threads; ${torchSettings(threads)}`,
+  `bench:step: model ${model} (${MODEL.layers}), ${steps} steps (+${warmup} warm-up) per ` +
+    `style, ${rounds} round(s), ${threads} threads; ${torchSettings(threads)}`,
 );
 console.log(
   "round dtype     | dropped mean  median   /torch | disposed mean median  /torch | " +

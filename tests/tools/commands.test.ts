@@ -22,6 +22,7 @@ const COMMANDS: readonly [string, string[]][] = [
   ["bench/dispatch.ts", ["--calls", "-1"]],
   ["bench/sync_bn_hccl.ts", ["--ranks", "3"]],
   ["bench/training_loop.ts", ["--style", "async"]],
+  ["bench/training_step.ts", ["--model", "bogus"]],
   ["bench/wasm_fp16.ts", ["--bogus"]],
   ["scripts/build_wasm.ts", ["--bogus"]],
   ["scripts/build_sim.ts", ["--bogus"]],
