@@ -2,8 +2,9 @@
  * The worker pool's governor (pool/governor.ts) on timings given to it: it tries both ways,
  * then runs the faster one, looks at the other one again less and less often while the
  * choice stands, and changes its mind when the timings change (another process takes a CPU,
- * or leaves it). And on real calls: a 2-thread call of 64K elements is measured both ways,
- * and gives the calling thread's bits whichever way runs it.
+ * or leaves it). A new pool runs its first calls whatever their group, unrecorded (its workers
+ * are cold). And on real calls: a 2-thread call of 64K elements is measured both ways, and
+ * gives the calling thread's bits whichever way runs it.
  *
  * @module
  */
@@ -14,6 +15,7 @@ import {
   governor,
   GOVERNOR_WARMUP_RUNS,
   groupKey,
+  POOL_WARM_RUNS,
 } from "../../src/backends/cpu/pool/governor.ts";
 import {
   batchNorm,
@@ -29,7 +31,7 @@ const ELEMENTS = 1 << 20;
 
 /** A governor and its clock: each call advances it by the call's time. */
 function governed() {
-  return { g: new Governor(), clock: 1000 };
+  return { g: new Governor({ warmRuns: 0, wakeFirst: false }), clock: 1000 };
 }
 
 /** Runs `calls` calls of KEY with the given ms per way; returns how many ran pooled. */
@@ -71,6 +73,69 @@ Deno.test("pool governor: tries both ways, then keeps to the faster", () => {
   assert.ok(
     Math.abs(m.pooled - 2e6 / ELEMENTS) < 1e-9 && Math.abs(m.alone - 1e6 / ELEMENTS) < 1e-9,
   );
+});
+
+Deno.test("pool governor: a new pool runs its first calls, unrecorded, then each group measures", () => {
+  const s = { g: new Governor({ warmRuns: 5, wakeFirst: false }), clock: 1000 };
+  const other = groupKey(["stats", "normalize"], 0, "rows", 1 << 20);
+  // Cold: pooled whatever the group, and slow runs (cold workers) leave no estimate.
+  for (let i = 0; i < 5; i++) {
+    const key = i % 2 ? KEY : other;
+    assert.equal(s.g.warming, true);
+    assert.equal(s.g.choose(key, s.clock), true, `cold call ${i} runs pooled`);
+    s.g.record(key, true, s.clock, 50, ELEMENTS);
+    s.clock += 50;
+  }
+  assert.equal(s.g.warming, false);
+  assert.equal(s.g.measured(KEY), undefined, "the cold runs were not recorded");
+  // Then the group's own warm-up, of warm runs: the pool (2 ms) beats alone (3 ms).
+  assert.equal(drive(s, 2 * GOVERNOR_WARMUP_RUNS, 2, 3), GOVERNOR_WARMUP_RUNS);
+  // 100 calls of 2 ms: alone only for the checks 4, 8, 16, ... ms apart (6).
+  const pooledAfter = drive(s, 100, 2, 3);
+  assert.ok(pooledAfter >= 90 && pooledAfter < 100, `${pooledAfter}: pooled, but for the checks`);
+  assert.equal(s.g.measured(KEY)!.pooled, 2e6 / ELEMENTS);
+  // A new pool is cold again; the default is POOL_WARM_RUNS calls.
+  s.g.reset();
+  assert.equal(s.g.warming, true);
+  assert.equal(new Governor().warming && POOL_WARM_RUNS > 0, true);
+});
+
+Deno.test("pool governor: a measured pooled run after a run alone first wakes the workers, unrecorded", () => {
+  const s = { g: new Governor({ warmRuns: 0 }), clock: 1000 };
+  // A pooled run that finds the workers asleep takes 1 ms more (their wake-up): 2.5 against
+  // 1.5 once awake; alone takes 2 ms.
+  let awake = false;
+  const ways: boolean[] = [];
+  const run = () => {
+    const p = s.g.choose(KEY, s.clock);
+    const ms = p ? (awake ? 1.5 : 2.5) : 2;
+    ways.push(p);
+    s.g.record(KEY, p, s.clock, ms, ELEMENTS);
+    s.clock += ms;
+    awake = p;
+  };
+  for (let i = 0; i < 9; i++) run();
+  // Warm-up: each pooled run after a run alone (or first) is doubled, the first unrecorded.
+  assert.deepEqual(ways, [true, true, false, true, true, false, true, true, false]);
+  const m = s.g.measured(KEY)!;
+  assert.equal(m.pooledRuns, 3);
+  assert.equal(m.pooled, 1.5e6 / ELEMENTS, "only awake pooled runs were recorded");
+  // So the pool (1.5 ms awake) is chosen over alone (2 ms), as a pooled loop runs it.
+  for (let i = 0; i < 20; i++) run();
+  // (but for the checks of alone, 4, 8, 16 ms apart).
+  const pooledLater = ways.slice(9).filter((p) => p).length;
+  assert.ok(pooledLater >= 16, `${pooledLater} of 20 pooled`);
+  // Without the rule the wake-ups would be measured: 2.5 ms, and alone chosen.
+  const plain = { g: new Governor({ warmRuns: 0, wakeFirst: false }), clock: 1000 };
+  awake = false;
+  for (let i = 0; i < 20; i++) {
+    const p = plain.g.choose(KEY, plain.clock);
+    const ms = p ? (awake ? 1.5 : 2.5) : 2;
+    plain.g.record(KEY, p, plain.clock, ms, ELEMENTS);
+    plain.clock += ms;
+    awake = p;
+  }
+  assert.ok(plain.g.measured(KEY)!.pooled > plain.g.measured(KEY)!.alone);
 });
 
 Deno.test("pool governor: changes its mind when the timings change", () => {
@@ -166,7 +231,8 @@ Deno.test("pool governor: real 2-thread calls are measured both ways, with the s
     await startCpuPool(); // a fresh pool: the governor's measurements start over
     stopCpuPool();
     await startCpuPool();
-    for (let i = 0; i < 2 * GOVERNOR_WARMUP_RUNS + 10; i++) {
+    // The new pool's first calls run pooled, unrecorded; then the group's own warm-up.
+    for (let i = 0; i < POOL_WARM_RUNS + 2 * GOVERNOR_WARMUP_RUNS + 10; i++) {
       const bits = run();
       assert.ok(bits.every((v, j) => Object.is(v, alone[j])), `call ${i}: the same bits`);
     }

@@ -31,6 +31,22 @@
  * up within tens of checks. A run cannot be faster than the machine allows, so a fast run is
  * evidence; a slow one may be a preemption, so it moves the estimate by a quarter at most.
  *
+ * A new pool is cold for everyone: its workers' JavaScript (the stage runners) starts in V8's
+ * interpreter whatever the group. So the first {@linkcode POOL_WARM_RUNS} calls that may run
+ * on a new pool do, whatever their group, and are not recorded: each group then measures
+ * warm workers. Measured (bench/RESULTS.md): a groupNorm [16,64,32,32] float32 took 3.6,
+ * 1.1, 0.8 ... ms in its first pooled runs and 0.25 ms from about the fourteenth (alone: 0.34);
+ * a group that had measured its cold runs kept to the calling thread for hundreds of calls,
+ * each check of the pool (every 4 ms at most) only one more warming run.
+ *
+ * A measured pooled run (a group's warm-up, or a check of the pool while the calling thread
+ * runs alone) that would find the workers asleep, the last call having run alone (pool.ts
+ * quietPool), runs twice and only the second is recorded: the first pays the futex wake-up of
+ * every worker (tens of microseconds on a VM), which a pooled loop does not pay call after
+ * call, and which kept a 0.25 ms pooled call measured slower than its 0.33 ms run alone. A
+ * group whose chosen pooled calls do follow other groups' calls alone records them as they
+ * are, wake-up and all.
+ *
  * @module
  */
 
@@ -39,6 +55,12 @@ import type { Stage } from "../kernels/stage_types.ts";
 
 /** Runs of each way a group measures before it chooses. */
 export const GOVERNOR_WARMUP_RUNS = 3;
+
+/**
+ * Calls a new pool runs first, whatever their group, before any is recorded: about as many as
+ * its workers' stage runners take to be optimised (module doc).
+ */
+export const POOL_WARM_RUNS = 16;
 
 /**
  * Weight of a slower run in a group's estimates. A run counts as at most twice the estimate
@@ -63,14 +85,47 @@ interface Group {
   interval: number;
   /** Whether the current call is a run of the way not chosen (checked when it is timed). */
   exploring: boolean;
+  /** Whether the current call is a pooled run that wakes the workers (not recorded). */
+  waking: boolean;
+  /** Whether the next call runs pooled again, the measured run after a waking one. */
+  repeat: boolean;
+}
+
+/** How a {@linkcode Governor} measures (the defaults: the module doc's). */
+export interface GovernorOptions {
+  /** Calls a new pool runs first, unrecorded (default {@linkcode POOL_WARM_RUNS}). */
+  readonly warmRuns?: number;
+  /**
+   * Whether a measured pooled run (of a group's warm-up, or a check of the pool) that would
+   * find the workers asleep runs twice, the first unrecorded (default true; module doc).
+   */
+  readonly wakeFirst?: boolean;
 }
 
 /** The decisions of {@linkcode Governor.choose} for a group, and what they measured. */
 export class Governor {
   readonly #groups = new Map<number, Group>();
+  readonly #warmRuns: number;
+  readonly #wakeFirst: boolean;
+  /** Pooled runs of the current pool so far (counted up to #warmRuns). */
+  #poolRuns = 0;
+  /** Whether the last call recorded ran pooled (its workers still poll for the next job). */
+  #awake = false;
+
+  /** A governor that measures as `options` say (the tests of the choice itself change them). */
+  constructor(options: GovernorOptions = {}) {
+    this.#warmRuns = options.warmRuns ?? POOL_WARM_RUNS;
+    this.#wakeFirst = options.wakeFirst ?? true;
+  }
+
+  /** Whether the pool is still in its first, unrecorded runs (module doc). */
+  get warming(): boolean {
+    return this.#poolRuns < this.#warmRuns;
+  }
 
   /** Whether the call of group `key` starting `now` (performance.now() ms) runs pooled. */
   choose(key: number, now: number): boolean {
+    if (this.warming) return true;
     let g = this.#groups.get(key);
     if (g === undefined) {
       g = {
@@ -81,19 +136,29 @@ export class Governor {
         nextCheck: 0,
         interval: MIN_INTERVAL_MS,
         exploring: false,
+        waking: false,
+        repeat: false,
       };
       this.#groups.set(key, g);
     }
-    g.exploring = false;
-    // Both ways first, alternating, pooled first (its first run also warms the workers).
-    if (g.pooledRuns < GOVERNOR_WARMUP_RUNS || g.aloneRuns < GOVERNOR_WARMUP_RUNS) {
-      g.nextCheck = now + g.interval;
-      return g.pooledRuns <= g.aloneRuns;
+    if (g.repeat) {
+      g.repeat = false;
+      return true;
     }
-    const pooledWins = g.pooled < g.alone;
-    if (now < g.nextCheck) return pooledWins;
-    g.exploring = true;
-    return !pooledWins;
+    g.exploring = false;
+    let pooled: boolean;
+    if (g.pooledRuns < GOVERNOR_WARMUP_RUNS || g.aloneRuns < GOVERNOR_WARMUP_RUNS) {
+      // Both ways first, alternating, pooled first.
+      g.nextCheck = now + g.interval;
+      pooled = g.pooledRuns <= g.aloneRuns;
+    } else {
+      const pooledWins = g.pooled < g.alone;
+      if (now < g.nextCheck) return pooledWins;
+      g.exploring = true;
+      pooled = !pooledWins;
+    }
+    g.waking = pooled && this.#wakeFirst && !this.#awake;
+    return pooled;
   }
 
   /**
@@ -101,8 +166,20 @@ export class Governor {
    * took `ms`, pooled or not.
    */
   record(key: number, pooled: boolean, start: number, ms: number, elements: number): void {
+    if (pooled && this.warming) {
+      this.#poolRuns++;
+      this.#awake = true;
+      return;
+    }
+    this.#awake = pooled;
     const g = this.#groups.get(key);
     if (g === undefined) return;
+    if (g.waking) {
+      // It woke the workers: the run after it, pooled again, is the one measured.
+      g.waking = false;
+      g.repeat = true;
+      return;
+    }
     const perElement = (ms * 1e6) / Math.max(1, elements);
     const improved = perElement < (pooled ? g.pooled : g.alone); // false at first (NaN)
     const pooledWon = g.pooled < g.alone;
@@ -132,9 +209,11 @@ export class Governor {
     return this.#groups.get(key);
   }
 
-  /** Forgets every measurement (the pool was replaced: its cost may differ). */
+  /** Forgets every measurement (the pool was replaced: its cost may differ, and it is cold). */
   reset(): void {
     this.#groups.clear();
+    this.#poolRuns = 0;
+    this.#awake = false;
   }
 }
 
