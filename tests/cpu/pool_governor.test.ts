@@ -138,6 +138,24 @@ Deno.test("pool governor: a measured pooled run after a run alone first wakes th
   assert.ok(plain.g.measured(KEY)!.pooled > plain.g.measured(KEY)!.alone);
 });
 
+Deno.test("pool governor: runs alone that improve but still lose do not bring the checks back", () => {
+  // One call per training step, 17 ms apart; the pool takes 2 ms, alone a little less each
+  // time it runs (3.9, 3.8, ...: its times scatter downwards) but never near 2 ms.
+  const s = governed();
+  let aloneMs = 4;
+  let alone = 0;
+  for (let step = 0; step < 100; step++) {
+    const p = s.g.choose(KEY, s.clock);
+    const ms = p ? 2 : (aloneMs = Math.max(3, aloneMs - 0.1));
+    if (!p) alone++;
+    s.g.record(KEY, p, s.clock, ms, ELEMENTS);
+    s.clock += 17;
+  }
+  // Warm-up (3), then checks 4, 8, 16, ... ms apart: at most one a step while under 17 ms,
+  // then fewer; not one every step.
+  assert.ok(alone <= 3 + 9, `${alone} of 100 steps ran alone`);
+});
+
 Deno.test("pool governor: changes its mind when the timings change", () => {
   const s = governed();
   // Pooled wins: alone for the warm-up (3) and the checks 4, 8, ..., 256 ms apart (7).
