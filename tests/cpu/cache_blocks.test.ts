@@ -16,10 +16,17 @@ import {
   BLOCKED_FROM_BYTES,
   channelBlocks,
 } from "../../src/backends/cpu/fast/cache_blocks.ts";
+import { MEMORY_ORDER_FROM_INNER } from "../../src/backends/cpu/kernels/layout_types.ts";
 import { channelGeometry } from "../../src/backends/types.ts";
 
-/** [N, C, H, W] float32 with x alone past the threshold. */
+/** [N, C, H, W] float32 with x alone past the threshold (GroupNorm's sample blocks). */
 const SHAPE = [16, 40, 96, 96];
+
+/**
+ * BatchNorm's: runs of 768 elements, below MEMORY_ORDER_FROM_INNER: rows taken channel by
+ * channel, which channel blocks serve (rows in memory order run whole: a linear sweep).
+ */
+const BN_SHAPE = [160, 40, 24, 32];
 
 /** The float32 bits of a tensor's values. */
 function bits(t: Tensor): Uint32Array {
@@ -62,24 +69,29 @@ function outputBits(blocked: boolean, run: () => object): Uint32Array[] {
 /** The four blocked calls, each from fresh inputs (running statistics included). */
 function cases(): [string, () => object][] {
   const C = SHAPE[1];
+  assert.equal(BN_SHAPE[1], C);
+  assert.ok(BN_SHAPE[2] * BN_SHAPE[3] < MEMORY_ORDER_FROM_INNER);
+  assert.ok(BN_SHAPE.reduce((a, b) => a * b) * 4 >= BLOCKED_FROM_BYTES);
   const x = Tensor.random(SHAPE, { seed: 11 });
   const dy = Tensor.random(SHAPE, { seed: 12 });
+  const bnX = Tensor.random(BN_SHAPE, { seed: 16 });
+  const bnDy = Tensor.random(BN_SHAPE, { seed: 17 });
   const weight = Tensor.random([C], { seed: 13 });
   const bias = Tensor.random([C], { seed: 14 });
   const groups = 8;
   const stats = groupNorm({ input: x, gamma: weight, beta: bias, group: groups, eps: 1e-5 });
-  const bn = batchNorm({ input: x, weight, bias, training: true });
+  const bn = batchNorm({ input: bnX, weight, bias, training: true });
   return [
     ["batchNorm", () => {
       const runningMean = Tensor.random([C], { seed: 15 });
       const runningVar = Tensor.ones([C]);
-      const r = batchNorm({ input: x, weight, bias, runningMean, runningVar, training: true });
+      const r = batchNorm({ input: bnX, weight, bias, runningMean, runningVar, training: true });
       return { ...r, runningMean, runningVar };
     }],
     ["batchNormBackward", () =>
       batchNormBackward({
-        gradOut: dy,
-        input: x,
+        gradOut: bnDy,
+        input: bnX,
         weight,
         saveMean: bn.saveMean,
         saveInvstd: bn.saveInvstd,

@@ -29,6 +29,7 @@ import type { Stage, WriteStage } from "../kernels/stage_types.ts";
 import { type ChannelPair, mergeChannelSums } from "./merge.ts";
 import { batchNormCall, sumsStage, writeStage } from "./setup.ts";
 import { blockGeometry, channelBlocks, channelViews } from "./cache_blocks.ts";
+import { rowsInMemoryOrder } from "../kernels/layout_types.ts";
 import { RELAYOUT, runStaged } from "./staging.ts";
 import { Tensor } from "../../../tensor/tensor.ts";
 
@@ -139,7 +140,9 @@ export function batchNormBackward(plan: BatchNormBackwardPlan, t: BatchNormBackw
       RELAYOUT,
     );
   }
-  if (plan.training && gradInput && call.layout.kind === "rows") {
+  if (
+    plan.training && gradInput && call.layout.kind === "rows" && !rowsInMemoryOrder(call.layout)
+  ) {
     const blocks = channelBlocks(g, [t.gradOut, t.input], CHANNEL_TENSORS.map((k) => t[k]));
     if (blocks) {
       for (const [c0, c1] of blocks) {

@@ -34,6 +34,7 @@ import type { WriteStage } from "../kernels/stage_types.ts";
 import { mergeChannelMoments } from "./merge.ts";
 import { batchNormCall, statsStage, writeStage } from "./setup.ts";
 import { blockGeometry, channelBlocks, channelViews } from "./cache_blocks.ts";
+import { rowsInMemoryOrder } from "../kernels/layout_types.ts";
 import { RELAYOUT, runStaged } from "./staging.ts";
 
 /** Per-channel mean, biased variance and invstd from a stats stage's merged moments. */
@@ -170,7 +171,7 @@ export function batchNorm(plan: BatchNormPlan, t: BatchNormTensors): void {
       RELAYOUT,
     );
   }
-  if (plan.training && call.layout.kind === "rows") {
+  if (plan.training && call.layout.kind === "rows" && !rowsInMemoryOrder(call.layout)) {
     const blocks = channelBlocks(g, [t.input], CHANNEL_TENSORS.map((k) => t[k]));
     if (blocks) {
       for (const [c0, c1] of blocks) {
