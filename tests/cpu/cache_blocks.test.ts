@@ -1,14 +1,21 @@
 /**
  * Cache blocks (src/backends/cpu/fast/cache_blocks.ts): a training-mode batchNorm or
- * batchNormBackward, a groupNorm or groupNormBackward whose data passes BLOCKED_FROM_BYTES
- * runs block by block (of channels, of samples) and must give the bits of the same call run
- * whole (the policy's cacheBlocks off), every output: wrong offsets, a block's statistics
- * applied to another, a wrong count, gradGamma restarted per block all change bits here. One
- * and two threads.
+ * batchNormBackward, a groupNorm, groupNormBackward or groupNormSwishGrad whose data passes
+ * BLOCKED_FROM_BYTES runs block by block (of channels, of samples) and must give the bits of the
+ * same call run whole (the policy's cacheBlocks off), every output: wrong offsets, a block's
+ * statistics applied to another, a wrong count, gradGamma restarted per block all change bits
+ * here. One and two threads.
  */
 
 import assert from "node:assert/strict";
-import { batchNorm, batchNormBackward, groupNorm, groupNormBackward, Tensor } from "../../mod.ts";
+import {
+  batchNorm,
+  batchNormBackward,
+  groupNorm,
+  groupNormBackward,
+  groupNormSwishGrad,
+  Tensor,
+} from "../../mod.ts";
 import { withCpuPolicy } from "../../src/backends/cpu/pool/pool.ts";
 import { cpuThreads, setCpuThreads } from "../../src/backends/cpu/threads.ts";
 import {
@@ -66,7 +73,7 @@ function outputBits(blocked: boolean, run: () => object): Uint32Array[] {
   });
 }
 
-/** The four blocked calls, each from fresh inputs (running statistics included). */
+/** The five blocked calls, each from fresh inputs (running statistics included). */
 function cases(): [string, () => object][] {
   const C = SHAPE[1];
   assert.equal(BN_SHAPE[1], C);
@@ -109,6 +116,18 @@ function cases(): [string, () => object][] {
         rstd: stats.rstd,
         gamma: weight,
         group: groups,
+      })],
+    // A scratch of kept dYNew per block (fast/group_norm_swish_grad.ts).
+    ["groupNormSwishGrad", () =>
+      groupNormSwishGrad({
+        dy,
+        x,
+        mean: stats.mean,
+        rstd: stats.rstd,
+        gamma: weight,
+        beta: bias,
+        numGroups: groups,
+        swishScale: 0.6,
       })],
   ];
 }

@@ -731,6 +731,28 @@ function largeCases(dtype: DType, layout: TestLayout): [KernelName, unknown, () 
       gradGamma: Tensor.zeros([C]),
       gradBeta: Tensor.zeros([C]),
     })],
+    // Its write reads the dYNew its sums kept (fast/group_norm_swish_grad.ts): from the heap
+    // on every thread, through the job words.
+    ["groupNormSwishGrad", {
+      N,
+      C,
+      HxW,
+      numGroups: 2,
+      dataFormat: "NCHW",
+      swishScale: 0.7,
+      dgammaIsRequire: true,
+      dbetaIsRequire: true,
+    }, () => ({
+      dy: dy(),
+      x: x(),
+      mean: Tensor.fromArray(values(N * 2, 8, -0.2, 0.2), [N, 2], dtype),
+      rstd: Tensor.fromArray(values(N * 2, 9, 0.5, 2), [N, 2], dtype),
+      gamma: channels(C, dtype, 5, 0.5, 1.5),
+      beta: channels(C, dtype, 6),
+      dx: output(shape, dtype, layout),
+      dgamma: Tensor.zeros([C], dtype),
+      dbeta: Tensor.zeros([C], dtype),
+    })],
   ];
 }
 

@@ -81,6 +81,7 @@ function fullStage(): Stage {
   all.constants = inHeap(Float64Array, 17);
   all.beta = inHeap(Float64Array, 6);
   all.stats = inHeap(Float64Array, 30);
+  all.cache = inHeap(Float32Array, 19);
   all.eps = 1e-5;
   stage.dyHeap = heapAddress(stage.dy);
   stage.xHeap = heapAddress(stage.x);

@@ -6,10 +6,15 @@
  * "swishSums" stage, the kernel's dbeta_part and dgamma_part), merged per (n, g) in channel
  * order on the calling thread into c1 = sum_c gamma[c] * dbeta_part[c] / m and c2 (the same
  * with dgamma_part, `:1022-1031`), rounded to float32 as the kernel holds them; then the dx
- * write ("swishGrad", `:297-300`). dgamma[c] and dbeta[c] add the parts over n in float64 and
- * round once to the dtype (`:100-160`); they are left unwritten when not required. Data in
- * another layout than rows is staged into dense NCHW copies first (staging.ts); a large call
- * runs in blocks of samples (cache_blocks.ts: the same bits).
+ * write ("swishGrad", `:297-300`). dYNew costs an exp and two divisions an element: the sums
+ * stage keeps it, as float32, in a scratch block of the host heap that the write reads instead
+ * of computing it again (the same float32 values, so the same bits; with the policy's
+ * `swishGradCache` off, or when the heap cannot give the block, the write computes it again).
+ * dgamma[c] and dbeta[c] add the parts over n in float64 and round once to the dtype
+ * (`:100-160`); they are left unwritten when not required. Data in another layout than rows is
+ * staged into dense NCHW copies first (staging.ts), which the stages then run on; a large call
+ * runs in blocks of samples (cache_blocks.ts: the same bits), each block a call with a scratch
+ * of its own.
  *
  * @module
  */
@@ -18,7 +23,12 @@ import type { GroupNormSwishGradPlan, GroupNormSwishGradTensors } from "../../ty
 import { channelValues } from "./channel_values.ts";
 import { writeChannelValues } from "./channel_values.ts";
 import { type Call, execute, float64 } from "./call.ts";
-import { SWISH_GRAD_CONSTANTS, SWISH_SUMS_CONSTANTS } from "../kernels/channel_stages.ts";
+import {
+  SWISH_GRAD_CONSTANTS,
+  SWISH_SUMS_CONSTANTS,
+  swishCacheRow,
+} from "../kernels/channel_stages.ts";
+import type { Layout } from "../kernels/layout_types.ts";
 import type { SumsStage } from "../kernels/stage_types.ts";
 import { sumsStage, writeStage } from "./setup.ts";
 import { mergeChannelSums } from "./merge.ts";
@@ -26,6 +36,34 @@ import { temporaryFloat64 } from "../../../tensor/slab.ts";
 import { runStaged } from "./staging.ts";
 import { sampleBlocks, sampleView } from "./cache_blocks.ts";
 import { groupNormCall } from "./group_norm.ts";
+import { cpuPolicy } from "../pool/pool.ts";
+import { heapFree, heapScratch } from "../../../tensor/host_heap.ts";
+
+/** Calls whose stages ran with a dYNew cache (see {@linkcode cachedSwishGradRuns}). */
+let cachedRuns = 0;
+
+/**
+ * How many calls (blocks of a blocked call each count) have run their write from the dYNew
+ * their sums stage kept, since the process started: tests check that the cached path ran.
+ */
+export function cachedSwishGradRuns(): number {
+  return cachedRuns;
+}
+
+/**
+ * The dYNew cache of a rows call of `layout` (kernels/channel_stages.ts swishCacheRow: N * C
+ * rows of whole vectors), on a scratch block of the host heap (contents undefined: the sums
+ * stage writes every float the write stage reads); undefined when the heap cannot give one.
+ * The caller frees it with heapFree(cache) once the call's stages have run.
+ */
+function dyNewCache(layout: Layout): Float32Array | undefined {
+  const length = layout.N * layout.C * swishCacheRow(layout.inner);
+  const block = heapScratch(length * Float32Array.BYTES_PER_ELEMENT);
+  if (!block) return undefined;
+  const cache = new Float32Array(block.buffer, block.at, length);
+  block.adopt(cache);
+  return cache;
+}
 
 /** aclnnGroupNormSwishGrad (module doc). Empty data gives zero dgamma and dbeta. */
 export function groupNormSwishGrad(
@@ -96,13 +134,20 @@ function passes(
       for (let j = 0; j < K; j++) sumsConstants[at + j * C] = values[j];
     }
   }
+  // The dYNew the sums stage keeps for the write (the heap's: the pool's workers reach it from
+  // the job words); freed below, once both stages have run.
+  const cache = cpuPolicy().swishGradCache ? dyNewCache(call.layout) : undefined;
   const sums: SumsStage = {
     ...sumsStage(call, t.dy, t.x, temporaryFloat64(1)),
     op: "swishSums",
     constants: sumsConstants,
+    cache,
   };
   const W = SWISH_GRAD_CONSTANTS;
-  const write = writeStage(call, "swishGrad", t.dy, t.x, t.dx, float64(call, W * N * C));
+  const write = {
+    ...writeStage(call, "swishGrad", t.dy, t.x, t.dx, float64(call, W * N * C)),
+    cache,
+  };
   const constants = () => {
     const { first: sumDy, second: sumDot } = mergeChannelSums(call.layout, sums.partials);
     for (let n = 0; n < N; n++) {
@@ -129,5 +174,10 @@ function passes(
       }
     }
   };
-  execute(call, [sums, write], [constants]);
+  try {
+    execute(call, [sums, write], [constants]);
+    if (cache) cachedRuns++;
+  } finally {
+    if (cache) heapFree(cache);
+  }
 }

@@ -1,7 +1,8 @@
 /**
  * The BatchNorm family's stages (statistics, sums, and the normalize, gradient and scale
  * writes of every BatchNorm operator, GroupNormSilu/GroupNormSwish's swish write and
- * GroupNormSwishGrad's sums and write, rows only) on their float32 WebAssembly kernels
+ * GroupNormSwishGrad's sums and write, rows only, the write reading the dYNew the sums kept
+ * when they were given a cache) on their float32 WebAssembly kernels
  * (src/backends/cpu/wasm/channel_norms.wat, channel_pixels.wat, channel_swish.wat,
  * channel_swish_grad.wat), one kernel call per work item, on the tensors in place in the host
  * heap: `rows` (NCHW: each (n, c) a contiguous run) and dense `pixels`
@@ -136,7 +137,10 @@ export interface ChannelExports {
   ): void;
   /** The swish write of `pix` pixels, four float32 constants a channel at k as bn_grad_pix's. */
   bn_swish_pix(x: number, o: number, C: number, dt: number, pix: number, k: number): void;
-  /** GroupNormSwishGrad's sum(dYNew), sum(xhat * dYNew) of `rows` runs (channel_swish_grad.wat). */
+  /**
+   * GroupNormSwishGrad's sum(dYNew), sum(xhat * dYNew) of `rows` runs (channel_swish_grad.wat):
+   * six constants, `out`, then the dYNew cache's row 0 and row stride in bytes (0, 0: none).
+   */
   gs_sums_rows(
     dy: number,
     dys: number,
@@ -145,7 +149,7 @@ export interface ChannelExports {
     inner: number,
     dt: number,
     rows: number,
-    ...rest: [number, number, number, number, number, number, number]
+    ...rest: [number, number, number, number, number, number, number, number, number]
   ): void;
   /** GroupNormSwishGrad's dx write of `rows` runs, nine constants (channel_swish_grad.wat). */
   gs_grad_rows(
@@ -159,6 +163,26 @@ export interface ChannelExports {
     dt: number,
     rows: number,
     ...k: [number, number, number, number, number, number, number, number, number]
+  ): void;
+  /**
+   * GroupNormSwishGrad's dx write of `rows` runs from the dYNew gs_sums_rows kept (row r at
+   * c + r * cs) and x; constants k0, k1, k6, k7, k8 of gs_grad_rows's nine.
+   */
+  gs_grad_cached_rows(
+    c: number,
+    cs: number,
+    x: number,
+    xs: number,
+    o: number,
+    os: number,
+    inner: number,
+    dt: number,
+    rows: number,
+    k0: number,
+    k1: number,
+    k6: number,
+    k7: number,
+    k8: number,
   ): void;
 }
 
@@ -214,6 +238,16 @@ export const SWISH_SUMS_CONSTANTS = 6;
 
 /** Per-(n, c) constants of the "swishGrad" write (channel_swish_grad.wat k0..k8). */
 export const SWISH_GRAD_CONSTANTS = 9;
+
+/**
+ * Floats of one (n, c) row in a GroupNormSwishGrad dYNew cache (the "swishSums" and
+ * "swishGrad" stages' `cache`) of rows of `inner` elements: whole vectors of four, so that every
+ * row starts 16-byte aligned. Row (n, c) of a rows layout starts at float
+ * (n * C + c) * swishCacheRow(inner); the cache holds N * C such rows.
+ */
+export function swishCacheRow(inner: number): number {
+  return Math.ceil(inner / 4) * 4;
+}
 
 /**
  * Runs items [from, to) of the BatchNorm-family stage `s` on this thread's kernels `w`. A
@@ -278,11 +312,37 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
           // GroupNormSwishGrad (channel_swish_grad.wat): constant j at q[j * C + kc].
           const q = s.constants!;
           const kq = (j: number) => q[j * C + kc];
-          const dyRow = row(s.dyHeap, s.dyAt);
           const xRow = row(s.xHeap, s.xAt);
+          // The dYNew cache (a view of the heap: its byteOffset is its heap address): row
+          // (n0, c), rows of one channel C rows apart (swishCacheRow).
+          const cache = s.cache;
+          const cacheRow = swishCacheRow(inner) * 4;
+          const cs = cache ? C * cacheRow : 0;
+          const cRow = cache ? cache.byteOffset + (n0 * C + c) * cacheRow : 0;
+          if (s.op === "swishGrad" && cache) {
+            const o = row(s.outHeap, s.outAt);
+            k.gs_grad_cached_rows(
+              cRow,
+              cs,
+              xRow,
+              xs,
+              o,
+              os,
+              inner,
+              dt,
+              rows,
+              kq(0),
+              kq(1),
+              kq(6),
+              kq(7),
+              kq(8),
+            );
+            break;
+          }
+          const dyRow = row(s.dyHeap, s.dyAt);
           const k6 = [kq(0), kq(1), kq(2), kq(3), kq(4), kq(5)] as const;
           if (s.op === "swishSums") {
-            k.gs_sums_rows(dyRow, dys, xRow, xs, inner, dt, rows, ...k6, out);
+            k.gs_sums_rows(dyRow, dys, xRow, xs, inner, dt, rows, ...k6, out, cRow, cs);
             s.partials[2 * u] = f64[0];
             s.partials[2 * u + 1] = f64[1];
           } else {

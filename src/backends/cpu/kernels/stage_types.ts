@@ -85,6 +85,11 @@ export interface SumsStage extends StageBase {
   readonly mean: Float64Array;
   /** "swishSums": the packed per-(n, c) constants, constants[j * C + c] as a write's. */
   readonly constants?: Float64Array;
+  /**
+   * "swishSums", optional: where the stage stores each element's dYNew for the "swishGrad"
+   * write that follows it (kernels/channel_stages.ts swishCacheRow says where each row's is).
+   */
+  readonly cache?: Float32Array;
   /** Output partials (layout above). */
   readonly partials: Float64Array;
 }
@@ -114,6 +119,11 @@ export interface WriteStage extends StageBase {
   readonly op: "normalize" | "gradient" | "scale" | "swish" | "swishGrad";
   /** Packed per-channel constants. */
   readonly constants: Float64Array;
+  /**
+   * "swishGrad", optional: the dYNew its "swishSums" stage stored (same array, same layout),
+   * read instead of computed again.
+   */
+  readonly cache?: Float32Array;
 }
 
 /** The kinds of row-norm stage. */
@@ -171,6 +181,7 @@ export function uniformStage<S extends Stage>(fields: StageFields<S>): S {
     mean: undefined,
     partials: undefined,
     constants: undefined,
+    cache: undefined,
     group: 0,
     eps: NaN,
     gamma: undefined,

@@ -46,6 +46,7 @@ export type StageArrayField =
   | "mean"
   | "partials"
   | "constants"
+  | "cache"
   | "gamma"
   | "beta"
   | "stats"
@@ -62,6 +63,7 @@ const STAGE_ARRAY_FIELDS: readonly StageArrayField[] = [
   "mean",
   "partials",
   "constants",
+  "cache",
   "gamma",
   "beta",
   "stats",

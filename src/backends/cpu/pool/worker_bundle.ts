@@ -216,6 +216,9 @@ function constantCount(op) {
 }
 var SWISH_SUMS_CONSTANTS = 6;
 var SWISH_GRAD_CONSTANTS = 9;
+function swishCacheRow(inner) {
+  return Math.ceil(inner / 4) * 4;
+}
 function runChannelItems(s, from, to, w) {
   const k = w.exports;
   const dt = s.dtype;
@@ -259,8 +262,17 @@ function runChannelItems(s, from, to, w) {
         case "swishGrad": {
           const q = s.constants;
           const kq = (j) => q[j * C + kc];
-          const dyRow = row(s.dyHeap, s.dyAt);
           const xRow = row(s.xHeap, s.xAt);
+          const cache = s.cache;
+          const cacheRow = swishCacheRow(inner) * 4;
+          const cs = cache ? C * cacheRow : 0;
+          const cRow = cache ? cache.byteOffset + (n0 * C + c) * cacheRow : 0;
+          if (s.op === "swishGrad" && cache) {
+            const o = row(s.outHeap, s.outAt);
+            k.gs_grad_cached_rows(cRow, cs, xRow, xs, o, os, inner, dt, rows, kq(0), kq(1), kq(6), kq(7), kq(8));
+            break;
+          }
+          const dyRow = row(s.dyHeap, s.dyAt);
           const k6 = [
             kq(0),
             kq(1),
@@ -270,7 +282,7 @@ function runChannelItems(s, from, to, w) {
             kq(5)
           ];
           if (s.op === "swishSums") {
-            k.gs_sums_rows(dyRow, dys, xRow, xs, inner, dt, rows, ...k6, out);
+            k.gs_sums_rows(dyRow, dys, xRow, xs, inner, dt, rows, ...k6, out, cRow, cs);
             s.partials[2 * u] = f64[0];
             s.partials[2 * u + 1] = f64[1];
           } else {
@@ -484,6 +496,7 @@ function uniformStage(fields) {
     mean: void 0,
     partials: void 0,
     constants: void 0,
+    cache: void 0,
     group: 0,
     eps: NaN,
     gamma: void 0,
@@ -506,6 +519,7 @@ var STAGE_ARRAY_FIELDS = [
   "mean",
   "partials",
   "constants",
+  "cache",
   "gamma",
   "beta",
   "stats",

@@ -10,6 +10,11 @@
 ;; each run added in float64, as channel_norms.wat's bn_sums_rows); gs_grad_rows writes
 ;; dx = dYNew * k6 - (xhat * k7 + k8) (:297-300) with k6 = rstd * gamma[c], k7 = rstd * c2,
 ;; k8 = rstd * c1, rounded once to the data type. exp is channel_swish.wat's $cs_exp4.
+;; dYNew costs an exp and two divisions an element, so gs_sums_rows may also keep it: given a
+;; cache address (not 0), it stores each row's dYNew as float32 there, the row's whole vectors
+;; (its last one to three elements in a whole vector too, the lanes past the row undefined), and
+;; gs_grad_cached_rows writes dx from those values and x: the float32 values gs_grad_rows
+;; computes again, so the same bits.
 ;; Spliced into kernels.wat's module after channel_swish.wat (scripts/build_wasm.ts).
 (module
   ;; dYNew of four elements from dy and xhat (constants splatted as float32).
@@ -29,12 +34,16 @@
         (local.get $d))
       (local.get $dy)))
 
-  ;; Sums of one item, rows: sum(dYNew) and sum(xhat * dYNew) as float64 at `out`.
+  ;; Sums of one item, rows: sum(dYNew) and sum(xhat * dYNew) as float64 at `out`. With $c
+  ;; not 0, row r's dYNew also goes to byte address c + r * cs (16-byte aligned), as float32:
+  ;; ceil(inner / 4) whole vectors (see the module's head).
   (func (export "gs_sums_rows")
     (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $inner i32)
     (param $dt i32) (param $rows i32) (param $k0 f64) (param $k1 f64) (param $k2 f64)
-    (param $k3 f64) (param $k4 f64) (param $k5 f64) (param $out i32)
+    (param $k3 f64) (param $k4 f64) (param $k5 f64) (param $out i32) (param $c i32)
+    (param $cs i32)
     (local $r i32) (local $p i32) (local $q i32) (local $j i32) (local $end i32) (local $es i32)
+    (local $w i32)
     (local $n4 i32) (local $t1 f64) (local $t2 f64)
     (local $a v128) (local $b v128) (local $g v128) (local $bt v128) (local $kn v128) (local $s v128)
     (local $xh v128) (local $v v128) (local $a1 v128) (local $a2 v128) (local $mask v128)
@@ -51,6 +60,7 @@
         (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
         (local.set $p (i32.add (local.get $dy) (i32.mul (local.get $r) (local.get $dys))))
         (local.set $q (i32.add (local.get $x) (i32.mul (local.get $r) (local.get $xs))))
+        (local.set $w (i32.add (local.get $c) (i32.mul (local.get $r) (local.get $cs))))
         (local.set $j (i32.const 0))
         (block $blocksDone
           (loop $block
@@ -68,10 +78,12 @@
                 (local.set $v
                   (call $gs_dynew (call $ld4 (local.get $p) (local.get $dt)) (local.get $xh)
                     (local.get $g) (local.get $bt) (local.get $kn) (local.get $s)))
+                (if (local.get $c) (then (v128.store (local.get $w) (local.get $v))))
                 (local.set $a1 (f32x4.add (local.get $a1) (local.get $v)))
                 (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (local.get $xh) (local.get $v))))
                 (local.set $p (i32.add (local.get $p) (local.get $es)))
                 (local.set $q (i32.add (local.get $q) (local.get $es)))
+                (local.set $w (i32.add (local.get $w) (i32.const 16)))
                 (local.set $j (i32.add (local.get $j) (i32.const 4)))
                 (br $vec)))
             (local.set $t1 (f64.add (local.get $t1)
@@ -92,6 +104,7 @@
             (local.set $v
               (call $gs_dynew (call $ld4 (local.get $p) (local.get $dt)) (local.get $xh)
                 (local.get $g) (local.get $bt) (local.get $kn) (local.get $s)))
+            (if (local.get $c) (then (v128.store (local.get $w) (local.get $v))))
             (local.set $t1 (f64.add (local.get $t1)
               (call $rf_fold (v128.and (local.get $v) (local.get $mask)) (v128.const i64x2 0 0)
                 (v128.const i64x2 0 0) (v128.const i64x2 0 0))))
@@ -149,6 +162,53 @@
                 (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
                   (i32.sub (local.get $inner) (local.get $j)))))
             (local.set $p (i32.add (local.get $p) (local.get $es)))
+            (local.set $q (i32.add (local.get $q) (local.get $es)))
+            (local.set $t (i32.add (local.get $t) (local.get $es)))
+            (local.set $j (i32.add (local.get $j) (i32.const 4)))
+            (br $next)))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $row))))
+
+  ;; The dx write of one item from the dYNew that gs_sums_rows kept (row r's at byte address
+  ;; c + r * cs): dx = dYNew * k6 - (xhat * k7 + k8), one rounding, xhat = x * k0 + k1 (the
+  ;; constants as gs_grad_rows's), the same float32 operations as gs_grad_rows after dYNew.
+  (func (export "gs_grad_cached_rows")
+    (param $c i32) (param $cs i32) (param $x i32) (param $xs i32) (param $o i32) (param $os i32)
+    (param $inner i32) (param $dt i32) (param $rows i32) (param $k0 f64) (param $k1 f64)
+    (param $k6 f64) (param $k7 f64) (param $k8 f64)
+    (local $r i32) (local $w i32) (local $q i32) (local $t i32) (local $j i32) (local $es i32)
+    (local $n4 i32)
+    (local $a v128) (local $b v128) (local $c6 v128) (local $c7 v128) (local $c8 v128)
+    (local $xh v128) (local $v v128)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (local.set $n4 (i32.and (local.get $inner) (i32.const -4)))
+    (local.set $a (f32x4.splat (f32.demote_f64 (local.get $k0))))
+    (local.set $b (f32x4.splat (f32.demote_f64 (local.get $k1))))
+    (local.set $c6 (f32x4.splat (f32.demote_f64 (local.get $k6))))
+    (local.set $c7 (f32x4.splat (f32.demote_f64 (local.get $k7))))
+    (local.set $c8 (f32x4.splat (f32.demote_f64 (local.get $k8))))
+    (block $rowsDone
+      (loop $row
+        (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
+        (local.set $w (i32.add (local.get $c) (i32.mul (local.get $r) (local.get $cs))))
+        (local.set $q (i32.add (local.get $x) (i32.mul (local.get $r) (local.get $xs))))
+        (local.set $t (i32.add (local.get $o) (i32.mul (local.get $r) (local.get $os))))
+        (local.set $j (i32.const 0))
+        (block $done
+          (loop $next
+            (br_if $done (i32.ge_u (local.get $j) (local.get $inner)))
+            (local.set $xh
+              (f32x4.add (f32x4.mul (call $ld4 (local.get $q) (local.get $dt)) (local.get $a))
+                (local.get $b)))
+            (local.set $v
+              (f32x4.sub (f32x4.mul (v128.load (local.get $w)) (local.get $c6))
+                (f32x4.add (f32x4.mul (local.get $xh) (local.get $c7)) (local.get $c8))))
+            (if (i32.lt_u (local.get $j) (local.get $n4))
+              (then (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v)))
+              (else
+                (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
+                  (i32.sub (local.get $inner) (local.get $j)))))
+            (local.set $w (i32.add (local.get $w) (i32.const 16)))
             (local.set $q (i32.add (local.get $q) (local.get $es)))
             (local.set $t (i32.add (local.get $t) (local.get $es)))
             (local.set $j (i32.add (local.get $j) (i32.const 4)))
