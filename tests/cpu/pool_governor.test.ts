@@ -138,6 +138,23 @@ Deno.test("pool governor: a measured pooled run after a run alone first wakes th
   assert.ok(plain.g.measured(KEY)!.pooled > plain.g.measured(KEY)!.alone);
 });
 
+Deno.test("pool governor: workers idle past their polling time are asleep too", () => {
+  const other = groupKey(["stats", "normalize"], 0, "rows", 1 << 20);
+  // Another group's pooled call ends at 1001 ms; KEY's first (measured) pooled run follows.
+  const measuredAfter = (gap: number) => {
+    const woken = new Governor({ warmRuns: 0 });
+    woken.choose(other, 1000);
+    woken.record(other, true, 1000, 1, ELEMENTS);
+    assert.equal(woken.choose(KEY, 1001 + gap), true);
+    woken.record(KEY, true, 1001 + gap, 1, ELEMENTS);
+    return woken.measured(KEY)!.pooledRuns;
+  };
+  // Within JOB_POLL_MS (0.5 ms) the workers still poll: the run is recorded at once.
+  assert.equal(measuredAfter(0.2), 1);
+  // 5 ms later they sleep: the run wakes them and is not recorded (the next one will be).
+  assert.equal(measuredAfter(5), 0);
+});
+
 Deno.test("pool governor: runs alone that improve but still lose do not bring the checks back", () => {
   // One call per training step, 17 ms apart; the pool takes 2 ms, alone a little less each
   // time it runs (3.9, 3.8, ...: its times scatter downwards) but never near 2 ms.

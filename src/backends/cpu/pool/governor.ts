@@ -44,8 +44,8 @@
  * each check of the pool (every 4 ms at most) only one more warming run.
  *
  * A measured pooled run (a group's warm-up, or a check of the pool while the calling thread
- * runs alone) that would find the workers asleep, the last call having run alone (pool.ts
- * quietPool), runs twice and only the second is recorded: the first pays the futex wake-up of
+ * runs alone) that would find the workers asleep (the last call ran alone, pool.ts quietPool,
+ * or ended more than JOB_POLL_MS ago) runs twice and only the second is recorded: the first pays the futex wake-up of
  * every worker (tens of microseconds on a VM), which a pooled loop does not pay call after
  * call, and which kept a 0.25 ms pooled call measured slower than its 0.33 ms run alone. A
  * group whose chosen pooled calls do follow other groups' calls alone records them as they
@@ -56,6 +56,7 @@
 
 import { STAGE_CODE_BASE, stageCode } from "../kernels/stage_registry.ts";
 import type { Stage } from "../kernels/stage_types.ts";
+import { JOB_POLL_MS } from "./sync.ts";
 
 /** Runs of each way a group measures before it chooses. */
 export const GOVERNOR_WARMUP_RUNS = 3;
@@ -113,8 +114,11 @@ export class Governor {
   readonly #wakeFirst: boolean;
   /** Pooled runs of the current pool so far (counted up to #warmRuns). */
   #poolRuns = 0;
-  /** Whether the last call recorded ran pooled (its workers still poll for the next job). */
-  #awake = false;
+  /**
+   * Until when (performance.now() ms) the workers poll for the next job: the end of the last
+   * call recorded plus JOB_POLL_MS when it ran pooled (after a call alone they sleep at once).
+   */
+  #awakeUntil = -Infinity;
 
   /** A governor that measures as `options` say (the tests of the choice itself change them). */
   constructor(options: GovernorOptions = {}) {
@@ -129,6 +133,7 @@ export class Governor {
 
   /** Whether the call of group `key` starting `now` (performance.now() ms) runs pooled. */
   choose(key: number, now: number): boolean {
+    const awake = now <= this.#awakeUntil;
     if (this.warming) return true;
     let g = this.#groups.get(key);
     if (g === undefined) {
@@ -161,7 +166,7 @@ export class Governor {
       g.exploring = true;
       pooled = !pooledWins;
     }
-    g.waking = pooled && this.#wakeFirst && !this.#awake;
+    g.waking = pooled && this.#wakeFirst && !awake;
     return pooled;
   }
 
@@ -172,10 +177,10 @@ export class Governor {
   record(key: number, pooled: boolean, start: number, ms: number, elements: number): void {
     if (pooled && this.warming) {
       this.#poolRuns++;
-      this.#awake = true;
+      this.#awakeUntil = start + ms + JOB_POLL_MS;
       return;
     }
-    this.#awake = pooled;
+    this.#awakeUntil = pooled ? start + ms + JOB_POLL_MS : -Infinity;
     const g = this.#groups.get(key);
     if (g === undefined) return;
     if (g.waking) {
@@ -219,7 +224,7 @@ export class Governor {
   reset(): void {
     this.#groups.clear();
     this.#poolRuns = 0;
-    this.#awake = false;
+    this.#awakeUntil = -Infinity;
   }
 }
 

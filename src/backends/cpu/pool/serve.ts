@@ -26,17 +26,11 @@ import {
   CONTROL_POSTED,
   CONTROL_RETIRE,
   CONTROL_SLEEP,
+  JOB_POLL_MS,
   openJob,
   recordFailure,
   runJob,
 } from "./sync.ts";
-
-/**
- * How long a worker polls for the next job before it sleeps. A job that comes sooner
- * starts at once, without the futex wake-up that takes tens of microseconds on a VM; calls
- * made back to back are usually this close.
- */
-const JOB_POLL_MS = 0.5;
 
 /** Longest single sleep of an idle worker (it then checks CONTROL_RETIRE and sleeps again). */
 const IDLE_SLEEP_MS = 1000;

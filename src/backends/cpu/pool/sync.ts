@@ -24,6 +24,13 @@ import type { ThreadState } from "../kernels/stages.ts";
 import type { Stage } from "../kernels/stage_types.ts";
 import { runStage } from "../kernels/stages.ts";
 
+/**
+ * How long a worker polls for the next job before it sleeps (serve.ts). A job that comes
+ * sooner starts at once, without the futex wake-up that takes tens of microseconds on a VM;
+ * calls made back to back are usually this close. The governor (governor.ts) counts on it.
+ */
+export const JOB_POLL_MS = 0.5;
+
 /** Control word: number of workers that finished starting up. */
 export const CONTROL_READY = 0;
 /** Control word: set to 1 when a thread failed during the current job. */

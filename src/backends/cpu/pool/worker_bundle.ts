@@ -614,6 +614,7 @@ function describedStages(words, heap) {
 }
 
 // src/backends/cpu/pool/sync.ts
+var JOB_POLL_MS = 0.5;
 var CONTROL_READY = 0;
 var CONTROL_FAILED = 1;
 var CONTROL_ERROR_LENGTH = 2;
@@ -682,7 +683,6 @@ function runJob(message, control, scratch) {
 }
 
 // src/backends/cpu/pool/serve.ts
-var JOB_POLL_MS = 0.5;
 var IDLE_SLEEP_MS = 1e3;
 function waitJobChange(control, seen) {
   const until = performance.now() + JOB_POLL_MS;
