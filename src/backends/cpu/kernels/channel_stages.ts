@@ -205,13 +205,9 @@ export function channelLayoutFits(layout: Layout, at: TensorAddress): boolean {
     (inner === 1 || at.strideI === C) && (layout.N === 1 || at.strideN === inner * C);
 }
 
-/** Channel c and rows [n0, n1) of rows item `item`. */
-function rowsOfItem(layout: Layout, item: number): [c: number, n0: number, n1: number] {
-  const per = rowsPerItem(layout);
-  const chunks = Math.ceil(layout.N / per);
-  const c = Math.floor(item / chunks);
-  const n0 = (item - c * chunks) * per;
-  return [c, n0, Math.min(layout.N, n0 + per)];
+/** Byte address of row (n, c) of a tensor at `at` whose heap array starts at `heap`. */
+function rowAddress(heap: number, at: TensorAddress, n: number, c: number, es: number): number {
+  return heap + (at.base + n * at.strideN + c * at.strideC) * es;
 }
 
 /** Per-channel constants of each write kind (formulas.ts: NORMALIZE_CONSTANTS etc.). */
@@ -273,16 +269,24 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
     const byRow = rowsInMemoryOrder(layout);
     const per = byRow ? perSampleRowsPerItem(layout) : 1;
     const last = byRow ? layout.N * C : to;
+    // Channel items: item c * chunks + k holds rows [k * chunkRows, ...) of channel c.
+    const chunkRows = byRow ? 1 : rowsPerItem(layout);
+    const chunks = Math.ceil(layout.N / chunkRows);
     for (let u = from * per; u < Math.min(to * per, last); u++) {
-      const [c, n0, n1] = byRow
-        ? [u % C, Math.floor(u / C), Math.floor(u / C) + 1]
-        : rowsOfItem(layout, u);
-      const rows = n1 - n0;
+      let c: number, n0: number, rows: number;
+      if (byRow) {
+        n0 = Math.floor(u / C);
+        c = u - n0 * C;
+        rows = 1;
+      } else {
+        c = Math.floor(u / chunks);
+        n0 = (u - c * chunks) * chunkRows;
+        rows = Math.min(layout.N, n0 + chunkRows) - n0;
+      }
       // Where channel c's constants and mean are: per channel, or per (n, c).
       const kc = layout.perSample ? n0 * count * C + c : c;
       const mc = layout.perSample ? n0 * C + c : c;
-      const row = (heap: number, at: TensorAddress) =>
-        heap + (at.base + n0 * at.strideN + c * at.strideC) * es;
+      const row = (heap: number, at: TensorAddress) => rowAddress(heap, at, n0, c, es);
       const xs = s.xAt.strideN * es;
       const dys = s.dyAt.strideN * es;
       const os = s.outAt.strideN * es;

@@ -186,16 +186,8 @@ function runUnits(s, from, to, w, count) {
 }
 
 // src/backends/cpu/kernels/channel_stages.ts
-function rowsOfItem(layout, item) {
-  const per = rowsPerItem(layout);
-  const chunks = Math.ceil(layout.N / per);
-  const c = Math.floor(item / chunks);
-  const n0 = (item - c * chunks) * per;
-  return [
-    c,
-    n0,
-    Math.min(layout.N, n0 + per)
-  ];
+function rowAddress(heap, at, n, c, es) {
+  return heap + (at.base + n * at.strideN + c * at.strideC) * es;
 }
 function constantCount(op) {
   switch (op) {
@@ -234,16 +226,22 @@ function runChannelItems(s, from, to, w) {
     const byRow = rowsInMemoryOrder(layout);
     const per2 = byRow ? perSampleRowsPerItem(layout) : 1;
     const last = byRow ? layout.N * C : to;
+    const chunkRows = byRow ? 1 : rowsPerItem(layout);
+    const chunks = Math.ceil(layout.N / chunkRows);
     for (let u = from * per2; u < Math.min(to * per2, last); u++) {
-      const [c, n0, n1] = byRow ? [
-        u % C,
-        Math.floor(u / C),
-        Math.floor(u / C) + 1
-      ] : rowsOfItem(layout, u);
-      const rows = n1 - n0;
+      let c, n0, rows;
+      if (byRow) {
+        n0 = Math.floor(u / C);
+        c = u - n0 * C;
+        rows = 1;
+      } else {
+        c = Math.floor(u / chunks);
+        n0 = (u - c * chunks) * chunkRows;
+        rows = Math.min(layout.N, n0 + chunkRows) - n0;
+      }
       const kc = layout.perSample ? n0 * count * C + c : c;
       const mc = layout.perSample ? n0 * C + c : c;
-      const row = (heap, at) => heap + (at.base + n0 * at.strideN + c * at.strideC) * es;
+      const row = (heap, at) => rowAddress(heap, at, n0, c, es);
       const xs = s.xAt.strideN * es;
       const dys = s.dyAt.strideN * es;
       const os = s.outAt.strideN * es;
