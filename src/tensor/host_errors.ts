@@ -6,7 +6,6 @@
  */
 
 import { AclError } from "../errors.ts";
-import type { DType } from "./dtype.ts";
 
 /** `n` bytes in the largest unit that keeps it at least 1 (B, KiB, MiB, GiB). */
 export function formatHostBytes(n: number): string {
@@ -21,12 +20,14 @@ export function formatHostBytes(n: number): string {
 
 /**
  * AclError 207001 for host memory `what` needed: `bytes` bytes for a tensor of `shape` in
- * `dtype` that no buffer (the host heap, or one of its own) can hold.
+ * `dtype` (a DType's name; taken as a string so that dtype.ts, which throws it, stays the only
+ * file of the pair that imports the other) that no buffer (the host heap, or one of its own)
+ * can hold.
  */
 export function hostAllocationError(
   what: string,
   shape: readonly number[],
-  dtype: DType,
+  dtype: string,
   bytes: number,
 ): AclError {
   return new AclError(

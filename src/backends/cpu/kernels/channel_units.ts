@@ -16,55 +16,7 @@ import type { TensorAddress } from "./layout_types.ts";
 import { perSampleRowsPerItem, rowsInMemoryOrder } from "./layout_types.ts";
 import type { StatsStage, SumsStage, WriteStage } from "./stage_types.ts";
 import type { WasmKernels } from "./wasm_instance.ts";
-
-/** The units kernels' exports (byte addresses; dt 0 float32, 1 float16, 2 bfloat16). */
-export interface ChannelUnitsExports {
-  /** Per row u of `units` rows `xus` bytes apart: (sum, m2) as float64 at out + 16u. */
-  bn_stats_units(
-    x: number,
-    xus: number,
-    inner: number,
-    dt: number,
-    units: number,
-    out: number,
-  ): void;
-  /** Per row u: (sum(dy), sum(dy * (x - means[u]))) as float64 at out + 16u. */
-  bn_sums_units(
-    dy: number,
-    dyus: number,
-    x: number,
-    xus: number,
-    inner: number,
-    dt: number,
-    units: number,
-    means: number,
-    out: number,
-  ): void;
-  /** The normalize write of row u with its float64 constants at k + 32u. */
-  bn_norm_units(
-    x: number,
-    xus: number,
-    o: number,
-    ous: number,
-    inner: number,
-    dt: number,
-    units: number,
-    k: number,
-  ): void;
-  /** The gradient write of row u with its float64 constants at k + 32u. */
-  bn_grad_units(
-    dy: number,
-    dyus: number,
-    x: number,
-    xus: number,
-    o: number,
-    ous: number,
-    inner: number,
-    dt: number,
-    units: number,
-    k: number,
-  ): void;
-}
+import type { ChannelUnitsExports } from "./channel_exports.ts";
 
 /** Rows a units call takes at most: four float64 constants each fit the thread's region. */
 const MAX_UNITS = 8192;

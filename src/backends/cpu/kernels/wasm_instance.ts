@@ -11,9 +11,8 @@
  * @module
  */
 
-import type { ChannelExports } from "./channel_stages.ts";
-import type { ChannelUnitsExports } from "./channel_units.ts";
-import type { RowNormExports } from "./row_norm_stage.ts";
+import type { ChannelExports, ChannelUnitsExports } from "./channel_exports.ts";
+import type { RowNormExports } from "./row_exports.ts";
 import type { WriteArray } from "./stage_types.ts";
 
 /**

@@ -26,11 +26,11 @@ import {
   ROW_SCRATCH,
   ROW_SEQ,
   ROW_SLOTS,
-  type RowNormExports,
   type RowNormOp,
   type RowNormStage,
   runRowNormItems,
 } from "../kernels/row_norm_stage.ts";
+import type { RowNormExports } from "../kernels/row_exports.ts";
 import { type ReadArray, uniformStage } from "../kernels/stage_types.ts";
 import type { TensorAddress } from "../kernels/layout_types.ts";
 import { WASM_REGION_BYTES } from "../kernels/wasm_instance.ts";
