@@ -87,6 +87,7 @@ export {
   socFamily,
 } from "./src/backends/ascend/soc.ts";
 export type { RowNormOperator, SocFamily, SocOperator } from "./src/backends/ascend/soc.ts";
+export { groupNormTakesFloat16 } from "./src/backends/ascend/rules.ts";
 export {
   addLayerNormEmptyRows,
   addLayerNormMixedDtypes,

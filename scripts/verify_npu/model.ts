@@ -17,6 +17,7 @@ import {
   type SocFamily,
   type SocOperator,
 } from "../../src/backends/ascend/soc.ts";
+import { groupNormTakesFloat16 } from "../../src/backends/ascend/rules.ts";
 
 /**
  * A call's outputs by name (in-place updated inputs included), as tensors or as values already
@@ -69,6 +70,12 @@ export function chipRefusal(c: VerifyCase, family: SocFamily | undefined): strin
     if (!operatorSupported(op, family)) return `${op} does not run on ${family.name}`;
     if (c.dtypes.includes("bfloat16") && !bf16Allowed(op, family)) {
       return `${op} takes no bfloat16 on ${family.name}`;
+    }
+    if (
+      (op === "aclnnGroupNorm" || op === "aclnnGroupNormBackward") &&
+      c.dtypes.includes("float16") && !groupNormTakesFloat16(family)
+    ) {
+      return `${op} takes no float16 on ${family.name}`;
     }
     if (op === "aclnnGroupNormBackward" && c.mixedPrecision) {
       if (!groupNormBackwardMixedPrecision(family)) {

@@ -285,7 +285,7 @@ export function markdownReport(
       reasons.set(key, (reasons.get(key) ?? 0) + 1);
     }
     out.push(
-      "What the library's chip rules (`src/backends/ascend/soc.ts`) say this chip does not run:",
+      "What the library's chip rules (`src/backends/ascend/soc.ts`, `rules.ts`) say this chip does not run:",
       "",
       ...mdTable(
         ["operator", "cases", "reason"],

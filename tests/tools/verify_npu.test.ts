@@ -229,6 +229,20 @@ Deno.test({
     assert.equal(b.code, 0, b.stdout + b.stderr);
     const ran = tableRows(b.stdout).filter((row) => row.passed > 0).map((row) => row.op);
     assert.deepEqual([...new Set(ran)], ["layerNorm"]);
+    // Atlas training (Ascend910A): the library refuses float16 GroupNorm there (rules.ts
+    // groupNormTakesFloat16), so those cases are skipped with the reason, not failed.
+    const a = await verify(["--sim", "--quick", "--ops", "groupNorm,groupNormBackward"], {
+      soc: "Ascend910A",
+      report: "a",
+    });
+    assert.equal(a.code, 0, a.stdout + a.stderr);
+    assert.match(
+      a.report,
+      /\| groupNorm \| \d+ \| aclnnGroupNorm takes no float16 on Ascend910 \|/,
+    );
+    const half = tableRows(a.stdout).filter((row) => row.dtypes === "float16");
+    assert.ok(half.length > 0 && half.every((row) => row.failed === 0 && row.passed === 0));
+    assert.ok(tableRows(a.stdout).some((row) => row.dtypes === "float32" && row.passed > 0));
     // Calls the chip runs none of: nothing was verified, which is no pass.
     const none = await verify(["--sim", "--quick", "--ops", "batchNormStats,groupNorm"], {
       soc: "Ascend310B1",

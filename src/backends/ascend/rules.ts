@@ -115,6 +115,15 @@ export const ascendRules: DeviceRules = {
 };
 
 /**
+ * Whether aclnnGroupNorm and aclnnGroupNormBackward take float16 data on `family`: not on the
+ * Atlas training chips (NpuArch 1001), where the library refuses it (see below). verify:npu
+ * reads it too, so that its cases expect the refusal there.
+ */
+export function groupNormTakesFloat16(family: SocFamily): boolean {
+  return family.npuArch !== 1001;
+}
+
+/**
  * Atlas training chips (NpuArch 1001) run float16 GroupNorm through float16 intermediates that
  * overflow on ordinary data, so both operators refuse float16 there:
  * - aclnnGroupNorm casts the group variance to float16 before Rsqrt(var + eps)
@@ -131,7 +140,7 @@ function checkAtlasTrainingFloat16(
   where: string,
   tensors: Readonly<Record<string, Tensor | undefined>>,
 ): void {
-  if (family.npuArch !== 1001) return;
+  if (groupNormTakesFloat16(family)) return;
   const data = op === "aclnnGroupNorm" ? "input" : "gradOut";
   for (const name of [data, "input", "mean", "rstd"]) {
     if (tensors[name]?.dtype !== "float16") continue;
