@@ -16,7 +16,7 @@ import type { DType } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { checkKnownNames } from "./known_names.ts";
 import { ValidationMemo } from "./memo.ts";
-import { disposable } from "./results.ts";
+import { DisposableResult } from "./results.ts";
 import { argumentsOf } from "./validate.ts";
 
 /** What validation establishes for one set of argument values, as a spec needs it. */
@@ -145,9 +145,9 @@ export function defineOperator<
         outputs[name] = t;
       }
       spec.run(v, outputs);
-      const result = {} as { [K in O]: Tensor | null };
+      const result = new DisposableResult(allocated) as unknown as { [K in O]: Tensor | null };
       for (const name of names) result[name] = outputs[name] ?? null;
-      return disposable(result, allocated) as R;
+      return result as unknown as R;
     });
   };
 }

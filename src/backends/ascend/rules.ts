@@ -118,6 +118,13 @@ export const ascendRules: DeviceRules = {
  * Whether aclnnGroupNorm and aclnnGroupNormBackward take float16 data on `family`: not on the
  * Atlas training chips (NpuArch 1001), where the library refuses it (see below). verify:npu
  * reads it too, so that its cases expect the refusal there.
+ *
+ * @example
+ * ```ts
+ * import { groupNormTakesFloat16, socFamily } from "@aclnn/norm/ascend";
+ * console.log(groupNormTakesFloat16(socFamily("Ascend910A")!)); // false
+ * console.log(groupNormTakesFloat16(socFamily("Ascend910B4")!)); // true
+ * ```
  */
 export function groupNormTakesFloat16(family: SocFamily): boolean {
   return family.npuArch !== 1001;

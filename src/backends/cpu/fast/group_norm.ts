@@ -34,6 +34,7 @@ import { mergeMoments } from "../kernels/moments.ts";
 import { channelLayoutFits } from "../kernels/channel_stages.ts";
 import { statsStage, sumsStage, writeStage } from "./setup.ts";
 import { chooseLayout, flatGroupNormDims, groupNormDims } from "./layout.ts";
+import { contiguousRows } from "./contiguous.ts";
 import { mergeChannelMoments, mergeChannelSums } from "./merge.ts";
 import { hostData } from "./tensor_arrays.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
@@ -53,8 +54,13 @@ export function groupNormCall(
   rowsOnly = false,
 ): Call | undefined {
   const { N, C, HxW } = plan;
-  if (!streamable(output, inputs)) return undefined;
   const data = output ? [...inputs, output] : [...inputs];
+  const common = contiguousRows(N, C, HxW, data, output !== undefined);
+  if (common) {
+    const layout = { ...common.layout, perSample: true };
+    return prepareCall({ layout, addresses: common.addresses }, data, N * C * HxW);
+  }
+  if (!streamable(output, inputs)) return undefined;
   if (!data.every((t) => heapAddress(hostData(t)) >= 0)) return undefined;
   const sameInner = (a: readonly number[], b: readonly number[]) =>
     a.length === b.length && a.every((d, i) => d === b[i]);

@@ -22,6 +22,7 @@ import { batchNormDims, chooseLayout, type ChosenLayout } from "./layout.ts";
 import { hostData, readArray, writeArray } from "./tensor_arrays.ts";
 import { heapAddress } from "../../../tensor/host_heap.ts";
 import { channelLayoutFits } from "../kernels/channel_stages.ts";
+import { contiguousRows } from "./contiguous.ts";
 
 /**
  * A BatchNorm-family call over non-empty `inputs` (and `output`, written from them), or
@@ -36,8 +37,10 @@ export function batchNormCall(
   inputs: readonly Tensor[],
   output: Tensor | undefined,
 ): Call | undefined {
-  if (!streamable(output, inputs)) return undefined;
   const data = output ? [...inputs, output] : [...inputs];
+  const common = contiguousRows(g.outer, g.channels, g.inner, data, output !== undefined);
+  if (common) return prepareCall(common, data, g.outer * g.channels * g.inner);
+  if (!streamable(output, inputs)) return undefined;
   if (!data.every((t) => heapAddress(hostData(t)) >= 0)) return undefined;
   const innerShape = data[0].shape.slice(2);
   let chosen = chooseLayout(g.outer, g.channels, innerShape, data.map(batchNormDims));
