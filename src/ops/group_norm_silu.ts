@@ -95,8 +95,10 @@ const scalarsSchema = z.object({
  * the SoC): no bfloat16 on the Atlas inference series; mean/rstd in self's dtype off Ascend 950,
  * float32 there with float32 gamma/beta and 16-bit self; N and C > 0 off Ascend 950.
  *
- * An empty self gives mean 0 and rstd NaN (CANN's FillScalar, `:291-303`). Without `out`:
- * output like self (its layout too), mean and rstd (N, group) in self's dtype.
+ * An empty self gives mean 0 and rstd NaN (CANN's FillScalar, `:291-303`); on Ascend 950, whose
+ * op_api skips FillScalar, an empty self with N > 0 runs CANN's empty-tensor kernel, which writes
+ * NaN to mean and rstd both (`op_kernel/arch35/group_norm_silu_regbase_empty_tensor.h`). Without
+ * `out`: output like self (its layout too), mean and rstd (N, group) in self's dtype.
  *
  * @example
  * ```ts

@@ -15,7 +15,8 @@
  *     :149-180 (self 2-8 dims, out = self's shape, meanOut/rstdOut N*group elements, gamma/beta
  *     1-D of C); CheckAttr :123-147 (group > 0; off regbase N > 0 and C > 0; eps > 0; C % group
  *     == 0) -> 161002. Empty self: off regbase meanOut = 0, rstdOut = NaN, SUCCESS (:291-303,
- *     V2 :372-384); regbase: SUCCESS when N = 0. V1 passes activateSilu = true, V2 its argument.
+ *     V2 :372-384); regbase: SUCCESS when N = 0, else the empty-tensor kernel (meanOut = rstdOut
+ *     = NaN). V1 passes activateSilu = true, V2 its argument.
  *   op_kernel/group_norm_silu_b16.h (A2/A3 and the inference series): Σx and Σx² in float
  *     (:287-330, :343-355), mean = Σx·(1/n), var = Σx²·(1/n) − mean² (:209-214, :253-258),
  *     rstd = 1/sqrt(var + eps); per channel scale = rstd·gamma, bias = −scale·mean + beta;
@@ -160,9 +161,11 @@ int sim_gn_silu_ws(const char *api, const void *self, const void *gamma, const v
   c->plan.cast_round = !regbase && (c->product == NP_A2 || c->product == NP_A3);
   if (sim_desc_numel(x) == 0) {
     if (regbase && x->dims[0] == 0) return nrm_finish_early(c, SIM_RUN_NOTHING, ws, exec);
-    /* Off regbase: FillScalar. [aclsim] 950 with N > 0 runs its empty-tensor kernel
-     * (arch35/group_norm_silu_regbase_empty_tensor.h, unread): taken to write the same. */
-    nrm_fill(c, GS_MEAN, 0.0);
+    /* Off regbase: FillScalar, mean 0 and rstd NaN. 950 with N > 0 runs its empty-tensor kernel
+     * (group_norm_silu_tiling_arch35.cpp:380-382 TILINGKEY_EMPTY_TENSOR(_MIX_TYPE);
+     * op_kernel/arch35/group_norm_silu_regbase_empty_tensor.h:44-67 ProcessMeanAndRstd on meanGm
+     * and rstdGm, group_norm_silu_regbase_base.h:1657-1666 Duplicate(NAN)): NaN in both. */
+    nrm_fill(c, GS_MEAN, regbase ? NAN : 0.0);
     nrm_fill(c, GS_RSTD, NAN);
     return nrm_finish_early(c, SIM_RUN_FILL, ws, exec);
   }
