@@ -128,13 +128,14 @@ type Output = "output" | "saveMean" | "saveInvstd";
 type Validated = PlannedCall<Output, BatchNormPlan, BatchNormTensors>;
 
 /**
- * saveMean/saveInvstd in training: float32 [C] (as torch_npu allocates them). In evaluation
- * they are not outputs: what the caller gave, else empty tensors.
+ * saveMean/saveInvstd in training: float32 [C] (as torch_npu allocates them; the kernels write
+ * every element, so not zero-filled first). In evaluation they are not outputs: what the
+ * caller gave, else empty tensors.
  */
 function savedStatistic(v: Validated): Tensor {
   const input = v.tensors.input;
   return v.plan.training
-    ? Tensor.zeros([v.plan.geometry.channels], "float32", v.device)
+    ? Tensor.empty([v.plan.geometry.channels], "float32", v.device)
     : Tensor.zeros([0], input.dtype, v.device);
 }
 

@@ -69,6 +69,11 @@ export function isDenseLayout(shape: readonly number[], strides: readonly number
  * what PyTorch's `empty_like` (preserve_format) gives, so outputs keep their inputs' layout.
  */
 export function stridesLike(shape: readonly number[], strides: readonly number[]): number[] {
+  // Row-major strides (an operator's usual input) give themselves: no sort.
+  const same = contiguousStrides(shape);
+  let rowMajor = same.length === strides.length;
+  for (let i = 0; rowMajor && i < same.length; i++) rowMajor = same[i] === strides[i];
+  if (rowMajor) return same;
   const order = shape.map((_, i) => i).sort((a, b) => strides[b] - strides[a] || a - b);
   const out = new Array<number>(shape.length);
   let step = 1;
