@@ -22,12 +22,12 @@ type Making = "contiguous" | "permuted" | "sliced" | "small";
 
 /** A tensor of logical shape `shape` made as `making` says (sizes >= 4 KiB live in the heap). */
 function make(shape: number[], making: Making, dtype: "float32" | "bfloat16"): Tensor {
-  if (making === "small") return Tensor.zeros(shape, dtype); // under 4 KiB: outside the heap
+  // A tensor of its own: in the heap from 4 KiB, else on a slab (outside it).
+  if (making === "small") return Tensor.zeros(shape, dtype);
   const big = [...shape];
   big[0] = Math.max(big[0], 64); // enough elements for the heap
   if (making === "permuted" && shape.length >= 3) {
     const r = shape.length;
-    const last = [0, ...Array.from({ length: r - 2 }, (_, i) => i + 2), 1];
     const stored = Tensor.zeros([shape[0], ...shape.slice(2), shape[1]], dtype);
     const back = [0, r - 1, ...Array.from({ length: r - 2 }, (_, i) => i + 1)];
     return stored.permute(back);
