@@ -84,9 +84,19 @@ export {
   ROW_NORM_OPERATORS,
   SOC_FAMILIES,
   SOC_OPERATORS,
+  SOC_SUPPORT,
   socFamily,
 } from "./src/backends/ascend/soc.ts";
-export type { RowNormOperator, SocFamily, SocOperator } from "./src/backends/ascend/soc.ts";
+export type {
+  Bf16Rule,
+  BoundOnlyOperator,
+  RowNormOperator,
+  SocFamily,
+  SocFamilyName,
+  SocOperator,
+  SocOperatorGroup,
+  SocSupportDeclaration,
+} from "./src/backends/ascend/soc.ts";
 export { groupNormTakesFloat16 } from "./src/backends/ascend/rules.ts";
 export {
   addLayerNormEmptyRows,

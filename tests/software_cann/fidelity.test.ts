@@ -20,14 +20,13 @@ import {
   groupNormBackwardLimits,
   groupNormBackwardMixedPrecision,
   isRegbase,
-  isRowNormOperator,
   operatorSupported,
   SOC_OPERATORS,
+  SOC_SUPPORT,
   socFamily,
   type SocOperator,
+  type SocOperatorGroup,
 } from "../../src/backends/ascend/soc.ts";
-import { isBatchNormFamilyOperator } from "../../src/backends/ascend/soc_batch_norm_family.ts";
-import { isGroupNormActOperator } from "../../src/backends/ascend/soc_group_norm_act.ts";
 import { arg } from "../../src/ffi/executor.ts";
 import type { AscendDevice } from "../../src/ffi/runtime.ts";
 import type { Tensor } from "../../src/tensor/tensor.ts";
@@ -63,6 +62,15 @@ import {
 const NULLPTR = 161001;
 const INVALID = 161002;
 const ABORT_CHILD = new URL("../fixtures/sim_gather_abort_child.ts", import.meta.url).pathname;
+
+/** Whether `op` is of one of `groups` (soc_operators.ts). */
+const inGroup = (op: SocOperator, ...groups: SocOperatorGroup[]) =>
+  groups.includes(SOC_SUPPORT[op].group);
+/**
+ * The groups of the operators on the software CANN's generated-operator framework (sim_ops_norm.c
+ * nrm_*): every later operator's, not the seed nine's nor aclnnInstanceNorm's.
+ */
+const NRM: SocOperatorGroup[] = ["rowNorm", "batchNormFamily", "groupNormAct"];
 
 /** The soc of every family supporting `op`. */
 const supporting = (op: SocOperator) => FAMILIES.filter((f) => operatorSupported(op, f.family));
@@ -130,9 +138,7 @@ Deno.test("sim fidelity: bf16 and float32 acceptance per SoC family and operator
                 text.includes(`support for npuArch ${family.npuArch} is not implemented`),
                 text,
               );
-            } else if (
-              isRowNormOperator(op) || isBatchNormFamilyOperator(op) || isGroupNormActOperator(op)
-            ) {
+            } else if (inGroup(op, ...NRM)) {
               // sim_ops_norm.c nrm_product: the SoC, and the product when a document names it.
               assert.ok(text.includes(soc) && text.includes(op), text);
               assert.match(text, /the operator is not supported on SoC/);
@@ -255,11 +261,9 @@ Deno.test("sim fidelity: CANN's dtype messages, quirks included", () => {
       } else if (op === "aclnnInstanceNorm") {
         // RESERVED_VERSION is not ASCEND310P: CheckPlatform refuses it.
         expectAclnn(npu, op, argsFor(npu, op, "float32"), INVALID, "only supports Ascend310p", op);
-      } else if (isRowNormOperator(op) || isBatchNormFamilyOperator(op)) {
+      } else if (inGroup(op, "rowNorm", "batchNormFamily")) {
         // sim_ops_norm.c nrm_soc: the LayerNorm/RMSNorm operators refuse a SoC of no family.
-      } else if (
-        isRowNormOperator(op) || isBatchNormFamilyOperator(op) || isGroupNormActOperator(op)
-      ) {
+      } else if (inGroup(op, ...NRM)) {
         // sim_ops_norm.c nrm_soc: the operators on its framework refuse a SoC of no family.
         expectAclnn(npu, op, argsFor(npu, op, "float32"), INVALID, "is in no SoC family", op);
       } else {

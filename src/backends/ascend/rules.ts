@@ -15,25 +15,17 @@ import type { Tensor } from "../../tensor/tensor.ts";
 import type { DeviceRules } from "../types.ts";
 import { deviceSocFamily } from "./device_soc.ts";
 import { checkRowNormRules } from "./row_norm_rules.ts";
-import { checkGroupNormActRules, isGroupNormActOperator } from "./soc_group_norm_act.ts";
+import { checkGroupNormActRules } from "./soc_group_norm_act.ts";
 import {
-  bf16Allowed,
   describeSoc,
   groupNormBackwardLimits,
   groupNormBackwardMixedPrecision,
-  isRowNormOperator,
-  operatorSupported,
-  SOC_OPERATORS,
   type SocFamily,
-  type SocOperator,
+  socSupport,
 } from "./soc.ts";
 
 function refuse(op: string, argument: string, rule: string): never {
   throw new AclnnError(ACLNN_ERR_PARAM_INVALID, `${op}: ${argument} ${rule}`, { argument });
-}
-
-function isSocOperator(op: string): op is SocOperator {
-  return (SOC_OPERATORS as readonly string[]).includes(op);
 }
 
 /**
@@ -55,13 +47,15 @@ const GROUP_NORM_BACKWARD_SAME_DTYPE = [
 /** The SoC-dependent rules of the Ascend backend. */
 export const ascendRules: DeviceRules = {
   check(op, device: Device, tensors: Readonly<Record<string, Tensor | undefined>>, scalars = {}) {
-    if (!(device instanceof AscendDevice) || !isSocOperator(op)) return;
+    if (!(device instanceof AscendDevice)) return;
+    const support = socSupport(op);
+    if (!support) return;
     const family = deviceSocFamily(device, op);
     const where = describeSoc(device.socName ?? "(unnamed SoC)", family);
-    if (!operatorSupported(op, family)) {
+    if (!support.products.has(family.name)) {
       refuse(op, "device", `${device.name} is an ${where}, which ${op} does not support`);
     }
-    if (!bf16Allowed(op, family)) {
+    if (!support.bf16(family)) {
       for (const [name, t] of Object.entries(tensors)) {
         if (t?.dtype === "bfloat16") {
           refuse(
@@ -73,8 +67,11 @@ export const ascendRules: DeviceRules = {
         }
       }
     }
-    if (isRowNormOperator(op)) checkRowNormRules(op, family, where, tensors, scalars);
-    if (isGroupNormActOperator(op)) checkGroupNormActRules(op, family, where, tensors, scalars);
+    // The rules of the operator's group beyond products and bfloat16 (soc_operators.ts).
+    if (support.group === "rowNorm") checkRowNormRules(op, family, where, tensors, scalars);
+    if (support.group === "groupNormAct") {
+      checkGroupNormActRules(op, family, where, tensors, scalars);
+    }
     if (op === "aclnnGroupNormBackward") {
       const gradOut = tensors.gradOut;
       if (gradOut && !groupNormBackwardMixedPrecision(family)) {

@@ -9,6 +9,16 @@
  * @module
  */
 
+/** The name (Short_SoC_version) of each family of {@linkcode SOC_FAMILIES}. */
+export type SocFamilyName =
+  | "Ascend910"
+  | "Ascend910B"
+  | "Ascend910_93"
+  | "Ascend310P"
+  | "Ascend310B"
+  | "Ascend950"
+  | "Ascend350";
+
 /** A SoC family: what CANN's operator code branches on. */
 export interface SocFamily {
   /** Short_SoC_version, e.g. `Ascend910B`. */
@@ -46,8 +56,11 @@ export const SocVersion = {
 /** DAV_3510: the "regbase" architecture of Ascend 950 and 350 (ops-nn aclnn_util.h IsRegbase). */
 export const DAV_3510 = 3510;
 
-/** Every SoC family this package knows, from the platform ini files. */
-export const SOC_FAMILIES: readonly SocFamily[] = Object.freeze([
+/** A family of {@linkcode SOC_FAMILIES}: its name is one of {@linkcode SocFamilyName}. */
+type NamedFamily = SocFamily & { readonly name: SocFamilyName };
+
+/** Every SoC family this package knows, from the platform ini files (one per SocFamilyName). */
+export const SOC_FAMILIES: readonly SocFamily[] = Object.freeze<NamedFamily[]>([
   {
     name: "Ascend910",
     shortVersions: ["Ascend910"],
