@@ -1,13 +1,14 @@
 /**
  * Plans and tensors of the BatchNorm operators of issue 39 (aclnnBatchNormReduce,
- * aclnnSyncBatchNormGatherStats, aclnnFastBatchNormBackward), the kernel contract's part for
- * them (re-exported by `types.ts`, whose `Kernels` has one method per operator).
+ * aclnnSyncBatchNormGatherStats, aclnnFastBatchNormBackward) and their kernels' signatures
+ * ({@linkcode BatchNormFamilyKernels}): the kernel contract's part for them (re-exported by
+ * `types.ts`, whose `Kernels` joins every family's).
  *
  * @module
  */
 
 import type { Tensor } from "../tensor/tensor.ts";
-import type { BatchNormBackwardPlan } from "./types.ts";
+import type { BatchNormBackwardPlan, BatchNormBackwardTensors } from "./types.ts";
 
 /** aclnnBatchNormReduce. */
 export interface BatchNormReducePlan {
@@ -68,4 +69,17 @@ export interface SyncBatchNormGatherStatsTensors {
 export interface FastBatchNormBackwardPlan extends BatchNormBackwardPlan {
   /** The C int `version` (0 or 1 by the documentation), passed through. */
   readonly version: number;
+}
+
+/** The kernels of the BatchNorm operators of issue 39 (part of `Kernels`). */
+export interface BatchNormFamilyKernels {
+  /** aclnnBatchNormReduce. */
+  batchNormReduce(plan: BatchNormReducePlan, tensors: BatchNormReduceTensors): void;
+  /** aclnnSyncBatchNormGatherStats (mean and variance updated in place). */
+  syncBatchNormGatherStats(
+    plan: SyncBatchNormGatherStatsPlan,
+    tensors: SyncBatchNormGatherStatsTensors,
+  ): void;
+  /** aclnnFastBatchNormBackward (never called for an empty input or gradOut). */
+  fastBatchNormBackward(plan: FastBatchNormBackwardPlan, tensors: BatchNormBackwardTensors): void;
 }

@@ -1,7 +1,8 @@
 /**
  * The kernel contract of the activated GroupNorm operators (aclnnGroupNormSilu,
- * aclnnGroupNormSiluV2, aclnnGroupNormSwish): their plans and tensors, re-exported by
- * `types.ts`, whose `Kernels` has one method per operator.
+ * aclnnGroupNormSiluV2, aclnnGroupNormSwish, aclnnGroupNormSwishGrad): their plans and tensors
+ * and their kernels' signatures ({@linkcode GroupNormActKernels}), re-exported by `types.ts`,
+ * whose `Kernels` joins every family's.
  *
  * @module
  */
@@ -116,4 +117,16 @@ export interface GroupNormSwishGradTensors {
   readonly dgamma: Tensor;
   /** Output dL/dbeta: C elements (written when plan.dbetaIsRequire). */
   readonly dbeta: Tensor;
+}
+
+/** The activated GroupNorm operators' kernels (part of `Kernels`). */
+export interface GroupNormActKernels {
+  /** aclnnGroupNormSilu (plan.activateSilu is true). */
+  groupNormSilu(plan: GroupNormSiluPlan, tensors: GroupNormSiluTensors): void;
+  /** aclnnGroupNormSiluV2. */
+  groupNormSiluV2(plan: GroupNormSiluPlan, tensors: GroupNormSiluTensors): void;
+  /** aclnnGroupNormSwish. */
+  groupNormSwish(plan: GroupNormSwishPlan, tensors: GroupNormSwishTensors): void;
+  /** aclnnGroupNormSwishGrad. */
+  groupNormSwishGrad(plan: GroupNormSwishGradPlan, tensors: GroupNormSwishGradTensors): void;
 }

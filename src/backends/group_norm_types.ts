@@ -1,6 +1,7 @@
 /**
  * The GroupNorm family's plans and tensors (aclnnGroupNorm, aclnnGroupNormBackward,
- * aclnnInstanceNorm), re-exported by types.ts with the rest of the kernel contract.
+ * aclnnInstanceNorm) and their kernels' signatures ({@linkcode GroupNormKernels}), re-exported by
+ * types.ts with the rest of the kernel contract.
  *
  * @module
  */
@@ -101,4 +102,14 @@ export interface InstanceNormTensors {
   readonly mean: Tensor;
   /** Output: per-(n, c) biased variance, mean's shape. */
   readonly variance: Tensor;
+}
+
+/** The GroupNorm family's kernels (part of `Kernels`). */
+export interface GroupNormKernels {
+  /** aclnnGroupNorm. */
+  groupNorm(plan: GroupNormPlan, tensors: GroupNormTensors): void;
+  /** aclnnGroupNormBackward. */
+  groupNormBackward(plan: GroupNormBackwardPlan, tensors: GroupNormBackwardTensors): void;
+  /** aclnnInstanceNorm. */
+  instanceNorm(plan: InstanceNormPlan, tensors: InstanceNormTensors): void;
 }

@@ -1,6 +1,7 @@
 /**
  * The kernel contract of the LayerNorm / RMSNorm operators (part of {@linkcode ./types.ts}):
- * their data is rows of the normalized, trailing dims.
+ * their data is rows of the normalized, trailing dims. Each operator's plan and tensors, and its
+ * kernel's signature in {@linkcode RowNormKernels}.
  *
  * @module
  */
@@ -409,4 +410,43 @@ export interface AdaLayerNormBackwardTensors {
   readonly gradWeight?: Tensor;
   /** Output: the sum over rows of gradOut * (1 + scale), H elements. */
   readonly gradBias?: Tensor;
+}
+
+/**
+ * The row norms' kernels, one per operator: what every backend implements for them (part of
+ * `Kernels`), each taking its plan and tensors above.
+ */
+export interface RowNormKernels {
+  /** aclnnLayerNorm. */
+  layerNorm(plan: LayerNormPlan, tensors: LayerNormTensors): void;
+  /** aclnnLayerNormBackward. */
+  layerNormBackward(plan: LayerNormBackwardPlan, tensors: LayerNormBackwardTensors): void;
+  /** aclnnRmsNorm. */
+  rmsNorm(plan: RmsNormPlan, tensors: RmsNormTensors): void;
+  /** aclnnRmsNormGrad. */
+  rmsNormGrad(plan: RmsNormGradPlan, tensors: RmsNormGradTensors): void;
+  /** aclnnAddRmsNorm. */
+  addRmsNorm(plan: AddRmsNormPlan, tensors: AddRmsNormTensors): void;
+  /** aclnnGemmaRmsNorm. */
+  gemmaRmsNorm(plan: GemmaRmsNormPlan, tensors: GemmaRmsNormTensors): void;
+  /** aclnnInplaceAddRmsNorm: x1Ref and x2Ref are read, then written. */
+  inplaceAddRmsNorm(plan: InplaceAddRmsNormPlan, tensors: InplaceAddRmsNormTensors): void;
+  /** aclnnAddLayerNorm. */
+  addLayerNorm(plan: AddLayerNormPlan, tensors: AddLayerNormTensors): void;
+  /** aclnnDeepNorm. */
+  deepNorm(plan: DeepNormPlan, tensors: DeepNormTensors): void;
+  /** aclnnAddRmsNormCast. */
+  addRmsNormCast(plan: AddRmsNormCastPlan, tensors: AddRmsNormCastTensors): void;
+  /** aclnnAdaLayerNorm (no mean or rstd). */
+  adaLayerNorm(plan: AdaLayerNormPlan, tensors: AdaLayerNormTensors): void;
+  /** aclnnAdaLayerNormV2 (mean and rstd when present). */
+  adaLayerNormV2(plan: AdaLayerNormPlan, tensors: AdaLayerNormTensors): void;
+  /** aclnnAdaLayerNormBackward (absent outputs are not computed). */
+  adaLayerNormBackward(plan: AdaLayerNormBackwardPlan, tensors: AdaLayerNormBackwardTensors): void;
+  /** aclnnAddLayerNormGrad. */
+  addLayerNormGrad(plan: AddLayerNormGradPlan, tensors: AddLayerNormGradTensors): void;
+  /** aclnnDeepNormGrad. */
+  deepNormGrad(plan: DeepNormGradPlan, tensors: DeepNormGradTensors): void;
+  /** aclnnFastLayerNorm (never called for rows of no element or no rows). */
+  fastLayerNorm(plan: LayerNormPlan, tensors: LayerNormTensors): void;
 }

@@ -19,64 +19,15 @@
 import type { Device } from "../tensor/device.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import type { OutputMask } from "./output_mask.ts";
-import type {
-  AdaLayerNormBackwardPlan,
-  AdaLayerNormBackwardTensors,
-  AdaLayerNormPlan,
-  AdaLayerNormTensors,
-  AddLayerNormGradPlan,
-  AddLayerNormGradTensors,
-  AddLayerNormPlan,
-  AddLayerNormTensors,
-  AddRmsNormCastPlan,
-  AddRmsNormCastTensors,
-  AddRmsNormPlan,
-  AddRmsNormTensors,
-  DeepNormGradPlan,
-  DeepNormGradTensors,
-  DeepNormPlan,
-  DeepNormTensors,
-  GemmaRmsNormPlan,
-  GemmaRmsNormTensors,
-  InplaceAddRmsNormPlan,
-  InplaceAddRmsNormTensors,
-  LayerNormBackwardPlan,
-  LayerNormBackwardTensors,
-  LayerNormPlan,
-  LayerNormTensors,
-  RmsNormGradPlan,
-  RmsNormGradTensors,
-  RmsNormPlan,
-  RmsNormTensors,
-} from "./row_norm_types.ts";
+import type { BatchNormFamilyKernels } from "./batch_norm_family_types.ts";
+import type { GroupNormActKernels } from "./group_norm_act_types.ts";
+import type { GroupNormKernels } from "./group_norm_types.ts";
+import type { RowNormKernels } from "./row_norm_types.ts";
 
-export * from "./row_norm_types.ts";
-import type {
-  GroupNormSiluPlan,
-  GroupNormSiluTensors,
-  GroupNormSwishGradPlan,
-  GroupNormSwishGradTensors,
-  GroupNormSwishPlan,
-  GroupNormSwishTensors,
-} from "./group_norm_act_types.ts";
+export * from "./batch_norm_family_types.ts";
 export * from "./group_norm_act_types.ts";
 export * from "./group_norm_types.ts";
-import type {
-  GroupNormBackwardPlan,
-  GroupNormBackwardTensors,
-  GroupNormPlan,
-  GroupNormTensors,
-  InstanceNormPlan,
-  InstanceNormTensors,
-} from "./group_norm_types.ts";
-export * from "./batch_norm_family_types.ts";
-import type {
-  BatchNormReducePlan,
-  BatchNormReduceTensors,
-  FastBatchNormBackwardPlan,
-  SyncBatchNormGatherStatsPlan,
-  SyncBatchNormGatherStatsTensors,
-} from "./batch_norm_family_types.ts";
+export * from "./row_norm_types.ts";
 
 /** How a `(N, C, *)` shape splits around its channel dimension (view dim 1). */
 export interface ChannelGeometry {
@@ -319,8 +270,8 @@ export interface BatchNormTensors {
   readonly saveInvstd: Tensor;
 }
 
-/** The kernels, one per operator. */
-export interface Kernels {
+/** The seed BatchNorm operators' kernels (part of {@linkcode Kernels}). */
+export interface BatchNormKernels {
   /** aclnnBatchNormReduceBackward. */
   batchNormReduceBackward(
     plan: BatchNormReduceBackwardPlan,
@@ -328,8 +279,6 @@ export interface Kernels {
   ): void;
   /** aclnnBatchNormBackward. */
   batchNormBackward(plan: BatchNormBackwardPlan, tensors: BatchNormBackwardTensors): void;
-  /** aclnnGroupNormBackward. */
-  groupNormBackward(plan: GroupNormBackwardPlan, tensors: GroupNormBackwardTensors): void;
   /** aclnnBatchNormStats. */
   batchNormStats(plan: BatchNormStatsPlan, tensors: BatchNormStatsTensors): void;
   /** aclnnBatchNormGatherStatsWithCounts. */
@@ -346,60 +295,22 @@ export interface Kernels {
   ): void;
   /** aclnnBatchNorm. */
   batchNorm(plan: BatchNormPlan, tensors: BatchNormTensors): void;
-  /** aclnnGroupNorm. */
-  groupNorm(plan: GroupNormPlan, tensors: GroupNormTensors): void;
-  /** aclnnInstanceNorm. */
-  instanceNorm(plan: InstanceNormPlan, tensors: InstanceNormTensors): void;
-  /** aclnnLayerNorm. */
-  layerNorm(plan: LayerNormPlan, tensors: LayerNormTensors): void;
-  /** aclnnLayerNormBackward. */
-  layerNormBackward(plan: LayerNormBackwardPlan, tensors: LayerNormBackwardTensors): void;
-  /** aclnnRmsNorm. */
-  rmsNorm(plan: RmsNormPlan, tensors: RmsNormTensors): void;
-  /** aclnnRmsNormGrad. */
-  rmsNormGrad(plan: RmsNormGradPlan, tensors: RmsNormGradTensors): void;
-  /** aclnnAddRmsNorm. */
-  addRmsNorm(plan: AddRmsNormPlan, tensors: AddRmsNormTensors): void;
-  /** aclnnGemmaRmsNorm. */
-  gemmaRmsNorm(plan: GemmaRmsNormPlan, tensors: GemmaRmsNormTensors): void;
-  /** aclnnInplaceAddRmsNorm: x1Ref and x2Ref are read, then written. */
-  inplaceAddRmsNorm(plan: InplaceAddRmsNormPlan, tensors: InplaceAddRmsNormTensors): void;
-  /** aclnnBatchNormReduce. */
-  batchNormReduce(plan: BatchNormReducePlan, tensors: BatchNormReduceTensors): void;
-  /** aclnnSyncBatchNormGatherStats (mean and variance updated in place). */
-  syncBatchNormGatherStats(
-    plan: SyncBatchNormGatherStatsPlan,
-    tensors: SyncBatchNormGatherStatsTensors,
-  ): void;
-  /** aclnnAddLayerNorm. */
-  addLayerNorm(plan: AddLayerNormPlan, tensors: AddLayerNormTensors): void;
-  /** aclnnDeepNorm. */
-  deepNorm(plan: DeepNormPlan, tensors: DeepNormTensors): void;
-  /** aclnnAddRmsNormCast. */
-  addRmsNormCast(plan: AddRmsNormCastPlan, tensors: AddRmsNormCastTensors): void;
-  /** aclnnAdaLayerNorm (no mean or rstd). */
-  adaLayerNorm(plan: AdaLayerNormPlan, tensors: AdaLayerNormTensors): void;
-  /** aclnnAdaLayerNormV2 (mean and rstd when present). */
-  adaLayerNormV2(plan: AdaLayerNormPlan, tensors: AdaLayerNormTensors): void;
-  /** aclnnAdaLayerNormBackward (absent outputs are not computed). */
-  adaLayerNormBackward(plan: AdaLayerNormBackwardPlan, tensors: AdaLayerNormBackwardTensors): void;
-  /** aclnnFastBatchNormBackward (never called for an empty input or gradOut). */
-  fastBatchNormBackward(plan: FastBatchNormBackwardPlan, tensors: BatchNormBackwardTensors): void;
-  /** aclnnAddLayerNormGrad. */
-  addLayerNormGrad(plan: AddLayerNormGradPlan, tensors: AddLayerNormGradTensors): void;
-  /** aclnnDeepNormGrad. */
-  deepNormGrad(plan: DeepNormGradPlan, tensors: DeepNormGradTensors): void;
-  /** aclnnGroupNormSilu (plan.activateSilu is true). */
-  groupNormSilu(plan: GroupNormSiluPlan, tensors: GroupNormSiluTensors): void;
-  /** aclnnGroupNormSiluV2. */
-  groupNormSiluV2(plan: GroupNormSiluPlan, tensors: GroupNormSiluTensors): void;
-  /** aclnnGroupNormSwish. */
-  groupNormSwish(plan: GroupNormSwishPlan, tensors: GroupNormSwishTensors): void;
-  /** aclnnFastLayerNorm (never called for rows of no element or no rows). */
-  fastLayerNorm(plan: LayerNormPlan, tensors: LayerNormTensors): void;
-  /** aclnnGroupNormSwishGrad. */
-  groupNormSwishGrad(plan: GroupNormSwishGradPlan, tensors: GroupNormSwishGradTensors): void;
 }
+
+/**
+ * The kernels, one per operator: every family's, each declared beside its plans and tensors
+ * (this file's {@linkcode BatchNormKernels}, `batch_norm_family_types.ts`, `group_norm_types.ts`,
+ * `group_norm_act_types.ts`, `row_norm_types.ts`). A method's name is its operator's aclnn name
+ * without `aclnn`, lower case first (aclnnGemmaRmsNorm: `gemmaRmsNorm`), and each family is one
+ * `group` of `ascend/soc_operators.ts` (tests/tools/operator_tables.test.ts checks both).
+ */
+export interface Kernels
+  extends
+    BatchNormKernels,
+    BatchNormFamilyKernels,
+    GroupNormKernels,
+    GroupNormActKernels,
+    RowNormKernels {}
 
 /** The operator names of {@linkcode Kernels}. */
 export type KernelName = keyof Kernels;

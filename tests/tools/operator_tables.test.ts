@@ -1,9 +1,11 @@
 /**
- * The documentation's operator tables against the declarations they restate, so that a new
- * operator's rows cannot be forgotten or drift: docs/npu.md's per-operator tables ("runs on",
- * "bfloat16") against `src/backends/ascend/soc_operators.ts`, and the README's operator table
- * against the SoC operators and the functions `mod.ts` exports. An operator's function is its
- * aclnn name without `aclnn`, starting lower case (aclnnGemmaRmsNorm: `gemmaRmsNorm`).
+ * The places that name the operators against the declarations, so that a new operator's entries
+ * cannot be forgotten or drift: the kernel contract's methods (`Kernels`, by family) against the
+ * SoC table's operators and groups (`src/backends/ascend/soc_operators.ts`), checked by the type
+ * checker; docs/npu.md's per-operator tables ("runs on", "bfloat16") against the SoC table; the
+ * README's operator table against the SoC operators and the functions `mod.ts` exports. An
+ * operator's function and kernel are its aclnn name without `aclnn`, starting lower case
+ * (aclnnGemmaRmsNorm: `gemmaRmsNorm`).
  *
  * @module
  */
@@ -17,7 +19,15 @@ import {
   type SocFamilyName,
   type SocOperator,
 } from "../../src/backends/ascend/soc.ts";
-import { bf16Allowed } from "../../src/backends/ascend/soc.ts";
+import { bf16Allowed, type SocOperatorGroup } from "../../src/backends/ascend/soc.ts";
+import type {
+  BatchNormFamilyKernels,
+  BatchNormKernels,
+  GroupNormActKernels,
+  GroupNormKernels,
+  Kernels,
+  RowNormKernels,
+} from "../../src/backends/types.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 const NPU_MD = Deno.readTextFileSync(new URL("docs/npu.md", ROOT));
@@ -27,6 +37,29 @@ const README = Deno.readTextFileSync(new URL("README.md", ROOT));
 function functionOf(op: SocOperator): string {
   return op[5].toLowerCase() + op.slice(6);
 }
+
+/** Whether A and B are the same type. */
+type Equal<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+/** The aclnn operators of a kernel interface's methods. */
+type OperatorsOf<K> = `aclnn${Capitalize<keyof K & string>}`;
+/** The SoC table's operators of group G. */
+type GroupOperators<G extends SocOperatorGroup> = {
+  [K in SocOperator]: (typeof SOC_SUPPORT)[K]["group"] extends G ? K : never;
+}[SocOperator];
+
+Deno.test("Kernels: one method per SoC operator, each family's interface its group", () => {
+  // Compile-time checks: a kernel without an operator, an operator without a kernel, or a
+  // kernel declared in another family than its operator's group fails `deno check`.
+  const checks: true[] = [
+    true satisfies Equal<OperatorsOf<Kernels>, SocOperator>,
+    true satisfies Equal<OperatorsOf<BatchNormKernels>, GroupOperators<"batchNorm">>,
+    true satisfies Equal<OperatorsOf<BatchNormFamilyKernels>, GroupOperators<"batchNormFamily">>,
+    true satisfies Equal<OperatorsOf<GroupNormKernels>, GroupOperators<"groupNorm">>,
+    true satisfies Equal<OperatorsOf<GroupNormActKernels>, GroupOperators<"groupNormAct">>,
+    true satisfies Equal<OperatorsOf<RowNormKernels>, GroupOperators<"rowNorm">>,
+  ];
+  assert.equal(checks.length, 6);
+});
 
 /** How docs/npu.md names each family's products. */
 const LABEL: Readonly<Record<SocFamilyName, string>> = {

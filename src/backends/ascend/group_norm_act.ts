@@ -8,16 +8,13 @@
 
 import { callAclnn } from "../../ffi/aclnn_call.ts";
 import type { AscendDevice } from "../../ffi/runtime.ts";
-import type { Kernels } from "../types.ts";
+import type { GroupNormActKernels } from "../types.ts";
 
 /**
  * The Ascend kernels of aclnnGroupNormSilu, aclnnGroupNormSiluV2, aclnnGroupNormSwish and
  * aclnnGroupNormSwishGrad.
  */
-export const ascendGroupNormActKernels: Pick<
-  Kernels,
-  "groupNormSilu" | "groupNormSiluV2" | "groupNormSwish" | "groupNormSwishGrad"
-> = {
+export const ascendGroupNormActKernels: GroupNormActKernels = {
   groupNormSilu(p, t) {
     callAclnn(t.self.device as AscendDevice, "aclnnGroupNormSilu", {
       self: t.self,

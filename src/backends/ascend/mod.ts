@@ -12,34 +12,7 @@ import { type AclnnArguments, callAclnn } from "../../ffi/aclnn_call.ts";
 import { AscendDevice } from "../../ffi/runtime.ts";
 import type { Device } from "../../tensor/device.ts";
 import { Tensor } from "../../tensor/tensor.ts";
-import type {
-  Backend,
-  BatchNormBackwardPlan,
-  BatchNormBackwardTensors,
-  BatchNormElemtBackwardPlan,
-  BatchNormElemtBackwardTensors,
-  BatchNormElemtPlan,
-  BatchNormElemtTensors,
-  BatchNormGatherStatsPlan,
-  BatchNormGatherStatsTensors,
-  BatchNormPlan,
-  BatchNormReduceBackwardPlan,
-  BatchNormReduceBackwardTensors,
-  BatchNormReducePlan,
-  BatchNormReduceTensors,
-  BatchNormStatsPlan,
-  BatchNormStatsTensors,
-  BatchNormTensors,
-  FastBatchNormBackwardPlan,
-  GroupNormBackwardPlan,
-  GroupNormBackwardTensors,
-  GroupNormPlan,
-  GroupNormTensors,
-  InstanceNormPlan,
-  InstanceNormTensors,
-  SyncBatchNormGatherStatsPlan,
-  SyncBatchNormGatherStatsTensors,
-} from "../types.ts";
+import type { Backend, BatchNormBackwardPlan, BatchNormBackwardTensors } from "../types.ts";
 import { ascendRules } from "./rules.ts";
 import { ascendRowNormKernels } from "./row_norm.ts";
 import { ascendGroupNormActKernels } from "./group_norm_act.ts";
@@ -107,7 +80,7 @@ export const ascendBackend: Backend = {
   owns: (device: Device) => device instanceof AscendDevice,
   rules: ascendRules,
 
-  batchNormReduceBackward(p: BatchNormReduceBackwardPlan, t: BatchNormReduceBackwardTensors) {
+  batchNormReduceBackward(p, t) {
     if (p.geometry.perChannel === 0) {
       zeroFill(t.sumDy, t.sumDyXmu, t.gradWeight, t.gradBias);
       return;
@@ -128,7 +101,7 @@ export const ascendBackend: Backend = {
     });
   },
 
-  batchNormBackward(p: BatchNormBackwardPlan, t: BatchNormBackwardTensors) {
+  batchNormBackward(p, t) {
     const device = deviceOf(t.input);
     if (p.geometry.perChannel === 0) {
       zeroFill(t.gradWeight, t.gradBias);
@@ -156,7 +129,7 @@ export const ascendBackend: Backend = {
     }
   },
 
-  groupNormBackward(p: GroupNormBackwardPlan, t: GroupNormBackwardTensors) {
+  groupNormBackward(p, t) {
     if (p.N * p.C * p.HxW === 0) {
       zeroFill(t.gradGamma, t.gradBeta);
       return;
@@ -178,7 +151,7 @@ export const ascendBackend: Backend = {
     });
   },
 
-  batchNormStats(p: BatchNormStatsPlan, t: BatchNormStatsTensors) {
+  batchNormStats(p, t) {
     callAclnn(deviceOf(t.input), "aclnnBatchNormStats", {
       input: t.input,
       eps: p.eps,
@@ -187,7 +160,7 @@ export const ascendBackend: Backend = {
     });
   },
 
-  batchNormGatherStatsWithCounts(p: BatchNormGatherStatsPlan, t: BatchNormGatherStatsTensors) {
+  batchNormGatherStatsWithCounts(p, t) {
     const device = deviceOf(t.input);
     const runningMean = pairedRunningStat(t.runningMean, t.runningVar, device);
     const runningVar = pairedRunningStat(t.runningVar, t.runningMean, device);
@@ -210,7 +183,7 @@ export const ascendBackend: Backend = {
     }
   },
 
-  batchNormElemt(p: BatchNormElemtPlan, t: BatchNormElemtTensors) {
+  batchNormElemt(p, t) {
     callAclnn(deviceOf(t.input), "aclnnBatchNormElemt", {
       input: t.input,
       weight: t.weight,
@@ -222,7 +195,7 @@ export const ascendBackend: Backend = {
     });
   },
 
-  batchNormElemtBackward(_p: BatchNormElemtBackwardPlan, t: BatchNormElemtBackwardTensors) {
+  batchNormElemtBackward(_p, t) {
     callAclnn(deviceOf(t.input), "aclnnBatchNormElemtBackward", {
       gradOut: t.gradOut,
       input: t.input,
@@ -236,7 +209,7 @@ export const ascendBackend: Backend = {
     });
   },
 
-  batchNorm(p: BatchNormPlan, t: BatchNormTensors) {
+  batchNorm(p, t) {
     const device = deviceOf(t.input);
     callAclnn(device, "aclnnBatchNorm", {
       input: t.input,
@@ -254,7 +227,7 @@ export const ascendBackend: Backend = {
     if (p.training) savedToInvstd(device, t.saveInvstd, p.eps);
   },
 
-  groupNorm(p: GroupNormPlan, t: GroupNormTensors) {
+  groupNorm(p, t) {
     callAclnn(deviceOf(t.input), "aclnnGroupNorm", {
       self: t.input,
       gamma: t.gamma,
@@ -270,7 +243,7 @@ export const ascendBackend: Backend = {
     });
   },
 
-  batchNormReduce(_p: BatchNormReducePlan, t: BatchNormReduceTensors) {
+  batchNormReduce(_p, t) {
     // CANN's own empty path fills sum and squareSum with 0 (aclnn_batch_norm_reduce.cpp).
     callAclnn(deviceOf(t.x), "aclnnBatchNormReduce", {
       x: t.x,
@@ -279,7 +252,7 @@ export const ascendBackend: Backend = {
     });
   },
 
-  syncBatchNormGatherStats(p: SyncBatchNormGatherStatsPlan, t: SyncBatchNormGatherStatsTensors) {
+  syncBatchNormGatherStats(p, t) {
     // mean and variance are inputs CANN updates in place; momentum and eps are C floats.
     callAclnn(deviceOf(t.totalSum), "aclnnSyncBatchNormGatherStats", {
       totalSum: t.totalSum,
@@ -294,7 +267,7 @@ export const ascendBackend: Backend = {
     });
   },
 
-  instanceNorm(p: InstanceNormPlan, t: InstanceNormTensors) {
+  instanceNorm(p, t) {
     callAclnn(deviceOf(t.x), "aclnnInstanceNorm", {
       x: t.x,
       gamma: t.gamma,
@@ -307,7 +280,7 @@ export const ascendBackend: Backend = {
     });
   },
 
-  fastBatchNormBackward(p: FastBatchNormBackwardPlan, t: BatchNormBackwardTensors) {
+  fastBatchNormBackward(p, t) {
     // CANN's empty path never reaches here (the operator fills gradWeight/gradBias itself); the
     // library's saveInvstd is converted to the variance A2 reads in that slot (save_statistics.ts).
     const device = deviceOf(t.input);

@@ -76,26 +76,8 @@ function adaArguments(p: types.AdaLayerNormPlan, t: types.AdaLayerNormTensors) {
 }
 
 /** The row-norm kernels of the Ascend backend. */
-export const ascendRowNormKernels: Pick<
-  types.Kernels,
-  | "layerNorm"
-  | "layerNormBackward"
-  | "rmsNorm"
-  | "rmsNormGrad"
-  | "addRmsNorm"
-  | "gemmaRmsNorm"
-  | "inplaceAddRmsNorm"
-  | "addLayerNorm"
-  | "deepNorm"
-  | "addRmsNormCast"
-  | "adaLayerNorm"
-  | "adaLayerNormV2"
-  | "adaLayerNormBackward"
-  | "addLayerNormGrad"
-  | "deepNormGrad"
-  | "fastLayerNorm"
-> = {
-  layerNorm(p: types.LayerNormPlan, t: types.LayerNormTensors) {
+export const ascendRowNormKernels: types.RowNormKernels = {
+  layerNorm(p, t) {
     // Rows of no element do not reach the backends: src/ops/layer_norm.ts fills mean with 0 and
     // rstd with NaN, as CANN's ProcessEmptyTensorWithValue does.
     callAclnn(deviceOf(t.input), "aclnnLayerNorm", {
@@ -110,7 +92,7 @@ export const ascendRowNormKernels: Pick<
     });
   },
 
-  layerNormBackward(p: types.LayerNormBackwardPlan, t: types.LayerNormBackwardTensors) {
+  layerNormBackward(p, t) {
     // CANN zero-fills the masked gradWeight/gradBias itself when there are no rows.
     callAclnn(deviceOf(t.input), "aclnnLayerNormBackward", {
       gradOut: t.gradOut,
@@ -127,15 +109,15 @@ export const ascendRowNormKernels: Pick<
     });
   },
 
-  rmsNorm(p: types.RmsNormPlan, t: types.RmsNormTensors) {
+  rmsNorm(p, t) {
     rmsForward("aclnnRmsNorm", p, t);
   },
 
-  gemmaRmsNorm(p: types.GemmaRmsNormPlan, t: types.GemmaRmsNormTensors) {
+  gemmaRmsNorm(p, t) {
     rmsForward("aclnnGemmaRmsNorm", p, t);
   },
 
-  rmsNormGrad(_p: types.RmsNormGradPlan, t: types.RmsNormGradTensors) {
+  rmsNormGrad(_p, t) {
     callAclnn(deviceOf(t.x), "aclnnRmsNormGrad", {
       dy: t.dy,
       x: t.x,
@@ -146,7 +128,7 @@ export const ascendRowNormKernels: Pick<
     });
   },
 
-  addRmsNorm(p: types.AddRmsNormPlan, t: types.AddRmsNormTensors) {
+  addRmsNorm(p, t) {
     const device = deviceOf(t.x1);
     callAclnn(device, "aclnnAddRmsNorm", {
       x1: t.x1,
@@ -161,7 +143,7 @@ export const ascendRowNormKernels: Pick<
     rstdOfSum(device, p, t.x, t.gamma, t.rstd);
   },
 
-  inplaceAddRmsNorm(p: types.InplaceAddRmsNormPlan, t: types.InplaceAddRmsNormTensors) {
+  inplaceAddRmsNorm(p, t) {
     const device = deviceOf(t.x1Ref);
     // x1Ref and x2Ref are passed as the inputs they also are (as running statistics are).
     callAclnn(device, "aclnnInplaceAddRmsNorm", {
@@ -177,7 +159,7 @@ export const ascendRowNormKernels: Pick<
     rstdOfSum(device, p, t.x2Ref, t.gamma, t.rstd);
   },
 
-  addLayerNorm(p: types.AddLayerNormPlan, t: types.AddLayerNormTensors) {
+  addLayerNorm(p, t) {
     const device = deviceOf(t.x1);
     // xOut is a required pointer of the generated prototype; without additionalOutput the
     // kernel does not write it, so a scratch tensor of y's shape takes its place.
@@ -204,7 +186,7 @@ export const ascendRowNormKernels: Pick<
     for (const s of [t.mean, t.rstd]) s.copy_(new Float64Array(s.numel).fill(NaN));
   },
 
-  deepNorm(p: types.DeepNormPlan, t: types.DeepNormTensors) {
+  deepNorm(p, t) {
     callAclnn(deviceOf(t.x), "aclnnDeepNorm", {
       x: t.x,
       gx: t.gx,
@@ -218,7 +200,7 @@ export const ascendRowNormKernels: Pick<
     });
   },
 
-  addLayerNormGrad(_p: types.AddLayerNormGradPlan, t: types.AddLayerNormGradTensors) {
+  addLayerNormGrad(_p, t) {
     callAclnn(deviceOf(t.dy), "aclnnAddLayerNormGrad", {
       dy: t.dy,
       x1: t.x1,
@@ -233,7 +215,7 @@ export const ascendRowNormKernels: Pick<
     });
   },
 
-  deepNormGrad(p: types.DeepNormGradPlan, t: types.DeepNormGradTensors) {
+  deepNormGrad(p, t) {
     callAclnn(deviceOf(t.dy), "aclnnDeepNormGrad", {
       dy: t.dy,
       x: t.x,
@@ -249,7 +231,7 @@ export const ascendRowNormKernels: Pick<
     });
   },
 
-  addRmsNormCast(p: types.AddRmsNormCastPlan, t: types.AddRmsNormCastTensors) {
+  addRmsNormCast(p, t) {
     callAclnn(deviceOf(t.x1), "aclnnAddRmsNormCast", {
       x1: t.x1,
       x2: t.x2,
@@ -262,16 +244,16 @@ export const ascendRowNormKernels: Pick<
     });
   },
 
-  adaLayerNorm(p: types.AdaLayerNormPlan, t: types.AdaLayerNormTensors) {
+  adaLayerNorm(p, t) {
     callAclnn(deviceOf(t.x), "aclnnAdaLayerNorm", adaArguments(p, t));
   },
 
-  adaLayerNormV2(p: types.AdaLayerNormPlan, t: types.AdaLayerNormTensors) {
+  adaLayerNormV2(p, t) {
     const args = { ...adaArguments(p, t), meanOutOptional: t.mean, rstdOutOptional: t.rstd };
     callAclnn(deviceOf(t.x), "aclnnAdaLayerNormV2", args);
   },
 
-  fastLayerNorm(p: types.LayerNormPlan, t: types.LayerNormTensors) {
+  fastLayerNorm(p, t) {
     // Rows of no element and inputs of no row do not reach the backends (src/ops/fast_layer_norm.ts
     // completes them as aclnn_fast_layer_norm.cpp:355-373 does).
     callAclnn(deviceOf(t.input), "aclnnFastLayerNorm", {
@@ -286,7 +268,7 @@ export const ascendRowNormKernels: Pick<
     });
   },
 
-  adaLayerNormBackward(p: types.AdaLayerNormBackwardPlan, t: types.AdaLayerNormBackwardTensors) {
+  adaLayerNormBackward(p, t) {
     // The op_api casts gradInput, gradScale and gradShift to their outputs' dtypes whether or
     // not those are null (GenOutWithMask with mask true: aclnn_ada_layer_norm_backward.cpp
     // :348-359, :450-452), so an output the caller skips gets a scratch tensor.

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Kernels } from "../../types.ts";
+import type { RowNormKernels } from "../../types.ts";
 import { adaLayerNorm } from "./ada_layer_norm.ts";
 import { adaLayerNormBackward } from "./ada_layer_norm_grad.ts";
 import { addLayerNorm, deepNorm } from "./add_layer_norm.ts";
@@ -15,25 +15,7 @@ import { layerNorm, layerNormBackward } from "./layer_norm.ts";
 import { addRmsNorm, gemmaRmsNorm, inplaceAddRmsNorm, rmsNorm, rmsNormGrad } from "./rms_norm.ts";
 
 /** The row kernels, by operator. */
-export const rowKernels: Pick<
-  Kernels,
-  | "layerNorm"
-  | "layerNormBackward"
-  | "rmsNorm"
-  | "rmsNormGrad"
-  | "addRmsNorm"
-  | "gemmaRmsNorm"
-  | "inplaceAddRmsNorm"
-  | "addLayerNorm"
-  | "addRmsNormCast"
-  | "adaLayerNorm"
-  | "adaLayerNormV2"
-  | "adaLayerNormBackward"
-  | "deepNorm"
-  | "addLayerNormGrad"
-  | "deepNormGrad"
-  | "fastLayerNorm"
-> = {
+export const rowKernels: RowNormKernels = {
   layerNorm,
   layerNormBackward,
   rmsNorm,
