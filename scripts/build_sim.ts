@@ -54,6 +54,16 @@ interface Target {
   args: string[];
 }
 
+/**
+ * The operators' sources in tests/sim/: `sim_ops.c` (the dispatch), `sim_ops_norm.c` (the
+ * generated operators' framework) and each operator's `sim_ops_<operator>.c`, found by name, so
+ * that a new operator's file is built without an edit here. Sorted, for a stable command line.
+ */
+function operatorSources(): string[] {
+  return [...Deno.readDirSync(srcDir)].map((e) => e.name)
+    .filter((name) => /^sim_ops(_[a-z0-9_]+)?\.c$/.test(name)).sort();
+}
+
 const CORE = "libaclsim_core.so";
 /**
  * No RPATH/RUNPATH, like CANN's own libraries: loading one by absolute path only works once the
@@ -68,29 +78,7 @@ const TARGETS: Target[] = [
     sources: [
       "sim_core.c",
       "sim_numeric.c",
-      "sim_ops.c",
-      "sim_ops_norm.c",
-      "sim_ops_layer_norm.c",
-      "sim_ops_layer_norm_backward.c",
-      "sim_ops_rms_norm.c",
-      "sim_ops_add_rms_norm.c",
-      "sim_ops_gemma_rms_norm.c",
-      "sim_ops_inplace_add_rms_norm.c",
-      "sim_ops_batch_norm_reduce.c",
-      "sim_ops_sync_batch_norm_gather_stats.c",
-      "sim_ops_add_layer_norm.c",
-      "sim_ops_deep_norm.c",
-      "sim_ops_instance_norm.c",
-      "sim_ops_fast_batch_norm_backward.c",
-      "sim_ops_add_rms_norm_cast.c",
-      "sim_ops_ada_layer_norm.c",
-      "sim_ops_ada_layer_norm_grad.c",
-      "sim_ops_add_layer_norm_grad.c",
-      "sim_ops_deep_norm_grad.c",
-      "sim_ops_group_norm_silu.c",
-      "sim_ops_group_norm_swish.c",
-      "sim_ops_fast_layer_norm.c",
-      "sim_ops_group_norm_swish_grad.c",
+      ...operatorSources(),
       "sim_soc.c",
       "sim_rules.c",
       "sim_decomposed.c",
