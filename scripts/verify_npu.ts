@@ -26,13 +26,7 @@ import {
 } from "./verify_npu/report.ts";
 import { runCases } from "./verify_npu/run.ts";
 import { sweepCases } from "./verify_npu/sweep.ts";
-import { SWEEP_OPS } from "./verify_npu/sweep_ops.ts";
-import { SWEEP_CHANNEL_OPS } from "./verify_npu/sweep_channel_ops.ts";
-import { SWEEP_FUSED_OPS } from "./verify_npu/sweep_fused_ops.ts";
-import { SWEEP_REDUCE_OPS } from "./verify_npu/sweep_reduce_ops.ts";
-import { SWEEP_ROW_OPS } from "./verify_npu/sweep_row_ops.ts";
-import { SWEEP_ROW_GRAD_OPS } from "./verify_npu/sweep_row_grad_ops.ts";
-import { SWEEP_GROUP_NORM_ACT_OPS } from "./verify_npu/sweep_group_norm_act_ops.ts";
+import { SWEEP } from "./verify_npu/sweep_all.ts";
 
 const USAGE = `deno task verify:npu [options]
 
@@ -101,15 +95,6 @@ if (libDirFlag !== undefined && !libDirFlag.startsWith("/")) {
 }
 if (libDirFlag !== undefined && flags.sim) usageError("--sim and --lib-dir exclude each other");
 if (flags.report === "") usageError("--report needs a path");
-const SWEEP = [
-  ...SWEEP_OPS,
-  ...SWEEP_CHANNEL_OPS,
-  ...SWEEP_REDUCE_OPS,
-  ...SWEEP_ROW_OPS,
-  ...SWEEP_ROW_GRAD_OPS,
-  ...SWEEP_FUSED_OPS,
-  ...SWEEP_GROUP_NORM_ACT_OPS,
-];
 const onlyOps = flags.ops?.split(",").filter((op) => op !== "");
 for (const op of onlyOps ?? []) {
   if (!SWEEP.some((s) => s.op === op)) {

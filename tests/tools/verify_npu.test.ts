@@ -12,14 +12,10 @@
 
 import assert from "node:assert/strict";
 import { cannVersion, driverVersion, versionField } from "../../scripts/cann_versions.ts";
+import { SWEEP } from "../../scripts/verify_npu/sweep_all.ts";
 import { SWEEP_OPS } from "../../scripts/verify_npu/sweep_ops.ts";
-import { SWEEP_CHANNEL_OPS } from "../../scripts/verify_npu/sweep_channel_ops.ts";
-import { SWEEP_REDUCE_OPS } from "../../scripts/verify_npu/sweep_reduce_ops.ts";
-import { SWEEP_ROW_OPS } from "../../scripts/verify_npu/sweep_row_ops.ts";
-import { SWEEP_ROW_GRAD_OPS } from "../../scripts/verify_npu/sweep_row_grad_ops.ts";
-import { SWEEP_GROUP_NORM_ACT_OPS } from "../../scripts/verify_npu/sweep_group_norm_act_ops.ts";
 import { SWEEP_SHAPES } from "../../scripts/verify_npu/sweep.ts";
-import { SWEEP_FUSED_OPS } from "../../scripts/verify_npu/sweep_fused_ops.ts";
+import { operatorSupported, SOC_FAMILIES, SOC_OPERATORS } from "../../src/backends/ascend/soc.ts";
 import { SIM_AVAILABLE } from "../helpers/backends.ts";
 
 const SCRIPT = new URL("../../scripts/verify_npu.ts", import.meta.url).pathname;
@@ -107,6 +103,11 @@ function tableRows(stdout: string) {
   return rows;
 }
 
+Deno.test("verify:npu: the sweep runs every SoC operator", () => {
+  const swept = new Set(SWEEP.flatMap((s) => s.kernels));
+  assert.deepEqual(SOC_OPERATORS.filter((op) => !swept.has(op)), [], "operators no sweep runs");
+});
+
 Deno.test({
   name: "verify:npu: passes on the software CANN; the report names the SoC and the CANN version",
   ignore: !SIM_AVAILABLE,
@@ -117,28 +118,16 @@ Deno.test({
     assert.match(r.stdout, /^\d+ cases: \d+ passed, 0 failed, \d+ skipped/m);
     // A table per operator, every operator of the sweep among them, each with sweep rows.
     const rows = tableRows(r.stdout);
-    const sweep = [
-      ...SWEEP_OPS,
-      ...SWEEP_CHANNEL_OPS,
-      ...SWEEP_REDUCE_OPS,
-      ...SWEEP_ROW_OPS,
-      ...SWEEP_ROW_GRAD_OPS,
-      ...SWEEP_FUSED_OPS,
-      ...SWEEP_GROUP_NORM_ACT_OPS,
-    ];
-    for (const op of sweep.filter((op) => op.takes?.(SWEEP_SHAPES[0]) ?? true)) {
+    for (const op of SWEEP.filter((op) => op.takes?.(SWEEP_SHAPES[0]) ?? true)) {
       assert.ok(rows.some((row) => row.op === op.op && row.suite === "sweep"), op.op);
     }
     // The 950 runs every operator but those CANN documents for other products only
-    // (adaLayerNormBackward: aclnn_ada_layer_norm_backward.cpp:436-455 computes on A2/A3 only).
+    // (soc_operators.ts; e.g. adaLayerNormBackward: aclnn_ada_layer_norm_backward.cpp:436-455
+    // computes on A2/A3 only): only their sweeps skip cases.
     const skipped = new Set(rows.filter((row) => row.skipped > 0).map((row) => row.op));
-    const notOn950 = [
-      "fastBatchNormBackward",
-      "instanceNorm",
-      "adaLayerNorm",
-      "fastLayerNorm",
-      "adaLayerNormBackward",
-    ];
+    const on950 = SOC_FAMILIES.find((f) => f.name === "Ascend950")!;
+    const notOn950 = SWEEP.filter((s) => s.kernels.some((k) => !operatorSupported(k, on950)))
+      .map((s) => s.op);
     assert.ok([...skipped].every((op) => notOn950.includes(op)), [...skipped].join(", "));
     assert.ok(rows.some((row) => row.suite === "conformance"), "conformance rows");
     for (const layout of ["contiguous", "channels-last", "strided"]) {

@@ -305,6 +305,6 @@ export const ascendBackend: Backend = {
 
   // LayerNorm / RMSNorm (row_norm.ts).
   ...ascendRowNormKernels,
-  // GroupNormSilu, GroupNormSiluV2, GroupNormSwish, GroupNormSwishGrad (group_norm_act.ts).
+  // The activated GroupNorm operators (group_norm_act.ts).
   ...ascendGroupNormActKernels,
 };

@@ -1,9 +1,9 @@
 /**
- * The chip rules of the activated GroupNorm operators of issue 39 (aclnnGroupNormSilu,
- * aclnnGroupNormSiluV2, aclnnGroupNormSwish, aclnnGroupNormSwishGrad) beyond products and
- * bfloat16 (which `soc_operators.ts` declares): what only some chips make, refused before anything
- * is allocated with 161002 and a message naming the argument and the SoC. The device-independent
- * validation (`src/ops/group_norm_silu.ts`, `group_norm_swish.ts`) accepts what some chip accepts.
+ * The chip rules of the activated GroupNorm operators (group `groupNormAct` of
+ * `soc_operators.ts`, which declares their products and bfloat16) beyond those: what only some
+ * chips make, refused before anything is allocated with 161002 and a message naming the argument
+ * and the SoC. Only aclnnGroupNormSilu and aclnnGroupNormSiluV2 have such rules. The
+ * device-independent validation (`src/ops/group_norm_silu.ts`) accepts what some chip accepts.
  *
  * Sources: hicann/ops-nn e5c3fa9327ea95ba26d06227e746923580d10921 (docs/norm_family_kernels.md
  * sections 9 and 10). GroupNormSilu's CheckDtypeValid (`norm/group_norm_silu/op_host/op_api/
@@ -24,8 +24,8 @@ function refuse(op: string, argument: string, rule: string): never {
 
 /**
  * GroupNormSilu's chip rules (module doc): the statistics' dtype with a FLOAT gamma/beta and
- * 16-bit self, and N, C > 0 off regbase; none for GroupNormSwish(Grad). `op` is one of this
- * file's operators, `tensors` by argument name (self, gamma, beta, mean, rstd), `scalars` N and C.
+ * 16-bit self, and N, C > 0 off regbase; none for the other operators of the group. `tensors` by
+ * argument name (self, gamma, beta, mean, rstd), `scalars` N and C.
  */
 export function checkGroupNormActRules(
   op: string,
@@ -35,7 +35,7 @@ export function checkGroupNormActRules(
   scalars: Readonly<Record<string, number>>,
 ): void {
   const self = tensors.self;
-  if (op === "aclnnGroupNormSwish" || op === "aclnnGroupNormSwishGrad" || !self) return;
+  if ((op !== "aclnnGroupNormSilu" && op !== "aclnnGroupNormSiluV2") || !self) return;
   const regbase = isRegbase(family);
   const mixed = [tensors.gamma, tensors.beta].some((t) => t && t.dtype !== self.dtype);
   const want = regbase && mixed ? "float32" : self.dtype;
