@@ -1,5 +1,5 @@
 /**
- * Cache blocks against whole calls (src/backends/cpu/fast/cache_blocks.ts): the two-pass CPU
+ * Cache blocks against whole calls (src/backends/cpu/channels/cache_blocks.ts): the two-pass CPU
  * operators (training batchNorm and batchNormBackward, groupNorm and groupNormBackward) on a
  * shape whose data passes the blocking threshold, with the policy's `cacheBlocks` on and off,
  * interleaved round by round (the same bits either way: tests/cpu/cache_blocks.test.ts).

@@ -25,8 +25,7 @@
 
 import { listOf, parseCommand, positiveInteger, positiveNumber } from "../scripts/cli.ts";
 import type { DType } from "../mod.ts";
-import { cpuBackend } from "../src/backends/cpu/mod.ts";
-import { fastKernels } from "../src/backends/cpu/fast/mod.ts";
+import { cpuBackend, cpuKernels } from "../src/backends/cpu/mod.ts";
 import { referenceKernels } from "../tests/oracle/kernels/mod.ts";
 import { setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
 import {
@@ -130,12 +129,12 @@ function median(run: () => void): number {
 }
 
 /** Runs `body` with the CPU backend's kernels replaced by `kernels`. */
-function withKernels<T>(kernels: typeof fastKernels, body: () => T): T {
+function withKernels<T>(kernels: typeof cpuKernels, body: () => T): T {
   Object.assign(cpuBackend, kernels);
   try {
     return body();
   } finally {
-    Object.assign(cpuBackend, fastKernels);
+    Object.assign(cpuBackend, cpuKernels);
   }
 }
 

@@ -1,5 +1,5 @@
 /**
- * Cache blocks (src/backends/cpu/fast/cache_blocks.ts): a training-mode batchNorm or
+ * Cache blocks (src/backends/cpu/channels/cache_blocks.ts): a training-mode batchNorm or
  * batchNormBackward, a groupNorm, groupNormBackward or groupNormSwishGrad whose data passes
  * BLOCKED_FROM_BYTES runs block by block (of channels, of samples) and must give the bits of the
  * same call run whole (the policy's cacheBlocks off), every output: wrong offsets, a block's
@@ -22,7 +22,7 @@ import {
   BLOCK_BYTES,
   BLOCKED_FROM_BYTES,
   channelBlocks,
-} from "../../src/backends/cpu/fast/cache_blocks.ts";
+} from "../../src/backends/cpu/channels/cache_blocks.ts";
 import { MEMORY_ORDER_FROM_INNER } from "../../src/backends/cpu/kernels/layout_types.ts";
 import { channelGeometry } from "../../src/backends/types.ts";
 
@@ -117,7 +117,7 @@ function cases(): [string, () => object][] {
         gamma: weight,
         group: groups,
       })],
-    // A scratch of kept dYNew per block (fast/group_norm_swish_grad.ts).
+    // A scratch of kept dYNew per block (channels/group_norm_swish_grad.ts).
     ["groupNormSwishGrad", () =>
       groupNormSwishGrad({
         dy,

@@ -1,5 +1,5 @@
 /**
- * The channel family's shortcut for row-major calls (src/backends/cpu/fast/contiguous.ts) takes
+ * The channel family's shortcut for row-major calls (src/backends/cpu/channels/contiguous.ts) takes
  * only calls that the general path (aliasing.ts `streamable`, heap placement, layout.ts
  * `chooseLayout`) would run in place, and gives them the general path's layout and addresses:
  * random [N, C, ...] geometries, contiguous or permuted or sliced, in the heap or not, with
@@ -11,10 +11,10 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { Tensor } from "../../mod.ts";
-import { contiguousRows } from "../../src/backends/cpu/fast/contiguous.ts";
-import { streamable } from "../../src/backends/cpu/fast/aliasing.ts";
-import { batchNormDims, chooseLayout } from "../../src/backends/cpu/fast/layout.ts";
-import { hostData } from "../../src/backends/cpu/fast/tensor_arrays.ts";
+import { contiguousRows } from "../../src/backends/cpu/channels/contiguous.ts";
+import { streamable } from "../../src/backends/cpu/channels/aliasing.ts";
+import { batchNormDims, chooseLayout } from "../../src/backends/cpu/channels/layout.ts";
+import { hostData } from "../../src/backends/cpu/tensors/tensor_arrays.ts";
 import { heapAddress } from "../../src/tensor/host_heap.ts";
 
 /** How a case makes one of its tensors from a fresh [N, C, ...inner] shape. */

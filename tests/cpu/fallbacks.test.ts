@@ -1,6 +1,6 @@
 /**
  * The CPU backend's calls that the streaming kernels cannot run on the caller's tensors as they
- * are (src/backends/cpu/fast/staging.ts): mixed data dtypes (float32 copies, as aclnn promotes),
+ * are (src/backends/cpu/channels/staging.ts): mixed data dtypes (float32 copies, as aclnn promotes),
  * outputs that overlap an input other than element for element or write an element twice
  * (scratch output, then a copy), GroupNorm data with no strided [N, C, HxW] view (contiguous
  * copies), and storages beyond int32 element indices (copies of the view). Each runs the fast
@@ -11,7 +11,7 @@
  */
 
 import assert from "node:assert/strict";
-import { fastKernels } from "../../src/backends/cpu/fast/mod.ts";
+import { cpuKernels } from "../../src/backends/cpu/mod.ts";
 import { channelGeometry } from "../../src/backends/types.ts";
 import { rowGeometry } from "../../src/backends/row_norm_types.ts";
 import type { DType } from "../../src/tensor/dtype.ts";
@@ -26,14 +26,14 @@ import {
 } from "../fixtures/cpu_cases.ts";
 import { referenceKernels } from "../oracle/kernels/mod.ts";
 
-type Kernels = typeof fastKernels;
+type Kernels = typeof cpuKernels;
 type Run = (kernels: Kernels, set: TensorSet) => void;
 
-/** Runs the fast kernels on `set` and the oracle's on its twin; compares every tensor. */
+/** Runs the CPU kernels on `set` and the oracle's on its twin; compares every tensor. */
 function compare(name: string, set: TensorSet, run: Run): void {
   const expected = twinSet(set);
   run(referenceKernels, expected);
-  run(fastKernels, set);
+  run(cpuKernels, set);
   // The float32 kernels' bound (assertSetsF32).
   assertSetsF32(set, expected, name, batchNormTerms(set, expected));
 }
@@ -58,7 +58,7 @@ Deno.test("gatherStatsWithCounts equals the oracle's kernel bit for bit", () => 
       const expected = twinSet(set);
       const plan = { channels: C, ranks: W, momentum: 0.1, eps: 1e-5 };
       referenceKernels.batchNormGatherStatsWithCounts(plan, expected as never);
-      fastKernels.batchNormGatherStatsWithCounts(plan, set as never);
+      cpuKernels.batchNormGatherStatsWithCounts(plan, set as never);
       for (const name of Object.keys(set)) {
         if (set[name]) assertSameBits(set[name]!, expected[name]!, `${dtype} ${running} ${name}`);
       }
@@ -72,7 +72,7 @@ Deno.test("gatherStatsWithCounts equals the oracle's kernel bit for bit", () => 
     invstdAll: Tensor.full([4], 5),
   };
   const plan = { channels: 4, ranks: 0, momentum: 0.1, eps: 1e-5 };
-  fastKernels.batchNormGatherStatsWithCounts(plan, none as never);
+  cpuKernels.batchNormGatherStatsWithCounts(plan, none as never);
   assert.deepEqual(none.meanAll!.toArray(), [0, 0, 0, 0]);
   assert.deepEqual(none.invstdAll!.toArray(), [NaN, NaN, NaN, NaN]);
 });
@@ -165,13 +165,13 @@ Deno.test("mixed data dtypes compute on exact float32 copies, rounded once into 
   const dy = random(shape, "float16", 1);
   const x = random(shape, "float32", 2);
   const mixed = Tensor.zeros(shape, "float32");
-  fastKernels.batchNormElemtBackward(
+  cpuKernels.batchNormElemtBackward(
     { geometry },
     { ...common, gradOut: dy, input: x, gradInput: mixed },
   );
   const byHand = Tensor.zeros(shape, "float32");
   const dy32 = Tensor.fromArray(dy.toFloat64Array(), shape, "float32");
-  fastKernels.batchNormElemtBackward(
+  cpuKernels.batchNormElemtBackward(
     { geometry },
     { ...common, gradOut: dy32, input: x, gradInput: byHand },
   );
@@ -246,9 +246,9 @@ Deno.test("views into storages beyond int32 indices run on copies, with the same
   const geometry = channelGeometry(shape);
   const stats = { mean: random([6], "float32", 2), invstd: random([6], "float32", 3, 0.5, 2) };
   const y = Tensor.fromData(big, shape, { offset: at + 60 });
-  fastKernels.batchNormElemt({ geometry, eps: 1e-5 }, { ...stats, input: x, output: y });
+  cpuKernels.batchNormElemt({ geometry, eps: 1e-5 }, { ...stats, input: x, output: y });
   const yWant = Tensor.zeros(shape, "float16");
-  fastKernels.batchNormElemt({ geometry, eps: 1e-5 }, { ...stats, input: compact, output: yWant });
+  cpuKernels.batchNormElemt({ geometry, eps: 1e-5 }, { ...stats, input: compact, output: yWant });
   assertSameBits(Tensor.fromArray(y.toFloat64Array(), shape, "float16"), yWant, "batchNormElemt");
   // LayerNorm over the last dim, from the large storage into a small output.
   const plan = { geometry: rowGeometry(shape, 2), normalizedShape: [5], eps: 1e-5 };
@@ -259,7 +259,7 @@ Deno.test("views into storages beyond int32 indices run on copies, with the same
       mean: Tensor.zeros([2, 6, 1]),
       rstd: Tensor.zeros([2, 6, 1]),
     };
-    fastKernels.layerNorm(plan, t);
+    cpuKernels.layerNorm(plan, t);
     return t;
   };
   const got = row(x);
@@ -270,7 +270,7 @@ Deno.test("views into storages beyond int32 indices run on copies, with the same
   // RMSNorm writing into the large storage.
   const rms = (xIn: Tensor, yOut: Tensor) => {
     const t = { x: xIn, gamma: random([5], "float32", 4), y: yOut, rstd: Tensor.zeros([2, 6, 1]) };
-    fastKernels.rmsNorm({ geometry: rowGeometry(shape, 2), epsilon: 1e-6 }, t);
+    cpuKernels.rmsNorm({ geometry: rowGeometry(shape, 2), epsilon: 1e-6 }, t);
     return t.rstd;
   };
   const yBig = Tensor.fromData(big, shape, { offset: at + 60 });
@@ -286,7 +286,7 @@ Deno.test("empty inputs get CANN's fills: statistics 0 and NaN, gradient sums 0"
     const geometry = channelGeometry(shape);
     const empty = Tensor.zeros(shape);
     const stats = { input: empty, mean: seven([3]), invstd: seven([3]) };
-    fastKernels.batchNormStats({ geometry, eps: 1e-5 }, stats);
+    cpuKernels.batchNormStats({ geometry, eps: 1e-5 }, stats);
     assert.deepEqual([read(stats.mean), read(stats.invstd)], [[0, 0, 0], [NaN, NaN, NaN]]);
     for (const training of [true, false]) {
       const t = {
@@ -297,7 +297,7 @@ Deno.test("empty inputs get CANN's fills: statistics 0 and NaN, gradient sums 0"
         saveMean: seven([3]),
         saveInvstd: seven([3]),
       };
-      fastKernels.batchNorm({ geometry, training, momentum: 0.1, eps: 1e-5 }, t);
+      cpuKernels.batchNorm({ geometry, training, momentum: 0.1, eps: 1e-5 }, t);
       assert.deepEqual(
         [t.saveMean, t.saveInvstd, t.runningMean, t.runningVar].map(read),
         [[0, 0, 0], [NaN, NaN, NaN], [7, 7, 7], [7, 7, 7]],
@@ -315,7 +315,7 @@ Deno.test("empty inputs get CANN's fills: statistics 0 and NaN, gradient sums 0"
       gradWeight: seven([3]),
       gradBias: seven([3]),
     };
-    fastKernels.batchNormReduceBackward(
+    cpuKernels.batchNormReduceBackward(
       { geometry, inputG: true, weightG: true, biasG: true },
       reduce,
     );
@@ -332,7 +332,7 @@ Deno.test("empty inputs get CANN's fills: statistics 0 and NaN, gradient sums 0"
       gradWeight: seven([3]),
       gradBias: seven([3]),
     };
-    fastKernels.batchNormBackward(
+    cpuKernels.batchNormBackward(
       { geometry, training: true, eps: 1e-5, mask: [true, true, true] },
       backward,
     );
@@ -346,7 +346,7 @@ Deno.test("empty inputs get CANN's fills: statistics 0 and NaN, gradient sums 0"
     mean: seven([N, 2]),
     rstd: seven([N, 2]),
   };
-  fastKernels.groupNorm({ N, C, HxW, group: 2, eps: 1e-5 }, gn);
+  cpuKernels.groupNorm({ N, C, HxW, group: 2, eps: 1e-5 }, gn);
   assert.deepEqual([read(gn.mean), read(gn.rstd)], [[0, 0, 0, 0], [NaN, NaN, NaN, NaN]]);
   const gnBack = {
     gradOut: Tensor.zeros([N, C, HxW]),
@@ -357,7 +357,7 @@ Deno.test("empty inputs get CANN's fills: statistics 0 and NaN, gradient sums 0"
     gradGamma: seven([C]),
     gradBeta: seven([C]),
   };
-  fastKernels.groupNormBackward({ N, C, HxW, group: 2, mask: [true, true, true] }, gnBack);
+  cpuKernels.groupNormBackward({ N, C, HxW, group: 2, mask: [true, true, true] }, gnBack);
   assert.deepEqual(read(gnBack.gradGamma), [0, 0, 0, 0]);
   assert.deepEqual(read(gnBack.gradBeta), [0, 0, 0, 0]);
 });

@@ -1,5 +1,5 @@
 /**
- * groupNormSwishGrad's kept dYNew (src/backends/cpu/fast/group_norm_swish_grad.ts): its sums
+ * groupNormSwishGrad's kept dYNew (src/backends/cpu/channels/group_norm_swish_grad.ts): its sums
  * stage stores each element's dYNew, as float32, in a heap scratch that its write stage reads
  * instead of computing it again. The write must give exactly the bits of computing it again
  * (the policy's swishGradCache off): the kernels on their own (rows of every tail length, rows
@@ -15,9 +15,9 @@ import assert from "node:assert/strict";
 import { groupNormSwishGrad, Tensor } from "../../mod.ts";
 import { kernelsWasmBytes } from "../../src/backends/cpu/wasm/kernels_module.ts";
 import { blockAt, instantiateWasm, slotAt, wasmReserve } from "../fixtures/wasm_memory.ts";
-import { cachedSwishGradRuns } from "../../src/backends/cpu/fast/group_norm_swish_grad.ts";
-import { sampleBlocks } from "../../src/backends/cpu/fast/cache_blocks.ts";
-import { MIN_PARALLEL_ELEMENTS } from "../../src/backends/cpu/fast/call.ts";
+import { cachedSwishGradRuns } from "../../src/backends/cpu/channels/group_norm_swish_grad.ts";
+import { sampleBlocks } from "../../src/backends/cpu/channels/cache_blocks.ts";
+import { MIN_PARALLEL_ELEMENTS } from "../../src/backends/cpu/threads.ts";
 import { pooledJobCount, postedJobCount, withCpuPolicy } from "../../src/backends/cpu/pool/pool.ts";
 import { swishCacheRow } from "../../src/backends/cpu/kernels/channel_stages.ts";
 import { cpuThreads, setCpuThreads, startCpuPool } from "../../src/backends/cpu/threads.ts";

@@ -9,7 +9,7 @@
  *   numberToBf16 do (ties to even at every exponent, subnormals, overflow, NaN quiet with
  *   its sign);
  * - (the float32 kernels the operators run are tested against the oracle in
- *   tests/cpu/fast_kernels.test.ts and row_kernels.test.ts);
+ *   tests/cpu/channel_kernels.test.ts and row_kernels.test.ts);
  * - pooled runs (workers with their own instances) give the bits of an inline run without
  *   WebAssembly.
  */
@@ -24,7 +24,7 @@ import {
 import { kernelsWasmBuild, kernelsWasmBytes } from "../../src/backends/cpu/wasm/kernels_module.ts";
 import { codecBits } from "../fixtures/codec_values.ts";
 import { blockAt, instantiateWasm, wasmReserve, type WasmState } from "../fixtures/wasm_memory.ts";
-import { fastKernels } from "../../src/backends/cpu/fast/mod.ts";
+import { cpuKernels } from "../../src/backends/cpu/mod.ts";
 import { pooledJobCount, withCpuPolicy } from "../../src/backends/cpu/pool/pool.ts";
 import { cpuThreads, setCpuThreads, startCpuPool } from "../../src/backends/cpu/threads.ts";
 import { channelGeometry, type KernelName } from "../../src/backends/types.ts";
@@ -281,7 +281,7 @@ Deno.test("wasm on the worker pool: the bits of an inline run without WebAssembl
           })],
         ];
         for (const [kernel, plan, make] of cases) {
-          const run = fastKernels[kernel] as (p: unknown, t: unknown) => void;
+          const run = cpuKernels[kernel] as (p: unknown, t: unknown) => void;
           const pooled = make();
           const alone = twinSet(pooled);
           setCpuThreads(2);

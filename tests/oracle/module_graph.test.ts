@@ -19,7 +19,7 @@ for (const entry of ["mod.ts", "ascend.ts", "backends.ts"]) {
     assert.ok(graph.some((s) => s.endsWith("/src/tensor/tensor.ts")), `${entry}: no tensor.ts`);
     if (entry !== "ascend.ts") {
       assert.ok(
-        graph.some((s) => s.endsWith("/src/backends/cpu/fast/mod.ts")),
+        graph.some((s) => s.endsWith("/src/backends/cpu/channels/mod.ts")),
         `${entry}: no CPU kernels`,
       );
     }

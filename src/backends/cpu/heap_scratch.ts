@@ -1,7 +1,7 @@
 /**
  * Scratch tensors of the CPU kernels in the host heap, and raw copies between them and the
  * caller's tensors (any strides): what the row norms (rows/row_staging.ts) and the BatchNorm
- * family (fast/staging.ts) stage a call's tensors through, so that their WebAssembly kernels
+ * family (channels/staging.ts) stage a call's tensors through, so that their WebAssembly kernels
  * run on every call in place. Scratch blocks may take the heap past its maximum for the
  * duration of a call (src/tensor/host_heap.ts heapScratch); a call that cannot get one is an
  * AclError 207001 naming the shape and the bytes.

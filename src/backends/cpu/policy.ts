@@ -21,13 +21,13 @@ export interface CpuPolicy {
   /** Whether a call that may run on the pool does (see {@linkcode PoolPolicy}). */
   readonly pool: PoolPolicy;
   /**
-   * Whether a large call that reads its data twice runs in cache blocks (fast/cache_blocks.ts),
+   * Whether a large call that reads its data twice runs in cache blocks (channels/cache_blocks.ts),
    * or whole: the same bits either way.
    */
   readonly cacheBlocks: boolean;
   /**
    * Whether groupNormSwishGrad's sums stage keeps each element's dYNew in a heap scratch that
-   * its write stage reads (fast/group_norm_swish_grad.ts), or the write computes it again: the
+   * its write stage reads (channels/group_norm_swish_grad.ts), or the write computes it again: the
    * same bits either way (the tests compare the two).
    */
   readonly swishGradCache: boolean;

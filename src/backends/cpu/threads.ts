@@ -11,6 +11,14 @@
 import { POOL_IDLE_MS, retirePool, startPool } from "./pool/pool.ts";
 import { grantedEnv } from "../../tensor/env.ts";
 
+/**
+ * Calls with fewer elements stay on the calling thread: below it a pooled job costs more than
+ * it saves (its fixed cost is tens of microseconds: waking a worker, waiting for the last
+ * item). From it up, the pool's governor (pool/governor.ts) times each kind and size of call
+ * and uses the pool only where 2 threads beat 1.
+ */
+export const MIN_PARALLEL_ELEMENTS = 1 << 16;
+
 /** The environment variable that sets the default thread count. */
 export const THREADS_ENV = "ACLNN_NORM_THREADS";
 

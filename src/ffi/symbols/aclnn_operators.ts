@@ -8,48 +8,15 @@
  * `Deno.dlopen` takes (opapi.ts), the Ascend backend's calls by parameter name
  * (ffi/aclnn_call.ts), and the ABI test's comparison with the headers (cann_abi.json).
  *
- * A parameter's kind: `tensor` an aclTensor* read by the operator (NULL when absent; running
- * statistics and `*Ref` tensors it updates in place are passed so too), `output` an
- * aclTensor* it writes (its address set again with aclSetOutputTensorAddr when an executor is
- * reused), `bool`, `i32` (int32_t or a C enum), `i64` (int64_t), `f32` (float), `f64` (double),
- * `boolArray` (const aclBoolArray*), `intArray` (const aclIntArray* of int64_t), `string` (a
- * NUL-terminated const char*).
+ * A parameter's kinds and the declaration's fields are in aclnn_declaration.ts.
  *
  * @module
  */
 
 import { ACLNN_FAMILY_OPERATORS } from "./aclnn_operators_family.ts";
+import type { AclnnOperatorDeclaration } from "./aclnn_declaration.ts";
 
-/** How one phase-1 parameter is passed (module doc). */
-export type AclnnParamKind =
-  | "tensor"
-  | "output"
-  | "bool"
-  | "i32"
-  | "i64"
-  | "f32"
-  | "f64"
-  | "boolArray"
-  | "intArray"
-  | "string";
-
-/** One aclnn operator's declaration. */
-export interface AclnnOperatorDeclaration {
-  /**
-   * `nn`: libopapi_nn.so (CANN >= 8.5) or libopapi.so; `math`: libopapi_math.so or
-   * libopapi.so.
-   */
-  readonly library: "nn" | "math";
-  /** Phase 1's parameters before workspaceSize and executor: [name in the header, kind]. */
-  readonly params: readonly (readonly [string, AclnnParamKind])[];
-  /**
-   * Missing from some release this package supports: its symbols resolve to null there
-   * instead of failing the library's `Deno.dlopen`.
-   */
-  readonly optional?: true;
-  /** The header (or doc) its prototype comes from. */
-  readonly header: string;
-}
+export type { AclnnOperatorDeclaration, AclnnParamKind } from "./aclnn_declaration.ts";
 
 /**
  * The operators (module doc): the family's (aclnn_operators_family.ts), then the later ones,

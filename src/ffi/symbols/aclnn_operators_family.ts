@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { AclnnOperatorDeclaration } from "./aclnn_operators.ts";
+import type { AclnnOperatorDeclaration } from "./aclnn_declaration.ts";
 
 /**
  * Not optional: the family torch_npu has called since 2023-08, in every release this package

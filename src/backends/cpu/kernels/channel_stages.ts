@@ -8,8 +8,8 @@
  * heap: `rows` (NCHW: each (n, c) a contiguous run) and dense `pixels`
  * (channels-last, C a multiple of 4, at most {@linkcode MAX_PIXEL_CHANNELS}). A call whose
  * tensors are elsewhere or laid out otherwise is staged into contiguous heap copies first
- * (fast/setup.ts), so these kernels are the family's one implementation. Items and partials
- * are the stage's (layout_types.ts, fast/merge.ts), so the results do not depend on which
+ * (channels/setup.ts), so these kernels are the family's one implementation. Items and partials
+ * are the stage's (layout_types.ts, channels/merge.ts), so the results do not depend on which
  * thread runs which item.
  *
  * Part of the pool's worker script (see pool/worker_entry.ts).
@@ -271,7 +271,7 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
   // Dense pixels: pixel q of the call at base + q * C. Region: o1, o2 (float64 C each), the
   // scratch (float32 3C), the per-channel float32 constants or means (4C).
   if (s.op === "swishSums" || s.op === "swishGrad") {
-    throw new Error(`${s.op}: rows only (fast/group_norm_swish_grad.ts stages the rest)`);
+    throw new Error(`${s.op}: rows only (channels/group_norm_swish_grad.ts stages the rest)`);
   }
   const o1 = w.at;
   const o2 = w.at + 8 * C;

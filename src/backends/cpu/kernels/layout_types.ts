@@ -68,7 +68,7 @@ export const MEMORY_ORDER_FROM_INNER = 1024;
 
 /**
  * Whether a `rows` BatchNorm stage walks its (n, c) rows in memory order (n * C + c), each
- * row's results at its own partials, merged per channel in n order (fast/merge.ts): runs of
+ * row's results at its own partials, merged per channel in n order (channels/merge.ts): runs of
  * at least {@linkcode MEMORY_ORDER_FROM_INNER} elements. Channel by channel, every run of a
  * [32,64,56,56] tensor starts 800 KB from the last, and the reductions read memory at a third
  * of a linear sweep's rate (bench/RESULTS.md). Per-sample layouts (GroupNorm) always do; short

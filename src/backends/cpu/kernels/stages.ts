@@ -1,7 +1,7 @@
 /**
  * The one entry point every thread calls: run items [from, to) of a stage on this thread's
  * WebAssembly kernels, in place in the host heap (every call puts its tensors there first:
- * rows/row_staging.ts, fast/staging.ts). Row-norm stages run the row kernels
+ * rows/row_staging.ts, channels/staging.ts). Row-norm stages run the row kernels
  * (row_norm_stage.ts), every other stage the channel kernels (channel_stages.ts).
  *
  * Part of the pool's worker script (see pool/worker_entry.ts).

@@ -321,7 +321,7 @@ function runChannelItems(s, from, to, w) {
     return;
   }
   if (s.op === "swishSums" || s.op === "swishGrad") {
-    throw new Error(\`\${s.op}: rows only (fast/group_norm_swish_grad.ts stages the rest)\`);
+    throw new Error(\`\${s.op}: rows only (channels/group_norm_swish_grad.ts stages the rest)\`);
   }
   const o1 = w.at;
   const o2 = w.at + 8 * C;

@@ -11,7 +11,7 @@
  */
 
 import type { AdaLayerNormPlan, AdaLayerNormTensors } from "../../types.ts";
-import { channelValues, writeChannelValues } from "../fast/channel_values.ts";
+import { channelValues, writeChannelValues } from "../tensors/channel_values.ts";
 import { adaLayerNormHeap } from "./heap_rows.ts";
 import { withHeapRows } from "./row_staging.ts";
 

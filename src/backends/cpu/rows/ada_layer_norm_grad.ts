@@ -13,7 +13,7 @@
  */
 
 import type { AdaLayerNormBackwardPlan, AdaLayerNormBackwardTensors } from "../../types.ts";
-import { channelValues, writeChannelValues } from "../fast/channel_values.ts";
+import { channelValues, writeChannelValues } from "../tensors/channel_values.ts";
 import { adaLayerNormGradHeap } from "./heap_rows.ts";
 import { withHeapRows } from "./row_staging.ts";
 

@@ -19,7 +19,7 @@ import type {
 } from "../../types.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 import type { Tensor } from "../../../tensor/tensor.ts";
-import { channelValues, writeChannelValues } from "../fast/channel_values.ts";
+import { channelValues, writeChannelValues } from "../tensors/channel_values.ts";
 import { addLayerNormHeap, type AddRowsOptions } from "./heap_rows.ts";
 import { withHeapRows } from "./row_staging.ts";
 

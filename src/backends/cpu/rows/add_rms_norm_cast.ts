@@ -12,7 +12,7 @@
 
 import type { AddRmsNormCastPlan, AddRmsNormCastTensors } from "../../types.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
-import { channelValues, writeChannelValues } from "../fast/channel_values.ts";
+import { channelValues, writeChannelValues } from "../tensors/channel_values.ts";
 import { rmsForwardHeap } from "./heap_rows.ts";
 import { RowStaging } from "./row_staging.ts";
 

@@ -11,7 +11,7 @@
  */
 
 import type { HostData } from "../../../tensor/dtype.ts";
-import { MIN_PARALLEL_ELEMENTS } from "../fast/call.ts";
+import { MIN_PARALLEL_ELEMENTS } from "../threads.ts";
 import {
   ROW_ALPHA,
   ROW_ARRAYS,
@@ -96,7 +96,7 @@ const NO_ADDRESS: TensorAddress = { base: 0, strideN: 0, strideC: 0, strideI: 0,
 /**
  * Runs every item of row-norm stage `op`: pooled when more than one thread is configured, the
  * call has at least MIN_PARALLEL_ELEMENTS elements and more than one item, the pool is up and
- * the governor chooses it (as for the other kernels: fast/call.ts), and not `alone`; else here.
+ * the governor chooses it (as for the other kernels: channels/call.ts), and not `alone`; else here.
  */
 function run(op: RowNormOp, c: RowCall, anchor: HostData, alone = false): void {
   const n = c.p[ROW_N];

@@ -18,7 +18,7 @@ import type {
   LayerNormTensors,
 } from "../../types.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
-import { channelValues, channelValuesOr, writeChannelValues } from "../fast/channel_values.ts";
+import { channelValues, channelValuesOr, writeChannelValues } from "../tensors/channel_values.ts";
 import { layerNormBackwardHeap, layerNormHeap } from "./heap_rows.ts";
 import { withHeapRows } from "./row_staging.ts";
 

@@ -23,7 +23,7 @@ import type {
   RmsNormTensors,
 } from "../../types.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
-import { channelValues, writeChannelValues } from "../fast/channel_values.ts";
+import { channelValues, writeChannelValues } from "../tensors/channel_values.ts";
 import { heapScratchTensor, stageOut } from "../heap_scratch.ts";
 import { rmsForwardHeap, rmsNormGradHeap } from "./heap_rows.ts";
 import { withHeapRows } from "./row_staging.ts";

@@ -14,7 +14,7 @@ import type { DType, HostData } from "../../../tensor/dtype.ts";
 import type { Tensor } from "../../../tensor/tensor.ts";
 import { heapAddress, heapFree } from "../../../tensor/host_heap.ts";
 import { heapScratchTensor, stageInto, stageOut } from "../heap_scratch.ts";
-import { dataCode, hostData } from "../fast/tensor_arrays.ts";
+import { dataCode, hostData } from "../tensors/tensor_arrays.ts";
 
 /** Rows of one tensor in the heap: byte address of row 0, bytes between rows, dtype code. */
 export interface HeapRows {

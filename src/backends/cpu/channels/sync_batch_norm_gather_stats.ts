@@ -23,7 +23,7 @@
 import type { SyncBatchNormGatherStatsPlan, SyncBatchNormGatherStatsTensors } from "../../types.ts";
 import { roundToDType } from "../../../tensor/dtype.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
-import { channelValues, writeChannelValues } from "./channel_values.ts";
+import { channelValues, writeChannelValues } from "../tensors/channel_values.ts";
 
 const f = Math.fround;
 

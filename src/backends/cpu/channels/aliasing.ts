@@ -12,7 +12,7 @@
 import { dtypeByteSize } from "../../../tensor/dtype.ts";
 import { viewSpan } from "../../../tensor/layout.ts";
 import type { Tensor } from "../../../tensor/tensor.ts";
-import { hostData } from "./tensor_arrays.ts";
+import { hostData } from "../tensors/tensor_arrays.ts";
 
 /** Byte range [start, end) a host view touches in its buffer. */
 function byteRange(t: Tensor): [number, number] {

@@ -21,7 +21,7 @@ import type {
 } from "../../types.ts";
 import type { Tensor } from "../../../tensor/tensor.ts";
 import { heapAddress } from "../../../tensor/host_heap.ts";
-import { channelValues, channelValuesOr, writeChannelValues } from "./channel_values.ts";
+import { channelValues, channelValuesOr, writeChannelValues } from "../tensors/channel_values.ts";
 import { streamable } from "./aliasing.ts";
 import { type Call, execute, float64, prepareCall } from "./call.ts";
 import {
@@ -36,7 +36,7 @@ import { statsStage, sumsStage, writeStage } from "./setup.ts";
 import { chooseLayout, flatGroupNormDims, groupNormDims } from "./layout.ts";
 import { contiguousRows } from "./contiguous.ts";
 import { mergeChannelMoments, mergeChannelSums } from "./merge.ts";
-import { hostData } from "./tensor_arrays.ts";
+import { hostData } from "../tensors/tensor_arrays.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 import { batchNormOrder, runStaged, type StagingOptions } from "./staging.ts";
 import { sampleBlocks, sampleView } from "./cache_blocks.ts";

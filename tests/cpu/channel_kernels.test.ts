@@ -7,7 +7,7 @@
  */
 
 import assert from "node:assert/strict";
-import { fastKernels } from "../../src/backends/cpu/fast/mod.ts";
+import { cpuKernels } from "../../src/backends/cpu/mod.ts";
 import { referenceKernels } from "../oracle/kernels/mod.ts";
 import { cpuThreads, setCpuThreads, startCpuPool } from "../../src/backends/cpu/threads.ts";
 import {
@@ -16,7 +16,7 @@ import {
   withCpuPolicy,
   workerItemCount,
 } from "../../src/backends/cpu/pool/pool.ts";
-import { MIN_PARALLEL_ELEMENTS } from "../../src/backends/cpu/fast/call.ts";
+import { MIN_PARALLEL_ELEMENTS } from "../../src/backends/cpu/threads.ts";
 import {
   batchNormItems,
   blocksPerSample,
@@ -52,16 +52,16 @@ const SHAPES: readonly number[][] = [
 
 const numel = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
 
-type Run = (kernels: typeof fastKernels, set: TensorSet) => void;
+type Run = (kernels: typeof cpuKernels, set: TensorSet) => void;
 
 /**
- * Runs `run` with the fast kernels on `set` and the reference on its twin; compares all within
+ * Runs `run` with the CPU kernels on `set` and the reference on its twin; compares all within
  * the float32 kernels' bound (assertSetsF32).
  */
 function compare(name: string, set: TensorSet, run: Run): void {
   const expected = twinSet(set);
   run(referenceKernels, expected);
-  run(fastKernels, set);
+  run(cpuKernels, set);
   assertSetsF32(set, expected, name, batchNormTerms(set, expected));
 }
 
@@ -465,7 +465,7 @@ Deno.test("fast groupNormBackward = reference: groups, masks", () => {
   });
 });
 
-Deno.test("fast kernels in place: gradInput over gradOut, output over input", () => {
+Deno.test("CPU kernels in place: gradInput over gradOut, output over input", () => {
   for (const dtype of FLOATS) {
     // [3, 6, 5, 4]: slab storage, pixels of a partial vector; [2, 8, 41, 41]: in the host
     // heap, so the WebAssembly kernels write in place, channels-last two pixels at a time
@@ -731,7 +731,7 @@ function largeCases(dtype: DType, layout: TestLayout): [KernelName, unknown, () 
       gradGamma: Tensor.zeros([C]),
       gradBeta: Tensor.zeros([C]),
     })],
-    // Its write reads the dYNew its sums kept (fast/group_norm_swish_grad.ts): from the heap
+    // Its write reads the dYNew its sums kept (channels/group_norm_swish_grad.ts): from the heap
     // on every thread, through the job words.
     ["groupNormSwishGrad", {
       N,
@@ -772,7 +772,7 @@ Deno.test("worker pool: 2 threads give the same bits as 1 thread, for every kern
             const jobs = pooledJobCount();
             const posted = postedJobCount();
             setCpuThreads(2);
-            (fastKernels[kernel] as (p: unknown, t: unknown) => void)(plan, pooled);
+            (cpuKernels[kernel] as (p: unknown, t: unknown) => void)(plan, pooled);
             const name = `${kernel} ${dtype} ${layout}`;
             assert.ok(pooledJobCount() > jobs, `${name} ran on the pool`);
             // With its data in the host heap, the job reached the workers through shared
@@ -782,7 +782,7 @@ Deno.test("worker pool: 2 threads give the same bits as 1 thread, for every kern
               assert.equal(postedJobCount(), posted, `${name} was not posted`);
             }
             setCpuThreads(1);
-            (fastKernels[kernel] as (p: unknown, t: unknown) => void)(plan, alone);
+            (cpuKernels[kernel] as (p: unknown, t: unknown) => void)(plan, alone);
             for (const [name, t] of Object.entries(pooled)) {
               assertSameBits(t!, alone[name]!, `${kernel} ${dtype} ${layout} ${name}`);
             }
@@ -849,12 +849,12 @@ Deno.test("worker pool: tensors outside the host heap are staged in the heap, wi
         const posted = postedJobCount();
         const staged = hostHeapUsage().allocations;
         setCpuThreads(2);
-        (fastKernels[kernel] as (p: unknown, t: unknown) => void)(plan, pooled);
+        (cpuKernels[kernel] as (p: unknown, t: unknown) => void)(plan, pooled);
         // The float32 kernels run in the heap: the call stages there, and posts nothing.
         assert.equal(postedJobCount(), posted, `${kernel} was not posted`);
         assert.ok(hostHeapUsage().allocations > staged, `${kernel} staged in the heap`);
         setCpuThreads(1);
-        (fastKernels[kernel] as (p: unknown, t: unknown) => void)(plan, alone);
+        (cpuKernels[kernel] as (p: unknown, t: unknown) => void)(plan, alone);
         for (const [name, t] of Object.entries(pooled)) {
           assertSameBits(t!, alone[name]!, `${kernel} ${name}`);
         }

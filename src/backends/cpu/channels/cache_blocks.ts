@@ -14,7 +14,7 @@
  *
  * A block is the same call on views of the tensors. For a `rows` layout (each (n, c) one
  * contiguous run) a BatchNorm channel's items, partials and merge depend only on N and the
- * inner size (kernels/layout_types.ts rowsPerItem, fast/merge.ts), and GroupNorm's partials
+ * inner size (kernels/layout_types.ts rowsPerItem, channels/merge.ts), and GroupNorm's partials
  * are per (n, c) row, merged per (n, g): the blocks give the bits of one call (GroupNorm's
  * gradGamma and gradBeta sums continue from block to block in the same order). Other layouts
  * run whole: a channel view of a channels-last tensor is no longer dense and would be staged.

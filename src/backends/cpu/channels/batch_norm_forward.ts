@@ -27,7 +27,7 @@ import {
   invstdOf,
   mapValues,
   writeChannelValues,
-} from "./channel_values.ts";
+} from "../tensors/channel_values.ts";
 import { type Call, execute, float64 } from "./call.ts";
 import { NORMALIZE_CONSTANTS, normalizeCentered } from "../kernels/formulas.ts";
 import type { WriteStage } from "../kernels/stage_types.ts";

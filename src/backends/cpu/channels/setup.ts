@@ -19,7 +19,7 @@ import {
   type WriteStage,
 } from "../kernels/stage_types.ts";
 import { batchNormDims, chooseLayout, type ChosenLayout } from "./layout.ts";
-import { hostData, readArray, writeArray } from "./tensor_arrays.ts";
+import { hostData, readArray, writeArray } from "../tensors/tensor_arrays.ts";
 import { heapAddress } from "../../../tensor/host_heap.ts";
 import { channelLayoutFits } from "../kernels/channel_stages.ts";
 import { contiguousRows } from "./contiguous.ts";

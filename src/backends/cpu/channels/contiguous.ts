@@ -16,7 +16,7 @@ import type { Tensor } from "../../../tensor/tensor.ts";
 import type { TensorAddress } from "../kernels/layout_types.ts";
 import { MAX_STORAGE_ELEMENTS } from "./aliasing.ts";
 import type { ChosenLayout } from "./layout.ts";
-import { hostData } from "./tensor_arrays.ts";
+import { hostData } from "../tensors/tensor_arrays.ts";
 
 /** Whether two shapes are equal. */
 function sameShape(a: readonly number[], b: readonly number[]): boolean {

@@ -20,8 +20,8 @@
  */
 
 import type { GroupNormSwishGradPlan, GroupNormSwishGradTensors } from "../../types.ts";
-import { channelValues } from "./channel_values.ts";
-import { writeChannelValues } from "./channel_values.ts";
+import { channelValues } from "../tensors/channel_values.ts";
+import { writeChannelValues } from "../tensors/channel_values.ts";
 import { type Call, execute, float64 } from "./call.ts";
 import {
   SWISH_GRAD_CONSTANTS,

@@ -14,7 +14,7 @@
 import type { BatchNormReducePlan, BatchNormReduceTensors } from "../../types.ts";
 import { channelGeometry } from "../../types.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
-import { writeChannelValues } from "./channel_values.ts";
+import { writeChannelValues } from "../tensors/channel_values.ts";
 import { execute } from "./call.ts";
 import { mergeChannelSums } from "./merge.ts";
 import { batchNormCall, sumsStage } from "./setup.ts";

@@ -22,7 +22,7 @@ import {
   invstdOf,
   mapValues,
   writeChannelValues,
-} from "./channel_values.ts";
+} from "../tensors/channel_values.ts";
 import { type Call, execute, float64, visible } from "./call.ts";
 import { batchNormGradCentered, GRADIENT_CONSTANTS } from "../kernels/formulas.ts";
 import type { Stage, WriteStage } from "../kernels/stage_types.ts";

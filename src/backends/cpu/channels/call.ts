@@ -12,17 +12,9 @@ import type { Layout, TensorAddress } from "../kernels/layout_types.ts";
 import type { DataCode, Stage } from "../kernels/stage_types.ts";
 import { choosePool, readyPool, runInline, runPooled, type WorkerPool } from "../pool/pool.ts";
 import { governor, groupKey } from "../pool/governor.ts";
-import { cpuThreads } from "../threads.ts";
-import { dataCode, isShared } from "./tensor_arrays.ts";
+import { cpuThreads, MIN_PARALLEL_ELEMENTS } from "../threads.ts";
+import { dataCode, isShared } from "../tensors/tensor_arrays.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
-
-/**
- * Calls with fewer elements stay on the calling thread: below it a pooled job costs more than
- * it saves (its fixed cost is tens of microseconds: waking a worker, waiting for the last
- * item). From it up, the pool's governor (pool/governor.ts) times each kind and size of call
- * and uses the pool only where 2 threads beat 1.
- */
-export const MIN_PARALLEL_ELEMENTS = 1 << 16;
 
 /** A prepared call. */
 export interface Call {

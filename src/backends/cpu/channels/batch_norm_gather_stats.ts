@@ -7,7 +7,7 @@
 
 import type { BatchNormGatherStatsPlan, BatchNormGatherStatsTensors } from "../../types.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
-import { channelValues, writeChannelValues } from "./channel_values.ts";
+import { channelValues, writeChannelValues } from "../tensors/channel_values.ts";
 
 /**
  * aclnnBatchNormGatherStatsWithCounts: with n_w = counts[w], var_w = 1/invstd_w^2 - eps and
