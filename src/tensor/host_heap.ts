@@ -121,24 +121,56 @@ interface HostHeap {
   /** The blocks: size classes, cached blocks, free ranges, the top. */
   readonly pool: BlockPool;
   readonly registry: FinalizationRegistry<Block>;
-  /** The block of each owner (the typed array made over it). */
-  readonly owners: WeakMap<object, Block>;
-  /** The live blocks (a block is freed once: by `dispose()`, its owner's collection, or tests). */
-  readonly live: Set<Block>;
   /** Requests of heap size that got a buffer of their own (heap full or off). */
   fallbacks: number;
 }
 
-/** A live block [at, at + bytes). */
+/**
+ * A block [at, at + bytes), live until it is freed, once: by `dispose()`, its owner's
+ * collection, or tests.
+ */
 interface Block {
   readonly at: number;
   readonly bytes: number;
+  live: boolean;
 }
 
 let heap: HostHeap | null | undefined;
 
-/** Host storage that `dispose()` released (heap blocks and any other host storage). */
-const disposed = new WeakSet<object>();
+/** What {@linkcode states} holds for host storage outside the heap that `dispose()` released. */
+const RELEASED: Block = { at: -1, bytes: 0, live: false };
+
+/**
+ * Each host storage's state, one map for both kinds (one lookup a call, not one per kind): a
+ * heap block's owner (the typed array made over it) maps to its block, live until freed; other
+ * host storage maps to {@linkcode RELEASED} once `dispose()` released it, and is absent before.
+ */
+const states = new WeakMap<object, Block>();
+
+/**
+ * A block handed out ({@linkcode heapAllocate}, {@linkcode heapScratch}): its memory, and
+ * `adopt`, which ties its life to an owner's.
+ */
+export class HeapGrant {
+  /** The heap's buffer when the block was taken. */
+  readonly buffer: SharedArrayBuffer;
+  /** The block's byte offset in the heap. */
+  readonly at: number;
+  /** The block (for {@linkcode releaseForTests}). */
+  readonly block: Block;
+
+  constructor(buffer: SharedArrayBuffer, block: Block) {
+    this.buffer = buffer;
+    this.at = block.at;
+    this.block = block;
+  }
+
+  /** Frees the block once `owner` is collected, or by {@linkcode heapFree} of `owner`. */
+  adopt(owner: object): void {
+    states.set(owner, this.block);
+    heap?.registry.register(owner, this.block, this.block);
+  }
+}
 
 /** Grows `memory` to hold `end` bytes within `limit`; false when it cannot. */
 function growTo(memory: WebAssembly.Memory, end: number, limit = hostHeapMaxBytes()): boolean {
@@ -186,8 +218,6 @@ function createHeap(policy: HostHeapPolicy): HostHeap | null {
       buffers: new WeakSet(),
       pool: new BlockPool(HOST_HEAP_RESERVED_BYTES, (end) => growTo(memory, end)),
       registry: new FinalizationRegistry(release),
-      live: new Set(),
-      owners: new WeakMap(),
       fallbacks: 0,
     };
   } catch {
@@ -211,7 +241,8 @@ function currentBuffer(h: HostHeap): SharedArrayBuffer {
 /** Returns `block` to its size class's free list (cached for the next request). */
 function release(block: Block): void {
   const h = heap;
-  if (!h || !h.live.delete(block)) return;
+  if (!h || !block.live) return;
+  block.live = false;
   h.pool.give(block.at, block.bytes);
 }
 
@@ -224,7 +255,7 @@ function release(block: Block): void {
 export function heapAllocate(
   bytes: number,
   zeroed = true,
-): { buffer: SharedArrayBuffer; at: number; adopt(owner: object): void } | undefined {
+): HeapGrant | undefined {
   return takeBlock(bytes, zeroed, undefined);
 }
 
@@ -239,7 +270,7 @@ export function heapAllocate(
 export function heapScratch(
   bytes: number,
   zeroed = false,
-): { buffer: SharedArrayBuffer; at: number; adopt(owner: object): void } | undefined {
+): HeapGrant | undefined {
   const h = theHeap();
   return h
     ? takeBlock(bytes, zeroed, (end) => growTo(h.memory, end, HOST_HEAP_LIMIT_BYTES))
@@ -250,7 +281,7 @@ function takeBlock(
   bytes: number,
   zeroed: boolean,
   grow: ((end: number) => boolean) | undefined,
-): { buffer: SharedArrayBuffer; at: number; adopt(owner: object): void } | undefined {
+): HeapGrant | undefined {
   const h = theHeap();
   if (!h) return undefined;
   const size = sizeClass(Math.ceil((bytes + HOST_HEAP_SLACK_BYTES) / BLOCK_ALIGN) * BLOCK_ALIGN);
@@ -274,13 +305,7 @@ function takeBlock(
     if (zeroed) view.fill(0);
     else if (h.policy.poisonReused) view.fill(0xff); // NaN in every float dtype
   }
-  const block: Block = { at, bytes: size };
-  h.live.add(block);
-  const adopt = (owner: object) => {
-    h.owners.set(owner, block);
-    h.registry.register(owner, block, block);
-  };
-  return { buffer, at, adopt };
+  return new HeapGrant(buffer, { at, bytes: size, live: true });
 }
 
 /**
@@ -290,19 +315,20 @@ function takeBlock(
  * block (not in the heap, or freed already).
  */
 export function heapFree(owner: object): boolean {
-  disposed.add(owner);
-  const h = heap;
-  const block = h?.owners.get(owner);
-  if (!h || !block || !h.live.has(block)) return false;
-  h.registry.unregister(block);
-  h.owners.delete(owner);
+  const block = states.get(owner);
+  if (block === undefined) {
+    states.set(owner, RELEASED);
+    return false;
+  }
+  if (!block.live) return false;
+  heap?.registry.unregister(block);
   release(block);
   return true;
 }
 
 /** Whether {@linkcode heapFree} released `owner` (a tensor's host storage). */
 export function heapFreed(owner: object): boolean {
-  return disposed.has(owner);
+  return states.get(owner)?.live === false;
 }
 
 /** Counts a request of heap size that got a buffer of its own without asking the heap. */
@@ -379,7 +405,7 @@ export function hostHeapUsage(): HostHeapUsage {
   };
 }
 
-/** Tests: frees the block at byte `at` now, as the registry does once its owner is collected. */
-export function releaseForTests(at: number): void {
-  for (const block of heap?.live ?? []) if (block.at === at) return release(block);
+/** Tests: frees a block handed out now, as the registry does once its owner is collected. */
+export function releaseForTests(grant: { readonly at: number }): void {
+  if (grant instanceof HeapGrant) release(grant.block);
 }

@@ -133,20 +133,20 @@ Deno.test("host heap: reused blocks are zero-filled on request, else poisoned (t
   const bytes = 3 * 65536;
   const first = heapAllocate(bytes)!;
   new Uint8Array(first.buffer, first.at, bytes).fill(7);
-  releaseForTests(first.at);
+  releaseForTests(first);
   const zeroed = heapAllocate(bytes)!;
   assert.equal(zeroed.at, first.at, "the cached block of the same class");
   const view = new Uint8Array(zeroed.buffer, zeroed.at, bytes);
   assert.equal(view.findIndex((v) => v !== 0), -1, "zero-filled");
   view.fill(7);
-  releaseForTests(zeroed.at);
+  releaseForTests(zeroed);
   const poisoned = heapAllocate(bytes, false)!;
   assert.equal(poisoned.at, first.at);
   assert.ok(Number.isNaN(new Float32Array(poisoned.buffer, poisoned.at, 4)[0]), "NaN-filled");
-  releaseForTests(poisoned.at);
+  releaseForTests(poisoned);
   // Freeing a block twice does nothing the second time.
   const before = hostHeapUsage().bytesInUse;
-  releaseForTests(poisoned.at);
+  releaseForTests(poisoned);
   assert.equal(hostHeapUsage().bytesInUse, before);
   // Once in use, the heap's policy stays.
   assert.throws(() => startHostHeap({ poisonReused: false }), /under another policy/);
@@ -159,7 +159,7 @@ Deno.test("host heap: under the default policy, a reused block keeps its old byt
     `import { heapAllocate, releaseForTests } from "${module}";`,
     `const first = heapAllocate(${3 * 65536})!;`,
     `new Uint8Array(first.buffer, first.at, ${3 * 65536}).fill(7);`,
-    `releaseForTests(first.at);`,
+    `releaseForTests(first);`,
     `const kept = heapAllocate(${3 * 65536}, false)!;`,
     `console.log(kept.at === first.at, new Uint8Array(kept.buffer, kept.at, 4096)[100]);`,
   ].join("\n");
@@ -192,9 +192,9 @@ Deno.test("host heap: when it is full, storage gets a buffer of its own", () => 
   );
   assert.equal(heapAllocate(hostHeapMaxBytes()), undefined, "beyond the maximum");
   // Fill the heap (grown memory is committed only when touched, so this is cheap).
-  const taken: number[] = [];
+  const taken: { at: number }[] = [];
   for (const size of [1 << 26, 1 << 20, 1 << 16]) {
-    for (let block = heapAllocate(size); block; block = heapAllocate(size)) taken.push(block.at);
+    for (let block = heapAllocate(size); block; block = heapAllocate(size)) taken.push(block);
   }
   assert.ok(taken.length >= 8, `${taken.length} blocks before full`);
   try {
@@ -203,7 +203,7 @@ Deno.test("host heap: when it is full, storage gets a buffer of its own", () => 
     assert.ok(data.buffer instanceof SharedArrayBuffer, "shared, for the worker pool");
     assert.equal(data.length, 1 << 16);
   } finally {
-    for (const at of taken) releaseForTests(at);
+    for (const block of taken) releaseForTests(block);
   }
   assert.ok(heapAddress(allocateHostData("float32", 1 << 16)) > 0, "room again once freed");
 });
