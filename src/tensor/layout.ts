@@ -62,6 +62,26 @@ export function isDenseLayout(shape: readonly number[], strides: readonly number
   return viewSpan(shape, strides) === numel(shape) || numel(shape) === 0;
 }
 
+/** Whether two stride lists are equal. */
+function equalStrides(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** Channels-last strides of `shape` (rank >= 2): dim 1 innermost, then the last dims, dim 0. */
+function channelsLastStrides(shape: readonly number[]): number[] {
+  const strides = new Array<number>(shape.length);
+  strides[1] = 1;
+  let step = Math.max(shape[1], 1);
+  for (let i = shape.length - 1; i >= 2; i--) {
+    strides[i] = step;
+    step *= Math.max(shape[i], 1);
+  }
+  strides[0] = step;
+  return strides;
+}
+
 /**
  * Compact strides for a new tensor of `shape` whose dimensions are laid out in the same order
  * as `strides` orders them (largest stride outermost; ties keep the dimension order). A
@@ -71,9 +91,20 @@ export function isDenseLayout(shape: readonly number[], strides: readonly number
 export function stridesLike(shape: readonly number[], strides: readonly number[]): number[] {
   // Row-major strides (an operator's usual input) give themselves: no sort.
   const same = contiguousStrides(shape);
-  let rowMajor = same.length === strides.length;
-  for (let i = 0; rowMajor && i < same.length; i++) rowMajor = same[i] === strides[i];
-  if (rowMajor) return same;
+  if (equalStrides(same, strides)) return same;
+  // So do channels-last ones (dim 1 innermost) when no dim has one element (no ties).
+  if (shape.length >= 3 && shape.every((d) => d > 1)) {
+    const last = channelsLastStrides(shape);
+    if (equalStrides(last, strides)) return last;
+  }
+  return sortedStridesLike(shape, strides);
+}
+
+/**
+ * {@linkcode stridesLike} without its shortcuts: the dims ordered by stride, then compact
+ * strides in that order (exported for the test that holds the shortcuts to it).
+ */
+export function sortedStridesLike(shape: readonly number[], strides: readonly number[]): number[] {
   const order = shape.map((_, i) => i).sort((a, b) => strides[b] - strides[a] || a - b);
   const out = new Array<number>(shape.length);
   let step = 1;

@@ -193,7 +193,7 @@ export class Tensor {
    * @example
    * ```ts
    * import { Tensor } from "@aclnn/norm";
-   * const x = Tensor.zeros([2, 3, 4, 5]).permute([0, 2, 3, 1]).permute([0, 3, 1, 2]);
+   * const x = Tensor.zeros([2, 4, 5, 3]).permute([0, 3, 1, 2]); // channels-last [2, 3, 4, 5]
    * console.log(Tensor.zerosLike(x).strides); // [60, 1, 15, 3]: channels-last, like x
    * ```
    */
@@ -234,7 +234,7 @@ export class Tensor {
    * @example
    * ```ts
    * import { Tensor } from "@aclnn/norm";
-   * const x = Tensor.zeros([2, 3, 4, 5]).permute([0, 2, 3, 1]).permute([0, 3, 1, 2]);
+   * const x = Tensor.zeros([2, 4, 5, 3]).permute([0, 3, 1, 2]); // channels-last [2, 3, 4, 5]
    * console.log(Tensor.emptyLike(x).strides); // [60, 1, 15, 3]
    * ```
    */

@@ -34,7 +34,7 @@ import { mergeMoments } from "../kernels/moments.ts";
 import { channelLayoutFits } from "../kernels/channel_stages.ts";
 import { statsStage, sumsStage, writeStage } from "./setup.ts";
 import { chooseLayout, flatGroupNormDims, groupNormDims } from "./layout.ts";
-import { contiguousRows } from "./contiguous.ts";
+import { denseLayout, type DenseOrder } from "./dense_layout.ts";
 import { mergeChannelMoments, mergeChannelSums } from "./merge.ts";
 import { hostData } from "../tensors/tensor_arrays.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
@@ -55,7 +55,8 @@ export function groupNormCall(
 ): Call | undefined {
   const { N, C, HxW } = plan;
   const data = output ? [...inputs, output] : [...inputs];
-  const common = contiguousRows(N, C, HxW, data, output !== undefined);
+  const dense = (order: DenseOrder) => denseLayout(N, C, HxW, data, output !== undefined, order);
+  const common = dense("rows") ?? (rowsOnly ? undefined : dense("pixels"));
   if (common) {
     const layout = { ...common.layout, perSample: true };
     return prepareCall({ layout, addresses: common.addresses }, data, N * C * HxW);

@@ -22,7 +22,7 @@ import { batchNormDims, chooseLayout, type ChosenLayout } from "./layout.ts";
 import { hostData, readArray, writeArray } from "../tensors/tensor_arrays.ts";
 import { heapAddress } from "../../../tensor/host_heap.ts";
 import { channelLayoutFits } from "../kernels/channel_stages.ts";
-import { contiguousRows } from "./contiguous.ts";
+import { denseLayout, type DenseOrder } from "./dense_layout.ts";
 
 /**
  * A BatchNorm-family call over non-empty `inputs` (and `output`, written from them), or
@@ -38,7 +38,9 @@ export function batchNormCall(
   output: Tensor | undefined,
 ): Call | undefined {
   const data = output ? [...inputs, output] : [...inputs];
-  const common = contiguousRows(g.outer, g.channels, g.inner, data, output !== undefined);
+  const dense = (order: DenseOrder) =>
+    denseLayout(g.outer, g.channels, g.inner, data, output !== undefined, order);
+  const common = dense("rows") ?? dense("pixels");
   if (common) return prepareCall(common, data, g.outer * g.channels * g.inner);
   if (!streamable(output, inputs)) return undefined;
   if (!data.every((t) => heapAddress(hostData(t)) >= 0)) return undefined;
