@@ -83,6 +83,8 @@ export class Tensor {
   readonly storage: HostData | DeviceStorage;
   /** Brand: only instances made by this constructor have it. */
   readonly #brand = true;
+  /** Number of elements (the shape's product, kept: operators ask for it many times a call). */
+  readonly #numel: number;
 
   /**
    * Wraps a storage in a view. Checks that the view fits inside the storage.
@@ -99,7 +101,11 @@ export class Tensor {
     this.shape = Object.freeze(checkShape(shape, "Tensor"));
     // The checks stay inline: every view and every operator output is made here.
     const s = strides ? [...strides] : contiguousStrides(this.shape);
-    if (s.length !== this.shape.length || s.some((v) => !Number.isSafeInteger(v) || v < 0)) {
+    let stridesOk = s.length === this.shape.length;
+    for (let i = 0; stridesOk && i < s.length; i++) {
+      stridesOk = Number.isSafeInteger(s[i]) && s[i] >= 0;
+    }
+    if (!stridesOk) {
       throw new RangeError(
         `Tensor: strides ${formatShape(s)} must be ${this.shape.length} integers >= 0`,
       );
@@ -118,6 +124,7 @@ export class Tensor {
       throw new RangeError(`Tensor: ${overrunProblem(this.shape, s, offset, capacity, "the")}`);
     }
     this.strides = Object.freeze(s);
+    this.#numel = numel(this.shape);
     this.dtype = dtype;
     this.offset = offset;
     this.storage = storage;
@@ -288,7 +295,7 @@ export class Tensor {
 
   /** Number of elements. */
   get numel(): number {
-    return numel(this.shape);
+    return this.#numel;
   }
 
   /** Whether the view is row-major contiguous. */

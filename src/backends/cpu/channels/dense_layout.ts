@@ -7,7 +7,7 @@
  * one: `rows` for row-major, `pixels` for channels-last. This gives the same layout and
  * addresses in a few comparisons, which a small call's time notices (batchNormElemt
  * [4,16,8,8]: a quarter of its JavaScript went to the general checks).
- * tests/cpu/contiguous_call.test.ts compares the two on many geometries.
+ * tests/cpu/dense_layout.test.ts compares the two on many geometries.
  *
  * @module
  */
