@@ -2,13 +2,14 @@
  * Plans and tensors of the BatchNorm operators of issue 39 (aclnnBatchNormReduce,
  * aclnnSyncBatchNormGatherStats, aclnnFastBatchNormBackward) and their kernels' signatures
  * ({@linkcode BatchNormFamilyKernels}): the kernel contract's part for them (re-exported by
- * `types.ts`, whose `Kernels` joins every family's).
+ * `types.ts`, whose `Kernels` joins every family's). aclnnFastBatchNormBackward takes the seed
+ * aclnnBatchNormBackward's plan and tensors (`batch_norm_types.ts`).
  *
  * @module
  */
 
 import type { Tensor } from "../tensor/tensor.ts";
-import type { BatchNormBackwardPlan, BatchNormBackwardTensors } from "./types.ts";
+import type { BatchNormBackwardPlan, BatchNormBackwardTensors } from "./batch_norm_types.ts";
 
 /** aclnnBatchNormReduce. */
 export interface BatchNormReducePlan {

@@ -1,14 +1,47 @@
 /**
  * DeviceBuffer, one allocation of device memory (what tensors on an NPU hold as `storage`),
  * and the checks of device storage the AscendDevice methods make. The memory itself, and when it
- * is freed, is DeviceState's (device_state.ts).
+ * is freed, is its device's: a buffer reaches it only through {@linkcode BufferHome}, which
+ * DeviceState (device_state.ts) implements, so this file needs nothing from that one.
  *
  * @module
  */
 
 import type { AcceleratorDevice, DeviceStorage } from "../tensor/device.ts";
 import { AclError } from "../errors.ts";
-import type { Allocation, DeviceState } from "./device_state.ts";
+import type { Block } from "./allocator.ts";
+
+/**
+ * The memory behind one DeviceBuffer: an allocator block (null for 0 bytes) and the bytes
+ * asked for, in a slot of its device's table (reused once it is freed; -1 for 0 bytes).
+ */
+export interface Allocation {
+  readonly slot: number;
+  readonly block: Block | null;
+  readonly pointer: Deno.PointerValue;
+  readonly byteLength: number;
+  /** The device's synchronisation count when queued work last used it (-1: never). */
+  launch: number;
+}
+
+/**
+ * What a DeviceBuffer needs from the device that owns its memory (DeviceState): whether it is
+ * closed, its error for a closed device, the backstop's tracking of buffers by slot
+ * (reclaim.ts's BufferTracker), and freeing (now, or after the next synchronisation).
+ */
+export interface BufferHome {
+  /** Whether the device is closed (its memory is gone with it). */
+  readonly closed: boolean;
+  /** Throws the device's error naming `what` when it is closed or held. */
+  check(what: string): void;
+  /** The garbage-collection backstop's record of the device's buffers. */
+  readonly buffers: {
+    track(buffer: DeviceBuffer, slot: number): void;
+    untrack(slot: number): void;
+  };
+  /** Frees `allocation` now, or after the next synchronisation when queued work uses it. */
+  release(allocation: Allocation): void;
+}
 
 /** The token that constructs DeviceBuffers and AscendDevices (not for users). */
 export const internalToken: symbol = Symbol("DeviceBuffer.internal");
@@ -60,7 +93,7 @@ export class DeviceBuffer implements DeviceStorage {
   readonly device: AcceleratorDevice;
   /** Size in bytes. */
   readonly byteLength: number;
-  readonly #state: DeviceState;
+  readonly #state: BufferHome;
   readonly #allocation: Allocation;
   #released = false;
   /** The view whose signature text is remembered, and the text (see rememberedGeometry()). */
@@ -79,7 +112,7 @@ export class DeviceBuffer implements DeviceStorage {
   /** Not for users: buffers come from {@linkcode AscendDevice.allocate}. */
   constructor(state: unknown, allocation: unknown, token: symbol) {
     if (token !== internalToken) throw new TypeError("DeviceBuffer: use AscendDevice.allocate()");
-    this.#state = state as DeviceState;
+    this.#state = state as BufferHome;
     this.#allocation = allocation as Allocation;
     this.byteLength = this.#allocation.byteLength;
     this.device = deviceOf(this.#state);
@@ -120,14 +153,14 @@ export class DeviceBuffer implements DeviceStorage {
   }
 }
 
-const devices = new WeakMap<DeviceState, AcceleratorDevice>();
+const devices = new WeakMap<BufferHome, AcceleratorDevice>();
 
 /** Records `device` as the AscendDevice of `state` (its constructor calls this). */
-export function registerDevice(state: DeviceState, device: AcceleratorDevice): void {
+export function registerDevice(state: BufferHome, device: AcceleratorDevice): void {
   devices.set(state, device);
 }
 
-function deviceOf(state: DeviceState): AcceleratorDevice {
+function deviceOf(state: BufferHome): AcceleratorDevice {
   const device = devices.get(state);
   if (!device) throw new TypeError("DeviceBuffer: unknown device");
   return device;

@@ -2,7 +2,8 @@
  * What an open Ascend device owns, and its device memory: the DeviceState behind an
  * AscendDevice (libraries, context, stream, the caching allocator, allocations by slot,
  * in-flight and deferred frees, the workspace, prepared calls, the calls queued and their
- * deadlines). DeviceBuffer, one allocation of device memory, is in device_buffer.ts.
+ * deadlines). DeviceBuffer, one allocation of device memory, and the Allocation behind it are in
+ * device_buffer.ts, which reaches this state only through its BufferHome interface.
  *
  * Lifetimes: a {@linkcode DeviceBuffer} is freed by `release()` (idempotent), by its device's
  * `close()`, or, as a backstop only, once it is garbage (reclaim.ts). Work that runAclnn
@@ -14,7 +15,7 @@
  */
 
 import { ACL_SUCCESS, AclrtMemMallocPolicy } from "./constants.ts";
-import { type Block, CachingAllocator } from "./allocator.ts";
+import { CachingAllocator } from "./allocator.ts";
 import { CallCache } from "./call_cache.ts";
 import { BufferTracker } from "./reclaim.ts";
 import { AclError, recentErrorMessage, unwrapAcl } from "../errors.ts";
@@ -22,7 +23,13 @@ import { deviceFailureMessage, LaunchLog } from "./launch_log.ts";
 import { StreamWatch } from "./stream_watch.ts";
 import type { WaiterSymbols, WaitOutcome } from "./stream_waiter.ts";
 import { runtimeSymbols } from "./symbols/runtime.ts";
-import { allocationOf, DeviceBuffer, internalToken } from "./device_buffer.ts";
+import {
+  type Allocation,
+  allocationOf,
+  type BufferHome,
+  DeviceBuffer,
+  internalToken,
+} from "./device_buffer.ts";
 
 export {
   checkOwn,
@@ -61,20 +68,10 @@ const MAX_DEFERRED_BYTES = 256 * 1024 * 1024;
 const MAX_QUEUED_LAUNCHES = 1024;
 
 /**
- * The memory behind one DeviceBuffer: an allocator block (null for 0 bytes) and the bytes
- * asked for, in a slot of its device's table (reused once it is freed; -1 for 0 bytes).
+ * Everything a device owns; DeviceBuffers reach it as their {@linkcode BufferHome}, the executor
+ * through `ascendState`.
  */
-export interface Allocation {
-  readonly slot: number;
-  readonly block: Block | null;
-  readonly pointer: Deno.PointerValue;
-  readonly byteLength: number;
-  /** The device's synchronisation count when queued work last used it (-1: never). */
-  launch: number;
-}
-
-/** Everything a device owns; DeviceBuffers and the executor reach it through `ascendState`. */
-export class DeviceState {
+export class DeviceState implements BufferHome {
   readonly libs: CannLibraries;
   readonly rt: Runtime;
   readonly deviceId: number;

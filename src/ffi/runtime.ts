@@ -2,7 +2,8 @@
  * The Ascend device: device binding and {@linkcode AscendDevice}, an open device with one
  * stream (memory figures, copies with aclrtMemcpy, synchronisation, close). ACL's own
  * initialisation and `finalizeAscend()` are in acl_lifecycle.ts; what a device owns and its
- * memory (DeviceState, DeviceBuffer and their lifetimes) in device_state.ts.
+ * memory (DeviceState and the lifetimes of its buffers) in device_state.ts, DeviceBuffer in
+ * device_buffer.ts.
  *
  * Device references: aclrtSetDevice counts per process and device, aclrtResetDevice releases
  * one (hicann/runtime runtime.cc PrimaryContextRetain/Release; an extra reset is 507007). Every

@@ -33,7 +33,7 @@ import type { AclnnOperatorName } from "../../ffi/symbols/aclnn_operators.ts";
 import type { SocFamilyName } from "./soc_families.ts";
 
 /**
- * An operator's kernel family: `batchNorm` (`types.ts`'s `BatchNormKernels`), `batchNormFamily`
+ * An operator's kernel family: `batchNorm` (`batch_norm_types.ts`), `batchNormFamily`
  * (`batch_norm_family_types.ts`), `groupNorm` (`group_norm_types.ts`), `groupNormAct`
  * (`group_norm_act_types.ts`), `rowNorm` (`row_norm_types.ts`).
  */
