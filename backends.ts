@@ -8,7 +8,7 @@
  * ```ts
  * import { backendFor, registeredBackends } from "@aclnn/norm/backends";
  * console.log(registeredBackends().map((b) => b.name)); // ["ascend", "cpu"]
- * console.log(backendFor("aclnnBatchNorm", "cpu").name); // "cpu"
+ * console.log(backendFor("aclnnBatchNorm", "cpu").name); // cpu
  * ```
  *
  * @module

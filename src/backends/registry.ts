@@ -41,7 +41,7 @@ export function registerBackend(backend: Backend): void {
  * @example
  * ```ts
  * import { registeredBackends } from "@aclnn/norm/backends";
- * console.log(registeredBackends().map((b) => b.name)); // [..., "ascend", "cpu"]
+ * console.log(registeredBackends().map((b) => b.name)); // ["ascend", "cpu"]: later registrations first
  * ```
  */
 export function registeredBackends(): readonly Backend[] {

@@ -126,7 +126,7 @@ function integer(name: string, value: number | undefined, env: string): number {
  *   const { output } = await syncBatchNormForward({ input, allGather: group.allGather });
  *   console.log(output.shape); // [4, 3, 5]
  * } catch (e) {
- *   console.log((e as Error).message.split("\n")[0]); // no CANN or HCCL here
+ *   console.log((e as Error).message.split("\n")[0]); // (no CANN or HCCL here)
  * }
  * ```
  */

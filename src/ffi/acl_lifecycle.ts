@@ -66,7 +66,7 @@ export function initAcl(libs: CannLibraries): void {
  *   openAscend().close();
  *   console.log(finalizeAscend()); // true: this package initialised ACL
  * } catch (e) {
- *   console.log((e as Error).message.split("\n")[0]); // no CANN here
+ *   console.log((e as Error).message.split("\n")[0]); // (no CANN here)
  * }
  * ```
  */

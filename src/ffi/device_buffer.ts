@@ -84,7 +84,7 @@ export function rememberGeometry(buffer: DeviceBuffer, view: object, key: string
  *   t.dispose();
  *   console.log(buffer.released); // true
  * } catch (e) {
- *   console.log((e as Error).message.split("\n")[0]); // no CANN here
+ *   console.log((e as Error).message.split("\n")[0]); // (no CANN here)
  * }
  * ```
  */

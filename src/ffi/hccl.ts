@@ -146,7 +146,7 @@ export interface HcclCommunicatorOptions {
  *   using npu = openAscend();
  *   console.log(hcclRootInfo(npu).length); // 4108
  * } catch (e) {
- *   console.log((e as Error).message.split("\n")[0]); // no CANN or HCCL here
+ *   console.log((e as Error).message.split("\n")[0]); // (no CANN or HCCL here)
  * }
  * ```
  */
@@ -188,7 +188,7 @@ function checkRank(what: string, rank: number, worldSize: number): void {
  *   using comm = HcclCommunicator.create(npu, { rank: 0, worldSize: 1, rootInfo: hcclRootInfo(npu) });
  *   console.log(comm.allReduce(Tensor.ones([3], "float32", npu)).toArray()); // [1, 1, 1]
  * } catch (e) {
- *   console.log((e as Error).message.split("\n")[0]); // no CANN or HCCL here
+ *   console.log((e as Error).message.split("\n")[0]); // (no CANN or HCCL here)
  * }
  * ```
  */

@@ -253,7 +253,7 @@ function checkFfiPermission(): void {
  *   const soc = libs.runtime.aclrtGetSocName?.();
  *   console.log(libs.dir, soc ? Deno.UnsafePointerView.getCString(soc) : "unknown SoC");
  * } catch (e) {
- *   console.log((e as Error).message.split("\n")[0]); // Could not open the CANN libraries...
+ *   console.log((e as Error).message.split("\n")[0]); // (no CANN: "Could not open the CANN libraries...")
  * }
  * ```
  */
@@ -321,7 +321,7 @@ const hcclCache = new Map<string, HcclLibrary>();
  *   const hccl = openHccl(openCannLibraries());
  *   console.log(hccl.path, hccl.missingOptional);
  * } catch (e) {
- *   console.log((e as Error).message.split("\n")[0]); // no CANN (or no HCCL) here
+ *   console.log((e as Error).message.split("\n")[0]); // (no CANN, or no HCCL, here)
  * }
  * ```
  */

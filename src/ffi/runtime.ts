@@ -82,7 +82,7 @@ let deviceState!: (device: AscendDevice) => DeviceState;
  *   const x = Tensor.ones([4], "float32", npu);
  *   console.log(x.toArray()); // [1, 1, 1, 1] (reading synchronises the stream)
  * } catch (e) {
- *   console.log((e as Error).message.split("\n")[0]); // no CANN here
+ *   console.log((e as Error).message.split("\n")[0]); // (no CANN here)
  * }
  * ```
  */
@@ -145,7 +145,7 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
    *   console.log(npu.memory().bytesCached); // 4096: kept for the next allocation
    *   npu.emptyCache();
    * } catch (e) {
-   *   console.log((e as Error).message.split("\n")[0]); // no CANN here
+   *   console.log((e as Error).message.split("\n")[0]); // (no CANN here)
    * }
    * ```
    */
@@ -373,7 +373,7 @@ export class AscendDevice implements AcceleratorDevice, Disposable {
  *   gradOut: dy, input: x,
  *   mean: Tensor.zeros([4], "float32", npu), invstd: Tensor.ones([4], "float32", npu),
  * });
- * console.log(r.sumDy?.toArray()); // downloads (and synchronises) the result
+ * console.log(r.sumDy?.toArray()); // [-5.23..., 1.33..., 6.62..., 1.21...]: reading synchronises
  * ```
  */
 export function openAscend(options: OpenAscendOptions = {}): AscendDevice {

@@ -27,7 +27,7 @@
  *   training: true,
  * });
  * // eps (default 1e-5) keeps the outputs just inside ±1.
- * console.log(r.output.toArray(), r.saveMean.toArray()); // [-0.99999, -0.99999, 0.99999, 0.99999] [2, 3]
+ * console.log(r.output.toArray(), r.saveMean.toArray()); // [-0.99999..., -0.99999..., 0.99999..., 0.99999...] [2, 3]
  * ```
  *
  * @module

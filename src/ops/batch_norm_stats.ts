@@ -16,7 +16,7 @@
  * ```ts
  * import { batchNormStats, Tensor } from "@aclnn/norm";
  * const { mean, invstd } = batchNormStats({ input: Tensor.fromArray([1, 2, 3, 4, 5, 6], [2, 3]) });
- * console.log(mean.toArray(), invstd.toArray()); // [2.5, 3.5, 4.5] [0.66666, 0.66666, 0.66666]
+ * console.log(mean.toArray(), invstd.toArray()); // [2.5, 3.5, 4.5] [0.66666..., 0.66666..., 0.66666...]
  * ```
  *
  * @module

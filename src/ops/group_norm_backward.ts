@@ -159,6 +159,7 @@ function resolveGeometry(
  *   group: 1,
  * });
  * console.log(gradInput?.shape, gradGamma?.toArray(), gradBeta?.toArray());
+ * // [2, 3, 4] [-75.89..., 2.89..., 155.84...] [68, 100, 132]
  * ```
  */
 export function groupNormBackward(args: GroupNormBackwardArgs): GroupNormBackwardResult {

@@ -28,7 +28,7 @@
  *   momentum: 0.1,
  *   eps: 1e-5,
  * });
- * console.log(r.batchMean.toArray(), mean.toArray()); // [2.5, 3] [0.25, 0.3]
+ * console.log(r.batchMean.toArray(), mean.toArray()); // [2.5, 3] [0.25, 0.3000...]: float32
  * ```
  *
  * @module

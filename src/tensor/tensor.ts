@@ -61,7 +61,7 @@ export interface ViewOptions {
  * import { Tensor } from "@aclnn/norm";
  * const x = Tensor.fromArray([1, 2, 3, 4, 5, 6], [2, 3]);
  * const xt = x.permute([1, 0]);          // a view: no copy
- * console.log(xt.shape, xt.toFloat64Array()); // [3, 2] Float64Array [1, 4, 2, 5, 3, 6]
+ * console.log(xt.shape, xt.toFloat64Array()); // [3, 2] Float64Array(6) [1, 4, 2, 5, 3, 6]
  * ```
  */
 export class Tensor {

@@ -2,11 +2,28 @@
  * Runs every `@example` of the public API and every code block of the README, the blocks
  * `deno test --doc` would run (tests/helpers/doc_blocks.ts finds them by its rules), in one child
  * process whose environment points discovery at the software CANN, so that the NPU examples
- * (openAscend, selectDefaultDevice) really run too. Each block is written as a module under
- * build/doc_examples/ and one `deno run --check` type-checks them all and imports them in turn:
- * one process and one isolate, where `deno test --doc` starts an isolate per block (96 of them:
- * 15 s on a quiet machine, 3 min under load). The blocks run from that directory, so one that
- * works only from the repository's root fails here.
+ * (openAscend, selectDefaultDevice, createHcclProcessGroup) really run too. The blocks are
+ * written as modules under build/doc_examples/, and one `deno run --check` type-checks them all
+ * and imports them in turn (tests/helpers/doc_runner.ts): one process and one isolate, where
+ * `deno test --doc` starts an isolate per block (15 s on a quiet machine for 96 blocks, 3 min
+ * under load). The blocks run from build/doc_examples/, so one that works only from the
+ * repository's root fails here.
+ *
+ * What the blocks print is held to what they say they print. Every `console.log(...); //
+ * <stated>` call (tests/helpers/stated_outputs.ts says which calls state an output: the comment
+ * ends the call's line, or is the line after it) is compared, each time it runs, with its
+ * comment by the rule of tests/helpers/output_rule.ts:
+ * - whitespace is layout: Deno's `[ 60, 20, 5, 1 ]` reads as the comments' `[60, 20, 5, 1]`,
+ *   and an array Deno breaks over lines as one line; nothing else is rewritten
+ *   (`Float64Array(6) [...]`, strings quoted inside arrays and bare on their own);
+ * - `...` stands for any text (digits past those stated, random values, a SoC name);
+ * - the comment may end with an explanation after a `: `, ` (` or `; ` outside brackets: the
+ *   printed text must equal the whole comment or the comment cut at one of those;
+ * - a comment that opens with `(` is an explanation only, compared with nothing (the catch
+ *   branches that report a missing CANN, which do not run on the simulator).
+ * A stated call that never printed fails, unless its comment is an explanation only. Calls
+ * without such a comment are not compared. tests/tools/doc_outputs.test.ts holds the rule and
+ * the runner to blocks that state wrong outputs.
  *
  * @module
  */
@@ -14,59 +31,36 @@
 import assert from "node:assert/strict";
 import { SIM_DIR } from "../helpers/ffi_sim.ts";
 import { type DocBlock, docBlocks, sourcesUnder } from "../helpers/doc_blocks.ts";
+import { runDocBlocks } from "../helpers/doc_runner.ts";
+import { statedOutputs } from "../helpers/stated_outputs.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 const OUT = new URL("build/doc_examples/", ROOT);
 
-/** Writes each block as a module and a runner that imports them in turn; returns its path. */
-function writeRunner(blocks: readonly DocBlock[]): string {
-  try {
-    Deno.removeSync(OUT, { recursive: true });
-  } catch (e) {
-    if (!(e instanceof Deno.errors.NotFound)) throw e; // a fresh checkout has none yet
-  }
-  Deno.mkdirSync(OUT, { recursive: true });
-  const entries = blocks.map((b) => {
-    const file = `${b.name.replaceAll("/", "_").replace("#", "_")}.ts`;
-    // `export {}`: a module, so that blocks without imports do not share one global scope.
-    Deno.writeTextFileSync(new URL(file, OUT), `${b.code}\nexport {};\n`);
-    return `  [${JSON.stringify(b.name)}, () => import("./${file}")],`;
-  });
-  const runner = new URL("run.ts", OUT);
-  Deno.writeTextFileSync(
-    runner,
-    `const blocks: [string, () => Promise<unknown>][] = [
-${entries.join("\n")}
-];
-let failed = 0;
-for (const [name, load] of blocks) {
-  try {
-    await load();
-  } catch (e) {
-    failed++;
-    console.error(\`doc example \${name} failed: \${(e as Error)?.stack ?? e}\`);
-  }
-}
-console.log(\`doc examples: \${blocks.length - failed} passed, \${failed} failed\`);
-if (failed > 0) Deno.exit(1);
-`,
-  );
-  return runner.pathname;
+/**
+ * `blocks` in the order they run: a block that registers a backend takes over its device for
+ * every block after it in this one process (registerBackend's own example logs every CPU
+ * batchNormStats call, and backendFor's would name it), so those run last.
+ */
+function runOrder(blocks: readonly DocBlock[]): DocBlock[] {
+  const registers = (b: DocBlock) => b.code.includes("registerBackend(");
+  return [...blocks.filter((b) => !registers(b)), ...blocks.filter(registers)];
 }
 
-Deno.test("doc examples: every @example and README block runs (NPU ones on the simulator)", async () => {
+Deno.test("doc examples: every @example and README block runs (NPU ones on the simulator) and prints what it states", async () => {
   const files = ["mod.ts", "ascend.ts", "backends.ts", ...sourcesUnder(ROOT, "src/"), "README.md"];
-  const blocks = files.flatMap((f) => docBlocks(ROOT, f));
-  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--check", "--allow-ffi", "--allow-env", "--allow-read", writeRunner(blocks)],
-    cwd: OUT,
-    env: { ACLNN_NORM_LIB_DIR: SIM_DIR, ASCEND_OPP_PATH: SIM_DIR, NO_COLOR: "1" },
-  }).output();
-  const out = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
-  assert.equal(code, 0, out);
-  assert.match(out, new RegExp(`doc examples: ${blocks.length} passed, 0 failed`));
+  const blocks = runOrder(files.flatMap((f) => docBlocks(ROOT, f)));
+  // 127.0.0.1: createHcclProcessGroup's example meets itself at its rendezvous.
+  const permissions = ["--allow-ffi", "--allow-env", "--allow-read", "--allow-net=127.0.0.1"];
+  const env = { ACLNN_NORM_LIB_DIR: SIM_DIR, ASCEND_OPP_PATH: SIM_DIR };
+  const { code, output, summary, failures } = await runDocBlocks(blocks, OUT, permissions, env);
+  assert.equal(code, 0, output);
+  assert.equal(summary, `doc examples: ${blocks.length} passed, 0 failed`, output);
+  assert.deepEqual(failures, [], "doc examples that print other than they state");
+  const stated = blocks.reduce((n, b) => n + statedOutputs(b.code).length, 0);
+  assert.ok(stated >= 145, `only ${stated} console.log calls state their output`);
   // mod.ts, every operator, openAscend, selectDefaultDevice, the errors and the README.
-  assert.ok(blocks.length >= 90, `only ${blocks.length} doc examples ran:\n${out}`);
+  assert.ok(blocks.length >= 130, `only ${blocks.length} doc examples ran:\n${output}`);
   for (const f of ["mod.ts", "README.md", "src/ffi/runtime.ts", "src/ops/layer_norm.ts"]) {
     assert.ok(blocks.some((b) => b.name.startsWith(`${f}#`)), `no example of ${f}`);
   }
