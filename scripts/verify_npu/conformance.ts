@@ -2,7 +2,9 @@
  * The conformance and golden cases of the test suite, as `deno task verify:npu` cases: the
  * same case data and inputs (tests/fixtures/conformance/, tests/fixtures/soc_scenarios.ts),
  * each call run on the NPU and on the CPU backend and compared. (The suite itself checks the
- * CPU backend against the known answers and the float64 oracle.)
+ * CPU backend against the known answers and the float64 oracle.) The seed operators' cases are
+ * built here; the norm family's in conformance_family_*.ts, one file per fixture file
+ * (NORM_FAMILY_CONFORMANCE), gathered here.
  *
  * @module
  */
@@ -56,26 +58,31 @@ import {
   infiniopRuns,
   infiniopSeed,
 } from "../../tests/fixtures/conformance/infiniop_batch_norm_backward.ts";
+import { adaFamilyCases } from "./conformance_family_ada.ts";
+import { batchFamilyCases } from "./conformance_family_batch.ts";
+import { groupFamilyCases } from "./conformance_family_group.ts";
+import { rmsFamilyCases } from "./conformance_family_rms.ts";
+import { rowsFamilyCases } from "./conformance_family_rows.ts";
 import {
   scenarioDType,
   scenarioRefusal,
   SOC_SCENARIOS,
 } from "../../tests/fixtures/soc_scenarios.ts";
-import { type Call, dtypeLabel, layoutName, placeOn, placeOpt, type VerifyCase } from "./model.ts";
+import {
+  type Call,
+  conformanceCase as conformance,
+  dtypeLabel,
+  layoutName,
+  numel,
+  placeOn,
+  placeOpt,
+  type VerifyCase,
+} from "./model.ts";
 
 /** Options of {@linkcode conformanceCases}. */
 export interface ConformanceOptions {
   /** Only cases whose data has at most this many elements (the quick run). */
   maxNumel?: number;
-}
-
-function conformance(
-  op: string,
-  name: string,
-  fields: Omit<VerifyCase, "op" | "suite" | "name" | "setup">,
-  setup: () => Call,
-): VerifyCase {
-  return { op, suite: "conformance", name, ...fields, setup };
 }
 
 function reduceCall(i: ReduceInputs): Call {
@@ -125,7 +132,6 @@ function gnForwardCall(i: GnForwardInputs): Call {
   };
 }
 
-const numel = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
 const DTYPES: readonly DType[] = ["float32", "float16", "bfloat16"];
 const REDUCE: SocOperator[] = ["aclnnBatchNormReduceBackward"];
 const BN_BACKWARD: SocOperator[] = ["aclnnBatchNormBackward"];
@@ -375,9 +381,26 @@ function scenarioCases(): VerifyCase[] {
   });
 }
 
+/**
+ * The norm family's conformance cases (its 19 operators' peer cases and CANN's examples), by
+ * the fixture file of tests/fixtures/conformance/ that holds their peer cases.
+ */
+export const NORM_FAMILY_CONFORMANCE: Readonly<Record<string, () => VerifyCase[]>> = {
+  "norm_family_rows.ts": rowsFamilyCases,
+  "norm_family_rms.ts": rmsFamilyCases,
+  "norm_family_group.ts": groupFamilyCases,
+  "norm_family_ada.ts": adaFamilyCases,
+  "norm_family_batch.ts": batchFamilyCases,
+};
+
 /** Every conformance and golden case; with `maxNumel`, those whose data is that small. */
 export function conformanceCases(options: ConformanceOptions = {}): VerifyCase[] {
-  const all = [...goldenCases(), ...referenceCases(), ...scenarioCases()];
+  const all = [
+    ...goldenCases(),
+    ...referenceCases(),
+    ...scenarioCases(),
+    ...Object.values(NORM_FAMILY_CONFORMANCE).flatMap((cases) => cases()),
+  ];
   const max = options.maxNumel;
   return max === undefined ? all : all.filter((c) => c.numel <= max);
 }

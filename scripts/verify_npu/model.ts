@@ -128,3 +128,34 @@ export function layoutName(layout: string | undefined): string {
 export function dtypeLabel(data: DType, stats?: DType, what = "stats"): string {
   return stats === undefined || stats === data ? data : `${data} + ${stats} ${what}`;
 }
+
+/**
+ * The data's dtype, then each other dtype with the tensors that have it (absent ones left
+ * out): `float16`, or `float16 + float32 x2/gamma`.
+ */
+export function dtypesLabel(
+  data: DType,
+  others: Readonly<Record<string, DType | null | undefined>>,
+): string {
+  const byDType = new Map<DType, string[]>();
+  for (const [name, dtype] of Object.entries(others)) {
+    if (dtype && dtype !== data) byDType.set(dtype, [...byDType.get(dtype) ?? [], name]);
+  }
+  return [data, ...[...byDType].map(([dtype, names]) => `${dtype} ${names.join("/")}`)]
+    .join(" + ");
+}
+
+/** Elements of a shape. */
+export function numel(shape: readonly number[]): number {
+  return shape.reduce((a, b) => a * b, 1);
+}
+
+/** A conformance case of operator `op` (the library's function). */
+export function conformanceCase(
+  op: string,
+  name: string,
+  fields: Omit<VerifyCase, "op" | "suite" | "name" | "setup">,
+  setup: () => Call,
+): VerifyCase {
+  return { op, suite: "conformance", name, ...fields, setup };
+}

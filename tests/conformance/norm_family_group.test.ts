@@ -28,7 +28,6 @@ import {
   instanceNormExample,
 } from "../fixtures/conformance/norm_family_examples.ts";
 import {
-  gaussian,
   GROUP_SILU_CASES,
   GROUP_SILU_EMPTY_CASES,
   GROUP_SILU_V2_CASES,
@@ -38,9 +37,8 @@ import {
   INSTANCE_NORM_CASES,
   instanceNormInputs,
   SWISH_GRAD_CASES,
-  type SwishGradCase,
+  swishGradInputs,
 } from "../fixtures/conformance/norm_family_group.ts";
-import { ranged } from "../fixtures/conformance/norm_family_rows.ts";
 import { assertClose } from "../helpers/assert.ts";
 import {
   assertChipRefuses,
@@ -50,7 +48,7 @@ import {
 } from "../helpers/backends.ts";
 import { toleranceFor } from "../helpers/tolerance.ts";
 import { groupNormSwish64, groupNormSwishGrad64, instanceNorm64, rounded } from "../oracle/mod.ts";
-import { expectClose, f64, fromValues, on, runAll } from "./common.ts";
+import { expectClose, f64, on, runAll } from "./common.ts";
 
 const arr = (t: Tensor) => Array.from(f64(t));
 const fround = Math.fround;
@@ -321,31 +319,6 @@ forEachBackend("norm family group: aclnnGroupNormSwishGrad CANN example known an
   expectClose(r.dgamma, o.dgamma, "dgamma");
   expectClose(r.dbeta, o.dbeta, "dbeta");
 });
-
-/** dy, x, gamma, beta, mean, rstd of grad case `c`, seed `seed`. */
-function swishGradInputs(c: SwishGradCase, seed: number) {
-  const [N, C] = c.shape;
-  const HxW = prod(c.shape.slice(2));
-  const stat = [N, c.group];
-  const data = (shape: number[], s: number) =>
-    c.torch ? gaussian(shape, c.dtype, s) : ranged(shape, c.dtype, s, c.range);
-  const x = data(c.shape, seed);
-  const gamma = data([C], seed + 1);
-  const beta = data([C], seed + 2);
-  const dy = c.torch ? Tensor.ones(c.shape, c.dtype) : ranged(c.shape, c.dtype, seed + 3, c.range);
-  let mean: Tensor;
-  let rstd: Tensor;
-  if (c.stats === "drawn") {
-    mean = ranged(stat, c.dtype, seed + 4, c.range);
-    rstd = ranged(stat, c.dtype, seed + 5, c.range);
-  } else {
-    // torch: the forward's statistics (native_group_norm's mean and rstd) into the backward.
-    const f = groupNormSwish64(arr(x), N, C, HxW, c.group, undefined, undefined, c.stats.eps, 1);
-    mean = fromValues(f.mean, stat, c.dtype);
-    rstd = fromValues(f.rstd, stat, c.dtype);
-  }
-  return { dy, x, gamma, beta, mean, rstd, N, C, HxW };
-}
 
 forEachBackend("norm family group: aclnnGroupNormSwishGrad peer cases vs float64", (ctx) => {
   runAll(SWISH_GRAD_CASES, (c, k) => {

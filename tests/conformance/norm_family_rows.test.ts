@@ -35,10 +35,13 @@ import {
   DEEP_NORM_CASES,
   DEEP_NORM_GRAD_CASES,
   DEEP_NORM_GRAD_ZERO_CASES,
+  deepNormGradZeroInputs,
   deepNormInputs,
   FAST_LAYER_NORM_UT,
+  fastLayerNormUtInputs,
   type GradCase,
-  ranged,
+  rowGeometry,
+  rowGradInputs,
 } from "../fixtures/conformance/norm_family_rows.ts";
 import { assertClose } from "../helpers/assert.ts";
 import {
@@ -55,15 +58,10 @@ import {
   layerNorm64,
   rounded,
 } from "../oracle/mod.ts";
-import { expectClose, f64, fromValues, on, runAll } from "./common.ts";
+import { expectClose, f64, on, runAll } from "./common.ts";
 
 const arr = (t: Tensor) => Array.from(f64(t));
 const F32 = toleranceFor("float32");
-/** rows x cols of a shape whose last `normDims` dims are normalized. */
-function geometry(shape: readonly number[], normDims = 1): [number, number] {
-  const cols = shape.slice(shape.length - normDims).reduce((a, b) => a * b, 1);
-  return [shape.reduce((a, b) => a * b, 1) / cols, cols];
-}
 
 // ops-nn add_layer_norm example: every row of x1 + x2 (+ bias) is constant (5 and -1; 5.5 and
 // -0.5 with the bias 0.5), so its variance is 0: mean is that constant, rstd = 1/sqrt(1e-6) =
@@ -109,7 +107,7 @@ forEachBackend("norm family rows: aclnnAddLayerNorm peer cases vs float64", (ctx
     }
     const r = call();
     const ty = addLayerNormOutDType(c);
-    const [rows, cols] = geometry(c.shape, c.normDims);
+    const [rows, cols] = rowGeometry(c.shape, c.normDims);
     const e = fusedLayerNorm(arr(i.x1), arr(i.x2), rows, cols, c.eps, arr(i.gamma), arr(i.beta), {
       bias: i.bias && arr(i.bias),
     });
@@ -158,35 +156,9 @@ forEachBackend("norm family rows: aclnnAddLayerNormGrad CANN example known answe
   expectClose(r.dx, o.dx, "dx");
 });
 
-/** dy, the two summands, gamma, mean, rstd (and dsum) of grad case `c`, seed `seed`. */
-function gradInputs(c: GradCase, seed: number, deep: boolean) {
-  const [rows, cols] = geometry(c.shape, c.normDims);
-  const colShape = c.shape.slice(c.shape.length - (c.normDims ?? 1));
-  const statShape = [...c.shape.slice(0, c.shape.length - (c.normDims ?? 1)), 1];
-  const a = ranged(c.shape, c.dtype, seed, c.range);
-  const b = ranged(c.shape, c.dtype, seed + 1, c.range);
-  const gamma = ranged(colShape, c.dtype, seed + 2, c.gamma ?? c.range);
-  const dy = ranged(c.shape, c.dtype, seed + 3, c.dy ?? c.range);
-  let mean: Tensor;
-  let rstd: Tensor;
-  if ("eps" in c.stats) {
-    const alpha = deep ? c.alpha ?? 0.3 : 1;
-    const bv = f64(b);
-    const s = arr(a).map((v, j) => alpha * v + bv[j]);
-    const f = layerNorm64(s, rows, cols, c.stats.eps);
-    mean = fromValues(f.mean, statShape, "float32");
-    rstd = fromValues(f.rstd, statShape, "float32");
-  } else {
-    mean = ranged(statShape, "float32", seed + 4, c.stats.mean);
-    rstd = ranged(statShape, "float32", seed + 5, c.stats.rstd);
-  }
-  const dsum = c.dsum ? ranged(c.shape, c.dtype, seed + 6, c.range) : undefined;
-  return { a, b, gamma, dy, mean, rstd, dsum, rows, cols };
-}
-
 forEachBackend("norm family rows: aclnnAddLayerNormGrad peer cases vs float64", (ctx) => {
   runAll(ADD_LAYER_NORM_GRAD_CASES, (c, k) => {
-    const i = gradInputs(c, 22000 + 10 * k, false);
+    const i = rowGradInputs(c, 22000 + 10 * k, false);
     const d = ctx.device;
     const call = () =>
       addLayerNormGrad({
@@ -262,7 +234,7 @@ forEachBackend("norm family rows: aclnnDeepNorm peer cases vs float64", (ctx) =>
       });
     if (!chipAccepts(ctx.soc, "aclnnDeepNorm", [c.dtype])) return void assertChipRefuses(ctx, call);
     const r = call();
-    const [rows, cols] = geometry(c.shape, c.normDims);
+    const [rows, cols] = rowGeometry(c.shape, c.normDims);
     const e = fusedLayerNorm(arr(i.x), arr(i.gx), rows, cols, c.eps, arr(i.gamma), arr(i.beta), {
       alpha: c.alpha,
     });
@@ -312,7 +284,7 @@ forEachBackend("norm family rows: aclnnDeepNormGrad CANN example known answer", 
 });
 
 function deepGradCase(ctx: BackendContext, c: GradCase, k: number): void {
-  const i = gradInputs(c, 23000 + 10 * k, true);
+  const i = rowGradInputs(c, 23000 + 10 * k, true);
   const d = ctx.device;
   const alpha = c.alpha ?? 0.3;
   const call = () =>
@@ -357,17 +329,16 @@ forEachBackend("norm family rows: aclnnDeepNormGrad peer cases vs float64", (ctx
 forEachBackend("norm family rows: aclnnDeepNormGrad ST all-zero inputs", (ctx) => {
   runAll(DEEP_NORM_GRAD_ZERO_CASES, (c) => {
     const d = ctx.device;
-    const [rows, cols] = geometry(c.shape);
-    const zeros = (shape: number[], dtype: DType) => on(ranged(shape, dtype, 0, [0, 0]), d);
-    const stat = [...c.shape.slice(0, -1), 1];
+    const [rows, cols] = rowGeometry(c.shape);
+    const i = deepNormGradZeroInputs(c);
     const call = () =>
       deepNormGrad({
-        dy: on(ranged(c.shape, c.dtype, 0, [1, 1]), d),
-        x: zeros(c.shape, c.dtype),
-        gx: zeros(c.shape, c.dtype),
-        gamma: zeros([cols], c.dtype),
-        mean: zeros(stat, "float32"),
-        rstd: zeros(stat, "float32"),
+        dy: on(i.dy, d),
+        x: on(i.x, d),
+        gx: on(i.gx, d),
+        gamma: on(i.gamma, d),
+        mean: on(i.mean, d),
+        rstd: on(i.rstd, d),
         alpha: 0.3,
       });
     if (!chipAccepts(ctx.soc, "aclnnDeepNormGrad", [c.dtype])) {
@@ -399,9 +370,7 @@ forEachBackend("norm family rows: aclnnFastLayerNorm CANN example and UT case", 
   expectClose(r.rstd, new Array(2).fill(1 / Math.sqrt(1e-5)), "example rstd");
   const u = FAST_LAYER_NORM_UT;
   for (const dtype of ["float32", "float16", "bfloat16"] as const) {
-    const x = ranged(u.shape, dtype, 24000, u.range);
-    const w = ranged(u.normalizedShape, dtype, 24001, u.range);
-    const b = ranged(u.normalizedShape, dtype, 24002, u.range);
+    const { input: x, weight: w, bias: b } = fastLayerNormUtInputs(dtype);
     const f = fastLayerNorm({
       input: on(x, d),
       normalizedShape: u.normalizedShape,

@@ -4,7 +4,9 @@
  * simulator and writes a report naming the SoC and the CANN version; it fails, listing the
  * deviations, when the simulator corrupts every kernel's outputs by a relative 1e-2
  * (ACLSIM_FAULT=corrupt); it skips what the library says a chip does not run; bad options end
- * in one line and exit 2. Also the version files it reads (scripts/cann_versions.ts). Needs the
+ * in one line and exit 2. Its conformance cases include the norm family's, every peer case of
+ * each tests/fixtures/conformance/norm_family_*.ts file and CANN's examples, some of each file's
+ * in the quick run. Also the version files it reads (scripts/cann_versions.ts). Needs the
  * built simulator (`deno task build:sim`).
  *
  * @module
@@ -12,6 +14,7 @@
 
 import assert from "node:assert/strict";
 import { cannVersion, driverVersion, versionField } from "../../scripts/cann_versions.ts";
+import { NORM_FAMILY_CONFORMANCE } from "../../scripts/verify_npu/conformance.ts";
 import { SWEEP } from "../../scripts/verify_npu/sweep_all.ts";
 import { SWEEP_OPS } from "../../scripts/verify_npu/sweep_ops.ts";
 import { SWEEP_SHAPES } from "../../scripts/verify_npu/sweep.ts";
@@ -108,6 +111,57 @@ Deno.test("verify:npu: the sweep runs every SoC operator", () => {
   assert.deepEqual(SOC_OPERATORS.filter((op) => !swept.has(op)), [], "operators no sweep runs");
 });
 
+/** The `--quick` run's conformance cases (scripts/verify_npu.ts). */
+const QUICK_NUMEL = 2000;
+
+/** Every `source` of a fixture module's exports: case lists, cases, and `*Cases()` builders. */
+function fixtureSources(module: Record<string, unknown>): string[] {
+  const sourceOf = (v: unknown) =>
+    typeof v === "object" && v !== null && typeof (v as { source?: unknown }).source === "string"
+      ? [(v as { source: string }).source]
+      : [];
+  return Object.entries(module).flatMap(([name, v]) => {
+    if (Array.isArray(v)) return v.flatMap(sourceOf);
+    if (typeof v === "function" && v.length === 0 && /Cases$/.test(name)) {
+      return (v() as unknown[]).flatMap(sourceOf);
+    }
+    return sourceOf(v);
+  });
+}
+
+Deno.test("verify:npu: the norm family's conformance cases, each fixture file's in --quick", async () => {
+  const files = Object.keys(NORM_FAMILY_CONFORMANCE);
+  assert.deepEqual(files.sort(), [
+    "norm_family_ada.ts",
+    "norm_family_batch.ts",
+    "norm_family_group.ts",
+    "norm_family_rms.ts",
+    "norm_family_rows.ts",
+  ]);
+  const family = new Set<string>();
+  for (const [file, build] of Object.entries(NORM_FAMILY_CONFORMANCE)) {
+    const cases = build();
+    const names = cases.map((c) => c.name);
+    // Every peer case of the fixture file is a case (by its source), and an example of each.
+    const module = await import(`../fixtures/conformance/${file}`);
+    const sources = fixtureSources(module);
+    assert.ok(sources.length > 0, file);
+    for (const source of sources) {
+      assert.ok(names.some((n) => n.includes(source)), `${file}: no case of ${source}`);
+    }
+    assert.ok(names.some((n) => n.endsWith("(golden)")), `${file}: no CANN example`);
+    assert.ok(cases.every((c) => c.suite === "conformance" && c.kernels.length > 0), file);
+    // The quick run takes some of its peer cases.
+    const quick = cases.filter((c) => c.numel <= QUICK_NUMEL && !c.name.endsWith("(golden)"));
+    assert.ok(quick.length > 0, `${file}: no peer case in --quick`);
+    for (const c of cases) family.add(c.kernels[0]);
+  }
+  // The 19 operators of the norm family, each with its sweep op (the same library function).
+  assert.equal(family.size, 19, [...family].join(", "));
+  const ops = Object.values(NORM_FAMILY_CONFORMANCE).flatMap((b) => b().map((c) => c.op));
+  for (const op of ops) assert.ok(SWEEP.some((s) => s.op === op), `${op} is no sweep op`);
+});
+
 Deno.test({
   name: "verify:npu: passes on the software CANN; the report names the SoC and the CANN version",
   ignore: !SIM_AVAILABLE,
@@ -130,6 +184,14 @@ Deno.test({
       .map((s) => s.op);
     assert.ok([...skipped].every((op) => notOn950.includes(op)), [...skipped].join(", "));
     assert.ok(rows.some((row) => row.suite === "conformance"), "conformance rows");
+    // The norm family's conformance cases of each fixture file: some ran and passed.
+    for (const [file, build] of Object.entries(NORM_FAMILY_CONFORMANCE)) {
+      const ops = new Set(build().filter((c) => c.numel <= QUICK_NUMEL).map((c) => c.op));
+      assert.ok(
+        rows.some((row) => row.suite === "conformance" && ops.has(row.op) && row.passed > 0),
+        `${file}: no conformance case passed`,
+      );
+    }
     for (const layout of ["contiguous", "channels-last", "strided"]) {
       assert.ok(rows.some((row) => row.layout === layout), layout);
     }
@@ -232,6 +294,21 @@ Deno.test({
     const half = tableRows(a.stdout).filter((row) => row.dtypes === "float16");
     assert.ok(half.length > 0 && half.every((row) => row.failed === 0 && row.passed === 0));
     assert.ok(tableRows(a.stdout).some((row) => row.dtypes === "float32" && row.passed > 0));
+    // The Atlas inference series (Ascend310P): aclnnAddLayerNorm writes no mean or rstd there
+    // (soc_fused.ts), so the norm family's conformance cases of them are skipped, its y and x
+    // compared; aclnnInstanceNorm runs on that series only, its cases of fewer than 32 bytes per
+    // C or H*W skipped (aclnnInstanceNorm.md).
+    const p = await verify(["--sim", "--quick"], { soc: "Ascend310P3", report: "p" });
+    assert.equal(p.code, 0, p.stdout + p.stderr);
+    assert.match(
+      p.report,
+      /\| addLayerNorm \(mean, rstd\) \| \d+ \| aclnnAddLayerNorm writes no mean or rstd on Ascend310P \|/,
+    );
+    assert.match(p.report, /\| instanceNorm \| \d+ \| aclnnInstanceNorm needs C \(\d+\) and H\*W/);
+    const pRows = tableRows(p.stdout).filter((row) => row.suite === "conformance");
+    for (const op of ["addLayerNorm", "instanceNorm"]) {
+      assert.ok(pRows.some((row) => row.op === op && row.passed > 0), op);
+    }
     // Calls the chip runs none of: nothing was verified, which is no pass.
     const none = await verify(["--sim", "--quick", "--ops", "batchNormStats,groupNorm"], {
       soc: "Ascend310B1",
