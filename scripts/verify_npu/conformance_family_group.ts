@@ -40,11 +40,13 @@ import {
   GROUP_SWISH_CASES,
   type GroupActCase,
   groupActInputs,
-  INSTANCE_NORM_CASES,
-  instanceNormInputs,
   SWISH_GRAD_CASES,
   swishGradInputs,
 } from "../../tests/fixtures/conformance/norm_family_group.ts";
+import {
+  INSTANCE_NORM_CASES,
+  instanceNormInputs,
+} from "../../tests/fixtures/conformance/norm_family_instance.ts";
 import type { OutputValues } from "./compare.ts";
 import {
   type Call,

@@ -34,11 +34,13 @@ import {
   GROUP_SWISH_CASES,
   type GroupActCase,
   groupActInputs,
-  INSTANCE_NORM_CASES,
-  instanceNormInputs,
   SWISH_GRAD_CASES,
   swishGradInputs,
 } from "../fixtures/conformance/norm_family_group.ts";
+import {
+  INSTANCE_NORM_CASES,
+  instanceNormInputs,
+} from "../fixtures/conformance/norm_family_instance.ts";
 import { assertClose } from "../helpers/assert.ts";
 import {
   assertChipRefuses,

@@ -1,7 +1,7 @@
 /**
  * syncBatchNormGatherStats (aclnnSyncBatchNormGatherStats) on every backend: batch statistics
- * and the in-place running update against the float64 oracle; float32 arithmetic bit for bit on
- * the CPU; n = 1 (no guard on the CPU and the 950, the A2 kernel's biased fallback); the codes in
+ * and the in-place running update against the float64 oracle; the kernels' float32 steps bit for bit on
+ * every backend; n = 1 (no guard on the CPU and the 950, the A2 kernel's biased fallback); the codes in
  * CANN's check order; the chips (bfloat16 on 950 only; refused off 950/A3/A2 naming the SoC).
  *
  * @module
@@ -127,10 +127,25 @@ forEachBackend("syncBatchNormGatherStats: an int32 sampleCount counts as a float
   }
 });
 
-Deno.test("syncBatchNormGatherStats: the CPU computes the kernel's float32 steps bit for bit", () => {
+// The kernels' float32 steps (ops-nn op_kernel/arch35/sync_batch_norm_gather_stats_n_full_load.h
+// NFullLoadBatchNormVF; experimental/.../sync_batch_norm_gather_stats_kernel.h
+// ComputeAndCopyOut), written out here with one Math.fround per vector operation: the CPU
+// backend and the software CANN (tests/sim/sim_ops_sync_batch_norm_gather_stats.c) both give
+// these bits.
+forEachBackend("syncBatchNormGatherStats: the kernel's float32 steps, bit for bit", (ctx) => {
+  if (!chipAccepts(ctx.soc, OP, ["float32"])) return;
   const host = inputs(3, 4, 7, 5);
   const mean0 = host.mean.toFloat64Array();
-  const r = syncBatchNormGatherStats({ ...host, momentum: 0.3, eps: 1e-3 });
+  const mean = on(host.mean, ctx.device);
+  const r = syncBatchNormGatherStats({
+    totalSum: on(host.totalSum, ctx.device),
+    totalSquareSum: on(host.totalSquareSum, ctx.device),
+    sampleCount: on(host.sampleCount, ctx.device),
+    mean,
+    variance: on(host.variance, ctx.device),
+    momentum: 0.3,
+    eps: 1e-3,
+  });
   const f = Math.fround;
   const [m, eps, n] = [f(0.3), f(1e-3), f(21)];
   const S = host.totalSum.toFloat64Array();
@@ -140,9 +155,10 @@ Deno.test("syncBatchNormGatherStats: the CPU computes the kernel's float32 steps
     const q = f(f(f(Q[c]) + Q[4 + c]) + Q[8 + c]);
     const bm = f(s * f(1 / n));
     const v = f(f(q * f(1 / n)) - f(bm * bm));
-    assert.equal(r.batchMean.toFloat64Array()[c], bm);
-    assert.equal(r.batchInvstd.toFloat64Array()[c], f(1 / f(Math.sqrt(f(v + eps)))));
-    assert.equal(host.mean.toFloat64Array()[c], f(f(mean0[c] * f(1 - m)) + f(bm * m)));
+    const label = `${ctx.label} channel ${c}`;
+    assert.equal(r.batchMean.toFloat64Array()[c], bm, `${label} batchMean`);
+    assert.equal(r.batchInvstd.toFloat64Array()[c], f(1 / f(Math.sqrt(f(v + eps)))), label);
+    assert.equal(mean.toFloat64Array()[c], f(f(mean0[c] * f(1 - m)) + f(bm * m)), label);
   }
 });
 

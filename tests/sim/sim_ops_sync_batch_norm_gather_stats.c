@@ -1,7 +1,7 @@
 /*
  * Software CANN ("aclsim") -- aclnnSyncBatchNormGatherStats: phase-1 validation as CANN performs
- * it, planning, and the computation run at stream synchronisation (double arithmetic, the
- * kernels' float32 scalars and guards, each output stored in totalSum's dtype then cast to its own).
+ * it, planning, and the computation run at stream synchronisation (the kernels' float32 steps
+ * and guards, each output stored in totalSum's dtype then cast to its own).
  *
  * Sources: hicann/ops-nn e5c3fa9327ea95ba26d06227e746923580d10921 (2026-08-22),
  *   norm/sync_batch_norm_gather_stats/op_api/aclnn_sync_batch_norm_gather_stats.cpp ("cpp:<line>"),
@@ -100,11 +100,16 @@ int sim_sync_bn_gather_stats_ws(const void *totalSum, const void *totalSquareSum
   return nrm_finish(c, c->plan.C, ws, exec);
 }
 
-/* Both kernels: batchMean = S·r, v = Q·r - batchMean², batchInvstd = 1/sqrt(v + eps),
- * mean = mean·(1-m) + batchMean·m, variance = v·k + variance·(1-m), with S, Q the sums over the
- * devices.  arch35 (n_full_load.h:200-238): n summed in int64, r = 1/n, k = n/(n-1)·m, no guard.
- * experimental (kernel.h:115-117, 355-358): n summed in float, r = 0 when n == 0, k = m when
- * n <= 1.  The scalars are float32 as in both kernels; the rest in double. */
+/* Both kernels compute in float32, one rounding per vector operation, the steps in this order
+ * (arch35 n_full_load.h:150-238 NFullLoadBatchNormVF; experimental kernel.h:130-150, 346-376):
+ * S, Q = the per-device sums cast to float and reduced over the devices in float32
+ * (ReduceSum ... Pattern::Reduce::RA; its order within the reduction is not in these sources:
+ * [aclsim] device by device), batchMean = S·r, v = Q·r - batchMean·batchMean,
+ * batchInvstd = 1 / sqrt(v + eps), mean = mean·(1-m) + batchMean·m,
+ * variance = v·k + variance·(1-m); each output then cast to its dtype (CAST_RINT).
+ * arch35: n summed in int64, r = 1/n, k = n/(n-1)·m, no guard. experimental (kernel.h:115-117,
+ * 355-358): n summed in float, r = 0 when n == 0, k = m when n <= 1.  (-std=c11 keeps the
+ * compiler from fusing a multiply and an add, as the kernels' separate Muls/Sub do not.) */
 int sim_run_sync_bn_gather_stats(const SimPlan *p) {
   int64_t C = p->C, D = p->t[SG_SUM].dims[0];
   int32_t T = p->t[SG_SUM].dtype;
@@ -112,25 +117,40 @@ int sim_run_sync_bn_gather_stats(const SimPlan *p) {
   double *rm = sim_load(&p->t[SG_MEAN]), *rv = sim_load(&p->t[SG_VAR]);
   double *bm = nrm_zalloc(C), *bi = nrm_zalloc(C);
   int64_t n = 0;
-  for (int64_t d = 0; d < D; d++) n += (int32_t)cnt[d]; /* l0op::Cast to INT32 (cpp:209) */
-  float m = (float)p->momentum, nf = (float)n;
+  float nsum = 0.0f;
+  for (int64_t d = 0; d < D; d++) {
+    n += (int32_t)cnt[d]; /* l0op::Cast to INT32 (cpp:209) */
+    nsum += (float)(int32_t)cnt[d];
+  }
+  float m = (float)p->momentum, eps = (float)p->eps;
+  float nf = p->regbase ? (float)n : nsum;
   float r, k;
   if (p->regbase) {
     r = 1.0f / nf;
-    k = nf / (nf - 1) * m;
+    k = nf / (nf - 1.0f) * m;
   } else {
     r = nf == 0.0f ? 0.0f : 1.0f / nf;
     k = nf > 1.0f ? nf / (nf - 1.0f) * m : m;
   }
   float om = 1.0f - m;
   for (int64_t ch = 0; ch < C; ch++) {
-    double s = 0, q = 0;
-    for (int64_t d = 0; d < D; d++) s += sum[d * C + ch], q += sq[d * C + ch];
-    double mean = s * r, v = q * r - mean * mean;
+    float s = 0.0f, q = 0.0f;
+    for (int64_t d = 0; d < D; d++) {
+      s += (float)sum[d * C + ch];
+      q += (float)sq[d * C + ch];
+    }
+    float mean = s * r;
+    float square = mean * mean;
+    float qr = q * r;
+    float v = qr - square;
+    float root = sqrtf(v + eps);
+    float inv = 1.0f / root;
+    float keep = (float)rm[ch] * om, add = mean * m;
+    float vk = v * k, vkeep = (float)rv[ch] * om;
     bm[ch] = nrm_round(mean, T);
-    bi[ch] = nrm_round(1.0 / sqrt(v + p->eps), T);
-    rm[ch] = rm[ch] * om + mean * m;
-    rv[ch] = v * k + rv[ch] * om;
+    bi[ch] = nrm_round(inv, T);
+    rm[ch] = keep + add;
+    rv[ch] = vk + vkeep;
   }
   sim_store(&p->t[SG_BMEAN], bm);
   sim_store(&p->t[SG_BINV], bi);
