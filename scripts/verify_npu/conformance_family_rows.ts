@@ -5,7 +5,7 @@
  * (norm_family_examples.ts), on the inputs and seeds tests/conformance/norm_family_rows.test.ts
  * gives them, each call run on the NPU and on the CPU backend and compared.
  *
- * aclnnAddLayerNorm's mean and rstd are a case of their own ("addLayerNorm (mean, rstd)", as in
+ * aclnnAddLayerNorm's mean and rstd are a case of their own ("addLayerNorm (mean and rstd)", as in
  * the sweep): the Atlas inference series' kernel does not write them (soc_fused.ts
  * addLayerNormStoresStatistics), and its OpDef takes one dtype for every tensor
  * (addLayerNormMixedDtypes).
@@ -75,7 +75,7 @@ interface AddLayerNormData {
 
 /**
  * The two cases of one aclnnAddLayerNorm call: y and x ("addLayerNorm"), mean and rstd
- * ("addLayerNorm (mean, rstd)", where the chip writes them).
+ * ("addLayerNorm (mean and rstd)", where the chip writes them).
  */
 function addLayerNormCases(
   name: string,
@@ -114,7 +114,7 @@ function addLayerNormCases(
   };
   return [
     conformanceCase("addLayerNorm", name, { ...fields, alsoRefused: oneDType }, setup(false)),
-    conformanceCase("addLayerNorm (mean, rstd)", name, {
+    conformanceCase("addLayerNorm (mean and rstd)", name, {
       ...fields,
       alsoRefused: (family) =>
         oneDType(family) ??

@@ -230,7 +230,7 @@ const addLayerNormOp: SweepOp = {
  * series, where the library gives NaN: soc_fused.ts addLayerNormStoresStatistics).
  */
 const addLayerNormStatisticsOp: SweepOp = {
-  ...rowOp("addLayerNorm (mean, rstd)", "aclnnAddLayerNorm", (p) => {
+  ...rowOp("addLayerNorm (mean and rstd)", "aclnnAddLayerNorm", (p) => {
     const run = addLayerNormCall(p);
     return (d) => {
       const r = run(d);
