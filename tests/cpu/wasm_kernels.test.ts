@@ -9,7 +9,7 @@
  *   numberToBf16 do (ties to even at every exponent, subnormals, overflow, NaN quiet with
  *   its sign);
  * - (the float32 kernels the operators run are tested against the oracle in
- *   tests/cpu/channel_kernels.test.ts and row_kernels.test.ts);
+ *   tests/cpu/channel_kernels_*.test.ts and row_kernels.test.ts);
  * - pooled runs (workers with their own instances) give the bits of an inline run without
  *   WebAssembly.
  */

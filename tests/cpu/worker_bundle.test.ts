@@ -3,7 +3,7 @@
  * src/backends/cpu/pool/worker_bundle.ts is the bundle of worker_entry.ts now; a stale or
  * missing one is reported; the script is self-contained JavaScript that starts the message
  * loop, and the kernels' private helpers reach the workers without being exported.
- * The workers running it are tested in channel_kernels.test.ts and pool_*.test.ts (this folder).
+ * The workers running it are tested in pool_*.test.ts (this folder).
  */
 
 import assert from "node:assert/strict";
