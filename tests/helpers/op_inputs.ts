@@ -1,6 +1,6 @@
 /**
- * What the operator tests (tests/ops/) share: seeded random tensors and the codes aclnn's
- * parameter checks return.
+ * What the operator tests (tests/ops/, tests/software_cann/) share: seeded random tensors and
+ * the codes aclnn's parameter checks return.
  *
  * @module
  */

@@ -8,7 +8,12 @@
  */
 
 import assert from "node:assert/strict";
-import { SOC_FAMILIES, type SocFamily } from "../../src/backends/ascend/soc.ts";
+import {
+  operatorSupported,
+  SOC_FAMILIES,
+  type SocFamily,
+  type SocOperator,
+} from "../../src/backends/ascend/soc.ts";
 import { AclnnError } from "../../src/errors.ts";
 import { type AclnnArg, runAclnn } from "../../src/ffi/executor.ts";
 import type { AscendDevice } from "../../src/ffi/runtime.ts";
@@ -43,6 +48,17 @@ export function sampleSoc(family: SocFamily): string {
 export const FAMILIES: readonly { family: SocFamily; soc: string }[] = SOC_FAMILIES.map((
   family,
 ) => ({ family, soc: sampleSoc(family) }));
+
+/** The sample SoC of every family supporting `op`. */
+export const supporting = (
+  op: SocOperator,
+): readonly { family: SocFamily; soc: string }[] =>
+  FAMILIES.filter((f) => operatorSupported(op, f.family));
+
+/** An Atlas A2 training SoC. */
+export const A2 = "Ascend910B4";
+/** An Atlas A3 SoC. */
+export const A3 = "Ascend910_9391";
 
 /** Runs `fn` with ACLSIM_SOC_NAME = `soc` (undefined: unset, the default SoC), then restores it. */
 export function withSoc<T>(soc: string | undefined, fn: () => T): T {
