@@ -139,14 +139,11 @@ forEachBackend("backward ops: batchNormBackward equals the oracle", ({ device })
   }
 });
 
-// KNOWN LIBRARY BUG (fails on the Atlas A2 variant). On chips whose aclnnBatchNormBackward reads
-// the variance from saveInvstd, src/backends/ascend/save_statistics.ts (invstdToSaved) passes
-// Var = 1/invstd^2 - eps in a tensor of saveInvstd's dtype: with float16/bfloat16 saves that
-// rounds the variance, so the chip's invstd = 1/sqrt(Var + eps) is off by up to half an ulp of
-// that dtype, and float32 gradWeight/gradBias/gradInput (float32 weight) drift beyond float32
-// accuracy. The CPU backend and Ascend 950 use the caller's invstd exactly. A scratch pair in
-// float32 (both saves: CANN wants them in one dtype, and float32 statistics are legal with
-// 16-bit data) would keep it.
+// On chips whose aclnnBatchNormBackward reads the variance from saveInvstd,
+// src/backends/ascend/save_statistics.ts (invstdToSaved) passes Var = 1/invstd^2 - eps in a
+// float32 scratch tensor, whatever saveInvstd's dtype: a float16/bfloat16 one would round the
+// variance, and the chip's invstd = 1/sqrt(Var + eps) would drift by up to half an ulp of that
+// dtype. So every backend uses the caller's invstd exactly, as the CPU backend and Ascend 950 do.
 forEachBackend(
   "backward ops: batchNormBackward with 16-bit saves uses the caller's invstd",
   ({ device }) => {

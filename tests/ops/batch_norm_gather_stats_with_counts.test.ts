@@ -155,13 +155,12 @@ Deno.test("batchNormGatherStatsWithCounts: documented error codes", () => {
   );
 });
 
-// KNOWN LIBRARY BUG (fails on the NPU path). batchNormGatherStatsWithCounts takes counts >= 0
-// (a rank may hold no element), and the CPU backend merges ranks with the closed formula, where
-// a count of 0 contributes nothing. The NPU path (the software CANN models CANN's kernel, which
-// merges ranks one by one as PyTorch's CUDA kernel batch_norm_reduce_statistics does, with a
-// factor 1 / (n + count)) gives NaN for every channel when the first rank's count is 0
-// (0 * 0 * 1/0). PyTorch avoids it by dropping such ranks before the merge; the library's
-// SyncBatchNorm does too, but a direct call does not, so the two backends disagree.
+// batchNormGatherStatsWithCounts takes counts >= 0 (a rank may hold no element). CANN reduces the
+// ranks as sums weighted by their counts (ops-nn aclnn_batch_norm_gather_stats_with_counts.cpp
+// ReduceMeanWithCount; the 950's fused kernel: tests/sim/sim_ops.c run_gather_stats), where a
+// count of 0 contributes nothing wherever it is, as in the CPU backend's closed formula; PyTorch's
+// CUDA kernel, which merges ranks one by one with a factor 1 / (n + count), would give NaN for a
+// leading count of 0 (0 * 0 * 1/0), and drops such ranks first.
 forEachBackend(
   "batchNormGatherStatsWithCounts: a rank of count 0 contributes nothing, also first",
   (ctx) => {

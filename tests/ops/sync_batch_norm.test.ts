@@ -286,11 +286,11 @@ Deno.test("SyncBatchNorm: errors name the argument", async () => {
   assert.throws(() => createLocalProcessGroup(0), RangeError);
 });
 
-// KNOWN LIBRARY BUG (fails on the NPU path, since 011d52b). An empty rank sends count 0 and its
-// row must weigh nothing. CANN's gather-stats kernel merges ranks one by one with a factor
-// 1 / (n + count), so when the empty rank comes FIRST every statistic becomes 0 * 0 * 1/0 = NaN
-// on every rank (the issue 12 failure, now on the NPU path only). The CPU backend's closed
-// formula is right. (batchNormGatherStatsWithCounts has the same failing test with count 0 first.)
+// An empty rank sends count 0 and its row must weigh nothing, first or not: CANN's gather-stats
+// reduces the ranks as sums weighted by their counts (ops-nn
+// aclnn_batch_norm_gather_stats_with_counts.cpp ReduceMeanWithCount; the 950's fused kernel), where
+// a count of 0 adds nothing, as in the CPU backend's closed formula (the issue 12 failure came
+// from a sequential merge with a factor 1 / (n + count), which the software CANN no longer models).
 forEachBackend("SyncBatchNorm: an empty rank adds nothing, wherever it is", async ({ device }) => {
   const x = Tensor.random([6, 2, 3], { seed: 3, distribution: "normal", low: 1, high: 2 });
   const whole = batchNorm64({

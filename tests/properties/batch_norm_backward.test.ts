@@ -10,7 +10,6 @@
 
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { batchNormSavesVariance } from "../../src/backends/ascend/soc.ts";
 import { batchNormBackward } from "../../src/ops/batch_norm_backward.ts";
 import { batchNormElemtBackward } from "../../src/ops/batch_norm_elemt_backward.ts";
 import { batchNormReduceBackward } from "../../src/ops/batch_norm_reduce_backward.ts";
@@ -168,15 +167,10 @@ property("batchNormBackward (training and eval) equals the oracle", backwardCase
     ? { mean: batch.mean, invstd: invstdOf(batch.variance, c.eps) }
     : { mean: uniform(C, c.seed + 5), invstd: uniform(C, c.seed + 6, 0.5, 2) };
   // An empty batch has no invstd (NaN): the gradients over it are 0 whatever the saves hold.
-  // KNOWN LIBRARY BUG (tests/ffi/npu_ops.test.ts "backward ops: batchNormBackward with 16-bit saves
-  // uses the caller's invstd"): on a chip that reads the variance from saveInvstd, the library
-  // rounds Var = 1/invstd^2 - eps to the saves' 16-bit dtype, so the chip's invstd is off by
-  // up to half an ulp of that dtype. That test fails until it is fixed; here such saves are
-  // float32 on those chips so that the property keeps checking everything else.
-  const saveDType = c.training && ctx.socName !== undefined &&
-      batchNormSavesVariance(ctx.socName)
-    ? "float32"
-    : c.saveDType;
+  // 16-bit saves on a chip that reads the variance from saveInvstd included: the library passes
+  // that variance in float32 (tests/ffi/npu_ops.test.ts "backward ops: batchNormBackward with
+  // 16-bit saves uses the caller's invstd").
+  const saveDType = c.saveDType;
   const saveMean = c.save === "absent" ? undefined : perChannel(saveValues.mean, saveDType);
   const saveInvstd = c.save === "absent"
     ? undefined

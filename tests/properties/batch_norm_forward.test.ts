@@ -95,12 +95,9 @@ property("batchNormGatherStatsWithCounts equals the oracle", gatherCase, (ctx, c
   const C = c.inputShape[1];
   const W = c.counts.length;
   // At least two elements overall (the unbiased running variance divides by n - 1), and a
-  // first rank that is not empty. KNOWN LIBRARY BUG
-  // (tests/ops/batch_norm_gather_stats_with_counts.test.ts "batchNormGatherStatsWithCounts: a
-  // rank of count 0 contributes nothing, also first"): on
-  // the NPU path a leading rank of count 0 makes every output NaN (CANN merges ranks as
-  // PyTorch's CUDA kernel does, with a factor 1/(n + count) = 1/0), on the CPU it adds
-  // nothing. That test fails until the backends agree; here later ranks may be empty.
+  // first rank that is not empty (a leading rank of count 0 has its own test:
+  // tests/ops/batch_norm_gather_stats_with_counts.test.ts "batchNormGatherStatsWithCounts: a
+  // rank of count 0 contributes nothing, also first"); here later ranks may be empty.
   const counts = W > 0 && (c.counts[0] === 0 || c.counts.reduce((a, b) => a + b, 0) < 2)
     ? c.counts.map((v, w) => (w === 0 ? v + 2 : v))
     : c.counts;
