@@ -26,7 +26,7 @@ export function openSim(deviceId = 0): AscendDevice {
   return openAscend({ libDir: SIM_DIR, deviceId });
 }
 
-/** Names of aclsimGetStats counters, in order (tests/sim/sim_core.c). */
+/** Names of aclsimGetStats counters, in order (tests/sim/sim_runtime.c sim_get_stats). */
 export const STAT_NAMES = [
   "deviceAllocations",
   "deviceBytes",

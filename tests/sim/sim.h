@@ -263,7 +263,7 @@ SIM_CORE_API int sim_rt_sync_device(void);
 SIM_CORE_API int sim_rt_create_stream(void **stream);
 SIM_CORE_API int sim_rt_destroy_stream(void *stream);
 SIM_CORE_API int sim_rt_sync_stream(void *stream);
-/* A host task on a stream (sim_core.c explains the contract; used by the software HCCL). */
+/* A host task on a stream (sim_streams.c explains the contract; used by the software HCCL). */
 SIM_CORE_API int sim_stream_enqueue(const char *fn, void *stream, int badcode, int (*run)(void *arg),
                                     void (*drop)(void *arg), void *arg);
 SIM_CORE_API int sim_rt_malloc(void **p, uint64_t size, uint32_t policy);
