@@ -47,6 +47,7 @@ const HEADERS = [
   "sim_core_internal.h",
   "sim_api.h",
   "sim_ops_norm.h",
+  "sim_ops_seed.h",
   "hccl_sim.h",
   "sim_hccl_api.h",
 ];
@@ -63,7 +64,8 @@ interface Target {
 
 /**
  * The operators' sources in tests/sim/: `sim_ops.c` (the dispatch), `sim_ops_norm.c` (the
- * generated operators' framework) and each operator's `sim_ops_<operator>.c`, found by name, so
+ * generated operators' framework), `sim_ops_seed_checks.c` and `sim_ops_seed_per_channel.c` (what
+ * the seed operators share) and each operator's `sim_ops_<operator>.c`, found by name, so
  * that a new operator's file is built without an edit here. Sorted, for a stable command line.
  */
 function operatorSources(): string[] {

@@ -1,6 +1,7 @@
 /*
  * Software CANN ("aclsim") -- aclnnFastBatchNormBackward: phase-1 validation as CANN performs it
- * and planning; the computation is aclnnBatchNormBackward's (sim_ops.c, sim_run_bn_backward).
+ * and planning; the computation is aclnnBatchNormBackward's (sim_ops_batch_norm_backward.c,
+ * sim_run_bn_backward).
  *
  * Source: hicann/ops-nn e5c3fa9327ea95ba26d06227e746923580d10921,
  *   norm/batch_norm_grad_v3/op_host/op_api/aclnn_fast_batch_norm_backward.cpp (functions named
@@ -38,7 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* The slots of sim_ops.c's aclnnBatchNormBackward (BB_*): the two prototypes list the tensors in
+/* The slots of aclnnBatchNormBackward (sim_ops_batch_norm_backward.c BB_*): the two prototypes list the tensors in
  * the same order, so its computation runs on this plan unchanged. */
 enum { FB_DY, FB_X, FB_W, FB_RM, FB_RV, FB_SM, FB_SI, FB_GI, FB_GW, FB_GB };
 

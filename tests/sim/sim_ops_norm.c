@@ -92,7 +92,7 @@ int nrm_soc(NormCtx *c) {
 
 /* What CANN does on a product its documentation lists as unsupported is not in the sources (no
  * kernel binary, or a generated operator's "SoC version ... verification failed"); like
- * sim_ops.c op_supported, the simulator fails phase 1 with 161002 right after the out-params. */
+ * sim_ops_seed_checks.c op_supported, the simulator fails phase 1 with 161002 right after the out-params. */
 int nrm_product(NormCtx *c, unsigned supported, const char *doc) {
   if (c->product & supported) return 0;
   if (c->product == 0)

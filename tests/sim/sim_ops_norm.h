@@ -58,7 +58,7 @@ int nrm_opp_path(NormCtx *c);
 int nrm_outparams(NormCtx *c, const uint64_t *ws, void *const *exec);
 int nrm_soc(NormCtx *c);
 /* The documentation lists the product of the SoC as unsupported (not in `supported`) -> 161002,
- * as sim_ops.c refuses an unsupported operator; `doc` names the document. */
+ * as sim_ops_seed_checks.c refuses an unsupported operator; `doc` names the document. */
 int nrm_product(NormCtx *c, unsigned supported, const char *doc);
 const char *nrm_product_name(unsigned product);
 bool nrm_regbase(const NormCtx *c); /* NpuArch DAV_3510 (ops-nn common/inc/op_api/aclnn_util.h IsRegbase) */
@@ -106,7 +106,7 @@ SimTensorDesc nrm_shape_of(const int64_t *dims, int ndim);
 
 /* ---- planning ---- */
 /* Every present slot's memory checked ([aclsim]), a nonzero workspace of 512 + roundUp32(16 *
- * rows) bytes (as sim_ops.c plans it), the executor created. */
+ * rows) bytes (as sim_ops_seed_checks.c plans it), the executor created. */
 int nrm_finish(NormCtx *c, int64_t rows, uint64_t *ws, void **exec);
 /* CANN's early SUCCESS paths: workspace 0, the task writes nothing or only the filled slots. */
 void nrm_fill(NormCtx *c, int s, double v);

@@ -92,7 +92,7 @@ bool sim_rule_bn_saves_variance(const SimSocInfo *s) { return !sim_rule_regbase(
  * (group_norm_grad/op_host/op_api/aclnn_group_norm_backward.cpp CheckDtypeValid 144-172: on
  * regbase, 151-155, CheckMixPrecisionDtype 113-142; otherwise every dtype must equal gradOut's,
  * 156-170). aclnnGroupNorm has no such rule: group_norm/op_host/op_api/aclnn_group_norm.cpp
- * CheckDtypeValid 69-87 requires self's dtype everywhere, on every SoC (sim_ops.c sim_gn_ws). */
+ * CheckDtypeValid 69-87 requires self's dtype everywhere, on every SoC (sim_ops_group_norm.c sim_gn_ws). */
 bool sim_rule_gnb_mixed_precision(const SimSocInfo *s) { return sim_rule_regbase(s); }
 
 /* aclnn_group_norm_backward.cpp CheckAttr 193-200: on NpuArch DAV_2201 only, C / group <= 8000

@@ -22,7 +22,8 @@
  *    10-byte buffer and std::stoul; a failed read or conversion leaves DAV_RESV.
  *  - No platform file: GetRuntimePlatformInfosByDevice fails, the PlatformInfo stays invalid
  *    (platform.cpp 372-386) and answers RESERVED_VERSION and DAV_RESV (308-312, 347-351); the
- *    operators run their checks with those values (sim_ops.c, which then fails the launch).
+ *    operators run their checks with those values (sim_ops_seed_checks.c no_kernel, which then
+ *    fails the launch).
  */
 #define _GNU_SOURCE
 #include "sim.h"

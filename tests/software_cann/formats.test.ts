@@ -1,6 +1,6 @@
 /**
  * The storage formats the software CANN's aclnnBatchNorm and aclnnGroupNorm take
- * (tests/sim/sim_ops.c bn_v3_format and the GroupNorm CheckFormat, with their ops-nn sources),
+ * (tests/sim/sim_ops_batch_norm.c bn_v3_format and sim_ops_group_norm.c's CheckFormat, with their ops-nn sources),
  * called raw through the library's own symbol table (tests/fixtures/sim_norm_raw.ts):
  * - BatchNorm hands 4-D and 5-D inputs to the BatchNormV3 kernel with their own label (fewer
  *   dims are relabelled NCHW, more NCDHW): on the Ascend 950 its tiling takes ND, NCHW with 4
