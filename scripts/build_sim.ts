@@ -48,6 +48,7 @@ const HEADERS = [
   "sim_api.h",
   "sim_ops_norm.h",
   "sim_ops_seed.h",
+  "smoke.h",
   "hccl_sim.h",
   "sim_hccl_api.h",
 ];
@@ -208,7 +209,15 @@ const TARGETS: Target[] = [
   },
   {
     out: "smoke",
-    sources: ["smoke.c"],
+    sources: [
+      "smoke.c",
+      "smoke_seed_ops.c",
+      "smoke_dtypes.c",
+      "smoke_socs.c",
+      "smoke_runtime.c",
+      "smoke_executors.c",
+      "smoke_faults.c",
+    ],
     args: [
       "-fvisibility=default",
       "-L",
