@@ -50,6 +50,7 @@ const HEADERS = [
   "sim_ops_seed.h",
   "smoke.h",
   "hccl_sim.h",
+  "hccl_sim_internal.h",
   "sim_hccl_api.h",
 ];
 
@@ -101,7 +102,12 @@ const TARGETS: Target[] = [
       "sim_rules.c",
       "sim_decomposed.c",
       "sim_fault.c",
-      "hccl_sim.c",
+      // The software HCCL's API (hccl_sim_internal.h joins them) and its transport.
+      "hccl_comms.c",
+      "hccl_config.c",
+      "hccl_dtypes.c",
+      "hccl_reduce.c",
+      "hccl_collectives.c",
       "hccl_transport.c",
     ],
     args: ["-shared", `-Wl,-soname,${CORE}`, "-Wl,--no-undefined", "-lm", "-lpthread", "-ldl"],

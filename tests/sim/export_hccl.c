@@ -2,7 +2,7 @@
  * Software HCCL ("aclsim") -- public symbols of libhccl.so: the collectives (hicann/hccl
  * include/hccl.h:35-37, 51-52, 120-121). The library lists libhcomm.so as a DT_NEEDED entry, as
  * CANN's does (hccl src/hccl.cmake:90-104), so dlsym on a libhccl.so handle also finds the
- * management calls. Each function forwards to libaclsim_core.so (hccl_sim.c).
+ * management calls. Each function forwards to libaclsim_core.so (hccl_collectives.c).
  */
 #include "hccl_sim.h"
 #include "sim_hccl_api.h"

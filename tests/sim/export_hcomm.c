@@ -2,7 +2,7 @@
  * Software HCCL ("aclsim") -- public symbols of libhcomm.so: communicator management, as CANN's
  * hcomm library defines them (hcomm src/framework/op_base/src/op_base.cc, op_base_host.cc,
  * hccl_independent_rank_graph.cc), plus the simulator's test
- * hook. Each function forwards to libaclsim_core.so (hccl_sim.c).
+ * hook. Each function forwards to libaclsim_core.so (hccl_comms.c).
  */
 #include "hccl_sim.h"
 #include "sim_hccl_api.h"

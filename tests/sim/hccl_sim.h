@@ -2,9 +2,10 @@
  * Software HCCL ("aclsim") -- internal header of the HCCL simulator.
  *
  * The state (communicators, root-info servers, counters) lives in libaclsim_core.so like every
- * other simulator state; hccl_sim.c (API semantics, reductions) and hccl_transport.c (Unix
- * sockets between the processes of this machine) are compiled into it. The sim_hccl_* functions
- * below are exported from the core only; libhcomm.so (export_hcomm.c) and libhccl.so
+ * other simulator state; hccl_comms.c, hccl_config.c, hccl_dtypes.c, hccl_reduce.c and
+ * hccl_collectives.c (API semantics, reductions; hccl_sim_internal.h joins them) and
+ * hccl_transport.c (Unix sockets between the processes of this machine) are compiled into it.
+ * The sim_hccl_* functions below are exported from the core only; libhcomm.so (export_hcomm.c) and libhccl.so
  * (export_hccl.c) export exactly the HCCL symbols of sim_hccl_api.h and forward to them.
  * The hccl_tp_* functions are internal to the core (hidden visibility).
  */
@@ -24,7 +25,7 @@
  * docs/zh/user_guide/troubleshooting/troubleshooting_cases/HCCL_timeout.md:5-16). */
 #define SIM_RT_FFTS_PLUS_TIMEOUT 507048
 
-/* ---- API (hccl_sim.c), exported from libaclsim_core.so ---------------------------------- */
+/* ---- API (hccl_comms.c, hccl_collectives.c), exported from libaclsim_core.so ------------- */
 SIM_CORE_API int sim_hccl_get_root_info(HcclRootInfo *rootInfo);
 SIM_CORE_API int sim_hccl_comm_init(const char *fn, uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
                                     const HcclCommConfig *config, bool with_config, HcclComm *comm);

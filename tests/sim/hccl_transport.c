@@ -1,7 +1,7 @@
 /*
  * Software HCCL ("aclsim") -- the transport between the ranks: Unix domain stream sockets in the
  * Linux abstract namespace (no files), so the ranks may be processes (or threads) of this machine.
- * Compiled into libaclsim_core.so; hccl_sim.c holds the API semantics.
+ * Compiled into libaclsim_core.so; hccl_comms.c and hccl_collectives.c hold the API semantics.
  *
  * The flow copies CANN's root-info negotiation (hicann/hccl
  * docs/zh/user_guide/fault_diagnosis/cluster_info_nego.md:11-26; "hcomm" is the hcomm mirror xiaobingling93-pixel/cann-hcomm b5f3e5be):

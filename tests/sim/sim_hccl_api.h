@@ -12,7 +12,7 @@
  *   defined in libhcomm.so) and hccl include/hccl.h:35-37,51-52,120-121 (collectives, libhccl.so);
  * - types: hcomm include/hccl/hccl_types.h:23-51 (HcclResult), 56 (HcclComm), 71-77 (HcclReduceOp),
  *   82-102 (HcclDataType), 113,123-125 (HcclRootInfo, 4108 bytes), 127-162 (HcclCommConfig, 2240
- *   bytes on LP64; hccl_sim.c asserts every field offset);
+ *   bytes on LP64; hccl_config.c asserts every field offset);
  * - aclrtStream: hicann/runtime include/external/acl/acl_base_rt.h:46.
  *
  * Type conventions (ABI classes): pointer / handle = pointer; HcclResult, HcclDataType,

@@ -120,7 +120,7 @@ static const char *alloc_state(uint64_t id) { return sim_dev_alloc_live(id) ? "l
 
 static int run_task(const char *fn, Task *t) {
   if (t->kind == T_HOST) {
-    /* A host task (the software HCCL's collectives, hccl_sim.c) may block for a long time: it
+    /* A host task (the software HCCL's collectives, hccl_collectives.c) may block for a long time: it
      * waits for its peers, which can be other threads of this process synchronising their own
      * streams. So it runs with the lock released (the task is already unlinked from its stream;
      * two threads draining the SAME stream at once may then run its tasks out of order). */
@@ -298,7 +298,7 @@ int sim_rt_sync_stream(void *stream) {
   return rc;
 }
 
-/* A generic host task (used by the software HCCL, hccl_sim.c): queued on `stream` (NULL = the
+/* A generic host task (used by the software HCCL, hccl_collectives.c): queued on `stream` (NULL = the
  * default stream of the calling thread's device), it runs in order with the stream's other tasks
  * when the stream is drained (aclrtSynchronizeStream / aclrtSynchronizeDevice /
  * aclrtDestroyStream), with the lock released (run_task). `run(arg)` returns 0 or the aclError the
