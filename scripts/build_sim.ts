@@ -51,6 +51,7 @@ const HEADERS = [
   "smoke.h",
   "hccl_sim.h",
   "hccl_sim_internal.h",
+  "hccl_transport_internal.h",
   "sim_hccl_api.h",
 ];
 
@@ -102,13 +103,18 @@ const TARGETS: Target[] = [
       "sim_rules.c",
       "sim_decomposed.c",
       "sim_fault.c",
-      // The software HCCL's API (hccl_sim_internal.h joins them) and its transport.
+      // The software HCCL's API (hccl_sim_internal.h joins them) and its transport
+      // (hccl_transport_internal.h joins those).
       "hccl_comms.c",
       "hccl_config.c",
       "hccl_dtypes.c",
       "hccl_reduce.c",
       "hccl_collectives.c",
-      "hccl_transport.c",
+      "hccl_transport_sockets.c",
+      "hccl_transport_connect_timeout.c",
+      "hccl_transport_root_server.c",
+      "hccl_transport_join.c",
+      "hccl_transport_exchange.c",
     ],
     args: ["-shared", `-Wl,-soname,${CORE}`, "-Wl,--no-undefined", "-lm", "-lpthread", "-ldl"],
   },

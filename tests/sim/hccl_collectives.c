@@ -3,7 +3,7 @@
  * HcclAllGather) and HcclBarrier, compiled into libaclsim_core.so: the checks made at the call, the
  * stream task that runs the collective at synchronisation, and how a failed collective breaks its
  * communicator. libhccl.so (export_hccl.c) exports the HCCL symbols and forwards here;
- * hccl_transport.c moves the bytes between the ranks.
+ * hccl_transport_exchange.c moves the bytes between the ranks.
  *
  * Citations name the CANN source a behaviour is modelled on:
  * "hcomm" is the CANN hcomm mirror xiaobingling93-pixel/cann-hcomm b5f3e5be (line numbers of that

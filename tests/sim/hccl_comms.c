@@ -3,8 +3,8 @@
  * libaclsim_core.so: the registry of communicators (opaque handles with never-reused ids),
  * HcclGetRootInfo, HcclCommInitRootInfo[Config], HcclCommDestroy, HcclGetRankSize / Id,
  * HcclGetCommAsyncError, HcclGetErrorString and the hook aclsimHcclGetStats. libhcomm.so
- * (export_hcomm.c) exports the HCCL symbols and forwards here; hccl_transport.c negotiates the
- * communicators between the ranks.
+ * (export_hcomm.c) exports the HCCL symbols and forwards here; hccl_transport_root_server.c and
+ * hccl_transport_join.c negotiate the communicators between the ranks.
  * tests/sim/README.md ("Software HCCL") documents every choice.
  *
  * Citations name the CANN source a behaviour is modelled on:
@@ -126,7 +126,7 @@ int sim_hccl_get_root_info(HcclRootInfo *rootInfo) {
 /* hcomm op_base.cc:1795-1835 HcclCommInitRootInfoInner (and :2017 HcclCommInitRootInfoConfig):
  * HcclDeviceRefresh; nRanks == 0 -> HCCL_E_PARA; rank >= nRanks -> HCCL_E_PARA; NULL comm or
  * rootInfo -> HCCL_E_PTR; the environment (HCCL_CONNECT_TIMEOUT, HCCL_EXEC_TIMEOUT) -> HCCL_E_PARA;
- * then the negotiation (hccl_transport.c), which blocks until every rank joined. */
+ * then the negotiation (hccl_transport_join.c), which blocks until every rank joined. */
 int sim_hccl_comm_init(const char *fn, uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
                        const HcclCommConfig *config, bool with_config, HcclComm *comm) {
   int32_t dev = -1;

@@ -4,7 +4,8 @@
  * The state (communicators, root-info servers, counters) lives in libaclsim_core.so like every
  * other simulator state; hccl_comms.c, hccl_config.c, hccl_dtypes.c, hccl_reduce.c and
  * hccl_collectives.c (API semantics, reductions; hccl_sim_internal.h joins them) and
- * hccl_transport.c (Unix sockets between the processes of this machine) are compiled into it.
+ * the hccl_transport_*.c files (Unix sockets between the processes of this machine;
+ * hccl_transport_internal.h joins them) are compiled into it.
  * The sim_hccl_* functions below are exported from the core only; libhcomm.so (export_hcomm.c) and libhccl.so
  * (export_hccl.c) export exactly the HCCL symbols of sim_hccl_api.h and forward to them.
  * The hccl_tp_* functions are internal to the core (hidden visibility).
@@ -43,7 +44,7 @@ SIM_CORE_API int sim_hccl_all_gather(void *sendBuf, void *recvBuf, uint64_t send
                                      HcclComm comm, void *stream);
 SIM_CORE_API int32_t sim_hccl_get_stats(int64_t *out, uint64_t n);
 
-/* ---- transport (hccl_transport.c), internal to the core ------------------------------------ */
+/* ---- transport (hccl_transport_*.c), internal to the core --------------------------------- */
 #define HCCL_TP_MAX_RANKS 64
 #define HCCL_TP_NAME_BYTES 100 /* an abstract AF_UNIX name, NUL-terminated here */
 
