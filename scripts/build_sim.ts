@@ -53,6 +53,7 @@ const HEADERS = [
   "hccl_sim_internal.h",
   "hccl_transport_internal.h",
   "sim_hccl_api.h",
+  "hccl_smoke.h",
 ];
 
 /** One output of the build. */
@@ -186,7 +187,12 @@ const TARGETS: Target[] = [
   },
   {
     out: "hccl_smoke",
-    sources: ["hccl_smoke.c"],
+    sources: [
+      "hccl_smoke.c",
+      "hccl_smoke_collectives.c",
+      "hccl_smoke_failures.c",
+      "hccl_smoke_one_process.c",
+    ],
     args: [
       "-fvisibility=default",
       "-L",
