@@ -1,6 +1,7 @@
 /**
- * @aclnn/norm: Ascend CANN normalization kernels (BatchNorm, SyncBatchNorm, GroupNorm) from
- * Deno, with a pure-TypeScript CPU backend that runs everywhere and is the reference.
+ * @aclnn/norm: Ascend CANN normalization kernels (BatchNorm, SyncBatchNorm, GroupNorm, LayerNorm,
+ * RMSNorm and the rest of CANN's norm family) from Deno, with a CPU backend (TypeScript and
+ * WebAssembly SIMD, computing in float32 as CANN's kernels do) that runs everywhere.
  *
  * This root module holds what applications call: tensors, the operators, devices, errors,
  * SyncBatchNorm and the InfiniOp-style descriptor API. Advanced users find the FFI layer
