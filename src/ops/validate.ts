@@ -18,7 +18,10 @@ import { type Backend, backendFor } from "../backends/mod.ts";
 import type { Device } from "../tensor/device.ts";
 import { deviceName } from "../tensor/device.ts";
 import { type DType, FLOAT_DTYPES } from "../tensor/dtype.ts";
-import { formatShape } from "../tensor/layout.ts";
+import { formatShape, sameDims } from "../tensor/layout.ts";
+
+/** Whether two shapes are equal dim by dim, for the checks here (`check.sameShape`). */
+export { sameDims as sameShape } from "../tensor/layout.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { heapFreed } from "../tensor/host_heap.ts";
 import { storageDisposed } from "../tensor/storage.ts";
@@ -230,11 +233,6 @@ export function checkPerChannelShape(
   );
 }
 
-/** Whether two shapes are equal dim by dim. */
-export function sameShape(a: readonly number[], b: readonly number[]): boolean {
-  return a.length === b.length && a.every((d, i) => d === b[i]);
-}
-
 /** Shape must equal `shape`. */
 export function checkShape(
   op: string,
@@ -243,7 +241,7 @@ export function checkShape(
   shape: readonly number[],
   otherName: string,
 ): void {
-  if (!sameShape(t.shape, shape)) {
+  if (!sameDims(t.shape, shape)) {
     invalid(
       op,
       name,

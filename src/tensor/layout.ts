@@ -62,15 +62,15 @@ export function isDenseLayout(shape: readonly number[], strides: readonly number
   return viewSpan(shape, strides) === numel(shape) || numel(shape) === 0;
 }
 
-/** Whether two stride lists are equal. */
-function equalStrides(a: readonly number[], b: readonly number[]): boolean {
+/** Whether two lists of dims (shapes, or strides) are equal, entry by entry. */
+export function sameDims(a: readonly number[], b: readonly number[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 }
 
 /** Channels-last strides of `shape` (rank >= 2): dim 1 innermost, then the last dims, dim 0. */
-function channelsLastStrides(shape: readonly number[]): number[] {
+export function channelsLastStrides(shape: readonly number[]): number[] {
   const strides = new Array<number>(shape.length);
   strides[1] = 1;
   let step = Math.max(shape[1], 1);
@@ -91,11 +91,11 @@ function channelsLastStrides(shape: readonly number[]): number[] {
 export function stridesLike(shape: readonly number[], strides: readonly number[]): number[] {
   // Row-major strides (an operator's usual input) give themselves: no sort.
   const same = contiguousStrides(shape);
-  if (equalStrides(same, strides)) return same;
+  if (sameDims(same, strides)) return same;
   // So do channels-last ones (dim 1 innermost) when no dim has one element (no ties).
   if (shape.length >= 3 && shape.every((d) => d > 1)) {
     const last = channelsLastStrides(shape);
-    if (equalStrides(last, strides)) return last;
+    if (sameDims(last, strides)) return last;
   }
   return sortedStridesLike(shape, strides);
 }

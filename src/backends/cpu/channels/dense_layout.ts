@@ -18,44 +18,12 @@ import type { Tensor } from "../../../tensor/tensor.ts";
 import type { TensorAddress } from "../kernels/layout_types.ts";
 import { MAX_STORAGE_ELEMENTS } from "./aliasing.ts";
 import type { ChosenLayout } from "./layout.ts";
-import { numel } from "../../../tensor/layout.ts";
+import { channelsLastStrides, contiguousStrides, numel, sameDims } from "../../../tensor/layout.ts";
 import { MAX_PIXEL_CHANNELS } from "../kernels/channel_stages.ts";
 import { hostData } from "../tensors/tensor_arrays.ts";
 
-/** Whether two shapes are equal. */
-function sameShape(a: readonly number[], b: readonly number[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
 /** A dense layout of [N, C, ...]: row-major (NCHW) or channels-last. */
 export type DenseOrder = "rows" | "pixels";
-
-/**
- * The strides of a dense [N, C, ...inner] tensor in `order` (row-major, or channels-last:
- * channel stride 1, the inner dims row-major over pixels of C elements, N outermost).
- */
-function denseStrides(shape: readonly number[], order: DenseOrder): number[] {
-  const r = shape.length;
-  const strides = new Array<number>(r);
-  let step = 1;
-  if (order === "pixels") {
-    strides[1] = 1;
-    step = shape[1];
-    for (let i = r - 1; i >= 2; i--) {
-      strides[i] = step;
-      step *= shape[i];
-    }
-    strides[0] = step;
-    return strides;
-  }
-  for (let i = r - 1; i >= 0; i--) {
-    strides[i] = step;
-    step *= shape[i];
-  }
-  return strides;
-}
 
 /** Whether `t` has `strides` over its dims of more than one element. */
 function hasStrides(t: Tensor, strides: readonly number[]): boolean {
@@ -86,10 +54,10 @@ export function denseLayout(
   if (shape.length < 2 || shape[0] !== N || shape[1] !== C || numel(shape) !== N * C * inner) {
     return undefined;
   }
-  const strides = denseStrides(shape, order);
+  const strides = order === "rows" ? contiguousStrides(shape) : channelsLastStrides(shape);
   const starts: number[] = [];
   for (const t of data) {
-    if (t.dtype !== dtype || !sameShape(t.shape, shape) || !hasStrides(t, strides)) {
+    if (t.dtype !== dtype || !sameDims(t.shape, shape) || !hasStrides(t, strides)) {
       return undefined;
     }
     const storage = hostData(t);

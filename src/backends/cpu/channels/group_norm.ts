@@ -20,6 +20,7 @@ import type {
   InstanceNormTensors,
 } from "../../types.ts";
 import type { Tensor } from "../../../tensor/tensor.ts";
+import { sameDims } from "../../../tensor/layout.ts";
 import { heapAddress } from "../../../tensor/host_heap.ts";
 import { channelValues, channelValuesOr, writeChannelValues } from "../tensors/channel_values.ts";
 import { streamable } from "./aliasing.ts";
@@ -63,10 +64,8 @@ export function groupNormCall(
   }
   if (!streamable(output, inputs)) return undefined;
   if (!data.every((t) => heapAddress(hostData(t)) >= 0)) return undefined;
-  const sameInner = (a: readonly number[], b: readonly number[]) =>
-    a.length === b.length && a.every((d, i) => d === b[i]);
   let views = data.map((t) => groupNormDims(t, N, C, HxW));
-  if (views.some((v) => !v || !sameInner(v.innerShape, views[0]!.innerShape))) {
+  if (views.some((v) => !v || !sameDims(v.innerShape, views[0]!.innerShape))) {
     // Tensors of different shapes (same element count): view every one as [N, C, HxW].
     views = data.map((t) => flatGroupNormDims(t, N, C, HxW));
     if (views.some((v) => !v)) return undefined;
