@@ -9,7 +9,7 @@
 ;; gs_sums_rows adds sum(dYNew) and sum(xhat * dYNew) (float32 lanes over runs of 256 elements,
 ;; each run added in float64, as channel_norms.wat's bn_sums_rows); gs_grad_rows writes
 ;; dx = dYNew * k6 - (xhat * k7 + k8) (:297-300) with k6 = rstd * gamma[c], k7 = rstd * c2,
-;; k8 = rstd * c1, rounded once to the data type. exp is channel_swish.wat's $cs_exp4.
+;; k8 = rstd * c1, rounded once to the data type. d is channel_swish.wat's $cs_one_plus_exp4.
 ;; dYNew costs an exp and two divisions an element, so gs_sums_rows may also keep it: given a
 ;; cache address (not 0), it stores each row's dYNew as float32 there, the row's whole vectors
 ;; (its last one to three elements in a whole vector too, the lanes past the row undefined), and
@@ -22,9 +22,7 @@
     (param $kneg v128) (param $s v128) (result v128)
     (local $t v128) (local $d v128)
     (local.set $t (f32x4.add (f32x4.mul (local.get $xh) (local.get $g)) (local.get $b)))
-    (local.set $d
-      (f32x4.add (f32x4.splat (f32.const 1))
-        (call $cs_exp4 (f32x4.mul (local.get $t) (local.get $kneg)))))
+    (local.set $d (call $cs_one_plus_exp4 (f32x4.mul (local.get $t) (local.get $kneg))))
     (f32x4.mul
       (f32x4.div
         (f32x4.add
