@@ -25,26 +25,30 @@
  * @module
  */
 
-import type { LayerNormPlan, LayerNormTensors } from "../backends/mod.ts";
-import { rowGeometry } from "../backends/mod.ts";
 import { FLOAT_DTYPES } from "../tensor/dtype.ts";
-import { Tensor } from "../tensor/tensor.ts";
-import type { LayerNormArgs, LayerNormOut, LayerNormResult } from "./layer_norm.ts";
-import { z } from "./zod.ts";
+import type { Tensor } from "../tensor/tensor.ts";
+import {
+  checkParamDType,
+  copiedStatisticsShape,
+  LAYER_NORM_ARGS,
+  type LayerNormArgs,
+  type LayerNormOut,
+  type LayerNormOutput,
+  layerNormOutputs,
+  type LayerNormResult,
+  type LayerNormValidated,
+  placeLayerNorm,
+  readLayerNormArgs,
+} from "./layer_norm.ts";
 import {
   checkMaxRank,
   checkViewCopy,
-  epsilonSchema,
   fillAll,
   INNER_NULLPTR,
   MAX_RANK,
-  newStatistic,
-  normalizedShapeSchema,
-  placeRowNorm,
-  statisticsShape,
   tilingFailure,
 } from "./row_norm_checks.ts";
-import { defineOperator, type PlannedCall } from "./spec.ts";
+import { defineOperator } from "./spec.ts";
 import * as check from "./validate.ts";
 
 const OP = "aclnnFastLayerNorm";
@@ -61,11 +65,6 @@ export type FastLayerNormArgs = LayerNormArgs;
 
 /** Results of {@linkcode fastLayerNorm}; `using` frees the outputs the call allocated. */
 export type FastLayerNormResult = LayerNormResult;
-
-const scalarsSchema = z.object({
-  normalizedShape: normalizedShapeSchema,
-  eps: epsilonSchema(1e-5),
-});
 
 /**
  * Runs Layer Normalization as aclnnFastLayerNorm does, on the CPU or on the NPU the tensors
@@ -102,19 +101,15 @@ export function fastLayerNorm(args: FastLayerNormArgs): FastLayerNormResult {
   return call(args);
 }
 
-type Output = "output" | "mean" | "rstd";
-
-/** What validation established for one set of argument values. */
-type Validated = PlannedCall<Output, LayerNormPlan, LayerNormTensors>;
-
-const call = defineOperator<FastLayerNormArgs, Output, Validated, FastLayerNormResult>({
+const call = defineOperator<
+  FastLayerNormArgs,
+  LayerNormOutput,
+  LayerNormValidated,
+  FastLayerNormResult
+>({
   op: OP,
-  args: ["input", "normalizedShape", "weight", "bias", "eps"],
-  outputs: {
-    output: (v) => Tensor.emptyLike(v.tensors.input, v.tensors.input.dtype, v.device),
-    mean: (v) => newStatistic(v.tensors.input, v.plan.geometry, v.device),
-    rstd: (v) => newStatistic(v.tensors.input, v.plan.geometry, v.device),
-  },
+  args: [...LAYER_NORM_ARGS],
+  outputs: layerNormOutputs,
   validate,
   run: (v, o) => {
     const { rows, cols } = v.plan.geometry;
@@ -135,33 +130,18 @@ const call = defineOperator<FastLayerNormArgs, Output, Validated, FastLayerNormR
   },
 });
 
-function validate(args: FastLayerNormArgs): Validated {
+function validate(args: FastLayerNormArgs): LayerNormValidated {
   // CheckFastNotNull.
-  const input = check.requireTensor(OP, "input", args.input);
-  if (args.normalizedShape === undefined || args.normalizedShape === null) {
-    check.missing(OP, "normalizedShape");
-  }
-  const output = check.requestedOutput(OP, "output", args.out, true);
-  // meanOutOptional / rstdOutOptional: a null pointer is legal in CANN; allocated here.
-  const mean = check.optionalTensor(OP, "mean", args.out?.mean);
-  const rstd = check.optionalTensor(OP, "rstd", args.out?.rstd);
-  const weight = check.optionalTensor(OP, "weight", args.weight);
-  const bias = check.optionalTensor(OP, "bias", args.bias);
-  const { normalizedShape, eps } = check.parseArguments(OP, scalarsSchema, args);
+  const a = readLayerNormArgs(OP, args);
+  const { input, output, mean, rstd, weight, bias, normalizedShape } = a;
 
   // CheckInputDtype (:65-86): weight's rules, weight == bias, then bias's rules.
   check.checkDType(OP, "input", input, FLOAT_DTYPES);
-  const paramDType = (name: string, t: Tensor) => {
-    check.checkDType(OP, name, t, FLOAT_DTYPES);
-    if (t.dtype !== "float32" && t.dtype !== input.dtype) {
-      check.invalid(OP, name, `dtype ${t.dtype} must be float32 or input dtype ${input.dtype}`);
-    }
-  };
-  if (weight) paramDType("weight", weight);
+  if (weight) checkParamDType(OP, "weight", weight, input);
   if (weight && bias && weight.dtype !== bias.dtype) {
     check.invalid(OP, "bias", `dtype ${bias.dtype} must equal weight dtype ${weight.dtype}`);
   }
-  if (bias) paramDType("bias", bias);
+  if (bias) checkParamDType(OP, "bias", bias, input);
   // CheckFastOutputDtype (:87-99): list membership only.
   for (const [name, t] of Object.entries({ output, rstd, mean })) {
     if (t) check.checkDType(OP, name, t, FLOAT_DTYPES);
@@ -207,13 +187,12 @@ function validate(args: FastLayerNormArgs): Validated {
     }
   });
   if (output) check.checkShape(OP, "output", output, input.shape, "input");
-  const geometry = rowGeometry(input.shape, axis);
 
-  const read = { input, weight, bias };
-  const { device, backend } = placeRowNorm(OP, { output, mean, rstd }, read, geometry);
+  const v = placeLayerNorm(OP, a, axis);
   // doFastLayerNorm (:271-317), reached with rows of elements only: y (input's dtype) is
   // ViewCopy'd into out without a cast, then rstd and mean cast and ViewCopy'd.
-  if (geometry.rows > 0 && geometry.cols > 0) {
+  const want = copiedStatisticsShape(v);
+  if (want) {
     if (output && output.dtype !== input.dtype) {
       tilingFailure(
         OP,
@@ -223,15 +202,8 @@ function validate(args: FastLayerNormArgs): Validated {
           "y of input's dtype into it without a cast",
       );
     }
-    const want = statisticsShape(input.shape, axis, geometry.rows);
     if (rstd) checkViewCopy(OP, "rstd", rstd, want);
     if (mean) checkViewCopy(OP, "mean", mean, want);
   }
-  return {
-    device,
-    backend,
-    plan: { geometry, normalizedShape: Object.freeze([...normalizedShape]), eps },
-    tensors: { input, weight, bias },
-    given: { output, mean, rstd },
-  };
+  return v;
 }

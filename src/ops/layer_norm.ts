@@ -86,11 +86,6 @@ export interface LayerNormResult extends Disposable {
   rstd: Tensor;
 }
 
-const scalarsSchema = z.object({
-  normalizedShape: normalizedShapeSchema,
-  eps: epsilonSchema(1e-5),
-});
-
 /**
  * Runs Layer Normalization as aclnnLayerNorm does, on the CPU or on the NPU the tensors live on.
  *
@@ -124,19 +119,117 @@ export function layerNorm(args: LayerNormArgs): LayerNormResult {
   return call(args);
 }
 
-type Output = "output" | "mean" | "rstd";
+/** The outputs of aclnnLayerNorm and aclnnFastLayerNorm. */
+export type LayerNormOutput = "output" | "mean" | "rstd";
 
-/** What validation established for one set of argument values. */
-type Validated = PlannedCall<Output, LayerNormPlan, LayerNormTensors>;
+/** What validation established for one set of argument values (shared with the fast variant). */
+export type LayerNormValidated = PlannedCall<LayerNormOutput, LayerNormPlan, LayerNormTensors>;
+type Validated = LayerNormValidated;
 
-const call = defineOperator<LayerNormArgs, Output, Validated, LayerNormResult>({
+/** The arguments aclnnLayerNorm's and aclnnFastLayerNorm's outcome depends on, in CANN's order. */
+export const LAYER_NORM_ARGS = ["input", "normalizedShape", "weight", "bias", "eps"] as const;
+
+/**
+ * How each output is allocated without `out`: output in input's dtype, shape and memory layout,
+ * mean and rstd float32 `[A1..Ai, 1..1]` (`[0]` without rows), as torch_npu allocates them.
+ */
+export const layerNormOutputs: {
+  readonly [K in LayerNormOutput]: (v: LayerNormValidated) => Tensor;
+} = {
+  output: (v) => Tensor.emptyLike(v.tensors.input, v.tensors.input.dtype, v.device),
+  mean: (v) => newStatistic(v.tensors.input, v.plan.geometry, v.device),
+  rstd: (v) => newStatistic(v.tensors.input, v.plan.geometry, v.device),
+};
+
+const scalarsSchema = z.object({
+  normalizedShape: normalizedShapeSchema,
+  eps: epsilonSchema(1e-5),
+});
+
+/** A LayerNorm call's arguments once read: its tensors (absent ones undefined) and scalars. */
+export interface LayerNormInputs {
+  /** x. */
+  readonly input: Tensor;
+  /** The given `out.output`, `out.mean`, `out.rstd`. */
+  readonly output?: Tensor;
+  /** See `output`. */
+  readonly mean?: Tensor;
+  /** See `output`. */
+  readonly rstd?: Tensor;
+  /** Scale. */
+  readonly weight?: Tensor;
+  /** Offset. */
+  readonly bias?: Tensor;
+  /** The normalized dims, integers (their number is unchecked). */
+  readonly normalizedShape: readonly number[];
+  /** A finite number, 1e-5 by default. */
+  readonly eps: number;
+}
+
+/**
+ * Reads a LayerNorm call's arguments, first as CANN's CheckNotNull (aclnn_layer_norm.cpp) and
+ * CheckFastNotNull (aclnn_fast_layer_norm.cpp:112-118) do: 161001 when input or normalizedShape
+ * is missing or `out.output` is `null`. meanOutOptional / rstdOutOptional may be null pointers
+ * in CANN (allocated here); weight and bias are optional; the scalars are parsed (161002).
+ */
+export function readLayerNormArgs(op: string, args: LayerNormArgs): LayerNormInputs {
+  const input = check.requireTensor(op, "input", args.input);
+  if (args.normalizedShape === undefined || args.normalizedShape === null) {
+    check.missing(op, "normalizedShape");
+  }
+  const output = check.requestedOutput(op, "output", args.out, true);
+  const mean = check.optionalTensor(op, "mean", args.out?.mean);
+  const rstd = check.optionalTensor(op, "rstd", args.out?.rstd);
+  const weight = check.optionalTensor(op, "weight", args.weight);
+  const bias = check.optionalTensor(op, "bias", args.bias);
+  const { normalizedShape, eps } = check.parseArguments(op, scalarsSchema, args);
+  return { input, output, mean, rstd, weight, bias, normalizedShape, eps };
+}
+
+/**
+ * CheckInputDtype's rule for weight and for bias (both operators): float32, float16 or
+ * bfloat16, and float32 or input's dtype (161002).
+ */
+export function checkParamDType(op: string, name: string, t: Tensor, input: Tensor): void {
+  check.checkDType(op, name, t, FLOAT_DTYPES);
+  if (t.dtype !== "float32" && t.dtype !== input.dtype) {
+    check.invalid(op, name, `dtype ${t.dtype} must be float32 or input dtype ${input.dtype}`);
+  }
+}
+
+/**
+ * The end of a LayerNorm validation once CANN's checks passed, normalizing from `axis` on: the
+ * device step (placeRowNorm: the outputs written, input, weight and bias read) and the call.
+ */
+export function placeLayerNorm(op: string, a: LayerNormInputs, axis: number): LayerNormValidated {
+  const { input, weight, bias, output, mean, rstd } = a;
+  const geometry = rowGeometry(input.shape, axis);
+  const read = { input, weight, bias };
+  const { device, backend } = placeRowNorm(op, { output, mean, rstd }, read, geometry);
+  return {
+    device,
+    backend,
+    plan: { geometry, normalizedShape: Object.freeze([...a.normalizedShape]), eps: a.eps },
+    tensors: read,
+    given: { output, mean, rstd },
+  };
+}
+
+/**
+ * The shape of the l0 operator's mean and rstd (`[A1..Ai, 1..1]`), which CANN copies into given
+ * outputs with l0op::ViewCopy; undefined when CANN returns before copying (no rows, or rows of
+ * no element).
+ */
+export function copiedStatisticsShape(v: LayerNormValidated): number[] | undefined {
+  const { axis, rows, cols } = v.plan.geometry;
+  if (rows === 0 || cols === 0) return undefined;
+  return statisticsShape(v.tensors.input.shape, axis, rows);
+}
+
+const call = defineOperator<LayerNormArgs, LayerNormOutput, Validated, LayerNormResult>({
   op: OP,
-  args: ["input", "normalizedShape", "weight", "bias", "eps"],
-  outputs: {
-    output: (v) => Tensor.emptyLike(v.tensors.input, v.tensors.input.dtype, v.device),
-    mean: (v) => newStatistic(v.tensors.input, v.plan.geometry, v.device),
-    rstd: (v) => newStatistic(v.tensors.input, v.plan.geometry, v.device),
-  },
+  args: [...LAYER_NORM_ARGS],
+  outputs: layerNormOutputs,
   validate,
   run: (v, o) => {
     const { rows, cols } = v.plan.geometry;
@@ -152,26 +245,13 @@ const call = defineOperator<LayerNormArgs, Output, Validated, LayerNormResult>({
 });
 
 function validate(args: LayerNormArgs): Validated {
-  const input = check.requireTensor(OP, "input", args.input);
-  if (args.normalizedShape === undefined || args.normalizedShape === null) {
-    check.missing(OP, "normalizedShape");
-  }
-  const output = check.requestedOutput(OP, "output", args.out, true);
-  // meanOutOptional / rstdOutOptional: a null pointer is legal in CANN; allocated here.
-  const mean = check.optionalTensor(OP, "mean", args.out?.mean);
-  const rstd = check.optionalTensor(OP, "rstd", args.out?.rstd);
-  const weight = check.optionalTensor(OP, "weight", args.weight);
-  const bias = check.optionalTensor(OP, "bias", args.bias);
-  const { normalizedShape, eps } = check.parseArguments(OP, scalarsSchema, args);
+  const a = readLayerNormArgs(OP, args);
+  const { input, output, mean, rstd, weight, bias, normalizedShape } = a;
 
   // CheckInputDtype, CheckOutputDtype.
   check.checkDType(OP, "input", input, FLOAT_DTYPES);
   for (const [name, t] of Object.entries({ weight, bias })) {
-    if (!t) continue;
-    check.checkDType(OP, name, t, FLOAT_DTYPES);
-    if (t.dtype !== "float32" && t.dtype !== input.dtype) {
-      check.invalid(OP, name, `dtype ${t.dtype} must be float32 or input dtype ${input.dtype}`);
-    }
+    if (t) checkParamDType(OP, name, t, input);
   }
   if (weight && bias && weight.dtype !== bias.dtype) {
     check.invalid(OP, "bias", `dtype ${bias.dtype} must equal weight dtype ${weight.dtype}`);
@@ -198,23 +278,15 @@ function validate(args: LayerNormArgs): Validated {
   if (weight) check.checkShape(OP, "weight", weight, normalizedShape, "normalizedShape");
   if (bias) check.checkShape(OP, "bias", bias, normalizedShape, "normalizedShape");
   if (output) check.checkShape(OP, "output", output, input.shape, "input");
-  const geometry = rowGeometry(input.shape, axis);
 
-  const read = { input, weight, bias };
-  const { device, backend } = placeRowNorm(OP, { output, mean, rstd }, read, geometry);
+  const v = placeLayerNorm(OP, a, axis);
   // The l0 operator's mean and rstd are [A1..Ai, 1..1], copied to the outputs with
   // l0op::ViewCopy (aclnn_layer_norm.cpp:461-477; layer_norm_v3.cpp:50-53); without rows, or
   // with rows of no element, CANN returns before (:367-386).
-  if (geometry.rows > 0 && geometry.cols > 0) {
-    const want = statisticsShape(input.shape, axis, geometry.rows);
+  const want = copiedStatisticsShape(v);
+  if (want) {
     if (mean) checkViewCopy(OP, "mean", mean, want);
     if (rstd) checkViewCopy(OP, "rstd", rstd, want);
   }
-  return {
-    device,
-    backend,
-    plan: { geometry, normalizedShape: Object.freeze([...normalizedShape]), eps },
-    tensors: { input, weight, bias },
-    given: { output, mean, rstd },
-  };
+  return v;
 }

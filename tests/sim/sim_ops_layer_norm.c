@@ -18,8 +18,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-enum { LN_X, LN_W, LN_B, LN_Y, LN_MEAN, LN_RSTD };
-enum { LN_MAX_DIM = 8 }; /* MAX_DIM_LEN, aclnn_layer_norm.cpp:34 */
 enum { HIGH_PRECISION = 0, HIGH_PERFORMANCE = 1, KEEP_FP16 = 2 }; /* aclnn_layer_norm.cpp:40-42 */
 
 /* Products (docs "产品支持情况"): 950, A3, A2, Atlas 200I/500 A2 (310B), Atlas training (910);
@@ -41,12 +39,8 @@ static NrmDtList dtype_list(const NormCtx *c) {
 static int check_dtypes(NormCtx *c) {
   NrmDtList l = dtype_list(c);
   NTRY(nrm_dt_support(c, LN_X, &l, "input"));
-  const int opt[2] = {LN_W, LN_B};
-  const char *const shown[2] = {"weightOptional", "biasOptional"};
-  for (int i = 0; i < 2; i++) {
-    NTRY(nrm_dt_support(c, opt[i], &l, shown[i]));
-    if (NP(c, opt[i]) && NT(c, opt[i])->dtype != SIM_DT_FLOAT) NTRY(nrm_dt_same(c, opt[i], shown[i], LN_X, "input"));
-  }
+  NTRY(nrm_ln_param_dtype(c, LN_W, &l, "weightOptional"));
+  NTRY(nrm_ln_param_dtype(c, LN_B, &l, "biasOptional"));
   NTRY(nrm_dt_same(c, LN_W, "weightOptional", LN_B, "biasOptional"));
   NTRY(nrm_dt_support(c, LN_Y, &l, "out"));
   NTRY(nrm_dt_support(c, LN_MEAN, &l, "meanOutOptional"));
@@ -56,8 +50,7 @@ static int check_dtypes(NormCtx *c) {
 /* CheckShape (aclnn_layer_norm.cpp:160-259), in its order. */
 static int check_shapes(NormCtx *c, const int64_t *norm, int64_t nlen) {
   const int slots[6] = {LN_X, LN_Y, LN_W, LN_B, LN_MEAN, LN_RSTD};
-  const char *const shown[6] = {"input", "out", "weightOptional", "biasOptional", "meanOutOptional", "rstdOutOptional"};
-  for (int i = 0; i < 6; i++) NTRY(nrm_max_dim(c, slots[i], LN_MAX_DIM, shown[i]));
+  for (int i = 0; i < 6; i++) NTRY(nrm_max_dim(c, slots[i], LN_MAX_DIM, nrm_ln_names[slots[i]]));
   if (nlen > LN_MAX_DIM)
     return nrm_fail(c, SIM_NN_INVALID,
                     "Expected aclnnLayerNorm normalizedShape dim [%" PRId64 "] to not be greater than [%d] but check "
@@ -70,6 +63,35 @@ static int check_shapes(NormCtx *c, const int64_t *norm, int64_t nlen) {
   NTRY(nrm_min_dim(c, LN_X, (int)nlen, "input"));
   NTRY(nrm_wrong_dim(c, LN_W, (int)nlen, "weightOptional"));
   NTRY(nrm_wrong_dim(c, LN_B, (int)nlen, "biasOptional"));
+  NTRY(nrm_ln_normalized_dims(c, norm, nlen));
+  return nrm_shape_same(c, LN_X, "input", LN_Y, "out");
+}
+
+/* ---- shared with aclnnFastLayerNorm (sim_ops_norm.h) ---- */
+
+const char *const nrm_ln_names[6] = {"input", "weightOptional", "biasOptional", "out", "meanOutOptional",
+                                     "rstdOutOptional"};
+
+int nrm_ln_args(NormCtx *c, const void *input, const void *normalizedShape, const void *weight, const void *bias,
+                const void *out, const void *meanOut, const void *rstdOut, int64_t *norm, uint64_t *nlen) {
+  NTRY(nrm_null(c, input, "aclTensor", "input", SIM_NN_NULLPTR));
+  NTRY(nrm_null(c, normalizedShape, "aclIntArray", "normalizedShape", SIM_NN_NULLPTR));
+  NTRY(nrm_null(c, out, "aclTensor", "out", SIM_NN_NULLPTR));
+  const void *hs[] = {input, weight, bias, out, meanOut, rstdOut};
+  for (int s = LN_X; s <= LN_RSTD; s++) NTRY(nrm_get(c, hs[s], s));
+  *nlen = 0;
+  if (sim_lookup_int_array(normalizedShape, norm, LN_MAX_DIM + 1, nlen) != 0)
+    return nrm_fail(c, SIM_NN_INVALID, "normalizedShape (%p) is not a live aclIntArray", normalizedShape);
+  return 0;
+}
+
+int nrm_ln_param_dtype(NormCtx *c, int s, const NrmDtList *l, const char *shown) {
+  NTRY(nrm_dt_support(c, s, l, shown));
+  if (NP(c, s) && NT(c, s)->dtype != SIM_DT_FLOAT) return nrm_dt_same(c, s, shown, LN_X, "input");
+  return 0;
+}
+
+int nrm_ln_normalized_dims(NormCtx *c, const int64_t *norm, int64_t nlen) {
   const SimTensorDesc *x = NT(c, LN_X);
   int axis = x->ndim - (int)nlen;
   for (int i = 0; i < (int)nlen; i++) {
@@ -87,7 +109,14 @@ static int check_shapes(NormCtx *c, const int64_t *norm, int64_t nlen) {
                         "], but failed.",
                         i, norm[i], what[k], i, NT(c, opt[k])->dims[i]);
   }
-  return nrm_shape_same(c, LN_X, "input", LN_Y, "out");
+  return 0;
+}
+
+SimTensorDesc nrm_ln_stat_shape(const NormCtx *c, int axis) {
+  const SimTensorDesc *x = &c->plan.t[LN_X];
+  SimTensorDesc stat = nrm_shape_of(x->dims, x->ndim);
+  for (int i = axis; i < stat.ndim; i++) stat.dims[i] = 1;
+  return stat;
 }
 
 /* CheckMeanRstdOutputShape (aclnn_layer_norm.cpp:77-121), on NpuArch DAV_3510 only (:312-325):
@@ -153,24 +182,16 @@ static void plan_dtypes(NormCtx *c, int64_t N) {
 int sim_layer_norm_ws(const char *api, const void *input, const void *normalizedShape, const void *weight,
                       const void *bias, double eps, void *out, void *meanOut, void *rstdOut, int32_t implMode,
                       uint64_t *ws, void **exec) {
-  static const char *const names[] = {"input", "weightOptional", "biasOptional", "out", "meanOutOptional",
-                                      "rstdOutOptional"};
   NormCtx cc, *c = &cc;
-  nrm_init(c, SIM_OP_LAYER_NORM, api, 3, 3, names);
+  nrm_init(c, SIM_OP_LAYER_NORM, api, 3, 3, nrm_ln_names);
   NTRY(nrm_opp_path(c));
   NTRY(nrm_outparams(c, ws, exec));
   NTRY(nrm_soc(c));
   NTRY(nrm_product(c, LN_PRODUCTS, LN_DOC));
   /* CheckNotNull (:69-75) -> 161001 */
-  NTRY(nrm_null(c, input, "aclTensor", "input", SIM_NN_NULLPTR));
-  NTRY(nrm_null(c, normalizedShape, "aclIntArray", "normalizedShape", SIM_NN_NULLPTR));
-  NTRY(nrm_null(c, out, "aclTensor", "out", SIM_NN_NULLPTR));
-  const void *hs[] = {input, weight, bias, out, meanOut, rstdOut};
-  for (int s = LN_X; s <= LN_RSTD; s++) NTRY(nrm_get(c, hs[s], s));
   int64_t norm[LN_MAX_DIM + 1] = {0};
-  uint64_t nlen = 0;
-  if (sim_lookup_int_array(normalizedShape, norm, LN_MAX_DIM + 1, &nlen) != 0)
-    return nrm_fail(c, SIM_NN_INVALID, "normalizedShape (%p) is not a live aclIntArray", normalizedShape);
+  uint64_t nlen;
+  NTRY(nrm_ln_args(c, input, normalizedShape, weight, bias, out, meanOut, rstdOut, norm, &nlen));
   /* CheckParamsWithImplMode (:299-329) */
   NTRY(check_dtypes(c));
   NTRY(check_shapes(c, norm, (int64_t)nlen));
@@ -202,8 +223,7 @@ int sim_layer_norm_ws(const char *api, const void *input, const void *normalized
    * else checks these shapes: a meanOut of M elements but another shape is refused here, a
    * one-element meanOut of any shape is written when M == 1. out equals the input's shape
    * (CheckShape), so its ViewCopy (:456-459) always succeeds. */
-  SimTensorDesc stat = nrm_shape_of(NT(c, LN_X)->dims, NT(c, LN_X)->ndim);
-  for (int i = axis; i < stat.ndim; i++) stat.dims[i] = 1;
+  SimTensorDesc stat = nrm_ln_stat_shape(c, axis);
   if (NP(c, LN_MEAN)) NTRY(nrm_view_copy(c, LN_MEAN, &stat));
   if (NP(c, LN_RSTD)) NTRY(nrm_view_copy(c, LN_RSTD, &stat));
   plan_dtypes(c, N);

@@ -1,7 +1,7 @@
 /*
  * Software CANN ("aclsim") -- what the LayerNorm / RMSNorm operators (sim_ops_layer_norm.c,
- * sim_ops_layer_norm_backward.c, sim_ops_rms_norm.c, sim_ops_add_rms_norm.c,
- * sim_ops_gemma_rms_norm.c, sim_ops_inplace_add_rms_norm.c, sim_ops_add_layer_norm.c,
+ * sim_ops_fast_layer_norm.c, sim_ops_layer_norm_backward.c, sim_ops_rms_norm.c,
+ * sim_ops_add_rms_norm.c, sim_ops_gemma_rms_norm.c, sim_ops_inplace_add_rms_norm.c, sim_ops_add_layer_norm.c,
  * sim_ops_deep_norm.c, sim_ops_add_rms_norm_cast.c, sim_ops_ada_layer_norm.c) share: the
  * phase-1 context, CANN's check macros with their message texts, the products the operators'
  * documentation names, and planning.  Core-internal (hidden symbols of libaclsim_core.so).
@@ -139,6 +139,29 @@ int nrm_aiv_cores(NormCtx *c, const char *what, int *cores);
 int nrm_add_rms_norm_plan(NormCtx *c, int64_t rows, int64_t cols);
 /* x = x1 + x2, rstd, y with slots {x1, x2, gamma, y, rstd, x}; rstd and x stored when asked. */
 int nrm_add_rms_norm_compute(const SimPlan *p, const int slots[6], bool store_rstd, bool store_x);
+
+/* ---- aclnnLayerNorm's phase-1 steps, shared with aclnnFastLayerNorm (sim_ops_layer_norm.c);
+ * ops-nn's aclnn_layer_norm.cpp and aclnn_fast_layer_norm.cpp state each one alike ---- */
+/* The tensor slots of both operators: their prototypes list the tensors in this order. */
+enum { LN_X, LN_W, LN_B, LN_Y, LN_MEAN, LN_RSTD };
+enum { LN_MAX_DIM = 8 }; /* MAX_DIM_LEN: aclnn_layer_norm.cpp:34, aclnn_fast_layer_norm.cpp:32 */
+/* Their names as CANN's messages print them (the prototypes' parameter names), by slot. */
+extern const char *const nrm_ln_names[6];
+/* CheckNotNull / CheckFastNotNull: input, normalizedShape, out (161001); then each tensor in its
+ * slot (nrm_get) and normalizedShape's entries into norm[LN_MAX_DIM + 1], its length into *nlen
+ * (not a live aclIntArray -> 161002). */
+int nrm_ln_args(NormCtx *c, const void *input, const void *normalizedShape, const void *weight, const void *bias,
+                const void *out, const void *meanOut, const void *rstdOut, int64_t *norm, uint64_t *nlen);
+/* CheckInputDtype's rule for weight or bias (slot s, absent passes): in `l`, and FLOAT or input's
+ * dtype (OP_CHECK_DTYPE_NOT_SUPPORT, then OP_CHECK_DTYPE_NOT_SAME naming `shown` and input). */
+int nrm_ln_param_dtype(NormCtx *c, int s, const NrmDtList *l, const char *shown);
+/* CheckShape's step 6 (aclnn_fast_layer_norm.cpp:141-182 CheckNormalizeShape): per index i of
+ * normalizedShape (nlen <= input's rank), norm[i] equals input's dim at rank - nlen + i, then a
+ * present weight's dim i, then a present bias's (161002). */
+int nrm_ln_normalized_dims(NormCtx *c, const int64_t *norm, int64_t nlen);
+/* The shape of the l0 operators' mean and rstd: input's view shape with the dims from `axis` on
+ * set to 1 (layer_norm_v3.cpp:50-53, layer_norm_v4.cpp:33-37), for nrm_view_copy. */
+SimTensorDesc nrm_ln_stat_shape(const NormCtx *c, int axis);
 
 /* LayerNorm of one row of cols in double (the fused LayerNorms' sims): mean, biased variance,
  * rstd = 1/sqrt(var + eps), y = (x - mean) * rstd * g + b. */
