@@ -22,10 +22,10 @@ what a user runs, as torch_step.py does for its one composition, RMSNorm):
 
 Weights have the data's dtype; gamma ones (gemmaRmsNorm's zeros), beta zeros; every call
 allocates its outputs and refcounting frees them, as in user code. Data is standard normal from a
-fixed seed. ``torch.set_num_threads(--threads)`` first.
+fixed seed.
 
-Timing: ``--warmup`` steps, then ``--steps`` steps timed one by one with ``perf_counter_ns``.
-Prints one JSON object: ``{"dtype", "median_ms", "mean_ms", "steps", "torch", "threads"}``.
+The command line (``--dtype``, ``--threads``, ``--warmup``, ``--steps``), the timing and the JSON
+line printed are bench/torch_step_timing.py's.
 
 Run it with glibc told to keep freed memory, or every large tensor costs fresh page faults
 (bench:step sets these itself)::
@@ -34,13 +34,10 @@ Run it with glibc told to keep freed memory, or every large tensor costs fresh p
       /usr/bin/python3 bench/torch_step_fused.py --dtype float32
 """
 
-import argparse
-import json
-import statistics
-import time
-
 import torch
 import torch.nn.functional as F
+
+import torch_step_timing
 
 aten = torch.ops.aten
 
@@ -108,26 +105,5 @@ def step(add_ln, deep, add_rms, gemma, ada, gn_silu, gn_swish):
                         [add_ln["dy"], add_ln["dsum"]])
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--steps", type=int, default=40)
-    a = p.parse_args()
-    torch.set_num_threads(a.threads)
-    parts = model(getattr(torch, a.dtype))
-    for _ in range(a.warmup):
-        step(*parts)
-    times = []
-    for _ in range(a.steps):
-        t0 = time.perf_counter_ns()
-        step(*parts)
-        times.append((time.perf_counter_ns() - t0) / 1e6)
-    print(json.dumps({"dtype": a.dtype, "median_ms": statistics.median(times),
-                      "mean_ms": statistics.fmean(times), "steps": a.steps,
-                      "torch": torch.__version__, "threads": a.threads}))
-
-
 if __name__ == "__main__":
-    main()
+    torch_step_timing.run(__doc__.split("\n")[0], model, step)
