@@ -46,6 +46,7 @@ const HEADERS = [
   "sim.h",
   "sim_core_internal.h",
   "sim_api.h",
+  "sim_ops_common.h",
   "sim_ops_norm.h",
   "sim_ops_seed.h",
   "smoke.h",
@@ -67,10 +68,11 @@ interface Target {
 }
 
 /**
- * The operators' sources in tests/sim/: `sim_ops.c` (the dispatch), `sim_ops_norm.c` (the
- * generated operators' framework), `sim_ops_seed_checks.c` and `sim_ops_seed_per_channel.c` (what
- * the seed operators share) and each operator's `sim_ops_<operator>.c`, found by name, so
- * that a new operator's file is built without an edit here. Sorted, for a stable command line.
+ * The operators' sources in tests/sim/: `sim_ops.c` (the dispatch), `sim_ops_common.c` (what
+ * every operator's phase 1 shares), `sim_ops_norm.c` (the generated operators' framework),
+ * `sim_ops_seed_checks.c` and `sim_ops_seed_per_channel.c` (what the seed operators share) and
+ * each operator's `sim_ops_<operator>.c`, found by name, so that a new operator's file is built
+ * without an edit here. Sorted, for a stable command line.
  */
 function operatorSources(): string[] {
   return [...Deno.readDirSync(srcDir)].map((e) => e.name)

@@ -5,7 +5,7 @@
  *
  * Source (the behaviour of each rule is cited as repo + path + function):
  *   hicann/ops-nn   e5c3fa9327ea95ba26d06227e746923580d10921 (2026-08-22)
- * The checks' conventions (message macros, [aclsim] rules): sim_ops_seed_checks.c.
+ * The checks' conventions (message macros, [aclsim] rules): sim_ops_seed_checks.c, sim_ops_common.c.
  */
 #define _GNU_SOURCE
 #include "sim_ops_seed.h"

@@ -5,7 +5,7 @@
  *
  * Source (the behaviour of each rule is cited as repo + path + function):
  *   hicann/ops-math c41933244c31e44fd496e3bb3212164f8c48c214 (2026-08-22)
- * The checks' conventions (message macros, [aclsim] rules): sim_ops_seed_checks.c.
+ * The checks' conventions (message macros, [aclsim] rules): sim_ops_seed_checks.c, sim_ops_common.c.
  */
 #define _GNU_SOURCE
 #include "sim_ops_seed.h"

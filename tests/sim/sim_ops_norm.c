@@ -1,6 +1,7 @@
 /*
- * Software CANN ("aclsim") -- the helpers of the LayerNorm / RMSNorm operators (sim_ops_norm.h
- * states the contracts and the sources of the message texts).
+ * Software CANN ("aclsim") -- the helpers of the LayerNorm / RMSNorm operators that the seed
+ * operators do not share (sim_ops_norm.h states the contracts and the sources of the message
+ * texts; the shared ones are sim_ops_common.c's).
  */
 #define _GNU_SOURCE
 #include "sim_ops_norm.h"
@@ -9,44 +10,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-
-void nrm_init(NormCtx *c, SimOpId op, const char *api, int n_in, int n_out, const char *const *names) {
-  memset(c, 0, sizeof *c);
-  c->op = api;
-  c->plan.op = op;
-  c->plan.name = api;
-  c->plan.n_in = n_in;
-  c->plan.n_out = n_out;
-  for (int i = 0; i < n_in + n_out; i++) c->plan.tname[i] = names[i];
-}
-
-int nrm_fail(NormCtx *c, int code, const char *fmt, ...) {
-  char buf[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  return sim_fail(code, "%s: %s", c->op, buf);
-}
-
-int nrm_opp_path(NormCtx *c) {
-  const char *s = getenv("ASCEND_OPP_PATH");
-  if (s && *s) return 0;
-  return sim_fail(SIM_NN_OPP_PATH,
-                  "%s: the environment variable ASCEND_OPP_PATH is not set, so the operator package cannot be "
-                  "found; run `source <CANN install>/set_env.sh` before starting the process",
-                  c->op);
-}
-
-/* OP_CHECK_COMM_INPUT (opbase include/nnopbase/opdev/op_dfx.h CheckPhase1Params) for the
- * hand-written operators; the generated ones check the same out-params with their own texts
- * (sim_ops_rms_norm.c). */
-int nrm_outparams(NormCtx *c, const uint64_t *ws, void *const *exec) {
-  if (ws && exec) return 0;
-  return nrm_fail(c, SIM_NN_NULLPTR, "The workspaceSize or executor is nullptr.");
-}
 
 /* op::SocVersion (opbase include/nnopbase/opdev/platform.h: ASCEND910 = 0, ASCEND910B,
  * ASCEND910_93, ASCEND910_95 == ASCEND950, ASCEND910E, ASCEND310, ASCEND310P, ASCEND310B, ...,
@@ -109,49 +73,7 @@ int nrm_product(NormCtx *c, unsigned supported, const char *doc) {
 
 bool nrm_regbase(const NormCtx *c) { return c->soc.npu_arch == NRM_DAV_3510; }
 
-int nrm_get(NormCtx *c, const void *h, int slot) {
-  if (!h) return 0;
-  if (sim_lookup_tensor(h, NT(c, slot)) != 0)
-    return nrm_fail(c, SIM_NN_INVALID, "%s (%p) is not a live aclTensor (destroyed or never created)", NNAME(c, slot),
-                    h);
-  NP(c, slot) = true;
-  return 0;
-}
-
-int nrm_null(NormCtx *c, const void *h, const char *type, const char *arg, int code) {
-  if (h) return 0;
-  return nrm_fail(c, code, "Expected a value of type [%s] for argument [%s] but instead found nullptr.", type, arg);
-}
-
 /* ---- dtypes ------------------------------------------------------------------------------- */
-
-static bool dl_has(const NrmDtList *l, int32_t dt) {
-  for (int i = 0; i < l->n; i++)
-    if (l->v[i] == dt) return true;
-  return false;
-}
-
-int nrm_dt_support(NormCtx *c, int s, const NrmDtList *l, const char *shown) {
-  if (!NP(c, s) || dl_has(l, NT(c, s)->dtype)) return 0;
-  char ls[160];
-  size_t k = (size_t)snprintf(ls, sizeof ls, "[");
-  for (int i = 0; i < l->n && k < sizeof ls; i++) k += (size_t)snprintf(ls + k, sizeof ls - k, "%s,", sim_dt_str(l->v[i]));
-  if (k < sizeof ls) snprintf(ls + k, sizeof ls - k, "]");
-  return nrm_fail(c, SIM_NN_INVALID, "Tensor %s not implemented for %s, should be in dtype support list %s.", shown,
-                  sim_dt_str(NT(c, s)->dtype), ls);
-}
-
-int nrm_dt_same(NormCtx *c, int a, const char *sa, int b, const char *sb) {
-  if (!NP(c, a) || !NP(c, b) || NT(c, a)->dtype == NT(c, b)->dtype) return 0;
-  return nrm_fail(c, SIM_NN_INVALID, "Expected both tensors to have same dtype, but found %s %s and %s %s.", sa,
-                  sim_dt_str(NT(c, a)->dtype), sb, sim_dt_str(NT(c, b)->dtype));
-}
-
-int nrm_dt_match(NormCtx *c, int s, int32_t expected, const char *shown) {
-  if (!NP(c, s) || NT(c, s)->dtype == expected) return 0;
-  return nrm_fail(c, SIM_NN_INVALID, "Tensor %s expected dtype is %s but found %s.", shown, sim_dt_str(expected),
-                  sim_dt_str(NT(c, s)->dtype));
-}
 
 double nrm_round(double v, int32_t dtype) {
   switch (dtype) {
@@ -163,48 +85,6 @@ double nrm_round(double v, int32_t dtype) {
 }
 
 /* ---- shapes ------------------------------------------------------------------------------- */
-static void dims_str(const SimTensorDesc *d, char *buf, size_t n, const char *sep) {
-  size_t k = (size_t)snprintf(buf, n, "[");
-  for (int i = 0; i < d->ndim && k < n; i++)
-    k += (size_t)snprintf(buf + k, n - k, "%s%" PRId64, i ? sep : "", d->dims[i]);
-  if (k < n) snprintf(buf + k, n - k, "]");
-}
-void nrm_shape_str(const SimTensorDesc *d, char *buf, size_t n) { dims_str(d, buf, n, ", "); }
-void nrm_shape_str_compact(const SimTensorDesc *d, char *buf, size_t n) { dims_str(d, buf, n, ","); }
-
-bool nrm_same_shape(const SimTensorDesc *a, const SimTensorDesc *b) {
-  if (a->ndim != b->ndim) return false;
-  for (int i = 0; i < a->ndim; i++)
-    if (a->dims[i] != b->dims[i]) return false;
-  return true;
-}
-
-int nrm_max_dim(NormCtx *c, int s, int n, const char *shown) {
-  if (!NP(c, s) || NT(c, s)->ndim <= n) return 0;
-  return nrm_fail(c, SIM_NN_INVALID, "The %s tensor cannot be larger than %d dimensions.", shown, n);
-}
-
-int nrm_min_dim(NormCtx *c, int s, int n, const char *shown) {
-  if (!NP(c, s) || NT(c, s)->ndim >= n) return 0;
-  return nrm_fail(c, SIM_NN_INVALID, "The %s tensor must have at least %d dimensions.", shown, n);
-}
-
-int nrm_wrong_dim(NormCtx *c, int s, int n, const char *shown) {
-  if (!NP(c, s) || NT(c, s)->ndim == n) return 0;
-  char got[200];
-  nrm_shape_str(NT(c, s), got, sizeof got);
-  return nrm_fail(c, SIM_NN_INVALID, "Expected %d dimension input, but got %s with sizes %s.", n, shown, got);
-}
-
-int nrm_shape_same(NormCtx *c, int a, const char *sa, int b, const char *sb) {
-  if (!NP(c, a) || !NP(c, b) || nrm_same_shape(NT(c, a), NT(c, b))) return 0;
-  char x[200], y[200];
-  nrm_shape_str(NT(c, a), x, sizeof x);
-  nrm_shape_str(NT(c, b), y, sizeof y);
-  return nrm_fail(c, SIM_NN_INVALID, "Expected tensor for %s to have same size as tensor for %s, but %s does not equal %s.",
-                  sa, sb, x, y);
-}
-
 void nrm_rows_cols(const SimTensorDesc *d, int axis, int64_t *rows, int64_t *cols) {
   *rows = 1;
   *cols = 1;
@@ -246,70 +126,6 @@ SimTensorDesc nrm_shape_of(const int64_t *dims, int ndim) {
   for (int i = 0; i < ndim; i++) d.dims[i] = dims[i];
   return d;
 }
-
-/* ---- planning ----------------------------------------------------------------------------- */
-/* [aclsim] The view must fit its storage shape, and the storage must lie inside one live device
- * allocation; records the allocation id for the liveness check at execution time. */
-static int mem_ok(NormCtx *c, int s) {
-  if (!NP(c, s)) return 0;
-  SimTensorDesc *d = NT(c, s);
-  d->alloc_id = 0;
-  if (sim_desc_numel(d) == 0) return 0;
-  int64_t lo = d->offset, hi = d->offset;
-  for (int i = 0; i < d->ndim; i++) {
-    int64_t ext = (d->dims[i] - 1) * d->strides[i];
-    if (ext < 0) lo += ext;
-    else hi += ext;
-  }
-  int64_t sn = sim_desc_storage_numel(d);
-  if (lo < 0 || hi >= sn) {
-    char sh[200];
-    nrm_shape_str(d, sh, sizeof sh);
-    return nrm_fail(c, SIM_NN_INVALID,
-                    "%s view (shape %s, offset %" PRId64 ") reaches storage elements [%" PRId64 ", %" PRId64
-                    "] but its storage shape holds %" PRId64 " elements",
-                    NNAME(c, s), sh, d->offset, lo, hi, sn);
-  }
-  if (d->data == NULL) return nrm_fail(c, SIM_NN_INVALID, "%s has a NULL data pointer but a non-empty view", NNAME(c, s));
-  uint64_t bytes = (uint64_t)sn * sim_dtype_size(d->dtype);
-  uint64_t id = sim_dev_range_alloc(d->data, bytes);
-  if (id == 0) {
-    char why[256];
-    sim_describe_ptr(d->data, why, sizeof why);
-    return nrm_fail(c, SIM_NN_INVALID,
-                    "%s data must be device memory holding its whole storage (%" PRId64 " x %s = %" PRIu64
-                    " bytes) inside one live aclrtMalloc allocation, but %s",
-                    NNAME(c, s), sn, sim_dtype_name(d->dtype), bytes, why);
-  }
-  d->alloc_id = id;
-  return 0;
-}
-
-int nrm_finish(NormCtx *c, int64_t rows, uint64_t *ws, void **exec) {
-  for (int i = 0; i < c->plan.n_in + c->plan.n_out; i++) NTRY(mem_ok(c, i));
-  uint64_t r = rows > 0 ? (uint64_t)rows : 0;
-  c->plan.run = SIM_RUN_COMPUTE;
-  c->plan.ws_size = 512 + ((16 * r + 31) / 32) * 32;
-  return sim_executor_create(&c->plan, ws, exec);
-}
-
-void nrm_fill(NormCtx *c, int s, double v) {
-  if (!NP(c, s)) return;
-  c->plan.fill_on[s] = true;
-  c->plan.fill[s] = v;
-}
-
-int nrm_finish_early(NormCtx *c, SimRunMode run, uint64_t *ws, void **exec) {
-  for (int i = 0; i < c->plan.n_in + c->plan.n_out; i++) {
-    if (run == SIM_RUN_FILL && c->plan.fill_on[i]) NTRY(mem_ok(c, i));
-    else c->plan.t[i].alloc_id = 0; /* neither read nor written */
-  }
-  c->plan.run = run;
-  c->plan.ws_size = 0;
-  return sim_executor_create(&c->plan, ws, exec);
-}
-
-double *nrm_zalloc(int64_t n) { return calloc(n > 0 ? (size_t)n : 1, sizeof(double)); }
 
 /* ---- the generated operators' framework (sim_ops_norm.h) ----------------------------------- */
 int nrm_gen_null(NormCtx *c, const void *h, const char *name) {

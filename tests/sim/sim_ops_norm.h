@@ -1,23 +1,28 @@
 /*
  * Software CANN ("aclsim") -- what the LayerNorm / RMSNorm operators (sim_ops_layer_norm.c,
  * sim_ops_fast_layer_norm.c, sim_ops_layer_norm_backward.c, sim_ops_rms_norm.c,
- * sim_ops_add_rms_norm.c, sim_ops_gemma_rms_norm.c, sim_ops_inplace_add_rms_norm.c, sim_ops_add_layer_norm.c,
- * sim_ops_deep_norm.c, sim_ops_add_rms_norm_cast.c, sim_ops_ada_layer_norm.c) share: the
- * phase-1 context, CANN's check macros with their message texts, the products the operators'
- * documentation names, and planning.  Core-internal (hidden symbols of libaclsim_core.so).
+ * sim_ops_add_rms_norm.c, sim_ops_gemma_rms_norm.c, sim_ops_inplace_add_rms_norm.c,
+ * sim_ops_add_layer_norm.c, sim_ops_deep_norm.c, sim_ops_add_rms_norm_cast.c,
+ * sim_ops_ada_layer_norm.c) share: the phase-1 context, CANN's check macros with their message
+ * texts and planning (sim_ops_common.h's routines, wrapped for the context here), the products
+ * the operators' documentation names, the generated operators' framework.  Core-internal (hidden
+ * symbols of libaclsim_core.so).
  *
  * Message texts: the OP_CHECK_* macros of ops-math
  * common/inc/external/aclnn_kernels/common/op_error_check.h (the hand-written aclnn operators:
- * aclnnLayerNorm*, aclnnLayerNormBackward, aclnnAddRmsNorm); the OP_LOGE_FOR_INVALID_* texts of
- * opbase docs/zh/api/op_common/log/OP_LOGE_FOR_INVALID_*.md (the tiling functions); opbase's individual-op
- * framework (src/nnopbase/individual_op) for the generated aclnnRmsNorm / aclnnRmsNormGrad /
- * aclnnGemmaRmsNorm / aclnnInplaceAddRmsNorm / aclnnAddLayerNorm / aclnnDeepNorm.
+ * aclnnLayerNorm*, aclnnLayerNormBackward, aclnnAddRmsNorm; sim_ops_common.c); the
+ * OP_LOGE_FOR_INVALID_* texts of opbase docs/zh/api/op_common/log/OP_LOGE_FOR_INVALID_*.md (the
+ * tiling functions); opbase's individual-op framework (src/nnopbase/individual_op) for the
+ * generated aclnnRmsNorm / aclnnRmsNormGrad / aclnnGemmaRmsNorm / aclnnInplaceAddRmsNorm /
+ * aclnnAddLayerNorm / aclnnDeepNorm.
  * Every error text is "<aclnn API>: <text>".  Rules marked [aclsim] are the simulator's own.
  */
 #ifndef ACLSIM_SIM_OPS_NORM_H
 #define ACLSIM_SIM_OPS_NORM_H
 
-#include "sim.h"
+#include <string.h>
+
+#include "sim_ops_common.h"
 
 /* The products of CANN's documentation ("产品支持情况" of ops-nn norm/<op>/docs/aclnn<Op>.md),
  * as bits, from the op::SocVersion of the SoC (opbase include/nnopbase/opdev/platform.h). */
@@ -49,13 +54,21 @@ typedef struct {
     if (_rc) return _rc; \
   } while (0)
 
-void nrm_init(NormCtx *c, SimOpId op, const char *api, int n_in, int n_out, const char *const *names);
-int nrm_fail(NormCtx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The routines of sim_ops_common.h for a NormCtx (the operator's name c->op, its plan c->plan),
+ * where the seed operators' Ctx has them too (sim_ops_seed.h). */
+static inline void nrm_init(NormCtx *c, SimOpId op, const char *api, int n_in, int n_out, const char *const *names) {
+  memset(c, 0, sizeof *c);
+  c->op = api;
+  ops_plan_init(&c->plan, op, api, n_in, n_out, names);
+}
+#define nrm_fail(c, code, ...) ops_fail((c)->op, (code), __VA_ARGS__) /* "<aclnn API>: " before the text */
 
 /* ASCEND_OPP_PATH unset -> 561107; NULL workspaceSize/executor out-param -> 161001
  * (OP_CHECK_COMM_INPUT text); the SoC family of aclrtGetSocName (unknown -> 161002). */
-int nrm_opp_path(NormCtx *c);
-int nrm_outparams(NormCtx *c, const uint64_t *ws, void *const *exec);
+static inline int nrm_opp_path(NormCtx *c) { return ops_opp_path(c->op); }
+static inline int nrm_outparams(NormCtx *c, const uint64_t *ws, void *const *exec) {
+  return ops_outparams(c->op, ws, exec);
+}
 int nrm_soc(NormCtx *c);
 /* The documentation lists the product of the SoC as unsupported (not in `supported`) -> 161002,
  * as sim_ops_seed_checks.c refuses an unsupported operator; `doc` names the document. */
@@ -64,29 +77,46 @@ const char *nrm_product_name(unsigned product);
 bool nrm_regbase(const NormCtx *c); /* NpuArch DAV_3510 (ops-nn common/inc/op_api/aclnn_util.h IsRegbase) */
 
 /* Records a tensor argument (NULL allowed) in its slot; not a live aclTensor -> 161002. */
-int nrm_get(NormCtx *c, const void *h, int slot);
+static inline int nrm_get(NormCtx *c, const void *h, int slot) { return ops_get(c->op, &c->plan, h, slot); }
 /* OP_CHECK_NULL: "Expected a value of type [type] for argument [arg] but instead found nullptr." */
-int nrm_null(NormCtx *c, const void *h, const char *type, const char *arg, int code);
+static inline int nrm_null(NormCtx *c, const void *h, const char *type, const char *arg, int code) {
+  return ops_null(c->op, h, type, arg, code);
+}
 
 /* ---- dtypes ---- */
-typedef struct {
-  int n;
-  int32_t v[4];
-} NrmDtList;
+typedef OpsDtList NrmDtList;
 /* OP_CHECK_DTYPE_NOT_SUPPORT / _NOT_SAME / _NOT_MATCH; `shown` = the name CANN prints. */
-int nrm_dt_support(NormCtx *c, int s, const NrmDtList *l, const char *shown);
-int nrm_dt_same(NormCtx *c, int a, const char *sa, int b, const char *sb);
-int nrm_dt_match(NormCtx *c, int s, int32_t expected, const char *shown);
+static inline int nrm_dt_support(NormCtx *c, int s, const NrmDtList *l, const char *shown) {
+  return ops_dt_support(c->op, &c->plan, s, l, "Tensor ", shown);
+}
+static inline int nrm_dt_same(NormCtx *c, int a, const char *sa, int b, const char *sb) {
+  return ops_dt_same(c->op, &c->plan, a, sa, b, sb);
+}
+static inline int nrm_dt_match(NormCtx *c, int s, int32_t expected, const char *shown) {
+  return ops_dt_match(c->op, &c->plan, s, expected, shown);
+}
 double nrm_round(double v, int32_t dtype); /* one rounding to dtype (RNE), as sim_store writes */
 
 /* ---- shapes ---- */
-void nrm_shape_str(const SimTensorDesc *d, char *buf, size_t n);         /* "[2, 3, 4]" (op::ToString) */
-void nrm_shape_str_compact(const SimTensorDesc *d, char *buf, size_t n); /* "[2,3,4]" (Ops::Base::ToString) */
-bool nrm_same_shape(const SimTensorDesc *a, const SimTensorDesc *b);
-int nrm_max_dim(NormCtx *c, int s, int n, const char *shown); /* OP_CHECK_MAX_DIM */
-int nrm_min_dim(NormCtx *c, int s, int n, const char *shown); /* OP_CHECK_MIN_DIM */
-int nrm_wrong_dim(NormCtx *c, int s, int n, const char *shown); /* OP_CHECK_WRONG_DIMENSION */
-int nrm_shape_same(NormCtx *c, int a, const char *sa, int b, const char *sb); /* OP_CHECK_SHAPE_NOT_EQUAL */
+static inline void nrm_shape_str(const SimTensorDesc *d, char *buf, size_t n) { /* "[2, 3, 4]" (op::ToString) */
+  ops_dims_str(d->dims, d->ndim, ", ", buf, n);
+}
+static inline void nrm_shape_str_compact(const SimTensorDesc *d, char *buf, size_t n) { /* "[2,3,4]" */
+  ops_dims_str(d->dims, d->ndim, ",", buf, n); /* Ops::Base::ToString */
+}
+static inline bool nrm_same_shape(const SimTensorDesc *a, const SimTensorDesc *b) { return ops_same_shape(a, b); }
+static inline int nrm_max_dim(NormCtx *c, int s, int n, const char *shown) { /* OP_CHECK_MAX_DIM */
+  return ops_max_dim(c->op, &c->plan, s, n, shown);
+}
+static inline int nrm_min_dim(NormCtx *c, int s, int n, const char *shown) { /* OP_CHECK_MIN_DIM */
+  return ops_min_dim(c->op, &c->plan, s, n, shown);
+}
+static inline int nrm_wrong_dim(NormCtx *c, int s, int n, const char *shown) { /* OP_CHECK_WRONG_DIMENSION */
+  return ops_wrong_dim(c->op, &c->plan, s, n, shown);
+}
+static inline int nrm_shape_same(NormCtx *c, int a, const char *sa, int b, const char *sb) { /* _SHAPE_NOT_EQUAL */
+  return ops_shape_same(c->op, &c->plan, a, sa, b, sb);
+}
 /* rows = product of dims[0:axis], cols = product of dims[axis:] */
 void nrm_rows_cols(const SimTensorDesc *d, int axis, int64_t *rows, int64_t *cols);
 /* [aclsim] the kernel reads or writes `want` elements of slot s in row-major order. */
@@ -106,11 +136,15 @@ SimTensorDesc nrm_shape_of(const int64_t *dims, int ndim);
 
 /* ---- planning ---- */
 /* Every present slot's memory checked ([aclsim]), a nonzero workspace of 512 + roundUp32(16 *
- * rows) bytes (as sim_ops_seed_checks.c plans it), the executor created. */
-int nrm_finish(NormCtx *c, int64_t rows, uint64_t *ws, void **exec);
+ * rows) bytes, the executor created (ops_finish). */
+static inline int nrm_finish(NormCtx *c, int64_t rows, uint64_t *ws, void **exec) {
+  return ops_finish(c->op, &c->plan, rows, ws, exec);
+}
 /* CANN's early SUCCESS paths: workspace 0, the task writes nothing or only the filled slots. */
-void nrm_fill(NormCtx *c, int s, double v);
-int nrm_finish_early(NormCtx *c, SimRunMode run, uint64_t *ws, void **exec);
+static inline void nrm_fill(NormCtx *c, int s, double v) { ops_fill(&c->plan, s, v); }
+static inline int nrm_finish_early(NormCtx *c, SimRunMode run, uint64_t *ws, void **exec) {
+  return ops_finish_early(c->op, &c->plan, run, ws, exec);
+}
 
 /* ---- the generated operators (opbase's individual-op framework, hicann/opbase aa3cd74b7f6d
  * src/nnopbase/individual_op; sim_ops_rms_norm.c's header comment cites each step) ---- */
@@ -175,6 +209,6 @@ void nrm_ln_grad_rows(const double *dy, const double *x, const double *mean, con
                       int64_t rows, int64_t cols, double *dx, double *dgamma, double *dbeta);
 
 /* zero-filled array of n doubles (at least one element) */
-double *nrm_zalloc(int64_t n);
+static inline double *nrm_zalloc(int64_t n) { return ops_zalloc(n); }
 
 #endif

@@ -1,15 +1,10 @@
 /*
  * Software CANN ("aclsim") -- what the seed operators' computations share: per-channel sums, means
  * and variances over every dim but 1 (the channel), per-channel loads with a default and
- * conditional stores, zero-filled buffers.  Accumulation is in double.
+ * conditional stores (zero-filled buffers: zalloc, sim_ops_common.c).  Accumulation is in double.
  */
 #define _GNU_SOURCE
 #include "sim_ops_seed.h"
-
-#include <stdlib.h>
-
-/* zero-filled array of n doubles (at least one element, so n == 0 is fine) */
-double *zalloc(int64_t n) { return calloc(n > 0 ? (size_t)n : 1, sizeof(double)); }
 
 const int64_t *dims_of(const SimTensorDesc *d) { return d->dims; }
 
