@@ -1,6 +1,6 @@
 /**
  * Fault injection (issue 12, item 3): the software CANN makes one native call fail the way the
- * real stack does (tests/sim/README.md "Fault injection"), and the library must
+ * real stack does (tests/sim/README_test_hooks.md "Fault injection"), and the library must
  * - throw an AclError / AclnnError whose `code` is the native one and whose message names the
  *   failing call;
  * - leave nothing of the failed call alive: the simulator's live counters (after

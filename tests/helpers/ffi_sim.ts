@@ -86,7 +86,7 @@ export function liveDelta(before: SimStats, after: SimStats): Partial<SimStats> 
   return delta;
 }
 
-/** Fault kinds of aclsimInjectFault (tests/sim/README.md "Fault injection"). */
+/** Fault kinds of aclsimInjectFault (tests/sim/README_test_hooks.md "Fault injection"). */
 export const FAULT = {
   /** aclrtMalloc fails (default 207001 ACL_ERROR_RT_MEMORY_ALLOCATION). */
   malloc: 1,

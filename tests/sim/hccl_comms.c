@@ -5,7 +5,7 @@
  * HcclGetCommAsyncError, HcclGetErrorString and the hook aclsimHcclGetStats. libhcomm.so
  * (export_hcomm.c) exports the HCCL symbols and forwards here; hccl_transport_root_server.c and
  * hccl_transport_join.c negotiate the communicators between the ranks.
- * tests/sim/README.md ("Software HCCL") documents every choice.
+ * tests/sim/README_hccl.md ("Software HCCL") documents every choice.
  *
  * Citations name the CANN source a behaviour is modelled on:
  * "hcomm" is the CANN hcomm mirror xiaobingling93-pixel/cann-hcomm b5f3e5be (line numbers of that
@@ -303,7 +303,7 @@ const char *sim_hccl_error_string(int code) {
   return "unknown err"; /* :4401, below HCCL_E_RESERVED but not in the map (HCCL_E_IN_STATUS too) */
 }
 
-/* aclsimHcclGetStats (test hook; tests/sim/README.md):
+/* aclsimHcclGetStats (test hook; tests/sim/README_hccl.md):
  *  0 live communicators            1 collective tasks queued (not yet run or discarded)
  *  2 root-info servers running     3 collectives completed (cumulative)
  *  4 collectives failed or discarded (cumulative) */

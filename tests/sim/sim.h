@@ -282,9 +282,10 @@ SIM_CORE_API int sim_rt_destroy_context(void *ctx);
 SIM_CORE_API int sim_rt_get_mem_info(uint32_t attr, uint64_t *freeBytes, uint64_t *totalBytes);
 /* ACLSIM_SOC_NAME (read on every call) or "Ascend950PR_9599" (sim_soc.c). */
 SIM_CORE_API const char *sim_rt_get_soc_name(void);
-SIM_CORE_API int32_t sim_get_stats(int64_t *out, uint64_t n); /* 15 counters (README) */
+/* 15 counters (README_test_hooks.md). */
+SIM_CORE_API int32_t sim_get_stats(int64_t *out, uint64_t n);
 
-/* ---- fault injection (sim_fault.c; a test hook, README "Fault injection") ------------------- */
+/* ---- fault injection (sim_fault.c; a test hook, README_test_hooks.md "Fault injection") ------ */
 typedef enum {
   SIM_FAULT_MALLOC = 1,    /* aclrtMalloc fails (default 207001) */
   SIM_FAULT_MEMCPY,        /* aclrtMemcpy fails (default 507899) */

@@ -59,7 +59,7 @@ aclError aclrtDestroyContext(aclrtContext context);
 aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total);
 const char *aclrtGetSocName(void);
 /* Test hooks (simulator only, not CANN): live-object counters and fault injection, see
- * tests/sim/README.md. */
+ * tests/sim/README_test_hooks.md. */
 int32_t aclsimGetStats(int64_t *out, uint64_t n);
 int32_t aclsimInjectFault(int32_t kind, int64_t nth, int64_t times, int64_t value);
 

@@ -1,7 +1,7 @@
 /*
  * Software CANN ("aclsim") -- executors: phase 1's plans (aclOpExecutor), CANN's executor
  * cache, repeatable executors and their tensor addresses, and phase 2's launch onto a stream.
- * Built into libaclsim_core.so; see tests/sim/README.md for every documented choice.
+ * Built into libaclsim_core.so; see tests/sim/README_runtime.md for every documented choice.
  *
  * Citations name the CANN source a behaviour is modelled on: "runtime:" is hicann/runtime,
  * "opbase:" is hicann/opbase.
@@ -316,7 +316,7 @@ static int rebind_from_tensors(const char *fname, void *executor, SimPlan *p, co
  * nullptr."); workspaceSize > 0 with a NULL workspace -> 161001 and the executor is deleted even
  * when repeatable (DeleteExecutorForError); a repeatable executor survives its runs
  * (FinalizeCache), a non-repeatable one is deleted by its run whatever the outcome. The rest are
- * the simulator's checks (README "Executors"). */
+ * the simulator's checks (README_runtime.md "Executors"). */
 int sim_op_launch(SimOpId op, const char *fname, void *workspace, uint64_t wsSize, void *executor, void *stream) {
   if (!executor) return sim_fail(SIM_NN_NULLPTR, "%s: executor is nullptr.", fname);
   sim_lock();

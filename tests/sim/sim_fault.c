@@ -9,8 +9,8 @@
  * are sim_rt_malloc (sim_memory.c), sim_rt_memcpy and sim_rt_memcpy_async (sim_memcpy.c),
  * sim_rt_create_stream and run_task (sim_streams.c), sim_op_launch and sim_executor_create
  * (sim_executors.c); `corrupt`: run_task, through sim_set_store_scale of sim_numeric.c.
- * tests/sim/README.md "Fault injection" documents the design and the codes, each with the CANN
- * source it comes from.
+ * tests/sim/README_test_hooks.md "Fault injection" documents the design and the codes, each with
+ * the CANN source it comes from.
  *
  * One fault per kind; arming a kind again replaces it. Everything is process-wide and guarded
  * by the simulator's lock.

@@ -1,7 +1,7 @@
 /*
  * Software CANN ("aclsim") -- the lock that guards every registry, and the handles (aclTensor,
  * aclOpExecutor, aclrtStream, ... as opaque never-reused values) that name the simulator's objects.
- * Built into libaclsim_core.so; see tests/sim/README.md for every documented choice.
+ * Built into libaclsim_core.so; see tests/sim/README_runtime.md for every documented choice.
  *
  * Citations name the CANN source a behaviour is modelled on: "runtime:" is hicann/runtime,
  * "opbase:" is hicann/opbase.

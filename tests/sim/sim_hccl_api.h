@@ -135,7 +135,7 @@ HcclResult HcclGetRankId(HcclComm comm, uint32_t *rank);
 HcclResult HcclBarrier(HcclComm comm, aclrtStream stream);
 const char *HcclGetErrorString(HcclResult code);
 HcclResult HcclGetCommAsyncError(HcclComm comm, HcclResult *asyncError);
-/* Test hook (simulator only, not CANN): HCCL counters, see tests/sim/README.md. */
+/* Test hook (simulator only, not CANN): HCCL counters, see tests/sim/README_hccl.md. */
 int32_t aclsimHcclGetStats(int64_t *out, uint64_t n);
 
 /* ---- libhccl.so (collectives) ---- */

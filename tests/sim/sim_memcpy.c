@@ -1,7 +1,7 @@
 /*
  * Software CANN ("aclsim") -- copies and fills: aclrtMemcpy, aclrtMemcpyAsync (a task on a
  * stream) and aclrtMemset, with the address checks against the device-memory registry.
- * Built into libaclsim_core.so; see tests/sim/README.md for every documented choice.
+ * Built into libaclsim_core.so; see tests/sim/README_runtime.md for every documented choice.
  *
  * Citations name the CANN source a behaviour is modelled on: "runtime:" is hicann/runtime,
  * "opbase:" is hicann/opbase.

@@ -2,7 +2,7 @@
  * Software CANN ("aclsim") -- device and host memory: the registries of aclrtMalloc and
  * aclrtMallocHost allocations, aclrtMalloc / aclrtFree / aclrtMallocHost / aclrtFreeHost and
  * aclrtGetMemInfo.
- * Built into libaclsim_core.so; see tests/sim/README.md for every documented choice.
+ * Built into libaclsim_core.so; see tests/sim/README_runtime.md for every documented choice.
  *
  * Citations name the CANN source a behaviour is modelled on: "runtime:" is hicann/runtime,
  * "opbase:" is hicann/opbase.

@@ -18,7 +18,8 @@
  * - The tiling function's checks: 561002 ACLNN_ERR_INNER_TILING_ERROR, "Failed to execute tiling
  *   function" (indv_executor.cpp :881-886); their texts follow opbase's OP_LOGE_FOR_INVALID_*
  *   (docs/zh/api/op_common/log/OP_LOGE_FOR_INVALID_*.md), entity = the op type.
- * The executor, its cache and its repeatability are modelled as the composite operators' (README).
+ * The executor, its cache and its repeatability are modelled as the composite operators'
+ * (README_runtime.md).
  *
  * Sources (hicann/ops-nn e5c3fa9327ea95ba26d06227e746923580d10921): norm/rms_norm/op_host/
  * rms_norm_def.cpp, rms_norm_tiling.cpp, op_kernel/rms_norm.h, docs/aclnnRmsNorm.md;

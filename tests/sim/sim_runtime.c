@@ -1,7 +1,7 @@
 /*
  * Software CANN ("aclsim") -- the runtime (acl / aclrt) outside memory and streams: aclInit /
  * aclFinalize, devices and the calling thread's binding, contexts, and the aclsimGetStats counters.
- * Built into libaclsim_core.so; see tests/sim/README.md for every documented choice.
+ * Built into libaclsim_core.so; see tests/sim/README_runtime.md for every documented choice.
  *
  * Citations name the CANN source a behaviour is modelled on: "runtime:" is hicann/runtime,
  * "opbase:" is hicann/opbase.
@@ -226,7 +226,7 @@ int sim_rt_destroy_context(void *ctx) {
 }
 
 
-/* Counter order (stable; documented in README.md):
+/* Counter order (stable; documented in README_test_hooks.md):
  *  0 live device allocations      1 live device bytes        2 live aclrtMallocHost allocations
  *  3 live aclTensor               4 live aclBoolArray        5 live aclIntArray
  *  6 live aclScalar               7 live aclOpExecutor       8 live user streams

@@ -3,7 +3,7 @@
  * aclrtMemcpyAsync and the software HCCL's host tasks go to, run in order at synchronisation
  * (aclrtSynchronizeStream / aclrtSynchronizeDevice / aclrtDestroyStream), and the device teardown
  * of the last aclrtResetDevice.
- * Built into libaclsim_core.so; see tests/sim/README.md for every documented choice.
+ * Built into libaclsim_core.so; see tests/sim/README_runtime.md for every documented choice.
  *
  * Citations name the CANN source a behaviour is modelled on: "runtime:" is hicann/runtime,
  * "opbase:" is hicann/opbase.

@@ -1,5 +1,6 @@
 /*
- * Software CANN ("aclsim") smoke test: fault injection (sim_fault.c; README "Fault injection").
+ * Software CANN ("aclsim") smoke test: fault injection (sim_fault.c; README_test_hooks.md
+ * "Fault injection").
  * Part of build/sim/smoke (smoke.c has the harness and main); exit status 0 = every check passed.
  */
 #define _GNU_SOURCE
@@ -15,7 +16,7 @@
 
 #include "smoke.h"
 
-/* ---- fault injection (sim_fault.c; README "Fault injection") -------------------------------- */
+/* ---- fault injection (sim_fault.c; README_test_hooks.md "Fault injection") ------------------- */
 static int64_t stat_now(int i) {
   int64_t s[15];
   stats(s);

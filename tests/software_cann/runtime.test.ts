@@ -1,6 +1,6 @@
 /**
  * The software CANN behaves as CANN's runtime and opbase do (the rules and their sources are in
- * tests/sim/README.md):
+ * tests/sim/README_runtime.md):
  * aclGetRecentErrMsg's per-thread queue and its thread-local copy, aclInit / aclFinalize
  * counting, device references, the memory corner cases and aclrtMalloc's padding, the
  * repeatable-executor API of composite aclnn operators, and O(log n) device-address lookups.
