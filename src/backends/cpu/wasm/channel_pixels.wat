@@ -14,12 +14,9 @@
     (local $q i32) (local $len i32) (local $k i32) (local $c i32) (local $p i32) (local $es i32)
     (local $ps i32) (local $a i32) (local $accEnd i32) (local $f i32)
     (local $n f64) (local $nb f64) (local $sb f64) (local $qb f64) (local $d f64) (local $s f64)
-    (local $d4 v128) (local $e4 v128) (local $m4 v128) (local $g4 v128) (local $h4 v128)
-    (local $ps2 i32) (local $ps3 i32)
+    (local $d4 v128) (local $e4 v128) (local $m4 v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $ps (i32.shl (local.get $C) (call $shift (local.get $dt))))
-    (local.set $ps2 (i32.shl (local.get $ps) (i32.const 1)))
-    (local.set $ps3 (i32.add (local.get $ps2) (local.get $ps)))
     (local.set $accEnd (i32.add (local.get $acc) (i32.mul (local.get $C) (i32.const 12))))
     (call $bn_zero64 (local.get $o1) (local.get $C))
     (call $bn_zero64 (local.get $o2) (local.get $C))
@@ -37,24 +34,6 @@
           (loop $pixel
             (br_if $done (i32.ge_u (local.get $k) (local.get $len)))
             (local.set $a (local.get $acc))
-            ;; Four pixels a step when there are four: the two pairs' sums added in turn, as
-            ;; two steps of two would (the same bits), the run sum loaded and stored once.
-            (if (i32.lt_u (i32.add (local.get $k) (i32.const 3)) (local.get $len))
-              (then
-                (loop $vec4
-                  (v128.store (local.get $a)
-                    (f32x4.add
-                      (f32x4.add (v128.load (local.get $a))
-                        (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
-                          (call $ld4 (i32.add (local.get $p) (local.get $ps)) (local.get $dt))))
-                      (f32x4.add (call $ld4 (i32.add (local.get $p) (local.get $ps2)) (local.get $dt))
-                        (call $ld4 (i32.add (local.get $p) (local.get $ps3)) (local.get $dt)))))
-                  (local.set $p (i32.add (local.get $p) (local.get $es)))
-                  (local.set $a (i32.add (local.get $a) (i32.const 48)))
-                  (br_if $vec4 (i32.lt_u (local.get $a) (local.get $accEnd))))
-                (local.set $p (i32.add (local.get $p) (local.get $ps3)))
-                (local.set $k (i32.add (local.get $k) (i32.const 4)))
-                (br $pixel)))
             (if (i32.lt_u (i32.add (local.get $k) (i32.const 1)) (local.get $len))
               (then
                 (loop $vec2
@@ -91,25 +70,6 @@
           (loop $pixel
             (br_if $done (i32.ge_u (local.get $k) (local.get $len)))
             (local.set $a (local.get $acc))
-            (if (i32.lt_u (i32.add (local.get $k) (i32.const 3)) (local.get $len))
-              (then
-                (loop $vec4
-                  (local.set $m4 (v128.load offset=16 (local.get $a)))
-                  (local.set $d4 (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $m4)))
-                  (local.set $e4 (f32x4.sub (call $ld4 (i32.add (local.get $p) (local.get $ps)) (local.get $dt)) (local.get $m4)))
-                  (local.set $g4 (f32x4.sub (call $ld4 (i32.add (local.get $p) (local.get $ps2)) (local.get $dt)) (local.get $m4)))
-                  (local.set $h4 (f32x4.sub (call $ld4 (i32.add (local.get $p) (local.get $ps3)) (local.get $dt)) (local.get $m4)))
-                  (v128.store offset=32 (local.get $a)
-                    (f32x4.add
-                      (f32x4.add (v128.load offset=32 (local.get $a))
-                        (f32x4.add (f32x4.mul (local.get $d4) (local.get $d4)) (f32x4.mul (local.get $e4) (local.get $e4))))
-                      (f32x4.add (f32x4.mul (local.get $g4) (local.get $g4)) (f32x4.mul (local.get $h4) (local.get $h4)))))
-                  (local.set $p (i32.add (local.get $p) (local.get $es)))
-                  (local.set $a (i32.add (local.get $a) (i32.const 48)))
-                  (br_if $vec4 (i32.lt_u (local.get $a) (local.get $accEnd))))
-                (local.set $p (i32.add (local.get $p) (local.get $ps3)))
-                (local.set $k (i32.add (local.get $k) (i32.const 4)))
-                (br $pixel)))
             (if (i32.lt_u (i32.add (local.get $k) (i32.const 1)) (local.get $len))
               (then
                 (loop $vec2
@@ -187,11 +147,8 @@
     (local $q i32) (local $len i32) (local $j i32) (local $c i32) (local $p i32) (local $r i32)
     (local $es i32) (local $ps i32) (local $a i32) (local $accEnd i32)
     (local $e v128) (local $d v128) (local $e2 v128) (local $d2 v128) (local $m v128)
-    (local $e3 v128) (local $d3 v128) (local $e4 v128) (local $d4 v128) (local $ps2 i32) (local $ps3 i32)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $ps (i32.shl (local.get $C) (call $shift (local.get $dt))))
-    (local.set $ps2 (i32.shl (local.get $ps) (i32.const 1)))
-    (local.set $ps3 (i32.add (local.get $ps2) (local.get $ps)))
     (local.set $accEnd (i32.add (local.get $acc) (i32.mul (local.get $C) (i32.const 12))))
     (call $bn_zero64 (local.get $o1) (local.get $C))
     (call $bn_zero64 (local.get $o2) (local.get $C))
@@ -221,37 +178,6 @@
           (loop $pixel
             (br_if $done (i32.ge_u (local.get $j) (local.get $len)))
             (local.set $a (local.get $acc))
-            ;; Four pixels a step when there are four: the two pairs' terms added in turn, as
-            ;; two steps of two would (the same bits), the run sums loaded and stored once.
-            (if (i32.lt_u (i32.add (local.get $j) (i32.const 3)) (local.get $len))
-              (then
-                (loop $vec4
-                  (local.set $m (v128.load offset=32 (local.get $a)))
-                  (local.set $e (call $ld4 (local.get $p) (local.get $dt)))
-                  (local.set $d (f32x4.sub (call $ld4 (local.get $r) (local.get $dt)) (local.get $m)))
-                  (local.set $e2 (call $ld4 (i32.add (local.get $p) (local.get $ps)) (local.get $dt)))
-                  (local.set $d2 (f32x4.sub (call $ld4 (i32.add (local.get $r) (local.get $ps)) (local.get $dt)) (local.get $m)))
-                  (local.set $e3 (call $ld4 (i32.add (local.get $p) (local.get $ps2)) (local.get $dt)))
-                  (local.set $d3 (f32x4.sub (call $ld4 (i32.add (local.get $r) (local.get $ps2)) (local.get $dt)) (local.get $m)))
-                  (local.set $e4 (call $ld4 (i32.add (local.get $p) (local.get $ps3)) (local.get $dt)))
-                  (local.set $d4 (f32x4.sub (call $ld4 (i32.add (local.get $r) (local.get $ps3)) (local.get $dt)) (local.get $m)))
-                  (v128.store (local.get $a)
-                    (f32x4.add
-                      (f32x4.add (v128.load (local.get $a)) (f32x4.add (local.get $e) (local.get $e2)))
-                      (f32x4.add (local.get $e3) (local.get $e4))))
-                  (v128.store offset=16 (local.get $a)
-                    (f32x4.add
-                      (f32x4.add (v128.load offset=16 (local.get $a))
-                        (f32x4.add (f32x4.mul (local.get $e) (local.get $d)) (f32x4.mul (local.get $e2) (local.get $d2))))
-                      (f32x4.add (f32x4.mul (local.get $e3) (local.get $d3)) (f32x4.mul (local.get $e4) (local.get $d4)))))
-                  (local.set $p (i32.add (local.get $p) (local.get $es)))
-                  (local.set $r (i32.add (local.get $r) (local.get $es)))
-                  (local.set $a (i32.add (local.get $a) (i32.const 48)))
-                  (br_if $vec4 (i32.lt_u (local.get $a) (local.get $accEnd))))
-                (local.set $p (i32.add (local.get $p) (local.get $ps3)))
-                (local.set $r (i32.add (local.get $r) (local.get $ps3)))
-                (local.set $j (i32.add (local.get $j) (i32.const 4)))
-                (br $pixel)))
             ;; Two pixels a step when there are two: their terms added at once.
             (if (i32.lt_u (i32.add (local.get $j) (i32.const 1)) (local.get $len))
               (then
@@ -316,73 +242,23 @@
 
   ;; A write of kind `op` over one item, pixels: the float32 constants interleaved per four
   ;; channels at k (channels 4i..4i+3: k0 at k + 64i, k1 at + 16, k2 at + 32, k3 at + 48).
-  ;; Four pixels a step (their constants loaded once; then two, then one), the constants'
-  ;; pointer back at k at each step: immediate offsets from moving pointers, as the rows' write has. This write is
+  ;; Two pixels a step (their constants loaded once), the constants' pointer back at k at
+  ;; each pair: immediate offsets from moving pointers, as the rows' write has. This write is
   ;; bound by its instruction count: per-channel arrays at k + 4jC, indexed per vector, cost
   ;; it twice the rows' time per element.
   (func $bn_write_pix
     (param $op i32) (param $dy i32) (param $x i32) (param $o i32) (param $C i32) (param $dt i32)
     (param $pix i32) (param $k i32)
     (local $j i32) (local $es i32) (local $ps i32) (local $kEnd i32) (local $kp i32)
-    (local $ps2 i32) (local $ps3 i32)
     (local $e v128) (local $v v128) (local $e2 v128) (local $v2 v128)
     (local $k0 v128) (local $k1 v128) (local $k2 v128) (local $k3 v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $ps (i32.shl (local.get $C) (call $shift (local.get $dt))))
     (local.set $kEnd (i32.add (local.get $k) (i32.shl (local.get $C) (i32.const 4))))
-    (local.set $ps2 (i32.shl (local.get $ps) (i32.const 1)))
-    (local.set $ps3 (i32.add (local.get $ps2) (local.get $ps)))
     (block $done
       (loop $pixel
         (br_if $done (i32.ge_u (local.get $j) (local.get $pix)))
         (local.set $kp (local.get $k))
-        (if (i32.lt_u (i32.add (local.get $j) (i32.const 3)) (local.get $pix))
-          (then
-            (loop $vec4
-              (local.set $k0 (v128.load (local.get $kp)))
-              (local.set $k1 (v128.load offset=16 (local.get $kp)))
-              (local.set $k2 (v128.load offset=32 (local.get $kp)))
-              (if (i32.and (local.get $op) (i32.const 1))
-                (then (local.set $k3 (v128.load offset=48 (local.get $kp)))))
-              (if (i32.lt_u (i32.sub (local.get $op) (i32.const 1)) (i32.const 2))
-                (then (local.set $e (call $ld4 (local.get $dy) (local.get $dt)))))
-              (if (i32.ne (local.get $op) (i32.const 2))
-                (then (local.set $v (call $ld4 (local.get $x) (local.get $dt)))))
-              (call $rf_st4 (local.get $o) (local.get $dt)
-                (call $bn_value (local.get $op) (local.get $e) (local.get $v) (local.get $k0)
-                  (local.get $k1) (local.get $k2) (local.get $k3)))
-              (if (i32.lt_u (i32.sub (local.get $op) (i32.const 1)) (i32.const 2))
-                (then (local.set $e (call $ld4 (i32.add (local.get $dy) (local.get $ps)) (local.get $dt)))))
-              (if (i32.ne (local.get $op) (i32.const 2))
-                (then (local.set $v (call $ld4 (i32.add (local.get $x) (local.get $ps)) (local.get $dt)))))
-              (call $rf_st4 (i32.add (local.get $o) (local.get $ps)) (local.get $dt)
-                (call $bn_value (local.get $op) (local.get $e) (local.get $v) (local.get $k0)
-                  (local.get $k1) (local.get $k2) (local.get $k3)))
-              (if (i32.lt_u (i32.sub (local.get $op) (i32.const 1)) (i32.const 2))
-                (then (local.set $e (call $ld4 (i32.add (local.get $dy) (local.get $ps2)) (local.get $dt)))))
-              (if (i32.ne (local.get $op) (i32.const 2))
-                (then (local.set $v (call $ld4 (i32.add (local.get $x) (local.get $ps2)) (local.get $dt)))))
-              (call $rf_st4 (i32.add (local.get $o) (local.get $ps2)) (local.get $dt)
-                (call $bn_value (local.get $op) (local.get $e) (local.get $v) (local.get $k0)
-                  (local.get $k1) (local.get $k2) (local.get $k3)))
-              (if (i32.lt_u (i32.sub (local.get $op) (i32.const 1)) (i32.const 2))
-                (then (local.set $e (call $ld4 (i32.add (local.get $dy) (local.get $ps3)) (local.get $dt)))))
-              (if (i32.ne (local.get $op) (i32.const 2))
-                (then (local.set $v (call $ld4 (i32.add (local.get $x) (local.get $ps3)) (local.get $dt)))))
-              (call $rf_st4 (i32.add (local.get $o) (local.get $ps3)) (local.get $dt)
-                (call $bn_value (local.get $op) (local.get $e) (local.get $v) (local.get $k0)
-                  (local.get $k1) (local.get $k2) (local.get $k3)))
-              (local.set $dy (i32.add (local.get $dy) (local.get $es)))
-              (local.set $x (i32.add (local.get $x) (local.get $es)))
-              (local.set $o (i32.add (local.get $o) (local.get $es)))
-              (local.set $kp (i32.add (local.get $kp) (i32.const 64)))
-              (br_if $vec4 (i32.lt_u (local.get $kp) (local.get $kEnd))))
-            ;; Past the step's last three pixels.
-            (local.set $dy (i32.add (local.get $dy) (local.get $ps3)))
-            (local.set $x (i32.add (local.get $x) (local.get $ps3)))
-            (local.set $o (i32.add (local.get $o) (local.get $ps3)))
-            (local.set $j (i32.add (local.get $j) (i32.const 4)))
-            (br $pixel)))
         (if (i32.lt_u (i32.add (local.get $j) (i32.const 1)) (local.get $pix))
           (then
             (loop $vec2
