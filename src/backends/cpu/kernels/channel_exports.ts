@@ -214,4 +214,26 @@ export interface ChannelUnitsExports {
     units: number,
     k: number,
   ): void;
+  /** The swish write of row u with its float64 constants at k + 32u. */
+  bn_swish_units(
+    x: number,
+    xus: number,
+    o: number,
+    ous: number,
+    inner: number,
+    dt: number,
+    units: number,
+    k: number,
+  ): void;
+  /** The scale write of row u with its float64 constant at k + 32u. */
+  bn_scale_units(
+    dy: number,
+    dyus: number,
+    o: number,
+    ous: number,
+    inner: number,
+    dt: number,
+    units: number,
+    k: number,
+  ): void;
 }

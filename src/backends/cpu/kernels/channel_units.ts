@@ -1,7 +1,7 @@
 /**
  * The rows stages taken in memory order (layout_types.ts rowsInMemoryOrder: GroupNorm's
  * per-sample rows, and BatchNorm's long rows; statistics, sums, the normalize and gradient
- * writes) with one WebAssembly call per work item instead of one per (n, c) row
+ * writes, and the swish and scale writes) with one WebAssembly call per work item instead of one per (n, c) row
  * (src/backends/cpu/wasm/channel_units.wat loops over the rows inside the module): the bits of
  * channel_stages.ts's per-row calls, which cost more than a small row's work (GroupNorm
  * [4,16,8,8]: 64 elements a row, 128 calls a forward). Used where the rows are evenly spaced in
@@ -24,16 +24,24 @@ const MAX_UNITS = 8192;
 /** A stage the units kernels run. */
 type UnitsStage = StatsStage | SumsStage | WriteStage;
 
+/** The stages the units kernels run. */
+const UNITS_OPS: ReadonlySet<string> = new Set([
+  "stats",
+  "sums",
+  "normalize",
+  "gradient",
+  "swish",
+  "scale",
+]);
+
 /**
- * Whether the units kernels run rows stage `s` taken in memory order: statistics, sums,
- * normalize or gradient, with its (n, c) rows evenly spaced in every tensor (strideN = C *
- * strideC).
+ * Whether the units kernels run rows stage `s` taken in memory order: statistics, sums or a
+ * write (normalize, gradient, swish, scale), with its (n, c) rows evenly spaced in every
+ * tensor (strideN = C * strideC).
  */
 export function unitsFit(s: UnitsStage): boolean {
   if (!rowsInMemoryOrder(s.layout)) return false;
-  if (s.op !== "stats" && s.op !== "sums" && s.op !== "normalize" && s.op !== "gradient") {
-    return false;
-  }
+  if (!UNITS_OPS.has(s.op)) return false;
   const C = s.layout.C;
   const even = (at: TensorAddress) => at.strideN === C * at.strideC;
   return even(s.xAt) && even(s.dyAt) && even(s.outAt);
@@ -42,7 +50,7 @@ export function unitsFit(s: UnitsStage): boolean {
 /**
  * Items [from, to) of a rows stage that {@linkcode unitsFit}, one units call per run of at
  * most {@linkcode MAX_UNITS} rows, row u = n * C + c at its tensors' base + u * strideC;
- * `count` constants per row (normalize 3, gradient 4) at (n * count + j) * C + c per sample
+ * `count` constants per row (normalize 3, gradient and swish 4, scale 1) at (n * count + j) * C + c per sample
  * (GroupNorm), at j * C + c per channel (BatchNorm); means at u, or at c.
  */
 export function runUnits(
@@ -96,11 +104,12 @@ export function runUnits(
       const os = s.outAt.strideC * es;
       const x = at(s.xHeap, s.xAt, u0);
       const xs = s.xAt.strideC * es;
+      const dy = at(s.dyHeap, s.dyAt, u0);
+      const dys = s.dyAt.strideC * es;
       if (s.op === "normalize") k.bn_norm_units(x, xs, o, os, inner, dt, units, w.at);
-      else {
-        const dy = at(s.dyHeap, s.dyAt, u0);
-        k.bn_grad_units(dy, s.dyAt.strideC * es, x, xs, o, os, inner, dt, units, w.at);
-      }
+      else if (s.op === "swish") k.bn_swish_units(x, xs, o, os, inner, dt, units, w.at);
+      else if (s.op === "scale") k.bn_scale_units(dy, dys, o, os, inner, dt, units, w.at);
+      else k.bn_grad_units(dy, dys, x, xs, o, os, inner, dt, units, w.at);
     }
   }
 }

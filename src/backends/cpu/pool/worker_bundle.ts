@@ -135,11 +135,17 @@ function blocksPerSample(layout) {
 
 // src/backends/cpu/kernels/channel_units.ts
 var MAX_UNITS = 8192;
+var UNITS_OPS = /* @__PURE__ */ new Set([
+  "stats",
+  "sums",
+  "normalize",
+  "gradient",
+  "swish",
+  "scale"
+]);
 function unitsFit(s) {
   if (!rowsInMemoryOrder(s.layout)) return false;
-  if (s.op !== "stats" && s.op !== "sums" && s.op !== "normalize" && s.op !== "gradient") {
-    return false;
-  }
+  if (!UNITS_OPS.has(s.op)) return false;
   const C = s.layout.C;
   const even = (at) => at.strideN === C * at.strideC;
   return even(s.xAt) && even(s.dyAt) && even(s.outAt);
@@ -176,11 +182,12 @@ function runUnits(s, from, to, w, count) {
       const os = s.outAt.strideC * es;
       const x = at(s.xHeap, s.xAt, u0);
       const xs = s.xAt.strideC * es;
+      const dy = at(s.dyHeap, s.dyAt, u0);
+      const dys = s.dyAt.strideC * es;
       if (s.op === "normalize") k.bn_norm_units(x, xs, o, os, inner, dt, units, w.at);
-      else {
-        const dy = at(s.dyHeap, s.dyAt, u0);
-        k.bn_grad_units(dy, s.dyAt.strideC * es, x, xs, o, os, inner, dt, units, w.at);
-      }
+      else if (s.op === "swish") k.bn_swish_units(x, xs, o, os, inner, dt, units, w.at);
+      else if (s.op === "scale") k.bn_scale_units(dy, dys, o, os, inner, dt, units, w.at);
+      else k.bn_grad_units(dy, dys, x, xs, o, os, inner, dt, units, w.at);
     }
   }
 }

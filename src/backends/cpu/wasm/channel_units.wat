@@ -74,4 +74,20 @@
     (call $bn_write_units (i32.const 1) (local.get $dy) (local.get $dyus) (local.get $x)
       (local.get $xus) (local.get $o) (local.get $ous) (local.get $inner) (local.get $dt)
       (local.get $units) (local.get $k)))
+
+  ;; The swish write of the rows (constants k0 .. k3 of row u at k + 32u, k3 = -swishScale).
+  (func (export "bn_swish_units")
+    (param $x i32) (param $xus i32) (param $o i32) (param $ous i32) (param $inner i32)
+    (param $dt i32) (param $units i32) (param $k i32)
+    (call $bn_write_units (i32.const 3) (local.get $x) (local.get $xus) (local.get $x)
+      (local.get $xus) (local.get $o) (local.get $ous) (local.get $inner) (local.get $dt)
+      (local.get $units) (local.get $k)))
+
+  ;; The scale write of the rows (constant k0 of row u at k + 32u).
+  (func (export "bn_scale_units")
+    (param $dy i32) (param $dyus i32) (param $o i32) (param $ous i32) (param $inner i32)
+    (param $dt i32) (param $units i32) (param $k i32)
+    (call $bn_write_units (i32.const 2) (local.get $dy) (local.get $dyus) (local.get $dy)
+      (local.get $dyus) (local.get $o) (local.get $ous) (local.get $inner) (local.get $dt)
+      (local.get $units) (local.get $k)))
 )
