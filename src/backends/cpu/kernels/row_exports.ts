@@ -29,6 +29,11 @@ type ForwardRows = [
  * and per-row arrays float32).
  */
 export interface RowNormExports {
+  /**
+   * Column sums of float32 partials at p (items of `stride` floats) as float64 at out, summed
+   * in item order, for columns below cols rounded up to 2 (rows/merge_columns.ts).
+   */
+  rf_merge_cols(p: number, items: number, cols: number, stride: number, out: number): void;
   /** LayerNorm forward of `rows` rows: y, and each row's mean and rstd. */
   ln_fwd(...args: [...ForwardRows, w: number, b: number, mean: number, rstd: number]): void;
   /** LayerNorm backward: flags 1 column partials (pw, pb: zeroed first), 2 gradInput. */

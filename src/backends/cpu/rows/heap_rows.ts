@@ -37,7 +37,8 @@ import { WASM_REGION_BYTES } from "../kernels/wasm_instance.ts";
 import { choosePool, readyPool, runPooled } from "../pool/pool.ts";
 import { governor, groupKey } from "../pool/governor.ts";
 import { cpuThreads } from "../threads.ts";
-import { itemCount, mergeColumns, rowsPerItem } from "./items.ts";
+import { itemCount, rowsPerItem } from "./items.ts";
+import { mergeColumns } from "./merge_columns.ts";
 import type { HeapRows } from "./row_staging.ts";
 import { padded, rowBlock, rowNormKernels } from "./wasm_rows.ts";
 
@@ -236,10 +237,9 @@ function backwardCall(
 
 /** The two column partials of a backward call, merged over its items in float64. */
 function columnSums(b: BackwardCall, n: number): ColumnSums {
-  const a = b.c.arrays;
   return {
-    first: mergeColumns(a.subarray(b.pw, b.pw + b.partials), b.items, n, padded(n)),
-    second: mergeColumns(a.subarray(b.pb, b.pb + b.partials), b.items, n, padded(n)),
+    first: mergeColumns(b.c.at + 4 * b.pw, b.items, n, padded(n)),
+    second: mergeColumns(b.c.at + 4 * b.pb, b.items, n, padded(n)),
   };
 }
 
@@ -261,7 +261,7 @@ export function rmsNormGradHeap(
   [0, c4, c4 + rows].forEach((entry, i) => array(c, i, entry));
   run("rmsNormGradRows", c, anchor);
   const pg = c4 + rows;
-  return mergeColumns(c.arrays.subarray(pg, pg + partials), items, n, c4);
+  return mergeColumns(c.at + 4 * pg, items, n, c4);
 }
 
 /**
@@ -481,8 +481,8 @@ export function adaLayerNormGradHeap(
     return out;
   };
   return {
-    weight: mergeColumns(a.subarray(pw, pw + items * c4), items, n, c4),
-    bias: mergeColumns(a.subarray(pw + items * c4, ps), items, n, c4),
+    weight: mergeColumns(c.at + 4 * pw, items, n, c4),
+    bias: mergeColumns(c.at + 4 * (pw + items * c4), items, n, c4),
     scale: batchSums(ps),
     shift: batchSums(ps + items * slots * c4),
   };

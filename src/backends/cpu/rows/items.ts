@@ -26,21 +26,3 @@ export function rowsPerItem(rows: number, cols: number): number {
 export function itemCount(rows: number, cols: number): number {
   return Math.ceil(rows / rowsPerItem(rows, cols));
 }
-
-/**
- * Sums item partials `partials[item * stride + i]` (i < cols) over the items, in float64 and
- * in item order, into a new array of `cols` values.
- */
-export function mergeColumns(
-  partials: Float32Array | Float64Array,
-  items: number,
-  cols: number,
-  stride = cols,
-): Float64Array {
-  const out = new Float64Array(cols);
-  for (let k = 0; k < items; k++) {
-    const at = k * stride;
-    for (let i = 0; i < cols; i++) out[i] += partials[at + i];
-  }
-  return out;
-}

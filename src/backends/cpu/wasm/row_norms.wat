@@ -374,4 +374,30 @@
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
 
+
+  ;; Column sums of a row call's float32 partials (rows/merge_columns.ts): the float64 at out + 8i
+  ;; is the sum over items k < items, in k order from 0, of the float32 at p + 4 (k * stride + i),
+  ;; for i below cols rounded up to 2 (so the partials' padding past cols is read: the row
+  ;; kernels' partials have it, zeroed; out must have room for the rounded count).
+  (func (export "rf_merge_cols")
+    (param $p i32) (param $items i32) (param $cols i32) (param $stride i32) (param $out i32)
+    (local $i i32) (local $k i32) (local $q i32) (local $sb i32) (local $acc v128)
+    (local.set $sb (i32.shl (local.get $stride) (i32.const 2)))
+    (block $done
+      (loop $col
+        (br_if $done (i32.ge_u (local.get $i) (local.get $cols)))
+        (local.set $acc (v128.const i64x2 0 0))
+        (local.set $q (i32.add (local.get $p) (i32.shl (local.get $i) (i32.const 2))))
+        (local.set $k (i32.const 0))
+        (block $itemsDone
+          (loop $item
+            (br_if $itemsDone (i32.ge_u (local.get $k) (local.get $items)))
+            (local.set $acc
+              (f64x2.add (local.get $acc) (f64x2.promote_low_f32x4 (v128.load64_zero (local.get $q)))))
+            (local.set $q (i32.add (local.get $q) (local.get $sb)))
+            (local.set $k (i32.add (local.get $k) (i32.const 1)))
+            (br $item)))
+        (v128.store (i32.add (local.get $out) (i32.shl (local.get $i) (i32.const 3))) (local.get $acc))
+        (local.set $i (i32.add (local.get $i) (i32.const 2)))
+        (br $col))))
 )
