@@ -4,8 +4,7 @@
  * float64 and in item order, so that any split of the items over threads gives the bits of
  * one thread. The sums run in the kernels (row_norms.wat rf_merge_cols) into this thread's
  * region of the heap, a chunk of columns at a time: a JavaScript loop over a shared float32
- * array took about 1 ns an element (8 us of a 58 us layerNormBackward [64,1024] on one thread,
- * 65 us at [2048,1024]).
+ * array took about 1 ns an element (8 us of a 58 us layerNormBackward [64,1024] on one thread).
  *
  * @module
  */
@@ -25,11 +24,12 @@ export function mergeColumns(
 ): Float64Array {
   const kernels = rowNormKernels();
   const sums = kernels.f64;
-  // Columns merged per kernel call: float64 sums that fit the region (an even count).
-  const CHUNK_COLUMNS = sums.length & ~1;
+  // Columns merged per kernel call: float64 sums that fit the region (an even count, as the
+  // kernel writes the columns in pairs).
+  const chunk = sums.length & ~1;
   const out = new Float64Array(cols);
-  for (let c0 = 0; c0 < cols; c0 += CHUNK_COLUMNS) {
-    const count = Math.min(CHUNK_COLUMNS, cols - c0);
+  for (let c0 = 0; c0 < cols; c0 += chunk) {
+    const count = Math.min(chunk, cols - c0);
     kernels.exports.rf_merge_cols(at + 4 * c0, items, count, stride, kernels.at);
     out.set(sums.subarray(0, count), c0);
   }
