@@ -50,6 +50,7 @@ const HEADERS = [
   "sim_ops_norm.h",
   "sim_ops_seed.h",
   "smoke.h",
+  "smoke_check.h",
   "hccl_sim.h",
   "hccl_sim_internal.h",
   "hccl_transport_internal.h",

@@ -1,6 +1,7 @@
 /*
- * Software CANN ("aclsim") smoke test -- what its files share: the check counters and CHECK, the
- * error-text expectations, device buffers, and each file's tests for main (smoke.c).
+ * Software CANN ("aclsim") smoke test -- what its files share: the check counters and CHECK
+ * (smoke_check.h), the error-text expectations, device buffers, and each file's tests for main
+ * (smoke.c).
  */
 #ifndef ACLSIM_SMOKE_H
 #define ACLSIM_SMOKE_H
@@ -9,19 +10,7 @@
 
 #include "sim.h"
 #include "sim_api.h"
-
-extern int g_checks, g_failures;
-
-#define CHECK(cond, ...)                                         \
-  do {                                                           \
-    g_checks++;                                                  \
-    if (!(cond)) {                                               \
-      g_failures++;                                              \
-      fprintf(stderr, "FAIL %s:%d: %s -- ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                              \
-      fprintf(stderr, "\n");                                     \
-    }                                                            \
-  } while (0)
+#include "smoke_check.h"
 
 /* ---- the harness (smoke.c) ------------------------------------------------------------- */
 void expect_error(int got, int want, const char *needle, const char *what);

@@ -12,19 +12,9 @@
 #include <string.h>
 
 #include "sim_api.h"
+#include "smoke_check.h"
 
-static int g_checks, g_failures;
-
-#define CHECK(cond, ...)                                                  \
-  do {                                                                    \
-    g_checks++;                                                           \
-    if (!(cond)) {                                                        \
-      g_failures++;                                                       \
-      fprintf(stderr, "FAIL %s:%d: %s -- ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                       \
-      fprintf(stderr, "\n");                                              \
-    }                                                                     \
-  } while (0)
+int g_checks, g_failures;
 
 typedef struct {
   aclTensor *t;
