@@ -167,6 +167,22 @@ export interface ChannelExports {
   ): void;
 }
 
+/**
+ * The arguments of a units write that reads one tensor (normalize and swish: x; scale: dy):
+ * its row 0 and the bytes between consecutive rows, the output's, elements per row, dtype code,
+ * rows, and the byte address of the rows' float64 constants (row u's at k + 32u).
+ */
+type UnitsWrite = [
+  input: number,
+  inputus: number,
+  o: number,
+  ous: number,
+  inner: number,
+  dt: number,
+  units: number,
+  k: number,
+];
+
 /** The units kernels' exports (byte addresses; dt 0 float32, 1 float16, 2 bfloat16). */
 export interface ChannelUnitsExports {
   /** Per row u of `units` rows `xus` bytes apart: (sum, m2) as float64 at out + 16u. */
@@ -191,16 +207,7 @@ export interface ChannelUnitsExports {
     out: number,
   ): void;
   /** The normalize write of row u with its float64 constants at k + 32u. */
-  bn_norm_units(
-    x: number,
-    xus: number,
-    o: number,
-    ous: number,
-    inner: number,
-    dt: number,
-    units: number,
-    k: number,
-  ): void;
+  bn_norm_units(...args: UnitsWrite): void;
   /** The gradient write of row u with its float64 constants at k + 32u. */
   bn_grad_units(
     dy: number,
@@ -215,25 +222,7 @@ export interface ChannelUnitsExports {
     k: number,
   ): void;
   /** The swish write of row u with its float64 constants at k + 32u. */
-  bn_swish_units(
-    x: number,
-    xus: number,
-    o: number,
-    ous: number,
-    inner: number,
-    dt: number,
-    units: number,
-    k: number,
-  ): void;
+  bn_swish_units(...args: UnitsWrite): void;
   /** The scale write of row u with its float64 constant at k + 32u. */
-  bn_scale_units(
-    dy: number,
-    dyus: number,
-    o: number,
-    ous: number,
-    inner: number,
-    dt: number,
-    units: number,
-    k: number,
-  ): void;
+  bn_scale_units(...args: UnitsWrite): void;
 }
