@@ -7,9 +7,10 @@
  * - `tidy`: each step inside `tidy()`;
  * - `dropped`: results left to the garbage collector, the loop yielding to the event loop after
  *   each step (the collector's callbacks run between tasks);
- * - `dropped-sync`: results left to the garbage collector in a loop that never yields: nothing
- *   can come back until it ends, so once the host heap is full storage falls back to buffers of
- *   its own (`fallbacks`).
+ * - `dropped-sync`: results left to the garbage collector in a loop that never yields: their
+ *   blocks come back once the collector has cleared them (src/tensor/liveness.ts; the
+ *   finalizers would wait for the loop to end), and until then new tensors take memory never
+ *   used; once the host heap is full storage falls back to buffers of its own (`fallbacks`).
  *
  *   deno task bench:loop [--style using|tidy|dropped|dropped-sync|all] [--steps 1500]
  *                        [--every 300] [--shape 16x32x28x28]

@@ -9,7 +9,8 @@
  *
  * Two call styles, the first as a PyTorch user writes a loop:
  * - `dropped`: results never disposed, and the loop never awaits (nothing the garbage
- *   collector finds can come back through finalizers until the loop ends);
+ *   collector finds can come back through finalizers until the loop ends: the heap takes the
+ *   blocks back itself after each collection, src/tensor/liveness.ts);
  * - `disposed`: every result freed at once (`using`).
  *
  * Each style runs `--steps` steps after `--warmup` ones; a row gives the mean ms per step (the

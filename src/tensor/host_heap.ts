@@ -8,9 +8,11 @@
  * The heap is a caching allocator (host_blocks.ts): blocks are rounded to size classes, and a
  * block given back by `Tensor.dispose()` (also through `using` and `tidy()`) or, between
  * tasks, by the garbage collector (a FinalizationRegistry) is cached for the next tensor of its
- * class. A synchronous loop that drops its results without disposing them gives nothing back
- * until it yields: once the heap is full, storage falls back to a SharedArrayBuffer of its own
- * (the kernels then stage it through the heap). The memory grows up to
+ * class. A synchronous loop that drops its results without disposing them gets their blocks
+ * back too, once the collector has cleared them (liveness.ts: from the first task boundary of
+ * the process on, and as soon as V8 collects, which liveness.ts prompts); until then new
+ * tensors take memory never used, and once the heap is full, storage falls back to a
+ * SharedArrayBuffer of its own (the kernels then stage it through the heap). The memory grows up to
  * {@linkcode hostHeapMaxBytes} (a quarter of the machine's memory when `--allow-sys` lets the
  * library read it, else 2 GiB, at most 3 GiB; `ACLNN_NORM_HOST_HEAP_MB` sets it, 0 keeps every
  * tensor out of the heap) and never shrinks (WebAssembly memories cannot). Scratch blocks that
@@ -22,7 +24,8 @@
  */
 
 import { grantedEnv } from "./env.ts";
-import { BlockPool, sizeClass, zeroCounters } from "./host_blocks.ts";
+import { BlockPool, sizeClass, type TakenBlock, zeroCounters } from "./host_blocks.ts";
+import { DropWatch } from "./liveness.ts";
 
 /** The environment variable that sets the heap's maximum size in MiB (0: no tensor in it). */
 export const HOST_HEAP_ENV = "ACLNN_NORM_HOST_HEAP_MB";
@@ -123,6 +126,8 @@ interface HostHeap {
   readonly registry: FinalizationRegistry<Block>;
   /** Requests of heap size that got a buffer of their own (heap full or off). */
   fallbacks: number;
+  /** Tensors' blocks, given back once a synchronous loop dropped them (liveness.ts). */
+  readonly watch: DropWatch<Block>;
 }
 
 /**
@@ -158,17 +163,21 @@ export class HeapGrant {
   readonly at: number;
   /** The block (for {@linkcode releaseForTests}). */
   readonly block: Block;
+  /** Whether the block holds a tensor (watched for drops: liveness.ts), not scratch. */
+  readonly watched: boolean;
 
-  constructor(buffer: SharedArrayBuffer, block: Block) {
+  constructor(buffer: SharedArrayBuffer, block: Block, watched: boolean) {
     this.buffer = buffer;
     this.at = block.at;
     this.block = block;
+    this.watched = watched;
   }
 
   /** Frees the block once `owner` is collected, or by {@linkcode heapFree} of `owner`. */
   adopt(owner: object): void {
     states.set(owner, this.block);
     heap?.registry.register(owner, this.block, this.block);
+    if (this.watched) heap?.watch.watch(owner, this.block);
   }
 }
 
@@ -219,6 +228,7 @@ function createHeap(policy: HostHeapPolicy): HostHeap | null {
       pool: new BlockPool(HOST_HEAP_RESERVED_BYTES, (end) => growTo(memory, end)),
       registry: new FinalizationRegistry(release),
       fallbacks: 0,
+      watch: new DropWatch(giveBack, (block) => block.live),
     };
   } catch {
     heap = null;
@@ -285,7 +295,7 @@ function takeBlock(
   const h = theHeap();
   if (!h) return undefined;
   const size = sizeClass(Math.ceil((bytes + HOST_HEAP_SLACK_BYTES) / BLOCK_ALIGN) * BLOCK_ALIGN);
-  const taken = grow ? h.pool.take(size, grow) : h.pool.take(size);
+  const taken = grow ? h.pool.take(size, grow) : takeForTensor(h, size);
   if (taken && !grow && taken.at + size > hostHeapMaxBytes()) {
     // A block scratch took past the maximum, cached since: tensors stay below the maximum (a
     // loop that drops its results would otherwise fill it and make scratch grow again), so
@@ -305,7 +315,27 @@ function takeBlock(
     if (zeroed) view.fill(0);
     else if (h.policy.poisonReused) view.fill(0xff); // NaN in every float dtype
   }
-  return new HeapGrant(buffer, { at, bytes: size, live: true });
+  return new HeapGrant(buffer, { at, bytes: size, live: true }, grow === undefined);
+}
+
+const refuseGrowth = () => false;
+
+/**
+ * A tensor's block: a freed one if any; else one of a tensor that a synchronous loop dropped
+ * and the collector cleared (liveness.ts); only then memory never used, whose pages cost
+ * faults on first use (about 0.34 ms per MiB on the development VM).
+ */
+function takeForTensor(h: HostHeap, size: number): TakenBlock | undefined {
+  h.watch.allocating(h.pool.counters.bytesInUse);
+  return h.pool.take(size, refuseGrowth) ??
+    (h.watch.reclaimIfCollected() ? h.pool.take(size, refuseGrowth) : undefined) ??
+    h.pool.take(size);
+}
+
+/** Gives back a block whose owner was collected (liveness.ts' proof), now. */
+function giveBack(block: Block): void {
+  heap?.registry.unregister(block);
+  release(block);
 }
 
 /**
@@ -364,6 +394,11 @@ export interface HostHeapUsage {
   readonly cacheHits: number;
   /** Storage of heap size that got a buffer of its own (the heap was full or off). */
   readonly fallbacks: number;
+  /**
+   * Blocks of dropped tensors given back inside a job, before their finalizers could run (a
+   * synchronous loop that drops its results: liveness.ts).
+   */
+  readonly droppedReclaimed: number;
   /** Bytes the heap may grow to ({@linkcode hostHeapMaxBytes}). */
   readonly bytesLimit: number;
 }
@@ -374,9 +409,10 @@ export interface HostHeapUsage {
  * rounded to size classes; `dispose()`, `using`, `tidy()` and, between tasks, the garbage
  * collector give a block back to its class's free list, and the next tensor of that class
  * reuses it (`cacheHits`). All zero before the heap is first used; `bytesReserved` never
- * shrinks. A synchronous loop that drops its results without disposing them cannot give blocks
- * back (the collector's callbacks run between tasks): once the heap is full, storage gets a
- * buffer of its own (`fallbacks`), which costs more.
+ * shrinks. A synchronous loop that drops its results without disposing them gets their blocks
+ * back once the collector has cleared them (`droppedReclaimed`; the collector's callbacks
+ * would wait for the loop to end); until then new tensors take memory never used, and once the
+ * heap is full, storage gets a buffer of its own (`fallbacks`), which costs more.
  *
  * @example
  * ```ts
@@ -401,6 +437,7 @@ export function hostHeapUsage(): HostHeapUsage {
     allocations: c.allocations,
     cacheHits: c.cacheHits,
     fallbacks: h ? h.fallbacks : 0,
+    droppedReclaimed: h ? h.watch.reclaimed : 0,
     bytesLimit: limit,
   };
 }

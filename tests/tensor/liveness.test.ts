@@ -1,0 +1,53 @@
+/**
+ * Dropped tensors inside one job (src/tensor/liveness.ts): a child process (the collector
+ * exposed, so that it runs when the test says) drops 24 heap tensors in its first job, whose
+ * whole work never awaits, and makes 24 more after a collection: they take the dropped
+ * tensors' blocks (no heap growth, no fallback), and the 8 tensors it kept keep their values.
+ * A reclaim that gave back blocks without the proof (a token's WeakRef cleared) hands the kept
+ * tensors' blocks to the new ones, which this test catches.
+ */
+
+import assert from "node:assert/strict";
+
+Deno.test("host heap: a loop that never awaits gets its dropped tensors' blocks back", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--v8-flags=--expose-gc",
+      "--allow-read",
+      "--allow-env",
+      new URL("../fixtures/heap_drop_child.ts", import.meta.url).pathname,
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  const r = JSON.parse(new TextDecoder().decode(out.stdout).trim().split("\n").at(-1)!);
+  assert.equal(r.keptIntact, true, "the kept tensors still hold their values");
+  assert.equal(r.againWritten, true);
+  assert.equal(r.reclaimed, 24, "each dropped tensor's block came back inside the job");
+  assert.equal(r.grewBytes, 0, "the new tensors took those blocks, not new memory");
+  assert.equal(r.fallbacks, 0);
+});
+
+Deno.test("drop watch: entries of blocks freed otherwise leave the queue unasked", async () => {
+  const { DropWatch } = await import("../../src/tensor/liveness.ts");
+  type FakeBlock = { held: boolean };
+  const given: FakeBlock[] = [];
+  const watch = new DropWatch<FakeBlock>((b) => given.push(b), (b) => b.held);
+  const owners: object[] = [];
+  const blocks: FakeBlock[] = [];
+  for (let i = 0; i < 5000; i++) {
+    const owner = {};
+    const block = { held: i % 100 === 0 }; // a disposing loop: 1 block in 100 still held
+    owners.push(owner);
+    blocks.push(block);
+    watch.watch(owner, block);
+    assert.ok(watch.size <= Math.max(1024, 2 * (Math.floor(i / 100) + 1)) + 1, `size at ${i}`);
+  }
+  assert.ok(watch.size >= 50, "the held blocks stay watched");
+  // Without a collection nothing is asked, so nothing is given back (the owners live anyway).
+  assert.equal(watch.reclaimIfCollected(), false);
+  assert.deepEqual(given, []);
+  assert.equal(owners.length, 5000);
+});
