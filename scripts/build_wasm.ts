@@ -60,6 +60,7 @@ export const ROWS_WAT_PATHS: readonly string[] = [
   "src/backends/cpu/wasm/row_norms_ada_grad.wat",
   "src/backends/cpu/wasm/channel_norms.wat",
   "src/backends/cpu/wasm/channel_units.wat",
+  "src/backends/cpu/wasm/channel_pixel_blocks.wat",
   "src/backends/cpu/wasm/channel_pixels.wat",
   "src/backends/cpu/wasm/channel_swish.wat",
   "src/backends/cpu/wasm/channel_swish_grad.wat",

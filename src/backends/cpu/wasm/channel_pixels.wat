@@ -5,19 +5,17 @@
 (module
   ;; Statistics of one item, pixels: per channel c, the sum at o1 + 8c and the m2 about the
   ;; item's mean at o2 + 8c (float64); `acc` holds 3C float32 of scratch, interleaved per four
-  ;; channels (48 bytes each: run sums, run means, run squared deviations), so that the loops
-  ;; address it with immediate offsets from one moving pointer (they are bound by their
-  ;; instruction count).
+  ;; channels (48 bytes each: run sums, run means, run squared deviations), which
+  ;; channel_pixel_blocks.wat's loops fill a block of channels at a time, per run of up to
+  ;; 128 pixels (float32 within a run, merged into float64 across runs).
   (func (export "bn_stats_pix")
     (param $x i32) (param $C i32) (param $dt i32) (param $pix i32) (param $o1 i32) (param $o2 i32)
     (param $acc i32)
-    (local $q i32) (local $len i32) (local $k i32) (local $c i32) (local $p i32) (local $es i32)
-    (local $ps i32) (local $a i32) (local $accEnd i32) (local $f i32)
+    (local $q i32) (local $len i32) (local $c i32) (local $p i32) (local $es i32) (local $ps i32)
+    (local $f i32)
     (local $n f64) (local $nb f64) (local $sb f64) (local $qb f64) (local $d f64) (local $s f64)
-    (local $d4 v128) (local $e4 v128) (local $m4 v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $ps (i32.shl (local.get $C) (call $shift (local.get $dt))))
-    (local.set $accEnd (i32.add (local.get $acc) (i32.mul (local.get $C) (i32.const 12))))
     (call $bn_zero64 (local.get $o1) (local.get $C))
     (call $bn_zero64 (local.get $o2) (local.get $C))
     (block $runsDone
@@ -26,79 +24,11 @@
         (local.set $len (i32.sub (local.get $pix) (local.get $q)))
         (if (i32.gt_u (local.get $len) (i32.const 128)) (then (local.set $len (i32.const 128))))
         (local.set $nb (f64.convert_i32_u (local.get $len)))
-        (call $rf_zero (local.get $acc) (i32.mul (local.get $C) (i32.const 3)))
-        ;; Pass 1: the run's per-channel sums, two pixels a step (their sum added at once).
-        (local.set $k (i32.const 0))
-        (local.set $p (i32.add (local.get $x) (i32.mul (local.get $q) (local.get $ps))))
-        (block $done
-          (loop $pixel
-            (br_if $done (i32.ge_u (local.get $k) (local.get $len)))
-            (local.set $a (local.get $acc))
-            (if (i32.lt_u (i32.add (local.get $k) (i32.const 1)) (local.get $len))
-              (then
-                (loop $vec2
-                  (v128.store (local.get $a)
-                    (f32x4.add (v128.load (local.get $a))
-                      (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
-                        (call $ld4 (i32.add (local.get $p) (local.get $ps)) (local.get $dt)))))
-                  (local.set $p (i32.add (local.get $p) (local.get $es)))
-                  (local.set $a (i32.add (local.get $a) (i32.const 48)))
-                  (br_if $vec2 (i32.lt_u (local.get $a) (local.get $accEnd))))
-                (local.set $p (i32.add (local.get $p) (local.get $ps)))
-                (local.set $k (i32.add (local.get $k) (i32.const 2)))
-                (br $pixel)))
-            (loop $vec
-              (v128.store (local.get $a)
-                (f32x4.add (v128.load (local.get $a)) (call $ld4 (local.get $p) (local.get $dt))))
-              (local.set $p (i32.add (local.get $p) (local.get $es)))
-              (local.set $a (i32.add (local.get $a) (i32.const 48)))
-              (br_if $vec (i32.lt_u (local.get $a) (local.get $accEnd))))
-            (local.set $k (i32.add (local.get $k) (i32.const 1)))
-            (br $pixel)))
-        ;; The run's float32 means.
-        (local.set $a (local.get $acc))
-        (loop $vec
-          (v128.store offset=16 (local.get $a)
-            (f32x4.div (v128.load (local.get $a))
-              (f32x4.splat (f32.convert_i32_u (local.get $len)))))
-          (local.set $a (i32.add (local.get $a) (i32.const 48)))
-          (br_if $vec (i32.lt_u (local.get $a) (local.get $accEnd))))
-        ;; Pass 2: squared deviations from them, two pixels a step.
-        (local.set $k (i32.const 0))
-        (local.set $p (i32.add (local.get $x) (i32.mul (local.get $q) (local.get $ps))))
-        (block $done
-          (loop $pixel
-            (br_if $done (i32.ge_u (local.get $k) (local.get $len)))
-            (local.set $a (local.get $acc))
-            (if (i32.lt_u (i32.add (local.get $k) (i32.const 1)) (local.get $len))
-              (then
-                (loop $vec2
-                  (local.set $m4 (v128.load offset=16 (local.get $a)))
-                  (local.set $d4 (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $m4)))
-                  (local.set $e4
-                    (f32x4.sub (call $ld4 (i32.add (local.get $p) (local.get $ps)) (local.get $dt))
-                      (local.get $m4)))
-                  (v128.store offset=32 (local.get $a)
-                    (f32x4.add (v128.load offset=32 (local.get $a))
-                      (f32x4.add (f32x4.mul (local.get $d4) (local.get $d4))
-                        (f32x4.mul (local.get $e4) (local.get $e4)))))
-                  (local.set $p (i32.add (local.get $p) (local.get $es)))
-                  (local.set $a (i32.add (local.get $a) (i32.const 48)))
-                  (br_if $vec2 (i32.lt_u (local.get $a) (local.get $accEnd))))
-                (local.set $p (i32.add (local.get $p) (local.get $ps)))
-                (local.set $k (i32.add (local.get $k) (i32.const 2)))
-                (br $pixel)))
-            (loop $vec
-              (local.set $d4
-                (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (v128.load offset=16 (local.get $a))))
-              (v128.store offset=32 (local.get $a)
-                (f32x4.add (v128.load offset=32 (local.get $a))
-                  (f32x4.mul (local.get $d4) (local.get $d4))))
-              (local.set $p (i32.add (local.get $p) (local.get $es)))
-              (local.set $a (i32.add (local.get $a) (i32.const 48)))
-              (br_if $vec (i32.lt_u (local.get $a) (local.get $accEnd))))
-            (local.set $k (i32.add (local.get $k) (i32.const 1)))
-            (br $pixel)))
+        ;; The run's per-channel sums, float32 means and squared deviations from them
+        ;; (channel_pixel_blocks.wat, a block of channels at a time).
+        (call $px_stats_run (i32.add (local.get $x) (i32.mul (local.get $q) (local.get $ps)))
+          (local.get $len) (local.get $C) (local.get $ps) (local.get $es) (local.get $dt)
+          (local.get $acc))
         ;; Merge the run into each channel's (sum, m2); channel c's run values at
         ;; acc + 48 * (c / 4) + 4 * (c % 4) (+ 16 the mean, + 32 the squared deviations).
         (local.set $c (i32.const 0))
