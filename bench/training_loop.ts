@@ -83,7 +83,9 @@ function step(style: Style): void {
 }
 
 console.log(`BatchNorm forward + backward, float32 [${shape}], ${steps} steps`);
-console.log("style          step  ms/step  RSS MiB  heap in use  fallbacks  cache hits");
+console.log(
+  "style          step  ms/step  RSS MiB  heap in use  fallbacks  cache hits  reclaimed in job",
+);
 for (const style of styles) {
   let start = performance.now();
   for (let s = 1; s <= steps; s++) {
@@ -96,7 +98,7 @@ for (const style of styles) {
           ((performance.now() - start) / every).toFixed(3).padStart(8)
         } ${mib(Deno.memoryUsage().rss)}    ${mib(u.bytesInUse)}     ${
           String(u.fallbacks).padStart(6)
-        }  ${String(u.cacheHits).padStart(10)}`,
+        }  ${String(u.cacheHits).padStart(10)}  ${String(u.droppedReclaimed).padStart(16)}`,
       );
       start = performance.now();
     }
