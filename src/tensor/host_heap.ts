@@ -327,9 +327,11 @@ const refuseGrowth = () => false;
  */
 function takeForTensor(h: HostHeap, size: number): TakenBlock | undefined {
   h.watch.allocating(h.pool.counters.bytesInUse);
-  return h.pool.take(size, refuseGrowth) ??
-    (h.watch.reclaimIfCollected() ? h.pool.take(size, refuseGrowth) : undefined) ??
-    h.pool.take(size);
+  const reused = h.pool.take(size, refuseGrowth) ??
+    (h.watch.reclaimIfCollected() ? h.pool.take(size, refuseGrowth) : undefined);
+  if (reused) return reused;
+  h.watch.missed();
+  return h.pool.take(size);
 }
 
 /** Gives back a block whose owner was collected (liveness.ts' proof), now. */

@@ -30,13 +30,16 @@
  * asked at most every {@linkcode ASK_EVERY_MS} ms, at a nudge or when the heap has no freed
  * block for a request.
  *
- * Every {@linkcode NUDGE_EVERY_BYTES} of watched allocation the collector is told that memory
- * is short, as a large ArrayBuffer tells it ({@linkcode NUDGE_REPORT_BYTES}, never touched, so
- * no page is faulted in): a loop whose tensors live in the WebAssembly heap allocates too
- * little else to prompt V8. When V8 collects is its choice (on the development VM, with both
- * cores computing, a full collection every 50-100 ms): this module guarantees that a block is
- * never given back while its owner can be reached, not how soon a dropped one comes back
- * (bench/RESULTS.md has the figures).
+ * Every {@linkcode NUDGE_EVERY_BYTES} of growth of the heap's bytes in use, when results are
+ * being dropped (a reclaim gave blocks back, or a request found no freed block, since the last
+ * nudge: a loop that disposes its results at the end of each step grows by all of them first,
+ * and nudging it cost the fused bench:step model 3.8% of its time in the collector where 1.4%
+ * is its own), the collector is told that memory is short, as a large ArrayBuffer tells it
+ * ({@linkcode NUDGE_REPORT_BYTES}, never touched, so no page is faulted in): a loop whose
+ * tensors live in the WebAssembly heap allocates too little else to prompt V8. When V8
+ * collects is its choice (on the development VM, with both cores computing, a full collection
+ * every 50-100 ms): this module guarantees that a block is never given back while its owner
+ * can be reached, not how soon a dropped one comes back (bench/RESULTS.md has the figures).
  *
  * @module
  */
@@ -133,6 +136,8 @@ export class DropWatch<B> {
   readonly #canarySets: WeakRef<object>[][] = [];
   /** The lowest bytes in use seen since the last nudge. */
   #lowInUse = 0;
+  /** Whether a reclaim gave blocks back or a request missed since the last nudge. */
+  #dropping = false;
   /** Queue length at which entries of blocks freed otherwise are dropped (see watch). */
   #compactAt = 1024;
   /** When the canaries were last asked (performance.now()). */
@@ -173,18 +178,28 @@ export class DropWatch<B> {
 
   /**
    * Called before each watched allocation with the bytes the heap's live blocks hold: once
-   * they have grown by {@linkcode NUDGE_EVERY_BYTES} from their lowest since the last nudge (a
-   * loop that drops its results; one that disposes them stays level and is never nudged),
-   * gives back the dropped blocks if the collector ran, drops a set of canaries and nudges it.
+   * they have grown by {@linkcode NUDGE_EVERY_BYTES} from their lowest since the last nudge,
+   * gives back the dropped blocks if the collector ran and, when results are being dropped
+   * (see {@linkcode DropWatch.missed}), drops a set of canaries and nudges the collector.
    */
   allocating(bytesInUse: number): void {
     if (bytesInUse < this.#lowInUse) this.#lowInUse = bytesInUse;
     if (bytesInUse - this.#lowInUse < NUDGE_EVERY_BYTES || this.#queue.length === 0) return;
     this.#lowInUse = bytesInUse;
     this.reclaimIfCollected();
+    // Growth alone is no sign of dropped results (a step that disposes its results at its end
+    // grows by all of them first): a nudge also needs a reclaim that gave blocks back, or a
+    // request that found no freed block, since the last one.
+    if (!this.#dropping) return;
+    this.#dropping = false;
     if (this.#canarySets.length === CANARY_SETS) this.#canarySets.shift();
     this.#canarySets.push(takeTokens(CANARIES));
     nudgeCollector();
+  }
+
+  /** Tells the watch that a request found no freed block (it took memory never used). */
+  missed(): void {
+    this.#dropping = true;
   }
 
   /**
@@ -220,6 +235,7 @@ export class DropWatch<B> {
     }
     this.#queue = kept;
     this.reclaimed += given;
+    if (given > 0) this.#dropping = true;
     return given;
   }
 }
