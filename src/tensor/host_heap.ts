@@ -221,14 +221,15 @@ function createHeap(policy: HostHeapPolicy): HostHeap | null {
       maximum: 65536,
       shared: true,
     });
+    const pool = new BlockPool(HOST_HEAP_RESERVED_BYTES, (end) => growTo(memory, end));
     heap = {
       policy: Object.freeze({ ...policy }),
       memory,
       buffers: new WeakSet(),
-      pool: new BlockPool(HOST_HEAP_RESERVED_BYTES, (end) => growTo(memory, end)),
+      pool,
       registry: new FinalizationRegistry(release),
       fallbacks: 0,
-      watch: new DropWatch(giveBack, (block) => block.live),
+      watch: new DropWatch(giveBack, (block) => block.live, () => pool.counters.bytesInUse),
     };
   } catch {
     heap = null;
@@ -330,7 +331,7 @@ function takeForTensor(h: HostHeap, size: number): TakenBlock | undefined {
   const reused = h.pool.take(size, refuseGrowth) ??
     (h.watch.reclaimIfCollected() ? h.pool.take(size, refuseGrowth) : undefined);
   if (reused) return reused;
-  h.watch.missed();
+  h.watch.missed(size);
   return h.pool.take(size);
 }
 

@@ -13,13 +13,19 @@
  *   followed by a task boundary before its importers run (a top-level await), so that a
  *   script whose whole training loop is its first job can use it; later refills run in a task
  *   of their own (an unreferenced timer) once the loop yields;
- * - each watched block's owner (the typed array of a tensor's storage, the object the heap's
- *   FinalizationRegistry watches) holds {@linkcode TOKENS_PER_BLOCK} tokens through a
- *   WeakMap, an ephemeron: held while the owner lives, and only then. Nothing else holds them;
- * - `deref()` of a block's token returning undefined is proof that the owner was collected:
- *   only then is the block given back. A token found alive is kept to the job's end by that
- *   very `deref()`, so the block's next token answers the next question; a block that answered
- *   "alive" with every token leaves the watch (the FinalizationRegistry frees it between tasks).
+ * - blocks are watched in groups of {@linkcode BLOCKS_PER_GROUP} allocated one after another;
+ *   each owner in a group (the typed array of a tensor's storage, the object the heap's
+ *   FinalizationRegistry watches) holds the group's {@linkcode TOKENS_PER_GROUP} tokens
+ *   through a WeakMap, an ephemeron: held while an owner lives, and only then. Nothing else
+ *   holds them once the group is closed;
+ * - `deref()` of a group's token returning undefined is proof that all its owners were
+ *   collected: only then are its blocks given back. A token found alive is kept to the job's
+ *   end by that very `deref()`, so the group's next token answers the next question; a group
+ *   that answered "alive" with every token leaves the watch (the FinalizationRegistry frees its
+ *   blocks between tasks);
+ * - a job has the supply it started with (bench:step's float32 model, 15 watched allocations a
+ *   step, uses it up in about 1800 steps; any await refills it): past it, new blocks go
+ *   unwatched and come back through the FinalizationRegistry alone, as before this module.
  *
  * The blocks are asked only after a collection: each nudge drops a set of {@linkcode CANARIES}
  * supply tokens that nothing holds, and a cleared canary of the oldest set says that a
@@ -30,22 +36,35 @@
  * asked at most every {@linkcode ASK_EVERY_MS} ms, at a nudge or when the heap has no freed
  * block for a request.
  *
- * Every {@linkcode NUDGE_EVERY_BYTES} of growth of the heap's bytes in use, when results are
- * being dropped (a reclaim gave blocks back, or a request found no freed block, since the last
- * nudge: a loop that disposes its results at the end of each step grows by all of them first,
- * and nudging it cost the fused bench:step model 3.8% of its time in the collector where 1.4%
- * is its own), the collector is told that memory is short, as a large ArrayBuffer tells it
- * ({@linkcode NUDGE_REPORT_BYTES}, never touched, so no page is faulted in): a loop whose
- * tensors live in the WebAssembly heap allocates too little else to prompt V8. When V8
- * collects is its choice (on the development VM, with both cores computing, a full collection
- * every 50-100 ms): this module guarantees that a block is never given back while its owner
- * can be reached, not how soon a dropped one comes back (bench/RESULTS.md has the figures).
+ * The collector is nudged as the heap's bytes in use grow (see {@linkcode DropWatch.allocating}):
+ * a loop whose tensors live in the WebAssembly heap allocates too little else to prompt V8,
+ * and the tokens, old objects, are cleared by full collections only. A nudge grows a memory of
+ * its own by {@linkcode NUDGE_REPORT_BYTES}, never touched (its pages are reserved, not
+ * faulted in). When V8 collects is its choice (on the development VM, with both cores
+ * computing, a full collection every 50-150 ms): this module guarantees that a block is never
+ * given back while its owner can be reached, not how soon a dropped one comes back
+ * (bench/RESULTS.md has the figures).
  *
  * @module
  */
 
-/** Tokens each watched block holds: how many "alive" answers it may give in one job. */
-export const TOKENS_PER_BLOCK = 3;
+/** Tokens each group of watched blocks holds: how many "alive" answers it may give in a job. */
+export const TOKENS_PER_GROUP = 3;
+
+/**
+ * Blocks allocated one after another that share one group of tokens: the group comes back
+ * when all of their owners are collected (a training step's results die together), and the
+ * supply lasts four times as long (a job's supply is all it has: bench:step's float32 model
+ * used it up after about 600 steps with a group per block, and its heap then filled).
+ */
+export const BLOCKS_PER_GROUP = 4;
+
+/**
+ * Allocations after the last sign of dropped results (a request that found no freed block, or
+ * a reclaim that gave blocks back) during which new blocks are still watched: a loop that
+ * disposes its results stops using up the supply once its allocations all reuse blocks.
+ */
+export const WATCH_WINDOW = 4096;
 
 /** Canaries dropped together at each nudge: questions the set can answer "not yet". */
 export const CANARIES = 8;
@@ -62,11 +81,16 @@ const CANARY_SETS = 16;
 /** Watched allocation between two nudges. */
 export const NUDGE_EVERY_BYTES = 64 * 2 ** 20;
 
-/** The external memory one nudge reports (an ArrayBuffer of this size, never touched). */
+/** The growth of one nudge (of a WebAssembly memory that is never touched). */
 export const NUDGE_REPORT_BYTES = 256 * 2 ** 20;
 
-/** Tokens a refill makes (about 1.5 MiB of objects; each watched block takes three). */
-const SUPPLY_TOKENS = 1 << 15;
+/**
+ * Tokens a refill makes (a few MiB of objects, made in 5-10 ms). A group of blocks takes
+ * {@linkcode TOKENS_PER_GROUP}, a nudge {@linkcode CANARIES}. Twice as many made V8's full
+ * collections slower (each marks every token and WeakRef): bench:step's float32 model filled
+ * its 3 GiB heap in its first 100 dropped steps, against 1.5-2.4 GiB.
+ */
+export const SUPPLY_TOKENS = 1 << 15;
 
 /** The tokens made ahead and their WeakRefs, index for index. */
 const supplyTokens: object[] = [];
@@ -105,23 +129,39 @@ function takeTokens(n: number, held?: object[]): WeakRef<object>[] {
   return supplyRefs.splice(from);
 }
 
-/** Nudges made (the bytes of each ArrayBuffer are read, so that it is made). */
-let nudges = 0;
+/**
+ * The memory whose growth nudges the collector: a WebAssembly memory of its own, never
+ * touched (its pages are reserved address space, not memory), replaced by a new one once it
+ * reaches 4 GiB (the old one goes with the next collection).
+ */
+let nudgeMemory: WebAssembly.Memory | undefined;
 
-/** Reports {@linkcode NUDGE_REPORT_BYTES} of external memory, at once dropped. */
+/**
+ * Grows {@linkcode nudgeMemory} by {@linkcode NUDGE_REPORT_BYTES}: external memory of an
+ * object in V8's old generation, which only a full collection can free. An ArrayBuffer of
+ * that size, dropped at once, was young: V8 answered it with a scavenge, which clears no
+ * token, and a loop whose heap had reached its maximum (so that the heap's own memory no
+ * longer grew) got no block back in 600 steps (bench/RESULTS.md).
+ */
 function nudgeCollector(): void {
   try {
-    nudges += new ArrayBuffer(NUDGE_REPORT_BYTES).byteLength / NUDGE_REPORT_BYTES;
+    nudgeMemory ??= new WebAssembly.Memory({ initial: 0, maximum: 65536 });
+    nudgeMemory.grow(NUDGE_REPORT_BYTES / 65536);
   } catch {
-    // No address space for it: the collector goes unprompted.
+    nudgeMemory = undefined; // at 4 GiB (or out of address space): a new one next time
   }
 }
 
-/** A watched block: its owner's tokens' WeakRefs, the next one to ask, the block. */
+/**
+ * A group of up to {@linkcode BLOCKS_PER_GROUP} watched blocks, allocated one after another:
+ * the WeakRefs of the tokens their owners all hold, the next one to ask, the blocks, and the
+ * tokens themselves while the group is still open (held here, so that nothing is asked of it).
+ */
 interface Watched<B> {
   readonly refs: WeakRef<object>[];
   next: number;
-  readonly block: B;
+  readonly blocks: B[];
+  tokens: object[] | undefined;
 }
 
 /**
@@ -131,13 +171,18 @@ interface Watched<B> {
 export class DropWatch<B> {
   readonly #give: (block: B) => void;
   readonly #held: (block: B) => boolean;
+  readonly #inUse: () => number;
   #queue: Watched<B>[] = [];
+  /** The group new blocks join. */
+  #open: Watched<B> | undefined;
+  /** Watched allocations since the last sign of dropped results. */
+  #sinceSign = 0;
   /** Sets of canaries, oldest first, one dropped at each nudge. */
   readonly #canarySets: WeakRef<object>[][] = [];
-  /** The lowest bytes in use seen since the last nudge. */
-  #lowInUse = 0;
-  /** Whether a reclaim gave blocks back or a request missed since the last nudge. */
-  #dropping = false;
+  /** The bytes in use at the last nudge or reclaim. */
+  #base = 0;
+  /** Bytes of requests that found no freed block since the last nudge. */
+  #missedBytes = 0;
   /** Queue length at which entries of blocks freed otherwise are dropped (see watch). */
   #compactAt = 1024;
   /** When the canaries were last asked (performance.now()). */
@@ -147,26 +192,46 @@ export class DropWatch<B> {
 
   /**
    * `give` takes back a block whose owner was collected; `held` says whether a block is still
-   * held (false once `dispose()` or a finalizer freed it: its entry is then dropped unasked).
+   * held (false once `dispose()` or a finalizer freed it: its entry is then dropped unasked);
+   * `inUse` gives the bytes the heap's live blocks hold.
    */
-  constructor(give: (block: B) => void, held: (block: B) => boolean) {
+  constructor(
+    give: (block: B) => void,
+    held: (block: B) => boolean,
+    inUse: () => number,
+  ) {
     this.#give = give;
     this.#held = held;
+    this.#inUse = inUse;
   }
 
-  /** Watches `block`, owned by `owner` (unwatched when the supply is short). */
+  /**
+   * Watches `block`, owned by `owner`, in the open group (a new one every
+   * {@linkcode BLOCKS_PER_GROUP} blocks); unwatched when the supply is short, or when no sign of
+   * dropped results came in the last {@linkcode WATCH_WINDOW} allocations.
+   */
   watch(owner: object, block: B): void {
-    if (supplyTokens.length < TOKENS_PER_BLOCK) {
-      scheduleRefill();
-      return;
+    if (this.#sinceSign++ > WATCH_WINDOW) return;
+    let open = this.#open;
+    if (open === undefined || open.blocks.length === BLOCKS_PER_GROUP) {
+      if (open !== undefined) open.tokens = undefined; // closed: its owners alone hold them
+      if (supplyTokens.length < TOKENS_PER_GROUP) {
+        this.#open = undefined;
+        scheduleRefill();
+        return;
+      }
+      const tokens: object[] = [];
+      open = { refs: takeTokens(TOKENS_PER_GROUP, tokens), next: 0, blocks: [], tokens };
+      this.#open = open;
+      this.#queue.push(open);
     }
-    const tokens: object[] = [];
-    this.#queue.push({ refs: takeTokens(TOKENS_PER_BLOCK, tokens), next: 0, block });
-    tokensOf.set(owner, tokens);
+    open.blocks.push(block);
+    tokensOf.set(owner, open.tokens!);
     if (this.#queue.length >= this.#compactAt) {
-      // A loop that disposes its results leaves entries of freed blocks, and may never
-      // collect: they go here, so that the queue stays within twice the blocks held.
-      this.#queue = this.#queue.filter((entry) => this.#held(entry.block));
+      // A loop that disposes its results leaves groups of freed blocks, and may never
+      // collect: they go here, so that the queue stays within twice the groups held.
+      this.#queue = this.#queue.filter((entry) => entry.blocks.some(this.#held));
+      if (open.blocks.every((b) => !this.#held(b))) this.#queue.push(open);
       this.#compactAt = Math.max(1024, 2 * this.#queue.length);
     }
   }
@@ -177,29 +242,35 @@ export class DropWatch<B> {
   }
 
   /**
-   * Called before each watched allocation with the bytes the heap's live blocks hold: once
-   * they have grown by {@linkcode NUDGE_EVERY_BYTES} from their lowest since the last nudge,
-   * gives back the dropped blocks if the collector ran and, when results are being dropped
-   * (see {@linkcode DropWatch.missed}), drops a set of canaries and nudges the collector.
+   * Called before each watched allocation with the bytes the heap's live blocks hold
+   * (`inUse()`, given as it is at hand). Every
+   * {@linkcode NUDGE_EVERY_BYTES} that they grow past their level at the last nudge or reclaim
+   * (a loop that drops its results grows without end until a reclaim; one that disposes them
+   * at the end of each step climbs to its step's peak once, and then stays below it), and
+   * every {@linkcode NUDGE_EVERY_BYTES} of requests that found no freed block (the heap full:
+   * the bytes in use cannot grow), gives back the dropped blocks if the collector ran, drops a
+   * set of canaries and nudges the collector.
    */
   allocating(bytesInUse: number): void {
-    if (bytesInUse < this.#lowInUse) this.#lowInUse = bytesInUse;
-    if (bytesInUse - this.#lowInUse < NUDGE_EVERY_BYTES || this.#queue.length === 0) return;
-    this.#lowInUse = bytesInUse;
+    if (bytesInUse - this.#base < NUDGE_EVERY_BYTES && this.#missedBytes < NUDGE_EVERY_BYTES) {
+      return;
+    }
+    this.#base = bytesInUse;
+    this.#missedBytes = 0;
+    if (this.#queue.length === 0) return;
     this.reclaimIfCollected();
-    // Growth alone is no sign of dropped results (a step that disposes its results at its end
-    // grows by all of them first): a nudge also needs a reclaim that gave blocks back, or a
-    // request that found no freed block, since the last one.
-    if (!this.#dropping) return;
-    this.#dropping = false;
     if (this.#canarySets.length === CANARY_SETS) this.#canarySets.shift();
     this.#canarySets.push(takeTokens(CANARIES));
     nudgeCollector();
   }
 
-  /** Tells the watch that a request found no freed block (it took memory never used). */
-  missed(): void {
-    this.#dropping = true;
+  /**
+   * Tells the watch that a request of `bytes` found no freed block (it took memory never used,
+   * or none was left): a sign of dropped results.
+   */
+  missed(bytes: number): void {
+    this.#missedBytes += bytes;
+    this.#sinceSign = 0;
   }
 
   /**
@@ -219,23 +290,29 @@ export class DropWatch<B> {
     // without a new one would only use up the tokens of those dropped since it began.
     sets.length = 0;
     sets.push(takeTokens(CANARIES));
-    return this.#reclaim() > 0;
+    const given = this.#reclaim();
+    if (given > 0) this.#base = this.#inUse(); // growth counts again from the reclaimed level
+    return given > 0;
   }
 
-  /** Asks every watched block once, oldest first; gives back those collected. */
+  /** Asks every closed group once, oldest first; gives back the blocks of those collected. */
   #reclaim(): number {
     let given = 0;
     const kept: Watched<B>[] = [];
     for (const entry of this.#queue) {
-      if (!this.#held(entry.block)) continue; // freed by dispose() or a finalizer
-      if (entry.refs[entry.next].deref() === undefined) {
-        this.#give(entry.block);
-        given++;
+      if (entry.tokens !== undefined) kept.push(entry); // open: not asked
+      else if (!entry.blocks.some(this.#held)) continue; // freed by dispose() or finalizers
+      else if (entry.refs[entry.next].deref() === undefined) {
+        for (const block of entry.blocks) {
+          if (!this.#held(block)) continue;
+          this.#give(block);
+          given++;
+        }
       } else if (++entry.next < entry.refs.length) kept.push(entry);
     }
     this.#queue = kept;
     this.reclaimed += given;
-    if (given > 0) this.#dropping = true;
+    if (given > 0) this.#sinceSign = 0;
     return given;
   }
 }
