@@ -24,12 +24,12 @@
  *   that answered "alive" with every token leaves the watch (the FinalizationRegistry frees its
  *   blocks between tasks);
  * - a job has the supply it started with (bench:step's float32 model, 15 watched allocations a
- *   step, uses it up in about 1800 steps; any await refills it): past it, new blocks go
+ *   step, uses it up in about 2500 steps; any await refills it): past it, new blocks go
  *   unwatched and come back through the FinalizationRegistry alone, as before this module.
  *
- * The blocks are asked only after a collection: each nudge drops a set of {@linkcode CANARIES}
- * supply tokens that nothing holds, and a cleared canary of the oldest set says that a
- * collection ran after it was dropped. A reclaim then asks every block once and drops a new
+ * The blocks are asked only after a collection: a nudge drops a set of {@linkcode CANARIES}
+ * supply tokens that nothing holds (when fewer are left in the sets), and a cleared canary of
+ * the oldest set says that a collection ran after it was dropped. A reclaim then asks every block once and drops a new
  * set (a fence): the next reclaim waits for a collection after this one, since asking again
  * after the same collection would only use up the tokens of blocks dropped since it began
  * (bench:step's dropped loop lost 837 of 3088 blocks that way before the fence). Canaries are
@@ -66,7 +66,7 @@ export const BLOCKS_PER_GROUP = 4;
  */
 export const WATCH_WINDOW = 4096;
 
-/** Canaries dropped together at each nudge: questions the set can answer "not yet". */
+/** Canaries dropped together: questions the set can answer "not yet". */
 export const CANARIES = 8;
 
 /**
@@ -86,7 +86,7 @@ export const NUDGE_REPORT_BYTES = 256 * 2 ** 20;
 
 /**
  * Tokens a refill makes (a few MiB of objects, made in 5-10 ms). A group of blocks takes
- * {@linkcode TOKENS_PER_GROUP}, a nudge {@linkcode CANARIES}. Twice as many made V8's full
+ * {@linkcode TOKENS_PER_GROUP}, a set of canaries {@linkcode CANARIES}. Twice as many made V8's full
  * collections slower (each marks every token and WeakRef): bench:step's float32 model filled
  * its 3 GiB heap in its first 100 dropped steps, against 1.5-2.4 GiB.
  */
@@ -177,7 +177,7 @@ export class DropWatch<B> {
   #open: Watched<B> | undefined;
   /** Watched allocations since the last sign of dropped results. */
   #sinceSign = 0;
-  /** Sets of canaries, oldest first, one dropped at each nudge. */
+  /** Sets of canaries, oldest first. */
   readonly #canarySets: WeakRef<object>[][] = [];
   /** The bytes in use at the last nudge or reclaim. */
   #base = 0;
@@ -259,8 +259,14 @@ export class DropWatch<B> {
     this.#missedBytes = 0;
     if (this.#queue.length === 0) return;
     this.reclaimIfCollected();
-    if (this.#canarySets.length === CANARY_SETS) this.#canarySets.shift();
-    this.#canarySets.push(takeTokens(CANARIES));
+    // A new set only when the sets are running low: the older a set, the likelier the
+    // collection that clears it has begun, and each set costs the job's supply.
+    let left = 0;
+    for (const set of this.#canarySets) left += set.length;
+    if (left < CANARIES) {
+      if (this.#canarySets.length === CANARY_SETS) this.#canarySets.shift();
+      this.#canarySets.push(takeTokens(CANARIES));
+    }
     nudgeCollector();
   }
 
