@@ -13,6 +13,7 @@ import { batchNormReduceBackward } from "../../src/ops/batch_norm_reduce_backwar
 import type { DType } from "../../src/tensor/dtype.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
 import { assertClose } from "../helpers/assert.ts";
+import { childJson } from "../helpers/child_json.ts";
 import { forEachBackend, on, onOpt } from "../helpers/backends.ts";
 import { LIVE_STATS, openSim, SIM_DIR } from "../helpers/ffi_sim.ts";
 import { batchNormReduceBackward64 } from "../oracle/mod.ts";
@@ -220,24 +221,10 @@ Deno.test("executor: programming errors (arity, kinds, unknown operator) are cau
 });
 
 Deno.test("executor: thousands of operations, then dispose + close: every live counter is zero", async () => {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--no-prompt",
-      "--quiet",
-      "--allow-ffi",
-      "--allow-env",
-      "--allow-read",
-      CHILD,
-      "3000",
-    ],
-    env: { ACLSIM_DIR: SIM_DIR, ASCEND_OPP_PATH: SIM_DIR },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const stderr = new TextDecoder().decode(out.stderr);
-  assert.equal(out.code, 0, stderr);
-  const r = JSON.parse(new TextDecoder().decode(out.stdout).trim().split("\n").at(-1)!);
+  const r = await childJson(
+    ["run", "--no-prompt", "--quiet", "--allow-ffi", "--allow-env", "--allow-read", CHILD, "3000"],
+    { ACLSIM_DIR: SIM_DIR, ASCEND_OPP_PATH: SIM_DIR },
+  );
   for (const name of LIVE_STATS) {
     assert.equal(r.initial[name], 0, `${name} before`);
     assert.equal(r.final[name], 0, `${name} after close`);

@@ -14,6 +14,7 @@ import type { DType } from "../../src/tensor/dtype.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
 import { liveDelta, openSim, SIM_DIR, simStats } from "../helpers/ffi_sim.ts";
 import { assertClose } from "../helpers/assert.ts";
+import { childJson } from "../helpers/child_json.ts";
 import { betweenKernels, TOLERANCE } from "../helpers/tolerance.ts";
 
 const DTYPES: DType[] = ["float32", "float16", "bfloat16"];
@@ -271,23 +272,16 @@ Deno.test("runtime: tensors of another device or on the cpu are 161002 at runAcl
 });
 
 Deno.test("runtime: the FinalizationRegistry frees buffers that became garbage (backstop)", async () => {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--no-prompt",
-      "--quiet",
-      "--v8-flags=--expose-gc",
-      "--allow-ffi",
-      "--allow-env",
-      "--allow-read",
-      new URL("../fixtures/ffi_gc_child.ts", import.meta.url).pathname,
-    ],
-    env: { ACLSIM_DIR: SIM_DIR },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
-  const r = JSON.parse(new TextDecoder().decode(out.stdout).trim().split("\n").at(-1)!);
+  const r = await childJson([
+    "run",
+    "--no-prompt",
+    "--quiet",
+    "--v8-flags=--expose-gc",
+    "--allow-ffi",
+    "--allow-env",
+    "--allow-read",
+    new URL("../fixtures/ffi_gc_child.ts", import.meta.url).pathname,
+  ], { ACLSIM_DIR: SIM_DIR });
   assert.equal(r.allocated, 50);
   assert.equal(r.remaining, 0, "garbage tensors were freed without dispose()");
   assert.equal(r.final, 0);

@@ -8,21 +8,16 @@
  */
 
 import assert from "node:assert/strict";
+import { childJson } from "../helpers/child_json.ts";
 
 Deno.test("host heap: a loop that never awaits gets its dropped tensors' blocks back", async () => {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--v8-flags=--expose-gc",
-      "--allow-read",
-      "--allow-env",
-      new URL("../fixtures/heap_drop_child.ts", import.meta.url).pathname,
-    ],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
-  const r = JSON.parse(new TextDecoder().decode(out.stdout).trim().split("\n").at(-1)!);
+  const r = await childJson([
+    "run",
+    "--v8-flags=--expose-gc",
+    "--allow-read",
+    "--allow-env",
+    new URL("../fixtures/heap_drop_child.ts", import.meta.url).pathname,
+  ]);
   assert.equal(r.keptIntact, true, "the kept tensors still hold their values");
   assert.equal(r.againWritten, true);
   assert.equal(r.reclaimed, 24, "each dropped tensor's block came back inside the job");

@@ -14,6 +14,7 @@ import { batchNormStats } from "../../src/ops/batch_norm_stats.ts";
 import { createBatchNormBackwardDescriptor } from "../../src/ops/infiniop_batch_norm_backward.ts";
 import { keep, tidy } from "../../src/tensor/scope.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
+import { childJson } from "../helpers/child_json.ts";
 import { openSim, SIM_DIR } from "../helpers/ffi_sim.ts";
 import { plainDescriptors } from "../fixtures/infiniop.ts";
 
@@ -144,14 +145,10 @@ Deno.test("memory: past the limit, allocation fails with the allocator's figures
 });
 
 Deno.test("memory: forgotten large results are reclaimed when the event loop turns", async () => {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["eval", "--ext=ts", RECLAIM_CHILD],
-    env: { ACLSIM_DIR: SIM_DIR, ASCEND_OPP_PATH: SIM_DIR },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
-  const r = JSON.parse(new TextDecoder().decode(out.stdout).trim().split("\n").at(-1)!);
+  const r = await childJson(["eval", "--ext=ts", RECLAIM_CHILD], {
+    ACLSIM_DIR: SIM_DIR,
+    ASCEND_OPP_PATH: SIM_DIR,
+  });
   // 96 results of 4 MiB were created and never disposed (384 MiB); reclaiming at the
   // 256 MiB mark keeps the device's native allocations below 320 MiB.
   assert.ok(r.peakNativeBytes < 320 * 2 ** 20, `peak ${r.peakNativeBytes} bytes`);
@@ -178,23 +175,16 @@ npu.close();
 `;
 
 Deno.test("memory: bench/soak.ts styles stay flat (dispose, using/tidy, out)", async () => {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-ffi",
-      "--allow-env",
-      "--allow-read",
-      new URL("../../bench/soak.ts", import.meta.url).pathname,
-      "--calls",
-      "1500",
-      "--json",
-    ],
-    env: { ACLSIM_DIR: SIM_DIR },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
-  const r = JSON.parse(new TextDecoder().decode(out.stdout).trim().split("\n").at(-1)!);
+  const r = await childJson([
+    "run",
+    "--allow-ffi",
+    "--allow-env",
+    "--allow-read",
+    new URL("../../bench/soak.ts", import.meta.url).pathname,
+    "--calls",
+    "1500",
+    "--json",
+  ], { ACLSIM_DIR: SIM_DIR });
   for (const { style, start, end } of r.results) {
     if (style === "gc") {
       // Left to the garbage collector, small results pile up until V8 collects: bounded by
