@@ -3,9 +3,9 @@
  * writes of every BatchNorm operator, GroupNormSilu/GroupNormSwish's swish write and
  * GroupNormSwishGrad's sums and write, rows only, the write reading the dYNew the sums kept
  * when they were given a cache) on their float32 WebAssembly kernels
- * (src/backends/cpu/wasm/channel_norms.wat, channel_pixels.wat, channel_swish.wat,
- * channel_swish_grad.wat), one kernel call per work item, on the tensors in place in the host
- * heap: `rows` (NCHW: each (n, c) a contiguous run) and dense `pixels`
+ * (src/backends/cpu/wasm/channel_norms.wat, channel_pixels.wat with channel_pixel_blocks.wat,
+ * channel_swish.wat, channel_swish_grad.wat), one kernel call per work item, on the tensors in
+ * place in the host heap: `rows` (NCHW: each (n, c) a contiguous run) and dense `pixels`
  * (channels-last, C a multiple of 4, at most {@linkcode MAX_PIXEL_CHANNELS}). A call whose
  * tensors are elsewhere or laid out otherwise is staged into contiguous heap copies first
  * (channels/setup.ts), so these kernels are the family's one implementation. Items and partials
