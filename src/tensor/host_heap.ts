@@ -9,16 +9,16 @@
  * block given back by `Tensor.dispose()` (also through `using` and `tidy()`) or, between
  * tasks, by the garbage collector (a FinalizationRegistry) is cached for the next tensor of its
  * class. A synchronous loop that drops its results without disposing them gets their blocks
- * back too, once the collector has cleared them (liveness.ts: from the first task boundary of
- * the process on, and as soon as V8 collects, which liveness.ts prompts); until then new
- * tensors take memory never used, and once the heap is full, storage falls back to a
- * SharedArrayBuffer of its own (the kernels then stage it through the heap). The memory grows up to
- * {@linkcode hostHeapMaxBytes} (a quarter of the machine's memory when `--allow-sys` lets the
- * library read it, else 2 GiB, at most 3 GiB; `ACLNN_NORM_HOST_HEAP_MB` sets it, 0 keeps every
- * tensor out of the heap) and never shrinks (WebAssembly memories cannot). Scratch blocks that
- * a kernel needs for the duration of one call ({@linkcode heapScratch}) may take the heap past
- * that maximum, up to 4 GiB: with tensors held to 3 GiB, a call whose scratch fits the last GiB
- * never fails for want of room to stage its tensors.
+ * back too, once the collector has cleared them (liveness.ts, which prompts V8 to collect);
+ * until then new tensors take memory never used, and once the heap is full, storage falls
+ * back to a SharedArrayBuffer of its own (the kernels then stage it through the heap). The
+ * memory grows up to {@linkcode hostHeapMaxBytes} (a quarter of the machine's memory when
+ * `--allow-sys` lets the library read it, else 2 GiB, at most 3 GiB; `ACLNN_NORM_HOST_HEAP_MB`
+ * sets it, 0 keeps every tensor out of the heap) and never shrinks (WebAssembly memories
+ * cannot). Scratch blocks that a kernel needs for the duration of one call
+ * ({@linkcode heapScratch}) may take the heap past that maximum, up to 4 GiB: with tensors held
+ * to 3 GiB, a call whose scratch fits the last GiB never fails for want of room to stage its
+ * tensors.
  *
  * @module
  */
@@ -327,7 +327,7 @@ const refuseGrowth = () => false;
  * faults on first use (about 0.34 ms per MiB on the development VM).
  */
 function takeForTensor(h: HostHeap, size: number): TakenBlock | undefined {
-  h.watch.allocating(h.pool.counters.bytesInUse);
+  h.watch.allocating();
   const reused = h.pool.take(size, refuseGrowth) ??
     (h.watch.reclaimIfCollected() ? h.pool.take(size, refuseGrowth) : undefined);
   if (reused) return reused;

@@ -27,14 +27,14 @@
  *   step, uses it up in about 2500 steps; any await refills it): past it, new blocks go
  *   unwatched and come back through the FinalizationRegistry alone, as before this module.
  *
- * The blocks are asked only after a collection: a nudge drops a set of {@linkcode CANARIES}
+ * The groups are asked only after a collection: a nudge drops a set of {@linkcode CANARIES}
  * supply tokens that nothing holds (when fewer are left in the sets), and a cleared canary of
- * the oldest set says that a collection ran after it was dropped. A reclaim then asks every block once and drops a new
- * set (a fence): the next reclaim waits for a collection after this one, since asking again
- * after the same collection would only use up the tokens of blocks dropped since it began
- * (bench:step's dropped loop lost 837 of 3088 blocks that way before the fence). Canaries are
- * asked at most every {@linkcode ASK_EVERY_MS} ms, at a nudge or when the heap has no freed
- * block for a request.
+ * the oldest set says that a collection ran after it was dropped. A reclaim then asks every
+ * closed group once and drops a new set (a fence): the next reclaim waits for a collection
+ * after this one, since asking again after the same collection would only use up the tokens
+ * of groups dropped since it began (bench:step's dropped loop lost 837 of 3088 blocks that
+ * way before the fence). Canaries are asked at most every {@linkcode ASK_EVERY_MS} ms, at a
+ * nudge or when the heap has no freed block for a request.
  *
  * The collector is nudged as the heap's bytes in use grow (see {@linkcode DropWatch.allocating}):
  * a loop whose tensors live in the WebAssembly heap allocates too little else to prompt V8,
@@ -86,9 +86,9 @@ export const NUDGE_REPORT_BYTES = 256 * 2 ** 20;
 
 /**
  * Tokens a refill makes (a few MiB of objects, made in 5-10 ms). A group of blocks takes
- * {@linkcode TOKENS_PER_GROUP}, a set of canaries {@linkcode CANARIES}. Twice as many made V8's full
- * collections slower (each marks every token and WeakRef): bench:step's float32 model filled
- * its 3 GiB heap in its first 100 dropped steps, against 1.5-2.4 GiB.
+ * {@linkcode TOKENS_PER_GROUP}, a set of canaries {@linkcode CANARIES}. Twice as many made
+ * V8's full collections slower (each marks every token and WeakRef): bench:step's float32
+ * model filled its 3 GiB heap in its first 100 dropped steps, against 1.5-2.4 GiB.
  */
 export const SUPPLY_TOKENS = 1 << 15;
 
@@ -230,8 +230,7 @@ export class DropWatch<B> {
     if (this.#queue.length >= this.#compactAt) {
       // A loop that disposes its results leaves groups of freed blocks, and may never
       // collect: they go here, so that the queue stays within twice the groups held.
-      this.#queue = this.#queue.filter((entry) => entry.blocks.some(this.#held));
-      if (open.blocks.every((b) => !this.#held(b))) this.#queue.push(open);
+      this.#queue = this.#queue.filter((e) => e === open || e.blocks.some(this.#held));
       this.#compactAt = Math.max(1024, 2 * this.#queue.length);
     }
   }
@@ -242,16 +241,16 @@ export class DropWatch<B> {
   }
 
   /**
-   * Called before each watched allocation with the bytes the heap's live blocks hold
-   * (`inUse()`, given as it is at hand). Every
-   * {@linkcode NUDGE_EVERY_BYTES} that they grow past their level at the last nudge or reclaim
+   * Called before each watched allocation. Every {@linkcode NUDGE_EVERY_BYTES} that the bytes
+   * the heap's live blocks hold (`inUse()`) grow past their level at the last nudge or reclaim
    * (a loop that drops its results grows without end until a reclaim; one that disposes them
    * at the end of each step climbs to its step's peak once, and then stays below it), and
    * every {@linkcode NUDGE_EVERY_BYTES} of requests that found no freed block (the heap full:
    * the bytes in use cannot grow), gives back the dropped blocks if the collector ran, drops a
    * set of canaries and nudges the collector.
    */
-  allocating(bytesInUse: number): void {
+  allocating(): void {
+    const bytesInUse = this.#inUse();
     if (bytesInUse - this.#base < NUDGE_EVERY_BYTES && this.#missedBytes < NUDGE_EVERY_BYTES) {
       return;
     }
@@ -280,9 +279,9 @@ export class DropWatch<B> {
   }
 
   /**
-   * Gives back every watched block whose owner was collected, if the collector has run since
-   * the oldest set of canaries was dropped; true when a block came back. A question that finds
-   * the collector not yet run uses one of that set's canaries (kept to the job's end).
+   * Gives back the blocks of every group whose owners were all collected, if the collector ran
+   * since the oldest set of canaries was dropped; true when a block came back. A question that
+   * finds the collector not yet run uses one of that set's canaries (kept to the job's end).
    */
   reclaimIfCollected(): boolean {
     const now = performance.now();
