@@ -10,23 +10,26 @@
   ;; a + 144 (bn_stats_pix's scratch: 48 bytes per four channels).
   (func $px_sums4
     (param $p i32) (param $len i32) (param $ps i32) (param $es i32) (param $dt i32) (param $a i32)
-    (local $j i32) (local $q i32) (local $s0 v128) (local $s1 v128) (local $s2 v128)
-    (local $s3 v128)
+    (local $j i32) (local $q i32) (local $es2 i32) (local $es3 i32)
+    (local $s0 v128) (local $s1 v128) (local $s2 v128) (local $s3 v128)
+    (local.set $es2 (i32.shl (local.get $es) (i32.const 1)))
+    (local.set $es3 (i32.add (local.get $es2) (local.get $es)))
     (local.set $q (i32.add (local.get $p) (local.get $ps)))
     (block $pairs
       (loop $pair
         (br_if $pairs (i32.ge_u (i32.add (local.get $j) (i32.const 1)) (local.get $len)))
         (local.set $s0 (f32x4.add (local.get $s0)
-          (f32x4.add (call $ld4 (local.get $p) (local.get $dt)) (call $ld4 (local.get $q) (local.get $dt)))))
+          (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
+            (call $ld4 (local.get $q) (local.get $dt)))))
         (local.set $s1 (f32x4.add (local.get $s1)
           (f32x4.add (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))
             (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $dt)))))
         (local.set $s2 (f32x4.add (local.get $s2)
-          (f32x4.add (call $ld4 (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))) (local.get $dt))
-            (call $ld4 (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))) (local.get $dt)))))
+          (f32x4.add (call $ld4 (i32.add (local.get $p) (local.get $es2)) (local.get $dt))
+            (call $ld4 (i32.add (local.get $q) (local.get $es2)) (local.get $dt)))))
         (local.set $s3 (f32x4.add (local.get $s3)
-          (f32x4.add (call $ld4 (i32.add (local.get $p) (i32.mul (local.get $es) (i32.const 3))) (local.get $dt))
-            (call $ld4 (i32.add (local.get $q) (i32.mul (local.get $es) (i32.const 3))) (local.get $dt)))))
+          (f32x4.add (call $ld4 (i32.add (local.get $p) (local.get $es3)) (local.get $dt))
+            (call $ld4 (i32.add (local.get $q) (local.get $es3)) (local.get $dt)))))
         (local.set $p (i32.add (local.get $p) (i32.shl (local.get $ps) (i32.const 1))))
         (local.set $q (i32.add (local.get $q) (i32.shl (local.get $ps) (i32.const 1))))
         (local.set $j (i32.add (local.get $j) (i32.const 2)))
@@ -35,11 +38,12 @@
       (then
         (local.set $s0 (f32x4.add (local.get $s0) (call $ld4 (local.get $p) (local.get $dt))))
         (local.set $s1
-          (f32x4.add (local.get $s1) (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))))
+          (f32x4.add (local.get $s1)
+            (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))))
         (local.set $s2 (f32x4.add (local.get $s2)
-          (call $ld4 (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))) (local.get $dt))))
+          (call $ld4 (i32.add (local.get $p) (local.get $es2)) (local.get $dt))))
         (local.set $s3 (f32x4.add (local.get $s3)
-          (call $ld4 (i32.add (local.get $p) (i32.mul (local.get $es) (i32.const 3))) (local.get $dt))))))
+          (call $ld4 (i32.add (local.get $p) (local.get $es3)) (local.get $dt))))))
     (v128.store (local.get $a) (local.get $s0))
     (v128.store offset=48 (local.get $a) (local.get $s1))
     (v128.store offset=96 (local.get $a) (local.get $s2))
@@ -62,17 +66,23 @@
       (then (local.set $s0 (f32x4.add (local.get $s0) (call $ld4 (local.get $p) (local.get $dt))))))
     (v128.store (local.get $a) (local.get $s0)))
 
+  ;; d * d + e * e (two pixels' squared deviations, added at once).
+  (func $px_sq2 (param $d v128) (param $e v128) (result v128)
+    (f32x4.add (f32x4.mul (local.get $d) (local.get $d)) (f32x4.mul (local.get $e) (local.get $e))))
+
   ;; Statistics, pass 2, four vectors at p: the squared deviations from the run's means (at
   ;; a + 16 + 48i), summed at a + 32 + 48i.
   (func $px_squares4
     (param $p i32) (param $len i32) (param $ps i32) (param $es i32) (param $dt i32) (param $a i32)
-    (local $j i32) (local $q i32) (local $d v128) (local $e v128)
+    (local $j i32) (local $q i32) (local $es2 i32) (local $es3 i32) (local $d v128) (local $e v128)
     (local $m0 v128) (local $m1 v128) (local $m2 v128) (local $m3 v128)
     (local $s0 v128) (local $s1 v128) (local $s2 v128) (local $s3 v128)
     (local.set $m0 (v128.load offset=16 (local.get $a)))
     (local.set $m1 (v128.load offset=64 (local.get $a)))
     (local.set $m2 (v128.load offset=112 (local.get $a)))
     (local.set $m3 (v128.load offset=160 (local.get $a)))
+    (local.set $es2 (i32.shl (local.get $es) (i32.const 1)))
+    (local.set $es3 (i32.add (local.get $es2) (local.get $es)))
     (local.set $q (i32.add (local.get $p) (local.get $ps)))
     (block $pairs
       (loop $pair
@@ -80,29 +90,31 @@
         (local.set $d (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $m0)))
         (local.set $e (f32x4.sub (call $ld4 (local.get $q) (local.get $dt)) (local.get $m0)))
         (local.set $s0 (f32x4.add (local.get $s0)
-          (f32x4.add (f32x4.mul (local.get $d) (local.get $d)) (f32x4.mul (local.get $e) (local.get $e)))))
+          (call $px_sq2 (local.get $d) (local.get $e))))
         (local.set $d
-          (f32x4.sub (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt)) (local.get $m1)))
+          (f32x4.sub (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))
+            (local.get $m1)))
         (local.set $e
-          (f32x4.sub (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $dt)) (local.get $m1)))
+          (f32x4.sub (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $dt))
+            (local.get $m1)))
         (local.set $s1 (f32x4.add (local.get $s1)
-          (f32x4.add (f32x4.mul (local.get $d) (local.get $d)) (f32x4.mul (local.get $e) (local.get $e)))))
+          (call $px_sq2 (local.get $d) (local.get $e))))
         (local.set $d (f32x4.sub
-          (call $ld4 (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))) (local.get $dt))
+          (call $ld4 (i32.add (local.get $p) (local.get $es2)) (local.get $dt))
           (local.get $m2)))
         (local.set $e (f32x4.sub
-          (call $ld4 (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))) (local.get $dt))
+          (call $ld4 (i32.add (local.get $q) (local.get $es2)) (local.get $dt))
           (local.get $m2)))
         (local.set $s2 (f32x4.add (local.get $s2)
-          (f32x4.add (f32x4.mul (local.get $d) (local.get $d)) (f32x4.mul (local.get $e) (local.get $e)))))
+          (call $px_sq2 (local.get $d) (local.get $e))))
         (local.set $d (f32x4.sub
-          (call $ld4 (i32.add (local.get $p) (i32.mul (local.get $es) (i32.const 3))) (local.get $dt))
+          (call $ld4 (i32.add (local.get $p) (local.get $es3)) (local.get $dt))
           (local.get $m3)))
         (local.set $e (f32x4.sub
-          (call $ld4 (i32.add (local.get $q) (i32.mul (local.get $es) (i32.const 3))) (local.get $dt))
+          (call $ld4 (i32.add (local.get $q) (local.get $es3)) (local.get $dt))
           (local.get $m3)))
         (local.set $s3 (f32x4.add (local.get $s3)
-          (f32x4.add (f32x4.mul (local.get $d) (local.get $d)) (f32x4.mul (local.get $e) (local.get $e)))))
+          (call $px_sq2 (local.get $d) (local.get $e))))
         (local.set $p (i32.add (local.get $p) (i32.shl (local.get $ps) (i32.const 1))))
         (local.set $q (i32.add (local.get $q) (i32.shl (local.get $ps) (i32.const 1))))
         (local.set $j (i32.add (local.get $j) (i32.const 2)))
@@ -112,14 +124,15 @@
         (local.set $d (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $m0)))
         (local.set $s0 (f32x4.add (local.get $s0) (f32x4.mul (local.get $d) (local.get $d))))
         (local.set $d
-          (f32x4.sub (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt)) (local.get $m1)))
+          (f32x4.sub (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))
+            (local.get $m1)))
         (local.set $s1 (f32x4.add (local.get $s1) (f32x4.mul (local.get $d) (local.get $d))))
         (local.set $d (f32x4.sub
-          (call $ld4 (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))) (local.get $dt))
+          (call $ld4 (i32.add (local.get $p) (local.get $es2)) (local.get $dt))
           (local.get $m2)))
         (local.set $s2 (f32x4.add (local.get $s2) (f32x4.mul (local.get $d) (local.get $d))))
         (local.set $d (f32x4.sub
-          (call $ld4 (i32.add (local.get $p) (i32.mul (local.get $es) (i32.const 3))) (local.get $dt))
+          (call $ld4 (i32.add (local.get $p) (local.get $es3)) (local.get $dt))
           (local.get $m3)))
         (local.set $s3 (f32x4.add (local.get $s3) (f32x4.mul (local.get $d) (local.get $d))))))
     (v128.store offset=32 (local.get $a) (local.get $s0))
@@ -138,9 +151,10 @@
         (br_if $pairs (i32.ge_u (i32.add (local.get $j) (i32.const 1)) (local.get $len)))
         (local.set $d (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $m0)))
         (local.set $e
-          (f32x4.sub (call $ld4 (i32.add (local.get $p) (local.get $ps)) (local.get $dt)) (local.get $m0)))
+          (f32x4.sub (call $ld4 (i32.add (local.get $p) (local.get $ps)) (local.get $dt))
+            (local.get $m0)))
         (local.set $s0 (f32x4.add (local.get $s0)
-          (f32x4.add (f32x4.mul (local.get $d) (local.get $d)) (f32x4.mul (local.get $e) (local.get $e)))))
+          (call $px_sq2 (local.get $d) (local.get $e))))
         (local.set $p (i32.add (local.get $p) (i32.shl (local.get $ps) (i32.const 1))))
         (local.set $j (i32.add (local.get $j) (i32.const 2)))
         (br $pair)))
