@@ -1,9 +1,9 @@
 /**
  * The rows stages taken in memory order (layout_types.ts rowsInMemoryOrder: GroupNorm's
- * per-sample rows, and BatchNorm's long rows; statistics, sums, the normalize and gradient
- * writes, and the swish and scale writes) with one WebAssembly call per work item instead of one per (n, c) row
- * (src/backends/cpu/wasm/channel_units.wat loops over the rows inside the module): the bits of
- * channel_stages.ts's per-row calls, which cost more than a small row's work (GroupNorm
+ * per-sample rows, and BatchNorm's long rows; statistics, sums, and the normalize, gradient,
+ * swish and scale writes) with one WebAssembly call per work item instead of one per (n, c)
+ * row (src/backends/cpu/wasm/channel_units.wat loops over the rows inside the module): the
+ * bits of channel_stages.ts's per-row calls, which cost more than a small row's work (GroupNorm
  * [4,16,8,8]: 64 elements a row, 128 calls a forward). Used where the rows are evenly spaced in
  * every tensor of the stage (strideN = C * strideC: NCHW order).
  *
@@ -50,8 +50,9 @@ export function unitsFit(s: UnitsStage): boolean {
 /**
  * Items [from, to) of a rows stage that {@linkcode unitsFit}, one units call per run of at
  * most {@linkcode MAX_UNITS} rows, row u = n * C + c at its tensors' base + u * strideC;
- * `count` constants per row (normalize 3, gradient and swish 4, scale 1) at (n * count + j) * C + c per sample
- * (GroupNorm), at j * C + c per channel (BatchNorm); means at u, or at c.
+ * `count` constants per row (normalize 3, gradient and swish 4, scale 1) at
+ * (n * count + j) * C + c per sample (GroupNorm), at j * C + c per channel (BatchNorm); means
+ * at u, or at c.
  */
 export function runUnits(
   s: UnitsStage,

@@ -1,8 +1,8 @@
 /**
  * Work items of the row kernels: consecutive rows, about {@linkcode ITEM_ELEMENTS} elements per
  * item. Items depend on the shape only, and each item's column sums (weight gradients) are its
- * own partials, merged in item order (merge_columns.ts); so a later split of the items over threads gives the
- * same bits as running them in order on one thread.
+ * own partials, merged in item order (merge_columns.ts); so a later split of the items over
+ * threads gives the same bits as running them in order on one thread.
  *
  * @module
  */
