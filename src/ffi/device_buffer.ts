@@ -36,7 +36,7 @@ export interface BufferHome {
   check(what: string): void;
   /** The garbage-collection backstop's record of the device's buffers. */
   readonly buffers: {
-    track(buffer: DeviceBuffer, slot: number): void;
+    track(buffer: DeviceBuffer, slot: number, bytes: number): void;
     untrack(slot: number): void;
   };
   /** Frees `allocation` now, or after the next synchronisation when queued work uses it. */
@@ -116,7 +116,9 @@ export class DeviceBuffer implements DeviceStorage {
     this.#allocation = allocation as Allocation;
     this.byteLength = this.#allocation.byteLength;
     this.device = deviceOf(this.#state);
-    if (this.#allocation.slot >= 0) this.#state.buffers.track(this, this.#allocation.slot);
+    if (this.#allocation.slot >= 0) {
+      this.#state.buffers.track(this, this.#allocation.slot, this.byteLength);
+    }
   }
 
   /** Whether the memory has been released (explicitly or by closing the device). */

@@ -20,11 +20,22 @@
  * - After allocating {@linkcode RECLAIM_AFTER_BYTES} bytes (or a quarter of the device's
  *   memory limit, whichever is less), the next turn of the event loop runs a collection
  *   (`collectGarbage`) and releases the buffers it found dead.
+ * - Inside a job that has not yielded: once the buffers made in it and still unreleased hold
+ *   that many bytes (a loop that forgets its results), and before an allocation fails, each
+ *   of them stops being held by its slot and is watched through liveness tokens instead
+ *   (src/tensor/liveness.ts: tokens made in an earlier job, held by the buffer alone, whose
+ *   WeakRefs the current job may ask), and the backstop watches it too; a collection then
+ *   runs at once and every buffer whose token it cleared is released. A token found alive
+ *   is kept to the job's end, so each buffer has {@linkcode TOKENS_PER_BUFFER} questions in
+ *   a job; past them (or when the job's supply of tokens is spent) the backstop frees it
+ *   once the loop yields.
  *
  * A synchronous loop that disposes its results (or uses `tidy`) therefore leaves nothing
- * behind per call. One that forgets them cannot be helped until it yields: objects of the
- * current job are held until it ends; there the allocator fails with an out-of-memory error
- * that gives its figures.
+ * behind per call, and one that forgets them runs on with its forgotten buffers freed every
+ * {@linkcode RECLAIM_AFTER_BYTES} (or quarter of the memory limit) instead of failing when
+ * the device is full. Without `gc` (below) the collections are V8's to schedule; an
+ * allocation that finds no memory then fails with an out-of-memory error that gives its
+ * figures.
  *
  * The collection uses V8's `gc` function, exposed through `node:v8` / `node:vm` (the flag only
  * affects new contexts). Where that is unavailable, reclaiming falls back to V8's own schedule.
@@ -34,6 +45,7 @@
 
 import v8 from "node:v8";
 import vm from "node:vm";
+import { livenessTokens } from "../tensor/liveness.ts";
 
 let gcFunction: (() => void) | null | undefined;
 
@@ -54,6 +66,38 @@ export function collectGarbage(): boolean {
 
 /** Bytes a device may allocate between two collections it asks for (at most). */
 export const RECLAIM_AFTER_BYTES = 256 * 1024 * 1024;
+
+/**
+ * Questions each buffer watched through liveness tokens may be asked in one job (each answer
+ * "alive" keeps its token to the job's end).
+ */
+export const TOKENS_PER_BUFFER = 3;
+
+/**
+ * A buffer that the current job made and forgot, watched through liveness tokens: held by
+ * nothing here (the tokens' WeakRefs, asked in order, answer for it).
+ */
+class TokenWatch {
+  /** The WeakRefs of the tokens the buffer holds. */
+  readonly refs: WeakRef<object>[];
+  /** The next token to ask. */
+  next = 0;
+
+  constructor(refs: WeakRef<object>[]) {
+    this.refs = refs;
+  }
+
+  /**
+   * Whether the last collection found the buffer dead (false once its questions for this job
+   * are spent: the backstop then answers).
+   */
+  collected(): boolean {
+    if (this.next >= this.refs.length) return false;
+    if (this.refs[this.next].deref() === undefined) return true;
+    this.next++;
+    return false;
+  }
+}
 
 /** Runs `fn` on the next turn of the event loop without keeping the process alive for it. */
 export function onNextTurn(fn: () => void): void {
@@ -91,8 +135,17 @@ export class BufferTracker<B extends object> {
   readonly #device: TrackedDevice;
   /** Registered with a buffer's WeakRef as the token; holds the buffer's slot. */
   readonly #backstop: FinalizationRegistry<number>;
-  /** Per slot: the buffer while its job runs, its WeakRef afterwards, or undefined. */
-  readonly #refs: (B | WeakRef<B> | undefined)[] = [];
+  /**
+   * Per slot: the buffer while its job runs, its WeakRef afterwards, its tokens once its job
+   * watched it that way, or undefined.
+   */
+  readonly #refs: (B | WeakRef<B> | TokenWatch | undefined)[] = [];
+  /** Per slot: the bytes of the buffer while its slot holds it (what `#youngBytes` counts). */
+  readonly #bytes: number[] = [];
+  /** Bytes of the buffers held by their slots (made since the last turn, not released). */
+  #youngBytes = 0;
+  /** `#youngBytes` after the last reclaim of this job (the next one comes a threshold on). */
+  #youngBase = 0;
   #tracked = 0;
   /** The range of slots tracked since the last turn (what aging looks at). */
   #youngLow = Infinity;
@@ -119,31 +172,50 @@ export class BufferTracker<B extends object> {
     return this.#tracked;
   }
 
-  /** Starts tracking `buffer`, whose allocation is in `slot`. */
-  track(buffer: B, slot: number): void {
+  /**
+   * Starts tracking `buffer` of `bytes` bytes, whose allocation is in `slot`; reclaims at once
+   * when the buffers this job made and did not release reach the threshold (see the module
+   * documentation).
+   */
+  track(buffer: B, slot: number, bytes: number): void {
     this.#refs[slot] = buffer;
+    this.#bytes[slot] = bytes;
+    this.#youngBytes += bytes;
     this.#tracked++;
     if (slot < this.#youngLow) this.#youngLow = slot;
     if (slot > this.#youngHigh) this.#youngHigh = slot;
-    if (this.#agingScheduled) return;
-    this.#agingScheduled = true;
-    onNextTurn(() => this.#age());
+    if (!this.#agingScheduled) {
+      this.#agingScheduled = true;
+      onNextTurn(() => this.#age());
+    }
+    if (this.#youngBytes - this.#youngBase >= this.#threshold()) {
+      this.reclaim();
+      this.#youngBase = this.#youngBytes;
+    }
   }
 
   /** Stops tracking the buffer in `slot`: it was released. */
   untrack(slot: number): void {
     const ref = this.#refs[slot];
     if (ref === undefined) return;
-    if (ref instanceof WeakRef) this.#backstop.unregister(ref);
+    if (ref instanceof WeakRef || ref instanceof TokenWatch) this.#backstop.unregister(ref);
+    else {
+      this.#youngBytes -= this.#bytes[slot];
+      this.#youngBase = Math.min(this.#youngBase, this.#youngBytes);
+    }
     this.#refs[slot] = undefined;
     this.#tracked--;
+  }
+
+  /** Bytes between two collections: {@linkcode RECLAIM_AFTER_BYTES} or a quarter of the limit. */
+  #threshold(): number {
+    return Math.min(RECLAIM_AFTER_BYTES, this.#device.memoryLimit() / 4);
   }
 
   /** Counts `bytes` allocated; past the threshold, the next turn runs {@linkcode reclaim}. */
   noteAllocated(bytes: number): void {
     this.#bytesSinceCollection += bytes;
-    const threshold = Math.min(RECLAIM_AFTER_BYTES, this.#device.memoryLimit() / 4);
-    if (this.#bytesSinceCollection < threshold || this.#collectionScheduled) return;
+    if (this.#bytesSinceCollection < this.#threshold() || this.#collectionScheduled) return;
     this.#collectionScheduled = true;
     onNextTurn(() => {
       this.#collectionScheduled = false;
@@ -153,21 +225,48 @@ export class BufferTracker<B extends object> {
   }
 
   /**
-   * Collects garbage (when V8 allows) and releases the buffers of earlier jobs that died
-   * (after the next synchronisation when queued work still uses them). Returns how many.
+   * Watches the buffers this job made through liveness tokens, collects garbage (when V8
+   * allows) and releases the buffers that died (after the next synchronisation when queued
+   * work still uses them). Returns how many.
    */
   reclaim(): number {
     this.#bytesSinceCollection = 0;
+    this.#watchYoung();
     if (!collectGarbage()) return 0;
     let released = 0;
     const refs = this.#refs;
     for (let slot = 0; slot < refs.length; slot++) {
       const ref = refs[slot];
-      if (!(ref instanceof WeakRef) || ref.deref() !== undefined) continue;
+      const dead = ref instanceof WeakRef
+        ? ref.deref() === undefined
+        : ref instanceof TokenWatch && ref.collected();
+      if (!dead) continue;
       this.untrack(slot);
       if (this.#quietly(() => this.#device.releaseSlot(slot))) released++;
     }
     return released;
+  }
+
+  /**
+   * The buffers made since the last turn and still held by their slots: each watched through
+   * {@linkcode TOKENS_PER_BUFFER} liveness tokens and by the backstop instead (one left held
+   * when the job's supply of tokens is spent).
+   */
+  #watchYoung(): void {
+    const refs = this.#refs;
+    const high = Math.min(this.#youngHigh, refs.length - 1);
+    for (let slot = this.#youngLow; slot <= high; slot++) {
+      const buffer = refs[slot];
+      if (buffer === undefined || buffer instanceof WeakRef || buffer instanceof TokenWatch) {
+        continue;
+      }
+      const tokens = livenessTokens(buffer, TOKENS_PER_BUFFER);
+      if (tokens.length === 0) return;
+      const watch = new TokenWatch(tokens);
+      this.#backstop.register(buffer, slot, watch);
+      refs[slot] = watch;
+      this.#youngBytes -= this.#bytes[slot];
+    }
   }
 
   /** The error a release or synchronisation nobody waited for met, taken (once). */
@@ -184,6 +283,8 @@ export class BufferTracker<B extends object> {
   clear(): void {
     this.#refs.length = 0;
     this.#tracked = 0;
+    this.#youngBytes = 0;
+    this.#youngBase = 0;
     this.#youngLow = Infinity;
     this.#youngHigh = -1;
   }
@@ -198,20 +299,26 @@ export class BufferTracker<B extends object> {
     const high = Math.min(this.#youngHigh, refs.length - 1);
     for (let slot = this.#youngLow; slot <= high; slot++) {
       const buffer = refs[slot];
-      if (buffer === undefined || buffer instanceof WeakRef) continue;
+      if (buffer === undefined || buffer instanceof WeakRef || buffer instanceof TokenWatch) {
+        continue;
+      }
       const ref = new WeakRef(buffer);
       refs[slot] = ref;
       this.#backstop.register(buffer, slot, ref);
     }
     this.#youngLow = Infinity;
     this.#youngHigh = -1;
+    this.#youngBytes = 0;
+    this.#youngBase = 0;
   }
 
   /** The backstop's callback: the buffer in `slot` is garbage. */
   #collected(slot: number): void {
     const ref = this.#refs[slot];
     // Every other way out unregisters first; this only guards against a reused slot.
-    if (!(ref instanceof WeakRef) || ref.deref() !== undefined) return;
+    if (!(ref instanceof TokenWatch) && (!(ref instanceof WeakRef) || ref.deref() !== undefined)) {
+      return;
+    }
     this.untrack(slot);
     if (this.#device.isClosed()) return;
     if (this.#quietly(() => this.#device.releaseSlot(slot))) this.#settle();

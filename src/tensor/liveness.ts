@@ -130,6 +130,25 @@ function takeTokens(n: number, held?: object[]): WeakRef<object>[] {
 }
 
 /**
+ * Makes `owner`'s liveness askable inside the running job (the NPU path's buffer tracker,
+ * src/ffi/reclaim.ts): up to `n` tokens of the supply held by `owner` alone (the same
+ * ephemeron as the heap's groups), and their WeakRefs, returned. After a full collection,
+ * `deref()` of one of them returns undefined if and only if `owner` was collected; each
+ * answer "alive" keeps that token to the end of the job, so the next question in the same job
+ * must ask the next one. Fewer than `n` (none) when the supply is short.
+ */
+export function livenessTokens(owner: object, n: number): WeakRef<object>[] {
+  if (supplyTokens.length === 0) {
+    scheduleRefill();
+    return [];
+  }
+  const tokens: object[] = [];
+  const refs = takeTokens(n, tokens);
+  tokensOf.set(owner, tokens);
+  return refs;
+}
+
+/**
  * The memory whose growth nudges the collector: a WebAssembly memory of its own, never
  * touched (its pages are reserved address space, not memory), replaced by a new one once it
  * reaches 4 GiB (the old one goes with the next collection).
