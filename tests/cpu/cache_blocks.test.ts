@@ -1,21 +1,13 @@
 /**
  * Cache blocks (src/backends/cpu/channels/cache_blocks.ts): a training-mode batchNorm or
- * batchNormBackward, a groupNorm, groupNormBackward or groupNormSwishGrad whose data passes
- * BLOCKED_FROM_BYTES runs block by block (of channels, of samples) and must give the bits of the
- * same call run whole (the policy's cacheBlocks off), every output: wrong offsets, a block's
- * statistics applied to another, a wrong count, gradGamma restarted per block all change bits
- * here. One and two threads.
+ * batchNormBackward whose data passes BLOCKED_FROM_BYTES runs block by block of channels and
+ * must give the bits of the same call run whole (the policy's cacheBlocks off), every output:
+ * wrong offsets, a block's statistics applied to another, a wrong count all change bits here.
+ * One and two threads.
  */
 
 import assert from "node:assert/strict";
-import {
-  batchNorm,
-  batchNormBackward,
-  groupNorm,
-  groupNormBackward,
-  groupNormSwishGrad,
-  Tensor,
-} from "../../mod.ts";
+import { batchNorm, batchNormBackward, Tensor } from "../../mod.ts";
 import { withCpuPolicy } from "../../src/backends/cpu/pool/pool.ts";
 import { cpuThreads, setCpuThreads } from "../../src/backends/cpu/threads.ts";
 import {
@@ -26,7 +18,7 @@ import {
 import { MEMORY_ORDER_FROM_INNER } from "../../src/backends/cpu/kernels/layout_types.ts";
 import { channelGeometry } from "../../src/backends/types.ts";
 
-/** [N, C, H, W] float32 with x alone past the threshold (GroupNorm's sample blocks). */
+/** [N, C, H, W] float32 with x alone past the threshold. */
 const SHAPE = [16, 40, 96, 96];
 
 /**
@@ -73,20 +65,16 @@ function outputBits(blocked: boolean, run: () => object): Uint32Array[] {
   });
 }
 
-/** The five blocked calls, each from fresh inputs (running statistics included). */
+/** The two blocked calls, each from fresh inputs (running statistics included). */
 function cases(): [string, () => object][] {
   const C = SHAPE[1];
   assert.equal(BN_SHAPE[1], C);
   assert.ok(BN_SHAPE[2] * BN_SHAPE[3] < MEMORY_ORDER_FROM_INNER);
   assert.ok(BN_SHAPE.reduce((a, b) => a * b) * 4 >= BLOCKED_FROM_BYTES);
-  const x = Tensor.random(SHAPE, { seed: 11 });
-  const dy = Tensor.random(SHAPE, { seed: 12 });
   const bnX = Tensor.random(BN_SHAPE, { seed: 16 });
   const bnDy = Tensor.random(BN_SHAPE, { seed: 17 });
   const weight = Tensor.random([C], { seed: 13 });
   const bias = Tensor.random([C], { seed: 14 });
-  const groups = 8;
-  const stats = groupNorm({ input: x, gamma: weight, beta: bias, group: groups, eps: 1e-5 });
   const bn = batchNorm({ input: bnX, weight, bias, training: true });
   return [
     ["batchNorm", () => {
@@ -103,31 +91,6 @@ function cases(): [string, () => object][] {
         saveMean: bn.saveMean,
         saveInvstd: bn.saveInvstd,
         training: true,
-      })],
-    [
-      "groupNorm",
-      () => groupNorm({ input: x, gamma: weight, beta: bias, group: groups, eps: 1e-5 }),
-    ],
-    ["groupNormBackward", () =>
-      groupNormBackward({
-        gradOut: dy,
-        input: x,
-        mean: stats.mean,
-        rstd: stats.rstd,
-        gamma: weight,
-        group: groups,
-      })],
-    // A scratch of kept dYNew per block (channels/group_norm_swish_grad.ts).
-    ["groupNormSwishGrad", () =>
-      groupNormSwishGrad({
-        dy,
-        x,
-        mean: stats.mean,
-        rstd: stats.rstd,
-        gamma: weight,
-        beta: bias,
-        numGroups: groups,
-        swishScale: 0.6,
       })],
   ];
 }

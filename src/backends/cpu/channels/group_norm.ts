@@ -40,7 +40,6 @@ import { mergeChannelMoments, mergeChannelSums } from "./merge.ts";
 import { hostData } from "../tensors/tensor_arrays.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 import { batchNormOrder, runStaged, type StagingOptions } from "./staging.ts";
-import { sampleBlocks, sampleView } from "./cache_blocks.ts";
 
 /**
  * A per-sample GroupNorm call over non-empty `inputs` and `output`, or undefined when they
@@ -94,7 +93,7 @@ export function relayout(N: number, C: number): StagingOptions {
  * elements (eps as a float), y = (x - mean) * rstd * gamma + beta. An empty input gives mean 0
  * and rstd NaN, as CANN writes (ops-nn norm/group_norm/op_host/op_api/aclnn_group_norm.cpp,
  * aclnnGroupNormGetWorkspaceSize: FillScalar on meanOut and rstdOut when self is empty). A
- * large call runs in blocks of samples (cache_blocks.ts: the same bits).
+ * large call runs whole (cache_blocks.ts says why).
  */
 export function groupNorm(plan: GroupNormPlan, t: GroupNormTensors): void {
   groupNormWith(plan, t, "rstd");
@@ -167,26 +166,6 @@ function groupNormWith(
       relayout(N, C),
     );
   }
-  if (call.layout.kind === "rows") {
-    const blocks = sampleBlocks(N, [t.input], [t.input, t.output], [t.mean, t.rstd]);
-    if (blocks) {
-      for (const [n0, n1] of blocks) {
-        groupNormWith(
-          { ...plan, N: n1 - n0 },
-          {
-            ...t,
-            input: t.input.slice(0, n0, n1),
-            output: t.output.slice(0, n0, n1),
-            mean: sampleView(t.mean, N, n0, n1)!,
-            rstd: sampleView(t.rstd, N, n0, n1)!,
-          },
-          second,
-          swishScale,
-        );
-      }
-      return;
-    }
-  }
   const eps = Math.fround(plan.eps);
   const D = C / group;
   const stats = statsStage(call, t.input);
@@ -236,8 +215,7 @@ function groupNormWith(
  * gradInput = rstd * (dy * gamma - sum(dy * gamma) / M - xhat * sum(dy * gamma * xhat) / M),
  * gradGamma = sum over n, hw of dy * xhat, gradBeta = sum over n, hw of dy (per channel): per
  * (n, c) sum(dy) and sum(dy * (x - mean)), then (with gradInput) the gradient write with
- * per-(n, c) constants. Empty data gives zero gradGamma and gradBeta. A large call with
- * gradInput runs in blocks of samples (cache_blocks.ts: the same bits).
+ * per-(n, c) constants. Empty data gives zero gradGamma and gradBeta.
  */
 export function groupNormBackward(plan: GroupNormBackwardPlan, t: GroupNormBackwardTensors): void {
   const { N, C, HxW, mask } = plan;
@@ -258,26 +236,7 @@ export function groupNormBackward(plan: GroupNormBackwardPlan, t: GroupNormBackw
   }
   const gradGamma = new Float64Array(C);
   const gradBeta = new Float64Array(C);
-  const blocks = gradInput && call.layout.kind === "rows"
-    ? sampleBlocks(N, [t.gradOut, t.input], [t.gradOut, t.input, gradInput], [t.mean, t.rstd])
-    : undefined;
-  if (blocks) {
-    // gradGamma and gradBeta go on adding from block to block, in sample order as one call.
-    for (const [n0, n1] of blocks) {
-      const bt = {
-        ...t,
-        gradOut: t.gradOut.slice(0, n0, n1),
-        input: t.input.slice(0, n0, n1),
-        gradInput: gradInput!.slice(0, n0, n1),
-        mean: sampleView(t.mean, N, n0, n1)!,
-        rstd: sampleView(t.rstd, N, n0, n1)!,
-      };
-      const bp = { ...plan, N: n1 - n0 };
-      const bc = groupNormCall(bp, [bt.gradOut, bt.input], bt.gradInput);
-      if (!bc) throw new Error("groupNormBackward: a block of a rows call is not rows");
-      backwardPasses(bp, bt, bc, gradGamma, gradBeta);
-    }
-  } else backwardPasses(plan, t, call, gradGamma, gradBeta);
+  backwardPasses(plan, t, call, gradGamma, gradBeta);
   if (mask[1] && t.gradGamma) writeChannelValues(t.gradGamma, gradGamma);
   if (mask[2] && t.gradBeta) writeChannelValues(t.gradBeta, gradBeta);
 }

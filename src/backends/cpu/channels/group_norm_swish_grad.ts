@@ -13,8 +13,7 @@
  * dgamma[c] and dbeta[c] add the parts over n in float64 and round once to the dtype
  * (`:100-160`); they are left unwritten when not required. Data in another layout than rows is
  * staged into dense NCHW copies first (staging.ts), which the stages then run on; a large call
- * runs in blocks of samples (cache_blocks.ts: the same bits), each block a call with a scratch
- * of its own.
+ * runs whole (cache_blocks.ts says why), with one scratch.
  *
  * @module
  */
@@ -34,7 +33,6 @@ import { sumsStage, writeStage } from "./setup.ts";
 import { mergeChannelSums } from "./merge.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 import { runStaged } from "./staging.ts";
-import { sampleBlocks, sampleView } from "./cache_blocks.ts";
 import { groupNormCall } from "./group_norm.ts";
 import { cpuPolicy } from "../pool/pool.ts";
 import { heapFree, heapScratch } from "../../../tensor/host_heap.ts";
@@ -43,7 +41,7 @@ import { heapFree, heapScratch } from "../../../tensor/host_heap.ts";
 let cachedRuns = 0;
 
 /**
- * How many calls (blocks of a blocked call each count) have run their write from the dYNew
+ * How many calls have run their write from the dYNew
  * their sums stage kept, since the process started: tests check that the cached path ran.
  */
 export function cachedSwishGradRuns(): number {
@@ -83,24 +81,7 @@ export function groupNormSwishGrad(
         { relayout: true },
       );
     }
-    const blocks = sampleBlocks(N, [t.dy, t.x], [t.dy, t.x, t.dx], [t.mean, t.rstd]);
-    if (blocks) {
-      // dgamma and dbeta go on adding from block to block, in sample order as one call.
-      for (const [n0, n1] of blocks) {
-        const bt = {
-          ...t,
-          dy: t.dy.slice(0, n0, n1),
-          x: t.x.slice(0, n0, n1),
-          dx: t.dx.slice(0, n0, n1),
-          mean: sampleView(t.mean, N, n0, n1)!,
-          rstd: sampleView(t.rstd, N, n0, n1)!,
-        };
-        const bp = { ...plan, N: n1 - n0 };
-        const bc = groupNormCall(bp, [bt.dy, bt.x], bt.dx, true);
-        if (!bc) throw new Error("groupNormSwishGrad: a block of a rows call is not rows");
-        passes(bp, bt, bc, dgamma, dbeta);
-      }
-    } else passes(plan, t, call, dgamma, dbeta);
+    passes(plan, t, call, dgamma, dbeta);
   }
   if (plan.dgammaIsRequire) writeChannelValues(t.dgamma, dgamma);
   if (plan.dbetaIsRequire) writeChannelValues(t.dbeta, dbeta);
