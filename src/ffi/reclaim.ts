@@ -253,6 +253,22 @@ export class BufferTracker<B extends object> {
    * when the job's supply of tokens is spent).
    */
   #watchYoung(): void {
+    this.#eachYoung((slot, buffer) => {
+      const tokens = livenessTokens(buffer, TOKENS_PER_BUFFER);
+      if (tokens.length === 0) return false;
+      const watch = new TokenWatch(tokens);
+      this.#backstop.register(buffer, slot, watch);
+      this.#refs[slot] = watch;
+      this.#youngBytes -= this.#bytes[slot];
+      return true;
+    });
+  }
+
+  /**
+   * Calls `visit` with each slot made since the last turn that its buffer still holds (the
+   * range aging looks at), in slot order, until `visit` returns false.
+   */
+  #eachYoung(visit: (slot: number, buffer: B) => boolean): void {
     const refs = this.#refs;
     const high = Math.min(this.#youngHigh, refs.length - 1);
     for (let slot = this.#youngLow; slot <= high; slot++) {
@@ -260,12 +276,7 @@ export class BufferTracker<B extends object> {
       if (buffer === undefined || buffer instanceof WeakRef || buffer instanceof TokenWatch) {
         continue;
       }
-      const tokens = livenessTokens(buffer, TOKENS_PER_BUFFER);
-      if (tokens.length === 0) return;
-      const watch = new TokenWatch(tokens);
-      this.#backstop.register(buffer, slot, watch);
-      refs[slot] = watch;
-      this.#youngBytes -= this.#bytes[slot];
+      if (!visit(slot, buffer)) return;
     }
   }
 
@@ -295,17 +306,12 @@ export class BufferTracker<B extends object> {
    */
   #age(): void {
     this.#agingScheduled = false;
-    const refs = this.#refs;
-    const high = Math.min(this.#youngHigh, refs.length - 1);
-    for (let slot = this.#youngLow; slot <= high; slot++) {
-      const buffer = refs[slot];
-      if (buffer === undefined || buffer instanceof WeakRef || buffer instanceof TokenWatch) {
-        continue;
-      }
+    this.#eachYoung((slot, buffer) => {
       const ref = new WeakRef(buffer);
-      refs[slot] = ref;
+      this.#refs[slot] = ref;
       this.#backstop.register(buffer, slot, ref);
-    }
+      return true;
+    });
     this.#youngLow = Infinity;
     this.#youngHigh = -1;
     this.#youngBytes = 0;
