@@ -24,8 +24,9 @@
  *   that answered "alive" with every token leaves the watch (the FinalizationRegistry frees its
  *   blocks between tasks);
  * - a job has the supply it started with (bench:step's float32 model, 15 watched allocations a
- *   step, uses it up in about 2500 steps; any await refills it): past it, new blocks go
- *   unwatched and come back through the FinalizationRegistry alone, as before this module.
+ *   step, ran 4000 steps with it and had used a quarter; any await refills it): past it, new
+ *   blocks go unwatched and come back through the FinalizationRegistry alone, as before this
+ *   module.
  *
  * The groups are asked only after a collection: a nudge drops a set of {@linkcode CANARIES}
  * supply tokens that nothing holds (when fewer are left in the sets), and a cleared canary of
@@ -53,11 +54,17 @@ export const TOKENS_PER_GROUP = 3;
 
 /**
  * Blocks allocated one after another that share one group of tokens: the group comes back
- * when all of their owners are collected (a training step's results die together), and the
- * supply lasts four times as long (a job's supply is all it has: bench:step's float32 model
- * used it up after about 600 steps with a group per block, and its heap then filled).
+ * when all of their owners are collected (a training step's results die together: bench:step's
+ * float32 step makes 15), and the supply lasts that many times as long as with a group per
+ * block (a job's supply is all it has). bench:step's float32 model used it up after about 600
+ * steps with a group per block and 2700 with groups of 4, its heap then filling (5 GiB of RSS,
+ * 10 ms a step against 6); with groups of 16 it ran 4000 steps at 5.6-6.6 ms with a quarter of
+ * the supply. A loop of layerNormBackward [64,1024] calls, results dropped (three blocks a
+ * call): 206 us a call with groups of 4 (the supply spent, the heap full), 110 with 8, 86 with
+ * 16, where disposing them takes 40-48 (bench/RESULTS.md, seventh session). The price: a block
+ * still held keeps the 15 others of its group from coming back before the job ends.
  */
-export const BLOCKS_PER_GROUP = 4;
+export const BLOCKS_PER_GROUP = 16;
 
 /**
  * Allocations after the last sign of dropped results (a request that found no freed block, or
