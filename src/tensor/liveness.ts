@@ -13,7 +13,9 @@
  *   followed by a task boundary before its importers run (a top-level await), so that a
  *   script whose whole training loop is its first job can use it; later refills run in a task
  *   of their own (an unreferenced timer) once the loop yields;
- * - blocks are watched in groups of {@linkcode BLOCKS_PER_GROUP} allocated one after another;
+ * - blocks are watched in groups of {@linkcode MIN_BLOCKS_PER_GROUP} to
+ *   {@linkcode MAX_BLOCKS_PER_GROUP} allocated one after another (larger while groups come back
+ *   at their first question, smaller while many answer "alive");
  *   each owner in a group (the typed array of a tensor's storage, the object the heap's
  *   FinalizationRegistry watches) holds the group's {@linkcode TOKENS_PER_GROUP} tokens
  *   through a WeakMap, an ephemeron: held while an owner lives, and only then. Nothing else
@@ -53,18 +55,37 @@
 export const TOKENS_PER_GROUP = 3;
 
 /**
- * Blocks allocated one after another that share one group of tokens: the group comes back
- * when all of their owners are collected (a training step's results die together: bench:step's
- * float32 step makes 15), and the supply lasts that many times as long as with a group per
- * block (a job's supply is all it has). bench:step's float32 model used it up after about 600
- * steps with a group per block and 2700 with groups of 4, its heap then filling (5 GiB of RSS,
- * 10 ms a step against 6); with groups of 16 it ran 4000 steps at 5.6-6.6 ms with a quarter of
- * the supply. A loop of layerNormBackward [64,1024] calls, results dropped (three blocks a
- * call): 206 us a call with groups of 4 (the supply spent, the heap full), 110 with 8, 86 with
- * 16, where disposing them takes 40-48 (bench/RESULTS.md, seventh session). The price: a block
- * still held keeps the 15 others of its group from coming back before the job ends.
+ * The fewest blocks allocated one after another that share one group of tokens (the group
+ * comes back when all of their owners are collected): a group's size starts here, and comes
+ * back here while many groups are still alive at their second question (a loop that keeps some
+ * results among those it drops: a block still held keeps its group's others from coming back
+ * before the job ends; see {@linkcode KEPT_SHARE}).
  */
-export const BLOCKS_PER_GROUP = 16;
+export const MIN_BLOCKS_PER_GROUP = 4;
+
+/**
+ * The most blocks that share one group of tokens, reached while groups come back at their first
+ * question (a training step's results die together): the supply then lasts that many times as
+ * long as with a group per block (a job's supply is all it has). bench:step's float32 model used
+ * it up after about 600 steps with a group per block and 2700 with groups of 4, its heap then
+ * filling (5 GiB of RSS, 10 ms a step against 6); with groups of 16 it ran 4000 steps at
+ * 5.6-6.6 ms with a quarter of the supply. A loop of layerNormBackward [64,1024] calls, results
+ * dropped (three blocks a call): 206 us a call with groups of 4 (the supply spent, the heap
+ * full), 110 with 8, 86 with 16, where disposing them takes 40-48 (bench/RESULTS.md, seventh
+ * session).
+ */
+export const MAX_BLOCKS_PER_GROUP = 16;
+
+/**
+ * How a reclaim sizes the next groups, from the groups it asked for the first and the second
+ * time (at least 8 of a kind for a decision): a group still alive at its second question most
+ * likely holds a result the loop keeps (a dropped one is at most a collection late), so above
+ * this share of those the next groups are half as large (down to
+ * {@linkcode MIN_BLOCKS_PER_GROUP}); at or below it of those asked first, or an eighth of those
+ * asked again, twice as large (up to {@linkcode MAX_BLOCKS_PER_GROUP}). Groups made after the
+ * collection began are alive at their first question in a loop that drops everything too.
+ */
+export const KEPT_SHARE = 1 / 4;
 
 /**
  * Allocations after the last sign of dropped results (a request that found no freed block, or
@@ -179,7 +200,7 @@ function nudgeCollector(): void {
 }
 
 /**
- * A group of up to {@linkcode BLOCKS_PER_GROUP} watched blocks, allocated one after another:
+ * A group of up to {@linkcode MAX_BLOCKS_PER_GROUP} watched blocks, allocated one after another:
  * the WeakRefs of the tokens their owners all hold, the next one to ask, the blocks, and the
  * tokens themselves while the group is still open (held here, so that nothing is asked of it).
  */
@@ -213,6 +234,8 @@ export class DropWatch<B> {
   #compactAt = 1024;
   /** When the canaries were last asked (performance.now()). */
   #asked = -Infinity;
+  /** Blocks a new group takes (see {@linkcode MIN_BLOCKS_PER_GROUP}). */
+  #groupSize = MIN_BLOCKS_PER_GROUP;
   /** Blocks given back before their owners' finalizers ran. */
   reclaimed = 0;
 
@@ -233,13 +256,14 @@ export class DropWatch<B> {
 
   /**
    * Watches `block`, owned by `owner`, in the open group (a new one every
-   * {@linkcode BLOCKS_PER_GROUP} blocks); unwatched when the supply is short, or when no sign of
-   * dropped results came in the last {@linkcode WATCH_WINDOW} allocations.
+   * {@linkcode MIN_BLOCKS_PER_GROUP} to {@linkcode MAX_BLOCKS_PER_GROUP} blocks); unwatched when
+   * the supply is short, or when no sign of dropped results came in the last
+   * {@linkcode WATCH_WINDOW} allocations.
    */
   watch(owner: object, block: B): void {
     if (this.#sinceSign++ > WATCH_WINDOW) return;
     let open = this.#open;
-    if (open === undefined || open.blocks.length === BLOCKS_PER_GROUP) {
+    if (open === undefined || open.blocks.length >= this.#groupSize) {
       if (open !== undefined) open.tokens = undefined; // closed: its owners alone hold them
       if (supplyTokens.length < TOKENS_PER_GROUP) {
         this.#open = undefined;
@@ -261,9 +285,14 @@ export class DropWatch<B> {
     }
   }
 
-  /** Blocks watched now. */
+  /** Groups watched now. */
   get size(): number {
     return this.#queue.length;
+  }
+
+  /** Blocks a new group takes now. */
+  get groupSize(): number {
+    return this.#groupSize;
   }
 
   /**
@@ -326,14 +355,32 @@ export class DropWatch<B> {
     return given > 0;
   }
 
-  /** Asks every closed group once, oldest first; gives back the blocks of those collected. */
+  /**
+   * Asks every closed group once, oldest first; gives back the blocks of those collected, and
+   * sizes the next groups by how many of those asked for the first time were still alive.
+   */
   #reclaim(): number {
     let given = 0;
+    let first = 0;
+    let firstAlive = 0;
+    let second = 0;
+    let secondAlive = 0;
     const kept: Watched<B>[] = [];
     for (const entry of this.#queue) {
-      if (entry.tokens !== undefined) kept.push(entry); // open: not asked
-      else if (!entry.blocks.some(this.#held)) continue; // freed by dispose() or finalizers
-      else if (entry.refs[entry.next].deref() === undefined) {
+      if (entry.tokens !== undefined) {
+        kept.push(entry); // open: not asked
+        continue;
+      }
+      if (!entry.blocks.some(this.#held)) continue; // freed by dispose() or finalizers
+      const alive = entry.refs[entry.next].deref() !== undefined;
+      if (entry.next === 0) {
+        first++;
+        if (alive) firstAlive++;
+      } else if (entry.next === 1) {
+        second++;
+        if (alive) secondAlive++;
+      }
+      if (!alive) {
         for (const block of entry.blocks) {
           if (!this.#held(block)) continue;
           this.#give(block);
@@ -342,6 +389,14 @@ export class DropWatch<B> {
       } else if (++entry.next < entry.refs.length) kept.push(entry);
     }
     this.#queue = kept;
+    if (second >= 8 && secondAlive > second * KEPT_SHARE) {
+      this.#groupSize = Math.max(MIN_BLOCKS_PER_GROUP, this.#groupSize / 2);
+    } else if (
+      (first >= 8 && firstAlive <= first * KEPT_SHARE) ||
+      (second >= 8 && secondAlive <= second * KEPT_SHARE / 2)
+    ) {
+      this.#groupSize = Math.min(MAX_BLOCKS_PER_GROUP, 2 * this.#groupSize);
+    }
     this.reclaimed += given;
     if (given > 0) this.#sinceSign = 0;
     return given;
