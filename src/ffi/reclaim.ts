@@ -37,32 +37,14 @@
  * allocation that finds no memory then fails with an out-of-memory error that gives its
  * figures.
  *
- * The collection uses V8's `gc` function, exposed through `node:v8` / `node:vm` (the flag only
- * affects new contexts). Where that is unavailable, reclaiming falls back to V8's own schedule.
+ * The collection uses V8's `gc` function (src/tensor/collect_garbage.ts). Where that is
+ * unavailable, reclaiming falls back to V8's own schedule.
  *
  * @module
  */
 
-import v8 from "node:v8";
-import vm from "node:vm";
+import { collectGarbage } from "../tensor/collect_garbage.ts";
 import { livenessTokens } from "../tensor/liveness.ts";
-
-let gcFunction: (() => void) | null | undefined;
-
-/** Runs a full garbage collection when V8 allows it; returns whether it ran. */
-export function collectGarbage(): boolean {
-  if (gcFunction === undefined) {
-    try {
-      v8.setFlagsFromString("--expose-gc");
-      gcFunction = vm.runInNewContext("gc") as () => void;
-    } catch {
-      gcFunction = null;
-    }
-  }
-  if (gcFunction === null) return false;
-  gcFunction();
-  return true;
-}
 
 /** Bytes a device may allocate between two collections it asks for (at most). */
 export const RECLAIM_AFTER_BYTES = 256 * 1024 * 1024;

@@ -26,6 +26,7 @@
 import { grantedEnv } from "./env.ts";
 import { BlockPool, sizeClass, type TakenBlock, zeroCounters } from "./host_blocks.ts";
 import { DropWatch } from "./liveness.ts";
+import { collectGarbage } from "./collect_garbage.ts";
 
 /** The environment variable that sets the heap's maximum size in MiB (0: no tensor in it). */
 export const HOST_HEAP_ENV = "ACLNN_NORM_HOST_HEAP_MB";
@@ -324,7 +325,9 @@ const refuseGrowth = () => false;
 /**
  * A tensor's block: a freed one if any; else one of a tensor that a synchronous loop dropped
  * and the collector cleared (liveness.ts); only then memory never used, whose pages cost
- * faults on first use (about 0.34 ms per MiB on the development VM).
+ * faults on first use (about 0.34 ms per MiB on the development VM); and when the heap is at
+ * its maximum, a dropped one that a full collection of our own finds (liveness.ts
+ * COLLECT_WHEN_FULL_BYTES), before the caller falls back to a buffer of its own.
  */
 function takeForTensor(h: HostHeap, size: number): TakenBlock | undefined {
   h.watch.allocating();
@@ -332,7 +335,11 @@ function takeForTensor(h: HostHeap, size: number): TakenBlock | undefined {
     (h.watch.reclaimIfCollected() ? h.pool.take(size, refuseGrowth) : undefined);
   if (reused) return reused;
   h.watch.missed(size);
-  return h.pool.take(size);
+  const grown = h.pool.take(size);
+  if (grown || !h.watch.full(size, hostHeapMaxBytes())) return grown;
+  // Full: a collection of our own finds the dropped blocks V8 has not collected yet.
+  if (!collectGarbage() || !h.watch.reclaimAfterCollection()) return undefined;
+  return h.pool.take(size, refuseGrowth);
 }
 
 /** Gives back a block whose owner was collected (liveness.ts' proof), now. */

@@ -10,7 +10,7 @@
 
 import assert from "node:assert/strict";
 import { AclError } from "../../src/errors.ts";
-import { collectGarbage } from "../../src/ffi/reclaim.ts";
+import { collectGarbage } from "../../src/tensor/collect_garbage.ts";
 import { batchNormReduceBackward } from "../../src/ops/batch_norm_reduce_backward.ts";
 import { Tensor } from "../../src/tensor/tensor.ts";
 import { clearFaults, injectFault, openSim, SIM_DIR } from "../helpers/ffi_sim.ts";
