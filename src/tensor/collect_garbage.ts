@@ -14,7 +14,7 @@ let gcFunction: (() => void) | null | undefined;
 
 /**
  * Runs a full, synchronous garbage collection when V8 allows it; returns whether it ran. Its
- * time grows with the JavaScript heap (a few ms for a script's).
+ * time grows with the JavaScript heap (14-18 ms in bench:step's process).
  */
 export function collectGarbage(): boolean {
   if (gcFunction === undefined) {

@@ -15,7 +15,7 @@
  *   of their own (an unreferenced timer) once the loop yields;
  * - blocks are watched in groups of {@linkcode MIN_BLOCKS_PER_GROUP} to
  *   {@linkcode MAX_BLOCKS_PER_GROUP} allocated one after another (larger while groups come back
- *   at their first question, smaller while many answer "alive");
+ *   at their first question, smaller while many are still alive at their second);
  *   each owner in a group (the typed array of a tensor's storage, the object the heap's
  *   FinalizationRegistry watches) holds the group's {@linkcode TOKENS_PER_GROUP} tokens
  *   through a WeakMap, an ephemeron: held while an owner lives, and only then. Nothing else
@@ -112,7 +112,7 @@ export const NUDGE_EVERY_BYTES = 64 * 2 ** 20;
 /**
  * Requests that the heap could not serve at its maximum (each then gets a buffer of its own,
  * whose pages fault: 0.35 ms per MiB on the development VM) after which the heap runs a full
- * collection itself (collect_garbage.ts: a few ms) and takes the dropped blocks it finds: a
+ * collection itself (collect_garbage.ts: 14-18 ms in bench:step's process) and takes the dropped blocks it finds: a
  * loop whose heap filled while V8 had not collected (bench:step, one run in about twenty: 359
  * fallbacks, its dropped step 2.5x its time) instead of falling back until V8 does. Twice as
  * many after a collection that gave nothing back (live tensors fill the heap), up to the
