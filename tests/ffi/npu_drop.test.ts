@@ -12,7 +12,7 @@
 import assert from "node:assert/strict";
 import { childJson } from "../helpers/child_json.ts";
 import { SIM_DIR } from "../helpers/ffi_sim.ts";
-import { RECLAIM_AFTER_BYTES } from "../../src/ffi/reclaim.ts";
+import { BufferTracker, RECLAIM_AFTER_BYTES } from "../../src/ffi/reclaim.ts";
 
 interface DropRun {
   made: number;
@@ -58,4 +58,40 @@ Deno.test("npu memory: dropped tensors stay near the reclaim threshold on a larg
   const threshold = RECLAIM_AFTER_BYTES / 2 ** 20;
   assert.ok(r.peakMiB < threshold + 64, `peak ${r.peakMiB} MiB, threshold ${threshold} MiB`);
   assert.ok(r.liveBuffers - r.kept < threshold, `${r.liveBuffers} live buffers`);
+});
+
+/** A tracker over a fake device that records the slots it releases. */
+function fakeTracker(released: number[]): BufferTracker<object> {
+  return new BufferTracker<object>({
+    isClosed: () => false,
+    memoryLimit: () => Infinity,
+    releaseSlot: (slot) => (released.push(slot), true),
+    hasDeferred: () => false,
+    synchronize: () => {},
+  });
+}
+
+Deno.test("buffer tracker: a job that keeps what it makes backs off its reclaims, one that drops it does not", async () => {
+  const MIB = 2 ** 20;
+  const every = RECLAIM_AFTER_BYTES / MIB;
+  // 2048 buffers of 1 MiB, all kept: a reclaim at 256 MiB finds nothing, so the next comes
+  // 512 MiB later, then 1024 (256, 768, 1792 MiB: 3), where every 256 MiB would make 8.
+  const keptReleased: number[] = [];
+  const keeping = fakeTracker(keptReleased);
+  const kept: object[] = [];
+  for (let slot = 0; slot < 8 * every; slot++) {
+    const buffer = {};
+    kept.push(buffer);
+    keeping.track(buffer, slot, MIB);
+  }
+  assert.equal(keeping.inJobReclaims, 3);
+  assert.deepEqual(keptReleased, [], "no kept buffer released");
+  // The same buffers dropped: every reclaim releases them, so they keep coming every 256 MiB.
+  const droppedReleased: number[] = [];
+  const dropping = fakeTracker(droppedReleased);
+  for (let slot = 0; slot < 8 * every; slot++) dropping.track({}, slot, MIB);
+  assert.equal(dropping.inJobReclaims, 8);
+  assert.ok(droppedReleased.length >= 7 * every - 8, `${droppedReleased.length} released`);
+  assert.equal(kept.length, 8 * every);
+  await new Promise((resolve) => setTimeout(resolve, 0)); // the trackers' turn of the event loop
 });
