@@ -138,8 +138,6 @@ export class BufferTracker<B extends object> {
    * 10-20 ms every threshold for nothing).
    */
   #jobThreshold = 0;
-  /** Bytes the last {@linkcode reclaim} released. */
-  #releasedBytes = 0;
   /** Reclaims this tracker ran inside a job (tests). */
   inJobReclaims = 0;
   #tracked = 0;
@@ -188,9 +186,7 @@ export class BufferTracker<B extends object> {
     const watched = this.#youngBytes - this.#youngBase;
     if (watched >= threshold) {
       this.inJobReclaims++;
-      this.reclaim();
-      this.#youngBase = this.#youngBytes;
-      if (this.#releasedBytes < watched / 2) this.#jobThreshold = 2 * threshold;
+      if (this.reclaim() < watched / 2) this.#jobThreshold = 2 * threshold;
     }
   }
 
@@ -227,14 +223,15 @@ export class BufferTracker<B extends object> {
   /**
    * Watches the buffers this job made through liveness tokens, collects garbage (when V8
    * allows) and releases the buffers that died (after the next synchronisation when queued
-   * work still uses them). Returns how many.
+   * work still uses them). Returns the bytes released.
    */
   reclaim(): number {
     this.#bytesSinceCollection = 0;
     this.#watchYoung();
+    // The next reclaim inside this job comes a threshold of new buffers on.
+    this.#youngBase = this.#youngBytes;
     if (!collectGarbage()) return 0;
     let released = 0;
-    this.#releasedBytes = 0;
     const refs = this.#refs;
     for (let slot = 0; slot < refs.length; slot++) {
       const ref = refs[slot];
@@ -243,9 +240,7 @@ export class BufferTracker<B extends object> {
         : ref instanceof TokenWatch && ref.collected();
       if (!dead) continue;
       this.untrack(slot);
-      if (!this.#quietly(() => this.#device.releaseSlot(slot))) continue;
-      released++;
-      this.#releasedBytes += this.#bytes[slot];
+      if (this.#quietly(() => this.#device.releaseSlot(slot))) released += this.#bytes[slot];
     }
     return released;
   }

@@ -112,9 +112,10 @@ export const NUDGE_EVERY_BYTES = 64 * 2 ** 20;
 /**
  * Requests that the heap could not serve at its maximum (each then gets a buffer of its own,
  * whose pages fault: 0.35 ms per MiB on the development VM) after which the heap runs a full
- * collection itself (collect_garbage.ts: 14-18 ms in bench:step's process) and takes the dropped blocks it finds: a
- * loop whose heap filled while V8 had not collected (bench:step, one run in about twenty: 359
- * fallbacks, its dropped step 2.5x its time) instead of falling back until V8 does. Twice as
+ * collection itself (collect_garbage.ts: 14-18 ms in bench:step's process) and takes the
+ * dropped blocks it finds: a loop whose heap filled while V8 had not collected (bench:step, one
+ * run in about twenty: 359 fallbacks, its dropped step 2.5x its time) instead of falling back
+ * until V8 does. Twice as
  * many after a collection that gave nothing back (live tensors fill the heap), up to the
  * heap's maximum; this many again after one that did.
  */
@@ -177,13 +178,9 @@ function takeTokens(n: number, held?: object[]): WeakRef<object>[] {
  * must ask the next one. Fewer than `n` (none) when the supply is short.
  */
 export function livenessTokens(owner: object, n: number): WeakRef<object>[] {
-  if (supplyTokens.length === 0) {
-    scheduleRefill();
-    return [];
-  }
   const tokens: object[] = [];
   const refs = takeTokens(n, tokens);
-  tokensOf.set(owner, tokens);
+  if (refs.length > 0) tokensOf.set(owner, tokens);
   return refs;
 }
 
@@ -403,14 +400,14 @@ export class DropWatch<B> {
 
   /**
    * Asks every closed group once, oldest first; gives back the blocks of those collected, and
-   * sizes the next groups by how many of those asked for the first time were still alive.
+   * sizes the next groups by how many of those asked for the first and the second time were
+   * still alive ({@linkcode KEPT_SHARE}).
    */
   #reclaim(): number {
     let given = 0;
-    let first = 0;
-    let firstAlive = 0;
-    let second = 0;
-    let secondAlive = 0;
+    // Groups asked for the first (0) and the second (1) time, and how many of them were alive.
+    const asked = [0, 0];
+    const alive = [0, 0];
     const kept: Watched<B>[] = [];
     for (const entry of this.#queue) {
       if (entry.tokens !== undefined) {
@@ -418,15 +415,12 @@ export class DropWatch<B> {
         continue;
       }
       if (!entry.blocks.some(this.#held)) continue; // freed by dispose() or finalizers
-      const alive = entry.refs[entry.next].deref() !== undefined;
-      if (entry.next === 0) {
-        first++;
-        if (alive) firstAlive++;
-      } else if (entry.next === 1) {
-        second++;
-        if (alive) secondAlive++;
+      const lives = entry.refs[entry.next].deref() !== undefined;
+      if (entry.next < 2) {
+        asked[entry.next]++;
+        if (lives) alive[entry.next]++;
       }
-      if (!alive) {
+      if (!lives) {
         for (const block of entry.blocks) {
           if (!this.#held(block)) continue;
           this.#give(block);
@@ -435,11 +429,11 @@ export class DropWatch<B> {
       } else if (++entry.next < entry.refs.length) kept.push(entry);
     }
     this.#queue = kept;
-    if (second >= 8 && secondAlive > second * KEPT_SHARE) {
+    if (asked[1] >= 8 && alive[1] > asked[1] * KEPT_SHARE) {
       this.#groupSize = Math.max(MIN_BLOCKS_PER_GROUP, this.#groupSize / 2);
     } else if (
-      (first >= 8 && firstAlive <= first * KEPT_SHARE) ||
-      (second >= 8 && secondAlive <= second * KEPT_SHARE / 2)
+      (asked[0] >= 8 && alive[0] <= asked[0] * KEPT_SHARE) ||
+      (asked[1] >= 8 && alive[1] <= asked[1] * KEPT_SHARE / 2)
     ) {
       this.#groupSize = Math.min(MAX_BLOCKS_PER_GROUP, 2 * this.#groupSize);
     }

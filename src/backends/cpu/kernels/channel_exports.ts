@@ -208,19 +208,11 @@ export interface ChannelUnitsExports {
   ): void;
   /** The normalize write of row u with its float64 constants at k + 32u. */
   bn_norm_units(...args: UnitsWrite): void;
-  /** The gradient write of row u with its float64 constants at k + 32u. */
-  bn_grad_units(
-    dy: number,
-    dyus: number,
-    x: number,
-    xus: number,
-    o: number,
-    ous: number,
-    inner: number,
-    dt: number,
-    units: number,
-    k: number,
-  ): void;
+  /**
+   * The gradient write of row u with its float64 constants at k + 32u: dy's row 0 and the bytes
+   * between its rows, then a units write's arguments (its input x).
+   */
+  bn_grad_units(dy: number, dyus: number, ...write: UnitsWrite): void;
   /** The swish write of row u with its float64 constants at k + 32u. */
   bn_swish_units(...args: UnitsWrite): void;
   /** The scale write of row u with its float64 constant at k + 32u. */
