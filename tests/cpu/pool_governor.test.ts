@@ -282,3 +282,30 @@ Deno.test("pool governor: real 2-thread calls are measured both ways, with the s
     setCpuThreads(before);
   }
 });
+
+Deno.test("pool governor: a new group starts with the way its nearest measured neighbour chose", () => {
+  const s = governed();
+  // The group of 2^20 elements measures: alone (1 ms) beats the pool (2 ms).
+  drive(s, 2 * GOVERNOR_WARMUP_RUNS, 2, 1);
+  // A new group of 2^18 (the same stages, dtype and layout) runs alone first, as its neighbour;
+  // a group of another layout has no measured neighbour and alternates, pooled first.
+  const near = groupKey(["sums", "write"], 0, "rows", 1 << 18);
+  const apart = groupKey(["sums", "write"], 0, "pixels", 1 << 18);
+  assert.equal(s.g.choose(apart, s.clock), true);
+  const ways: boolean[] = [];
+  for (let i = 0; i < 40; i++) {
+    const p = s.g.choose(near, s.clock);
+    ways.push(p);
+    // At this size the pool wins: 0.5 ms against 1.
+    const ms = p ? 0.5 : 1;
+    s.g.record(near, p, s.clock, ms, 1 << 18);
+    s.clock += ms;
+  }
+  assert.deepEqual(ways.slice(0, 4), [false, false, false, false], "alone first, as the neighbour");
+  // The pool runs as checks 4 ms apart, the first 4 ms after the third run alone began (runs
+  // of 1 ms: the seventh call), until it has measured three times, and wins from there on.
+  assert.equal(ways.indexOf(true), GOVERNOR_WARMUP_RUNS - 1 + 4);
+  const m = s.g.measured(near)!;
+  assert.ok(m.pooledRuns >= GOVERNOR_WARMUP_RUNS && m.pooled < m.alone);
+  assert.ok(ways.slice(-10).every((p) => p), "pooled once measured faster");
+});
