@@ -147,6 +147,34 @@ Deno.test(`wasm codecs (${BUILD} build): float32 rounds once to float16, bfloat1
   assert.ok(ties > 100_000, `float16 ties among the values: ${ties}`);
 });
 
+Deno.test(`wasm codecs (${BUILD} build): bfloat16 with no NaN constants (code 3) stores as code 2 does`, () => {
+  // Code 3 (stage_types.ts BFLOAT16_NO_NAN_CONSTANTS) rounds without the NaN lanes' choice.
+  // What a kernel of such a call can store: any non-NaN float32 value, and quiet NaNs whose
+  // low 16 bits are zero (widened bfloat16 operands, made quiet by the arithmetic, and the
+  // processor's default NaN). Over those, the bits of code 2.
+  const w = codecInstance();
+  const v = codecBits();
+  const values = new Float32Array(v.buffer);
+  const quietWidened = new Uint32Array(65536).map((_, h) => (h << 16 | 0x400000) >>> 0);
+  const storable = new Uint32Array([
+    ...v.filter((_, i) => !Number.isNaN(values[i])),
+    ...quietWidened,
+  ]);
+  const plain = wasmEncode(w, storable, 3) as Uint16Array;
+  const checked = wasmEncode(w, storable, 2) as Uint16Array;
+  let nans = 0;
+  for (let i = 0; i < storable.length; i++) {
+    assert.equal(plain[i], checked[i], `bfloat16 of ${storable[i].toString(16)}`);
+    if ((plain[i] & 0x7f80) === 0x7f80 && (plain[i] & 0x7f) !== 0) nans++;
+  }
+  assert.ok(nans >= 2 * 64, `quiet NaNs among the values: ${nans}`);
+  // Why the drivers pass code 2 when a constant is NaN: a NaN with low payload bits (a
+  // float32 weight's) carries into the exponent and comes out as -0.
+  const [low] = wasmEncode(w, new Uint32Array([0x7fffffff]), 3) as Uint16Array;
+  const [kept] = wasmEncode(w, new Uint32Array([0x7fffffff]), 2) as Uint16Array;
+  assert.deepEqual([low, kept], [0x8000, 0x7fff]);
+});
+
 /** The spacing of float16 values at h (finite): 2^-24 below 2^-14. */
 function halfUlp(h: number): number {
   const a = Math.abs(h);

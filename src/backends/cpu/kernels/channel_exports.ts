@@ -10,7 +10,10 @@
  * @module
  */
 
-/** The channel kernels' exports (byte addresses; dt 0 float32, 1 float16, 2 bfloat16). */
+/**
+ * The channel kernels' exports (byte addresses; dt 0 float32, 1 float16, 2 bfloat16, 3 bfloat16
+ * in a write with no NaN constant: stage_types.ts KernelCode).
+ */
 export interface ChannelExports {
   /** (sum, m2) of `rows` runs of one channel, as float64 at `out`. */
   bn_stats_rows(x: number, xs: number, inner: number, dt: number, rows: number, out: number): void;

@@ -26,6 +26,7 @@ import {
   rowsPerItem,
 } from "./layout_types.ts";
 import type { StatsStage, SumsStage, WriteStage } from "./stage_types.ts";
+import { type KernelCode, writeCode } from "./stage_types.ts";
 import type { WasmKernels } from "./wasm_instance.ts";
 import { runUnits, unitsFit } from "./channel_units.ts";
 import type { ChannelExports } from "./channel_exports.ts";
@@ -165,6 +166,8 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
           // (n0, c), rows of one channel C rows apart (swishCacheRow).
           const cache = s.cache;
           const cacheRow = swishCacheRow(inner) * 4;
+          // The write's code: its nine constants (the sums stage stores nothing).
+          const wdt = s.op === "swishGrad" ? writeCode(dt, q, kc, C, 9) : dt;
           const cs = cache ? C * cacheRow : 0;
           const cRow = cache ? cache.byteOffset + (n0 * C + c) * cacheRow : 0;
           if (s.op === "swishGrad" && cache) {
@@ -177,7 +180,7 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
               o,
               os,
               inner,
-              dt,
+              wdt,
               rows,
               kq(0),
               kq(1),
@@ -203,7 +206,7 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
               o,
               os,
               inner,
-              dt,
+              wdt,
               rows,
               ...k6,
               kq(6),
@@ -223,7 +226,7 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
             row(s.outHeap, s.outAt),
             os,
             inner,
-            dt,
+            writeCode(dt, q, kc, C, s.op === "swish" ? 4 : 3),
             rows,
             q[kc],
             q[C + kc],
@@ -243,7 +246,7 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
             row(s.outHeap, s.outAt),
             os,
             inner,
-            dt,
+            writeCode(dt, q, kc, C, 4),
             rows,
             q[kc],
             q[C + kc],
@@ -259,7 +262,7 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
             row(s.outHeap, s.outAt),
             os,
             inner,
-            dt,
+            writeCode(dt, s.constants, kc, C, 1),
             rows,
             s.constants[kc],
           );
@@ -295,8 +298,11 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
           kf[4 * (c & ~3) + 4 * j + (c & 3)] = s.constants![from + j * C + c];
         }
       }
+      // The write's code: the sample's constants, all of them a run from `from`.
+      wdt = writeCode(dt, s.constants!, from, 1, count * C);
     }
   };
+  let wdt: KernelCode = dt;
   if (!layout.perSample) load(0);
   let loaded = -1;
   const pixel = (heap: number, at: TensorAddress, q: number) => heap + (at.base + q * C) * es;
@@ -322,10 +328,10 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
         break;
       }
       case "normalize":
-        k.bn_norm_pix(pixel(s.xHeap, s.xAt, q0), pixel(s.outHeap, s.outAt, q0), C, dt, pix, kAt);
+        k.bn_norm_pix(pixel(s.xHeap, s.xAt, q0), pixel(s.outHeap, s.outAt, q0), C, wdt, pix, kAt);
         break;
       case "swish":
-        k.bn_swish_pix(pixel(s.xHeap, s.xAt, q0), pixel(s.outHeap, s.outAt, q0), C, dt, pix, kAt);
+        k.bn_swish_pix(pixel(s.xHeap, s.xAt, q0), pixel(s.outHeap, s.outAt, q0), C, wdt, pix, kAt);
         break;
       case "gradient":
         k.bn_grad_pix(
@@ -333,13 +339,20 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
           pixel(s.xHeap, s.xAt, q0),
           pixel(s.outHeap, s.outAt, q0),
           C,
-          dt,
+          wdt,
           pix,
           kAt,
         );
         break;
       case "scale":
-        k.bn_scale_pix(pixel(s.dyHeap, s.dyAt, q0), pixel(s.outHeap, s.outAt, q0), C, dt, pix, kAt);
+        k.bn_scale_pix(
+          pixel(s.dyHeap, s.dyAt, q0),
+          pixel(s.outHeap, s.outAt, q0),
+          C,
+          wdt,
+          pix,
+          kAt,
+        );
         break;
     }
   }

@@ -21,6 +21,36 @@ export const FLOAT16 = 1;
 /** bfloat16 data. */
 export const BFLOAT16 = 2;
 
+/**
+ * The kernels' code for bfloat16 data in a kernel call whose float constants hold no NaN:
+ * its stores round without the NaN lanes' choice, to the same bits (wasm/kernels.wat
+ * `$bits4` states why). The drivers pass it for such writes ({@linkcode writeCode}).
+ */
+export const BFLOAT16_NO_NAN_CONSTANTS = 3;
+
+/** A dtype code the kernels take: a {@linkcode DataCode}, or {@linkcode BFLOAT16_NO_NAN_CONSTANTS}. */
+export type KernelCode = DataCode | typeof BFLOAT16_NO_NAN_CONSTANTS;
+
+/**
+ * The kernels' code for a write of `dtype` data whose constants are `count` values of `q`,
+ * `stride` apart from `from`: {@linkcode BFLOAT16_NO_NAN_CONSTANTS} for bfloat16 when none is
+ * NaN, else `dtype`.
+ */
+export function writeCode(
+  dtype: DataCode,
+  q: ArrayLike<number>,
+  from: number,
+  stride: number,
+  count: number,
+): KernelCode {
+  if (dtype !== BFLOAT16) return dtype;
+  for (let j = 0; j < count; j++) {
+    const v = q[from + j * stride];
+    if (v !== v) return dtype;
+  }
+  return BFLOAT16_NO_NAN_CONSTANTS;
+}
+
 /** What a stage reads: Float32Array for float32, the Uint16Array bits otherwise. */
 export type ReadArray = Float32Array | Uint16Array;
 

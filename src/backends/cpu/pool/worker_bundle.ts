@@ -133,6 +133,46 @@ function blocksPerSample(layout) {
   return Math.ceil(layout.inner / pixelsPerBlock(layout));
 }
 
+// src/backends/cpu/kernels/stage_types.ts
+var BFLOAT16 = 2;
+var BFLOAT16_NO_NAN_CONSTANTS = 3;
+function writeCode(dtype, q, from, stride, count) {
+  if (dtype !== BFLOAT16) return dtype;
+  for (let j = 0; j < count; j++) {
+    const v = q[from + j * stride];
+    if (v !== v) return dtype;
+  }
+  return BFLOAT16_NO_NAN_CONSTANTS;
+}
+function uniformStage(fields) {
+  const record = {
+    op: fields.op,
+    layout: fields.layout,
+    dtype: fields.dtype,
+    items: fields.items,
+    dy: void 0,
+    dyAt: fields.dyAt,
+    x: void 0,
+    xAt: fields.xAt,
+    out: void 0,
+    outAt: fields.outAt,
+    dyHeap: -1,
+    xHeap: -1,
+    outHeap: -1,
+    mean: void 0,
+    partials: void 0,
+    constants: void 0,
+    cache: void 0,
+    group: 0,
+    eps: NaN,
+    gamma: void 0,
+    beta: void 0,
+    stats: void 0,
+    rstd: void 0
+  };
+  return Object.assign(record, fields);
+}
+
 // src/backends/cpu/kernels/channel_units.ts
 var MAX_UNITS = 8192;
 var UNITS_OPS = /* @__PURE__ */ new Set([
@@ -173,21 +213,27 @@ function runUnits(s, from, to, w, count) {
       s.partials.set(f64.subarray(0, 2 * units), 2 * u0);
     } else {
       const q = s.constants;
+      let nan = false;
       for (let i = 0; i < units; i++) {
         const u = u0 + i;
         const base = (perSample ? Math.floor(u / C) * count * C : 0) + u % C;
-        for (let j = 0; j < count; j++) f64[4 * i + j] = q[base + j * C];
+        for (let j = 0; j < count; j++) {
+          const v = q[base + j * C];
+          f64[4 * i + j] = v;
+          nan ||= v !== v;
+        }
       }
+      const wdt = dt === BFLOAT16 && !nan ? BFLOAT16_NO_NAN_CONSTANTS : dt;
       const o = at(s.outHeap, s.outAt, u0);
       const os = s.outAt.strideC * es;
       const x = at(s.xHeap, s.xAt, u0);
       const xs = s.xAt.strideC * es;
       const dy = at(s.dyHeap, s.dyAt, u0);
       const dys = s.dyAt.strideC * es;
-      if (s.op === "normalize") k.bn_norm_units(x, xs, o, os, inner, dt, units, w.at);
-      else if (s.op === "swish") k.bn_swish_units(x, xs, o, os, inner, dt, units, w.at);
-      else if (s.op === "scale") k.bn_scale_units(dy, dys, o, os, inner, dt, units, w.at);
-      else k.bn_grad_units(dy, dys, x, xs, o, os, inner, dt, units, w.at);
+      if (s.op === "normalize") k.bn_norm_units(x, xs, o, os, inner, wdt, units, w.at);
+      else if (s.op === "swish") k.bn_swish_units(x, xs, o, os, inner, wdt, units, w.at);
+      else if (s.op === "scale") k.bn_scale_units(dy, dys, o, os, inner, wdt, units, w.at);
+      else k.bn_grad_units(dy, dys, x, xs, o, os, inner, wdt, units, w.at);
     }
   }
 }
@@ -270,11 +316,12 @@ function runChannelItems(s, from, to, w) {
           const xRow = row(s.xHeap, s.xAt);
           const cache = s.cache;
           const cacheRow = swishCacheRow(inner) * 4;
+          const wdt2 = s.op === "swishGrad" ? writeCode(dt, q, kc, C, 9) : dt;
           const cs = cache ? C * cacheRow : 0;
           const cRow = cache ? cache.byteOffset + (n0 * C + c) * cacheRow : 0;
           if (s.op === "swishGrad" && cache) {
             const o = row(s.outHeap, s.outAt);
-            k.gs_grad_cached_rows(cRow, cs, xRow, xs, o, os, inner, dt, rows, kq(0), kq(1), kq(6), kq(7), kq(8));
+            k.gs_grad_cached_rows(cRow, cs, xRow, xs, o, os, inner, wdt2, rows, kq(0), kq(1), kq(6), kq(7), kq(8));
             break;
           }
           const dyRow = row(s.dyHeap, s.dyAt);
@@ -292,7 +339,7 @@ function runChannelItems(s, from, to, w) {
             s.partials[2 * u + 1] = f64[1];
           } else {
             const o = row(s.outHeap, s.outAt);
-            k.gs_grad_rows(dyRow, dys, xRow, xs, o, os, inner, dt, rows, ...k6, kq(6), kq(7), kq(8));
+            k.gs_grad_rows(dyRow, dys, xRow, xs, o, os, inner, wdt2, rows, ...k6, kq(6), kq(7), kq(8));
           }
           break;
         }
@@ -305,7 +352,7 @@ function runChannelItems(s, from, to, w) {
             row(s.outHeap, s.outAt),
             os,
             inner,
-            dt,
+            writeCode(dt, q, kc, C, s.op === "swish" ? 4 : 3),
             rows,
             q[kc],
             q[C + kc],
@@ -317,11 +364,11 @@ function runChannelItems(s, from, to, w) {
         }
         case "gradient": {
           const q = s.constants;
-          k.bn_grad_rows(row(s.dyHeap, s.dyAt), dys, row(s.xHeap, s.xAt), xs, row(s.outHeap, s.outAt), os, inner, dt, rows, q[kc], q[C + kc], q[2 * C + kc], q[3 * C + kc]);
+          k.bn_grad_rows(row(s.dyHeap, s.dyAt), dys, row(s.xHeap, s.xAt), xs, row(s.outHeap, s.outAt), os, inner, writeCode(dt, q, kc, C, 4), rows, q[kc], q[C + kc], q[2 * C + kc], q[3 * C + kc]);
           break;
         }
         case "scale":
-          k.bn_scale_rows(row(s.dyHeap, s.dyAt), dys, row(s.outHeap, s.outAt), os, inner, dt, rows, s.constants[kc]);
+          k.bn_scale_rows(row(s.dyHeap, s.dyAt), dys, row(s.outHeap, s.outAt), os, inner, writeCode(dt, s.constants, kc, C, 1), rows, s.constants[kc]);
           break;
       }
     }
@@ -347,8 +394,10 @@ function runChannelItems(s, from, to, w) {
           kf[4 * (c & ~3) + 4 * j + (c & 3)] = s.constants[from2 + j * C + c];
         }
       }
+      wdt = writeCode(dt, s.constants, from2, 1, count * C);
     }
   };
+  let wdt = dt;
   if (!layout.perSample) load(0);
   let loaded = -1;
   const pixel = (heap, at, q) => heap + (at.base + q * C) * es;
@@ -374,16 +423,16 @@ function runChannelItems(s, from, to, w) {
         break;
       }
       case "normalize":
-        k.bn_norm_pix(pixel(s.xHeap, s.xAt, q0), pixel(s.outHeap, s.outAt, q0), C, dt, pix, kAt);
+        k.bn_norm_pix(pixel(s.xHeap, s.xAt, q0), pixel(s.outHeap, s.outAt, q0), C, wdt, pix, kAt);
         break;
       case "swish":
-        k.bn_swish_pix(pixel(s.xHeap, s.xAt, q0), pixel(s.outHeap, s.outAt, q0), C, dt, pix, kAt);
+        k.bn_swish_pix(pixel(s.xHeap, s.xAt, q0), pixel(s.outHeap, s.outAt, q0), C, wdt, pix, kAt);
         break;
       case "gradient":
-        k.bn_grad_pix(pixel(s.dyHeap, s.dyAt, q0), pixel(s.xHeap, s.xAt, q0), pixel(s.outHeap, s.outAt, q0), C, dt, pix, kAt);
+        k.bn_grad_pix(pixel(s.dyHeap, s.dyAt, q0), pixel(s.xHeap, s.xAt, q0), pixel(s.outHeap, s.outAt, q0), C, wdt, pix, kAt);
         break;
       case "scale":
-        k.bn_scale_pix(pixel(s.dyHeap, s.dyAt, q0), pixel(s.outHeap, s.outAt, q0), C, dt, pix, kAt);
+        k.bn_scale_pix(pixel(s.dyHeap, s.dyAt, q0), pixel(s.outHeap, s.outAt, q0), C, wdt, pix, kAt);
         break;
     }
   }
@@ -480,36 +529,6 @@ function stageOfCode(code) {
   const op = STAGE_OPS[code - 1];
   if (op === void 0) throw new RangeError(\`job words: no stage kind has code \${code}\`);
   return op;
-}
-
-// src/backends/cpu/kernels/stage_types.ts
-function uniformStage(fields) {
-  const record = {
-    op: fields.op,
-    layout: fields.layout,
-    dtype: fields.dtype,
-    items: fields.items,
-    dy: void 0,
-    dyAt: fields.dyAt,
-    x: void 0,
-    xAt: fields.xAt,
-    out: void 0,
-    outAt: fields.outAt,
-    dyHeap: -1,
-    xHeap: -1,
-    outHeap: -1,
-    mean: void 0,
-    partials: void 0,
-    constants: void 0,
-    cache: void 0,
-    group: 0,
-    eps: NaN,
-    gamma: void 0,
-    beta: void 0,
-    stats: void 0,
-    rstd: void 0
-  };
-  return Object.assign(record, fields);
 }
 
 // src/backends/cpu/pool/job_words.ts

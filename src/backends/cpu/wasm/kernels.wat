@@ -16,7 +16,8 @@
 ;; Binaryen then inlines every helper below into the kernels. So helpers may stay small
 ;; functions and constants stay where they are used, at no cost in the loops.
 ;;
-;; Data: `dt` is the element type of a tensor: 0 float32, 1 float16, 2 bfloat16 (raw bits).
+;; Data: `dt` is the element type of a tensor: 0 float32, 1 float16, 2 bfloat16 (raw bits),
+;; 3 bfloat16 with no NaN among the kernel's float constants (the drivers' choice: see $bits4).
 ;; The kernels widen elements exactly to float32 lanes ($ld4), compute in float32, and round
 ;; each output once from float32 to its dtype, to nearest even ($bits4); row_norms.wat states
 ;; the numerics.
@@ -28,12 +29,12 @@
   ;; Codecs
 
   ;; Four elements at byte address p as float32 lanes (exact).
-  ;; bfloat16: the top half of a float32. float16: $f16x4.
+  ;; bfloat16 (dt 2 or 3): the top half of a float32. float16: $f16x4.
   (func $ld4 (param $p i32) (param $dt i32) (result v128)
     (if (result v128) (i32.eqz (local.get $dt))
       (then (v128.load (local.get $p)))
       (else
-        (if (result v128) (i32.eq (local.get $dt) (i32.const 2))
+        (if (result v128) (i32.ge_u (local.get $dt) (i32.const 2))
           (then (i32x4.shl (v128.load16x4_u (local.get $p)) (i32.const 16)))
           (else (call $f16x4 (local.get $p)))))))
 
@@ -60,12 +61,31 @@
           (v128.const i32x4 0x7bff 0x7bff 0x7bff 0x7bff))
         (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000))))
 
-  ;; dt's bits (dt 1 or 2) of four float32 lanes v, each rounded once to nearest even, in the
-  ;; low four 16-bit lanes (the high four unspecified). bfloat16: NaN keeps its sign and top
-  ;; payload bits, made quiet. float16: $f16bits4.
+  ;; dt's bits (dt 1, 2 or 3) of four float32 lanes v, each rounded once to nearest even, in
+  ;; the low four 16-bit lanes (the high four unspecified). bfloat16: NaN keeps its sign and
+  ;; top payload bits, made quiet. float16: $f16bits4.
+  ;; dt 3, bfloat16 whose kernel has no NaN among its float constants, rounds without the NaN
+  ;; lanes' choice, to the same bits: every NaN such a kernel can store comes from arithmetic
+  ;; on its lanes (no kernel stores a loaded element as it is), so it is quiet, and it is
+  ;; either a widened bfloat16 NaN (its operand's payload, propagated) or the processor's
+  ;; default NaN (an invalid operation on non-NaN lanes): its low 16 bits are zero, so adding
+  ;; 0x7fff and the even bit carries nothing and the shift keeps its top half, which the NaN
+  ;; choice below would have made quiet. A NaN constant (a NaN weight or statistic) may
+  ;; carry low payload bits, where the addition could carry into the exponent: the drivers
+  ;; pass 2 for those (kernels/store_codes.ts). 0.78x the time of bfloat16 channels-last
+  ;; batchNorm's normalize write (bench/RESULTS.md, eighth session).
   (func $bits4 (param $dt i32) (param $v v128) (result v128)
     (local $t v128)
     (local $r v128)
+    (if (i32.eq (local.get $dt) (i32.const 3))
+      (then
+        (local.set $r
+          (i32x4.shr_u
+            (i32x4.add
+              (i32x4.add (local.get $v) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff))
+              (v128.and (i32x4.shr_u (local.get $v) (i32.const 16)) (v128.const i32x4 1 1 1 1)))
+            (i32.const 16)))
+        (return (i16x8.narrow_i32x4_u (local.get $r) (local.get $r)))))
     (if (result v128) (i32.eq (local.get $dt) (i32.const 2))
       (then
         ;; NaN lanes: the float32 self-comparison (one instruction, no constant), chosen by

@@ -1,0 +1,145 @@
+/**
+ * bfloat16 writes whose constants hold no NaN store without the NaN lanes' choice (the
+ * kernels' code 3, kernels/stage_types.ts BFLOAT16_NO_NAN_CONSTANTS); those with a NaN
+ * constant keep it (code 2). Either way each output is the float32 value rounded once to
+ * bfloat16, and a NaN stays a quiet NaN: here NaN and infinite inputs in some channels, a NaN
+ * float32 weight in another, through the normalize write (batchNorm training) and the gradient write
+ * (groupNormBackward), on the units, rows and channels-last pixel paths. The expected bits
+ * come from the same call in float32 on the same values (exactly representable), each output
+ * rounded to nearest even (numberToBf16).
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { batchNorm, groupNorm, groupNormBackward, Tensor } from "../../mod.ts";
+import { numberToBf16 } from "../../src/tensor/dtype.ts";
+import { hostData } from "../../src/backends/cpu/tensors/tensor_arrays.ts";
+
+/** bfloat16 bits of NaNs and infinities placed in the inputs. */
+const SIGNALLING_NAN = 0x7f81;
+const NEGATIVE_QUIET_NAN = 0xffc3;
+const INFINITY = 0x7f80;
+
+/** A bfloat16 tensor of `bits` (NCHW order), in the heap, NCHW or channels-last. */
+function bf16(bits: Uint16Array, shape: readonly number[], channelsLast: boolean): Tensor {
+  const t = Tensor.fromData(bits, shape).clone();
+  return channelsLast ? t.permute([0, 2, 3, 1]).contiguous().permute([0, 3, 1, 2]) : t;
+}
+
+/** The float32 tensor of the same values (bfloat16 widens exactly; NaNs become NaN). */
+function widened(bits: Uint16Array, shape: readonly number[]): Tensor {
+  const u32 = new Uint32Array(bits.length).map((_, i) => bits[i] << 16);
+  return Tensor.fromData(new Float32Array(u32.buffer), shape).clone();
+}
+
+/** Random bfloat16 bits in [-2, 2), with `special` patterns at (channel, index) places. */
+function inputBits(shape: readonly number[], seed: number, special: [number, number, number][]) {
+  const [N, C, H, W] = shape;
+  const values = Tensor.random(shape, { seed }).toArray();
+  const bits = new Uint16Array(values.map((v) => numberToBf16(4 * v - 2)));
+  for (const [c, k, pattern] of special) {
+    const n = k % N;
+    const hw = Math.floor(k / N) % (H * W);
+    bits[(n * C + c) * H * W + hw] = pattern;
+  }
+  return bits;
+}
+
+/** The bits of `t` in NCHW order. */
+function bitsOf(t: Tensor): Uint16Array {
+  return hostData(t.contiguous()) as Uint16Array;
+}
+
+/** Every output of `actual` (bfloat16) is `expected`'s (float32) rounded once, NaN quiet. */
+function assertRounded(actual: Tensor, expected: Tensor, what: string): number {
+  const got = bitsOf(actual);
+  const want = expected.contiguous().toArray();
+  let nans = 0;
+  for (let i = 0; i < want.length; i++) {
+    if (Number.isNaN(want[i])) {
+      nans++;
+      assert.equal(got[i] & 0x7fc0, 0x7fc0, `${what}[${i}]: ${got[i].toString(16)}, a quiet NaN`);
+    } else {
+      assert.equal(got[i], numberToBf16(want[i]), `${what}[${i}] of ${want[i]}`);
+    }
+  }
+  return nans;
+}
+
+const CASES = [
+  ["units", [2, 8, 4, 4], false],
+  ["rows", [2, 8, 24, 24], false],
+  ["channels-last pixels", [2, 8, 24, 24], true],
+] as const;
+
+for (const [path, shape, channelsLast] of CASES) {
+  Deno.test(`bfloat16 stores without the NaN choice (${path}): batchNorm's normalize write`, () => {
+    const C = shape[1];
+    // Channel 1: a signalling and a negative quiet NaN; channel 2: +Inf; channel 3: a NaN
+    // weight (its constants NaN: code 2 for its rows, or for the whole call's pixels).
+    const x = inputBits(shape, 1, [[1, 3, SIGNALLING_NAN], [1, 7, NEGATIVE_QUIET_NAN], [
+      2,
+      5,
+      INFINITY,
+    ]]);
+    // A float32 weight (as CANN takes it with bfloat16 data), channel 3's a NaN whose low
+    // payload bits are set: code 3 would carry them into the exponent (a -0 output).
+    const w = new Float32Array(C).map((_, c) => 0.5 + c / 8);
+    new Uint32Array(w.buffer)[3] = 0x7fffffff;
+    const b = new Uint16Array(C).map((_, c) => numberToBf16(c / 16 - 0.25));
+    const weight = Tensor.fromData(w, [C]).clone();
+    const run = (input: Tensor, bias: Tensor) =>
+      batchNorm({ input, weight, bias, training: true, eps: 1e-5 });
+    const low = run(bf16(x, shape, channelsLast), bf16(b, [C], false));
+    const wide = run(widened(x, shape), widened(b, [C]));
+    const nans = assertRounded(low.output, wide.output, "output");
+    const plane = shape[0] * shape[2] * shape[3];
+    assert.equal(nans, 3 * plane, "channels 1, 2 (Inf - Inf) and 3 (NaN weight) are NaN");
+  });
+
+  Deno.test(`bfloat16 stores without the NaN choice (${path}): groupNormBackward's gradient write`, () => {
+    const [N, C, H, W] = shape;
+    const group = 4; // groups of two channels
+    const x = inputBits(shape, 2, [[2, 1, SIGNALLING_NAN]]);
+    const dy = inputBits(shape, 3, [[5, 4, NEGATIVE_QUIET_NAN]]);
+    const g = new Uint16Array(C).map((_, c) => numberToBf16(1 - c / 16));
+    // The statistics of the bfloat16 forward (bfloat16 outputs), widened for the float32 run.
+    const fwd = groupNorm({
+      input: bf16(x, shape, false),
+      gamma: bf16(g, [C], false),
+      beta: Tensor.zeros([C], "bfloat16"),
+      group,
+    });
+    const run = (input: Tensor, gradOut: Tensor, gamma: Tensor, mean: Tensor, rstd: Tensor) =>
+      groupNormBackward({
+        gradOut,
+        input,
+        mean,
+        rstd,
+        gamma,
+        N,
+        C,
+        HxW: H * W,
+        group,
+        outputMask: [true, false, false],
+      });
+    const low = run(
+      bf16(x, shape, channelsLast),
+      bf16(dy, shape, channelsLast),
+      bf16(g, [C], false),
+      fwd.mean,
+      fwd.rstd,
+    );
+    const wide = run(
+      widened(x, shape),
+      widened(dy, shape),
+      widened(g, [C]),
+      widened(bitsOf(fwd.mean), fwd.mean.shape),
+      widened(bitsOf(fwd.rstd), fwd.rstd.shape),
+    );
+    const nans = assertRounded(low.gradInput!, wide.gradInput!, "gradInput");
+    // The groups of channels 2 and 5 (channels 2-3 and 4-5 of each sample with the NaN).
+    assert.ok(nans >= 2 * H * W && nans <= 4 * N * H * W, `${nans} NaN outputs`);
+  });
+}
