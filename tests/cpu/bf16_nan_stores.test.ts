@@ -12,7 +12,7 @@
  */
 
 import assert from "node:assert/strict";
-import { batchNorm, groupNorm, groupNormBackward, Tensor } from "../../mod.ts";
+import { batchNorm, groupNorm, groupNormBackward, layerNorm, rmsNorm, Tensor } from "../../mod.ts";
 import { numberToBf16 } from "../../src/tensor/dtype.ts";
 import { hostData } from "../../src/backends/cpu/tensors/tensor_arrays.ts";
 
@@ -141,5 +141,36 @@ for (const [path, shape, channelsLast] of CASES) {
     const nans = assertRounded(low.gradInput!, wide.gradInput!, "gradInput");
     // The groups of channels 2 and 5 (channels 2-3 and 4-5 of each sample with the NaN).
     assert.ok(nans >= 2 * H * W && nans <= 4 * N * H * W, `${nans} NaN outputs`);
+  });
+}
+
+/** A [rows, n] bfloat16 input with NaNs in row 1 and +Inf in row 2 (random elsewhere). */
+function rowBits(rows: number, n: number): Uint16Array {
+  const bits = inputBits([rows, n, 1, 1], 4, []);
+  bits[n + 5] = SIGNALLING_NAN;
+  bits[n + 9] = NEGATIVE_QUIET_NAN;
+  bits[2 * n + 1] = INFINITY;
+  return bits;
+}
+
+for (const [rows, n] of [[6, 40], [64, 1000]] as const) {
+  Deno.test(`bfloat16 stores without the NaN choice (rows of ${n}): rmsNorm and layerNorm`, () => {
+    const x = rowBits(rows, n);
+    const low = bf16(x, [rows, n], false);
+    const wide = widened(x, [rows, n]);
+    // A float32 gamma: clean, then with a NaN of low payload bits in column 3 (code 2).
+    for (const nanColumn of [false, true]) {
+      const g = new Float32Array(n).map((_, j) => 0.75 + j / (2 * n));
+      if (nanColumn) new Uint32Array(g.buffer)[3] = 0x7fffffff;
+      const gamma = Tensor.fromData(g, [n]).clone();
+      const what = nanColumn ? "with a NaN gamma" : "";
+      const r = (t: Tensor) => rmsNorm({ x: t, gamma, epsilon: 1e-6 }).y;
+      const nans = assertRounded(r(low), r(wide), `rmsNorm ${what}`);
+      // Row 1, row 2's Inf (Inf * 0), and column 3 with the NaN gamma.
+      assert.equal(nans, n + 1 + (nanColumn ? rows - 1 : 0));
+      const l = (t: Tensor) =>
+        layerNorm({ input: t, normalizedShape: [n], weight: gamma, bias: gamma }).output;
+      assertRounded(l(low), l(wide), `layerNorm ${what}`);
+    }
   });
 }

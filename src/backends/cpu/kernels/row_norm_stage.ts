@@ -26,7 +26,10 @@ export const ROW_N = 0;
 export const ROW_ROWS = 1;
 /** Parameter index: rows per work item. */
 export const ROW_PER = 2;
-/** Parameter index: dtype code of the data tensors. */
+/**
+ * Parameter index: the kernels' dtype code of the data tensors (stage_types.ts KernelCode:
+ * bfloat16's code 3 when no float constant of the call is NaN; rows/heap_rows.ts run).
+ */
 export const ROW_DT = 3;
 /** Parameter index: epsilon, as the float32 the kernels receive (CANN's attribute is a float). */
 export const ROW_EPS = 4;

@@ -31,7 +31,13 @@ import {
   runRowNormItems,
 } from "../kernels/row_norm_stage.ts";
 import type { RowNormExports } from "../kernels/row_exports.ts";
-import { type ReadArray, uniformStage } from "../kernels/stage_types.ts";
+import {
+  BFLOAT16,
+  BFLOAT16_NO_NAN_CONSTANTS,
+  type DataCode,
+  type ReadArray,
+  uniformStage,
+} from "../kernels/stage_types.ts";
 import type { TensorAddress } from "../kernels/layout_types.ts";
 import { WASM_REGION_BYTES } from "../kernels/wasm_instance.ts";
 import { choosePool, readyPool, runPooled } from "../pool/pool.ts";
@@ -50,6 +56,12 @@ interface RowCall {
   readonly p: Float64Array;
   readonly arrays: Float32Array;
   readonly at: number;
+  /**
+   * Whether a float constant of the kernels (eps, alpha, a column or per-row array written
+   * here) is NaN: a bfloat16 call runs with the kernels' code 2 then, else with
+   * BFLOAT16_NO_NAN_CONSTANTS (stage_types.ts; see {@linkcode run}).
+   */
+  nan: boolean;
 }
 
 /**
@@ -77,7 +89,14 @@ function setUp(
     p[ROW_DATA + 2 * i] = d.at;
     p[ROW_DATA + 2 * i + 1] = d.stride;
   });
-  return { k: kernels.exports, region: kernels.at, p, arrays: block.arrays, at: block.arraysAt };
+  return {
+    k: kernels.exports,
+    region: kernels.at,
+    p,
+    arrays: block.arrays,
+    at: block.arraysAt,
+    nan: Number.isNaN(p[ROW_EPS]),
+  };
 }
 
 /** Sets array parameter `i` to entry `entry` of the call's float32 arrays. */
@@ -87,8 +106,26 @@ function array(c: RowCall, i: number, entry: number): void {
 
 /** Writes n per-column values at `entry` and zeroes their padding to a whole vector. */
 function columns(c: RowCall, entry: number, values: Float64Array, n: number): void {
-  c.arrays.set(values.subarray(0, n), entry);
+  perRow(c, entry, values, n);
   c.arrays.fill(0, entry + n, entry + padded(n));
+}
+
+/** Writes the first `count` of `values` (per-row or per-column constants) at `entry`. */
+function perRow(c: RowCall, entry: number, values: ArrayLike<number>, count: number): void {
+  const arrays = c.arrays;
+  let nan = false;
+  for (let i = 0; i < count; i++) {
+    const v = values[i];
+    arrays[entry + i] = v;
+    nan ||= v !== v;
+  }
+  c.nan ||= nan;
+}
+
+/** Sets the fused add's alpha (a float32, as CANN's kernels take it). */
+function setAlpha(c: RowCall, alpha: number): void {
+  c.p[ROW_ALPHA] = Math.fround(alpha);
+  c.nan ||= Number.isNaN(alpha);
 }
 
 /** Nowhere: the row-norm stages keep their addresses in their parameters. */
@@ -108,8 +145,12 @@ function run(op: RowNormOp, c: RowCall, anchor: HostData, alone = false): void {
   const pool = threads > 1 && numel >= MIN_PARALLEL_ELEMENTS && items > 1
     ? readyPool(threads - 1)
     : undefined;
+  const code = c.p[ROW_DT];
+  const dt = (code === BFLOAT16_NO_NAN_CONSTANTS ? BFLOAT16 : code) as DataCode;
+  // The kernels' code: bfloat16 stores without the NaN lanes' choice when no float constant
+  // of the call is NaN (its data's NaNs are widened bfloat16 ones: kernels.wat $bits4).
+  c.p[ROW_DT] = dt === BFLOAT16 && !c.nan ? BFLOAT16_NO_NAN_CONSTANTS : dt;
   if (!pool) return runRowNormItems(c.k, op, c.p, 0, items, c.region);
-  const dt = c.p[ROW_DT] as 0 | 1 | 2;
   const key = groupKey([op], dt, "rows", numel);
   const start = performance.now();
   const pooled = choosePool(pool, key, start);
@@ -227,8 +268,8 @@ function backwardCall(
   const partials = sums ? items * c4 : 0;
   const c = setUp(data, rows, n, NaN, c4 + 2 * rows + 2 * partials);
   columns(c, 0, w, n);
-  c.arrays.set(mean.subarray(0, rows), c4);
-  c.arrays.set(rstd.subarray(0, rows), c4 + rows);
+  perRow(c, c4, mean, rows);
+  perRow(c, c4 + rows, rstd, rows);
   const pw = c4 + 2 * rows;
   const pb = pw + partials;
   [0, c4, c4 + rows, pw, pb].forEach((entry, i) => array(c, i, entry));
@@ -257,7 +298,7 @@ export function rmsNormGradHeap(
   const partials = items * c4;
   const c = setUp(data, rows, n, NaN, c4 + rows + partials);
   columns(c, 0, g, n);
-  c.arrays.set(rstd.subarray(0, rows), c4);
+  perRow(c, c4, rstd, rows);
   [0, c4, c4 + rows].forEach((entry, i) => array(c, i, entry));
   run("rmsNormGradRows", c, anchor);
   const pg = c4 + rows;
@@ -335,7 +376,7 @@ export function addLayerNormHeap(
   if (o.columnBias) columns(c, 2 * c4, o.columnBias, n);
   [0, c4, 2 * c4, 3 * c4, 3 * c4 + rows].forEach((entry, i) => array(c, i, entry));
   c.p[ROW_FLAGS] = (o.storeX ? 1 : 0) | (o.biasRows ? 2 : 0) | (o.columnBias ? 4 : 0);
-  c.p[ROW_ALPHA] = Math.fround(o.alpha);
+  setAlpha(c, o.alpha);
   c.p[ROW_SCRATCH] = own ? c.at + 4 * (3 * c4 + 2 * rows) : -1;
   run("addLayerNormRows", c, anchor, own);
   return {
@@ -368,7 +409,7 @@ export function addLayerNormGradHeap(
     p[ROW_DATA + 6] = p[ROW_DATA + 7] = 0;
   }
   p[ROW_FLAGS] = (o.dsum ? 1 : 0) | (o.deep ? 2 : 0);
-  p[ROW_ALPHA] = Math.fround(o.alpha);
+  setAlpha(b.c, o.alpha);
   run("addLayerNormGradRows", b.c, anchor);
   return columnSums(b, n);
 }
@@ -459,8 +500,8 @@ export function adaLayerNormGradHeap(
   columns(c, 0, w, n);
   columns(c, c4, bias, n);
   for (let i = 0; i < ada.batches; i++) columns(c, sc + i * c4, ada.scale.subarray(i * n), n);
-  c.arrays.set(mean.subarray(0, rows), stats);
-  c.arrays.set(rstd.subarray(0, rows), stats + rows);
+  perRow(c, stats, mean, rows);
+  perRow(c, stats + rows, rstd, rows);
   [0, c4, sc, stats, pw].forEach((entry, i) => array(c, i, entry));
   c.p[ROW_FLAGS] = data.length > 2 ? 1 : 0;
   c.p[ROW_SEQ] = ada.seq;
