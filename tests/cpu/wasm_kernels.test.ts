@@ -175,6 +175,24 @@ Deno.test(`wasm codecs (${BUILD} build): bfloat16 with no NaN constants (code 3)
   assert.deepEqual([low, kept], [0x8000, 0x7fff]);
 });
 
+Deno.test(`wasm codecs (${BUILD} build): float16 in a write that computes no NaN (code 4) stores as code 1 does`, () => {
+  // Code 4 (stage_types.ts FLOAT16_NO_NAN) skips the NaN lanes' choice: over every value
+  // that is not NaN (ties, subnormals, overflow to Inf included), the bits of code 1.
+  const w = codecInstance();
+  const v = codecBits();
+  const values = new Float32Array(v.buffer);
+  const finite = v.filter((_, i) => !Number.isNaN(values[i]));
+  assert.ok(finite.length > 1_000_000);
+  const plain = wasmEncode(w, finite, 4) as Uint16Array;
+  const checked = wasmEncode(w, finite, 1) as Uint16Array;
+  for (let i = 0; i < finite.length; i++) {
+    assert.equal(plain[i], checked[i], `float16 of ${finite[i].toString(16)}`);
+  }
+  // Its loads are float16's.
+  const bits = new Uint16Array(65536).map((_, i) => i);
+  assert.deepEqual(wasmDecode(w, bits, 4), wasmDecode(w, bits, 1));
+});
+
 /** The spacing of float16 values at h (finite): 2^-24 below 2^-14. */
 function halfUlp(h: number): number {
   const a = Math.abs(h);

@@ -75,9 +75,15 @@ export function batchNormReduceBackward(
  * sumDyXmu / M), as the gradient's per-channel constants packed by
  * {@linkcode fillGradConstants}.
  */
-function gradStage(call: Call, dy: Tensor, x: Tensor, gradInput: Tensor): WriteStage {
+function gradStage(
+  call: Call,
+  dy: Tensor,
+  x: Tensor,
+  gradInput: Tensor,
+  dataSums: boolean,
+): WriteStage {
   const constants = float64(call, GRADIENT_CONSTANTS * call.layout.C);
-  return writeStage(call, "gradient", dy, x, gradInput, constants);
+  return writeStage(call, "gradient", dy, x, gradInput, constants, dataSums);
 }
 
 /** The training-mode gradient's per-channel constants (see formulas.ts), with M = total. */
@@ -170,7 +176,7 @@ export function batchNormBackward(plan: BatchNormBackwardPlan, t: BatchNormBackw
     between.push(() => (sums = mergeChannelSums(call.layout, stage.partials)));
   }
   if (gradInput && plan.training) {
-    const stage = gradStage(call, t.gradOut, t.input, gradInput);
+    const stage = gradStage(call, t.gradOut, t.input, gradInput, true);
     stages.push(stage);
     const merge = between.pop()!;
     between.push(() => {
@@ -224,7 +230,8 @@ export function batchNormElemtBackward(
   }
   let total = 0;
   for (const v of channelValues(t.counter)) total += v;
-  const stage = gradStage(call, t.gradOut, t.input, t.gradInput);
+  // Given sums (another rank's, SyncBatchNorm): not this call's over its data.
+  const stage = gradStage(call, t.gradOut, t.input, t.gradInput, false);
   const toPromoted = float16 ? Math.f16round : (v: number) => v;
   const mean = (sums: Float64Array) => mapValues(sums, (v) => toPromoted(Math.fround(v / total)));
   const means = { first: mean(channelValues(t.sumDy)), second: mean(channelValues(t.sumDyXmu)) };

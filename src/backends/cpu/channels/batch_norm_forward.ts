@@ -77,8 +77,11 @@ export function batchNormStats(plan: BatchNormStatsPlan, t: BatchNormStatsTensor
   writeChannelValues(t.invstd, stats.invstd);
 }
 
-/** The normalizing write y = (x - mean) * invstd * w + b; constants packed later. */
-function normalizeStage(call: Call, x: Tensor, output: Tensor): WriteStage {
+/**
+ * The normalizing write y = (x - mean) * invstd * w + b; constants packed later, from this
+ * call's statistics of x when `dataSums` (training) or from given ones.
+ */
+function normalizeStage(call: Call, x: Tensor, output: Tensor, dataSums: boolean): WriteStage {
   return writeStage(
     call,
     "normalize",
@@ -86,6 +89,7 @@ function normalizeStage(call: Call, x: Tensor, output: Tensor): WriteStage {
     x,
     output,
     float64(call, NORMALIZE_CONSTANTS * call.layout.C),
+    dataSums,
   );
 }
 
@@ -117,7 +121,7 @@ export function batchNormElemt(plan: BatchNormElemtPlan, t: BatchNormElemtTensor
       RELAYOUT,
     );
   }
-  const stage = normalizeStage(call, t.input, t.output);
+  const stage = normalizeStage(call, t.input, t.output, false);
   fillNormalize(
     stage,
     channelValues(t.mean),
@@ -183,7 +187,7 @@ export function batchNorm(plan: BatchNormPlan, t: BatchNormTensors): void {
   }
   const weight = channelValuesOr(t.weight, C, 1);
   const bias = channelValuesOr(t.bias, C, 0);
-  const write = normalizeStage(call, t.input, t.output);
+  const write = normalizeStage(call, t.input, t.output, plan.training);
   if (!plan.training) {
     const mean = channelValuesOr(t.runningMean, C, 0);
     fillNormalize(write, mean, invstdOf(channelValuesOr(t.runningVar, C, 1), eps), weight, bias);

@@ -178,6 +178,7 @@ function groupNormWith(
     t.input,
     t.output,
     float64(call, count * N * C),
+    true,
   );
   const gamma = channelValuesOr(t.gamma, C, 1);
   const beta = channelValuesOr(t.beta, C, 0);
@@ -270,6 +271,7 @@ function backwardPasses(
       t.input,
       gradInput,
       float64(call, GRADIENT_CONSTANTS * N * C),
+      true,
     )
     : undefined;
   const constants = () => {

@@ -103,7 +103,8 @@ export function statsStage(call: Call, x: Tensor): StatsStage {
  * A write stage of `call` (normalize, gradient or scale) into `out` with the packed `constants`.
  * The call's data tensors are x then out without `dy` (a forward; dyAt is x's address, unread),
  * and dy, x, out with it (a backward); `x` undefined: the stage does not read x (scale), though
- * the call holds it.
+ * the call holds it. `dataSums`: its constants come from this call's sums over the data it
+ * reads (stage_types.ts WriteStage.dataSums).
  */
 export function writeStage(
   call: Call,
@@ -112,6 +113,7 @@ export function writeStage(
   x: Tensor | undefined,
   out: Tensor,
   constants: Float64Array,
+  dataSums = false,
 ): WriteStage {
   const at = call.addresses;
   const first = dy ? 1 : 0;
@@ -124,5 +126,6 @@ export function writeStage(
     out: writeArray(out),
     outAt: at[first + 1],
     constants,
+    dataSums,
   });
 }

@@ -167,7 +167,7 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
           const cache = s.cache;
           const cacheRow = swishCacheRow(inner) * 4;
           // The write's code: its nine constants (the sums stage stores nothing).
-          const wdt = s.op === "swishGrad" ? writeCode(dt, q, kc, C, 9) : dt;
+          const wdt = s.op === "swishGrad" ? writeCode(dt, q, kc, C, 9, s.dataSums) : dt;
           const cs = cache ? C * cacheRow : 0;
           const cRow = cache ? cache.byteOffset + (n0 * C + c) * cacheRow : 0;
           if (s.op === "swishGrad" && cache) {
@@ -226,7 +226,7 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
             row(s.outHeap, s.outAt),
             os,
             inner,
-            writeCode(dt, q, kc, C, s.op === "swish" ? 4 : 3),
+            writeCode(dt, q, kc, C, s.op === "swish" ? 4 : 3, s.dataSums),
             rows,
             q[kc],
             q[C + kc],
@@ -246,7 +246,7 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
             row(s.outHeap, s.outAt),
             os,
             inner,
-            writeCode(dt, q, kc, C, 4),
+            writeCode(dt, q, kc, C, 4, s.dataSums),
             rows,
             q[kc],
             q[C + kc],
@@ -262,7 +262,7 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
             row(s.outHeap, s.outAt),
             os,
             inner,
-            writeCode(dt, s.constants, kc, C, 1),
+            writeCode(dt, s.constants, kc, C, 1, s.dataSums),
             rows,
             s.constants[kc],
           );
@@ -299,7 +299,7 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
         }
       }
       // The write's code: the sample's constants, all of them a run from `from`.
-      wdt = writeCode(dt, s.constants!, from, 1, count * C);
+      wdt = writeCode(dt, s.constants!, from, 1, count * C, (s as WriteStage).dataSums);
     }
   };
   let wdt: KernelCode = dt;

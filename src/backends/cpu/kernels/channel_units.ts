@@ -15,7 +15,7 @@
 import type { TensorAddress } from "./layout_types.ts";
 import { perSampleRowsPerItem, rowsInMemoryOrder } from "./layout_types.ts";
 import type { StatsStage, SumsStage, WriteStage } from "./stage_types.ts";
-import { BFLOAT16, BFLOAT16_NO_NAN_CONSTANTS, type KernelCode } from "./stage_types.ts";
+import { type KernelCode, writeCode } from "./stage_types.ts";
 import type { WasmKernels } from "./wasm_instance.ts";
 import type { ChannelUnitsExports } from "./channel_exports.ts";
 
@@ -97,18 +97,17 @@ export function runUnits(
       // Row u = n * C + c: its j-th constant at (n * count + j) * C + c (per sample) or
       // j * C + c, here at 4u + j.
       const q = (s as WriteStage).constants;
-      let nan = false;
       for (let i = 0; i < units; i++) {
         const u = u0 + i;
         const base = (perSample ? Math.floor(u / C) * count * C : 0) + (u % C);
-        for (let j = 0; j < count; j++) {
-          const v = q[base + j * C];
-          f64[4 * i + j] = v;
-          nan ||= v !== v;
-        }
+        for (let j = 0; j < count; j++) f64[4 * i + j] = q[base + j * C];
       }
-      // The write's code (stage_types.ts writeCode): no NaN among the run's constants.
-      const wdt: KernelCode = dt === BFLOAT16 && !nan ? BFLOAT16_NO_NAN_CONSTANTS : dt;
+      // The write's code (stage_types.ts writeCode): the plain dtype if a row's asks for it.
+      const sums = (s as WriteStage).dataSums;
+      let wdt: KernelCode = writeCode(dt, f64, 0, 1, count, sums);
+      for (let i = 1; i < units && wdt !== dt; i++) {
+        if (writeCode(dt, f64, 4 * i, 1, count, sums) === dt) wdt = dt;
+      }
       const o = at(s.outHeap, s.outAt, u0);
       const os = s.outAt.strideC * es;
       const x = at(s.xHeap, s.xAt, u0);

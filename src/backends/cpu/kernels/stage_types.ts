@@ -28,13 +28,29 @@ export const BFLOAT16 = 2;
  */
 export const BFLOAT16_NO_NAN_CONSTANTS = 3;
 
-/** A dtype code the kernels take: a {@linkcode DataCode}, or {@linkcode BFLOAT16_NO_NAN_CONSTANTS}. */
-export type KernelCode = DataCode | typeof BFLOAT16_NO_NAN_CONSTANTS;
+/**
+ * The kernels' code for float16 data in a write that computes no NaN: its data finite (its
+ * constants come from sums over it, WriteStage.dataSums, and are finite) and its constants at
+ * most {@linkcode NO_NAN_CONSTANT_BOUND} in magnitude, so that no float32 value of the write
+ * overflows (float16 data is at most 65504: a write's terms stay below 2^120). Its stores
+ * skip the NaN lanes' choice (wasm/kernels.wat `$f16bits4_finite`).
+ */
+export const FLOAT16_NO_NAN = 4;
+
+/** The largest constant magnitude of a {@linkcode FLOAT16_NO_NAN} write: 2^100. */
+export const NO_NAN_CONSTANT_BOUND = 2 ** 100;
+
+/** A dtype code the kernels take: a {@linkcode DataCode}, 3 or 4 (the codes above). */
+export type KernelCode =
+  | DataCode
+  | typeof BFLOAT16_NO_NAN_CONSTANTS
+  | typeof FLOAT16_NO_NAN;
 
 /**
  * The kernels' code for a write of `dtype` data whose constants are `count` values of `q`,
  * `stride` apart from `from`: {@linkcode BFLOAT16_NO_NAN_CONSTANTS} for bfloat16 when none is
- * NaN, else `dtype`.
+ * NaN; {@linkcode FLOAT16_NO_NAN} for float16 when they come from sums over the data
+ * (`dataSums`) and are all finite and bounded; else `dtype`.
  */
 export function writeCode(
   dtype: DataCode,
@@ -42,13 +58,21 @@ export function writeCode(
   from: number,
   stride: number,
   count: number,
+  dataSums: boolean,
 ): KernelCode {
-  if (dtype !== BFLOAT16) return dtype;
-  for (let j = 0; j < count; j++) {
-    const v = q[from + j * stride];
-    if (v !== v) return dtype;
+  if (dtype === BFLOAT16) {
+    for (let j = 0; j < count; j++) {
+      const v = q[from + j * stride];
+      if (v !== v) return dtype;
+    }
+    return BFLOAT16_NO_NAN_CONSTANTS;
   }
-  return BFLOAT16_NO_NAN_CONSTANTS;
+  if (dtype !== FLOAT16 || !dataSums) return dtype;
+  for (let j = 0; j < count; j++) {
+    // False for NaN too.
+    if (!(Math.abs(q[from + j * stride]) <= NO_NAN_CONSTANT_BOUND)) return dtype;
+  }
+  return FLOAT16_NO_NAN;
 }
 
 /** What a stage reads: Float32Array for float32, the Uint16Array bits otherwise. */
@@ -150,6 +174,13 @@ export interface WriteStage extends StageBase {
   /** Packed per-channel constants. */
   readonly constants: Float64Array;
   /**
+   * Whether every constant of a channel comes from sums over the very elements the write
+   * reads of it (statistics or gradient sums of this call), so that a NaN or infinite element
+   * makes one of them NaN or infinite: a float16 write whose constants are then finite and
+   * bounded reads only finite data and computes no NaN ({@linkcode writeCode}).
+   */
+  readonly dataSums: boolean;
+  /**
    * "swishGrad", optional: the dYNew its "swishSums" stage stored (same array, same layout),
    * read instead of computed again.
    */
@@ -214,6 +245,7 @@ export function uniformStage<S extends Stage>(fields: StageFields<S>): S {
     cache: undefined,
     group: 0,
     eps: NaN,
+    dataSums: false,
     gamma: undefined,
     beta: undefined,
     stats: undefined,

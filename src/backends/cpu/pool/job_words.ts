@@ -199,7 +199,8 @@ function describeStage(
   words[at + 10] = layout.C;
   words[at + 11] = layout.inner;
   words[at + 12] = layout.perSample ? 1 : 0;
-  at = describeDims(words, at + 13, layout.innerShape);
+  words[at + 13] = u.dataSums ? 1 : 0;
+  at = describeDims(words, at + 14, layout.innerShape);
   at = describeAddress(words, at, s.dyAt);
   at = describeAddress(words, at, s.xAt);
   at = describeAddress(words, at, s.outAt);
@@ -237,7 +238,7 @@ function describedStage(
   at: number,
   heap: ArrayBufferLike,
 ): [Stage, number] {
-  const innerShape = describedDims(words, at + 13);
+  const innerShape = describedDims(words, at + 14);
   const layout: Layout = {
     kind: layoutKindOfCode(words[at + 8]),
     N: words[at + 9],
@@ -246,7 +247,7 @@ function describedStage(
     innerShape,
     perSample: words[at + 12] === 1,
   };
-  let next = at + 14 + innerShape.length;
+  let next = at + 15 + innerShape.length;
   const addresses: TensorAddress[] = [];
   for (let i = 0; i < 3; i++) {
     const address = describedAddress(words, next);
@@ -259,6 +260,7 @@ function describedStage(
     items: words[at + 2],
     group: words[at + 3],
     eps: words[at + 4],
+    dataSums: words[at + 13] === 1,
     layout,
     dyAt: addresses[0],
     xAt: addresses[1],

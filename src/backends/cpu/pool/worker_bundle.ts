@@ -134,15 +134,24 @@ function blocksPerSample(layout) {
 }
 
 // src/backends/cpu/kernels/stage_types.ts
+var FLOAT16 = 1;
 var BFLOAT16 = 2;
 var BFLOAT16_NO_NAN_CONSTANTS = 3;
-function writeCode(dtype, q, from, stride, count) {
-  if (dtype !== BFLOAT16) return dtype;
-  for (let j = 0; j < count; j++) {
-    const v = q[from + j * stride];
-    if (v !== v) return dtype;
+var FLOAT16_NO_NAN = 4;
+var NO_NAN_CONSTANT_BOUND = 2 ** 100;
+function writeCode(dtype, q, from, stride, count, dataSums) {
+  if (dtype === BFLOAT16) {
+    for (let j = 0; j < count; j++) {
+      const v = q[from + j * stride];
+      if (v !== v) return dtype;
+    }
+    return BFLOAT16_NO_NAN_CONSTANTS;
   }
-  return BFLOAT16_NO_NAN_CONSTANTS;
+  if (dtype !== FLOAT16 || !dataSums) return dtype;
+  for (let j = 0; j < count; j++) {
+    if (!(Math.abs(q[from + j * stride]) <= NO_NAN_CONSTANT_BOUND)) return dtype;
+  }
+  return FLOAT16_NO_NAN;
 }
 function uniformStage(fields) {
   const record = {
@@ -165,6 +174,7 @@ function uniformStage(fields) {
     cache: void 0,
     group: 0,
     eps: NaN,
+    dataSums: false,
     gamma: void 0,
     beta: void 0,
     stats: void 0,
@@ -213,17 +223,16 @@ function runUnits(s, from, to, w, count) {
       s.partials.set(f64.subarray(0, 2 * units), 2 * u0);
     } else {
       const q = s.constants;
-      let nan = false;
       for (let i = 0; i < units; i++) {
         const u = u0 + i;
         const base = (perSample ? Math.floor(u / C) * count * C : 0) + u % C;
-        for (let j = 0; j < count; j++) {
-          const v = q[base + j * C];
-          f64[4 * i + j] = v;
-          nan ||= v !== v;
-        }
+        for (let j = 0; j < count; j++) f64[4 * i + j] = q[base + j * C];
       }
-      const wdt = dt === BFLOAT16 && !nan ? BFLOAT16_NO_NAN_CONSTANTS : dt;
+      const sums = s.dataSums;
+      let wdt = writeCode(dt, f64, 0, 1, count, sums);
+      for (let i = 1; i < units && wdt !== dt; i++) {
+        if (writeCode(dt, f64, 4 * i, 1, count, sums) === dt) wdt = dt;
+      }
       const o = at(s.outHeap, s.outAt, u0);
       const os = s.outAt.strideC * es;
       const x = at(s.xHeap, s.xAt, u0);
@@ -316,7 +325,7 @@ function runChannelItems(s, from, to, w) {
           const xRow = row(s.xHeap, s.xAt);
           const cache = s.cache;
           const cacheRow = swishCacheRow(inner) * 4;
-          const wdt2 = s.op === "swishGrad" ? writeCode(dt, q, kc, C, 9) : dt;
+          const wdt2 = s.op === "swishGrad" ? writeCode(dt, q, kc, C, 9, s.dataSums) : dt;
           const cs = cache ? C * cacheRow : 0;
           const cRow = cache ? cache.byteOffset + (n0 * C + c) * cacheRow : 0;
           if (s.op === "swishGrad" && cache) {
@@ -352,7 +361,7 @@ function runChannelItems(s, from, to, w) {
             row(s.outHeap, s.outAt),
             os,
             inner,
-            writeCode(dt, q, kc, C, s.op === "swish" ? 4 : 3),
+            writeCode(dt, q, kc, C, s.op === "swish" ? 4 : 3, s.dataSums),
             rows,
             q[kc],
             q[C + kc],
@@ -364,11 +373,11 @@ function runChannelItems(s, from, to, w) {
         }
         case "gradient": {
           const q = s.constants;
-          k.bn_grad_rows(row(s.dyHeap, s.dyAt), dys, row(s.xHeap, s.xAt), xs, row(s.outHeap, s.outAt), os, inner, writeCode(dt, q, kc, C, 4), rows, q[kc], q[C + kc], q[2 * C + kc], q[3 * C + kc]);
+          k.bn_grad_rows(row(s.dyHeap, s.dyAt), dys, row(s.xHeap, s.xAt), xs, row(s.outHeap, s.outAt), os, inner, writeCode(dt, q, kc, C, 4, s.dataSums), rows, q[kc], q[C + kc], q[2 * C + kc], q[3 * C + kc]);
           break;
         }
         case "scale":
-          k.bn_scale_rows(row(s.dyHeap, s.dyAt), dys, row(s.outHeap, s.outAt), os, inner, writeCode(dt, s.constants, kc, C, 1), rows, s.constants[kc]);
+          k.bn_scale_rows(row(s.dyHeap, s.dyAt), dys, row(s.outHeap, s.outAt), os, inner, writeCode(dt, s.constants, kc, C, 1, s.dataSums), rows, s.constants[kc]);
           break;
       }
     }
@@ -394,7 +403,7 @@ function runChannelItems(s, from, to, w) {
           kf[4 * (c & ~3) + 4 * j + (c & 3)] = s.constants[from2 + j * C + c];
         }
       }
-      wdt = writeCode(dt, s.constants, from2, 1, count * C);
+      wdt = writeCode(dt, s.constants, from2, 1, count * C, s.dataSums);
     }
   };
   let wdt = dt;
@@ -585,7 +594,7 @@ function arrayWords(words, at) {
   return words[at] === 0 ? 1 : 3;
 }
 function describedStage(words, at, heap) {
-  const innerShape = describedDims(words, at + 13);
+  const innerShape = describedDims(words, at + 14);
   const layout = {
     kind: layoutKindOfCode(words[at + 8]),
     N: words[at + 9],
@@ -594,7 +603,7 @@ function describedStage(words, at, heap) {
     innerShape,
     perSample: words[at + 12] === 1
   };
-  let next = at + 14 + innerShape.length;
+  let next = at + 15 + innerShape.length;
   const addresses = [];
   for (let i = 0; i < 3; i++) {
     const address = describedAddress(words, next);
@@ -607,6 +616,7 @@ function describedStage(words, at, heap) {
     items: words[at + 2],
     group: words[at + 3],
     eps: words[at + 4],
+    dataSums: words[at + 13] === 1,
     layout,
     dyAt: addresses[0],
     xAt: addresses[1],

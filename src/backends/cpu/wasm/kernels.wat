@@ -17,7 +17,8 @@
 ;; functions and constants stay where they are used, at no cost in the loops.
 ;;
 ;; Data: `dt` is the element type of a tensor: 0 float32, 1 float16, 2 bfloat16 (raw bits),
-;; 3 bfloat16 with no NaN among the kernel's float constants (the drivers' choice: see $bits4).
+;; 3 bfloat16 with no NaN among the kernel's float constants, 4 float16 in a write that
+;; computes no NaN (the drivers' choices, kernels/stage_types.ts writeCode: see $bits4).
 ;; The kernels widen elements exactly to float32 lanes ($ld4), compute in float32, and round
 ;; each output once from float32 to its dtype, to nearest even ($bits4); row_norms.wat states
 ;; the numerics.
@@ -29,12 +30,12 @@
   ;; Codecs
 
   ;; Four elements at byte address p as float32 lanes (exact).
-  ;; bfloat16 (dt 2 or 3): the top half of a float32. float16: $f16x4.
+  ;; bfloat16 (dt 2 or 3): the top half of a float32. float16 (dt 1 or 4): $f16x4.
   (func $ld4 (param $p i32) (param $dt i32) (result v128)
     (if (result v128) (i32.eqz (local.get $dt))
       (then (v128.load (local.get $p)))
       (else
-        (if (result v128) (i32.ge_u (local.get $dt) (i32.const 2))
+        (if (result v128) (i32.eq (i32.and (local.get $dt) (i32.const 6)) (i32.const 2))
           (then (i32x4.shl (v128.load16x4_u (local.get $p)) (i32.const 16)))
           (else (call $f16x4 (local.get $p)))))))
 
@@ -61,9 +62,11 @@
           (v128.const i32x4 0x7bff 0x7bff 0x7bff 0x7bff))
         (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000))))
 
-  ;; dt's bits (dt 1, 2 or 3) of four float32 lanes v, each rounded once to nearest even, in
+  ;; dt's bits (dt 1 to 4) of four float32 lanes v, each rounded once to nearest even, in
   ;; the low four 16-bit lanes (the high four unspecified). bfloat16: NaN keeps its sign and
-  ;; top payload bits, made quiet. float16: $f16bits4.
+  ;; top payload bits, made quiet. float16: $f16bits4; dt 4, a write that computes no NaN (its
+  ;; data finite, its constants finite and bounded: no float32 value of it overflows, so no
+  ;; lane is NaN), $f16bits4_finite.
   ;; dt 3, bfloat16 whose kernel has no NaN among its float constants, rounds without the NaN
   ;; lanes' choice, to the same bits: every NaN such a kernel can store comes from arithmetic
   ;; on its lanes (no kernel stores a loaded element as it is), so it is quiet, and it is
@@ -103,7 +106,10 @@
               (i32.const 16))
             (f32x4.ne (local.get $v) (local.get $v))))
         (i16x8.narrow_i32x4_u (local.get $r) (local.get $r)))
-      (else (call $f16bits4 (local.get $v)))))
+      (else
+        (if (result v128) (i32.eq (local.get $dt) (i32.const 4))
+          (then (call $f16bits4_finite (local.get $v)))
+          (else (call $f16bits4 (local.get $v)))))))
 
   ;; The float16 bits of four float32 lanes v, each rounded once to nearest even, in the low
   ;; four 16-bit lanes (the high four unspecified): normal results rebiased and rounded by
@@ -146,6 +152,38 @@
               (v128.const i32x4 0x477ff000 0x477ff000 0x477ff000 0x477ff000)))
           (i32x4.gt_s (local.get $a)
             (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000)))))
+    (i16x8.narrow_i32x4_u (local.get $r) (local.get $r)))
+
+  ;; $f16bits4 for lanes that are not NaN (dt 4): the same bits without the NaN choice.
+  (func $f16bits4_finite (param $v v128) (result v128)
+    (local $a v128)
+    (local $r v128)
+    (local.set $a
+      (v128.and (local.get $v) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))
+    (local.set $r
+      (v128.or
+        (v128.and
+          (i32x4.shr_u (local.get $v) (i32.const 16))
+          (v128.const i32x4 0x8000 0x8000 0x8000 0x8000))
+          (i8x16.relaxed_laneselect
+            (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)
+            (i8x16.relaxed_laneselect
+              (i32x4.sub
+                (f32x4.add (local.get $a) (v128.const f32x4 0.5 0.5 0.5 0.5))
+                (v128.const i32x4 0x3f000000 0x3f000000 0x3f000000 0x3f000000))
+              (i32x4.shr_u
+                (i32x4.add
+                  (i32x4.add
+                    (local.get $a)
+                    (v128.const i32x4 0xc8000fff 0xc8000fff 0xc8000fff 0xc8000fff))
+                  (v128.and
+                    (i32x4.shr_u (local.get $a) (i32.const 13))
+                    (v128.const i32x4 1 1 1 1)))
+                (i32.const 13))
+              (i32x4.lt_s (local.get $a)
+                (v128.const i32x4 0x38800000 0x38800000 0x38800000 0x38800000)))
+            (i32x4.ge_s (local.get $a)
+              (v128.const i32x4 0x477ff000 0x477ff000 0x477ff000 0x477ff000)))))
     (i16x8.narrow_i32x4_u (local.get $r) (local.get $r)))
 
   ;; log2 of the element size of dt.

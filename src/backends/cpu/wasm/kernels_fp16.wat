@@ -2,8 +2,9 @@
 ;; below in place of kernels.wat's function of the same name (scripts/build_wasm.ts), for
 ;; engines that have the WebAssembly FP16 proposal's conversions f32x4.promote_low_f16x8
 ;; and f16x8.demote_f32x4_zero (one instruction each on x64 with F16C: vcvtph2ps, vcvtps2ph).
-;; These are the kernels' two float16 conversions: every float16 load of a kernel goes
-;; through $ld4 to $f16x4, every float16 store through $bits4 to $f16bits4. Everything else,
+;; These are the kernels' float16 conversions: every float16 load of a kernel goes through
+;; $ld4 to $f16x4, every float16 store through $bits4 to $f16bits4 (or, in a write that
+;; computes no NaN, $f16bits4_finite). Everything else,
 ;; the arithmetic and the sums' association, is kernels.wat's.
 ;;
 ;; It gives the bits of the baseline build for every input:
@@ -38,6 +39,11 @@
   ;; Four float16 at byte address p as float32 lanes: f32x4.promote_low_f16x8.
   (func $f16x4 (param $p i32) (result v128)
     (i16x8.abs (v128.load64_zero (local.get $p))))
+
+  ;; The float16 bits of four float32 lanes v that are not NaN (a write of code 4: kernels.wat
+  ;; $bits4): f16x8.demote_f32x4_zero alone.
+  (func $f16bits4_finite (param $v v128) (result v128)
+    (i16x8.neg (local.get $v)))
 
   ;; The float16 bits of four float32 lanes v (lanes 0-3): f16x8.demote_f32x4_zero,
   ;; its NaNs then made 0x7e00 or 0xfe00 (see above).

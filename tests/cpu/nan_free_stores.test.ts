@@ -1,12 +1,13 @@
 /**
- * bfloat16 writes whose constants hold no NaN store without the NaN lanes' choice (the
- * kernels' code 3, kernels/stage_types.ts BFLOAT16_NO_NAN_CONSTANTS); those with a NaN
- * constant keep it (code 2). Either way each output is the float32 value rounded once to
- * bfloat16, and a NaN stays a quiet NaN: here NaN and infinite inputs in some channels, a NaN
- * float32 weight in another, through the normalize write (batchNorm training) and the gradient write
- * (groupNormBackward), on the units, rows and channels-last pixel paths. The expected bits
- * come from the same call in float32 on the same values (exactly representable), each output
- * rounded to nearest even (numberToBf16).
+ * 16-bit writes that skip the NaN lanes' choice of their stores (kernels/stage_types.ts
+ * writeCode): bfloat16 writes whose constants hold no NaN (the kernels' code 3), and float16
+ * writes whose constants come from this call's sums over the data and are finite and bounded
+ * (code 4); the others keep the choice (codes 2 and 1). Either way each output is the float32
+ * value rounded once to its dtype, and a NaN stays a quiet NaN: here NaN and infinite inputs
+ * in some channels, a NaN float32 weight in another, through the normalize write (batchNorm
+ * training and eval) and the gradient write (groupNormBackward), on the units, rows and
+ * channels-last pixel paths, and the row norms. The expected bits come from the same call in
+ * float32 on the same values (exactly representable), each output rounded to nearest even.
  *
  * @module
  */
@@ -14,6 +15,15 @@
 import assert from "node:assert/strict";
 import { batchNorm, groupNorm, groupNormBackward, layerNorm, rmsNorm, Tensor } from "../../mod.ts";
 import { numberToBf16 } from "../../src/tensor/dtype.ts";
+import {
+  BFLOAT16,
+  BFLOAT16_NO_NAN_CONSTANTS,
+  FLOAT16,
+  FLOAT16_NO_NAN,
+  FLOAT32,
+  NO_NAN_CONSTANT_BOUND,
+  writeCode,
+} from "../../src/backends/cpu/kernels/stage_types.ts";
 import { hostData } from "../../src/backends/cpu/tensors/tensor_arrays.ts";
 
 /** bfloat16 bits of NaNs and infinities placed in the inputs. */
@@ -172,5 +182,82 @@ for (const [rows, n] of [[6, 40], [64, 1000]] as const) {
         layerNorm({ input: t, normalizedShape: [n], weight: gamma, bias: gamma }).output;
       assertRounded(l(low), l(wide), `layerNorm ${what}`);
     }
+  });
+}
+
+Deno.test("write codes: bfloat16 without NaN constants, float16 from finite, bounded sums", () => {
+  const code = (dtype: 0 | 1 | 2, values: number[], dataSums: boolean) =>
+    writeCode(dtype, values, 0, 1, values.length, dataSums);
+  assert.equal(code(BFLOAT16, [1, -Infinity, 3e38], false), BFLOAT16_NO_NAN_CONSTANTS);
+  assert.equal(code(BFLOAT16, [1, NaN], true), BFLOAT16);
+  assert.equal(code(FLOAT16, [1, -(2 ** 100), NO_NAN_CONSTANT_BOUND], true), FLOAT16_NO_NAN);
+  assert.equal(code(FLOAT16, [1, 2], false), FLOAT16, "given constants: the data may hold NaN");
+  for (const bad of [NaN, Infinity, 2 ** 101]) assert.equal(code(FLOAT16, [1, bad], true), FLOAT16);
+  assert.equal(code(FLOAT32, [NaN], true), FLOAT32);
+});
+
+/** Every float16 output of `actual` is `expected`'s rounded once; NaN as 0x7e00 or 0xfe00. */
+function assertRoundedHalf(actual: Tensor, expected: Tensor, what: string): number {
+  const got = hostData(actual.contiguous()) as Float16Array;
+  const bits = new Uint16Array(got.buffer, got.byteOffset, got.length);
+  const want = expected.contiguous().toArray();
+  let nans = 0;
+  for (let i = 0; i < want.length; i++) {
+    if (Number.isNaN(want[i])) {
+      nans++;
+      assert.equal(bits[i] & 0x7fff, 0x7e00, `${what}[${i}]: ${bits[i].toString(16)}, NaN`);
+    } else {
+      assert.equal(got[i], Math.f16round(want[i]), `${what}[${i}] of ${want[i]}`);
+    }
+  }
+  return nans;
+}
+
+/** A float16 tensor of `values` (NCHW order), in the heap, NCHW or channels-last. */
+function half(values: number[], shape: readonly number[], channelsLast: boolean): Tensor {
+  const t = Tensor.fromData(new Float16Array(values), shape).clone();
+  return channelsLast ? t.permute([0, 2, 3, 1]).contiguous().permute([0, 3, 1, 2]) : t;
+}
+
+for (const [path, shape, channelsLast] of CASES) {
+  Deno.test(`float16 stores without the NaN choice (${path}): batchNorm training and eval`, () => {
+    const [N, C, H, W] = shape;
+    const plane = H * W;
+    const values = Tensor.random(shape, { seed: 5 }).toArray().map((v) => Math.f16round(8 * v - 4));
+    values[(0 * C + 1) * plane + 3] = NaN; // channel 1
+    values[(1 * C + 2) * plane + 2] = -Infinity; // channel 2
+    // The float32 run in the same layout (its statistics summed in the same order).
+    const wideNchw = Tensor.fromData(new Float32Array(values), shape).clone();
+    const wide = channelsLast
+      ? wideNchw.permute([0, 2, 3, 1]).contiguous().permute([0, 3, 1, 2])
+      : wideNchw;
+    const low = half(values, shape, channelsLast);
+    const weight = Tensor.fromData(new Float16Array(C).map((_, c) => 0.5 + c / 8), [C]).clone();
+    const bias = Tensor.fromData(new Float16Array(C).map((_, c) => c / 4 - 1), [C]).clone();
+    const wWide = Tensor.fromData(new Float32Array(weight.toArray()), [C]).clone();
+    const bWide = Tensor.fromData(new Float32Array(bias.toArray()), [C]).clone();
+    // Training: the statistics of channels 1 and 2 are NaN (code 1 there), the rest code 4.
+    const train = (x: Tensor, w: Tensor, b: Tensor) =>
+      batchNorm({ input: x, weight: w, bias: b, training: true, eps: 1e-5 }).output;
+    const trained = assertRoundedHalf(
+      train(low, weight, bias),
+      train(wide, wWide, bWide),
+      "training",
+    );
+    assert.equal(trained, 2 * N * plane, "channels 1 and 2");
+    // Eval: running statistics, finite; the NaN and -Inf elements reach the write (code 1).
+    const rm = Tensor.fromData(new Float16Array(C).fill(0.25), [C]).clone();
+    const rv = Tensor.fromData(new Float16Array(C).fill(2), [C]).clone();
+    const rmWide = Tensor.fromData(new Float32Array(C).fill(0.25), [C]).clone();
+    const rvWide = Tensor.fromData(new Float32Array(C).fill(2), [C]).clone();
+    const evaluate = (x: Tensor, w: Tensor, b: Tensor, m: Tensor, v: Tensor) =>
+      batchNorm({ input: x, weight: w, bias: b, runningMean: m, runningVar: v, training: false })
+        .output;
+    const evaluated = assertRoundedHalf(
+      evaluate(low, weight, bias, rm, rv),
+      evaluate(wide, wWide, bWide, rmWide, rvWide),
+      "eval",
+    );
+    assert.equal(evaluated, 1, "the NaN element (the -Inf one stays -Inf)");
   });
 }
