@@ -32,13 +32,14 @@ export const BFLOAT16_NO_NAN_CONSTANTS = 3;
  * The kernels' code for float16 data in a write that computes no NaN: its data finite (its
  * constants come from sums over it, WriteStage.dataSums, and are finite) and its constants at
  * most {@linkcode NO_NAN_CONSTANT_BOUND} in magnitude, so that no float32 value of the write
- * overflows (float16 data is at most 65504: a write's terms stay below 2^120). Its stores
- * skip the NaN lanes' choice (wasm/kernels.wat `$f16bits4_finite`).
+ * overflows (float16 data is below 2^16, a given mean at most 2^60: a write's terms, such as
+ * (x - k0) * k1 + k2 or k3 * dy - k2 - (x - k0) * k1, stay below 2^123). Its stores skip the
+ * NaN lanes' choice (wasm/kernels.wat `$f16bits4_finite`).
  */
 export const FLOAT16_NO_NAN = 4;
 
-/** The largest constant magnitude of a {@linkcode FLOAT16_NO_NAN} write: 2^100. */
-export const NO_NAN_CONSTANT_BOUND = 2 ** 100;
+/** The largest constant magnitude of a {@linkcode FLOAT16_NO_NAN} write: 2^60. */
+export const NO_NAN_CONSTANT_BOUND = 2 ** 60;
 
 /** A dtype code the kernels take: a {@linkcode DataCode}, 3 or 4 (the codes above). */
 export type KernelCode =

@@ -138,7 +138,7 @@ var FLOAT16 = 1;
 var BFLOAT16 = 2;
 var BFLOAT16_NO_NAN_CONSTANTS = 3;
 var FLOAT16_NO_NAN = 4;
-var NO_NAN_CONSTANT_BOUND = 2 ** 100;
+var NO_NAN_CONSTANT_BOUND = 2 ** 60;
 function writeCode(dtype, q, from, stride, count, dataSums) {
   if (dtype === BFLOAT16) {
     for (let j = 0; j < count; j++) {
