@@ -30,14 +30,18 @@
   ;; Codecs
 
   ;; Four elements at byte address p as float32 lanes (exact).
-  ;; bfloat16 (dt 2 or 3): the top half of a float32. float16 (dt 1 or 4): $f16x4.
+  ;; bfloat16 (dt 2 or 3): the top half of a float32. float16: $f16x4; dt 4, a write whose
+  ;; data is finite (kernels/stage_types.ts FLOAT16_NO_NAN), $f16x4_finite.
   (func $ld4 (param $p i32) (param $dt i32) (result v128)
     (if (result v128) (i32.eqz (local.get $dt))
       (then (v128.load (local.get $p)))
       (else
         (if (result v128) (i32.eq (i32.and (local.get $dt) (i32.const 6)) (i32.const 2))
           (then (i32x4.shl (v128.load16x4_u (local.get $p)) (i32.const 16)))
-          (else (call $f16x4 (local.get $p)))))))
+          (else
+            (if (result v128) (i32.eq (local.get $dt) (i32.const 4))
+              (then (call $f16x4_finite (local.get $p)))
+              (else (call $f16x4 (local.get $p)))))))))
 
   ;; Four float16 at byte address p as float32 lanes, Inf and NaN included (a NaN keeps its
   ;; sign and mantissa, so a signalling NaN stays signalling). h sign-extended and shifted
@@ -61,6 +65,15 @@
           (v128.and (local.get $h) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff))
           (v128.const i32x4 0x7bff 0x7bff 0x7bff 0x7bff))
         (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000))))
+
+  ;; $f16x4 for finite float16 elements (dt 4): the same lanes without the fix of Inf and NaN
+  ;; (the sign-extended, shifted, masked bits times 2^112). The FP16 build replaces it.
+  (func $f16x4_finite (param $p i32) (result v128)
+    (f32x4.mul
+      (v128.and
+        (i32x4.shl (v128.load16x4_s (local.get $p)) (i32.const 13))
+        (v128.const i32x4 0x8fffe000 0x8fffe000 0x8fffe000 0x8fffe000))
+      (v128.const f32x4 0x1p112 0x1p112 0x1p112 0x1p112)))
 
   ;; dt's bits (dt 1 to 4) of four float32 lanes v, each rounded once to nearest even, in
   ;; the low four 16-bit lanes (the high four unspecified). bfloat16: NaN keeps its sign and

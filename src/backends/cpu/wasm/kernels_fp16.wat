@@ -4,7 +4,7 @@
 ;; and f16x8.demote_f32x4_zero (one instruction each on x64 with F16C: vcvtph2ps, vcvtps2ph).
 ;; These are the kernels' float16 conversions: every float16 load of a kernel goes through
 ;; $ld4 to $f16x4, every float16 store through $bits4 to $f16bits4 (or, in a write that
-;; computes no NaN, $f16bits4_finite). Everything else,
+;; computes no NaN, $f16x4_finite and $f16bits4_finite). Everything else,
 ;; the arithmetic and the sums' association, is kernels.wat's.
 ;;
 ;; It gives the bits of the baseline build for every input:
@@ -38,6 +38,10 @@
 (module
   ;; Four float16 at byte address p as float32 lanes: f32x4.promote_low_f16x8.
   (func $f16x4 (param $p i32) (result v128)
+    (i16x8.abs (v128.load64_zero (local.get $p))))
+
+  ;; Four finite float16 (a write of code 4): f32x4.promote_low_f16x8, as $f16x4.
+  (func $f16x4_finite (param $p i32) (result v128)
     (i16x8.abs (v128.load64_zero (local.get $p))))
 
   ;; The float16 bits of four float32 lanes v that are not NaN (a write of code 4: kernels.wat
