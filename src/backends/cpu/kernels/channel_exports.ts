@@ -11,8 +11,9 @@
  */
 
 /**
- * The channel kernels' exports (byte addresses; dt 0 float32, 1 float16, 2 bfloat16, 3 bfloat16
- * in a write with no NaN constant: stage_types.ts KernelCode).
+ * The channel kernels' exports (byte addresses; dt 0 float32, 1 float16, 2 bfloat16, and in the
+ * writes 3 bfloat16 with no NaN constant, 4 float16 that computes no NaN: stage_types.ts
+ * KernelCode).
  */
 export interface ChannelExports {
   /** (sum, m2) of `rows` runs of one channel, as float64 at `out`. */
@@ -186,7 +187,7 @@ type UnitsWrite = [
   k: number,
 ];
 
-/** The units kernels' exports (byte addresses; dt 0 float32, 1 float16, 2 bfloat16). */
+/** The units kernels' exports (byte addresses; dt as in {@linkcode ChannelExports}). */
 export interface ChannelUnitsExports {
   /** Per row u of `units` rows `xus` bytes apart: (sum, m2) as float64 at out + 16u. */
   bn_stats_units(

@@ -25,8 +25,8 @@ type ForwardRows = [
 ];
 
 /**
- * The row kernels' exports (byte addresses; dt: 0 float32, 1 float16, 2 bfloat16; per-column
- * and per-row arrays float32).
+ * The row kernels' exports (byte addresses; dt: 0 float32, 1 float16, 2 bfloat16, 3 bfloat16
+ * with no NaN constant, chosen by rows/heap_rows.ts run; per-column and per-row arrays float32).
  */
 export interface RowNormExports {
   /**

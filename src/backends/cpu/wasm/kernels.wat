@@ -88,7 +88,7 @@
   ;; 0x7fff and the even bit carries nothing and the shift keeps its top half, which the NaN
   ;; choice below would have made quiet. A NaN constant (a NaN weight or statistic) may
   ;; carry low payload bits, where the addition could carry into the exponent: the drivers
-  ;; pass 2 for those (kernels/store_codes.ts). 0.78x the time of bfloat16 channels-last
+  ;; pass 2 for those (kernels/stage_types.ts writeCode). 0.78x the time of bfloat16 channels-last
   ;; batchNorm's normalize write (bench/RESULTS.md, eighth session).
   (func $bits4 (param $dt i32) (param $v v128) (result v128)
     (local $t v128)
