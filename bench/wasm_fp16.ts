@@ -8,6 +8,9 @@
  * channels), the rows interleaved in every round; each cell is the median over the rounds of
  * each round's median batch. The last line is the geometric mean over the kernels (issue
  * 37's targets: float16 at most 2.0x float32 in the baseline build, 1.25x in the FP16 build).
+ * A second table times the channel writes again with the kernels' code 4 (the float16 writes
+ * of training statistics and gradient sums, whose data is finite: no NaN choice in their loads
+ * and stores; kernels/stage_types.ts FLOAT16_NO_NAN) beside code 1, over float32.
  *
  *   deno task bench:fp16 [--rounds 7] [--builds baseline,fp16]
  *
@@ -147,8 +150,55 @@ function table(builds: string[], rounds: number): string {
   summary.push(...ratios.map((r) => `${geomean(r).toFixed(2)}x`));
   if (builds.length === 2) summary.push(`${geomean(between).toFixed(2)}x`);
   lines.push(line(summary));
+  lines.push("", ...finiteWrites(builds, rounds, bytes));
   return lines.join("\n");
 }
+
+/**
+ * The channel writes again in float16, with the kernels' code 4 (stage_types.ts FLOAT16_NO_NAN:
+ * the writes of training statistics and gradient sums whose constants are finite and bounded,
+ * without the NaN choice of their loads and stores) beside code 1, over float32 per build.
+ */
+function finiteWrites(
+  builds: string[],
+  rounds: number,
+  bytes: Record<string, Uint8Array>,
+): string[] {
+  const writes = (dt: number) =>
+    kernelCalls(dt, SHAPE, K).filter((c) => WRITE_KERNEL.test(c.kernel));
+  const rows: Row[] = [];
+  const w32 = instance(bytes.baseline, 0);
+  for (const call of writes(0)) rows.push({ column: "float32", call, w: w32 });
+  for (const b of builds) {
+    for (const dt of [1, 4]) {
+      const w = instance(bytes[b], 1);
+      for (const call of writes(dt)) rows.push({ column: `${b} ${dt}`, call, w });
+    }
+  }
+  const ns = measure(rows, rounds);
+  const at = (kernel: string, column: string) =>
+    ns[rows.findIndex((r) => r.call.kernel === kernel && r.column === column)];
+  const out = ["float16 over float32, channel writes, code 1 and code 4 (finite data):"];
+  const ratios = builds.map(() => [[] as number[], [] as number[]]);
+  for (const { kernel } of writes(0)) {
+    const f32 = at(kernel, "float32");
+    const cells = builds.map((b, i) => {
+      const [one, four] = [at(kernel, `${b} 1`) / f32, at(kernel, `${b} 4`) / f32];
+      ratios[i][0].push(one);
+      ratios[i][1].push(four);
+      return `${b} ${one.toFixed(2)}x / ${four.toFixed(2)}x`;
+    });
+    out.push(`  ${kernel.padEnd(15)} ${cells.join("   ")}`);
+  }
+  const means = builds.map((b, i) =>
+    `${b} ${geomean(ratios[i][0]).toFixed(2)}x / ${geomean(ratios[i][1]).toFixed(2)}x`
+  );
+  out.push(`  ${"geometric mean".padEnd(15)} ${means.join("   ")}`);
+  return out;
+}
+
+/** The channel writes' kernels (the stores code 4 reaches). */
+const WRITE_KERNEL = /^bn_(norm|grad|scale|swish)_(rows|pix)$/;
 
 async function main(): Promise<void> {
   const rounds = positiveInteger("bench:fp16", "rounds", flags.rounds);
