@@ -14,7 +14,7 @@
 
 import assert from "node:assert/strict";
 import { batchNorm, groupNorm, groupNormBackward, layerNorm, rmsNorm, Tensor } from "../../mod.ts";
-import { numberToBf16 } from "../../src/tensor/dtype.ts";
+import { type HostData, numberToBf16 } from "../../src/tensor/dtype.ts";
 import {
   BFLOAT16,
   BFLOAT16_NO_NAN_CONSTANTS,
@@ -31,16 +31,21 @@ const SIGNALLING_NAN = 0x7f81;
 const NEGATIVE_QUIET_NAN = 0xffc3;
 const INFINITY = 0x7f80;
 
+/** A tensor of `data` (NCHW order), copied into the heap, NCHW or channels-last. */
+function heapTensor(data: HostData, shape: readonly number[], channelsLast = false): Tensor {
+  const t = Tensor.fromData(data, shape).clone();
+  return channelsLast ? t.permute([0, 2, 3, 1]).contiguous().permute([0, 3, 1, 2]) : t;
+}
+
 /** A bfloat16 tensor of `bits` (NCHW order), in the heap, NCHW or channels-last. */
 function bf16(bits: Uint16Array, shape: readonly number[], channelsLast: boolean): Tensor {
-  const t = Tensor.fromData(bits, shape).clone();
-  return channelsLast ? t.permute([0, 2, 3, 1]).contiguous().permute([0, 3, 1, 2]) : t;
+  return heapTensor(bits, shape, channelsLast);
 }
 
 /** The float32 tensor of the same values (bfloat16 widens exactly; NaNs become NaN). */
 function widened(bits: Uint16Array, shape: readonly number[]): Tensor {
   const u32 = new Uint32Array(bits.length).map((_, i) => bits[i] << 16);
-  return Tensor.fromData(new Float32Array(u32.buffer), shape).clone();
+  return heapTensor(new Float32Array(u32.buffer), shape);
 }
 
 /** Random bfloat16 bits in [-2, 2), with `special` patterns at (channel, index) places. */
@@ -56,22 +61,53 @@ function inputBits(shape: readonly number[], seed: number, special: [number, num
   return bits;
 }
 
-/** The bits of `t` in NCHW order. */
+/** The 16-bit patterns of `t` (bfloat16 or float16) in NCHW order. */
 function bitsOf(t: Tensor): Uint16Array {
-  return hostData(t.contiguous()) as Uint16Array;
+  const data = hostData(t.contiguous());
+  return new Uint16Array(data.buffer, data.byteOffset, data.length);
 }
 
-/** Every output of `actual` (bfloat16) is `expected`'s (float32) rounded once, NaN quiet. */
-function assertRounded(actual: Tensor, expected: Tensor, what: string): number {
+/** How a 16-bit dtype rounds a float32 value, and what its stored NaN looks like. */
+interface Rounding {
+  /** The bits of `v` rounded once, to nearest even. */
+  readonly bits: (v: number) => number;
+  /** Whether `bits` are the NaN the store writes. */
+  readonly nan: (bits: number) => boolean;
+  /** What that NaN is, for messages. */
+  readonly nanName: string;
+}
+
+/** bfloat16: a quiet NaN. */
+const BF16: Rounding = {
+  bits: numberToBf16,
+  nan: (b) => (b & 0x7fc0) === 0x7fc0,
+  nanName: "a quiet NaN",
+};
+
+const half16 = new Float16Array(1);
+const half16Bits = new Uint16Array(half16.buffer);
+
+/** float16: 0x7e00 with its sign. */
+const F16: Rounding = {
+  bits: (v) => (half16[0] = v, half16Bits[0]),
+  nan: (b) => (b & 0x7fff) === 0x7e00,
+  nanName: "0x7e00 with its sign",
+};
+
+/**
+ * Every output of `actual` (16-bit) is `expected`'s (float32) rounded once, and each NaN the
+ * NaN `r` stores; returns how many NaNs there were.
+ */
+function assertRounded(actual: Tensor, expected: Tensor, what: string, r = BF16): number {
   const got = bitsOf(actual);
   const want = expected.contiguous().toArray();
   let nans = 0;
   for (let i = 0; i < want.length; i++) {
     if (Number.isNaN(want[i])) {
       nans++;
-      assert.equal(got[i] & 0x7fc0, 0x7fc0, `${what}[${i}]: ${got[i].toString(16)}, a quiet NaN`);
+      assert.ok(r.nan(got[i]), `${what}[${i}]: ${got[i].toString(16)}, ${r.nanName}`);
     } else {
-      assert.equal(got[i], numberToBf16(want[i]), `${what}[${i}] of ${want[i]}`);
+      assert.equal(got[i], r.bits(want[i]), `${what}[${i}] of ${want[i]}`);
     }
   }
   return nans;
@@ -98,7 +134,7 @@ for (const [path, shape, channelsLast] of CASES) {
     const w = new Float32Array(C).map((_, c) => 0.5 + c / 8);
     new Uint32Array(w.buffer)[3] = 0x7fffffff;
     const b = new Uint16Array(C).map((_, c) => numberToBf16(c / 16 - 0.25));
-    const weight = Tensor.fromData(w, [C]).clone();
+    const weight = heapTensor(w, [C]);
     const run = (input: Tensor, bias: Tensor) =>
       batchNorm({ input, weight, bias, training: true, eps: 1e-5 });
     const low = run(bf16(x, shape, channelsLast), bf16(b, [C], false));
@@ -172,7 +208,7 @@ for (const [rows, n] of [[6, 40], [64, 1000]] as const) {
     for (const nanColumn of [false, true]) {
       const g = new Float32Array(n).map((_, j) => 0.75 + j / (2 * n));
       if (nanColumn) new Uint32Array(g.buffer)[3] = 0x7fffffff;
-      const gamma = Tensor.fromData(g, [n]).clone();
+      const gamma = heapTensor(g, [n]);
       const what = nanColumn ? "with a NaN gamma" : "";
       const r = (t: Tensor) => rmsNorm({ x: t, gamma, epsilon: 1e-6 }).y;
       const nans = assertRounded(r(low), r(wide), `rmsNorm ${what}`);
@@ -196,29 +232,6 @@ Deno.test("write codes: bfloat16 without NaN constants, float16 from finite, bou
   assert.equal(code(FLOAT32, [NaN], true), FLOAT32);
 });
 
-/** Every float16 output of `actual` is `expected`'s rounded once; NaN as 0x7e00 or 0xfe00. */
-function assertRoundedHalf(actual: Tensor, expected: Tensor, what: string): number {
-  const got = hostData(actual.contiguous()) as Float16Array;
-  const bits = new Uint16Array(got.buffer, got.byteOffset, got.length);
-  const want = expected.contiguous().toArray();
-  let nans = 0;
-  for (let i = 0; i < want.length; i++) {
-    if (Number.isNaN(want[i])) {
-      nans++;
-      assert.equal(bits[i] & 0x7fff, 0x7e00, `${what}[${i}]: ${bits[i].toString(16)}, NaN`);
-    } else {
-      assert.equal(got[i], Math.f16round(want[i]), `${what}[${i}] of ${want[i]}`);
-    }
-  }
-  return nans;
-}
-
-/** A float16 tensor of `values` (NCHW order), in the heap, NCHW or channels-last. */
-function half(values: number[], shape: readonly number[], channelsLast: boolean): Tensor {
-  const t = Tensor.fromData(new Float16Array(values), shape).clone();
-  return channelsLast ? t.permute([0, 2, 3, 1]).contiguous().permute([0, 3, 1, 2]) : t;
-}
-
 for (const [path, shape, channelsLast] of CASES) {
   Deno.test(`float16 stores without the NaN choice (${path}): batchNorm training and eval`, () => {
     const [N, C, H, W] = shape;
@@ -227,36 +240,35 @@ for (const [path, shape, channelsLast] of CASES) {
     values[(0 * C + 1) * plane + 3] = NaN; // channel 1
     values[(1 * C + 2) * plane + 2] = -Infinity; // channel 2
     // The float32 run in the same layout (its statistics summed in the same order).
-    const wideNchw = Tensor.fromData(new Float32Array(values), shape).clone();
-    const wide = channelsLast
-      ? wideNchw.permute([0, 2, 3, 1]).contiguous().permute([0, 3, 1, 2])
-      : wideNchw;
-    const low = half(values, shape, channelsLast);
-    const weight = Tensor.fromData(new Float16Array(C).map((_, c) => 0.5 + c / 8), [C]).clone();
-    const bias = Tensor.fromData(new Float16Array(C).map((_, c) => c / 4 - 1), [C]).clone();
-    const wWide = Tensor.fromData(new Float32Array(weight.toArray()), [C]).clone();
-    const bWide = Tensor.fromData(new Float32Array(bias.toArray()), [C]).clone();
+    const wide = heapTensor(new Float32Array(values), shape, channelsLast);
+    const low = heapTensor(new Float16Array(values), shape, channelsLast);
+    const weight = heapTensor(new Float16Array(C).map((_, c) => 0.5 + c / 8), [C]);
+    const bias = heapTensor(new Float16Array(C).map((_, c) => c / 4 - 1), [C]);
+    const wWide = heapTensor(new Float32Array(weight.toArray()), [C]);
+    const bWide = heapTensor(new Float32Array(bias.toArray()), [C]);
     // Training: the statistics of channels 1 and 2 are NaN (code 1 there), the rest code 4.
     const train = (x: Tensor, w: Tensor, b: Tensor) =>
       batchNorm({ input: x, weight: w, bias: b, training: true, eps: 1e-5 }).output;
-    const trained = assertRoundedHalf(
+    const trained = assertRounded(
       train(low, weight, bias),
       train(wide, wWide, bWide),
       "training",
+      F16,
     );
     assert.equal(trained, 2 * N * plane, "channels 1 and 2");
     // Eval: running statistics, finite; the NaN and -Inf elements reach the write (code 1).
-    const rm = Tensor.fromData(new Float16Array(C).fill(0.25), [C]).clone();
-    const rv = Tensor.fromData(new Float16Array(C).fill(2), [C]).clone();
-    const rmWide = Tensor.fromData(new Float32Array(C).fill(0.25), [C]).clone();
-    const rvWide = Tensor.fromData(new Float32Array(C).fill(2), [C]).clone();
+    const rm = heapTensor(new Float16Array(C).fill(0.25), [C]);
+    const rv = heapTensor(new Float16Array(C).fill(2), [C]);
+    const rmWide = heapTensor(new Float32Array(C).fill(0.25), [C]);
+    const rvWide = heapTensor(new Float32Array(C).fill(2), [C]);
     const evaluate = (x: Tensor, w: Tensor, b: Tensor, m: Tensor, v: Tensor) =>
       batchNorm({ input: x, weight: w, bias: b, runningMean: m, runningVar: v, training: false })
         .output;
-    const evaluated = assertRoundedHalf(
+    const evaluated = assertRounded(
       evaluate(low, weight, bias, rm, rv),
       evaluate(wide, wWide, bWide, rmWide, rvWide),
       "eval",
+      F16,
     );
     assert.equal(evaluated, 1, "the NaN element (the -Inf one stays -Inf)");
   });

@@ -15,7 +15,7 @@
 import type { TensorAddress } from "./layout_types.ts";
 import { perSampleRowsPerItem, rowsInMemoryOrder } from "./layout_types.ts";
 import type { StatsStage, SumsStage, WriteStage } from "./stage_types.ts";
-import { type KernelCode, writeCode } from "./stage_types.ts";
+import { writeCode } from "./stage_types.ts";
 import type { WasmKernels } from "./wasm_instance.ts";
 import type { ChannelUnitsExports } from "./channel_exports.ts";
 
@@ -95,19 +95,15 @@ export function runUnits(
       s.partials.set(f64.subarray(0, 2 * units), 2 * u0);
     } else {
       // Row u = n * C + c: its j-th constant at (n * count + j) * C + c (per sample) or
-      // j * C + c, here at 4u + j.
-      const q = (s as WriteStage).constants;
+      // j * C + c, here at 4u + j (the unused ones of a row zero).
+      const write = s as WriteStage;
+      const q = write.constants;
       for (let i = 0; i < units; i++) {
         const u = u0 + i;
         const base = (perSample ? Math.floor(u / C) * count * C : 0) + (u % C);
-        for (let j = 0; j < count; j++) f64[4 * i + j] = q[base + j * C];
+        for (let j = 0; j < 4; j++) f64[4 * i + j] = j < count ? q[base + j * C] : 0;
       }
-      // The write's code (stage_types.ts writeCode): the plain dtype if a row's asks for it.
-      const sums = (s as WriteStage).dataSums;
-      let wdt: KernelCode = writeCode(dt, f64, 0, 1, count, sums);
-      for (let i = 1; i < units && wdt !== dt; i++) {
-        if (writeCode(dt, f64, 4 * i, 1, count, sums) === dt) wdt = dt;
-      }
+      const wdt = writeCode(dt, f64, 0, 1, 4 * units, write.dataSums);
       const o = at(s.outHeap, s.outAt, u0);
       const os = s.outAt.strideC * es;
       const x = at(s.xHeap, s.xAt, u0);

@@ -222,17 +222,14 @@ function runUnits(s, from, to, w, count) {
       k.bn_sums_units(at(s.dyHeap, s.dyAt, u0), s.dyAt.strideC * es, at(s.xHeap, s.xAt, u0), s.xAt.strideC * es, inner, dt, units, w.at + 16 * units, w.at);
       s.partials.set(f64.subarray(0, 2 * units), 2 * u0);
     } else {
-      const q = s.constants;
+      const write = s;
+      const q = write.constants;
       for (let i = 0; i < units; i++) {
         const u = u0 + i;
         const base = (perSample ? Math.floor(u / C) * count * C : 0) + u % C;
-        for (let j = 0; j < count; j++) f64[4 * i + j] = q[base + j * C];
+        for (let j = 0; j < 4; j++) f64[4 * i + j] = j < count ? q[base + j * C] : 0;
       }
-      const sums = s.dataSums;
-      let wdt = writeCode(dt, f64, 0, 1, count, sums);
-      for (let i = 1; i < units && wdt !== dt; i++) {
-        if (writeCode(dt, f64, 4 * i, 1, count, sums) === dt) wdt = dt;
-      }
+      const wdt = writeCode(dt, f64, 0, 1, 4 * units, write.dataSums);
       const o = at(s.outHeap, s.outAt, u0);
       const os = s.outAt.strideC * es;
       const x = at(s.xHeap, s.xAt, u0);

@@ -56,6 +56,8 @@ interface RowCall {
   readonly p: Float64Array;
   readonly arrays: Float32Array;
   readonly at: number;
+  /** The data tensors' dtype code. */
+  readonly dt: DataCode;
   /**
    * Whether a float constant of the kernels (eps, alpha, a column or per-row array written
    * here) is NaN: a bfloat16 call runs with the kernels' code 2 then, else with
@@ -83,7 +85,6 @@ function setUp(
   p[ROW_N] = n;
   p[ROW_ROWS] = rows;
   p[ROW_PER] = rowsPerItem(rows, n);
-  p[ROW_DT] = data[0].dt;
   p[ROW_EPS] = Math.fround(eps);
   data.forEach((d, i) => {
     p[ROW_DATA + 2 * i] = d.at;
@@ -95,6 +96,7 @@ function setUp(
     p,
     arrays: block.arrays,
     at: block.arraysAt,
+    dt: data[0].dt as DataCode,
     nan: Number.isNaN(p[ROW_EPS]),
   };
 }
@@ -106,12 +108,12 @@ function array(c: RowCall, i: number, entry: number): void {
 
 /** Writes n per-column values at `entry` and zeroes their padding to a whole vector. */
 function columns(c: RowCall, entry: number, values: Float64Array, n: number): void {
-  perRow(c, entry, values, n);
+  writeConstants(c, entry, values, n);
   c.arrays.fill(0, entry + n, entry + padded(n));
 }
 
 /** Writes the first `count` of `values` (per-row or per-column constants) at `entry`. */
-function perRow(c: RowCall, entry: number, values: ArrayLike<number>, count: number): void {
+function writeConstants(c: RowCall, entry: number, values: ArrayLike<number>, count: number): void {
   const arrays = c.arrays;
   let nan = false;
   for (let i = 0; i < count; i++) {
@@ -145,8 +147,7 @@ function run(op: RowNormOp, c: RowCall, anchor: HostData, alone = false): void {
   const pool = threads > 1 && numel >= MIN_PARALLEL_ELEMENTS && items > 1
     ? readyPool(threads - 1)
     : undefined;
-  const code = c.p[ROW_DT];
-  const dt = (code === BFLOAT16_NO_NAN_CONSTANTS ? BFLOAT16 : code) as DataCode;
+  const dt = c.dt;
   // The kernels' code: bfloat16 stores without the NaN lanes' choice when no float constant
   // of the call is NaN (its data's NaNs are widened bfloat16 ones: kernels.wat $bits4).
   c.p[ROW_DT] = dt === BFLOAT16 && !c.nan ? BFLOAT16_NO_NAN_CONSTANTS : dt;
@@ -268,8 +269,8 @@ function backwardCall(
   const partials = sums ? items * c4 : 0;
   const c = setUp(data, rows, n, NaN, c4 + 2 * rows + 2 * partials);
   columns(c, 0, w, n);
-  perRow(c, c4, mean, rows);
-  perRow(c, c4 + rows, rstd, rows);
+  writeConstants(c, c4, mean, rows);
+  writeConstants(c, c4 + rows, rstd, rows);
   const pw = c4 + 2 * rows;
   const pb = pw + partials;
   [0, c4, c4 + rows, pw, pb].forEach((entry, i) => array(c, i, entry));
@@ -298,7 +299,7 @@ export function rmsNormGradHeap(
   const partials = items * c4;
   const c = setUp(data, rows, n, NaN, c4 + rows + partials);
   columns(c, 0, g, n);
-  perRow(c, c4, rstd, rows);
+  writeConstants(c, c4, rstd, rows);
   [0, c4, c4 + rows].forEach((entry, i) => array(c, i, entry));
   run("rmsNormGradRows", c, anchor);
   const pg = c4 + rows;
@@ -500,8 +501,8 @@ export function adaLayerNormGradHeap(
   columns(c, 0, w, n);
   columns(c, c4, bias, n);
   for (let i = 0; i < ada.batches; i++) columns(c, sc + i * c4, ada.scale.subarray(i * n), n);
-  perRow(c, stats, mean, rows);
-  perRow(c, stats + rows, rstd, rows);
+  writeConstants(c, stats, mean, rows);
+  writeConstants(c, stats + rows, rstd, rows);
   [0, c4, sc, stats, pw].forEach((entry, i) => array(c, i, entry));
   c.p[ROW_FLAGS] = data.length > 2 ? 1 : 0;
   c.p[ROW_SEQ] = ada.seq;

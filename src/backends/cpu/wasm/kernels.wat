@@ -93,31 +93,26 @@
   (func $bits4 (param $dt i32) (param $v v128) (result v128)
     (local $t v128)
     (local $r v128)
-    (if (i32.eq (local.get $dt) (i32.const 3))
+    (if (result v128) (i32.eq (i32.and (local.get $dt) (i32.const 6)) (i32.const 2))
       (then
+        (local.set $t (i32x4.shr_u (local.get $v) (i32.const 16)))
         (local.set $r
           (i32x4.shr_u
             (i32x4.add
               (i32x4.add (local.get $v) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff))
-              (v128.and (i32x4.shr_u (local.get $v) (i32.const 16)) (v128.const i32x4 1 1 1 1)))
+              (v128.and (local.get $t) (v128.const i32x4 1 1 1 1)))
             (i32.const 16)))
-        (return (i16x8.narrow_i32x4_u (local.get $r) (local.get $r)))))
-    (if (result v128) (i32.eq (local.get $dt) (i32.const 2))
-      (then
-        ;; NaN lanes: the float32 self-comparison (one instruction, no constant), chosen by
-        ;; relaxed_laneselect (one blend where bitselect is three): its mask is all ones or
-        ;; all zeros in every lane, where relaxed SIMD defines the result (the same on every
-        ;; engine). Together 0.84-0.93x the bfloat16 writes' time (bench/RESULTS.md).
-        (local.set $t (i32x4.shr_u (local.get $v) (i32.const 16)))
-        (local.set $r
-          (i8x16.relaxed_laneselect
-            (v128.or (local.get $t) (v128.const i32x4 0x40 0x40 0x40 0x40))
-            (i32x4.shr_u
-              (i32x4.add
-                (i32x4.add (local.get $v) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff))
-                (v128.and (local.get $t) (v128.const i32x4 1 1 1 1)))
-              (i32.const 16))
-            (f32x4.ne (local.get $v) (local.get $v))))
+        ;; NaN lanes (dt 2): the float32 self-comparison (one instruction, no constant),
+        ;; chosen by relaxed_laneselect (one blend where bitselect is three): its mask is all
+        ;; ones or all zeros in every lane, where relaxed SIMD defines the result (the same on
+        ;; every engine). Together 0.84-0.93x the bfloat16 writes' time (bench/RESULTS.md).
+        (if (i32.eq (local.get $dt) (i32.const 2))
+          (then
+            (local.set $r
+              (i8x16.relaxed_laneselect
+                (v128.or (local.get $t) (v128.const i32x4 0x40 0x40 0x40 0x40))
+                (local.get $r)
+                (f32x4.ne (local.get $v) (local.get $v))))))
         (i16x8.narrow_i32x4_u (local.get $r) (local.get $r)))
       (else
         (if (result v128) (i32.eq (local.get $dt) (i32.const 4))
@@ -139,65 +134,53 @@
       (v128.and (local.get $v) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))
     (local.set $r
       (v128.or
-        (v128.and
-          (i32x4.shr_u (local.get $v) (i32.const 16))
-          (v128.const i32x4 0x8000 0x8000 0x8000 0x8000))
+        (call $f16sign (local.get $v))
         (i8x16.relaxed_laneselect
           (v128.const i32x4 0x7e00 0x7e00 0x7e00 0x7e00)
-          (i8x16.relaxed_laneselect
-            (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)
-            (i8x16.relaxed_laneselect
-              (i32x4.sub
-                (f32x4.add (local.get $a) (v128.const f32x4 0.5 0.5 0.5 0.5))
-                (v128.const i32x4 0x3f000000 0x3f000000 0x3f000000 0x3f000000))
-              (i32x4.shr_u
-                (i32x4.add
-                  (i32x4.add
-                    (local.get $a)
-                    (v128.const i32x4 0xc8000fff 0xc8000fff 0xc8000fff 0xc8000fff))
-                  (v128.and
-                    (i32x4.shr_u (local.get $a) (i32.const 13))
-                    (v128.const i32x4 1 1 1 1)))
-                (i32.const 13))
-              (i32x4.lt_s (local.get $a)
-                (v128.const i32x4 0x38800000 0x38800000 0x38800000 0x38800000)))
-            (i32x4.ge_s (local.get $a)
-              (v128.const i32x4 0x477ff000 0x477ff000 0x477ff000 0x477ff000)))
+          (call $f16mag (local.get $a))
           (i32x4.gt_s (local.get $a)
             (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000)))))
     (i16x8.narrow_i32x4_u (local.get $r) (local.get $r)))
 
   ;; $f16bits4 for lanes that are not NaN (dt 4): the same bits without the NaN choice.
   (func $f16bits4_finite (param $v v128) (result v128)
-    (local $a v128)
     (local $r v128)
-    (local.set $a
-      (v128.and (local.get $v) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))
     (local.set $r
       (v128.or
-        (v128.and
-          (i32x4.shr_u (local.get $v) (i32.const 16))
-          (v128.const i32x4 0x8000 0x8000 0x8000 0x8000))
-          (i8x16.relaxed_laneselect
-            (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)
-            (i8x16.relaxed_laneselect
-              (i32x4.sub
-                (f32x4.add (local.get $a) (v128.const f32x4 0.5 0.5 0.5 0.5))
-                (v128.const i32x4 0x3f000000 0x3f000000 0x3f000000 0x3f000000))
-              (i32x4.shr_u
-                (i32x4.add
-                  (i32x4.add
-                    (local.get $a)
-                    (v128.const i32x4 0xc8000fff 0xc8000fff 0xc8000fff 0xc8000fff))
-                  (v128.and
-                    (i32x4.shr_u (local.get $a) (i32.const 13))
-                    (v128.const i32x4 1 1 1 1)))
-                (i32.const 13))
-              (i32x4.lt_s (local.get $a)
-                (v128.const i32x4 0x38800000 0x38800000 0x38800000 0x38800000)))
-            (i32x4.ge_s (local.get $a)
-              (v128.const i32x4 0x477ff000 0x477ff000 0x477ff000 0x477ff000)))))
+        (call $f16sign (local.get $v))
+        (call $f16mag
+          (v128.and (local.get $v)
+            (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))))
     (i16x8.narrow_i32x4_u (local.get $r) (local.get $r)))
+
+  ;; The float16 sign bit (0x8000) of each float32 lane v, in its low 16 bits.
+  (func $f16sign (param $v v128) (result v128)
+    (v128.and
+      (i32x4.shr_u (local.get $v) (i32.const 16))
+      (v128.const i32x4 0x8000 0x8000 0x8000 0x8000)))
+
+  ;; The float16 magnitude bits of non-NaN float32 magnitudes a (sign cleared), rounded once
+  ;; to nearest even ($f16bits4 says how): subnormal, normal, or Inf from 65520 up.
+  (func $f16mag (param $a v128) (result v128)
+    (i8x16.relaxed_laneselect
+      (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)
+      (i8x16.relaxed_laneselect
+        (i32x4.sub
+          (f32x4.add (local.get $a) (v128.const f32x4 0.5 0.5 0.5 0.5))
+          (v128.const i32x4 0x3f000000 0x3f000000 0x3f000000 0x3f000000))
+        (i32x4.shr_u
+          (i32x4.add
+            (i32x4.add
+              (local.get $a)
+              (v128.const i32x4 0xc8000fff 0xc8000fff 0xc8000fff 0xc8000fff))
+            (v128.and
+              (i32x4.shr_u (local.get $a) (i32.const 13))
+              (v128.const i32x4 1 1 1 1)))
+          (i32.const 13))
+        (i32x4.lt_s (local.get $a)
+          (v128.const i32x4 0x38800000 0x38800000 0x38800000 0x38800000)))
+      (i32x4.ge_s (local.get $a)
+        (v128.const i32x4 0x477ff000 0x477ff000 0x477ff000 0x477ff000))))
 
   ;; log2 of the element size of dt.
   (func $shift (param $dt i32) (result i32)
