@@ -9,8 +9,8 @@
 ;;
 ;; WebAssembly SIMD has no exp. Both activations divide by d = 1 + exp(t) (here and
 ;; channel_swish_grad.wat), so the helper is $cs_one_plus_exp4: 1 + exp(t), rounded once from
-;; exp(t) computed by the Cephes expf scheme, vectorised. Contract, for every float32 t
-;; (tests/cpu/wasm_exp.test.ts checks it against 1 + Math.exp(t)):
+;; exp(t) computed by Cody and Waite's range reduction and a polynomial, vectorised. Contract,
+;; for every float32 t (tests/cpu/wasm_exp.test.ts checks it against 1 + Math.exp(t)):
 ;; - relative error at most 2^-22 (2 ulp) of 1 + exp(t), where that is finite;
 ;; - +inf where exp(t) overflows float32 (t above 88.7228, and +inf): as CANN's Exp then Adds
 ;;   give, so that g / d is a signed zero there;
@@ -19,19 +19,22 @@
 ;; Method: t clamped to [-86.5, 89] (pmax/pmin keep a NaN: it is their first operand);
 ;; n = nearest(t * log2(e)) by adding 1.5 * 2^23 - 1 (|t * log2(e)| < 2^22), which also leaves
 ;; n - 1 as an integer in the sum's low bits (k below); r = t - n * ln2 with ln2 split in two
-;; (Cody-Waite: n * 0.693359375 is exact for |n| <= 2^9), |r| <= ln2 / 2; e^r = 1 + r +
-;; r^2 * P(r), P of degree 5 (Cephes expf.c coefficients, error < 1 ulp on that range) by
-;; Estrin's scheme; exp(t) = (e^r * 2^(n-1)) * 2, where 2^(n-1) (n in [-125, 128]) is a
-;; normal float32 built from k's bits and the last multiply overflows to +inf as IEEE
-;; arithmetic does (a NaN e^r stays NaN through both multiplies).
+;; (Cody-Waite: n * 0.693359375 is exact for |n| <= 2^9), |r| <= ln2 / 2; 2 e^r = 2 + r (2 +
+;; r Q'(r)) by Horner's scheme, Q' twice the degree-4 minimax fit of (e^r - 1 - r) / r^2 in
+;; relative error (scripts/fit_exp_polynomial.ts: 0.03 ulp), whose doubled coefficients are
+;; exact; then 1 + exp(t) = 2 e^r * 2^(n-1) + 1 in one multiply-add, where 2^(n-1) (n in
+;; [-125, 128]) is a normal float32 built from k's bits: the product is exact or overflows to
+;; +inf as IEEE arithmetic does (a NaN e^r stays NaN), so fused or not it rounds once.
 ;; The multiply-adds are f32x4.relaxed_madd: fused on an engine and machine with FMA (V8 on
 ;; x64 with FMA3, arm64), separate roundings elsewhere; one machine always gives the same
-;; bits, both are within the contract. The swish write takes 0.84 ns per element where the
-;; same scheme without them took 1.12 and the exp of the general contract (subnormal results,
-;; two scaling multiplies, no fusing) 1.24 (bench/RESULTS.md, fifth session).
+;; bits, both are within the contract (worst 0.99 ulp fused and 1.00 unfused over 2^25
+;; float32 t of both signs, a script of the ninth session). The swish write takes 0.71 ns per
+;; element where Cephes's degree-7 polynomial by Estrin's scheme with two scaling multiplies
+;; took 0.81, the same without fusing 1.12, and the exp of the general contract (subnormal
+;; results, no fusing) 1.24 (bench/RESULTS.md, fifth and ninth sessions).
 (module
   (func $cs_one_plus_exp4 (param $t v128) (result v128)
-    (local $x v128) (local $n v128) (local $r v128) (local $p v128) (local $k v128) (local $h v128)
+    (local $x v128) (local $n v128) (local $r v128) (local $p v128) (local $k v128)
     (local.set $x
       (f32x4.pmin (f32x4.pmax (local.get $t) (v128.const f32x4 -86.5 -86.5 -86.5 -86.5))
         (v128.const f32x4 89 89 89 89)))
@@ -46,32 +49,30 @@
         (v128.const f32x4 2.12194440e-4 2.12194440e-4 2.12194440e-4 2.12194440e-4)
         (f32x4.relaxed_madd (local.get $n)
           (v128.const f32x4 -0.693359375 -0.693359375 -0.693359375 -0.693359375) (local.get $x))))
-    ;; P = (a0 + a1 r) + r^2 ((a2 + a3 r) + r^2 (a4 + a5 r)).
-    (local.set $h (f32x4.mul (local.get $r) (local.get $r)))
+    ;; 2 e^r = 2 + r (2 + r Q'(r)), Q' = 2 Q (Horner).
     (local.set $p
-      (f32x4.relaxed_madd (local.get $h)
-        (f32x4.relaxed_madd (local.get $h)
-          (f32x4.relaxed_madd (local.get $r)
-            (v128.const f32x4 1.9875691500e-4 1.9875691500e-4 1.9875691500e-4 1.9875691500e-4)
-            (v128.const f32x4 1.3981999507e-3 1.3981999507e-3 1.3981999507e-3 1.3981999507e-3))
-          (f32x4.relaxed_madd (local.get $r)
-            (v128.const f32x4 8.3334519073e-3 8.3334519073e-3 8.3334519073e-3 8.3334519073e-3)
-            (v128.const f32x4 4.1665795894e-2 4.1665795894e-2 4.1665795894e-2 4.1665795894e-2)))
-        (f32x4.relaxed_madd (local.get $r)
-          (v128.const f32x4 1.6666665459e-1 1.6666665459e-1 1.6666665459e-1 1.6666665459e-1)
-          (v128.const f32x4 5.0000001201e-1 5.0000001201e-1 5.0000001201e-1 5.0000001201e-1))))
+      (f32x4.relaxed_madd (local.get $r)
+        (v128.const f32x4 2.7629225515e-3 2.7629225515e-3 2.7629225515e-3 2.7629225515e-3)
+        (v128.const f32x4 1.6737420112e-2 1.6737420112e-2 1.6737420112e-2 1.6737420112e-2)))
     (local.set $p
-      (f32x4.add (f32x4.relaxed_madd (local.get $p) (local.get $h) (local.get $r))
-        (v128.const f32x4 1 1 1 1)))
-    ;; k's bits are those of 1.5 * 2^23 plus n - 1, whose low nine bits shifted left by 23 are
-    ;; (n - 1) << 23: 2^(n-1) once the bias 127 << 23 is added.
-    ;; 1 + q * 2 with q = e^r * 2^(n-1): q * 2 is exact or overflows, so fused or not this
-    ;; multiply-add rounds once, to the same bits.
-    (f32x4.relaxed_madd
-      (f32x4.mul (local.get $p)
-        (i32x4.add (i32x4.shl (local.get $k) (i32.const 23))
-          (v128.const i32x4 0x3f800000 0x3f800000 0x3f800000 0x3f800000)))
-      (v128.const f32x4 2 2 2 2)
+      (f32x4.relaxed_madd (local.get $r)
+        (local.get $p)
+        (v128.const f32x4 8.3336777985e-2 8.3336777985e-2 8.3336777985e-2 8.3336777985e-2)))
+    (local.set $p
+      (f32x4.relaxed_madd (local.get $r)
+        (local.get $p)
+        (v128.const f32x4 3.3333042264e-1 3.3333042264e-1 3.3333042264e-1 3.3333042264e-1)))
+    (local.set $p
+      (f32x4.relaxed_madd (local.get $r)
+        (local.get $p)
+        (v128.const f32x4 9.9999988079e-1 9.9999988079e-1 9.9999988079e-1 9.9999988079e-1)))
+    (local.set $p (f32x4.relaxed_madd (local.get $r) (local.get $p) (v128.const f32x4 2 2 2 2)))
+    (local.set $p (f32x4.relaxed_madd (local.get $r) (local.get $p) (v128.const f32x4 2 2 2 2)))
+    ;; 2 e^r * 2^(n-1) + 1: k's bits are those of 1.5 * 2^23 plus n - 1, whose low nine bits
+    ;; shifted left by 23 are (n - 1) << 23: 2^(n-1) once the bias 127 << 23 is added.
+    (f32x4.relaxed_madd (local.get $p)
+      (i32x4.add (i32x4.shl (local.get $k) (i32.const 23))
+        (v128.const i32x4 0x3f800000 0x3f800000 0x3f800000 0x3f800000))
       (v128.const f32x4 1 1 1 1)))
 
   ;; g / (1 + exp(g * kneg)), kneg = -swishScale: CANN's Muls(-s), Exp, Adds(1), Div.
