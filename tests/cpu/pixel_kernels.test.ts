@@ -1,0 +1,97 @@
+/**
+ * The channels-last kernels (channel_pixels.wat, channel_pixel_blocks.wat) bit for bit against
+ * a scalar model of the order their comments state, float32 data, over channel counts of 1 to
+ * 7 vectors (whole blocks of four and the vectors after them), odd and even pixel counts (the
+ * steps of two pixels and a last single one) and runs of 128 pixels with a short last one:
+ * - the writes (bn_norm_pix, bn_grad_pix): each element's formula rounded to float32 at every
+ *   operation, as channel_norms.wat's $bn_value states it;
+ * - the sums (bn_sums_pix): per channel, float32 sums over each run of two pixels' terms at
+ *   once (then a last single pixel), each run's sums added to float64 in run order.
+ */
+
+import assert from "node:assert/strict";
+import { kernelsWasmBytes } from "../../src/backends/cpu/wasm/kernels_module.ts";
+import { blockAt, instantiateWasm, slotAt, wasmReserve } from "../fixtures/wasm_memory.ts";
+
+const f = Math.fround;
+const CHANNELS = [4, 8, 12, 16, 20, 28];
+const PIXELS = [1, 2, 3, 4, 5, 6, 7, 9, 130, 259];
+
+/** Seeded float32 values in [-3, 3). */
+function seeded(n: number, seed: number): Float32Array {
+  const out = new Float32Array(n);
+  let s = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out[i] = (s / 2 ** 32) * 6 - 3;
+  }
+  return out;
+}
+
+function setup(C: number, pix: number) {
+  const w = instantiateWasm(kernelsWasmBytes())!;
+  wasmReserve(w, C * pix, 16 * C);
+  const at = { dy: blockAt(w, "dy"), x: blockAt(w, "x"), out: blockAt(w, "out") };
+  const dy = seeded(C * pix, 11 + C + pix);
+  const x = seeded(C * pix, 7 + 3 * C + pix);
+  w.f32.set(dy, at.dy / 4);
+  w.f32.set(x, at.x / 4);
+  return { w, at, dy, x, ex: w.exports };
+}
+
+Deno.test("channels-last writes: every element's formula, rounded as stated, bit for bit", () => {
+  for (const C of CHANNELS) {
+    for (const pix of PIXELS) {
+      const { w, at, dy, x, ex } = setup(C, pix);
+      // Constants interleaved per four channels: channel 4i + l's k_j at 16 (4i + j) + 4l.
+      const k = seeded(4 * C, 5 + C);
+      const kAt = slotAt(w, 0);
+      w.f32.set(k, kAt / 4);
+      const kOf = (c: number, j: number) => k[16 * (c >> 2) + 4 * j + (c & 3)];
+      ex.bn_norm_pix(at.x, at.out, C, 0, pix, kAt);
+      const norm = w.f32.slice(at.out / 4, at.out / 4 + C * pix);
+      ex.bn_grad_pix(at.dy, at.x, at.out, C, 0, pix, kAt);
+      const grad = w.f32.slice(at.out / 4, at.out / 4 + C * pix);
+      for (let i = 0; i < C * pix; i++) {
+        const c = i % C;
+        const d = f(f(x[i] - kOf(c, 0)) * kOf(c, 1));
+        assert.equal(norm[i], f(d + kOf(c, 2)), `norm C ${C} pix ${pix} [${i}]`);
+        const want = f(f(f(dy[i] * kOf(c, 3)) - kOf(c, 2)) - d);
+        assert.equal(grad[i], want, `grad C ${C} pix ${pix} [${i}]`);
+      }
+    }
+  }
+});
+
+Deno.test("channels-last sums: float32 runs of paired pixels, added in float64, bit for bit", () => {
+  for (const C of CHANNELS) {
+    for (const pix of PIXELS) {
+      const { w, at, dy, x, ex } = setup(C, pix);
+      const means = seeded(C, 3 + C).map((v) => v / 3);
+      w.f32.set(means, slotAt(w, 0) / 4);
+      const [o1, o2, acc] = [slotAt(w, 1), slotAt(w, 2), slotAt(w, 3)];
+      ex.bn_sums_pix(at.dy, at.x, C, 0, pix, slotAt(w, 0), o1, o2, acc);
+      for (let c = 0; c < C; c++) {
+        let s1 = 0, s2 = 0;
+        for (let q = 0; q < pix; q += 128) {
+          const end = Math.min(pix, q + 128);
+          let a1 = 0, a2 = 0;
+          const term = (j: number) => f(dy[j * C + c] * f(x[j * C + c] - means[c]));
+          let j = q;
+          for (; j + 1 < end; j += 2) {
+            a1 = f(a1 + f(dy[j * C + c] + dy[(j + 1) * C + c]));
+            a2 = f(a2 + f(term(j) + term(j + 1)));
+          }
+          if (j < end) {
+            a1 = f(a1 + dy[j * C + c]);
+            a2 = f(a2 + term(j));
+          }
+          s1 += a1;
+          s2 += a2;
+        }
+        assert.equal(w.f64[o1 / 8 + c], s1, `sum(dy) C ${C} pix ${pix} channel ${c}`);
+        assert.equal(w.f64[o2 / 8 + c], s2, `sum(dy (x - m)) C ${C} pix ${pix} channel ${c}`);
+      }
+    }
+  }
+});
