@@ -36,7 +36,8 @@ export const ROW_EPS = 4;
 /**
  * Parameter index: flags; LayerNorm backward's (1 column sums, 2 gradInput), the fused add +
  * LayerNorm's (add_ln_fwd: 1 store x, 2 bias rows, 4 per-column bias), its backward's
- * (add_ln_bwd: 1 dsum, 2 DeepNormGrad), AdaLayerNormBackward's (ada_ln_bwd: 1 gradInput).
+ * (add_ln_bwd: 1 dsum, 2 DeepNormGrad), AdaLayerNormBackward's (ada_ln_bwd: 1 gradInput, 2
+ * column sums, 4 batch sums).
  */
 export const ROW_FLAGS = 5;
 /**

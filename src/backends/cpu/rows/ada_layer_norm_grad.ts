@@ -42,10 +42,14 @@ export function adaLayerNormBackward(
   const rstd = channelValues(t.rstd);
   const outputs = t.gradInput ? [t.gradInput] : [];
   withHeapRows(axis, t.input.dtype, [t.gradOut, t.input], outputs, (anchor, data) => {
-    const sums = adaLayerNormGradHeap(anchor, data, rows, cols, mean, rstd, w, b, ada);
-    if (t.gradScale) writeChannelValues(t.gradScale, sums.scale);
-    if (t.gradShift) writeChannelValues(t.gradShift, sums.shift);
-    if (t.gradWeight) writeChannelValues(t.gradWeight, sums.weight);
-    if (t.gradBias) writeChannelValues(t.gradBias, sums.bias);
+    const wanted = {
+      columns: Boolean(t.gradWeight || t.gradBias),
+      batches: Boolean(t.gradScale || t.gradShift),
+    };
+    const sums = adaLayerNormGradHeap(anchor, data, rows, cols, mean, rstd, w, b, ada, wanted);
+    if (t.gradScale) writeChannelValues(t.gradScale, sums.scale!);
+    if (t.gradShift) writeChannelValues(t.gradShift, sums.shift!);
+    if (t.gradWeight) writeChannelValues(t.gradWeight, sums.weight!);
+    if (t.gradBias) writeChannelValues(t.gradBias, sums.bias!);
   });
 }

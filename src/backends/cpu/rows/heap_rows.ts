@@ -460,23 +460,34 @@ export function adaLayerNormHeap(
   };
 }
 
-/** AdaLayerNormBackward's sums: columns (gradWeight, gradBias) and per batch (gradScale, gradShift). */
+/**
+ * AdaLayerNormBackward's sums: columns (gradWeight, gradBias) and per batch (gradScale,
+ * gradShift), each pair present when it was wanted.
+ */
 export interface AdaGradSums {
   /** gradWeight: the sum over rows of dy * (1 + scale) * z. */
-  readonly weight: Float64Array;
+  readonly weight?: Float64Array;
   /** gradBias: the sum over rows of dy * (1 + scale). */
-  readonly bias: Float64Array;
+  readonly bias?: Float64Array;
   /** gradScale: per batch row (batch-major, n each), the sum over S of dy * (z * w + b). */
-  readonly scale: Float64Array;
+  readonly scale?: Float64Array;
   /** gradShift: per batch row, the sum over S of dy. */
-  readonly shift: Float64Array;
+  readonly shift?: Float64Array;
+}
+
+/** Which of AdaLayerNormBackward's sums a call wants (the kernel skips the others). */
+export interface AdaGradWanted {
+  /** gradWeight or gradBias: the column sums. */
+  readonly columns: boolean;
+  /** gradScale or gradShift: the per-batch sums. */
+  readonly batches: boolean;
 }
 
 /**
  * AdaLayerNorm backward of every row of the heap rows `data` (dy, x, and gradInput when it is
  * wanted): gradInput, the column sums merged over the items, and the per-batch sums: each
  * item's slots (the batches its rows touch, from its first row's) added to their batch in
- * item order, in float64 (ada_ln_bwd).
+ * item order, in float64 (ada_ln_bwd); only the sums `wanted` asks for.
  */
 export function adaLayerNormGradHeap(
   anchor: HostData,
@@ -488,6 +499,7 @@ export function adaLayerNormGradHeap(
   w: Float64Array,
   bias: Float64Array,
   ada: Omit<AdaRows, "shift">,
+  wanted: AdaGradWanted,
 ): AdaGradSums {
   const c4 = padded(n);
   const per = rowsPerItem(rows, n);
@@ -504,7 +516,8 @@ export function adaLayerNormGradHeap(
   writeConstants(c, stats, mean, rows);
   writeConstants(c, stats + rows, rstd, rows);
   [0, c4, sc, stats, pw].forEach((entry, i) => array(c, i, entry));
-  c.p[ROW_FLAGS] = data.length > 2 ? 1 : 0;
+  c.p[ROW_FLAGS] = (data.length > 2 ? 1 : 0) | (wanted.columns ? 2 : 0) |
+    (wanted.batches ? 4 : 0);
   c.p[ROW_SEQ] = ada.seq;
   c.p[ROW_SLOTS] = slots;
   run("adaLayerNormGradRows", c, anchor);
@@ -523,9 +536,13 @@ export function adaLayerNormGradHeap(
     return out;
   };
   return {
-    weight: mergeColumns(c.at + 4 * pw, items, n, c4),
-    bias: mergeColumns(c.at + 4 * (pw + items * c4), items, n, c4),
-    scale: batchSums(ps),
-    shift: batchSums(ps + items * slots * c4),
+    ...(wanted.columns && {
+      weight: mergeColumns(c.at + 4 * pw, items, n, c4),
+      bias: mergeColumns(c.at + 4 * (pw + items * c4), items, n, c4),
+    }),
+    ...(wanted.batches && {
+      scale: batchSums(ps),
+      shift: batchSums(ps + items * slots * c4),
+    }),
   };
 }

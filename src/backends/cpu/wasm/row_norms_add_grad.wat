@@ -21,17 +21,108 @@
   ;; strides; flags 1: c holds dsum, added to dx (AddLayerNormGrad); flags 2: DeepNormGrad's
   ;; order, o receives dgx and c receives dx = alpha * dgx. o is dx otherwise. Float32 arrays:
   ;; w (gamma, n padded to 4), mean and rstd per row, the partials pw and pb (zeroed first).
+  ;; A dispatcher over $alb_rows copies whose flags are constants (Binaryen folds them into
+  ;; each copy's loops): AddLayerNormGrad's (alpha 1, whose multiply is skipped: 1 * a is a)
+  ;; with and without dsum, DeepNormGrad's, and any other call.
   (func (export "add_ln_bwd")
     (param $dy i32) (param $dys i32) (param $a i32) (param $as i32) (param $b i32) (param $bs i32)
     (param $c i32) (param $cs i32) (param $o i32) (param $os i32) (param $n i32) (param $dt i32)
     (param $rows i32) (param $alpha f32) (param $flags i32) (param $w i32) (param $mean i32)
     (param $rstd i32) (param $pw i32) (param $pb i32)
-    (local $r i32) (local $es i32) (local $j i32) (local $k i32) (local $off i32) (local $left i32)
+    (if (i32.and (f32.eq (local.get $alpha) (f32.const 1)) (i32.lt_u (local.get $flags) (i32.const 2)))
+      (then
+        (if (local.get $flags)
+          (then
+            (call $alb_rows (local.get $dy) (local.get $dys) (local.get $a) (local.get $as)
+              (local.get $b) (local.get $bs) (local.get $c) (local.get $cs) (local.get $o)
+              (local.get $os) (local.get $n) (local.get $dt) (local.get $rows) (f32.const 1)
+              (i32.const 1) (i32.const 1) (local.get $w) (local.get $mean) (local.get $rstd)
+              (local.get $pw) (local.get $pb)))
+          (else
+            (call $alb_rows (local.get $dy) (local.get $dys) (local.get $a) (local.get $as)
+              (local.get $b) (local.get $bs) (local.get $c) (local.get $cs) (local.get $o)
+              (local.get $os) (local.get $n) (local.get $dt) (local.get $rows) (f32.const 1)
+              (i32.const 0) (i32.const 1) (local.get $w) (local.get $mean) (local.get $rstd)
+              (local.get $pw) (local.get $pb))))
+        (return)))
+    (if (i32.eq (local.get $flags) (i32.const 2))
+      (then
+        (call $alb_rows (local.get $dy) (local.get $dys) (local.get $a) (local.get $as)
+          (local.get $b) (local.get $bs) (local.get $c) (local.get $cs) (local.get $o)
+          (local.get $os) (local.get $n) (local.get $dt) (local.get $rows) (local.get $alpha)
+          (i32.const 2) (i32.const 0) (local.get $w) (local.get $mean) (local.get $rstd)
+          (local.get $pw) (local.get $pb))
+        (return)))
+    (call $alb_rows (local.get $dy) (local.get $dys) (local.get $a) (local.get $as)
+      (local.get $b) (local.get $bs) (local.get $c) (local.get $cs) (local.get $o)
+      (local.get $os) (local.get $n) (local.get $dt) (local.get $rows) (local.get $alpha)
+      (local.get $flags) (i32.const 0) (local.get $w) (local.get $mean) (local.get $rstd)
+      (local.get $pw) (local.get $pb)))
+
+  ;; s - mean for the vector at offset off: s = a + b when `unit` (alpha is 1), else
+  ;; alpha * a + b (Muls then Add), in float32.
+  (func $alb_xm
+    (param $a i32) (param $b i32) (param $off i32) (param $dt i32) (param $al v128)
+    (param $unit i32) (param $mm v128) (result v128)
+    (f32x4.sub
+      (f32x4.add
+        (if (result v128) (local.get $unit)
+          (then (call $ld4 (i32.add (local.get $a) (local.get $off)) (local.get $dt)))
+          (else
+            (f32x4.mul (local.get $al)
+              (call $ld4 (i32.add (local.get $a) (local.get $off)) (local.get $dt)))))
+        (call $ld4 (i32.add (local.get $b) (local.get $off)) (local.get $dt)))
+      (local.get $mm)))
+
+  ;; Pass 2's value of one vector (dx, or DeepNormGrad's dgx), and DeepNormGrad's dx = dgx *
+  ;; alpha stored at c; `left` elements of the row remain from this vector on.
+  (func $alb_write
+    (param $dy i32) (param $a i32) (param $b i32) (param $c i32) (param $o i32) (param $off i32)
+    (param $k i32) (param $dt i32) (param $al v128) (param $unit i32) (param $flags i32)
+    (param $w i32) (param $mm v128) (param $rr v128) (param $pv v128) (param $pm v128)
+    (param $left i32)
+    (local $xm v128) (local $g v128) (local $v v128)
+    (local.set $xm (call $alb_xm (local.get $a) (local.get $b) (local.get $off) (local.get $dt)
+      (local.get $al) (local.get $unit) (local.get $mm)))
+    (local.set $g
+      (f32x4.mul (call $ld4 (i32.add (local.get $dy) (local.get $off)) (local.get $dt))
+        (v128.load (i32.add (local.get $w) (local.get $k)))))
+    (if (i32.and (local.get $flags) (i32.const 2))
+      (then
+        (local.set $v
+          (f32x4.add
+            (f32x4.add (f32x4.mul (local.get $xm) (local.get $pv)) (local.get $pm))
+            (f32x4.mul (local.get $g) (local.get $rr))))
+        (call $alg_st (i32.add (local.get $c) (local.get $off)) (local.get $dt)
+          (f32x4.mul (local.get $v) (local.get $al)) (local.get $left)))
+      (else
+        (local.set $v
+          (f32x4.add
+            (f32x4.add (f32x4.mul (local.get $xm) (local.get $pv))
+              (f32x4.mul (local.get $g) (local.get $rr)))
+            (local.get $pm)))
+        (if (i32.and (local.get $flags) (i32.const 1))
+          (then
+            (local.set $v
+              (f32x4.add (local.get $v)
+                (call $ld4 (i32.add (local.get $c) (local.get $off)) (local.get $dt))))))))
+    (call $alg_st (i32.add (local.get $o) (local.get $off)) (local.get $dt) (local.get $v)
+      (local.get $left)))
+
+  ;; add_ln_bwd's rows with the flags of the call and `unit` (alpha is 1). Whole vectors
+  ;; first, then the last one to three elements (masked in pass 1, stored in part in pass 2).
+  (func $alb_rows
+    (param $dy i32) (param $dys i32) (param $a i32) (param $as i32) (param $b i32) (param $bs i32)
+    (param $c i32) (param $cs i32) (param $o i32) (param $os i32) (param $n i32) (param $dt i32)
+    (param $rows i32) (param $alpha f32) (param $flags i32) (param $unit i32) (param $w i32)
+    (param $mean i32) (param $rstd i32) (param $pw i32) (param $pb i32)
+    (local $r i32) (local $es i32) (local $j i32) (local $k i32) (local $off i32) (local $n4 i32)
     (local $t1 f64) (local $t2 f64) (local $inv f32) (local $rs f32)
     (local $al v128) (local $mm v128) (local $rr v128) (local $r3 v128) (local $pv v128)
-    (local $pm v128) (local $e v128) (local $xm v128) (local $g v128) (local $v v128)
+    (local $pm v128) (local $e v128) (local $xm v128) (local $g v128)
     (local $mask v128) (local $s1 v128) (local $s2 v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
     (local.set $al (f32x4.splat (local.get $alpha)))
     (local.set $inv (f32.div (f32.const 1) (f32.convert_i32_u (local.get $n))))
     (call $rf_zero (local.get $pw) (local.get $n))
@@ -44,7 +135,7 @@
         (local.set $rr (f32x4.splat (local.get $rs)))
         (local.set $r3
           (f32x4.splat (f32.mul (f32.mul (local.get $rs) (local.get $rs)) (local.get $rs))))
-        ;; Pass 1: the row sums and the column partials, the last vector masked to the row.
+        ;; Pass 1: the row sums and the column partials.
         (local.set $t1 (f64.const 0))
         (local.set $t2 (f64.const 0))
         (local.set $s1 (v128.const i64x2 0 0))
@@ -54,32 +145,18 @@
         (local.set $j (i32.const 0))
         (block $done
           (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
-            (local.set $mask (call $rf_mask (i32.sub (local.get $n) (local.get $j))))
-            (local.set $e
-              (v128.and (call $ld4 (i32.add (local.get $dy) (local.get $off)) (local.get $dt))
-                (local.get $mask)))
-            (local.set $xm
-              (f32x4.sub
-                (f32x4.add
-                  (f32x4.mul (local.get $al)
-                    (call $ld4 (i32.add (local.get $a) (local.get $off)) (local.get $dt)))
-                  (call $ld4 (i32.add (local.get $b) (local.get $off)) (local.get $dt)))
-                (local.get $mm)))
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
+            (local.set $e (call $ld4 (i32.add (local.get $dy) (local.get $off)) (local.get $dt)))
+            (local.set $xm (call $alb_xm (local.get $a) (local.get $b) (local.get $off)
+              (local.get $dt) (local.get $al) (local.get $unit) (local.get $mm)))
             (local.set $g (f32x4.mul (local.get $e) (v128.load (i32.add (local.get $w) (local.get $k)))))
-            (local.set $s1
-              (f32x4.add (local.get $s1)
-                (v128.and
-                  (f32x4.mul (local.get $g) (f32x4.mul (local.get $xm) (local.get $r3)))
-                  (local.get $mask))))
-            (local.set $s2
-              (f32x4.add (local.get $s2)
-                (v128.and (f32x4.mul (local.get $g) (local.get $rr)) (local.get $mask))))
+            (local.set $s1 (f32x4.add (local.get $s1)
+              (f32x4.mul (local.get $g) (f32x4.mul (local.get $xm) (local.get $r3)))))
+            (local.set $s2 (f32x4.add (local.get $s2)
+              (f32x4.mul (local.get $g) (local.get $rr))))
             (v128.store (i32.add (local.get $pw) (local.get $k))
               (f32x4.add (v128.load (i32.add (local.get $pw) (local.get $k)))
-                (v128.and
-                  (f32x4.mul (local.get $e) (f32x4.mul (local.get $xm) (local.get $rr)))
-                  (local.get $mask))))
+                (f32x4.mul (local.get $e) (f32x4.mul (local.get $xm) (local.get $rr)))))
             (v128.store (i32.add (local.get $pb) (local.get $k))
               (f32x4.add (v128.load (i32.add (local.get $pb) (local.get $k))) (local.get $e)))
             (local.set $off (i32.add (local.get $off) (local.get $es)))
@@ -96,6 +173,24 @@
                 (local.set $s1 (v128.const i64x2 0 0))
                 (local.set $s2 (v128.const i64x2 0 0))))
             (br $next)))
+        ;; The last one to three elements, masked to the row.
+        (if (i32.lt_u (local.get $j) (local.get $n))
+          (then
+            (local.set $mask (call $rf_mask (i32.sub (local.get $n) (local.get $j))))
+                (local.set $e (v128.and (call $ld4 (i32.add (local.get $dy) (local.get $off)) (local.get $dt))
+                  (local.get $mask)))
+                (local.set $xm (call $alb_xm (local.get $a) (local.get $b) (local.get $off)
+                  (local.get $dt) (local.get $al) (local.get $unit) (local.get $mm)))
+                (local.set $g (f32x4.mul (local.get $e) (v128.load (i32.add (local.get $w) (local.get $k)))))
+                (local.set $s1 (f32x4.add (local.get $s1)
+                  (v128.and (f32x4.mul (local.get $g) (f32x4.mul (local.get $xm) (local.get $r3))) (local.get $mask))))
+                (local.set $s2 (f32x4.add (local.get $s2)
+                  (v128.and (f32x4.mul (local.get $g) (local.get $rr)) (local.get $mask))))
+                (v128.store (i32.add (local.get $pw) (local.get $k))
+                  (f32x4.add (v128.load (i32.add (local.get $pw) (local.get $k)))
+                    (v128.and (f32x4.mul (local.get $e) (f32x4.mul (local.get $xm) (local.get $rr))) (local.get $mask))))
+                (v128.store (i32.add (local.get $pb) (local.get $k))
+                  (f32x4.add (v128.load (i32.add (local.get $pb) (local.get $k))) (local.get $e)))))
         (local.set $t1 (f64.add (local.get $t1)
           (call $rf_fold (local.get $s1) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
             (v128.const i64x2 0 0))))
@@ -113,43 +208,21 @@
         (local.set $j (i32.const 0))
         (block $done
           (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
-            (local.set $left (i32.sub (local.get $n) (local.get $j)))
-            (local.set $xm
-              (f32x4.sub
-                (f32x4.add
-                  (f32x4.mul (local.get $al)
-                    (call $ld4 (i32.add (local.get $a) (local.get $off)) (local.get $dt)))
-                  (call $ld4 (i32.add (local.get $b) (local.get $off)) (local.get $dt)))
-                (local.get $mm)))
-            (local.set $g
-              (f32x4.mul (call $ld4 (i32.add (local.get $dy) (local.get $off)) (local.get $dt))
-                (v128.load (i32.add (local.get $w) (local.get $k)))))
-            (if (i32.and (local.get $flags) (i32.const 2))
-              (then
-                (local.set $v
-                  (f32x4.add
-                    (f32x4.add (f32x4.mul (local.get $xm) (local.get $pv)) (local.get $pm))
-                    (f32x4.mul (local.get $g) (local.get $rr))))
-                (call $alg_st (i32.add (local.get $c) (local.get $off)) (local.get $dt)
-                  (f32x4.mul (local.get $v) (local.get $al)) (local.get $left)))
-              (else
-                (local.set $v
-                  (f32x4.add
-                    (f32x4.add (f32x4.mul (local.get $xm) (local.get $pv))
-                      (f32x4.mul (local.get $g) (local.get $rr)))
-                    (local.get $pm)))
-                (if (i32.and (local.get $flags) (i32.const 1))
-                  (then
-                    (local.set $v
-                      (f32x4.add (local.get $v)
-                        (call $ld4 (i32.add (local.get $c) (local.get $off)) (local.get $dt))))))))
-            (call $alg_st (i32.add (local.get $o) (local.get $off)) (local.get $dt) (local.get $v)
-              (local.get $left))
+            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
+            (call $alb_write (local.get $dy) (local.get $a) (local.get $b) (local.get $c)
+              (local.get $o) (local.get $off) (local.get $k) (local.get $dt) (local.get $al)
+              (local.get $unit) (local.get $flags) (local.get $w) (local.get $mm) (local.get $rr)
+              (local.get $pv) (local.get $pm) (i32.const 4))
             (local.set $off (i32.add (local.get $off) (local.get $es)))
             (local.set $k (i32.add (local.get $k) (i32.const 16)))
             (local.set $j (i32.add (local.get $j) (i32.const 4)))
             (br $next)))
+        (if (i32.lt_u (local.get $j) (local.get $n))
+          (then
+            (call $alb_write (local.get $dy) (local.get $a) (local.get $b) (local.get $c)
+              (local.get $o) (local.get $off) (local.get $k) (local.get $dt) (local.get $al)
+              (local.get $unit) (local.get $flags) (local.get $w) (local.get $mm) (local.get $rr)
+              (local.get $pv) (local.get $pm) (i32.sub (local.get $n) (local.get $j)))))
         (local.set $dy (i32.add (local.get $dy) (local.get $dys)))
         (local.set $a (i32.add (local.get $a) (local.get $as)))
         (local.set $b (i32.add (local.get $b) (local.get $bs)))
