@@ -295,8 +295,15 @@ export async function optimize(bytes: Uint8Array): Promise<Uint8Array> {
   }
 }
 
-/** Binaryen's inlining limit (in its size units): above every helper of kernels.wat. */
-const INLINE_MAX_SIZE = 4000;
+/**
+ * Binaryen's inlining limit (in its size units): above every helper of kernels.wat and above
+ * the rows' loops that a dispatcher calls with constant flags (row_norms_add_grad.wat
+ * `$alb_rows`, row_norms_ada_grad.wat `$adg_rows`, about 5000-9000), so that each dtype's and
+ * flags' copy folds its constants (at 4000 they stayed one function each with both as run-time
+ * values: add_ln_bwd [64,768] float32 0.85 ns per element against 0.67 inlined; module 197 ->
+ * 234 KB; bench/RESULTS.md, ninth session).
+ */
+const INLINE_MAX_SIZE = 10000;
 
 /** Base64 of `bytes` (RFC 4648, with padding). */
 function base64(bytes: Uint8Array): string {
