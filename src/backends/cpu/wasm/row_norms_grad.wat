@@ -11,7 +11,33 @@
   ;; g = e * w (float32): S1 and S2 the row sums of g and g * xh; with flags & 1, the column
   ;; partials pw += e * xh and pb += e; with flags & 2, a = S1 / n and c = S2 / n rounded to
   ;; float32 and gi = rs * ((g - a) - xh * c).
+  ;; A dispatcher over copies of $lnb_rows whose flags are constants (Binaryen folds the
+  ;; column partials' test out of each copy's loops): both outputs, gradInput alone, any other.
   (func (export "ln_bwd")
+    (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $gi i32)
+    (param $gis i32) (param $n i32) (param $dt i32) (param $rows i32) (param $mean i32)
+    (param $rstd i32) (param $w i32) (param $pw i32) (param $pb i32) (param $flags i32)
+    (if (i32.eq (local.get $flags) (i32.const 3))
+      (then
+        (call $lnb_rows (local.get $dy) (local.get $dys) (local.get $x) (local.get $xs)
+          (local.get $gi) (local.get $gis) (local.get $n) (local.get $dt) (local.get $rows)
+          (local.get $mean) (local.get $rstd) (local.get $w) (local.get $pw) (local.get $pb)
+          (i32.const 3))
+        (return)))
+    (if (i32.eq (local.get $flags) (i32.const 2))
+      (then
+        (call $lnb_rows (local.get $dy) (local.get $dys) (local.get $x) (local.get $xs)
+          (local.get $gi) (local.get $gis) (local.get $n) (local.get $dt) (local.get $rows)
+          (local.get $mean) (local.get $rstd) (local.get $w) (local.get $pw) (local.get $pb)
+          (i32.const 2))
+        (return)))
+    (call $lnb_rows (local.get $dy) (local.get $dys) (local.get $x) (local.get $xs)
+      (local.get $gi) (local.get $gis) (local.get $n) (local.get $dt) (local.get $rows)
+      (local.get $mean) (local.get $rstd) (local.get $w) (local.get $pw) (local.get $pb)
+      (local.get $flags)))
+
+  ;; ln_bwd's rows with the flags of the call.
+  (func $lnb_rows
     (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $gi i32)
     (param $gis i32) (param $n i32) (param $dt i32) (param $rows i32) (param $mean i32)
     (param $rstd i32) (param $w i32) (param $pw i32) (param $pb i32) (param $flags i32)
