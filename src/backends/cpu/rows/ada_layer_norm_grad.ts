@@ -46,10 +46,21 @@ export function adaLayerNormBackward(
       columns: Boolean(t.gradWeight || t.gradBias),
       batches: Boolean(t.gradScale || t.gradShift),
     };
-    const sums = adaLayerNormGradHeap(anchor, data, rows, cols, mean, rstd, w, b, ada, wanted);
-    if (t.gradScale) writeChannelValues(t.gradScale, sums.scale!);
-    if (t.gradShift) writeChannelValues(t.gradShift, sums.shift!);
-    if (t.gradWeight) writeChannelValues(t.gradWeight, sums.weight!);
-    if (t.gradBias) writeChannelValues(t.gradBias, sums.bias!);
+    const { scale: dScale, shift, weight, bias } = adaLayerNormGradHeap(
+      anchor,
+      data,
+      rows,
+      cols,
+      mean,
+      rstd,
+      w,
+      b,
+      ada,
+      wanted,
+    );
+    if (t.gradScale && dScale) writeChannelValues(t.gradScale, dScale);
+    if (t.gradShift && shift) writeChannelValues(t.gradShift, shift);
+    if (t.gradWeight && weight) writeChannelValues(t.gradWeight, weight);
+    if (t.gradBias && bias) writeChannelValues(t.gradBias, bias);
   });
 }

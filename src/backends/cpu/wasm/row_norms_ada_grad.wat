@@ -36,23 +36,23 @@
       (then
         (call $adg_rows (local.get $dy) (local.get $dys) (local.get $x) (local.get $xs)
           (local.get $gi) (local.get $gis) (local.get $n) (local.get $dt) (local.get $rows)
-          (i32.const 7) (local.get $w) (local.get $b) (local.get $sc) (local.get $row0) (local.get $seq)
-          (local.get $mean) (local.get $rstd) (local.get $pw) (local.get $pb) (local.get $ps)
-          (local.get $psh))
+          (i32.const 7) (local.get $w) (local.get $b) (local.get $sc) (local.get $row0)
+          (local.get $seq) (local.get $mean) (local.get $rstd) (local.get $pw) (local.get $pb)
+          (local.get $ps) (local.get $psh))
         (return)))
     (if (i32.eq (local.get $flags) (i32.const 5))
       (then
         (call $adg_rows (local.get $dy) (local.get $dys) (local.get $x) (local.get $xs)
           (local.get $gi) (local.get $gis) (local.get $n) (local.get $dt) (local.get $rows)
-          (i32.const 5) (local.get $w) (local.get $b) (local.get $sc) (local.get $row0) (local.get $seq)
-          (local.get $mean) (local.get $rstd) (local.get $pw) (local.get $pb) (local.get $ps)
-          (local.get $psh))
+          (i32.const 5) (local.get $w) (local.get $b) (local.get $sc) (local.get $row0)
+          (local.get $seq) (local.get $mean) (local.get $rstd) (local.get $pw) (local.get $pb)
+          (local.get $ps) (local.get $psh))
         (return)))
     (call $adg_rows (local.get $dy) (local.get $dys) (local.get $x) (local.get $xs)
-          (local.get $gi) (local.get $gis) (local.get $n) (local.get $dt) (local.get $rows)
-          (local.get $flags) (local.get $w) (local.get $b) (local.get $sc) (local.get $row0) (local.get $seq)
-          (local.get $mean) (local.get $rstd) (local.get $pw) (local.get $pb) (local.get $ps)
-          (local.get $psh)))
+      (local.get $gi) (local.get $gis) (local.get $n) (local.get $dt) (local.get $rows)
+      (local.get $flags) (local.get $w) (local.get $b) (local.get $sc) (local.get $row0)
+      (local.get $seq) (local.get $mean) (local.get $rstd) (local.get $pw) (local.get $pb)
+      (local.get $ps) (local.get $psh)))
 
   ;; ada_ln_bwd's rows with the flags of the call. Pass 1 takes whole vectors, then the last
   ;; one to three elements masked to the row; pass 2 whole vectors, then the tail.
@@ -116,7 +116,8 @@
             (local.set $gs
               (f32x4.mul (local.get $e)
                 (v128.load (i32.add (local.get $sc) (i32.add (local.get $kb) (local.get $k))))))
-            (local.set $g (f32x4.mul (local.get $gs) (v128.load (i32.add (local.get $w) (local.get $k)))))
+            (local.set $g
+              (f32x4.mul (local.get $gs) (v128.load (i32.add (local.get $w) (local.get $k)))))
             (local.set $s1 (f32x4.add (local.get $s1) (local.get $g)))
             (local.set $s2 (f32x4.add (local.get $s2) (f32x4.mul (local.get $g) (local.get $z))))
             (call $adg_partials (local.get $flags) (local.get $k) (local.get $ks) (local.get $e)
@@ -140,22 +141,25 @@
         (if (i32.lt_u (local.get $j) (local.get $n))
           (then
             (local.set $mask (call $rf_mask (i32.sub (local.get $n) (local.get $j))))
-                (local.set $e (v128.and (call $ld4 (i32.add (local.get $dy) (local.get $off)) (local.get $dt)) (local.get $mask)))
-                (local.set $z (v128.and
-                  (f32x4.mul
-                    (f32x4.sub (call $ld4 (i32.add (local.get $x) (local.get $off)) (local.get $dt))
-                      (local.get $mm))
-                    (local.get $rr))
-                  (local.get $mask)))
-                (local.set $gs
-                  (f32x4.mul (local.get $e)
-                    (v128.load (i32.add (local.get $sc) (i32.add (local.get $kb) (local.get $k))))))
-                (local.set $g (f32x4.mul (local.get $gs) (v128.load (i32.add (local.get $w) (local.get $k)))))
-                (local.set $s1 (f32x4.add (local.get $s1) (local.get $g)))
-                (local.set $s2 (f32x4.add (local.get $s2) (f32x4.mul (local.get $g) (local.get $z))))
-                (call $adg_partials (local.get $flags) (local.get $k) (local.get $ks) (local.get $e)
-                  (local.get $z) (local.get $gs) (local.get $w) (local.get $b) (local.get $pw)
-                  (local.get $pb) (local.get $ps) (local.get $psh))))
+            (local.set $e
+              (v128.and (call $ld4 (i32.add (local.get $dy) (local.get $off)) (local.get $dt))
+                (local.get $mask)))
+            (local.set $z (v128.and
+              (f32x4.mul
+                (f32x4.sub (call $ld4 (i32.add (local.get $x) (local.get $off)) (local.get $dt))
+                  (local.get $mm))
+                (local.get $rr))
+              (local.get $mask)))
+            (local.set $gs
+              (f32x4.mul (local.get $e)
+                (v128.load (i32.add (local.get $sc) (i32.add (local.get $kb) (local.get $k))))))
+            (local.set $g
+              (f32x4.mul (local.get $gs) (v128.load (i32.add (local.get $w) (local.get $k)))))
+            (local.set $s1 (f32x4.add (local.get $s1) (local.get $g)))
+            (local.set $s2 (f32x4.add (local.get $s2) (f32x4.mul (local.get $g) (local.get $z))))
+            (call $adg_partials (local.get $flags) (local.get $k) (local.get $ks) (local.get $e)
+              (local.get $z) (local.get $gs) (local.get $w) (local.get $b) (local.get $pw)
+              (local.get $pb) (local.get $ps) (local.get $psh))))
         (if (i32.and (local.get $flags) (i32.const 1))
           (then
             (local.set $t1 (f64.add (local.get $t1)
