@@ -114,6 +114,18 @@ forEachBackend("adaLayerNormBackward: null outputs are not computed nor written"
   assert.equal(part.gradBias, gradBias);
   assert.deepEqual(values(part.gradScale), values(full.gradScale));
   assert.deepEqual(values(gradBias), values(full.gradBias));
+  // DiT's adaLN (no weight, no bias: their sums skipped) and the converse: the other outputs
+  // keep the bits of the call that computes everything.
+  const noColumns = adaLayerNormBackward({ ...args, out: { gradWeight: null, gradBias: null } });
+  assert.equal(noColumns.gradWeight, null);
+  for (const k of ["gradInput", "gradScale", "gradShift"] as const) {
+    assert.deepEqual(values(noColumns[k]), values(full[k]), k);
+  }
+  const noBatches = adaLayerNormBackward({ ...args, out: { gradScale: null, gradShift: null } });
+  assert.equal(noBatches.gradScale, null);
+  for (const k of ["gradInput", "gradWeight", "gradBias"] as const) {
+    assert.deepEqual(values(noBatches[k]), values(full[k]), k);
+  }
   const none = adaLayerNormBackward({
     ...args,
     out: { gradInput: null, gradScale: null, gradShift: null, gradWeight: null, gradBias: null },
