@@ -48,6 +48,14 @@ export type KernelCode =
   | typeof FLOAT16_NO_NAN;
 
 /**
+ * The kernels' code for `dtype` data in a kernel call whose float constants include a NaN when
+ * `nanConstant`: {@linkcode BFLOAT16_NO_NAN_CONSTANTS} for bfloat16 without one, else `dtype`.
+ */
+export function constantsCode(dtype: DataCode, nanConstant: boolean): KernelCode {
+  return dtype === BFLOAT16 && !nanConstant ? BFLOAT16_NO_NAN_CONSTANTS : dtype;
+}
+
+/**
  * The kernels' code for a write of `dtype` data whose constants are `count` values of `q`,
  * `stride` apart from `from`: {@linkcode BFLOAT16_NO_NAN_CONSTANTS} for bfloat16 when none is
  * NaN; {@linkcode FLOAT16_NO_NAN} for float16 when they come from sums over the data
@@ -62,11 +70,9 @@ export function writeCode(
   dataSums: boolean,
 ): KernelCode {
   if (dtype === BFLOAT16) {
-    for (let j = 0; j < count; j++) {
-      const v = q[from + j * stride];
-      if (v !== v) return dtype;
-    }
-    return BFLOAT16_NO_NAN_CONSTANTS;
+    let nan = false;
+    for (let j = 0; j < count && !nan; j++) nan = Number.isNaN(q[from + j * stride]);
+    return constantsCode(dtype, nan);
   }
   if (dtype !== FLOAT16 || !dataSums) return dtype;
   for (let j = 0; j < count; j++) {

@@ -139,13 +139,14 @@ var BFLOAT16 = 2;
 var BFLOAT16_NO_NAN_CONSTANTS = 3;
 var FLOAT16_NO_NAN = 4;
 var NO_NAN_CONSTANT_BOUND = 2 ** 60;
+function constantsCode(dtype, nanConstant) {
+  return dtype === BFLOAT16 && !nanConstant ? BFLOAT16_NO_NAN_CONSTANTS : dtype;
+}
 function writeCode(dtype, q, from, stride, count, dataSums) {
   if (dtype === BFLOAT16) {
-    for (let j = 0; j < count; j++) {
-      const v = q[from + j * stride];
-      if (v !== v) return dtype;
-    }
-    return BFLOAT16_NO_NAN_CONSTANTS;
+    let nan = false;
+    for (let j = 0; j < count && !nan; j++) nan = Number.isNaN(q[from + j * stride]);
+    return constantsCode(dtype, nan);
   }
   if (dtype !== FLOAT16 || !dataSums) return dtype;
   for (let j = 0; j < count; j++) {

@@ -32,8 +32,7 @@ import {
 } from "../kernels/row_norm_stage.ts";
 import type { RowNormExports } from "../kernels/row_exports.ts";
 import {
-  BFLOAT16,
-  BFLOAT16_NO_NAN_CONSTANTS,
+  constantsCode,
   type DataCode,
   type ReadArray,
   uniformStage,
@@ -61,7 +60,7 @@ interface RowCall {
   /**
    * Whether a float constant of the kernels (eps, alpha, a column or per-row array written
    * here) is NaN: a bfloat16 call runs with the kernels' code 2 then, else with
-   * BFLOAT16_NO_NAN_CONSTANTS (stage_types.ts; see {@linkcode run}).
+   * BFLOAT16_NO_NAN_CONSTANTS (stage_types.ts constantsCode; see {@linkcode run}).
    */
   nan: boolean;
 }
@@ -150,7 +149,7 @@ function run(op: RowNormOp, c: RowCall, anchor: HostData, alone = false): void {
   const dt = c.dt;
   // The kernels' code: bfloat16 stores without the NaN lanes' choice when no float constant
   // of the call is NaN (its data's NaNs are widened bfloat16 ones: kernels.wat $bits4).
-  c.p[ROW_DT] = dt === BFLOAT16 && !c.nan ? BFLOAT16_NO_NAN_CONSTANTS : dt;
+  c.p[ROW_DT] = constantsCode(dt, c.nan);
   if (!pool) return runRowNormItems(c.k, op, c.p, 0, items, c.region);
   const key = groupKey([op], dt, "rows", numel);
   const start = performance.now();

@@ -64,7 +64,7 @@
     (local $r i32) (local $es i32) (local $rb i32) (local $j i32) (local $k i32) (local $off i32)
     (local $kb i32) (local $ks i32) (local $first i32) (local $n4 i32) (local $t1 f64) (local $t2 f64)
     (local $inv f32) (local $mm v128) (local $rr v128) (local $m1 v128) (local $m2 v128)
-    (local $e v128) (local $z v128) (local $gs v128) (local $g v128)
+    (local $e v128) (local $z v128) (local $g v128)
     (local $mask v128) (local $s1 v128) (local $s2 v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
@@ -113,16 +113,12 @@
               (f32x4.sub (call $ld4 (i32.add (local.get $x) (local.get $off)) (local.get $dt))
                 (local.get $mm))
               (local.get $rr)))
-            (local.set $gs
-              (f32x4.mul (local.get $e)
-                (v128.load (i32.add (local.get $sc) (i32.add (local.get $kb) (local.get $k))))))
             (local.set $g
-              (f32x4.mul (local.get $gs) (v128.load (i32.add (local.get $w) (local.get $k)))))
+              (call $adg_terms (local.get $flags) (local.get $e) (local.get $z) (local.get $sc)
+                (local.get $kb) (local.get $k) (local.get $ks) (local.get $w) (local.get $b)
+                (local.get $pw) (local.get $pb) (local.get $ps) (local.get $psh)))
             (local.set $s1 (f32x4.add (local.get $s1) (local.get $g)))
             (local.set $s2 (f32x4.add (local.get $s2) (f32x4.mul (local.get $g) (local.get $z))))
-            (call $adg_partials (local.get $flags) (local.get $k) (local.get $ks) (local.get $e)
-              (local.get $z) (local.get $gs) (local.get $w) (local.get $b) (local.get $pw)
-              (local.get $pb) (local.get $ps) (local.get $psh))
             (local.set $off (i32.add (local.get $off) (local.get $es)))
             (local.set $k (i32.add (local.get $k) (i32.const 16)))
             (local.set $j (i32.add (local.get $j) (i32.const 4)))
@@ -150,16 +146,12 @@
                   (local.get $mm))
                 (local.get $rr))
               (local.get $mask)))
-            (local.set $gs
-              (f32x4.mul (local.get $e)
-                (v128.load (i32.add (local.get $sc) (i32.add (local.get $kb) (local.get $k))))))
             (local.set $g
-              (f32x4.mul (local.get $gs) (v128.load (i32.add (local.get $w) (local.get $k)))))
+              (call $adg_terms (local.get $flags) (local.get $e) (local.get $z) (local.get $sc)
+                (local.get $kb) (local.get $k) (local.get $ks) (local.get $w) (local.get $b)
+                (local.get $pw) (local.get $pb) (local.get $ps) (local.get $psh)))
             (local.set $s1 (f32x4.add (local.get $s1) (local.get $g)))
-            (local.set $s2 (f32x4.add (local.get $s2) (f32x4.mul (local.get $g) (local.get $z))))
-            (call $adg_partials (local.get $flags) (local.get $k) (local.get $ks) (local.get $e)
-              (local.get $z) (local.get $gs) (local.get $w) (local.get $b) (local.get $pw)
-              (local.get $pb) (local.get $ps) (local.get $psh))))
+            (local.set $s2 (f32x4.add (local.get $s2) (f32x4.mul (local.get $g) (local.get $z))))))
         (if (i32.and (local.get $flags) (i32.const 1))
           (then
             (local.set $t1 (f64.add (local.get $t1)
@@ -199,12 +191,18 @@
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
 
-  ;; Pass 1's partials of one vector (column byte k, the batch slot's byte offset ks), as the
+  ;; Pass 1's terms of one vector (column byte k, the batch row's byte offset kb in sc, its
+  ;; slot's ks): gs = e * sc and g = gs * w, returned for the row sums, and the partials as the
   ;; flags want them: pw += gs * z, pb += gs; ps += e * (z * w + b), psh += e.
-  (func $adg_partials
-    (param $flags i32) (param $k i32) (param $ks i32) (param $e v128) (param $z v128)
-    (param $gs v128) (param $w i32) (param $b i32) (param $pw i32) (param $pb i32) (param $ps i32)
-    (param $psh i32)
+  (func $adg_terms
+    (param $flags i32) (param $e v128) (param $z v128) (param $sc i32) (param $kb i32)
+    (param $k i32) (param $ks i32) (param $w i32) (param $b i32) (param $pw i32) (param $pb i32)
+    (param $ps i32) (param $psh i32) (result v128)
+    (local $gs v128) (local $g v128)
+    (local.set $gs
+      (f32x4.mul (local.get $e)
+        (v128.load (i32.add (local.get $sc) (i32.add (local.get $kb) (local.get $k))))))
+    (local.set $g (f32x4.mul (local.get $gs) (v128.load (i32.add (local.get $w) (local.get $k)))))
     (if (i32.and (local.get $flags) (i32.const 2))
       (then
         (call $adg_acc (i32.add (local.get $pw) (local.get $k))
@@ -217,7 +215,8 @@
             (f32x4.add (f32x4.mul (local.get $z) (v128.load (i32.add (local.get $w) (local.get $k))))
               (v128.load (i32.add (local.get $b) (local.get $k))))))
         (call $adg_acc (i32.add (local.get $psh) (i32.add (local.get $ks) (local.get $k)))
-          (local.get $e)))))
+          (local.get $e))))
+    (local.get $g))
 
   ;; Pass 2's gradInput of one vector, ((g - m1) - z * m2) * rstd, its first min(left, 4)
   ;; lanes stored.
