@@ -8,6 +8,7 @@
  */
 
 import { z } from "./zod.ts";
+import { ScalarMemo } from "./scalar_memo.ts";
 import {
   ACLNN_ERR_PARAM_INVALID,
   ACLNN_ERR_PARAM_NULLPTR,
@@ -352,6 +353,8 @@ export function parseScalars<S extends z.ZodTypeAny>(
   schema: S,
   value: unknown,
 ): z.infer<S> {
+  const repeated = scalarMemo.get(schema, value);
+  if (repeated !== undefined) return repeated as z.infer<S>;
   const result = schema.safeParse(value);
   if (!result.success) {
     const issue = result.error.issues[0];
@@ -361,8 +364,12 @@ export function parseScalars<S extends z.ZodTypeAny>(
     const name = issue.path.join(".") || "arguments";
     invalid(op, name, issue.message);
   }
+  scalarMemo.set(schema, value, result.data);
   return result.data;
 }
+
+/** The last parse of each scalar schema (scalar_memo.ts). */
+const scalarMemo = new ScalarMemo<z.ZodTypeAny>();
 
 /**
  * Parses the arguments a zod object schema declares, each read from `args` under its own name
