@@ -25,7 +25,7 @@
  * @module
  */
 
-import { parseCommand, positiveInteger } from "../scripts/cli.ts";
+import { parseCommand, positiveInteger, usageError } from "../scripts/cli.ts";
 import { batchNorm, groupNorm, layerNorm, setCpuThreads, Tensor } from "../mod.ts";
 import { runTorch, torchSettings } from "./torch_process.ts";
 
@@ -59,6 +59,9 @@ const CASES: readonly (readonly [Op, number[], number[], number])[] = [
   ["groupNorm", [16, 64, 32, 32], [11, 64, 32, 32], 32],
   ["layerNorm", [2048, 768], [1500, 768], 0],
 ];
+/** The most repeats: each takes one more off B's first dimension. */
+const MAX_REPEATS = Math.min(...CASES.map(([, , b]) => b[0]));
+if (repeats > MAX_REPEATS) usageError(NAME, `--repeats must be at most ${MAX_REPEATS}`);
 
 /** One case's figures (ms), and the medians of the ratios over the repeats. */
 interface Row {

@@ -115,11 +115,28 @@ export const NUDGE_EVERY_BYTES = 64 * 2 ** 20;
  * collection itself (collect_garbage.ts: 14-18 ms in bench:step's process) and takes the
  * dropped blocks it finds: a loop whose heap filled while V8 had not collected (bench:step, one
  * run in about twenty: 359 fallbacks, its dropped step 2.5x its time) instead of falling back
- * until V8 does. Twice as
- * many after a collection that gave nothing back (live tensors fill the heap), up to the
- * heap's maximum; this many again after one that did.
+ * until V8 does. The wait after a collection follows what it gave back: twice as long after one
+ * that gave nothing (live tensors fill the heap), up to the heap's maximum;
+ * {@linkcode COLLECT_SOON_BYTES} after one that gave back {@linkcode COLLECTION_PAYS_BYTES} or
+ * more; this many after one that gave back less.
  */
 export const COLLECT_WHEN_FULL_BYTES = 128 * 2 ** 20;
+
+/**
+ * The wait before the first collection of a full heap, and after one that paid for itself: a
+ * collection that gives back B bytes saves B's fallbacks (B x 0.35 ms per MiB of faults, and
+ * the staging of their tensors) for one collection's time, so past about 43 MiB (15 ms / 0.35
+ * ms per MiB) collecting at once costs less than any wait. bench:step's float32 model, whose
+ * heap filled at 2 GiB in one run of four, fell back 50 times (128 MiB) before its first
+ * collection, each time it filled; with 16 MiB 3-8 times (bench/RESULTS.md, tenth session).
+ */
+export const COLLECT_SOON_BYTES = 16 * 2 ** 20;
+
+/**
+ * Bytes a collection must give back for the next one to come after
+ * {@linkcode COLLECT_SOON_BYTES}.
+ */
+export const COLLECTION_PAYS_BYTES = 64 * 2 ** 20;
 
 /** The growth of one nudge (of a WebAssembly memory that is never touched). */
 export const NUDGE_REPORT_BYTES = 256 * 2 ** 20;
@@ -241,7 +258,7 @@ export class DropWatch<B> {
   /** Bytes of requests the full heap could not serve since its last collection. */
   #fullBytes = 0;
   /** Bytes of those after which the heap collects (see COLLECT_WHEN_FULL_BYTES). */
-  #collectAfter = COLLECT_WHEN_FULL_BYTES;
+  #collectAfter = COLLECT_SOON_BYTES;
   /** Queue length at which entries of blocks freed otherwise are dropped (see watch). */
   #compactAt = 1024;
   /** When the canaries were last asked (performance.now()). */
@@ -365,8 +382,13 @@ export class DropWatch<B> {
    */
   reclaimAfterCollection(): boolean {
     this.#asked = performance.now();
+    const before = this.#inUse();
     const given = this.#fenceAndReclaim();
-    this.#collectAfter = given ? COLLECT_WHEN_FULL_BYTES : 2 * this.#collectAfter;
+    this.#collectAfter = !given
+      ? 2 * this.#collectAfter
+      : before - this.#inUse() >= COLLECTION_PAYS_BYTES
+      ? COLLECT_SOON_BYTES
+      : COLLECT_WHEN_FULL_BYTES;
     return given;
   }
 

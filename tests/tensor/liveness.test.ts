@@ -47,10 +47,29 @@ Deno.test("host heap: a full heap collects itself and takes back the blocks of d
   assert.equal(r.limitMiB, 64);
   assert.equal(r.keptIntact, true, "the kept tensors still hold their values");
   // Without the collection of its own the heap fell back for all but the first 8 (152 of
-  // 160, none reclaimed) until V8 collected; with it, every 64 MiB of fallbacks (the limit
-  // caps COLLECT_WHEN_FULL_BYTES) brings a full heap's worth of dropped blocks back.
+  // 160, none reclaimed) until V8 collected; with it, a collection after 16 MiB of fallbacks
+  // (COLLECT_SOON_BYTES), then after every 64 MiB (each gives back less than
+  // COLLECTION_PAYS_BYTES, and the limit caps COLLECT_WHEN_FULL_BYTES), brings a full heap's
+  // worth of dropped blocks back.
   assert.ok(r.reclaimed >= 24, `${r.reclaimed} reclaimed`);
   assert.ok(r.fallbacks <= r.allocations - 24, `${r.fallbacks} fallbacks`);
+});
+
+Deno.test("host heap: after a collection that paid, the next comes after 16 MiB", async () => {
+  const r = await childJson([
+    "run",
+    "--allow-read",
+    "--allow-env",
+    new URL("../fixtures/heap_full_child.ts", import.meta.url).pathname,
+  ], { ACLNN_NORM_HOST_HEAP_MB: "256" });
+  assert.equal(r.limitMiB, 256);
+  assert.equal(r.keptIntact, true, "the kept tensors still hold their values");
+  // 60 of the 4 MiB tensors fill the heap beside the 4 kept; the first collection comes
+  // after 16 MiB of fallbacks (COLLECT_SOON_BYTES: 4 tensors) and gives back 240 MiB, more
+  // than COLLECTION_PAYS_BYTES, so the next one comes after 16 MiB again: 9 fallbacks where a
+  // wait of 128 MiB after each collection (32 tensors) fell back 49-50 times.
+  assert.ok(r.fallbacks <= 16, `${r.fallbacks} fallbacks`);
+  assert.ok(r.reclaimed >= 100, `${r.reclaimed} reclaimed`);
 });
 
 Deno.test("drop watch: groups grow while they come back whole, and shrink while results are kept", async () => {
