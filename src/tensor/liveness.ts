@@ -203,8 +203,14 @@ export function livenessTokens(owner: object, n: number): WeakRef<object>[] {
 
 /**
  * The memory whose growth nudges the collector: a WebAssembly memory of its own, never
- * touched (its pages are reserved address space, not memory), replaced by a new one once it
- * reaches 4 GiB (the old one goes with the next collection).
+ * touched (its pages are reserved address space, not memory), replaced by a new one after
+ * every collection a reclaim sees, and once it reaches 4 GiB (the old one goes with the next
+ * collection). V8 sizes the next collection's limit from the memory alive after the last one,
+ * this memory included: kept to 4 GiB, it put that limit 0.6-0.9 GiB above the memory of the
+ * moment (`--trace-incremental-marking`: "global allocation limit" 3.2, 3.8, 4.7, 5.3 GiB), and
+ * bench:step's float32 dropped loop went 350 ms (16 steps, 56 MiB each into new memory) without
+ * a full collection. Replaced at every reclaim: dropped round 1 11.5-14.7 -> 7.9-9.4 ms a step,
+ * heap 1.5-2.1 -> 1.1-1.5 GiB (bench/RESULTS.md, tenth session).
  */
 let nudgeMemory: WebAssembly.Memory | undefined;
 
@@ -415,6 +421,10 @@ export class DropWatch<B> {
     const sets = this.#canarySets;
     sets.length = 0;
     sets.push(takeTokens(CANARIES));
+    // A collection ran: the nudges start over on a memory of their own (the grown one goes
+    // with the next collection, and V8 no longer counts it in the memory it sizes its next
+    // collection's limit from).
+    nudgeMemory = undefined;
     const given = this.#reclaim();
     if (given > 0) this.#base = this.#inUse(); // growth counts again from the reclaimed level
     return given > 0;
