@@ -55,6 +55,26 @@ export function publishJob(
   return described;
 }
 
+/** Loads of the job number per poll, between two looks at the clock. */
+const POLL_LOADS = 1024;
+
+/**
+ * The job number once it is no longer `seen`, or `seen` after {@linkcode POLL_LOADS} loads.
+ * A function of its own, called again and again: V8 optimizes it as a whole. The poll loop
+ * inline in {@linkcode waitJobChange} was optimized on stack (OSR) while the worker spun, and
+ * that code went back to the interpreter ("insufficient type feedback for call", 0.03-0.09
+ * ms each) at about every job that found the worker polling: 107 deoptimizations in 80 steps
+ * of bench:step's model, none since (`--v8-flags=--trace-deopt`; bench:step's times did not
+ * move measurably: bench/RESULTS.md, tenth session).
+ */
+function pollJob(control: Int32Array, seen: number): number {
+  for (let i = 0; i < POLL_LOADS; i++) {
+    const job = Atomics.load(control, CONTROL_JOB);
+    if (job !== seen) return job;
+  }
+  return seen;
+}
+
 /**
  * Waits until the job number is no longer `seen` (or the pool is retired), polling for
  * {@linkcode JOB_POLL_MS} (unless CONTROL_SLEEP asks it not to) and then sleeping; returns
@@ -62,10 +82,9 @@ export function publishJob(
  */
 function waitJobChange(control: Int32Array, seen: number): number {
   const until = performance.now() + JOB_POLL_MS;
-  for (let i = 1;; i++) {
-    const job = Atomics.load(control, CONTROL_JOB);
+  for (;;) {
+    const job = pollJob(control, seen);
     if (job !== seen) return job;
-    if ((i & 1023) !== 0) continue;
     if (Atomics.load(control, CONTROL_SLEEP) !== 0 || performance.now() >= until) break;
   }
   for (;;) {

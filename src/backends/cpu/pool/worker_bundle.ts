@@ -716,12 +716,19 @@ function runJob(message, control, scratch) {
 
 // src/backends/cpu/pool/serve.ts
 var IDLE_SLEEP_MS = 1e3;
-function waitJobChange(control, seen) {
-  const until = performance.now() + JOB_POLL_MS;
-  for (let i = 1; ; i++) {
+var POLL_LOADS = 1024;
+function pollJob(control, seen) {
+  for (let i = 0; i < POLL_LOADS; i++) {
     const job = Atomics.load(control, CONTROL_JOB);
     if (job !== seen) return job;
-    if ((i & 1023) !== 0) continue;
+  }
+  return seen;
+}
+function waitJobChange(control, seen) {
+  const until = performance.now() + JOB_POLL_MS;
+  for (; ; ) {
+    const job = pollJob(control, seen);
+    if (job !== seen) return job;
     if (Atomics.load(control, CONTROL_SLEEP) !== 0 || performance.now() >= until) break;
   }
   for (; ; ) {
