@@ -37,15 +37,33 @@ Deno.test("host heap: a loop that never awaits gets its dropped tensors' blocks 
   assert.equal(r.fallbacks, 0);
 });
 
-Deno.test("host heap: a full heap collects itself and takes back the blocks of dropped tensors", async () => {
-  const r = await childJson([
+/** What tests/fixtures/heap_full_child.ts prints. */
+interface FullHeapReport {
+  readonly allocations: number;
+  readonly fallbacks: number;
+  readonly reclaimed: number;
+  readonly limitMiB: number;
+  readonly keptIntact: boolean;
+}
+
+/**
+ * tests/fixtures/heap_full_child.ts' report with a heap of `mib` MiB: 160 tensors of 4 MiB
+ * dropped in one job, 4 kept (checked intact here).
+ */
+async function fullHeapChild(mib: number): Promise<FullHeapReport> {
+  const r = await childJson<FullHeapReport>([
     "run",
     "--allow-read",
     "--allow-env",
     new URL("../fixtures/heap_full_child.ts", import.meta.url).pathname,
-  ], { ACLNN_NORM_HOST_HEAP_MB: "64" });
-  assert.equal(r.limitMiB, 64);
+  ], { ACLNN_NORM_HOST_HEAP_MB: String(mib) });
+  assert.equal(r.limitMiB, mib);
   assert.equal(r.keptIntact, true, "the kept tensors still hold their values");
+  return r;
+}
+
+Deno.test("host heap: a full heap collects itself and takes back the blocks of dropped tensors", async () => {
+  const r = await fullHeapChild(64);
   // Without the collection of its own the heap fell back for all but the first 8 (152 of
   // 160, none reclaimed) until V8 collected; with it, a collection after 16 MiB of fallbacks
   // (COLLECT_SOON_BYTES), then after every 64 MiB (each gives back less than
@@ -56,14 +74,7 @@ Deno.test("host heap: a full heap collects itself and takes back the blocks of d
 });
 
 Deno.test("host heap: after a collection that paid, the next comes after 16 MiB", async () => {
-  const r = await childJson([
-    "run",
-    "--allow-read",
-    "--allow-env",
-    new URL("../fixtures/heap_full_child.ts", import.meta.url).pathname,
-  ], { ACLNN_NORM_HOST_HEAP_MB: "256" });
-  assert.equal(r.limitMiB, 256);
-  assert.equal(r.keptIntact, true, "the kept tensors still hold their values");
+  const r = await fullHeapChild(256);
   // 60 of the 4 MiB tensors fill the heap beside the 4 kept; the first collection comes
   // after 16 MiB of fallbacks (COLLECT_SOON_BYTES: 4 tensors) and gives back 240 MiB, more
   // than COLLECTION_PAYS_BYTES, so the next one comes after 16 MiB again: 9 fallbacks where a
