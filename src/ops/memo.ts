@@ -30,6 +30,16 @@ function hostStorages(keys: readonly unknown[]): (HostData | number)[] {
   return found;
 }
 
+/**
+ * Appends the memo keys of one argument value to `keys`: an array by its length and elements,
+ * never by identity (a loop that writes its mask as a literal makes a new array per call, and
+ * must still meet the memo), anything else as itself.
+ */
+export function pushValueKeys(keys: unknown[], value: unknown): void {
+  if (Array.isArray(value)) keys.push(Array, value.length, ...value);
+  else keys.push(value);
+}
+
 /** The last validated call of one operator: its argument values and what validation made. */
 export class ValidationMemo<T> {
   #keys: unknown[] | undefined;

@@ -15,7 +15,7 @@ import { releaseOnFailure } from "../tensor/scope.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { checkKnownNames } from "./known_names.ts";
-import { ValidationMemo } from "./memo.ts";
+import { pushValueKeys, ValidationMemo } from "./memo.ts";
 import { DisposableResult } from "./results.ts";
 import { argumentsOf } from "./validate.ts";
 
@@ -97,13 +97,7 @@ export function emptyLikeWhen(
 function memoKeys(args: object, names: readonly string[], outputs: readonly string[]): unknown[] {
   const a = args as Record<string, unknown>;
   const keys: unknown[] = [];
-  for (const name of names) {
-    const value = a[name];
-    // An array by its elements, never by identity: a loop that writes its mask as a literal
-    // makes a new array per call, and must still meet the memo.
-    if (Array.isArray(value)) keys.push(Array, value.length, ...value);
-    else keys.push(value);
-  }
+  for (const name of names) pushValueKeys(keys, a[name]);
   // The entries of `out`, not the object: a loop may build a new `out` per call.
   const out = (a.out ?? undefined) as Record<string, unknown> | undefined;
   for (const name of outputs) keys.push(out?.[name]);

@@ -343,6 +343,9 @@ export function placeCall(
   return { device, backend: backendChecked(op, device, tensors, scalars) };
 }
 
+/** The last parse of each scalar schema (scalar_memo.ts). */
+const scalarMemo = new ScalarMemo<z.ZodTypeAny>();
+
 /**
  * Parses scalar arguments with a zod schema; any issue is 161002 naming the argument. A strict
  * object schema's unknown field is refused naming the field and the closest name the schema
@@ -367,9 +370,6 @@ export function parseScalars<S extends z.ZodTypeAny>(
   scalarMemo.set(schema, value, result.data);
   return result.data;
 }
-
-/** The last parse of each scalar schema (scalar_memo.ts). */
-const scalarMemo = new ScalarMemo<z.ZodTypeAny>();
 
 /**
  * Parses the arguments a zod object schema declares, each read from `args` under its own name
