@@ -7,7 +7,8 @@
  */
 
 import assert from "node:assert/strict";
-import { mergeColumns } from "../../src/backends/cpu/rows/merge_columns.ts";
+import { mergeColumns, mergeColumnsInto } from "../../src/backends/cpu/rows/merge_columns.ts";
+import { Tensor } from "../../src/tensor/tensor.ts";
 import { rowNormKernels } from "../../src/backends/cpu/rows/wasm_rows.ts";
 import { heapScratchTensor } from "../../src/backends/cpu/heap_scratch.ts";
 
@@ -57,6 +58,36 @@ Deno.test("mergeColumns: more columns than the thread's region holds at once", (
     const got = mergeColumns(at, 2, cols, stride);
     assert.deepEqual(got, reference(p, 2, cols, stride));
     assert.equal(got[cols - 1], (cols - 1) % 1000 * 2 - 0.5);
+  } finally {
+    block.dispose();
+  }
+});
+
+Deno.test("mergeColumnsInto: each sum rounded once to the target's dtype, dense or strided", () => {
+  const items = 5, cols = 203;
+  const { block, p, stride, at } = partialsInHeap(
+    items,
+    cols,
+    (k, i) => Math.fround(Math.cos(k * 3.3 + i * 0.91) * 10 ** ((i % 7) - 3)),
+  );
+  const want = Array.from(reference(p, items, cols, stride));
+  const bf16 = (v: number) => Tensor.fromArray([v], [1], "bfloat16").toArray()[0];
+  const cases: [string, Tensor, (v: number) => number][] = [
+    ["float32", Tensor.zeros([cols], "float32"), Math.fround],
+    ["float16", Tensor.zeros([cols], "float16"), Math.f16round],
+    ["bfloat16", Tensor.zeros([cols], "bfloat16"), bf16],
+    [
+      "float32, every other element",
+      Tensor.zeros([cols, 2], "float32").slice(1, 1, 2),
+      Math.fround,
+    ],
+    ["float32 at an offset", Tensor.zeros([cols + 3], "float32").slice(0, 3), Math.fround],
+  ];
+  try {
+    for (const [what, target, round] of cases) {
+      mergeColumnsInto(target, at, items, cols, stride);
+      assert.deepEqual(target.toArray().flat(), want.map(round), what);
+    }
   } finally {
     block.dispose();
   }

@@ -19,7 +19,7 @@ import type {
 } from "../../types.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 import type { Tensor } from "../../../tensor/tensor.ts";
-import { channelValues, writeChannelValues } from "../tensors/channel_values.ts";
+import { channelValues, channelValuesView, writeChannelValues } from "../tensors/channel_values.ts";
 import { addLayerNormHeap, type AddRowsOptions } from "./heap_rows.ts";
 import { withHeapRows } from "./row_staging.ts";
 
@@ -79,8 +79,8 @@ function run(
   options: AddRowsOptions,
 ): void {
   const { rows, cols, axis } = geometry;
-  const g = channelValues(t.gamma);
-  const beta = channelValues(t.beta);
+  const g = channelValuesView(t.gamma);
+  const beta = channelValuesView(t.beta);
   withHeapRows(axis, dtype, inputs, outputs, (anchor, data) => {
     const stats = addLayerNormHeap(anchor, data, rows, cols, epsilon, g, beta, options);
     writeChannelValues(t.mean, stats.mean);

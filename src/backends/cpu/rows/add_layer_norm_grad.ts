@@ -19,7 +19,7 @@ import type {
   DeepNormGradTensors,
 } from "../../types.ts";
 import type { Tensor } from "../../../tensor/tensor.ts";
-import { channelValues, writeChannelValues } from "../tensors/channel_values.ts";
+import { channelValuesView } from "../tensors/channel_values.ts";
 import { addLayerNormGradHeap } from "./heap_rows.ts";
 import { withHeapRows } from "./row_staging.ts";
 
@@ -42,13 +42,12 @@ function run(
   const { rows, cols, axis } = geometry;
   // Validation refuses rows of no element and empty inputs unless every output is empty.
   if (rows === 0 || cols === 0) return;
-  const mean = channelValues(t.mean);
-  const rstd = channelValues(t.rstd);
-  const g = channelValues(t.gamma);
+  const mean = channelValuesView(t.mean);
+  const rstd = channelValuesView(t.rstd);
+  const g = channelValuesView(t.gamma);
   withHeapRows(axis, inputs[0].dtype, inputs, outputs, (anchor, data) => {
-    const sums = addLayerNormGradHeap(anchor, data, rows, cols, mean, rstd, g, options);
-    writeChannelValues(t.dgamma, sums.first!);
-    writeChannelValues(t.dbeta, sums.second!);
+    const sums = { first: t.dgamma, second: t.dbeta };
+    addLayerNormGradHeap(anchor, data, rows, cols, mean, rstd, g, options, sums);
   });
 }
 

@@ -12,7 +12,7 @@
 
 import type { AddRmsNormCastPlan, AddRmsNormCastTensors } from "../../types.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
-import { channelValues, writeChannelValues } from "../tensors/channel_values.ts";
+import { channelValuesView, writeChannelValues } from "../tensors/channel_values.ts";
 import { rmsForwardHeap } from "./heap_rows.ts";
 import { RowStaging } from "./row_staging.ts";
 
@@ -28,7 +28,7 @@ export function addRmsNormCast(plan: AddRmsNormCastPlan, t: AddRmsNormCastTensor
     writeChannelValues(t.rstd, temporaryFloat64(rows).fill(NaN));
     return;
   }
-  const g = channelValues(t.gamma);
+  const g = channelValuesView(t.gamma);
   // Two stagings: the 16-bit rows (x1, x2, x, y2) and y1's float32 rows.
   const data = new RowStaging(axis, t.x1.dtype);
   const wide = new RowStaging(axis, "float32");

@@ -11,6 +11,8 @@
  */
 
 import type { HostData } from "../../../tensor/dtype.ts";
+import type { Tensor } from "../../../tensor/tensor.ts";
+import type { ReadValues } from "../tensors/channel_values.ts";
 import { MIN_PARALLEL_ELEMENTS } from "../threads.ts";
 import {
   ROW_ALPHA,
@@ -32,6 +34,7 @@ import {
 } from "../kernels/row_norm_stage.ts";
 import type { RowNormExports } from "../kernels/row_exports.ts";
 import {
+  BFLOAT16,
   constantsCode,
   type DataCode,
   type ReadArray,
@@ -43,7 +46,7 @@ import { choosePool, readyPool, runPooled } from "../pool/pool.ts";
 import { governor, groupKey } from "../pool/governor.ts";
 import { cpuThreads } from "../threads.ts";
 import { itemCount, rowsPerItem } from "./items.ts";
-import { mergeColumns } from "./merge_columns.ts";
+import { mergeColumns, mergeColumnsInto } from "./merge_columns.ts";
 import type { HeapRows } from "./row_staging.ts";
 import { padded, rowBlock, rowNormKernels } from "./wasm_rows.ts";
 
@@ -106,21 +109,25 @@ function array(c: RowCall, i: number, entry: number): void {
 }
 
 /** Writes n per-column values at `entry` and zeroes their padding to a whole vector. */
-function columns(c: RowCall, entry: number, values: Float64Array, n: number): void {
+function columns(c: RowCall, entry: number, values: ReadValues, n: number): void {
   writeConstants(c, entry, values, n);
   c.arrays.fill(0, entry + n, entry + padded(n));
 }
 
-/** Writes the first `count` of `values` (per-row or per-column constants) at `entry`. */
-function writeConstants(c: RowCall, entry: number, values: ArrayLike<number>, count: number): void {
+/**
+ * Writes the first `count` of `values` (per-row or per-column constants) at `entry`, rounded
+ * to float32 (a NaN only from a NaN: only a bfloat16 call looks for one, see RowCall.nan).
+ */
+function writeConstants(c: RowCall, entry: number, values: ReadValues, count: number): void {
   const arrays = c.arrays;
-  let nan = false;
-  for (let i = 0; i < count; i++) {
-    const v = values[i];
-    arrays[entry + i] = v;
-    nan ||= v !== v;
+  arrays.set(values.length === count ? values : values.subarray(0, count), entry);
+  if (c.dt !== BFLOAT16 || c.nan) return;
+  for (let i = entry; i < entry + count; i++) {
+    if (arrays[i] !== arrays[i]) {
+      c.nan = true;
+      return;
+    }
   }
-  c.nan ||= nan;
 }
 
 /** Sets the fused add's alpha (a float32, as CANN's kernels take it). */
@@ -195,8 +202,8 @@ export function layerNormHeap(
   rows: number,
   n: number,
   eps: number,
-  w: Float64Array,
-  bias: Float64Array,
+  w: ReadValues,
+  bias: ReadValues,
 ): RowStats {
   const c4 = padded(n);
   const c = setUp(data, rows, n, eps, 2 * c4 + 2 * rows);
@@ -210,33 +217,33 @@ export function layerNormHeap(
   };
 }
 
-/** Column sums a backward call gives back (merged over the items in float64; fresh arrays). */
-export interface ColumnSums {
-  /** gradWeight: the sum over rows of gradOut * xhat (undefined without the sums). */
-  readonly first: Float64Array | undefined;
-  /** gradBias: the sum over rows of gradOut (undefined without the sums). */
-  readonly second: Float64Array | undefined;
+/** Where a backward call's column sums go (merged over the items in float64, rounded once). */
+export interface ColumnTargets {
+  /** gradWeight: the sum over rows of gradOut * xhat (undefined: not written). */
+  readonly first: Tensor | undefined;
+  /** gradBias: the sum over rows of gradOut (undefined: not written). */
+  readonly second: Tensor | undefined;
 }
 
 /**
  * LayerNorm backward of every row of the heap rows `data` (dy, x, and gradInput when it is
- * wanted): gradInput when given, the column sums (gradWeight, gradBias) when `sums`.
+ * wanted): gradInput when given, the column sums (gradWeight, gradBias) into `sums` when given.
  */
 export function layerNormBackwardHeap(
   anchor: HostData,
   data: readonly HeapRows[],
-  sums: boolean,
+  sums: ColumnTargets | undefined,
   rows: number,
   n: number,
-  mean: Float64Array,
-  rstd: Float64Array,
-  w: Float64Array,
-): ColumnSums {
+  mean: ReadValues,
+  rstd: ReadValues,
+  w: ReadValues,
+): void {
   const wantInput = data.length > 2;
-  const b = backwardCall(data, rows, n, w, mean, rstd, sums);
+  const b = backwardCall(data, rows, n, w, mean, rstd, sums !== undefined);
   b.c.p[ROW_FLAGS] = (sums ? 1 : 0) | (wantInput ? 2 : 0);
   run("layerNormBackwardRows", b.c, anchor);
-  return sums ? columnSums(b, n) : { first: undefined, second: undefined };
+  if (sums) columnSums(b, n, sums);
 }
 
 /** A LayerNorm-style backward call set up: its block holds w, mean, rstd, then the partials. */
@@ -258,9 +265,9 @@ function backwardCall(
   data: readonly HeapRows[],
   rows: number,
   n: number,
-  w: Float64Array,
-  mean: Float64Array,
-  rstd: Float64Array,
+  w: ReadValues,
+  mean: ReadValues,
+  rstd: ReadValues,
   sums: boolean,
 ): BackwardCall {
   const c4 = padded(n);
@@ -276,23 +283,22 @@ function backwardCall(
   return { c, items, partials, pw, pb };
 }
 
-/** The two column partials of a backward call, merged over its items in float64. */
-function columnSums(b: BackwardCall, n: number): ColumnSums {
-  return {
-    first: mergeColumns(b.c.at + 4 * b.pw, b.items, n, padded(n)),
-    second: mergeColumns(b.c.at + 4 * b.pb, b.items, n, padded(n)),
-  };
+/** The two column partials of a backward call, merged over its items into `into`. */
+function columnSums(b: BackwardCall, n: number, into: ColumnTargets): void {
+  if (into.first) mergeColumnsInto(into.first, b.c.at + 4 * b.pw, b.items, n, padded(n));
+  if (into.second) mergeColumnsInto(into.second, b.c.at + 4 * b.pb, b.items, n, padded(n));
 }
 
-/** RMSNorm backward of every row of the heap rows `data` (dy, x, dx): dx, and dgamma. */
+/** RMSNorm backward of every row of the heap rows `data` (dy, x, dx): dx, and `dgamma`. */
 export function rmsNormGradHeap(
   anchor: HostData,
   data: readonly HeapRows[],
   rows: number,
   n: number,
-  rstd: Float64Array,
-  g: Float64Array,
-): Float64Array {
+  rstd: ReadValues,
+  g: ReadValues,
+  dgamma: Tensor,
+): void {
   const c4 = padded(n);
   const items = itemCount(rows, n);
   const partials = items * c4;
@@ -302,7 +308,7 @@ export function rmsNormGradHeap(
   [0, c4, c4 + rows].forEach((entry, i) => array(c, i, entry));
   run("rmsNormGradRows", c, anchor);
   const pg = c4 + rows;
-  return mergeColumns(c.at + 4 * pg, items, n, c4);
+  mergeColumnsInto(dgamma, c.at + 4 * pg, items, n, c4);
 }
 
 /**
@@ -318,7 +324,7 @@ export function rmsForwardHeap(
   rows: number,
   n: number,
   eps: number,
-  g: Float64Array,
+  g: ReadValues,
 ): Float32Array {
   const c4 = padded(n);
   const c = setUp(data, rows, n, eps, c4 + rows);
@@ -356,8 +362,8 @@ export function addLayerNormHeap(
   rows: number,
   n: number,
   eps: number,
-  g: Float64Array,
-  beta: Float64Array,
+  g: ReadValues,
+  beta: ReadValues,
   o: AddRowsOptions,
 ): RowStats {
   const c4 = padded(n);
@@ -395,11 +401,12 @@ export function addLayerNormGradHeap(
   data: readonly HeapRows[],
   rows: number,
   n: number,
-  mean: Float64Array,
-  rstd: Float64Array,
-  g: Float64Array,
+  mean: ReadValues,
+  rstd: ReadValues,
+  g: ReadValues,
   o: { readonly alpha: number; readonly dsum: boolean; readonly deep: boolean },
-): ColumnSums {
+  sums: ColumnTargets,
+): void {
   const b = backwardCall(data, rows, n, g, mean, rstd, true);
   const p = b.c.p;
   if (data.length === 4) {
@@ -411,7 +418,7 @@ export function addLayerNormGradHeap(
   p[ROW_FLAGS] = (o.dsum ? 1 : 0) | (o.deep ? 2 : 0);
   setAlpha(b.c, o.alpha);
   run("addLayerNormGradRows", b.c, anchor);
-  return columnSums(b, n);
+  columnSums(b, n, sums);
 }
 
 /** AdaLayerNorm's per-batch rows: 1 + scale (formed in float32) and shift, `batches` rows of n. */
@@ -436,8 +443,8 @@ export function adaLayerNormHeap(
   rows: number,
   n: number,
   eps: number,
-  w: Float64Array,
-  bias: Float64Array,
+  w: ReadValues,
+  bias: ReadValues,
   ada: AdaRows,
 ): RowStats {
   const c4 = padded(n);
@@ -493,10 +500,10 @@ export function adaLayerNormGradHeap(
   data: readonly HeapRows[],
   rows: number,
   n: number,
-  mean: Float64Array,
-  rstd: Float64Array,
-  w: Float64Array,
-  bias: Float64Array,
+  mean: ReadValues,
+  rstd: ReadValues,
+  w: ReadValues,
+  bias: ReadValues,
   ada: Omit<AdaRows, "shift">,
   wanted: AdaGradWanted,
 ): AdaGradSums {

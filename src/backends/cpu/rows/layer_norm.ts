@@ -18,7 +18,11 @@ import type {
   LayerNormTensors,
 } from "../../types.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
-import { channelValues, channelValuesOr, writeChannelValues } from "../tensors/channel_values.ts";
+import {
+  channelValuesView,
+  channelValuesViewOr,
+  writeChannelValues,
+} from "../tensors/channel_values.ts";
 import { layerNormBackwardHeap, layerNormHeap } from "./heap_rows.ts";
 import { withHeapRows } from "./row_staging.ts";
 
@@ -35,8 +39,8 @@ export function layerNorm(plan: LayerNormPlan, t: LayerNormTensors): void {
     writeChannelValues(t.rstd, temporaryFloat64(rows).fill(NaN));
     return;
   }
-  const w = channelValuesOr(t.weight, cols, 1);
-  const bias = channelValuesOr(t.bias, cols, 0);
+  const w = channelValuesViewOr(t.weight, cols, 1);
+  const bias = channelValuesViewOr(t.bias, cols, 0);
   withHeapRows(axis, t.input.dtype, [t.input], [t.output], (anchor, data) => {
     const stats = layerNormHeap(anchor, data, rows, cols, plan.eps, w, bias);
     writeChannelValues(t.mean, stats.mean);
@@ -60,14 +64,14 @@ export function layerNormBackward(plan: LayerNormBackwardPlan, t: LayerNormBackw
     if (wantBias && t.gradBias) writeChannelValues(t.gradBias, temporaryFloat64(cols));
     return;
   }
-  const w = channelValuesOr(t.weight, cols, 1);
-  const mean = channelValues(t.mean);
-  const rstd = channelValues(t.rstd);
-  const sums = wantWeight || wantBias;
+  const w = channelValuesViewOr(t.weight, cols, 1);
+  const mean = channelValuesView(t.mean);
+  const rstd = channelValuesView(t.rstd);
+  const sums = wantWeight || wantBias
+    ? { first: wantWeight ? t.gradWeight : undefined, second: wantBias ? t.gradBias : undefined }
+    : undefined;
   const outputs = gradInput ? [gradInput] : [];
   withHeapRows(axis, t.input.dtype, [t.gradOut, t.input], outputs, (anchor, data) => {
-    const heap = layerNormBackwardHeap(anchor, data, sums, rows, cols, mean, rstd, w);
-    if (wantWeight && t.gradWeight) writeChannelValues(t.gradWeight, heap.first!);
-    if (wantBias && t.gradBias) writeChannelValues(t.gradBias, heap.second!);
+    layerNormBackwardHeap(anchor, data, sums, rows, cols, mean, rstd, w);
   });
 }

@@ -23,14 +23,19 @@ import type {
   RmsNormTensors,
 } from "../../types.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
-import { channelValues, writeChannelValues } from "../tensors/channel_values.ts";
+import {
+  channelValues,
+  channelValuesView,
+  type ReadValues,
+  writeChannelValues,
+} from "../tensors/channel_values.ts";
 import { heapScratchTensor, stageOut } from "../heap_scratch.ts";
 import { rmsForwardHeap, rmsNormGradHeap } from "./heap_rows.ts";
 import { withHeapRows } from "./row_staging.ts";
 
 /** aclnnRmsNorm: per row rstd = 1/sqrt(mean(x^2) + epsilon), y = x * rstd * gamma. */
 export function rmsNorm(plan: RmsNormPlan, t: RmsNormTensors): void {
-  rmsForward(plan, t, channelValues(t.gamma));
+  rmsForward(plan, t, channelValuesView(t.gamma));
 }
 
 /**
@@ -47,7 +52,7 @@ export function gemmaRmsNorm(plan: GemmaRmsNormPlan, t: GemmaRmsNormTensors): vo
 }
 
 /** RMSNorm's forward with the per-column float32 scale `g` (the row kernel rounds it to float32). */
-function rmsForward(plan: RmsNormPlan, t: RmsNormTensors, g: Float64Array): void {
+function rmsForward(plan: RmsNormPlan, t: RmsNormTensors, g: ReadValues): void {
   const { rows, cols, axis } = plan.geometry;
   if (rows === 0 || cols === 0) return;
   withHeapRows(axis, t.x.dtype, [t.x], [t.y], (anchor, data) => {
@@ -68,10 +73,10 @@ export function rmsNormGrad(plan: RmsNormGradPlan, t: RmsNormGradTensors): void 
     writeChannelValues(t.dgamma, temporaryFloat64(cols));
     return;
   }
-  const g = channelValues(t.gamma);
-  const rstd = channelValues(t.rstd);
+  const g = channelValuesView(t.gamma);
+  const rstd = channelValuesView(t.rstd);
   withHeapRows(axis, t.x.dtype, [t.dy, t.x], [t.dx], (anchor, data) => {
-    writeChannelValues(t.dgamma, rmsNormGradHeap(anchor, data, rows, cols, rstd, g));
+    rmsNormGradHeap(anchor, data, rows, cols, rstd, g, t.dgamma);
   });
 }
 
@@ -89,7 +94,7 @@ export function addRmsNorm(plan: AddRmsNormPlan, t: AddRmsNormTensors): void {
     writeChannelValues(t.rstd, temporaryFloat64(rows).fill(NaN));
     return;
   }
-  const g = channelValues(t.gamma);
+  const g = channelValuesView(t.gamma);
   withHeapRows(axis, t.x1.dtype, [t.x1, t.x2], [t.x, t.y], (anchor, data) => {
     const rstd = rmsForwardHeap("addRmsNormRows", anchor, data, rows, cols, plan.epsilon, g);
     writeChannelValues(t.rstd, rstd);

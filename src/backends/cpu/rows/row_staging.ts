@@ -27,13 +27,18 @@ export interface HeapRows {
 }
 
 /**
- * The single stride that walks (shape, strides) in row-major order, size-1 dims ignored, or
- * undefined when it takes more than one (1 for no dims).
+ * The single stride that walks dims `from` to `to` (exclusive) of (shape, strides) in row-major
+ * order, size-1 dims ignored, or undefined when it takes more than one (1 for no dims).
  */
-function collapsedStride(shape: readonly number[], strides: readonly number[]): number | undefined {
+function collapsedStride(
+  shape: readonly number[],
+  strides: readonly number[],
+  from: number,
+  to: number,
+): number | undefined {
   let stride: number | undefined;
   let extent = 0;
-  for (let i = shape.length - 1; i >= 0; i--) {
+  for (let i = to - 1; i >= from; i--) {
     if (shape[i] === 1) continue;
     if (stride === undefined) {
       stride = strides[i];
@@ -56,8 +61,9 @@ export function heapRowsOf(t: Tensor, axis: number, dtype: DType): HeapRows | un
   if (t.dtype !== dtype) return undefined;
   const base = heapAddress(hostData(t));
   if (base < 0) return undefined;
-  if (collapsedStride(t.shape.slice(axis), t.strides.slice(axis)) !== 1) return undefined;
-  const rowStride = collapsedStride(t.shape.slice(0, axis), t.strides.slice(0, axis));
+  const { shape, strides } = t;
+  if (collapsedStride(shape, strides, axis, shape.length) !== 1) return undefined;
+  const rowStride = collapsedStride(shape, strides, 0, axis);
   if (rowStride === undefined) return undefined;
   const bytes = dtype === "float32" ? 4 : 2;
   return { at: base + t.offset * bytes, stride: rowStride * bytes, dt: dataCode(dtype) };

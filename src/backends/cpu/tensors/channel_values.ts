@@ -35,6 +35,31 @@ export function channelValues(t: Tensor): Float64Array {
   return t.toFloat64Array();
 }
 
+/** Per-channel values to read, never to write: float64, or a float32 tensor's own storage. */
+export type ReadValues = Float64Array | Float32Array;
+
+/**
+ * The elements of `t` in logical order, to read only: a view of its storage when it is a dense
+ * float32 run (no copy: writing the view would write the tensor), else
+ * {@linkcode channelValues}'s float64 copy.
+ */
+export function channelValuesView(t: Tensor): ReadValues {
+  if (t.dtype === "float32" && isRun(t)) {
+    const data = hostData(t) as Float32Array;
+    return data.subarray(t.offset, t.offset + t.numel);
+  }
+  return channelValues(t);
+}
+
+/** {@linkcode channelValuesView} of `t`, or `length` copies of `fill` when it is absent. */
+export function channelValuesViewOr(
+  t: Tensor | undefined,
+  length: number,
+  fill: number,
+): ReadValues {
+  return t ? channelValuesView(t) : temporaryFloat64(length).fill(fill);
+}
+
 /**
  * `f` of each value (and its channel), as a new float64 temporary: what `values.map(f)`
  * gives, without allocating a typed array of its own (see slab.ts).
@@ -56,6 +81,16 @@ export function invstdOf(variance: Float64Array, eps: number): Float64Array {
 /** The elements of `t` as float64, or `length` copies of `fill` when it is absent. */
 export function channelValuesOr(t: Tensor | undefined, length: number, fill: number): Float64Array {
   return t ? channelValues(t) : temporaryFloat64(length).fill(fill);
+}
+
+/**
+ * `t`'s elements as a view of its storage in logical order, to write in place, when it is a
+ * dense float32 or float16 run; else undefined (write it with `Tensor.copy_`).
+ */
+export function denseChannels(t: Tensor): Float32Array | Float16Array | undefined {
+  if ((t.dtype !== "float32" && t.dtype !== "float16") || !isRun(t)) return undefined;
+  const target = hostData(t) as Float32Array | Float16Array;
+  return target.subarray(t.offset, t.offset + t.numel);
 }
 
 /** Writes `values` (logical order) into `t`, rounding each once to its dtype. */
