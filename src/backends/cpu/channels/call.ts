@@ -15,6 +15,16 @@ import { governor, groupKey } from "../pool/governor.ts";
 import { cpuThreads, MIN_PARALLEL_ELEMENTS } from "../threads.ts";
 import { dataCode, isShared } from "../tensors/tensor_arrays.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
+import { Float64Arena } from "../arena.ts";
+
+/**
+ * Bytes of the arena of the calls that run on this thread alone (256 KiB: a channels-last
+ * [32,64,56,56] call's partials take 64 KiB; a call that needs more takes slab temporaries).
+ */
+export const INLINE_ARENA_BYTES = 1 << 18;
+
+/** The temporaries of the calls that run on this thread alone. */
+const inlineArena = new Float64Arena(() => new Float64Array(INLINE_ARENA_BYTES / 8));
 
 /** A prepared call. */
 export interface Call {
@@ -40,8 +50,8 @@ export function prepareCall(chosen: ChosenLayout, data: readonly Tensor[], numel
   const threads = cpuThreads();
   const pooled = threads > 1 && numel >= MIN_PARALLEL_ELEMENTS && data.every(isShared);
   const pool = pooled ? readyPool(threads - 1) : undefined;
-  // One call at a time: the last pooled call's temporaries are dead now.
-  pool?.resetArena();
+  // One call at a time: the last call's temporaries are dead now.
+  (pool?.arena ?? inlineArena).reset();
   return {
     layout: chosen.layout,
     addresses: chosen.addresses,
@@ -52,12 +62,13 @@ export function prepareCall(chosen: ChosenLayout, data: readonly Tensor[], numel
 }
 
 /**
- * A zero-filled float64 array the call's threads can all see: from the pool's arena when
- * it has room (the workers find it from the job words), valid until the next call.
+ * A zero-filled float64 array the call's threads can all see, valid until the next call: from
+ * the pool's arena when it has room (the workers find it from the job words), or from this
+ * thread's arena when the call runs here alone (../arena.ts).
  */
 export function float64(call: Call, length: number): Float64Array {
-  if (!call.pool) return temporaryFloat64(length);
-  return call.pool.arenaFloat64(length) ??
+  if (!call.pool) return inlineArena.take(length) ?? temporaryFloat64(length);
+  return call.pool.arena.take(length) ??
     new Float64Array(new SharedArrayBuffer(length * Float64Array.BYTES_PER_ELEMENT));
 }
 

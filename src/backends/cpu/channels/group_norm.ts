@@ -276,24 +276,27 @@ function backwardPasses(
     : undefined;
   const constants = () => {
     const { first: sumDy, second: sumDot } = mergeChannelSums(call.layout, sums.partials);
+    const q = write?.constants;
     for (let n = 0; n < N; n++) {
       for (let g = 0; g < group; g++) {
         const ng = n * group + g;
+        const r = groupRstd[ng];
         let s1 = 0;
         let s2 = 0;
         for (let c = g * D; c < (g + 1) * D; c++) {
           const sdy = sumDy[n * C + c];
-          const sdyXhat = sumDot[n * C + c] * groupRstd[ng];
+          const sdyXhat = sumDot[n * C + c] * r;
           gradGamma[c] += sdyXhat;
           gradBeta[c] += sdy;
           s1 += sdy * gamma[c];
           s2 += sdyXhat * gamma[c];
         }
-        if (!write) continue;
+        if (q === undefined) continue;
+        const m = groupMean[ng];
+        const a = s1 / count;
+        const b = s2 / count;
         for (let c = g * D; c < (g + 1) * D; c++) {
-          const at = n * GRADIENT_CONSTANTS * C + c;
-          const [m, r] = [groupMean[ng], groupRstd[ng]];
-          groupNormGradCentered(m, r, gamma[c], s1 / count, s2 / count, write.constants, at, C);
+          groupNormGradCentered(m, r, gamma[c], a, b, q, n * GRADIENT_CONSTANTS * C + c, C);
         }
       }
     }

@@ -49,6 +49,7 @@ import { publishJob } from "./serve.ts";
 import { WORKER_SCRIPT } from "./worker_bundle.ts";
 import { type PoolWorker, spawnWorker } from "./spawn.ts";
 import { governor } from "./governor.ts";
+import { Float64Arena } from "../arena.ts";
 import { kernelsWasmBytes } from "../wasm/kernels_module.ts";
 import { heapAddress, heapScratch, hostHeapMemory } from "../../../tensor/host_heap.ts";
 import { WASM_REGION_BYTES, type WasmKernels } from "../kernels/wasm_instance.ts";
@@ -68,9 +69,6 @@ export const POOL_IDLE_MS = 30_000;
  * C = 1024 take 1 MiB; a call that needs more gets SharedArrayBuffers, and is posted).
  */
 export const POOL_ARENA_BYTES = 1 << 20;
-
-/** Float64 entries each arena allocation is rounded up to (a cache line apart). */
-const ARENA_ALIGN = 8;
 
 /** The policy calls run under: {@linkcode DEFAULT_CPU_POLICY} outside withCpuPolicy. */
 let policy: CpuPolicy = DEFAULT_CPU_POLICY;
@@ -132,10 +130,16 @@ export class WorkerPool {
   #readyPromise: Promise<void> | undefined;
   /** Why a worker failed while starting, if one did (the pool is then retired). */
   failure: unknown = undefined;
-  /** The arena in the host heap, or undefined while the heap has no room (or is off). */
-  #arena: Float64Array | undefined;
-  /** Entries of the arena the current call has taken. */
-  #arenaUsed = 0;
+  /**
+   * The pool's calls' temporaries, in the host heap (so the workers find them), taken from the
+   * heap at the first call that finds room there.
+   */
+  readonly arena: Float64Arena = new Float64Arena(() => {
+    const block = heapScratch(POOL_ARENA_BYTES, true);
+    if (!block) return undefined;
+    block.adopt(this);
+    return new Float64Array(block.buffer, block.at, POOL_ARENA_BYTES / 8);
+  });
 
   /**
    * Starts `size` workers (they report ready asynchronously). Throws, after terminating the
@@ -191,31 +195,6 @@ export class WorkerPool {
       poll();
     });
     return this.#readyPromise;
-  }
-
-  /**
-   * Starts a call: its arena allocations start over (the last call's are dead). The arena
-   * is taken from the heap on the first call that finds room there.
-   */
-  resetArena(): void {
-    this.#arenaUsed = 0;
-    if (this.#arena) return;
-    const block = heapScratch(POOL_ARENA_BYTES, true);
-    if (!block) return;
-    block.adopt(this);
-    this.#arena = new Float64Array(block.buffer, block.at, POOL_ARENA_BYTES / 8);
-  }
-
-  /**
-   * `length` zeroed float64 entries of the arena for the current call, or undefined when
-   * the arena has no room left.
-   */
-  arenaFloat64(length: number): Float64Array | undefined {
-    const arena = this.#arena;
-    const at = this.#arenaUsed;
-    if (!arena || at + length > arena.length) return undefined;
-    this.#arenaUsed = at + Math.ceil(length / ARENA_ALIGN) * ARENA_ALIGN;
-    return arena.subarray(at, at + length).fill(0);
   }
 
   /** Terminates every worker (waking the ones that wait for a job first). */
