@@ -26,7 +26,7 @@ type ForwardRows = [
 
 /**
  * The row kernels' exports (byte addresses; dt: 0 float32, 1 float16, 2 bfloat16, 3 bfloat16
- * with no NaN constant, chosen by rows/heap_rows.ts run; per-column and per-row arrays float32).
+ * with no NaN constant, chosen by rows/row_call.ts run; per-column and per-row arrays float32).
  */
 export interface RowNormExports {
   /**

@@ -1,6 +1,6 @@
 /**
  * The row norms' stages (LayerNorm, RMSNorm, AddRmsNorm, AddLayerNorm / DeepNorm,
- * AddRmsNormCast, AdaLayerNorm and its backward: src/backends/cpu/rows/heap_rows.ts builds
+ * AddRmsNormCast, AdaLayerNorm and its backward: src/backends/cpu/rows/row_call.ts builds
  * them): work items of whole rows run by the WebAssembly row kernels in the host heap
  * (src/backends/cpu/wasm/row_norms*.wat), on any thread. A stage's
  * `constants` (a float64 array in the host heap, so that the pool's job words describe it)
@@ -28,7 +28,7 @@ export const ROW_ROWS = 1;
 export const ROW_PER = 2;
 /**
  * Parameter index: the kernels' dtype code of the data tensors (stage_types.ts KernelCode:
- * bfloat16's code 3 when no float constant of the call is NaN; rows/heap_rows.ts run).
+ * bfloat16's code 3 when no float constant of the call is NaN; rows/row_call.ts run).
  */
 export const ROW_DT = 3;
 /** Parameter index: epsilon, as the float32 the kernels receive (CANN's attribute is a float). */

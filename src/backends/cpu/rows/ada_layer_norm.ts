@@ -1,6 +1,6 @@
 /**
  * The CPU kernels of aclnnAdaLayerNorm and aclnnAdaLayerNormV2: one fused row stage
- * (src/backends/cpu/wasm/row_norms_ada.wat ada_ln_fwd, driven by heap_rows.ts): LayerNorm of
+ * (src/backends/cpu/wasm/row_norms_ada.wat ada_ln_fwd, driven by heap_rows_ada.ts): LayerNorm of
  * each row of H elements as aclnnLayerNorm's kernel computes it (weight and bias when given),
  * then times 1 + scale (formed in float32 after widening scale, ops-nn norm/ada_layer_norm/
  * op_kernel/ada_layer_norm_base_v1.h:386) and plus shift of the row's batch index (row / S,
@@ -12,7 +12,7 @@
 
 import type { AdaLayerNormPlan, AdaLayerNormTensors } from "../../types.ts";
 import { channelValues, writeChannelValues } from "../tensors/channel_values.ts";
-import { adaLayerNormHeap } from "./heap_rows.ts";
+import { adaLayerNormHeap } from "./heap_rows_ada.ts";
 import { withHeapRows } from "./row_staging.ts";
 
 /** A tensor's values, or `fill` repeated n times when it is absent. */

@@ -1,6 +1,6 @@
 /**
  * The CPU kernel of aclnnAdaLayerNormBackward: one fused row stage
- * (src/backends/cpu/wasm/row_norms_ada_grad.wat ada_ln_bwd, driven by heap_rows.ts) in float32:
+ * (src/backends/cpu/wasm/row_norms_ada_grad.wat ada_ln_bwd, driven by heap_rows_ada.ts) in float32:
  * mean and rstd widened to float32 (the op_api casts them: ops-nn e5c3fa9 norm/
  * ada_layer_norm_grad/op_host/op_api/aclnn_ada_layer_norm_backward.cpp:441-444), 1 + scale
  * formed in float32 as the forward forms it, weight and bias ones and zeros when absent (the
@@ -14,7 +14,7 @@
 
 import type { AdaLayerNormBackwardPlan, AdaLayerNormBackwardTensors } from "../../types.ts";
 import { channelValues, writeChannelValues } from "../tensors/channel_values.ts";
-import { adaLayerNormGradHeap } from "./heap_rows.ts";
+import { adaLayerNormGradHeap } from "./heap_rows_ada.ts";
 import { withHeapRows } from "./row_staging.ts";
 
 /** A tensor's values, or `fill` repeated n times when it is absent. */
