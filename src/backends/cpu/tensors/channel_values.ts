@@ -95,10 +95,7 @@ export function denseChannels(t: Tensor): Float32Array | Float16Array | undefine
 
 /** Writes `values` (logical order) into `t`, rounding each once to its dtype. */
 export function writeChannelValues(t: Tensor, values: Float64Array | Float32Array): void {
-  if ((t.dtype === "float32" || t.dtype === "float16") && isRun(t)) {
-    const target = hostData(t) as Float32Array | Float16Array;
-    target.set(values, t.offset);
-    return;
-  }
-  t.copy_(values);
+  const dense = denseChannels(t);
+  if (dense) dense.set(values);
+  else t.copy_(values);
 }
