@@ -60,12 +60,13 @@ export interface ColumnTargets {
 
 /**
  * LayerNorm backward of every row of the heap rows `data` (dy, x, and gradInput when it is
- * wanted): gradInput when given, the column sums (gradWeight, gradBias) into `sums` when given.
+ * wanted): gradInput when given, the column sums into the targets of `sums` (the partials only
+ * when one is given).
  */
 export function layerNormBackwardHeap(
   anchor: HostData,
   data: readonly HeapRows[],
-  sums: ColumnTargets | undefined,
+  sums: ColumnTargets,
   rows: number,
   n: number,
   mean: ReadValues,
@@ -73,10 +74,11 @@ export function layerNormBackwardHeap(
   w: ReadValues,
 ): void {
   const wantInput = data.length > 2;
-  const b = backwardCall(data, rows, n, w, mean, rstd, sums !== undefined);
-  b.c.p[ROW_FLAGS] = (sums ? 1 : 0) | (wantInput ? 2 : 0);
+  const wantSums = sums.first !== undefined || sums.second !== undefined;
+  const b = backwardCall(data, rows, n, w, mean, rstd, wantSums);
+  b.c.p[ROW_FLAGS] = (wantSums ? 1 : 0) | (wantInput ? 2 : 0);
   run("layerNormBackwardRows", b.c, anchor);
-  if (sums) columnSums(b, n, sums);
+  if (wantSums) columnSums(b, n, sums);
 }
 
 /** A LayerNorm-style backward call set up: its block holds w, mean, rstd, then the partials. */

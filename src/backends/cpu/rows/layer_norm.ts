@@ -67,9 +67,10 @@ export function layerNormBackward(plan: LayerNormBackwardPlan, t: LayerNormBackw
   const w = channelValuesViewOr(t.weight, cols, 1);
   const mean = channelValuesView(t.mean);
   const rstd = channelValuesView(t.rstd);
-  const sums = wantWeight || wantBias
-    ? { first: wantWeight ? t.gradWeight : undefined, second: wantBias ? t.gradBias : undefined }
-    : undefined;
+  const sums = {
+    first: wantWeight ? t.gradWeight : undefined,
+    second: wantBias ? t.gradBias : undefined,
+  };
   const outputs = gradInput ? [gradInput] : [];
   withHeapRows(axis, t.input.dtype, [t.gradOut, t.input], outputs, (anchor, data) => {
     layerNormBackwardHeap(anchor, data, sums, rows, cols, mean, rstd, w);

@@ -24,15 +24,11 @@ function isRun(t: Tensor): boolean {
 
 /** The elements of `t` as float64, in logical order. */
 export function channelValues(t: Tensor): Float64Array {
-  const data = hostData(t);
-  if ((t.dtype === "float32" || t.dtype === "float16") && isRun(t)) {
-    const n = t.numel;
-    const out = temporaryFloat64(n);
-    const source = data as Float32Array | Float16Array;
-    for (let i = 0, p = t.offset; i < n; i++, p++) out[i] = source[p];
-    return out;
-  }
-  return t.toFloat64Array();
+  const dense = denseChannels(t);
+  if (!dense) return t.toFloat64Array();
+  const out = temporaryFloat64(dense.length);
+  for (let i = 0; i < dense.length; i++) out[i] = dense[i];
+  return out;
 }
 
 /** Per-channel values to read, never to write: float64, or a float32 tensor's own storage. */
@@ -44,11 +40,8 @@ export type ReadValues = Float64Array | Float32Array;
  * {@linkcode channelValues}'s float64 copy.
  */
 export function channelValuesView(t: Tensor): ReadValues {
-  if (t.dtype === "float32" && isRun(t)) {
-    const data = hostData(t) as Float32Array;
-    return data.subarray(t.offset, t.offset + t.numel);
-  }
-  return channelValues(t);
+  const dense = denseChannels(t);
+  return dense instanceof Float32Array ? dense : channelValues(t);
 }
 
 /** {@linkcode channelValuesView} of `t`, or `length` copies of `fill` when it is absent. */
