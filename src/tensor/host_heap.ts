@@ -289,6 +289,22 @@ export function heapScratch(
     : undefined;
 }
 
+/**
+ * The bytes of the block a request of `bytes` takes: its size class
+ * (host_blocks.ts `sizeClass`) when that leaves {@linkcode HOST_HEAP_SLACK_BYTES} after the
+ * request, else the class and one {@linkcode BLOCK_ALIGN} more. A tensor of a power of two bytes
+ * (or 1.25, 1.5, 1.75 times one), the usual case, is a class of its own: rounding the request
+ * and its slack up to a class together put a [2048,768] float32 tensor (6 MiB) in a 7 MiB block
+ * and a [16,64,32,32] one (4 MiB) in 5 MiB, so that a loop that drops its results reserved a sixth
+ * to a quarter more heap (bench/RESULTS.md, twelfth session). A request of one size always takes
+ * blocks of one size, so tensors of one shape still reuse each other's blocks; no block is larger
+ * than the old rule's.
+ */
+export function blockBytes(bytes: number): number {
+  const size = sizeClass(Math.ceil(bytes / BLOCK_ALIGN) * BLOCK_ALIGN);
+  return size - bytes >= HOST_HEAP_SLACK_BYTES ? size : size + BLOCK_ALIGN;
+}
+
 function takeBlock(
   bytes: number,
   zeroed: boolean,
@@ -296,7 +312,7 @@ function takeBlock(
 ): HeapGrant | undefined {
   const h = theHeap();
   if (!h) return undefined;
-  const size = sizeClass(Math.ceil((bytes + HOST_HEAP_SLACK_BYTES) / BLOCK_ALIGN) * BLOCK_ALIGN);
+  const size = blockBytes(bytes);
   const taken = grow ? h.pool.take(size, grow) : takeForTensor(h, size);
   if (taken && !grow && taken.at + size > hostHeapMaxBytes()) {
     // A block scratch took past the maximum, cached since: tensors stay below the maximum (a

@@ -10,11 +10,13 @@
 import assert from "node:assert/strict";
 import { BlockPool, sizeClass } from "../../src/tensor/host_blocks.ts";
 import {
+  blockBytes,
   heapAddress,
   heapAllocate,
   heapFreed,
   HOST_HEAP_DEFAULT_BYTES,
   HOST_HEAP_ENV,
+  HOST_HEAP_SLACK_BYTES,
   HOST_HEAP_TENSOR_LIMIT_BYTES,
   hostHeapMaxBytes,
   hostHeapMemory,
@@ -67,6 +69,29 @@ Deno.test("host heap: size classes step by 4 KiB, then by quarters of a power of
     );
     assert.equal(sizeClass(c), c, "a class is its own class");
   }
+});
+
+Deno.test("host heap: a tensor of a whole class takes its class and the slack, no more", () => {
+  const MiB = 2 ** 20;
+  // [2048,768] and [16,64,32,32] float32: the slack past the class, not the next class.
+  assert.equal(blockBytes(6 * MiB), 6 * MiB + 64);
+  assert.equal(blockBytes(4 * MiB), 4 * MiB + 64);
+  assert.equal(blockBytes(4096), 4096 + 64);
+  // Room for the slack inside the class: the class itself.
+  assert.equal(blockBytes(4 * MiB - 64), 4 * MiB);
+  assert.equal(blockBytes(4 * MiB - 63), 4 * MiB + 64);
+  assert.equal(blockBytes(100_000), sizeClass(100_032));
+  for (let bytes = 1; bytes < 1e8; bytes = Math.ceil(bytes * 1.13)) {
+    const size = blockBytes(bytes);
+    const before = sizeClass(Math.ceil((bytes + HOST_HEAP_SLACK_BYTES) / 64) * 64);
+    assert.ok(size - bytes >= HOST_HEAP_SLACK_BYTES, `${bytes} -> ${size}: the slack fits`);
+    assert.ok(size % 64 === 0 && size <= before, `${bytes} -> ${size}: aligned, at most ${before}`);
+  }
+  // The heap takes blocks of that size: bytes in use grow by it.
+  const before = hostHeapUsage().bytesInUse;
+  const t = Tensor.empty([16, 64, 32, 32]);
+  assert.equal(hostHeapUsage().bytesInUse - before, 4 * MiB + 64);
+  t.dispose();
 });
 
 Deno.test("block pool: a freed block is cached for its class; a miss coalesces the cache before the top", () => {
