@@ -47,13 +47,26 @@ export interface RowBlock {
 }
 
 /**
- * A block of `params` float64s then `floats` float32s in the heap (contents undefined), reused
- * by every call on this thread and grown on demand (past the heap's maximum if need be: it is
- * scratch). The parameters' view is over the buffer the heap gave with it, which the pool's
- * job words can describe.
+ * Where a call's float32 arrays start in its block: past the parameters, on a cache line. The
+ * kernels read and write the per-column arrays (weights, column partials) a vector at a time
+ * and each work item writes its own partials and per-row statistics: after the 25 parameters
+ * (200 bytes) the arrays sat 8 bytes past a line, so that a quarter of those vectors straddled
+ * two lines and neighbouring items' partials shared a line that both threads wrote row after
+ * row (layerNormBackward [64,1024] float32 on the pool, 4 items: bench/RESULTS.md, twelfth
+ * session).
+ */
+const ARRAYS_ALIGN = 64;
+
+/**
+ * A block of `params` float64s then `floats` float32s in the heap (contents undefined), the
+ * float32s from the next {@linkcode ARRAYS_ALIGN}-byte boundary, reused by every call on this
+ * thread and grown on demand (past the heap's maximum if need be: it is scratch). The
+ * parameters' view is over the buffer the heap gave with it, which the pool's job words can
+ * describe.
  */
 export function rowBlock(params: number, floats: number): RowBlock {
-  const bytes = params * 8 + floats * 4;
+  const arraysOffset = Math.ceil((params * 8) / ARRAYS_ALIGN) * ARRAYS_ALIGN;
+  const bytes = arraysOffset + floats * 4;
   if (bytes > holderBytes || !holderBuffer) {
     if (holder) heapFree(holder);
     holder = undefined;
@@ -68,7 +81,7 @@ export function rowBlock(params: number, floats: number): RowBlock {
     holderAt = block.at;
     holderBytes = want;
   }
-  const arraysAt = holderAt + params * 8;
+  const arraysAt = holderAt + arraysOffset;
   return {
     params: new Float64Array(holderBuffer, holderAt, params),
     arrays: new Float32Array(holderBuffer, arraysAt, floats),
