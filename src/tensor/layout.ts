@@ -13,8 +13,10 @@ export const MAX_RANK = 64;
 
 /** Number of elements of a shape (1 for rank 0). */
 export function numel(shape: readonly number[]): number {
+  // An index loop: `for...of` allocated an iterator per call where shapes of several array
+  // kinds reach it (bench/RESULTS.md, twelfth session).
   let n = 1;
-  for (const d of shape) n *= d;
+  for (let i = 0; i < shape.length; i++) n *= shape[i];
   return n;
 }
 
@@ -192,7 +194,8 @@ export function forEachStorageIndex(
 export function shapeProblem(shape: readonly number[]): string | undefined {
   if (!Array.isArray(shape)) return "shape must be an array of integers";
   if (shape.length > MAX_RANK) return `rank ${shape.length} exceeds the maximum of ${MAX_RANK}`;
-  for (const d of shape) {
+  for (let i = 0; i < shape.length; i++) {
+    const d = shape[i];
     if (!Number.isSafeInteger(d) || d < 0) return `dimension ${d} is not an integer >= 0`;
   }
   return undefined;

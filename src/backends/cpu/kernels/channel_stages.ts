@@ -27,7 +27,7 @@ import {
 } from "./layout_types.ts";
 import type { StatsStage, SumsStage, WriteStage } from "./stage_types.ts";
 import { type KernelCode, writeCode } from "./stage_types.ts";
-import type { WasmKernels } from "./wasm_instance.ts";
+import { regionHead, type WasmKernels } from "./wasm_instance.ts";
 import { runUnits, unitsFit } from "./channel_units.ts";
 import type { ChannelExports } from "./channel_exports.ts";
 
@@ -290,8 +290,11 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
    * region, as float32.
    */
   const load = (n: number) => {
-    if (s.op === "sums") kf.set(s.mean.subarray(n * C, (n + 1) * C));
-    else if (s.op !== "stats") {
+    if (s.op === "sums") {
+      // A loop, not set() of a subarray: a view per sample was garbage of every call.
+      const mean = s.mean;
+      for (let c = 0, i = n * C; c < C; c++, i++) kf[c] = mean[i];
+    } else if (s.op !== "stats") {
       const from = n * count * C;
       for (let j = 0; j < count; j++) {
         for (let c = 0; c < C; c++) {
@@ -324,7 +327,7 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
           const dy = pixel(s.dyHeap, s.dyAt, q0);
           k.bn_sums_pix(dy, pixel(s.xHeap, s.xAt, q0), C, dt, pix, kAt, o1, o2, acc);
         }
-        s.partials.set(w.f64.subarray(0, 2 * C), 2 * C * block);
+        s.partials.set(regionHead(w, 2 * C), 2 * C * block);
         break;
       }
       case "normalize":

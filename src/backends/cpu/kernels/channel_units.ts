@@ -16,7 +16,7 @@ import type { TensorAddress } from "./layout_types.ts";
 import { perSampleRowsPerItem, rowsInMemoryOrder } from "./layout_types.ts";
 import type { StatsStage, SumsStage, WriteStage } from "./stage_types.ts";
 import { writeCode } from "./stage_types.ts";
-import type { WasmKernels } from "./wasm_instance.ts";
+import { regionHead, type WasmKernels } from "./wasm_instance.ts";
 import type { ChannelUnitsExports } from "./channel_exports.ts";
 
 /** Rows a units call takes at most: four float64 constants each fit the thread's region. */
@@ -76,7 +76,7 @@ export function runUnits(
     const units = Math.min(MAX_UNITS, last - u0);
     if (s.op === "stats") {
       k.bn_stats_units(at(s.xHeap, s.xAt, u0), s.xAt.strideC * es, inner, dt, units, w.at);
-      s.partials.set(f64.subarray(0, 2 * units), 2 * u0);
+      s.partials.set(regionHead(w, 2 * units), 2 * u0);
     } else if (s.op === "sums") {
       // The means after the results' room (16 bytes a row).
       if (perSample) f64.set(s.mean.subarray(u0, u0 + units), 2 * units);
@@ -92,7 +92,7 @@ export function runUnits(
         w.at + 16 * units,
         w.at,
       );
-      s.partials.set(f64.subarray(0, 2 * units), 2 * u0);
+      s.partials.set(regionHead(w, 2 * units), 2 * u0);
     } else {
       // Row u = n * C + c: its j-th constant at (n * count + j) * C + c (per sample) or
       // j * C + c, here at 4u + j (the unused ones of a row zero).

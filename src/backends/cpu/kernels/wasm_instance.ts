@@ -58,6 +58,21 @@ export interface WasmKernels {
   outOf: WriteArray | undefined;
   /** Bits of {@linkcode WasmKernels.outOf}. */
   outBits: Uint16Array | undefined;
+  /** The last view {@linkcode regionHead} made (see there). */
+  f64Head: Float64Array | undefined;
+}
+
+/**
+ * The first `length` float64s of `w`'s region, as the same view while `length` stays the same:
+ * the channel stages copy each work item's sums out of the region, and a new view per item was
+ * a quarter of the garbage a groupNormBackward call made (bench/RESULTS.md, twelfth session).
+ * The region's views stay valid when the heap grows (its memory is shared, so an old buffer
+ * keeps its bytes).
+ */
+export function regionHead(w: WasmKernels, length: number): Float64Array {
+  const head = w.f64Head;
+  if (head !== undefined && head.length === length) return head;
+  return w.f64Head = w.f64.subarray(0, length);
 }
 
 /** The scratch of a thread that runs the WebAssembly kernels. */
@@ -101,6 +116,7 @@ export function instantiateWasmKernels(
       u16: new Uint16Array(buffer, at, WASM_REGION_BYTES / 2),
       outOf: undefined,
       outBits: undefined,
+      f64Head: undefined,
     };
   } catch {
     return null;

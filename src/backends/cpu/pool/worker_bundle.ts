@@ -21,63 +21,54 @@ var ROW_ALPHA = 21;
 var ROW_SCRATCH = 22;
 var ROW_SEQ = 23;
 var ROW_SLOTS = 24;
+function dataAt(p, t, first) {
+  return p[ROW_DATA + 2 * t] + first * p[ROW_DATA + 2 * t + 1];
+}
+function dataStride(p, t) {
+  return p[ROW_DATA + 2 * t + 1];
+}
+function rowArray(p, a, first) {
+  return p[ROW_ARRAYS + a] + 4 * first;
+}
+function partials(p, a, n, item) {
+  return p[ROW_ARRAYS + a] + 4 * (n + 3 & ~3) * item;
+}
 function runRowNormItems(k, op, p, from, to, region) {
   const n = p[ROW_N];
   const per = p[ROW_PER];
   const dt = p[ROW_DT];
   const eps = p[ROW_EPS];
-  const d = ROW_DATA;
   const f = ROW_ARRAYS;
   for (let item = from; item < to; item++) {
     const first = item * per;
     const rows = Math.min(per, p[ROW_ROWS] - first);
-    const at = (t) => p[d + 2 * t] + first * p[d + 2 * t + 1];
-    const s = (t) => p[d + 2 * t + 1];
-    const row = (a) => p[f + a] + 4 * first;
-    const part = (a) => p[f + a] + 4 * (n + 3 & ~3) * item;
     switch (op) {
       case "layerNormRows":
-        k.ln_fwd(at(0), s(0), at(1), s(1), n, dt, rows, eps, p[f], p[f + 1], row(2), row(3));
+        k.ln_fwd(dataAt(p, 0, first), dataStride(p, 0), dataAt(p, 1, first), dataStride(p, 1), n, dt, rows, eps, p[f], p[f + 1], rowArray(p, 2, first), rowArray(p, 3, first));
         break;
       case "layerNormBackwardRows":
-        k.ln_bwd(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, row(1), row(2), p[f], part(3), part(4), p[ROW_FLAGS]);
+        k.ln_bwd(dataAt(p, 0, first), dataStride(p, 0), dataAt(p, 1, first), dataStride(p, 1), dataAt(p, 2, first), dataStride(p, 2), n, dt, rows, rowArray(p, 1, first), rowArray(p, 2, first), p[f], partials(p, 3, n, item), partials(p, 4, n, item), p[ROW_FLAGS]);
         break;
       case "rmsNormRows":
-        k.rms_fwd(at(0), s(0), at(1), s(1), n, dt, rows, eps, p[f], row(1));
+        k.rms_fwd(dataAt(p, 0, first), dataStride(p, 0), dataAt(p, 1, first), dataStride(p, 1), n, dt, rows, eps, p[f], rowArray(p, 1, first));
         break;
       case "rmsNormGradRows":
-        k.rms_bwd(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, row(1), p[f], part(2));
+        k.rms_bwd(dataAt(p, 0, first), dataStride(p, 0), dataAt(p, 1, first), dataStride(p, 1), dataAt(p, 2, first), dataStride(p, 2), n, dt, rows, rowArray(p, 1, first), p[f], partials(p, 2, n, item));
         break;
       case "addRmsNormRows":
-        k.add_rms_fwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), n, dt, rows, eps, p[f], row(1));
+        k.add_rms_fwd(dataAt(p, 0, first), dataStride(p, 0), dataAt(p, 1, first), dataStride(p, 1), dataAt(p, 2, first), dataStride(p, 2), dataAt(p, 3, first), dataStride(p, 3), n, dt, rows, eps, p[f], rowArray(p, 1, first));
         break;
       case "addLayerNormRows":
-        k.add_ln_fwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), at(4), s(4), n, dt, rows, eps, p[ROW_ALPHA], p[ROW_FLAGS], p[ROW_SCRATCH] < 0 ? region : p[ROW_SCRATCH], p[f], p[f + 1], p[f + 2], row(3), row(4));
+        k.add_ln_fwd(dataAt(p, 0, first), dataStride(p, 0), dataAt(p, 1, first), dataStride(p, 1), dataAt(p, 2, first), dataStride(p, 2), dataAt(p, 3, first), dataStride(p, 3), dataAt(p, 4, first), dataStride(p, 4), n, dt, rows, eps, p[ROW_ALPHA], p[ROW_FLAGS], p[ROW_SCRATCH] < 0 ? region : p[ROW_SCRATCH], p[f], p[f + 1], p[f + 2], rowArray(p, 3, first), rowArray(p, 4, first));
         break;
       case "addLayerNormGradRows":
-        k.add_ln_bwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), at(4), s(4), n, dt, rows, p[ROW_ALPHA], p[ROW_FLAGS], p[f], row(1), row(2), part(3), part(4));
+        k.add_ln_bwd(dataAt(p, 0, first), dataStride(p, 0), dataAt(p, 1, first), dataStride(p, 1), dataAt(p, 2, first), dataStride(p, 2), dataAt(p, 3, first), dataStride(p, 3), dataAt(p, 4, first), dataStride(p, 4), n, dt, rows, p[ROW_ALPHA], p[ROW_FLAGS], p[f], rowArray(p, 1, first), rowArray(p, 2, first), partials(p, 3, n, item), partials(p, 4, n, item));
         break;
       case "addRmsNormCastRows":
-        k.add_rms_cast_fwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), at(4), s(4), n, dt, rows, eps, p[f], row(1));
+        k.add_rms_cast_fwd(dataAt(p, 0, first), dataStride(p, 0), dataAt(p, 1, first), dataStride(p, 1), dataAt(p, 2, first), dataStride(p, 2), dataAt(p, 3, first), dataStride(p, 3), dataAt(p, 4, first), dataStride(p, 4), n, dt, rows, eps, p[f], rowArray(p, 1, first));
         break;
       case "adaLayerNormRows":
-        k.ada_ln_fwd(...[
-          at(0),
-          s(0),
-          at(1),
-          s(1),
-          n,
-          dt,
-          rows,
-          eps
-        ], ...[
-          p[f],
-          p[f + 1],
-          p[f + 2],
-          p[f + 3],
-          first,
-          p[ROW_SEQ]
-        ], row(4), row(4) + 4 * p[ROW_ROWS]);
+        k.ada_ln_fwd(dataAt(p, 0, first), dataStride(p, 0), dataAt(p, 1, first), dataStride(p, 1), n, dt, rows, eps, p[f], p[f + 1], p[f + 2], p[f + 3], first, p[ROW_SEQ], rowArray(p, 4, first), rowArray(p, 4, first) + 4 * p[ROW_ROWS]);
         break;
       case "adaLayerNormGradRows": {
         const c4 = 4 * (n + 3 & ~3);
@@ -85,26 +76,7 @@ function runRowNormItems(k, op, p, from, to, region) {
         const pb = p[f + 4] + c4 * items;
         const ps = pb + c4 * items;
         const slot = c4 * p[ROW_SLOTS];
-        k.ada_ln_bwd(...[
-          at(0),
-          s(0),
-          at(1),
-          s(1),
-          at(2),
-          s(2),
-          n,
-          dt,
-          rows,
-          p[ROW_FLAGS]
-        ], ...[
-          p[f],
-          p[f + 1],
-          p[f + 2],
-          first,
-          p[ROW_SEQ],
-          row(3),
-          row(3) + 4 * p[ROW_ROWS]
-        ], part(4), pb + c4 * item, ps + slot * item, ps + slot * items + slot * item);
+        k.ada_ln_bwd(dataAt(p, 0, first), dataStride(p, 0), dataAt(p, 1, first), dataStride(p, 1), dataAt(p, 2, first), dataStride(p, 2), n, dt, rows, p[ROW_FLAGS], p[f], p[f + 1], p[f + 2], first, p[ROW_SEQ], rowArray(p, 3, first), rowArray(p, 3, first) + 4 * p[ROW_ROWS], partials(p, 4, n, item), pb + c4 * item, ps + slot * item, ps + slot * items + slot * item);
         break;
       }
     }
@@ -184,6 +156,41 @@ function uniformStage(fields) {
   return Object.assign(record, fields);
 }
 
+// src/backends/cpu/kernels/wasm_instance.ts
+var WASM_REGION_BYTES = 524288;
+function regionHead(w, length) {
+  const head = w.f64Head;
+  if (head !== void 0 && head.length === length) return head;
+  return w.f64Head = w.f64.subarray(0, length);
+}
+function instantiateOn(bytes, memory) {
+  const module = new WebAssembly.Module(bytes);
+  return new WebAssembly.Instance(module, {
+    env: {
+      memory
+    }
+  }).exports;
+}
+function instantiateWasmKernels(bytes, memory, at) {
+  if (!bytes || !memory || at <= 0) return null;
+  try {
+    const exports = instantiateOn(bytes, memory);
+    const buffer = memory.buffer;
+    return {
+      exports,
+      at,
+      f64: new Float64Array(buffer, at, WASM_REGION_BYTES / 8),
+      f32: new Float32Array(buffer, at, WASM_REGION_BYTES / 4),
+      u16: new Uint16Array(buffer, at, WASM_REGION_BYTES / 2),
+      outOf: void 0,
+      outBits: void 0,
+      f64Head: void 0
+    };
+  } catch {
+    return null;
+  }
+}
+
 // src/backends/cpu/kernels/channel_units.ts
 var MAX_UNITS = 8192;
 var UNITS_OPS = /* @__PURE__ */ new Set([
@@ -216,12 +223,12 @@ function runUnits(s, from, to, w, count) {
     const units = Math.min(MAX_UNITS, last - u0);
     if (s.op === "stats") {
       k.bn_stats_units(at(s.xHeap, s.xAt, u0), s.xAt.strideC * es, inner, dt, units, w.at);
-      s.partials.set(f64.subarray(0, 2 * units), 2 * u0);
+      s.partials.set(regionHead(w, 2 * units), 2 * u0);
     } else if (s.op === "sums") {
       if (perSample) f64.set(s.mean.subarray(u0, u0 + units), 2 * units);
       else for (let i = 0; i < units; i++) f64[2 * units + i] = s.mean[(u0 + i) % C];
       k.bn_sums_units(at(s.dyHeap, s.dyAt, u0), s.dyAt.strideC * es, at(s.xHeap, s.xAt, u0), s.xAt.strideC * es, inner, dt, units, w.at + 16 * units, w.at);
-      s.partials.set(f64.subarray(0, 2 * units), 2 * u0);
+      s.partials.set(regionHead(w, 2 * units), 2 * u0);
     } else {
       const write = s;
       const q = write.constants;
@@ -393,8 +400,10 @@ function runChannelItems(s, from, to, w) {
   const total = layout.N * layout.inner;
   const blocks = layout.perSample ? blocksPerSample(layout) : 0;
   const load = (n) => {
-    if (s.op === "sums") kf.set(s.mean.subarray(n * C, (n + 1) * C));
-    else if (s.op !== "stats") {
+    if (s.op === "sums") {
+      const mean = s.mean;
+      for (let c = 0, i = n * C; c < C; c++, i++) kf[c] = mean[i];
+    } else if (s.op !== "stats") {
       const from2 = n * count * C;
       for (let j = 0; j < count; j++) {
         for (let c = 0; c < C; c++) {
@@ -426,7 +435,7 @@ function runChannelItems(s, from, to, w) {
           const dy = pixel(s.dyHeap, s.dyAt, q0);
           k.bn_sums_pix(dy, pixel(s.xHeap, s.xAt, q0), C, dt, pix, kAt, o1, o2, acc);
         }
-        s.partials.set(w.f64.subarray(0, 2 * C), 2 * C * block);
+        s.partials.set(regionHead(w, 2 * C), 2 * C * block);
         break;
       }
       case "normalize":
@@ -442,35 +451,6 @@ function runChannelItems(s, from, to, w) {
         k.bn_scale_pix(pixel(s.dyHeap, s.dyAt, q0), pixel(s.outHeap, s.outAt, q0), C, wdt, pix, kAt);
         break;
     }
-  }
-}
-
-// src/backends/cpu/kernels/wasm_instance.ts
-var WASM_REGION_BYTES = 524288;
-function instantiateOn(bytes, memory) {
-  const module = new WebAssembly.Module(bytes);
-  return new WebAssembly.Instance(module, {
-    env: {
-      memory
-    }
-  }).exports;
-}
-function instantiateWasmKernels(bytes, memory, at) {
-  if (!bytes || !memory || at <= 0) return null;
-  try {
-    const exports = instantiateOn(bytes, memory);
-    const buffer = memory.buffer;
-    return {
-      exports,
-      at,
-      f64: new Float64Array(buffer, at, WASM_REGION_BYTES / 8),
-      f32: new Float32Array(buffer, at, WASM_REGION_BYTES / 4),
-      u16: new Uint16Array(buffer, at, WASM_REGION_BYTES / 2),
-      outOf: void 0,
-      outBits: void 0
-    };
-  } catch {
-    return null;
   }
 }
 
