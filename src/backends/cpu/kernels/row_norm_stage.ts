@@ -73,26 +73,6 @@ export const ROW_SLOTS = 24;
 /** Number of parameters. */
 export const ROW_PARAMS = 25;
 
-/** Byte address of data tensor `t`'s row `first` (its address and row stride in `p`). */
-function dataAt(p: Float64Array, t: number, first: number): number {
-  return p[ROW_DATA + 2 * t] + first * p[ROW_DATA + 2 * t + 1];
-}
-
-/** Row stride in bytes of data tensor `t`. */
-function dataStride(p: Float64Array, t: number): number {
-  return p[ROW_DATA + 2 * t + 1];
-}
-
-/** Byte address of entry `first` of the per-row float32 array `a`. */
-function rowArray(p: Float64Array, a: number, first: number): number {
-  return p[ROW_ARRAYS + a] + 4 * first;
-}
-
-/** Byte address of work item `item`'s column partials in array `a` (n rounded up to 4 each). */
-function partials(p: Float64Array, a: number, n: number, item: number): number {
-  return p[ROW_ARRAYS + a] + 4 * ((n + 3) & ~3) * item;
-}
-
 /**
  * Runs items [from, to) of the row-norm stage `op` with parameters `p` on kernels `k`;
  * `region` is the running thread's region of the heap (the fused add's default scratch).
@@ -109,106 +89,78 @@ export function runRowNormItems(
   const per = p[ROW_PER];
   const dt = p[ROW_DT];
   const eps = p[ROW_EPS];
+  const d = ROW_DATA;
   const f = ROW_ARRAYS;
-  for (let item = from; item < to; item++) {
-    const first = item * per;
+  // Made once per call, not per item (their garbage was a tenth of a small call's: bench/
+  // RESULTS.md, twelfth session): they read the item's `item` and `first`.
+  let item = from;
+  let first = 0;
+  const at = (t: number) => p[d + 2 * t] + first * p[d + 2 * t + 1];
+  const s = (t: number) => p[d + 2 * t + 1];
+  const row = (a: number) => p[f + a] + 4 * first;
+  const part = (a: number) => p[f + a] + 4 * ((n + 3) & ~3) * item;
+  for (; item < to; item++) {
+    first = item * per;
     const rows = Math.min(per, p[ROW_ROWS] - first);
     switch (op) {
       case "layerNormRows":
-        k.ln_fwd(
-          dataAt(p, 0, first),
-          dataStride(p, 0),
-          dataAt(p, 1, first),
-          dataStride(p, 1),
-          n,
-          dt,
-          rows,
-          eps,
-          p[f],
-          p[f + 1],
-          rowArray(p, 2, first),
-          rowArray(p, 3, first),
-        );
+        k.ln_fwd(at(0), s(0), at(1), s(1), n, dt, rows, eps, p[f], p[f + 1], row(2), row(3));
         break;
       case "layerNormBackwardRows":
         k.ln_bwd(
-          dataAt(p, 0, first),
-          dataStride(p, 0),
-          dataAt(p, 1, first),
-          dataStride(p, 1),
-          dataAt(p, 2, first),
-          dataStride(p, 2),
+          at(0),
+          s(0),
+          at(1),
+          s(1),
+          at(2),
+          s(2),
           n,
           dt,
           rows,
-          rowArray(p, 1, first),
-          rowArray(p, 2, first),
+          row(1),
+          row(2),
           p[f],
-          partials(p, 3, n, item),
-          partials(p, 4, n, item),
+          part(3),
+          part(4),
           p[ROW_FLAGS],
         );
         break;
       case "rmsNormRows":
-        k.rms_fwd(
-          dataAt(p, 0, first),
-          dataStride(p, 0),
-          dataAt(p, 1, first),
-          dataStride(p, 1),
-          n,
-          dt,
-          rows,
-          eps,
-          p[f],
-          rowArray(p, 1, first),
-        );
+        k.rms_fwd(at(0), s(0), at(1), s(1), n, dt, rows, eps, p[f], row(1));
         break;
       case "rmsNormGradRows":
-        k.rms_bwd(
-          dataAt(p, 0, first),
-          dataStride(p, 0),
-          dataAt(p, 1, first),
-          dataStride(p, 1),
-          dataAt(p, 2, first),
-          dataStride(p, 2),
-          n,
-          dt,
-          rows,
-          rowArray(p, 1, first),
-          p[f],
-          partials(p, 2, n, item),
-        );
+        k.rms_bwd(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, row(1), p[f], part(2));
         break;
       case "addRmsNormRows":
         k.add_rms_fwd(
-          dataAt(p, 0, first),
-          dataStride(p, 0),
-          dataAt(p, 1, first),
-          dataStride(p, 1),
-          dataAt(p, 2, first),
-          dataStride(p, 2),
-          dataAt(p, 3, first),
-          dataStride(p, 3),
+          at(0),
+          s(0),
+          at(1),
+          s(1),
+          at(2),
+          s(2),
+          at(3),
+          s(3),
           n,
           dt,
           rows,
           eps,
           p[f],
-          rowArray(p, 1, first),
+          row(1),
         );
         break;
       case "addLayerNormRows":
         k.add_ln_fwd(
-          dataAt(p, 0, first),
-          dataStride(p, 0),
-          dataAt(p, 1, first),
-          dataStride(p, 1),
-          dataAt(p, 2, first),
-          dataStride(p, 2),
-          dataAt(p, 3, first),
-          dataStride(p, 3),
-          dataAt(p, 4, first),
-          dataStride(p, 4),
+          at(0),
+          s(0),
+          at(1),
+          s(1),
+          at(2),
+          s(2),
+          at(3),
+          s(3),
+          at(4),
+          s(4),
           n,
           dt,
           rows,
@@ -219,72 +171,60 @@ export function runRowNormItems(
           p[f],
           p[f + 1],
           p[f + 2],
-          rowArray(p, 3, first),
-          rowArray(p, 4, first),
+          row(3),
+          row(4),
         );
         break;
       case "addLayerNormGradRows":
         k.add_ln_bwd(
-          dataAt(p, 0, first),
-          dataStride(p, 0),
-          dataAt(p, 1, first),
-          dataStride(p, 1),
-          dataAt(p, 2, first),
-          dataStride(p, 2),
-          dataAt(p, 3, first),
-          dataStride(p, 3),
-          dataAt(p, 4, first),
-          dataStride(p, 4),
+          at(0),
+          s(0),
+          at(1),
+          s(1),
+          at(2),
+          s(2),
+          at(3),
+          s(3),
+          at(4),
+          s(4),
           n,
           dt,
           rows,
           p[ROW_ALPHA],
           p[ROW_FLAGS],
           p[f],
-          rowArray(p, 1, first),
-          rowArray(p, 2, first),
-          partials(p, 3, n, item),
-          partials(p, 4, n, item),
+          row(1),
+          row(2),
+          part(3),
+          part(4),
         );
         break;
       case "addRmsNormCastRows":
         k.add_rms_cast_fwd(
-          dataAt(p, 0, first),
-          dataStride(p, 0),
-          dataAt(p, 1, first),
-          dataStride(p, 1),
-          dataAt(p, 2, first),
-          dataStride(p, 2),
-          dataAt(p, 3, first),
-          dataStride(p, 3),
-          dataAt(p, 4, first),
-          dataStride(p, 4),
+          at(0),
+          s(0),
+          at(1),
+          s(1),
+          at(2),
+          s(2),
+          at(3),
+          s(3),
+          at(4),
+          s(4),
           n,
           dt,
           rows,
           eps,
           p[f],
-          rowArray(p, 1, first),
+          row(1),
         );
         break;
       case "adaLayerNormRows":
         k.ada_ln_fwd(
-          dataAt(p, 0, first),
-          dataStride(p, 0),
-          dataAt(p, 1, first),
-          dataStride(p, 1),
-          n,
-          dt,
-          rows,
-          eps,
-          p[f],
-          p[f + 1],
-          p[f + 2],
-          p[f + 3],
-          first,
-          p[ROW_SEQ],
-          rowArray(p, 4, first),
-          rowArray(p, 4, first) + 4 * p[ROW_ROWS],
+          ...[at(0), s(0), at(1), s(1), n, dt, rows, eps] as const,
+          ...[p[f], p[f + 1], p[f + 2], p[f + 3], first, p[ROW_SEQ]] as const,
+          row(4),
+          row(4) + 4 * p[ROW_ROWS],
         );
         break;
       case "adaLayerNormGradRows": {
@@ -294,24 +234,17 @@ export function runRowNormItems(
         const ps = pb + c4 * items;
         const slot = c4 * p[ROW_SLOTS];
         k.ada_ln_bwd(
-          dataAt(p, 0, first),
-          dataStride(p, 0),
-          dataAt(p, 1, first),
-          dataStride(p, 1),
-          dataAt(p, 2, first),
-          dataStride(p, 2),
-          n,
-          dt,
-          rows,
-          p[ROW_FLAGS],
-          p[f],
-          p[f + 1],
-          p[f + 2],
-          first,
-          p[ROW_SEQ],
-          rowArray(p, 3, first),
-          rowArray(p, 3, first) + 4 * p[ROW_ROWS],
-          partials(p, 4, n, item),
+          ...[at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, p[ROW_FLAGS]] as const,
+          ...[
+            p[f],
+            p[f + 1],
+            p[f + 2],
+            first,
+            p[ROW_SEQ],
+            row(3),
+            row(3) + 4 * p[ROW_ROWS],
+          ] as const,
+          part(4),
           pb + c4 * item,
           ps + slot * item,
           ps + slot * items + slot * item,

@@ -21,54 +21,65 @@ var ROW_ALPHA = 21;
 var ROW_SCRATCH = 22;
 var ROW_SEQ = 23;
 var ROW_SLOTS = 24;
-function dataAt(p, t, first) {
-  return p[ROW_DATA + 2 * t] + first * p[ROW_DATA + 2 * t + 1];
-}
-function dataStride(p, t) {
-  return p[ROW_DATA + 2 * t + 1];
-}
-function rowArray(p, a, first) {
-  return p[ROW_ARRAYS + a] + 4 * first;
-}
-function partials(p, a, n, item) {
-  return p[ROW_ARRAYS + a] + 4 * (n + 3 & ~3) * item;
-}
 function runRowNormItems(k, op, p, from, to, region) {
   const n = p[ROW_N];
   const per = p[ROW_PER];
   const dt = p[ROW_DT];
   const eps = p[ROW_EPS];
+  const d = ROW_DATA;
   const f = ROW_ARRAYS;
-  for (let item = from; item < to; item++) {
-    const first = item * per;
+  let item = from;
+  let first = 0;
+  const at = (t) => p[d + 2 * t] + first * p[d + 2 * t + 1];
+  const s = (t) => p[d + 2 * t + 1];
+  const row = (a) => p[f + a] + 4 * first;
+  const part = (a) => p[f + a] + 4 * (n + 3 & ~3) * item;
+  for (; item < to; item++) {
+    first = item * per;
     const rows = Math.min(per, p[ROW_ROWS] - first);
     switch (op) {
       case "layerNormRows":
-        k.ln_fwd(dataAt(p, 0, first), dataStride(p, 0), dataAt(p, 1, first), dataStride(p, 1), n, dt, rows, eps, p[f], p[f + 1], rowArray(p, 2, first), rowArray(p, 3, first));
+        k.ln_fwd(at(0), s(0), at(1), s(1), n, dt, rows, eps, p[f], p[f + 1], row(2), row(3));
         break;
       case "layerNormBackwardRows":
-        k.ln_bwd(dataAt(p, 0, first), dataStride(p, 0), dataAt(p, 1, first), dataStride(p, 1), dataAt(p, 2, first), dataStride(p, 2), n, dt, rows, rowArray(p, 1, first), rowArray(p, 2, first), p[f], partials(p, 3, n, item), partials(p, 4, n, item), p[ROW_FLAGS]);
+        k.ln_bwd(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, row(1), row(2), p[f], part(3), part(4), p[ROW_FLAGS]);
         break;
       case "rmsNormRows":
-        k.rms_fwd(dataAt(p, 0, first), dataStride(p, 0), dataAt(p, 1, first), dataStride(p, 1), n, dt, rows, eps, p[f], rowArray(p, 1, first));
+        k.rms_fwd(at(0), s(0), at(1), s(1), n, dt, rows, eps, p[f], row(1));
         break;
       case "rmsNormGradRows":
-        k.rms_bwd(dataAt(p, 0, first), dataStride(p, 0), dataAt(p, 1, first), dataStride(p, 1), dataAt(p, 2, first), dataStride(p, 2), n, dt, rows, rowArray(p, 1, first), p[f], partials(p, 2, n, item));
+        k.rms_bwd(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, row(1), p[f], part(2));
         break;
       case "addRmsNormRows":
-        k.add_rms_fwd(dataAt(p, 0, first), dataStride(p, 0), dataAt(p, 1, first), dataStride(p, 1), dataAt(p, 2, first), dataStride(p, 2), dataAt(p, 3, first), dataStride(p, 3), n, dt, rows, eps, p[f], rowArray(p, 1, first));
+        k.add_rms_fwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), n, dt, rows, eps, p[f], row(1));
         break;
       case "addLayerNormRows":
-        k.add_ln_fwd(dataAt(p, 0, first), dataStride(p, 0), dataAt(p, 1, first), dataStride(p, 1), dataAt(p, 2, first), dataStride(p, 2), dataAt(p, 3, first), dataStride(p, 3), dataAt(p, 4, first), dataStride(p, 4), n, dt, rows, eps, p[ROW_ALPHA], p[ROW_FLAGS], p[ROW_SCRATCH] < 0 ? region : p[ROW_SCRATCH], p[f], p[f + 1], p[f + 2], rowArray(p, 3, first), rowArray(p, 4, first));
+        k.add_ln_fwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), at(4), s(4), n, dt, rows, eps, p[ROW_ALPHA], p[ROW_FLAGS], p[ROW_SCRATCH] < 0 ? region : p[ROW_SCRATCH], p[f], p[f + 1], p[f + 2], row(3), row(4));
         break;
       case "addLayerNormGradRows":
-        k.add_ln_bwd(dataAt(p, 0, first), dataStride(p, 0), dataAt(p, 1, first), dataStride(p, 1), dataAt(p, 2, first), dataStride(p, 2), dataAt(p, 3, first), dataStride(p, 3), dataAt(p, 4, first), dataStride(p, 4), n, dt, rows, p[ROW_ALPHA], p[ROW_FLAGS], p[f], rowArray(p, 1, first), rowArray(p, 2, first), partials(p, 3, n, item), partials(p, 4, n, item));
+        k.add_ln_bwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), at(4), s(4), n, dt, rows, p[ROW_ALPHA], p[ROW_FLAGS], p[f], row(1), row(2), part(3), part(4));
         break;
       case "addRmsNormCastRows":
-        k.add_rms_cast_fwd(dataAt(p, 0, first), dataStride(p, 0), dataAt(p, 1, first), dataStride(p, 1), dataAt(p, 2, first), dataStride(p, 2), dataAt(p, 3, first), dataStride(p, 3), dataAt(p, 4, first), dataStride(p, 4), n, dt, rows, eps, p[f], rowArray(p, 1, first));
+        k.add_rms_cast_fwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), at(4), s(4), n, dt, rows, eps, p[f], row(1));
         break;
       case "adaLayerNormRows":
-        k.ada_ln_fwd(dataAt(p, 0, first), dataStride(p, 0), dataAt(p, 1, first), dataStride(p, 1), n, dt, rows, eps, p[f], p[f + 1], p[f + 2], p[f + 3], first, p[ROW_SEQ], rowArray(p, 4, first), rowArray(p, 4, first) + 4 * p[ROW_ROWS]);
+        k.ada_ln_fwd(...[
+          at(0),
+          s(0),
+          at(1),
+          s(1),
+          n,
+          dt,
+          rows,
+          eps
+        ], ...[
+          p[f],
+          p[f + 1],
+          p[f + 2],
+          p[f + 3],
+          first,
+          p[ROW_SEQ]
+        ], row(4), row(4) + 4 * p[ROW_ROWS]);
         break;
       case "adaLayerNormGradRows": {
         const c4 = 4 * (n + 3 & ~3);
@@ -76,7 +87,26 @@ function runRowNormItems(k, op, p, from, to, region) {
         const pb = p[f + 4] + c4 * items;
         const ps = pb + c4 * items;
         const slot = c4 * p[ROW_SLOTS];
-        k.ada_ln_bwd(dataAt(p, 0, first), dataStride(p, 0), dataAt(p, 1, first), dataStride(p, 1), dataAt(p, 2, first), dataStride(p, 2), n, dt, rows, p[ROW_FLAGS], p[f], p[f + 1], p[f + 2], first, p[ROW_SEQ], rowArray(p, 3, first), rowArray(p, 3, first) + 4 * p[ROW_ROWS], partials(p, 4, n, item), pb + c4 * item, ps + slot * item, ps + slot * items + slot * item);
+        k.ada_ln_bwd(...[
+          at(0),
+          s(0),
+          at(1),
+          s(1),
+          at(2),
+          s(2),
+          n,
+          dt,
+          rows,
+          p[ROW_FLAGS]
+        ], ...[
+          p[f],
+          p[f + 1],
+          p[f + 2],
+          first,
+          p[ROW_SEQ],
+          row(3),
+          row(3) + 4 * p[ROW_ROWS]
+        ], part(4), pb + c4 * item, ps + slot * item, ps + slot * items + slot * item);
         break;
       }
     }
