@@ -97,14 +97,24 @@ const PAGE_BYTES = 65536;
  */
 export const HOST_HEAP_RESERVED_BYTES = PAGE_BYTES;
 
-/** Blocks start on 64-byte boundaries (a cache line: vectors never straddle two blocks). */
-const BLOCK_ALIGN = 64;
+/**
+ * A cache line's bytes: what the heap's blocks, the row norms' arrays (rows/wasm_rows.ts) and
+ * the calls' float64 temporaries (cpu/arena.ts) align to, so that no vector straddles two
+ * lines and no two threads' writes share one.
+ */
+export const CACHE_LINE_BYTES = 64;
+
+/** Blocks start on cache lines (vectors never straddle two blocks). */
+const BLOCK_ALIGN = CACHE_LINE_BYTES;
 
 /**
  * Bytes after each block that kernels may read (never write): a vector that starts in the
  * block's last element stays inside the block, so a read never leaves the memory.
  */
 export const HOST_HEAP_SLACK_BYTES = 64;
+
+/** {@linkcode HOST_HEAP_SLACK_BYTES} rounded up to whole {@linkcode BLOCK_ALIGN} units. */
+const SLACK_BLOCK_BYTES = Math.ceil(HOST_HEAP_SLACK_BYTES / BLOCK_ALIGN) * BLOCK_ALIGN;
 
 /** How a heap hands out blocks (fixed when it is created: {@linkcode startHostHeap}). */
 export interface HostHeapPolicy {
@@ -292,17 +302,17 @@ export function heapScratch(
 /**
  * The bytes of the block a request of `bytes` takes: its size class
  * (host_blocks.ts `sizeClass`) when that leaves {@linkcode HOST_HEAP_SLACK_BYTES} after the
- * request, else the class and one {@linkcode BLOCK_ALIGN} more. A tensor of a power of two bytes
- * (or 1.25, 1.5, 1.75 times one), the usual case, is a class of its own: rounding the request
- * and its slack up to a class together put a [2048,768] float32 tensor (6 MiB) in a 7 MiB block
- * and a [16,64,32,32] one (4 MiB) in 5 MiB, so that a loop that drops its results reserved a sixth
- * to a quarter more heap (bench/RESULTS.md, twelfth session). A request of one size always takes
- * blocks of one size, so tensors of one shape still reuse each other's blocks; no block is larger
- * than the old rule's.
+ * request, else the class and the slack rounded up to whole {@linkcode BLOCK_ALIGN} units. A
+ * tensor of a power of two bytes (or 1.25, 1.5, 1.75 times one), the usual case, is a class of
+ * its own: rounding the request and its slack up to a class together put a [2048,768] float32
+ * tensor (6 MiB) in a 7 MiB block and a [16,64,32,32] one (4 MiB) in 5 MiB, so that a loop
+ * that drops its results reserved a sixth to a quarter more heap (bench/RESULTS.md, twelfth
+ * session). A request of one size always takes blocks of one size, so tensors of one shape
+ * still reuse each other's blocks; no block is larger than the old rule's.
  */
 export function blockBytes(bytes: number): number {
   const size = sizeClass(Math.ceil(bytes / BLOCK_ALIGN) * BLOCK_ALIGN);
-  return size - bytes >= HOST_HEAP_SLACK_BYTES ? size : size + BLOCK_ALIGN;
+  return size - bytes >= HOST_HEAP_SLACK_BYTES ? size : size + SLACK_BLOCK_BYTES;
 }
 
 function takeBlock(

@@ -13,8 +13,10 @@
  * @module
  */
 
+import { CACHE_LINE_BYTES } from "../../tensor/host_heap.ts";
+
 /** Float64 entries each allocation is rounded up to (a cache line apart). */
-const ALIGN = 8;
+const ALIGN = CACHE_LINE_BYTES / Float64Array.BYTES_PER_ELEMENT;
 
 /** A block of float64 temporaries, taken from `source` at the first call that finds one. */
 export class Float64Arena {

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { heapFree, heapScratch } from "../../../tensor/host_heap.ts";
+import { CACHE_LINE_BYTES, heapFree, heapScratch } from "../../../tensor/host_heap.ts";
 import { hostAllocationError } from "../../../tensor/host_errors.ts";
 import { callerKernels } from "../pool/pool.ts";
 import type { WasmKernels } from "../kernels/wasm_instance.ts";
@@ -47,15 +47,16 @@ export interface RowBlock {
 }
 
 /**
- * Where a call's float32 arrays start in its block: past the parameters, on a cache line. The
- * kernels read and write the per-column arrays (weights, column partials) a vector at a time
- * and each work item writes its own partials and per-row statistics: after the 25 parameters
+ * Where a call's float32 arrays start in its block: past the parameters, on a cache line
+ * ({@linkcode CACHE_LINE_BYTES}). The kernels read and write the per-column arrays (weights,
+ * column partials) a vector at a time and each work item writes its own partials and per-row
+ * statistics: after the 25 parameters
  * (200 bytes) the arrays sat 8 bytes past a line, so that a quarter of those vectors straddled
  * two lines and neighbouring items' partials shared a line that both threads wrote row after
  * row (layerNormBackward [64,1024] float32 on the pool, 4 items: bench/RESULTS.md, twelfth
  * session).
  */
-const ARRAYS_ALIGN = 64;
+const ARRAYS_ALIGN = CACHE_LINE_BYTES;
 
 /**
  * A block of `params` float64s then `floats` float32s in the heap (contents undefined), the
