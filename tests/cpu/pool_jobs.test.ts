@@ -76,13 +76,14 @@ function fullStage(): Stage {
   });
   const all = stage as unknown as Record<string, unknown>;
   all.group = 5;
-  all.rstd = inHeap(Float64Array, 16);
+  all.pairs = inHeap(Float64Array, 16);
   all.gamma = inHeap(Float64Array, 5);
   all.constants = inHeap(Float64Array, 17);
   all.beta = inHeap(Float64Array, 6);
-  all.stats = inHeap(Float64Array, 30);
+  all.groupStats = inHeap(Float64Array, 30);
   all.cache = inHeap(Float32Array, 19);
   all.eps = 1e-5;
+  all.swishScale = 0.75;
   stage.dyHeap = heapAddress(stage.dy);
   stage.xHeap = heapAddress(stage.x);
   stage.outHeap = heapAddress(stage.out);

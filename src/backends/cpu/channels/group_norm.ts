@@ -24,21 +24,27 @@ import { sameDims } from "../../../tensor/layout.ts";
 import { heapAddress } from "../../../tensor/host_heap.ts";
 import { channelValues, channelValuesOr, writeChannelValues } from "../tensors/channel_values.ts";
 import { streamable } from "./aliasing.ts";
-import { type Call, execute, float64, prepareCall } from "./call.ts";
-import {
-  GRADIENT_CONSTANTS,
-  groupNormGradCentered,
-  NORMALIZE_CONSTANTS,
-  normalizeCentered,
-} from "../kernels/formulas.ts";
-import { mergeMoments } from "../kernels/moments.ts";
+import { type Call, execute, float64, prepareCall, visible } from "./call.ts";
+import { batchNormItems } from "../kernels/layout_types.ts";
 import { channelLayoutFits } from "../kernels/channel_stages.ts";
-import { statsStage, sumsStage, writeStage } from "./setup.ts";
+import {
+  groupNormSampleConstants,
+  groupNormSampleItems,
+  groupNormSampleMeans,
+  sampleConstantCount,
+  sampleStages,
+} from "../kernels/group_norm_samples.ts";
+import {
+  type GroupNormSamplesStage,
+  type StageFields,
+  uniformStage,
+} from "../kernels/stage_types.ts";
+import { partialsLength } from "./setup.ts";
 import { chooseLayout, flatGroupNormDims, groupNormDims } from "./layout.ts";
 import { denseLayout, type DenseOrder } from "./dense_layout.ts";
-import { mergeChannelMoments, mergeChannelSums } from "./merge.ts";
-import { hostData } from "../tensors/tensor_arrays.ts";
+import { hostData, readArray, writeArray } from "../tensors/tensor_arrays.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
+import { cpuThreads } from "../threads.ts";
 import { batchNormOrder, runStaged, type StagingOptions } from "./staging.ts";
 
 /**
@@ -166,49 +172,28 @@ function groupNormWith(
       relayout(N, C),
     );
   }
-  const eps = Math.fround(plan.eps);
-  const D = C / group;
-  const stats = statsStage(call, t.input);
-  // Per (n, c): the normalize constants, and for the swish write -swishScale after them.
-  const count = swishScale === undefined ? NORMALIZE_CONSTANTS : NORMALIZE_CONSTANTS + 1;
-  const write = writeStage(
+  const G = N * group;
+  const s = samplesStage(
     call,
-    swishScale === undefined ? "normalize" : "swish",
-    undefined,
-    t.input,
-    t.output,
-    float64(call, count * N * C),
-    true,
+    swishScale === undefined ? "groupNormSamples" : "groupNormSwishSamples",
+    {
+      x: t.input,
+      out: t.output,
+      group,
+      eps: Math.fround(plan.eps),
+      swishScale: swishScale ?? NaN,
+      gamma: channelValuesOr(t.gamma, C, 1),
+      beta: channelValuesOr(t.beta, C, 0),
+      groupStats: float64(call, 3 * G),
+    },
   );
-  const gamma = channelValuesOr(t.gamma, C, 1);
-  const beta = channelValuesOr(t.beta, C, 0);
-  const mean = temporaryFloat64(N * group);
-  const rstd = temporaryFloat64(N * group);
-  const variance = second === "variance" ? temporaryFloat64(N * group) : rstd;
-  execute(call, [stats, write], [() => {
-    const { first, second } = mergeChannelMoments(call.layout, stats.partials);
-    const acc = temporaryFloat64(2);
-    for (let n = 0; n < N; n++) {
-      for (let g = 0; g < group; g++) {
-        for (let d = 0; d < D; d++) {
-          const nc = n * C + g * D + d;
-          mergeMoments(acc, 0, 1, d * HxW, first[nc], second[nc], HxW);
-        }
-        const ng = n * group + g;
-        mean[ng] = acc[0] / (D * HxW);
-        const v = acc[1] / (D * HxW);
-        rstd[ng] = 1 / Math.sqrt(v + eps);
-        if (variance !== rstd) variance[ng] = v;
-        for (let c = g * D; c < (g + 1) * D; c++) {
-          const at = n * count * C + c;
-          normalizeCentered(mean[ng], rstd[ng] * gamma[c], beta[c], write.constants, at, C);
-          if (swishScale !== undefined) write.constants[at + 3 * C] = -swishScale;
-        }
-      }
-    }
-  }]);
-  writeChannelValues(t.mean, mean);
-  writeChannelValues(t.rstd, variance);
+  runSamplesStage(call, s);
+  // groupStats: mean, variance, rstd per (n, g).
+  writeChannelValues(t.mean, s.groupStats.subarray(0, G));
+  writeChannelValues(
+    t.rstd,
+    s.groupStats.subarray(second === "variance" ? G : 2 * G, (second === "variance" ? 2 : 3) * G),
+  );
 }
 
 /**
@@ -243,8 +228,9 @@ export function groupNormBackward(plan: GroupNormBackwardPlan, t: GroupNormBackw
 }
 
 /**
- * groupNormBackward's two passes on `call` (its sums, then with gradInput the gradient write),
- * adding the per-channel gradGamma and gradBeta terms of its samples to `gradGamma`, `gradBeta`.
+ * groupNormBackward's passes on `call` (its sums, then with gradInput the gradient write, per
+ * sample: kernels/group_norm_samples.ts), adding the per-channel gradGamma and gradBeta terms
+ * of its samples to `gradGamma`, `gradBeta` (per (n, g, c) in that order).
  */
 function backwardPasses(
   plan: GroupNormBackwardPlan,
@@ -253,53 +239,113 @@ function backwardPasses(
   gradGamma: Float64Array,
   gradBeta: Float64Array,
 ): void {
-  const { N, C, HxW, group, mask } = plan;
-  const gradInput = mask[0] ? t.gradInput : undefined;
+  const { N, C, group, mask } = plan;
+  const G = N * group;
+  const groupStats = float64(call, 2 * G);
+  groupStats.set(channelValues(t.mean));
+  groupStats.set(channelValues(t.rstd), G);
+  const s = samplesStage(call, "groupNormBackwardSamples", {
+    dy: t.gradOut,
+    x: t.input,
+    out: mask[0] ? t.gradInput : undefined,
+    group,
+    gamma: channelValuesOr(t.gamma, C, 1),
+    groupStats,
+  });
+  runSamplesStage(call, s);
   const D = C / group;
-  const count = D * HxW;
-  const groupMean = channelValues(t.mean);
-  const groupRstd = channelValues(t.rstd);
-  const gamma = channelValuesOr(t.gamma, C, 1);
-  const mean = float64(call, N * C);
-  for (let nc = 0; nc < N * C; nc++) mean[nc] = groupMean[Math.floor(nc / D)];
-  const sums = sumsStage(call, t.gradOut, t.input, mean);
-  const write = gradInput
-    ? writeStage(
-      call,
-      "gradient",
-      t.gradOut,
-      t.input,
-      gradInput,
-      float64(call, GRADIENT_CONSTANTS * N * C),
-      true,
-    )
-    : undefined;
-  const constants = () => {
-    const { first: sumDy, second: sumDot } = mergeChannelSums(call.layout, sums.partials);
-    const q = write?.constants;
-    for (let n = 0; n < N; n++) {
-      for (let g = 0; g < group; g++) {
-        const ng = n * group + g;
-        const r = groupRstd[ng];
-        let s1 = 0;
-        let s2 = 0;
-        for (let c = g * D; c < (g + 1) * D; c++) {
-          const sdy = sumDy[n * C + c];
-          const sdyXhat = sumDot[n * C + c] * r;
-          gradGamma[c] += sdyXhat;
-          gradBeta[c] += sdy;
-          s1 += sdy * gamma[c];
-          s2 += sdyXhat * gamma[c];
-        }
-        if (q === undefined) continue;
-        const m = groupMean[ng];
-        const a = s1 / count;
-        const b = s2 / count;
-        for (let c = g * D; c < (g + 1) * D; c++) {
-          groupNormGradCentered(m, r, gamma[c], a, b, q, n * GRADIENT_CONSTANTS * C + c, C);
-        }
-      }
+  const { pairs } = s;
+  for (let n = 0; n < N; n++) {
+    for (let c = 0; c < C; c++) {
+      const nc = n * C + c;
+      gradGamma[c] += pairs[N * C + nc] * groupStats[G + Math.floor(nc / D)];
+      gradBeta[c] += pairs[nc];
     }
+  }
+}
+
+/** What a GroupNorm call's fused stage takes beyond its call (see samplesStage). */
+interface SamplesFields {
+  /** dL/dy (backward). */
+  readonly dy?: Tensor;
+  /** x. */
+  readonly x: Tensor;
+  /** The data output, when written. */
+  readonly out?: Tensor;
+  /** Groups. */
+  readonly group: number;
+  /** eps as a C float (forward). */
+  readonly eps?: number;
+  /** The swish write's scale (groupNormSwishSamples). */
+  readonly swishScale?: number;
+  /** Per-channel weights. */
+  readonly gamma: Float64Array;
+  /** Per-channel shifts (forward). */
+  readonly beta?: Float64Array;
+  /** Per (n, g): the forward's results' room, or the backward's mean and rstd. */
+  readonly groupStats: Float64Array;
+}
+
+/**
+ * The fused stage of a GroupNorm call (kernels/group_norm_samples.ts); its data tensors in
+ * `call` are dy (backward), x, then out when written.
+ */
+function samplesStage(
+  call: Call,
+  op: GroupNormSamplesStage["op"],
+  f: SamplesFields,
+): GroupNormSamplesStage {
+  const layout = call.layout;
+  const at = call.addresses;
+  const first = f.dy ? 1 : 0;
+  const NC = layout.N * layout.C;
+  return uniformStage<GroupNormSamplesStage>({
+    op,
+    layout,
+    dtype: call.dtype,
+    items: groupNormSampleItems(layout),
+    dy: f.dy && readArray(f.dy),
+    dyAt: at[0],
+    x: readArray(f.x),
+    xAt: at[first],
+    out: f.out && writeArray(f.out),
+    outAt: f.out ? at[first + 1] : at[0],
+    group: f.group,
+    eps: f.eps ?? NaN,
+    swishScale: f.swishScale ?? NaN,
+    mean: f.dy ? float64(call, NC) : undefined,
+    partials: float64(call, partialsLength(layout, batchNormItems(layout))),
+    constants: f.out ? float64(call, sampleConstantCount(op) * NC) : undefined,
+    gamma: visible(call, f.gamma),
+    beta: f.beta && visible(call, f.beta),
+    groupStats: visible(call, f.groupStats),
+    pairs: float64(call, 2 * NC),
+  } as StageFields<GroupNormSamplesStage>);
+}
+
+/**
+ * Whether a GroupNorm call of N samples runs fused, sample by sample on each thread: when it
+ * cannot use the pool (`poolable` false), or has at least two samples a thread. Otherwise (too
+ * few samples to share) it runs as its two stages, split into the stages' own items, with
+ * every sample's constants between them. The same arithmetic either way
+ * (kernels/group_norm_samples.ts), so the same bits.
+ */
+export function fusesSamples(
+  poolable: boolean,
+  N: number,
+  threads: number = cpuThreads(),
+): boolean {
+  return !poolable || N >= 2 * threads;
+}
+
+/** Runs a GroupNorm call's fused stage, fused or as its two stages ({@linkcode fusesSamples}). */
+function runSamplesStage(call: Call, s: GroupNormSamplesStage): void {
+  if (fusesSamples(call.pool !== undefined, s.layout.N)) return execute(call, [s]);
+  const { reduce, write } = sampleStages(s);
+  const N = s.layout.N;
+  for (let n = 0; n < N && reduce.op === "sums"; n++) groupNormSampleMeans(s, n);
+  const constants = () => {
+    for (let n = 0; n < N; n++) groupNormSampleConstants(s, n);
   };
-  execute(call, write ? [sums, write] : [sums], [constants]);
+  execute(call, write ? [reduce, write] : [reduce], [constants]);
 }

@@ -9,6 +9,7 @@
 import type { Layout } from "../kernels/layout_types.ts";
 import { pixelsPerBlock, rowsInMemoryOrder, rowsPerItem } from "../kernels/layout_types.ts";
 import { mergeMoments } from "../kernels/moments.ts";
+import { mergePixelBlocks } from "../kernels/pixel_merge.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 
 /** Two per-channel results. */
@@ -120,19 +121,18 @@ export function mergePixelPartials(
   const size = runs * C;
   const both = temporaryFloat64(2 * size);
   for (let n = 0; n < runs; n++) {
-    for (let j = 0; j < blocks; j++) {
-      const at = 2 * C * (n * blocks + j);
-      const count = Math.min(pixels, (j + 1) * per) - j * per;
-      for (let c = 0; c < C; c++) {
-        const nc = n * C + c;
-        if (moments) {
-          mergeMoments(both, nc, size + nc, j * per, partials[at + c], partials[at + C + c], count);
-        } else {
-          both[nc] += partials[at + c];
-          both[size + nc] += partials[at + C + c];
-        }
-      }
-    }
+    mergePixelBlocks(
+      partials,
+      C,
+      n * blocks,
+      blocks,
+      pixels,
+      per,
+      moments,
+      both,
+      n * C,
+      size + n * C,
+    );
   }
   return { first: both.subarray(0, size), second: both.subarray(size) };
 }

@@ -98,179 +98,221 @@ export function swishCacheRow(inner: number): number {
  * partials.
  */
 export function runChannelItems(s: ChannelStage, from: number, to: number, w: WasmKernels): void {
-  const k: ChannelExports = w.exports;
-  const dt = s.dtype;
-  const es = dt === 0 ? 4 : 2;
   const layout = s.layout;
   const C = layout.C;
+  if (rowsInMemoryOrder(layout)) {
+    // Units: each (n, c) row of the item, u = n * C + c, its results at its own partials.
+    const per = perSampleRowsPerItem(layout);
+    return runChannelRows(s, from * per, Math.min(to * per, layout.N * C), w);
+  }
+  const es = s.dtype === 0 ? 4 : 2;
   const count = constantCount(s.op);
-  if (unitsFit(s)) return runUnits(s, from, to, w, count);
   if (layout.kind === "rows") {
-    const inner = layout.inner;
-    const out = w.at;
-    const f64 = w.f64;
-    // Units: the item itself, or (rows in memory order) each (n, c) row of the item,
-    // u = n * C + c; results go to the unit's partials.
-    const byRow = rowsInMemoryOrder(layout);
-    const per = byRow ? perSampleRowsPerItem(layout) : 1;
-    const last = byRow ? layout.N * C : to;
     // Channel items: item c * chunks + k holds rows [k * chunkRows, ...) of channel c.
-    const chunkRows = byRow ? 1 : rowsPerItem(layout);
+    const chunkRows = rowsPerItem(layout);
     const chunks = Math.ceil(layout.N / chunkRows);
-    for (let u = from * per; u < Math.min(to * per, last); u++) {
-      let c: number, n0: number, rows: number;
-      if (byRow) {
-        n0 = Math.floor(u / C);
-        c = u - n0 * C;
-        rows = 1;
-      } else {
-        c = Math.floor(u / chunks);
-        n0 = (u - c * chunks) * chunkRows;
-        rows = Math.min(layout.N, n0 + chunkRows) - n0;
-      }
-      // Where channel c's constants and mean are: per channel, or per (n, c).
-      const kc = layout.perSample ? n0 * count * C + c : c;
-      const mc = layout.perSample ? n0 * C + c : c;
-      const row = (heap: number, at: TensorAddress) => rowAddress(heap, at, n0, c, es);
-      const xs = s.xAt.strideN * es;
-      const dys = s.dyAt.strideN * es;
-      const os = s.outAt.strideN * es;
-      switch (s.op) {
-        case "stats":
-          k.bn_stats_rows(row(s.xHeap, s.xAt), xs, inner, dt, rows, out);
-          s.partials[2 * u] = f64[0];
-          s.partials[2 * u + 1] = f64[1];
-          break;
-        case "sums":
-          k.bn_sums_rows(
-            row(s.dyHeap, s.dyAt),
-            dys,
-            row(s.xHeap, s.xAt),
-            xs,
-            inner,
-            dt,
-            rows,
-            s.mean[mc],
-            out,
-          );
-          s.partials[2 * u] = f64[0];
-          s.partials[2 * u + 1] = f64[1];
-          break;
-        case "swishSums":
-        case "swishGrad": {
-          // GroupNormSwishGrad (channel_swish_grad.wat): constant j at q[j * C + kc].
-          const q = s.constants!;
-          const kq = (j: number) => q[j * C + kc];
-          const xRow = row(s.xHeap, s.xAt);
-          // The dYNew cache (a view of the heap: its byteOffset is its heap address): row
-          // (n0, c), rows of one channel C rows apart (swishCacheRow).
-          const cache = s.cache;
-          const cacheRow = swishCacheRow(inner) * 4;
-          // The write's code: its nine constants (the sums stage stores nothing).
-          const wdt = s.op === "swishGrad" ? writeCode(dt, q, kc, C, 9, s.dataSums) : dt;
-          const cs = cache ? C * cacheRow : 0;
-          const cRow = cache ? cache.byteOffset + (n0 * C + c) * cacheRow : 0;
-          if (s.op === "swishGrad" && cache) {
-            const o = row(s.outHeap, s.outAt);
-            k.gs_grad_cached_rows(
-              cRow,
-              cs,
-              xRow,
-              xs,
-              o,
-              os,
-              inner,
-              wdt,
-              rows,
-              kq(0),
-              kq(1),
-              kq(6),
-              kq(7),
-              kq(8),
-            );
-            break;
-          }
-          const dyRow = row(s.dyHeap, s.dyAt);
-          const k6 = [kq(0), kq(1), kq(2), kq(3), kq(4), kq(5)] as const;
-          if (s.op === "swishSums") {
-            k.gs_sums_rows(dyRow, dys, xRow, xs, inner, dt, rows, ...k6, out, cRow, cs);
-            s.partials[2 * u] = f64[0];
-            s.partials[2 * u + 1] = f64[1];
-          } else {
-            const o = row(s.outHeap, s.outAt);
-            k.gs_grad_rows(
-              dyRow,
-              dys,
-              xRow,
-              xs,
-              o,
-              os,
-              inner,
-              wdt,
-              rows,
-              ...k6,
-              kq(6),
-              kq(7),
-              kq(8),
-            );
-          }
-          break;
-        }
-        case "normalize":
-        case "swish": {
-          // The swish write is the normalize write and -swishScale (channel_swish.wat).
-          const q = s.constants;
-          const args = [
-            row(s.xHeap, s.xAt),
-            xs,
-            row(s.outHeap, s.outAt),
-            os,
-            inner,
-            writeCode(dt, q, kc, C, s.op === "swish" ? 4 : 3, s.dataSums),
-            rows,
-            q[kc],
-            q[C + kc],
-            q[2 * C + kc],
-          ] as const;
-          if (s.op === "swish") k.bn_swish_rows(...args, q[3 * C + kc]);
-          else k.bn_norm_rows(...args);
-          break;
-        }
-        case "gradient": {
-          const q = s.constants;
-          k.bn_grad_rows(
-            row(s.dyHeap, s.dyAt),
-            dys,
-            row(s.xHeap, s.xAt),
-            xs,
-            row(s.outHeap, s.outAt),
-            os,
-            inner,
-            writeCode(dt, q, kc, C, 4, s.dataSums),
-            rows,
-            q[kc],
-            q[C + kc],
-            q[2 * C + kc],
-            q[3 * C + kc],
-          );
-          break;
-        }
-        case "scale":
-          k.bn_scale_rows(
-            row(s.dyHeap, s.dyAt),
-            dys,
-            row(s.outHeap, s.outAt),
-            os,
-            inner,
-            writeCode(dt, s.constants, kc, C, 1, s.dataSums),
-            rows,
-            s.constants[kc],
-          );
-          break;
-      }
+    for (let u = from; u < to; u++) {
+      const c = Math.floor(u / chunks);
+      const n0 = (u - c * chunks) * chunkRows;
+      runRows(s, w, es, count, u, c, n0, Math.min(layout.N, n0 + chunkRows) - n0);
     }
     return;
   }
+  runPixelBlocks(s, from, to, w, es, count);
+}
+
+/**
+ * Rows [u0, u1) of a rows stage taken in memory order (layout_types.ts rowsInMemoryOrder), row
+ * u = n * C + c, its results at its own partials: by the units kernels where they fit
+ * (channel_units.ts), else one kernel call per row.
+ */
+export function runChannelRows(s: ChannelStage, u0: number, u1: number, w: WasmKernels): void {
+  const count = constantCount(s.op);
+  if (unitsFit(s)) return runUnits(s, u0, u1, w, count);
+  const es = s.dtype === 0 ? 4 : 2;
+  const C = s.layout.C;
+  for (let u = u0; u < u1; u++) {
+    const n = Math.floor(u / C);
+    runRows(s, w, es, count, u, u - n * C, n, 1);
+  }
+}
+
+/**
+ * `rows` rows of channel c from row n0 of a rows stage, as one kernel call whose results go to
+ * unit u's partials (`es` bytes an element, `count` constants a channel).
+ */
+function runRows(
+  s: ChannelStage,
+  w: WasmKernels,
+  es: number,
+  count: number,
+  u: number,
+  c: number,
+  n0: number,
+  rows: number,
+): void {
+  const k: ChannelExports = w.exports;
+  const dt = s.dtype;
+  const layout = s.layout;
+  const C = layout.C;
+  const inner = layout.inner;
+  const out = w.at;
+  const f64 = w.f64;
+  // Where channel c's constants and mean are: per channel, or per (n, c).
+  const kc = layout.perSample ? n0 * count * C + c : c;
+  const mc = layout.perSample ? n0 * C + c : c;
+  const row = (heap: number, at: TensorAddress) => rowAddress(heap, at, n0, c, es);
+  const xs = s.xAt.strideN * es;
+  const dys = s.dyAt.strideN * es;
+  const os = s.outAt.strideN * es;
+  switch (s.op) {
+    case "stats":
+      k.bn_stats_rows(row(s.xHeap, s.xAt), xs, inner, dt, rows, out);
+      s.partials[2 * u] = f64[0];
+      s.partials[2 * u + 1] = f64[1];
+      break;
+    case "sums":
+      k.bn_sums_rows(
+        row(s.dyHeap, s.dyAt),
+        dys,
+        row(s.xHeap, s.xAt),
+        xs,
+        inner,
+        dt,
+        rows,
+        s.mean[mc],
+        out,
+      );
+      s.partials[2 * u] = f64[0];
+      s.partials[2 * u + 1] = f64[1];
+      break;
+    case "swishSums":
+    case "swishGrad": {
+      // GroupNormSwishGrad (channel_swish_grad.wat): constant j at q[j * C + kc].
+      const q = s.constants!;
+      const kq = (j: number) => q[j * C + kc];
+      const xRow = row(s.xHeap, s.xAt);
+      // The dYNew cache (a view of the heap: its byteOffset is its heap address): row
+      // (n0, c), rows of one channel C rows apart (swishCacheRow).
+      const cache = s.cache;
+      const cacheRow = swishCacheRow(inner) * 4;
+      // The write's code: its nine constants (the sums stage stores nothing).
+      const wdt = s.op === "swishGrad" ? writeCode(dt, q, kc, C, 9, s.dataSums) : dt;
+      const cs = cache ? C * cacheRow : 0;
+      const cRow = cache ? cache.byteOffset + (n0 * C + c) * cacheRow : 0;
+      if (s.op === "swishGrad" && cache) {
+        const o = row(s.outHeap, s.outAt);
+        k.gs_grad_cached_rows(
+          cRow,
+          cs,
+          xRow,
+          xs,
+          o,
+          os,
+          inner,
+          wdt,
+          rows,
+          kq(0),
+          kq(1),
+          kq(6),
+          kq(7),
+          kq(8),
+        );
+        break;
+      }
+      const dyRow = row(s.dyHeap, s.dyAt);
+      const k6 = [kq(0), kq(1), kq(2), kq(3), kq(4), kq(5)] as const;
+      if (s.op === "swishSums") {
+        k.gs_sums_rows(dyRow, dys, xRow, xs, inner, dt, rows, ...k6, out, cRow, cs);
+        s.partials[2 * u] = f64[0];
+        s.partials[2 * u + 1] = f64[1];
+      } else {
+        const o = row(s.outHeap, s.outAt);
+        k.gs_grad_rows(
+          dyRow,
+          dys,
+          xRow,
+          xs,
+          o,
+          os,
+          inner,
+          wdt,
+          rows,
+          ...k6,
+          kq(6),
+          kq(7),
+          kq(8),
+        );
+      }
+      break;
+    }
+    case "normalize":
+    case "swish": {
+      // The swish write is the normalize write and -swishScale (channel_swish.wat).
+      const q = s.constants;
+      const args = [
+        row(s.xHeap, s.xAt),
+        xs,
+        row(s.outHeap, s.outAt),
+        os,
+        inner,
+        writeCode(dt, q, kc, C, s.op === "swish" ? 4 : 3, s.dataSums),
+        rows,
+        q[kc],
+        q[C + kc],
+        q[2 * C + kc],
+      ] as const;
+      if (s.op === "swish") k.bn_swish_rows(...args, q[3 * C + kc]);
+      else k.bn_norm_rows(...args);
+      break;
+    }
+    case "gradient": {
+      const q = s.constants;
+      k.bn_grad_rows(
+        row(s.dyHeap, s.dyAt),
+        dys,
+        row(s.xHeap, s.xAt),
+        xs,
+        row(s.outHeap, s.outAt),
+        os,
+        inner,
+        writeCode(dt, q, kc, C, 4, s.dataSums),
+        rows,
+        q[kc],
+        q[C + kc],
+        q[2 * C + kc],
+        q[3 * C + kc],
+      );
+      break;
+    }
+    case "scale":
+      k.bn_scale_rows(
+        row(s.dyHeap, s.dyAt),
+        dys,
+        row(s.outHeap, s.outAt),
+        os,
+        inner,
+        writeCode(dt, s.constants, kc, C, 1, s.dataSums),
+        rows,
+        s.constants[kc],
+      );
+      break;
+  }
+}
+
+/** Blocks [from, to) of a dense pixels stage (channels-last). */
+function runPixelBlocks(
+  s: ChannelStage,
+  from: number,
+  to: number,
+  w: WasmKernels,
+  es: number,
+  count: number,
+): void {
+  const k: ChannelExports = w.exports;
+  const dt = s.dtype;
+  const layout = s.layout;
+  const C = layout.C;
   // Dense pixels: pixel q of the call at base + q * C. Region: o1, o2 (float64 C each), the
   // scratch (float32 3C), the per-channel float32 constants or means (4C).
   if (s.op === "swishSums" || s.op === "swishGrad") {

@@ -13,7 +13,7 @@
  */
 
 import type { TensorAddress } from "./layout_types.ts";
-import { perSampleRowsPerItem, rowsInMemoryOrder } from "./layout_types.ts";
+import { rowsInMemoryOrder } from "./layout_types.ts";
 import type { StatsStage, SumsStage, WriteStage } from "./stage_types.ts";
 import { writeCode } from "./stage_types.ts";
 import { regionHead, type WasmKernels } from "./wasm_instance.ts";
@@ -49,7 +49,7 @@ export function unitsFit(s: UnitsStage): boolean {
 }
 
 /**
- * Items [from, to) of a rows stage that {@linkcode unitsFit}, one units call per run of at
+ * Rows [first, end) of a rows stage that {@linkcode unitsFit}, one units call per run of at
  * most {@linkcode MAX_UNITS} rows, row u = n * C + c at its tensors' base + u * strideC;
  * `count` constants per row (normalize 3, gradient and swish 4, scale 1) at
  * (n * count + j) * C + c per sample (GroupNorm), at j * C + c per channel (BatchNorm); means
@@ -57,8 +57,8 @@ export function unitsFit(s: UnitsStage): boolean {
  */
 export function runUnits(
   s: UnitsStage,
-  from: number,
-  to: number,
+  first: number,
+  end: number,
   w: WasmKernels,
   count: number,
 ): void {
@@ -67,13 +67,11 @@ export function runUnits(
   const { C, inner } = layout;
   const dt = s.dtype;
   const es = dt === 0 ? 4 : 2;
-  const per = perSampleRowsPerItem(layout);
-  const last = Math.min(to * per, layout.N * C);
   const perSample = layout.perSample;
   const f64 = w.f64;
   const at = (heap: number, a: TensorAddress, u: number) => heap + (a.base + u * a.strideC) * es;
-  for (let u0 = from * per; u0 < last; u0 += MAX_UNITS) {
-    const units = Math.min(MAX_UNITS, last - u0);
+  for (let u0 = first; u0 < end; u0 += MAX_UNITS) {
+    const units = Math.min(MAX_UNITS, end - u0);
     if (s.op === "stats") {
       k.bn_stats_units(at(s.xHeap, s.xAt, u0), s.xAt.strideC * es, inner, dt, units, w.at);
       s.partials.set(regionHead(w, 2 * units), 2 * u0);

@@ -31,6 +31,9 @@ export const STAGE_OPS = [
   "swishSums",
   "swishGrad",
   "adaLayerNormGradRows",
+  "groupNormSamples",
+  "groupNormSwishSamples",
+  "groupNormBackwardSamples",
 ] as const satisfies readonly Stage["op"][];
 
 /** One more than the largest stage code: the base of the digits of a governor key. */

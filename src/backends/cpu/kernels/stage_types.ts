@@ -194,6 +194,50 @@ export interface WriteStage extends StageBase {
   readonly cache?: Float32Array;
 }
 
+/**
+ * GroupNorm fused per sample (kernels/group_norm_samples.ts): a work item is a run of whole
+ * samples, for each of which it runs the reduction (a stats or sums stage over the sample's
+ * items), the sample's constants from its sums (float64, as the calling thread computes them
+ * between the two stages of the unfused call), then the write (normalize, swish or gradient)
+ * while the sample's data is still in this core's cache; no thread waits for another between
+ * the two. The arrays are the unfused stages' (`partials`, `constants`, `mean`) plus what the
+ * constants need and give: `gamma`, `beta` and the per-group and per-(n, c) results.
+ */
+export interface GroupNormSamplesStage extends StageBase {
+  /**
+   * Stage kind: "groupNormSamples" (stats, then the normalize write), "groupNormSwishSamples"
+   * (stats, then the swish write with `swishScale`), "groupNormBackwardSamples" (sums, then the
+   * gradient write).
+   */
+  readonly op: "groupNormSamples" | "groupNormSwishSamples" | "groupNormBackwardSamples";
+  /** Groups per sample (C a multiple of it). */
+  readonly group: number;
+  /** The forward's eps, as the C float CANN's kernels receive. */
+  readonly eps: number;
+  /** The swish write's scale (aclnnGroupNormSilu: 1). */
+  readonly swishScale: number;
+  /** Backward: per-(n, c) means subtracted from x by the sums, filled by the items. */
+  readonly mean: Float64Array;
+  /** The reduction's partials (its stats or sums stage's layout). */
+  readonly partials: Float64Array;
+  /** The write's per-(n, c) constants (a perSample write stage's layout). */
+  readonly constants: Float64Array;
+  /** Per-channel weights (C). */
+  readonly gamma: Float64Array;
+  /** Per-channel shifts (C; forward). */
+  readonly beta: Float64Array;
+  /**
+   * Per (n, g), ng = n * group + g. Forward, written: mean at [ng], biased variance at
+   * [G + ng], rstd at [2G + ng] (G = N * group). Backward, read: mean at [ng], rstd at [G + ng].
+   */
+  readonly groupStats: Float64Array;
+  /**
+   * Per (n, c), written: each sample's merged partials, the first at [n * C + c], the second at
+   * [N * C + n * C + c] (forward: sum(x) and m2; backward: sum(dy) and sum(dy * (x - mean))).
+   */
+  readonly pairs: Float64Array;
+}
+
 /** The kinds of row-norm stage. */
 export type RowNormOp =
   | "layerNormRows"
@@ -220,6 +264,7 @@ export type Stage =
   | SumsStage
   | StatsStage
   | WriteStage
+  | GroupNormSamplesStage
   | RowNormStage;
 
 /** A stage's fields as its builder gives them (the heap addresses are set before each run). */
@@ -252,11 +297,12 @@ export function uniformStage<S extends Stage>(fields: StageFields<S>): S {
     cache: undefined,
     group: 0,
     eps: NaN,
+    swishScale: NaN,
     dataSums: false,
     gamma: undefined,
     beta: undefined,
-    stats: undefined,
-    rstd: undefined,
+    groupStats: undefined,
+    pairs: undefined,
   };
   // Object.assign writes the given fields in place, keeping the literal's field order.
   return Object.assign(record, fields) as unknown as S;

@@ -2,7 +2,8 @@
  * The one entry point every thread calls: run items [from, to) of a stage on this thread's
  * WebAssembly kernels, in place in the host heap (every call puts its tensors there first:
  * rows/row_staging.ts, channels/staging.ts). Row-norm stages run the row kernels
- * (row_norm_stage.ts), every other stage the channel kernels (channel_stages.ts).
+ * (row_norm_stage.ts), GroupNorm's fused stages theirs (group_norm_samples.ts), every other
+ * stage the channel kernels (channel_stages.ts).
  *
  * Part of the pool's worker script (see pool/worker_entry.ts).
  *
@@ -12,6 +13,7 @@
 import type { Stage } from "./stage_types.ts";
 import { runRowNormItems } from "./row_norm_stage.ts";
 import { runChannelItems } from "./channel_stages.ts";
+import { runGroupNormSamples } from "./group_norm_samples.ts";
 import { instantiateWasmKernels, type WasmKernels, type WasmScratch } from "./wasm_instance.ts";
 
 /**
@@ -62,6 +64,10 @@ export function runStage(s: Stage, from: number, to: number, thread: ThreadState
     case "addLayerNormGradRows":
     case "adaLayerNormGradRows":
       return runRowNormItems(wasm.exports, s.op, s.constants, from, to, wasm.at);
+    case "groupNormSamples":
+    case "groupNormSwishSamples":
+    case "groupNormBackwardSamples":
+      return runGroupNormSamples(s, from, to, wasm);
     default:
       return runChannelItems(s, from, to, wasm);
   }

@@ -49,8 +49,8 @@ export type StageArrayField =
   | "cache"
   | "gamma"
   | "beta"
-  | "stats"
-  | "rstd";
+  | "groupStats"
+  | "pairs";
 
 /**
  * The typed-array fields of a stage, in the order a description holds them: the one list
@@ -66,8 +66,8 @@ const STAGE_ARRAY_FIELDS: readonly StageArrayField[] = [
   "cache",
   "gamma",
   "beta",
-  "stats",
-  "rstd",
+  "groupStats",
+  "pairs",
 ];
 
 /** The code of a layout kind. */
@@ -200,7 +200,8 @@ function describeStage(
   words[at + 11] = layout.inner;
   words[at + 12] = layout.perSample ? 1 : 0;
   words[at + 13] = u.dataSums ? 1 : 0;
-  at = describeDims(words, at + 14, layout.innerShape);
+  words[at + 14] = u.swishScale as number;
+  at = describeDims(words, at + 15, layout.innerShape);
   at = describeAddress(words, at, s.dyAt);
   at = describeAddress(words, at, s.xAt);
   at = describeAddress(words, at, s.outAt);
@@ -238,7 +239,7 @@ function describedStage(
   at: number,
   heap: ArrayBufferLike,
 ): [Stage, number] {
-  const innerShape = describedDims(words, at + 14);
+  const innerShape = describedDims(words, at + 15);
   const layout: Layout = {
     kind: layoutKindOfCode(words[at + 8]),
     N: words[at + 9],
@@ -247,7 +248,7 @@ function describedStage(
     innerShape,
     perSample: words[at + 12] === 1,
   };
-  let next = at + 15 + innerShape.length;
+  let next = at + 16 + innerShape.length;
   const addresses: TensorAddress[] = [];
   for (let i = 0; i < 3; i++) {
     const address = describedAddress(words, next);
@@ -261,6 +262,7 @@ function describedStage(
     group: words[at + 3],
     eps: words[at + 4],
     dataSums: words[at + 13] === 1,
+    swishScale: words[at + 14],
     layout,
     dyAt: addresses[0],
     xAt: addresses[1],

@@ -134,6 +134,16 @@ function pixelsPerBlock(layout) {
 function blocksPerSample(layout) {
   return Math.ceil(layout.inner / pixelsPerBlock(layout));
 }
+function batchNormItems(layout) {
+  if (rowsInMemoryOrder(layout)) {
+    return Math.ceil(layout.N * layout.C / perSampleRowsPerItem(layout));
+  }
+  if (layout.kind === "pixels") {
+    if (layout.perSample) return layout.N * blocksPerSample(layout);
+    return Math.ceil(layout.N * layout.inner / pixelsPerBlock(layout));
+  }
+  return layout.C * Math.ceil(layout.N / rowsPerItem(layout));
+}
 
 // src/backends/cpu/kernels/stage_types.ts
 var FLOAT16 = 1;
@@ -177,11 +187,12 @@ function uniformStage(fields) {
     cache: void 0,
     group: 0,
     eps: NaN,
+    swishScale: NaN,
     dataSums: false,
     gamma: void 0,
     beta: void 0,
-    stats: void 0,
-    rstd: void 0
+    groupStats: void 0,
+    pairs: void 0
   };
   return Object.assign(record, fields);
 }
@@ -238,19 +249,17 @@ function unitsFit(s) {
   const even = (at) => at.strideN === C * at.strideC;
   return even(s.xAt) && even(s.dyAt) && even(s.outAt);
 }
-function runUnits(s, from, to, w, count) {
+function runUnits(s, first, end, w, count) {
   const k = w.exports;
   const layout = s.layout;
   const { C, inner } = layout;
   const dt = s.dtype;
   const es = dt === 0 ? 4 : 2;
-  const per = perSampleRowsPerItem(layout);
-  const last = Math.min(to * per, layout.N * C);
   const perSample = layout.perSample;
   const f64 = w.f64;
   const at = (heap, a, u) => heap + (a.base + u * a.strideC) * es;
-  for (let u0 = from * per; u0 < last; u0 += MAX_UNITS) {
-    const units = Math.min(MAX_UNITS, last - u0);
+  for (let u0 = first; u0 < end; u0 += MAX_UNITS) {
+    const units = Math.min(MAX_UNITS, end - u0);
     if (s.op === "stats") {
       k.bn_stats_units(at(s.xHeap, s.xAt, u0), s.xAt.strideC * es, inner, dt, units, w.at);
       s.partials.set(regionHead(w, 2 * units), 2 * u0);
@@ -309,115 +318,129 @@ function swishCacheRow(inner) {
   return Math.ceil(inner / 4) * 4;
 }
 function runChannelItems(s, from, to, w) {
-  const k = w.exports;
-  const dt = s.dtype;
-  const es = dt === 0 ? 4 : 2;
   const layout = s.layout;
   const C = layout.C;
+  if (rowsInMemoryOrder(layout)) {
+    const per = perSampleRowsPerItem(layout);
+    return runChannelRows(s, from * per, Math.min(to * per, layout.N * C), w);
+  }
+  const es = s.dtype === 0 ? 4 : 2;
   const count = constantCount(s.op);
-  if (unitsFit(s)) return runUnits(s, from, to, w, count);
   if (layout.kind === "rows") {
-    const inner = layout.inner;
-    const out = w.at;
-    const f64 = w.f64;
-    const byRow = rowsInMemoryOrder(layout);
-    const per2 = byRow ? perSampleRowsPerItem(layout) : 1;
-    const last = byRow ? layout.N * C : to;
-    const chunkRows = byRow ? 1 : rowsPerItem(layout);
+    const chunkRows = rowsPerItem(layout);
     const chunks = Math.ceil(layout.N / chunkRows);
-    for (let u = from * per2; u < Math.min(to * per2, last); u++) {
-      let c, n0, rows;
-      if (byRow) {
-        n0 = Math.floor(u / C);
-        c = u - n0 * C;
-        rows = 1;
-      } else {
-        c = Math.floor(u / chunks);
-        n0 = (u - c * chunks) * chunkRows;
-        rows = Math.min(layout.N, n0 + chunkRows) - n0;
-      }
-      const kc = layout.perSample ? n0 * count * C + c : c;
-      const mc = layout.perSample ? n0 * C + c : c;
-      const row = (heap, at) => rowAddress(heap, at, n0, c, es);
-      const xs = s.xAt.strideN * es;
-      const dys = s.dyAt.strideN * es;
-      const os = s.outAt.strideN * es;
-      switch (s.op) {
-        case "stats":
-          k.bn_stats_rows(row(s.xHeap, s.xAt), xs, inner, dt, rows, out);
-          s.partials[2 * u] = f64[0];
-          s.partials[2 * u + 1] = f64[1];
-          break;
-        case "sums":
-          k.bn_sums_rows(row(s.dyHeap, s.dyAt), dys, row(s.xHeap, s.xAt), xs, inner, dt, rows, s.mean[mc], out);
-          s.partials[2 * u] = f64[0];
-          s.partials[2 * u + 1] = f64[1];
-          break;
-        case "swishSums":
-        case "swishGrad": {
-          const q = s.constants;
-          const kq = (j) => q[j * C + kc];
-          const xRow = row(s.xHeap, s.xAt);
-          const cache = s.cache;
-          const cacheRow = swishCacheRow(inner) * 4;
-          const wdt2 = s.op === "swishGrad" ? writeCode(dt, q, kc, C, 9, s.dataSums) : dt;
-          const cs = cache ? C * cacheRow : 0;
-          const cRow = cache ? cache.byteOffset + (n0 * C + c) * cacheRow : 0;
-          if (s.op === "swishGrad" && cache) {
-            const o = row(s.outHeap, s.outAt);
-            k.gs_grad_cached_rows(cRow, cs, xRow, xs, o, os, inner, wdt2, rows, kq(0), kq(1), kq(6), kq(7), kq(8));
-            break;
-          }
-          const dyRow = row(s.dyHeap, s.dyAt);
-          const k6 = [
-            kq(0),
-            kq(1),
-            kq(2),
-            kq(3),
-            kq(4),
-            kq(5)
-          ];
-          if (s.op === "swishSums") {
-            k.gs_sums_rows(dyRow, dys, xRow, xs, inner, dt, rows, ...k6, out, cRow, cs);
-            s.partials[2 * u] = f64[0];
-            s.partials[2 * u + 1] = f64[1];
-          } else {
-            const o = row(s.outHeap, s.outAt);
-            k.gs_grad_rows(dyRow, dys, xRow, xs, o, os, inner, wdt2, rows, ...k6, kq(6), kq(7), kq(8));
-          }
-          break;
-        }
-        case "normalize":
-        case "swish": {
-          const q = s.constants;
-          const args = [
-            row(s.xHeap, s.xAt),
-            xs,
-            row(s.outHeap, s.outAt),
-            os,
-            inner,
-            writeCode(dt, q, kc, C, s.op === "swish" ? 4 : 3, s.dataSums),
-            rows,
-            q[kc],
-            q[C + kc],
-            q[2 * C + kc]
-          ];
-          if (s.op === "swish") k.bn_swish_rows(...args, q[3 * C + kc]);
-          else k.bn_norm_rows(...args);
-          break;
-        }
-        case "gradient": {
-          const q = s.constants;
-          k.bn_grad_rows(row(s.dyHeap, s.dyAt), dys, row(s.xHeap, s.xAt), xs, row(s.outHeap, s.outAt), os, inner, writeCode(dt, q, kc, C, 4, s.dataSums), rows, q[kc], q[C + kc], q[2 * C + kc], q[3 * C + kc]);
-          break;
-        }
-        case "scale":
-          k.bn_scale_rows(row(s.dyHeap, s.dyAt), dys, row(s.outHeap, s.outAt), os, inner, writeCode(dt, s.constants, kc, C, 1, s.dataSums), rows, s.constants[kc]);
-          break;
-      }
+    for (let u = from; u < to; u++) {
+      const c = Math.floor(u / chunks);
+      const n0 = (u - c * chunks) * chunkRows;
+      runRows(s, w, es, count, u, c, n0, Math.min(layout.N, n0 + chunkRows) - n0);
     }
     return;
   }
+  runPixelBlocks(s, from, to, w, es, count);
+}
+function runChannelRows(s, u0, u1, w) {
+  const count = constantCount(s.op);
+  if (unitsFit(s)) return runUnits(s, u0, u1, w, count);
+  const es = s.dtype === 0 ? 4 : 2;
+  const C = s.layout.C;
+  for (let u = u0; u < u1; u++) {
+    const n = Math.floor(u / C);
+    runRows(s, w, es, count, u, u - n * C, n, 1);
+  }
+}
+function runRows(s, w, es, count, u, c, n0, rows) {
+  const k = w.exports;
+  const dt = s.dtype;
+  const layout = s.layout;
+  const C = layout.C;
+  const inner = layout.inner;
+  const out = w.at;
+  const f64 = w.f64;
+  const kc = layout.perSample ? n0 * count * C + c : c;
+  const mc = layout.perSample ? n0 * C + c : c;
+  const row = (heap, at) => rowAddress(heap, at, n0, c, es);
+  const xs = s.xAt.strideN * es;
+  const dys = s.dyAt.strideN * es;
+  const os = s.outAt.strideN * es;
+  switch (s.op) {
+    case "stats":
+      k.bn_stats_rows(row(s.xHeap, s.xAt), xs, inner, dt, rows, out);
+      s.partials[2 * u] = f64[0];
+      s.partials[2 * u + 1] = f64[1];
+      break;
+    case "sums":
+      k.bn_sums_rows(row(s.dyHeap, s.dyAt), dys, row(s.xHeap, s.xAt), xs, inner, dt, rows, s.mean[mc], out);
+      s.partials[2 * u] = f64[0];
+      s.partials[2 * u + 1] = f64[1];
+      break;
+    case "swishSums":
+    case "swishGrad": {
+      const q = s.constants;
+      const kq = (j) => q[j * C + kc];
+      const xRow = row(s.xHeap, s.xAt);
+      const cache = s.cache;
+      const cacheRow = swishCacheRow(inner) * 4;
+      const wdt = s.op === "swishGrad" ? writeCode(dt, q, kc, C, 9, s.dataSums) : dt;
+      const cs = cache ? C * cacheRow : 0;
+      const cRow = cache ? cache.byteOffset + (n0 * C + c) * cacheRow : 0;
+      if (s.op === "swishGrad" && cache) {
+        const o = row(s.outHeap, s.outAt);
+        k.gs_grad_cached_rows(cRow, cs, xRow, xs, o, os, inner, wdt, rows, kq(0), kq(1), kq(6), kq(7), kq(8));
+        break;
+      }
+      const dyRow = row(s.dyHeap, s.dyAt);
+      const k6 = [
+        kq(0),
+        kq(1),
+        kq(2),
+        kq(3),
+        kq(4),
+        kq(5)
+      ];
+      if (s.op === "swishSums") {
+        k.gs_sums_rows(dyRow, dys, xRow, xs, inner, dt, rows, ...k6, out, cRow, cs);
+        s.partials[2 * u] = f64[0];
+        s.partials[2 * u + 1] = f64[1];
+      } else {
+        const o = row(s.outHeap, s.outAt);
+        k.gs_grad_rows(dyRow, dys, xRow, xs, o, os, inner, wdt, rows, ...k6, kq(6), kq(7), kq(8));
+      }
+      break;
+    }
+    case "normalize":
+    case "swish": {
+      const q = s.constants;
+      const args = [
+        row(s.xHeap, s.xAt),
+        xs,
+        row(s.outHeap, s.outAt),
+        os,
+        inner,
+        writeCode(dt, q, kc, C, s.op === "swish" ? 4 : 3, s.dataSums),
+        rows,
+        q[kc],
+        q[C + kc],
+        q[2 * C + kc]
+      ];
+      if (s.op === "swish") k.bn_swish_rows(...args, q[3 * C + kc]);
+      else k.bn_norm_rows(...args);
+      break;
+    }
+    case "gradient": {
+      const q = s.constants;
+      k.bn_grad_rows(row(s.dyHeap, s.dyAt), dys, row(s.xHeap, s.xAt), xs, row(s.outHeap, s.outAt), os, inner, writeCode(dt, q, kc, C, 4, s.dataSums), rows, q[kc], q[C + kc], q[2 * C + kc], q[3 * C + kc]);
+      break;
+    }
+    case "scale":
+      k.bn_scale_rows(row(s.dyHeap, s.dyAt), dys, row(s.outHeap, s.outAt), os, inner, writeCode(dt, s.constants, kc, C, 1, s.dataSums), rows, s.constants[kc]);
+      break;
+  }
+}
+function runPixelBlocks(s, from, to, w, es, count) {
+  const k = w.exports;
+  const dt = s.dtype;
+  const layout = s.layout;
+  const C = layout.C;
   if (s.op === "swishSums" || s.op === "swishGrad") {
     throw new Error(\`\${s.op}: rows only (channels/group_norm_swish_grad.ts stages the rest)\`);
   }
@@ -484,6 +507,203 @@ function runChannelItems(s, from, to, w) {
   }
 }
 
+// src/backends/cpu/kernels/moments.ts
+function mergeMoments(out, sumAt, m2At, countA, sumB, m2B, countB) {
+  if (countA === 0) {
+    out[sumAt] = sumB;
+    out[m2At] = m2B;
+    return;
+  }
+  const sumA = out[sumAt];
+  const delta = sumB / countB - sumA / countA;
+  out[sumAt] = sumA + sumB;
+  out[m2At] = out[m2At] + m2B + delta * delta * countA * countB / (countA + countB);
+}
+
+// src/backends/cpu/kernels/pixel_merge.ts
+function mergePixelBlocks(partials, C, firstBlock, blocks, pixels, per, moments, out, firstAt, secondAt) {
+  for (let j = 0; j < blocks; j++) {
+    const at = 2 * C * (firstBlock + j);
+    const count = Math.min(pixels, (j + 1) * per) - j * per;
+    for (let c = 0; c < C; c++) {
+      if (moments) {
+        mergeMoments(out, firstAt + c, secondAt + c, j * per, partials[at + c], partials[at + C + c], count);
+      } else {
+        out[firstAt + c] += partials[at + c];
+        out[secondAt + c] += partials[at + C + c];
+      }
+    }
+  }
+}
+
+// src/backends/cpu/kernels/formulas.ts
+var NORMALIZE_CONSTANTS = 3;
+var GRADIENT_CONSTANTS = 4;
+function normalizeCentered(mean, scale, shift, out, at, stride) {
+  out[at] = mean;
+  out[at + stride] = scale;
+  out[at + 2 * stride] = shift;
+}
+function groupNormGradCentered(mean, rstd, w, a, b, out, at, stride) {
+  out[at] = mean;
+  out[at + stride] = rstd * rstd * b;
+  out[at + 2 * stride] = rstd * a;
+  out[at + 3 * stride] = rstd * w;
+}
+
+// src/backends/cpu/kernels/group_norm_samples.ts
+function samplesPerItem(layout) {
+  return Math.max(1, Math.ceil(ITEM_ELEMENTS / Math.max(1, layout.C * layout.inner)));
+}
+function sampleConstantCount(op) {
+  if (op === "groupNormBackwardSamples") return GRADIENT_CONSTANTS;
+  return op === "groupNormSwishSamples" ? NORMALIZE_CONSTANTS + 1 : NORMALIZE_CONSTANTS;
+}
+function sampleStages(s) {
+  const { layout, dtype, dyAt, xAt, outAt } = s;
+  const items = batchNormItems(layout);
+  const backward = s.op === "groupNormBackwardSamples";
+  const common = {
+    layout,
+    dtype,
+    items,
+    dy: s.dy,
+    dyAt,
+    x: s.x,
+    xAt,
+    outAt
+  };
+  const reduce = backward ? uniformStage({
+    ...common,
+    op: "sums",
+    mean: s.mean,
+    partials: s.partials
+  }) : uniformStage({
+    ...common,
+    op: "stats",
+    partials: s.partials
+  });
+  const write = s.out === void 0 ? void 0 : uniformStage({
+    ...common,
+    op: backward ? "gradient" : s.op === "groupNormSwishSamples" ? "swish" : "normalize",
+    out: s.out,
+    constants: s.constants,
+    // GroupNorm's constants come from this call's sums over the data its write reads.
+    dataSums: true
+  });
+  for (const stage of write ? [
+    reduce,
+    write
+  ] : [
+    reduce
+  ]) {
+    stage.dyHeap = s.dyHeap;
+    stage.xHeap = s.xHeap;
+    stage.outHeap = s.outHeap;
+  }
+  return {
+    reduce,
+    write
+  };
+}
+function groupNormSampleMeans(s, n) {
+  const { C } = s.layout;
+  const D = C / s.group;
+  for (let c = 0; c < C; c++) s.mean[n * C + c] = s.groupStats[n * s.group + Math.floor(c / D)];
+}
+function mergeSample(s, n) {
+  const { layout, partials, pairs } = s;
+  const C = layout.C;
+  const size = layout.N * C;
+  if (layout.kind !== "pixels") {
+    for (let nc = n * C; nc < (n + 1) * C; nc++) {
+      pairs[nc] = partials[2 * nc];
+      pairs[size + nc] = partials[2 * nc + 1];
+    }
+    return;
+  }
+  const moments = s.op !== "groupNormBackwardSamples";
+  if (!moments) {
+    pairs.fill(0, n * C, (n + 1) * C);
+    pairs.fill(0, size + n * C, size + (n + 1) * C);
+  }
+  const blocks = blocksPerSample(layout);
+  const per = pixelsPerBlock(layout);
+  mergePixelBlocks(partials, C, n * blocks, blocks, layout.inner, per, moments, pairs, n * C, size + n * C);
+}
+var groupAcc = new Float64Array(2);
+function groupNormSampleConstants(s, n) {
+  mergeSample(s, n);
+  const { layout, group, gamma, pairs, constants: q, groupStats } = s;
+  const { C, N } = layout;
+  const HxW = layout.inner;
+  const D = C / group;
+  const M = D * HxW;
+  const size = N * C;
+  const G = N * group;
+  const count = sampleConstantCount(s.op);
+  for (let g = 0; g < group; g++) {
+    const ng = n * group + g;
+    if (s.op === "groupNormBackwardSamples") {
+      const r = groupStats[G + ng];
+      let s1 = 0;
+      let s2 = 0;
+      for (let c = g * D; c < (g + 1) * D; c++) {
+        s1 += pairs[n * C + c] * gamma[c];
+        s2 += pairs[size + n * C + c] * r * gamma[c];
+      }
+      if (q === void 0) continue;
+      const m = groupStats[ng];
+      for (let c = g * D; c < (g + 1) * D; c++) {
+        groupNormGradCentered(m, r, gamma[c], s1 / M, s2 / M, q, n * count * C + c, C);
+      }
+      continue;
+    }
+    for (let d = 0; d < D; d++) {
+      const nc = n * C + g * D + d;
+      mergeMoments(groupAcc, 0, 1, d * HxW, pairs[nc], pairs[size + nc], HxW);
+    }
+    const mean = groupAcc[0] / M;
+    const v = groupAcc[1] / M;
+    const rstd = 1 / Math.sqrt(v + s.eps);
+    groupStats[ng] = mean;
+    groupStats[G + ng] = v;
+    groupStats[2 * G + ng] = rstd;
+    for (let c = g * D; c < (g + 1) * D; c++) {
+      const at = n * count * C + c;
+      normalizeCentered(mean, rstd * gamma[c], s.beta[c], q, at, C);
+      if (count > NORMALIZE_CONSTANTS) q[at + 3 * C] = -s.swishScale;
+    }
+  }
+}
+function runSamples(stage, n0, n1, w) {
+  const layout = stage.layout;
+  if (layout.kind === "pixels") {
+    const blocks = blocksPerSample(layout);
+    runChannelItems(stage, n0 * blocks, n1 * blocks, w);
+  } else {
+    runChannelRows(stage, n0 * layout.C, n1 * layout.C, w);
+  }
+}
+var lastStage;
+var lastParts;
+function runGroupNormSamples(s, from, to, w) {
+  if (s !== lastStage) {
+    lastParts = sampleStages(s);
+    lastStage = s;
+  }
+  const { reduce, write } = lastParts;
+  const per = samplesPerItem(s.layout);
+  const n0 = from * per;
+  const n1 = Math.min(s.layout.N, to * per);
+  if (reduce.op === "sums") {
+    for (let n = n0; n < n1; n++) groupNormSampleMeans(s, n);
+  }
+  runSamples(reduce, n0, n1, w);
+  for (let n = n0; n < n1; n++) groupNormSampleConstants(s, n);
+  if (write) runSamples(write, n0, n1, w);
+}
+
 // src/backends/cpu/kernels/stages.ts
 function createThreadState(wasmBytes) {
   return {
@@ -515,6 +735,10 @@ function runStage(s, from, to, thread) {
     case "addLayerNormGradRows":
     case "adaLayerNormGradRows":
       return runRowNormItems(wasm.exports, s.op, s.constants, from, to, wasm.at);
+    case "groupNormSamples":
+    case "groupNormSwishSamples":
+    case "groupNormBackwardSamples":
+      return runGroupNormSamples(s, from, to, wasm);
     default:
       return runChannelItems(s, from, to, wasm);
   }
@@ -539,7 +763,10 @@ var STAGE_OPS = [
   "swish",
   "swishSums",
   "swishGrad",
-  "adaLayerNormGradRows"
+  "adaLayerNormGradRows",
+  "groupNormSamples",
+  "groupNormSwishSamples",
+  "groupNormBackwardSamples"
 ];
 var STAGE_CODE_BASE = STAGE_OPS.length + 1;
 function stageOfCode(code) {
@@ -563,8 +790,8 @@ var STAGE_ARRAY_FIELDS = [
   "cache",
   "gamma",
   "beta",
-  "stats",
-  "rstd"
+  "groupStats",
+  "pairs"
 ];
 function layoutKindOfCode(code) {
   if (code === 1) return "rows";
@@ -602,7 +829,7 @@ function arrayWords(words, at) {
   return words[at] === 0 ? 1 : 3;
 }
 function describedStage(words, at, heap) {
-  const innerShape = describedDims(words, at + 14);
+  const innerShape = describedDims(words, at + 15);
   const layout = {
     kind: layoutKindOfCode(words[at + 8]),
     N: words[at + 9],
@@ -611,7 +838,7 @@ function describedStage(words, at, heap) {
     innerShape,
     perSample: words[at + 12] === 1
   };
-  let next = at + 15 + innerShape.length;
+  let next = at + 16 + innerShape.length;
   const addresses = [];
   for (let i = 0; i < 3; i++) {
     const address = describedAddress(words, next);
@@ -625,6 +852,7 @@ function describedStage(words, at, heap) {
     group: words[at + 3],
     eps: words[at + 4],
     dataSums: words[at + 13] === 1,
+    swishScale: words[at + 14],
     layout,
     dyAt: addresses[0],
     xAt: addresses[1],
