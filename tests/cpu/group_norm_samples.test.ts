@@ -90,26 +90,20 @@ function rows(shape: number[]): Layout {
 Deno.test("GroupNorm per sample: fused or as two stages, on the pool, the bits of one thread", () =>
   withCpuPolicy({ pool: "always" }, async () => {
     const before = cpuThreads();
-    // Samples of 66240 elements (one an item): 2 and 3 run as two stages on 2 threads, 4 and
-    // 5 fused; 70 samples of 1024 elements: 32 an item, the last item 6.
-    const shapes = [[2, 8, 90, 92], [3, 8, 90, 92], [4, 8, 90, 92], [5, 8, 90, 92], [70, 8, 8, 16]];
-    assert.deepEqual(shapes.map((s) => fusesSamples(true, s[0], 2)), [
-      false,
-      false,
-      true,
-      true,
-      true,
-    ]);
-    assert.deepEqual(shapes.map((s) => fusesSamples(false, s[0], 2)), [
-      true,
-      true,
-      true,
-      true,
-      true,
-    ]);
-    assert.equal(samplesPerItem(rows(shapes[0])), 1);
+    // Samples of 66240 elements, one an item: on 2 threads, 2, 3 and 5 run as two stages, 4
+    // fused; 300 samples of 1024 elements: 32 an item, 10 items (the last of 12), fused.
+    const shapes = [[2, 8, 90, 92], [3, 8, 90, 92], [4, 8, 90, 92], [5, 8, 90, 92], [
+      300,
+      8,
+      8,
+      16,
+    ]];
+    const items = shapes.map((s) => groupNormSampleItems(rows(s)));
+    assert.deepEqual(items, [2, 3, 4, 5, 10]);
     assert.equal(samplesPerItem(rows(shapes[4])), 32);
-    assert.equal(groupNormSampleItems(rows(shapes[4])), 3);
+    assert.deepEqual(items.map((n) => fusesSamples(true, n, 2)), [false, false, true, false, true]);
+    assert.deepEqual(items.map((n) => fusesSamples(false, n, 2)), [true, true, true, true, true]);
+    assert.deepEqual([6, 7, 8, 9].map((n) => fusesSamples(true, n, 2)), [true, false, true, true]);
     try {
       setCpuThreads(2);
       await startCpuPool();

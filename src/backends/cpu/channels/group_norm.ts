@@ -324,23 +324,26 @@ function samplesStage(
 }
 
 /**
- * Whether a GroupNorm call of N samples runs fused, sample by sample on each thread: when it
- * cannot use the pool (`poolable` false), or has at least two samples a thread. Otherwise (too
- * few samples to share) it runs as its two stages, split into the stages' own items, with
- * every sample's constants between them. The same arithmetic either way
- * (kernels/group_norm_samples.ts), so the same bits.
+ * Whether a GroupNorm call whose fused stage has `items` work items (runs of whole samples)
+ * runs fused, item by item on each thread: when it cannot use the pool (`poolable` false), or
+ * when its items share out evenly over the threads (a multiple of them, at least two each) or
+ * nearly (at least four each: one thread's extra item at most a quarter of its work). Otherwise
+ * (too few samples, or an uneven few: 5 on 2 threads would take 3 samples' time) it runs as its
+ * two stages, split into the stages' own items, with every sample's constants between them.
+ * The same arithmetic either way (kernels/group_norm_samples.ts), so the same bits.
  */
 export function fusesSamples(
   poolable: boolean,
-  N: number,
+  items: number,
   threads: number = cpuThreads(),
 ): boolean {
-  return !poolable || N >= 2 * threads;
+  if (!poolable) return true;
+  return items >= 4 * threads || (items >= 2 * threads && items % threads === 0);
 }
 
 /** Runs a GroupNorm call's fused stage, fused or as its two stages ({@linkcode fusesSamples}). */
 function runSamplesStage(call: Call, s: GroupNormSamplesStage): void {
-  if (fusesSamples(call.pool !== undefined, s.layout.N)) return execute(call, [s]);
+  if (fusesSamples(call.pool !== undefined, s.items)) return execute(call, [s]);
   const { reduce, write } = sampleStages(s);
   const N = s.layout.N;
   for (let n = 0; n < N && reduce.op === "sums"; n++) groupNormSampleMeans(s, n);
