@@ -181,6 +181,7 @@
     (param $pix i32) (param $k i32)
     (local $j i32) (local $es i32) (local $ps i32) (local $kEnd i32) (local $kp i32)
     (local $e v128) (local $v v128) (local $e2 v128) (local $v2 v128)
+    (local $e3 v128) (local $v3 v128) (local $e4 v128) (local $v4 v128)
     (local $k0 v128) (local $k1 v128) (local $k2 v128) (local $k3 v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $ps (i32.shl (local.get $C) (call $shift (local.get $dt))))
@@ -189,6 +190,53 @@
       (loop $pixel
         (br_if $done (i32.ge_u (local.get $j) (local.get $pix)))
         (local.set $kp (local.get $k))
+        ;; 16-bit data: four pixels a step when there are four (their conversions, not memory,
+        ;; bound these writes). float32 keeps two: four write streams to memory the caches no
+        ;; longer hold made its calls 10-50% slower (bench/RESULTS.md, thirteenth session).
+        (if (i32.and (i32.ne (local.get $dt) (i32.const 0))
+              (i32.lt_u (i32.add (local.get $j) (i32.const 3)) (local.get $pix)))
+          (then
+            (loop $vec4
+              (local.set $k0 (v128.load (local.get $kp)))
+              (local.set $k1 (v128.load offset=16 (local.get $kp)))
+              (local.set $k2 (v128.load offset=32 (local.get $kp)))
+              (if (i32.and (local.get $op) (i32.const 1))
+                (then (local.set $k3 (v128.load offset=48 (local.get $kp)))))
+              (if (i32.lt_u (i32.sub (local.get $op) (i32.const 1)) (i32.const 2))
+                (then
+                  (local.set $e (call $ld4 (local.get $dy) (local.get $dt)))
+                  (local.set $e2 (call $ld4 (i32.add (local.get $dy) (local.get $ps)) (local.get $dt)))
+                  (local.set $e3 (call $ld4 (i32.add (local.get $dy) (i32.shl (local.get $ps) (i32.const 1))) (local.get $dt)))
+                  (local.set $e4 (call $ld4 (i32.add (local.get $dy) (i32.mul (local.get $ps) (i32.const 3))) (local.get $dt)))))
+              (if (i32.ne (local.get $op) (i32.const 2))
+                (then
+                  (local.set $v (call $ld4 (local.get $x) (local.get $dt)))
+                  (local.set $v2 (call $ld4 (i32.add (local.get $x) (local.get $ps)) (local.get $dt)))
+                  (local.set $v3 (call $ld4 (i32.add (local.get $x) (i32.shl (local.get $ps) (i32.const 1))) (local.get $dt)))
+                  (local.set $v4 (call $ld4 (i32.add (local.get $x) (i32.mul (local.get $ps) (i32.const 3))) (local.get $dt)))))
+              (call $rf_st4 (local.get $o) (local.get $dt)
+                (call $bn_value (local.get $op) (local.get $e) (local.get $v) (local.get $k0)
+                  (local.get $k1) (local.get $k2) (local.get $k3)))
+              (call $rf_st4 (i32.add (local.get $o) (local.get $ps)) (local.get $dt)
+                (call $bn_value (local.get $op) (local.get $e2) (local.get $v2) (local.get $k0)
+                  (local.get $k1) (local.get $k2) (local.get $k3)))
+              (call $rf_st4 (i32.add (local.get $o) (i32.shl (local.get $ps) (i32.const 1))) (local.get $dt)
+                (call $bn_value (local.get $op) (local.get $e3) (local.get $v3) (local.get $k0)
+                  (local.get $k1) (local.get $k2) (local.get $k3)))
+              (call $rf_st4 (i32.add (local.get $o) (i32.mul (local.get $ps) (i32.const 3))) (local.get $dt)
+                (call $bn_value (local.get $op) (local.get $e4) (local.get $v4) (local.get $k0)
+                  (local.get $k1) (local.get $k2) (local.get $k3)))
+              (local.set $dy (i32.add (local.get $dy) (local.get $es)))
+              (local.set $x (i32.add (local.get $x) (local.get $es)))
+              (local.set $o (i32.add (local.get $o) (local.get $es)))
+              (local.set $kp (i32.add (local.get $kp) (i32.const 64)))
+              (br_if $vec4 (i32.lt_u (local.get $kp) (local.get $kEnd))))
+            ;; Past the fourth pixel.
+            (local.set $dy (i32.add (local.get $dy) (i32.mul (local.get $ps) (i32.const 3))))
+            (local.set $x (i32.add (local.get $x) (i32.mul (local.get $ps) (i32.const 3))))
+            (local.set $o (i32.add (local.get $o) (i32.mul (local.get $ps) (i32.const 3))))
+            (local.set $j (i32.add (local.get $j) (i32.const 4)))
+            (br $pixel)))
         (if (i32.lt_u (i32.add (local.get $j) (i32.const 1)) (local.get $pix))
           (then
             (loop $vec2
