@@ -16,8 +16,10 @@
  * GroupNorm's calls run whole: blocks of samples gave no gain on one thread and lost on two
  * (contiguous [32,64,56,56] float32, blocked / whole, 2 threads: groupNorm 1.78 / 1.58 ms,
  * groupNormBackward 2.32 / 2.07, groupNormSwishGrad 7.44 / 7.36; tried on channels-last, which
- * ran whole already: 2.03 / 1.89 and 2.99 / 2.66; bench/RESULTS.md, seventh session): their reduction is per (n, c) row, in the
- * cache already, and a block per sample range only added calls.
+ * ran whole already: 2.03 / 1.89 and 2.99 / 2.66; bench/RESULTS.md, seventh session): their
+ * reduction is per (n, c) row, in the cache already, and a block per sample range only added
+ * calls. Since the thirteenth session their work items are whole samples, each reduced and
+ * written back to back (kernels/group_norm_samples.ts), which is what a block would give.
  *
  * A block is the same call on views of the tensors. For a `rows` layout (each (n, c) one
  * contiguous run) a BatchNorm channel's items, partials and merge depend only on N and the

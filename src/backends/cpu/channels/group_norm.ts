@@ -1,12 +1,14 @@
 /**
  * GroupNorm on the CPU: aclnnGroupNorm and aclnnGroupNormBackward (and aclnnInstanceNorm, GroupNorm
- * with group = C), in two stages on the float32 channel kernels (kernels/channel_stages.ts,
- * wasm/channel_norms.wat), as per-sample
- * BatchNorm-family stages: per-(n, c) statistics (or sums) of each sample, merged per (n, g) in
- * channel order on the calling thread (float64), then the write with per-(n, c) constants,
- * centred as CANN computes it. The data is (N, C, HxW) in each tensor's logical order; rows
- * (each (n, c) a contiguous run) or dense channels-last pixels run in place in the host heap,
- * anything else on dense heap copies (staging.ts).
+ * with group = C), per sample on the float32 channel kernels (kernels/channel_stages.ts,
+ * wasm/channel_norms.wat, channel_pixels.wat): per-(n, c) statistics (or sums) of each sample,
+ * merged per (n, g) in channel order (float64), then the write with per-(n, c) constants, centred
+ * as CANN computes it. A work item does the three for its run of whole samples
+ * (kernels/group_norm_samples.ts); a call with too few samples to share over the pool's threads
+ * runs the statistics and the write as two stages, the constants between them on the calling
+ * thread (the same bits: {@linkcode fusesSamples}). The data is (N, C, HxW) in each tensor's
+ * logical order; rows (each (n, c) a contiguous run) or dense channels-last pixels run in place
+ * in the host heap, anything else on dense heap copies (staging.ts).
  *
  * @module
  */
