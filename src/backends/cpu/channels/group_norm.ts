@@ -257,10 +257,10 @@ function backwardPasses(
   runSamplesStage(call, s);
   const D = C / group;
   const { pairs } = s;
-  for (let n = 0; n < N; n++) {
-    for (let c = 0; c < C; c++) {
-      const nc = n * C + c;
-      gradGamma[c] += pairs[N * C + nc] * groupStats[G + Math.floor(nc / D)];
+  for (let ng = 0, nc = 0; ng < G; ng++) {
+    const r = groupStats[G + ng];
+    for (let c = (ng % group) * D; c < (ng % group + 1) * D; c++, nc++) {
+      gradGamma[c] += pairs[N * C + nc] * r;
       gradBeta[c] += pairs[nc];
     }
   }

@@ -95,8 +95,12 @@ export function sampleStages(s: GroupNormSamplesStage): SampleStages {
 /** Backward: sample n's per-(n, c) means (its groups' means) into `s.mean`, for its sums. */
 export function groupNormSampleMeans(s: GroupNormSamplesStage, n: number): void {
   const { C } = s.layout;
-  const D = C / s.group;
-  for (let c = 0; c < C; c++) s.mean[n * C + c] = s.groupStats[n * s.group + Math.floor(c / D)];
+  const { group, groupStats, mean } = s;
+  const D = C / group;
+  for (let g = 0, nc = n * C; g < group; g++) {
+    const m = groupStats[n * group + g];
+    for (let d = 0; d < D; d++, nc++) mean[nc] = m;
+  }
 }
 
 /** Sample n's partials merged per (n, c) into `s.pairs` (layout: GroupNormSamplesStage). */

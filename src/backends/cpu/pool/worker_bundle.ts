@@ -608,8 +608,12 @@ function sampleStages(s) {
 }
 function groupNormSampleMeans(s, n) {
   const { C } = s.layout;
-  const D = C / s.group;
-  for (let c = 0; c < C; c++) s.mean[n * C + c] = s.groupStats[n * s.group + Math.floor(c / D)];
+  const { group, groupStats, mean } = s;
+  const D = C / group;
+  for (let g = 0, nc = n * C; g < group; g++) {
+    const m = groupStats[n * group + g];
+    for (let d = 0; d < D; d++, nc++) mean[nc] = m;
+  }
 }
 function mergeSample(s, n) {
   const { layout, partials, pairs } = s;
