@@ -9,7 +9,7 @@
 import type { Layout } from "../kernels/layout_types.ts";
 import { pixelsPerBlock, rowsInMemoryOrder, rowsPerItem } from "../kernels/layout_types.ts";
 import { mergeMoments } from "../kernels/moments.ts";
-import { mergePixelBlocks } from "../kernels/pixel_merge.ts";
+import { mergePixelBlocks, mergeSamplePartials } from "../kernels/partials_merge.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
 
 /** Two per-channel results. */
@@ -20,16 +20,17 @@ export interface ChannelPair {
   readonly second: Float64Array;
 }
 
-/** Per-sample rows' partials: one item per (n, c), its pair at n * C + c. */
-function perSampleRows(layout: Layout, partials: Float64Array): ChannelPair {
+/**
+ * A `perSample` layout's partials (GroupNorm's), per (n, c) at n * C + c: each sample merged
+ * as a GroupNorm work item merges it (kernels/partials_merge.ts mergeSamplePartials).
+ */
+function perSamplePartials(layout: Layout, partials: Float64Array, moments: boolean): ChannelPair {
   const size = layout.N * layout.C;
-  const first = temporaryFloat64(size);
-  const second = temporaryFloat64(size);
-  for (let i = 0; i < size; i++) {
-    first[i] = partials[2 * i];
-    second[i] = partials[2 * i + 1];
+  const both = temporaryFloat64(2 * size);
+  for (let n = 0; n < layout.N; n++) {
+    mergeSamplePartials(layout, partials, n, moments, both, n * layout.C, size + n * layout.C);
   }
-  return { first, second };
+  return { first: both.subarray(0, size), second: both.subarray(size) };
 }
 
 /**
@@ -37,8 +38,8 @@ function perSampleRows(layout: Layout, partials: Float64Array): ChannelPair {
  * `perSample`; rows in memory order summed per channel in n order).
  */
 export function mergeChannelSums(layout: Layout, partials: Float64Array): ChannelPair {
+  if (layout.perSample) return perSamplePartials(layout, partials, false);
   if (layout.kind === "pixels") return mergePixelPartials(layout, partials, false);
-  if (layout.perSample) return perSampleRows(layout, partials);
   const C = layout.C;
   const first = temporaryFloat64(C);
   const second = temporaryFloat64(C);
@@ -67,8 +68,8 @@ export function mergeChannelSums(layout: Layout, partials: Float64Array): Channe
  * sum((x - mean)^2), each item merged with its element count.
  */
 export function mergeChannelMoments(layout: Layout, partials: Float64Array): ChannelPair {
+  if (layout.perSample) return perSamplePartials(layout, partials, true);
   if (layout.kind === "pixels") return mergePixelPartials(layout, partials, true);
-  if (layout.perSample) return perSampleRows(layout, partials);
   const C = layout.C;
   if (rowsInMemoryOrder(layout)) {
     // One (sum, m2) per (n, c) row at n * C + c, merged into its channel in n order.
@@ -102,10 +103,10 @@ export function mergeChannelMoments(layout: Layout, partials: Float64Array): Cha
 }
 
 /**
- * The results of a pixels stage's partials (2C per block, in block order): per channel, or
- * per (n, c) at n * C + c when the layout is `perSample` (blocks of sample n at
- * n * blocksPerSample). Each channel's blocks are taken in order, summed (a sums stage) or
- * merged as moments with their pixel counts (a stats stage).
+ * The per-channel results of a pixels stage's partials (2C per block, in block order), the
+ * whole tensor one run of pixels: each channel's blocks taken in order, summed (a sums stage)
+ * or merged as moments with their pixel counts (a stats stage). Per-sample layouts:
+ * {@linkcode perSamplePartials}.
  */
 export function mergePixelPartials(
   layout: Layout,
@@ -113,26 +114,9 @@ export function mergePixelPartials(
   moments: boolean,
 ): ChannelPair {
   const C = layout.C;
-  // Samples apart, or the whole tensor as one run of pixels.
-  const runs = layout.perSample ? layout.N : 1;
-  const pixels = layout.perSample ? layout.inner : layout.N * layout.inner;
+  const pixels = layout.N * layout.inner;
   const per = pixelsPerBlock(layout);
-  const blocks = Math.ceil(pixels / per);
-  const size = runs * C;
-  const both = temporaryFloat64(2 * size);
-  for (let n = 0; n < runs; n++) {
-    mergePixelBlocks(
-      partials,
-      C,
-      n * blocks,
-      blocks,
-      pixels,
-      per,
-      moments,
-      both,
-      n * C,
-      size + n * C,
-    );
-  }
-  return { first: both.subarray(0, size), second: both.subarray(size) };
+  const both = temporaryFloat64(2 * C);
+  mergePixelBlocks(partials, C, 0, Math.ceil(pixels / per), pixels, per, moments, both, 0, C);
+  return { first: both.subarray(0, C), second: both.subarray(C) };
 }

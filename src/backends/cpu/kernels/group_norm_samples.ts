@@ -14,13 +14,7 @@
  * @module
  */
 
-import {
-  batchNormItems,
-  blocksPerSample,
-  ITEM_ELEMENTS,
-  type Layout,
-  pixelsPerBlock,
-} from "./layout_types.ts";
+import { batchNormItems, blocksPerSample, ITEM_ELEMENTS, type Layout } from "./layout_types.ts";
 import {
   type GroupNormSamplesStage,
   type StatsStage,
@@ -29,7 +23,7 @@ import {
   type WriteStage,
 } from "./stage_types.ts";
 import { mergeMoments } from "./moments.ts";
-import { mergePixelBlocks } from "./pixel_merge.ts";
+import { mergeSamplePartials } from "./partials_merge.ts";
 import {
   GRADIENT_CONSTANTS,
   groupNormGradCentered,
@@ -103,40 +97,6 @@ export function groupNormSampleMeans(s: GroupNormSamplesStage, n: number): void 
   }
 }
 
-/** Sample n's partials merged per (n, c) into `s.pairs` (layout: GroupNormSamplesStage). */
-function mergeSample(s: GroupNormSamplesStage, n: number): void {
-  const { layout, partials, pairs } = s;
-  const C = layout.C;
-  const size = layout.N * C;
-  if (layout.kind !== "pixels") {
-    // Rows: one partial pair per (n, c) row already.
-    for (let nc = n * C; nc < (n + 1) * C; nc++) {
-      pairs[nc] = partials[2 * nc];
-      pairs[size + nc] = partials[2 * nc + 1];
-    }
-    return;
-  }
-  const moments = s.op !== "groupNormBackwardSamples";
-  if (!moments) {
-    pairs.fill(0, n * C, (n + 1) * C);
-    pairs.fill(0, size + n * C, size + (n + 1) * C);
-  }
-  const blocks = blocksPerSample(layout);
-  const per = pixelsPerBlock(layout);
-  mergePixelBlocks(
-    partials,
-    C,
-    n * blocks,
-    blocks,
-    layout.inner,
-    per,
-    moments,
-    pairs,
-    n * C,
-    size + n * C,
-  );
-}
-
 /** This thread's accumulator of a group's moments. */
 const groupAcc = new Float64Array(2);
 
@@ -151,7 +111,6 @@ const groupAcc = new Float64Array(2);
  *   centred gradient constants (formulas.ts groupNormGradCentered).
  */
 export function groupNormSampleConstants(s: GroupNormSamplesStage, n: number): void {
-  mergeSample(s, n);
   const { layout, group, gamma, pairs, constants: q, groupStats } = s;
   const { C, N } = layout;
   const HxW = layout.inner;
@@ -159,10 +118,12 @@ export function groupNormSampleConstants(s: GroupNormSamplesStage, n: number): v
   const M = D * HxW;
   const size = N * C;
   const G = N * group;
+  const backward = s.op === "groupNormBackwardSamples";
+  mergeSamplePartials(layout, s.partials, n, !backward, pairs, n * C, size + n * C);
   const count = sampleConstantCount(s.op);
   for (let g = 0; g < group; g++) {
     const ng = n * group + g;
-    if (s.op === "groupNormBackwardSamples") {
+    if (backward) {
       const r = groupStats[G + ng];
       let s1 = 0;
       let s2 = 0;

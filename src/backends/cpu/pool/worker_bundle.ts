@@ -520,7 +520,7 @@ function mergeMoments(out, sumAt, m2At, countA, sumB, m2B, countB) {
   out[m2At] = out[m2At] + m2B + delta * delta * countA * countB / (countA + countB);
 }
 
-// src/backends/cpu/kernels/pixel_merge.ts
+// src/backends/cpu/kernels/partials_merge.ts
 function mergePixelBlocks(partials, C, firstBlock, blocks, pixels, per, moments, out, firstAt, secondAt) {
   for (let j = 0; j < blocks; j++) {
     const at = 2 * C * (firstBlock + j);
@@ -534,6 +534,23 @@ function mergePixelBlocks(partials, C, firstBlock, blocks, pixels, per, moments,
       }
     }
   }
+}
+function mergeSamplePartials(layout, partials, n, moments, out, firstAt, secondAt) {
+  const C = layout.C;
+  if (layout.kind !== "pixels") {
+    for (let c = 0, nc = n * C; c < C; c++, nc++) {
+      out[firstAt + c] = partials[2 * nc];
+      out[secondAt + c] = partials[2 * nc + 1];
+    }
+    return;
+  }
+  if (!moments) {
+    out.fill(0, firstAt, firstAt + C);
+    out.fill(0, secondAt, secondAt + C);
+  }
+  const blocks = blocksPerSample(layout);
+  const per = pixelsPerBlock(layout);
+  mergePixelBlocks(partials, C, n * blocks, blocks, layout.inner, per, moments, out, firstAt, secondAt);
 }
 
 // src/backends/cpu/kernels/formulas.ts
@@ -615,29 +632,8 @@ function groupNormSampleMeans(s, n) {
     for (let d = 0; d < D; d++, nc++) mean[nc] = m;
   }
 }
-function mergeSample(s, n) {
-  const { layout, partials, pairs } = s;
-  const C = layout.C;
-  const size = layout.N * C;
-  if (layout.kind !== "pixels") {
-    for (let nc = n * C; nc < (n + 1) * C; nc++) {
-      pairs[nc] = partials[2 * nc];
-      pairs[size + nc] = partials[2 * nc + 1];
-    }
-    return;
-  }
-  const moments = s.op !== "groupNormBackwardSamples";
-  if (!moments) {
-    pairs.fill(0, n * C, (n + 1) * C);
-    pairs.fill(0, size + n * C, size + (n + 1) * C);
-  }
-  const blocks = blocksPerSample(layout);
-  const per = pixelsPerBlock(layout);
-  mergePixelBlocks(partials, C, n * blocks, blocks, layout.inner, per, moments, pairs, n * C, size + n * C);
-}
 var groupAcc = new Float64Array(2);
 function groupNormSampleConstants(s, n) {
-  mergeSample(s, n);
   const { layout, group, gamma, pairs, constants: q, groupStats } = s;
   const { C, N } = layout;
   const HxW = layout.inner;
@@ -645,10 +641,12 @@ function groupNormSampleConstants(s, n) {
   const M = D * HxW;
   const size = N * C;
   const G = N * group;
+  const backward = s.op === "groupNormBackwardSamples";
+  mergeSamplePartials(layout, s.partials, n, !backward, pairs, n * C, size + n * C);
   const count = sampleConstantCount(s.op);
   for (let g = 0; g < group; g++) {
     const ng = n * group + g;
-    if (s.op === "groupNormBackwardSamples") {
+    if (backward) {
       const r = groupStats[G + ng];
       let s1 = 0;
       let s2 = 0;
