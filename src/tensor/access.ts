@@ -60,13 +60,9 @@ export function writeView(view: HostView, values: ArrayLike<number>): void {
   // An empty view touches no element; its offset may lie past the storage's end.
   if (n === 0) return;
   const { data, offset } = view;
-  const bf16 = view.dtype === "bfloat16";
-  const int = view.dtype === "int32";
-  const convert = bf16 ? numberToBf16 : int ? (v: number) => Math.trunc(v) : undefined;
+  const convert = converter(view.dtype);
   if (isContiguousLayout(view.shape, view.strides)) {
-    if (convert) { for (let i = 0; i < n; i++) data[offset + i] = convert(values[i]); }
-    // Native conversion rounds to nearest even, as float32/float16 stores require.
-    else data.set(values, offset);
+    writeRun(view, values, 0);
     return;
   }
   if (convert) {
@@ -78,4 +74,23 @@ export function writeView(view: HostView, values: ArrayLike<number>): void {
       data[p] = values[i];
     });
   }
+}
+
+/** How a number becomes a stored element of `dtype`, where a typed array does not do it. */
+function converter(dtype: DType): ((v: number) => number) | undefined {
+  if (dtype === "bfloat16") return numberToBf16;
+  return dtype === "int32" ? Math.trunc : undefined;
+}
+
+/**
+ * Writes `values` into elements [start, start + values.length) of a contiguous view, rounding
+ * each to the view's dtype as {@linkcode writeView} does.
+ */
+export function writeRun(view: HostView, values: ArrayLike<number>, start: number): void {
+  const { data } = view;
+  const at = view.offset + start;
+  const convert = converter(view.dtype);
+  if (convert) { for (let i = 0; i < values.length; i++) data[at + i] = convert(values[i]); }
+  // Native conversion rounds to nearest even, as float32/float16 stores require.
+  else data.set(values, at);
 }

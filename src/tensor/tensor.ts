@@ -5,7 +5,7 @@
  * @module
  */
 
-import { readView, writeView } from "./access.ts";
+import { readView, writeRun, writeView } from "./access.ts";
 import { type Device, deviceName, type DeviceStorage } from "./device.ts";
 import { type DType, dtypeOfHostData, type HostData, isDType, numberToBf16 } from "./dtype.ts";
 import {
@@ -19,7 +19,7 @@ import {
   stridesLike,
   viewSpan,
 } from "./layout.ts";
-import { type RandomOptions, randomValues } from "./random.ts";
+import { type RandomOptions, randomStream } from "./random.ts";
 import { heapFree } from "./host_heap.ts";
 import {
   checkAccelerator,
@@ -43,6 +43,9 @@ import {
 } from "./views.ts";
 
 export type { RandomOptions };
+
+/** Numbers drawn at a time by `Tensor.random` (128 KiB of float64). */
+const RANDOM_CHUNK = 16384;
 
 /** Options of {@linkcode Tensor.fromData}: a strided view over existing storage. */
 export interface ViewOptions {
@@ -274,10 +277,18 @@ export class Tensor {
   /** A tensor of seeded random numbers, for tests, benchmarks and demos. */
   static random(shape: readonly number[], options: RandomOptions = {}): Tensor {
     const s = checkShape(shape, "Tensor.random");
-    // The tensor first: one too large to make is the documented 207001, not the float64
-    // values' RangeError.
+    // The tensor first: one too large to make is the documented 207001. Then the numbers, a
+    // chunk at a time (random.ts randomStream).
     const host = Tensor.empty(s, options.dtype ?? "float32");
-    writeView(host.#hostView("Tensor.random"), randomValues(numel(s), options));
+    const view = host.#hostView("Tensor.random");
+    const draw = randomStream(options);
+    const n = numel(s);
+    const chunk = new Float64Array(Math.min(n, RANDOM_CHUNK));
+    for (let i = 0; i < n; i += chunk.length) {
+      const part = n - i < chunk.length ? chunk.subarray(0, n - i) : chunk;
+      draw(part);
+      writeRun(view, part, i);
+    }
     return options.device === undefined || options.device === "cpu"
       ? host
       : host.to(options.device);

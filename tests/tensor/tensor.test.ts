@@ -191,6 +191,32 @@ Deno.test("random is deterministic per seed and respects its options", () => {
   assert.deepEqual(Tensor.random([3]).toArray(), Tensor.random([3]).toArray());
 });
 
+Deno.test("Tensor.random: one stream of the generator, across its fill's chunks, in every dtype", () => {
+  // 40000 elements: the fill draws 16384 at a time, so two chunk boundaries fall inside, and
+  // the normal draws' spare value (Box-Muller makes two) crosses them.
+  const n = 40000;
+  for (const distribution of ["uniform", "normal"] as const) {
+    const rng = new Random(11);
+    const expected = Array.from(
+      { length: n },
+      () => distribution === "normal" ? 3 + 0.5 * rng.normal() : -1 + 2 * rng.next(),
+    );
+    const options = {
+      seed: 11,
+      distribution,
+      ...(distribution === "normal" ? { low: 3, high: 0.5 } : {}),
+    };
+    const f32 = Tensor.random([40, 1000], options).toArray();
+    assert.deepEqual(f32, expected.map(Math.fround), `${distribution} float32`);
+    const bf16 = Tensor.random([n], { ...options, dtype: "bfloat16" }).toArray();
+    assert.deepEqual(
+      bf16,
+      expected.map((v) => bf16ToNumber(numberToBf16(v))),
+      `${distribution} bf16`,
+    );
+  }
+});
+
 // ---------------------------------------------------------------------------------------
 // Views
 
