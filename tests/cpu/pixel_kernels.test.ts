@@ -6,7 +6,10 @@
  * - the writes (bn_norm_pix, bn_grad_pix): each element's formula rounded to float32 at every
  *   operation, as channel_norms.wat's $bn_value states it;
  * - the sums (bn_sums_pix): per channel, float32 sums over each run of two pixels' terms at
- *   once (then a last single pixel), each run's sums added to float64 in run order.
+ *   once (then a last single pixel), each run's sums added to float64 in run order, whether
+ *   the kernel takes two pixels a step or four (`cached`);
+ * - the statistics (bn_stats_pix): the same bits whether or not it first reads each run's
+ *   lines in memory order (`cached` 0).
  */
 
 import assert from "node:assert/strict";
@@ -64,34 +67,55 @@ Deno.test("channels-last writes: every element's formula, rounded as stated, bit
 });
 
 Deno.test("channels-last sums: float32 runs of paired pixels, added in float64, bit for bit", () => {
+  // Data taken as from memory (cached 0: two pixels a step) and as in the caches (cached 1:
+  // four, two pairs added in turn): the same bits.
+  for (const C of CHANNELS) {
+    for (const pix of PIXELS) for (const cached of [0, 1]) sumsBitForBit(C, pix, cached);
+  }
+});
+
+/** bn_sums_pix of C channels and `pix` pixels against the scalar model, bit for bit. */
+function sumsBitForBit(C: number, pix: number, cached: number): void {
+  const { w, at, dy, x, ex } = setup(C, pix);
+  const means = seeded(C, 3 + C).map((v) => v / 3);
+  w.f32.set(means, slotAt(w, 0) / 4);
+  const [o1, o2, acc] = [slotAt(w, 1), slotAt(w, 2), slotAt(w, 3)];
+  ex.bn_sums_pix(at.dy, at.x, C, 0, pix, slotAt(w, 0), o1, o2, acc, cached);
+  const where = `C ${C} pix ${pix} cached ${cached}`;
+  for (let c = 0; c < C; c++) {
+    let s1 = 0, s2 = 0;
+    for (let q = 0; q < pix; q += 128) {
+      const end = Math.min(pix, q + 128);
+      let a1 = 0, a2 = 0;
+      const term = (j: number) => f(dy[j * C + c] * f(x[j * C + c] - means[c]));
+      let j = q;
+      for (; j + 1 < end; j += 2) {
+        a1 = f(a1 + f(dy[j * C + c] + dy[(j + 1) * C + c]));
+        a2 = f(a2 + f(term(j) + term(j + 1)));
+      }
+      if (j < end) {
+        a1 = f(a1 + dy[j * C + c]);
+        a2 = f(a2 + term(j));
+      }
+      s1 += a1;
+      s2 += a2;
+    }
+    assert.equal(w.f64[o1 / 8 + c], s1, `sum(dy) ${where} channel ${c}`);
+    assert.equal(w.f64[o2 / 8 + c], s2, `sum(dy (x - m)) ${where} channel ${c}`);
+  }
+}
+
+Deno.test("channels-last statistics: the same bits with and without the reads in memory order", () => {
   for (const C of CHANNELS) {
     for (const pix of PIXELS) {
-      const { w, at, dy, x, ex } = setup(C, pix);
-      const means = seeded(C, 3 + C).map((v) => v / 3);
-      w.f32.set(means, slotAt(w, 0) / 4);
+      const { w, at, ex } = setup(C, pix);
       const [o1, o2, acc] = [slotAt(w, 1), slotAt(w, 2), slotAt(w, 3)];
-      ex.bn_sums_pix(at.dy, at.x, C, 0, pix, slotAt(w, 0), o1, o2, acc);
-      for (let c = 0; c < C; c++) {
-        let s1 = 0, s2 = 0;
-        for (let q = 0; q < pix; q += 128) {
-          const end = Math.min(pix, q + 128);
-          let a1 = 0, a2 = 0;
-          const term = (j: number) => f(dy[j * C + c] * f(x[j * C + c] - means[c]));
-          let j = q;
-          for (; j + 1 < end; j += 2) {
-            a1 = f(a1 + f(dy[j * C + c] + dy[(j + 1) * C + c]));
-            a2 = f(a2 + f(term(j) + term(j + 1)));
-          }
-          if (j < end) {
-            a1 = f(a1 + dy[j * C + c]);
-            a2 = f(a2 + term(j));
-          }
-          s1 += a1;
-          s2 += a2;
-        }
-        assert.equal(w.f64[o1 / 8 + c], s1, `sum(dy) C ${C} pix ${pix} channel ${c}`);
-        assert.equal(w.f64[o2 / 8 + c], s2, `sum(dy (x - m)) C ${C} pix ${pix} channel ${c}`);
-      }
+      const runs = [0, 1].map((cached) => {
+        ex.bn_stats_pix(at.x, C, 0, pix, o1, o2, acc, cached);
+        return [...w.f64.subarray(o1 / 8, o1 / 8 + C), ...w.f64.subarray(o2 / 8, o2 / 8 + C)];
+      });
+      assert.ok(runs[0].some((v) => v !== 0), `C ${C} pix ${pix}: statistics computed`);
+      assert.deepEqual(runs[1], runs[0], `C ${C} pix ${pix}`);
     }
   }
 });

@@ -70,7 +70,10 @@ export interface ChannelExports {
     rows: number,
     k0: number,
   ): void;
-  /** Per-channel (sum, m2) of `pix` pixels into float64 arrays at o1, o2 (scratch at acc). */
+  /**
+   * Per-channel (sum, m2) of `pix` pixels into float64 arrays at o1, o2 (scratch at acc);
+   * `cached` 1 when the data is expected in the caches (the same bits).
+   */
   bn_stats_pix(
     x: number,
     C: number,
@@ -79,8 +82,12 @@ export interface ChannelExports {
     o1: number,
     o2: number,
     acc: number,
+    cached: number,
   ): void;
-  /** Per-channel sums of `pix` pixels (float32 means at k) into float64 arrays at o1, o2. */
+  /**
+   * Per-channel sums of `pix` pixels (float32 means at k) into float64 arrays at o1, o2;
+   * `cached` 1 when the data is expected in the caches (the same bits).
+   */
   bn_sums_pix(
     dy: number,
     x: number,
@@ -91,6 +98,7 @@ export interface ChannelExports {
     o1: number,
     o2: number,
     acc: number,
+    cached: number,
   ): void;
   /** The normalize write of `pix` pixels, float32 constants at k interleaved per four channels. */
   bn_norm_pix(x: number, o: number, C: number, dt: number, pix: number, k: number): void;

@@ -300,6 +300,16 @@ function runRows(
   }
 }
 
+/**
+ * The most bytes a channels-last statistics or sums stage reads (x, or dy and x) for its
+ * kernel to take the data as in the caches: a call this small finds it in the last-level cache
+ * of common machines. There the statistics skip their reads of each run's lines in memory
+ * order (12% faster: those reads serve the column order of the block loops from memory) and
+ * float32 sums take four pixels a step (15-25% faster); from memory both ran 50% slower. The
+ * same bits either way (bench/RESULTS.md, fourteenth session).
+ */
+export const CACHED_CALL_MAX_BYTES = 16 << 20;
+
 /** Blocks [from, to) of a dense pixels stage (channels-last). */
 function runPixelBlocks(
   s: ChannelStage,
@@ -326,6 +336,8 @@ function runPixelBlocks(
   const per = pixelsPerBlock(layout);
   const total = layout.N * layout.inner;
   const blocks = layout.perSample ? blocksPerSample(layout) : 0;
+  const reads = s.op === "stats" ? 1 : 2;
+  const cached = reads * total * C * es <= CACHED_CALL_MAX_BYTES ? 1 : 0;
   /**
    * Sample n's means (sums: C float32) or constants (writes: interleaved per four channels,
    * constant j of channel 4i + l at 16i + 4j + l, as bn_write_pix reads them) into the
@@ -364,10 +376,11 @@ function runPixelBlocks(
     switch (s.op) {
       case "stats":
       case "sums": {
-        if (s.op === "stats") k.bn_stats_pix(pixel(s.xHeap, s.xAt, q0), C, dt, pix, o1, o2, acc);
-        else {
+        if (s.op === "stats") {
+          k.bn_stats_pix(pixel(s.xHeap, s.xAt, q0), C, dt, pix, o1, o2, acc, cached);
+        } else {
           const dy = pixel(s.dyHeap, s.dyAt, q0);
-          k.bn_sums_pix(dy, pixel(s.xHeap, s.xAt, q0), C, dt, pix, kAt, o1, o2, acc);
+          k.bn_sums_pix(dy, pixel(s.xHeap, s.xAt, q0), C, dt, pix, kAt, o1, o2, acc, cached);
         }
         s.partials.set(regionHead(w, 2 * C), 2 * C * block);
         break;

@@ -436,6 +436,7 @@ function runRows(s, w, es, count, u, c, n0, rows) {
       break;
   }
 }
+var CACHED_CALL_MAX_BYTES = 16 << 20;
 function runPixelBlocks(s, from, to, w, es, count) {
   const k = w.exports;
   const dt = s.dtype;
@@ -452,6 +453,8 @@ function runPixelBlocks(s, from, to, w, es, count) {
   const per = pixelsPerBlock(layout);
   const total = layout.N * layout.inner;
   const blocks = layout.perSample ? blocksPerSample(layout) : 0;
+  const reads = s.op === "stats" ? 1 : 2;
+  const cached = reads * total * C * es <= CACHED_CALL_MAX_BYTES ? 1 : 0;
   const load = (n) => {
     if (s.op === "sums") {
       const mean = s.mean;
@@ -483,10 +486,11 @@ function runPixelBlocks(s, from, to, w, es, count) {
     switch (s.op) {
       case "stats":
       case "sums": {
-        if (s.op === "stats") k.bn_stats_pix(pixel(s.xHeap, s.xAt, q0), C, dt, pix, o1, o2, acc);
-        else {
+        if (s.op === "stats") {
+          k.bn_stats_pix(pixel(s.xHeap, s.xAt, q0), C, dt, pix, o1, o2, acc, cached);
+        } else {
           const dy = pixel(s.dyHeap, s.dyAt, q0);
-          k.bn_sums_pix(dy, pixel(s.xHeap, s.xAt, q0), C, dt, pix, kAt, o1, o2, acc);
+          k.bn_sums_pix(dy, pixel(s.xHeap, s.xAt, q0), C, dt, pix, kAt, o1, o2, acc, cached);
         }
         s.partials.set(regionHead(w, 2 * C), 2 * C * block);
         break;

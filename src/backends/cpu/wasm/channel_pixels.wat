@@ -7,10 +7,12 @@
   ;; item's mean at o2 + 8c (float64); `acc` holds 3C float32 of scratch, interleaved per four
   ;; channels (48 bytes each: run sums, run means, run squared deviations), which
   ;; channel_pixel_blocks.wat's loops fill a block of channels at a time, per run of up to
-  ;; 128 pixels (float32 within a run, merged into float64 across runs).
+  ;; 128 pixels (float32 within a run, merged into float64 across runs). `cached` 1: the
+  ;; caller expects the data in the caches (the same bits; kernels/channel_stages.ts
+  ;; CACHED_CALL_MAX_BYTES).
   (func (export "bn_stats_pix")
     (param $x i32) (param $C i32) (param $dt i32) (param $pix i32) (param $o1 i32) (param $o2 i32)
-    (param $acc i32)
+    (param $acc i32) (param $cached i32)
     (local $q i32) (local $len i32) (local $c i32) (local $p i32) (local $es i32) (local $ps i32)
     (local $f i32)
     (local $n f64) (local $nb f64) (local $sb f64) (local $qb f64) (local $d f64) (local $s f64)
@@ -28,7 +30,7 @@
         ;; (channel_pixel_blocks.wat, a block of channels at a time).
         (call $px_stats_run (i32.add (local.get $x) (i32.mul (local.get $q) (local.get $ps)))
           (local.get $len) (local.get $C) (local.get $ps) (local.get $es) (local.get $dt)
-          (local.get $acc))
+          (local.get $acc) (local.get $cached))
         ;; Merge the run into each channel's (sum, m2); channel c's run values at
         ;; acc + 48 * (c / 4) + 4 * (c % 4) (+ 16 the mean, + 32 the squared deviations).
         (local.set $c (i32.const 0))
@@ -70,15 +72,21 @@
   ;; Sums of one item, pixels: per channel c, sum(dy) at o1 + 8c and sum(dy * (x - mean[c]))
   ;; at o2 + 8c (float64), with the float32 means at k; `acc` holds 3C float32 of scratch,
   ;; interleaved per four channels as bn_stats_pix's (48 bytes each: the run's two sums and
-  ;; a copy of the means).
+  ;; a copy of the means). `cached` 1: the caller expects the data in the caches, where float32
+  ;; data takes four pixels a step where a run has four, with the same bits (faster there,
+  ;; slower from memory; kernels/channel_stages.ts CACHED_CALL_MAX_BYTES).
   (func (export "bn_sums_pix")
     (param $dy i32) (param $x i32) (param $C i32) (param $dt i32) (param $pix i32) (param $k i32)
-    (param $o1 i32) (param $o2 i32) (param $acc i32)
+    (param $o1 i32) (param $o2 i32) (param $acc i32) (param $cached i32)
     (local $q i32) (local $len i32) (local $j i32) (local $c i32) (local $p i32) (local $r i32)
     (local $es i32) (local $ps i32) (local $a i32) (local $accEnd i32)
     (local $e v128) (local $d v128) (local $e2 v128) (local $d2 v128) (local $m v128)
+    (local $e3 v128) (local $d3 v128) (local $e4 v128) (local $d4 v128)
+    (local $ps2 i32) (local $ps3 i32)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $ps (i32.shl (local.get $C) (call $shift (local.get $dt))))
+    (local.set $ps2 (i32.shl (local.get $ps) (i32.const 1)))
+    (local.set $ps3 (i32.add (local.get $ps2) (local.get $ps)))
     (local.set $accEnd (i32.add (local.get $acc) (i32.mul (local.get $C) (i32.const 12))))
     (call $bn_zero64 (local.get $o1) (local.get $C))
     (call $bn_zero64 (local.get $o2) (local.get $C))
@@ -108,6 +116,47 @@
           (loop $pixel
             (br_if $done (i32.ge_u (local.get $j) (local.get $len)))
             (local.set $a (local.get $acc))
+            ;; Four pixels a step when there are four: two pairs, each pair's terms added at
+            ;; once and the pairs to the run's sums in turn (the bits of two steps of two), with
+            ;; one load and store of each sum per four pixels.
+            (if (i32.and (i32.and (local.get $cached) (i32.eqz (local.get $dt)))
+                  (i32.lt_u (i32.add (local.get $j) (i32.const 3)) (local.get $len)))
+              (then
+                (loop $vec4
+                  (local.set $m (v128.load offset=32 (local.get $a)))
+                  (local.set $e (call $ld4 (local.get $p) (local.get $dt)))
+                  (local.set $e2 (call $ld4 (i32.add (local.get $p) (local.get $ps)) (local.get $dt)))
+                  (local.set $e3 (call $ld4 (i32.add (local.get $p) (local.get $ps2)) (local.get $dt)))
+                  (local.set $e4 (call $ld4 (i32.add (local.get $p) (local.get $ps3)) (local.get $dt)))
+                  (v128.store (local.get $a)
+                    (f32x4.add
+                      (f32x4.add (v128.load (local.get $a)) (f32x4.add (local.get $e) (local.get $e2)))
+                      (f32x4.add (local.get $e3) (local.get $e4))))
+                  (local.set $d (f32x4.sub (call $ld4 (local.get $r) (local.get $dt)) (local.get $m)))
+                  (local.set $d2
+                    (f32x4.sub (call $ld4 (i32.add (local.get $r) (local.get $ps)) (local.get $dt))
+                      (local.get $m)))
+                  (local.set $d3
+                    (f32x4.sub (call $ld4 (i32.add (local.get $r) (local.get $ps2)) (local.get $dt))
+                      (local.get $m)))
+                  (local.set $d4
+                    (f32x4.sub (call $ld4 (i32.add (local.get $r) (local.get $ps3)) (local.get $dt))
+                      (local.get $m)))
+                  (v128.store offset=16 (local.get $a)
+                    (f32x4.add
+                      (f32x4.add (v128.load offset=16 (local.get $a))
+                        (f32x4.add (f32x4.mul (local.get $e) (local.get $d))
+                          (f32x4.mul (local.get $e2) (local.get $d2))))
+                      (f32x4.add (f32x4.mul (local.get $e3) (local.get $d3))
+                        (f32x4.mul (local.get $e4) (local.get $d4)))))
+                  (local.set $p (i32.add (local.get $p) (local.get $es)))
+                  (local.set $r (i32.add (local.get $r) (local.get $es)))
+                  (local.set $a (i32.add (local.get $a) (i32.const 48)))
+                  (br_if $vec4 (i32.lt_u (local.get $a) (local.get $accEnd))))
+                (local.set $p (i32.add (local.get $p) (local.get $ps3)))
+                (local.set $r (i32.add (local.get $r) (local.get $ps3)))
+                (local.set $j (i32.add (local.get $j) (i32.const 4)))
+                (br $pixel)))
             ;; Two pixels a step when there are two: their terms added at once.
             (if (i32.lt_u (i32.add (local.get $j) (i32.const 1)) (local.get $len))
               (then
