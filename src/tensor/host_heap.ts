@@ -360,8 +360,11 @@ function takeForTensor(h: HostHeap, size: number): TakenBlock | undefined {
   const reused = h.pool.take(size, refuseGrowth) ??
     (h.watch.reclaimIfCollected() ? h.pool.take(size, refuseGrowth) : undefined);
   if (reused) return reused;
-  h.watch.missed(size);
   const grown = h.pool.take(size);
+  // A sign of dropped results: memory never used, or none left. A block cut again below the
+  // top's highest mark is not one: a loop that disposes tensors of varying sizes frees such
+  // blocks, and counting them nudged it into a full collection every few milliseconds.
+  if (grown === undefined || !grown.dirty) h.watch.missed(size);
   if (grown || !h.watch.full(size, hostHeapMaxBytes())) return grown;
   // Full: a collection of our own finds the dropped blocks V8 has not collected yet.
   if (!collectGarbage() || !h.watch.reclaimAfterCollection()) return undefined;
