@@ -8,15 +8,24 @@
 import { helloParts, jobKey, nonce, prove } from "../../src/distributed/rendezvous_auth.ts";
 import { field, Lines } from "../../src/distributed/rendezvous_wire.ts";
 
+/** Ports {@linkcode freePort} has handed out in this process: never handed out twice. */
+const portsGiven = new Set<number>();
+
 /**
- * A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it), for tests that start
- * a rendezvous.
+ * A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it) and that this process's
+ * tests have not been given before, for tests that start a rendezvous (two runs started
+ * together, each with its own port, could otherwise be handed the same one).
  */
 export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
+  for (;;) {
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = (listener.addr as Deno.NetAddr).port;
+    listener.close();
+    if (!portsGiven.has(port)) {
+      portsGiven.add(port);
+      return port;
+    }
+  }
 }
 
 /** Connects to 127.0.0.1:`port`, retrying every 20 ms while nothing listens (up to 10 s). */
