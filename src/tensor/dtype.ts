@@ -56,6 +56,27 @@ export function isDType(value: unknown): value is DType {
 }
 
 /**
+ * The error for a value that names no dtype: the value as written (a string quoted, an object
+ * as JSON), the dtypes there are, and for an options object holding one, the call that passes
+ * it (the tensor factories take the dtype itself: `Tensor.zeros(shape, "int32")`).
+ */
+export function unknownDTypeError(where: string, value: unknown): TypeError {
+  let shown: string;
+  try {
+    shown = typeof value === "object" && value !== null ? JSON.stringify(value) : String(value);
+  } catch {
+    shown = Object.prototype.toString.call(value);
+  }
+  if (typeof value === "string") shown = JSON.stringify(value);
+  const inner = (value as { dtype?: unknown } | null)?.dtype;
+  const hint = typeof value === "object" && isDType(inner)
+    ? ` (pass the dtype itself, "${inner}", not an object holding it)`
+    : "";
+  const names = ALL_DTYPES.map((d) => `"${d}"`).join(", ");
+  return new TypeError(`${where}: unknown dtype ${shown}${hint}; the dtypes are ${names}`);
+}
+
+/**
  * Host storage of at least this many bytes lives in the host heap when it has room, so that
  * the CPU backend's WebAssembly kernels work on it in place. Smaller tensors stay on a plain
  * ArrayBuffer (a slab up to 1 KiB: see slab.ts). At 4 KiB the kernels run in place on small

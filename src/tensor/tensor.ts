@@ -7,7 +7,14 @@
 
 import { readView, writeRun, writeView } from "./access.ts";
 import { type Device, deviceName, type DeviceStorage } from "./device.ts";
-import { type DType, dtypeOfHostData, type HostData, isDType, numberToBf16 } from "./dtype.ts";
+import {
+  type DType,
+  dtypeOfHostData,
+  type HostData,
+  isDType,
+  numberToBf16,
+  unknownDTypeError,
+} from "./dtype.ts";
 import {
   checkShape,
   contiguousStrides,
@@ -100,7 +107,7 @@ export class Tensor {
     strides?: readonly number[],
     offset = 0,
   ) {
-    if (!isDType(dtype)) throw new TypeError(`Tensor: unknown dtype ${String(dtype)}`);
+    if (!isDType(dtype)) throw unknownDTypeError("Tensor", dtype);
     this.shape = Object.freeze(checkShape(shape, "Tensor"));
     // The checks stay inline: every view and every operator output is made here.
     const s = strides ? [...strides] : contiguousStrides(this.shape);

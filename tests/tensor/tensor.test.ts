@@ -455,7 +455,23 @@ Deno.test("bad shapes, strides, offsets and storage give clear errors", () => {
   );
   assert.throws(
     () => new Tensor(data, "float64" as unknown as "float32", [6]),
-    /unknown dtype float64/,
+    (e: unknown) =>
+      e instanceof TypeError &&
+      e.message ===
+        'Tensor: unknown dtype "float64"; the dtypes are "float32", "float16", "bfloat16", "int32"',
+  );
+  // An options object where a factory takes the dtype itself: the message says so.
+  assert.throws(
+    () => Tensor.zeros([2], { dtype: "int32" } as unknown as "int32"),
+    (e: unknown) =>
+      e instanceof TypeError &&
+      e.message.startsWith(
+        'Tensor: unknown dtype {"dtype":"int32"} (pass the dtype itself, "int32", not an object',
+      ),
+  );
+  assert.throws(
+    () => Tensor.random([2], { dtype: "int8" as "int32" }),
+    /unknown dtype "int8"; the dtypes are/,
   );
   const x = Tensor.zeros([2, 3]);
   assert.throws(() => x.permute([0]), /permute: \[0\] is not a permutation of 0..1/);
