@@ -57,17 +57,18 @@ export function isDType(value: unknown): value is DType {
 
 /**
  * The error for a value that names no dtype: the value as written (a string quoted, an object
- * as JSON), the dtypes there are, and for an options object holding one, the call that passes
- * it (the tensor factories take the dtype itself: `Tensor.zeros(shape, "int32")`).
+ * as JSON), a hint when it is an object holding a dtype (the tensor factories take the dtype
+ * itself: `Tensor.zeros(shape, "int32")`), and the dtypes there are.
  */
 export function unknownDTypeError(where: string, value: unknown): TypeError {
   let shown: string;
   try {
-    shown = typeof value === "object" && value !== null ? JSON.stringify(value) : String(value);
+    shown = typeof value === "string" || (typeof value === "object" && value !== null)
+      ? JSON.stringify(value)
+      : String(value);
   } catch {
-    shown = Object.prototype.toString.call(value);
+    shown = Object.prototype.toString.call(value); // an object JSON cannot write (a bigint in it)
   }
-  if (typeof value === "string") shown = JSON.stringify(value);
   const inner = (value as { dtype?: unknown } | null)?.dtype;
   const hint = typeof value === "object" && isDType(inner)
     ? ` (pass the dtype itself, "${inner}", not an object holding it)`
