@@ -21,8 +21,8 @@
  *   multiply-add;
  * - plus, on an NPU, fp32 accumulation: CANN sums in fp32, ~sqrt(n) * 2^-24 relative to the
  *   sum of |terms| for the n ~ 1e3..1e5 elements of a channel or group in these tests: 1e-4
- *   covers it (the CPU backend and the software CANN accumulate in float64 and need none of
- *   it; real hardware does).
+ *   covers it (the software CANN accumulates in float64 and needs none of it; the CPU
+ *   backend's float32 runs, F32_ARITHMETIC, fit well within it; real hardware needs it).
  *
  * Comparisons that are not "kernel vs oracle on the same inputs" have their own entries
  * below, each with its reason.
@@ -68,7 +68,9 @@ export const TOLERANCE: Readonly<Record<DType, Tolerance>> = Object.freeze({
  * The CPU backend's float32 arithmetic against the float64 oracle on the same inputs, for tests
  * of the kernels themselves (DESIGN.md "Numerics"): every element-wise formula evaluated in
  * float32 (a few roundings of 2^-24 each), row and channel sums of float32 blocks of at most 64
- * terms per lane added in float64, each output rounded once to its dtype. Float32 outputs:
+ * terms per lane added in float64 (a mean's terms taken about its run's first element, so that
+ * data far from zero does not drift: tests/cpu/statistics_accuracy.test.ts), each output
+ * rounded once to its dtype. Float32 outputs:
  * 2^-19 relative plus 2^-17 of the output's scale (8 and 128 half-ulps: the formulas' roundings
  * and the block sums of terms up to the scale); 16-bit outputs: one ulp of their dtype (2^-10,
  * 2^-7 relative) plus that float32 room. Where an output cancels terms larger than itself, the

@@ -324,7 +324,8 @@ function runPixelBlocks(
   const layout = s.layout;
   const C = layout.C;
   // Dense pixels: pixel q of the call at base + q * C. Region: o1, o2 (float64 C each), the
-  // scratch (float32 3C), the per-channel float32 constants or means (4C).
+  // scratch (float32 3C; statistics take 4C, into the room of the constants they do not use),
+  // the per-channel float32 constants or means (4C).
   if (s.op === "swishSums" || s.op === "swishGrad") {
     throw new Error(`${s.op}: rows only (channels/group_norm_swish_grad.ts stages the rest)`);
   }

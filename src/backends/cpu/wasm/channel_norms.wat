@@ -12,9 +12,9 @@
 ;; Two loop structures, one call per work item:
 ;; - rows (here): `rows` runs of `inner` contiguous elements of one channel (NCHW), consecutive
 ;;   runs `*s` bytes apart. Statistics take segments of at most 4096 elements: each segment's
-;;   sum, then its squared deviations from its float32 mean (both row_norms.wat's blocked
-;;   sums), corrected to its exact mean and merged into the item's (sum, m2) in float64 (Chan
-;;   et al.), segment by segment in order.
+;;   mean and its squared deviations from it (row_norms.wat's $rf_mean64 and $rf_dev2, as
+;;   LayerNorm's rows take them), merged into the item's (sum, m2) in float64 (Chan et al.),
+;;   segment by segment in order.
 ;; - pixels (channel_pixels.wat): `pix` consecutive pixels of C channels each (channels-last,
 ;;   dense, C a multiple of 4), per-channel float32 arrays at `k` (the write constants,
 ;;   interleaved per four channels, or the sums' means). Runs of at most 128 pixels accumulate
@@ -35,7 +35,7 @@
     (param $out i32)
     (local $r i32) (local $p i32) (local $j i32) (local $len i32) (local $sh i32)
     (local $n f64) (local $s f64) (local $m2 f64) (local $sb f64) (local $qb f64) (local $nb f64)
-    (local $mb f32) (local $d f64)
+    (local $d f64) (local $mean f64)
     (local.set $sh (call $shift (local.get $dt)))
     (block $rowsDone
       (loop $row
@@ -48,25 +48,17 @@
             (local.set $len (i32.sub (local.get $inner) (local.get $j)))
             (if (i32.gt_u (local.get $len) (i32.const 4096)) (then (local.set $len (i32.const 4096))))
             (local.set $nb (f64.convert_i32_u (local.get $len)))
-            (local.set $sb
-              (call $rf_sum (local.get $p) (local.get $len) (local.get $dt) (i32.const 0)
-                (v128.const i64x2 0 0)))
-            (local.set $mb (f32.demote_f64 (f64.div (local.get $sb) (local.get $nb))))
+            (local.set $mean (call $rf_mean64 (local.get $p) (local.get $len) (local.get $dt)))
+            (local.set $sb (f64.mul (local.get $mean) (local.get $nb)))
             (local.set $qb
-              (call $rf_sum (local.get $p) (local.get $len) (local.get $dt) (i32.const 1)
-                (f32x4.splat (local.get $mb))))
-            ;; sum((x - mb)^2) = m2 + len * (mean - mb)^2.
-            (local.set $d (f64.sub (f64.div (local.get $sb) (local.get $nb)) (f64.promote_f32 (local.get $mb))))
-            (local.set $qb
-              (f64.max (f64.const 0)
-                (f64.sub (local.get $qb) (f64.mul (local.get $nb) (f64.mul (local.get $d) (local.get $d))))))
+              (call $rf_dev2 (local.get $p) (local.get $len) (local.get $dt) (local.get $mean)
+                (f32.demote_f64 (local.get $mean))))
             (if (f64.eq (local.get $n) (f64.const 0))
               (then
                 (local.set $s (local.get $sb))
                 (local.set $m2 (local.get $qb)))
               (else
-                (local.set $d
-                  (f64.sub (f64.div (local.get $sb) (local.get $nb)) (f64.div (local.get $s) (local.get $n))))
+                (local.set $d (f64.sub (local.get $mean) (f64.div (local.get $s) (local.get $n))))
                 (local.set $m2
                   (f64.add (f64.add (local.get $m2) (local.get $qb))
                     (f64.div (f64.mul (f64.mul (local.get $d) (local.get $d))

@@ -4,8 +4,9 @@
 ;; helpers ($bn_value, $bn_zero64) and row_norms.wat's they use. Spliced after channel_norms.wat.
 (module
   ;; Statistics of one item, pixels: per channel c, the sum at o1 + 8c and the m2 about the
-  ;; item's mean at o2 + 8c (float64); `acc` holds 3C float32 of scratch, interleaved per four
-  ;; channels (48 bytes each: run sums, run means, run squared deviations), which
+  ;; item's mean at o2 + 8c (float64); `acc` holds 4C float32 of scratch, interleaved per four
+  ;; channels (64 bytes each: run sums about the run's first pixel, run means, run squared
+  ;; deviations, the first pixel's values or 0: channel_pixel_blocks.wat's pivots), which
   ;; channel_pixel_blocks.wat's loops fill a block of channels at a time, per run of up to
   ;; 128 pixels (float32 within a run, merged into float64 across runs). `cached` 1: the
   ;; caller expects the data in the caches (the same bits; kernels/channel_stages.ts
@@ -16,6 +17,7 @@
     (local $q i32) (local $len i32) (local $c i32) (local $p i32) (local $es i32) (local $ps i32)
     (local $f i32)
     (local $n f64) (local $nb f64) (local $sb f64) (local $qb f64) (local $d f64) (local $s f64)
+    (local $mean f64)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $ps (i32.shl (local.get $C) (call $shift (local.get $dt))))
     (call $bn_zero64 (local.get $o1) (local.get $C))
@@ -32,19 +34,21 @@
           (local.get $len) (local.get $C) (local.get $ps) (local.get $es) (local.get $dt)
           (local.get $acc) (local.get $cached))
         ;; Merge the run into each channel's (sum, m2); channel c's run values at
-        ;; acc + 48 * (c / 4) + 4 * (c % 4) (+ 16 the mean, + 32 the squared deviations).
+        ;; acc + 64 * (c / 4) + 4 * (c % 4) (the sum about the pivot, + 16 the float32 mean,
+        ;; + 32 the squared deviations from it, + 48 the pivot).
         (local.set $c (i32.const 0))
         (block $done
           (loop $chan
             (br_if $done (i32.ge_u (local.get $c) (local.get $C)))
             (local.set $f
               (i32.add (local.get $acc)
-                (i32.add (i32.mul (i32.shr_u (local.get $c) (i32.const 2)) (i32.const 48))
+                (i32.add (i32.mul (i32.shr_u (local.get $c) (i32.const 2)) (i32.const 64))
                   (i32.shl (i32.and (local.get $c) (i32.const 3)) (i32.const 2)))))
-            (local.set $sb (f64.promote_f32 (f32.load (local.get $f))))
-            (local.set $d
-              (f64.sub (f64.div (local.get $sb) (local.get $nb))
-                (f64.promote_f32 (f32.load offset=16 (local.get $f)))))
+            (local.set $mean
+              (f64.add (f64.promote_f32 (f32.load offset=48 (local.get $f)))
+                (f64.div (f64.promote_f32 (f32.load (local.get $f))) (local.get $nb))))
+            (local.set $sb (f64.mul (local.get $mean) (local.get $nb)))
+            (local.set $d (f64.sub (local.get $mean) (f64.promote_f32 (f32.load offset=16 (local.get $f)))))
             (local.set $qb
               (f64.max (f64.const 0)
                 (f64.sub (f64.promote_f32 (f32.load offset=32 (local.get $f)))
@@ -54,8 +58,7 @@
             (if (f64.eq (local.get $n) (f64.const 0))
               (then (f64.store (i32.add (local.get $o2) (local.get $p)) (local.get $qb)))
               (else
-                (local.set $d
-                  (f64.sub (f64.div (local.get $sb) (local.get $nb)) (f64.div (local.get $s) (local.get $n))))
+                (local.set $d (f64.sub (local.get $mean) (f64.div (local.get $s) (local.get $n))))
                 (f64.store (i32.add (local.get $o2) (local.get $p))
                   (f64.add
                     (f64.add (f64.load (i32.add (local.get $o2) (local.get $p))) (local.get $qb))
