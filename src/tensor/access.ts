@@ -59,12 +59,12 @@ export function writeView(view: HostView, values: ArrayLike<number>): void {
   }
   // An empty view touches no element; its offset may lie past the storage's end.
   if (n === 0) return;
-  const { data, offset } = view;
-  const convert = converter(view.dtype);
   if (isContiguousLayout(view.shape, view.strides)) {
     writeRun(view, values, 0);
     return;
   }
+  const { data, offset } = view;
+  const convert = converter(view.dtype);
   if (convert) {
     forEachStorageIndex(view.shape, view.strides, offset, (p, i) => {
       data[p] = convert(values[i]);

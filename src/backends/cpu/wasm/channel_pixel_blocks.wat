@@ -3,9 +3,9 @@
 ;; walks the block's column down the pixels (`len` pixels, `ps` bytes apart; the block's
 ;; `es`-byte vectors side by side in each), instead of being loaded and stored in memory for
 ;; every vector of every pixel. Each vector's terms are added in a fixed order (two pixels a
-;; step, their terms added at once, then a last single pixel). The sums are of the differences from the run's first pixel (its
-;; pivot, as row_norms.wat's $rf_mean64 takes one: lanes of magnitude 2^100 or more, or NaN,
-;; take 0), so that float32 lanes do not drift on data far from zero. bn_stats_pix's scratch
+;; step, their terms added at once, then a last single pixel). The sums are of the differences
+;; from the run's first pixel (its pivots, row_norms.wat's $rf_pivot4, as $rf_mean64 takes
+;; them), so that float32 lanes do not drift on data far from zero. bn_stats_pix's scratch
 ;; holds 64 bytes per four channels: the sums, the means, the squared deviations, the pivots.
 ;; Spliced before channel_pixels.wat.
 (module
@@ -18,10 +18,10 @@
     (local $v0 v128) (local $v1 v128) (local $v2 v128) (local $v3 v128)
     (local.set $es2 (i32.shl (local.get $es) (i32.const 1)))
     (local.set $es3 (i32.add (local.get $es2) (local.get $es)))
-    (local.set $v0 (call $px_pivot (call $ld4 (local.get $p) (local.get $dt))))
-    (local.set $v1 (call $px_pivot (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))))
-    (local.set $v2 (call $px_pivot (call $ld4 (i32.add (local.get $p) (local.get $es2)) (local.get $dt))))
-    (local.set $v3 (call $px_pivot (call $ld4 (i32.add (local.get $p) (local.get $es3)) (local.get $dt))))
+    (local.set $v0 (call $rf_pivot4 (call $ld4 (local.get $p) (local.get $dt))))
+    (local.set $v1 (call $rf_pivot4 (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))))
+    (local.set $v2 (call $rf_pivot4 (call $ld4 (i32.add (local.get $p) (local.get $es2)) (local.get $dt))))
+    (local.set $v3 (call $rf_pivot4 (call $ld4 (i32.add (local.get $p) (local.get $es3)) (local.get $dt))))
     (local.set $q (i32.add (local.get $p) (local.get $ps)))
     (block $pairs
       (loop $pair
@@ -73,17 +73,12 @@
     (v128.store offset=176 (local.get $a) (local.get $v2))
     (v128.store offset=240 (local.get $a) (local.get $v3)))
 
-  ;; The lanes of v of magnitude below 2^100, the others (and NaN) 0: the pivots of a run.
-  (func $px_pivot (param $v v128) (result v128)
-    (v128.and (local.get $v)
-      (f32x4.lt (f32x4.abs (local.get $v)) (v128.const f32x4 0x1p100 0x1p100 0x1p100 0x1p100))))
-
   ;; Statistics, pass 1, one vector at p (the last one to three of a block): its sum about its
   ;; pivot at a, the pivot at a + 48.
   (func $px_sums1
     (param $p i32) (param $len i32) (param $ps i32) (param $dt i32) (param $a i32)
     (local $j i32) (local $s0 v128) (local $v0 v128)
-    (local.set $v0 (call $px_pivot (call $ld4 (local.get $p) (local.get $dt))))
+    (local.set $v0 (call $rf_pivot4 (call $ld4 (local.get $p) (local.get $dt))))
     (block $pairs
       (loop $pair
         (br_if $pairs (i32.ge_u (i32.add (local.get $j) (i32.const 1)) (local.get $len)))

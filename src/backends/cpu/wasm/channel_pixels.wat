@@ -48,11 +48,10 @@
               (f64.add (f64.promote_f32 (f32.load offset=48 (local.get $f)))
                 (f64.div (f64.promote_f32 (f32.load (local.get $f))) (local.get $nb))))
             (local.set $sb (f64.mul (local.get $mean) (local.get $nb)))
-            (local.set $d (f64.sub (local.get $mean) (f64.promote_f32 (f32.load offset=16 (local.get $f)))))
+            ;; The squared deviations, taken about the float32 mean, recentred on the mean.
             (local.set $qb
-              (f64.max (f64.const 0)
-                (f64.sub (f64.promote_f32 (f32.load offset=32 (local.get $f)))
-                  (f64.mul (local.get $nb) (f64.mul (local.get $d) (local.get $d))))))
+              (call $rf_recentre (f64.promote_f32 (f32.load offset=32 (local.get $f))) (local.get $nb)
+                (f64.sub (local.get $mean) (f64.promote_f32 (f32.load offset=16 (local.get $f))))))
             (local.set $p (i32.shl (local.get $c) (i32.const 3)))
             (local.set $s (f64.load (i32.add (local.get $o1) (local.get $p))))
             (if (f64.eq (local.get $n) (f64.const 0))

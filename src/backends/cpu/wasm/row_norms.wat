@@ -59,36 +59,59 @@
       (then (local.get $d))
       (else (f32x4.mul (local.get $d) (local.get $d)))))
 
+  ;; The lanes of v of magnitude below 2^100, the others (and NaN) 0: the pivots that a mean's
+  ;; terms are taken about ($rf_mean64; channel_pixel_blocks.wat's runs). A difference from such
+  ;; a pivot cannot overflow (it rounds to the element itself near float32's largest values),
+  ;; and an Inf or NaN element reaches the sum as it did without one.
+  (func $rf_pivot4 (param $v v128) (result v128)
+    (v128.and (local.get $v)
+      (f32x4.lt (f32x4.abs (local.get $v)) (v128.const f32x4 0x1p100 0x1p100 0x1p100 0x1p100))))
+
   ;; The mean of the n (at least 1) elements at p (dt), in float64: the first element (the
-  ;; pivot) plus the mean of the differences from it, summed as $rf_sum sums. Constant data
-  ;; then sums to 0 exactly, and data far from zero sums its spread instead of its magnitude.
-  ;; A pivot of magnitude 2^100 or more (or NaN) is taken as 0: a difference from a smaller
-  ;; one cannot overflow (it rounds to the element itself near float32's largest values), and
-  ;; an Inf or NaN element reaches the sum as it did without the pivot.
+  ;; pivot, $rf_pivot4) plus the mean of the differences from it, summed as $rf_sum sums.
+  ;; Constant data then sums to 0 exactly, and data far from zero sums its spread instead of
+  ;; its magnitude.
   (func $rf_mean64 (param $p i32) (param $n i32) (param $dt i32) (result f64)
     (local $pv f32)
-    (local.set $pv (f32x4.extract_lane 0 (call $ld4 (local.get $p) (local.get $dt))))
-    (if (i32.eqz (f32.lt (f32.abs (local.get $pv)) (f32.const 0x1p100)))
-      (then (local.set $pv (f32.const 0))))
+    (local.set $pv
+      (f32x4.extract_lane 0 (call $rf_pivot4 (call $ld4 (local.get $p) (local.get $dt)))))
     (f64.add (f64.promote_f32 (local.get $pv))
       (f64.div
         (call $rf_sum (local.get $p) (local.get $n) (local.get $dt) (i32.const 0)
           (f32x4.splat (local.get $pv)))
         (f64.convert_i32_u (local.get $n)))))
 
+  ;; q, a sum of n squared deviations taken about a value d away from the mean, less the
+  ;; n d^2 that adds (never below 0; NaN stays NaN): the squared deviations from the mean.
+  (func $rf_recentre (param $q f64) (param $n f64) (param $d f64) (result f64)
+    (f64.max (f64.const 0)
+      (f64.sub (local.get $q) (f64.mul (local.get $n) (f64.mul (local.get $d) (local.get $d))))))
+
   ;; The sum of the squared deviations of the n elements at p (dt) from their mean `mean`
   ;; ($rf_mean64), taken about m, that mean rounded to float32 ($rf_sum mode 1, as the
-  ;; element-wise formulas take the mean), less the n (mean - m)^2 that adds (never below 0;
-  ;; NaN stays NaN): the rounding of the mean does not reach the variance.
+  ;; element-wise formulas take the mean), recentred on the mean ($rf_recentre): the
+  ;; rounding of the mean does not reach the variance.
   (func $rf_dev2 (param $p i32) (param $n i32) (param $dt i32) (param $mean f64) (param $m f32)
     (result f64)
-    (local $d f64)
-    (local.set $d (f64.sub (local.get $mean) (f64.promote_f32 (local.get $m))))
-    (f64.max (f64.const 0)
-      (f64.sub
-        (call $rf_sum (local.get $p) (local.get $n) (local.get $dt) (i32.const 1)
-          (f32x4.splat (local.get $m)))
-        (f64.mul (f64.convert_i32_u (local.get $n)) (f64.mul (local.get $d) (local.get $d))))))
+    (call $rf_recentre
+      (call $rf_sum (local.get $p) (local.get $n) (local.get $dt) (i32.const 1)
+        (f32x4.splat (local.get $m)))
+      (f64.convert_i32_u (local.get $n))
+      (f64.sub (local.get $mean) (f64.promote_f32 (local.get $m)))))
+
+  ;; A row's statistics, as LayerNorm takes them: its mean ($rf_mean64) and
+  ;; rstd = 1 / sqrt(var + eps) from the squared deviations ($rf_dev2), each rounded to float32
+  ;; and stored at `mean` and `rstd`.
+  (func $rf_stats (param $p i32) (param $n i32) (param $dt i32) (param $eps f64) (param $mean i32)
+    (param $rstd i32)
+    (local $mean64 f64) (local $m f32)
+    (local.set $mean64 (call $rf_mean64 (local.get $p) (local.get $n) (local.get $dt)))
+    (local.set $m (f32.demote_f64 (local.get $mean64)))
+    (f32.store (local.get $mean) (local.get $m))
+    (f32.store (local.get $rstd)
+      (call $rf_rstd
+        (call $rf_dev2 (local.get $p) (local.get $n) (local.get $dt) (local.get $mean64) (local.get $m))
+        (local.get $n) (local.get $eps))))
 
   ;; The sum over the n elements at p (dt) of $rf_term, blocked as the module doc says.
   (func $rf_sum (param $p i32) (param $n i32) (param $dt i32) (param $mode i32) (param $m v128)
@@ -187,32 +210,24 @@
         (f64.sqrt (f64.add (f64.div (local.get $q) (f64.convert_i32_u (local.get $n)))
           (local.get $eps))))))
 
-  ;; LayerNorm forward. Per row: mean = sum(x) / n ($rf_mean64) and
-  ;; rstd = 1 / sqrt(sum((x - mean)^2) / n + eps) ($rf_dev2), each rounded to float32 (to the
-  ;; per-row arrays); y = (x - mean) * rstd * w + b.
+  ;; LayerNorm forward. Per row: mean = sum(x) / n and rstd = 1 / sqrt(sum((x - mean)^2) / n
+  ;; + eps), each rounded to float32 (to the per-row arrays: $rf_stats);
+  ;; y = (x - mean) * rstd * w + b.
   (func (export "ln_fwd")
     (param $x i32) (param $xs i32) (param $y i32) (param $ys i32) (param $n i32) (param $dt i32)
     (param $rows i32) (param $eps f64) (param $w i32) (param $b i32) (param $mean i32)
     (param $rstd i32)
     (local $r i32) (local $es i32) (local $n4 i32) (local $j i32) (local $p i32) (local $q i32)
-    (local $c i32) (local $m f32) (local $rs f32) (local $mm v128) (local $rr v128) (local $v v128)
-    (local $mean64 f64)
+    (local $c i32) (local $mm v128) (local $rr v128) (local $v v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
     (block $rowsDone
       (loop $row
         (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
-        (local.set $mean64 (call $rf_mean64 (local.get $x) (local.get $n) (local.get $dt)))
-        (local.set $m (f32.demote_f64 (local.get $mean64)))
-        (local.set $mm (f32x4.splat (local.get $m)))
-        (local.set $rs
-          (call $rf_rstd
-            (call $rf_dev2 (local.get $x) (local.get $n) (local.get $dt) (local.get $mean64)
-              (local.get $m))
-            (local.get $n) (local.get $eps)))
-        (local.set $rr (f32x4.splat (local.get $rs)))
-        (f32.store (local.get $mean) (local.get $m))
-        (f32.store (local.get $rstd) (local.get $rs))
+        (call $rf_stats (local.get $x) (local.get $n) (local.get $dt) (local.get $eps) (local.get $mean)
+          (local.get $rstd))
+        (local.set $mm (v128.load32_splat (local.get $mean)))
+        (local.set $rr (v128.load32_splat (local.get $rstd)))
         (local.set $p (local.get $x))
         (local.set $q (local.get $y))
         (local.set $c (i32.const 0))

@@ -19,25 +19,17 @@
     (param $rows i32) (param $eps f64) (param $w i32) (param $b i32) (param $sc i32) (param $sh i32)
     (param $row0 i32) (param $seq i32) (param $mean i32) (param $rstd i32)
     (local $r i32) (local $es i32) (local $n4 i32) (local $j i32) (local $p i32) (local $q i32)
-    (local $c i32) (local $k i32) (local $m f32) (local $rs f32) (local $mm v128) (local $rr v128)
-    (local $mean64 f64)
+    (local $c i32) (local $k i32) (local $mm v128) (local $rr v128)
     (local $v v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
     (block $rowsDone
       (loop $row
         (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
-        (local.set $mean64 (call $rf_mean64 (local.get $x) (local.get $n) (local.get $dt)))
-        (local.set $m (f32.demote_f64 (local.get $mean64)))
-        (local.set $mm (f32x4.splat (local.get $m)))
-        (local.set $rs
-          (call $rf_rstd
-            (call $rf_dev2 (local.get $x) (local.get $n) (local.get $dt) (local.get $mean64)
-              (local.get $m))
-            (local.get $n) (local.get $eps)))
-        (local.set $rr (f32x4.splat (local.get $rs)))
-        (f32.store (local.get $mean) (local.get $m))
-        (f32.store (local.get $rstd) (local.get $rs))
+        (call $rf_stats (local.get $x) (local.get $n) (local.get $dt) (local.get $eps) (local.get $mean)
+          (local.get $rstd))
+        (local.set $mm (v128.load32_splat (local.get $mean)))
+        (local.set $rr (v128.load32_splat (local.get $rstd)))
         ;; The batch row's byte offset in the scale and shift arrays.
         (local.set $k
           (i32.mul

@@ -45,8 +45,7 @@
     (param $rows i32) (param $eps f64) (param $alpha f32) (param $flags i32) (param $s i32)
     (param $w i32) (param $bb i32) (param $cb i32) (param $mean i32) (param $rstd i32)
     (local $r i32) (local $es i32) (local $n4 i32) (local $j i32) (local $p i32) (local $q i32)
-    (local $u i32) (local $t i32) (local $k i32) (local $m f32) (local $rs f32) (local $al v128)
-    (local $mean64 f64)
+    (local $u i32) (local $t i32) (local $k i32) (local $al v128)
     (local $mm v128) (local $rr v128) (local $v v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
@@ -131,17 +130,10 @@
                 (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
                   (i32.sub (local.get $n) (local.get $j)))))))
         ;; The statistics of s, as ln_fwd takes them of x (float32 rows: dt 0).
-        (local.set $mean64 (call $rf_mean64 (local.get $s) (local.get $n) (i32.const 0)))
-        (local.set $m (f32.demote_f64 (local.get $mean64)))
-        (local.set $mm (f32x4.splat (local.get $m)))
-        (local.set $rs
-          (call $rf_rstd
-            (call $rf_dev2 (local.get $s) (local.get $n) (i32.const 0) (local.get $mean64)
-              (local.get $m))
-            (local.get $n) (local.get $eps)))
-        (local.set $rr (f32x4.splat (local.get $rs)))
-        (f32.store (local.get $mean) (local.get $m))
-        (f32.store (local.get $rstd) (local.get $rs))
+        (call $rf_stats (local.get $s) (local.get $n) (i32.const 0) (local.get $eps) (local.get $mean)
+          (local.get $rstd))
+        (local.set $mm (v128.load32_splat (local.get $mean)))
+        (local.set $rr (v128.load32_splat (local.get $rstd)))
         ;; Pass 2: y from s; whole vectors, then the last one to three elements.
         (local.set $q (local.get $y))
         (local.set $k (i32.const 0))
