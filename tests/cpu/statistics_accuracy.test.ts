@@ -23,7 +23,7 @@ import {
   Tensor,
 } from "../../mod.ts";
 import { assertClose } from "../helpers/assert.ts";
-import { cancellation, TOLERANCE, type Tolerance } from "../helpers/tolerance.ts";
+import { cancellation, F32_ARITHMETIC, TOLERANCE, type Tolerance } from "../helpers/tolerance.ts";
 import {
   adaLayerNorm as adaLayerNorm64,
   batchNorm64,
@@ -185,5 +185,40 @@ for (const threads of [1, 2]) {
       assertClose(r.mean, e.mean, F32, `${spread ? "spread" : "constant"} mean`);
       if (!spread) assert.ok(r.y.toArray().every((v) => v === 0), "constant planes: y is 0");
     }
+  });
+}
+
+/**
+ * Runs whose first 16 elements (the one-pass moments' pivot, row_norms.wat $rf_pivot16) sit far
+ * from their mean: 1 against a run of [0, 0.001), every `run` elements. Squares taken about that
+ * pivot in float32 err by about n/16 times more than squares about the mean (on the variance:
+ * hundreds of half-ulps here); such a run takes the two passes about its mean instead
+ * ($rf_moments), and its statistics keep the kernels' own bound (F32_ARITHMETIC; rstd ~16, so
+ * that the bound's absolute part does not hide the error).
+ */
+function pivotFarFromMean(shape: number[], run: number, seed: number): Tensor {
+  const values = Tensor.random(shape, { seed, low: 0, high: 1e-3 }).toFloat64Array();
+  for (let start = 0; start < values.length; start += run) values.fill(1, start, start + 16);
+  return Tensor.fromArray(Array.from(values), shape);
+}
+
+for (const threads of [1, 2]) {
+  Deno.test(`statistics of runs whose pivot is far from their mean, ${threads} thread(s)`, () => {
+    setCpuThreads(threads);
+    const eps = 1e-8;
+    for (const [rows, cols] of [[2, 16384], [3, 4100]]) {
+      const x = pivotFarFromMean([rows, cols], cols, 11);
+      using r = layerNorm({ input: x, normalizedShape: [cols], eps });
+      const e = layerNorm64([...x.toFloat64Array()], rows, cols, eps);
+      assertClose(r.mean!, e.mean, F32_ARITHMETIC.float32, `layerNorm ${rows}x${cols} mean`);
+      assertClose(r.rstd!, e.rstd, F32_ARITHMETIC.float32, `layerNorm ${rows}x${cols} rstd`);
+    }
+    // BatchNorm's contiguous runs are segments of 4096 elements of a channel's rows.
+    const shape = [2, 3, 16384];
+    const x = pivotFarFromMean(shape, 4096, 13);
+    using s = batchNormStats({ input: x, eps });
+    const es = batchNormStats64(x.toFloat64Array(), shape, eps);
+    assertClose(s.mean, es.mean, F32_ARITHMETIC.float32, "batchNormStats mean");
+    assertClose(s.invstd, es.invstd, F32_ARITHMETIC.float32, "batchNormStats invstd");
   });
 }

@@ -68,13 +68,13 @@ export const TOLERANCE: Readonly<Record<DType, Tolerance>> = Object.freeze({
  * The CPU backend's float32 arithmetic against the float64 oracle on the same inputs, for tests
  * of the kernels themselves (DESIGN.md "Numerics"): every element-wise formula evaluated in
  * float32 (a few roundings of 2^-24 each), row and channel sums of float32 blocks of at most 64
- * terms per lane added in float64 (a mean's terms taken about its run's first element, so that
- * data far from zero does not drift: tests/cpu/statistics_accuracy.test.ts), each output
- * rounded once to its dtype. Float32 outputs:
- * 2^-19 relative plus 2^-17 of the output's scale (8 and 128 half-ulps: the formulas' roundings
- * and the block sums of terms up to the scale); 16-bit outputs: one ulp of their dtype (2^-10,
- * 2^-7 relative) plus that float32 room. Where an output cancels terms larger than itself, the
- * bound is relative to those terms instead: {@linkcode cancellation}.
+ * terms per lane added in float64 (a mean's and a variance's terms taken about a pivot near the
+ * run's mean, so that data far from zero does not drift: tests/cpu/statistics_accuracy.test.ts),
+ * each output rounded once to its dtype. Float32 outputs: 2^-19 relative plus 2^-17 of the
+ * output's scale (8 and 128 half-ulps: the formulas' roundings and the block sums of terms up to
+ * the scale); 16-bit outputs: one ulp of their dtype (2^-10, 2^-7 relative) plus that float32
+ * room. Where an output cancels terms larger than itself, the bound is relative to those terms
+ * instead: {@linkcode cancellation}.
  */
 export const F32_ARITHMETIC: Readonly<Record<DType, Tolerance>> = Object.freeze({
   float32: Object.freeze({ rtol: 2 ** -19, atol: 2 ** -17 }),

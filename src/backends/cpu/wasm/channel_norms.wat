@@ -12,8 +12,8 @@
 ;; Two loop structures, one call per work item:
 ;; - rows (here): `rows` runs of `inner` contiguous elements of one channel (NCHW), consecutive
 ;;   runs `*s` bytes apart. Statistics take segments of at most 4096 elements: each segment's
-;;   mean and its squared deviations from it (row_norms.wat's $rf_mean64 and $rf_dev2, as
-;;   LayerNorm's rows take them), merged into the item's (sum, m2) in float64 (Chan et al.),
+;;   mean and its squared deviations from it (row_norms.wat's $rf_moments, as LayerNorm's rows
+;;   take them), merged into the item's (sum, m2) in float64 (Chan et al.),
 ;;   segment by segment in order.
 ;; - pixels (channel_pixels.wat): `pix` consecutive pixels of C channels each (channels-last,
 ;;   dense, C a multiple of 4), per-channel float32 arrays at `k` (the write constants,
@@ -48,11 +48,9 @@
             (local.set $len (i32.sub (local.get $inner) (local.get $j)))
             (if (i32.gt_u (local.get $len) (i32.const 4096)) (then (local.set $len (i32.const 4096))))
             (local.set $nb (f64.convert_i32_u (local.get $len)))
-            (local.set $mean (call $rf_mean64 (local.get $p) (local.get $len) (local.get $dt)))
+            (local.set $mean (call $rf_moments (local.get $p) (local.get $len) (local.get $dt)))
             (local.set $sb (f64.mul (local.get $mean) (local.get $nb)))
-            (local.set $qb
-              (call $rf_dev2 (local.get $p) (local.get $len) (local.get $dt) (local.get $mean)
-                (f32.demote_f64 (local.get $mean))))
+            (local.set $qb (global.get $rf_second))
             (if (f64.eq (local.get $n) (f64.const 0))
               (then
                 (local.set $s (local.get $sb))

@@ -26,6 +26,10 @@
 (module
   (import "env" "memory" (memory 4 65536 shared))
 
+  ;; The second result of row_norms.wat's $rf_sums2 and $rf_moments, from their last call
+  ;; (each thread's instance has its own).
+  (global $rf_second (mut f64) (f64.const 0))
+
   ;; ---------------------------------------------------------------------------------
   ;; Codecs
 

@@ -19,8 +19,10 @@
 ;; element-wise formula is evaluated in float32, and each output is rounded once from
 ;; float32 to its dtype, to nearest even ($bits4). Row sums accumulate float32 lanes over
 ;; blocks of RF_BLOCK elements (four vectors per step, sixteen lanes); each block's lanes are
-;; widened and added in float64, in a fixed order, so a sum depends on the row alone. A mean
-;; sums the differences from the row's first element ($rf_mean64), so that float32 lanes do
+;; widened and added in float64, in a fixed order, so a sum depends on the row alone. A row's
+;; mean and variance come from one pass of sums of the differences from a pivot near the mean
+;; and of their squares ($rf_moments; two passes, about the first element and then the mean,
+;; $rf_mean64 and $rf_dev2, where the pivot is far from the mean), so that float32 lanes do
 ;; not drift on data far from zero (a constant row of 10000.3 had a mean 7 ulps off, a
 ;; variance of 4.7e-5 instead of 0 and outputs of -0.21 instead of 0). The per-row scalars
 ;; (mean, rstd, the backward's means) are finished in float64 from those sums and rounded once
@@ -99,19 +101,140 @@
       (f64.convert_i32_u (local.get $n))
       (f64.sub (local.get $mean) (f64.promote_f32 (local.get $m)))))
 
-  ;; A row's statistics, as LayerNorm takes them: its mean ($rf_mean64) and
-  ;; rstd = 1 / sqrt(var + eps) from the squared deviations ($rf_dev2), each rounded to float32
-  ;; and stored at `mean` and `rstd`.
+  ;; The pivot of a run's one-pass moments ($rf_moments): the mean of its first 16 elements,
+  ;; summed in float32 as a tree (so 16 equal values give their value exactly), or its first
+  ;; element when it has fewer; $rf_pivot4's rule (magnitude below 2^100, else 0). Its distance
+  ;; from the run's mean is then about a quarter of the run's deviation, not a whole one.
+  (func $rf_pivot16 (param $p i32) (param $n i32) (param $dt i32) (result f32)
+    (local $es i32) (local $s v128)
+    (if (i32.lt_u (local.get $n) (i32.const 16))
+      (then (return
+        (f32x4.extract_lane 0 (call $rf_pivot4 (call $ld4 (local.get $p) (local.get $dt)))))))
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (local.set $s
+      (f32x4.add
+        (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
+          (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt)))
+        (f32x4.add
+          (call $ld4 (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))) (local.get $dt))
+          (call $ld4 (i32.add (local.get $p) (i32.mul (local.get $es) (i32.const 3))) (local.get $dt)))))
+    (local.set $s
+      (f32x4.add (local.get $s)
+        (i8x16.shuffle 8 9 10 11 12 13 14 15 0 1 2 3 4 5 6 7 (local.get $s) (local.get $s))))
+    (local.set $s
+      (f32x4.add (local.get $s)
+        (i8x16.shuffle 4 5 6 7 0 1 2 3 12 13 14 15 8 9 10 11 (local.get $s) (local.get $s))))
+    (f32x4.extract_lane 0
+      (call $rf_pivot4 (f32x4.mul (local.get $s) (v128.const f32x4 0.0625 0.0625 0.0625 0.0625)))))
+
+  ;; A run's mean (returned) and the sum of its squared deviations from it (left in $rf_second),
+  ;; in float64, from one pass over its n (at least 1) elements at p (dt): the sums of the
+  ;; differences from a pivot ($rf_pivot16) and of their squares ($rf_sums2), the latter
+  ;; recentred on the mean ($rf_recentre). Float32 lanes err on those squares by a few
+  ;; epsilons of n (var + d^2), d the pivot's distance from the mean; the pass is kept when
+  ;; d^2 <= var (at most twice the error of squares taken about the mean, typically 1/16
+  ;; more). Otherwise (and when the sum is not finite) the run takes the two passes of
+  ;; $rf_mean64 and $rf_dev2, as a run whose pivot is far from its mean needs.
+  (func $rf_moments (param $p i32) (param $n i32) (param $dt i32) (result f64)
+    (local $pv f32) (local $nf f64) (local $d f64) (local $q f64) (local $mean f64)
+    (local.set $pv (call $rf_pivot16 (local.get $p) (local.get $n) (local.get $dt)))
+    (local.set $nf (f64.convert_i32_u (local.get $n)))
+    (local.set $q
+      (call $rf_sums2 (local.get $p) (local.get $n) (local.get $dt) (f32x4.splat (local.get $pv))))
+    (local.set $d (f64.div (global.get $rf_second) (local.get $nf)))
+    (local.set $q (call $rf_recentre (local.get $q) (local.get $nf) (local.get $d)))
+    (if (i32.and (f64.lt (local.get $q) (f64.const inf))
+          (f64.le (f64.mul (local.get $nf) (f64.mul (local.get $d) (local.get $d))) (local.get $q)))
+      (then
+        (global.set $rf_second (local.get $q))
+        (return (f64.add (f64.promote_f32 (local.get $pv)) (local.get $d)))))
+    (local.set $mean (call $rf_mean64 (local.get $p) (local.get $n) (local.get $dt)))
+    (global.set $rf_second
+      (call $rf_dev2 (local.get $p) (local.get $n) (local.get $dt) (local.get $mean)
+        (f32.demote_f64 (local.get $mean))))
+    (local.get $mean))
+
+  ;; A row's statistics, as LayerNorm takes them: its mean and rstd = 1 / sqrt(var + eps) from
+  ;; its squared deviations ($rf_moments), each rounded to float32 and stored at `mean` and
+  ;; `rstd`.
   (func $rf_stats (param $p i32) (param $n i32) (param $dt i32) (param $eps f64) (param $mean i32)
     (param $rstd i32)
-    (local $mean64 f64) (local $m f32)
-    (local.set $mean64 (call $rf_mean64 (local.get $p) (local.get $n) (local.get $dt)))
-    (local.set $m (f32.demote_f64 (local.get $mean64)))
-    (f32.store (local.get $mean) (local.get $m))
-    (f32.store (local.get $rstd)
-      (call $rf_rstd
-        (call $rf_dev2 (local.get $p) (local.get $n) (local.get $dt) (local.get $mean64) (local.get $m))
-        (local.get $n) (local.get $eps))))
+    (f32.store (local.get $mean)
+      (f32.demote_f64 (call $rf_moments (local.get $p) (local.get $n) (local.get $dt))))
+    (f32.store (local.get $rstd) (call $rf_rstd (global.get $rf_second) (local.get $n) (local.get $eps))))
+
+  ;; The sums over the n elements at p (dt) of v - m and of (v - m)^2: the second returned,
+  ;; the first left in $rf_second; blocked as $rf_sum blocks.
+  (func $rf_sums2 (param $p i32) (param $n i32) (param $dt i32) (param $m v128) (result f64)
+    (local $es i32) (local $j i32) (local $n16 i32) (local $end i32) (local $s f64) (local $t f64)
+    (local $a v128) (local $b v128) (local $c v128) (local $d v128)
+    (local $qa v128) (local $qb v128) (local $qc v128) (local $qd v128) (local $v v128)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (local.set $n16 (i32.and (local.get $n) (i32.const -16)))
+    (block $blocksDone
+      (loop $block
+        (br_if $blocksDone (i32.ge_u (local.get $j) (local.get $n16)))
+        (local.set $end (i32.add (local.get $j) (i32.const 1024)))
+        (if (i32.gt_u (local.get $end) (local.get $n16)) (then (local.set $end (local.get $n16))))
+        (local.set $a (v128.const i64x2 0 0))
+        (local.set $b (v128.const i64x2 0 0))
+        (local.set $c (v128.const i64x2 0 0))
+        (local.set $d (v128.const i64x2 0 0))
+        (local.set $qa (v128.const i64x2 0 0))
+        (local.set $qb (v128.const i64x2 0 0))
+        (local.set $qc (v128.const i64x2 0 0))
+        (local.set $qd (v128.const i64x2 0 0))
+        (loop $next
+          (local.set $v (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $m)))
+          (local.set $a (f32x4.add (local.get $a) (local.get $v)))
+          (local.set $qa (f32x4.add (local.get $qa) (f32x4.mul (local.get $v) (local.get $v))))
+          (local.set $v
+            (f32x4.sub (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))
+              (local.get $m)))
+          (local.set $b (f32x4.add (local.get $b) (local.get $v)))
+          (local.set $qb (f32x4.add (local.get $qb) (f32x4.mul (local.get $v) (local.get $v))))
+          (local.set $v
+            (f32x4.sub
+              (call $ld4 (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))) (local.get $dt))
+              (local.get $m)))
+          (local.set $c (f32x4.add (local.get $c) (local.get $v)))
+          (local.set $qc (f32x4.add (local.get $qc) (f32x4.mul (local.get $v) (local.get $v))))
+          (local.set $v
+            (f32x4.sub
+              (call $ld4 (i32.add (local.get $p) (i32.mul (local.get $es) (i32.const 3))) (local.get $dt))
+              (local.get $m)))
+          (local.set $d (f32x4.add (local.get $d) (local.get $v)))
+          (local.set $qd (f32x4.add (local.get $qd) (f32x4.mul (local.get $v) (local.get $v))))
+          (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 2))))
+          (local.set $j (i32.add (local.get $j) (i32.const 16)))
+          (br_if $next (i32.lt_u (local.get $j) (local.get $end))))
+        (local.set $s (f64.add (local.get $s)
+          (call $rf_fold (local.get $a) (local.get $b) (local.get $c) (local.get $d))))
+        (local.set $t (f64.add (local.get $t)
+          (call $rf_fold (local.get $qa) (local.get $qb) (local.get $qc) (local.get $qd))))
+        (br $block)))
+    ;; The last n mod 16 elements: whole vectors, then the last one masked.
+    (local.set $a (v128.const i64x2 0 0))
+    (local.set $qa (v128.const i64x2 0 0))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+        (local.set $v (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $m)))
+        (if (i32.gt_u (i32.add (local.get $j) (i32.const 4)) (local.get $n))
+          (then
+            (local.set $v
+              (v128.and (local.get $v) (call $rf_mask (i32.sub (local.get $n) (local.get $j)))))))
+        (local.set $a (f32x4.add (local.get $a) (local.get $v)))
+        (local.set $qa (f32x4.add (local.get $qa) (f32x4.mul (local.get $v) (local.get $v))))
+        (local.set $p (i32.add (local.get $p) (local.get $es)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $next)))
+    (global.set $rf_second (f64.add (local.get $s)
+      (call $rf_fold (local.get $a) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+        (v128.const i64x2 0 0))))
+    (f64.add (local.get $t)
+      (call $rf_fold (local.get $qa) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+        (v128.const i64x2 0 0))))
 
   ;; The sum over the n elements at p (dt) of $rf_term, blocked as the module doc says.
   (func $rf_sum (param $p i32) (param $n i32) (param $dt i32) (param $mode i32) (param $m v128)
