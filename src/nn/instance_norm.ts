@@ -107,6 +107,7 @@ export class InstanceNorm extends BatchNormModule {
     }
     // aclnnInstanceNorm takes 4-D x and requires gamma and beta (in x's dtype).
     const view = x.rank === 4 ? x : x.reshape([N, C, S, 1]);
+    const copied = view.storage !== x.storage;
     const gamma = this.weight ?? Tensor.ones([C], x.dtype, x.device);
     const beta = this.bias ?? Tensor.zeros([C], x.dtype, x.device);
     let r;
@@ -115,7 +116,7 @@ export class InstanceNorm extends BatchNormModule {
     } finally {
       if (gamma !== this.weight) gamma.dispose();
       if (beta !== this.bias) beta.dispose();
-      if (view.storage !== x.storage) view.dispose();
+      if (copied) view.dispose();
     }
     const mean = r.mean.view([N, C]);
     const variance = r.variance.toFloat64Array();
@@ -126,7 +127,12 @@ export class InstanceNorm extends BatchNormModule {
     if (owned !== rstd) rstd.dispose();
     this.saveForBackward<MeanRstdSaved>({ input: x, mean, rstd: owned }, [mean, owned]);
     if (this.updatesRunningStats) this.#updateRunning(mean.toFloat64Array(), variance, N, C, S);
-    return x.rank === 4 ? r.y : r.y.view(x.shape);
+    if (!copied) return x.rank === 4 ? r.y : r.y.view(x.shape);
+    // x's spatial dims do not merge into one (a permuted rank-5 input): the kernel ran on a
+    // contiguous copy, and the output takes x's layout back, as every module's output does.
+    const y = Tensor.emptyLike(x).copy_(r.y.view(x.shape));
+    r.y.dispose();
+    return y;
   }
 
   /** The running update of `aten::instance_norm` from the planes' mean and biased variance. */

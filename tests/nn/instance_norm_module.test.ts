@@ -158,3 +158,25 @@ forEachBackend("InstanceNorm on the NPU path: an Atlas A2 refuses it, naming the
   using m = new InstanceNorm({ numFeatures: 8, device: ctx.device });
   assertChipRefuses(ctx, () => m.forward(on(x, ctx.device)), "device");
 }, { cpu: false, socs: ["Ascend910B4"] });
+
+forEachBackend("InstanceNorm: a permuted rank-5 input's output keeps its layout", (ctx) => {
+  // Stored [N, D, C, W, H], seen as [N, C, D, H, W]: the spatial dims do not merge into one
+  // view, so the kernel runs on a contiguous copy; the output still takes the input's layout,
+  // as every module's does (the dense and channels-last cases keep it without a copy).
+  const stored = Tensor.random([2, 4, 8, 4, 2], { seed: 6, low: -1, high: 2 });
+  const x = on(stored, ctx.device).permute([0, 2, 1, 4, 3]);
+  using m = new InstanceNorm({ numFeatures: 8, device: ctx.device });
+  using y = m.forward(x);
+  assert.deepEqual(y.shape, [2, 8, 4, 2, 4]);
+  assert.deepEqual(y.strides, x.strides, `${ctx.label}: the output keeps the input's layout`);
+  const dense = x.toFloat64Array(); // logical order
+  const e = instanceNorm64(
+    dense,
+    [2, 8, 32, 1],
+    false,
+    new Array(8).fill(1),
+    new Array(8).fill(0),
+    Math.fround(1e-5),
+  );
+  assertClose(y, e.y, undefined, `${ctx.label} y`);
+}, { socs: ["Ascend310P3"] });
