@@ -14,6 +14,14 @@
  * variance    ← variance · (1 - m) + batchVar · n / (n - 1) · m
  * ```
  *
+ * A total count n of 0 or 1 has no unbiased variance, and the chips differ there (hicann/ops-nn
+ * norm/sync_batch_norm_gather_stats: the Ascend 950 kernel, op_kernel/arch35, has no guard; the
+ * kernel registered for Atlas A2 and 310P, experimental/.../sync_batch_norm_gather_stats_kernel.h,
+ * takes 1/n as 0 when n = 0 and n / (n - 1) · m as m when n ≤ 1). The CPU backend computes as
+ * the 950 does: with n = 0 batchMean is ±Inf or NaN, batchInvstd NaN, and the running statistics
+ * take them; with n = 1 the running variance becomes Inf (NaN where batchVar is 0). Training
+ * needs n ≥ 2 anyway (`batchNorm` refuses one value per channel, as PyTorch does).
+ *
  * @example
  * ```ts
  * import { syncBatchNormGatherStats, Tensor } from "@aclnn/norm";
