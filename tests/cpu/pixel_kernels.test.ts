@@ -8,8 +8,9 @@
  * - the sums (bn_sums_pix): per channel, float32 sums over each run of two pixels' terms at
  *   once (then a last single pixel), each run's sums added to float64 in run order, whether
  *   the kernel takes two pixels a step or four (`cached`);
- * - the statistics (bn_stats_pix): the same bits whether or not it first reads each run's
- *   lines in memory order (`cached` 0).
+ * - the statistics (bn_stats_pix): one pass about each run's pivots, or two where a pivot is
+ *   far from its run's mean, merged in float64, bit for bit against a scalar model; the same
+ *   bits whether or not it first reads each run's lines in memory order (`cached` 0).
  */
 
 import assert from "node:assert/strict";
@@ -118,4 +119,104 @@ Deno.test("channels-last statistics: the same bits with and without the reads in
       assert.deepEqual(runs[1], runs[0], `C ${C} pix ${pix}`);
     }
   }
+});
+
+/** row_norms.wat $rf_pivot4 on one lane: magnitude below 2^100, else (and NaN) 0. */
+function pivotRule(v: number): number {
+  return Math.abs(v) < 2 ** 100 ? v : 0;
+}
+
+/**
+ * bn_stats_pix's per-channel (sum, m2) in the order its comments state: per run of at most
+ * 128 pixels, a pivot (the mean of the first 8 pixels as a float32 tree, or the first pixel),
+ * one float32 pass of paired differences from it and of their squares, kept when
+ * 2 len d^2 <= the squares (d = sum / len) for all four lanes of the channel's vector, else
+ * the squares again about the float32 mean; each run merged into float64 (Chan et al.).
+ * Returns the outputs and how many vector-runs took each path.
+ */
+function statsModel(x: Float32Array, C: number, pix: number) {
+  const sum = new Float64Array(C), m2 = new Float64Array(C);
+  let onePass = 0, twoPass = 0;
+  for (let q = 0, n = 0; q < pix; q += 128) {
+    const len = Math.min(128, pix - q);
+    const at = (j: number, c: number) => x[(q + j) * C + c];
+    for (let v = 0; v < C; v += 4) {
+      const lanes = [0, 1, 2, 3].map((l) => {
+        const c = v + l;
+        let pv: number;
+        if (len < 8) pv = pivotRule(at(0, c));
+        else {
+          const p = (j: number) => at(j, c);
+          const tree = f(f(f(p(0) + p(1)) + f(p(2) + p(3))) + f(f(p(4) + p(5)) + f(p(6) + p(7))));
+          pv = pivotRule(f(tree * 0.125));
+        }
+        let s = 0, t = 0, j = 0;
+        for (; j + 1 < len; j += 2) {
+          const d = f(at(j, c) - pv), e = f(at(j + 1, c) - pv);
+          s = f(s + f(d + e));
+          t = f(t + f(f(d * d) + f(e * e)));
+        }
+        if (j < len) {
+          const d = f(at(j, c) - pv);
+          s = f(s + d);
+          t = f(t + f(d * d));
+        }
+        const dd = f(s / f(len));
+        const tt = f(f(len) * f(dd * dd));
+        return { c, pv, s, t, dd, ok: f(tt + tt) <= t && t <= 3.4028234663852886e38 };
+      });
+      const ok = lanes.every((l) => l.ok);
+      if (ok) onePass++;
+      else twoPass++;
+      for (const l of lanes) {
+        let centre = l.pv, sq = l.t;
+        if (!ok) {
+          centre = f(l.pv + l.dd);
+          sq = 0;
+          let j = 0;
+          for (; j + 1 < len; j += 2) {
+            const d = f(at(j, l.c) - centre), e = f(at(j + 1, l.c) - centre);
+            sq = f(sq + f(f(d * d) + f(e * e)));
+          }
+          if (j < len) sq = f(sq + f(f(at(j, l.c) - centre) ** 2));
+        }
+        const nb = len;
+        const mean = l.pv + l.s / nb;
+        const dc = mean - centre;
+        const qb = Math.max(0, sq - nb * (dc * dc));
+        if (n === 0) m2[l.c] = qb;
+        else {
+          const d = mean - sum[l.c] / n;
+          m2[l.c] = m2[l.c] + qb + (d * d * (n * nb)) / (n + nb);
+        }
+        sum[l.c] = sum[l.c] + mean * nb;
+      }
+    }
+    n += len;
+  }
+  return { sum, m2, onePass, twoPass };
+}
+
+Deno.test("channels-last statistics: one pass about each run's pivots, two where a pivot is far, bit for bit", () => {
+  let paths = [0, 0];
+  for (const C of CHANNELS) {
+    for (const pix of PIXELS) {
+      const { w, at, x, ex } = setup(C, pix);
+      // Outliers at pixels 0-9 of channel 1 (its vector's first run takes two passes); the
+      // data far from zero in the last channel.
+      for (let j = 0; j < Math.min(pix, 10); j++) x[j * C + 1] = 40;
+      for (let j = 0; j < pix; j++) x[j * C + C - 1] = f(1000 + x[j * C + C - 1]);
+      w.f32.set(x, at.x / 4);
+      const [o1, o2, acc] = [slotAt(w, 1), slotAt(w, 2), slotAt(w, 3)];
+      ex.bn_stats_pix(at.x, C, 0, pix, o1, o2, acc, 1);
+      const model = statsModel(x, C, pix);
+      paths = [paths[0] + model.onePass, paths[1] + model.twoPass];
+      for (let c = 0; c < C; c++) {
+        const where = `C ${C} pix ${pix} channel ${c}`;
+        assert.equal(w.f64[o1 / 8 + c], model.sum[c], `sum ${where}`);
+        assert.equal(w.f64[o2 / 8 + c], model.m2[c], `m2 ${where}`);
+      }
+    }
+  }
+  assert.ok(paths[0] > 0 && paths[1] > 0, `both paths taken: ${paths}`);
 });

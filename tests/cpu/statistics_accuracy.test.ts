@@ -220,5 +220,15 @@ for (const threads of [1, 2]) {
     const es = batchNormStats64(x.toFloat64Array(), shape, eps);
     assertClose(s.mean, es.mean, F32_ARITHMETIC.float32, "batchNormStats mean");
     assertClose(s.invstd, es.invstd, F32_ARITHMETIC.float32, "batchNormStats invstd");
+    // Channels-last runs (128 pixels, pivots the mean of the first 8: channel_pixel_blocks.wat
+    // $px_pivot) with outliers at each sample's first 16 pixels: within the bound too. (Their
+    // pivots are at most 4 deviations away, so one pass would also hold here; which pass a run
+    // takes is checked bit for bit in tests/cpu/pixel_kernels.test.ts.)
+    const cl = [2, 8, 64, 64];
+    const dense = pivotFarFromMean(cl, 64 * 64, 17);
+    using c = batchNormStats({ input: channelsLast(dense), eps });
+    const ec = batchNormStats64(dense.toFloat64Array(), cl, eps);
+    assertClose(c.mean, ec.mean, F32_ARITHMETIC.float32, "channels-last batchNormStats mean");
+    assertClose(c.invstd, ec.invstd, F32_ARITHMETIC.float32, "channels-last batchNormStats invstd");
   });
 }

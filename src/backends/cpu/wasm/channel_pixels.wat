@@ -5,8 +5,8 @@
 (module
   ;; Statistics of one item, pixels: per channel c, the sum at o1 + 8c and the m2 about the
   ;; item's mean at o2 + 8c (float64); `acc` holds 4C float32 of scratch, interleaved per four
-  ;; channels (64 bytes each: run sums about the run's first pixel, run means, run squared
-  ;; deviations, the first pixel's values or 0: channel_pixel_blocks.wat's pivots), which
+  ;; channels (64 bytes each: run sums about the run's pivots, the centre of the run's squares,
+  ;; the squares, the pivots: channel_pixel_blocks.wat), which
   ;; channel_pixel_blocks.wat's loops fill a block of channels at a time, per run of up to
   ;; 128 pixels (float32 within a run, merged into float64 across runs). `cached` 1: the
   ;; caller expects the data in the caches (the same bits; kernels/channel_stages.ts
@@ -34,8 +34,8 @@
           (local.get $len) (local.get $C) (local.get $ps) (local.get $es) (local.get $dt)
           (local.get $acc) (local.get $cached))
         ;; Merge the run into each channel's (sum, m2); channel c's run values at
-        ;; acc + 64 * (c / 4) + 4 * (c % 4) (the sum about the pivot, + 16 the float32 mean,
-        ;; + 32 the squared deviations from it, + 48 the pivot).
+        ;; acc + 64 * (c / 4) + 4 * (c % 4) (the sum about the pivot, + 16 the centre of the
+        ;; squares: the pivot, or the run's float32 mean, + 32 the squares, + 48 the pivot).
         (local.set $c (i32.const 0))
         (block $done
           (loop $chan
@@ -48,7 +48,7 @@
               (f64.add (f64.promote_f32 (f32.load offset=48 (local.get $f)))
                 (f64.div (f64.promote_f32 (f32.load (local.get $f))) (local.get $nb))))
             (local.set $sb (f64.mul (local.get $mean) (local.get $nb)))
-            ;; The squared deviations, taken about the float32 mean, recentred on the mean.
+            ;; The squared deviations, taken about the centre, recentred on the mean.
             (local.set $qb
               (call $rf_recentre (f64.promote_f32 (f32.load offset=32 (local.get $f))) (local.get $nb)
                 (f64.sub (local.get $mean) (f64.promote_f32 (f32.load offset=16 (local.get $f))))))
