@@ -49,17 +49,9 @@
   (func $rf_mask (param $k i32) (result v128)
     (i32x4.gt_s (i32x4.splat (local.get $k)) (v128.const i32x4 0 1 2 3)))
 
-  ;; The term a row sum adds for four elements v: mode 0 v - m (m a pivot, $rf_mean64, or
-  ;; 0), mode 1 (v - m)^2, mode 2 v^2.
-  (func $rf_term (param $v v128) (param $mode i32) (param $m v128) (result v128)
-    (local $d v128)
-    (local.set $d
-      (if (result v128) (i32.eq (local.get $mode) (i32.const 2))
-        (then (local.get $v))
-        (else (f32x4.sub (local.get $v) (local.get $m)))))
-    (if (result v128) (i32.eqz (local.get $mode))
-      (then (local.get $d))
-      (else (f32x4.mul (local.get $d) (local.get $d)))))
+  ;; v^2, lane by lane: the term of a sum of squares ($rf_squares, $rf_sums2).
+  (func $rf_sq (param $v v128) (result v128)
+    (f32x4.mul (local.get $v) (local.get $v)))
 
   ;; The lanes of v of magnitude below 2^100, the others (and NaN) 0: the pivots that a mean's
   ;; terms are taken about ($rf_mean64; channel_pixel_blocks.wat's runs). A difference from such
@@ -70,18 +62,17 @@
       (f32x4.lt (f32x4.abs (local.get $v)) (v128.const f32x4 0x1p100 0x1p100 0x1p100 0x1p100))))
 
   ;; The mean of the n (at least 1) elements at p (dt), in float64: the first element (the
-  ;; pivot, $rf_pivot4) plus the mean of the differences from it, summed as $rf_sum sums.
+  ;; pivot, $rf_pivot4) plus the mean of the differences from it ($rf_sums2's first sum).
   ;; Constant data then sums to 0 exactly, and data far from zero sums its spread instead of
   ;; its magnitude.
   (func $rf_mean64 (param $p i32) (param $n i32) (param $dt i32) (result f64)
     (local $pv f32)
     (local.set $pv
       (f32x4.extract_lane 0 (call $rf_pivot4 (call $ld4 (local.get $p) (local.get $dt)))))
+    (drop
+      (call $rf_sums2 (local.get $p) (local.get $n) (local.get $dt) (f32x4.splat (local.get $pv))))
     (f64.add (f64.promote_f32 (local.get $pv))
-      (f64.div
-        (call $rf_sum (local.get $p) (local.get $n) (local.get $dt) (i32.const 0)
-          (f32x4.splat (local.get $pv)))
-        (f64.convert_i32_u (local.get $n)))))
+      (f64.div (global.get $rf_second) (f64.convert_i32_u (local.get $n)))))
 
   ;; q, a sum of n squared deviations taken about a value d away from the mean, less the
   ;; n d^2 that adds (never below 0; NaN stays NaN): the squared deviations from the mean.
@@ -90,14 +81,13 @@
       (f64.sub (local.get $q) (f64.mul (local.get $n) (f64.mul (local.get $d) (local.get $d))))))
 
   ;; The sum of the squared deviations of the n elements at p (dt) from their mean `mean`
-  ;; ($rf_mean64), taken about m, that mean rounded to float32 ($rf_sum mode 1, as the
+  ;; ($rf_mean64), taken about m, that mean rounded to float32 ($rf_sums2's second sum, as the
   ;; element-wise formulas take the mean), recentred on the mean ($rf_recentre): the
   ;; rounding of the mean does not reach the variance.
   (func $rf_dev2 (param $p i32) (param $n i32) (param $dt i32) (param $mean f64) (param $m f32)
     (result f64)
     (call $rf_recentre
-      (call $rf_sum (local.get $p) (local.get $n) (local.get $dt) (i32.const 1)
-        (f32x4.splat (local.get $m)))
+      (call $rf_sums2 (local.get $p) (local.get $n) (local.get $dt) (f32x4.splat (local.get $m)))
       (f64.convert_i32_u (local.get $n))
       (f64.sub (local.get $mean) (f64.promote_f32 (local.get $m)))))
 
@@ -164,7 +154,7 @@
     (f32.store (local.get $rstd) (call $rf_rstd (global.get $rf_second) (local.get $n) (local.get $eps))))
 
   ;; The sums over the n elements at p (dt) of v - m and of (v - m)^2: the second returned,
-  ;; the first left in $rf_second; blocked as $rf_sum blocks.
+  ;; the first left in $rf_second; blocked as $rf_squares blocks.
   (func $rf_sums2 (param $p i32) (param $n i32) (param $dt i32) (param $m v128) (result f64)
     (local $es i32) (local $j i32) (local $n16 i32) (local $end i32) (local $s f64) (local $t f64)
     (local $a v128) (local $b v128) (local $c v128) (local $d v128)
@@ -187,24 +177,24 @@
         (loop $next
           (local.set $v (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $m)))
           (local.set $a (f32x4.add (local.get $a) (local.get $v)))
-          (local.set $qa (f32x4.add (local.get $qa) (f32x4.mul (local.get $v) (local.get $v))))
+          (local.set $qa (f32x4.add (local.get $qa) (call $rf_sq (local.get $v))))
           (local.set $v
             (f32x4.sub (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))
               (local.get $m)))
           (local.set $b (f32x4.add (local.get $b) (local.get $v)))
-          (local.set $qb (f32x4.add (local.get $qb) (f32x4.mul (local.get $v) (local.get $v))))
+          (local.set $qb (f32x4.add (local.get $qb) (call $rf_sq (local.get $v))))
           (local.set $v
             (f32x4.sub
               (call $ld4 (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))) (local.get $dt))
               (local.get $m)))
           (local.set $c (f32x4.add (local.get $c) (local.get $v)))
-          (local.set $qc (f32x4.add (local.get $qc) (f32x4.mul (local.get $v) (local.get $v))))
+          (local.set $qc (f32x4.add (local.get $qc) (call $rf_sq (local.get $v))))
           (local.set $v
             (f32x4.sub
               (call $ld4 (i32.add (local.get $p) (i32.mul (local.get $es) (i32.const 3))) (local.get $dt))
               (local.get $m)))
           (local.set $d (f32x4.add (local.get $d) (local.get $v)))
-          (local.set $qd (f32x4.add (local.get $qd) (f32x4.mul (local.get $v) (local.get $v))))
+          (local.set $qd (f32x4.add (local.get $qd) (call $rf_sq (local.get $v))))
           (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 2))))
           (local.set $j (i32.add (local.get $j) (i32.const 16)))
           (br_if $next (i32.lt_u (local.get $j) (local.get $end))))
@@ -225,7 +215,7 @@
             (local.set $v
               (v128.and (local.get $v) (call $rf_mask (i32.sub (local.get $n) (local.get $j)))))))
         (local.set $a (f32x4.add (local.get $a) (local.get $v)))
-        (local.set $qa (f32x4.add (local.get $qa) (f32x4.mul (local.get $v) (local.get $v))))
+        (local.set $qa (f32x4.add (local.get $qa) (call $rf_sq (local.get $v))))
         (local.set $p (i32.add (local.get $p) (local.get $es)))
         (local.set $j (i32.add (local.get $j) (i32.const 4)))
         (br $next)))
@@ -236,9 +226,8 @@
       (call $rf_fold (local.get $qa) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
         (v128.const i64x2 0 0))))
 
-  ;; The sum over the n elements at p (dt) of $rf_term, blocked as the module doc says.
-  (func $rf_sum (param $p i32) (param $n i32) (param $dt i32) (param $mode i32) (param $m v128)
-    (result f64)
+  ;; The sum of the squares of the n elements at p (dt), blocked as the module doc says.
+  (func $rf_squares (param $p i32) (param $n i32) (param $dt i32) (result f64)
     (local $es i32) (local $j i32) (local $n16 i32) (local $end i32) (local $t f64)
     (local $a v128) (local $b v128) (local $c v128) (local $d v128) (local $v v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
@@ -254,18 +243,15 @@
         (local.set $d (v128.const i64x2 0 0))
         (loop $next
           (local.set $a (f32x4.add (local.get $a)
-            (call $rf_term (call $ld4 (local.get $p) (local.get $dt)) (local.get $mode) (local.get $m))))
+            (call $rf_sq (call $ld4 (local.get $p) (local.get $dt)))))
           (local.set $b (f32x4.add (local.get $b)
-            (call $rf_term (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))
-              (local.get $mode) (local.get $m))))
+            (call $rf_sq (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt)))))
           (local.set $c (f32x4.add (local.get $c)
-            (call $rf_term
-              (call $ld4 (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))) (local.get $dt))
-              (local.get $mode) (local.get $m))))
+            (call $rf_sq
+              (call $ld4 (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))) (local.get $dt)))))
           (local.set $d (f32x4.add (local.get $d)
-            (call $rf_term
-              (call $ld4 (i32.add (local.get $p) (i32.mul (local.get $es) (i32.const 3))) (local.get $dt))
-              (local.get $mode) (local.get $m))))
+            (call $rf_sq
+              (call $ld4 (i32.add (local.get $p) (i32.mul (local.get $es) (i32.const 3))) (local.get $dt)))))
           (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 2))))
           (local.set $j (i32.add (local.get $j) (i32.const 16)))
           (br_if $next (i32.lt_u (local.get $j) (local.get $end))))
@@ -278,7 +264,7 @@
       (loop $next
         (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
         (local.set $v
-          (call $rf_term (call $ld4 (local.get $p) (local.get $dt)) (local.get $mode) (local.get $m)))
+          (call $rf_sq (call $ld4 (local.get $p) (local.get $dt))))
         (if (i32.gt_u (i32.add (local.get $j) (i32.const 4)) (local.get $n))
           (then
             (local.set $v
@@ -404,8 +390,7 @@
         (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
         (local.set $rs
           (call $rf_rstd
-            (call $rf_sum (local.get $x) (local.get $n) (local.get $dt) (i32.const 2)
-              (v128.const i64x2 0 0))
+            (call $rf_squares (local.get $x) (local.get $n) (local.get $dt))
             (local.get $n) (local.get $eps)))
         (local.set $rr (f32x4.splat (local.get $rs)))
         (f32.store (local.get $rstd) (local.get $rs))

@@ -1,6 +1,6 @@
 ;; The adaptive LayerNorm kernel of aclnnAdaLayerNorm and aclnnAdaLayerNormV2, spliced into
 ;; kernels.wat's module after row_norms.wat (scripts/build_wasm.ts ROWS_WAT_PATHS), whose row
-;; helpers ($rf_sum, $rf_rstd, $rf_st4, $rf_st4n) it uses; same conventions of addresses, rows and
+;; helpers ($rf_stats, $rf_st4, $rf_st4n) it uses; same conventions of addresses, rows and
 ;; dtype dispatch as row_norms.wat states.
 ;;
 ;; Numerics (hicann/ops-nn e5c3fa9, docs/norm_family_kernels.md section 12): mean and rstd of a

@@ -1,7 +1,7 @@
 ;; The fused residual-add LayerNorm kernel of aclnnAddLayerNorm and aclnnDeepNorm, spliced into
 ;; kernels.wat's module after row_norms.wat (scripts/build_wasm.ts ROWS_WAT_PATHS), whose row
-;; helpers ($rf_sum, $rf_rstd, $rf_st4, $rf_st4n, $rf_mask) it uses; same conventions of
-;; addresses, rows and dtype dispatch as row_norms.wat states.
+;; helpers ($rf_stats, $rf_st4, $rf_st4n) it uses; same conventions of addresses, rows and
+;; dtype dispatch as row_norms.wat states.
 ;;
 ;; Numerics (hicann/ops-nn e5c3fa9, docs/norm_family_kernels.md sections 1 and 3): every input
 ;; is widened to float32 and the sum s = alpha * x1 + x2 (+ bias) is formed in float32 and NOT
@@ -36,8 +36,8 @@
 
   ;; Fused add + LayerNorm forward. Per row: pass 1 forms s in float32 into the scratch row at
   ;; $s (n rounded up to 4 float32s; the caller gives each thread its own) and, with flags bit
-  ;; 1, stores s rounded to dt at x; then mean and rstd as ln_fwd (rf_sum over s, in its blocked
-  ;; order) and y = (s - mean) * rstd * w + bb, rounded once to dt. Flags: 1 store x; 2 add the
+  ;; 1, stores s rounded to dt at x; then mean and rstd as ln_fwd takes them ($rf_stats over
+  ;; s) and y = (s - mean) * rstd * w + bb, rounded once to dt. Flags: 1 store x; 2 add the
   ;; element-wise bias rows at c (dt); 4 add the per-column float32 bias at cb.
   (func (export "add_ln_fwd")
     (param $a i32) (param $as i32) (param $b i32) (param $bs i32) (param $c i32) (param $cs i32)
