@@ -30,6 +30,7 @@ import {
   WASM_CONSTANTS_END,
 } from "../src/backends/cpu/kernels/wasm_instance.ts";
 import { forEachSimdOpcode, rewriteSimdOpcodes } from "./wasm_opcodes.ts";
+import { HOST_HEAP_PAGES } from "../src/tensor/host_heap.ts";
 
 /** The wabt release the kernels are assembled with (its output is the committed bytes). */
 export const WABT_VERSION = "1.0.37";
@@ -244,11 +245,13 @@ export function constantsToMemory(text: string, tableText: string = text): strin
     throw new Error(`${table.length} vector constants overflow the table at ${WASM_CONSTANTS_AT}`);
   }
   const data = bytes.map((b) => `\\${b.toString(16).padStart(2, "0")}`).join("");
-  const memory = /\(import "env" "memory" \(memory \d+ \d+ shared\)\)/;
-  if (!memory.test(replaced)) throw new Error("kernels.wat imports no shared memory");
+  const memory = `(import "env" "memory" (memory ${HOST_HEAP_PAGES} ${HOST_HEAP_PAGES} shared))`;
+  if (!replaced.includes(memory)) {
+    throw new Error(`kernels.wat does not import the host heap's memory: ${memory}`);
+  }
   return replaced.replace(
     memory,
-    (m) => `${m}\n  (data (i32.const ${WASM_CONSTANTS_AT}) "${data}")`,
+    () => `${memory}\n  (data (i32.const ${WASM_CONSTANTS_AT}) "${data}")`,
   );
 }
 

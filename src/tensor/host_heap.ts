@@ -11,14 +11,19 @@
  * class. A synchronous loop that drops its results without disposing them gets their blocks
  * back too, once the collector has cleared them (liveness.ts, which prompts V8 to collect);
  * until then new tensors take memory never used, and once the heap is full, storage falls
- * back to a SharedArrayBuffer of its own (the kernels then stage it through the heap). The
- * memory grows up to {@linkcode hostHeapMaxBytes} (a quarter of the machine's memory when
+ * back to a SharedArrayBuffer of its own (the kernels then stage it through the heap). Tensors
+ * take up to {@linkcode hostHeapMaxBytes} of it (a quarter of the machine's memory when
  * `--allow-sys` lets the library read it, else 2 GiB, at most 3 GiB; `ACLNN_NORM_HOST_HEAP_MB`
- * sets it, 0 keeps every tensor out of the heap) and never shrinks (WebAssembly memories
- * cannot). Scratch blocks that a kernel needs for the duration of one call
- * ({@linkcode heapScratch}) may take the heap past that maximum, up to 4 GiB: with tensors held
- * to 3 GiB, a call whose scratch fits the last GiB never fails for want of room to stage its
- * tensors.
+ * sets it, 0 keeps every tensor out of the heap). Scratch blocks that a kernel needs for the
+ * duration of one call ({@linkcode heapScratch}) may take the heap past that maximum, up to 4
+ * GiB: with tensors held to 3 GiB, a call whose scratch fits the last GiB never fails for want
+ * of room to stage its tensors.
+ *
+ * The memory is {@linkcode HOST_HEAP_PAGES} pages (4 GiB) from the start and never grows:
+ * address space, not memory, as the system gives a page its memory when it is first written
+ * (what the heap has reached, `hostHeapUsage().bytesReserved`, is what it can have touched).
+ * A memory that cannot grow lets V8 check the kernels' accesses against a constant (see
+ * src/backends/cpu/wasm/kernels.wat).
  *
  * @module
  */
@@ -30,6 +35,13 @@ import { collectGarbage } from "./collect_garbage.ts";
 
 /** The environment variable that sets the heap's maximum size in MiB (0: no tensor in it). */
 export const HOST_HEAP_ENV = "ACLNN_NORM_HOST_HEAP_MB";
+
+/**
+ * Pages of the heap's memory, its minimum and its maximum (4 GiB: the most a 32-bit
+ * WebAssembly memory has). The kernels' module imports a memory of exactly this size
+ * (kernels.wat; scripts/build_wasm.ts refuses any other).
+ */
+export const HOST_HEAP_PAGES = 65536;
 
 /** The heap's default maximum where the machine's memory cannot be read: 2 GiB. */
 export const HOST_HEAP_DEFAULT_BYTES = 2 ** 31;
@@ -68,7 +80,7 @@ function defaultMaxBytes(): number {
 }
 
 /**
- * Bytes the heap may grow to for tensors: `ACLNN_NORM_HOST_HEAP_MB` when `--allow-env` grants
+ * Bytes of the heap tensors may take: `ACLNN_NORM_HOST_HEAP_MB` when `--allow-env` grants
  * it (read once; never prompts; at most {@linkcode HOST_HEAP_TENSOR_LIMIT_BYTES}), else the default (a quarter of the machine's memory, or
  * {@linkcode HOST_HEAP_DEFAULT_BYTES}: module doc). A value that is not a whole number of MiB
  * is an error that names the variable (a RangeError), not silently ignored.
@@ -130,10 +142,12 @@ export interface HostHeapPolicy {
 interface HostHeap {
   readonly policy: HostHeapPolicy;
   readonly memory: WebAssembly.Memory;
-  /** Every buffer object the memory has handed out (one per size after each grow). */
+  /** Every buffer object the memory has handed out (one: the memory never grows). */
   readonly buffers: WeakSet<SharedArrayBuffer>;
   /** The blocks: size classes, cached blocks, free ranges, the top. */
   readonly pool: BlockPool;
+  /** The end of the highest block so far, in whole pages (it never goes down). */
+  reached: number;
   readonly registry: FinalizationRegistry<Block>;
   /** Requests of heap size that got a buffer of their own (heap full or off). */
   fallbacks: number;
@@ -192,17 +206,14 @@ export class HeapGrant {
   }
 }
 
-/** Grows `memory` to hold `end` bytes within `limit`; false when it cannot. */
-function growTo(memory: WebAssembly.Memory, end: number, limit = hostHeapMaxBytes()): boolean {
+/**
+ * Lets the heap's blocks reach `end` bytes within `limit` (the memory has them all already);
+ * false past `limit`.
+ */
+function reach(h: HostHeap, end: number, limit = hostHeapMaxBytes()): boolean {
   if (end > limit) return false;
-  const have = memory.buffer.byteLength;
-  if (end <= have) return true;
-  try {
-    memory.grow(Math.ceil((end - have) / PAGE_BYTES));
-    return true;
-  } catch {
-    return false;
-  }
+  h.reached = Math.max(h.reached, Math.ceil(end / PAGE_BYTES) * PAGE_BYTES);
+  return true;
 }
 
 /**
@@ -228,16 +239,18 @@ function createHeap(policy: HostHeapPolicy): HostHeap | null {
   hostHeapMaxBytes(); // a bad ACLNN_NORM_HOST_HEAP_MB is refused before anything is allocated
   try {
     const memory = new WebAssembly.Memory({
-      initial: 16,
-      maximum: 65536,
+      initial: HOST_HEAP_PAGES,
+      maximum: HOST_HEAP_PAGES,
       shared: true,
     });
-    const pool = new BlockPool(HOST_HEAP_RESERVED_BYTES, (end) => growTo(memory, end));
+    // The pool bumps its top only through calls, once `heap` is this one.
+    const pool = new BlockPool(HOST_HEAP_RESERVED_BYTES, (end) => reach(heap!, end));
     heap = {
       policy: Object.freeze({ ...policy }),
       memory,
       buffers: new WeakSet(),
       pool,
+      reached: HOST_HEAP_RESERVED_BYTES,
       registry: new FinalizationRegistry(release),
       fallbacks: 0,
       watch: new DropWatch(giveBack, (block) => block.live, () => pool.counters.bytesInUse),
@@ -284,7 +297,7 @@ export function heapAllocate(
 /**
  * A block of at least `bytes` bytes for kernel scratch (a call's staging, a thread's region,
  * the pool's arena), as {@linkcode heapAllocate} gives (zero-filled only when `zeroed`),
- * except that it may grow the heap past {@linkcode hostHeapMaxBytes} up to 4 GiB: the
+ * except that it may take blocks past {@linkcode hostHeapMaxBytes} up to 4 GiB: the
  * kernels' own memory does not count against the room for tensors. Free a call's scratch with
  * {@linkcode heapFree} of its owner when the call ends. Undefined where the heap is
  * unavailable or 4 GiB cannot hold it.
@@ -294,9 +307,7 @@ export function heapScratch(
   zeroed = false,
 ): HeapGrant | undefined {
   const h = theHeap();
-  return h
-    ? takeBlock(bytes, zeroed, (end) => growTo(h.memory, end, HOST_HEAP_LIMIT_BYTES))
-    : undefined;
+  return h ? takeBlock(bytes, zeroed, (end) => reach(h, end, HOST_HEAP_LIMIT_BYTES)) : undefined;
 }
 
 /**
@@ -417,7 +428,10 @@ export function heapAddress(view: ArrayBufferView | undefined): number {
 
 /** What the host heap holds (see {@linkcode hostHeapUsage}). */
 export interface HostHeapUsage {
-  /** Bytes of memory the heap has (it never shrinks). */
+  /**
+   * Bytes of the heap its blocks have reached, in whole pages (it never shrinks): the most of
+   * it that can have been written, so the most memory it can take.
+   */
   readonly bytesReserved: number;
   /** Bytes in live blocks (rounding to size classes and slack included). */
   readonly bytesInUse: number;
@@ -438,7 +452,7 @@ export interface HostHeapUsage {
    * synchronous loop that drops its results: liveness.ts).
    */
   readonly droppedReclaimed: number;
-  /** Bytes the heap may grow to ({@linkcode hostHeapMaxBytes}). */
+  /** Bytes of the heap tensors may take ({@linkcode hostHeapMaxBytes}). */
   readonly bytesLimit: number;
 }
 
@@ -468,7 +482,7 @@ export function hostHeapUsage(): HostHeapUsage {
   const limit = hostHeapMaxBytes();
   const c = h ? h.pool.counters : zeroCounters();
   return {
-    bytesReserved: h ? h.memory.buffer.byteLength : 0,
+    bytesReserved: h ? h.reached : 0,
     bytesInUse: c.bytesInUse,
     bytesCached: c.bytesCached,
     peakBytesInUse: c.peakBytesInUse,

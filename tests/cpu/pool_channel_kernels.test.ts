@@ -1,8 +1,8 @@
 /**
  * The CPU worker pool running the channel kernels: two threads give the bits of one for every
  * kernel, a call of one item per stage stays on the calling thread, tensors outside the host
- * heap are staged in it with the same bits, jobs on memory the heap grew into still reach the
- * workers, a script with large ops exits by itself with no permission flags, and setCpuThreads
+ * heap are staged in it with the same bits, jobs on heap memory first used after the workers
+ * started still reach them, a script with large ops exits by itself with no permission flags, and setCpuThreads
  * validates its argument.
  *
  * @module
@@ -289,8 +289,8 @@ Deno.test("setCpuThreads validates its argument", () => {
   assert.throws(() => setCpuThreads(1.5), RangeError);
 });
 
-Deno.test("worker pool: jobs on memory the host heap grew into still reach the workers", async () => {
-  // In a fresh process, so that the heap's size before it grows is known.
+Deno.test("worker pool: jobs on heap memory first used after the workers started reach them", async () => {
+  // In a fresh process, so that how far the heap's blocks reach is known.
   const child = new URL("../fixtures/cpu_pool_grow_child.ts", import.meta.url).pathname;
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "--no-prompt", "--quiet", child],

@@ -24,7 +24,7 @@
 ;; the numerics.
 
 (module
-  (import "env" "memory" (memory 4 65536 shared))
+  (import "env" "memory" (memory 65536 65536 shared))
 
   ;; The second result of row_norms.wat's $rf_sums2 and $rf_moments, from their last call
   ;; (each thread's instance has its own).
