@@ -25,13 +25,9 @@
 import { parseCommand, positiveInteger } from "../scripts/cli.ts";
 import { kernelsWasmBytes } from "../src/backends/cpu/wasm/kernels_wasm.ts";
 import { kernelsFp16WasmBytes } from "../src/backends/cpu/wasm/kernels_fp16_wasm.ts";
-import {
-  blockAt,
-  instantiateWasm,
-  wasmReserve,
-  type WasmState,
-} from "../tests/fixtures/wasm_memory.ts";
-import { type CallShape, type KernelCall, kernelCalls } from "../tests/fixtures/kernel_calls.ts";
+import type { WasmState } from "../tests/fixtures/wasm_memory.ts";
+import { type KernelCall, kernelCalls } from "../tests/fixtures/kernel_calls.ts";
+import { ELEMENTS, K, median, nsPerElement, SHAPE, signalInstance } from "./kernel_timing.ts";
 
 const flags = parseCommand({
   name: "bench:fp16",
@@ -47,51 +43,11 @@ const flags = parseCommand({
   },
 });
 
-/** The calls' shape: 4096 elements per call in both layouts (in L1/L2 as dy, x and out). */
-const SHAPE: CallShape = { rows: 4, n: 1024, C: 64, pix: 64 };
-const ELEMENTS = 4096;
-/** Write constants k0..k3 (means, scales, shifts). */
-const K = [0.1, 1.2345678912, 0.2345678913, -0.5];
-
 /** A timed row: one kernel call on one instance. */
 interface Row {
   readonly column: string;
   readonly call: KernelCall;
   readonly w: WasmState;
-}
-
-/** An instance with a smooth signal in dy and x (dtype dt: 0 float32, 1 float16). */
-function instance(bytes: Uint8Array, dt: number): WasmState {
-  const w = instantiateWasm(bytes)!;
-  wasmReserve(w, 2 * ELEMENTS, 4 * SHAPE.C + SHAPE.n + 8);
-  const value = (i: number, phase: number) => Math.sin(i * 0.37 + phase) * 3;
-  for (const [name, phase] of [["dy", 0], ["x", 1]] as const) {
-    const at = blockAt(w, name);
-    const view = dt === 0
-      ? new Float32Array(w.memory.buffer, at, ELEMENTS)
-      : new Float16Array(w.memory.buffer, at, ELEMENTS);
-    view.forEach((_, i, a) => a[i] = value(i, phase));
-  }
-  return w;
-}
-
-/** Nanoseconds per element of a row: the median of 15 batches of about 0.1 ms each. */
-function time(row: Row): number {
-  const calls = Math.max(1, Math.round(100_000 / ELEMENTS));
-  const samples: number[] = [];
-  row.call.setup(row.w);
-  for (let r = 0; r < 15; r++) {
-    const start = performance.now();
-    for (let c = 0; c < calls; c++) row.call.run(row.w);
-    samples.push((performance.now() - start) * 1e6 / (calls * row.call.elements));
-  }
-  return median(samples);
-}
-
-function median(values: number[]): number {
-  const sorted = values.toSorted((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
 /** Per row, the median over `rounds` rounds (rows interleaved in each), after a warm-up. */
@@ -100,7 +56,9 @@ function measure(rows: readonly Row[], rounds: number): number[] {
   const warmUntil = performance.now() + 1500;
   while (performance.now() < warmUntil) for (const row of rows) row.call.run(row.w);
   const samples = rows.map(() => [] as number[]);
-  for (let r = 0; r < rounds; r++) rows.forEach((row, i) => samples[i].push(time(row)));
+  for (let r = 0; r < rounds; r++) {
+    rows.forEach((row, i) => samples[i].push(nsPerElement(row.call, row.w)));
+  }
   return samples.map(median);
 }
 
@@ -118,7 +76,7 @@ function table(builds: string[], rounds: number): string {
   ];
   const rows: Row[] = [];
   for (const { name, bytes, dt } of columns) {
-    const w = instance(bytes, dt);
+    const w = signalInstance(bytes, dt);
     for (const call of kernelCalls(dt, SHAPE, K)) rows.push({ column: name, call, w });
   }
   const ns = measure(rows, rounds);
@@ -167,11 +125,11 @@ function finiteWrites(
   const writes = (dt: number) =>
     kernelCalls(dt, SHAPE, K).filter((c) => WRITE_KERNEL.test(c.kernel));
   const rows: Row[] = [];
-  const w32 = instance(bytes.baseline, 0);
+  const w32 = signalInstance(bytes.baseline, 0);
   for (const call of writes(0)) rows.push({ column: "float32", call, w: w32 });
   for (const b of builds) {
     for (const dt of [1, 4]) {
-      const w = instance(bytes[b], 1);
+      const w = signalInstance(bytes[b], 1);
       for (const call of writes(dt)) rows.push({ column: `${b} ${dt}`, call, w });
     }
   }

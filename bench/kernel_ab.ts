@@ -1,0 +1,96 @@
+/**
+ * Two builds of the WebAssembly kernels side by side in one process: each kernel's time per
+ * element in build A and in build B, interleaved call by call over many rounds, and the median
+ * of each round's B/A ratio. This VM slows every process down by 50-60% in bursts of a
+ * second or two (both builds of one process slow together: bench/RESULTS.md, seventeenth
+ * session), so timings from separate processes need many runs each way; ratios within one
+ * round do not.
+ *
+ *   deno task bench:ab --a A/kernels_wasm.ts --b B/kernels_wasm.ts
+ *     [--kernels ln_bwd,bn_grad_rows] [--dtype float32|float16] [--rounds 30]
+ *
+ * A and B are generated kernels modules (src/backends/cpu/wasm/kernels_wasm.ts of a worktree
+ * or a copy), each exporting `kernelsWasmBytes()`. Both run on a memory of the host heap's
+ * size, which either build's import accepts.
+ *
+ * @module
+ */
+
+import { parseCommand, positiveInteger, usageError } from "../scripts/cli.ts";
+import { kernelCalls } from "../tests/fixtures/kernel_calls.ts";
+import { K, median, nsPerElement, SHAPE, signalInstance } from "./kernel_timing.ts";
+
+const flags = parseCommand({
+  name: "bench:ab",
+  usage: `usage: deno task bench:ab --a PATH --b PATH [--kernels a,b]
+                         [--dtype float32|float16] [--rounds R]
+  --a PATH        build A: a generated kernels module (exports kernelsWasmBytes())
+  --b PATH        build B, the same
+  --kernels a,b   kernel exports to time (default all)
+  --dtype D       float32 or float16 (default float32)
+  --rounds R      interleaved rounds (default 30)
+  -h, --help      print this text`,
+  options: {
+    a: { type: "string", default: "" },
+    b: { type: "string", default: "" },
+    kernels: { type: "string", default: "" },
+    dtype: { type: "string", default: "float32" },
+    rounds: { type: "string", default: "30" },
+  },
+});
+
+const paths: string[] = [flags.a, flags.b];
+if (paths.includes("")) usageError("bench:ab", "--a and --b name the two builds");
+if (flags.dtype !== "float32" && flags.dtype !== "float16") {
+  usageError("bench:ab", `--dtype ${flags.dtype}: must be float32 or float16`);
+}
+const dt = flags.dtype === "float32" ? 0 : 1;
+const rounds = positiveInteger("bench:ab", "rounds", flags.rounds);
+
+/** The bytes of a generated kernels module at `path` (relative to the working directory). */
+async function buildAt(path: string): Promise<Uint8Array> {
+  const url = new URL(path, `file://${Deno.cwd()}/`).href;
+  const module = await import(url);
+  if (typeof module.kernelsWasmBytes !== "function") {
+    throw new Error(`${path}: exports no kernelsWasmBytes()`);
+  }
+  return module.kernelsWasmBytes();
+}
+
+const sides = await Promise.all(paths.map(async (path) => {
+  const w = signalInstance(await buildAt(path), dt);
+  return { w, calls: kernelCalls(dt, SHAPE, K) };
+}));
+const all = sides[0].calls.map((c) => c.kernel);
+const wanted: string[] = flags.kernels ? flags.kernels.split(",") : all;
+for (const name of wanted) {
+  if (!all.includes(name)) {
+    usageError("bench:ab", `no kernel ${name} (kernels: ${all.join(", ")})`);
+  }
+}
+const callOf = (side: number, name: string) => sides[side].calls.find((c) => c.kernel === name)!;
+
+const warmUntil = performance.now() + 1500;
+while (performance.now() < warmUntil) {
+  for (const name of wanted) for (const side of [0, 1]) callOf(side, name).run(sides[side].w);
+}
+const times = wanted.map(() => [[], []] as number[][]);
+const ratios = wanted.map(() => [] as number[]);
+for (let r = 0; r < rounds; r++) {
+  wanted.forEach((name, k) => {
+    // Alternate which build goes first.
+    for (const side of r % 2 ? [1, 0] : [0, 1]) {
+      times[k][side].push(nsPerElement(callOf(side, name), sides[side].w, 5));
+    }
+    ratios[k].push(times[k][1].at(-1)! / times[k][0].at(-1)!);
+  });
+}
+console.log(`${flags.dtype}, ${rounds} rounds, ns per element (medians), B/A the median ratio`);
+console.log(`${"kernel".padEnd(20)}${"A".padStart(8)}${"B".padStart(8)}${"B/A".padStart(8)}`);
+wanted.forEach((name, k) => {
+  const [a, b] = times[k].map(median);
+  console.log(
+    `${name.padEnd(20)}${a.toFixed(3).padStart(8)}${b.toFixed(3).padStart(8)}` +
+      `${median(ratios[k]).toFixed(3).padStart(8)}`,
+  );
+});
