@@ -14,7 +14,12 @@ import type { Stage } from "./stage_types.ts";
 import { runRowNormItems } from "./row_norm_stage.ts";
 import { runChannelItems } from "./channel_stages.ts";
 import { runGroupNormSamples } from "./group_norm_samples.ts";
-import { instantiateWasmKernels, type WasmKernels, type WasmScratch } from "./wasm_instance.ts";
+import {
+  instantiateWasmKernels,
+  WASM_REGION_BYTES,
+  type WasmKernels,
+  type WasmScratch,
+} from "./wasm_instance.ts";
 
 /**
  * Everything one thread keeps to run stages: its kernels (their bytes, the host heap and its
@@ -51,7 +56,13 @@ export function wasmOf(thread: ThreadState): WasmKernels | null {
 /** Runs items [from, to) of `s` with this thread's state. */
 export function runStage(s: Stage, from: number, to: number, thread: ThreadState): void {
   const wasm = wasmOf(thread);
-  if (wasm === null) throw new Error(`${s.op}: no WebAssembly kernels on the heap`);
+  if (wasm === null) {
+    const region = `${WASM_REGION_BYTES / 1024} KiB`;
+    throw new Error(
+      `${s.op}: no WebAssembly kernels on the host heap (they need WebAssembly SIMD, a shared ` +
+        `WebAssembly.Memory of 4 GiB of address space and ${region} of it for this thread)`,
+    );
+  }
   switch (s.op) {
     case "layerNormRows":
     case "layerNormBackwardRows":

@@ -728,7 +728,10 @@ function wasmOf(thread) {
 }
 function runStage(s, from, to, thread) {
   const wasm = wasmOf(thread);
-  if (wasm === null) throw new Error(\`\${s.op}: no WebAssembly kernels on the heap\`);
+  if (wasm === null) {
+    const region = \`\${WASM_REGION_BYTES / 1024} KiB\`;
+    throw new Error(\`\${s.op}: no WebAssembly kernels on the host heap (they need WebAssembly SIMD, a shared WebAssembly.Memory of 4 GiB of address space and \${region} of it for this thread)\`);
+  }
   switch (s.op) {
     case "layerNormRows":
     case "layerNormBackwardRows":
