@@ -31,13 +31,6 @@ interface Task {
 }
 
 const BUILD_SIM = ["task", "build:sim"];
-/**
- * glibc's malloc for the tests' processes (the software CANN's buffers, ArrayBuffers): blocks up
- * to 32 MiB from the heap, and freed memory kept up to 1 GiB, instead of fresh pages from the
- * kernel for each (the software CANN loads each operand into float64 buffers per call; on a VM
- * whose fresh pages cost 3-4 ms per MiB, tests/tensor/memory.test.ts's child took 8 s, 3 s so).
- */
-const TEST_MALLOC = { MALLOC_MMAP_THRESHOLD_: "33554432", MALLOC_TRIM_THRESHOLD_: "1073741824" };
 /** bench:syncbn's permissions: the ranks it spawns, their rendezvous. */
 const RUN_NET = [
   "--allow-ffi",
@@ -91,7 +84,6 @@ than --reporter, --junit-path, --filter, --fail-fast and --quiet are given.`,
       "--allow-env=DENO_JOBS",
       "scripts/test_lanes.ts",
     ]],
-    env: TEST_MALLOC,
     takesArgs: true,
   },
   "test:props": {
