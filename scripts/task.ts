@@ -31,15 +31,6 @@ interface Task {
 }
 
 const BUILD_SIM = ["task", "build:sim"];
-/** The permissions the tests need (the FFI tests, the commands they spawn, the rendezvous). */
-const TEST_PERMISSIONS = [
-  "--allow-ffi",
-  "--allow-env",
-  "--allow-read",
-  "--allow-run",
-  "--allow-write=build",
-  "--allow-net=127.0.0.1",
-];
 /** bench:syncbn's permissions: the ranks it spawns, their rendezvous. */
 const RUN_NET = [
   "--allow-ffi",
@@ -81,8 +72,18 @@ Builds the software CANN into build/sim (deno task build:sim, needs cc), then ru
 (or those given) with the permissions they need. Other arguments go to deno test, e.g.
   deno task test tests/ops/                      the tests of one folder
   deno task test --filter "layer norm"           the tests whose name matches
-  deno task test --junit-path=build/junit.xml    a JUnit report (as .ci/run writes it)`,
-    steps: [BUILD_SIM, ["test", ...TEST_PERMISSIONS]],
+  deno task test --junit-path=build/junit.xml    a JUnit report (as .ci/run writes it)
+The whole suite runs in two deno test processes at once, a folder of tests/ at a time each
+(scripts/test_lanes.ts; DENO_JOBS=1: one deno test), unless files, folders or options other
+than --reporter, --junit-path, --filter, --fail-fast and --quiet are given.`,
+    steps: [BUILD_SIM, [
+      "run",
+      "--allow-run",
+      "--allow-read",
+      "--allow-write",
+      "--allow-env=DENO_JOBS",
+      "scripts/test_lanes.ts",
+    ]],
     takesArgs: true,
   },
   "test:props": {
