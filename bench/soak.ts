@@ -7,7 +7,9 @@
  * 2. `using/tidy`: results bound with `using` (even the result object), and a `tidy` scope;
  * 3. `out`: preallocated outputs reused;
  * 4. `gc`: nothing disposed, the loop yielding to the event loop every 200 calls (the
- *    FinalizationRegistry backstop then frees what became garbage).
+ *    FinalizationRegistry backstop then frees what became garbage). With `--v8-flags=--expose-gc`
+ *    its end is taken after two full collections, each followed by two turns of the event loop,
+ *    so that it shows what the backstop frees rather than when V8 chose to collect.
  *
  *   deno task build:sim
  *   deno run --allow-ffi --allow-env --allow-read bench/soak.ts [--calls 20000] [--json]
@@ -63,12 +65,32 @@ function snapshot(): Snapshot {
 
 const results: { style: string; start: Snapshot; end: Snapshot; peakBlocksInUse: number }[] = [];
 
-async function style(name: string, body: (i: number) => void | Promise<void>): Promise<void> {
+/**
+ * With `--expose-gc`: twice, a synchronisation, a full collection and two turns of the event
+ * loop for the finalizers. The first collection cannot take what the loop's last job still
+ * reaches (the WeakRefs made in a job hold their targets until it ends); the second can.
+ */
+async function collect(): Promise<void> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) return;
+  for (let round = 0; round < 2; round++) {
+    npu.synchronize();
+    gc();
+    for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+}
+
+async function style(
+  name: string,
+  body: (i: number) => void | Promise<void>,
+  beforeEnd?: () => Promise<void>,
+): Promise<void> {
   // A warm-up pass first: the allocator's cache and V8's heap reach their steady size.
   for (let i = 0; i < Math.min(500, calls); i++) await body(i);
   npu.resetPeakMemory();
   const start = snapshot();
   for (let i = 1; i <= calls; i++) await body(i);
+  await beforeEnd?.();
   const end = snapshot();
   results.push({ style: name, start, end, peakBlocksInUse: npu.memory().peakBytesInUse });
 }
@@ -103,7 +125,7 @@ await style("out", () => {
 await style("gc", async (i) => {
   batchNormReduceBackward({ gradOut: dy, input: x, mean, invstd });
   if (i % 200 === 0) await new Promise((resolve) => setTimeout(resolve, 0));
-});
+}, collect);
 npu.close();
 const final = simStats();
 
