@@ -34,6 +34,34 @@
         (v128.load (local.get $wp)))
       (v128.load (local.get $bp))))
 
+  ;; Pass 1 of add_ln_fwd over the whole vectors of a row (n4 elements): s = alpha * x1 + x2
+  ;; (+ bias; $aln_sum4) from x1 at p, x2 at q and the bias row at u (dt), to the float32
+  ;; scratch row at s, and with flags bit 1 rounded to dt at t. Called with constant flags for
+  ;; the common ones, so that once inlined its tests fold away.
+  (func $aln_pass1
+    (param $p i32) (param $q i32) (param $u i32) (param $t i32) (param $s i32) (param $cb i32)
+    (param $n4 i32) (param $es i32) (param $dt i32) (param $flags i32) (param $al v128)
+    (local $j i32) (local $k i32) (local $v v128)
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
+        (local.set $v
+          (call $aln_sum4 (local.get $p) (local.get $q) (local.get $u)
+            (i32.add (local.get $cb) (local.get $k)) (local.get $dt) (local.get $flags)
+            (local.get $al)))
+        (v128.store (i32.add (local.get $s) (local.get $k)) (local.get $v))
+        (if (i32.and (local.get $flags) (i32.const 1))
+          (then
+            (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v))
+            (local.set $t (i32.add (local.get $t) (local.get $es)))))
+        (if (i32.and (local.get $flags) (i32.const 2))
+          (then (local.set $u (i32.add (local.get $u) (local.get $es)))))
+        (local.set $p (i32.add (local.get $p) (local.get $es)))
+        (local.set $q (i32.add (local.get $q) (local.get $es)))
+        (local.set $k (i32.add (local.get $k) (i32.const 16)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $next))))
+
   ;; Fused add + LayerNorm forward. Per row: pass 1 forms s in float32 into the scratch row at
   ;; $s (n rounded up to 4 float32s; the caller gives each thread its own) and, with flags bit
   ;; 1, stores s rounded to dt at x; then mean and rstd as ln_fwd takes them ($rf_stats over
@@ -54,70 +82,45 @@
       (loop $row
         (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
         ;; Pass 1: s = (alpha * x1 + x2) (+ bias) in float32 lanes, to the scratch row; x. Whole
-        ;; vectors in a loop of their own for the common flags (none: plain sum; 1: x stored), so
-        ;; that their tests fold away; any other flags in the general loop; then the last one to
-        ;; three elements.
-        (local.set $p (local.get $a))
-        (local.set $q (local.get $b))
-        (local.set $u (local.get $c))
-        (local.set $t (local.get $x))
-        (local.set $k (i32.const 0))
-        (local.set $j (i32.const 0))
+        ;; vectors in a loop of their own for the flags users pass (none: plain sum; 1: x
+        ;; stored; 4 and 5: a column bias too), so that their tests fold away; any other flags
+        ;; in a loop that tests them; then the last one to three elements.
         (if (i32.eqz (local.get $flags))
           (then
-            (block $done0
-              (loop $next0
-                (br_if $done0 (i32.ge_u (local.get $j) (local.get $n4)))
-                (v128.store (i32.add (local.get $s) (local.get $k))
-                  (call $aln_sum4 (local.get $p) (local.get $q) (local.get $u)
-                    (i32.add (local.get $cb) (local.get $k)) (local.get $dt) (i32.const 0)
-                    (local.get $al)))
-                (local.set $p (i32.add (local.get $p) (local.get $es)))
-                (local.set $q (i32.add (local.get $q) (local.get $es)))
-                (local.set $k (i32.add (local.get $k) (i32.const 16)))
-                (local.set $j (i32.add (local.get $j) (i32.const 4)))
-                (br $next0))))
+            (call $aln_pass1 (local.get $a) (local.get $b) (local.get $c) (local.get $x)
+              (local.get $s) (local.get $cb) (local.get $n4) (local.get $es) (local.get $dt)
+              (i32.const 0) (local.get $al)))
           (else
             (if (i32.eq (local.get $flags) (i32.const 1))
               (then
-                (block $done1
-                  (loop $next1
-                    (br_if $done1 (i32.ge_u (local.get $j) (local.get $n4)))
-                    (local.set $v
-                      (call $aln_sum4 (local.get $p) (local.get $q) (local.get $u)
-                        (i32.add (local.get $cb) (local.get $k)) (local.get $dt) (i32.const 1)
-                        (local.get $al)))
-                    (v128.store (i32.add (local.get $s) (local.get $k)) (local.get $v))
-                    (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v))
-                    (local.set $p (i32.add (local.get $p) (local.get $es)))
-                    (local.set $q (i32.add (local.get $q) (local.get $es)))
-                    (local.set $t (i32.add (local.get $t) (local.get $es)))
-                    (local.set $k (i32.add (local.get $k) (i32.const 16)))
-                    (local.set $j (i32.add (local.get $j) (i32.const 4)))
-                    (br $next1))))
+                (call $aln_pass1 (local.get $a) (local.get $b) (local.get $c) (local.get $x)
+                  (local.get $s) (local.get $cb) (local.get $n4) (local.get $es) (local.get $dt)
+                  (i32.const 1) (local.get $al)))
               (else
-                (block $doneG
-                  (loop $nextG
-                    (br_if $doneG (i32.ge_u (local.get $j) (local.get $n4)))
-                    (local.set $v
-                      (call $aln_sum4 (local.get $p) (local.get $q) (local.get $u)
-                        (i32.add (local.get $cb) (local.get $k)) (local.get $dt) (local.get $flags)
-                        (local.get $al)))
-                    (v128.store (i32.add (local.get $s) (local.get $k)) (local.get $v))
-                    (if (i32.and (local.get $flags) (i32.const 1))
-                      (then (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v))))
-                    (local.set $p (i32.add (local.get $p) (local.get $es)))
-                    (local.set $q (i32.add (local.get $q) (local.get $es)))
-                    (local.set $u (i32.add (local.get $u) (local.get $es)))
-                    (local.set $t (i32.add (local.get $t) (local.get $es)))
-                    (local.set $k (i32.add (local.get $k) (i32.const 16)))
-                    (local.set $j (i32.add (local.get $j) (i32.const 4)))
-                    (br $nextG)))))))
+                (if (i32.eq (local.get $flags) (i32.const 5))
+                  (then
+                    (call $aln_pass1 (local.get $a) (local.get $b) (local.get $c) (local.get $x)
+                      (local.get $s) (local.get $cb) (local.get $n4) (local.get $es)
+                      (local.get $dt) (i32.const 5) (local.get $al)))
+                  (else
+                    (if (i32.eq (local.get $flags) (i32.const 4))
+                      (then
+                        (call $aln_pass1 (local.get $a) (local.get $b) (local.get $c) (local.get $x)
+                          (local.get $s) (local.get $cb) (local.get $n4) (local.get $es)
+                          (local.get $dt) (i32.const 4) (local.get $al)))
+                      (else
+                        (call $aln_pass1 (local.get $a) (local.get $b) (local.get $c) (local.get $x)
+                          (local.get $s) (local.get $cb) (local.get $n4) (local.get $es)
+                          (local.get $dt) (local.get $flags) (local.get $al))))))))))
+        ;; Where the loop left off: element n4 of every row array, float32 n4 of the scratch.
+        (local.set $j (local.get $n4))
+        (local.set $k (i32.shl (local.get $n4) (i32.const 2)))
+        (local.set $p (i32.add (local.get $a) (i32.mul (i32.shr_u (local.get $j) (i32.const 2)) (local.get $es))))
+        (local.set $q (i32.add (local.get $b) (i32.mul (i32.shr_u (local.get $j) (i32.const 2)) (local.get $es))))
         ;; The last one to three elements (loads of whole vectors, as the loops above; the row's
         ;; padding is the caller's).
         (if (i32.lt_u (local.get $j) (local.get $n))
           (then
-            ;; The pointers of the flags-0 and flags-1 loops skipped u (and t): catch them up.
             (local.set $u (i32.add (local.get $c) (i32.mul (i32.shr_u (local.get $j) (i32.const 2)) (local.get $es))))
             (local.set $t (i32.add (local.get $x) (i32.mul (i32.shr_u (local.get $j) (i32.const 2)) (local.get $es))))
             (local.set $v
