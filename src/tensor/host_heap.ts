@@ -23,7 +23,8 @@
  * address space, not memory, as the system gives a page its memory when it is first written
  * (what the heap has reached, `hostHeapUsage().bytesReserved`, is what it can have touched).
  * A memory that cannot grow lets V8 check the kernels' accesses against a constant (see
- * src/backends/cpu/wasm/kernels.wat).
+ * src/backends/cpu/wasm/kernels.wat). Where the system refuses that much address space, the
+ * memory starts at 16 pages and grows, and the kernels run with slower checks.
  *
  * @module
  */
@@ -136,13 +137,18 @@ export interface HostHeapPolicy {
    * kernel forgets to write shows up as NaN (tests). Default false.
    */
   readonly poisonReused: boolean;
+  /**
+   * Make the memory growable from 16 pages at once, as the heap does where a memory of
+   * {@linkcode HOST_HEAP_PAGES} cannot be had (tests of that fallback). Default false.
+   */
+  readonly growable?: boolean;
 }
 
 /** The heap's state (one per process; workers only receive its memory). */
 interface HostHeap {
   readonly policy: HostHeapPolicy;
   readonly memory: WebAssembly.Memory;
-  /** Every buffer object the memory has handed out (one: the memory never grows). */
+  /** Every buffer object the memory has handed out (one per size after each grow). */
   readonly buffers: WeakSet<SharedArrayBuffer>;
   /** The blocks: size classes, cached blocks, free ranges, the top. */
   readonly pool: BlockPool;
@@ -207,11 +213,20 @@ export class HeapGrant {
 }
 
 /**
- * Lets the heap's blocks reach `end` bytes within `limit` (the memory has them all already);
- * false past `limit`.
+ * Lets the heap's blocks reach `end` bytes within `limit` (the memory has them all already,
+ * unless it is the growable fallback, which grows to them); false past `limit`, or when the
+ * fallback cannot grow.
  */
 function reach(h: HostHeap, end: number, limit = hostHeapMaxBytes()): boolean {
   if (end > limit) return false;
+  const have = h.memory.buffer.byteLength;
+  if (end > have) {
+    try {
+      h.memory.grow(Math.ceil((end - have) / PAGE_BYTES));
+    } catch {
+      return false;
+    }
+  }
   h.reached = Math.max(h.reached, Math.ceil(end / PAGE_BYTES) * PAGE_BYTES);
   return true;
 }
@@ -224,7 +239,11 @@ function reach(h: HostHeap, end: number, limit = hostHeapMaxBytes()): boolean {
 export function startHostHeap(policy: HostHeapPolicy): void {
   if (heap === undefined) {
     createHeap(policy);
-  } else if (heap !== null && heap.policy.poisonReused !== policy.poisonReused) {
+  } else if (
+    heap !== null &&
+    (heap.policy.poisonReused !== policy.poisonReused ||
+      (heap.policy.growable ?? false) !== (policy.growable ?? false))
+  ) {
     throw new RangeError("startHostHeap: the host heap is in use under another policy");
   }
 }
@@ -234,15 +253,32 @@ function theHeap(): HostHeap | null {
   return heap !== undefined ? heap : createHeap({ poisonReused: false });
 }
 
+/**
+ * The heap's memory: {@linkcode HOST_HEAP_PAGES} pages that never grow, or, where the system
+ * refuses 4 GiB of address space (or `growable` asks), 16 pages that grow up to that size (the
+ * kernels then run with the slower bounds checks of a growable memory: wasm_instance.ts
+ * `withGrowableMemory`). Throws where shared WebAssembly memories are unavailable.
+ */
+function heapMemory(growable: boolean): WebAssembly.Memory {
+  if (!growable) {
+    try {
+      return new WebAssembly.Memory({
+        initial: HOST_HEAP_PAGES,
+        maximum: HOST_HEAP_PAGES,
+        shared: true,
+      });
+    } catch {
+      // Too much address space for this process: the growable memory below.
+    }
+  }
+  return new WebAssembly.Memory({ initial: 16, maximum: HOST_HEAP_PAGES, shared: true });
+}
+
 /** Creates the heap under `policy` (null where shared WebAssembly memories are unavailable). */
 function createHeap(policy: HostHeapPolicy): HostHeap | null {
   hostHeapMaxBytes(); // a bad ACLNN_NORM_HOST_HEAP_MB is refused before anything is allocated
   try {
-    const memory = new WebAssembly.Memory({
-      initial: HOST_HEAP_PAGES,
-      maximum: HOST_HEAP_PAGES,
-      shared: true,
-    });
+    const memory = heapMemory(policy.growable ?? false);
     // The pool bumps its top only through calls, once `heap` is this one.
     const pool = new BlockPool(HOST_HEAP_RESERVED_BYTES, (end) => reach(heap!, end));
     heap = {

@@ -60,7 +60,7 @@ export function runStage(s: Stage, from: number, to: number, thread: ThreadState
     const region = `${WASM_REGION_BYTES / 1024} KiB`;
     throw new Error(
       `${s.op}: no WebAssembly kernels on the host heap (they need WebAssembly SIMD, a shared ` +
-        `WebAssembly.Memory of 4 GiB of address space and ${region} of it for this thread)`,
+        `WebAssembly.Memory and ${region} of it for this thread)`,
     );
   }
   switch (s.op) {

@@ -204,13 +204,60 @@ function regionHead(w, length) {
   if (head !== void 0 && head.length === length) return head;
   return w.f64Head = w.f64.subarray(0, length);
 }
+var FULL_MEMORY_BYTES = 2 ** 32;
 function instantiateOn(bytes, memory) {
-  const module = new WebAssembly.Module(bytes);
+  const full = memory.buffer.byteLength >= FULL_MEMORY_BYTES;
+  const module = new WebAssembly.Module(full ? bytes : withGrowableMemory(bytes));
   return new WebAssembly.Instance(module, {
     env: {
       memory
     }
   }).exports;
+}
+function readLeb(b, at) {
+  let value = 0;
+  let shift = 0;
+  let i = at;
+  for (; ; ) {
+    const byte = b[i++];
+    value += (byte & 127) * 2 ** shift;
+    if ((byte & 128) === 0) return [
+      value,
+      i - at
+    ];
+    shift += 7;
+  }
+}
+function withGrowableMemory(bytes) {
+  const b = bytes.slice();
+  let at = 8;
+  while (at < b.length) {
+    const id = b[at];
+    const [size, sizeLength] = readLeb(b, at + 1);
+    const body = at + 1 + sizeLength;
+    if (id === 2) {
+      let p = body;
+      const [count, countLength] = readLeb(b, p);
+      p += countLength;
+      for (let i = 0; i < count; i++) {
+        for (let name = 0; name < 2; name++) {
+          const [length, lengthLength] = readLeb(b, p);
+          p += lengthLength + length;
+        }
+        const kind = b[p++];
+        if (kind !== 2) throw new Error("kernels module: an import other than its memory");
+        const flags = b[p++];
+        const [, minLength] = readLeb(b, p);
+        if ((flags & 1) === 0 || minLength < 1) throw new Error("kernels module: no maximum");
+        for (let k = 0; k < minLength; k++) {
+          b[p + k] = (k === 0 ? 1 : 0) | (k < minLength - 1 ? 128 : 0);
+        }
+        return b;
+      }
+    }
+    at = body + size;
+  }
+  throw new Error("kernels module: no memory import");
 }
 function instantiateWasmKernels(bytes, memory, at) {
   if (!bytes || !memory || at <= 0) return null;
@@ -730,7 +777,7 @@ function runStage(s, from, to, thread) {
   const wasm = wasmOf(thread);
   if (wasm === null) {
     const region = \`\${WASM_REGION_BYTES / 1024} KiB\`;
-    throw new Error(\`\${s.op}: no WebAssembly kernels on the host heap (they need WebAssembly SIMD, a shared WebAssembly.Memory of 4 GiB of address space and \${region} of it for this thread)\`);
+    throw new Error(\`\${s.op}: no WebAssembly kernels on the host heap (they need WebAssembly SIMD, a shared WebAssembly.Memory and \${region} of it for this thread)\`);
   }
   switch (s.op) {
     case "layerNormRows":
