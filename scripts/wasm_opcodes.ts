@@ -13,57 +13,12 @@
  * @module
  */
 
-/** A reader of the module's bytes. */
-class Reader {
-  at = 0;
-  constructor(readonly bytes: Uint8Array) {}
-
-  byte(): number {
-    if (this.at >= this.bytes.length) throw new Error("wasm: unexpected end of module");
-    return this.bytes[this.at++];
-  }
-
-  /** An unsigned LEB128 number (at most 32 bits). */
-  u32(): number {
-    let result = 0;
-    for (let shift = 0; shift < 35; shift += 7) {
-      const b = this.byte();
-      result += (b & 0x7f) * 2 ** shift;
-      if ((b & 0x80) === 0) return result;
-    }
-    throw new Error(`wasm: LEB128 too long at ${this.at}`);
-  }
-
-  /** Skips a signed LEB128 number of at most `bits` bits. */
-  skipSigned(bits: number): void {
-    for (let n = 0; n < Math.ceil(bits / 7); n++) if ((this.byte() & 0x80) === 0) return;
-    throw new Error(`wasm: LEB128 too long at ${this.at}`);
-  }
-
-  skip(n: number): void {
-    this.at += n;
-    if (this.at > this.bytes.length) throw new Error("wasm: unexpected end of module");
-  }
-}
-
-/** The number of bytes of `value` as an unsigned LEB128. */
-function lebLength(value: number): number {
-  let n = 1;
-  while (value >= 0x80) {
-    value = Math.floor(value / 128);
-    n++;
-  }
-  return n;
-}
-
-/** Writes `value` as an unsigned LEB128 of exactly `length` bytes at `at`. */
-function writeLeb(bytes: Uint8Array, at: number, value: number, length: number): void {
-  for (let i = 0; i < length; i++) {
-    const low = value % 128;
-    value = Math.floor(value / 128);
-    bytes[at + i] = low | (i < length - 1 ? 0x80 : 0);
-  }
-}
+import {
+  forEachSection,
+  lebLength,
+  type WasmReader as Reader,
+  writeLeb,
+} from "../src/backends/cpu/kernels/wasm_binary.ts";
 
 /** A memory argument: alignment (with the multi-memory index flag) and offset. */
 function skipMemarg(r: Reader): void {
@@ -146,31 +101,22 @@ function skipMisc(r: Reader, sub: number): void {
  * `bytes` (`at`, `length`: where its opcode's LEB128 is, after the 0xfd prefix).
  */
 export function forEachSimdOpcode(bytes: Uint8Array, simd: SimdVisitor): void {
-  const header = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
-  if (!header.every((b, i) => bytes[i] === b)) throw new Error("wasm: not a version 1 module");
-  const r = new Reader(bytes);
-  r.at = 8;
-  while (r.at < bytes.length) {
-    const id = r.byte();
-    const size = r.u32();
-    const end = r.at + size;
-    if (id === 10) {
-      for (let count = r.u32(); count > 0; count--) {
-        const bodySize = r.u32();
-        const bodyEnd = r.at + bodySize;
-        for (let groups = r.u32(); groups > 0; groups--) {
-          r.u32();
-          const type = r.byte();
-          if (type < 0x7b || type > 0x7f) {
-            throw new Error(`wasm: local type 0x${type.toString(16)}`);
-          }
+  forEachSection(bytes, (id, r) => {
+    if (id !== 10) return;
+    for (let count = r.u32(); count > 0; count--) {
+      const bodySize = r.u32();
+      const bodyEnd = r.at + bodySize;
+      for (let groups = r.u32(); groups > 0; groups--) {
+        r.u32();
+        const type = r.byte();
+        if (type < 0x7b || type > 0x7f) {
+          throw new Error(`wasm: local type 0x${type.toString(16)}`);
         }
-        while (r.at < bodyEnd) skipImmediates(r, r.byte(), simd);
-        if (r.at !== bodyEnd) throw new Error("wasm: a function body ends inside an instruction");
       }
+      while (r.at < bodyEnd) skipImmediates(r, r.byte(), simd);
+      if (r.at !== bodyEnd) throw new Error("wasm: a function body ends inside an instruction");
     }
-    r.at = end;
-  }
+  });
 }
 
 /**

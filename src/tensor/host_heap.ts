@@ -257,7 +257,7 @@ function theHeap(): HostHeap | null {
  * The heap's memory: {@linkcode HOST_HEAP_PAGES} pages that never grow, or, where the system
  * refuses 4 GiB of address space (or `growable` asks), 16 pages that grow up to that size (the
  * kernels then run with the slower bounds checks of a growable memory: wasm_instance.ts
- * `withGrowableMemory`). Throws where shared WebAssembly memories are unavailable.
+ * `fitMemoryImport`). Throws where shared WebAssembly memories are unavailable.
  */
 function heapMemory(growable: boolean): WebAssembly.Memory {
   if (!growable) {

@@ -14,6 +14,7 @@
 import type { ChannelExports, ChannelUnitsExports } from "./channel_exports.ts";
 import type { RowNormExports } from "./row_exports.ts";
 import type { WriteArray } from "./stage_types.ts";
+import { forEachSection, writeLeb } from "./wasm_binary.ts";
 
 /**
  * The codecs the kernels use, exported alone for the tests (byte addresses; n a multiple of
@@ -89,74 +90,45 @@ export interface WasmScratch {
   staged: boolean;
 }
 
-/** Bytes of a memory of 65536 pages, the size the kernels' module imports (kernels.wat). */
-const FULL_MEMORY_BYTES = 2 ** 32;
-
 /**
- * Instantiates the kernels on `memory`: the host heap's shared memory of 65536 pages, as the
- * module imports it, or a smaller growable one where that could not be made (host_heap.ts),
- * for which the module's import is lowered first ({@linkcode withGrowableMemory}).
+ * Instantiates the kernels on `memory`: the host heap's shared memory, of the size the module
+ * imports, or a smaller growable one where that could not be made (host_heap.ts), for which the
+ * module's import is lowered first ({@linkcode fitMemoryImport}).
  */
 export function instantiateOn(bytes: Uint8Array, memory: WebAssembly.Memory): WasmExports {
-  const full = memory.buffer.byteLength >= FULL_MEMORY_BYTES;
-  const module = new WebAssembly.Module(
-    (full ? bytes : withGrowableMemory(bytes)) as Uint8Array<ArrayBuffer>,
-  );
+  const pages = memory.buffer.byteLength / 65536;
+  const module = new WebAssembly.Module(fitMemoryImport(bytes, pages) as Uint8Array<ArrayBuffer>);
   return new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as WasmExports;
 }
 
-/** An unsigned LEB128 at `at` of `b`: its value and its length in bytes. */
-function readLeb(b: Uint8Array, at: number): [number, number] {
-  let value = 0;
-  let shift = 0;
-  let i = at;
-  for (;;) {
-    const byte = b[i++];
-    value += (byte & 0x7f) * 2 ** shift;
-    if ((byte & 0x80) === 0) return [value, i - at];
-    shift += 7;
-  }
-}
-
 /**
- * A copy of a kernels module whose memory import's minimum is 1 page instead of 65536, the
- * maximum kept, so that a growable memory satisfies it: the heap's fallback where 4 GiB of
- * address space could not be had (V8 then compiles the slower bounds checks of a growable
- * memory, bench/RESULTS.md seventeenth session, but the kernels run). The minimum is rewritten
- * in place as a padded LEB128 of the same length. Throws when the module imports no such
- * memory.
+ * The kernels' module `bytes` as they are when their memory import's minimum is at most
+ * `pages`, else a copy whose minimum is 1 page, rewritten in place as a padded LEB128 of the
+ * same length (the maximum kept): the host heap's growable fallback, where 4 GiB of address
+ * space could not be had (V8 then compiles the slower bounds checks of a growable memory,
+ * bench/RESULTS.md seventeenth session, but the kernels run). Throws when the module imports
+ * anything but its memory, or a memory without a maximum.
  */
-export function withGrowableMemory(bytes: Uint8Array): Uint8Array {
-  const b = bytes.slice();
-  let at = 8; // past the magic number and the version
-  while (at < b.length) {
-    const id = b[at];
-    const [size, sizeLength] = readLeb(b, at + 1);
-    const body = at + 1 + sizeLength;
-    if (id === 2) {
-      let p = body;
-      const [count, countLength] = readLeb(b, p);
-      p += countLength;
-      for (let i = 0; i < count; i++) {
-        for (let name = 0; name < 2; name++) {
-          const [length, lengthLength] = readLeb(b, p);
-          p += lengthLength + length;
-        }
-        const kind = b[p++];
-        if (kind !== 2) throw new Error("kernels module: an import other than its memory");
-        const flags = b[p++];
-        const [, minLength] = readLeb(b, p);
-        if ((flags & 1) === 0 || minLength < 1) throw new Error("kernels module: no maximum");
-        // 1, padded to the minimum's length: 0x81 0x80 ... 0x00.
-        for (let k = 0; k < minLength; k++) {
-          b[p + k] = (k === 0 ? 1 : 0) | (k < minLength - 1 ? 0x80 : 0);
-        }
-        return b;
-      }
+export function fitMemoryImport(bytes: Uint8Array, pages: number): Uint8Array {
+  let minimum: { at: number; length: number; value: number } | undefined;
+  forEachSection(bytes, (id, r) => {
+    if (id !== 2) return;
+    for (let count = r.u32(); count > 0; count--) {
+      r.skip(r.u32()); // module name
+      r.skip(r.u32()); // field name
+      if (r.byte() !== 2) throw new Error("kernels module: an import other than its memory");
+      if ((r.byte() & 1) === 0) throw new Error("kernels module: a memory without a maximum");
+      const at = r.at;
+      const value = r.u32();
+      minimum = { at, length: r.at - at, value };
+      r.u32(); // maximum
     }
-    at = body + size;
-  }
-  throw new Error("kernels module: no memory import");
+  });
+  if (!minimum) throw new Error("kernels module: no memory import");
+  if (minimum.value <= pages) return bytes;
+  const lowered = bytes.slice();
+  writeLeb(lowered, minimum.at, 1, minimum.length);
+  return lowered;
 }
 
 /**

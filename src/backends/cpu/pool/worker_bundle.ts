@@ -197,6 +197,72 @@ function uniformStage(fields) {
   return Object.assign(record, fields);
 }
 
+// src/backends/cpu/kernels/wasm_binary.ts
+var WasmReader = class {
+  bytes;
+  /** The next byte's address. */
+  at;
+  /** A reader of \`bytes\`. */
+  constructor(bytes) {
+    this.bytes = bytes;
+    this.at = 0;
+  }
+  /** The next byte. */
+  byte() {
+    if (this.at >= this.bytes.length) throw new Error("wasm: unexpected end of module");
+    return this.bytes[this.at++];
+  }
+  /** An unsigned LEB128 number (at most 32 bits). */
+  u32() {
+    let result = 0;
+    for (let shift = 0; shift < 35; shift += 7) {
+      const b = this.byte();
+      result += (b & 127) * 2 ** shift;
+      if ((b & 128) === 0) return result;
+    }
+    throw new Error(\`wasm: LEB128 too long at \${this.at}\`);
+  }
+  /** Skips a signed LEB128 number of at most \`bits\` bits. */
+  skipSigned(bits) {
+    for (let n = 0; n < Math.ceil(bits / 7); n++) if ((this.byte() & 128) === 0) return;
+    throw new Error(\`wasm: LEB128 too long at \${this.at}\`);
+  }
+  /** Skips \`n\` bytes. */
+  skip(n) {
+    this.at += n;
+    if (this.at > this.bytes.length) throw new Error("wasm: unexpected end of module");
+  }
+};
+function writeLeb(bytes, at, value, length) {
+  for (let i = 0; i < length; i++) {
+    const low = value % 128;
+    value = Math.floor(value / 128);
+    bytes[at + i] = low | (i < length - 1 ? 128 : 0);
+  }
+}
+function forEachSection(bytes, visit) {
+  const header = [
+    0,
+    97,
+    115,
+    109,
+    1,
+    0,
+    0,
+    0
+  ];
+  if (!header.every((b, i) => bytes[i] === b)) throw new Error("wasm: not a version 1 module");
+  const r = new WasmReader(bytes);
+  r.at = 8;
+  while (r.at < bytes.length) {
+    const id = r.byte();
+    const size = r.u32();
+    const end = r.at + size;
+    visit(id, r, end);
+    r.at = end;
+  }
+}
+
 // src/backends/cpu/kernels/wasm_instance.ts
 var WASM_REGION_BYTES = 524288;
 function regionHead(w, length) {
@@ -204,60 +270,39 @@ function regionHead(w, length) {
   if (head !== void 0 && head.length === length) return head;
   return w.f64Head = w.f64.subarray(0, length);
 }
-var FULL_MEMORY_BYTES = 2 ** 32;
 function instantiateOn(bytes, memory) {
-  const full = memory.buffer.byteLength >= FULL_MEMORY_BYTES;
-  const module = new WebAssembly.Module(full ? bytes : withGrowableMemory(bytes));
+  const pages = memory.buffer.byteLength / 65536;
+  const module = new WebAssembly.Module(fitMemoryImport(bytes, pages));
   return new WebAssembly.Instance(module, {
     env: {
       memory
     }
   }).exports;
 }
-function readLeb(b, at) {
-  let value = 0;
-  let shift = 0;
-  let i = at;
-  for (; ; ) {
-    const byte = b[i++];
-    value += (byte & 127) * 2 ** shift;
-    if ((byte & 128) === 0) return [
-      value,
-      i - at
-    ];
-    shift += 7;
-  }
-}
-function withGrowableMemory(bytes) {
-  const b = bytes.slice();
-  let at = 8;
-  while (at < b.length) {
-    const id = b[at];
-    const [size, sizeLength] = readLeb(b, at + 1);
-    const body = at + 1 + sizeLength;
-    if (id === 2) {
-      let p = body;
-      const [count, countLength] = readLeb(b, p);
-      p += countLength;
-      for (let i = 0; i < count; i++) {
-        for (let name = 0; name < 2; name++) {
-          const [length, lengthLength] = readLeb(b, p);
-          p += lengthLength + length;
-        }
-        const kind = b[p++];
-        if (kind !== 2) throw new Error("kernels module: an import other than its memory");
-        const flags = b[p++];
-        const [, minLength] = readLeb(b, p);
-        if ((flags & 1) === 0 || minLength < 1) throw new Error("kernels module: no maximum");
-        for (let k = 0; k < minLength; k++) {
-          b[p + k] = (k === 0 ? 1 : 0) | (k < minLength - 1 ? 128 : 0);
-        }
-        return b;
-      }
+function fitMemoryImport(bytes, pages) {
+  let minimum;
+  forEachSection(bytes, (id, r) => {
+    if (id !== 2) return;
+    for (let count = r.u32(); count > 0; count--) {
+      r.skip(r.u32());
+      r.skip(r.u32());
+      if (r.byte() !== 2) throw new Error("kernels module: an import other than its memory");
+      if ((r.byte() & 1) === 0) throw new Error("kernels module: a memory without a maximum");
+      const at = r.at;
+      const value = r.u32();
+      minimum = {
+        at,
+        length: r.at - at,
+        value
+      };
+      r.u32();
     }
-    at = body + size;
-  }
-  throw new Error("kernels module: no memory import");
+  });
+  if (!minimum) throw new Error("kernels module: no memory import");
+  if (minimum.value <= pages) return bytes;
+  const lowered = bytes.slice();
+  writeLeb(lowered, minimum.at, 1, minimum.length);
+  return lowered;
 }
 function instantiateWasmKernels(bytes, memory, at) {
   if (!bytes || !memory || at <= 0) return null;
