@@ -30,7 +30,8 @@ export type { AcceleratorDevice, Device, DeviceStorage, WorkOutcome } from "./sr
 export { bf16ToNumber, dtypeByteSize, numberToBf16, roundToDType } from "./src/tensor/dtype.ts";
 export type { DType, HostData } from "./src/tensor/dtype.ts";
 export { keep, tidy } from "./src/tensor/scope.ts";
-export { HOST_HEAP_ENV, hostHeapUsage } from "./src/tensor/host_heap.ts";
+export { hostHeapUsage } from "./src/tensor/host_heap.ts";
+export { HOST_HEAP_ENV } from "./src/tensor/host_heap_size.ts";
 export type { HostHeapUsage } from "./src/tensor/host_heap.ts";
 
 // Operators, SyncBatchNorm and the descriptor API.

@@ -121,7 +121,7 @@ Deno.test("channels-last statistics: the same bits with and without the reads in
   }
 });
 
-/** row_norms.wat $rf_pivot4 on one lane: magnitude below 2^100, else (and NaN) 0. */
+/** row_sums.wat $rf_pivot4 on one lane: magnitude below 2^100, else (and NaN) 0. */
 function pivotRule(v: number): number {
   return Math.abs(v) < 2 ** 100 ? v : 0;
 }

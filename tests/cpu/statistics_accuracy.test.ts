@@ -4,7 +4,7 @@
  * entry of the tolerance table (no cancellation widening). Float32 lanes that add the values
  * themselves drift by several ulps of the mean over a block, and the variance takes the
  * square of that: a constant row of 10000.3 normalized to -0.21 instead of 0, and its rstd
- * (eps 1e-3) was 30.9 instead of 31.6 (row_norms.wat $rf_mean64, channel_pixel_blocks.wat: the
+ * (eps 1e-3) was 30.9 instead of 31.6 (row_sums.wat $rf_mean64, channel_pixel_blocks.wat: the
  * sums now run about each run's first element).
  *
  * @module
@@ -189,7 +189,7 @@ for (const threads of [1, 2]) {
 }
 
 /**
- * Runs whose first 16 elements (the one-pass moments' pivot, row_norms.wat $rf_pivot16) sit far
+ * Runs whose first 16 elements (the one-pass moments' pivot, row_sums.wat $rf_pivot16) sit far
  * from their mean: 1 against a run of [0, 0.001), every `run` elements. Squares taken about that
  * pivot in float32 err by about n/16 times more than squares about the mean (on the variance:
  * hundreds of half-ulps here); such a run takes the two passes about its mean instead

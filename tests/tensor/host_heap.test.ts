@@ -14,16 +14,18 @@ import {
   heapAddress,
   heapAllocate,
   heapFreed,
-  HOST_HEAP_DEFAULT_BYTES,
-  HOST_HEAP_ENV,
   HOST_HEAP_SLACK_BYTES,
-  HOST_HEAP_TENSOR_LIMIT_BYTES,
-  hostHeapMaxBytes,
   hostHeapMemory,
   hostHeapUsage,
   releaseForTests,
   startHostHeap,
 } from "../../src/tensor/host_heap.ts";
+import {
+  HOST_HEAP_DEFAULT_BYTES,
+  HOST_HEAP_ENV,
+  HOST_HEAP_TENSOR_LIMIT_BYTES,
+  hostHeapMaxBytes,
+} from "../../src/tensor/host_heap_size.ts";
 import {
   allocateHostBuffer,
   allocateHostData,
@@ -315,8 +317,9 @@ Deno.test("host heap: `using` on a result frees the outputs' blocks at the end o
 Deno.test("host heap: ACLNN_NORM_HOST_HEAP_MB sets its maximum (0: no tensor in it); unset, a quarter of memory", async () => {
   const script = [
     `import { allocateHostData } from "${new URL("../../src/tensor/dtype.ts", import.meta.url)}";`,
-    `import { heapAddress, hostHeapMaxBytes } from "${new URL(
-      "../../src/tensor/host_heap.ts",
+    `import { heapAddress } from "${new URL("../../src/tensor/host_heap.ts", import.meta.url)}";`,
+    `import { hostHeapMaxBytes } from "${new URL(
+      "../../src/tensor/host_heap_size.ts",
       import.meta.url,
     )}";`,
     `const data = allocateHostData("float32", 1 << 16);`,
@@ -368,8 +371,9 @@ Deno.test("host heap: at its largest maximum, a heap full of tensors still leave
   // then a LayerNorm whose tensors fell outside the heap stages them through kernel scratch.
   const script = `
 import { layerNorm, Tensor } from "${new URL("../../mod.ts", import.meta.url)}";
-import { heapAllocate, hostHeapMaxBytes } from "${new URL(
-    "../../src/tensor/host_heap.ts",
+import { heapAllocate } from "${new URL("../../src/tensor/host_heap.ts", import.meta.url)}";
+import { hostHeapMaxBytes } from "${new URL(
+    "../../src/tensor/host_heap_size.ts",
     import.meta.url,
   )}";
 for (const size of [1 << 26, 1 << 20, 1 << 16]) while (heapAllocate(size));

@@ -32,7 +32,7 @@ export type WasmExports = RowNormExports & ChannelExports & ChannelUnitsExports 
 
 /**
  * Byte address of the vector constants the kernels keep in their memory, written by the
- * module's data segment (see `constantsToMemory` in scripts/build_wasm.ts, which places
+ * module's data segment (see `constantsToMemory` in scripts/wat_text.ts, which places
  * them here): in the heap's first page, which holds no tensor.
  */
 export const WASM_CONSTANTS_AT = 64;

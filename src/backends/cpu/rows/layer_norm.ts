@@ -1,7 +1,7 @@
 /**
  * The CPU kernels of aclnnLayerNorm and aclnnLayerNormBackward: rows of the normalized dims in
  * work items (items.ts), run by the WebAssembly row kernels in float32 as CANN's kernels
- * compute (src/backends/cpu/wasm/row_norms.wat: row sums in float32 blocks added in float64,
+ * compute (src/backends/cpu/wasm/row_norms.wat, row_sums.wat: row sums in float32 blocks added in float64,
  * each output rounded once), on heap rows of the data's dtype (row_staging.ts stages any other
  * tensor, so y and gradInput are formed in the input's dtype before a wider output receives
  * them, as CANN forms them: ops-nn `norm/layer_norm_v4/op_host/op_api/layer_norm_v4.cpp:38`,

@@ -2,8 +2,8 @@
 ;; channel_stages.ts drives them): per-channel statistics (sum, m2), per-channel sums
 ;; (sum(dy), sum(dy * (x - mean))) and the per-channel writes (normalize, gradient, scale),
 ;; over the tensors in place in the host heap.
-;; Spliced into kernels.wat's module after row_norms.wat (whose helpers $rf_* they use) and
-;; specialised by `$dt` as the row norms are; row_norms.wat states the numerics, which these
+;; Spliced into kernels.wat's module after row_sums.wat (whose helpers $rf_* they use) and
+;; specialised by `$dt` as the row norms are; row_norms.wat and row_sums.wat state the numerics, which these
 ;; share: elements widened exactly to float32, element-wise formulas in float32, each output
 ;; rounded once from float32 ($rf_st4), sums of float32 runs added in float64.
 ;;
@@ -12,7 +12,7 @@
 ;; Two loop structures, one call per work item:
 ;; - rows (here): `rows` runs of `inner` contiguous elements of one channel (NCHW), consecutive
 ;;   runs `*s` bytes apart. Statistics take segments of at most 4096 elements: each segment's
-;;   mean and its squared deviations from it (row_norms.wat's $rf_moments, as LayerNorm's rows
+;;   mean and its squared deviations from it (row_sums.wat's $rf_moments, as LayerNorm's rows
 ;;   take them), merged into the item's (sum, m2) in float64 (Chan et al.),
 ;;   segment by segment in order.
 ;; - pixels (channel_pixels.wat): `pix` consecutive pixels of C channels each (channels-last,

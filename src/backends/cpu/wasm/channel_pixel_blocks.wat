@@ -13,7 +13,7 @@
 (module
   ;; The pivot of one vector's run (len pixels from p, ps bytes apart): the mean of its first 8
   ;; pixels, summed in float32 as a tree (8 equal values give their value exactly), or its first
-  ;; pixel in a shorter run; row_norms.wat's $rf_pivot4 rule. Its distance from the run's mean is
+  ;; pixel in a shorter run; row_sums.wat's $rf_pivot4 rule. Its distance from the run's mean is
   ;; then about a third of a deviation, so that its squares stand (see $px_stats_run).
   (func $px_pivot (param $p i32) (param $len i32) (param $ps i32) (param $dt i32) (result v128)
     (local $ps2 i32) (local $ps4 i32)

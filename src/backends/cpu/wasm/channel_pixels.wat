@@ -1,7 +1,7 @@
 ;; The BatchNorm family's kernels over dense channels-last pixels (src/backends/cpu/kernels/
 ;; channel_stages.ts drives them): per-channel statistics, sums and writes of `pix` consecutive
 ;; pixels of C channels each (C a multiple of 4), with the numerics of channel_norms.wat, whose
-;; helpers ($bn_value, $bn_zero64) and row_norms.wat's they use. Spliced after channel_norms.wat.
+;; helpers ($bn_value, $bn_zero64) and row_sums.wat's they use. Spliced after channel_norms.wat.
 (module
   ;; Statistics of one item, pixels: per channel c, the sum at o1 + 8c and the m2 about the
   ;; item's mean at o2 + 8c (float64); `acc` holds 4C float32 of scratch, interleaved per four

@@ -9,7 +9,7 @@
 ;; vector constants sit at byte 64, in the heap's first page.
 ;;
 ;; This file holds the module's header, memory and codecs; the build splices in the kernels
-;; from row_norms.wat, row_norms_grad.wat and channel_norms.wat (scripts/build_wasm.ts
+;; and their helpers from row_sums.wat, row_norms*.wat and channel_*.wat (scripts/build_wasm.ts
 ;; ROWS_WAT_PATHS), in that order, and rewrites the whole text before assembling it: each
 ;; export with a `$dt` parameter becomes a dispatcher over three copies specialised to dt 0,
 ;; 1, 2; non-zero `v128.const`s become loads from a table at byte 64 (a data segment);
@@ -26,7 +26,7 @@
 (module
   (import "env" "memory" (memory 65536 65536 shared))
 
-  ;; The second result of row_norms.wat's $rf_sums2 and $rf_moments, from their last call
+  ;; The second result of row_sums.wat's $rf_sums2 and $rf_moments, from their last call
   ;; (each thread's instance has its own).
   (global $rf_second (mut f64) (f64.const 0))
 

@@ -1,6 +1,6 @@
 ;; The adaptive LayerNorm backward kernel of aclnnAdaLayerNormBackward, spliced into kernels.wat's
 ;; module after row_norms_add_grad.wat (scripts/build_wasm.ts ROWS_WAT_PATHS), whose store helper
-;; $alg_st it uses, with row_norms.wat's row helpers ($rf_fold, $rf_mask, $rf_zero); same
+;; $alg_st it uses, with row_sums.wat's row helpers ($rf_fold, $rf_mask, $rf_zero); same
 ;; conventions of addresses, rows, dtype dispatch and column partials as row_norms.wat and
 ;; row_norms_grad.wat state.
 ;;

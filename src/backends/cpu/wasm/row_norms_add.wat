@@ -1,5 +1,5 @@
 ;; The fused residual-add LayerNorm kernel of aclnnAddLayerNorm and aclnnDeepNorm, spliced into
-;; kernels.wat's module after row_norms.wat (scripts/build_wasm.ts ROWS_WAT_PATHS), whose row
+;; kernels.wat's module after row_sums.wat (scripts/build_wasm.ts ROWS_WAT_PATHS), whose row
 ;; helpers ($rf_stats, $rf_st4, $rf_st4n) it uses; same conventions of addresses, rows and
 ;; dtype dispatch as row_norms.wat states.
 ;;

@@ -1,5 +1,5 @@
 ;; The fused residual-add RMSNorm kernel of aclnnAddRmsNormCast, spliced into kernels.wat's module
-;; after row_norms.wat (scripts/build_wasm.ts ROWS_WAT_PATHS), whose row helpers ($rf_fold,
+;; after row_sums.wat (scripts/build_wasm.ts ROWS_WAT_PATHS), whose row helpers ($rf_fold,
 ;; $rf_mask, $rf_rstd, $rf_st4, $rf_st4n) it uses; same conventions of addresses, rows and dtype
 ;; dispatch as row_norms.wat states.
 ;;

@@ -1,0 +1,179 @@
+/**
+ * The text passes of the kernels' build (scripts/build_wasm.ts): functions spliced in from the
+ * other .wat files and overridden by the FP16 build's, exports specialised by dtype, vector
+ * constants moved to a table in memory. Each takes and returns WebAssembly text.
+ *
+ * @module
+ */
+
+import {
+  WASM_CONSTANTS_AT,
+  WASM_CONSTANTS_END,
+} from "../src/backends/cpu/kernels/wasm_instance.ts";
+import { HOST_HEAP_PAGES } from "../src/tensor/host_heap_size.ts";
+
+/**
+ * Replaces each function of kernels.wat named in `overrides` (a module of `(func $name ...)`
+ * forms, comments allowed) by the one there: the FP16 build's conversion helpers. Each must
+ * be defined in `text` exactly once; a name that is not is an error.
+ */
+export function overrideFunctions(text: string, overrides: string): string {
+  let result = text;
+  for (const at of funcStarts(overrides)) {
+    const replacement = overrides.slice(at.start, formEnd(overrides, at.start));
+    const found = funcStarts(result).filter((f) => f.name === at.name);
+    if (found.length !== 1) {
+      throw new Error(`override $${at.name}: ${found.length} definitions in kernels.wat`);
+    }
+    const { start } = found[0];
+    result = result.slice(0, start) + replacement + result.slice(formEnd(result, start));
+  }
+  return result;
+}
+
+/**
+ * kernels.wat's text with the functions of `extra` (a module of `(func ...)` forms, comments
+ * allowed) added at the end of its module, so that they use its helpers and go through the
+ * same passes. A name defined in both is an error.
+ */
+export function spliceFunctions(text: string, extra: string): string {
+  const label = (form: string) =>
+    /^\(func (?:\$(\w+)|\(export "(\w+)"\))/.exec(form)?.slice(1).join("");
+  const known = new Set<string>();
+  for (const m of text.matchAll(/^[ \t]*\(func[\s(]/gm)) {
+    known.add(label(text.slice(m.index! + m[0].indexOf("("))) ?? "");
+  }
+  const forms: string[] = [];
+  for (const m of extra.matchAll(/^[ \t]*\(func[\s(]/gm)) {
+    const start = m.index! + m[0].indexOf("(");
+    const form = extra.slice(start, formEnd(extra, start));
+    const name = label(form);
+    if (!name || known.has(name)) throw new Error(`splice ${name}: unnamed or already defined`);
+    known.add(name);
+    forms.push(`  ${form}`);
+  }
+  const close = text.lastIndexOf(")");
+  return `${text.slice(0, close)}\n${forms.join("\n\n")}\n${text.slice(close)}`;
+}
+
+/** Where each `(func $name` of a module's text starts (outside comments). */
+function funcStarts(text: string): { name: string; start: number }[] {
+  const starts: { name: string; start: number }[] = [];
+  for (const m of text.matchAll(/^[ \t]*\(func \$(\w+)[\s)]/gm)) {
+    starts.push({ name: m[1], start: m.index! + m[0].indexOf("(") });
+  }
+  return starts;
+}
+
+/**
+ * The end (exclusive) of the parenthesised form opening at `start`, skipping `;;` line
+ * comments and strings (kernels.wat has no block comments; one is an error).
+ */
+function formEnd(text: string, start: number): number {
+  let depth = 0;
+  for (let i = start; i < text.length; i++) {
+    const c = text[i];
+    if (c === ";" && text[i + 1] === ";") {
+      i = text.indexOf("\n", i) < 0 ? text.length : text.indexOf("\n", i);
+    } else if (c === '"') i = text.indexOf('"', i + 1);
+    else if (c === "(" && text[i + 1] === ";") throw new Error("block comments are not supported");
+    else if (c === "(") depth++;
+    else if (c === ")" && --depth === 0) return i + 1;
+  }
+  throw new Error(`unbalanced form at ${start}`);
+}
+
+/**
+ * Specialises every exported kernel that takes the dtype code `$dt` (0 float32, 1 float16,
+ * 2 bfloat16, 3 and 4 bfloat16 and float16 stored without the NaN lanes' choice: kernels.wat
+ * `$bits4`): `(func (export "k") ...)` becomes the internal `$k__any`, and a new export `k`
+ * with the same parameters calls it with `$dt` as a constant (0, 2, 3, 4, and 1 for any other
+ * code). Once Binaryen inlines `$k__any` into each call it folds the constant, so every
+ * dtype gets its own loop without a dtype branch per vector (measured: bfloat16 row sums
+ * 0.84 -> 0.63 ns per element), while kernels.wat keeps one body per kernel and the drivers
+ * one export per kernel.
+ */
+export function specializeByDtype(text: string): string {
+  const header = /\(func \(export "(\w+)"\)((?:\s*\(param \$\w+ \w+\))+)/g;
+  const dispatchers: string[] = [];
+  const renamed = text.replace(header, (match: string, name: string, params: string) => {
+    const names = [...params.matchAll(/\(param \$(\w+) \w+\)/g)].map((m) => m[1]);
+    if (!names.includes("dt")) return match;
+    const args = (dt: number) =>
+      names.map((p) => p === "dt" ? `(i32.const ${dt})` : `(local.get $${p})`).join(" ");
+    const call = (dt: number) => `(call $${name}__any ${args(dt)})`;
+    dispatchers.push(
+      `  (func (export "${name}")${params}\n` +
+        `    (if (i32.eqz (local.get $dt)) (then ${call(0)} (return)))\n` +
+        `    (if (i32.eq (local.get $dt) (i32.const 2)) (then ${call(2)} (return)))\n` +
+        `    (if (i32.eq (local.get $dt) (i32.const 3)) (then ${call(3)} (return)))\n` +
+        `    (if (i32.eq (local.get $dt) (i32.const 4)) (then ${call(4)} (return)))\n` +
+        `    ${call(1)})`,
+    );
+    return `(func $${name}__any${params}`;
+  });
+  const close = renamed.lastIndexOf(")");
+  return `${renamed.slice(0, close)}\n${dispatchers.join("\n")}\n)\n`;
+}
+
+/**
+ * Moves every non-zero `v128.const` into a table in memory (an active data segment at
+ * {@linkcode WASM_CONSTANTS_AT}) and reads it with `v128.load`. V8 rebuilds a vector constant
+ * from general registers at each use inside a loop (it does not hoist it), which cost more
+ * than the arithmetic: the float16 row sums ran at 2.7 ns per element with constants and
+ * 1.1 ns with loads from the table (an L1 hit folded into the instruction). All-zero
+ * constants stay, as V8 makes them with one `pxor`. The table's room is the drivers' layout
+ * (`WASM_CONSTANTS_AT`/`WASM_CONSTANTS_END` in wasm_instance.ts).
+ *
+ * The table holds the constants of `tableText` (by default `text`) in order of first use,
+ * and `text` may only use those: both builds pass the baseline's text followed by the FP16
+ * build's overrides, so that both write the same table, and a memory that instances of both
+ * share (the host heap) holds the constants each expects.
+ */
+export function constantsToMemory(text: string, tableText: string = text): string {
+  const constant = /\(v128\.const (i32x4|f32x4) ([^)]*)\)/g;
+  const nonZero = (lanes: string) => lanes.trim().split(/\s+/).some((v) => Number(v) !== 0);
+  const table: string[] = [];
+  const bytes: number[] = [];
+  for (const [match, shape, lanes] of tableText.matchAll(constant)) {
+    if (!nonZero(lanes) || table.includes(match)) continue;
+    table.push(match);
+    const lane = new DataView(new ArrayBuffer(16));
+    lanes.trim().split(/\s+/).forEach((v, i) => {
+      if (shape === "i32x4") lane.setUint32(4 * i, Number(v) >>> 0, true);
+      else lane.setFloat32(4 * i, parseWatFloat(v), true);
+    });
+    bytes.push(...new Uint8Array(lane.buffer));
+  }
+  const replaced = text.replace(constant, (match: string, _shape: string, lanes: string) => {
+    if (!nonZero(lanes)) return match;
+    const index = table.indexOf(match);
+    if (index < 0) throw new Error(`${match} is not in the constants table`);
+    return `(v128.load offset=${WASM_CONSTANTS_AT + 16 * index} (i32.const 0))`;
+  });
+  if (WASM_CONSTANTS_AT + bytes.length > WASM_CONSTANTS_END) {
+    throw new Error(`${table.length} vector constants overflow the table at ${WASM_CONSTANTS_AT}`);
+  }
+  const data = bytes.map((b) => `\\${b.toString(16).padStart(2, "0")}`).join("");
+  const memory = `(import "env" "memory" (memory ${HOST_HEAP_PAGES} ${HOST_HEAP_PAGES} shared))`;
+  if (!replaced.includes(memory)) {
+    throw new Error(`kernels.wat does not import the host heap's memory: ${memory}`);
+  }
+  return replaced.replace(
+    memory,
+    () => `${memory}\n  (data (i32.const ${WASM_CONSTANTS_AT}) "${data}")`,
+  );
+}
+
+/** A float32 lane of WebAssembly text: decimal, or hexadecimal like `0x1p112`. */
+function parseWatFloat(text: string): number {
+  const hex = /^([+-]?)0x([0-9a-f]+)(?:\.([0-9a-f]*))?p([+-]?\d+)$/i.exec(text);
+  if (!hex) {
+    const value = Number(text);
+    if (Number.isNaN(value)) throw new Error(`unsupported float constant ${text}`);
+    return value;
+  }
+  const [, sign, whole, fraction = "", exponent] = hex;
+  const mantissa = parseInt(whole + fraction, 16) / 16 ** fraction.length;
+  return (sign === "-" ? -1 : 1) * mantissa * 2 ** Number(exponent);
+}
