@@ -11,15 +11,6 @@
  */
 
 import { parseCommand, positiveInteger } from "../scripts/cli.ts";
-import {
-  batchNorm,
-  batchNormBackward,
-  groupNorm,
-  groupNormBackward,
-  setCpuThreads,
-  Tensor,
-} from "../mod.ts";
-import { withCpuPolicy } from "../src/backends/cpu/pool/pool.ts";
 
 const NAME = "bench/cache_blocks.ts";
 const flags = parseCommand({
@@ -39,6 +30,10 @@ const flags = parseCommand({
 
 const shape = flags.shape.split(",").map((d) => positiveInteger(NAME, "shape", d));
 const rounds = positiveInteger(NAME, "rounds", flags.rounds);
+// The library loads only after the checks above: --help and a bad flag answer without it.
+const { batchNorm, batchNormBackward, groupNorm, groupNormBackward, setCpuThreads, Tensor } =
+  await import("../mod.ts");
+const { withCpuPolicy } = await import("../src/backends/cpu/pool/pool.ts");
 setCpuThreads(positiveInteger(NAME, "threads", flags.threads));
 const C = shape[1];
 const groups = C % 32 === 0 ? 32 : 1;

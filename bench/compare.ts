@@ -10,14 +10,9 @@
 
 import "../scripts/require_deno.ts";
 import { parseCommand, positiveInteger, usageError } from "../scripts/cli.ts";
-import {
-  batchNormBackward,
-  batchNormReduceBackward,
-  type DType,
-  groupNormBackward,
-  Tensor,
-} from "../mod.ts";
-import { benchDevices } from "./devices.ts";
+import type { DType } from "../mod.ts";
+
+type Tensor = import("../mod.ts").Tensor;
 
 const NAME = "bench:compare";
 const flags = parseCommand({
@@ -39,6 +34,11 @@ const runs = Math.max(3, positiveInteger(NAME, "runs", flags.runs));
 const group = positiveInteger(NAME, "groups", flags.groups);
 if (shape[1] % group !== 0) usageError(NAME, `--groups ${group} must divide C = ${shape[1]}`);
 const [N, C] = shape;
+// The library loads only after the checks above: --help and a bad flag answer without it.
+const { batchNormBackward, batchNormReduceBackward, groupNormBackward, Tensor } = await import(
+  "../mod.ts"
+);
+const { benchDevices } = await import("./devices.ts");
 
 function median(run: () => void): number {
   const times: number[] = [];

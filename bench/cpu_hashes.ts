@@ -11,9 +11,7 @@
 
 import { parseCommand, positiveInteger } from "../scripts/cli.ts";
 import type { DType } from "../mod.ts";
-import { digest, outputs } from "../tests/helpers/output_digest.ts";
-import { setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
-import { type BenchLayout, CPU_OPS, CPU_SHAPES, cpuCase } from "./cpu_cases.ts";
+import type { BenchLayout } from "./cpu_cases.ts";
 
 const NAME = "cpu_hashes";
 const flags = parseCommand({
@@ -27,8 +25,14 @@ const flags = parseCommand({
 const DTYPES: readonly DType[] = ["float32", "float16", "bfloat16"];
 const LAYOUTS: readonly BenchLayout[] = ["contiguous", "channels_last"];
 
+const threads = positiveInteger(NAME, "threads", flags.threads);
+// The library loads only after the checks above: --help and a bad flag answer without it.
+const { digest, outputs } = await import("../tests/helpers/output_digest.ts");
+const { setCpuThreads, startCpuPool } = await import("../src/backends/cpu/threads.ts");
+const { CPU_OPS, CPU_SHAPES, cpuCase } = await import("./cpu_cases.ts");
+
 let cases = 0;
-setCpuThreads(positiveInteger(NAME, "threads", flags.threads));
+setCpuThreads(threads);
 await startCpuPool();
 for (const op of CPU_OPS) {
   for (const dtype of DTYPES) {

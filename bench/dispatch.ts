@@ -19,7 +19,8 @@
 
 import "../scripts/require_deno.ts";
 import { parseCommand, positiveInteger } from "../scripts/cli.ts";
-import { batchNormReduceBackward, openAscend, Tensor } from "../mod.ts";
+
+type Tensor = import("../mod.ts").Tensor;
 
 const flags = parseCommand({
   name: "bench:dispatch",
@@ -29,6 +30,8 @@ const flags = parseCommand({
   options: { calls: { type: "string", default: "20000" } },
 });
 const calls = Math.max(1000, positiveInteger("bench:dispatch", "calls", flags.calls));
+// The library loads only after the checks above: --help and a bad flag answer without it.
+const { batchNormReduceBackward, openAscend, Tensor } = await import("../mod.ts");
 const root = new URL("..", import.meta.url).pathname;
 const simDir = `${root}build/sim`;
 const binary = `${root}build/bench/dispatch`;

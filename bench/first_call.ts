@@ -26,8 +26,9 @@
  */
 
 import { parseCommand, positiveInteger, usageError } from "../scripts/cli.ts";
-import { batchNorm, groupNorm, layerNorm, setCpuThreads, Tensor } from "../mod.ts";
 import { runTorch, torchSettings } from "./torch_process.ts";
+
+type Tensor = import("../mod.ts").Tensor;
 
 const NAME = "bench:first";
 const flags = parseCommand({
@@ -48,7 +49,6 @@ const flags = parseCommand({
 const calls = positiveInteger(NAME, "calls", flags.calls);
 const repeats = positiveInteger(NAME, "repeats", flags.repeats);
 const threads = positiveInteger(NAME, "threads", flags.threads);
-setCpuThreads(threads);
 
 type Op = "batchNorm" | "groupNorm" | "layerNorm";
 /** The cases, declared once: [operator, shape A, shape B, groups (groupNorm)]. */
@@ -62,6 +62,9 @@ const CASES: readonly (readonly [Op, number[], number[], number])[] = [
 /** The most repeats: each takes one more off B's first dimension. */
 const MAX_REPEATS = Math.min(...CASES.map(([, , b]) => b[0]));
 if (repeats > MAX_REPEATS) usageError(NAME, `--repeats must be at most ${MAX_REPEATS}`);
+// The library loads only after the checks above: --help and a bad flag answer without it.
+const { batchNorm, groupNorm, layerNorm, setCpuThreads, Tensor } = await import("../mod.ts");
+setCpuThreads(threads);
 
 /** One case's figures (ms), and the medians of the ratios over the repeats. */
 interface Row {

@@ -17,8 +17,6 @@
  */
 
 import { parseCommand, positiveInteger, usageError } from "../scripts/cli.ts";
-import { kernelCalls } from "../tests/fixtures/kernel_calls.ts";
-import { K, median, nsPerElement, SHAPE, signalInstance } from "./kernel_timing.ts";
 
 const flags = parseCommand({
   name: "bench:ab",
@@ -46,6 +44,9 @@ if (flags.dtype !== "float32" && flags.dtype !== "float16") {
 }
 const dt = flags.dtype === "float32" ? 0 : 1;
 const rounds = positiveInteger("bench:ab", "rounds", flags.rounds);
+// The kernels load only after the checks above: --help and a bad flag answer without them.
+const { kernelCalls } = await import("../tests/fixtures/kernel_calls.ts");
+const { K, median, nsPerElement, SHAPE, signalInstance } = await import("./kernel_timing.ts");
 
 /** The bytes of a generated kernels module at `path` (relative to the working directory). */
 async function buildAt(path: string): Promise<Uint8Array> {

@@ -21,8 +21,6 @@
 
 import { parseCommand } from "../scripts/cli.ts";
 import "../scripts/require_deno.ts";
-import { batchNormReduceBackward, Tensor, tidy } from "../mod.ts";
-import { openSim } from "../tests/helpers/ffi_sim.ts";
 
 const flags = parseCommand({
   name: "bench/npu_soak.ts",
@@ -47,6 +45,9 @@ const style = flags.style;
 if (style !== "dispose" && style !== "tidy") {
   throw new RangeError(`--style ${style}: expected dispose or tidy`);
 }
+// The library loads only after the checks above: --help and a bad flag answer without it.
+const { batchNormReduceBackward, Tensor, tidy } = await import("../mod.ts");
+const { openSim } = await import("../tests/helpers/ffi_sim.ts");
 
 const gc = (globalThis as { gc?: () => void }).gc;
 const npu = openSim();

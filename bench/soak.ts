@@ -21,8 +21,6 @@
 
 import { parseCommand } from "../scripts/cli.ts";
 import "../scripts/require_deno.ts";
-import { batchNormReduceBackward, groupNormBackward, Tensor, tidy } from "../mod.ts";
-import { openSim, simStats } from "../tests/helpers/ffi_sim.ts";
 
 const flags = parseCommand({
   name: "bench/soak.ts",
@@ -33,6 +31,9 @@ const flags = parseCommand({
   options: { calls: { type: "string", default: "20000" }, json: { type: "boolean" } },
 });
 const calls = Number(flags.calls);
+// The library loads only after the checks above: --help and a bad flag answer without it.
+const { batchNormReduceBackward, groupNormBackward, Tensor, tidy } = await import("../mod.ts");
+const { openSim, simStats } = await import("../tests/helpers/ffi_sim.ts");
 const npu = openSim();
 const shape = [4, 16, 8, 8];
 const x = Tensor.random(shape, { seed: 1, device: npu });

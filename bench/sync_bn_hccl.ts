@@ -15,16 +15,9 @@
 
 import "../scripts/require_deno.ts";
 import { parseCommand, positiveInteger, usageError } from "../scripts/cli.ts";
-import {
-  type AscendDevice,
-  createHcclProcessGroup,
-  createLocalProcessGroup,
-  openAscend,
-  syncBatchNormBackward,
-  type SyncBatchNormCollectives,
-  syncBatchNormForward,
-  Tensor,
-} from "../mod.ts";
+import type { AscendDevice, SyncBatchNormCollectives } from "../mod.ts";
+
+type Tensor = import("../mod.ts").Tensor;
 
 const NAME = "bench:syncbn";
 const flags = parseCommand({
@@ -52,6 +45,15 @@ for (const w of flags.ranks.split(",")) {
   const W = positiveInteger(NAME, "ranks", w);
   if (shape[0] % W !== 0) usageError(NAME, `--ranks ${W} must divide N = ${shape[0]}`);
 }
+// The library loads only after the checks above: --help and a bad flag answer without it.
+const {
+  createHcclProcessGroup,
+  createLocalProcessGroup,
+  openAscend,
+  syncBatchNormBackward,
+  syncBatchNormForward,
+  Tensor,
+} = await import("../mod.ts");
 const C = shape[1];
 
 function median(values: number[]): number {

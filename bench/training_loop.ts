@@ -19,7 +19,6 @@
  */
 
 import { listOf, parseCommand, positiveInteger, usageError } from "../scripts/cli.ts";
-import { batchNorm, batchNormBackward, hostHeapUsage, Tensor, tidy } from "../mod.ts";
 
 const STYLES = ["using", "tidy", "dropped", "dropped-sync"] as const;
 type Style = typeof STYLES[number];
@@ -46,6 +45,8 @@ const steps = positiveInteger(NAME, "steps", flags.steps);
 const every = positiveInteger(NAME, "every", flags.every);
 const shape = flags.shape.split("x").map((d) => positiveInteger(NAME, "shape", d));
 if (shape.length < 2 || shape.length > 8) usageError(NAME, "--shape needs 2 to 8 dimensions");
+// The library loads only after the checks above: --help and a bad flag answer without it.
+const { batchNorm, batchNormBackward, hostHeapUsage, Tensor, tidy } = await import("../mod.ts");
 
 const C = shape[1];
 const x = Tensor.random(shape, { seed: 1 });

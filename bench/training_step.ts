@@ -25,9 +25,8 @@
  */
 
 import { listOf, parseCommand, positiveInteger, usageError } from "../scripts/cli.ts";
-import { type DType, hostHeapUsage, setCpuThreads } from "../mod.ts";
-import { stepModel, type StepResults, trainingStep } from "./step_model.ts";
-import { fusedStepModel, fusedTrainingStep } from "./step_model_fused.ts";
+import type { DType } from "../mod.ts";
+import type { StepResults } from "./step_model.ts";
 import { runTorch, torchSettings } from "./torch_process.ts";
 
 const NAME = "bench:step";
@@ -63,6 +62,10 @@ const steps = positiveInteger(NAME, "steps", flags.steps);
 const warmup = positiveInteger(NAME, "warmup", flags.warmup);
 const rounds = positiveInteger(NAME, "rounds", flags.rounds);
 const threads = positiveInteger(NAME, "threads", flags.threads);
+// The library loads only after the checks above: --help and a bad flag answer without it.
+const { hostHeapUsage, setCpuThreads } = await import("../mod.ts");
+const { stepModel, trainingStep } = await import("./step_model.ts");
+const { fusedStepModel, fusedTrainingStep } = await import("./step_model_fused.ts");
 setCpuThreads(threads);
 
 /** A model: its step over one dtype's tensors (made once), its PyTorch script and layers. */

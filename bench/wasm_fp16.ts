@@ -23,11 +23,8 @@
  */
 
 import { parseCommand, positiveInteger } from "../scripts/cli.ts";
-import { kernelsWasmBytes } from "../src/backends/cpu/wasm/kernels_wasm.ts";
-import { kernelsFp16WasmBytes } from "../src/backends/cpu/wasm/kernels_fp16_wasm.ts";
 import type { WasmState } from "../tests/fixtures/wasm_memory.ts";
-import { type KernelCall, kernelCalls } from "../tests/fixtures/kernel_calls.ts";
-import { ELEMENTS, K, median, nsPerElement, SHAPE, signalInstance } from "./kernel_timing.ts";
+import type { KernelCall } from "../tests/fixtures/kernel_calls.ts";
 
 const flags = parseCommand({
   name: "bench:fp16",
@@ -42,6 +39,13 @@ const flags = parseCommand({
     "no-child": { type: "boolean", default: false },
   },
 });
+// The kernels load only after the checks above: --help and a bad flag answer without them.
+const { kernelsWasmBytes } = await import("../src/backends/cpu/wasm/kernels_wasm.ts");
+const { kernelsFp16WasmBytes } = await import("../src/backends/cpu/wasm/kernels_fp16_wasm.ts");
+const { kernelCalls } = await import("../tests/fixtures/kernel_calls.ts");
+const { ELEMENTS, K, median, nsPerElement, SHAPE, signalInstance } = await import(
+  "./kernel_timing.ts"
+);
 
 /** A timed row: one kernel call on one instance. */
 interface Row {

@@ -226,7 +226,7 @@ SIM_CORE_API const char *sim_dtype_name(int32_t dtype);
 SIM_CORE_API const char *sim_format_name(int32_t format);
 SIM_CORE_API int64_t sim_desc_numel(const SimTensorDesc *d);
 SIM_CORE_API int64_t sim_desc_storage_numel(const SimTensorDesc *d);
-SIM_CORE_API double *sim_load(const SimTensorDesc *d);                 /* malloc'd, numel doubles */
+SIM_CORE_API double *sim_load(const SimTensorDesc *d);                 /* numel doubles, run scratch (sim_scratch.h) */
 SIM_CORE_API void sim_store(const SimTensorDesc *d, const double *v);  /* logical row-major */
 /* Every value sim_store writes is multiplied by `factor` before its rounding (1 = off): the fault
  * kind `corrupt`, set around one kernel by run_task with the lock held. */

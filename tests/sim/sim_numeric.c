@@ -3,6 +3,7 @@
  * a single rounding), and strided view load/store in logical row-major order.
  */
 #include "sim.h"
+#include "sim_scratch.h"
 
 #include <float.h>
 #include <math.h>
@@ -182,8 +183,7 @@ static void store_one(char *p, int64_t i, int32_t dt, void *ctx) {
 }
 
 double *sim_load(const SimTensorDesc *d) {
-  int64_t n = sim_desc_numel(d);
-  double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+  double *v = sim_scratch_doubles(sim_desc_numel(d));
   if (v) visit(d, load_one, v);
   return v;
 }

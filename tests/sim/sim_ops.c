@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "sim_ops_seed.h"
+#include "sim_scratch.h"
 
 #include <stdlib.h>
 
@@ -16,12 +17,10 @@ static void run_fill(const SimPlan *p) {
     double *v = zalloc(n);
     for (int64_t i = 0; i < n; i++) v[i] = p->fill[s];
     sim_store(&p->t[s], v);
-    free(v);
   }
 }
 
-int sim_op_run(const SimPlan *p, void *workspace) {
-  (void)workspace;
+static int run_op(const SimPlan *p) {
   if (p->run == SIM_RUN_NOTHING) return 0;
   if (p->run == SIM_RUN_FILL) {
     run_fill(p);
@@ -66,4 +65,14 @@ int sim_op_run(const SimPlan *p, void *workspace) {
     case SIM_OP_ADA_LAYER_NORM_GRAD: return sim_run_ada_layer_norm_grad(p);
     default: return -1;
   }
+}
+
+/* Runs the plan inside a scratch scope (sim_scratch.h): the float64 arrays the operator's run
+ * takes (sim_load, zalloc) go back to the arena when it returns. */
+int sim_op_run(const SimPlan *p, void *workspace) {
+  (void)workspace;
+  sim_scratch_begin();
+  int rc = run_op(p);
+  sim_scratch_end();
+  return rc;
 }

@@ -165,6 +165,5 @@ int sim_run_ada_layer_norm(const SimPlan *p) {
   sim_store(&p->t[AD_OUT], y);
   if (p->present[AD_MEAN]) sim_store(&p->t[AD_MEAN], mean);
   if (p->present[AD_RSTD]) sim_store(&p->t[AD_RSTD], rstd);
-  free(x), free(sc), free(sh), free(w), free(b), free(y), free(mean), free(rstd);
   return 0;
 }

@@ -179,6 +179,5 @@ int sim_run_add_layer_norm(const SimPlan *p) {
   if (p->present[AL_MEAN]) sim_store(&p->t[AL_MEAN], mean);
   if (p->present[AL_RSTD]) sim_store(&p->t[AL_RSTD], rstd);
   if (p->present[AL_XO]) sim_store(&p->t[AL_XO], x);
-  free(x1), free(x2), free(g), free(b), free(bias), free(x), free(y), free(mean), free(rstd);
   return 0;
 }

@@ -115,6 +115,5 @@ int sim_run_add_layer_norm_grad(const SimPlan *p) {
   sim_store(&p->t[AG_DX], dx);
   sim_store(&p->t[AG_DG], dg);
   sim_store(&p->t[AG_DB], db);
-  free(dy), free(x1), free(x2), free(rstd), free(mean), free(g), free(dsum), free(x), free(dx), free(dg), free(db);
   return 0;
 }

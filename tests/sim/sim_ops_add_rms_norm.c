@@ -250,7 +250,6 @@ int nrm_add_rms_norm_compute(const SimPlan *p, const int slots[6], bool store_rs
   sim_store(&p->t[slots[3]], y);
   if (store_rstd) sim_store(&p->t[slots[4]], rs);
   if (store_x) sim_store(&p->t[slots[5]], x);
-  free(x1), free(x2), free(g), free(x), free(xf), free(y), free(rs);
   return 0;
 }
 

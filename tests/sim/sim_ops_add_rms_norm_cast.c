@@ -146,6 +146,5 @@ int sim_run_add_rms_norm_cast(const SimPlan *p) {
   sim_store(&p->t[RC_Y2], y2);
   sim_store(&p->t[RC_RSTD], rs);
   sim_store(&p->t[RC_XO], x);
-  free(x1), free(x2), free(g), free(x), free(y1), free(y2), free(rs);
   return 0;
 }

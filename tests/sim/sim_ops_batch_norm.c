@@ -161,7 +161,6 @@ int sim_run_bn(const SimPlan *p) {
       }
       if (rm) sim_store(&p->t[BN_RM], rm);
       if (rv) sim_store(&p->t[BN_RV], rv);
-      free(rm), free(rv);
     }
     store_if(p, BN_SM, mean);
     /* saveInvstd: the biased batch variance on every non-DAV_3510 family (BNTrainingUpdate's
@@ -176,7 +175,6 @@ int sim_run_bn(const SimPlan *p) {
       mean[i] = rm[i];
       invstd[i] = 1.0 / sqrt(rv[i] + p->eps);
     }
-    free(rm), free(rv);
   }
   if (numel > 0) {
     double *y = zalloc(numel);
@@ -186,8 +184,6 @@ int sim_run_bn(const SimPlan *p) {
       y[i] = (x[i] - mean[ch]) * invstd[ch] * w[ch] + b[ch];
     }
     sim_store(&p->t[BN_Y], y);
-    free(y);
   }
-  free(x), free(w), free(b), free(mean), free(var), free(invstd);
   return 0;
 }

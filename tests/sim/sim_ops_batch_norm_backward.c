@@ -227,10 +227,8 @@ int sim_run_bn_backward(const SimPlan *p) {
         gi[i] = dy[i] * w[ch] * invstd[ch];
     }
     sim_store(&p->t[BB_GI], gi);
-    free(gi);
   }
   store_if(p, BB_GW, gw);
   store_if(p, BB_GB, sdy);
-  free(x), free(dy), free(w), free(mean), free(invstd), free(sdy), free(sdx), free(gw);
   return 0;
 }

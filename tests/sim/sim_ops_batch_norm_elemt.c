@@ -94,6 +94,5 @@ int sim_run_bn_elemt(const SimPlan *p) {
     y[i] = (x[i] - mean[ch]) / sqrt(var[ch] + eps_f) * w[ch] + b[ch];
   }
   sim_store(&p->t[BE_Y], y);
-  free(x), free(mean), free(invstd), free(w), free(b), free(y), free(var);
   return 0;
 }

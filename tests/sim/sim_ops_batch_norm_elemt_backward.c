@@ -85,6 +85,5 @@ int sim_run_bn_elemt_backward(const SimPlan *p) {
   sim_elemt_backward(dy, x, mean, invstd, w, sdy, sdx, total, numel, C, inner,
                      all16 ? SIM_DT_FLOAT16 : SIM_DT_FLOAT, p->overflow_mode, gi);
   sim_store(&p->t[EB_GI], gi); /* Cast to gradInput's dtype (405), then ViewCopy */
-  free(x), free(dy), free(mean), free(invstd), free(w), free(sdy), free(sdx), free(cnt), free(gi);
   return 0;
 }

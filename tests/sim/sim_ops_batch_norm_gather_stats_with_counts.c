@@ -145,6 +145,5 @@ int sim_run_bn_gather_stats(const SimPlan *p) {
   sim_store(&p->t[GS_INVSTDALL], ia);
   if (rm) sim_store(&p->t[GS_RM], rm);
   if (rv) sim_store(&p->t[GS_RV], rv);
-  free(mean), free(invstd), free(counts), free(ma), free(ia), free(rm), free(rv);
   return 0;
 }

@@ -102,6 +102,5 @@ int sim_run_bn_reduce(const SimPlan *p) {
   }
   sim_store(&p->t[BR_SUM], s);
   sim_store(&p->t[BR_SQ], q);
-  free(x), free(s), free(q);
   return 0;
 }

@@ -113,6 +113,5 @@ int sim_run_bn_reduce_backward(const SimPlan *p) {
   store_if(p, RB_SUMDYXMU, sdx);
   store_if(p, RB_GW, gw);
   store_if(p, RB_GB, sdy);
-  free(x), free(dy), free(mean), free(invstd), free(sdy), free(sdx), free(gw);
   return 0;
 }

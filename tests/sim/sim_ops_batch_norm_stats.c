@@ -76,6 +76,5 @@ int sim_run_bn_stats(const SimPlan *p) {
   for (int64_t i = 0; i < C; i++) var[i] = M > 0 ? 1.0 / sqrt(var[i] + p->eps) : NAN;
   sim_store(&p->t[ST_MEAN], mean);
   sim_store(&p->t[ST_INVSTD], var);
-  free(x), free(mean), free(var);
   return 0;
 }

@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "sim_ops_common.h"
+#include "sim_scratch.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -223,4 +224,8 @@ int ops_finish_early(const char *op, SimPlan *p, SimRunMode run, uint64_t *ws, v
   return sim_executor_create(p, ws, exec);
 }
 
-double *ops_zalloc(int64_t n) { return calloc(n > 0 ? (size_t)n : 1, sizeof(double)); }
+double *ops_zalloc(int64_t n) {
+  double *v = sim_scratch_doubles(n);
+  if (v) memset(v, 0, (size_t)(n > 0 ? n : 1) * sizeof(double));
+  return v;
+}

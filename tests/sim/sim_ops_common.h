@@ -64,7 +64,8 @@ void ops_fill(SimPlan *p, int s, double v);
 /* CANN's early SUCCESS paths: workspace 0, a task that writes nothing (SIM_RUN_NOTHING) or only
  * the filled slots (SIM_RUN_FILL), which alone must be device memory. */
 int ops_finish_early(const char *op, SimPlan *p, SimRunMode run, uint64_t *ws, void **exec);
-/* A zero-filled array of n doubles (at least one element). */
+/* A zero-filled array of n doubles (at least one element) from the run's scratch (sim_scratch.h):
+ * valid until the operator's run returns, never freed by its caller. */
 double *ops_zalloc(int64_t n);
 
 #endif

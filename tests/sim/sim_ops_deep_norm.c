@@ -103,6 +103,5 @@ int sim_run_deep_norm(const SimPlan *p) {
   sim_store(&p->t[DN_MEAN], mean);
   sim_store(&p->t[DN_RSTD], rstd);
   sim_store(&p->t[DN_Y], y);
-  free(x), free(gx), free(b), free(g), free(s), free(y), free(mean), free(rstd);
   return 0;
 }

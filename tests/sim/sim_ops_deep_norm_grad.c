@@ -114,6 +114,5 @@ int sim_run_deep_norm_grad(const SimPlan *p) {
   sim_store(&p->t[DG_DGX], dgx);
   sim_store(&p->t[DG_DB], db);
   sim_store(&p->t[DG_DG], dg);
-  free(dy), free(x), free(gx), free(g), free(mean), free(rstd), free(s), free(dgx), free(dx), free(dg), free(db);
   return 0;
 }

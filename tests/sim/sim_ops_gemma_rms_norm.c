@@ -93,6 +93,5 @@ int sim_run_gemma_rms_norm(const SimPlan *p) {
   }
   sim_store(&p->t[GR_Y], y);
   sim_store(&p->t[GR_RSTD], rs);
-  free(x), free(g), free(y), free(rs);
   return 0;
 }

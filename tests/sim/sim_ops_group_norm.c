@@ -154,6 +154,5 @@ int sim_run_gn(const SimPlan *p) {
   if (total > 0) sim_store(&p->t[GN_Y], y);
   sim_store(&p->t[GN_MEAN], mo);
   sim_store(&p->t[GN_RSTD], ro);
-  free(x), free(gamma), free(beta), free(y), free(mo), free(ro);
   return 0;
 }

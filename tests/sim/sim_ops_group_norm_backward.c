@@ -181,6 +181,5 @@ int sim_run_gn_backward(const SimPlan *p) {
   if (p->present[GB_GI]) sim_store(&p->t[GB_GI], gi);
   store_if(p, GB_GG, gg);
   store_if(p, GB_GBETA, gb);
-  free(x), free(dy), free(mean), free(rstd), free(gamma), free(gi), free(gg), free(gb);
   return 0;
 }

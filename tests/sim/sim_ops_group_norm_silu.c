@@ -232,6 +232,5 @@ int sim_run_gn_silu(const SimPlan *p) {
   sim_store(&p->t[GS_Y], y);
   sim_store(&p->t[GS_MEAN], mo);
   sim_store(&p->t[GS_RSTD], ro);
-  free(x), free(gamma), free(beta), free(y), free(mo), free(ro);
   return 0;
 }

@@ -125,6 +125,5 @@ int sim_run_gn_swish(const SimPlan *p) {
   sim_store(&p->t[SW_Y], y); /* CAST_RINT: nearest even, as sim_store rounds */
   sim_store(&p->t[SW_MEAN], mo);
   sim_store(&p->t[SW_RSTD], ro);
-  free(x), free(gamma), free(beta), free(y), free(mo), free(ro);
   return 0;
 }

@@ -148,7 +148,5 @@ int sim_run_gn_swish_grad(const SimPlan *p) {
   sim_store(&p->t[SG_DX], dx);
   if (p->dgamma_required) sim_store(&p->t[SG_DGAMMA], dg);
   if (p->dbeta_required) sim_store(&p->t[SG_DBETA], db);
-  free(dy), free(x), free(mean), free(rstd), free(gamma), free(beta);
-  free(dx), free(dg), free(db), free(dyn), free(xh), free(dbp), free(dgp);
   return 0;
 }

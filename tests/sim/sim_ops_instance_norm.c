@@ -155,6 +155,5 @@ int sim_run_instance_norm(const SimPlan *p) {
   sim_store(&p->t[IN_Y], y);
   sim_store(&p->t[IN_MEAN], m);
   sim_store(&p->t[IN_VAR], v);
-  free(x), free(g), free(b), free(y), free(m), free(v);
   return 0;
 }

@@ -257,6 +257,5 @@ int sim_run_layer_norm(const SimPlan *p) {
   sim_store(&p->t[LN_Y], y);
   if (p->present[LN_MEAN]) sim_store(&p->t[LN_MEAN], mo);
   if (p->present[LN_RSTD]) sim_store(&p->t[LN_RSTD], ro);
-  free(x), free(w), free(b), free(y), free(mo), free(ro);
   return 0;
 }

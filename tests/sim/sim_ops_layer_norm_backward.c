@@ -233,6 +233,5 @@ int sim_run_layer_norm_backward(const SimPlan *p) {
   if (p->present[LB_GI]) sim_store(&p->t[LB_GI], gi);
   if (p->present[LB_GW]) sim_store(&p->t[LB_GW], gw);
   if (p->present[LB_GB]) sim_store(&p->t[LB_GB], gb);
-  free(dy), free(x), free(mean), free(rstd), free(w), free(gi), free(gw), free(gb);
   return 0;
 }

@@ -208,7 +208,7 @@ void nrm_ln_row(const double *x, int64_t cols, double eps, const double *g, cons
 void nrm_ln_grad_rows(const double *dy, const double *x, const double *mean, const double *rstd, const double *gamma,
                       int64_t rows, int64_t cols, double *dx, double *dgamma, double *dbeta);
 
-/* zero-filled array of n doubles (at least one element) */
+/* zero-filled array of n doubles (at least one element) of the run's scratch (ops_zalloc) */
 static inline double *nrm_zalloc(int64_t n) { return ops_zalloc(n); }
 
 #endif

@@ -152,7 +152,6 @@ int sim_run_rms_norm(const SimPlan *p) {
   }
   sim_store(&p->t[RN_Y], y);
   sim_store(&p->t[RN_RSTD], rs);
-  free(x), free(g), free(y), free(rs);
   return 0;
 }
 
@@ -292,6 +291,5 @@ int sim_run_rms_norm_grad(const SimPlan *p) {
   }
   sim_store(&p->t[RG_DX], dx);
   sim_store(&p->t[RG_DG], dg);
-  free(dy), free(x), free(rs), free(g), free(dx), free(dg);
   return 0;
 }

@@ -156,6 +156,5 @@ int sim_run_sync_bn_gather_stats(const SimPlan *p) {
   sim_store(&p->t[SG_BINV], bi);
   sim_store(&p->t[SG_MEAN], rm);
   sim_store(&p->t[SG_VAR], rv);
-  free(sum), free(sq), free(cnt), free(rm), free(rv), free(bm), free(bi);
   return 0;
 }

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "sim_core_internal.h"
+#include "sim_scratch.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -104,6 +105,7 @@ int sim_acl_finalize(void) {
   }
   g_acl_finalized = true;
   g_acl_init_count = 0;
+  sim_scratch_release(); /* the operators' scratch arena goes with the process's ACL */
   sim_unlock();
   return 0;
 }
