@@ -22,38 +22,7 @@ import {
   groupNormSilu,
   Tensor,
 } from "../mod.ts";
-
-/**
- * The public operators, by the names the comparison prints: the 10 of the BatchNorm family and
- * GroupNorm, and groupNormSilu (a fused operator of issue 39, against PyTorch's GroupNorm then
- * SiLU).
- */
-export const CPU_OPS = [
-  "batchNormReduceBackward",
-  "batchNormBackward",
-  "batchNormBackwardDescriptor",
-  "groupNormBackward",
-  "batchNormStats",
-  "batchNormGatherStatsWithCounts",
-  "batchNormElemt",
-  "batchNormElemtBackward",
-  "batchNorm",
-  "groupNorm",
-  "groupNormSilu",
-] as const;
-
-/** One of {@linkcode CPU_OPS}. */
-export type CpuOp = typeof CPU_OPS[number];
-
-/** Data layouts: NCHW, or channels-last (NHWC memory viewed as NCHW). */
-export type BenchLayout = "contiguous" | "channels_last";
-
-/** The shapes of issue 9: small, medium, large. */
-export const CPU_SHAPES: readonly (readonly number[])[] = [
-  [4, 16, 8, 8],
-  [8, 64, 32, 32],
-  [32, 64, 56, 56],
-];
+import type { BenchLayout, CpuOp } from "./cpu_case_names.ts";
 
 /** GroupNorm groups: 32, or 4 when C = 16 (as the PyTorch baseline uses). */
 export function groupsFor(C: number): number {

@@ -25,17 +25,7 @@
 
 import { listOf, parseCommand, positiveInteger, positiveNumber } from "../scripts/cli.ts";
 import type { DType } from "../mod.ts";
-import { cpuBackend, cpuKernels } from "../src/backends/cpu/mod.ts";
-import { referenceKernels } from "../tests/oracle/kernels/mod.ts";
-import { setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
-import {
-  type BenchLayout,
-  CPU_OPS,
-  CPU_SHAPES,
-  cpuCase,
-  type CpuOp,
-  probeCase,
-} from "./cpu_cases.ts";
+import { type BenchLayout, CPU_OPS, CPU_SHAPES, type CpuOp } from "./cpu_case_names.ts";
 import { Progress, timingMs, type TimingRule } from "./progress.ts";
 import { runTorch, torchSettings } from "./torch_process.ts";
 
@@ -76,6 +66,11 @@ const shapes = flags.shapes.split(",").map((s) =>
 const layouts = listOf(NAME, "layouts", flags.layouts, ["contiguous", "channels_last"] as const);
 const minTime = positiveNumber(NAME, "min-time", flags["min-time"]) * 1000;
 const repeat = positiveInteger(NAME, "repeat", flags.repeat);
+// The library loads only after the checks above: --help and a bad flag answer without it.
+const { cpuBackend, cpuKernels } = await import("../src/backends/cpu/mod.ts");
+const { referenceKernels } = await import("../tests/oracle/kernels/mod.ts");
+const { setCpuThreads, startCpuPool } = await import("../src/backends/cpu/threads.ts");
+const { cpuCase, probeCase } = await import("./cpu_cases.ts");
 
 /** A PyTorch baseline row (bench/torch_baseline.py --json). */
 interface TorchRow {

@@ -11,7 +11,7 @@
 
 import { parseCommand, positiveInteger } from "../scripts/cli.ts";
 import type { DType } from "../mod.ts";
-import type { BenchLayout } from "./cpu_cases.ts";
+import { type BenchLayout, CPU_OPS, CPU_SHAPES } from "./cpu_case_names.ts";
 
 const NAME = "cpu_hashes";
 const flags = parseCommand({
@@ -29,7 +29,7 @@ const threads = positiveInteger(NAME, "threads", flags.threads);
 // The library loads only after the checks above: --help and a bad flag answer without it.
 const { digest, outputs } = await import("../tests/helpers/output_digest.ts");
 const { setCpuThreads, startCpuPool } = await import("../src/backends/cpu/threads.ts");
-const { CPU_OPS, CPU_SHAPES, cpuCase } = await import("./cpu_cases.ts");
+const { cpuCase } = await import("./cpu_cases.ts");
 
 let cases = 0;
 setCpuThreads(threads);

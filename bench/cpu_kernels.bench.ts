@@ -10,7 +10,8 @@
  */
 
 import { startCpuPool } from "../src/backends/cpu/threads.ts";
-import { type BenchLayout, CPU_OPS, CPU_SHAPES, type CpuCase, cpuCase } from "./cpu_cases.ts";
+import { type BenchLayout, CPU_OPS, CPU_SHAPES } from "./cpu_case_names.ts";
+import { type CpuCase, cpuCase } from "./cpu_cases.ts";
 
 await startCpuPool();
 

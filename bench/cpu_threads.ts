@@ -23,7 +23,8 @@ import { parseArgs } from "node:util";
 import type { DType } from "../mod.ts";
 import { setCpuThreads, startCpuPool } from "../src/backends/cpu/threads.ts";
 import { withCpuPolicy } from "../src/backends/cpu/pool/pool.ts";
-import { type BenchLayout, cpuCase, type CpuOp } from "./cpu_cases.ts";
+import type { BenchLayout, CpuOp } from "./cpu_case_names.ts";
+import { cpuCase } from "./cpu_cases.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args.filter((arg) => arg !== "--"),

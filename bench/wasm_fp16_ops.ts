@@ -25,7 +25,8 @@ import {
   kernelsWasmBuild,
   useKernelsWasmBuild,
 } from "../src/backends/cpu/wasm/kernels_module.ts";
-import { type BenchLayout, CPU_OPS, cpuCase, type CpuOp } from "./cpu_cases.ts";
+import { type BenchLayout, CPU_OPS, type CpuOp } from "./cpu_case_names.ts";
+import { cpuCase } from "./cpu_cases.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args.filter((arg) => arg !== "--"),
