@@ -38,7 +38,7 @@ Options:
   --shape N,C,H,W   input shape, rank 2 to 8 (default 8,64,32,32)
   --groups G        GroupNorm groups, a divisor of C (default 32)
   --dtype D         float32, float16 or bfloat16 (default float32)
-  --repeat R        timed runs per operator, the median is shown (default 3)
+  --repeat R        timed runs per operator after a warm-up, the median is shown (default 3)
   --lib-dir DIR     absolute directory of the CANN libraries (default: discovery)
   --cpu             use the CPU backend without looking for an NPU
   --sim             use the software CANN built into build/sim (deno task build:sim)
@@ -162,7 +162,16 @@ const gnRstdT = onDevice(Tensor.fromArray(gnRstd, [N, group]));
 const gamma = onDevice(Tensor.fromArray(weight64, [C]));
 
 /**
- * Median wall time of one call over `repeat` runs after one warm-up, in milliseconds, timed the
+ * Warm-up before timing an operator: at least this many calls and {@linkcode WARMUP_MS}, so that
+ * the median is the steady state (one warm-up call left the first operator timed with the
+ * worker pool starting and V8 still compiling: 3.8 ms a call against 0.6 once warm).
+ */
+const WARMUP_CALLS = 5;
+/** Least warm-up time per operator, in milliseconds (see {@linkcode WARMUP_CALLS}). */
+const WARMUP_MS = 30;
+
+/**
+ * Median wall time of one call over `repeat` runs after the warm-up, in milliseconds, timed the
  * same way for every operator: the call as users write it (outputs allocated by the call), the
  * device's queued work finished (an NPU synchronises), the result freed at once (as `using`
  * does). Reading the results back is not timed: `read` runs once, on a last call.
@@ -172,8 +181,11 @@ function time<T>(
   read: (result: Disposable) => T,
 ): { result: T; ms: number } {
   const finish = () => device !== "cpu" && device.synchronize();
-  call()[Symbol.dispose]();
-  finish();
+  const warm = performance.now();
+  for (let i = 0; i < WARMUP_CALLS || performance.now() - warm < WARMUP_MS; i++) {
+    call()[Symbol.dispose]();
+    finish();
+  }
   const times: number[] = [];
   for (let i = 0; i < repeat; i++) {
     const start = performance.now();

@@ -64,6 +64,9 @@ function readBackendEnv(): BackendChoice | undefined {
   return checkChoice(value, `$${BACKEND_ENV}`);
 }
 
+/** How the CPU backend describes itself in a selection's description. */
+const CPU_DESCRIPTION = "CPU backend (TypeScript and WebAssembly SIMD, float32 as CANN computes)";
+
 /**
  * Opens the default device: the `backend` option, else `$ACLNN_NORM_BACKEND`, else `auto`
  * (an NPU when CANN and a device can be opened, otherwise the CPU backend with the reason).
@@ -85,7 +88,7 @@ export function selectDefaultDevice(options: DefaultDeviceOptions = {}): Default
     ? readBackendEnv() ?? "auto"
     : checkChoice(options.backend, "the backend option");
   if (backend === "cpu") {
-    return { device: "cpu", description: `CPU backend (pure TypeScript, float64 accumulation)` };
+    return { device: "cpu", description: CPU_DESCRIPTION };
   }
   try {
     const device = openAscend(options);
@@ -102,7 +105,7 @@ export function selectDefaultDevice(options: DefaultDeviceOptions = {}): Default
       : message.split("\n")[0];
     return {
       device: "cpu",
-      description: `CPU backend (pure TypeScript; no NPU: ${reason})`,
+      description: `${CPU_DESCRIPTION}; no NPU: ${reason}`,
       fallbackReason: reason,
     };
   }
