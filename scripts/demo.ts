@@ -11,21 +11,9 @@ import "./require_deno.ts";
 import { parseArgs } from "node:util";
 import { reportUserErrors, runCommand } from "./cli.ts";
 
+import type { DefaultDeviceSelection, DType } from "../mod.ts";
+
 reportUserErrors("demo");
-import {
-  batchNormBackward,
-  batchNormReduceBackward,
-  createBatchNormBackwardDescriptor,
-  type DType,
-  groupNormBackward,
-  selectDefaultDevice,
-  Tensor,
-} from "../mod.ts";
-import {
-  batchNormBackwardAt64,
-  batchNormReduceBackward64,
-  groupNormBackward64,
-} from "../tests/oracle/mod.ts";
 
 const USAGE = `deno task demo [options]
 
@@ -105,12 +93,23 @@ if (libDir !== undefined && !libDir.startsWith("/")) {
 const [N, C] = shape;
 const HxW = shape.slice(2).reduce((a, b) => a * b, 1);
 
+// The library loads only after the checks above: --help and a bad option answer without it.
+const {
+  batchNormBackward,
+  batchNormReduceBackward,
+  createBatchNormBackwardDescriptor,
+  groupNormBackward,
+  selectDefaultDevice,
+  Tensor,
+} = await import("../mod.ts");
+type Tensor = import("../mod.ts").Tensor;
+const { batchNormBackwardAt64, batchNormReduceBackward64, groupNormBackward64 } = await import(
+  "../tests/oracle/mod.ts"
+);
+
 // Library directories must be absolute (relative ones are refused): resolve build/sim here.
 const simDir = new URL("../build/sim", import.meta.url).pathname;
-let selection: ReturnType<typeof selectDefaultDevice> = {
-  device: "cpu",
-  description: "CPU backend (--cpu)",
-};
+let selection: DefaultDeviceSelection = selectDefaultDevice({ backend: "cpu" });
 await runCommand("demo", () => {
   if (flags.cpu) return;
   selection = flags.sim

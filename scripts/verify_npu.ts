@@ -13,20 +13,7 @@
 
 import "./require_deno.ts";
 import { parseArgs } from "node:util";
-import { type AscendDevice, openAscend } from "../mod.ts";
-import { socFamily } from "../src/backends/ascend/soc.ts";
-import { conformanceCases } from "./verify_npu/conformance.ts";
-import { environment, versionText } from "./verify_npu/environment.ts";
-import {
-  deviationLine,
-  deviations,
-  markdownReport,
-  textTables,
-  totals,
-} from "./verify_npu/report.ts";
-import { runCases } from "./verify_npu/run.ts";
-import { sweepCases } from "./verify_npu/sweep.ts";
-import { SWEEP } from "./verify_npu/sweep_all.ts";
+import type { AscendDevice } from "../mod.ts";
 
 const USAGE = `deno task verify:npu [options]
 
@@ -95,6 +82,19 @@ if (libDirFlag !== undefined && !libDirFlag.startsWith("/")) {
 }
 if (libDirFlag !== undefined && flags.sim) usageError("--sim and --lib-dir exclude each other");
 if (flags.report === "") usageError("--report needs a path");
+
+// The library loads only after the checks above: --help and a bad option answer without it.
+const { openAscend } = await import("../mod.ts");
+const { socFamily } = await import("../src/backends/ascend/soc.ts");
+const { conformanceCases } = await import("./verify_npu/conformance.ts");
+const { environment, versionText } = await import("./verify_npu/environment.ts");
+const { deviationLine, deviations, markdownReport, textTables, totals } = await import(
+  "./verify_npu/report.ts"
+);
+const { runCases } = await import("./verify_npu/run.ts");
+const { sweepCases } = await import("./verify_npu/sweep.ts");
+const { SWEEP } = await import("./verify_npu/sweep_all.ts");
+
 const onlyOps = flags.ops?.split(",").filter((op) => op !== "");
 for (const op of onlyOps ?? []) {
   if (!SWEEP.some((s) => s.op === op)) {
