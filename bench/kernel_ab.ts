@@ -10,8 +10,10 @@
  *     [--kernels ln_bwd,bn_grad_rows] [--dtype float32|float16] [--rounds 30]
  *
  * A and B are generated kernels modules (src/backends/cpu/wasm/kernels_wasm.ts of a worktree
- * or a copy), each exporting `kernelsWasmBytes()`. Both run on a memory of the host heap's
- * size, which either build's import accepts.
+ * or a copy), each exporting `kernelsWasmBytes()`, or FP16 builds (kernels_fp16_wasm.ts,
+ * `kernelsFp16WasmBytes()`), which need the engine's flag:
+ * `deno run --v8-flags=--experimental-wasm-fp16 --allow-read bench/kernel_ab.ts ...`. Both run on
+ * a memory of the host heap's size, which either build's import accepts.
  *
  * @module
  */
@@ -22,7 +24,8 @@ const flags = parseCommand({
   name: "bench:ab",
   usage: `usage: deno task bench:ab --a PATH --b PATH [--kernels a,b]
                          [--dtype float32|float16] [--rounds R]
-  --a PATH        build A: a generated kernels module (exports kernelsWasmBytes())
+  --a PATH        build A: a generated kernels module (kernels_wasm.ts, or kernels_fp16_wasm.ts
+                  under --v8-flags=--experimental-wasm-fp16)
   --b PATH        build B, the same
   --kernels a,b   kernel exports to time (default all)
   --dtype D       float32 or float16 (default float32)
@@ -52,10 +55,11 @@ const { K, median, nsPerElement, SHAPE, signalInstance } = await import("./kerne
 async function buildAt(path: string): Promise<Uint8Array> {
   const url = new URL(path, `file://${Deno.cwd()}/`).href;
   const module = await import(url);
-  if (typeof module.kernelsWasmBytes !== "function") {
-    throw new Error(`${path}: exports no kernelsWasmBytes()`);
+  const bytes = module.kernelsWasmBytes ?? module.kernelsFp16WasmBytes;
+  if (typeof bytes !== "function") {
+    throw new Error(`${path}: exports neither kernelsWasmBytes() nor kernelsFp16WasmBytes()`);
   }
-  return module.kernelsWasmBytes();
+  return bytes();
 }
 
 const sides = await Promise.all(paths.map(async (path) => {

@@ -95,33 +95,53 @@
   ;; pass 2 for those (kernels/stage_types.ts writeCode). 0.78x the time of bfloat16 channels-last
   ;; batchNorm's normalize write (bench/RESULTS.md, eighth session).
   (func $bits4 (param $dt i32) (param $v v128) (result v128)
-    (local $t v128)
     (local $r v128)
     (if (result v128) (i32.eq (i32.and (local.get $dt) (i32.const 6)) (i32.const 2))
       (then
-        (local.set $t (i32x4.shr_u (local.get $v) (i32.const 16)))
-        (local.set $r
-          (i32x4.shr_u
-            (i32x4.add
-              (i32x4.add (local.get $v) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff))
-              (v128.and (local.get $t) (v128.const i32x4 1 1 1 1)))
-            (i32.const 16)))
-        ;; NaN lanes (dt 2): the float32 self-comparison (one instruction, no constant),
-        ;; chosen by relaxed_laneselect (one blend where bitselect is three): its mask is all
-        ;; ones or all zeros in every lane, where relaxed SIMD defines the result (the same on
-        ;; every engine). Together 0.84-0.93x the bfloat16 writes' time (bench/RESULTS.md).
-        (if (i32.eq (local.get $dt) (i32.const 2))
-          (then
-            (local.set $r
-              (i8x16.relaxed_laneselect
-                (v128.or (local.get $t) (v128.const i32x4 0x40 0x40 0x40 0x40))
-                (local.get $r)
-                (f32x4.ne (local.get $v) (local.get $v))))))
+        (local.set $r (call $bf16w (local.get $dt) (local.get $v)))
         (i16x8.narrow_i32x4_u (local.get $r) (local.get $r)))
       (else
         (if (result v128) (i32.eq (local.get $dt) (i32.const 4))
           (then (call $f16bits4_finite (local.get $v)))
           (else (call $f16bits4 (local.get $v)))))))
+
+  ;; $bits4 of eight float32 lanes, a's four then b's, in the eight 16-bit lanes: the same bits,
+  ;; with one narrowing for both vectors (in the FP16 build, one combine of two conversions), for
+  ;; one v128.store (row_sums.wat $rf_st8).
+  (func $bits8 (param $dt i32) (param $a v128) (param $b v128) (result v128)
+    (if (result v128) (i32.eq (i32.and (local.get $dt) (i32.const 6)) (i32.const 2))
+      (then
+        (i16x8.narrow_i32x4_u
+          (call $bf16w (local.get $dt) (local.get $a))
+          (call $bf16w (local.get $dt) (local.get $b))))
+      (else
+        (if (result v128) (i32.eq (local.get $dt) (i32.const 4))
+          (then (call $f16bits8_finite (local.get $a) (local.get $b)))
+          (else (call $f16bits8 (local.get $a) (local.get $b)))))))
+
+  ;; The bfloat16 bits of four float32 lanes v (dt 2 or 3, as $bits4 says), each in the low 16
+  ;; bits of its 32-bit lane (the high 16 zero).
+  (func $bf16w (param $dt i32) (param $v v128) (result v128)
+    (local $t v128)
+    (local $r v128)
+    (local.set $t (i32x4.shr_u (local.get $v) (i32.const 16)))
+    (local.set $r
+      (i32x4.shr_u
+        (i32x4.add
+          (i32x4.add (local.get $v) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff))
+          (v128.and (local.get $t) (v128.const i32x4 1 1 1 1)))
+        (i32.const 16)))
+    ;; NaN lanes (dt 2): the float32 self-comparison (one instruction, no constant), chosen by
+    ;; relaxed_laneselect (one blend where bitselect is three): its mask is all ones or all
+    ;; zeros in every lane, where relaxed SIMD defines the result (the same on every engine).
+    ;; Together 0.84-0.93x the bfloat16 writes' time (bench/RESULTS.md).
+    (if (result v128) (i32.eq (local.get $dt) (i32.const 2))
+      (then
+        (i8x16.relaxed_laneselect
+          (v128.or (local.get $t) (v128.const i32x4 0x40 0x40 0x40 0x40))
+          (local.get $r)
+          (f32x4.ne (local.get $v) (local.get $v))))
+      (else (local.get $r))))
 
   ;; The float16 bits of four float32 lanes v, each rounded once to nearest even, in the low
   ;; four 16-bit lanes (the high four unspecified): normal results rebiased and rounded by
@@ -132,30 +152,45 @@
   ;; bitselect's three; 0.81-0.90x the float16 writes' time). The FP16 build replaces it
   ;; (kernels_fp16.wat).
   (func $f16bits4 (param $v v128) (result v128)
-    (local $a v128)
     (local $r v128)
-    (local.set $a
-      (v128.and (local.get $v) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))
-    (local.set $r
-      (v128.or
-        (call $f16sign (local.get $v))
-        (i8x16.relaxed_laneselect
-          (v128.const i32x4 0x7e00 0x7e00 0x7e00 0x7e00)
-          (call $f16mag (local.get $a))
-          (i32x4.gt_s (local.get $a)
-            (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000)))))
+    (local.set $r (call $f16w (local.get $v)))
     (i16x8.narrow_i32x4_u (local.get $r) (local.get $r)))
 
   ;; $f16bits4 for lanes that are not NaN (dt 4): the same bits without the NaN choice.
   (func $f16bits4_finite (param $v v128) (result v128)
     (local $r v128)
-    (local.set $r
-      (v128.or
-        (call $f16sign (local.get $v))
-        (call $f16mag
-          (v128.and (local.get $v)
-            (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))))
+    (local.set $r (call $f16w_finite (local.get $v)))
     (i16x8.narrow_i32x4_u (local.get $r) (local.get $r)))
+
+  ;; $f16bits4 of a and b, a's four lanes then b's ($bits8). The FP16 build replaces it.
+  (func $f16bits8 (param $a v128) (param $b v128) (result v128)
+    (i16x8.narrow_i32x4_u (call $f16w (local.get $a)) (call $f16w (local.get $b))))
+
+  ;; $f16bits4_finite of a and b, a's four lanes then b's. The FP16 build replaces it.
+  (func $f16bits8_finite (param $a v128) (param $b v128) (result v128)
+    (i16x8.narrow_i32x4_u (call $f16w_finite (local.get $a)) (call $f16w_finite (local.get $b))))
+
+  ;; The float16 bits of four float32 lanes v as $f16bits4 rounds them, each in the low 16 bits
+  ;; of its 32-bit lane (the high 16 zero).
+  (func $f16w (param $v v128) (result v128)
+    (local $a v128)
+    (local.set $a
+      (v128.and (local.get $v) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))
+    (v128.or
+      (call $f16sign (local.get $v))
+      (i8x16.relaxed_laneselect
+        (v128.const i32x4 0x7e00 0x7e00 0x7e00 0x7e00)
+        (call $f16mag (local.get $a))
+        (i32x4.gt_s (local.get $a)
+          (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000)))))
+
+  ;; $f16w for lanes that are not NaN: the same bits without the NaN choice.
+  (func $f16w_finite (param $v v128) (result v128)
+    (v128.or
+      (call $f16sign (local.get $v))
+      (call $f16mag
+        (v128.and (local.get $v)
+          (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))))
 
   ;; The float16 sign bit (0x8000) of each float32 lane v, in its low 16 bits.
   (func $f16sign (param $v v128) (result v128)

@@ -3,8 +3,9 @@
 ;; engines that have the WebAssembly FP16 proposal's conversions f32x4.promote_low_f16x8
 ;; and f16x8.demote_f32x4_zero (one instruction each on x64 with F16C: vcvtph2ps, vcvtps2ph).
 ;; These are the kernels' float16 conversions: every float16 load of a kernel goes through
-;; $ld4 to $f16x4, every float16 store through $bits4 to $f16bits4 (or, in a write that
-;; computes no NaN, $f16x4_finite and $f16bits4_finite). Everything else,
+;; $ld4 to $f16x4, every float16 store through $bits4 to $f16bits4 or through $bits8 to
+;; $f16bits8 (or, in a write that computes no NaN, $f16x4_finite, $f16bits4_finite and
+;; $f16bits8_finite). Everything else,
 ;; the arithmetic and the sums' association, is kernels.wat's.
 ;;
 ;; It gives the bits of the baseline build for every input:
@@ -55,6 +56,21 @@
     (i16x8.min_s
       (i16x8.min_u
         (i16x8.neg (local.get $v))
+        (v128.const i32x4 0xfe00fe00 0xfe00fe00 0xfe00fe00 0xfe00fe00))
+      (v128.const i32x4 0x7e007e00 0x7e007e00 0x7e007e00 0x7e007e00)))
+
+  ;; $f16bits4_finite of a and b in eight lanes: two conversions, their low halves combined.
+  (func $f16bits8_finite (param $a v128) (param $b v128) (result v128)
+    (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23
+      (i16x8.neg (local.get $a))
+      (i16x8.neg (local.get $b))))
+
+  ;; $f16bits4 of a and b in eight lanes: the two conversions combined, then one NaN fix for
+  ;; all eight (see above).
+  (func $f16bits8 (param $a v128) (param $b v128) (result v128)
+    (i16x8.min_s
+      (i16x8.min_u
+        (call $f16bits8_finite (local.get $a) (local.get $b))
         (v128.const i32x4 0xfe00fe00 0xfe00fe00 0xfe00fe00 0xfe00fe00))
       (v128.const i32x4 0x7e007e00 0x7e007e00 0x7e007e00 0x7e007e00)))
 )

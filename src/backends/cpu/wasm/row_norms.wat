@@ -20,6 +20,17 @@
 ;; element-wise formula is evaluated in float32, and each output is rounded once from
 ;; float32 to its dtype, to nearest even ($bits4). Row sums and statistics: row_sums.wat.
 (module
+  ;; LayerNorm's y of four elements at p (dt): (x - mean) * rstd * w + b, w and b the float32
+  ;; lanes at wp and bp.
+  (func $ln_y4 (param $p i32) (param $dt i32) (param $mm v128) (param $rr v128) (param $wp i32)
+    (param $bp i32) (result v128)
+    (f32x4.add
+      (f32x4.mul
+        (f32x4.mul (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $mm))
+          (local.get $rr))
+        (v128.load (local.get $wp)))
+      (v128.load (local.get $bp))))
+
   ;; LayerNorm forward. Per row: mean = sum(x) / n and rstd = 1 / sqrt(sum((x - mean)^2) / n
   ;; + eps), each rounded to float32 (to the per-row arrays: $rf_stats);
   ;; y = (x - mean) * rstd * w + b.
@@ -42,17 +53,31 @@
         (local.set $q (local.get $y))
         (local.set $c (i32.const 0))
         (local.set $j (i32.const 0))
-        ;; Whole vectors, then the last one to three elements.
+        ;; 16-bit data: pairs of vectors, rounded and stored together ($rf_st8); then whole
+        ;; vectors, then the last one to three elements.
+        (if (i32.ne (local.get $dt) (i32.const 0))
+          (then
+            (block $pairsDone
+              (loop $pair
+                (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
+                (call $rf_st8 (local.get $q) (local.get $dt)
+                  (call $ln_y4 (local.get $p) (local.get $dt) (local.get $mm) (local.get $rr)
+                    (i32.add (local.get $w) (local.get $c)) (i32.add (local.get $b) (local.get $c)))
+                  (call $ln_y4 (i32.add (local.get $p) (local.get $es)) (local.get $dt)
+                    (local.get $mm) (local.get $rr)
+                    (i32.add (local.get $w) (i32.add (local.get $c) (i32.const 16)))
+                    (i32.add (local.get $b) (i32.add (local.get $c) (i32.const 16)))))
+                (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $c (i32.add (local.get $c) (i32.const 32)))
+                (local.set $j (i32.add (local.get $j) (i32.const 8)))
+                (br $pair)))))
         (block $done
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
             (local.set $v
-              (f32x4.add
-                (f32x4.mul
-                  (f32x4.mul (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $mm))
-                    (local.get $rr))
-                  (v128.load (i32.add (local.get $w) (local.get $c))))
-                (v128.load (i32.add (local.get $b) (local.get $c)))))
+              (call $ln_y4 (local.get $p) (local.get $dt) (local.get $mm) (local.get $rr)
+                (i32.add (local.get $w) (local.get $c)) (i32.add (local.get $b) (local.get $c))))
             (call $rf_st4 (local.get $q) (local.get $dt) (local.get $v))
             (local.set $p (i32.add (local.get $p) (local.get $es)))
             (local.set $q (i32.add (local.get $q) (local.get $es)))

@@ -271,6 +271,16 @@
       (then (v128.store (local.get $p) (local.get $v)))
       (else (v128.store64_lane 0 (local.get $p) (call $bits4 (local.get $dt) (local.get $v))))))
 
+  ;; Stores eight float32 lanes, a's then b's, at byte address p, each rounded once to dt: two
+  ;; stores of float32, one of the 16-bit dtypes' eight lanes (kernels.wat $bits8). Callers keep
+  ;; $rf_st4 for float32 where storing each vector as it is made runs faster.
+  (func $rf_st8 (param $p i32) (param $dt i32) (param $a v128) (param $b v128)
+    (if (i32.eqz (local.get $dt))
+      (then
+        (v128.store (local.get $p) (local.get $a))
+        (v128.store offset=16 (local.get $p) (local.get $b)))
+      (else (v128.store (local.get $p) (call $bits8 (local.get $dt) (local.get $a) (local.get $b))))))
+
   ;; Stores lanes 0 .. count-1 (count 1 to 3) of v at byte address p, rounded as $rf_st4 does.
   (func $rf_st4n (param $p i32) (param $dt i32) (param $v v128) (param $count i32)
     (local $r v128)
