@@ -90,7 +90,7 @@
   ;; either a widened bfloat16 NaN (its operand's payload, propagated) or the processor's
   ;; default NaN (an invalid operation on non-NaN lanes): its low 16 bits are zero, so adding
   ;; 0x7fff and the even bit carries nothing and the shift keeps its top half, which the NaN
-  ;; choice below would have made quiet. A NaN constant (a NaN weight or statistic) may
+  ;; choice ($bf16w) would have made quiet. A NaN constant (a NaN weight or statistic) may
   ;; carry low payload bits, where the addition could carry into the exponent: the drivers
   ;; pass 2 for those (kernels/stage_types.ts writeCode). 0.78x the time of bfloat16 channels-last
   ;; batchNorm's normalize write (bench/RESULTS.md, eighth session).
