@@ -18,10 +18,9 @@
  * GiB: with tensors held to 3 GiB, a call whose scratch fits the last GiB never fails for want
  * of room to stage its tensors.
  *
- * The memory is `HOST_HEAP_PAGES` (host_heap_size.ts) pages (4 GiB) from the start and never grows, or
- * where the system refuses that much address space a growable one (host_heap_size.ts
- * `heapMemory`); what the heap has reached, `hostHeapUsage().bytesReserved`, is what it can
- * have touched.
+ * The memory is 4 GiB from the start and never grows, or where the system refuses that much
+ * address space a growable one (host_heap_size.ts `heapMemory`); what the heap's blocks have
+ * reached, `hostHeapUsage().bytesReserved`, is what it can have touched.
  *
  * @module
  */
@@ -84,8 +83,6 @@ interface HostHeap {
   readonly buffers: WeakSet<SharedArrayBuffer>;
   /** The blocks: size classes, cached blocks, free ranges, the top. */
   readonly pool: BlockPool;
-  /** The end of the highest block so far, in whole pages (it never goes down). */
-  reached: number;
   readonly registry: FinalizationRegistry<Block>;
   /** Requests of heap size that got a buffer of their own (heap full or off). */
   fallbacks: number;
@@ -149,17 +146,16 @@ export class HeapGrant {
  * unless it is the growable fallback, which grows to them); false past `limit`, or when the
  * fallback cannot grow.
  */
-function reach(h: HostHeap, end: number, limit = hostHeapMaxBytes()): boolean {
+function reach(memory: WebAssembly.Memory, end: number, limit = hostHeapMaxBytes()): boolean {
   if (end > limit) return false;
-  const have = h.memory.buffer.byteLength;
+  const have = memory.buffer.byteLength;
   if (end > have) {
     try {
-      h.memory.grow(Math.ceil((end - have) / PAGE_BYTES));
+      memory.grow(Math.ceil((end - have) / PAGE_BYTES));
     } catch {
       return false;
     }
   }
-  h.reached = Math.max(h.reached, Math.ceil(end / PAGE_BYTES) * PAGE_BYTES);
   return true;
 }
 
@@ -190,14 +186,12 @@ function createHeap(policy: HostHeapPolicy): HostHeap | null {
   hostHeapMaxBytes(); // a bad ACLNN_NORM_HOST_HEAP_MB is refused before anything is allocated
   try {
     const memory = heapMemory(policy.growable ?? false);
-    // The pool bumps its top only through calls, once `heap` is this one.
-    const pool = new BlockPool(HOST_HEAP_RESERVED_BYTES, (end) => reach(heap!, end));
+    const pool = new BlockPool(HOST_HEAP_RESERVED_BYTES, (end) => reach(memory, end));
     heap = {
       policy: Object.freeze({ ...policy }),
       memory,
       buffers: new WeakSet(),
       pool,
-      reached: HOST_HEAP_RESERVED_BYTES,
       registry: new FinalizationRegistry(release),
       fallbacks: 0,
       watch: new DropWatch(giveBack, (block) => block.live, () => pool.counters.bytesInUse),
@@ -254,7 +248,9 @@ export function heapScratch(
   zeroed = false,
 ): HeapGrant | undefined {
   const h = theHeap();
-  return h ? takeBlock(bytes, zeroed, (end) => reach(h, end, HOST_HEAP_LIMIT_BYTES)) : undefined;
+  return h
+    ? takeBlock(bytes, zeroed, (end) => reach(h.memory, end, HOST_HEAP_LIMIT_BYTES))
+    : undefined;
 }
 
 /**
@@ -429,7 +425,8 @@ export function hostHeapUsage(): HostHeapUsage {
   const limit = hostHeapMaxBytes();
   const c = h ? h.pool.counters : zeroCounters();
   return {
-    bytesReserved: h ? h.reached : 0,
+    // The pool's `clean` mark: the end of the highest block it has handed out (never lower).
+    bytesReserved: h ? Math.ceil(h.pool.clean / PAGE_BYTES) * PAGE_BYTES : 0,
     bytesInUse: c.bytesInUse,
     bytesCached: c.bytesCached,
     peakBytesInUse: c.peakBytesInUse,

@@ -66,13 +66,12 @@ export function writeLeb(bytes: Uint8Array, at: number, value: number, length: n
 }
 
 /**
- * Calls `visit(id, r, end)` for each section of the version 1 module `bytes`, `r` at the start
- * of its body and `end` the address after it (where the next section is read from, whatever
- * `visit` leaves `r.at` at).
+ * Calls `visit(id, r)` for each section of the version 1 module `bytes`, `r` at the start of
+ * its body (the next section is read from the body's end, whatever `visit` leaves `r.at` at).
  */
 export function forEachSection(
   bytes: Uint8Array,
-  visit: (id: number, r: WasmReader, end: number) => void,
+  visit: (id: number, r: WasmReader) => void,
 ): void {
   const header = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
   if (!header.every((b, i) => bytes[i] === b)) throw new Error("wasm: not a version 1 module");
@@ -82,7 +81,7 @@ export function forEachSection(
     const id = r.byte();
     const size = r.u32();
     const end = r.at + size;
-    visit(id, r, end);
+    visit(id, r);
     r.at = end;
   }
 }

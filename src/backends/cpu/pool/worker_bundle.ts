@@ -258,7 +258,7 @@ function forEachSection(bytes, visit) {
     const id = r.byte();
     const size = r.u32();
     const end = r.at + size;
-    visit(id, r, end);
+    visit(id, r);
     r.at = end;
   }
 }
