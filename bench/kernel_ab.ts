@@ -7,7 +7,7 @@
  * round do not.
  *
  *   deno task bench:ab --a A/kernels_wasm.ts --b B/kernels_wasm.ts
- *     [--kernels ln_bwd,bn_grad_rows] [--dtype float32|float16] [--rounds 30]
+ *     [--kernels ln_bwd,bn_grad_rows] [--dtype float32|float16|bfloat16] [--rounds 30]
  *
  * A and B are generated kernels modules (src/backends/cpu/wasm/kernels_wasm.ts of a worktree
  * or a copy), each exporting `kernelsWasmBytes()`, or FP16 builds (kernels_fp16_wasm.ts,
@@ -19,16 +19,23 @@
  */
 
 import { parseCommand, positiveInteger, usageError } from "../scripts/cli.ts";
+// The dtype codes alone (a module of constants and types): the kernels load after the flags.
+import {
+  BFLOAT16_NO_NAN_CONSTANTS,
+  FLOAT16,
+  FLOAT32,
+} from "../src/backends/cpu/kernels/stage_types.ts";
 
 const flags = parseCommand({
   name: "bench:ab",
   usage: `usage: deno task bench:ab --a PATH --b PATH [--kernels a,b]
-                         [--dtype float32|float16] [--rounds R]
+                         [--dtype float32|float16|bfloat16] [--rounds R]
   --a PATH        build A: a generated kernels module (kernels_wasm.ts, or kernels_fp16_wasm.ts
                   under --v8-flags=--experimental-wasm-fp16)
   --b PATH        build B, the same
   --kernels a,b   kernel exports to time (default all)
-  --dtype D       float32 or float16 (default float32)
+  --dtype D       float32, float16 or bfloat16 (default float32; bfloat16 as the drivers pass it
+                  when no constant is NaN, code 3)
   --rounds R      interleaved rounds (default 30)
   -h, --help      print this text`,
   options: {
@@ -42,10 +49,16 @@ const flags = parseCommand({
 
 const paths: string[] = [flags.a, flags.b];
 if (paths.includes("")) usageError("bench:ab", "--a and --b name the two builds");
-if (flags.dtype !== "float32" && flags.dtype !== "float16") {
-  usageError("bench:ab", `--dtype ${flags.dtype}: must be float32 or float16`);
+/** The kernels' code of each dtype --dtype names. */
+const CODES: Record<string, number> = {
+  float32: FLOAT32,
+  float16: FLOAT16,
+  bfloat16: BFLOAT16_NO_NAN_CONSTANTS,
+};
+const dt = CODES[flags.dtype];
+if (dt === undefined) {
+  usageError("bench:ab", `--dtype ${flags.dtype}: must be ${Object.keys(CODES).join(", ")}`);
 }
-const dt = flags.dtype === "float32" ? 0 : 1;
 const rounds = positiveInteger("bench:ab", "rounds", flags.rounds);
 // The kernels load only after the checks above: --help and a bad flag answer without them.
 const { kernelCalls } = await import("../tests/fixtures/kernel_calls.ts");

@@ -28,6 +28,7 @@ import { parseCommand } from "./cli.ts";
 import { forEachSimdOpcode, rewriteSimdOpcodes } from "./wasm_opcodes.ts";
 import {
   constantsToMemory,
+  DTYPE_COPY_PATTERN,
   overrideFunctions,
   specializeByDtype,
   spliceFunctions,
@@ -98,7 +99,9 @@ export async function assemble(text: string, name = "kernels.wat"): Promise<Uint
     // wabt's validate takes the features too (its .d.ts omits the argument): without
     // `threads` it rejects the shared memory the kernels import.
     (module.validate as (features: object) => void)(features);
-    return new Uint8Array(module.toBinary({}).buffer);
+    // With the functions' names, which Binaryen's `no-inline` pass matches (see optimize; the
+    // optimised module it emits carries none).
+    return new Uint8Array(module.toBinary({ write_debug_names: true }).buffer);
   } finally {
     module.destroy();
   }
@@ -109,8 +112,8 @@ export async function assemble(text: string, name = "kernels.wat"): Promise<Uint
  * keeps its codecs and formulas as small functions, and V8 calls them as written (it does
  * not inline them), which measured 8x slower: the float32 row sums ran at 3.5 ns per element
  * as assembled and 0.45 ns inlined (Deno 2.9.6, AMD EPYC). Binaryen keeps IEEE semantics (no
- * fast-math), so the kernels keep their bits; the tests compare them with the TypeScript
- * kernels after this step.
+ * fast-math), so the kernels keep their bits. Every helper is inlined except the kernels'
+ * dtype copies (wat_text.ts `DTYPE_COPY_PATTERN`), which stay functions of their own.
  */
 export async function optimize(bytes: Uint8Array): Promise<Uint8Array> {
   const binaryen = (await import("binaryen")).default; // npm:binaryen (deno.json imports)
@@ -126,6 +129,8 @@ export async function optimize(bytes: Uint8Array): Promise<Uint8Array> {
     binaryen.setAlwaysInlineMaxSize(INLINE_MAX_SIZE);
     binaryen.setFlexibleInlineMaxSize(INLINE_MAX_SIZE);
     binaryen.setOneCallerInlineMaxSize(INLINE_MAX_SIZE);
+    binaryen.setPassArgument("no-inline", DTYPE_COPY_PATTERN);
+    module.runPasses(["no-inline"]);
     module.optimize();
     if (!module.validate()) throw new Error("binaryen produced an invalid module");
     return module.emitBinary();

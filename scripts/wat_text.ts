@@ -83,25 +83,67 @@ function formEnd(text: string, start: number): number {
   throw new Error(`unbalanced form at ${start}`);
 }
 
+/** The dtype codes a kernel's copies are made for (see {@linkcode specializeByDtype}). */
+export const DTYPE_CODES: readonly number[] = [0, 1, 2, 3, 4];
+
+/**
+ * The name pattern of the dtype copies {@linkcode specializeByDtype} makes, for Binaryen's
+ * `no-inline` pass (build_wasm.ts `optimize`).
+ */
+export const DTYPE_COPY_PATTERN = "*__dt*";
+
 /**
  * Specialises every exported kernel that takes the dtype code `$dt` (0 float32, 1 float16,
  * 2 bfloat16, 3 and 4 bfloat16 and float16 stored without the NaN lanes' choice: kernels.wat
- * `$bits4`): `(func (export "k") ...)` becomes the internal `$k__any`, and a new export `k`
- * with the same parameters calls it with `$dt` as a constant (0, 2, 3, 4, and 1 for any other
- * code). Once Binaryen inlines `$k__any` into each call it folds the constant, so every
- * dtype gets its own loop without a dtype branch per vector (measured: bfloat16 row sums
- * 0.84 -> 0.63 ns per element), while kernels.wat keeps one body per kernel and the drivers
- * one export per kernel.
+ * `$bits4`) into one loop per code, without a dtype branch per vector (measured: bfloat16 row
+ * sums 0.84 -> 0.63 ns per element), while kernels.wat keeps one body per kernel and the
+ * drivers one export per kernel. `(func (export "k") ...)` becomes:
+ * - `$k__any`, which a new export `k` with the same parameters calls with `$dt` as a constant
+ *   (0, 2, 3, 4, and 1 for any other code); Binaryen inlines each call and folds the constant;
+ * - or, where the kernel's body calls a function `$f` that has a bfloat16 variant `$f__bf16`,
+ *   five copies `$k__dt0` .. `$k__dt4`, each setting `$dt` to its code before its first
+ *   instruction, the bfloat16 ones (2 and 3) calling `$f__bf16` in place of `$f`; the export
+ *   calls the copy of its code. These copies stay functions of their own (never inlined:
+ *   {@linkcode DTYPE_COPY_PATTERN}), so that the other dtypes' loops are optimised as they
+ *   were: inlined together into one function, a bfloat16 change made Binaryen treat the
+ *   float16 copy's locals differently (bn_scale_rows float16 1.06-1.10x slower), and copies
+ *   of their own for every kernel moved others (float16 ln_fwd 1.04x, 1.14x in the FP16 build;
+ *   bench/RESULTS.md, nineteenth session).
  */
 export function specializeByDtype(text: string): string {
   const header = /\(func \(export "(\w+)"\)((?:\s*\(param \$\w+ \w+\))+)/g;
   const dispatchers: string[] = [];
-  const renamed = text.replace(header, (match: string, name: string, params: string) => {
-    const names = [...params.matchAll(/\(param \$(\w+) \w+\)/g)].map((m) => m[1]);
-    if (!names.includes("dt")) return match;
-    const args = (dt: number) =>
-      names.map((p) => p === "dt" ? `(i32.const ${dt})` : `(local.get $${p})`).join(" ");
-    const call = (dt: number) => `(call $${name}__any ${args(dt)})`;
+  const variants = new Set([...text.matchAll(/\(func \$(\w+)__bf16[\s)]/g)].map((m) => m[1]));
+  let out = "";
+  let last = 0;
+  for (const m of text.matchAll(header)) {
+    const [match, name, params] = m;
+    const names = [...params.matchAll(/\(param \$(\w+) \w+\)/g)].map((p) => p[1]);
+    if (!names.includes("dt")) continue;
+    const start = m.index!;
+    const end = formEnd(text, start);
+    const body = text.slice(start + match.length, end);
+    const bfloat16Body = callBfloat16Variants(body, variants);
+    out += text.slice(last, start);
+    last = end;
+    let call: (dt: number) => string;
+    if (bfloat16Body === body) {
+      // One body for every code, inlined into the export with the code as a constant.
+      out += `(func $${name}__any${params}${body}`;
+      call = (dt) =>
+        `(call $${name}__any ${
+          names.map((p) => p === "dt" ? `(i32.const ${dt})` : `(local.get $${p})`).join(" ")
+        })`;
+    } else {
+      const at = afterDeclarations(body);
+      for (const dt of DTYPE_CODES) {
+        const own = BFLOAT16_CODES.includes(dt) ? bfloat16Body : body;
+        out += `(func $${name}__dt${dt}${params}${own.slice(0, at)}\n` +
+          `    (local.set $dt (i32.const ${dt}))${own.slice(at)}\n  `;
+      }
+      const args = names.map((p) => `(local.get $${p})`).join(" ");
+      call = (dt) => `(call $${name}__dt${dt} ${args})`;
+    }
     dispatchers.push(
       `  (func (export "${name}")${params}\n` +
         `    (if (i32.eqz (local.get $dt)) (then ${call(0)} (return)))\n` +
@@ -110,10 +152,34 @@ export function specializeByDtype(text: string): string {
         `    (if (i32.eq (local.get $dt) (i32.const 4)) (then ${call(4)} (return)))\n` +
         `    ${call(1)})`,
     );
-    return `(func $${name}__any${params}`;
-  });
-  const close = renamed.lastIndexOf(")");
-  return `${renamed.slice(0, close)}\n${dispatchers.join("\n")}\n)\n`;
+  }
+  out += text.slice(last);
+  const close = out.lastIndexOf(")");
+  return `${out.slice(0, close)}\n${dispatchers.join("\n")}\n)\n`;
+}
+
+/** The dtype codes of bfloat16 (kernels.wat `$bits4`). */
+const BFLOAT16_CODES: readonly number[] = [2, 3];
+
+/** `body` with each call of a function named in `variants` made to its `__bf16` variant. */
+function callBfloat16Variants(body: string, variants: ReadonlySet<string>): string {
+  return body.replace(
+    /\(call \$(\w+)(?=[\s)])/g,
+    (call, name: string) => variants.has(name) ? `(call $${name}__bf16` : call,
+  );
+}
+
+/**
+ * The offset in a function's text after its header (`body`: what follows the parameters) past
+ * its `(result ...)` and `(local ...)` declarations, where its first instruction may go.
+ */
+function afterDeclarations(body: string): number {
+  let i = 0;
+  for (;;) {
+    const rest = body.slice(i).match(/^(\s|;;[^\n]*\n)*/)![0].length;
+    if (!/^\((result|local)[\s)]/.test(body.slice(i + rest))) return i;
+    i = formEnd(body, i + rest);
+  }
 }
 
 /**

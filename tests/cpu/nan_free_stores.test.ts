@@ -7,7 +7,9 @@
  * in some channels, a NaN float32 weight in another, through the normalize write (batchNorm
  * training and eval) and the gradient write (groupNormBackward), on the units, rows and
  * channels-last pixel paths, and the row norms. The expected bits come from the same call in
- * float32 on the same values (exactly representable), each output rounded to nearest even.
+ * float32 on the same values (exactly representable), each output rounded to nearest even; for
+ * the row norms, from their element-wise formulas in float32 over the call's own statistics
+ * (bfloat16 rows may sum their elements in another order than float32 rows: see rowOutputs).
  *
  * @module
  */
@@ -199,24 +201,55 @@ function rowBits(rows: number, n: number): Uint16Array {
   return bits;
 }
 
+/** float32 lanes of the bfloat16 `bits` (widened exactly). */
+function widenBits(bits: Uint16Array): Float32Array {
+  return new Float32Array(new Uint32Array(bits.length).map((_, i) => bits[i] << 16).buffer);
+}
+
+/**
+ * The row norms' outputs as their element-wise formulas give them in float32 (one rounding per
+ * operation, as the kernels' lanes compute), from the call's own per-row statistics: bfloat16
+ * rows may sum their elements in another order than float32 rows (RMSNorm's squares:
+ * kernels.wat $pair_lo), so a float32 call on the same values may differ in the statistics'
+ * last bit, and the stores are what these cases check.
+ */
+function rowOutputs(
+  x: Float32Array,
+  n: number,
+  g: Float32Array,
+  mean: Float32Array | null,
+  rstd: Float32Array,
+): Tensor {
+  const f = Math.fround;
+  const y = new Float32Array(x.length).map((_, i) => {
+    const r = Math.floor(i / n);
+    const j = i % n;
+    return mean === null
+      ? f(f(x[i] * rstd[r]) * g[j])
+      : f(f(f(f(x[i] - mean[r]) * rstd[r]) * g[j]) + g[j]);
+  });
+  return Tensor.fromData(y, [x.length / n, n]);
+}
+
 for (const [rows, n] of [[6, 40], [64, 1000]] as const) {
   Deno.test(`bfloat16 stores without the NaN choice (rows of ${n}): rmsNorm and layerNorm`, () => {
     const x = rowBits(rows, n);
     const low = bf16(x, [rows, n], false);
-    const wide = widened(x, [rows, n]);
+    const values = widenBits(x);
     // A float32 gamma: clean, then with a NaN of low payload bits in column 3 (code 2).
     for (const nanColumn of [false, true]) {
       const g = new Float32Array(n).map((_, j) => 0.75 + j / (2 * n));
       if (nanColumn) new Uint32Array(g.buffer)[3] = 0x7fffffff;
       const gamma = heapTensor(g, [n]);
       const what = nanColumn ? "with a NaN gamma" : "";
-      const r = (t: Tensor) => rmsNorm({ x: t, gamma, epsilon: 1e-6 }).y;
-      const nans = assertRounded(r(low), r(wide), `rmsNorm ${what}`);
+      const r = rmsNorm({ x: low, gamma, epsilon: 1e-6 });
+      const rstd = new Float32Array(r.rstd.toArray());
+      const nans = assertRounded(r.y, rowOutputs(values, n, g, null, rstd), `rmsNorm ${what}`);
       // Row 1, row 2's Inf (Inf * 0), and column 3 with the NaN gamma.
       assert.equal(nans, n + 1 + (nanColumn ? rows - 1 : 0));
-      const l = (t: Tensor) =>
-        layerNorm({ input: t, normalizedShape: [n], weight: gamma, bias: gamma }).output;
-      assertRounded(l(low), l(wide), `layerNorm ${what}`);
+      const l = layerNorm({ input: low, normalizedShape: [n], weight: gamma, bias: gamma });
+      const [mean, lrstd] = [l.mean, l.rstd].map((t) => new Float32Array(t!.toArray()));
+      assertRounded(l.output, rowOutputs(values, n, g, mean, lrstd), `layerNorm ${what}`);
     }
   });
 }

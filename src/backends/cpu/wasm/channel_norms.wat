@@ -98,7 +98,8 @@
         (local.set $p (i32.add (local.get $dy) (i32.mul (local.get $r) (local.get $dys))))
         (local.set $q (i32.add (local.get $x) (i32.mul (local.get $r) (local.get $xs))))
         (local.set $j (i32.const 0))
-        ;; Whole vectors in runs of 256 elements, two vectors a step.
+        ;; Whole vectors in runs of 256 elements, a pair a step (kernels.wat $pair_lo: for
+        ;; bfloat16 its even and odd elements).
         (block $blocksDone
           (loop $block
             (br_if $blocksDone (i32.ge_u (local.get $j) (local.get $n4)))
@@ -112,11 +113,11 @@
             (block $pairsDone
               (loop $pair
                 (br_if $pairsDone (i32.ge_u (local.get $j) (local.get $n8)))
-                (local.set $e (call $ld4 (local.get $p) (local.get $dt)))
-                (local.set $d (f32x4.sub (call $ld4 (local.get $q) (local.get $dt)) (local.get $m)))
-                (local.set $f (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt)))
+                (local.set $e (call $pair_lo (local.get $p) (local.get $dt)))
+                (local.set $d (f32x4.sub (call $pair_lo (local.get $q) (local.get $dt)) (local.get $m)))
+                (local.set $f (call $pair_hi (local.get $p) (local.get $es) (local.get $dt)))
                 (local.set $g
-                  (f32x4.sub (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $dt))
+                  (f32x4.sub (call $pair_hi (local.get $q) (local.get $es) (local.get $dt))
                     (local.get $m)))
                 (local.set $a1 (f32x4.add (local.get $a1) (local.get $e)))
                 (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (local.get $e) (local.get $d))))
@@ -236,6 +237,76 @@
                     (local.get $b) (local.get $c) (local.get $f))
                   (call $bn_value (local.get $op) (local.get $e2) (local.get $v2) (local.get $a)
                     (local.get $b) (local.get $c) (local.get $f)))))
+            (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $t (i32.add (local.get $t) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $j (i32.add (local.get $j) (i32.const 8)))
+            (br $pair)))
+        (block $done
+          (loop $next
+            (br_if $done (i32.ge_u (local.get $j) (local.get $inner)))
+            (if (i32.lt_u (i32.sub (local.get $op) (i32.const 1)) (i32.const 2))
+              (then (local.set $e (call $ld4 (local.get $p) (local.get $dt)))))
+            (if (i32.ne (local.get $op) (i32.const 2))
+              (then (local.set $v (call $ld4 (local.get $q) (local.get $dt)))))
+            (local.set $v
+              (call $bn_value (local.get $op) (local.get $e) (local.get $v) (local.get $a)
+                (local.get $b) (local.get $c) (local.get $f)))
+            (if (i32.lt_u (local.get $j) (local.get $n4))
+              (then (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v)))
+              (else
+                (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
+                  (i32.sub (local.get $inner) (local.get $j)))))
+            (local.set $p (i32.add (local.get $p) (local.get $es)))
+            (local.set $q (i32.add (local.get $q) (local.get $es)))
+            (local.set $t (i32.add (local.get $t) (local.get $es)))
+            (local.set $j (i32.add (local.get $j) (i32.const 4)))
+            (br $next)))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $row))))
+
+  ;; $bn_write_rows for bfloat16 (dt 2 or 3), which the build calls in its place in the kernels'
+  ;; bfloat16 copies (scripts/wat_text.ts specializeByDtype): the same write, its whole vectors
+  ;; taken as pairs of even and odd elements (kernels.wat $pair_lo; every constant of a write is
+  ;; the same in all lanes), 0.83-0.95x the time. A function of its own: the same change inside
+  ;; $bn_write_rows changed Binaryen's float16 loops (bn_scale_rows float16 1.06-1.10x slower).
+  (func $bn_write_rows__bf16
+    (param $op i32) (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32)
+    (param $o i32) (param $os i32) (param $inner i32) (param $dt i32) (param $rows i32)
+    (param $k0 f64) (param $k1 f64) (param $k2 f64) (param $k3 f64)
+    (local $r i32) (local $p i32) (local $q i32) (local $t i32) (local $j i32) (local $es i32)
+    (local $n4 i32) (local $n8 i32) (local $a v128) (local $b v128) (local $c v128) (local $f v128)
+    (local $e v128) (local $v v128) (local $e2 v128) (local $v2 v128)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (local.set $n4 (i32.and (local.get $inner) (i32.const -4)))
+    (local.set $n8 (i32.and (local.get $inner) (i32.const -8)))
+    (local.set $a (f32x4.splat (f32.demote_f64 (local.get $k0))))
+    (local.set $b (f32x4.splat (f32.demote_f64 (local.get $k1))))
+    (local.set $c (f32x4.splat (f32.demote_f64 (local.get $k2))))
+    (local.set $f (f32x4.splat (f32.demote_f64 (local.get $k3))))
+    (block $rowsDone
+      (loop $row
+        (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
+        (local.set $p (i32.add (local.get $dy) (i32.mul (local.get $r) (local.get $dys))))
+        (local.set $q (i32.add (local.get $x) (i32.mul (local.get $r) (local.get $xs))))
+        (local.set $t (i32.add (local.get $o) (i32.mul (local.get $r) (local.get $os))))
+        (local.set $j (i32.const 0))
+        (block $pairsDone
+          (loop $pair
+            (br_if $pairsDone (i32.ge_u (local.get $j) (local.get $n8)))
+            (if (i32.lt_u (i32.sub (local.get $op) (i32.const 1)) (i32.const 2))
+              (then
+                (local.set $e (call $pair_lo (local.get $p) (local.get $dt)))
+                (local.set $e2 (call $pair_hi (local.get $p) (local.get $es) (local.get $dt)))))
+            (if (i32.ne (local.get $op) (i32.const 2))
+              (then
+                (local.set $v (call $pair_lo (local.get $q) (local.get $dt)))
+                (local.set $v2 (call $pair_hi (local.get $q) (local.get $es) (local.get $dt)))))
+            (call $pair_st8 (local.get $t) (local.get $dt)
+              (call $bn_value (local.get $op) (local.get $e) (local.get $v) (local.get $a)
+                (local.get $b) (local.get $c) (local.get $f))
+              (call $bn_value (local.get $op) (local.get $e2) (local.get $v2) (local.get $a)
+                (local.get $b) (local.get $c) (local.get $f)))
             (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
             (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
             (local.set $t (i32.add (local.get $t) (i32.shl (local.get $es) (i32.const 1))))

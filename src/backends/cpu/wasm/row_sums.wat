@@ -7,7 +7,14 @@
 ;; Sums (as CANN's kernels compute, hicann/ops-nn norm/*: float32 arithmetic): row sums
 ;; accumulate float32 lanes over blocks of 1024 elements (four vectors per step, sixteen
 ;; lanes); each block's lanes are widened and added in float64, in a fixed order, so a sum
-;; depends on the row alone. A row's mean and variance come from one pass of sums of the
+;; depends on the row (and its dtype) alone. The statistics' sums ($rf_sums2) take sixteen
+;; consecutive elements a step for every dtype. The sums of squares ($rf_squares, RMSNorm's)
+;; take them as two pairs (kernels.wat $pair_lo): for float32 and float16 the same sixteen in
+;; order, for bfloat16 each pair the even and then the odd elements of eight, so a bfloat16
+;; row's lanes add other elements than the same values' float32 row and its rstd may differ in
+;; the last bit (bfloat16 rms_fwd 0.91x its time). Pairs in $rf_sums2 too took bfloat16
+;; batchNorm statistics to 0.88x, but made add_ln_fwd's dtype copies too large for Binaryen to
+;; inline into its export (float32 add_ln_fwd 1.32x: bench/RESULTS.md, nineteenth session). A row's mean and variance come from one pass of sums of the
 ;; differences from a pivot near the mean and of their squares ($rf_moments; two passes, about
 ;; the first element and then the mean, $rf_mean64 and $rf_dev2, where the pivot is far from
 ;; the mean), so that float32 lanes do not drift on data far from zero (a constant row of
@@ -231,15 +238,17 @@
         (local.set $d (v128.const i64x2 0 0))
         (loop $next
           (local.set $a (f32x4.add (local.get $a)
-            (call $rf_sq (call $ld4 (local.get $p) (local.get $dt)))))
+            (call $rf_sq (call $pair_lo (local.get $p) (local.get $dt)))))
           (local.set $b (f32x4.add (local.get $b)
-            (call $rf_sq (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt)))))
+            (call $rf_sq (call $pair_hi (local.get $p) (local.get $es) (local.get $dt)))))
           (local.set $c (f32x4.add (local.get $c)
             (call $rf_sq
-              (call $ld4 (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))) (local.get $dt)))))
+              (call $pair_lo (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1)))
+                (local.get $dt)))))
           (local.set $d (f32x4.add (local.get $d)
             (call $rf_sq
-              (call $ld4 (i32.add (local.get $p) (i32.mul (local.get $es) (i32.const 3))) (local.get $dt)))))
+              (call $pair_hi (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1)))
+                (local.get $es) (local.get $dt)))))
           (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 2))))
           (local.set $j (i32.add (local.get $j) (i32.const 16)))
           (br_if $next (i32.lt_u (local.get $j) (local.get $end))))
@@ -280,6 +289,16 @@
         (v128.store (local.get $p) (local.get $a))
         (v128.store offset=16 (local.get $p) (local.get $b)))
       (else (v128.store (local.get $p) (call $bits8 (local.get $dt) (local.get $a) (local.get $b))))))
+
+  ;; Stores a pair (kernels.wat $pair_lo and $pair_hi: eight elements as two vectors, a and b) at
+  ;; byte address p, each lane rounded once to dt: float32 two stores, the 16-bit dtypes one
+  ;; ($pair_bits8).
+  (func $pair_st8 (param $p i32) (param $dt i32) (param $a v128) (param $b v128)
+    (if (i32.eqz (local.get $dt))
+      (then
+        (v128.store (local.get $p) (local.get $a))
+        (v128.store offset=16 (local.get $p) (local.get $b)))
+      (else (v128.store (local.get $p) (call $pair_bits8 (local.get $dt) (local.get $a) (local.get $b))))))
 
   ;; Stores lanes 0 .. count-1 (count 1 to 3) of v at byte address p, rounded as $rf_st4 does.
   (func $rf_st4n (param $p i32) (param $dt i32) (param $v v128) (param $count i32)

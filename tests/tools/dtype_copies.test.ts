@@ -1,0 +1,72 @@
+/**
+ * The build's dtype copies (scripts/wat_text.ts `specializeByDtype`, scripts/build_wasm.ts
+ * `optimize`): every exported kernel with a `$dt` parameter becomes one function per dtype code,
+ * each with its code as a constant; the bfloat16 copies call a helper's `__bf16` variant where
+ * one exists; and Binaryen keeps the copies as functions of their own. Checked on a small module
+ * assembled and optimised as the kernels are, by what its export returns for each code.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { assemble, optimize } from "../../scripts/build_wasm.ts";
+import { DTYPE_CODES, specializeByDtype } from "../../scripts/wat_text.ts";
+import { forEachSection } from "../../src/backends/cpu/kernels/wasm_binary.ts";
+
+/**
+ * A kernel whose result says which helper ran and with which code: `$scale` returns 10 * dt,
+ * its bfloat16 variant 1000 + 10 * dt; the kernel adds its `$x` and stores the sum at 0. And a
+ * kernel whose helper has no variant (2 * dt + x, stored at 4).
+ */
+const MODULE = `(module
+  (memory (export "memory") 1)
+  (func $scale (param $dt i32) (result i32) (i32.mul (local.get $dt) (i32.const 10)))
+  (func $scale__bf16 (param $dt i32) (result i32)
+    (i32.add (i32.const 1000) (i32.mul (local.get $dt) (i32.const 10))))
+  (func (export "kernel") (param $x i32) (param $dt i32)
+    (local $t i32)
+    (local.set $t (call $scale (local.get $dt)))
+    (i32.store (i32.const 0) (i32.add (local.get $t) (local.get $x))))
+  (func $twice (param $dt i32) (result i32) (i32.shl (local.get $dt) (i32.const 1)))
+  (func (export "plain") (param $x i32) (param $dt i32)
+    (i32.store (i32.const 4) (i32.add (call $twice (local.get $dt)) (local.get $x))))
+)
+`;
+
+Deno.test("dtype copies: one function per code where a variant is called, a constant in each", () => {
+  const text = specializeByDtype(MODULE);
+  for (const dt of DTYPE_CODES) {
+    assert.match(text, new RegExp(`\\(func \\$kernel__dt${dt} \\(param \\$x i32\\)`));
+    assert.ok(text.includes(`(local.set $dt (i32.const ${dt}))`), `copy ${dt} sets its code`);
+  }
+  // The local declaration stays ahead of the first instruction (the text format's rule).
+  assert.match(text, /\(local \$t i32\)\s*\n\s*\(local\.set \$dt \(i32\.const 0\)\)/);
+  assert.equal([...text.matchAll(/\(func \(export "kernel"\)/g)].length, 1);
+  // A kernel that calls no variant keeps one body, called with each code as a constant.
+  assert.ok(!text.includes("$plain__dt"));
+  assert.match(text, /\(call \$plain__any \(local\.get \$x\) \(i32\.const 3\)\)/);
+});
+
+Deno.test("dtype copies: the bfloat16 codes call the __bf16 variant, the others the helper", async () => {
+  const bytes = await optimize(await assemble(specializeByDtype(MODULE), "copies.wat"));
+  const module = new WebAssembly.Module(bytes as Uint8Array<ArrayBuffer>);
+  const instance = new WebAssembly.Instance(module);
+  const kernel = instance.exports.kernel as (x: number, dt: number) => void;
+  const memory = new Int32Array((instance.exports.memory as WebAssembly.Memory).buffer);
+  const got = (dt: number) => (kernel(7, dt), memory[0]);
+  assert.deepEqual(DTYPE_CODES.map(got), [7, 17, 1027, 1037, 47]);
+  assert.equal(got(9), 17, "any other code runs float16's copy");
+  const plain = instance.exports.plain as (x: number, dt: number) => void;
+  assert.deepEqual(DTYPE_CODES.map((dt) => (plain(7, dt), memory[1])), [7, 9, 11, 13, 15]);
+});
+
+Deno.test("dtype copies: Binaryen keeps each copy a function of its own", async () => {
+  const bytes = await optimize(await assemble(specializeByDtype(MODULE), "copies.wat"));
+  let defined = -1;
+  forEachSection(bytes, (id, r) => {
+    if (id === 3) defined = r.u32(); // the function section: how many functions are defined
+  });
+  // The two exports and the first one's five copies; the helpers and the second one's body
+  // inlined.
+  assert.equal(defined, 2 + DTYPE_CODES.length);
+});
