@@ -81,8 +81,7 @@ export function unknownDTypeError(where: string, value: unknown): TypeError {
  * Host storage of at least this many bytes lives in the host heap when it has room, so that
  * the CPU backend's WebAssembly kernels work on it in place. Smaller tensors stay on a plain
  * ArrayBuffer (a slab up to 1 KiB: see slab.ts). At 4 KiB the kernels run in place on small
- * tensors too (stages.ts keeps float32 rows under 16 elements on the TypeScript kernels);
- * bench/RESULTS.md, "Why the constants are what they are", has the figures.
+ * tensors too; bench/RESULTS.md, "Why the constants are what they are", has the figures.
  */
 export const HEAP_HOST_BYTES = 1 << 12;
 

@@ -224,7 +224,7 @@ function halfUlp(h: number): number {
 }
 
 // ---------------------------------------------------------------------------------------
-// Kernels: WebAssembly against TypeScript (same bits) and against the reference
+// Kernels: the tensors of the worker pool's runs, and their comparison (same bits)
 
 type Storage = Float32Array | Float16Array | Uint16Array | Int32Array;
 
@@ -308,7 +308,7 @@ function output(shape: readonly number[], dtype: DType, layout: WasmLayout): Ten
 // ---------------------------------------------------------------------------------------
 // Worker pool
 
-Deno.test("wasm on the worker pool: the bits of an inline run without WebAssembly", async () => {
+Deno.test("wasm on the worker pool: the bits of the same run on the calling thread alone", async () => {
   const threads = cpuThreads();
   const shape = [4, 8, 90, 92]; // above the pooling threshold
   const [N, C] = shape;
