@@ -100,8 +100,9 @@ export const DTYPE_COPY_PATTERN = "*__dt*";
  * drivers one export per kernel. `(func (export "k") ...)` becomes:
  * - `$k__any`, which a new export `k` with the same parameters calls with `$dt` as a constant
  *   (0, 2, 3, 4, and 1 for any other code); Binaryen inlines each call and folds the constant;
- * - or, where the kernel's body calls a function `$f` that has a bfloat16 variant `$f__bf16`,
- *   five copies `$k__dt0` .. `$k__dt4`, each setting `$dt` to its code before its first
+ * - or, where the kernel's body calls a function `$f` that has a bfloat16 variant `$f__bf16`
+ *   (written, or cloned by {@linkcode withBfloat16Clones} for a helper that reaches one), five
+ *   copies `$k__dt0` .. `$k__dt4`, each setting `$dt` to its code before its first
  *   instruction, the bfloat16 ones (2 and 3) calling `$f__bf16` in place of `$f`; the export
  *   calls the copy of its code. These copies stay functions of their own (never inlined:
  *   {@linkcode DTYPE_COPY_PATTERN}), so that the other dtypes' loops are optimised as they
@@ -113,7 +114,9 @@ export const DTYPE_COPY_PATTERN = "*__dt*";
 export function specializeByDtype(text: string): string {
   const header = /\(func \(export "(\w+)"\)((?:\s*\(param \$\w+ \w+\))+)/g;
   const dispatchers: string[] = [];
-  const variants = new Set([...text.matchAll(/\(func \$(\w+)__bf16[\s)]/g)].map((m) => m[1]));
+  const cloned = withBfloat16Clones(text);
+  text = cloned.text;
+  const variants = cloned.variants;
   let out = "";
   let last = 0;
   for (const m of text.matchAll(header)) {
@@ -156,6 +159,46 @@ export function specializeByDtype(text: string): string {
   out += text.slice(last);
   const close = out.lastIndexOf(")");
   return `${out.slice(0, close)}\n${dispatchers.join("\n")}\n)\n`;
+}
+
+/**
+ * `text` with a `__bf16` clone of every function that calls, directly or through others, a
+ * function that has a bfloat16 variant `$f__bf16` (written in the .wat files), its calls made to
+ * the variants and clones; and the names that have one (written or cloned). So a variant is
+ * written once, where the loop differs, and the helpers between it and the kernels follow.
+ */
+function withBfloat16Clones(text: string): { text: string; variants: Set<string> } {
+  const forms = new Map<string, string>();
+  for (const at of funcStarts(text)) {
+    forms.set(at.name, text.slice(at.start, formEnd(text, at.start)));
+  }
+  const variants = new Set([...forms.keys()].filter((name) => forms.has(`${name}__bf16`)));
+  const written = new Set(variants);
+  const calls = (form: string) => [...form.matchAll(/\(call \$(\w+)(?=[\s)])/g)].map((m) => m[1]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const [name, form] of forms) {
+      if (variants.has(name) || name.endsWith("__bf16")) continue;
+      if (calls(form).some((callee) => variants.has(callee))) grew = variants.add(name) !== null;
+    }
+  }
+  const clones: string[] = [];
+  for (const name of variants) {
+    if (written.has(name)) continue;
+    const form = forms.get(name)!.replace(`(func $${name}`, `(func $${name}__bf16`);
+    clones.push(`  ${callBfloat16Variants(form, variants)}`);
+  }
+  // The written variants' own calls follow too (a variant may call a helper that has one).
+  let result = text;
+  for (const name of written) {
+    const form = forms.get(`${name}__bf16`)!;
+    result = result.replace(form, callBfloat16Variants(form, variants));
+  }
+  const close = result.lastIndexOf(")");
+  return {
+    text: `${result.slice(0, close)}\n${clones.join("\n\n")}\n${result.slice(close)}`,
+    variants,
+  };
 }
 
 /** The dtype codes of bfloat16 (kernels.wat `$bits4`). */

@@ -15,8 +15,9 @@ import { forEachSection } from "../../src/backends/cpu/kernels/wasm_binary.ts";
 
 /**
  * A kernel whose result says which helper ran and with which code: `$scale` returns 10 * dt,
- * its bfloat16 variant 1000 + 10 * dt; the kernel adds its `$x` and stores the sum at 0. And a
- * kernel whose helper has no variant (2 * dt + x, stored at 4).
+ * its bfloat16 variant 1000 + 10 * dt; the kernel adds its `$x` and stores the sum at 0. A
+ * kernel that reaches `$scale` through another helper (`$through`, which the build clones for
+ * bfloat16; stored at 8), and a kernel whose helper has no variant (2 * dt + x, stored at 4).
  */
 const MODULE = `(module
   (memory (export "memory") 1)
@@ -27,6 +28,9 @@ const MODULE = `(module
     (local $t i32)
     (local.set $t (call $scale (local.get $dt)))
     (i32.store (i32.const 0) (i32.add (local.get $t) (local.get $x))))
+  (func $through (param $dt i32) (result i32) (i32.add (call $scale (local.get $dt)) (i32.const 1)))
+  (func (export "indirect") (param $x i32) (param $dt i32)
+    (i32.store (i32.const 8) (i32.add (call $through (local.get $dt)) (local.get $x))))
   (func $twice (param $dt i32) (result i32) (i32.shl (local.get $dt) (i32.const 1)))
   (func (export "plain") (param $x i32) (param $dt i32)
     (i32.store (i32.const 4) (i32.add (call $twice (local.get $dt)) (local.get $x))))
@@ -58,6 +62,9 @@ Deno.test("dtype copies: the bfloat16 codes call the __bf16 variant, the others 
   assert.equal(got(9), 17, "any other code runs float16's copy");
   const plain = instance.exports.plain as (x: number, dt: number) => void;
   assert.deepEqual(DTYPE_CODES.map((dt) => (plain(7, dt), memory[1])), [7, 9, 11, 13, 15]);
+  const indirect = instance.exports.indirect as (x: number, dt: number) => void;
+  const through = DTYPE_CODES.map((dt) => (indirect(7, dt), memory[2]));
+  assert.deepEqual(through, [8, 18, 1028, 1038, 48], "the helper between follows the variant");
 });
 
 Deno.test("dtype copies: Binaryen keeps each copy a function of its own", async () => {
@@ -66,7 +73,7 @@ Deno.test("dtype copies: Binaryen keeps each copy a function of its own", async 
   forEachSection(bytes, (id, r) => {
     if (id === 3) defined = r.u32(); // the function section: how many functions are defined
   });
-  // The two exports and the first one's five copies; the helpers and the second one's body
-  // inlined.
-  assert.equal(defined, 2 + DTYPE_CODES.length);
+  // The three exports and the five copies of each of the two that reach the variant; the
+  // helpers and the third one's body inlined.
+  assert.equal(defined, 3 + 2 * DTYPE_CODES.length);
 });

@@ -266,7 +266,8 @@
         (br $row))))
 
   ;; $bn_write_rows for bfloat16 (dt 2 or 3), which the build calls in its place in the kernels'
-  ;; bfloat16 copies (scripts/wat_text.ts specializeByDtype): the same write, its whole vectors
+  ;; bfloat16 copies, and in a bfloat16 clone of channel_units.wat's $bn_write_units (scripts/
+  ;; wat_text.ts specializeByDtype): the same write, its whole vectors
   ;; taken as pairs of even and odd elements (kernels.wat $pair_lo; every constant of a write is
   ;; the same in all lanes), 0.83-0.95x the time. A function of its own: the same change inside
   ;; $bn_write_rows changed Binaryen's float16 loops (bn_scale_rows float16 1.06-1.10x slower).
