@@ -11,6 +11,13 @@ import {
   WASM_CONSTANTS_END,
 } from "../src/backends/cpu/kernels/wasm_instance.ts";
 import { HOST_HEAP_PAGES } from "../src/tensor/host_heap_size.ts";
+import {
+  BFLOAT16,
+  BFLOAT16_NO_NAN_CONSTANTS,
+  FLOAT16,
+  FLOAT16_NO_NAN,
+  FLOAT32,
+} from "../src/backends/cpu/kernels/stage_types.ts";
 
 /**
  * Replaces each function of kernels.wat named in `overrides` (a module of `(func $name ...)`
@@ -84,7 +91,16 @@ function formEnd(text: string, start: number): number {
 }
 
 /** The dtype codes a kernel's copies are made for (see {@linkcode specializeByDtype}). */
-export const DTYPE_CODES: readonly number[] = [0, 1, 2, 3, 4];
+export const DTYPE_CODES: readonly number[] = [
+  FLOAT32,
+  FLOAT16,
+  BFLOAT16,
+  BFLOAT16_NO_NAN_CONSTANTS,
+  FLOAT16_NO_NAN,
+];
+
+/** The dtype codes of bfloat16 (kernels.wat `$bits4`). */
+const BFLOAT16_CODES: readonly number[] = [BFLOAT16, BFLOAT16_NO_NAN_CONSTANTS];
 
 /**
  * The name pattern of the dtype copies {@linkcode specializeByDtype} makes, for Binaryen's
@@ -111,12 +127,10 @@ export const DTYPE_COPY_PATTERN = "*__dt*";
  *   of their own for every kernel moved others (float16 ln_fwd 1.04x, 1.14x in the FP16 build;
  *   bench/RESULTS.md, nineteenth session).
  */
-export function specializeByDtype(text: string): string {
+export function specializeByDtype(source: string): string {
   const header = /\(func \(export "(\w+)"\)((?:\s*\(param \$\w+ \w+\))+)/g;
   const dispatchers: string[] = [];
-  const cloned = withBfloat16Clones(text);
-  text = cloned.text;
-  const variants = cloned.variants;
+  const { text, variants } = withBfloat16Clones(source);
   let out = "";
   let last = 0;
   for (const m of text.matchAll(header)) {
@@ -129,14 +143,15 @@ export function specializeByDtype(text: string): string {
     const bfloat16Body = callBfloat16Variants(body, variants);
     out += text.slice(last, start);
     last = end;
+    // The arguments of a call from the export: its own, or `$dt` as the constant `dt`.
+    const args = (dt?: number) =>
+      names.map((p) => p === "dt" && dt !== undefined ? `(i32.const ${dt})` : `(local.get $${p})`)
+        .join(" ");
     let call: (dt: number) => string;
     if (bfloat16Body === body) {
       // One body for every code, inlined into the export with the code as a constant.
       out += `(func $${name}__any${params}${body}`;
-      call = (dt) =>
-        `(call $${name}__any ${
-          names.map((p) => p === "dt" ? `(i32.const ${dt})` : `(local.get $${p})`).join(" ")
-        })`;
+      call = (dt) => `(call $${name}__any ${args(dt)})`;
     } else {
       const at = afterDeclarations(body);
       for (const dt of DTYPE_CODES) {
@@ -144,16 +159,17 @@ export function specializeByDtype(text: string): string {
         out += `(func $${name}__dt${dt}${params}${own.slice(0, at)}\n` +
           `    (local.set $dt (i32.const ${dt}))${own.slice(at)}\n  `;
       }
-      const args = names.map((p) => `(local.get $${p})`).join(" ");
-      call = (dt) => `(call $${name}__dt${dt} ${args})`;
+      call = (dt) => `(call $${name}__dt${dt} ${args()})`;
     }
+    // Each code but float16's tested in turn; float16's copy takes any other.
+    const tests = DTYPE_CODES.filter((dt) => dt !== FLOAT16).map((dt) => {
+      const test = dt === FLOAT32
+        ? "(i32.eqz (local.get $dt))"
+        : `(i32.eq (local.get $dt) (i32.const ${dt}))`;
+      return `    (if ${test} (then ${call(dt)} (return)))\n`;
+    });
     dispatchers.push(
-      `  (func (export "${name}")${params}\n` +
-        `    (if (i32.eqz (local.get $dt)) (then ${call(0)} (return)))\n` +
-        `    (if (i32.eq (local.get $dt) (i32.const 2)) (then ${call(2)} (return)))\n` +
-        `    (if (i32.eq (local.get $dt) (i32.const 3)) (then ${call(3)} (return)))\n` +
-        `    (if (i32.eq (local.get $dt) (i32.const 4)) (then ${call(4)} (return)))\n` +
-        `    ${call(1)})`,
+      `  (func (export "${name}")${params}\n${tests.join("")}    ${call(FLOAT16)})`,
     );
   }
   out += text.slice(last);
@@ -179,7 +195,10 @@ function withBfloat16Clones(text: string): { text: string; variants: Set<string>
     grew = false;
     for (const [name, form] of forms) {
       if (variants.has(name) || name.endsWith("__bf16")) continue;
-      if (calls(form).some((callee) => variants.has(callee))) grew = variants.add(name) !== null;
+      if (calls(form).some((callee) => variants.has(callee))) {
+        variants.add(name);
+        grew = true;
+      }
     }
   }
   const clones: string[] = [];
@@ -200,9 +219,6 @@ function withBfloat16Clones(text: string): { text: string; variants: Set<string>
     variants,
   };
 }
-
-/** The dtype codes of bfloat16 (kernels.wat `$bits4`). */
-const BFLOAT16_CODES: readonly number[] = [2, 3];
 
 /** `body` with each call of a function named in `variants` made to its `__bf16` variant. */
 function callBfloat16Variants(body: string, variants: ReadonlySet<string>): string {
