@@ -46,8 +46,7 @@ function bf16(bits: Uint16Array, shape: readonly number[], channelsLast: boolean
 
 /** The float32 tensor of the same values (bfloat16 widens exactly; NaNs become NaN). */
 function widened(bits: Uint16Array, shape: readonly number[]): Tensor {
-  const u32 = new Uint32Array(bits.length).map((_, i) => bits[i] << 16);
-  return heapTensor(new Float32Array(u32.buffer), shape);
+  return heapTensor(widenBits(bits), shape);
 }
 
 /** Random bfloat16 bits in [-2, 2), with `special` patterns at (channel, index) places. */
@@ -201,7 +200,7 @@ function rowBits(rows: number, n: number): Uint16Array {
   return bits;
 }
 
-/** float32 lanes of the bfloat16 `bits` (widened exactly). */
+/** float32 values of the bfloat16 `bits` (widened exactly). */
 function widenBits(bits: Uint16Array): Float32Array {
   return new Float32Array(new Uint32Array(bits.length).map((_, i) => bits[i] << 16).buffer);
 }

@@ -121,7 +121,8 @@
 
   ;; A pair: eight consecutive elements at byte address p as two vectors of float32 lanes, for
   ;; loops whose lanes need no particular order (element-wise writes with constants the same in
-  ;; every lane; sums whose association only needs to be fixed), stored back by $pair_st8.
+  ;; every lane; sums whose association only needs to be fixed); a bfloat16 pair is stored back
+  ;; by row_sums.wat $pair_st8.
   ;; $pair_lo is the first vector, $pair_hi the second. float32 and float16: elements 0-3 and
   ;; 4-7 ($ld4 twice). bfloat16: the even elements (0, 2, 4, 6) and the odd ones (1, 3, 5, 7)
   ;; of one 128-bit load, a shift and a mask, where $ld4's widening loads take the processor's
@@ -141,19 +142,9 @@
           (v128.const i32x4 0xffff0000 0xffff0000 0xffff0000 0xffff0000)))
       (else (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt)))))
 
-  ;; The 16-bit lanes of a pair (dt 1 to 4) whose vectors a and b $pair_lo and $pair_hi would
-  ;; have loaded, each rounded once to dt: float16 $bits8 (a's four lanes, then b's); bfloat16
-  ;; a's bits in the low half of each 32-bit lane and b's in the high half, interleaved again
-  ;; without a narrowing.
-  (func $pair_bits8 (param $dt i32) (param $a v128) (param $b v128) (result v128)
-    (if (result v128) (i32.eq (i32.and (local.get $dt) (i32.const 6)) (i32.const 2))
-      (then
-        (v128.or (call $bf16w (local.get $dt) (local.get $a))
-          (call $bf16w_hi (local.get $dt) (local.get $b))))
-      (else (call $bits8 (local.get $dt) (local.get $a) (local.get $b)))))
-
   ;; The bfloat16 bits of four float32 lanes v as $bf16w rounds them, each in the high 16 bits of
-  ;; its 32-bit lane (the low 16 zero).
+  ;; its 32-bit lane (the low 16 zero): $bf16w's shifted left would take one more operation for
+  ;; the mask it saves (bfloat16 pair writes 1.03-1.06x slower: row_sums.wat $pair_st8).
   (func $bf16w_hi (param $dt i32) (param $v v128) (result v128)
     (local $r v128)
     (local.set $r

@@ -290,15 +290,14 @@
         (v128.store offset=16 (local.get $p) (local.get $b)))
       (else (v128.store (local.get $p) (call $bits8 (local.get $dt) (local.get $a) (local.get $b))))))
 
-  ;; Stores a pair (kernels.wat $pair_lo and $pair_hi: eight elements as two vectors, a and b) at
-  ;; byte address p, each lane rounded once to dt: float32 two stores, the 16-bit dtypes one
-  ;; ($pair_bits8).
+  ;; Stores a bfloat16 pair (dt 2 or 3; kernels.wat $pair_lo and $pair_hi: a the even elements of
+  ;; eight, b the odd ones) at byte address p, each lane rounded once (kernels.wat $bf16w,
+  ;; $bf16w_hi): a's bits in the low half of each 32-bit lane, b's in the high half, with one
+  ;; store and no narrowing.
   (func $pair_st8 (param $p i32) (param $dt i32) (param $a v128) (param $b v128)
-    (if (i32.eqz (local.get $dt))
-      (then
-        (v128.store (local.get $p) (local.get $a))
-        (v128.store offset=16 (local.get $p) (local.get $b)))
-      (else (v128.store (local.get $p) (call $pair_bits8 (local.get $dt) (local.get $a) (local.get $b))))))
+    (v128.store (local.get $p)
+      (v128.or (call $bf16w (local.get $dt) (local.get $a))
+        (call $bf16w_hi (local.get $dt) (local.get $b)))))
 
   ;; Stores lanes 0 .. count-1 (count 1 to 3) of v at byte address p, rounded as $rf_st4 does.
   (func $rf_st4n (param $p i32) (param $dt i32) (param $v v128) (param $count i32)
