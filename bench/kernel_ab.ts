@@ -19,12 +19,8 @@
  */
 
 import { parseCommand, positiveInteger, usageError } from "../scripts/cli.ts";
-// The dtype codes alone (a module of constants and types): the kernels load after the flags.
-import {
-  BFLOAT16_NO_NAN_CONSTANTS,
-  FLOAT16,
-  FLOAT32,
-} from "../src/backends/cpu/kernels/stage_types.ts";
+// The dtype codes alone (a module of constants): the kernels load after the flags.
+import { kernelDtypeCode } from "./kernel_dtypes.ts";
 
 const flags = parseCommand({
   name: "bench:ab",
@@ -49,16 +45,7 @@ const flags = parseCommand({
 
 const paths: string[] = [flags.a, flags.b];
 if (paths.includes("")) usageError("bench:ab", "--a and --b name the two builds");
-/** The kernels' code of each dtype --dtype names. */
-const CODES: Record<string, number> = {
-  float32: FLOAT32,
-  float16: FLOAT16,
-  bfloat16: BFLOAT16_NO_NAN_CONSTANTS,
-};
-const dt = CODES[flags.dtype];
-if (dt === undefined) {
-  usageError("bench:ab", `--dtype ${flags.dtype}: must be ${Object.keys(CODES).join(", ")}`);
-}
+const dt = kernelDtypeCode("bench:ab", flags.dtype);
 const rounds = positiveInteger("bench:ab", "rounds", flags.rounds);
 // The kernels load only after the checks above: --help and a bad flag answer without them.
 const { kernelCalls } = await import("../tests/fixtures/kernel_calls.ts");

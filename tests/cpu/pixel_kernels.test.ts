@@ -1,16 +1,19 @@
 /**
  * The channels-last kernels (channel_pixels.wat, channel_pixel_blocks.wat) bit for bit against
  * a scalar model of the order their comments state, float32 data, over channel counts of 1 to
- * 7 vectors (whole blocks of four and the vectors after them), odd and even pixel counts (the
- * steps of two pixels and a last single one) and runs of 128 pixels with a short last one:
+ * 7 vectors (whole blocks of four and the vectors after them) and 32 (pixels of 512 bytes), odd
+ * and even pixel counts (the steps of two pixels and a last single one) and runs of 128 pixels
+ * with a short last one:
  * - the writes (bn_norm_pix, bn_grad_pix): each element's formula rounded to float32 at every
  *   operation, as channel_norms.wat's $bn_value states it;
  * - the sums (bn_sums_pix): per channel, float32 sums over each run of two pixels' terms at
  *   once (then a last single pixel), each run's sums added to float64 in run order, whether
  *   the kernel takes two pixels a step or four (`cached`);
  * - the statistics (bn_stats_pix): one pass about each run's pivots, or two where a pivot is
- *   far from its run's mean, merged in float64, bit for bit against a scalar model; the same
- *   bits whether or not it first reads each run's lines in memory order (`cached` 0).
+ *   far from its run's mean, merged in float64, bit for bit against a scalar model, whichever
+ *   loop takes the run: the block loops (pixels of up to four vectors, and from memory pixels
+ *   of 512 bytes or more, after reading the run's lines in memory order) or the sums in memory
+ *   order, two pixels a step (`cached` 0) or four (`cached` 1).
  */
 
 import assert from "node:assert/strict";
@@ -18,7 +21,7 @@ import { kernelsWasmBytes } from "../../src/backends/cpu/wasm/kernels_module.ts"
 import { blockAt, instantiateWasm, slotAt, wasmReserve } from "../fixtures/wasm_memory.ts";
 
 const f = Math.fround;
-const CHANNELS = [4, 8, 12, 16, 20, 28];
+const CHANNELS = [4, 8, 12, 16, 20, 28, 128];
 const PIXELS = [1, 2, 3, 4, 5, 6, 7, 9, 130, 259];
 
 /** Seeded float32 values in [-3, 3). */
@@ -106,7 +109,7 @@ function sumsBitForBit(C: number, pix: number, cached: number): void {
   }
 }
 
-Deno.test("channels-last statistics: the same bits with and without the reads in memory order", () => {
+Deno.test("channels-last statistics: the same bits from memory and in the caches (cached 0, 1)", () => {
   for (const C of CHANNELS) {
     for (const pix of PIXELS) {
       const { w, at, ex } = setup(C, pix);
@@ -208,13 +211,15 @@ Deno.test("channels-last statistics: one pass about each run's pivots, two where
       for (let j = 0; j < pix; j++) x[j * C + C - 1] = f(1000 + x[j * C + C - 1]);
       w.f32.set(x, at.x / 4);
       const [o1, o2, acc] = [slotAt(w, 1), slotAt(w, 2), slotAt(w, 3)];
-      ex.bn_stats_pix(at.x, C, 0, pix, o1, o2, acc, 1);
       const model = statsModel(x, C, pix);
       paths = [paths[0] + model.onePass, paths[1] + model.twoPass];
-      for (let c = 0; c < C; c++) {
-        const where = `C ${C} pix ${pix} channel ${c}`;
-        assert.equal(w.f64[o1 / 8 + c], model.sum[c], `sum ${where}`);
-        assert.equal(w.f64[o2 / 8 + c], model.m2[c], `m2 ${where}`);
+      for (const cached of [0, 1]) {
+        ex.bn_stats_pix(at.x, C, 0, pix, o1, o2, acc, cached);
+        for (let c = 0; c < C; c++) {
+          const where = `C ${C} pix ${pix} cached ${cached} channel ${c}`;
+          assert.equal(w.f64[o1 / 8 + c], model.sum[c], `sum ${where}`);
+          assert.equal(w.f64[o2 / 8 + c], model.m2[c], `m2 ${where}`);
+        }
       }
     }
   }

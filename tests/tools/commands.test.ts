@@ -24,6 +24,7 @@ const COMMANDS: readonly [string, string[]][] = [
   ["bench/training_loop.ts", ["--style", "async"]],
   ["bench/training_step.ts", ["--model", "bogus"]],
   ["bench/wasm_fp16.ts", ["--bogus"]],
+  ["bench/pixel_memory_ab.ts", ["--a", "a.ts", "--b", "b.ts", "--channels", "6"]],
   ["scripts/build_wasm.ts", ["--bogus"]],
   ["scripts/build_sim.ts", ["--bogus"]],
   ["bench/soak.ts", ["--bogus"]],

@@ -303,10 +303,11 @@ function runRows(
 /**
  * The most bytes a channels-last statistics or sums stage reads (x, or dy and x) for its
  * kernel to take the data as in the caches: a call this small finds it in the last-level cache
- * of common machines. There the statistics skip their reads of each run's lines in memory
- * order (12% faster: those reads serve the column order of the block loops from memory) and
- * float32 sums take four pixels a step (15-25% faster); from memory both ran 50% slower. The
- * same bits either way (bench/RESULTS.md, fourteenth session).
+ * of common machines. There float32 sums and statistics take four pixels a step (sums 15-25%
+ * faster than two, statistics 8%; from memory 50% and 14-33% slower), and 16-bit statistics skip
+ * their reads of each run's lines in memory order (12% faster: those reads serve the column
+ * order of the block loops from memory). The same bits either way (bench/RESULTS.md,
+ * fourteenth and twentieth sessions).
  */
 export const CACHED_CALL_MAX_BYTES = 16 << 20;
 

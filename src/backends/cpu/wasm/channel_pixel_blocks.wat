@@ -1,14 +1,15 @@
-;; The inner loops of bn_stats_pix (channel_pixels.wat) over channels-last pixels, a block
-;; of channel vectors at a time: each vector's running sums stay in registers while the loop
-;; walks the block's column down the pixels (`len` pixels, `ps` bytes apart; the block's
-;; `es`-byte vectors side by side in each), instead of being loaded and stored in memory for
-;; every vector of every pixel. Each vector's terms are added in a fixed order (two pixels a
-;; step, their terms added at once, then a last single pixel). One pass sums the differences
-;; from the run's pivots ($px_pivot: the mean of its first 8 pixels) and their squares, so that
-;; float32 lanes do not drift on data far from zero; a vector whose pivots are far from the
-;; run's means takes its squares again about those ($px_stats_run). bn_stats_pix's scratch
-;; holds 64 bytes per four channels: the sums, the centre the squares were taken about (the
-;; pivots, or the float32 means), the squares, the pivots.
+;; The inner loops of bn_stats_pix (channel_pixels.wat) over channels-last pixels. Each
+;; vector's terms are added in a fixed order (two pixels a step, their terms added at once, then
+;; a last single pixel), whichever loop runs: the block loops hold a block of channel vectors'
+;; running sums in registers while they walk the block's column down the pixels (`len`
+;; pixels, `ps` bytes apart; the block's `es`-byte vectors side by side in each), for pixels
+;; of up to a line; wider pixels take the sums in memory order, with the running sums in the
+;; scratch ($px_sums_in_order). One pass sums the differences from the run's pivots
+;; ($px_pivot: the mean of its first 8 pixels) and their squares, so that float32 lanes do not
+;; drift on data far from zero; a vector whose pivots are far from the run's means takes its
+;; squares again about those ($px_stats_run). bn_stats_pix's scratch holds 64 bytes per four
+;; channels: the sums, the centre the squares were taken about (the pivots, or the float32
+;; means), the squares, the pivots.
 ;; Spliced before channel_pixels.wat.
 (module
   ;; The pivot of one vector's run (len pixels from p, ps bytes apart): the mean of its first 8
@@ -157,6 +158,99 @@
     (v128.store offset=32 (local.get $a) (local.get $t0))
     (v128.store offset=48 (local.get $a) (local.get $v0)))
 
+  ;; Statistics, one pass, in memory order: the same sums as $px_sums4 and $px_sums1 for every
+  ;; vector of the run, added in the same order (each vector's pixels two at a time, their
+  ;; terms added at once, then a last single pixel), so the same bits; but a pixel's vectors
+  ;; side by side, with the running sums in the scratch, two pixels a step, or four (`four` 1:
+  ;; two pairs, each to the sums in turn). Over pixels wider than a line, the block loops' walk
+  ;; down a column is a stride that the hardware does not fetch ahead of: from memory, two
+  ;; pixels a step run fastest (their two streams, against four), in the caches four (fewer
+  ;; loads and stores of the sums); both ahead of the block loops there (bench/RESULTS.md,
+  ;; twentieth session).
+  (func $px_sums_in_order
+    (param $p i32) (param $len i32) (param $ps i32) (param $es i32) (param $dt i32)
+    (param $acc i32) (param $accEnd i32) (param $four i32)
+    (local $j i32) (local $a i32) (local $r i32) (local $ps2 i32) (local $ps3 i32)
+    (local $m v128) (local $d v128) (local $e v128) (local $f v128) (local $g v128)
+    (local.set $ps2 (i32.shl (local.get $ps) (i32.const 1)))
+    (local.set $ps3 (i32.add (local.get $ps2) (local.get $ps)))
+    ;; The pivots, and the sums from zero.
+    (local.set $a (local.get $acc))
+    (local.set $r (local.get $p))
+    (loop $vec
+      (v128.store offset=48 (local.get $a)
+        (call $px_pivot (local.get $r) (local.get $len) (local.get $ps) (local.get $dt)))
+      (v128.store (local.get $a) (v128.const i64x2 0 0))
+      (v128.store offset=32 (local.get $a) (v128.const i64x2 0 0))
+      (local.set $r (i32.add (local.get $r) (local.get $es)))
+      (local.set $a (i32.add (local.get $a) (i32.const 64)))
+      (br_if $vec (i32.lt_u (local.get $a) (local.get $accEnd))))
+    (block $done
+      (loop $pixel
+        (br_if $done (i32.ge_u (i32.add (local.get $j) (i32.const 1)) (local.get $len)))
+        (local.set $a (local.get $acc))
+        (local.set $r (local.get $p))
+        (if (i32.and (local.get $four)
+              (i32.lt_u (i32.add (local.get $j) (i32.const 3)) (local.get $len)))
+          (then
+            ;; Two pairs: each pair's terms added at once, the pairs to the sums in turn.
+            (loop $vec4
+              (local.set $m (v128.load offset=48 (local.get $a)))
+              (local.set $d (f32x4.sub (call $ld4 (local.get $r) (local.get $dt)) (local.get $m)))
+              (local.set $e
+                (f32x4.sub (call $ld4 (i32.add (local.get $r) (local.get $ps)) (local.get $dt))
+                  (local.get $m)))
+              (local.set $f
+                (f32x4.sub (call $ld4 (i32.add (local.get $r) (local.get $ps2)) (local.get $dt))
+                  (local.get $m)))
+              (local.set $g
+                (f32x4.sub (call $ld4 (i32.add (local.get $r) (local.get $ps3)) (local.get $dt))
+                  (local.get $m)))
+              (v128.store (local.get $a)
+                (f32x4.add
+                  (f32x4.add (v128.load (local.get $a)) (f32x4.add (local.get $d) (local.get $e)))
+                  (f32x4.add (local.get $f) (local.get $g))))
+              (v128.store offset=32 (local.get $a)
+                (f32x4.add
+                  (f32x4.add (v128.load offset=32 (local.get $a))
+                    (call $px_sq2 (local.get $d) (local.get $e)))
+                  (call $px_sq2 (local.get $f) (local.get $g))))
+              (local.set $r (i32.add (local.get $r) (local.get $es)))
+              (local.set $a (i32.add (local.get $a) (i32.const 64)))
+              (br_if $vec4 (i32.lt_u (local.get $a) (local.get $accEnd))))
+            (local.set $p (i32.add (local.get $p) (i32.shl (local.get $ps) (i32.const 2))))
+            (local.set $j (i32.add (local.get $j) (i32.const 4)))
+            (br $pixel)))
+        (loop $vec2
+          (local.set $m (v128.load offset=48 (local.get $a)))
+          (local.set $d (f32x4.sub (call $ld4 (local.get $r) (local.get $dt)) (local.get $m)))
+          (local.set $e
+            (f32x4.sub (call $ld4 (i32.add (local.get $r) (local.get $ps)) (local.get $dt))
+              (local.get $m)))
+          (v128.store (local.get $a)
+            (f32x4.add (v128.load (local.get $a)) (f32x4.add (local.get $d) (local.get $e))))
+          (v128.store offset=32 (local.get $a)
+            (f32x4.add (v128.load offset=32 (local.get $a))
+              (call $px_sq2 (local.get $d) (local.get $e))))
+          (local.set $r (i32.add (local.get $r) (local.get $es)))
+          (local.set $a (i32.add (local.get $a) (i32.const 64)))
+          (br_if $vec2 (i32.lt_u (local.get $a) (local.get $accEnd))))
+        (local.set $p (i32.add (local.get $p) (local.get $ps2)))
+        (local.set $j (i32.add (local.get $j) (i32.const 2)))
+        (br $pixel)))
+    (if (i32.lt_u (local.get $j) (local.get $len))
+      (then
+        (local.set $a (local.get $acc))
+        (loop $vec
+          (local.set $d
+            (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (v128.load offset=48 (local.get $a))))
+          (v128.store (local.get $a) (f32x4.add (v128.load (local.get $a)) (local.get $d)))
+          (v128.store offset=32 (local.get $a)
+            (f32x4.add (v128.load offset=32 (local.get $a)) (f32x4.mul (local.get $d) (local.get $d))))
+          (local.set $p (i32.add (local.get $p) (local.get $es)))
+          (local.set $a (i32.add (local.get $a) (i32.const 64)))
+          (br_if $vec (i32.lt_u (local.get $a) (local.get $accEnd)))))))
+
   ;; d * d + e * e (two pixels' squared deviations, added at once).
   (func $px_sq2 (param $d v128) (param $e v128) (result v128)
     (f32x4.add (f32x4.mul (local.get $d) (local.get $d)) (f32x4.mul (local.get $e) (local.get $e))))
@@ -191,21 +285,39 @@
   ;; squares, the pivots). A pivot is at most 4 deviations from its run's mean (sqrt(len / 8),
   ;; or sqrt(len) in a run of fewer than 8 pixels), so squares about it err up to 17 times more
   ;; than squares about the mean; a vector keeps them only where every lane's pivot is within
-  ;; one deviation (twice the error at most).
+  ;; one deviation (twice the error at most). Pixels of up to four vectors (a line of float32)
+  ;; take the block loops, whose walk down the run is then in memory order. Wider float32 ones
+  ;; take the sums in memory order, four pixels a step where the caller expects the data in the
+  ;; caches (`cached` 1), else two; from memory with pixels of 512 bytes or more, and 16-bit
+  ;; data (whose conversions the block loops take better: bfloat16 1.06-1.19x slower in memory
+  ;; order in the caches), the block loops, after a read of the run's lines in order from
+  ;; memory.
   (func $px_stats_run
     (param $x i32) (param $len i32) (param $C i32) (param $ps i32) (param $es i32) (param $dt i32)
     (param $acc i32) (param $cached i32)
     (local $v i32) (local $nv i32) (local $a i32) (local $accEnd i32)
     (local $n v128) (local $d v128) (local $t v128) (local $q v128)
     (local.set $nv (i32.shr_u (local.get $C) (i32.const 2)))
-    ;; Unless the caller expects the data in the caches, the run's lines in order first (the
-    ;; value read is stored in the scratch, which the sums overwrite): from memory, the block
-    ;; loops' column order alone ran 10-80% slower; in the caches, the reads cost a tenth.
-    (if (i32.eqz (local.get $cached))
-      (then
-        (i32.store (local.get $acc)
-          (call $px_touch (local.get $x) (i32.mul (local.get $len) (local.get $ps))))))
     (local.set $accEnd (i32.add (local.get $acc) (i32.mul (local.get $nv) (i32.const 64))))
+    (if (i32.gt_u (local.get $nv) (i32.const 4))
+      (then
+        (if (i32.and (i32.eqz (local.get $dt))
+              (i32.or (local.get $cached) (i32.lt_u (local.get $ps) (i32.const 512))))
+          (then
+            (call $px_sums_in_order (local.get $x) (local.get $len) (local.get $ps)
+              (local.get $es) (local.get $dt) (local.get $acc) (local.get $accEnd)
+              (local.get $cached))
+            (local.set $v (local.get $nv)))
+          (else
+            ;; From memory (float32 pixels of 512 bytes or more, or 16-bit ones), the run's
+            ;; lines in order first (the value read is stored in the scratch, which the sums
+            ;; overwrite), then the block loops on the caches: float32's sums in memory order
+            ;; ran 1.4-1.7x slower on such pixels.
+            (if (i32.eqz (local.get $cached))
+              (then
+                (i32.store (local.get $acc)
+                  (call $px_touch (local.get $x)
+                    (i32.mul (local.get $len) (local.get $ps))))))))))
     (block $blocks
       (loop $block
         (br_if $blocks (i32.gt_u (i32.add (local.get $v) (i32.const 4)) (local.get $nv)))

@@ -7,10 +7,9 @@
   ;; item's mean at o2 + 8c (float64); `acc` holds 4C float32 of scratch, interleaved per four
   ;; channels (64 bytes each: run sums about the run's pivots, the centre of the run's squares,
   ;; the squares, the pivots: channel_pixel_blocks.wat), which
-  ;; channel_pixel_blocks.wat's loops fill a block of channels at a time, per run of up to
-  ;; 128 pixels (float32 within a run, merged into float64 across runs). `cached` 1: the
-  ;; caller expects the data in the caches (the same bits; kernels/channel_stages.ts
-  ;; CACHED_CALL_MAX_BYTES).
+  ;; channel_pixel_blocks.wat's loops fill per run of up to 128 pixels (float32 within a run,
+  ;; merged into float64 across runs). `cached` 1: the caller expects the data in the caches
+  ;; (the same bits; kernels/channel_stages.ts CACHED_CALL_MAX_BYTES).
   (func (export "bn_stats_pix")
     (param $x i32) (param $C i32) (param $dt i32) (param $pix i32) (param $o1 i32) (param $o2 i32)
     (param $acc i32) (param $cached i32)
