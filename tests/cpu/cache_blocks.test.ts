@@ -22,10 +22,10 @@ import { channelGeometry } from "../../src/backends/types.ts";
 const SHAPE = [16, 40, 96, 96];
 
 /**
- * BatchNorm's: runs of 768 elements, below MEMORY_ORDER_FROM_INNER: rows taken channel by
+ * BatchNorm's: runs of 48 elements, below MEMORY_ORDER_FROM_INNER: rows taken channel by
  * channel, which channel blocks serve (rows in memory order run whole: a linear sweep).
  */
-const BN_SHAPE = [160, 40, 24, 32];
+const BN_SHAPE = [2560, 40, 6, 8];
 
 /** The float32 bits of a tensor's values. */
 function bits(t: Tensor): Uint32Array {

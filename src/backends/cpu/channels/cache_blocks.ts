@@ -6,11 +6,12 @@
  * of channels, each block's two passes back to back, so that the write pass finds in the cache
  * what the reduction just read instead of reading it from memory again (PyTorch's CPU kernels
  * run both passes channel by channel for the same reason). BatchNorm rows taken in memory order
- * (kernels/layout_types.ts rowsInMemoryOrder: runs of 1024 elements or more) run whole: their
+ * (kernels/layout_types.ts rowsInMemoryOrder: runs of 64 elements or more) run whole: their
  * passes are linear sweeps, which a block of channels would cut into strided runs again
  * ([32,64,56,56] float32, 2 threads: batchNorm 2.16 ms blocked, 1.74 whole; batchNormBackward
- * 3.17, 2.79; one thread alike). Rows of fewer elements (channel order), [128,64,28,28] float32,
- * blocked / whole: batchNormBackward 4.46 / 5.06 ms on 2 threads, 7.76 / 10.28 on one;
+ * 3.17, 2.79; one thread alike). Rows of fewer elements (channel order; [128,64,28,28] was one
+ * before the twentieth session: in memory order now, whole, batchNorm 2.12 ms and
+ * batchNormBackward 2.87 on 2 threads), float32, blocked / whole: batchNormBackward 4.46 / 5.06 ms on 2 threads, 7.76 / 10.28 on one;
  * batchNorm 2.89 / 2.71 and 4.67 / 5.52.
  *
  * GroupNorm's calls run whole: blocks of samples gave no gain on one thread and lost on two

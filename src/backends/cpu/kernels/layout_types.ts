@@ -62,17 +62,22 @@ const MAX_PIXEL_BLOCKS = 64;
 
 /**
  * Shortest run (elements) from which a BatchNorm `rows` layout takes its rows in memory order
- * (see {@linkcode rowsInMemoryOrder}).
+ * (see {@linkcode rowsInMemoryOrder}). From 8x8 up, memory order ran faster on 2 threads in
+ * every shape measured (batchNormBackward [16,128,16,16] float32 0.318 -> 0.137 ms, [128,64,28,28]
+ * 6.42 -> 2.87; batchNorm [16,256,8,8] 0.189 -> 0.137) and on one thread in all but batchNorm
+ * [32,1024,8,8] (1.56 -> 2.29 ms: 32768 rows' moments merged one by one); channel items of short
+ * channels (a channel of [16,256,8,8] is 1024 elements) ran slower on the pool than on one
+ * thread. Runs of 16-42 elements lost on one thread (bench/RESULTS.md, twentieth session).
  */
-export const MEMORY_ORDER_FROM_INNER = 1024;
+export const MEMORY_ORDER_FROM_INNER = 64;
 
 /**
  * Whether a `rows` BatchNorm stage walks its (n, c) rows in memory order (n * C + c), each
  * row's results at its own partials, merged per channel in n order (channels/merge.ts): runs of
  * at least {@linkcode MEMORY_ORDER_FROM_INNER} elements. Channel by channel, every run of a
  * [32,64,56,56] tensor starts 800 KB from the last, and the reductions read memory at a third
- * of a linear sweep's rate (bench/RESULTS.md). Per-sample layouts (GroupNorm) always do; short
- * runs keep channel items (a call per row would cost more than its work).
+ * of a linear sweep's rate (bench/RESULTS.md). Per-sample layouts (GroupNorm) always do; shorter
+ * runs keep channel items (a row's own partials and merge would cost more than its work).
  */
 export function rowsInMemoryOrder(layout: Layout): boolean {
   return layout.kind === "rows" && (layout.perSample || layout.inner >= MEMORY_ORDER_FROM_INNER);

@@ -116,7 +116,7 @@ function runRowNormItems(k, op, p, from, to, region) {
 // src/backends/cpu/kernels/layout_types.ts
 var ITEM_ELEMENTS = 32768;
 var MAX_PIXEL_BLOCKS = 64;
-var MEMORY_ORDER_FROM_INNER = 1024;
+var MEMORY_ORDER_FROM_INNER = 64;
 function rowsInMemoryOrder(layout) {
   return layout.kind === "rows" && (layout.perSample || layout.inner >= MEMORY_ORDER_FROM_INNER);
 }
