@@ -78,7 +78,15 @@ export function runUnits(
     } else if (s.op === "sums") {
       // The means after the results' room (16 bytes a row).
       if (perSample) f64.set(s.mean.subarray(u0, u0 + units), 2 * units);
-      else for (let i = 0; i < units; i++) f64[2 * units + i] = s.mean[(u0 + i) % C];
+      else {
+        // Channel c of row u0 + i, counted up (a division per row cost more than a short
+        // row's sums: bench/RESULTS.md, twentieth session).
+        const mean = s.mean;
+        for (let i = 0, c = u0 % C; i < units; i++) {
+          f64[2 * units + i] = mean[c];
+          if (++c === C) c = 0;
+        }
+      }
       k.bn_sums_units(
         at(s.dyHeap, s.dyAt, u0),
         s.dyAt.strideC * es,
@@ -96,10 +104,20 @@ export function runUnits(
       // j * C + c, here at 4u + j (the unused ones of a row zero).
       const write = s as WriteStage;
       const q = write.constants;
+      // Row u0 + i = n * C + c, with n and c counted up (no division per row).
+      let c = u0 % C;
+      let from = perSample ? ((u0 - c) / C) * count * C : 0;
       for (let i = 0; i < units; i++) {
-        const u = u0 + i;
-        const base = (perSample ? Math.floor(u / C) * count * C : 0) + (u % C);
-        for (let j = 0; j < 4; j++) f64[4 * i + j] = j < count ? q[base + j * C] : 0;
+        const base = from + c;
+        const r = 4 * i;
+        f64[r] = q[base];
+        f64[r + 1] = count > 1 ? q[base + C] : 0;
+        f64[r + 2] = count > 2 ? q[base + 2 * C] : 0;
+        f64[r + 3] = count > 3 ? q[base + 3 * C] : 0;
+        if (++c === C) {
+          c = 0;
+          if (perSample) from += count * C;
+        }
       }
       const wdt = writeCode(dt, f64, 0, 1, 4 * units, write.dataSums);
       const o = at(s.outHeap, s.outAt, u0);

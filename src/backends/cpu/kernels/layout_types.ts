@@ -64,10 +64,11 @@ const MAX_PIXEL_BLOCKS = 64;
  * Shortest run (elements) from which a BatchNorm `rows` layout takes its rows in memory order
  * (see {@linkcode rowsInMemoryOrder}). From 8x8 up, memory order ran faster on 2 threads in
  * every shape measured (batchNormBackward [16,128,16,16] float32 0.318 -> 0.137 ms, [128,64,28,28]
- * 6.42 -> 2.87; batchNorm [16,256,8,8] 0.189 -> 0.137) and on one thread in all but batchNorm
- * [32,1024,8,8] (1.56 -> 2.29 ms: 32768 rows' moments merged one by one); channel items of short
- * channels (a channel of [16,256,8,8] is 1024 elements) ran slower on the pool than on one
- * thread. Runs of 16-42 elements lost on one thread (bench/RESULTS.md, twentieth session).
+ * 6.42 -> 2.87; batchNorm [16,256,8,8] 0.189 -> 0.137) and on one thread as fast or faster
+ * (batchNorm [32,1024,8,8], 32768 short rows, 1.56 ms in channel items, 1.52-1.58 once the units'
+ * per-row loops stopped dividing); channel items of short channels (a channel of [16,256,8,8] is
+ * 1024 elements) ran slower on the pool than on one thread. Runs of 16-42 elements lost on one
+ * thread (bench/RESULTS.md, twentieth session).
  */
 export const MEMORY_ORDER_FROM_INNER = 64;
 

@@ -357,16 +357,31 @@ function runUnits(s, first, end, w, count) {
       s.partials.set(regionHead(w, 2 * units), 2 * u0);
     } else if (s.op === "sums") {
       if (perSample) f64.set(s.mean.subarray(u0, u0 + units), 2 * units);
-      else for (let i = 0; i < units; i++) f64[2 * units + i] = s.mean[(u0 + i) % C];
+      else {
+        const mean = s.mean;
+        for (let i = 0, c = u0 % C; i < units; i++) {
+          f64[2 * units + i] = mean[c];
+          if (++c === C) c = 0;
+        }
+      }
       k.bn_sums_units(at(s.dyHeap, s.dyAt, u0), s.dyAt.strideC * es, at(s.xHeap, s.xAt, u0), s.xAt.strideC * es, inner, dt, units, w.at + 16 * units, w.at);
       s.partials.set(regionHead(w, 2 * units), 2 * u0);
     } else {
       const write = s;
       const q = write.constants;
+      let c = u0 % C;
+      let from = perSample ? (u0 - c) / C * count * C : 0;
       for (let i = 0; i < units; i++) {
-        const u = u0 + i;
-        const base = (perSample ? Math.floor(u / C) * count * C : 0) + u % C;
-        for (let j = 0; j < 4; j++) f64[4 * i + j] = j < count ? q[base + j * C] : 0;
+        const base = from + c;
+        const r = 4 * i;
+        f64[r] = q[base];
+        f64[r + 1] = count > 1 ? q[base + C] : 0;
+        f64[r + 2] = count > 2 ? q[base + 2 * C] : 0;
+        f64[r + 3] = count > 3 ? q[base + 3 * C] : 0;
+        if (++c === C) {
+          c = 0;
+          if (perSample) from += count * C;
+        }
       }
       const wdt = writeCode(dt, f64, 0, 1, 4 * units, write.dataSums);
       const o = at(s.outHeap, s.outAt, u0);
