@@ -59,9 +59,14 @@ Deno.test("channel units: BatchNorm's long rows go in memory order, one pair of 
   const short = rows(32, 64, MEMORY_ORDER_FROM_INNER - 1);
   assert.equal(rowsInMemoryOrder(long), true);
   assert.equal(rowsInMemoryOrder(short), false);
-  // Items: runs of (n, c) rows of about 32768 elements; channel items otherwise (C per chunk).
+  // Items: runs of (n, c) rows of about 32768 elements; channel items otherwise: as many whole
+  // channels as fit 32768 elements, or each channel's chunks of rows when one channel is larger.
   assert.equal(batchNormItems(long), 32 * 64 / (32768 / MEMORY_ORDER_FROM_INNER));
-  assert.equal(batchNormItems(short), 64 * Math.ceil(32 / Math.ceil(32768 / 1023)));
+  const shortChannel = 32 * (MEMORY_ORDER_FROM_INNER - 1);
+  assert.equal(batchNormItems(short), Math.ceil(64 / Math.floor(32768 / shortChannel)));
+  const tall = rows(4096, 64, MEMORY_ORDER_FROM_INNER - 1);
+  const chunkRows = Math.ceil(32768 / (MEMORY_ORDER_FROM_INNER - 1));
+  assert.equal(batchNormItems(tall), 64 * Math.ceil(4096 / chunkRows));
   const at = (inner: number) => ({
     base: 0,
     strideN: 64 * inner,

@@ -10,7 +10,7 @@ import type { ChannelGeometry } from "../../types.ts";
 import { streamable } from "./aliasing.ts";
 import { type Call, float64, prepareCall, visible } from "./call.ts";
 import type { Layout } from "../kernels/layout_types.ts";
-import { batchNormItems, rowsInMemoryOrder } from "../kernels/layout_types.ts";
+import { batchNormItems, channelSlots, rowsInMemoryOrder } from "../kernels/layout_types.ts";
 import {
   type Stage,
   type StatsStage,
@@ -55,12 +55,13 @@ export function batchNormCall(
 }
 
 /**
- * Length of the partials of a BatchNorm-family reduction: two per item (per channel for
- * pixels, per (n, c) row for rows in memory order).
+ * Length of the partials of a BatchNorm-family reduction: two per channel of each pixel block
+ * (pixels), per (n, c) row (rows in memory order), or per slot of a channel's rows (rows taken
+ * channel by channel: kernels/layout_types.ts channelSlots).
  */
 export function partialsLength(layout: Layout, items: number): number {
   if (layout.kind === "pixels") return 2 * layout.C * items;
-  return rowsInMemoryOrder(layout) ? 2 * layout.N * layout.C : 2 * items;
+  return rowsInMemoryOrder(layout) ? 2 * layout.N * layout.C : 2 * channelSlots(layout);
 }
 
 /** The fields every BatchNorm stage of `call` shares: its kind, layout, dtype and item count. */

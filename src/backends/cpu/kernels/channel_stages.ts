@@ -20,6 +20,7 @@
 import type { Layout, TensorAddress } from "./layout_types.ts";
 import {
   blocksPerSample,
+  channelsPerItem,
   perSampleRowsPerItem,
   pixelsPerBlock,
   rowsInMemoryOrder,
@@ -108,7 +109,16 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
   const es = s.dtype === 0 ? 4 : 2;
   const count = constantCount(s.op);
   if (layout.kind === "rows") {
-    // Channel items: item c * chunks + k holds rows [k * chunkRows, ...) of channel c.
+    // Channel items: item u holds channels [u * per, ...) whole where several fit an item,
+    // their results at slot c; else item c * chunks + k holds rows [k * chunkRows, ...) of
+    // channel c, its results at slot u.
+    const per = channelsPerItem(layout);
+    if (per > 1) {
+      for (let c = from * per, end = Math.min(C, to * per); c < end; c++) {
+        runRows(s, w, es, count, c, c, 0, layout.N);
+      }
+      return;
+    }
     const chunkRows = rowsPerItem(layout);
     const chunks = Math.ceil(layout.N / chunkRows);
     for (let u = from; u < to; u++) {

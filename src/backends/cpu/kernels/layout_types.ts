@@ -68,7 +68,8 @@ const MAX_PIXEL_BLOCKS = 64;
  * (batchNorm [32,1024,8,8], 32768 short rows, 1.56 ms in channel items, 1.52-1.58 once the units'
  * per-row loops stopped dividing); channel items of short channels (a channel of [16,256,8,8] is
  * 1024 elements) ran slower on the pool than on one thread. Runs of 16-42 elements lost on one
- * thread (bench/RESULTS.md, twentieth session).
+ * thread (bench/RESULTS.md, twentieth session). Measured before channel items took whole
+ * channels each ({@linkcode channelsPerItem}).
  */
 export const MEMORY_ORDER_FROM_INNER = 64;
 
@@ -87,6 +88,27 @@ export function rowsInMemoryOrder(layout: Layout): boolean {
 /** `rows`/`strided` BatchNorm items: rows of one channel per item (a function of shape). */
 export function rowsPerItem(layout: Layout): number {
   return Math.max(1, Math.ceil(ITEM_ELEMENTS / Math.max(1, layout.inner)));
+}
+
+/**
+ * `rows` BatchNorm items taken channel by channel (not in memory order) whose channels are one
+ * chunk each (rowsPerItem covers N): the channels of one item, so that an item holds about
+ * ITEM_ELEMENTS elements. One channel an item otherwise. A channel's rows, partials and merge
+ * are the same either way (the same bits); the threads claim fewer, larger items: one item per
+ * channel of [64,512,7,7] was 3136 elements, 512 items a stage.
+ */
+export function channelsPerItem(layout: Layout): number {
+  const channel = layout.N * layout.inner;
+  if (layout.kind !== "rows" || rowsPerItem(layout) < layout.N) return 1;
+  return Math.max(1, Math.floor(ITEM_ELEMENTS / Math.max(1, channel)));
+}
+
+/**
+ * Partials slots of a `rows` BatchNorm layout taken channel by channel: one per (channel, chunk
+ * of rows), slot c * chunks + k, whichever item runs it (channels/merge.ts reads them so).
+ */
+export function channelSlots(layout: Layout): number {
+  return layout.C * Math.ceil(layout.N / rowsPerItem(layout));
 }
 
 /**
@@ -114,9 +136,9 @@ export function blocksPerSample(layout: Layout): number {
 }
 
 /**
- * Number of BatchNorm-family work items: C * ceil(N / rowsPerItem) (rows, strided; item =
- * channel c, row chunk k at c * chunks + k), runs of (n, c) rows for rows in memory order, or
- * the number of pixel blocks.
+ * Number of BatchNorm-family work items: runs of (n, c) rows for rows in memory order; the
+ * number of pixel blocks; for rows taken channel by channel, C / channelsPerItem items of whole
+ * channels, or C * ceil(N / rowsPerItem) (item = channel c, row chunk k at c * chunks + k).
  */
 export function batchNormItems(layout: Layout): number {
   // Rows in memory order (GroupNorm, long BatchNorm rows): runs of (n, c) rows, results per
@@ -128,5 +150,6 @@ export function batchNormItems(layout: Layout): number {
     if (layout.perSample) return layout.N * blocksPerSample(layout);
     return Math.ceil((layout.N * layout.inner) / pixelsPerBlock(layout));
   }
-  return layout.C * Math.ceil(layout.N / rowsPerItem(layout));
+  const per = channelsPerItem(layout);
+  return per > 1 ? Math.ceil(layout.C / per) : channelSlots(layout);
 }

@@ -123,6 +123,14 @@ function rowsInMemoryOrder(layout) {
 function rowsPerItem(layout) {
   return Math.max(1, Math.ceil(ITEM_ELEMENTS / Math.max(1, layout.inner)));
 }
+function channelsPerItem(layout) {
+  const channel = layout.N * layout.inner;
+  if (layout.kind !== "rows" || rowsPerItem(layout) < layout.N) return 1;
+  return Math.max(1, Math.floor(ITEM_ELEMENTS / Math.max(1, channel)));
+}
+function channelSlots(layout) {
+  return layout.C * Math.ceil(layout.N / rowsPerItem(layout));
+}
 function perSampleRowsPerItem(layout) {
   return Math.max(1, Math.ceil(ITEM_ELEMENTS / Math.max(1, layout.inner)));
 }
@@ -142,7 +150,8 @@ function batchNormItems(layout) {
     if (layout.perSample) return layout.N * blocksPerSample(layout);
     return Math.ceil(layout.N * layout.inner / pixelsPerBlock(layout));
   }
-  return layout.C * Math.ceil(layout.N / rowsPerItem(layout));
+  const per = channelsPerItem(layout);
+  return per > 1 ? Math.ceil(layout.C / per) : channelSlots(layout);
 }
 
 // src/backends/cpu/kernels/stage_types.ts
@@ -434,6 +443,13 @@ function runChannelItems(s, from, to, w) {
   const es = s.dtype === 0 ? 4 : 2;
   const count = constantCount(s.op);
   if (layout.kind === "rows") {
+    const per = channelsPerItem(layout);
+    if (per > 1) {
+      for (let c = from * per, end = Math.min(C, to * per); c < end; c++) {
+        runRows(s, w, es, count, c, c, 0, layout.N);
+      }
+      return;
+    }
     const chunkRows = rowsPerItem(layout);
     const chunks = Math.ceil(layout.N / chunkRows);
     for (let u = from; u < to; u++) {
