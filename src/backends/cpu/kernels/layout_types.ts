@@ -68,8 +68,9 @@ const MAX_PIXEL_BLOCKS = 64;
  * (batchNorm [32,1024,8,8], 32768 short rows, 1.56 ms in channel items, 1.52-1.58 once the units'
  * per-row loops stopped dividing); channel items of short channels (a channel of [16,256,8,8] is
  * 1024 elements) ran slower on the pool than on one thread. Runs of 16-42 elements lost on one
- * thread (bench/RESULTS.md, twentieth session). Measured before channel items took whole
- * channels each ({@linkcode channelsPerItem}).
+ * thread (bench/RESULTS.md, twentieth session). Against channel items of whole channels
+ * ({@linkcode channelsPerItem}), memory order still ran 0.52-1.01x their time from 8x8 up, on 1
+ * and 2 threads.
  */
 export const MEMORY_ORDER_FROM_INNER = 64;
 
