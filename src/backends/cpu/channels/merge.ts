@@ -7,7 +7,12 @@
  */
 
 import type { Layout } from "../kernels/layout_types.ts";
-import { pixelsPerBlock, rowsInMemoryOrder, rowsPerItem } from "../kernels/layout_types.ts";
+import {
+  pixelsPerBlock,
+  rowChunks,
+  rowsInMemoryOrder,
+  rowsPerItem,
+} from "../kernels/layout_types.ts";
 import { mergeMoments } from "../kernels/moments.ts";
 import { mergePixelBlocks, mergeSamplePartials } from "../kernels/partials_merge.ts";
 import { temporaryFloat64 } from "../../../tensor/slab.ts";
@@ -53,7 +58,7 @@ export function mergeChannelSums(layout: Layout, partials: Float64Array): Channe
     }
     return { first, second };
   }
-  const chunks = Math.ceil(layout.N / rowsPerItem(layout));
+  const chunks = rowChunks(layout);
   for (let c = 0; c < C; c++) {
     for (let k = 0; k < chunks; k++) {
       first[c] += partials[2 * (c * chunks + k)];
@@ -87,7 +92,7 @@ export function mergeChannelMoments(layout: Layout, partials: Float64Array): Cha
   const first = temporaryFloat64(C);
   const second = temporaryFloat64(C);
   const rows = rowsPerItem(layout);
-  const chunks = Math.ceil(layout.N / rows);
+  const chunks = rowChunks(layout);
   for (let c = 0; c < C; c++) {
     let done = 0;
     for (let k = 0; k < chunks; k++) {

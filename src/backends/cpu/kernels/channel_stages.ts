@@ -23,6 +23,7 @@ import {
   channelsPerItem,
   perSampleRowsPerItem,
   pixelsPerBlock,
+  rowChunks,
   rowsInMemoryOrder,
   rowsPerItem,
 } from "./layout_types.ts";
@@ -120,7 +121,7 @@ export function runChannelItems(s: ChannelStage, from: number, to: number, w: Wa
       return;
     }
     const chunkRows = rowsPerItem(layout);
-    const chunks = Math.ceil(layout.N / chunkRows);
+    const chunks = rowChunks(layout);
     for (let u = from; u < to; u++) {
       const c = Math.floor(u / chunks);
       const n0 = (u - c * chunks) * chunkRows;

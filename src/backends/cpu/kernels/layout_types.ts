@@ -99,9 +99,13 @@ export function rowsPerItem(layout: Layout): number {
  * channel of [64,512,7,7] was 3136 elements, 512 items a stage.
  */
 export function channelsPerItem(layout: Layout): number {
-  const channel = layout.N * layout.inner;
-  if (layout.kind !== "rows" || rowsPerItem(layout) < layout.N) return 1;
-  return Math.max(1, Math.floor(ITEM_ELEMENTS / Math.max(1, channel)));
+  if (layout.kind !== "rows" || rowChunks(layout) > 1) return 1;
+  return Math.max(1, Math.floor(ITEM_ELEMENTS / Math.max(1, layout.N * layout.inner)));
+}
+
+/** `rows` BatchNorm taken channel by channel: each channel's chunks of rowsPerItem rows. */
+export function rowChunks(layout: Layout): number {
+  return Math.ceil(layout.N / rowsPerItem(layout));
 }
 
 /**
@@ -109,7 +113,7 @@ export function channelsPerItem(layout: Layout): number {
  * of rows), slot c * chunks + k, whichever item runs it (channels/merge.ts reads them so).
  */
 export function channelSlots(layout: Layout): number {
-  return layout.C * Math.ceil(layout.N / rowsPerItem(layout));
+  return layout.C * rowChunks(layout);
 }
 
 /**

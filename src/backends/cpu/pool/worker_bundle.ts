@@ -124,12 +124,14 @@ function rowsPerItem(layout) {
   return Math.max(1, Math.ceil(ITEM_ELEMENTS / Math.max(1, layout.inner)));
 }
 function channelsPerItem(layout) {
-  const channel = layout.N * layout.inner;
-  if (layout.kind !== "rows" || rowsPerItem(layout) < layout.N) return 1;
-  return Math.max(1, Math.floor(ITEM_ELEMENTS / Math.max(1, channel)));
+  if (layout.kind !== "rows" || rowChunks(layout) > 1) return 1;
+  return Math.max(1, Math.floor(ITEM_ELEMENTS / Math.max(1, layout.N * layout.inner)));
+}
+function rowChunks(layout) {
+  return Math.ceil(layout.N / rowsPerItem(layout));
 }
 function channelSlots(layout) {
-  return layout.C * Math.ceil(layout.N / rowsPerItem(layout));
+  return layout.C * rowChunks(layout);
 }
 function perSampleRowsPerItem(layout) {
   return Math.max(1, Math.ceil(ITEM_ELEMENTS / Math.max(1, layout.inner)));
@@ -451,7 +453,7 @@ function runChannelItems(s, from, to, w) {
       return;
     }
     const chunkRows = rowsPerItem(layout);
-    const chunks = Math.ceil(layout.N / chunkRows);
+    const chunks = rowChunks(layout);
     for (let u = from; u < to; u++) {
       const c = Math.floor(u / chunks);
       const n0 = (u - c * chunks) * chunkRows;
