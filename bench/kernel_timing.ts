@@ -1,8 +1,8 @@
 /**
- * What the kernel benchmarks (`deno task bench:fp16`, bench/kernel_ab.ts) share: an instance
- * of a kernels build with a smooth signal in its dy and x blocks, and the calls' shape, in
- * the cache: 4096 elements per call in both layouts (4 rows of 1024; 64 pixels of 64
- * channels).
+ * What the kernel benchmarks (`deno task bench:fp16`, bench/kernel_ab.ts,
+ * bench/pixel_memory_ab.ts) share: an instance of a kernels build with a smooth signal in its
+ * dy and x blocks, the write constants, and the calls' shape in the cache: 4096 elements per
+ * call in both layouts (4 rows of 1024; 64 pixels of 64 channels).
  *
  * @module
  */
@@ -14,6 +14,12 @@ import {
   type WasmState,
 } from "../tests/fixtures/wasm_memory.ts";
 import type { CallShape, KernelCall } from "../tests/fixtures/kernel_calls.ts";
+import {
+  BFLOAT16,
+  BFLOAT16_NO_NAN_CONSTANTS,
+  FLOAT32,
+} from "../src/backends/cpu/kernels/stage_types.ts";
+import { numberToBf16 } from "../src/tensor/dtype.ts";
 
 /** The calls' shape: 4096 elements per call in both layouts (in L1/L2 as dy, x and out). */
 export const SHAPE: CallShape = { rows: 4, n: 1024, C: 64, pix: 64 };
@@ -24,18 +30,32 @@ export const ELEMENTS = 4096;
 /** Write constants k0..k3 (means, scales, shifts). */
 export const K: readonly number[] = [0.1, 1.2345678912, 0.2345678913, -0.5];
 
-/** An instance of `bytes` with a smooth signal in dy and x (dtype dt: 0 float32, 1 float16). */
+/**
+ * Writes a smooth signal (offset + 3 sin(0.37 i + phase)) into dy (phase 0) and x (phase 1) of
+ * `w`, `elements` each, in kernel code dt's element type: float32 (0), float16 (1, 4) or the
+ * bfloat16 bits (2, 3).
+ */
+export function writeSignal(w: WasmState, dt: number, elements: number, offset = 0): void {
+  for (const [name, phase] of [["dy", 0], ["x", 1]] as const) {
+    const at = blockAt(w, name);
+    const value = (i: number) => offset + Math.sin(i * 0.37 + phase) * 3;
+    if (dt === FLOAT32) {
+      new Float32Array(w.memory.buffer, at, elements).forEach((_, i, a) => a[i] = value(i));
+    } else if (dt === BFLOAT16 || dt === BFLOAT16_NO_NAN_CONSTANTS) {
+      new Uint16Array(w.memory.buffer, at, elements).forEach((_, i, a) =>
+        a[i] = numberToBf16(value(i))
+      );
+    } else {
+      new Float16Array(w.memory.buffer, at, elements).forEach((_, i, a) => a[i] = value(i));
+    }
+  }
+}
+
+/** An instance of `bytes` with {@linkcode writeSignal}'s signal in dy and x (kernel code dt). */
 export function signalInstance(bytes: Uint8Array, dt: number): WasmState {
   const w = instantiateWasm(bytes)!;
   wasmReserve(w, 2 * ELEMENTS, 4 * SHAPE.C + SHAPE.n + 8);
-  const value = (i: number, phase: number) => Math.sin(i * 0.37 + phase) * 3;
-  for (const [name, phase] of [["dy", 0], ["x", 1]] as const) {
-    const at = blockAt(w, name);
-    const view = dt === 0
-      ? new Float32Array(w.memory.buffer, at, ELEMENTS)
-      : new Float16Array(w.memory.buffer, at, ELEMENTS);
-    view.forEach((_, i, a) => a[i] = value(i, phase));
-  }
+  writeSignal(w, dt, ELEMENTS);
   return w;
 }
 

@@ -19,12 +19,12 @@
  */
 
 import { parseCommand, positiveInteger, usageError } from "../scripts/cli.ts";
-import { FLOAT16, FLOAT32 } from "../src/backends/cpu/kernels/stage_types.ts";
+import { FLOAT32 } from "../src/backends/cpu/kernels/stage_types.ts";
 import { kernelDtypeCode } from "./kernel_dtypes.ts";
 import { ITEM_ELEMENTS } from "../src/backends/cpu/kernels/layout_types.ts";
 import { blockAt, instantiateWasm, slotAt, wasmReserve } from "../tests/fixtures/wasm_memory.ts";
 import type { WasmState } from "../tests/fixtures/wasm_memory.ts";
-import { median } from "./kernel_timing.ts";
+import { K, median, writeSignal } from "./kernel_timing.ts";
 
 const NAME = "bench:ab:pixels";
 const KERNELS = [
@@ -78,28 +78,11 @@ const elements = pixels * C;
 /** Calls per timed batch: about 4M elements (at least one pass over the data). */
 const passes = Math.max(1, Math.round(4e6 / elements));
 
-/** A smooth signal about 0.5 (spread 3) as dtype dt's bits, dy and x out of phase. */
+/** The signal of the kernel benchmarks about 0.5 in dy and x, and their constants at slot 7. */
 function fill(w: WasmState): void {
-  const f32 = new Float32Array(1);
-  const bits = new Uint32Array(f32.buffer);
-  for (const [name, phase] of [["dy", 0], ["x", 1]] as const) {
-    const at = blockAt(w, name);
-    const f = new Float32Array(w.memory.buffer, at, elements);
-    const h = new Float16Array(w.memory.buffer, at, elements);
-    const u = new Uint16Array(w.memory.buffer, at, elements);
-    for (let i = 0; i < elements; i++) {
-      const v = Math.sin(i * 0.37 + phase) * 3 + 0.5;
-      if (dt === FLOAT32) f[i] = v;
-      else if (dt === FLOAT16) h[i] = v;
-      else {
-        f32[0] = v;
-        u[i] = bits[0] >>> 16;
-      }
-    }
-  }
+  writeSignal(w, dt, elements, 0.5);
   const k = new Float32Array(w.memory.buffer, slotAt(w, 7), 4 * C);
-  const constants = [0.1, 1.2345678912, 0.2345678913, -0.5];
-  for (let i = 0; i < k.length; i++) k[i] = constants[(i >> 2) & 3];
+  for (let i = 0; i < k.length; i++) k[i] = K[(i >> 2) & 3];
 }
 
 async function load(path: string): Promise<WasmState> {
