@@ -36,8 +36,12 @@
  * closed group once and drops a new set (a fence): the next reclaim waits for a collection
  * after this one, since asking again after the same collection would only use up the tokens
  * of groups dropped since it began (bench:step's dropped loop lost 837 of 3088 blocks that
- * way before the fence). Canaries are asked at most every {@linkcode ASK_EVERY_MS} ms, at a
- * nudge or when the heap has no freed block for a request.
+ * way before the fence). The oldest set's canary is asked at a nudge or when the heap has no
+ * freed block for a request, at most every {@linkcode ASK_FIRST_MS} ms, and only when V8's old
+ * space is found smaller than at the last look (a full collection swept it: {@linkcode
+ * oldSpaceBytes}) or the set's age has grown by half since its last "not yet"
+ * ({@linkcode ASK_BACKOFF}): a set then lasts about a second, and answers within a few ms of
+ * the collection that clears it.
  *
  * The collector is nudged as the heap's bytes in use grow (see {@linkcode DropWatch.allocating}):
  * a loop whose tensors live in the WebAssembly heap allocates too little else to prompt V8,
@@ -50,6 +54,8 @@
  *
  * @module
  */
+
+import v8 from "node:v8";
 
 /** Tokens each group of watched blocks holds: how many "alive" answers it may give in a job. */
 export const TOKENS_PER_GROUP = 3;
@@ -94,14 +100,50 @@ export const KEPT_SHARE = 1 / 4;
  */
 export const WATCH_WINDOW = 4096;
 
-/** Canaries dropped together: questions the set can answer "not yet". */
-export const CANARIES = 8;
+/**
+ * Canaries dropped together: questions the set can answer "not yet". With
+ * {@linkcode ASK_FIRST_MS} and {@linkcode ASK_BACKOFF}, the last is asked about 1.2 s after the
+ * set was dropped.
+ */
+export const CANARIES = 16;
 
 /**
- * Time between two questions to the canaries: each "not yet" uses one, and the oldest sets,
- * the likeliest to have been dropped before the collection under way began, are asked first.
+ * The age of a set of canaries at its first question (ms), and the least time between two
+ * questions to it. The oldest set, the likeliest to have been dropped before the collection
+ * under way began, is asked first.
  */
-const ASK_EVERY_MS = 2;
+export const ASK_FIRST_MS = 2;
+
+/**
+ * Without a sign of a collection ({@linkcode oldSpaceBytes}), a set's next question after a
+ * "not yet" waits this share of its age (at least {@linkcode ASK_FIRST_MS}). Each "not yet"
+ * uses a canary, and V8 finishes a full collection 20-40 ms after it begins marking
+ * (`--trace-gc`, "walltime since start of marking"), later on a busy machine. Asked every 2 ms
+ * without a sign, a set of 8 was used up in 16 ms, before the collection it waited for, and the
+ * next set came only with the next nudge, 64 MiB of growth later, again too early: a loop of
+ * layerNorm [64,1024] calls with results dropped, on one thread, got no block back in 3000
+ * calls (787 MiB of new memory, each call's output in pages faulted then: 0.85 ms a call
+ * against 0.03 disposed; bench/RESULTS.md, twenty-first session).
+ */
+export const ASK_BACKOFF = 0.5;
+
+/**
+ * V8's old-space bytes in use (`node:v8` getHeapSpaceStatistics, about 9 us a look), or 0
+ * where the statistics are unavailable. Only a full collection makes it smaller (it sweeps the
+ * old space; a scavenge only adds to it, promoting), and the tokens, old objects, are cleared
+ * by full collections only: a look that finds it smaller than the last is the sign that asks a
+ * canary.
+ */
+export function oldSpaceBytes(): number {
+  try {
+    for (const space of v8.getHeapSpaceStatistics()) {
+      if (space.space_name === "old_space") return space.space_used_size;
+    }
+  } catch {
+    // no statistics: the questions follow ASK_BACKOFF alone
+  }
+  return 0;
+}
 
 /** Sets of canaries kept (the oldest is asked first; a set older than these is let go). */
 const CANARY_SETS = 16;
@@ -230,6 +272,21 @@ function nudgeCollector(): void {
   }
 }
 
+/** A set of canaries dropped together, and when it may be asked next. */
+interface CanarySet {
+  readonly refs: WeakRef<object>[];
+  /** When it was dropped (performance.now()). */
+  readonly dropped: number;
+  /** The earliest time of its next question. */
+  nextAsk: number;
+}
+
+/** A new set of {@linkcode CANARIES} canaries (fewer when the supply is short). */
+function dropCanaries(): CanarySet {
+  const dropped = performance.now();
+  return { refs: takeTokens(CANARIES), dropped, nextAsk: dropped + ASK_FIRST_MS };
+}
+
 /**
  * A group of up to {@linkcode MAX_BLOCKS_PER_GROUP} watched blocks, allocated one after another:
  * the WeakRefs of the tokens their owners all hold, the next one to ask, the blocks, and the
@@ -256,7 +313,7 @@ export class DropWatch<B> {
   /** Watched allocations since the last sign of dropped results. */
   #sinceSign = 0;
   /** Sets of canaries, oldest first. */
-  readonly #canarySets: WeakRef<object>[][] = [];
+  readonly #canarySets: CanarySet[] = [];
   /** The bytes in use at the last nudge or reclaim. */
   #base = 0;
   /** Bytes of requests that found no freed block since the last nudge. */
@@ -267,8 +324,9 @@ export class DropWatch<B> {
   #collectAfter = COLLECT_SOON_BYTES;
   /** Queue length at which entries of blocks freed otherwise are dropped (see watch). */
   #compactAt = 1024;
-  /** When the canaries were last asked (performance.now()). */
-  #asked = -Infinity;
+  /** When {@linkcode oldSpaceBytes} was last looked at, and what it said. */
+  #looked = -Infinity;
+  #oldSeen = 0;
   /** Blocks a new group takes (see {@linkcode MIN_BLOCKS_PER_GROUP}). */
   #groupSize = MIN_BLOCKS_PER_GROUP;
   /** Blocks given back before their owners' finalizers ran. */
@@ -351,10 +409,10 @@ export class DropWatch<B> {
     // A new set only when the sets are running low: the older a set, the likelier the
     // collection that clears it has begun, and each set costs the job's supply.
     let left = 0;
-    for (const set of this.#canarySets) left += set.length;
+    for (const set of this.#canarySets) left += set.refs.length;
     if (left < CANARIES) {
       if (this.#canarySets.length === CANARY_SETS) this.#canarySets.shift();
-      this.#canarySets.push(takeTokens(CANARIES));
+      this.#canarySets.push(dropCanaries());
     }
     nudgeCollector();
   }
@@ -387,7 +445,7 @@ export class DropWatch<B> {
    * just run a full collection; true when a block came back.
    */
   reclaimAfterCollection(): boolean {
-    this.#asked = performance.now();
+    this.#oldSeen = oldSpaceBytes(); // the next look compares with the heap after this one
     const before = this.#inUse();
     const given = this.#fenceAndReclaim();
     this.#collectAfter = !given
@@ -401,15 +459,25 @@ export class DropWatch<B> {
   /**
    * Gives back the blocks of every group whose owners were all collected, if the collector ran
    * since the oldest set of canaries was dropped; true when a block came back. A question that
-   * finds the collector not yet run uses one of that set's canaries (kept to the job's end).
+   * finds the collector not yet run uses one of that set's canaries (kept to the job's end),
+   * and puts off the set's next question ({@linkcode ASK_BACKOFF}).
    */
   reclaimIfCollected(): boolean {
-    const now = performance.now();
-    if (now - this.#asked < ASK_EVERY_MS) return false;
-    this.#asked = now;
     const sets = this.#canarySets;
-    while (sets.length > 0 && sets[0].length === 0) sets.shift();
-    if (sets.length === 0 || sets[0].pop()!.deref() !== undefined) return false;
+    while (sets.length > 0 && sets[0].refs.length === 0) sets.shift();
+    const oldest = sets[0];
+    if (oldest === undefined) return false;
+    const now = performance.now();
+    if (now - this.#looked < ASK_FIRST_MS) return false;
+    this.#looked = now;
+    const old = oldSpaceBytes();
+    const swept = old < this.#oldSeen;
+    this.#oldSeen = old;
+    if (!swept && now < oldest.nextAsk) return false;
+    if (oldest.refs.pop()!.deref() !== undefined) {
+      oldest.nextAsk = now + Math.max(ASK_FIRST_MS, (now - oldest.dropped) * ASK_BACKOFF);
+      return false;
+    }
     return this.#fenceAndReclaim();
   }
 
@@ -420,7 +488,7 @@ export class DropWatch<B> {
     // without a new one would only use up the tokens of those dropped since it began.
     const sets = this.#canarySets;
     sets.length = 0;
-    sets.push(takeTokens(CANARIES));
+    sets.push(dropCanaries());
     // A collection ran: the nudges start over on a memory of their own (the grown one goes
     // with the next collection, and V8 no longer counts it in the memory it sizes its next
     // collection's limit from).
