@@ -53,11 +53,14 @@
  *
  * A measured pooled run (a group's warm-up, or a check of the pool while the calling thread
  * runs alone) that would find the workers asleep (the last call ran alone, pool.ts quietPool,
- * or ended more than JOB_POLL_MS ago) runs twice and only the second is recorded: the first pays the futex wake-up of
- * every worker (tens of microseconds on a VM), which a pooled loop does not pay call after
- * call, and which kept a 0.25 ms pooled call measured slower than its 0.33 ms run alone. A
- * group whose chosen pooled calls do follow other groups' calls alone records them as they
- * are, wake-up and all.
+ * or ended more than JOB_POLL_MS ago) runs {@linkcode WAKING_RUNS} + 1 times and only the last
+ * is recorded: the first pays the futex wake-up of every worker (tens of microseconds on a VM),
+ * which a pooled loop does not pay call after call, and which kept a 0.25 ms pooled call
+ * measured slower than its 0.33 ms run alone; the second still runs slower than a pooled loop's
+ * calls (layerNorm [64,1024] float32 after eight calls alone: 67.5, 27.1, then 18.4-18.9 us a
+ * pooled call, against 25.6 alone), so that recording it kept such calls alone at 24-26 us where
+ * the pool ran them in 16-17 (bench/RESULTS.md, twenty-first session). A group whose chosen
+ * pooled calls do follow other groups' calls alone records them as they are, wake-up and all.
  *
  * @module
  */
@@ -65,6 +68,12 @@
 import { STAGE_CODE_BASE, stageCode } from "../kernels/stage_registry.ts";
 import type { Stage } from "../kernels/stage_types.ts";
 import { JOB_POLL_MS } from "./sync.ts";
+
+/**
+ * Unrecorded pooled runs before a measured one that would find the workers asleep (module
+ * doc): the wake-up, and the run after it.
+ */
+export const WAKING_RUNS = 2;
 
 /** Runs of each way a group measures before it chooses. */
 export const GOVERNOR_WARMUP_RUNS = 3;
@@ -98,9 +107,12 @@ interface Group {
   interval: number;
   /** Whether the current call is a run of the way not chosen (checked when it is timed). */
   exploring: boolean;
-  /** Whether the current call is a pooled run that wakes the workers (not recorded). */
-  waking: boolean;
-  /** Whether the next call runs pooled again, the measured run after a waking one. */
+  /**
+   * Unrecorded pooled runs left before the measured one, counting the current call (the
+   * workers waking: module doc).
+   */
+  waking: number;
+  /** Whether the next call runs pooled again, after a waking one. */
   repeat: boolean;
   /**
    * The way its nearest measured neighbour chose ({@linkcode Governor.choose}), or undefined:
@@ -158,7 +170,7 @@ export class Governor {
         nextCheck: 0,
         interval: MIN_INTERVAL_MS,
         exploring: false,
-        waking: false,
+        waking: 0,
         repeat: false,
         prior: this.#neighbourChoice(key),
       };
@@ -189,7 +201,7 @@ export class Governor {
       g.exploring = true;
       pooled = !pooledWins;
     }
-    g.waking = pooled && this.#wakeFirst && !awake;
+    g.waking = pooled && this.#wakeFirst && !awake ? WAKING_RUNS : 0;
     return pooled;
   }
 
@@ -206,9 +218,10 @@ export class Governor {
     this.#awakeUntil = pooled ? start + ms + JOB_POLL_MS : -Infinity;
     const g = this.#groups.get(key);
     if (g === undefined) return;
-    if (g.waking) {
-      // It woke the workers: the run after it, pooled again, is the one measured.
-      g.waking = false;
+    if (g.waking > 0) {
+      // It woke the workers, or followed the run that did: pooled again, unrecorded until the
+      // last of the waking runs is past.
+      g.waking--;
       g.repeat = true;
       return;
     }
