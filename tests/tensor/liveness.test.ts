@@ -105,7 +105,10 @@ Deno.test("host heap: after a collection that paid, the next comes after 16 MiB"
   // than COLLECTION_PAYS_BYTES, so the next one comes after 16 MiB again: 9 fallbacks where a
   // wait of 128 MiB after each collection (32 tensors) fell back 49-50 times.
   assert.ok(r.fallbacks <= 16, `${r.fallbacks} fallbacks`);
-  assert.ok(r.reclaimed >= 100, `${r.reclaimed} reclaimed`);
+  // Every dropped tensor comes back but those of the last fill, which the loop ends before
+  // collecting: at least 160 - 4 kept - 16 fallbacks - 60 = 80 (112 here; one fresh-clone CI
+  // run gave 96, a group of 16 later, where this said 100).
+  assert.ok(r.reclaimed >= 80, `${r.reclaimed} reclaimed`);
 });
 
 Deno.test("drop watch: groups grow while they come back whole, and shrink while results are kept", async () => {
