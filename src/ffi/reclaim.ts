@@ -47,7 +47,7 @@
  */
 
 import { collectGarbage } from "../tensor/collect_garbage.ts";
-import { livenessTokens } from "../tensor/liveness.ts";
+import { livenessTokens } from "../tensor/token_supply.ts";
 
 /** Bytes a device may allocate between two collections it asks for (at most). */
 export const RECLAIM_AFTER_BYTES = 256 * 1024 * 1024;

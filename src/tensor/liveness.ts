@@ -8,9 +8,10 @@
  * nothing else reaches it, and `deref()` then returns undefined, in any later job, also in the
  * middle of a loop that never awaits. So:
  *
- * - tokens (empty objects) and their WeakRefs are made ahead into a supply: tokens made in the
- *   running job would be kept to its end. The first supply is made while this module loads,
- *   followed by a task boundary before its importers run (a top-level await), so that a
+ * - tokens (empty objects) and their WeakRefs are made ahead into a supply (token_supply.ts):
+ *   tokens made in the running job would be kept to its end. The first supply is made while
+ *   that module loads, followed by a task boundary before its importers run (a top-level
+ *   await; this module is one of them), so that a
  *   script whose whole training loop is its first job can use it; later refills run in a task
  *   of their own (an unreferenced timer) once the loop yields;
  * - blocks are watched in groups of {@linkcode MIN_BLOCKS_PER_GROUP} to
@@ -56,6 +57,7 @@
  */
 
 import v8 from "node:v8";
+import { holdTokens, scheduleRefill, suppliedTokens, takeTokens } from "./token_supply.ts";
 
 /** Tokens each group of watched blocks holds: how many "alive" answers it may give in a job. */
 export const TOKENS_PER_GROUP = 3;
@@ -184,66 +186,6 @@ export const COLLECTION_PAYS_BYTES = 64 * 2 ** 20;
 export const NUDGE_REPORT_BYTES = 256 * 2 ** 20;
 
 /**
- * Tokens a refill makes (a few MiB of objects, made in 5-10 ms). A group of blocks takes
- * {@linkcode TOKENS_PER_GROUP}, a set of canaries {@linkcode CANARIES}. Twice as many made
- * V8's full collections slower (each marks every token and WeakRef): bench:step's float32
- * model filled its 3 GiB heap in its first 100 dropped steps, against 1.5-2.4 GiB.
- */
-export const SUPPLY_TOKENS = 1 << 15;
-
-/** The tokens made ahead and their WeakRefs, index for index. */
-const supplyTokens: object[] = [];
-const supplyRefs: WeakRef<object>[] = [];
-let refillPending = false;
-
-/** Each watched owner's tokens, held while the owner lives (never read: they only exist). */
-const tokensOf = new WeakMap<object, object[]>();
-
-/** Makes tokens for the jobs after this one. */
-function refill(): void {
-  refillPending = false;
-  while (supplyTokens.length < SUPPLY_TOKENS) {
-    const token = {};
-    supplyTokens.push(token);
-    supplyRefs.push(new WeakRef(token));
-  }
-}
-
-/** Schedules a refill in a task of its own (a timer that does not keep the process alive). */
-function scheduleRefill(): void {
-  if (refillPending) return;
-  refillPending = true;
-  Deno.unrefTimer(setTimeout(refill, 0));
-}
-
-/**
- * Takes up to `n` tokens' WeakRefs from the supply, and the tokens into `held` (or drops
- * them: canaries).
- */
-function takeTokens(n: number, held?: object[]): WeakRef<object>[] {
-  if (supplyTokens.length < SUPPLY_TOKENS / 2) scheduleRefill();
-  const from = Math.max(0, supplyTokens.length - n); // fewer when the supply is short
-  const taken = supplyTokens.splice(from);
-  held?.push(...taken);
-  return supplyRefs.splice(from);
-}
-
-/**
- * Makes `owner`'s liveness askable inside the running job (the NPU path's buffer tracker,
- * src/ffi/reclaim.ts): up to `n` tokens of the supply held by `owner` alone (the same
- * ephemeron as the heap's groups), and their WeakRefs, returned. After a full collection,
- * `deref()` of one of them returns undefined if and only if `owner` was collected; each
- * answer "alive" keeps that token to the end of the job, so the next question in the same job
- * must ask the next one. Fewer than `n` (none) when the supply is short.
- */
-export function livenessTokens(owner: object, n: number): WeakRef<object>[] {
-  const tokens: object[] = [];
-  const refs = takeTokens(n, tokens);
-  if (refs.length > 0) tokensOf.set(owner, tokens);
-  return refs;
-}
-
-/**
  * The memory whose growth nudges the collector: a WebAssembly memory of its own, never
  * touched (its pages are reserved address space, not memory), replaced by a new one after
  * every collection a reclaim sees, and once it reaches 4 GiB (the old one goes with the next
@@ -358,7 +300,7 @@ export class DropWatch<B> {
     let open = this.#open;
     if (open === undefined || open.blocks.length >= this.#groupSize) {
       if (open !== undefined) open.tokens = undefined; // closed: its owners alone hold them
-      if (supplyTokens.length < TOKENS_PER_GROUP) {
+      if (suppliedTokens() < TOKENS_PER_GROUP) {
         this.#open = undefined;
         scheduleRefill();
         return;
@@ -369,7 +311,7 @@ export class DropWatch<B> {
       this.#queue.push(open);
     }
     open.blocks.push(block);
-    tokensOf.set(owner, open.tokens!);
+    holdTokens(owner, open.tokens!);
     if (this.#queue.length >= this.#compactAt) {
       // A loop that disposes its results leaves groups of freed blocks, and may never
       // collect: they go here, so that the queue stays within twice the groups held.
@@ -542,9 +484,3 @@ export class DropWatch<B> {
     return given;
   }
 }
-
-// The first supply, made while this module loads, and a task boundary before the modules that
-// import this one run: a script's first job (its whole top-level loop, when the loop never
-// awaits) then finds tokens it can ask. It costs the import a few ms, once per process.
-refill();
-await new Promise((resolve) => setTimeout(resolve, 0));
