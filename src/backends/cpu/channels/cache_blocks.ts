@@ -9,10 +9,11 @@
  * (kernels/layout_types.ts rowsInMemoryOrder: runs of 64 elements or more) run whole: their
  * passes are linear sweeps, which a block of channels would cut into strided runs again
  * ([32,64,56,56] float32, 2 threads: batchNorm 2.16 ms blocked, 1.74 whole; batchNormBackward
- * 3.17, 2.79; one thread alike). Rows of fewer elements (channel order; [128,64,28,28] was one
- * before the twentieth session: in memory order now, whole, batchNorm 2.12 ms and
- * batchNormBackward 2.87 on 2 threads), float32, blocked / whole: batchNormBackward 4.46 / 5.06 ms on 2 threads, 7.76 / 10.28 on one;
- * batchNorm 2.89 / 2.71 and 4.67 / 5.52.
+ * 3.17, 2.79; one thread alike). Rows of fewer elements (channel order) run blocked: measured
+ * on [128,64,28,28] float32 while its runs of 784 were taken channel by channel (before the
+ * twentieth session), blocked / whole: batchNormBackward 4.46 / 5.06 ms on 2 threads, 7.76 /
+ * 10.28 on one; batchNorm 2.89 / 2.71 and 4.67 / 5.52. That shape now runs in memory order,
+ * whole: batchNorm 2.12 ms and batchNormBackward 2.87 on 2 threads.
  *
  * GroupNorm's calls run whole: blocks of samples gave no gain on one thread and lost on two
  * (contiguous [32,64,56,56] float32, blocked / whole, 2 threads: groupNorm 1.78 / 1.58 ms,
