@@ -353,6 +353,10 @@ export class DropWatch<B> {
     let left = 0;
     for (const set of this.#canarySets) left += set.refs.length;
     if (left < CANARIES) {
+      // With no set waiting, nothing looked at the old space since the last set ran out: the
+      // new set's first look compares with the old space as it is dropped, so that a collection
+      // that ended before it does not count as a sign for it.
+      if (left === 0) this.#oldSeen = oldSpaceBytes();
       if (this.#canarySets.length === CANARY_SETS) this.#canarySets.shift();
       this.#canarySets.push(dropCanaries());
     }
