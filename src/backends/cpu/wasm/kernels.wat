@@ -206,35 +206,114 @@
     (local.set $r (call $f16w_finite (local.get $v)))
     (i16x8.narrow_i32x4_u (local.get $r) (local.get $r)))
 
-  ;; $f16bits4 of a and b, a's four lanes then b's ($bits8). The FP16 build replaces it.
+  ;; $f16bits4 of a and b, a's four lanes then b's ($bits8): one test of the eight lanes for
+  ;; the normal rounding alone ($f16bits8_normal). The FP16 build replaces it.
   (func $f16bits8 (param $a v128) (param $b v128) (result v128)
-    (i16x8.narrow_i32x4_u (call $f16w (local.get $a)) (call $f16w (local.get $b))))
+    (if (result v128) (call $f16normals8 (local.get $a) (local.get $b))
+      (then (call $f16bits8_normal (local.get $a) (local.get $b)))
+      (else
+        (i16x8.narrow_i32x4_u (call $f16w (local.get $a)) (call $f16w (local.get $b))))))
 
   ;; $f16bits4_finite of a and b, a's four lanes then b's. The FP16 build replaces it.
   (func $f16bits8_finite (param $a v128) (param $b v128) (result v128)
-    (i16x8.narrow_i32x4_u (call $f16w_finite (local.get $a)) (call $f16w_finite (local.get $b))))
+    (if (result v128) (call $f16normals8 (local.get $a) (local.get $b))
+      (then (call $f16bits8_normal (local.get $a) (local.get $b)))
+      (else
+        (i16x8.narrow_i32x4_u
+          (call $f16w_finite (local.get $a)) (call $f16w_finite (local.get $b))))))
+
+  ;; Whether every lane of a and b rounds to a float16 normal ($f16normals of both).
+  (func $f16normals8 (param $a v128) (param $b v128) (result i32)
+    (i32.eqz
+      (v128.any_true
+        (v128.or
+          (i32x4.gt_s
+            (i32x4.add
+              (v128.and (local.get $a)
+                (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff))
+              (v128.const i32x4 0x47800000 0x47800000 0x47800000 0x47800000))
+            (v128.const i32x4 0x8effefff 0x8effefff 0x8effefff 0x8effefff))
+          (i32x4.gt_s
+            (i32x4.add
+              (v128.and (local.get $b)
+                (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff))
+              (v128.const i32x4 0x47800000 0x47800000 0x47800000 0x47800000))
+            (v128.const i32x4 0x8effefff 0x8effefff 0x8effefff 0x8effefff))))))
+
+  ;; The float16 bits of a's lanes then b's, all of them float16 normals ($f16normals8): the
+  ;; magnitudes rounded ($f16normal) and narrowed, then the signs, which the top halves of the
+  ;; float32 lanes narrowed with sign saturation keep exactly (-32768 to 32767), in bit 15.
+  (func $f16bits8_normal (param $a v128) (param $b v128) (result v128)
+    (v128.or
+      (i16x8.narrow_i32x4_u
+        (call $f16normal
+          (v128.and (local.get $a)
+            (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))
+        (call $f16normal
+          (v128.and (local.get $b)
+            (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff))))
+      (v128.and
+        (i16x8.narrow_i32x4_s
+          (i32x4.shr_s (local.get $a) (i32.const 16))
+          (i32x4.shr_s (local.get $b) (i32.const 16)))
+        (v128.const i16x8 0x8000 0x8000 0x8000 0x8000 0x8000 0x8000 0x8000 0x8000))))
 
   ;; The float16 bits of four float32 lanes v as $f16bits4 rounds them, each in the low 16 bits
-  ;; of its 32-bit lane (the high 16 zero).
+  ;; of its 32-bit lane (the high 16 zero). A vector whose lanes are all float16 normals
+  ;; ($f16normals) takes the normal rounding alone ($f16normal), the other choices only when a
+  ;; lane needs them: the same bits.
   (func $f16w (param $v v128) (result v128)
     (local $a v128)
     (local.set $a
       (v128.and (local.get $v) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))
     (v128.or
       (call $f16sign (local.get $v))
-      (i8x16.relaxed_laneselect
-        (v128.const i32x4 0x7e00 0x7e00 0x7e00 0x7e00)
-        (call $f16mag (local.get $a))
-        (i32x4.gt_s (local.get $a)
-          (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000)))))
+      (if (result v128) (call $f16normals (local.get $a))
+        (then (call $f16normal (local.get $a)))
+        (else
+          (i8x16.relaxed_laneselect
+            (v128.const i32x4 0x7e00 0x7e00 0x7e00 0x7e00)
+            (call $f16mag (local.get $a))
+            (i32x4.gt_s (local.get $a)
+              (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000)))))))
 
   ;; $f16w for lanes that are not NaN: the same bits without the NaN choice.
   (func $f16w_finite (param $v v128) (result v128)
+    (local $a v128)
+    (local.set $a
+      (v128.and (local.get $v) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))
     (v128.or
       (call $f16sign (local.get $v))
-      (call $f16mag
-        (v128.and (local.get $v)
-          (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))))
+      (if (result v128) (call $f16normals (local.get $a))
+        (then (call $f16normal (local.get $a)))
+        (else (call $f16mag (local.get $a))))))
+
+  ;; Whether every float32 magnitude a (sign cleared) rounds to a float16 normal by
+  ;; $f16normal: 2^-14 <= a < 65520, that is 0x38800000 <= bits < 0x477ff000. Adding 0x47800000
+  ;; maps that range onto [-2^31, -2^31 + 0x0efff000) and every other magnitude (zero,
+  ;; subnormals, overflow, Inf, NaN) above it, so one signed comparison marks the lanes out of
+  ;; range (gt_s: one instruction where ge_s and the unsigned forms take several).
+  (func $f16normals (param $a v128) (result i32)
+    (i32.eqz
+      (v128.any_true
+        (i32x4.gt_s
+          (i32x4.add (local.get $a)
+            (v128.const i32x4 0x47800000 0x47800000 0x47800000 0x47800000))
+          (v128.const i32x4 0x8effefff 0x8effefff 0x8effefff 0x8effefff)))))
+
+  ;; The float16 bits of float32 magnitudes a that $f16normals accepts: the exponent rebiased
+  ;; and the mantissa rounded to nearest even by integer additions (0xfff and the kept bit that
+  ;; decides ties), then shifted into place.
+  (func $f16normal (param $a v128) (result v128)
+    (i32x4.shr_u
+      (i32x4.add
+        (i32x4.add
+          (local.get $a)
+          (v128.const i32x4 0xc8000fff 0xc8000fff 0xc8000fff 0xc8000fff))
+        (v128.and
+          (i32x4.shr_u (local.get $a) (i32.const 13))
+          (v128.const i32x4 1 1 1 1)))
+      (i32.const 13)))
 
   ;; The float16 sign bit (0x8000) of each float32 lane v, in its low 16 bits.
   (func $f16sign (param $v v128) (result v128)
@@ -251,15 +330,7 @@
         (i32x4.sub
           (f32x4.add (local.get $a) (v128.const f32x4 0.5 0.5 0.5 0.5))
           (v128.const i32x4 0x3f000000 0x3f000000 0x3f000000 0x3f000000))
-        (i32x4.shr_u
-          (i32x4.add
-            (i32x4.add
-              (local.get $a)
-              (v128.const i32x4 0xc8000fff 0xc8000fff 0xc8000fff 0xc8000fff))
-            (v128.and
-              (i32x4.shr_u (local.get $a) (i32.const 13))
-              (v128.const i32x4 1 1 1 1)))
-          (i32.const 13))
+        (call $f16normal (local.get $a))
         (i32x4.lt_s (local.get $a)
           (v128.const i32x4 0x38800000 0x38800000 0x38800000 0x38800000)))
       (i32x4.ge_s (local.get $a)

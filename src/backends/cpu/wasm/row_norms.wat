@@ -124,7 +124,26 @@
         (local.set $q (local.get $y))
         (local.set $c (i32.const 0))
         (local.set $j (i32.const 0))
-        ;; Whole vectors, then the last one to three elements.
+        ;; 16-bit data: pairs of vectors, rounded and stored together ($rf_st8), as ln_fwd's; then
+        ;; whole vectors, then the last one to three elements.
+        (if (i32.ne (local.get $dt) (i32.const 0))
+          (then
+            (block $pairsDone
+              (loop $pair
+                (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
+                (call $rf_st8 (local.get $q) (local.get $dt)
+                  (f32x4.mul
+                    (f32x4.mul (call $ld4 (local.get $p) (local.get $dt)) (local.get $rr))
+                    (v128.load (i32.add (local.get $g) (local.get $c))))
+                  (f32x4.mul
+                    (f32x4.mul (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))
+                      (local.get $rr))
+                    (v128.load offset=16 (i32.add (local.get $g) (local.get $c)))))
+                (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $c (i32.add (local.get $c) (i32.const 32)))
+                (local.set $j (i32.add (local.get $j) (i32.const 8)))
+                (br $pair)))))
         (block $done
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
