@@ -1,7 +1,8 @@
 /**
  * Two builds of the WebAssembly kernels side by side in one process: each kernel's time per
  * element in build A and in build B, interleaved call by call over many rounds, and the median
- * of each round's B/A ratio. This VM slows every process down by 50-60% in bursts of a
+ * of each round's B/A ratio; then whether one call of each kernel (its arrays written first)
+ * writes the same bytes in both builds. This VM slows every process down by 50-60% in bursts of a
  * second or two (both builds of one process slow together: bench/RESULTS.md, seventeenth
  * session), so timings from separate processes need many runs each way; ratios within one
  * round do not.
@@ -90,12 +91,31 @@ for (let r = 0; r < rounds; r++) {
     ratios[k].push(times[k][1].at(-1)! / times[k][0].at(-1)!);
   });
 }
-console.log(`${flags.dtype}, ${rounds} rounds, ns per element (medians), B/A the median ratio`);
-console.log(`${"kernel".padEnd(20)}${"A".padStart(8)}${"B".padStart(8)}${"B/A".padStart(8)}`);
+/** Whether one call of `name` (its arrays written first) writes the same bytes in A and B. */
+function sameBits(name: string): boolean {
+  const written = [0, 1].map((side) => {
+    const { w } = sides[side];
+    const call = callOf(side, name);
+    call.setup(w);
+    call.run(w);
+    const bytes = new Uint8Array(w.memory.buffer);
+    return call.outputs(w).map(([at, length]) => bytes.slice(at, at + length));
+  });
+  return written[0].length === written[1].length &&
+    written[0].every((a, i) =>
+      a.length === written[1][i].length && a.every((x, j) => x === written[1][i][j])
+    );
+}
+
+console.log(
+  `${flags.dtype}, ${rounds} rounds, ns per element (medians), B/A the median ratio, ` +
+    "and whether one call writes the same bits in both",
+);
+console.log(`${"kernel".padEnd(20)}${"A".padStart(8)}${"B".padStart(8)}${"B/A".padStart(8)}  bits`);
 wanted.forEach((name, k) => {
   const [a, b] = times[k].map(median);
   console.log(
     `${name.padEnd(20)}${a.toFixed(3).padStart(8)}${b.toFixed(3).padStart(8)}` +
-      `${median(ratios[k]).toFixed(3).padStart(8)}`,
+      `${median(ratios[k]).toFixed(3).padStart(8)}  ${sameBits(name) ? "same" : "DIFFERENT"}`,
   );
 });

@@ -137,10 +137,28 @@
           (local.get $rstd))
         (local.set $mm (v128.load32_splat (local.get $mean)))
         (local.set $rr (v128.load32_splat (local.get $rstd)))
-        ;; Pass 2: y from s; whole vectors, then the last one to three elements.
+        ;; Pass 2: y from s; 16-bit data in pairs of vectors ($rf_st8), then whole vectors, then
+        ;; the last one to three elements.
         (local.set $q (local.get $y))
         (local.set $k (i32.const 0))
         (local.set $j (i32.const 0))
+        (if (i32.ne (local.get $dt) (i32.const 0))
+          (then
+            (block $pairsDone
+              (loop $pair
+                (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
+                (call $rf_st8 (local.get $q) (local.get $dt)
+                  (call $aln_y4 (i32.add (local.get $s) (local.get $k))
+                    (i32.add (local.get $w) (local.get $k)) (i32.add (local.get $bb) (local.get $k))
+                    (local.get $mm) (local.get $rr))
+                  (call $aln_y4 (i32.add (local.get $s) (i32.add (local.get $k) (i32.const 16)))
+                    (i32.add (local.get $w) (i32.add (local.get $k) (i32.const 16)))
+                    (i32.add (local.get $bb) (i32.add (local.get $k) (i32.const 16)))
+                    (local.get $mm) (local.get $rr)))
+                (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $k (i32.add (local.get $k) (i32.const 32)))
+                (local.set $j (i32.add (local.get $j) (i32.const 8)))
+                (br $pair)))))
         (block $done
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))

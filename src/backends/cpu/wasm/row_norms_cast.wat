@@ -21,7 +21,7 @@
     (param $rows i32) (param $eps f64) (param $g i32) (param $rstd i32)
     (local $r i32) (local $es i32) (local $n4 i32) (local $j i32) (local $p i32) (local $q i32)
     (local $t i32) (local $u i32) (local $c i32) (local $rs f32) (local $rr v128) (local $v v128)
-    (local $acc v128) (local $sum f64)
+    (local $w v128) (local $acc v128) (local $sum f64)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
     (block $rowsDone
@@ -34,7 +34,34 @@
         (local.set $j (i32.const 0))
         (local.set $acc (v128.const i64x2 0 0))
         (local.set $sum (f64.const 0))
-        ;; Whole vectors, then the last one to three elements (the tail outside the loop).
+        ;; 16-bit data: pairs of vectors, x rounded and stored together ($rf_st8), the squares
+        ;; added in the same order as below (a block of 256 elements ends on a pair's second);
+        ;; then whole vectors, then the last one to three elements (the tail outside the loop).
+        (if (i32.ne (local.get $dt) (i32.const 0))
+          (then
+            (block $pairsDone
+              (loop $pair
+                (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
+                (local.set $v
+                  (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
+                    (call $ld4 (local.get $q) (local.get $dt))))
+                (local.set $w
+                  (f32x4.add (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))
+                    (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $dt))))
+                (call $rf_st8 (local.get $t) (local.get $dt) (local.get $v) (local.get $w))
+                (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $v) (local.get $v))))
+                (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $w) (local.get $w))))
+                (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $t (i32.add (local.get $t) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $j (i32.add (local.get $j) (i32.const 8)))
+                (if (i32.eqz (i32.and (local.get $j) (i32.const 255)))
+                  (then
+                    (local.set $sum (f64.add (local.get $sum)
+                      (call $rf_fold (local.get $acc) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+                        (v128.const i64x2 0 0))))
+                    (local.set $acc (v128.const i64x2 0 0))))
+                (br $pair)))))
         (block $done
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
@@ -78,6 +105,36 @@
         (local.set $u (local.get $y2))
         (local.set $c (i32.const 0))
         (local.set $j (i32.const 0))
+        ;; 16-bit data: pairs of vectors, y2 rounded and stored together ($rf_st8).
+        (if (i32.ne (local.get $dt) (i32.const 0))
+          (then
+            (block $pairsDone
+              (loop $pair
+                (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
+                (local.set $v
+                  (f32x4.mul
+                    (f32x4.mul
+                      (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
+                        (call $ld4 (local.get $q) (local.get $dt)))
+                      (local.get $rr))
+                    (v128.load (i32.add (local.get $g) (local.get $c)))))
+                (local.set $w
+                  (f32x4.mul
+                    (f32x4.mul
+                      (f32x4.add (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))
+                        (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $dt)))
+                      (local.get $rr))
+                    (v128.load offset=16 (i32.add (local.get $g) (local.get $c)))))
+                (v128.store (local.get $t) (local.get $v))
+                (v128.store offset=16 (local.get $t) (local.get $w))
+                (call $rf_st8 (local.get $u) (local.get $dt) (local.get $v) (local.get $w))
+                (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $t (i32.add (local.get $t) (i32.const 32)))
+                (local.set $u (i32.add (local.get $u) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $c (i32.add (local.get $c) (i32.const 32)))
+                (local.set $j (i32.add (local.get $j) (i32.const 8)))
+                (br $pair)))))
         (block $done
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))

@@ -206,14 +206,17 @@
                     (f32x4.sub (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $dt))
                       (local.get $mm))
                     (local.get $rr)))
-                (call $rf_st4 (local.get $o) (local.get $dt)
+                ;; float32 stores each vector as it is made; 16-bit dtypes store both at once
+                ;; ($rf_st8).
+                (local.set $g
                   (f32x4.mul (local.get $rr)
                     (f32x4.sub
                       (f32x4.sub
                         (f32x4.mul (call $ld4 (local.get $p) (local.get $dt)) (v128.load (local.get $wc)))
                         (local.get $aa))
                       (f32x4.mul (local.get $xh) (local.get $cc)))))
-                (call $rf_st4 (i32.add (local.get $o) (local.get $es)) (local.get $dt)
+                (if (i32.eqz (local.get $dt)) (then (v128.store (local.get $o) (local.get $g))))
+                (local.set $g2
                   (f32x4.mul (local.get $rr)
                     (f32x4.sub
                       (f32x4.sub
@@ -221,6 +224,9 @@
                           (v128.load offset=16 (local.get $wc)))
                         (local.get $aa))
                       (f32x4.mul (local.get $xh2) (local.get $cc)))))
+                (if (i32.eqz (local.get $dt))
+                  (then (v128.store offset=16 (local.get $o) (local.get $g2)))
+                  (else (call $rf_st8 (local.get $o) (local.get $dt) (local.get $g) (local.get $g2))))
                 (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
                 (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
                 (local.set $o (i32.add (local.get $o) (i32.shl (local.get $es) (i32.const 1))))
@@ -380,7 +386,34 @@
         (local.set $o (local.get $dx))
         (local.set $c (i32.const 0))
         (local.set $j (i32.const 0))
-        ;; Pairs of vectors, then a last whole vector, then the last one to three elements.
+        ;; Pairs of vectors (16-bit dtypes: rounded and stored together, $rf_st8; float32: each
+        ;; stored as it is made), then a last whole vector, then the last one to three elements.
+        (if (i32.ne (local.get $dt) (i32.const 0))
+          (then
+            (block $pairs16Done
+              (loop $pair16
+                (br_if $pairs16Done
+                  (i32.gt_u (i32.add (local.get $j) (i32.const 8)) (local.get $n4)))
+                (local.set $gc (i32.add (local.get $g) (local.get $c)))
+                (call $rf_st8 (local.get $o) (local.get $dt)
+                  (f32x4.sub
+                    (f32x4.mul
+                      (f32x4.mul (local.get $rr) (call $ld4 (local.get $p) (local.get $dt)))
+                      (v128.load (local.get $gc)))
+                    (f32x4.mul (call $ld4 (local.get $q) (local.get $dt)) (local.get $kk)))
+                  (f32x4.sub
+                    (f32x4.mul
+                      (f32x4.mul (local.get $rr)
+                        (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt)))
+                      (v128.load offset=16 (local.get $gc)))
+                    (f32x4.mul (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $dt))
+                      (local.get $kk))))
+                (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $o (i32.add (local.get $o) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $c (i32.add (local.get $c) (i32.const 32)))
+                (local.set $j (i32.add (local.get $j) (i32.const 8)))
+                (br $pair16)))))
         (block $pairsDone
           (loop $pair
             (br_if $pairsDone (i32.gt_u (i32.add (local.get $j) (i32.const 8)) (local.get $n4)))
