@@ -114,6 +114,22 @@
     (f64.store (local.get $out) (local.get $t1))
     (f64.store offset=8 (local.get $out) (local.get $t2)))
 
+  ;; Four lanes of gs_grad_rows's dx from dy at p and x at q (dt), before the rounding: the
+  ;; loop's operations on splatted constants (a, b: xhat; g, bt, kn, s: dYNew; c6, c7, c8).
+  (func $gs_dx (param $p i32) (param $q i32) (param $dt i32) (param $a v128) (param $b v128)
+    (param $g v128) (param $bt v128) (param $kn v128) (param $s v128) (param $c6 v128)
+    (param $c7 v128) (param $c8 v128) (result v128)
+    (local $xh v128)
+    (local.set $xh
+      (f32x4.add (f32x4.mul (call $ld4 (local.get $q) (local.get $dt)) (local.get $a))
+        (local.get $b)))
+    (f32x4.sub
+      (f32x4.mul
+        (call $gs_dynew (call $ld4 (local.get $p) (local.get $dt)) (local.get $xh)
+          (local.get $g) (local.get $bt) (local.get $kn) (local.get $s))
+        (local.get $c6))
+      (f32x4.add (f32x4.mul (local.get $xh) (local.get $c7)) (local.get $c8))))
+
   ;; The dx write of one item, rows: dx = dYNew * k6 - (xhat * k7 + k8), one rounding.
   (func (export "gs_grad_rows")
     (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $o i32) (param $os i32)
@@ -142,6 +158,26 @@
         (local.set $q (i32.add (local.get $x) (i32.mul (local.get $r) (local.get $xs))))
         (local.set $t (i32.add (local.get $o) (i32.mul (local.get $r) (local.get $os))))
         (local.set $j (i32.const 0))
+        ;; 16-bit data: pairs of whole vectors rounded and stored together ($rf_st8); then the
+        ;; vectors left, the last one's one to three elements at the end.
+        (if (i32.ne (local.get $dt) (i32.const 0))
+          (then
+            (block $pairsDone
+              (loop $pair
+                (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
+                (call $rf_st8 (local.get $t) (local.get $dt)
+                  (call $gs_dx (local.get $p) (local.get $q) (local.get $dt) (local.get $a)
+                    (local.get $b) (local.get $g) (local.get $bt) (local.get $kn) (local.get $s)
+                    (local.get $c6) (local.get $c7) (local.get $c8))
+                  (call $gs_dx (i32.add (local.get $p) (local.get $es))
+                    (i32.add (local.get $q) (local.get $es)) (local.get $dt) (local.get $a)
+                    (local.get $b) (local.get $g) (local.get $bt) (local.get $kn) (local.get $s)
+                    (local.get $c6) (local.get $c7) (local.get $c8)))
+                (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $t (i32.add (local.get $t) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $j (i32.add (local.get $j) (i32.const 8)))
+                (br $pair)))))
         (block $done
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $inner)))
@@ -166,6 +202,17 @@
             (br $next)))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
+
+  ;; Four lanes of gs_grad_cached_rows's dx from the kept dYNew at w and x at q (dt), before
+  ;; the rounding.
+  (func $gs_dx_cached (param $w i32) (param $q i32) (param $dt i32) (param $a v128)
+    (param $b v128) (param $c6 v128) (param $c7 v128) (param $c8 v128) (result v128)
+    (local $xh v128)
+    (local.set $xh
+      (f32x4.add (f32x4.mul (call $ld4 (local.get $q) (local.get $dt)) (local.get $a))
+        (local.get $b)))
+    (f32x4.sub (f32x4.mul (v128.load (local.get $w)) (local.get $c6))
+      (f32x4.add (f32x4.mul (local.get $xh) (local.get $c7)) (local.get $c8))))
 
   ;; The dx write of one item from the dYNew that gs_sums_rows kept (row r's at byte address
   ;; c + r * cs): dx = dYNew * k6 - (xhat * k7 + k8), one rounding, xhat = x * k0 + k1 (the
@@ -192,6 +239,23 @@
         (local.set $q (i32.add (local.get $x) (i32.mul (local.get $r) (local.get $xs))))
         (local.set $t (i32.add (local.get $o) (i32.mul (local.get $r) (local.get $os))))
         (local.set $j (i32.const 0))
+        ;; 16-bit data: pairs of whole vectors rounded and stored together ($rf_st8).
+        (if (i32.ne (local.get $dt) (i32.const 0))
+          (then
+            (block $pairsDone
+              (loop $pair
+                (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
+                (call $rf_st8 (local.get $t) (local.get $dt)
+                  (call $gs_dx_cached (local.get $w) (local.get $q) (local.get $dt) (local.get $a)
+                    (local.get $b) (local.get $c6) (local.get $c7) (local.get $c8))
+                  (call $gs_dx_cached (i32.add (local.get $w) (i32.const 16))
+                    (i32.add (local.get $q) (local.get $es)) (local.get $dt) (local.get $a)
+                    (local.get $b) (local.get $c6) (local.get $c7) (local.get $c8)))
+                (local.set $w (i32.add (local.get $w) (i32.const 32)))
+                (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $t (i32.add (local.get $t) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $j (i32.add (local.get $j) (i32.const 8)))
+                (br $pair)))))
         (block $done
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $inner)))

@@ -13,6 +13,21 @@
 ;; instead of multiplying by rstd (MultiLayerNorm :200-205): no SoC-wide rule, so it stays in the
 ;; simulator (tests/sim/sim_ops_ada_layer_norm.c).
 (module
+  ;; Four lanes of y from x at p (dt): (((x - mean) * rstd) * w + b) * sc + shift, from the
+  ;; float32 rows at wp (w), bp (b), scp (the caller's 1 + scale) and shp (shift).
+  (func $ada_y4 (param $p i32) (param $dt i32) (param $mm v128) (param $rr v128) (param $wp i32)
+    (param $bp i32) (param $scp i32) (param $shp i32) (result v128)
+    (f32x4.add
+      (f32x4.mul
+        (f32x4.add
+          (f32x4.mul
+            (f32x4.mul (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $mm))
+              (local.get $rr))
+            (v128.load (local.get $wp)))
+          (v128.load (local.get $bp)))
+        (v128.load (local.get $scp)))
+      (v128.load (local.get $shp))))
+
   ;; AdaLayerNorm forward. Per row: mean and rstd (to the per-row arrays), then y.
   (func (export "ada_ln_fwd")
     (param $x i32) (param $xs i32) (param $y i32) (param $ys i32) (param $n i32) (param $dt i32)
@@ -39,20 +54,36 @@
         (local.set $q (local.get $y))
         (local.set $c (i32.const 0))
         (local.set $j (i32.const 0))
+        ;; 16-bit data: pairs of whole vectors rounded and stored together ($rf_st8); then the
+        ;; vectors left, the last one's one to three elements at the end.
+        (if (i32.ne (local.get $dt) (i32.const 0))
+          (then
+            (block $pairsDone
+              (loop $pair
+                (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
+                (call $rf_st8 (local.get $q) (local.get $dt)
+                  (call $ada_y4 (local.get $p) (local.get $dt) (local.get $mm) (local.get $rr)
+                    (i32.add (local.get $w) (local.get $c)) (i32.add (local.get $b) (local.get $c))
+                    (i32.add (local.get $sc) (i32.add (local.get $k) (local.get $c)))
+                    (i32.add (local.get $sh) (i32.add (local.get $k) (local.get $c))))
+                  (call $ada_y4 (i32.add (local.get $p) (local.get $es)) (local.get $dt) (local.get $mm)
+                    (local.get $rr) (i32.add (local.get $w) (i32.add (local.get $c) (i32.const 16)))
+                    (i32.add (local.get $b) (i32.add (local.get $c) (i32.const 16)))
+                    (i32.add (local.get $sc) (i32.add (local.get $k) (i32.add (local.get $c) (i32.const 16))))
+                    (i32.add (local.get $sh) (i32.add (local.get $k) (i32.add (local.get $c) (i32.const 16))))))
+                (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+                (local.set $c (i32.add (local.get $c) (i32.const 32)))
+                (local.set $j (i32.add (local.get $j) (i32.const 8)))
+                (br $pair)))))
         (block $done
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
             (local.set $v
-              (f32x4.add
-                (f32x4.mul
-                  (f32x4.add
-                    (f32x4.mul
-                      (f32x4.mul (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $mm))
-                        (local.get $rr))
-                      (v128.load (i32.add (local.get $w) (local.get $c))))
-                    (v128.load (i32.add (local.get $b) (local.get $c))))
-                  (v128.load (i32.add (local.get $sc) (i32.add (local.get $k) (local.get $c)))))
-                (v128.load (i32.add (local.get $sh) (i32.add (local.get $k) (local.get $c))))))
+              (call $ada_y4 (local.get $p) (local.get $dt) (local.get $mm) (local.get $rr)
+                (i32.add (local.get $w) (local.get $c)) (i32.add (local.get $b) (local.get $c))
+                (i32.add (local.get $sc) (i32.add (local.get $k) (local.get $c)))
+                (i32.add (local.get $sh) (i32.add (local.get $k) (local.get $c)))))
             (if (i32.lt_u (local.get $j) (local.get $n4))
               (then (call $rf_st4 (local.get $q) (local.get $dt) (local.get $v)))
               (else
