@@ -138,7 +138,7 @@ Deno.test("wasm FP16 build: tests/cpu/wasm_kernels.test.ts passes against it", a
   ]);
   // The codec tests name the build they ran (and the build check is skipped there).
   const codecs = stdout.match(/wasm codecs \(fp16 build\).* ok/g) ?? [];
-  assert.equal(codecs.length, 4, stdout);
+  assert.equal(codecs.length, 5, stdout);
   assert.match(stdout, /ok \| \d+ passed \| 0 failed \| 1 ignored/);
 });
 

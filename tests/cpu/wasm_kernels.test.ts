@@ -82,7 +82,12 @@ function wasmDecode(w: WasmState, bits: Uint16Array, dt: number): Uint32Array {
  * Rounds float32 values (given as bits) once to dt through the kernels' store: 16-bit
  * patterns, or float32 bits for dt 0.
  */
-function wasmEncode(w: WasmState, v: Uint32Array, dt: number): Uint16Array | Uint32Array {
+function wasmEncode(
+  w: WasmState,
+  v: Uint32Array,
+  dt: number,
+  codec: "encode" | "encode8" = "encode",
+): Uint16Array | Uint32Array {
   const out = dt === 0 ? new Uint32Array(v.length) : new Uint16Array(v.length);
   const u32 = new Uint32Array(w.memory.buffer);
   const view = dt === 0 ? u32 : w.u16;
@@ -91,7 +96,7 @@ function wasmEncode(w: WasmState, v: Uint32Array, dt: number): Uint16Array | Uin
   for (let i = 0; i < v.length; i += CHUNK) {
     const n = Math.min(CHUNK, v.length - i);
     u32.set(v.subarray(i, i + n), src >> 2);
-    w.exports.encode(src, dst, (n + 3) & ~3, dt);
+    w.exports[codec](src, dst, codec === "encode8" ? (n + 7) & ~7 : (n + 3) & ~3, dt);
     out.set(view.subarray(dst >> shift, (dst >> shift) + n) as never, i);
   }
   return out;
@@ -203,6 +208,47 @@ Deno.test(`wasm codecs (${BUILD} build): float16 in a write that computes no NaN
   assert.equal(bits.length, 65536 - 2 * 1024);
   assert.deepEqual(wasmDecode(w, bits, 4), wasmDecode(w, bits, 1));
 });
+
+Deno.test(`wasm codecs (${BUILD} build): eight lanes at a time round as four, and four among normals as Float16Array`, () => {
+  // The paired stores (kernels.wat $bits8: float16's one test of eight lanes for the normal
+  // rounding alone) against the four-lane one the tests above hold to Float16Array: over the
+  // values in order (lanes of one kind together), and each value in turn among seven float16
+  // normals, at lane i % 8 (so that one lane out of range is all that sends a vector to the
+  // full rounding).
+  const w = codecInstance();
+  const all = codecBits();
+  const inOrder = all.subarray(0, all.length & ~7);
+  const amongNormals = new Uint32Array(8 * all.length).fill(0x3fc00000); // 1.5
+  for (let i = 0; i < all.length; i++) amongNormals[8 * i + (i & 7)] = all[i];
+  for (const v of [inOrder, amongNormals]) {
+    const finite = notNaNBits(v);
+    const cases = [[1, v], [2, v], [4, finite.subarray(0, finite.length & ~7)]] as const;
+    for (const [dt, values] of cases) {
+      const four = wasmEncode(w, values, dt) as Uint16Array;
+      const eight = wasmEncode(w, values, dt, "encode8") as Uint16Array;
+      if (dt === 1 && v === amongNormals) expectFloat16(values, four); // the four-lane test too
+      for (let i = 0; i < values.length; i++) {
+        if (four[i] !== eight[i]) {
+          assert.equal(eight[i], four[i], `dt ${dt}, eight lanes, of ${values[i].toString(16)}`);
+        }
+      }
+    }
+  }
+});
+
+/** Asserts that `bits` are `values` (float32 bits) rounded as V8's Float16Array rounds them. */
+function expectFloat16(values: Uint32Array, bits: Uint16Array): void {
+  const f32 = new Float32Array(values.buffer, values.byteOffset, values.length);
+  const half = new Float16Array(1);
+  const halfBits = new Uint16Array(half.buffer);
+  for (let i = 0; i < values.length; i++) {
+    half[0] = f32[i];
+    const expected = Number.isNaN(f32[i]) ? (values[i] >>> 31 ? 0xfe00 : 0x7e00) : halfBits[0];
+    if (bits[i] !== expected) {
+      assert.equal(bits[i], expected, `float16 of ${values[i].toString(16)}`);
+    }
+  }
+}
 
 /**
  * The float32 bits of `v` that are not NaN, in order (a loop: TypedArray filter with a

@@ -25,6 +25,11 @@ export interface CodecExports {
   decode(src: number, dst: number, n: number, dt: number): void;
   /** n float32 at src rounded once to dt (nearest even) at dst. */
   encode(src: number, dst: number, n: number, dt: number): void;
+  /**
+   * The same for a 16-bit dt, eight lanes at a time (the kernels' paired stores; n a multiple
+   * of 8): the bits of `encode`.
+   */
+  encode8(src: number, dst: number, n: number, dt: number): void;
 }
 
 /** The exports of kernels.wat: the row norms' and channel kernels, and the codecs. */

@@ -343,6 +343,8 @@
   ;; Tests (tests/cpu/wasm_kernels.test.ts, the FP16 build against the baseline): the codecs
   ;; the kernels use, alone. decode: n elements of dt at src as float32 at dst ($ld4). encode:
   ;; n float32 at src rounded once to dt at dst ($bits4; float32 copied). n a multiple of 4.
+  ;; encode8: the same for a 16-bit dt through the eight-lane rounding ($bits8), n a multiple
+  ;; of 8.
   (func (export "decode") (param $src i32) (param $dst i32) (param $n i32) (param $dt i32)
     (local $i i32)
     (local $es i32)
@@ -371,5 +373,18 @@
         (local.set $src (i32.add (local.get $src) (i32.const 16)))
         (local.set $dst (i32.add (local.get $dst) (local.get $es)))
         (local.set $i (i32.add (local.get $i) (i32.const 4)))
+        (br $next))))
+
+  (func (export "encode8") (param $src i32) (param $dst i32) (param $n i32) (param $dt i32)
+    (local $i i32)
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+        (v128.store (local.get $dst)
+          (call $bits8 (local.get $dt) (v128.load (local.get $src))
+            (v128.load offset=16 (local.get $src))))
+        (local.set $src (i32.add (local.get $src) (i32.const 32)))
+        (local.set $dst (i32.add (local.get $dst) (i32.const 16)))
+        (local.set $i (i32.add (local.get $i) (i32.const 8)))
         (br $next))))
 )
