@@ -114,8 +114,8 @@
     (f64.store (local.get $out) (local.get $t1))
     (f64.store offset=8 (local.get $out) (local.get $t2)))
 
-  ;; Four lanes of gs_grad_rows's dx from dy at p and x at q (dt), before the rounding: the
-  ;; loop's operations on splatted constants (a, b: xhat; g, bt, kn, s: dYNew; c6, c7, c8).
+  ;; Four lanes of gs_grad_rows's dx from dy at p and x at q (dt), before the rounding:
+  ;; dYNew * c6 - (xhat * c7 + c8), xhat = x * a + b, dYNew from g, bt, kn, s ($gs_dynew).
   (func $gs_dx (param $p i32) (param $q i32) (param $dt i32) (param $a v128) (param $b v128)
     (param $g v128) (param $bt v128) (param $kn v128) (param $s v128) (param $c6 v128)
     (param $c7 v128) (param $c8 v128) (result v128)
@@ -139,7 +139,7 @@
     (local $r i32) (local $p i32) (local $q i32) (local $t i32) (local $j i32) (local $es i32)
     (local $n4 i32)
     (local $a v128) (local $b v128) (local $g v128) (local $bt v128) (local $kn v128) (local $s v128)
-    (local $c6 v128) (local $c7 v128) (local $c8 v128) (local $xh v128) (local $v v128)
+    (local $c6 v128) (local $c7 v128) (local $c8 v128) (local $v v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $inner) (i32.const -4)))
     (local.set $a (f32x4.splat (f32.demote_f64 (local.get $k0))))
@@ -181,15 +181,10 @@
         (block $done
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $inner)))
-            (local.set $xh
-              (f32x4.add (f32x4.mul (call $ld4 (local.get $q) (local.get $dt)) (local.get $a))
-                (local.get $b)))
             (local.set $v
-              (call $gs_dynew (call $ld4 (local.get $p) (local.get $dt)) (local.get $xh)
-                (local.get $g) (local.get $bt) (local.get $kn) (local.get $s)))
-            (local.set $v
-              (f32x4.sub (f32x4.mul (local.get $v) (local.get $c6))
-                (f32x4.add (f32x4.mul (local.get $xh) (local.get $c7)) (local.get $c8))))
+              (call $gs_dx (local.get $p) (local.get $q) (local.get $dt) (local.get $a) (local.get $b)
+                (local.get $g) (local.get $bt) (local.get $kn) (local.get $s) (local.get $c6)
+                (local.get $c7) (local.get $c8)))
             (if (i32.lt_u (local.get $j) (local.get $n4))
               (then (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v)))
               (else
@@ -204,7 +199,7 @@
         (br $row))))
 
   ;; Four lanes of gs_grad_cached_rows's dx from the kept dYNew at w and x at q (dt), before
-  ;; the rounding.
+  ;; the rounding: $gs_dx's operations after dYNew.
   (func $gs_dx_cached (param $w i32) (param $q i32) (param $dt i32) (param $a v128)
     (param $b v128) (param $c6 v128) (param $c7 v128) (param $c8 v128) (result v128)
     (local $xh v128)
@@ -224,7 +219,7 @@
     (local $r i32) (local $w i32) (local $q i32) (local $t i32) (local $j i32) (local $es i32)
     (local $n4 i32)
     (local $a v128) (local $b v128) (local $c6 v128) (local $c7 v128) (local $c8 v128)
-    (local $xh v128) (local $v v128)
+    (local $v v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $inner) (i32.const -4)))
     (local.set $a (f32x4.splat (f32.demote_f64 (local.get $k0))))
@@ -259,12 +254,9 @@
         (block $done
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $inner)))
-            (local.set $xh
-              (f32x4.add (f32x4.mul (call $ld4 (local.get $q) (local.get $dt)) (local.get $a))
-                (local.get $b)))
             (local.set $v
-              (f32x4.sub (f32x4.mul (v128.load (local.get $w)) (local.get $c6))
-                (f32x4.add (f32x4.mul (local.get $xh) (local.get $c7)) (local.get $c8))))
+              (call $gs_dx_cached (local.get $w) (local.get $q) (local.get $dt) (local.get $a)
+                (local.get $b) (local.get $c6) (local.get $c7) (local.get $c8)))
             (if (i32.lt_u (local.get $j) (local.get $n4))
               (then (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v)))
               (else

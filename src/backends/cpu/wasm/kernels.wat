@@ -222,23 +222,17 @@
         (i16x8.narrow_i32x4_u
           (call $f16w_finite (local.get $a)) (call $f16w_finite (local.get $b))))))
 
-  ;; Whether every lane of a and b rounds to a float16 normal ($f16normals of both).
+  ;; Whether every lane of a and b rounds to a float16 normal ($f16normals of both: one test).
   (func $f16normals8 (param $a v128) (param $b v128) (result i32)
     (i32.eqz
       (v128.any_true
         (v128.or
-          (i32x4.gt_s
-            (i32x4.add
-              (v128.and (local.get $a)
-                (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff))
-              (v128.const i32x4 0x47800000 0x47800000 0x47800000 0x47800000))
-            (v128.const i32x4 0x8effefff 0x8effefff 0x8effefff 0x8effefff))
-          (i32x4.gt_s
-            (i32x4.add
-              (v128.and (local.get $b)
-                (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff))
-              (v128.const i32x4 0x47800000 0x47800000 0x47800000 0x47800000))
-            (v128.const i32x4 0x8effefff 0x8effefff 0x8effefff 0x8effefff))))))
+          (call $f16outside
+            (v128.and (local.get $a)
+              (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))
+          (call $f16outside
+            (v128.and (local.get $b)
+              (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))))))
 
   ;; The float16 bits of a's lanes then b's, all of them float16 normals ($f16normals8): the
   ;; magnitudes rounded ($f16normal) and narrowed, then the signs, which the top halves of the
@@ -289,17 +283,20 @@
         (else (call $f16mag (local.get $a))))))
 
   ;; Whether every float32 magnitude a (sign cleared) rounds to a float16 normal by
-  ;; $f16normal: 2^-14 <= a < 65520, that is 0x38800000 <= bits < 0x477ff000. Adding 0x47800000
-  ;; maps that range onto [-2^31, -2^31 + 0x0efff000) and every other magnitude (zero,
-  ;; subnormals, overflow, Inf, NaN) above it, so one signed comparison marks the lanes out of
-  ;; range (gt_s: one instruction where ge_s and the unsigned forms take several).
+  ;; $f16normal ($f16outside marks none).
   (func $f16normals (param $a v128) (result i32)
-    (i32.eqz
-      (v128.any_true
-        (i32x4.gt_s
-          (i32x4.add (local.get $a)
-            (v128.const i32x4 0x47800000 0x47800000 0x47800000 0x47800000))
-          (v128.const i32x4 0x8effefff 0x8effefff 0x8effefff 0x8effefff)))))
+    (i32.eqz (v128.any_true (call $f16outside (local.get $a)))))
+
+  ;; All ones in the lanes of float32 magnitudes a (sign cleared) that $f16normal does not
+  ;; round: outside 2^-14 <= a < 65520, that is 0x38800000 <= bits < 0x477ff000. Adding
+  ;; 0x47800000 maps that range onto [-2^31, -2^31 + 0x0efff000) and every other magnitude
+  ;; (zero, subnormals, overflow, Inf, NaN) above it, so one signed comparison marks them
+  ;; (gt_s: one instruction where ge_s and the unsigned forms take several).
+  (func $f16outside (param $a v128) (result v128)
+    (i32x4.gt_s
+      (i32x4.add (local.get $a)
+        (v128.const i32x4 0x47800000 0x47800000 0x47800000 0x47800000))
+      (v128.const i32x4 0x8effefff 0x8effefff 0x8effefff 0x8effefff)))
 
   ;; The float16 bits of float32 magnitudes a that $f16normals accepts: the exponent rebiased
   ;; and the mantissa rounded to nearest even by integer additions (0xfff and the kept bit that

@@ -31,6 +31,93 @@
         (v128.load (local.get $wp)))
       (v128.load (local.get $bp))))
 
+  ;; RMSNorm's y of four elements at p (dt): x * rstd * g, g the float32 lanes at gp.
+  (func $rms_y4 (param $p i32) (param $dt i32) (param $rr v128) (param $gp i32) (result v128)
+    (f32x4.mul (f32x4.mul (call $ld4 (local.get $p) (local.get $dt)) (local.get $rr))
+      (v128.load (local.get $gp))))
+
+  ;; AddRmsNorm's float32 sum s = a + b of four elements at p and q (dt).
+  (func $arms_s4 (param $p i32) (param $q i32) (param $dt i32) (result v128)
+    (f32x4.add (call $ld4 (local.get $p) (local.get $dt)) (call $ld4 (local.get $q) (local.get $dt))))
+
+  ;; AddRmsNorm's y of four elements: s * rstd * g ($arms_s4 at p and q; g the float32 lanes at
+  ;; gp), as add_rms_fwd and add_rms_cast_fwd (row_norms_cast.wat) form it.
+  (func $arms_y4 (param $p i32) (param $q i32) (param $dt i32) (param $rr v128) (param $gp i32)
+    (result v128)
+    (f32x4.mul (f32x4.mul (call $arms_s4 (local.get $p) (local.get $q) (local.get $dt)) (local.get $rr))
+      (v128.load (local.get $gp))))
+
+  ;; Pass 1 of add_rms_fwd and add_rms_cast_fwd (row_norms_cast.wat) over one row of n elements
+  ;; (n4 of them in whole vectors; es the bytes of four elements of dt): x = s rounded once to dt
+  ;; at x ($arms_s4 of the rows at a and b), and the sum of s^2, returned: float32 lanes folded
+  ;; into float64 every 256 elements.
+  (func $arms_pass1 (param $a i32) (param $b i32) (param $x i32) (param $n i32) (param $n4 i32)
+    (param $es i32) (param $dt i32) (result f64)
+    (local $p i32) (local $q i32) (local $t i32) (local $j i32) (local $v v128) (local $w v128)
+    (local $acc v128) (local $sum f64)
+    (local.set $p (local.get $a))
+    (local.set $q (local.get $b))
+    (local.set $t (local.get $x))
+    (local.set $j (i32.const 0))
+    (local.set $acc (v128.const i64x2 0 0))
+    (local.set $sum (f64.const 0))
+    ;; 16-bit data: pairs of vectors, x rounded and stored together ($rf_st8), the squares
+    ;; added in the same order as below (a fold of 256 elements ends on a pair's second);
+    ;; then whole vectors, then the last one to three elements.
+    (if (i32.ne (local.get $dt) (i32.const 0))
+      (then
+        (block $pairsDone
+          (loop $pair
+            (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
+            (local.set $v (call $arms_s4 (local.get $p) (local.get $q) (local.get $dt)))
+            (local.set $w
+              (call $arms_s4 (i32.add (local.get $p) (local.get $es))
+                (i32.add (local.get $q) (local.get $es)) (local.get $dt)))
+            (call $rf_st8 (local.get $t) (local.get $dt) (local.get $v) (local.get $w))
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $v) (local.get $v))))
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $w) (local.get $w))))
+            (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $t (i32.add (local.get $t) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $j (i32.add (local.get $j) (i32.const 8)))
+            (if (i32.eqz (i32.and (local.get $j) (i32.const 255)))
+              (then
+                (local.set $sum (f64.add (local.get $sum)
+                  (call $rf_fold (local.get $acc) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+                    (v128.const i64x2 0 0))))
+                (local.set $acc (v128.const i64x2 0 0))))
+            (br $pair)))))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
+        (local.set $v (call $arms_s4 (local.get $p) (local.get $q) (local.get $dt)))
+        (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v))
+        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $v) (local.get $v))))
+        (local.set $p (i32.add (local.get $p) (local.get $es)))
+        (local.set $q (i32.add (local.get $q) (local.get $es)))
+        (local.set $t (i32.add (local.get $t) (local.get $es)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (if (i32.eqz (i32.and (local.get $j) (i32.const 255)))
+          (then
+            (local.set $sum (f64.add (local.get $sum)
+              (call $rf_fold (local.get $acc) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+                (v128.const i64x2 0 0))))
+            (local.set $acc (v128.const i64x2 0 0))))
+        (br $next)))
+    (if (i32.lt_u (local.get $j) (local.get $n))
+      (then
+        (local.set $v (call $arms_s4 (local.get $p) (local.get $q) (local.get $dt)))
+        (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
+          (i32.sub (local.get $n) (local.get $j)))
+        (local.set $v
+          (v128.and (local.get $v) (call $rf_mask (i32.sub (local.get $n) (local.get $j)))))
+        (local.set $acc
+          (f32x4.add (local.get $acc) (f32x4.mul (local.get $v) (local.get $v))))))
+    (local.set $sum (f64.add (local.get $sum)
+      (call $rf_fold (local.get $acc) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+        (v128.const i64x2 0 0))))
+    (local.get $sum))
+
   ;; LayerNorm forward. Per row: mean = sum(x) / n and rstd = 1 / sqrt(sum((x - mean)^2) / n
   ;; + eps), each rounded to float32 (to the per-row arrays: $rf_stats);
   ;; y = (x - mean) * rstd * w + b.
@@ -132,13 +219,9 @@
               (loop $pair
                 (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
                 (call $rf_st8 (local.get $q) (local.get $dt)
-                  (f32x4.mul
-                    (f32x4.mul (call $ld4 (local.get $p) (local.get $dt)) (local.get $rr))
-                    (v128.load (i32.add (local.get $g) (local.get $c))))
-                  (f32x4.mul
-                    (f32x4.mul (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))
-                      (local.get $rr))
-                    (v128.load offset=16 (i32.add (local.get $g) (local.get $c)))))
+                  (call $rms_y4 (local.get $p) (local.get $dt) (local.get $rr) (i32.add (local.get $g) (local.get $c)))
+                  (call $rms_y4 (i32.add (local.get $p) (local.get $es)) (local.get $dt) (local.get $rr)
+                    (i32.add (local.get $g) (i32.add (local.get $c) (i32.const 16)))))
                 (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
                 (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
                 (local.set $c (i32.add (local.get $c) (i32.const 32)))
@@ -148,9 +231,7 @@
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
             (local.set $v
-              (f32x4.mul
-                (f32x4.mul (call $ld4 (local.get $p) (local.get $dt)) (local.get $rr))
-                (v128.load (i32.add (local.get $g) (local.get $c)))))
+              (call $rms_y4 (local.get $p) (local.get $dt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
             (call $rf_st4 (local.get $q) (local.get $dt) (local.get $v))
             (local.set $p (i32.add (local.get $p) (local.get $es)))
             (local.set $q (i32.add (local.get $q) (local.get $es)))
@@ -160,9 +241,7 @@
         (if (i32.lt_u (local.get $j) (local.get $n))
           (then
               (local.set $v
-                (f32x4.mul
-                  (f32x4.mul (call $ld4 (local.get $p) (local.get $dt)) (local.get $rr))
-                  (v128.load (i32.add (local.get $g) (local.get $c)))))
+                (call $rms_y4 (local.get $p) (local.get $dt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
             (call $rf_st4n (local.get $q) (local.get $dt) (local.get $v)
               (i32.sub (local.get $n) (local.get $j)))))
         (local.set $x (i32.add (local.get $x) (local.get $xs)))
@@ -181,81 +260,15 @@
     (param $y i32) (param $ys i32) (param $n i32) (param $dt i32) (param $rows i32) (param $eps f64)
     (param $g i32) (param $rstd i32)
     (local $r i32) (local $es i32) (local $n4 i32) (local $j i32) (local $p i32) (local $q i32)
-    (local $t i32) (local $c i32) (local $rs f32) (local $rr v128) (local $v v128) (local $acc v128)
-    (local $w v128) (local $sum f64)
+    (local $t i32) (local $c i32) (local $rs f32) (local $rr v128) (local $v v128) (local $sum f64)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
     (block $rowsDone
       (loop $row
         (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
         ;; Pass 1: x = round(a + b), and the float sum's squares.
-        (local.set $p (local.get $a))
-        (local.set $q (local.get $b))
-        (local.set $t (local.get $x))
-        (local.set $j (i32.const 0))
-        (local.set $acc (v128.const i64x2 0 0))
-        (local.set $sum (f64.const 0))
-        ;; 16-bit data: pairs of vectors, x rounded and stored together ($rf_st8), the squares
-        ;; added in the same order as below (a fold of 256 elements ends on a pair's second);
-        ;; then whole vectors, then the last one to three elements.
-        (if (i32.ne (local.get $dt) (i32.const 0))
-          (then
-            (block $pairsDone
-              (loop $pair
-                (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
-                (local.set $v
-                  (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
-                    (call $ld4 (local.get $q) (local.get $dt))))
-                (local.set $w
-                  (f32x4.add (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))
-                    (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $dt))))
-                (call $rf_st8 (local.get $t) (local.get $dt) (local.get $v) (local.get $w))
-                (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $v) (local.get $v))))
-                (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $w) (local.get $w))))
-                (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $t (i32.add (local.get $t) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $j (i32.add (local.get $j) (i32.const 8)))
-                (if (i32.eqz (i32.and (local.get $j) (i32.const 255)))
-                  (then
-                    (local.set $sum (f64.add (local.get $sum)
-                      (call $rf_fold (local.get $acc) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
-                        (v128.const i64x2 0 0))))
-                    (local.set $acc (v128.const i64x2 0 0))))
-                (br $pair)))))
-        (block $done
-          (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
-            (local.set $v
-              (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
-                (call $ld4 (local.get $q) (local.get $dt))))
-            (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v))
-            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $v) (local.get $v))))
-            (local.set $p (i32.add (local.get $p) (local.get $es)))
-            (local.set $q (i32.add (local.get $q) (local.get $es)))
-            (local.set $t (i32.add (local.get $t) (local.get $es)))
-            (local.set $j (i32.add (local.get $j) (i32.const 4)))
-            (if (i32.eqz (i32.and (local.get $j) (i32.const 255)))
-              (then
-                (local.set $sum (f64.add (local.get $sum)
-                  (call $rf_fold (local.get $acc) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
-                    (v128.const i64x2 0 0))))
-                (local.set $acc (v128.const i64x2 0 0))))
-            (br $next)))
-        (if (i32.lt_u (local.get $j) (local.get $n))
-          (then
-            (local.set $v
-              (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
-                (call $ld4 (local.get $q) (local.get $dt))))
-            (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
-              (i32.sub (local.get $n) (local.get $j)))
-            (local.set $v
-              (v128.and (local.get $v) (call $rf_mask (i32.sub (local.get $n) (local.get $j)))))
-            (local.set $acc
-              (f32x4.add (local.get $acc) (f32x4.mul (local.get $v) (local.get $v))))))
-        (local.set $sum (f64.add (local.get $sum)
-          (call $rf_fold (local.get $acc) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
-            (v128.const i64x2 0 0))))
+        (local.set $sum (call $arms_pass1 (local.get $a) (local.get $b) (local.get $x) (local.get $n)
+          (local.get $n4) (local.get $es) (local.get $dt)))
         (local.set $rs (call $rf_rstd (local.get $sum) (local.get $n) (local.get $eps)))
         (local.set $rr (f32x4.splat (local.get $rs)))
         (f32.store (local.get $rstd) (local.get $rs))
@@ -273,18 +286,9 @@
               (loop $pair
                 (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
                 (call $rf_st8 (local.get $t) (local.get $dt)
-                  (f32x4.mul
-                    (f32x4.mul
-                      (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
-                        (call $ld4 (local.get $q) (local.get $dt)))
-                      (local.get $rr))
-                    (v128.load (i32.add (local.get $g) (local.get $c))))
-                  (f32x4.mul
-                    (f32x4.mul
-                      (f32x4.add (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))
-                        (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $dt)))
-                      (local.get $rr))
-                    (v128.load offset=16 (i32.add (local.get $g) (local.get $c)))))
+                  (call $arms_y4 (local.get $p) (local.get $q) (local.get $dt) (local.get $rr) (i32.add (local.get $g) (local.get $c)))
+                  (call $arms_y4 (i32.add (local.get $p) (local.get $es)) (i32.add (local.get $q) (local.get $es))
+                    (local.get $dt) (local.get $rr) (i32.add (local.get $g) (i32.add (local.get $c) (i32.const 16)))))
                 (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
                 (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
                 (local.set $t (i32.add (local.get $t) (i32.shl (local.get $es) (i32.const 1))))
@@ -295,12 +299,7 @@
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
             (local.set $v
-              (f32x4.mul
-                (f32x4.mul
-                  (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
-                    (call $ld4 (local.get $q) (local.get $dt)))
-                  (local.get $rr))
-                (v128.load (i32.add (local.get $g) (local.get $c)))))
+              (call $arms_y4 (local.get $p) (local.get $q) (local.get $dt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
             (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v))
             (local.set $p (i32.add (local.get $p) (local.get $es)))
             (local.set $q (i32.add (local.get $q) (local.get $es)))
@@ -311,12 +310,7 @@
         (if (i32.lt_u (local.get $j) (local.get $n))
           (then
               (local.set $v
-                (f32x4.mul
-                  (f32x4.mul
-                    (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
-                      (call $ld4 (local.get $q) (local.get $dt)))
-                    (local.get $rr))
-                  (v128.load (i32.add (local.get $g) (local.get $c)))))
+                (call $arms_y4 (local.get $p) (local.get $q) (local.get $dt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
             (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
               (i32.sub (local.get $n) (local.get $j)))))
         (local.set $a (i32.add (local.get $a) (local.get $as)))

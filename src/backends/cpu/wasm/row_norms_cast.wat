@@ -1,6 +1,7 @@
 ;; The fused residual-add RMSNorm kernel of aclnnAddRmsNormCast, spliced into kernels.wat's module
-;; after row_sums.wat (scripts/build_wasm.ts ROWS_WAT_PATHS), whose row helpers ($rf_fold,
-;; $rf_mask, $rf_rstd, $rf_st4, $rf_st4n) it uses; same conventions of addresses, rows and dtype
+;; after row_sums.wat (scripts/build_wasm.ts ROWS_WAT_PATHS), whose row helpers ($rf_rstd,
+;; $rf_st4, $rf_st4n, $rf_st8) it uses, with AddRmsNorm's pass 1 and y from row_norms.wat
+;; ($arms_pass1, $arms_y4); same conventions of addresses, rows and dtype
 ;; dispatch as row_norms.wat states.
 ;;
 ;; Numerics (hicann/ops-nn e5c3fa9, docs/norm_family_kernels.md section 7): the sum s = x1 + x2
@@ -21,80 +22,15 @@
     (param $rows i32) (param $eps f64) (param $g i32) (param $rstd i32)
     (local $r i32) (local $es i32) (local $n4 i32) (local $j i32) (local $p i32) (local $q i32)
     (local $t i32) (local $u i32) (local $c i32) (local $rs f32) (local $rr v128) (local $v v128)
-    (local $w v128) (local $acc v128) (local $sum f64)
+    (local $w v128) (local $sum f64)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
     (block $rowsDone
       (loop $row
         (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
-        ;; Pass 1: x = round(a + b), and the float sum's squares (blocks of 256 elements).
-        (local.set $p (local.get $a))
-        (local.set $q (local.get $b))
-        (local.set $t (local.get $x))
-        (local.set $j (i32.const 0))
-        (local.set $acc (v128.const i64x2 0 0))
-        (local.set $sum (f64.const 0))
-        ;; 16-bit data: pairs of vectors, x rounded and stored together ($rf_st8), the squares
-        ;; added in the same order as below (a block of 256 elements ends on a pair's second);
-        ;; then whole vectors, then the last one to three elements (the tail outside the loop).
-        (if (i32.ne (local.get $dt) (i32.const 0))
-          (then
-            (block $pairsDone
-              (loop $pair
-                (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
-                (local.set $v
-                  (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
-                    (call $ld4 (local.get $q) (local.get $dt))))
-                (local.set $w
-                  (f32x4.add (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))
-                    (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $dt))))
-                (call $rf_st8 (local.get $t) (local.get $dt) (local.get $v) (local.get $w))
-                (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $v) (local.get $v))))
-                (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $w) (local.get $w))))
-                (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $t (i32.add (local.get $t) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $j (i32.add (local.get $j) (i32.const 8)))
-                (if (i32.eqz (i32.and (local.get $j) (i32.const 255)))
-                  (then
-                    (local.set $sum (f64.add (local.get $sum)
-                      (call $rf_fold (local.get $acc) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
-                        (v128.const i64x2 0 0))))
-                    (local.set $acc (v128.const i64x2 0 0))))
-                (br $pair)))))
-        (block $done
-          (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
-            (local.set $v
-              (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
-                (call $ld4 (local.get $q) (local.get $dt))))
-            (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v))
-            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $v) (local.get $v))))
-            (local.set $p (i32.add (local.get $p) (local.get $es)))
-            (local.set $q (i32.add (local.get $q) (local.get $es)))
-            (local.set $t (i32.add (local.get $t) (local.get $es)))
-            (local.set $j (i32.add (local.get $j) (i32.const 4)))
-            (if (i32.eqz (i32.and (local.get $j) (i32.const 255)))
-              (then
-                (local.set $sum (f64.add (local.get $sum)
-                  (call $rf_fold (local.get $acc) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
-                    (v128.const i64x2 0 0))))
-                (local.set $acc (v128.const i64x2 0 0))))
-            (br $next)))
-        (if (i32.lt_u (local.get $j) (local.get $n))
-          (then
-            (local.set $v
-              (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
-                (call $ld4 (local.get $q) (local.get $dt))))
-            (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
-              (i32.sub (local.get $n) (local.get $j)))
-            (local.set $v
-              (v128.and (local.get $v) (call $rf_mask (i32.sub (local.get $n) (local.get $j)))))
-            (local.set $acc
-              (f32x4.add (local.get $acc) (f32x4.mul (local.get $v) (local.get $v))))))
-        (local.set $sum (f64.add (local.get $sum)
-          (call $rf_fold (local.get $acc) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
-            (v128.const i64x2 0 0))))
+        ;; Pass 1: x = round(a + b), and the float sum's squares (row_norms.wat $arms_pass1).
+        (local.set $sum (call $arms_pass1 (local.get $a) (local.get $b) (local.get $x) (local.get $n)
+          (local.get $n4) (local.get $es) (local.get $dt)))
         (local.set $rs (call $rf_rstd (local.get $sum) (local.get $n) (local.get $eps)))
         (local.set $rr (f32x4.splat (local.get $rs)))
         (f32.store (local.get $rstd) (local.get $rs))
@@ -112,19 +48,10 @@
               (loop $pair
                 (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
                 (local.set $v
-                  (f32x4.mul
-                    (f32x4.mul
-                      (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
-                        (call $ld4 (local.get $q) (local.get $dt)))
-                      (local.get $rr))
-                    (v128.load (i32.add (local.get $g) (local.get $c)))))
+                  (call $arms_y4 (local.get $p) (local.get $q) (local.get $dt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
                 (local.set $w
-                  (f32x4.mul
-                    (f32x4.mul
-                      (f32x4.add (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))
-                        (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $dt)))
-                      (local.get $rr))
-                    (v128.load offset=16 (i32.add (local.get $g) (local.get $c)))))
+                  (call $arms_y4 (i32.add (local.get $p) (local.get $es)) (i32.add (local.get $q) (local.get $es))
+                    (local.get $dt) (local.get $rr) (i32.add (local.get $g) (i32.add (local.get $c) (i32.const 16)))))
                 (v128.store (local.get $t) (local.get $v))
                 (v128.store offset=16 (local.get $t) (local.get $w))
                 (call $rf_st8 (local.get $u) (local.get $dt) (local.get $v) (local.get $w))
@@ -139,12 +66,7 @@
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
             (local.set $v
-              (f32x4.mul
-                (f32x4.mul
-                  (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
-                    (call $ld4 (local.get $q) (local.get $dt)))
-                  (local.get $rr))
-                (v128.load (i32.add (local.get $g) (local.get $c)))))
+              (call $arms_y4 (local.get $p) (local.get $q) (local.get $dt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
             (v128.store (local.get $t) (local.get $v))
             (call $rf_st4 (local.get $u) (local.get $dt) (local.get $v))
             (local.set $p (i32.add (local.get $p) (local.get $es)))
@@ -157,12 +79,7 @@
         (if (i32.lt_u (local.get $j) (local.get $n))
           (then
             (local.set $v
-              (f32x4.mul
-                (f32x4.mul
-                  (f32x4.add (call $ld4 (local.get $p) (local.get $dt))
-                    (call $ld4 (local.get $q) (local.get $dt)))
-                  (local.get $rr))
-                (v128.load (i32.add (local.get $g) (local.get $c)))))
+              (call $arms_y4 (local.get $p) (local.get $q) (local.get $dt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
             (call $rf_st4n (local.get $t) (i32.const 0) (local.get $v)
               (i32.sub (local.get $n) (local.get $j)))
             (call $rf_st4n (local.get $u) (local.get $dt) (local.get $v)

@@ -36,6 +36,17 @@
       (local.get $mean) (local.get $rstd) (local.get $w) (local.get $pw) (local.get $pb)
       (local.get $flags)))
 
+  ;; LayerNorm's gradInput of four elements, before the rounding: rstd * ((dy * w - a) - xhat *
+  ;; c), dy at p (dt), xhat given, w the float32 lanes at wp, rstd, a and c splatted in rr, aa, cc.
+  (func $ln_dx4 (param $p i32) (param $dt i32) (param $xh v128) (param $rr v128) (param $aa v128)
+    (param $cc v128) (param $wp i32) (result v128)
+    (f32x4.mul (local.get $rr)
+      (f32x4.sub
+        (f32x4.sub
+          (f32x4.mul (call $ld4 (local.get $p) (local.get $dt)) (v128.load (local.get $wp)))
+          (local.get $aa))
+        (f32x4.mul (local.get $xh) (local.get $cc)))))
+
   ;; ln_bwd's rows with the flags of the call.
   (func $lnb_rows
     (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $gi i32)
@@ -209,21 +220,12 @@
                 ;; float32 stores each vector as it is made; 16-bit dtypes store both at once
                 ;; ($rf_st8).
                 (local.set $g
-                  (f32x4.mul (local.get $rr)
-                    (f32x4.sub
-                      (f32x4.sub
-                        (f32x4.mul (call $ld4 (local.get $p) (local.get $dt)) (v128.load (local.get $wc)))
-                        (local.get $aa))
-                      (f32x4.mul (local.get $xh) (local.get $cc)))))
+                  (call $ln_dx4 (local.get $p) (local.get $dt) (local.get $xh) (local.get $rr) (local.get $aa)
+                    (local.get $cc) (local.get $wc)))
                 (if (i32.eqz (local.get $dt)) (then (v128.store (local.get $o) (local.get $g))))
                 (local.set $g2
-                  (f32x4.mul (local.get $rr)
-                    (f32x4.sub
-                      (f32x4.sub
-                        (f32x4.mul (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))
-                          (v128.load offset=16 (local.get $wc)))
-                        (local.get $aa))
-                      (f32x4.mul (local.get $xh2) (local.get $cc)))))
+                  (call $ln_dx4 (i32.add (local.get $p) (local.get $es)) (local.get $dt) (local.get $xh2)
+                    (local.get $rr) (local.get $aa) (local.get $cc) (i32.add (local.get $wc) (i32.const 16))))
                 (if (i32.eqz (local.get $dt))
                   (then (v128.store offset=16 (local.get $o) (local.get $g2)))
                   (else (call $rf_st8 (local.get $o) (local.get $dt) (local.get $g) (local.get $g2))))
@@ -240,13 +242,8 @@
                   (f32x4.mul (f32x4.sub (call $ld4 (local.get $q) (local.get $dt)) (local.get $mm))
                     (local.get $rr)))
                 (local.set $g
-                  (f32x4.mul (local.get $rr)
-                    (f32x4.sub
-                      (f32x4.sub
-                        (f32x4.mul (call $ld4 (local.get $p) (local.get $dt))
-                          (v128.load (i32.add (local.get $w) (local.get $c))))
-                        (local.get $aa))
-                      (f32x4.mul (local.get $xh) (local.get $cc)))))
+                  (call $ln_dx4 (local.get $p) (local.get $dt) (local.get $xh) (local.get $rr) (local.get $aa)
+                    (local.get $cc) (i32.add (local.get $w) (local.get $c))))
                 (call $rf_st4 (local.get $o) (local.get $dt) (local.get $g))
                 (local.set $p (i32.add (local.get $p) (local.get $es)))
                 (local.set $q (i32.add (local.get $q) (local.get $es)))
@@ -260,13 +257,8 @@
                     (f32x4.mul (f32x4.sub (call $ld4 (local.get $q) (local.get $dt)) (local.get $mm))
                       (local.get $rr)))
                   (local.set $g
-                    (f32x4.mul (local.get $rr)
-                      (f32x4.sub
-                        (f32x4.sub
-                          (f32x4.mul (call $ld4 (local.get $p) (local.get $dt))
-                            (v128.load (i32.add (local.get $w) (local.get $c))))
-                          (local.get $aa))
-                        (f32x4.mul (local.get $xh) (local.get $cc)))))
+                    (call $ln_dx4 (local.get $p) (local.get $dt) (local.get $xh) (local.get $rr) (local.get $aa)
+                    (local.get $cc) (i32.add (local.get $w) (local.get $c))))
                 (call $rf_st4n (local.get $o) (local.get $dt) (local.get $g)
                   (i32.sub (local.get $n) (local.get $j)))))))
         (local.set $dy (i32.add (local.get $dy) (local.get $dys)))
@@ -276,6 +268,15 @@
         (local.set $rstd (i32.add (local.get $rstd) (i32.const 4)))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
+
+  ;; RMSNorm's dx of four elements, before the rounding: rs * dy * g - x * k, dy at p and x at q
+  ;; (dt), g the float32 lanes at gp, rs and k splatted in rr and kk.
+  (func $rms_dx4 (param $p i32) (param $q i32) (param $dt i32) (param $rr v128) (param $kk v128)
+    (param $gp i32) (result v128)
+    (f32x4.sub
+      (f32x4.mul (f32x4.mul (local.get $rr) (call $ld4 (local.get $p) (local.get $dt)))
+        (v128.load (local.get $gp)))
+      (f32x4.mul (call $ld4 (local.get $q) (local.get $dt)) (local.get $kk))))
 
   ;; RMSNorm backward. Per row, with rs = rstd[r] and p = dy * x (float32): S the row sum of
   ;; p * g; the column partials pg += p * rs; k = rs^3 * S / n rounded to float32 and
@@ -396,18 +397,10 @@
                   (i32.gt_u (i32.add (local.get $j) (i32.const 8)) (local.get $n4)))
                 (local.set $gc (i32.add (local.get $g) (local.get $c)))
                 (call $rf_st8 (local.get $o) (local.get $dt)
-                  (f32x4.sub
-                    (f32x4.mul
-                      (f32x4.mul (local.get $rr) (call $ld4 (local.get $p) (local.get $dt)))
-                      (v128.load (local.get $gc)))
-                    (f32x4.mul (call $ld4 (local.get $q) (local.get $dt)) (local.get $kk)))
-                  (f32x4.sub
-                    (f32x4.mul
-                      (f32x4.mul (local.get $rr)
-                        (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt)))
-                      (v128.load offset=16 (local.get $gc)))
-                    (f32x4.mul (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $dt))
-                      (local.get $kk))))
+                  (call $rms_dx4 (local.get $p) (local.get $q) (local.get $dt) (local.get $rr) (local.get $kk)
+                    (local.get $gc))
+                  (call $rms_dx4 (i32.add (local.get $p) (local.get $es)) (i32.add (local.get $q) (local.get $es))
+                    (local.get $dt) (local.get $rr) (local.get $kk) (i32.add (local.get $gc) (i32.const 16))))
                 (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
                 (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
                 (local.set $o (i32.add (local.get $o) (i32.shl (local.get $es) (i32.const 1))))
@@ -419,19 +412,11 @@
             (br_if $pairsDone (i32.gt_u (i32.add (local.get $j) (i32.const 8)) (local.get $n4)))
             (local.set $gc (i32.add (local.get $g) (local.get $c)))
             (call $rf_st4 (local.get $o) (local.get $dt)
-              (f32x4.sub
-                (f32x4.mul
-                  (f32x4.mul (local.get $rr) (call $ld4 (local.get $p) (local.get $dt)))
-                  (v128.load (local.get $gc)))
-                (f32x4.mul (call $ld4 (local.get $q) (local.get $dt)) (local.get $kk))))
+              (call $rms_dx4 (local.get $p) (local.get $q) (local.get $dt) (local.get $rr) (local.get $kk)
+                    (local.get $gc)))
             (call $rf_st4 (i32.add (local.get $o) (local.get $es)) (local.get $dt)
-              (f32x4.sub
-                (f32x4.mul
-                  (f32x4.mul (local.get $rr)
-                    (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt)))
-                  (v128.load offset=16 (local.get $gc)))
-                (f32x4.mul (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $dt))
-                  (local.get $kk))))
+              (call $rms_dx4 (i32.add (local.get $p) (local.get $es)) (i32.add (local.get $q) (local.get $es))
+                    (local.get $dt) (local.get $rr) (local.get $kk) (i32.add (local.get $gc) (i32.const 16))))
             (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
             (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
             (local.set $o (i32.add (local.get $o) (i32.shl (local.get $es) (i32.const 1))))
@@ -442,11 +427,8 @@
           (loop $next
             (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
             (local.set $v
-              (f32x4.sub
-                (f32x4.mul
-                  (f32x4.mul (local.get $rr) (call $ld4 (local.get $p) (local.get $dt)))
-                  (v128.load (i32.add (local.get $g) (local.get $c))))
-                (f32x4.mul (call $ld4 (local.get $q) (local.get $dt)) (local.get $kk))))
+              (call $rms_dx4 (local.get $p) (local.get $q) (local.get $dt) (local.get $rr) (local.get $kk)
+                  (i32.add (local.get $g) (local.get $c))))
             (call $rf_st4 (local.get $o) (local.get $dt) (local.get $v))
             (local.set $p (i32.add (local.get $p) (local.get $es)))
             (local.set $q (i32.add (local.get $q) (local.get $es)))
@@ -457,11 +439,8 @@
         (if (i32.lt_u (local.get $j) (local.get $n))
           (then
               (local.set $v
-                (f32x4.sub
-                  (f32x4.mul
-                    (f32x4.mul (local.get $rr) (call $ld4 (local.get $p) (local.get $dt)))
-                    (v128.load (i32.add (local.get $g) (local.get $c))))
-                  (f32x4.mul (call $ld4 (local.get $q) (local.get $dt)) (local.get $kk))))
+                (call $rms_dx4 (local.get $p) (local.get $q) (local.get $dt) (local.get $rr) (local.get $kk)
+                  (i32.add (local.get $g) (local.get $c))))
             (call $rf_st4n (local.get $o) (local.get $dt) (local.get $v)
               (i32.sub (local.get $n) (local.get $j)))))
         (local.set $dy (i32.add (local.get $dy) (local.get $dys)))
