@@ -10,10 +10,9 @@
  *
  * - tokens (empty objects) and their WeakRefs are made ahead into a supply (token_supply.ts):
  *   tokens made in the running job would be kept to its end. The first supply is made while
- *   that module loads, followed by a task boundary before its importers run (a top-level
- *   await; this module is one of them), so that a
- *   script whose whole training loop is its first job can use it; later refills run in a task
- *   of their own (an unreferenced timer) once the loop yields;
+ *   that module loads, followed by a task boundary before its importers (this module among
+ *   them) run, so that a script whose whole training loop is its first job can use it; later
+ *   refills run in a task of their own (an unreferenced timer) once the loop yields;
  * - blocks are watched in groups of {@linkcode MIN_BLOCKS_PER_GROUP} to
  *   {@linkcode MAX_BLOCKS_PER_GROUP} allocated one after another (larger while groups come back
  *   at their first question, smaller while many are still alive at their second);

@@ -65,7 +65,7 @@ export function takeTokens(n: number, held?: object[]): WeakRef<object>[] {
 export function livenessTokens(owner: object, n: number): WeakRef<object>[] {
   const tokens: object[] = [];
   const refs = takeTokens(n, tokens);
-  if (refs.length > 0) tokensOf.set(owner, tokens);
+  if (refs.length > 0) holdTokens(owner, tokens);
   return refs;
 }
 
