@@ -145,9 +145,12 @@ export async function optimize(bytes: Uint8Array): Promise<Uint8Array> {
  * `$alb_rows`, row_norms_ada_grad.wat `$adg_rows`, about 5000-9000), so that each dtype's and
  * flags' copy folds its constants (at 4000 they stayed one function each with both as run-time
  * values: add_ln_bwd [64,768] float32 0.85 ns per element against 0.67 inlined; module 197 ->
- * 234 KB; bench/RESULTS.md, ninth session).
+ * 234 KB; bench/RESULTS.md, ninth session). 20000 since ln_bwd's rows hold two copies of their
+ * gradInput loop (row_norms_grad.wat `$lnb_row_dx`, float16 loaded as found finite or not): at
+ * 10000 `$lnb_rows` stayed a function called with its flags and dtype as run-time values,
+ * 1.21x (float32) and 1.29x (bfloat16) ln_bwd's time (bench/RESULTS.md, twenty-third session).
  */
-const INLINE_MAX_SIZE = 10000;
+const INLINE_MAX_SIZE = 20000;
 
 /** Base64 of `bytes` (RFC 4648, with padding). */
 function base64(bytes: Uint8Array): string {

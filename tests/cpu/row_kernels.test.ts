@@ -287,6 +287,48 @@ Deno.test("LayerNorm of a row that holds +-Inf: mean +-Inf (CANN's sum), rstd an
   }
 });
 
+Deno.test("RMSNorm of a row that holds +-Inf: rstd 0, y NaN there and 0 beside it; the next row's y", () => {
+  // rstd = 1/sqrt(Inf) = 0, so y = x * 0: NaN at the Inf, zeros elsewhere. A float16 row loaded
+  // as finite (kernels.wat $load_code: only when its sum of squares is) would read the Inf as
+  // 65536 and write 0 there.
+  for (const dtype of ["float32", "float16", "bfloat16"] as const) {
+    for (
+      const [inf, cols, at] of [[Infinity, 16, 3], [-Infinity, 9, 8], [Infinity, 1, 0]] as const
+    ) {
+      const values = Array.from(
+        { length: 2 * cols },
+        (_, i) => (i === cols + at ? inf : i % 7 - 3),
+      );
+      const x = Tensor.fromArray(values, [2, cols], dtype);
+      const [y, rstd] = [Tensor.zeros([2, cols], dtype), Tensor.zeros([2])];
+      rowKernels.rmsNorm({ geometry: rowGeometry([2, cols], 1), epsilon: 1e-5 }, {
+        x,
+        gamma: Tensor.ones([cols]),
+        y,
+        rstd,
+      });
+      const what = `${dtype} ${inf} x${cols}`;
+      const xs = x.toFloat64Array();
+      const ys = y.toFloat64Array();
+      const [r0, r1] = rstd.toFloat64Array();
+      const squares = xs.slice(0, cols).reduce((s, v) => s + v * v, 0);
+      const want0 = 1 / Math.sqrt(squares / cols + Math.fround(1e-5));
+      assert.ok(Math.abs(r0 - want0) <= 4e-7 * want0, `${what}: finite row's rstd ${r0}`);
+      assert.equal(r1, 0, `${what}: rstd of the row with the Inf`);
+      for (let j = 0; j < cols; j++) {
+        const tolerance = dtype === "float32" ? 1e-6 : dtype === "float16" ? 2e-3 : 1.6e-2;
+        assert.ok(
+          Math.abs(ys[j] - xs[j] * want0) <= tolerance * Math.abs(xs[j] * want0) + 1e-30,
+          `${what}: y[0, ${j}] ${ys[j]}`,
+        );
+        if (j === at) {
+          assert.ok(Number.isNaN(ys[cols + j]), `${what}: y at the Inf ${ys[cols + j]}`);
+        } else assert.equal(Math.abs(ys[cols + j]), 0, `${what}: y[1, ${j}]`);
+      }
+    }
+  }
+});
+
 Deno.test("row kernels take eps as the float CANN's kernels receive", () => {
   // A constant row: variance 0, so rstd = 1/sqrt(eps) shows how eps was passed.
   const x = Tensor.full([2, 8], 0.5);

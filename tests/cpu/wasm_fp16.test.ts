@@ -151,7 +151,7 @@ Deno.test("wasm FP16 build: tests/cpu/row_kernels.test.ts passes against it", as
     "--no-check",
     "tests/cpu/row_kernels.test.ts",
   ]);
-  assert.match(stdout, /ok \| 8 passed \| 0 failed/);
+  assert.match(stdout, /ok \| 9 passed \| 0 failed/);
 });
 
 Deno.test("wasm opcode rewrite: opcodes only, never immediates or data that look like one", () => {

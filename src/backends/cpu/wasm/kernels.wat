@@ -18,7 +18,9 @@
 ;;
 ;; Data: `dt` is the element type of a tensor: 0 float32, 1 float16, 2 bfloat16 (raw bits),
 ;; 3 bfloat16 with no NaN among the kernel's float constants, 4 float16 in a write that
-;; computes no NaN (the drivers' choices, kernels/stage_types.ts writeCode: see $bits4).
+;; computes no NaN (the drivers' choices, kernels/stage_types.ts writeCode: see $bits4); and
+;; 5, a kernel's own choice inside a call, never a driver's: float16 elements it has found
+;; finite, loaded without the fix of Inf and NaN and stored as 1 ($load_code).
 ;; The kernels widen elements exactly to float32 lanes ($ld4), compute in float32, and round
 ;; each output once from float32 to its dtype, to nearest even ($bits4); row_norms.wat states
 ;; the numerics.
@@ -35,7 +37,8 @@
 
   ;; Four elements at byte address p as float32 lanes (exact).
   ;; bfloat16 (dt 2 or 3): the top half of a float32. float16: $f16x4; dt 4, a write whose
-  ;; data is finite (kernels/stage_types.ts FLOAT16_NO_NAN), $f16x4_finite.
+  ;; data is finite (kernels/stage_types.ts FLOAT16_NO_NAN), and dt 5, elements the kernel
+  ;; found finite ($load_code), $f16x4_finite.
   (func $ld4 (param $p i32) (param $dt i32) (result v128)
     (if (result v128) (i32.eqz (local.get $dt))
       (then (v128.load (local.get $p)))
@@ -43,9 +46,26 @@
         (if (result v128) (i32.eq (i32.and (local.get $dt) (i32.const 6)) (i32.const 2))
           (then (i32x4.shl (v128.load16x4_u (local.get $p)) (i32.const 16)))
           (else
-            (if (result v128) (i32.eq (local.get $dt) (i32.const 4))
+            (if (result v128) (i32.eq (i32.and (local.get $dt) (i32.const 6)) (i32.const 4))
               (then (call $f16x4_finite (local.get $p)))
               (else (call $f16x4 (local.get $p)))))))))
+
+  ;; The code a kernel's second pass over float16 data loads it with: 5 when `finite` says
+  ;; that every element it reads is finite, so that $ld4 skips the fix of Inf and NaN
+  ;; ($f16x4_finite: the same lanes for finite elements, half the operations); dt otherwise
+  ;; (other dtypes, and float16 with an Inf or a NaN). `finite` comes from the first pass's
+  ;; statistics: a float32 sum over float16 elements cannot overflow (2^16 squared, times
+  ;; 2^24 elements, stays below 2^56), and a product with an Inf or a NaN is an Inf or a NaN,
+  ;; so such a sum is finite exactly when every element it took is. A kernel calls its
+  ;; second pass twice, with 5 and with dt as constants (one loop each once inlined), and
+  ;; stores with dt.
+  (func $load_code (param $dt i32) (param $finite i32) (result i32)
+    (select (i32.const 5) (local.get $dt)
+      (i32.and (i32.eq (local.get $dt) (i32.const 1)) (local.get $finite))))
+
+  ;; Whether v is finite (neither an Inf nor a NaN): v - v is 0 then, NaN otherwise.
+  (func $finite64 (param $v f64) (result i32)
+    (f64.eq (f64.sub (local.get $v) (local.get $v)) (f64.const 0)))
 
   ;; Four float16 at byte address p as float32 lanes, Inf and NaN included (a NaN keeps its
   ;; sign and mantissa, so a signalling NaN stays signalling). h sign-extended and shifted

@@ -190,65 +190,70 @@
         (br $row))))
 
   ;; RMSNorm forward. Per row: rstd = 1 / sqrt(sum(x^2) / n + eps) rounded to float32 (to the
-  ;; per-row array); y = x * rstd * g.
+  ;; per-row array); y = x * rstd * g ($rms_row_y, its loads of float16 skipping the fix of
+  ;; Inf and NaN when the sum of squares came out finite: kernels.wat $load_code).
   (func (export "rms_fwd")
     (param $x i32) (param $xs i32) (param $y i32) (param $ys i32) (param $n i32) (param $dt i32)
     (param $rows i32) (param $eps f64) (param $g i32) (param $rstd i32)
-    (local $r i32) (local $es i32) (local $n4 i32) (local $j i32) (local $p i32) (local $q i32)
-    (local $c i32) (local $rs f32) (local $rr v128) (local $v v128)
+    (local $r i32) (local $es i32) (local $n4 i32) (local $sq f64) (local $rs f32) (local $rr v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
     (block $rowsDone
       (loop $row
         (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
-        (local.set $rs
-          (call $rf_rstd
-            (call $rf_squares (local.get $x) (local.get $n) (local.get $dt))
-            (local.get $n) (local.get $eps)))
+        (local.set $sq (call $rf_squares (local.get $x) (local.get $n) (local.get $dt)))
+        (local.set $rs (call $rf_rstd (local.get $sq) (local.get $n) (local.get $eps)))
         (local.set $rr (f32x4.splat (local.get $rs)))
         (f32.store (local.get $rstd) (local.get $rs))
-        (local.set $p (local.get $x))
-        (local.set $q (local.get $y))
-        (local.set $c (i32.const 0))
-        (local.set $j (i32.const 0))
-        ;; 16-bit data: pairs of vectors, rounded and stored together ($rf_st8), as ln_fwd's; then
-        ;; whole vectors, then the last one to three elements.
-        (if (i32.ne (local.get $dt) (i32.const 0))
+        (if (i32.eq (call $load_code (local.get $dt) (call $finite64 (local.get $sq))) (i32.const 5))
           (then
-            (block $pairsDone
-              (loop $pair
-                (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
-                (call $rf_st8 (local.get $q) (local.get $dt)
-                  (call $rms_y4 (local.get $p) (local.get $dt) (local.get $rr) (i32.add (local.get $g) (local.get $c)))
-                  (call $rms_y4 (i32.add (local.get $p) (local.get $es)) (local.get $dt) (local.get $rr)
-                    (i32.add (local.get $g) (i32.add (local.get $c) (i32.const 16)))))
-                (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $c (i32.add (local.get $c) (i32.const 32)))
-                (local.set $j (i32.add (local.get $j) (i32.const 8)))
-                (br $pair)))))
-        (block $done
-          (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
-            (local.set $v
-              (call $rms_y4 (local.get $p) (local.get $dt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
-            (call $rf_st4 (local.get $q) (local.get $dt) (local.get $v))
-            (local.set $p (i32.add (local.get $p) (local.get $es)))
-            (local.set $q (i32.add (local.get $q) (local.get $es)))
-            (local.set $c (i32.add (local.get $c) (i32.const 16)))
-            (local.set $j (i32.add (local.get $j) (i32.const 4)))
-            (br $next)))
-        (if (i32.lt_u (local.get $j) (local.get $n))
-          (then
-              (local.set $v
-                (call $rms_y4 (local.get $p) (local.get $dt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
-            (call $rf_st4n (local.get $q) (local.get $dt) (local.get $v)
-              (i32.sub (local.get $n) (local.get $j)))))
+            (call $rms_row_y (local.get $x) (local.get $y) (local.get $n) (local.get $n4)
+              (local.get $es) (i32.const 5) (local.get $dt) (local.get $rr) (local.get $g)))
+          (else
+            (call $rms_row_y (local.get $x) (local.get $y) (local.get $n) (local.get $n4)
+              (local.get $es) (local.get $dt) (local.get $dt) (local.get $rr) (local.get $g))))
         (local.set $x (i32.add (local.get $x) (local.get $xs)))
         (local.set $y (i32.add (local.get $y) (local.get $ys)))
         (local.set $rstd (i32.add (local.get $rstd) (i32.const 4)))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
+
+  ;; RMSNorm's y over one row of n elements (n4 in whole vectors; es the bytes of four) from x
+  ;; to y: x loaded as code ldt (kernels.wat $load_code), y stored as dt. 16-bit data: pairs of
+  ;; vectors, rounded and stored together ($rf_st8); then whole vectors, then the last one to
+  ;; three elements.
+  (func $rms_row_y (param $p i32) (param $q i32) (param $n i32) (param $n4 i32) (param $es i32)
+    (param $ldt i32) (param $dt i32) (param $rr v128) (param $g i32)
+    (local $c i32) (local $j i32)
+    (if (i32.ne (local.get $dt) (i32.const 0))
+      (then
+        (block $pairsDone
+          (loop $pair
+            (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
+            (call $rf_st8 (local.get $q) (local.get $dt)
+              (call $rms_y4 (local.get $p) (local.get $ldt) (local.get $rr) (i32.add (local.get $g) (local.get $c)))
+              (call $rms_y4 (i32.add (local.get $p) (local.get $es)) (local.get $ldt) (local.get $rr)
+                (i32.add (local.get $g) (i32.add (local.get $c) (i32.const 16)))))
+            (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $c (i32.add (local.get $c) (i32.const 32)))
+            (local.set $j (i32.add (local.get $j) (i32.const 8)))
+            (br $pair)))))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
+        (call $rf_st4 (local.get $q) (local.get $dt)
+          (call $rms_y4 (local.get $p) (local.get $ldt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
+        (local.set $p (i32.add (local.get $p) (local.get $es)))
+        (local.set $q (i32.add (local.get $q) (local.get $es)))
+        (local.set $c (i32.add (local.get $c) (i32.const 16)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $next)))
+    (if (i32.lt_u (local.get $j) (local.get $n))
+      (then
+        (call $rf_st4n (local.get $q) (local.get $dt)
+          (call $rms_y4 (local.get $p) (local.get $ldt) (local.get $rr) (i32.add (local.get $g) (local.get $c)))
+          (i32.sub (local.get $n) (local.get $j))))))
 
   ;; AddRmsNorm forward. Per row: s = a + b in float32, x = s rounded to dt; rstd = 1 /
   ;; sqrt(sum(s^2) / n + eps) from the float sum (as Ascend 950's regbase kernel and the A2/A3
@@ -259,8 +264,7 @@
     (param $a i32) (param $as i32) (param $b i32) (param $bs i32) (param $x i32) (param $xs i32)
     (param $y i32) (param $ys i32) (param $n i32) (param $dt i32) (param $rows i32) (param $eps f64)
     (param $g i32) (param $rstd i32)
-    (local $r i32) (local $es i32) (local $n4 i32) (local $j i32) (local $p i32) (local $q i32)
-    (local $t i32) (local $c i32) (local $rs f32) (local $rr v128) (local $v v128) (local $sum f64)
+    (local $r i32) (local $es i32) (local $n4 i32) (local $rs f32) (local $rr v128) (local $sum f64)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
     (block $rowsDone
@@ -272,47 +276,17 @@
         (local.set $rs (call $rf_rstd (local.get $sum) (local.get $n) (local.get $eps)))
         (local.set $rr (f32x4.splat (local.get $rs)))
         (f32.store (local.get $rstd) (local.get $rs))
-        ;; Pass 2: y from the float sum.
-        (local.set $p (local.get $a))
-        (local.set $q (local.get $b))
-        (local.set $t (local.get $y))
-        (local.set $c (i32.const 0))
-        (local.set $j (i32.const 0))
-        ;; 16-bit data: pairs of vectors ($rf_st8); then whole vectors, then the last one to
-        ;; three elements.
-        (if (i32.ne (local.get $dt) (i32.const 0))
+        ;; Pass 2: y from the float sum ($arms_row_y; a and b loaded as finite float16 when the
+        ;; sum of squares is: kernels.wat $load_code).
+        (if (i32.eq (call $load_code (local.get $dt) (call $finite64 (local.get $sum))) (i32.const 5))
           (then
-            (block $pairsDone
-              (loop $pair
-                (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
-                (call $rf_st8 (local.get $t) (local.get $dt)
-                  (call $arms_y4 (local.get $p) (local.get $q) (local.get $dt) (local.get $rr) (i32.add (local.get $g) (local.get $c)))
-                  (call $arms_y4 (i32.add (local.get $p) (local.get $es)) (i32.add (local.get $q) (local.get $es))
-                    (local.get $dt) (local.get $rr) (i32.add (local.get $g) (i32.add (local.get $c) (i32.const 16)))))
-                (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $t (i32.add (local.get $t) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $c (i32.add (local.get $c) (i32.const 32)))
-                (local.set $j (i32.add (local.get $j) (i32.const 8)))
-                (br $pair)))))
-        (block $done
-          (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
-            (local.set $v
-              (call $arms_y4 (local.get $p) (local.get $q) (local.get $dt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
-            (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v))
-            (local.set $p (i32.add (local.get $p) (local.get $es)))
-            (local.set $q (i32.add (local.get $q) (local.get $es)))
-            (local.set $t (i32.add (local.get $t) (local.get $es)))
-            (local.set $c (i32.add (local.get $c) (i32.const 16)))
-            (local.set $j (i32.add (local.get $j) (i32.const 4)))
-            (br $next)))
-        (if (i32.lt_u (local.get $j) (local.get $n))
-          (then
-              (local.set $v
-                (call $arms_y4 (local.get $p) (local.get $q) (local.get $dt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
-            (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
-              (i32.sub (local.get $n) (local.get $j)))))
+            (call $arms_row_y (local.get $a) (local.get $b) (local.get $y) (local.get $n)
+              (local.get $n4) (local.get $es) (i32.const 5) (local.get $dt) (local.get $rr)
+              (local.get $g)))
+          (else
+            (call $arms_row_y (local.get $a) (local.get $b) (local.get $y) (local.get $n)
+              (local.get $n4) (local.get $es) (local.get $dt) (local.get $dt) (local.get $rr)
+              (local.get $g))))
         (local.set $a (i32.add (local.get $a) (local.get $as)))
         (local.set $b (i32.add (local.get $b) (local.get $bs)))
         (local.set $x (i32.add (local.get $x) (local.get $xs)))
@@ -321,6 +295,49 @@
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
 
+
+  ;; addRmsNorm's y over one row of n elements (n4 in whole vectors; es the bytes of four) from
+  ;; the rows at p and q (loaded as code ldt: kernels.wat $load_code) to t (stored as dt), as
+  ;; add_rms_fwd's pass 2 forms it: pairs of vectors for 16-bit data ($rf_st8), then whole
+  ;; vectors, then the last one to three elements.
+  (func $arms_row_y (param $p i32) (param $q i32) (param $t i32) (param $n i32) (param $n4 i32)
+    (param $es i32) (param $ldt i32) (param $dt i32) (param $rr v128) (param $g i32)
+    (local $c i32) (local $j i32) (local $v v128)
+    ;; 16-bit data: pairs of vectors ($rf_st8); then whole vectors, then the last one to
+    ;; three elements.
+    (if (i32.ne (local.get $dt) (i32.const 0))
+      (then
+        (block $pairsDone
+          (loop $pair
+            (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
+            (call $rf_st8 (local.get $t) (local.get $dt)
+              (call $arms_y4 (local.get $p) (local.get $q) (local.get $ldt) (local.get $rr) (i32.add (local.get $g) (local.get $c)))
+              (call $arms_y4 (i32.add (local.get $p) (local.get $es)) (i32.add (local.get $q) (local.get $es))
+                (local.get $ldt) (local.get $rr) (i32.add (local.get $g) (i32.add (local.get $c) (i32.const 16)))))
+            (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $t (i32.add (local.get $t) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $c (i32.add (local.get $c) (i32.const 32)))
+            (local.set $j (i32.add (local.get $j) (i32.const 8)))
+            (br $pair)))))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
+        (local.set $v
+          (call $arms_y4 (local.get $p) (local.get $q) (local.get $ldt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
+        (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v))
+        (local.set $p (i32.add (local.get $p) (local.get $es)))
+        (local.set $q (i32.add (local.get $q) (local.get $es)))
+        (local.set $t (i32.add (local.get $t) (local.get $es)))
+        (local.set $c (i32.add (local.get $c) (i32.const 16)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $next)))
+    (if (i32.lt_u (local.get $j) (local.get $n))
+      (then
+        (local.set $v
+          (call $arms_y4 (local.get $p) (local.get $q) (local.get $ldt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
+        (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
+          (i32.sub (local.get $n) (local.get $j))))))
 
   ;; Column sums of a row call's float32 partials (rows/merge_columns.ts): the float64 at out + 8i
   ;; is the sum over items k < items, in k order from 0, of the float32 at p + 4 (k * stride + i),

@@ -53,7 +53,7 @@
     (param $gis i32) (param $n i32) (param $dt i32) (param $rows i32) (param $mean i32)
     (param $rstd i32) (param $w i32) (param $pw i32) (param $pb i32) (param $flags i32)
     (local $r i32) (local $es i32) (local $n4 i32) (local $j i32) (local $pf i32)
-    (local $p i32) (local $q i32) (local $o i32) (local $c i32)
+    (local $p i32) (local $q i32) (local $c i32)
     (local $t1 f64) (local $t2 f64)
     (local $mm v128) (local $rr v128) (local $e v128) (local $xh v128) (local $g v128)
     (local $s1 v128) (local $s2 v128) (local $aa v128) (local $cc v128) (local $mask v128)
@@ -199,68 +199,18 @@
               (f64.div (local.get $t1) (f64.convert_i32_u (local.get $n))))))
             (local.set $cc (f32x4.splat (f32.demote_f64
               (f64.div (local.get $t2) (f64.convert_i32_u (local.get $n))))))
-            (local.set $p (local.get $dy))
-            (local.set $q (local.get $x))
-            (local.set $o (local.get $gi))
-            (local.set $c (i32.const 0))
-            (local.set $j (i32.const 0))
-            ;; Pairs of vectors, then a last whole vector, then the last one to three elements.
-            (block $pairsDone
-              (loop $pair
-                (br_if $pairsDone (i32.gt_u (i32.add (local.get $j) (i32.const 8)) (local.get $n4)))
-                (local.set $wc (i32.add (local.get $w) (local.get $c)))
-                (local.set $xh
-                  (f32x4.mul (f32x4.sub (call $ld4 (local.get $q) (local.get $dt)) (local.get $mm))
-                    (local.get $rr)))
-                (local.set $xh2
-                  (f32x4.mul
-                    (f32x4.sub (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $dt))
-                      (local.get $mm))
-                    (local.get $rr)))
-                ;; float32 stores each vector as it is made; 16-bit dtypes store both at once
-                ;; ($rf_st8).
-                (local.set $g
-                  (call $ln_dx4 (local.get $p) (local.get $dt) (local.get $xh) (local.get $rr) (local.get $aa)
-                    (local.get $cc) (local.get $wc)))
-                (if (i32.eqz (local.get $dt)) (then (v128.store (local.get $o) (local.get $g))))
-                (local.set $g2
-                  (call $ln_dx4 (i32.add (local.get $p) (local.get $es)) (local.get $dt) (local.get $xh2)
-                    (local.get $rr) (local.get $aa) (local.get $cc) (i32.add (local.get $wc) (i32.const 16))))
-                (if (i32.eqz (local.get $dt))
-                  (then (v128.store offset=16 (local.get $o) (local.get $g2)))
-                  (else (call $rf_st8 (local.get $o) (local.get $dt) (local.get $g) (local.get $g2))))
-                (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $o (i32.add (local.get $o) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $c (i32.add (local.get $c) (i32.const 32)))
-                (local.set $j (i32.add (local.get $j) (i32.const 8)))
-                (br $pair)))
-            (block $done
-              (loop $next
-                (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
-                (local.set $xh
-                  (f32x4.mul (f32x4.sub (call $ld4 (local.get $q) (local.get $dt)) (local.get $mm))
-                    (local.get $rr)))
-                (local.set $g
-                  (call $ln_dx4 (local.get $p) (local.get $dt) (local.get $xh) (local.get $rr) (local.get $aa)
-                    (local.get $cc) (i32.add (local.get $w) (local.get $c))))
-                (call $rf_st4 (local.get $o) (local.get $dt) (local.get $g))
-                (local.set $p (i32.add (local.get $p) (local.get $es)))
-                (local.set $q (i32.add (local.get $q) (local.get $es)))
-                (local.set $o (i32.add (local.get $o) (local.get $es)))
-                (local.set $c (i32.add (local.get $c) (i32.const 16)))
-                (local.set $j (i32.add (local.get $j) (i32.const 4)))
-                (br $next)))
-            (if (i32.lt_u (local.get $j) (local.get $n))
+            (if (i32.eq
+                  (call $load_code (local.get $dt)
+                    (i32.and (call $finite64 (local.get $t1)) (call $finite64 (local.get $t2))))
+                  (i32.const 5))
               (then
-                  (local.set $xh
-                    (f32x4.mul (f32x4.sub (call $ld4 (local.get $q) (local.get $dt)) (local.get $mm))
-                      (local.get $rr)))
-                  (local.set $g
-                    (call $ln_dx4 (local.get $p) (local.get $dt) (local.get $xh) (local.get $rr) (local.get $aa)
-                    (local.get $cc) (i32.add (local.get $w) (local.get $c))))
-                (call $rf_st4n (local.get $o) (local.get $dt) (local.get $g)
-                  (i32.sub (local.get $n) (local.get $j)))))))
+                (call $lnb_row_dx (local.get $dy) (local.get $x) (local.get $gi) (local.get $n)
+                  (local.get $n4) (local.get $es) (i32.const 5) (local.get $dt) (local.get $mm)
+                  (local.get $rr) (local.get $aa) (local.get $cc) (local.get $w)))
+              (else
+                (call $lnb_row_dx (local.get $dy) (local.get $x) (local.get $gi) (local.get $n)
+                  (local.get $n4) (local.get $es) (local.get $dt) (local.get $dt) (local.get $mm)
+                  (local.get $rr) (local.get $aa) (local.get $cc) (local.get $w))))))
         (local.set $dy (i32.add (local.get $dy) (local.get $dys)))
         (local.set $x (i32.add (local.get $x) (local.get $xs)))
         (local.set $gi (i32.add (local.get $gi) (local.get $gis)))
@@ -268,6 +218,72 @@
         (local.set $rstd (i32.add (local.get $rstd) (i32.const 4)))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
+
+  ;; ln_bwd's gradInput over one row of n elements (n4 in whole vectors; es the bytes of four):
+  ;; dy at p and x at q loaded as code ldt (kernels.wat $load_code: 5 when the row sums came
+  ;; out finite), gradInput stored at o as dt.
+  (func $lnb_row_dx (param $p i32) (param $q i32) (param $o i32) (param $n i32) (param $n4 i32)
+    (param $es i32) (param $ldt i32) (param $dt i32) (param $mm v128) (param $rr v128)
+    (param $aa v128) (param $cc v128) (param $w i32)
+    (local $c i32) (local $j i32) (local $wc i32) (local $xh v128) (local $xh2 v128) (local $g v128)
+    (local $g2 v128)
+    ;; Pairs of vectors, then a last whole vector, then the last one to three elements.
+    (block $pairsDone
+      (loop $pair
+        (br_if $pairsDone (i32.gt_u (i32.add (local.get $j) (i32.const 8)) (local.get $n4)))
+        (local.set $wc (i32.add (local.get $w) (local.get $c)))
+        (local.set $xh
+          (f32x4.mul (f32x4.sub (call $ld4 (local.get $q) (local.get $ldt)) (local.get $mm))
+            (local.get $rr)))
+        (local.set $xh2
+          (f32x4.mul
+            (f32x4.sub (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $ldt))
+              (local.get $mm))
+            (local.get $rr)))
+        ;; float32 stores each vector as it is made; 16-bit dtypes store both at once
+        ;; ($rf_st8).
+        (local.set $g
+          (call $ln_dx4 (local.get $p) (local.get $ldt) (local.get $xh) (local.get $rr) (local.get $aa)
+            (local.get $cc) (local.get $wc)))
+        (if (i32.eqz (local.get $dt)) (then (v128.store (local.get $o) (local.get $g))))
+        (local.set $g2
+          (call $ln_dx4 (i32.add (local.get $p) (local.get $es)) (local.get $ldt) (local.get $xh2)
+            (local.get $rr) (local.get $aa) (local.get $cc) (i32.add (local.get $wc) (i32.const 16))))
+        (if (i32.eqz (local.get $dt))
+          (then (v128.store offset=16 (local.get $o) (local.get $g2)))
+          (else (call $rf_st8 (local.get $o) (local.get $dt) (local.get $g) (local.get $g2))))
+        (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+        (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+        (local.set $o (i32.add (local.get $o) (i32.shl (local.get $es) (i32.const 1))))
+        (local.set $c (i32.add (local.get $c) (i32.const 32)))
+        (local.set $j (i32.add (local.get $j) (i32.const 8)))
+        (br $pair)))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
+        (local.set $xh
+          (f32x4.mul (f32x4.sub (call $ld4 (local.get $q) (local.get $ldt)) (local.get $mm))
+            (local.get $rr)))
+        (local.set $g
+          (call $ln_dx4 (local.get $p) (local.get $ldt) (local.get $xh) (local.get $rr) (local.get $aa)
+            (local.get $cc) (i32.add (local.get $w) (local.get $c))))
+        (call $rf_st4 (local.get $o) (local.get $dt) (local.get $g))
+        (local.set $p (i32.add (local.get $p) (local.get $es)))
+        (local.set $q (i32.add (local.get $q) (local.get $es)))
+        (local.set $o (i32.add (local.get $o) (local.get $es)))
+        (local.set $c (i32.add (local.get $c) (i32.const 16)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $next)))
+    (if (i32.lt_u (local.get $j) (local.get $n))
+      (then
+        (local.set $xh
+          (f32x4.mul (f32x4.sub (call $ld4 (local.get $q) (local.get $ldt)) (local.get $mm))
+            (local.get $rr)))
+        (local.set $g
+          (call $ln_dx4 (local.get $p) (local.get $ldt) (local.get $xh) (local.get $rr) (local.get $aa)
+            (local.get $cc) (i32.add (local.get $w) (local.get $c))))
+        (call $rf_st4n (local.get $o) (local.get $dt) (local.get $g)
+          (i32.sub (local.get $n) (local.get $j))))))
 
   ;; RMSNorm's dx of four elements, before the rounding: rs * dy * g - x * k, dy at p and x at q
   ;; (dt), g the float32 lanes at gp, rs and k splatted in rr and kk.
@@ -286,9 +302,9 @@
     (param $dxs i32) (param $n i32) (param $dt i32) (param $rows i32) (param $rstd i32)
     (param $g i32) (param $pg i32)
     (local $r i32) (local $es i32) (local $n4 i32) (local $j i32)
-    (local $p i32) (local $q i32) (local $o i32) (local $c i32)
+    (local $p i32) (local $q i32) (local $c i32)
     (local $rs f64) (local $t f64)
-    (local $rr v128) (local $pv v128) (local $s v128) (local $kk v128) (local $v v128)
+    (local $rr v128) (local $pv v128) (local $s v128) (local $kk v128)
     (local $pv2 v128) (local $s2 v128) (local $gc i32)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
@@ -382,71 +398,82 @@
             (f64.mul (f64.mul (f64.mul (local.get $rs) (local.get $rs)) (local.get $rs))
               (local.get $t))
             (f64.convert_i32_u (local.get $n))))))
-        (local.set $p (local.get $dy))
-        (local.set $q (local.get $x))
-        (local.set $o (local.get $dx))
-        (local.set $c (i32.const 0))
-        (local.set $j (i32.const 0))
-        ;; Pairs of vectors (16-bit dtypes: rounded and stored together, $rf_st8; float32: each
-        ;; stored as it is made), then a last whole vector, then the last one to three elements.
-        (if (i32.ne (local.get $dt) (i32.const 0))
+        (if (i32.eq (call $load_code (local.get $dt) (call $finite64 (local.get $t))) (i32.const 5))
           (then
-            (block $pairs16Done
-              (loop $pair16
-                (br_if $pairs16Done
-                  (i32.gt_u (i32.add (local.get $j) (i32.const 8)) (local.get $n4)))
-                (local.set $gc (i32.add (local.get $g) (local.get $c)))
-                (call $rf_st8 (local.get $o) (local.get $dt)
-                  (call $rms_dx4 (local.get $p) (local.get $q) (local.get $dt) (local.get $rr) (local.get $kk)
-                    (local.get $gc))
-                  (call $rms_dx4 (i32.add (local.get $p) (local.get $es)) (i32.add (local.get $q) (local.get $es))
-                    (local.get $dt) (local.get $rr) (local.get $kk) (i32.add (local.get $gc) (i32.const 16))))
-                (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $o (i32.add (local.get $o) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $c (i32.add (local.get $c) (i32.const 32)))
-                (local.set $j (i32.add (local.get $j) (i32.const 8)))
-                (br $pair16)))))
-        (block $pairsDone
-          (loop $pair
-            (br_if $pairsDone (i32.gt_u (i32.add (local.get $j) (i32.const 8)) (local.get $n4)))
-            (local.set $gc (i32.add (local.get $g) (local.get $c)))
-            (call $rf_st4 (local.get $o) (local.get $dt)
-              (call $rms_dx4 (local.get $p) (local.get $q) (local.get $dt) (local.get $rr) (local.get $kk)
-                    (local.get $gc)))
-            (call $rf_st4 (i32.add (local.get $o) (local.get $es)) (local.get $dt)
-              (call $rms_dx4 (i32.add (local.get $p) (local.get $es)) (i32.add (local.get $q) (local.get $es))
-                    (local.get $dt) (local.get $rr) (local.get $kk) (i32.add (local.get $gc) (i32.const 16))))
-            (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
-            (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
-            (local.set $o (i32.add (local.get $o) (i32.shl (local.get $es) (i32.const 1))))
-            (local.set $c (i32.add (local.get $c) (i32.const 32)))
-            (local.set $j (i32.add (local.get $j) (i32.const 8)))
-            (br $pair)))
-        (block $done
-          (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
-            (local.set $v
-              (call $rms_dx4 (local.get $p) (local.get $q) (local.get $dt) (local.get $rr) (local.get $kk)
-                  (i32.add (local.get $g) (local.get $c))))
-            (call $rf_st4 (local.get $o) (local.get $dt) (local.get $v))
-            (local.set $p (i32.add (local.get $p) (local.get $es)))
-            (local.set $q (i32.add (local.get $q) (local.get $es)))
-            (local.set $o (i32.add (local.get $o) (local.get $es)))
-            (local.set $c (i32.add (local.get $c) (i32.const 16)))
-            (local.set $j (i32.add (local.get $j) (i32.const 4)))
-            (br $next)))
-        (if (i32.lt_u (local.get $j) (local.get $n))
-          (then
-              (local.set $v
-                (call $rms_dx4 (local.get $p) (local.get $q) (local.get $dt) (local.get $rr) (local.get $kk)
-                  (i32.add (local.get $g) (local.get $c))))
-            (call $rf_st4n (local.get $o) (local.get $dt) (local.get $v)
-              (i32.sub (local.get $n) (local.get $j)))))
+            (call $rmsb_row_dx (local.get $dy) (local.get $x) (local.get $dx) (local.get $n)
+              (local.get $n4) (local.get $es) (i32.const 5) (local.get $dt) (local.get $rr)
+              (local.get $kk) (local.get $g)))
+          (else
+            (call $rmsb_row_dx (local.get $dy) (local.get $x) (local.get $dx) (local.get $n)
+              (local.get $n4) (local.get $es) (local.get $dt) (local.get $dt) (local.get $rr)
+              (local.get $kk) (local.get $g))))
         (local.set $dy (i32.add (local.get $dy) (local.get $dys)))
         (local.set $x (i32.add (local.get $x) (local.get $xs)))
         (local.set $dx (i32.add (local.get $dx) (local.get $dxs)))
         (local.set $rstd (i32.add (local.get $rstd) (i32.const 4)))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
+
+  ;; rms_bwd's dx over one row of n elements (n4 in whole vectors; es the bytes of four): dy at p
+  ;; and x at q loaded as code ldt (kernels.wat $load_code: 5 when the row's sum came out
+  ;; finite), dx stored at o as dt.
+  (func $rmsb_row_dx (param $p i32) (param $q i32) (param $o i32) (param $n i32) (param $n4 i32)
+    (param $es i32) (param $ldt i32) (param $dt i32) (param $rr v128) (param $kk v128) (param $g i32)
+    (local $c i32) (local $j i32) (local $gc i32) (local $v v128)
+    ;; Pairs of vectors (16-bit dtypes: rounded and stored together, $rf_st8; float32: each
+    ;; stored as it is made), then a last whole vector, then the last one to three elements.
+    (if (i32.ne (local.get $dt) (i32.const 0))
+      (then
+        (block $pairs16Done
+          (loop $pair16
+            (br_if $pairs16Done
+              (i32.gt_u (i32.add (local.get $j) (i32.const 8)) (local.get $n4)))
+            (local.set $gc (i32.add (local.get $g) (local.get $c)))
+            (call $rf_st8 (local.get $o) (local.get $dt)
+              (call $rms_dx4 (local.get $p) (local.get $q) (local.get $ldt) (local.get $rr) (local.get $kk)
+                (local.get $gc))
+              (call $rms_dx4 (i32.add (local.get $p) (local.get $es)) (i32.add (local.get $q) (local.get $es))
+                (local.get $ldt) (local.get $rr) (local.get $kk) (i32.add (local.get $gc) (i32.const 16))))
+            (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $o (i32.add (local.get $o) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $c (i32.add (local.get $c) (i32.const 32)))
+            (local.set $j (i32.add (local.get $j) (i32.const 8)))
+            (br $pair16)))))
+    (block $pairsDone
+      (loop $pair
+        (br_if $pairsDone (i32.gt_u (i32.add (local.get $j) (i32.const 8)) (local.get $n4)))
+        (local.set $gc (i32.add (local.get $g) (local.get $c)))
+        (call $rf_st4 (local.get $o) (local.get $dt)
+          (call $rms_dx4 (local.get $p) (local.get $q) (local.get $ldt) (local.get $rr) (local.get $kk)
+                (local.get $gc)))
+        (call $rf_st4 (i32.add (local.get $o) (local.get $es)) (local.get $dt)
+          (call $rms_dx4 (i32.add (local.get $p) (local.get $es)) (i32.add (local.get $q) (local.get $es))
+                (local.get $ldt) (local.get $rr) (local.get $kk) (i32.add (local.get $gc) (i32.const 16))))
+        (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+        (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+        (local.set $o (i32.add (local.get $o) (i32.shl (local.get $es) (i32.const 1))))
+        (local.set $c (i32.add (local.get $c) (i32.const 32)))
+        (local.set $j (i32.add (local.get $j) (i32.const 8)))
+        (br $pair)))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
+        (local.set $v
+          (call $rms_dx4 (local.get $p) (local.get $q) (local.get $ldt) (local.get $rr) (local.get $kk)
+              (i32.add (local.get $g) (local.get $c))))
+        (call $rf_st4 (local.get $o) (local.get $dt) (local.get $v))
+        (local.set $p (i32.add (local.get $p) (local.get $es)))
+        (local.set $q (i32.add (local.get $q) (local.get $es)))
+        (local.set $o (i32.add (local.get $o) (local.get $es)))
+        (local.set $c (i32.add (local.get $c) (i32.const 16)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $next)))
+    (if (i32.lt_u (local.get $j) (local.get $n))
+      (then
+          (local.set $v
+            (call $rms_dx4 (local.get $p) (local.get $q) (local.get $ldt) (local.get $rr) (local.get $kk)
+              (i32.add (local.get $g) (local.get $c))))
+        (call $rf_st4n (local.get $o) (local.get $dt) (local.get $v)
+          (i32.sub (local.get $n) (local.get $j))))))
 )
