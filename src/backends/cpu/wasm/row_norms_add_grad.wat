@@ -75,17 +75,18 @@
       (local.get $mm)))
 
   ;; Pass 2's value of one vector (dx, or DeepNormGrad's dgx), and DeepNormGrad's dx = dgx *
-  ;; alpha stored at c; `left` elements of the row remain from this vector on.
+  ;; alpha stored at c; `left` elements of the row remain from this vector on. dy, a and b are
+  ;; loaded as code ldt (kernels.wat $load_code), dsum (at c) and the outputs as dt.
   (func $alb_write
     (param $dy i32) (param $a i32) (param $b i32) (param $c i32) (param $o i32) (param $off i32)
-    (param $k i32) (param $dt i32) (param $al v128) (param $unit i32) (param $flags i32)
-    (param $w i32) (param $mm v128) (param $rr v128) (param $pv v128) (param $pm v128)
-    (param $left i32)
+    (param $k i32) (param $ldt i32) (param $dt i32) (param $al v128) (param $unit i32)
+    (param $flags i32) (param $w i32) (param $mm v128) (param $rr v128) (param $pv v128)
+    (param $pm v128) (param $left i32)
     (local $xm v128) (local $g v128) (local $v v128)
-    (local.set $xm (call $alb_xm (local.get $a) (local.get $b) (local.get $off) (local.get $dt)
+    (local.set $xm (call $alb_xm (local.get $a) (local.get $b) (local.get $off) (local.get $ldt)
       (local.get $al) (local.get $unit) (local.get $mm)))
     (local.set $g
-      (f32x4.mul (call $ld4 (i32.add (local.get $dy) (local.get $off)) (local.get $dt))
+      (f32x4.mul (call $ld4 (i32.add (local.get $dy) (local.get $off)) (local.get $ldt))
         (v128.load (i32.add (local.get $w) (local.get $k)))))
     (if (i32.and (local.get $flags) (i32.const 2))
       (then
@@ -206,27 +207,22 @@
           (f32.mul (f32.demote_f64 (local.get $t1)) (f32.neg (local.get $inv)))))
         (local.set $pm (f32x4.splat
           (f32.neg (f32.mul (f32.demote_f64 (local.get $t2)) (local.get $inv)))))
-        ;; Pass 2: dx (and dgx) from the same float32 xm and g; whole vectors, then the tail.
-        (local.set $off (i32.const 0))
-        (local.set $k (i32.const 0))
-        (local.set $j (i32.const 0))
-        (block $done
-          (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
-            (call $alb_write (local.get $dy) (local.get $a) (local.get $b) (local.get $c)
-              (local.get $o) (local.get $off) (local.get $k) (local.get $dt) (local.get $al)
-              (local.get $unit) (local.get $flags) (local.get $w) (local.get $mm) (local.get $rr)
-              (local.get $pv) (local.get $pm) (i32.const 4))
-            (local.set $off (i32.add (local.get $off) (local.get $es)))
-            (local.set $k (i32.add (local.get $k) (i32.const 16)))
-            (local.set $j (i32.add (local.get $j) (i32.const 4)))
-            (br $next)))
-        (if (i32.lt_u (local.get $j) (local.get $n))
+        ;; Pass 2: dx (and dgx) from the same float32 xm and g ($alb_pass2; dy, a and b loaded as
+        ;; finite float16 when both sums are: kernels.wat $load_code).
+        (if (i32.eq
+              (call $load_code (local.get $dt)
+                (i32.and (call $finite64 (local.get $t1)) (call $finite64 (local.get $t2))))
+              (i32.const 5))
           (then
-            (call $alb_write (local.get $dy) (local.get $a) (local.get $b) (local.get $c)
-              (local.get $o) (local.get $off) (local.get $k) (local.get $dt) (local.get $al)
-              (local.get $unit) (local.get $flags) (local.get $w) (local.get $mm) (local.get $rr)
-              (local.get $pv) (local.get $pm) (i32.sub (local.get $n) (local.get $j)))))
+            (call $alb_pass2 (local.get $dy) (local.get $a) (local.get $b) (local.get $c)
+              (local.get $o) (local.get $n) (local.get $n4) (local.get $es) (i32.const 5)
+              (local.get $dt) (local.get $al) (local.get $unit) (local.get $flags) (local.get $w)
+              (local.get $mm) (local.get $rr) (local.get $pv) (local.get $pm)))
+          (else
+            (call $alb_pass2 (local.get $dy) (local.get $a) (local.get $b) (local.get $c)
+              (local.get $o) (local.get $n) (local.get $n4) (local.get $es) (local.get $dt)
+              (local.get $dt) (local.get $al) (local.get $unit) (local.get $flags) (local.get $w)
+              (local.get $mm) (local.get $rr) (local.get $pv) (local.get $pm))))
         (local.set $dy (i32.add (local.get $dy) (local.get $dys)))
         (local.set $a (i32.add (local.get $a) (local.get $as)))
         (local.set $b (i32.add (local.get $b) (local.get $bs)))
@@ -236,6 +232,32 @@
         (local.set $rstd (i32.add (local.get $rstd) (i32.const 4)))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
+
+  ;; add_ln_bwd's pass 2 over one row of n elements (n4 in whole vectors; es the bytes of four):
+  ;; $alb_write for each whole vector, then for the tail; dy, a and b loaded as code ldt.
+  (func $alb_pass2
+    (param $dy i32) (param $a i32) (param $b i32) (param $c i32) (param $o i32) (param $n i32)
+    (param $n4 i32) (param $es i32) (param $ldt i32) (param $dt i32) (param $al v128)
+    (param $unit i32) (param $flags i32) (param $w i32) (param $mm v128) (param $rr v128)
+    (param $pv v128) (param $pm v128)
+    (local $off i32) (local $k i32) (local $j i32)
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
+        (call $alb_write (local.get $dy) (local.get $a) (local.get $b) (local.get $c)
+          (local.get $o) (local.get $off) (local.get $k) (local.get $ldt) (local.get $dt)
+          (local.get $al) (local.get $unit) (local.get $flags) (local.get $w) (local.get $mm)
+          (local.get $rr) (local.get $pv) (local.get $pm) (i32.const 4))
+        (local.set $off (i32.add (local.get $off) (local.get $es)))
+        (local.set $k (i32.add (local.get $k) (i32.const 16)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $next)))
+    (if (i32.lt_u (local.get $j) (local.get $n))
+      (then
+        (call $alb_write (local.get $dy) (local.get $a) (local.get $b) (local.get $c)
+          (local.get $o) (local.get $off) (local.get $k) (local.get $ldt) (local.get $dt)
+          (local.get $al) (local.get $unit) (local.get $flags) (local.get $w) (local.get $mm)
+          (local.get $rr) (local.get $pv) (local.get $pm) (i32.sub (local.get $n) (local.get $j))))))
 
   ;; Stores the first min(left, 4) lanes of v at p, rounded once to dt ($rf_st4 / $rf_st4n).
   (func $alg_st (param $p i32) (param $dt i32) (param $v v128) (param $left i32)

@@ -20,9 +20,7 @@
     (param $a i32) (param $as i32) (param $b i32) (param $bs i32) (param $x i32) (param $xs i32)
     (param $y1 i32) (param $y1s i32) (param $y2 i32) (param $y2s i32) (param $n i32) (param $dt i32)
     (param $rows i32) (param $eps f64) (param $g i32) (param $rstd i32)
-    (local $r i32) (local $es i32) (local $n4 i32) (local $j i32) (local $p i32) (local $q i32)
-    (local $t i32) (local $u i32) (local $c i32) (local $rs f32) (local $rr v128) (local $v v128)
-    (local $w v128) (local $sum f64)
+    (local $r i32) (local $es i32) (local $n4 i32) (local $rs f32) (local $rr v128) (local $sum f64)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
     (block $rowsDone
@@ -34,56 +32,17 @@
         (local.set $rs (call $rf_rstd (local.get $sum) (local.get $n) (local.get $eps)))
         (local.set $rr (f32x4.splat (local.get $rs)))
         (f32.store (local.get $rstd) (local.get $rs))
-        ;; Pass 2: y from the float sum, to y1 (float32) and y2 (dt).
-        (local.set $p (local.get $a))
-        (local.set $q (local.get $b))
-        (local.set $t (local.get $y1))
-        (local.set $u (local.get $y2))
-        (local.set $c (i32.const 0))
-        (local.set $j (i32.const 0))
-        ;; 16-bit data: pairs of vectors, y2 rounded and stored together ($rf_st8).
-        (if (i32.ne (local.get $dt) (i32.const 0))
+        ;; Pass 2: y from the float sum, to y1 (float32) and y2 (dt): $armc_row_y, a and b loaded
+        ;; as finite float16 when the sum of squares is (kernels.wat $load_code).
+        (if (i32.eq (call $load_code (local.get $dt) (call $finite64 (local.get $sum))) (i32.const 5))
           (then
-            (block $pairsDone
-              (loop $pair
-                (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
-                (local.set $v
-                  (call $arms_y4 (local.get $p) (local.get $q) (local.get $dt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
-                (local.set $w
-                  (call $arms_y4 (i32.add (local.get $p) (local.get $es)) (i32.add (local.get $q) (local.get $es))
-                    (local.get $dt) (local.get $rr) (i32.add (local.get $g) (i32.add (local.get $c) (i32.const 16)))))
-                (v128.store (local.get $t) (local.get $v))
-                (v128.store offset=16 (local.get $t) (local.get $w))
-                (call $rf_st8 (local.get $u) (local.get $dt) (local.get $v) (local.get $w))
-                (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $t (i32.add (local.get $t) (i32.const 32)))
-                (local.set $u (i32.add (local.get $u) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $c (i32.add (local.get $c) (i32.const 32)))
-                (local.set $j (i32.add (local.get $j) (i32.const 8)))
-                (br $pair)))))
-        (block $done
-          (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
-            (local.set $v
-              (call $arms_y4 (local.get $p) (local.get $q) (local.get $dt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
-            (v128.store (local.get $t) (local.get $v))
-            (call $rf_st4 (local.get $u) (local.get $dt) (local.get $v))
-            (local.set $p (i32.add (local.get $p) (local.get $es)))
-            (local.set $q (i32.add (local.get $q) (local.get $es)))
-            (local.set $t (i32.add (local.get $t) (i32.const 16)))
-            (local.set $u (i32.add (local.get $u) (local.get $es)))
-            (local.set $c (i32.add (local.get $c) (i32.const 16)))
-            (local.set $j (i32.add (local.get $j) (i32.const 4)))
-            (br $next)))
-        (if (i32.lt_u (local.get $j) (local.get $n))
-          (then
-            (local.set $v
-              (call $arms_y4 (local.get $p) (local.get $q) (local.get $dt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
-            (call $rf_st4n (local.get $t) (i32.const 0) (local.get $v)
-              (i32.sub (local.get $n) (local.get $j)))
-            (call $rf_st4n (local.get $u) (local.get $dt) (local.get $v)
-              (i32.sub (local.get $n) (local.get $j)))))
+            (call $armc_row_y (local.get $a) (local.get $b) (local.get $y1) (local.get $y2)
+              (local.get $n) (local.get $n4) (local.get $es) (i32.const 5) (local.get $dt)
+              (local.get $rr) (local.get $g)))
+          (else
+            (call $armc_row_y (local.get $a) (local.get $b) (local.get $y1) (local.get $y2)
+              (local.get $n) (local.get $n4) (local.get $es) (local.get $dt) (local.get $dt)
+              (local.get $rr) (local.get $g))))
         (local.set $a (i32.add (local.get $a) (local.get $as)))
         (local.set $b (i32.add (local.get $b) (local.get $bs)))
         (local.set $x (i32.add (local.get $x) (local.get $xs)))
@@ -92,4 +51,54 @@
         (local.set $rstd (i32.add (local.get $rstd) (i32.const 4)))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
+
+  ;; add_rms_cast_fwd's pass 2 over one row of n elements (n4 in whole vectors; es the bytes of
+  ;; four): y from the rows at p and q (loaded as code ldt: kernels.wat $load_code), stored as
+  ;; float32 at t and rounded to dt at u.
+  (func $armc_row_y (param $p i32) (param $q i32) (param $t i32) (param $u i32) (param $n i32)
+    (param $n4 i32) (param $es i32) (param $ldt i32) (param $dt i32) (param $rr v128) (param $g i32)
+    (local $c i32) (local $j i32) (local $v v128) (local $w v128)
+    ;; 16-bit data: pairs of vectors, y2 rounded and stored together ($rf_st8).
+    (if (i32.ne (local.get $dt) (i32.const 0))
+      (then
+        (block $pairsDone
+          (loop $pair
+            (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
+            (local.set $v
+              (call $arms_y4 (local.get $p) (local.get $q) (local.get $ldt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
+            (local.set $w
+              (call $arms_y4 (i32.add (local.get $p) (local.get $es)) (i32.add (local.get $q) (local.get $es))
+                (local.get $ldt) (local.get $rr) (i32.add (local.get $g) (i32.add (local.get $c) (i32.const 16)))))
+            (v128.store (local.get $t) (local.get $v))
+            (v128.store offset=16 (local.get $t) (local.get $w))
+            (call $rf_st8 (local.get $u) (local.get $dt) (local.get $v) (local.get $w))
+            (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $t (i32.add (local.get $t) (i32.const 32)))
+            (local.set $u (i32.add (local.get $u) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $c (i32.add (local.get $c) (i32.const 32)))
+            (local.set $j (i32.add (local.get $j) (i32.const 8)))
+            (br $pair)))))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
+        (local.set $v
+          (call $arms_y4 (local.get $p) (local.get $q) (local.get $ldt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
+        (v128.store (local.get $t) (local.get $v))
+        (call $rf_st4 (local.get $u) (local.get $dt) (local.get $v))
+        (local.set $p (i32.add (local.get $p) (local.get $es)))
+        (local.set $q (i32.add (local.get $q) (local.get $es)))
+        (local.set $t (i32.add (local.get $t) (i32.const 16)))
+        (local.set $u (i32.add (local.get $u) (local.get $es)))
+        (local.set $c (i32.add (local.get $c) (i32.const 16)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $next)))
+    (if (i32.lt_u (local.get $j) (local.get $n))
+      (then
+        (local.set $v
+          (call $arms_y4 (local.get $p) (local.get $q) (local.get $ldt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
+        (call $rf_st4n (local.get $t) (i32.const 0) (local.get $v)
+          (i32.sub (local.get $n) (local.get $j)))
+        (call $rf_st4n (local.get $u) (local.get $dt) (local.get $v)
+          (i32.sub (local.get $n) (local.get $j))))))
 )

@@ -1,0 +1,200 @@
+/**
+ * The row kernels' second passes over float16 data skip the fix of Inf and NaN in their loads
+ * only for rows that their first pass found finite (src/backends/cpu/wasm/kernels.wat
+ * `$load_code`). Each operator whose kernel does so runs on float16 rows, one of which holds an
+ * Inf (or a NaN) in one input, and on float32 rows of the same values: the float16 outputs must
+ * be NaN, +Inf and -Inf where the float32 ones are, and the finite ones equal to the float32
+ * ones rounded to float16 (within one float16 ulp: the kernels compute both in float32 and
+ * round once). A float16 row loaded as finite reads an Inf as 65536 and a NaN as a number:
+ * with `$load_code` ignoring its `finite` argument, every operator's test but adaLayerNorm's
+ * fails (an Inf or a NaN in x makes the mean, and so every y of the row, NaN whichever way x
+ * is loaded again; its scale and shift reach the kernel as float32).
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import {
+  adaLayerNorm,
+  addLayerNormGrad,
+  addRmsNorm,
+  addRmsNormCast,
+  deepNormGrad,
+  type DType,
+  layerNormBackward,
+  rmsNorm,
+  rmsNormGrad,
+  Tensor,
+} from "../../mod.ts";
+
+/** One operator's call on data tensors of `dtype` (float32 parameters and statistics). */
+type Run = (data: (name: string) => Tensor, dtype: DType) => Record<string, unknown>;
+
+interface OpCase {
+  name: string;
+  /** The data inputs (rows x cols, or for `scale`/`shift` one batch row). */
+  data: readonly string[];
+  run: Run;
+  /** The float32 run, where the operator takes no float32 data: the same outputs by key. */
+  float32?: Run;
+}
+
+const F32 = (values: number[], shape: number[]) => Tensor.fromArray(values, shape, "float32");
+
+const OPS: readonly OpCase[] = [
+  {
+    name: "rmsNorm",
+    data: ["x"],
+    run: (d, dtype) => {
+      const cols = d("x").shape[1];
+      return rmsNorm({ x: d("x"), gamma: Tensor.ones([cols], dtype), epsilon: 1e-5 }) as never;
+    },
+  },
+  {
+    name: "rmsNormGrad",
+    data: ["dy", "x"],
+    run: (d, dtype) => {
+      const [rows, cols] = d("x").shape;
+      return rmsNormGrad({
+        dy: d("dy"),
+        x: d("x"),
+        rstd: F32(Array.from({ length: rows }, (_, i) => 0.25 + i), [rows, 1]),
+        gamma: Tensor.ones([cols], dtype),
+      }) as never;
+    },
+  },
+  {
+    name: "layerNormBackward",
+    data: ["dy", "x"],
+    run: (d) => {
+      const [rows, cols] = d("x").shape;
+      return layerNormBackward({
+        gradOut: d("dy"),
+        input: d("x"),
+        normalizedShape: [cols],
+        mean: F32(Array.from({ length: rows }, (_, i) => 0.5 - i), [rows, 1]),
+        rstd: F32(Array.from({ length: rows }, (_, i) => 0.75 + i), [rows, 1]),
+        weight: Tensor.full([cols], 1.5),
+        outputMask: [true, true, false],
+      }) as never;
+    },
+  },
+  {
+    name: "addRmsNorm",
+    data: ["x1", "x2"],
+    run: (d, dtype) =>
+      addRmsNorm({
+        x1: d("x1"),
+        x2: d("x2"),
+        gamma: Tensor.ones([d("x1").shape[1]], dtype),
+        epsilon: 1e-5,
+      }) as never,
+  },
+  {
+    name: "addRmsNormCast",
+    data: ["x1", "x2"],
+    run: (d, dtype) =>
+      addRmsNormCast({
+        x1: d("x1"),
+        x2: d("x2"),
+        gamma: Tensor.ones([d("x1").shape[1]], dtype),
+        epsilon: 1e-5,
+      }) as never,
+    // float16 and bfloat16 only: addRmsNorm's float32 y is y1, and y2 its rounding.
+    float32: (d, dtype) => {
+      const r = addRmsNorm({
+        x1: d("x1"),
+        x2: d("x2"),
+        gamma: Tensor.ones([d("x1").shape[1]], dtype),
+        epsilon: 1e-5,
+      });
+      return { y1: r.y, y2: r.y, rstd: r.rstd, x: r.x };
+    },
+  },
+  {
+    name: "adaLayerNorm",
+    data: ["x", "scale", "shift"],
+    run: (d) =>
+      adaLayerNorm({ x: d("x"), scale: d("scale"), shift: d("shift"), epsilon: 1e-5 }) as never,
+  },
+  ...(["addLayerNormGrad", "deepNormGrad"] as const).map((name): OpCase => ({
+    name,
+    data: ["dy", "x1", "x2"],
+    run: (d, dtype) => {
+      const [rows, cols] = d("x1").shape;
+      const common = {
+        dy: d("dy"),
+        rstd: F32(Array.from({ length: rows }, (_, i) => 0.75 + i), [rows, 1]),
+        mean: F32(Array.from({ length: rows }, (_, i) => 0.5 - i), [rows, 1]),
+        gamma: Tensor.full([cols], 1.5, dtype),
+      };
+      return (name === "deepNormGrad"
+        ? deepNormGrad({ ...common, x: d("x1"), gx: d("x2"), alpha: 0.5 })
+        : addLayerNormGrad({ ...common, x1: d("x1"), x2: d("x2") })) as never;
+    },
+  })),
+];
+
+/** Values exact in float16 (and float32): small multiples of 1/4. */
+function values(count: number, seed: number): number[] {
+  return Array.from({ length: count }, (_, i) => (((i * 7 + seed * 5) % 13) - 6) / 4);
+}
+
+/** The first `rows` x `cols` values of input `name`, with `special` at row 1, column `at` when
+ * `name` is `target`. */
+function inputValues(
+  name: string,
+  shape: number[],
+  seed: number,
+  target: string,
+  special: number,
+  at: number,
+): number[] {
+  const v = values(shape[0] * shape[1], seed);
+  if (name === target) v[shape[1] * Math.min(1, shape[0] - 1) + at] = special;
+  return v;
+}
+
+function shapeOf(op: OpCase, name: string, rows: number, cols: number): number[] {
+  // adaLayerNorm's scale and shift: one batch row of x's two (x is [1, rows, cols]).
+  return op.name === "adaLayerNorm" && name !== "x" ? [1, cols] : [rows, cols];
+}
+
+/** Every Tensor output of a result, by key, as float64 arrays. */
+function outputs(result: Record<string, unknown>): Map<string, Float64Array> {
+  const out = new Map<string, Float64Array>();
+  for (const [key, value] of Object.entries(result)) {
+    if (value instanceof Tensor) out.set(key, value.toFloat64Array());
+  }
+  return out;
+}
+
+for (const op of OPS) {
+  Deno.test(`${op.name}: float16 rows with an Inf or a NaN give what float32 rows give`, () => {
+    for (const [rows, cols, at] of [[2, 16, 3], [2, 9, 8]] as const) {
+      for (const target of op.data) {
+        for (const special of [Infinity, -Infinity, NaN]) {
+          const what = `${op.name} [${rows},${cols}] ${target}[1,${at}] = ${special}`;
+          const made = (dtype: DType) => (name: string) => {
+            const shape = shapeOf(op, name, rows, cols);
+            const v = inputValues(name, shape, op.data.indexOf(name) + 1, target, special, at);
+            const t = Tensor.fromArray(v, shape, dtype);
+            return op.name === "adaLayerNorm" && name === "x" ? t.reshape([1, rows, cols]) : t;
+          };
+          const half = outputs(op.run(made("float16"), "float16"));
+          const single = outputs((op.float32 ?? op.run)(made("float32"), "float32"));
+          assert.deepEqual([...half.keys()].sort(), [...single.keys()].sort(), what);
+          for (const [key, h] of half) {
+            const s = single.get(key)!;
+            for (let i = 0; i < h.length; i++) {
+              const want = Math.f16round(s[i]);
+              const where = `${what}: ${key}[${i}] ${h[i]} against ${s[i]}`;
+              if (!Number.isFinite(want)) assert.ok(Object.is(h[i], want), where);
+              else assert.ok(Math.abs(h[i] - want) <= 2 ** -10 * Math.abs(want) + 2 ** -24, where);
+            }
+          }
+        }
+      }
+    }
+  });
+}
