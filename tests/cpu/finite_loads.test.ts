@@ -41,6 +41,14 @@ interface OpCase {
 
 const F32 = (values: number[], shape: number[]) => Tensor.fromArray(values, shape, "float32");
 
+/** addRmsNorm's and addRmsNormCast's arguments: x1, x2, unit gamma in the data's dtype. */
+const addArgs = (d: (name: string) => Tensor, dtype: DType) => ({
+  x1: d("x1"),
+  x2: d("x2"),
+  gamma: Tensor.ones([d("x1").shape[1]], dtype),
+  epsilon: 1e-5,
+});
+
 const OPS: readonly OpCase[] = [
   {
     name: "rmsNorm",
@@ -82,32 +90,15 @@ const OPS: readonly OpCase[] = [
   {
     name: "addRmsNorm",
     data: ["x1", "x2"],
-    run: (d, dtype) =>
-      addRmsNorm({
-        x1: d("x1"),
-        x2: d("x2"),
-        gamma: Tensor.ones([d("x1").shape[1]], dtype),
-        epsilon: 1e-5,
-      }) as never,
+    run: (d, dtype) => addRmsNorm(addArgs(d, dtype)) as never,
   },
   {
     name: "addRmsNormCast",
     data: ["x1", "x2"],
-    run: (d, dtype) =>
-      addRmsNormCast({
-        x1: d("x1"),
-        x2: d("x2"),
-        gamma: Tensor.ones([d("x1").shape[1]], dtype),
-        epsilon: 1e-5,
-      }) as never,
+    run: (d, dtype) => addRmsNormCast(addArgs(d, dtype)) as never,
     // float16 and bfloat16 only: addRmsNorm's float32 y is y1, and y2 its rounding.
     float32: (d, dtype) => {
-      const r = addRmsNorm({
-        x1: d("x1"),
-        x2: d("x2"),
-        gamma: Tensor.ones([d("x1").shape[1]], dtype),
-        epsilon: 1e-5,
-      });
+      const r = addRmsNorm(addArgs(d, dtype));
       return { y1: r.y, y2: r.y, rstd: r.rstd, x: r.x };
     },
   },

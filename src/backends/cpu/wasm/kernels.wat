@@ -54,11 +54,12 @@
   ;; that every element it reads is finite, so that $ld4 skips the fix of Inf and NaN
   ;; ($f16x4_finite: the same lanes for finite elements, half the operations); dt otherwise
   ;; (other dtypes, and float16 with an Inf or a NaN). `finite` comes from the first pass's
-  ;; statistics: a float32 sum over float16 elements cannot overflow (2^16 squared, times
-  ;; 2^24 elements, stays below 2^56), and a product with an Inf or a NaN is an Inf or a NaN,
-  ;; so such a sum is finite exactly when every element it took is. A kernel calls its
-  ;; second pass twice, with 5 and with dt as constants (one loop each once inlined), and
-  ;; stores with dt.
+  ;; sums: a term with an Inf or a NaN element is an Inf or a NaN (a product of one with
+  ;; anything is), so a sum is finite only when every element it took is. (A sum of finite
+  ;; terms may still overflow, with float32 weights near their maximum: then the second pass
+  ;; takes the full loads, only slower. Sums of float16 elements and their squares cannot:
+  ;; 2^16 squared times 2^24 elements stays below 2^56.) A kernel calls its second pass
+  ;; twice, with 5 and with dt as constants (one loop each once inlined), and stores with dt.
   (func $load_code (param $dt i32) (param $finite i32) (result i32)
     (select (i32.const 5) (local.get $dt)
       (i32.and (i32.eq (local.get $dt) (i32.const 1)) (local.get $finite))))

@@ -10,7 +10,8 @@
   ;; LayerNorm backward. Per row, with m = mean[r], rs = rstd[r], e = dy, xh = (x - m) * rs,
   ;; g = e * w (float32): S1 and S2 the row sums of g and g * xh; with flags & 1, the column
   ;; partials pw += e * xh and pb += e; with flags & 2, a = S1 / n and c = S2 / n rounded to
-  ;; float32 and gi = rs * ((g - a) - xh * c).
+  ;; float32 and gi = rs * ((g - a) - xh * c) ($lnb_row_dx; float16 rows whose sums came out
+  ;; finite loaded without the fix of Inf and NaN: kernels.wat $load_code).
   ;; A dispatcher over copies of $lnb_rows whose flags are constants (Binaryen folds the
   ;; column partials' test out of each copy's loops): both outputs, gradInput alone, any other.
   (func (export "ln_bwd")
@@ -296,7 +297,7 @@
 
   ;; RMSNorm backward. Per row, with rs = rstd[r] and p = dy * x (float32): S the row sum of
   ;; p * g; the column partials pg += p * rs; k = rs^3 * S / n rounded to float32 and
-  ;; dx = rs * dy * g - x * k.
+  ;; dx = rs * dy * g - x * k ($rmsb_row_dx, as ln_bwd's gradInput loads float16).
   (func (export "rms_bwd")
     (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $dx i32)
     (param $dxs i32) (param $n i32) (param $dt i32) (param $rows i32) (param $rstd i32)
