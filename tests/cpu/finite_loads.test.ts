@@ -1,7 +1,9 @@
 /**
  * The row kernels' second passes over float16 data skip the fix of Inf and NaN in their loads
  * only for rows that their first pass found finite (src/backends/cpu/wasm/kernels.wat
- * `$load_code`). Each operator whose kernel does so runs on float16 rows, one of which holds an
+ * `$load_code`), and the row statistics' first passes load float16 so and take a row again with
+ * the full loads when their check finds an Inf or a NaN (row_sums.wat `$rf_squares`,
+ * `$rf_moments`). Each operator whose kernel does either runs on float16 rows, one of which holds an
  * Inf (or a NaN) in one input, and on float32 rows of the same values: the float16 outputs must
  * be NaN, +Inf and -Inf where the float32 ones are, and the finite ones equal to the float32
  * ones rounded to float16 (within one float16 ulp: the kernels compute both in float32 and
@@ -19,8 +21,11 @@ import {
   addLayerNormGrad,
   addRmsNorm,
   addRmsNormCast,
+  batchNorm,
   deepNormGrad,
   type DType,
+  groupNorm,
+  layerNorm,
   layerNormBackward,
   rmsNorm,
   rmsNormGrad,
@@ -50,6 +55,48 @@ const addArgs = (d: (name: string) => Tensor, dtype: DType) => ({
 });
 
 const OPS: readonly OpCase[] = [
+  {
+    name: "layerNorm",
+    data: ["x"],
+    run: (d, dtype) => {
+      const cols = d("x").shape[1];
+      return layerNorm({
+        input: d("x"),
+        normalizedShape: [cols],
+        weight: Tensor.ones([cols], dtype),
+        eps: 1e-5,
+      }) as never;
+    },
+  },
+  {
+    // Each row a channel of one sample: its statistics over the row (kernels' bn_stats_rows).
+    name: "batchNorm",
+    data: ["x"],
+    run: (d, dtype) => {
+      const [rows, cols] = d("x").shape;
+      return batchNorm({
+        input: d("x").reshape([1, rows, cols]),
+        weight: Tensor.ones([rows], dtype),
+        training: true,
+      }) as never;
+    },
+  },
+  {
+    name: "groupNorm",
+    data: ["x"],
+    run: (d, dtype) => {
+      const [rows, cols] = d("x").shape;
+      return groupNorm({
+        input: d("x").reshape([1, rows, cols]),
+        gamma: Tensor.ones([rows], dtype),
+        N: 1,
+        C: rows,
+        HxW: cols,
+        group: rows,
+        eps: 1e-5,
+      }) as never;
+    },
+  },
   {
     name: "rmsNorm",
     data: ["x"],

@@ -32,6 +32,11 @@
   ;; (each thread's instance has its own).
   (global $rf_second (mut f64) (f64.const 0))
 
+  ;; Whether the last float16 pass of row_sums.wat's $rf_squares or $rf_sums2 that loaded its
+  ;; elements as finite (code 5: $load_code) met one that is an Inf or a NaN (its sums are then
+  ;; taken again with the full loads).
+  (global $rf_special (mut i32) (i32.const 0))
+
   ;; ---------------------------------------------------------------------------------
   ;; Codecs
 
@@ -63,6 +68,14 @@
   (func $load_code (param $dt i32) (param $finite i32) (result i32)
     (select (i32.const 5) (local.get $dt)
       (i32.and (i32.eq (local.get $dt) (i32.const 1)) (local.get $finite))))
+
+  ;; Whether loading float16 as finite (code 5, $f16x4_finite) saves work over $f16x4, so that
+  ;; a first pass over a row may load it so and check it after (row_sums.wat $rf_squares,
+  ;; $rf_moments): in this build the fix of Inf and NaN costs four operations per four lanes.
+  ;; The FP16 build's conversion handles them at no cost: 0 there (kernels_fp16.wat), where the
+  ;; check alone made rms_fwd 1.49x and bn_stats_rows 1.35x slower.
+  (func $f16_finite_pays (result i32)
+    (i32.const 1))
 
   ;; Whether v is finite (neither an Inf nor a NaN): v - v is 0 then, NaN otherwise.
   (func $finite64 (param $v f64) (result i32)

@@ -120,7 +120,20 @@
   ;; d^2 <= var (at most twice the error of squares taken about the mean, typically 1/16
   ;; more). Otherwise (and when the sum is not finite) the run takes the two passes of
   ;; $rf_mean64 and $rf_dev2, as a run whose pivot is far from its mean needs.
+  ;; float16 runs are taken first with their elements loaded as finite (code 5), and again with
+  ;; the full loads only when one of them is an Inf or a NaN ($rf_sums2's $rf_special), as
+  ;; $rf_squares does: the same results either way.
   (func $rf_moments (param $p i32) (param $n i32) (param $dt i32) (result f64)
+    (local $r f64)
+    (if (i32.and (i32.eq (local.get $dt) (i32.const 1)) (call $f16_finite_pays))
+      (then
+        (local.set $r (call $rf_moments_at (local.get $p) (local.get $n) (i32.const 5)))
+        (if (i32.eqz (global.get $rf_special)) (then (return (local.get $r))))
+        (return (call $rf_moments_at (local.get $p) (local.get $n) (i32.const 1)))))
+    (call $rf_moments_at (local.get $p) (local.get $n) (local.get $dt)))
+
+  ;; $rf_moments with the elements loaded as code dt.
+  (func $rf_moments_at (param $p i32) (param $n i32) (param $dt i32) (result f64)
     (local $pv f32) (local $nf f64) (local $d f64) (local $q f64) (local $mean f64)
     (local.set $pv (call $rf_pivot16 (local.get $p) (local.get $n) (local.get $dt)))
     (local.set $nf (f64.convert_i32_u (local.get $n)))
@@ -149,11 +162,14 @@
     (f32.store (local.get $rstd) (call $rf_rstd (global.get $rf_second) (local.get $n) (local.get $eps))))
 
   ;; The sums over the n elements at p (dt) of v - m and of (v - m)^2: the second returned,
-  ;; the first left in $rf_second; blocked as $rf_squares blocks.
+  ;; the first left in $rf_second; blocked as $rf_squares blocks. With code 5 (float16 loaded
+  ;; as finite: $rf_moments), $rf_special says whether an element read as 2^16 or more (an
+  ;; Inf or a NaN: every finite float16 is below).
   (func $rf_sums2 (param $p i32) (param $n i32) (param $dt i32) (param $m v128) (result f64)
     (local $es i32) (local $j i32) (local $n16 i32) (local $end i32) (local $s f64) (local $t f64)
     (local $a v128) (local $b v128) (local $c v128) (local $d v128)
     (local $qa v128) (local $qb v128) (local $qc v128) (local $qd v128) (local $v v128)
+    (local $w v128) (local $mx v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n16 (i32.and (local.get $n) (i32.const -16)))
     (block $blocksDone
@@ -170,24 +186,26 @@
         (local.set $qc (v128.const i64x2 0 0))
         (local.set $qd (v128.const i64x2 0 0))
         (loop $next
-          (local.set $v (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $m)))
+          (local.set $w (call $ld4 (local.get $p) (local.get $dt)))
+          (local.set $mx (call $rf_peak (local.get $dt) (local.get $mx) (f32x4.abs (local.get $w))))
+          (local.set $v (f32x4.sub (local.get $w) (local.get $m)))
           (local.set $a (f32x4.add (local.get $a) (local.get $v)))
           (local.set $qa (f32x4.add (local.get $qa) (call $rf_sq (local.get $v))))
-          (local.set $v
-            (f32x4.sub (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))
-              (local.get $m)))
+          (local.set $w (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt)))
+          (local.set $mx (call $rf_peak (local.get $dt) (local.get $mx) (f32x4.abs (local.get $w))))
+          (local.set $v (f32x4.sub (local.get $w) (local.get $m)))
           (local.set $b (f32x4.add (local.get $b) (local.get $v)))
           (local.set $qb (f32x4.add (local.get $qb) (call $rf_sq (local.get $v))))
-          (local.set $v
-            (f32x4.sub
-              (call $ld4 (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))) (local.get $dt))
-              (local.get $m)))
+          (local.set $w
+            (call $ld4 (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))) (local.get $dt)))
+          (local.set $mx (call $rf_peak (local.get $dt) (local.get $mx) (f32x4.abs (local.get $w))))
+          (local.set $v (f32x4.sub (local.get $w) (local.get $m)))
           (local.set $c (f32x4.add (local.get $c) (local.get $v)))
           (local.set $qc (f32x4.add (local.get $qc) (call $rf_sq (local.get $v))))
-          (local.set $v
-            (f32x4.sub
-              (call $ld4 (i32.add (local.get $p) (i32.mul (local.get $es) (i32.const 3))) (local.get $dt))
-              (local.get $m)))
+          (local.set $w
+            (call $ld4 (i32.add (local.get $p) (i32.mul (local.get $es) (i32.const 3))) (local.get $dt)))
+          (local.set $mx (call $rf_peak (local.get $dt) (local.get $mx) (f32x4.abs (local.get $w))))
+          (local.set $v (f32x4.sub (local.get $w) (local.get $m)))
           (local.set $d (f32x4.add (local.get $d) (local.get $v)))
           (local.set $qd (f32x4.add (local.get $qd) (call $rf_sq (local.get $v))))
           (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 2))))
@@ -204,16 +222,21 @@
     (block $done
       (loop $next
         (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
-        (local.set $v (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $m)))
+        (local.set $w (call $ld4 (local.get $p) (local.get $dt)))
+        (local.set $v (f32x4.sub (local.get $w) (local.get $m)))
         (if (i32.gt_u (i32.add (local.get $j) (i32.const 4)) (local.get $n))
           (then
             (local.set $v
-              (v128.and (local.get $v) (call $rf_mask (i32.sub (local.get $n) (local.get $j)))))))
+              (v128.and (local.get $v) (call $rf_mask (i32.sub (local.get $n) (local.get $j)))))
+            (local.set $w
+              (v128.and (local.get $w) (call $rf_mask (i32.sub (local.get $n) (local.get $j)))))))
+        (local.set $mx (call $rf_peak (local.get $dt) (local.get $mx) (f32x4.abs (local.get $w))))
         (local.set $a (f32x4.add (local.get $a) (local.get $v)))
         (local.set $qa (f32x4.add (local.get $qa) (call $rf_sq (local.get $v))))
         (local.set $p (i32.add (local.get $p) (local.get $es)))
         (local.set $j (i32.add (local.get $j) (i32.const 4)))
         (br $next)))
+    (call $rf_special_at (local.get $dt) (local.get $mx) (f32.const 0x1p16))
     (global.set $rf_second (f64.add (local.get $s)
       (call $rf_fold (local.get $a) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
         (v128.const i64x2 0 0))))
@@ -222,9 +245,26 @@
         (v128.const i64x2 0 0))))
 
   ;; The sum of the squares of the n elements at p (dt), blocked as the module doc says.
+  ;; float16 is summed first with its elements loaded as finite (code 5, $ld4 without the fix
+  ;; of Inf and NaN): an Inf or a NaN then reads as a magnitude of 2^16 or more, above every
+  ;; finite float16 (65504), so its square, 2^32 or more, shows in the squares' running maximum
+  ;; ($rf_special), and only then is the row summed again with the full loads. The same sum
+  ;; either way: finite elements widen exactly.
   (func $rf_squares (param $p i32) (param $n i32) (param $dt i32) (result f64)
+    (local $t f64)
+    (if (i32.and (i32.eq (local.get $dt) (i32.const 1)) (call $f16_finite_pays))
+      (then
+        (local.set $t (call $rf_squares_at (local.get $p) (local.get $n) (i32.const 5)))
+        (if (i32.eqz (global.get $rf_special)) (then (return (local.get $t))))
+        (return (call $rf_squares_at (local.get $p) (local.get $n) (i32.const 1)))))
+    (call $rf_squares_at (local.get $p) (local.get $n) (local.get $dt)))
+
+  ;; $rf_squares with the elements loaded as code dt; with code 5, $rf_special set from the
+  ;; squares' maximum.
+  (func $rf_squares_at (param $p i32) (param $n i32) (param $dt i32) (result f64)
     (local $es i32) (local $j i32) (local $n16 i32) (local $end i32) (local $t f64)
     (local $a v128) (local $b v128) (local $c v128) (local $d v128) (local $v v128)
+    (local $mx v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n16 (i32.and (local.get $n) (i32.const -16)))
     (block $blocksDone
@@ -237,18 +277,24 @@
         (local.set $c (v128.const i64x2 0 0))
         (local.set $d (v128.const i64x2 0 0))
         (loop $next
-          (local.set $a (f32x4.add (local.get $a)
-            (call $rf_sq (call $pair_lo (local.get $p) (local.get $dt)))))
-          (local.set $b (f32x4.add (local.get $b)
-            (call $rf_sq (call $pair_hi (local.get $p) (local.get $es) (local.get $dt)))))
-          (local.set $c (f32x4.add (local.get $c)
+          (local.set $v (call $rf_sq (call $pair_lo (local.get $p) (local.get $dt))))
+          (local.set $a (f32x4.add (local.get $a) (local.get $v)))
+          (local.set $mx (call $rf_peak (local.get $dt) (local.get $mx) (local.get $v)))
+          (local.set $v (call $rf_sq (call $pair_hi (local.get $p) (local.get $es) (local.get $dt))))
+          (local.set $b (f32x4.add (local.get $b) (local.get $v)))
+          (local.set $mx (call $rf_peak (local.get $dt) (local.get $mx) (local.get $v)))
+          (local.set $v
             (call $rf_sq
               (call $pair_lo (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1)))
-                (local.get $dt)))))
-          (local.set $d (f32x4.add (local.get $d)
+                (local.get $dt))))
+          (local.set $c (f32x4.add (local.get $c) (local.get $v)))
+          (local.set $mx (call $rf_peak (local.get $dt) (local.get $mx) (local.get $v)))
+          (local.set $v
             (call $rf_sq
               (call $pair_hi (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1)))
-                (local.get $es) (local.get $dt)))))
+                (local.get $es) (local.get $dt))))
+          (local.set $d (f32x4.add (local.get $d) (local.get $v)))
+          (local.set $mx (call $rf_peak (local.get $dt) (local.get $mx) (local.get $v)))
           (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 2))))
           (local.set $j (i32.add (local.get $j) (i32.const 16)))
           (br_if $next (i32.lt_u (local.get $j) (local.get $end))))
@@ -267,12 +313,29 @@
             (local.set $v
               (v128.and (local.get $v) (call $rf_mask (i32.sub (local.get $n) (local.get $j)))))))
         (local.set $a (f32x4.add (local.get $a) (local.get $v)))
+        (local.set $mx (call $rf_peak (local.get $dt) (local.get $mx) (local.get $v)))
         (local.set $p (i32.add (local.get $p) (local.get $es)))
         (local.set $j (i32.add (local.get $j) (i32.const 4)))
         (br $next)))
+    (call $rf_special_at (local.get $dt) (local.get $mx) (f32.const 0x1p32))
     (f64.add (local.get $t)
       (call $rf_fold (local.get $a) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
         (v128.const i64x2 0 0))))
+
+  ;; With code 5 (float16 loaded as finite), the running maximum mx of v's lanes; mx otherwise
+  ;; (the other codes' loops keep none).
+  (func $rf_peak (param $dt i32) (param $mx v128) (param $v v128) (result v128)
+    (if (result v128) (i32.eq (local.get $dt) (i32.const 5))
+      (then (f32x4.pmax (local.get $mx) (local.get $v)))
+      (else (local.get $mx))))
+
+  ;; With code 5, $rf_special = whether a lane of the maximum mx reached `bound` (the least
+  ;; value an Inf or a NaN loaded as finite gives).
+  (func $rf_special_at (param $dt i32) (param $mx v128) (param $bound f32)
+    (if (i32.eq (local.get $dt) (i32.const 5))
+      (then
+        (global.set $rf_special
+          (v128.any_true (f32x4.ge (local.get $mx) (f32x4.splat (local.get $bound))))))))
 
   ;; Stores four float32 lanes v at byte address p, each rounded once to dt.
   (func $rf_st4 (param $p i32) (param $dt i32) (param $v v128)
