@@ -1,9 +1,9 @@
 /**
  * The row kernels' second passes over float16 data skip the fix of Inf and NaN in their loads
  * only for rows that their first pass found finite (src/backends/cpu/wasm/kernels.wat
- * `$load_code`), and the row statistics' first passes load float16 so and take a row again with
- * the full loads when their check finds an Inf or a NaN (row_sums.wat `$rf_squares`,
- * `$rf_moments`). Each operator whose kernel does either runs on float16 rows, one of which holds an
+ * `$load_code`), and the row statistics' and the channel sums' first passes load float16 so and
+ * take a row again with the full loads when their check finds an Inf or a NaN (row_sums.wat
+ * `$rf_squares`, `$rf_moments`; channel_norms.wat `$bn_sums_rows_at`). Each operator whose kernel does either runs on float16 rows, one of which holds an
  * Inf (or a NaN) in one input, and on float32 rows of the same values: the float16 outputs must
  * be NaN, +Inf and -Inf where the float32 ones are, and the finite ones equal to the float32
  * ones rounded to float16 (within one float16 ulp: the kernels compute both in float32 and
@@ -22,6 +22,7 @@ import {
   addRmsNorm,
   addRmsNormCast,
   batchNorm,
+  batchNormBackward,
   deepNormGrad,
   type DType,
   groupNorm,
@@ -77,6 +78,22 @@ const OPS: readonly OpCase[] = [
       return batchNorm({
         input: d("x").reshape([1, rows, cols]),
         weight: Tensor.ones([rows], dtype),
+        training: true,
+      }) as never;
+    },
+  },
+  {
+    // Each row a channel, as batchNorm's: the sums of dy and dy * (x - mean) over it.
+    name: "batchNormBackward",
+    data: ["dy", "x"],
+    run: (d, dtype) => {
+      const [rows, cols] = d("x").shape;
+      return batchNormBackward({
+        gradOut: d("dy").reshape([1, rows, cols]),
+        input: d("x").reshape([1, rows, cols]),
+        weight: Tensor.ones([rows], dtype),
+        saveMean: F32(Array.from({ length: rows }, (_, i) => 0.5 - i), [rows]),
+        saveInvstd: F32(Array.from({ length: rows }, (_, i) => 0.75 + i), [rows]),
         training: true,
       }) as never;
     },

@@ -80,8 +80,23 @@
     (call $bn_sums_rows_at (local.get $dy) (local.get $dys) (local.get $x) (local.get $xs)
       (local.get $inner) (local.get $dt) (local.get $rows) (local.get $mean) (local.get $out)))
 
-  ;; bn_sums_rows, callable from the other kernels (channel_units.wat).
+  ;; bn_sums_rows, callable from the other kernels (channel_units.wat). float16 is summed
+  ;; first with dy and x loaded as finite (code 5), and again with the full loads only when the
+  ;; magnitudes' running maximum shows an Inf or a NaN among them (row_sums.wat $rf_moments
+  ;; says how): the same sums either way.
   (func $bn_sums_rows_at
+    (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $inner i32)
+    (param $dt i32) (param $rows i32) (param $mean f64) (param $out i32)
+    (if (i32.and (i32.eq (local.get $dt) (i32.const 1)) (call $f16_finite_pays))
+      (then
+        (call $bn_sums_rows_as (local.get $dy) (local.get $dys) (local.get $x) (local.get $xs)
+          (local.get $inner) (i32.const 5) (local.get $rows) (local.get $mean) (local.get $out))
+        (if (i32.eqz (global.get $rf_special)) (then (return)))))
+    (call $bn_sums_rows_as (local.get $dy) (local.get $dys) (local.get $x) (local.get $xs)
+      (local.get $inner) (local.get $dt) (local.get $rows) (local.get $mean) (local.get $out)))
+
+  ;; $bn_sums_rows_at with the elements loaded as code dt; with code 5, $rf_special set.
+  (func $bn_sums_rows_as
     (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $inner i32)
     (param $dt i32) (param $rows i32) (param $mean f64) (param $out i32)
     (local $r i32) (local $p i32) (local $q i32) (local $j i32) (local $end i32) (local $es i32)
@@ -89,6 +104,7 @@
     (local $t1 f64) (local $t2 f64)
     (local $m v128) (local $e v128) (local $d v128) (local $f v128) (local $g v128)
     (local $a1 v128) (local $a2 v128) (local $b1 v128) (local $b2 v128) (local $mask v128)
+    (local $w v128) (local $mx v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $inner) (i32.const -4)))
     (local.set $m (f32x4.splat (f32.demote_f64 (local.get $mean))))
@@ -114,11 +130,13 @@
               (loop $pair
                 (br_if $pairsDone (i32.ge_u (local.get $j) (local.get $n8)))
                 (local.set $e (call $pair_lo (local.get $p) (local.get $dt)))
-                (local.set $d (f32x4.sub (call $pair_lo (local.get $q) (local.get $dt)) (local.get $m)))
+                (local.set $w (call $pair_lo (local.get $q) (local.get $dt)))
+                (local.set $mx (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $e) (local.get $w)))
+                (local.set $d (f32x4.sub (local.get $w) (local.get $m)))
                 (local.set $f (call $pair_hi (local.get $p) (local.get $es) (local.get $dt)))
-                (local.set $g
-                  (f32x4.sub (call $pair_hi (local.get $q) (local.get $es) (local.get $dt))
-                    (local.get $m)))
+                (local.set $w (call $pair_hi (local.get $q) (local.get $es) (local.get $dt)))
+                (local.set $mx (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $f) (local.get $w)))
+                (local.set $g (f32x4.sub (local.get $w) (local.get $m)))
                 (local.set $a1 (f32x4.add (local.get $a1) (local.get $e)))
                 (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (local.get $e) (local.get $d))))
                 (local.set $b1 (f32x4.add (local.get $b1) (local.get $f)))
@@ -130,7 +148,9 @@
             (if (i32.lt_u (local.get $j) (local.get $end))
               (then
                 (local.set $e (call $ld4 (local.get $p) (local.get $dt)))
-                (local.set $d (f32x4.sub (call $ld4 (local.get $q) (local.get $dt)) (local.get $m)))
+                (local.set $w (call $ld4 (local.get $q) (local.get $dt)))
+                (local.set $mx (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $e) (local.get $w)))
+                (local.set $d (f32x4.sub (local.get $w) (local.get $m)))
                 (local.set $a1 (f32x4.add (local.get $a1) (local.get $e)))
                 (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (local.get $e) (local.get $d))))
                 (local.set $p (i32.add (local.get $p) (local.get $es)))
@@ -148,9 +168,12 @@
           (then
             (local.set $mask (call $rf_mask (i32.sub (local.get $inner) (local.get $j))))
             (local.set $e (v128.and (call $ld4 (local.get $p) (local.get $dt)) (local.get $mask)))
+            (local.set $w (call $ld4 (local.get $q) (local.get $dt)))
+            (local.set $mx
+              (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $e)
+                (v128.and (local.get $w) (local.get $mask))))
             (local.set $d
-              (v128.and (f32x4.sub (call $ld4 (local.get $q) (local.get $dt)) (local.get $m))
-                (local.get $mask)))
+              (v128.and (f32x4.sub (local.get $w) (local.get $m)) (local.get $mask)))
             (local.set $t1 (f64.add (local.get $t1)
               (call $rf_fold (local.get $e) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
                 (v128.const i64x2 0 0))))
@@ -159,6 +182,7 @@
                 (v128.const i64x2 0 0) (v128.const i64x2 0 0))))))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row)))
+    (call $rf_special_at (local.get $dt) (local.get $mx) (f32.const 0x1p16))
     (f64.store (local.get $out) (local.get $t1))
     (f64.store offset=8 (local.get $out) (local.get $t2)))
 

@@ -329,6 +329,11 @@
       (then (f32x4.pmax (local.get $mx) (local.get $v)))
       (else (local.get $mx))))
 
+  ;; $rf_peak of the magnitudes of a and b.
+  (func $rf_peak2 (param $dt i32) (param $mx v128) (param $a v128) (param $b v128) (result v128)
+    (call $rf_peak (local.get $dt) (local.get $mx)
+      (f32x4.pmax (f32x4.abs (local.get $a)) (f32x4.abs (local.get $b)))))
+
   ;; With code 5, $rf_special = whether a lane of the maximum mx reached `bound` (the least
   ;; value an Inf or a NaN loaded as finite gives).
   (func $rf_special_at (param $dt i32) (param $mx v128) (param $bound f32)
