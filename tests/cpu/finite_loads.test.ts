@@ -224,6 +224,24 @@ function outputs(result: Record<string, unknown>): Map<string, Float64Array> {
   return out;
 }
 
+/** The float16 run's outputs against the float32 run's, as the module doc says. */
+function assertLikeFloat32(
+  half: Map<string, Float64Array>,
+  single: Map<string, Float64Array>,
+  what: string,
+): void {
+  assert.deepEqual([...half.keys()].sort(), [...single.keys()].sort(), what);
+  for (const [key, h] of half) {
+    const s = single.get(key)!;
+    for (let i = 0; i < h.length; i++) {
+      const want = Math.f16round(s[i]);
+      const where = `${what}: ${key}[${i}] ${h[i]} against ${s[i]}`;
+      if (!Number.isFinite(want)) assert.ok(Object.is(h[i], want), where);
+      else assert.ok(Math.abs(h[i] - want) <= 2 ** -10 * Math.abs(want) + 2 ** -24, where);
+    }
+  }
+}
+
 for (const op of OPS) {
   Deno.test(`${op.name}: float16 rows with an Inf or a NaN give what float32 rows give`, () => {
     for (const [rows, cols, at] of [[2, 16, 3], [2, 9, 8]] as const) {
@@ -238,18 +256,39 @@ for (const op of OPS) {
           };
           const half = outputs(op.run(made("float16"), "float16"));
           const single = outputs((op.float32 ?? op.run)(made("float32"), "float32"));
-          assert.deepEqual([...half.keys()].sort(), [...single.keys()].sort(), what);
-          for (const [key, h] of half) {
-            const s = single.get(key)!;
-            for (let i = 0; i < h.length; i++) {
-              const want = Math.f16round(s[i]);
-              const where = `${what}: ${key}[${i}] ${h[i]} against ${s[i]}`;
-              if (!Number.isFinite(want)) assert.ok(Object.is(h[i], want), where);
-              else assert.ok(Math.abs(h[i] - want) <= 2 ** -10 * Math.abs(want) + 2 ** -24, where);
-            }
-          }
+          assertLikeFloat32(half, single, what);
         }
       }
     }
   });
 }
+
+Deno.test("batchNormBackward channels-last: float16 pixels with an Inf or a NaN give what float32 gives", () => {
+  // [2, 8, 3, 3] stored channels-last: the pixel kernels' sums (channel_pixels.wat bn_sums_pix).
+  const shape = [2, 8, 3, 3];
+  const count = shape.reduce((a, b) => a * b);
+  for (const target of ["dy", "x"]) {
+    for (const special of [Infinity, -Infinity, NaN]) {
+      for (const at of [5, 8 * 9 + 30]) {
+        const what = `${target}[${at}] = ${special}`;
+        const run = (dtype: DType) => {
+          const data = (name: string, seed: number) => {
+            const v = values(count, seed);
+            if (name === target) v[at] = special;
+            const t = Tensor.fromArray(v, shape, dtype);
+            return t.permute([0, 2, 3, 1]).contiguous().permute([0, 3, 1, 2]);
+          };
+          return outputs(batchNormBackward({
+            gradOut: data("dy", 1),
+            input: data("x", 2),
+            weight: Tensor.ones([8], dtype),
+            saveMean: F32(values(8, 3), [8]),
+            saveInvstd: F32(Array.from({ length: 8 }, (_, c) => 0.5 + c / 4), [8]),
+            training: true,
+          }) as never);
+        };
+        assertLikeFloat32(run("float16"), run("float32"), what);
+      }
+    }
+  }
+});

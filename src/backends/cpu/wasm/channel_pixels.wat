@@ -76,9 +76,27 @@
   ;; a copy of the means). `cached` 1: the caller expects the data in the caches, where float32
   ;; data takes four pixels a step where a run has four, with the same bits (faster there,
   ;; slower from memory; kernels/channel_stages.ts CACHED_CALL_MAX_BYTES).
+  ;; float16 is summed first with dy and x loaded as finite (code 5), and again with the full
+  ;; loads only when the magnitudes' running maximum shows an Inf or a NaN among them (as
+  ;; channel_norms.wat $bn_sums_rows_at): the same sums either way.
   (func (export "bn_sums_pix")
     (param $dy i32) (param $x i32) (param $C i32) (param $dt i32) (param $pix i32) (param $k i32)
     (param $o1 i32) (param $o2 i32) (param $acc i32) (param $cached i32)
+    (if (i32.and (i32.eq (local.get $dt) (i32.const 1)) (call $f16_finite_pays))
+      (then
+        (call $bn_sums_pix_as (local.get $dy) (local.get $x) (local.get $C) (i32.const 5)
+          (local.get $pix) (local.get $k) (local.get $o1) (local.get $o2) (local.get $acc)
+          (local.get $cached))
+        (if (i32.eqz (global.get $rf_special)) (then (return)))))
+    (call $bn_sums_pix_as (local.get $dy) (local.get $x) (local.get $C) (local.get $dt)
+      (local.get $pix) (local.get $k) (local.get $o1) (local.get $o2) (local.get $acc)
+      (local.get $cached)))
+
+  ;; bn_sums_pix with the elements loaded as code dt; with code 5, $rf_special set.
+  (func $bn_sums_pix_as
+    (param $dy i32) (param $x i32) (param $C i32) (param $dt i32) (param $pix i32) (param $k i32)
+    (param $o1 i32) (param $o2 i32) (param $acc i32) (param $cached i32)
+    (local $w v128) (local $mx v128)
     (local $q i32) (local $len i32) (local $j i32) (local $c i32) (local $p i32) (local $r i32)
     (local $es i32) (local $ps i32) (local $a i32) (local $accEnd i32)
     (local $e v128) (local $d v128) (local $e2 v128) (local $d2 v128) (local $m v128)
@@ -133,16 +151,18 @@
                     (f32x4.add
                       (f32x4.add (v128.load (local.get $a)) (f32x4.add (local.get $e) (local.get $e2)))
                       (f32x4.add (local.get $e3) (local.get $e4))))
-                  (local.set $d (f32x4.sub (call $ld4 (local.get $r) (local.get $dt)) (local.get $m)))
-                  (local.set $d2
-                    (f32x4.sub (call $ld4 (i32.add (local.get $r) (local.get $ps)) (local.get $dt))
-                      (local.get $m)))
-                  (local.set $d3
-                    (f32x4.sub (call $ld4 (i32.add (local.get $r) (local.get $ps2)) (local.get $dt))
-                      (local.get $m)))
-                  (local.set $d4
-                    (f32x4.sub (call $ld4 (i32.add (local.get $r) (local.get $ps3)) (local.get $dt))
-                      (local.get $m)))
+                  (local.set $w (call $ld4 (local.get $r) (local.get $dt)))
+                  (local.set $mx (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $e) (local.get $w)))
+                  (local.set $d (f32x4.sub (local.get $w) (local.get $m)))
+                  (local.set $w (call $ld4 (i32.add (local.get $r) (local.get $ps)) (local.get $dt)))
+                  (local.set $mx (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $e2) (local.get $w)))
+                  (local.set $d2 (f32x4.sub (local.get $w) (local.get $m)))
+                  (local.set $w (call $ld4 (i32.add (local.get $r) (local.get $ps2)) (local.get $dt)))
+                  (local.set $mx (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $e3) (local.get $w)))
+                  (local.set $d3 (f32x4.sub (local.get $w) (local.get $m)))
+                  (local.set $w (call $ld4 (i32.add (local.get $r) (local.get $ps3)) (local.get $dt)))
+                  (local.set $mx (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $e4) (local.get $w)))
+                  (local.set $d4 (f32x4.sub (local.get $w) (local.get $m)))
                   (v128.store offset=16 (local.get $a)
                     (f32x4.add
                       (f32x4.add (v128.load offset=16 (local.get $a))
@@ -164,11 +184,13 @@
                 (loop $vec2
                   (local.set $m (v128.load offset=32 (local.get $a)))
                   (local.set $e (call $ld4 (local.get $p) (local.get $dt)))
-                  (local.set $d (f32x4.sub (call $ld4 (local.get $r) (local.get $dt)) (local.get $m)))
+                  (local.set $w (call $ld4 (local.get $r) (local.get $dt)))
+                  (local.set $mx (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $e) (local.get $w)))
+                  (local.set $d (f32x4.sub (local.get $w) (local.get $m)))
                   (local.set $e2 (call $ld4 (i32.add (local.get $p) (local.get $ps)) (local.get $dt)))
-                  (local.set $d2
-                    (f32x4.sub (call $ld4 (i32.add (local.get $r) (local.get $ps)) (local.get $dt))
-                      (local.get $m)))
+                  (local.set $w (call $ld4 (i32.add (local.get $r) (local.get $ps)) (local.get $dt)))
+                  (local.set $mx (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $e2) (local.get $w)))
+                  (local.set $d2 (f32x4.sub (local.get $w) (local.get $m)))
                   (v128.store (local.get $a)
                     (f32x4.add (v128.load (local.get $a)) (f32x4.add (local.get $e) (local.get $e2))))
                   (v128.store offset=16 (local.get $a)
@@ -185,8 +207,9 @@
                 (br $pixel)))
             (loop $vec
               (local.set $e (call $ld4 (local.get $p) (local.get $dt)))
-              (local.set $d
-                (f32x4.sub (call $ld4 (local.get $r) (local.get $dt)) (v128.load offset=32 (local.get $a))))
+              (local.set $w (call $ld4 (local.get $r) (local.get $dt)))
+              (local.set $mx (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $e) (local.get $w)))
+              (local.set $d (f32x4.sub (local.get $w) (v128.load offset=32 (local.get $a))))
               (v128.store (local.get $a) (f32x4.add (v128.load (local.get $a)) (local.get $e)))
               (v128.store offset=16 (local.get $a)
                 (f32x4.add (v128.load offset=16 (local.get $a)) (f32x4.mul (local.get $e) (local.get $d))))
@@ -218,7 +241,8 @@
           (local.set $a (i32.add (local.get $a) (i32.const 48)))
           (br_if $vec (i32.lt_u (local.get $a) (local.get $accEnd))))
         (local.set $q (i32.add (local.get $q) (local.get $len)))
-        (br $run))))
+        (br $run)))
+    (call $rf_special_at (local.get $dt) (local.get $mx) (f32.const 0x1p16)))
 
   ;; A write of kind `op` over one item, pixels: the float32 constants interleaved per four
   ;; channels at k (channels 4i..4i+3: k0 at k + 64i, k1 at + 16, k2 at + 32, k3 at + 48).
