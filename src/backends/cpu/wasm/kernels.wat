@@ -19,8 +19,9 @@
 ;; Data: `dt` is the element type of a tensor: 0 float32, 1 float16, 2 bfloat16 (raw bits),
 ;; 3 bfloat16 with no NaN among the kernel's float constants, 4 float16 in a write that
 ;; computes no NaN (the drivers' choices, kernels/stage_types.ts writeCode: see $bits4); and
-;; 5, a kernel's own choice inside a call, never a driver's: float16 elements it has found
-;; finite, loaded without the fix of Inf and NaN and stored as 1 ($load_code).
+;; 5, a kernel's own choice inside a call, never a driver's: float16 loaded without the fix of
+;; Inf and NaN and stored as 1, for elements it has found finite ($load_code) or in a first pass
+;; that checks them after ($rf_special).
 ;; The kernels widen elements exactly to float32 lanes ($ld4), compute in float32, and round
 ;; each output once from float32 to its dtype, to nearest even ($bits4); row_norms.wat states
 ;; the numerics.
