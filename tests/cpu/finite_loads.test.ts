@@ -204,8 +204,9 @@ function inputValues(
   target: string,
   special: number,
   at: number,
+  scale: number,
 ): number[] {
-  const v = values(shape[0] * shape[1], seed);
+  const v = values(shape[0] * shape[1], seed).map((x) => x * scale);
   if (name === target) v[shape[1] * Math.min(1, shape[0] - 1) + at] = special;
   return v;
 }
@@ -216,25 +217,35 @@ function shapeOf(op: OpCase, name: string, rows: number, cols: number): number[]
 }
 
 /** Every Tensor output of a result, by key, as float64 arrays. */
-function outputs(result: Record<string, unknown>): Map<string, Float64Array> {
-  const out = new Map<string, Float64Array>();
+function outputs(result: Record<string, unknown>): Map<string, Output> {
+  const out = new Map<string, Output>();
   for (const [key, value] of Object.entries(result)) {
-    if (value instanceof Tensor) out.set(key, value.toFloat64Array());
+    if (value instanceof Tensor) {
+      out.set(key, { dtype: value.dtype, values: value.toFloat64Array() });
+    }
   }
   return out;
 }
 
+/** An output's dtype and values. */
+interface Output {
+  dtype: DType;
+  values: Float64Array;
+}
+
 /** The float16 run's outputs against the float32 run's, as the module doc says. */
 function assertLikeFloat32(
-  half: Map<string, Float64Array>,
-  single: Map<string, Float64Array>,
+  half: Map<string, Output>,
+  single: Map<string, Output>,
   what: string,
 ): void {
   assert.deepEqual([...half.keys()].sort(), [...single.keys()].sort(), what);
-  for (const [key, h] of half) {
-    const s = single.get(key)!;
+  for (const [key, { dtype, values: h }] of half) {
+    const s = single.get(key)!.values;
     for (let i = 0; i < h.length; i++) {
-      const want = Math.f16round(s[i]);
+      // A float16 output is the float32 one rounded; a float32 output (statistics, parameter
+      // gradients) is the float32 one.
+      const want = dtype === "float16" ? Math.f16round(s[i]) : s[i];
       const where = `${what}: ${key}[${i}] ${h[i]} against ${s[i]}`;
       if (!Number.isFinite(want)) assert.ok(Object.is(h[i], want), where);
       else assert.ok(Math.abs(h[i] - want) <= 2 ** -10 * Math.abs(want) + 2 ** -24, where);
@@ -244,13 +255,18 @@ function assertLikeFloat32(
 
 for (const op of OPS) {
   Deno.test(`${op.name}: float16 rows with an Inf or a NaN give what float32 rows give`, () => {
-    for (const [rows, cols, at] of [[2, 16, 3], [2, 9, 8]] as const) {
+    // Data of magnitude up to 1.5, and up to 24576 (exact in float16 too): rows whose moments
+    // leave room for an element of 2^16, which the statistics then take again fully.
+    for (
+      const [rows, cols, at, scale] of [[2, 16, 3, 1], [2, 9, 8, 1], [2, 16, 5, 16384]] as const
+    ) {
       for (const target of op.data) {
         for (const special of [Infinity, -Infinity, NaN]) {
-          const what = `${op.name} [${rows},${cols}] ${target}[1,${at}] = ${special}`;
+          const what = `${op.name} [${rows},${cols}] x${scale} ${target}[1,${at}] = ${special}`;
           const made = (dtype: DType) => (name: string) => {
             const shape = shapeOf(op, name, rows, cols);
-            const v = inputValues(name, shape, op.data.indexOf(name) + 1, target, special, at);
+            const seed = op.data.indexOf(name) + 1;
+            const v = inputValues(name, shape, seed, target, special, at, scale);
             const t = Tensor.fromArray(v, shape, dtype);
             return op.name === "adaLayerNorm" && name === "x" ? t.reshape([1, rows, cols]) : t;
           };
@@ -263,8 +279,9 @@ for (const op of OPS) {
   });
 }
 
-Deno.test("batchNormBackward channels-last: float16 pixels with an Inf or a NaN give what float32 gives", () => {
-  // [2, 8, 3, 3] stored channels-last: the pixel kernels' sums (channel_pixels.wat bn_sums_pix).
+Deno.test("batchNorm and its backward channels-last: float16 pixels with an Inf or a NaN give what float32 gives", () => {
+  // [2, 8, 3, 3] stored channels-last: the pixel kernels' statistics and sums (channel_pixels.wat
+  // bn_stats_pix, bn_sums_pix).
   const shape = [2, 8, 3, 3];
   const count = shape.reduce((a, b) => a * b);
   for (const target of ["dy", "x"]) {
@@ -288,6 +305,18 @@ Deno.test("batchNormBackward channels-last: float16 pixels with an Inf or a NaN 
           }) as never);
         };
         assertLikeFloat32(run("float16"), run("float32"), what);
+        if (target !== "x") continue;
+        const forward = (dtype: DType) => {
+          const v = values(count, 2);
+          v[at] = special;
+          const x = Tensor.fromArray(v, shape, dtype).permute([0, 2, 3, 1]).contiguous();
+          return outputs(batchNorm({
+            input: x.permute([0, 3, 1, 2]),
+            weight: Tensor.ones([8], dtype),
+            training: true,
+          }) as never);
+        };
+        assertLikeFloat32(forward("float16"), forward("float32"), `batchNorm ${what}`);
       }
     }
   }

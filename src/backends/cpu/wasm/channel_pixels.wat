@@ -10,7 +10,38 @@
   ;; channel_pixel_blocks.wat's loops fill per run of up to 128 pixels (float32 within a run,
   ;; merged into float64 across runs). `cached` 1: the caller expects the data in the caches
   ;; (the same bits; kernels/channel_stages.ts CACHED_CALL_MAX_BYTES).
+  ;; float16 is taken first with its elements loaded as finite (code 5), and again with the
+  ;; full loads only when a channel's moments leave room for an Inf or a NaN read so: every
+  ;; element lies within sqrt(m2) of its channel's mean (row_sums.wat $rf_moments says why).
   (func (export "bn_stats_pix")
+    (param $x i32) (param $C i32) (param $dt i32) (param $pix i32) (param $o1 i32) (param $o2 i32)
+    (param $acc i32) (param $cached i32)
+    (local $c i32) (local $n f64)
+    (if (i32.and (i32.eq (local.get $dt) (i32.const 1)) (call $f16_finite_pays))
+      (then
+        (call $bn_stats_pix_as (local.get $x) (local.get $C) (i32.const 5) (local.get $pix)
+          (local.get $o1) (local.get $o2) (local.get $acc) (local.get $cached))
+        (local.set $n (f64.convert_i32_u (local.get $pix)))
+        (block $special
+          (loop $chan
+            (br_if $special
+              (f64.ge
+                (f64.add
+                  (f64.abs (f64.div (f64.load (local.get $o1)) (local.get $n)))
+                  (f64.sqrt (f64.load (local.get $o2))))
+                (f64.const 65504)))
+            (local.set $o1 (i32.add (local.get $o1) (i32.const 8)))
+            (local.set $o2 (i32.add (local.get $o2) (i32.const 8)))
+            (local.set $c (i32.add (local.get $c) (i32.const 1)))
+            (br_if $chan (i32.lt_u (local.get $c) (local.get $C)))
+            (return)))
+        (local.set $o1 (i32.sub (local.get $o1) (i32.shl (local.get $c) (i32.const 3))))
+        (local.set $o2 (i32.sub (local.get $o2) (i32.shl (local.get $c) (i32.const 3))))))
+    (call $bn_stats_pix_as (local.get $x) (local.get $C) (local.get $dt) (local.get $pix)
+      (local.get $o1) (local.get $o2) (local.get $acc) (local.get $cached)))
+
+  ;; bn_stats_pix with the elements loaded as code dt.
+  (func $bn_stats_pix_as
     (param $x i32) (param $C i32) (param $dt i32) (param $pix i32) (param $o1 i32) (param $o2 i32)
     (param $acc i32) (param $cached i32)
     (local $q i32) (local $len i32) (local $c i32) (local $p i32) (local $es i32) (local $ps i32)

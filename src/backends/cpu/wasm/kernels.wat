@@ -21,7 +21,7 @@
 ;; computes no NaN (the drivers' choices, kernels/stage_types.ts writeCode: see $bits4); and
 ;; 5, a kernel's own choice inside a call, never a driver's: float16 loaded without the fix of
 ;; Inf and NaN and stored as 1, for elements it has found finite ($load_code) or in a first pass
-;; that checks them after ($rf_special).
+;; that checks them after ($f16_finite_pays).
 ;; The kernels widen elements exactly to float32 lanes ($ld4), compute in float32, and round
 ;; each output once from float32 to its dtype, to nearest even ($bits4); row_norms.wat states
 ;; the numerics.
@@ -33,9 +33,9 @@
   ;; (each thread's instance has its own).
   (global $rf_second (mut f64) (f64.const 0))
 
-  ;; Whether the last float16 pass of row_sums.wat's $rf_squares or $rf_sums2 that loaded its
-  ;; elements as finite (code 5: $load_code) met one that is an Inf or a NaN (its sums are then
-  ;; taken again with the full loads).
+  ;; Whether the last float16 pass of the channel sums (channel_norms.wat $bn_sums_rows_at,
+  ;; channel_pixels.wat bn_sums_pix) that loaded its elements as finite (code 5) met one that is
+  ;; an Inf or a NaN (its sums are then taken again with the full loads).
   (global $rf_special (mut i32) (i32.const 0))
 
   ;; ---------------------------------------------------------------------------------
@@ -72,7 +72,8 @@
 
   ;; Whether loading float16 as finite (code 5, $f16x4_finite) saves work over $f16x4, so that
   ;; a first pass over a row may load it so and check it after (row_sums.wat $rf_squares,
-  ;; $rf_moments): in this build the fix of Inf and NaN costs four operations per four lanes.
+  ;; $rf_moments, channel_pixels.wat bn_stats_pix, the channel sums' $rf_special): in this build
+  ;; the fix of Inf and NaN costs four operations per four lanes.
   ;; The FP16 build's conversion handles them at no cost: 0 there (kernels_fp16.wat), where the
   ;; check alone made rms_fwd 1.49x and bn_stats_rows 1.35x slower.
   (func $f16_finite_pays (result i32)

@@ -120,15 +120,22 @@
   ;; d^2 <= var (at most twice the error of squares taken about the mean, typically 1/16
   ;; more). Otherwise (and when the sum is not finite) the run takes the two passes of
   ;; $rf_mean64 and $rf_dev2, as a run whose pivot is far from its mean needs.
-  ;; float16 runs are taken first with their elements loaded as finite (code 5), and again with
-  ;; the full loads only when one of them is an Inf or a NaN ($rf_sums2's $rf_special), as
-  ;; $rf_squares does: the same results either way.
+  ;; float16 runs are taken first with their elements loaded as finite (code 5: $ld4 without
+  ;; the fix of Inf and NaN, whose elements then read as magnitudes of 2^16 or more), and again
+  ;; with the full loads only when the moments leave room for such an element: every element
+  ;; lies within sqrt(m2) of the mean (m2 the sum of the squared deviations), so a run whose
+  ;; |mean| + sqrt(m2) stays below 65504 (float16's largest finite value) held none. The
+  ;; float32 sums err by a few parts in 10^5 (blocks of 256), far inside the 32 between 65504
+  ;; and 2^16. The same results either way, at no cost per element; a run of large data may be
+  ;; taken twice (1024 elements of magnitude 2000 have sqrt(m2) near 64000).
   (func $rf_moments (param $p i32) (param $n i32) (param $dt i32) (result f64)
     (local $r f64)
     (if (i32.and (i32.eq (local.get $dt) (i32.const 1)) (call $f16_finite_pays))
       (then
         (local.set $r (call $rf_moments_at (local.get $p) (local.get $n) (i32.const 5)))
-        (if (i32.eqz (global.get $rf_special)) (then (return (local.get $r))))
+        (if (f64.lt (f64.add (f64.abs (local.get $r)) (f64.sqrt (global.get $rf_second)))
+              (f64.const 65504))
+          (then (return (local.get $r))))
         (return (call $rf_moments_at (local.get $p) (local.get $n) (i32.const 1)))))
     (call $rf_moments_at (local.get $p) (local.get $n) (local.get $dt)))
 
@@ -162,14 +169,11 @@
     (f32.store (local.get $rstd) (call $rf_rstd (global.get $rf_second) (local.get $n) (local.get $eps))))
 
   ;; The sums over the n elements at p (dt) of v - m and of (v - m)^2: the second returned,
-  ;; the first left in $rf_second; blocked as $rf_squares blocks. With code 5 (float16 loaded
-  ;; as finite: $rf_moments), $rf_special says whether an element read as 2^16 or more (an
-  ;; Inf or a NaN: every finite float16 is below).
+  ;; the first left in $rf_second; blocked as $rf_squares blocks.
   (func $rf_sums2 (param $p i32) (param $n i32) (param $dt i32) (param $m v128) (result f64)
     (local $es i32) (local $j i32) (local $n16 i32) (local $end i32) (local $s f64) (local $t f64)
     (local $a v128) (local $b v128) (local $c v128) (local $d v128)
     (local $qa v128) (local $qb v128) (local $qc v128) (local $qd v128) (local $v v128)
-    (local $w v128) (local $mx v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n16 (i32.and (local.get $n) (i32.const -16)))
     (block $blocksDone
@@ -186,26 +190,24 @@
         (local.set $qc (v128.const i64x2 0 0))
         (local.set $qd (v128.const i64x2 0 0))
         (loop $next
-          (local.set $w (call $ld4 (local.get $p) (local.get $dt)))
-          (local.set $mx (call $rf_peak (local.get $dt) (local.get $mx) (f32x4.abs (local.get $w))))
-          (local.set $v (f32x4.sub (local.get $w) (local.get $m)))
+          (local.set $v (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $m)))
           (local.set $a (f32x4.add (local.get $a) (local.get $v)))
           (local.set $qa (f32x4.add (local.get $qa) (call $rf_sq (local.get $v))))
-          (local.set $w (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt)))
-          (local.set $mx (call $rf_peak (local.get $dt) (local.get $mx) (f32x4.abs (local.get $w))))
-          (local.set $v (f32x4.sub (local.get $w) (local.get $m)))
+          (local.set $v
+            (f32x4.sub (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt))
+              (local.get $m)))
           (local.set $b (f32x4.add (local.get $b) (local.get $v)))
           (local.set $qb (f32x4.add (local.get $qb) (call $rf_sq (local.get $v))))
-          (local.set $w
-            (call $ld4 (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))) (local.get $dt)))
-          (local.set $mx (call $rf_peak (local.get $dt) (local.get $mx) (f32x4.abs (local.get $w))))
-          (local.set $v (f32x4.sub (local.get $w) (local.get $m)))
+          (local.set $v
+            (f32x4.sub
+              (call $ld4 (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))) (local.get $dt))
+              (local.get $m)))
           (local.set $c (f32x4.add (local.get $c) (local.get $v)))
           (local.set $qc (f32x4.add (local.get $qc) (call $rf_sq (local.get $v))))
-          (local.set $w
-            (call $ld4 (i32.add (local.get $p) (i32.mul (local.get $es) (i32.const 3))) (local.get $dt)))
-          (local.set $mx (call $rf_peak (local.get $dt) (local.get $mx) (f32x4.abs (local.get $w))))
-          (local.set $v (f32x4.sub (local.get $w) (local.get $m)))
+          (local.set $v
+            (f32x4.sub
+              (call $ld4 (i32.add (local.get $p) (i32.mul (local.get $es) (i32.const 3))) (local.get $dt))
+              (local.get $m)))
           (local.set $d (f32x4.add (local.get $d) (local.get $v)))
           (local.set $qd (f32x4.add (local.get $qd) (call $rf_sq (local.get $v))))
           (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 2))))
@@ -222,21 +224,16 @@
     (block $done
       (loop $next
         (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
-        (local.set $w (call $ld4 (local.get $p) (local.get $dt)))
-        (local.set $v (f32x4.sub (local.get $w) (local.get $m)))
+        (local.set $v (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $m)))
         (if (i32.gt_u (i32.add (local.get $j) (i32.const 4)) (local.get $n))
           (then
             (local.set $v
-              (v128.and (local.get $v) (call $rf_mask (i32.sub (local.get $n) (local.get $j)))))
-            (local.set $w
-              (v128.and (local.get $w) (call $rf_mask (i32.sub (local.get $n) (local.get $j)))))))
-        (local.set $mx (call $rf_peak (local.get $dt) (local.get $mx) (f32x4.abs (local.get $w))))
+              (v128.and (local.get $v) (call $rf_mask (i32.sub (local.get $n) (local.get $j)))))))
         (local.set $a (f32x4.add (local.get $a) (local.get $v)))
         (local.set $qa (f32x4.add (local.get $qa) (call $rf_sq (local.get $v))))
         (local.set $p (i32.add (local.get $p) (local.get $es)))
         (local.set $j (i32.add (local.get $j) (i32.const 4)))
         (br $next)))
-    (call $rf_special_at (local.get $dt) (local.get $mx) (f32.const 0x1p16))
     (global.set $rf_second (f64.add (local.get $s)
       (call $rf_fold (local.get $a) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
         (v128.const i64x2 0 0))))
@@ -245,26 +242,23 @@
         (v128.const i64x2 0 0))))
 
   ;; The sum of the squares of the n elements at p (dt), blocked as the module doc says.
-  ;; float16 is summed first with its elements loaded as finite (code 5, $ld4 without the fix
-  ;; of Inf and NaN): an Inf or a NaN then reads as a magnitude of 2^16 or more, above every
-  ;; finite float16 (65504), so its square, 2^32 or more, shows in the squares' running maximum
-  ;; ($rf_special), and only then is the row summed again with the full loads. The same sum
-  ;; either way: finite elements widen exactly.
+  ;; float16 is summed first with its elements loaded as finite (code 5), and again with the
+  ;; full loads only when the sum leaves room for an Inf or a NaN read so (2^16 or more, so a
+  ;; square of 2^32 or more): a sum below 65504^2 held none ($rf_moments says why the float32
+  ;; sums' error stays inside the margin). The same sum either way.
   (func $rf_squares (param $p i32) (param $n i32) (param $dt i32) (result f64)
     (local $t f64)
     (if (i32.and (i32.eq (local.get $dt) (i32.const 1)) (call $f16_finite_pays))
       (then
         (local.set $t (call $rf_squares_at (local.get $p) (local.get $n) (i32.const 5)))
-        (if (i32.eqz (global.get $rf_special)) (then (return (local.get $t))))
+        (if (f64.lt (local.get $t) (f64.const 4290774016)) (then (return (local.get $t))))
         (return (call $rf_squares_at (local.get $p) (local.get $n) (i32.const 1)))))
     (call $rf_squares_at (local.get $p) (local.get $n) (local.get $dt)))
 
-  ;; $rf_squares with the elements loaded as code dt; with code 5, $rf_special set from the
-  ;; squares' maximum.
+  ;; $rf_squares with the elements loaded as code dt.
   (func $rf_squares_at (param $p i32) (param $n i32) (param $dt i32) (result f64)
     (local $es i32) (local $j i32) (local $n16 i32) (local $end i32) (local $t f64)
     (local $a v128) (local $b v128) (local $c v128) (local $d v128) (local $v v128)
-    (local $mx v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n16 (i32.and (local.get $n) (i32.const -16)))
     (block $blocksDone
@@ -277,24 +271,18 @@
         (local.set $c (v128.const i64x2 0 0))
         (local.set $d (v128.const i64x2 0 0))
         (loop $next
-          (local.set $v (call $rf_sq (call $pair_lo (local.get $p) (local.get $dt))))
-          (local.set $a (f32x4.add (local.get $a) (local.get $v)))
-          (local.set $mx (call $rf_peak (local.get $dt) (local.get $mx) (local.get $v)))
-          (local.set $v (call $rf_sq (call $pair_hi (local.get $p) (local.get $es) (local.get $dt))))
-          (local.set $b (f32x4.add (local.get $b) (local.get $v)))
-          (local.set $mx (call $rf_peak (local.get $dt) (local.get $mx) (local.get $v)))
-          (local.set $v
+          (local.set $a (f32x4.add (local.get $a)
+            (call $rf_sq (call $pair_lo (local.get $p) (local.get $dt)))))
+          (local.set $b (f32x4.add (local.get $b)
+            (call $rf_sq (call $pair_hi (local.get $p) (local.get $es) (local.get $dt)))))
+          (local.set $c (f32x4.add (local.get $c)
             (call $rf_sq
               (call $pair_lo (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1)))
-                (local.get $dt))))
-          (local.set $c (f32x4.add (local.get $c) (local.get $v)))
-          (local.set $mx (call $rf_peak (local.get $dt) (local.get $mx) (local.get $v)))
-          (local.set $v
+                (local.get $dt)))))
+          (local.set $d (f32x4.add (local.get $d)
             (call $rf_sq
               (call $pair_hi (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1)))
-                (local.get $es) (local.get $dt))))
-          (local.set $d (f32x4.add (local.get $d) (local.get $v)))
-          (local.set $mx (call $rf_peak (local.get $dt) (local.get $mx) (local.get $v)))
+                (local.get $es) (local.get $dt)))))
           (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 2))))
           (local.set $j (i32.add (local.get $j) (i32.const 16)))
           (br_if $next (i32.lt_u (local.get $j) (local.get $end))))
@@ -313,11 +301,9 @@
             (local.set $v
               (v128.and (local.get $v) (call $rf_mask (i32.sub (local.get $n) (local.get $j)))))))
         (local.set $a (f32x4.add (local.get $a) (local.get $v)))
-        (local.set $mx (call $rf_peak (local.get $dt) (local.get $mx) (local.get $v)))
         (local.set $p (i32.add (local.get $p) (local.get $es)))
         (local.set $j (i32.add (local.get $j) (i32.const 4)))
         (br $next)))
-    (call $rf_special_at (local.get $dt) (local.get $mx) (f32.const 0x1p32))
     (f64.add (local.get $t)
       (call $rf_fold (local.get $a) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
         (v128.const i64x2 0 0))))
