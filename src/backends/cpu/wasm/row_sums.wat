@@ -125,9 +125,10 @@
   ;; with the full loads only when the moments leave room for such an element: every element
   ;; lies within sqrt(m2) of the mean (m2 the sum of the squared deviations), so a run whose
   ;; |mean| + sqrt(m2) stays below 65504 (float16's largest finite value) held none. The
-  ;; float32 sums err by a few parts in 10^5 (blocks of 256), far inside the 32 between 65504
-  ;; and 2^16. The same results either way, at no cost per element; a run of large data may be
-  ;; taken twice (1024 elements of magnitude 2000 have sqrt(m2) near 64000).
+  ;; float32 sums err by a few parts in 10^5 (a lane adds at most 128 terms before float64),
+  ;; far inside the 32 between 65504 and 2^16. The same results either way, at no cost per
+  ;; element; a run of large data may be taken twice (1024 elements of magnitude 2000 have
+  ;; sqrt(m2) near 64000).
   (func $rf_moments (param $p i32) (param $n i32) (param $dt i32) (result f64)
     (local $r f64)
     (if (i32.and (i32.eq (local.get $dt) (i32.const 1)) (call $f16_finite_pays))
