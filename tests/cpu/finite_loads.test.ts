@@ -47,6 +47,13 @@ interface OpCase {
 
 const F32 = (values: number[], shape: number[]) => Tensor.fromArray(values, shape, "float32");
 
+/** Per-row (or per-channel) float32 statistics of `shape` ([rows] or [rows, 1]): mean 0.5 - i. */
+const means = (shape: number[]) => F32(Array.from({ length: shape[0] }, (_, i) => 0.5 - i), shape);
+
+/** As {@linkcode means}: rstd `first` + i. */
+const rstds = (shape: number[], first = 0.75) =>
+  F32(Array.from({ length: shape[0] }, (_, i) => first + i), shape);
+
 /** addRmsNorm's and addRmsNormCast's arguments: x1, x2, unit gamma in the data's dtype. */
 const addArgs = (d: (name: string) => Tensor, dtype: DType) => ({
   x1: d("x1"),
@@ -92,8 +99,8 @@ const OPS: readonly OpCase[] = [
         gradOut: d("dy").reshape([1, rows, cols]),
         input: d("x").reshape([1, rows, cols]),
         weight: Tensor.ones([rows], dtype),
-        saveMean: F32(Array.from({ length: rows }, (_, i) => 0.5 - i), [rows]),
-        saveInvstd: F32(Array.from({ length: rows }, (_, i) => 0.75 + i), [rows]),
+        saveMean: means([rows]),
+        saveInvstd: rstds([rows]),
         training: true,
       }) as never;
     },
@@ -130,7 +137,7 @@ const OPS: readonly OpCase[] = [
       return rmsNormGrad({
         dy: d("dy"),
         x: d("x"),
-        rstd: F32(Array.from({ length: rows }, (_, i) => 0.25 + i), [rows, 1]),
+        rstd: rstds([rows, 1], 0.25),
         gamma: Tensor.ones([cols], dtype),
       }) as never;
     },
@@ -144,8 +151,8 @@ const OPS: readonly OpCase[] = [
         gradOut: d("dy"),
         input: d("x"),
         normalizedShape: [cols],
-        mean: F32(Array.from({ length: rows }, (_, i) => 0.5 - i), [rows, 1]),
-        rstd: F32(Array.from({ length: rows }, (_, i) => 0.75 + i), [rows, 1]),
+        mean: means([rows, 1]),
+        rstd: rstds([rows, 1]),
         weight: Tensor.full([cols], 1.5),
         outputMask: [true, true, false],
       }) as never;
@@ -179,8 +186,8 @@ const OPS: readonly OpCase[] = [
       const [rows, cols] = d("x1").shape;
       const common = {
         dy: d("dy"),
-        rstd: F32(Array.from({ length: rows }, (_, i) => 0.75 + i), [rows, 1]),
-        mean: F32(Array.from({ length: rows }, (_, i) => 0.5 - i), [rows, 1]),
+        rstd: rstds([rows, 1]),
+        mean: means([rows, 1]),
         gamma: Tensor.full([cols], 1.5, dtype),
       };
       return (name === "deepNormGrad"

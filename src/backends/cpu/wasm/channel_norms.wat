@@ -80,6 +80,26 @@
     (call $bn_sums_rows_at (local.get $dy) (local.get $dys) (local.get $x) (local.get $xs)
       (local.get $inner) (local.get $dt) (local.get $rows) (local.get $mean) (local.get $out)))
 
+  ;; With code 5 (float16 loaded as finite), the running maximum mx of the magnitudes of a
+  ;; and b (the channel sums' elements); mx otherwise (the other codes' loops keep none).
+  ;; f32x4.pmax is one instruction (no lane is NaN here), where f32x4.max's NaN and signed-zero
+  ;; rules take several and made the sums 1.8-4.1x slower (bench/RESULTS.md).
+  (func $bn_peak (param $dt i32) (param $mx v128) (param $a v128) (param $b v128) (result v128)
+    (if (result v128) (i32.eq (local.get $dt) (i32.const 5))
+      (then
+        (f32x4.pmax (local.get $mx)
+          (f32x4.pmax (f32x4.abs (local.get $a)) (f32x4.abs (local.get $b)))))
+      (else (local.get $mx))))
+
+  ;; With code 5, $bn_special = whether a lane of the maximum mx reached 2^16: the least
+  ;; magnitude an Inf or a NaN loaded as finite reads as, above every finite float16 (65504).
+  (func $bn_special_at (param $dt i32) (param $mx v128)
+    (if (i32.eq (local.get $dt) (i32.const 5))
+      (then
+        (global.set $bn_special
+          (v128.any_true
+            (f32x4.ge (local.get $mx) (v128.const f32x4 0x1p16 0x1p16 0x1p16 0x1p16)))))))
+
   ;; bn_sums_rows, callable from the other kernels (channel_units.wat). float16 is summed
   ;; first with dy and x loaded as finite (code 5), and again with the full loads only when the
   ;; magnitudes' running maximum shows an Inf or a NaN among them (row_sums.wat $rf_moments
@@ -87,15 +107,15 @@
   (func $bn_sums_rows_at
     (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $inner i32)
     (param $dt i32) (param $rows i32) (param $mean f64) (param $out i32)
-    (if (i32.and (i32.eq (local.get $dt) (i32.const 1)) (call $f16_finite_pays))
+    (if (call $finite_first (local.get $dt))
       (then
         (call $bn_sums_rows_as (local.get $dy) (local.get $dys) (local.get $x) (local.get $xs)
           (local.get $inner) (i32.const 5) (local.get $rows) (local.get $mean) (local.get $out))
-        (if (i32.eqz (global.get $rf_special)) (then (return)))))
+        (if (i32.eqz (global.get $bn_special)) (then (return)))))
     (call $bn_sums_rows_as (local.get $dy) (local.get $dys) (local.get $x) (local.get $xs)
       (local.get $inner) (local.get $dt) (local.get $rows) (local.get $mean) (local.get $out)))
 
-  ;; $bn_sums_rows_at with the elements loaded as code dt; with code 5, $rf_special set.
+  ;; $bn_sums_rows_at with the elements loaded as code dt; with code 5, $bn_special set ($bn_special_at).
   (func $bn_sums_rows_as
     (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32) (param $inner i32)
     (param $dt i32) (param $rows i32) (param $mean f64) (param $out i32)
@@ -131,11 +151,11 @@
                 (br_if $pairsDone (i32.ge_u (local.get $j) (local.get $n8)))
                 (local.set $e (call $pair_lo (local.get $p) (local.get $dt)))
                 (local.set $w (call $pair_lo (local.get $q) (local.get $dt)))
-                (local.set $mx (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $e) (local.get $w)))
+                (local.set $mx (call $bn_peak (local.get $dt) (local.get $mx) (local.get $e) (local.get $w)))
                 (local.set $d (f32x4.sub (local.get $w) (local.get $m)))
                 (local.set $f (call $pair_hi (local.get $p) (local.get $es) (local.get $dt)))
                 (local.set $w (call $pair_hi (local.get $q) (local.get $es) (local.get $dt)))
-                (local.set $mx (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $f) (local.get $w)))
+                (local.set $mx (call $bn_peak (local.get $dt) (local.get $mx) (local.get $f) (local.get $w)))
                 (local.set $g (f32x4.sub (local.get $w) (local.get $m)))
                 (local.set $a1 (f32x4.add (local.get $a1) (local.get $e)))
                 (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (local.get $e) (local.get $d))))
@@ -149,7 +169,7 @@
               (then
                 (local.set $e (call $ld4 (local.get $p) (local.get $dt)))
                 (local.set $w (call $ld4 (local.get $q) (local.get $dt)))
-                (local.set $mx (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $e) (local.get $w)))
+                (local.set $mx (call $bn_peak (local.get $dt) (local.get $mx) (local.get $e) (local.get $w)))
                 (local.set $d (f32x4.sub (local.get $w) (local.get $m)))
                 (local.set $a1 (f32x4.add (local.get $a1) (local.get $e)))
                 (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (local.get $e) (local.get $d))))
@@ -170,7 +190,7 @@
             (local.set $e (v128.and (call $ld4 (local.get $p) (local.get $dt)) (local.get $mask)))
             (local.set $w (call $ld4 (local.get $q) (local.get $dt)))
             (local.set $mx
-              (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $e)
+              (call $bn_peak (local.get $dt) (local.get $mx) (local.get $e)
                 (v128.and (local.get $w) (local.get $mask))))
             (local.set $d
               (v128.and (f32x4.sub (local.get $w) (local.get $m)) (local.get $mask)))
@@ -182,7 +202,7 @@
                 (v128.const i64x2 0 0) (v128.const i64x2 0 0))))))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row)))
-    (call $rf_special_at (local.get $dt) (local.get $mx) (f32.const 0x1p16))
+    (call $bn_special_at (local.get $dt) (local.get $mx))
     (f64.store (local.get $out) (local.get $t1))
     (f64.store offset=8 (local.get $out) (local.get $t2)))
 

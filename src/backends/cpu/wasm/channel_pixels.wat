@@ -17,7 +17,7 @@
     (param $x i32) (param $C i32) (param $dt i32) (param $pix i32) (param $o1 i32) (param $o2 i32)
     (param $acc i32) (param $cached i32)
     (local $c i32) (local $n f64)
-    (if (i32.and (i32.eq (local.get $dt) (i32.const 1)) (call $f16_finite_pays))
+    (if (call $finite_first (local.get $dt))
       (then
         (call $bn_stats_pix_as (local.get $x) (local.get $C) (i32.const 5) (local.get $pix)
           (local.get $o1) (local.get $o2) (local.get $acc) (local.get $cached))
@@ -113,17 +113,17 @@
   (func (export "bn_sums_pix")
     (param $dy i32) (param $x i32) (param $C i32) (param $dt i32) (param $pix i32) (param $k i32)
     (param $o1 i32) (param $o2 i32) (param $acc i32) (param $cached i32)
-    (if (i32.and (i32.eq (local.get $dt) (i32.const 1)) (call $f16_finite_pays))
+    (if (call $finite_first (local.get $dt))
       (then
         (call $bn_sums_pix_as (local.get $dy) (local.get $x) (local.get $C) (i32.const 5)
           (local.get $pix) (local.get $k) (local.get $o1) (local.get $o2) (local.get $acc)
           (local.get $cached))
-        (if (i32.eqz (global.get $rf_special)) (then (return)))))
+        (if (i32.eqz (global.get $bn_special)) (then (return)))))
     (call $bn_sums_pix_as (local.get $dy) (local.get $x) (local.get $C) (local.get $dt)
       (local.get $pix) (local.get $k) (local.get $o1) (local.get $o2) (local.get $acc)
       (local.get $cached)))
 
-  ;; bn_sums_pix with the elements loaded as code dt; with code 5, $rf_special set.
+  ;; bn_sums_pix with the elements loaded as code dt; with code 5, $bn_special set ($bn_special_at).
   (func $bn_sums_pix_as
     (param $dy i32) (param $x i32) (param $C i32) (param $dt i32) (param $pix i32) (param $k i32)
     (param $o1 i32) (param $o2 i32) (param $acc i32) (param $cached i32)
@@ -183,16 +183,16 @@
                       (f32x4.add (v128.load (local.get $a)) (f32x4.add (local.get $e) (local.get $e2)))
                       (f32x4.add (local.get $e3) (local.get $e4))))
                   (local.set $w (call $ld4 (local.get $r) (local.get $dt)))
-                  (local.set $mx (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $e) (local.get $w)))
+                  (local.set $mx (call $bn_peak (local.get $dt) (local.get $mx) (local.get $e) (local.get $w)))
                   (local.set $d (f32x4.sub (local.get $w) (local.get $m)))
                   (local.set $w (call $ld4 (i32.add (local.get $r) (local.get $ps)) (local.get $dt)))
-                  (local.set $mx (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $e2) (local.get $w)))
+                  (local.set $mx (call $bn_peak (local.get $dt) (local.get $mx) (local.get $e2) (local.get $w)))
                   (local.set $d2 (f32x4.sub (local.get $w) (local.get $m)))
                   (local.set $w (call $ld4 (i32.add (local.get $r) (local.get $ps2)) (local.get $dt)))
-                  (local.set $mx (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $e3) (local.get $w)))
+                  (local.set $mx (call $bn_peak (local.get $dt) (local.get $mx) (local.get $e3) (local.get $w)))
                   (local.set $d3 (f32x4.sub (local.get $w) (local.get $m)))
                   (local.set $w (call $ld4 (i32.add (local.get $r) (local.get $ps3)) (local.get $dt)))
-                  (local.set $mx (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $e4) (local.get $w)))
+                  (local.set $mx (call $bn_peak (local.get $dt) (local.get $mx) (local.get $e4) (local.get $w)))
                   (local.set $d4 (f32x4.sub (local.get $w) (local.get $m)))
                   (v128.store offset=16 (local.get $a)
                     (f32x4.add
@@ -216,11 +216,11 @@
                   (local.set $m (v128.load offset=32 (local.get $a)))
                   (local.set $e (call $ld4 (local.get $p) (local.get $dt)))
                   (local.set $w (call $ld4 (local.get $r) (local.get $dt)))
-                  (local.set $mx (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $e) (local.get $w)))
+                  (local.set $mx (call $bn_peak (local.get $dt) (local.get $mx) (local.get $e) (local.get $w)))
                   (local.set $d (f32x4.sub (local.get $w) (local.get $m)))
                   (local.set $e2 (call $ld4 (i32.add (local.get $p) (local.get $ps)) (local.get $dt)))
                   (local.set $w (call $ld4 (i32.add (local.get $r) (local.get $ps)) (local.get $dt)))
-                  (local.set $mx (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $e2) (local.get $w)))
+                  (local.set $mx (call $bn_peak (local.get $dt) (local.get $mx) (local.get $e2) (local.get $w)))
                   (local.set $d2 (f32x4.sub (local.get $w) (local.get $m)))
                   (v128.store (local.get $a)
                     (f32x4.add (v128.load (local.get $a)) (f32x4.add (local.get $e) (local.get $e2))))
@@ -239,7 +239,7 @@
             (loop $vec
               (local.set $e (call $ld4 (local.get $p) (local.get $dt)))
               (local.set $w (call $ld4 (local.get $r) (local.get $dt)))
-              (local.set $mx (call $rf_peak2 (local.get $dt) (local.get $mx) (local.get $e) (local.get $w)))
+              (local.set $mx (call $bn_peak (local.get $dt) (local.get $mx) (local.get $e) (local.get $w)))
               (local.set $d (f32x4.sub (local.get $w) (v128.load offset=32 (local.get $a))))
               (v128.store (local.get $a) (f32x4.add (v128.load (local.get $a)) (local.get $e)))
               (v128.store offset=16 (local.get $a)
@@ -273,7 +273,7 @@
           (br_if $vec (i32.lt_u (local.get $a) (local.get $accEnd))))
         (local.set $q (i32.add (local.get $q) (local.get $len)))
         (br $run)))
-    (call $rf_special_at (local.get $dt) (local.get $mx) (f32.const 0x1p16)))
+    (call $bn_special_at (local.get $dt) (local.get $mx)))
 
   ;; A write of kind `op` over one item, pixels: the float32 constants interleaved per four
   ;; channels at k (channels 4i..4i+3: k0 at k + 64i, k1 at + 16, k2 at + 32, k3 at + 48).

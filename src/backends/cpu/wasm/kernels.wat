@@ -21,7 +21,7 @@
 ;; computes no NaN (the drivers' choices, kernels/stage_types.ts writeCode: see $bits4); and
 ;; 5, a kernel's own choice inside a call, never a driver's: float16 loaded without the fix of
 ;; Inf and NaN and stored as 1, for elements it has found finite ($load_code) or in a first pass
-;; that checks them after ($f16_finite_pays).
+;; that checks them after ($finite_first).
 ;; The kernels widen elements exactly to float32 lanes ($ld4), compute in float32, and round
 ;; each output once from float32 to its dtype, to nearest even ($bits4); row_norms.wat states
 ;; the numerics.
@@ -35,8 +35,8 @@
 
   ;; Whether the last float16 pass of the channel sums (channel_norms.wat $bn_sums_rows_at,
   ;; channel_pixels.wat bn_sums_pix) that loaded its elements as finite (code 5) met one that is
-  ;; an Inf or a NaN (its sums are then taken again with the full loads).
-  (global $rf_special (mut i32) (i32.const 0))
+  ;; an Inf or a NaN (its sums are then taken again with the full loads: $bn_special_at).
+  (global $bn_special (mut i32) (i32.const 0))
 
   ;; ---------------------------------------------------------------------------------
   ;; Codecs
@@ -70,14 +70,14 @@
     (select (i32.const 5) (local.get $dt)
       (i32.and (i32.eq (local.get $dt) (i32.const 1)) (local.get $finite))))
 
-  ;; Whether loading float16 as finite (code 5, $f16x4_finite) saves work over $f16x4, so that
-  ;; a first pass over a row may load it so and check it after (row_sums.wat $rf_squares,
-  ;; $rf_moments, channel_pixels.wat bn_stats_pix, the channel sums' $rf_special): in this build
-  ;; the fix of Inf and NaN costs four operations per four lanes.
-  ;; The FP16 build's conversion handles them at no cost: 0 there (kernels_fp16.wat), where the
-  ;; check alone made rms_fwd 1.49x and bn_stats_rows 1.35x slower.
-  (func $f16_finite_pays (result i32)
-    (i32.const 1))
+  ;; Whether a first pass over dt data loads it as finite first (code 5, $f16x4_finite) and
+  ;; checks it after (row_sums.wat $rf_squares, $rf_moments, channel_pixels.wat bn_stats_pix,
+  ;; the channel sums' $bn_special): float16, whose fix of Inf and NaN costs this build four
+  ;; operations per four lanes. The FP16 build's conversion handles them at no cost: never
+  ;; there (kernels_fp16.wat), where the check alone made rms_fwd 1.49x and bn_stats_rows
+  ;; 1.35x slower.
+  (func $finite_first (param $dt i32) (result i32)
+    (i32.eq (local.get $dt) (i32.const 1)))
 
   ;; Whether v is finite (neither an Inf nor a NaN): v - v is 0 then, NaN otherwise.
   (func $finite64 (param $v f64) (result i32)

@@ -5,7 +5,7 @@
 ;; These are the kernels' float16 conversions: every float16 load of a kernel goes through
 ;; $ld4 to $f16x4, every float16 store through $bits4 to $f16bits4 or through $bits8 to
 ;; $f16bits8 (or, in a write that computes no NaN, $f16x4_finite, $f16bits4_finite and
-;; $f16bits8_finite); and $f16_finite_pays says that loading as finite saves nothing here.
+;; $f16bits8_finite); and $finite_first says that no pass loads as finite first here.
 ;; Everything else,
 ;; the arithmetic and the sums' association, is kernels.wat's.
 ;;
@@ -67,8 +67,8 @@
       (i16x8.neg (local.get $b))))
 
   ;; Loads as finite (code 5) save nothing here: the conversion takes Inf and NaN as it takes
-  ;; any value (kernels.wat $f16_finite_pays).
-  (func $f16_finite_pays (result i32)
+  ;; any value, so no first pass tries them (kernels.wat $finite_first).
+  (func $finite_first (param $dt i32) (result i32)
     (i32.const 0))
 
   ;; $f16bits4 of a and b in eight lanes: the two conversions combined, then one NaN fix for

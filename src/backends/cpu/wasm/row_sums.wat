@@ -131,7 +131,7 @@
   ;; sqrt(m2) near 64000).
   (func $rf_moments (param $p i32) (param $n i32) (param $dt i32) (result f64)
     (local $r f64)
-    (if (i32.and (i32.eq (local.get $dt) (i32.const 1)) (call $f16_finite_pays))
+    (if (call $finite_first (local.get $dt))
       (then
         (local.set $r (call $rf_moments_at (local.get $p) (local.get $n) (i32.const 5)))
         (if (f64.lt (f64.add (f64.abs (local.get $r)) (f64.sqrt (global.get $rf_second)))
@@ -249,7 +249,7 @@
   ;; sums' error stays inside the margin). The same sum either way.
   (func $rf_squares (param $p i32) (param $n i32) (param $dt i32) (result f64)
     (local $t f64)
-    (if (i32.and (i32.eq (local.get $dt) (i32.const 1)) (call $f16_finite_pays))
+    (if (call $finite_first (local.get $dt))
       (then
         (local.set $t (call $rf_squares_at (local.get $p) (local.get $n) (i32.const 5)))
         (if (f64.lt (local.get $t) (f64.const 4290774016)) (then (return (local.get $t))))
@@ -308,26 +308,6 @@
     (f64.add (local.get $t)
       (call $rf_fold (local.get $a) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
         (v128.const i64x2 0 0))))
-
-  ;; With code 5 (float16 loaded as finite), the running maximum mx of v's lanes; mx otherwise
-  ;; (the other codes' loops keep none).
-  (func $rf_peak (param $dt i32) (param $mx v128) (param $v v128) (result v128)
-    (if (result v128) (i32.eq (local.get $dt) (i32.const 5))
-      (then (f32x4.pmax (local.get $mx) (local.get $v)))
-      (else (local.get $mx))))
-
-  ;; $rf_peak of the magnitudes of a and b.
-  (func $rf_peak2 (param $dt i32) (param $mx v128) (param $a v128) (param $b v128) (result v128)
-    (call $rf_peak (local.get $dt) (local.get $mx)
-      (f32x4.pmax (f32x4.abs (local.get $a)) (f32x4.abs (local.get $b)))))
-
-  ;; With code 5, $rf_special = whether a lane of the maximum mx reached `bound` (the least
-  ;; value an Inf or a NaN loaded as finite gives).
-  (func $rf_special_at (param $dt i32) (param $mx v128) (param $bound f32)
-    (if (i32.eq (local.get $dt) (i32.const 5))
-      (then
-        (global.set $rf_special
-          (v128.any_true (f32x4.ge (local.get $mx) (f32x4.splat (local.get $bound))))))))
 
   ;; Stores four float32 lanes v at byte address p, each rounded once to dt.
   (func $rf_st4 (param $p i32) (param $dt i32) (param $v v128)
