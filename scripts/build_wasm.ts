@@ -27,6 +27,7 @@
 import { parseCommand } from "./cli.ts";
 import { forEachSimdOpcode, rewriteSimdOpcodes } from "./wasm_opcodes.ts";
 import {
+  callsLeft,
   constantsToMemory,
   DTYPE_COPY_PATTERN,
   overrideFunctions,
@@ -113,7 +114,8 @@ export async function assemble(text: string, name = "kernels.wat"): Promise<Uint
  * not inline them), which measured 8x slower: the float32 row sums ran at 3.5 ns per element
  * as assembled and 0.45 ns inlined (Deno 2.9.6, AMD EPYC). Binaryen keeps IEEE semantics (no
  * fast-math), so the kernels keep their bits. Every helper is inlined except the kernels'
- * dtype copies (wat_text.ts `DTYPE_COPY_PATTERN`), which stay functions of their own.
+ * dtype copies (wat_text.ts `DTYPE_COPY_PATTERN`), which stay functions of their own; a
+ * module whose exports still call anything else is an error (wat_text.ts `callsLeft`).
  */
 export async function optimize(bytes: Uint8Array): Promise<Uint8Array> {
   const binaryen = (await import("binaryen")).default; // npm:binaryen (deno.json imports)
@@ -133,6 +135,14 @@ export async function optimize(bytes: Uint8Array): Promise<Uint8Array> {
     module.runPasses(["no-inline"]);
     module.optimize();
     if (!module.validate()) throw new Error("binaryen produced an invalid module");
+    const left = callsLeft(module.emitText(), DTYPE_COPY_PATTERN);
+    if (left.length > 0) {
+      throw new Error(
+        `Binaryen left helpers uninlined (raise INLINE_MAX_SIZE, or make the kernel smaller): ${
+          left.join("; ")
+        }`,
+      );
+    }
     return module.emitBinary();
   } finally {
     module.dispose();

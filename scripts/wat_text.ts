@@ -90,6 +90,35 @@ function formEnd(text: string, start: number): number {
   throw new Error(`unbalanced form at ${start}`);
 }
 
+/**
+ * The calls an optimised module's text (Binaryen's `emitText`) still makes from its exported
+ * kernels, as "export k calls $f" findings: an export may call only functions that
+ * `copyPattern` names (a glob, as Binaryen's `no-inline` pass takes it: the dtype copies of
+ * {@linkcode specializeByDtype}), and those call nothing. A helper left as a function of its
+ * own runs with its flags and dtype as run-time values: ln_bwd's rows, left so by an inlining
+ * limit too low, took 1.21x (float32) and 1.29x (bfloat16) their inlined time
+ * (bench/RESULTS.md, twenty-third session).
+ */
+export function callsLeft(text: string, copyPattern: string): string[] {
+  const glob = copyPattern.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&"));
+  const isCopy = new RegExp(`^${glob.join(".*")}$`);
+  const callees = new Map<string, Set<string>>();
+  for (const { name, start } of funcStarts(text)) {
+    const body = text.slice(start, formEnd(text, start));
+    callees.set(name, new Set([...body.matchAll(/\(call \$(\w+)/g)].map((m) => m[1])));
+  }
+  const found: string[] = [];
+  for (const [, kernel, fn] of text.matchAll(/\(export "(\w+)" \(func \$(\w+)\)\)/g)) {
+    for (const callee of callees.get(fn) ?? []) {
+      if (!isCopy.test(callee)) found.push(`export ${kernel} calls $${callee}`);
+      for (const inner of isCopy.test(callee) ? callees.get(callee) ?? [] : []) {
+        found.push(`export ${kernel}'s copy $${callee} calls $${inner}`);
+      }
+    }
+  }
+  return found;
+}
+
 /** The dtype codes a kernel's copies are made for (see {@linkcode specializeByDtype}). */
 export const DTYPE_CODES: readonly number[] = [
   FLOAT32,

@@ -10,7 +10,12 @@
 
 import assert from "node:assert/strict";
 import { assemble, optimize } from "../../scripts/build_wasm.ts";
-import { DTYPE_CODES, specializeByDtype } from "../../scripts/wat_text.ts";
+import {
+  callsLeft,
+  DTYPE_CODES,
+  DTYPE_COPY_PATTERN,
+  specializeByDtype,
+} from "../../scripts/wat_text.ts";
 import { forEachSection } from "../../src/backends/cpu/kernels/wasm_binary.ts";
 
 /**
@@ -76,4 +81,41 @@ Deno.test("dtype copies: Binaryen keeps each copy a function of its own", async 
   // The three exports and the five copies of each of the two that reach the variant; the
   // helpers and the third one's body inlined.
   assert.equal(defined, 3 + 2 * DTYPE_CODES.length);
+});
+
+Deno.test("dtype copies: an export may call its copies only, and they nothing", () => {
+  // Binaryen's emitted text, cut down: kernel k calls its two copies (allowed), kernel h a
+  // helper left as a function, and kernel c a copy that calls that helper.
+  const text = `(module
+ (export "k" (func $k))
+ (export "h" (func $3))
+ (export "c" (func $c))
+ (func $k (param $0 i32)
+  (if (local.get $0) (then (call $k__dt0 (local.get $0))) (else (call $k__dt1 (local.get $0)))))
+ (func $k__dt0 (param $0 i32) (drop (local.get $0)))
+ (func $k__dt1 (param $0 i32) (drop (local.get $0)))
+ (func $3 (param $0 i32) (call $rows (local.get $0) (i32.const 3)))
+ (func $rows (param $0 i32) (param $1 i32) (drop (local.get $1)))
+ (func $c (param $0 i32) (call $c__dt2 (local.get $0)))
+ (func $c__dt2 (param $0 i32) (call $rows (local.get $0) (local.get $0)))
+)`;
+  assert.deepEqual(callsLeft(text, DTYPE_COPY_PATTERN), [
+    "export h calls $rows",
+    "export c's copy $c__dt2 calls $rows",
+  ]);
+});
+
+Deno.test("dtype copies: optimize refuses a module whose copy calls a function", async () => {
+  // Both helpers are named as copies, so Binaryen keeps them (its no-inline pass): the
+  // export's call is allowed, the copy's call is not.
+  const text = `(module
+  (memory (export "memory") 1)
+  (func $a__dt7 (param $v i32) (result i32) (i32.add (local.get $v) (i32.const 1)))
+  (func $b__dt7 (param $v i32) (result i32) (i32.mul (call $a__dt7 (local.get $v)) (i32.const 3)))
+  (func (export "k") (param $x i32) (i32.store (i32.const 0) (call $b__dt7 (local.get $x))))
+)`;
+  await assert.rejects(
+    optimize(await assemble(text, "left.wat")),
+    /export k's copy \$b__dt7 calls \$a__dt7/,
+  );
 });
