@@ -58,6 +58,7 @@ export const ROWS_WAT_PATHS: readonly string[] = [
   "src/backends/cpu/wasm/row_sums.wat",
   "src/backends/cpu/wasm/row_norms.wat",
   "src/backends/cpu/wasm/row_norms_grad.wat",
+  "src/backends/cpu/wasm/row_norms_rms_grad.wat",
   "src/backends/cpu/wasm/row_norms_add.wat",
   "src/backends/cpu/wasm/row_norms_cast.wat",
   "src/backends/cpu/wasm/row_norms_ada.wat",

@@ -36,7 +36,11 @@ export interface RowNormExports {
   rf_merge_cols(p: number, items: number, cols: number, stride: number, out: number): void;
   /** LayerNorm forward of `rows` rows: y, and each row's mean and rstd. */
   ln_fwd(...args: [...ForwardRows, w: number, b: number, mean: number, rstd: number]): void;
-  /** LayerNorm backward: flags 1 column partials (pw, pb: zeroed first), 2 gradInput. */
+  /**
+   * LayerNorm backward: flags 1 column partials (pw, pb: zeroed first), 2 gradInput; `scratch`
+   * two rows of n rounded up to 4 float32s where a 16-bit gradInput pass keeps its first pass's
+   * terms, or -1 (the rows loaded again).
+   */
   ln_bwd(
     dy: number,
     dys: number,
@@ -53,6 +57,7 @@ export interface RowNormExports {
     pw: number,
     pb: number,
     flags: number,
+    scratch: number,
   ): void;
   /** RMSNorm forward: y = x * rstd * g, and each row's rstd. */
   rms_fwd(...args: [...ForwardRows, g: number, rstd: number]): void;

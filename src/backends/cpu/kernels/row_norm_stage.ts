@@ -17,6 +17,7 @@
 import type { RowNormOp, RowNormStage } from "./stage_types.ts";
 
 import type { RowNormExports } from "./row_exports.ts";
+import { WASM_REGION_BYTES } from "./wasm_instance.ts";
 
 export type { RowNormOp, RowNormStage };
 
@@ -95,6 +96,9 @@ export function runRowNormItems(
   // RESULTS.md, twelfth session): they read the item's `item` and `first`.
   let item = from;
   let first = 0;
+  // LayerNorm backward's kept terms (two padded rows of float32): the thread's region when
+  // they fit it, else none (the kernel loads the rows again; row_norms_grad.wat ln_bwd).
+  const keptTerms = region > 0 && 8 * ((n + 3) & ~3) <= WASM_REGION_BYTES ? region : -1;
   const at = (t: number) => p[d + 2 * t] + first * p[d + 2 * t + 1];
   const s = (t: number) => p[d + 2 * t + 1];
   const row = (a: number) => p[f + a] + 4 * first;
@@ -123,6 +127,7 @@ export function runRowNormItems(
           part(3),
           part(4),
           p[ROW_FLAGS],
+          keptTerms,
         );
         break;
       case "rmsNormRows":

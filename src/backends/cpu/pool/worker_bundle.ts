@@ -8,7 +8,134 @@
  */
 
 /** The worker script: JavaScript source text that starts the worker's message loop. */
-export const WORKER_SCRIPT: string = `// src/backends/cpu/kernels/row_norm_stage.ts
+export const WORKER_SCRIPT: string = `// src/backends/cpu/kernels/wasm_binary.ts
+var WasmReader = class {
+  bytes;
+  /** The next byte's address. */
+  at;
+  /** A reader of \`bytes\`. */
+  constructor(bytes) {
+    this.bytes = bytes;
+    this.at = 0;
+  }
+  /** The next byte. */
+  byte() {
+    if (this.at >= this.bytes.length) throw new Error("wasm: unexpected end of module");
+    return this.bytes[this.at++];
+  }
+  /** An unsigned LEB128 number (at most 32 bits). */
+  u32() {
+    let result = 0;
+    for (let shift = 0; shift < 35; shift += 7) {
+      const b = this.byte();
+      result += (b & 127) * 2 ** shift;
+      if ((b & 128) === 0) return result;
+    }
+    throw new Error(\`wasm: LEB128 too long at \${this.at}\`);
+  }
+  /** Skips a signed LEB128 number of at most \`bits\` bits. */
+  skipSigned(bits) {
+    for (let n = 0; n < Math.ceil(bits / 7); n++) if ((this.byte() & 128) === 0) return;
+    throw new Error(\`wasm: LEB128 too long at \${this.at}\`);
+  }
+  /** Skips \`n\` bytes. */
+  skip(n) {
+    this.at += n;
+    if (this.at > this.bytes.length) throw new Error("wasm: unexpected end of module");
+  }
+};
+function writeLeb(bytes, at, value, length) {
+  for (let i = 0; i < length; i++) {
+    const low = value % 128;
+    value = Math.floor(value / 128);
+    bytes[at + i] = low | (i < length - 1 ? 128 : 0);
+  }
+}
+function forEachSection(bytes, visit) {
+  const header = [
+    0,
+    97,
+    115,
+    109,
+    1,
+    0,
+    0,
+    0
+  ];
+  if (!header.every((b, i) => bytes[i] === b)) throw new Error("wasm: not a version 1 module");
+  const r = new WasmReader(bytes);
+  r.at = 8;
+  while (r.at < bytes.length) {
+    const id = r.byte();
+    const size = r.u32();
+    const end = r.at + size;
+    visit(id, r);
+    r.at = end;
+  }
+}
+
+// src/backends/cpu/kernels/wasm_instance.ts
+var WASM_REGION_BYTES = 524288;
+function regionHead(w, length) {
+  const head = w.f64Head;
+  if (head !== void 0 && head.length === length) return head;
+  return w.f64Head = w.f64.subarray(0, length);
+}
+function instantiateOn(bytes, memory) {
+  const pages = memory.buffer.byteLength / 65536;
+  const module = new WebAssembly.Module(fitMemoryImport(bytes, pages));
+  return new WebAssembly.Instance(module, {
+    env: {
+      memory
+    }
+  }).exports;
+}
+function fitMemoryImport(bytes, pages) {
+  let minimum;
+  forEachSection(bytes, (id, r) => {
+    if (id !== 2) return;
+    for (let count = r.u32(); count > 0; count--) {
+      r.skip(r.u32());
+      r.skip(r.u32());
+      if (r.byte() !== 2) throw new Error("kernels module: an import other than its memory");
+      if ((r.byte() & 1) === 0) throw new Error("kernels module: a memory without a maximum");
+      const at = r.at;
+      const value = r.u32();
+      minimum = {
+        at,
+        length: r.at - at,
+        value
+      };
+      r.u32();
+    }
+  });
+  if (!minimum) throw new Error("kernels module: no memory import");
+  if (minimum.value <= pages) return bytes;
+  const lowered = bytes.slice();
+  writeLeb(lowered, minimum.at, 1, minimum.length);
+  return lowered;
+}
+function instantiateWasmKernels(bytes, memory, at) {
+  if (!bytes || !memory || at <= 0) return null;
+  try {
+    const exports = instantiateOn(bytes, memory);
+    const buffer = memory.buffer;
+    return {
+      exports,
+      at,
+      f64: new Float64Array(buffer, at, WASM_REGION_BYTES / 8),
+      f32: new Float32Array(buffer, at, WASM_REGION_BYTES / 4),
+      u16: new Uint16Array(buffer, at, WASM_REGION_BYTES / 2),
+      outOf: void 0,
+      outBits: void 0,
+      f64Head: void 0
+    };
+  } catch {
+    return null;
+  }
+}
+
+// src/backends/cpu/kernels/row_norm_stage.ts
 var ROW_N = 0;
 var ROW_ROWS = 1;
 var ROW_PER = 2;
@@ -30,6 +157,7 @@ function runRowNormItems(k, op, p, from, to, region) {
   const f = ROW_ARRAYS;
   let item = from;
   let first = 0;
+  const keptTerms = region > 0 && 8 * (n + 3 & ~3) <= WASM_REGION_BYTES ? region : -1;
   const at = (t) => p[d + 2 * t] + first * p[d + 2 * t + 1];
   const s = (t) => p[d + 2 * t + 1];
   const row = (a) => p[f + a] + 4 * first;
@@ -42,7 +170,7 @@ function runRowNormItems(k, op, p, from, to, region) {
         k.ln_fwd(at(0), s(0), at(1), s(1), n, dt, rows, eps, p[f], p[f + 1], row(2), row(3));
         break;
       case "layerNormBackwardRows":
-        k.ln_bwd(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, row(1), row(2), p[f], part(3), part(4), p[ROW_FLAGS]);
+        k.ln_bwd(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, row(1), row(2), p[f], part(3), part(4), p[ROW_FLAGS], keptTerms);
         break;
       case "rmsNormRows":
         k.rms_fwd(at(0), s(0), at(1), s(1), n, dt, rows, eps, p[f], row(1));
@@ -206,133 +334,6 @@ function uniformStage(fields) {
     pairs: void 0
   };
   return Object.assign(record, fields);
-}
-
-// src/backends/cpu/kernels/wasm_binary.ts
-var WasmReader = class {
-  bytes;
-  /** The next byte's address. */
-  at;
-  /** A reader of \`bytes\`. */
-  constructor(bytes) {
-    this.bytes = bytes;
-    this.at = 0;
-  }
-  /** The next byte. */
-  byte() {
-    if (this.at >= this.bytes.length) throw new Error("wasm: unexpected end of module");
-    return this.bytes[this.at++];
-  }
-  /** An unsigned LEB128 number (at most 32 bits). */
-  u32() {
-    let result = 0;
-    for (let shift = 0; shift < 35; shift += 7) {
-      const b = this.byte();
-      result += (b & 127) * 2 ** shift;
-      if ((b & 128) === 0) return result;
-    }
-    throw new Error(\`wasm: LEB128 too long at \${this.at}\`);
-  }
-  /** Skips a signed LEB128 number of at most \`bits\` bits. */
-  skipSigned(bits) {
-    for (let n = 0; n < Math.ceil(bits / 7); n++) if ((this.byte() & 128) === 0) return;
-    throw new Error(\`wasm: LEB128 too long at \${this.at}\`);
-  }
-  /** Skips \`n\` bytes. */
-  skip(n) {
-    this.at += n;
-    if (this.at > this.bytes.length) throw new Error("wasm: unexpected end of module");
-  }
-};
-function writeLeb(bytes, at, value, length) {
-  for (let i = 0; i < length; i++) {
-    const low = value % 128;
-    value = Math.floor(value / 128);
-    bytes[at + i] = low | (i < length - 1 ? 128 : 0);
-  }
-}
-function forEachSection(bytes, visit) {
-  const header = [
-    0,
-    97,
-    115,
-    109,
-    1,
-    0,
-    0,
-    0
-  ];
-  if (!header.every((b, i) => bytes[i] === b)) throw new Error("wasm: not a version 1 module");
-  const r = new WasmReader(bytes);
-  r.at = 8;
-  while (r.at < bytes.length) {
-    const id = r.byte();
-    const size = r.u32();
-    const end = r.at + size;
-    visit(id, r);
-    r.at = end;
-  }
-}
-
-// src/backends/cpu/kernels/wasm_instance.ts
-var WASM_REGION_BYTES = 524288;
-function regionHead(w, length) {
-  const head = w.f64Head;
-  if (head !== void 0 && head.length === length) return head;
-  return w.f64Head = w.f64.subarray(0, length);
-}
-function instantiateOn(bytes, memory) {
-  const pages = memory.buffer.byteLength / 65536;
-  const module = new WebAssembly.Module(fitMemoryImport(bytes, pages));
-  return new WebAssembly.Instance(module, {
-    env: {
-      memory
-    }
-  }).exports;
-}
-function fitMemoryImport(bytes, pages) {
-  let minimum;
-  forEachSection(bytes, (id, r) => {
-    if (id !== 2) return;
-    for (let count = r.u32(); count > 0; count--) {
-      r.skip(r.u32());
-      r.skip(r.u32());
-      if (r.byte() !== 2) throw new Error("kernels module: an import other than its memory");
-      if ((r.byte() & 1) === 0) throw new Error("kernels module: a memory without a maximum");
-      const at = r.at;
-      const value = r.u32();
-      minimum = {
-        at,
-        length: r.at - at,
-        value
-      };
-      r.u32();
-    }
-  });
-  if (!minimum) throw new Error("kernels module: no memory import");
-  if (minimum.value <= pages) return bytes;
-  const lowered = bytes.slice();
-  writeLeb(lowered, minimum.at, 1, minimum.length);
-  return lowered;
-}
-function instantiateWasmKernels(bytes, memory, at) {
-  if (!bytes || !memory || at <= 0) return null;
-  try {
-    const exports = instantiateOn(bytes, memory);
-    const buffer = memory.buffer;
-    return {
-      exports,
-      at,
-      f64: new Float64Array(buffer, at, WASM_REGION_BYTES / 8),
-      f32: new Float32Array(buffer, at, WASM_REGION_BYTES / 4),
-      u16: new Uint16Array(buffer, at, WASM_REGION_BYTES / 2),
-      outOf: void 0,
-      outBits: void 0,
-      f64Head: void 0
-    };
-  } catch {
-    return null;
-  }
 }
 
 // src/backends/cpu/kernels/channel_units.ts

@@ -79,6 +79,39 @@
   (func $finite_first (param $dt i32) (result i32)
     (i32.eq (local.get $dt) (i32.const 1)))
 
+  ;; Whether any of the n float16 elements at p is an Inf or a NaN (exponent 31): their
+  ;; magnitudes' largest, eight lanes at a time (two operations per eight elements), above
+  ;; 65504's bits. A pass that would load float16 with the fix of Inf and NaN ($f16x4) asks
+  ;; first, and loads as finite (code 5) when none is.
+  (func $f16_specials (param $p i32) (param $n i32) (result i32)
+    (local $top v128) (local $end8 i32) (local $end i32)
+    (local.set $end8 (i32.add (local.get $p) (i32.shl (i32.and (local.get $n) (i32.const -8))
+      (i32.const 1))))
+    (local.set $end (i32.add (local.get $p) (i32.shl (local.get $n) (i32.const 1))))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $p) (local.get $end8)))
+        (local.set $top (i16x8.max_u (local.get $top)
+          (v128.and (v128.load (local.get $p))
+            (v128.const i16x8 0x7fff 0x7fff 0x7fff 0x7fff 0x7fff 0x7fff 0x7fff 0x7fff))))
+        (local.set $p (i32.add (local.get $p) (i32.const 16)))
+        (br $next)))
+    (block $tailDone
+      (loop $tail
+        (br_if $tailDone (i32.ge_u (local.get $p) (local.get $end)))
+        (local.set $top (i16x8.max_u (local.get $top)
+          (i16x8.splat (i32.and (i32.load16_u (local.get $p)) (i32.const 0x7fff)))))
+        (local.set $p (i32.add (local.get $p) (i32.const 2)))
+        (br $tail)))
+    (v128.any_true (i16x8.gt_u (local.get $top)
+      (v128.const i16x8 0x7bff 0x7bff 0x7bff 0x7bff 0x7bff 0x7bff 0x7bff 0x7bff))))
+
+  ;; Whether a backward row kernel keeps its first pass's float32 terms in a scratch row for
+  ;; its gradInput pass (row_norms_grad.wat ln_bwd) instead of loading its rows again: for the
+  ;; 16-bit dtypes, whose loads cost more than the kept terms' stores (float32 1.02x slower).
+  (func $keeps_terms (param $dt i32) (result i32)
+    (i32.ne (local.get $dt) (i32.const 0)))
+
   ;; Whether v is finite (neither an Inf nor a NaN): v - v is 0 then, NaN otherwise.
   (func $finite64 (param $v f64) (result i32)
     (f64.eq (f64.sub (local.get $v) (local.get $v)) (f64.const 0)))
