@@ -1,22 +1,33 @@
 /**
- * layerNormBackward's gradInput pass from the terms its first pass kept (row_norms_grad.wat
- * `ln_bwd` with a scratch pair of rows, kernels.wat `$keeps_terms`: the 16-bit dtypes) against
- * the same pass loading dy and x again (scratch -1: rows too long for a thread's region, and
- * float32): the same bits in gradInput and in the column partials, for every tail of a vector,
- * the 256-element blocks of the row sums, both flags that write gradInput, and float16 rows
- * with an Inf or a NaN (whose first pass takes the full loads: kernels.wat `$f16_specials`).
+ * The backward row kernels' second pass from the terms their first pass kept (a scratch pair of
+ * rows: kernels.wat `$keeps_terms`, the 16-bit dtypes) against the same pass loading the rows
+ * again (scratch -1: rows too long for a thread's region, and float32), in
+ * row_norms_grad.wat `ln_bwd` (LayerNorm) and row_norms_add_grad.wat `add_ln_bwd`
+ * (AddLayerNormGrad, DeepNormGrad): the same bits in every output and column partial, for
+ * every tail of a vector, the 256-element blocks of the row sums, each kernel's flags, and
+ * float16 rows with an Inf or a NaN (whose first pass takes the full loads: kernels.wat
+ * `$f16_specials`).
  *
  * @module
  */
 
 import assert from "node:assert/strict";
 import { kernelsWasmBytes } from "../../src/backends/cpu/wasm/kernels_module.ts";
-import { blockAt, instantiateWasm, slotAt, wasmReserve } from "../fixtures/wasm_memory.ts";
+import {
+  blockAt,
+  instantiateWasm,
+  slotAt,
+  type WasmBlock,
+  wasmReserve,
+  type WasmState,
+} from "../fixtures/wasm_memory.ts";
 
 const ROWS = 3;
 const COLS = [1, 3, 5, 8, 13, 255, 256, 257, 1027];
 /** Dtype codes: float32, float16, bfloat16. */
 const CODES = [0, 1, 2];
+/** The data blocks: dy, the two inputs (x, or a and b), and the two outputs (or dsum). */
+const DATA: readonly WasmBlock[] = ["dy", "x", "x2", "out", "out2"];
 
 /** The 16 bits of float16 (code 1) or bfloat16 (code 2, truncated) of `v`. */
 function bits16(code: number, v: number): number {
@@ -24,77 +35,150 @@ function bits16(code: number, v: number): number {
   return new Uint32Array(new Float32Array([v]).buffer)[0] >>> 16;
 }
 
-Deno.test("layerNormBackward: kept terms give the bits of loading the rows again", () => {
-  const instance = instantiateWasm(kernelsWasmBytes());
-  if (instance === null) throw new Error("the kernels do not instantiate");
-  const w = instance;
-  let compared = 0;
+/** A case's memory: every data block filled, weights, means and rstds in slots 0, 2, 3. */
+interface Case {
+  readonly w: WasmState;
+  readonly code: number;
+  readonly n: number;
+  readonly what: string;
+}
+
+/**
+ * Every case: each dtype code, row length and (float16) row 1 holding an Inf or a NaN in its
+ * middle, with the memory filled.
+ */
+function* cases(): Generator<Case> {
+  const w = instantiateWasm(kernelsWasmBytes());
+  if (w === null) throw new Error("the kernels do not instantiate");
+  const value = (i: number, seed: number) => Math.sin(i * 12.9898 + seed) * 3;
   for (const code of CODES) {
     for (const n of COLS) {
       for (const special of code === 1 ? [0, Infinity, NaN] : [0]) {
         const n4 = (n + 3) & ~3;
         wasmReserve(w, ROWS * n, 2 * n4 + 8);
-        const bytes = code === 0 ? 4 : 2;
-        const [dy, x, out, scratch] = [
-          blockAt(w, "dy"),
-          blockAt(w, "x"),
-          blockAt(w, "out"),
-          blockAt(w, "out2"),
-        ];
-        const value = (i: number, seed: number) => Math.sin(i * 12.9898 + seed) * 3;
-        for (let i = 0; i < ROWS * n; i++) {
-          // Row 1 of the float16 cases holds the special value in its middle.
-          const s = special !== 0 && i === n + (n >> 1) ? special : undefined;
-          const [a, b] = [s ?? value(i, 1), value(i, 2)];
-          if (code === 0) {
-            w.f32[dy / 4 + i] = a;
-            w.f32[x / 4 + i] = b;
-          } else {
-            w.u16[dy / 2 + i] = bits16(code, a);
-            w.u16[x / 2 + i] = bits16(code, b);
+        DATA.forEach((block, seed) => {
+          const at = blockAt(w, block);
+          for (let i = 0; i < ROWS * n; i++) {
+            const v = seed === 0 && special !== 0 && i === n + (n >> 1) ? special : value(i, seed);
+            if (code === 0) w.f32[at / 4 + i] = v;
+            else w.u16[at / 2 + i] = bits16(code, v);
           }
-        }
-        const [wt, mean, rstd, pw, pb] = [0, 2, 3, 4, 5].map((j) => slotAt(w, j));
-        for (let c = 0; c < n4; c++) w.f32[wt / 4 + c] = c < n ? 1 + value(c, 3) / 4 : 0;
+        });
+        const [wt, mean, rstd] = [0, 2, 3].map((j) => slotAt(w, j));
+        for (let c = 0; c < n4; c++) w.f32[wt / 4 + c] = c < n ? 1 + value(c, 7) / 4 : 0;
         for (let r = 0; r < ROWS; r++) {
-          w.f32[mean / 4 + r] = value(r, 4) / 8;
+          w.f32[mean / 4 + r] = value(r, 8) / 8;
           w.f32[rstd / 4 + r] = 1 + r / 4;
         }
-        const run = (flags: number, keep: number): Uint8Array[] => {
-          new Uint8Array(w.memory.buffer, out, ROWS * n * bytes).fill(0xee);
-          w.exports.ln_bwd(
-            dy,
-            n * bytes,
-            x,
-            n * bytes,
-            out,
-            n * bytes,
-            n,
-            code,
-            ROWS,
-            mean,
-            rstd,
-            wt,
-            pw,
-            pb,
-            flags,
-            keep,
-          );
-          return [
-            new Uint8Array(w.memory.buffer, out, ROWS * n * bytes).slice(),
-            new Uint8Array(w.memory.buffer, pw, 4 * n4).slice(),
-            new Uint8Array(w.memory.buffer, pb, 4 * n4).slice(),
-          ];
-        };
-        for (const flags of [2, 3]) {
-          const [kept, loaded] = [run(flags, scratch), run(flags, -1)];
-          const what = `code ${code}, n ${n}, special ${special}, flags ${flags}`;
-          assert.deepEqual(kept[0], loaded[0], `${what}: gradInput`);
-          if (flags === 3) assert.deepEqual(kept.slice(1), loaded.slice(1), `${what}: partials`);
-          compared++;
-        }
+        yield { w, code, n, what: `code ${code}, n ${n}, special ${special}` };
       }
     }
   }
+}
+
+/** The bytes of `count` elements of `c`'s dtype at block `block`, or of float32 at slot `slot`. */
+function bytesOf(c: Case, block: WasmBlock | number, count: number): Uint8Array {
+  const at = typeof block === "number" ? slotAt(c.w, block) : blockAt(c.w, block);
+  const size = typeof block === "number" || c.code === 0 ? 4 : 2;
+  return new Uint8Array(c.w.memory.buffer, at, count * size).slice();
+}
+
+/**
+ * Runs `call` with the scratch rows (slot 6, two padded rows) and with -1 and requires the same
+ * bytes in `outputs` (blocks of rows, slots of columns): `inputs` are restored between the runs.
+ */
+function sameBits(
+  c: Case,
+  label: string,
+  call: (scratch: number) => void,
+  outputs: readonly (WasmBlock | number)[],
+): void {
+  const count = (o: WasmBlock | number) => typeof o === "number" ? (c.n + 3) & ~3 : ROWS * c.n;
+  const run = (scratch: number) => {
+    for (const o of outputs) {
+      if (typeof o !== "number") {
+        new Uint8Array(c.w.memory.buffer, blockAt(c.w, o), 4 * count(o)).fill(0xee);
+      }
+    }
+    call(scratch);
+    return outputs.map((o) => bytesOf(c, o, count(o)));
+  };
+  const kept = run(slotAt(c.w, 6));
+  const loaded = run(-1);
+  outputs.forEach((o, i) => assert.deepEqual(kept[i], loaded[i], `${c.what}, ${label}: ${o}`));
+}
+
+Deno.test("layerNormBackward: kept terms give the bits of loading the rows again", () => {
+  let compared = 0;
+  for (const c of cases()) {
+    const { w, code, n } = c;
+    const rs = n * (code === 0 ? 4 : 2);
+    const [dy, x, out] = [blockAt(w, "dy"), blockAt(w, "x"), blockAt(w, "out")];
+    const [wt, mean, rstd] = [0, 2, 3].map((j) => slotAt(w, j));
+    for (const flags of [2, 3]) {
+      const call = (scratch: number) =>
+        w.exports.ln_bwd(
+          dy,
+          rs,
+          x,
+          rs,
+          out,
+          rs,
+          n,
+          code,
+          ROWS,
+          mean,
+          rstd,
+          wt,
+          slotAt(w, 4),
+          slotAt(w, 5),
+          flags,
+          scratch,
+        );
+      sameBits(c, `flags ${flags}`, call, flags === 3 ? ["out", 4, 5] : ["out"]);
+      compared++;
+    }
+  }
   assert.equal(compared, 2 * COLS.length * 5);
+});
+
+Deno.test("addLayerNormGrad and deepNormGrad: kept terms give the bits of loading the rows again", () => {
+  let compared = 0;
+  for (const c of cases()) {
+    const { w, code, n } = c;
+    const rs = n * (code === 0 ? 4 : 2);
+    const [dy, a, b, o, dc] = DATA.map((block) => blockAt(w, block));
+    const [wt, mean, rstd] = [0, 2, 3].map((j) => slotAt(w, j));
+    // AddLayerNormGrad (alpha 1) without and with dsum (in out2), DeepNormGrad (dx to out2).
+    for (const [alpha, flags] of [[1, 0], [1, 1], [Math.fround(0.3), 2]]) {
+      const call = (scratch: number) =>
+        w.exports.add_ln_bwd(
+          dy,
+          rs,
+          a,
+          rs,
+          b,
+          rs,
+          dc,
+          rs,
+          o,
+          rs,
+          n,
+          code,
+          ROWS,
+          alpha,
+          flags,
+          wt,
+          mean,
+          rstd,
+          slotAt(w, 4),
+          slotAt(w, 5),
+          scratch,
+        );
+      const outputs: (WasmBlock | number)[] = flags === 2 ? ["out", "out2", 4, 5] : ["out", 4, 5];
+      sameBits(c, `alpha ${alpha}, flags ${flags}`, call, outputs);
+      compared++;
+    }
+  }
+  assert.equal(compared, 3 * COLS.length * 5);
 });

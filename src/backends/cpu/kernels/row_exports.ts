@@ -128,7 +128,8 @@ export interface RowNormExports {
   /**
    * AddLayerNormGrad / DeepNormGrad backward (row_norms_add_grad.wat): s = alpha * a + b in
    * float32; flags 1 adds dsum (at c) to dx (at o), flags 2 stores dgx at o and alpha * dgx at
-   * c; column partials pw (dgamma) and pb (dbeta), zeroed first.
+   * c; column partials pw (dgamma) and pb (dbeta), zeroed first; `scratch` as ln_bwd's (the
+   * 16-bit dtypes' kept xm and g), or -1.
    */
   add_ln_bwd(
     dy: number,
@@ -151,6 +152,7 @@ export interface RowNormExports {
     rstd: number,
     pw: number,
     pb: number,
+    scratch: number,
   ): void;
   /**
    * AddRmsNormCast forward (row_norms_cast.wat): x = a + b rounded to dt; rstd and y = (a + b)

@@ -96,8 +96,9 @@ export function runRowNormItems(
   // RESULTS.md, twelfth session): they read the item's `item` and `first`.
   let item = from;
   let first = 0;
-  // LayerNorm backward's kept terms (two padded rows of float32): the thread's region when
-  // they fit it, else none (the kernel loads the rows again; row_norms_grad.wat ln_bwd).
+  // The backward kernels' kept terms (two padded rows of float32): the thread's region when
+  // they fit it, else none (the kernel loads the rows again; row_norms_grad.wat ln_bwd,
+  // row_norms_add_grad.wat add_ln_bwd).
   const keptTerms = region > 0 && 8 * ((n + 3) & ~3) <= WASM_REGION_BYTES ? region : -1;
   const at = (t: number) => p[d + 2 * t] + first * p[d + 2 * t + 1];
   const s = (t: number) => p[d + 2 * t + 1];
@@ -202,6 +203,7 @@ export function runRowNormItems(
           row(2),
           part(3),
           part(4),
+          keptTerms,
         );
         break;
       case "addRmsNormCastRows":

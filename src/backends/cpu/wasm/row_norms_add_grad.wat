@@ -28,7 +28,7 @@
     (param $dy i32) (param $dys i32) (param $a i32) (param $as i32) (param $b i32) (param $bs i32)
     (param $c i32) (param $cs i32) (param $o i32) (param $os i32) (param $n i32) (param $dt i32)
     (param $rows i32) (param $alpha f32) (param $flags i32) (param $w i32) (param $mean i32)
-    (param $rstd i32) (param $pw i32) (param $pb i32)
+    (param $rstd i32) (param $pw i32) (param $pb i32) (param $scr i32)
     (if (i32.and (f32.eq (local.get $alpha) (f32.const 1)) (i32.lt_u (local.get $flags) (i32.const 2)))
       (then
         (if (local.get $flags)
@@ -37,13 +37,13 @@
               (local.get $b) (local.get $bs) (local.get $c) (local.get $cs) (local.get $o)
               (local.get $os) (local.get $n) (local.get $dt) (local.get $rows) (f32.const 1)
               (i32.const 1) (i32.const 1) (local.get $w) (local.get $mean) (local.get $rstd)
-              (local.get $pw) (local.get $pb)))
+              (local.get $pw) (local.get $pb) (local.get $scr)))
           (else
             (call $alb_rows (local.get $dy) (local.get $dys) (local.get $a) (local.get $as)
               (local.get $b) (local.get $bs) (local.get $c) (local.get $cs) (local.get $o)
               (local.get $os) (local.get $n) (local.get $dt) (local.get $rows) (f32.const 1)
               (i32.const 0) (i32.const 1) (local.get $w) (local.get $mean) (local.get $rstd)
-              (local.get $pw) (local.get $pb))))
+              (local.get $pw) (local.get $pb) (local.get $scr))))
         (return)))
     (if (i32.eq (local.get $flags) (i32.const 2))
       (then
@@ -51,13 +51,13 @@
           (local.get $b) (local.get $bs) (local.get $c) (local.get $cs) (local.get $o)
           (local.get $os) (local.get $n) (local.get $dt) (local.get $rows) (local.get $alpha)
           (i32.const 2) (i32.const 0) (local.get $w) (local.get $mean) (local.get $rstd)
-          (local.get $pw) (local.get $pb))
+          (local.get $pw) (local.get $pb) (local.get $scr))
         (return)))
     (call $alb_rows (local.get $dy) (local.get $dys) (local.get $a) (local.get $as)
       (local.get $b) (local.get $bs) (local.get $c) (local.get $cs) (local.get $o)
       (local.get $os) (local.get $n) (local.get $dt) (local.get $rows) (local.get $alpha)
       (local.get $flags) (i32.const 0) (local.get $w) (local.get $mean) (local.get $rstd)
-      (local.get $pw) (local.get $pb)))
+      (local.get $pw) (local.get $pb) (local.get $scr)))
 
   ;; s - mean for the vector at offset off: s = a + b when `unit` (alpha is 1), else
   ;; alpha * a + b (Muls then Add), in float32.
@@ -74,20 +74,29 @@
         (call $ld4 (i32.add (local.get $b) (local.get $off)) (local.get $dt)))
       (local.get $mm)))
 
-  ;; Pass 2's value of one vector (dx, or DeepNormGrad's dgx), and DeepNormGrad's dx = dgx *
-  ;; alpha stored at c; `left` elements of the row remain from this vector on. dy, a and b are
-  ;; loaded as code ldt (kernels.wat $load_code), dsum (at c) and the outputs as dt.
+  ;; Pass 2 of one vector loaded again: xm and g from dy, a and b as code ldt (kernels.wat
+  ;; $load_code), then $alb_value; `left` elements of the row remain from this vector on.
   (func $alb_write
     (param $dy i32) (param $a i32) (param $b i32) (param $c i32) (param $o i32) (param $off i32)
     (param $k i32) (param $ldt i32) (param $dt i32) (param $al v128) (param $unit i32)
     (param $flags i32) (param $w i32) (param $mm v128) (param $rr v128) (param $pv v128)
     (param $pm v128) (param $left i32)
-    (local $xm v128) (local $g v128) (local $v v128)
-    (local.set $xm (call $alb_xm (local.get $a) (local.get $b) (local.get $off) (local.get $ldt)
-      (local.get $al) (local.get $unit) (local.get $mm)))
-    (local.set $g
+    (call $alb_value (local.get $c) (local.get $o) (local.get $off) (local.get $dt)
+      (local.get $al) (local.get $flags)
+      (call $alb_xm (local.get $a) (local.get $b) (local.get $off) (local.get $ldt)
+        (local.get $al) (local.get $unit) (local.get $mm))
       (f32x4.mul (call $ld4 (i32.add (local.get $dy) (local.get $off)) (local.get $ldt))
-        (v128.load (i32.add (local.get $w) (local.get $k)))))
+        (v128.load (i32.add (local.get $w) (local.get $k))))
+      (local.get $rr) (local.get $pv) (local.get $pm) (local.get $left)))
+
+  ;; Pass 2's value of one vector from its xm and g (dx, or DeepNormGrad's dgx), and
+  ;; DeepNormGrad's dx = dgx * alpha stored at c; dsum (at c) and the outputs as dt; `left`
+  ;; elements of the row remain from this vector on.
+  (func $alb_value
+    (param $c i32) (param $o i32) (param $off i32) (param $dt i32) (param $al v128)
+    (param $flags i32) (param $xm v128) (param $g v128) (param $rr v128) (param $pv v128)
+    (param $pm v128) (param $left i32)
+    (local $v v128)
     (if (i32.and (local.get $flags) (i32.const 2))
       (then
         (local.set $v
@@ -110,22 +119,29 @@
     (call $alg_st (i32.add (local.get $o) (local.get $off)) (local.get $dt) (local.get $v)
       (local.get $left)))
 
-  ;; add_ln_bwd's rows with the flags of the call and `unit` (alpha is 1). Whole vectors
-  ;; first, then the last one to three elements (masked in pass 1, stored in part in pass 2).
+  ;; add_ln_bwd's rows with the flags of the call and `unit` (alpha is 1), and the scratch row
+  ;; pair at scr (-1: none). Pass 1 ($alb_sums) loads float16 rows that hold no Inf or NaN
+  ;; (kernels.wat $f16_specials) without the fix, and for 16-bit dtypes keeps xm and g in the
+  ;; two float32 rows at scr (kernels.wat $keeps_terms), from which pass 2 computes
+  ;; ($alb_pass2_kept: the same bits); else pass 2 loads dy, a and b again ($alb_pass2).
   (func $alb_rows
     (param $dy i32) (param $dys i32) (param $a i32) (param $as i32) (param $b i32) (param $bs i32)
     (param $c i32) (param $cs i32) (param $o i32) (param $os i32) (param $n i32) (param $dt i32)
     (param $rows i32) (param $alpha f32) (param $flags i32) (param $unit i32) (param $w i32)
-    (param $mean i32) (param $rstd i32) (param $pw i32) (param $pb i32)
-    (local $r i32) (local $es i32) (local $j i32) (local $k i32) (local $off i32) (local $n4 i32)
+    (param $mean i32) (param $rstd i32) (param $pw i32) (param $pb i32) (param $scr i32)
+    (local $r i32) (local $es i32) (local $n4 i32) (local $sx i32) (local $ldt i32)
     (local $t1 f64) (local $t2 f64) (local $inv f32) (local $rs f32)
     (local $al v128) (local $mm v128) (local $rr v128) (local $r3 v128) (local $pv v128)
-    (local $pm v128) (local $e v128) (local $xm v128) (local $g v128)
-    (local $mask v128) (local $s1 v128) (local $s2 v128)
+    (local $pm v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
     (local.set $al (f32x4.splat (local.get $alpha)))
     (local.set $inv (f32.div (f32.const 1) (f32.convert_i32_u (local.get $n))))
+    (if (i32.eqz (i32.and (call $keeps_terms (local.get $dt))
+          (i32.ge_s (local.get $scr) (i32.const 0))))
+      (then (local.set $scr (i32.const -1))))
+    (local.set $sx (i32.add (local.get $scr)
+      (i32.shl (i32.and (i32.add (local.get $n) (i32.const 3)) (i32.const -4)) (i32.const 2))))
     (call $rf_zero (local.get $pw) (local.get $n))
     (call $rf_zero (local.get $pb) (local.get $n))
     (block $rowsDone
@@ -136,93 +152,56 @@
         (local.set $rr (f32x4.splat (local.get $rs)))
         (local.set $r3
           (f32x4.splat (f32.mul (f32.mul (local.get $rs) (local.get $rs)) (local.get $rs))))
-        ;; Pass 1: the row sums and the column partials.
-        (local.set $t1 (f64.const 0))
-        (local.set $t2 (f64.const 0))
-        (local.set $s1 (v128.const i64x2 0 0))
-        (local.set $s2 (v128.const i64x2 0 0))
-        (local.set $off (i32.const 0))
-        (local.set $k (i32.const 0))
-        (local.set $j (i32.const 0))
-        (block $done
-          (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
-            (local.set $e (call $ld4 (i32.add (local.get $dy) (local.get $off)) (local.get $dt)))
-            (local.set $xm (call $alb_xm (local.get $a) (local.get $b) (local.get $off)
-              (local.get $dt) (local.get $al) (local.get $unit) (local.get $mm)))
-            (local.set $g (f32x4.mul (local.get $e) (v128.load (i32.add (local.get $w) (local.get $k)))))
-            (local.set $s1 (f32x4.add (local.get $s1)
-              (f32x4.mul (local.get $g) (f32x4.mul (local.get $xm) (local.get $r3)))))
-            (local.set $s2 (f32x4.add (local.get $s2)
-              (f32x4.mul (local.get $g) (local.get $rr))))
-            (v128.store (i32.add (local.get $pw) (local.get $k))
-              (f32x4.add (v128.load (i32.add (local.get $pw) (local.get $k)))
-                (f32x4.mul (local.get $e) (f32x4.mul (local.get $xm) (local.get $rr)))))
-            (v128.store (i32.add (local.get $pb) (local.get $k))
-              (f32x4.add (v128.load (i32.add (local.get $pb) (local.get $k))) (local.get $e)))
-            (local.set $off (i32.add (local.get $off) (local.get $es)))
-            (local.set $k (i32.add (local.get $k) (i32.const 16)))
-            (local.set $j (i32.add (local.get $j) (i32.const 4)))
-            (if (i32.eqz (i32.and (local.get $j) (i32.const 255)))
-              (then
-                (local.set $t1 (f64.add (local.get $t1)
-                  (call $rf_fold (local.get $s1) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
-                    (v128.const i64x2 0 0))))
-                (local.set $t2 (f64.add (local.get $t2)
-                  (call $rf_fold (local.get $s2) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
-                    (v128.const i64x2 0 0))))
-                (local.set $s1 (v128.const i64x2 0 0))
-                (local.set $s2 (v128.const i64x2 0 0))))
-            (br $next)))
-        ;; The last one to three elements, masked to the row.
-        (if (i32.lt_u (local.get $j) (local.get $n))
+        ;; Pass 1: the row sums and the column partials, a copy for each code of the loads.
+        (local.set $ldt (local.get $dt))
+        (if (call $finite_first (local.get $dt))
           (then
-            (local.set $mask (call $rf_mask (i32.sub (local.get $n) (local.get $j))))
-            (local.set $e
-              (v128.and (call $ld4 (i32.add (local.get $dy) (local.get $off)) (local.get $dt))
-                (local.get $mask)))
-            (local.set $xm (call $alb_xm (local.get $a) (local.get $b) (local.get $off)
-              (local.get $dt) (local.get $al) (local.get $unit) (local.get $mm)))
-            (local.set $g
-              (f32x4.mul (local.get $e) (v128.load (i32.add (local.get $w) (local.get $k)))))
-            (local.set $s1 (f32x4.add (local.get $s1)
-              (v128.and (f32x4.mul (local.get $g) (f32x4.mul (local.get $xm) (local.get $r3)))
-                (local.get $mask))))
-            (local.set $s2 (f32x4.add (local.get $s2)
-              (v128.and (f32x4.mul (local.get $g) (local.get $rr)) (local.get $mask))))
-            (v128.store (i32.add (local.get $pw) (local.get $k))
-              (f32x4.add (v128.load (i32.add (local.get $pw) (local.get $k)))
-                (v128.and (f32x4.mul (local.get $e) (f32x4.mul (local.get $xm) (local.get $rr)))
-                  (local.get $mask))))
-            (v128.store (i32.add (local.get $pb) (local.get $k))
-              (f32x4.add (v128.load (i32.add (local.get $pb) (local.get $k))) (local.get $e)))))
-        (local.set $t1 (f64.add (local.get $t1)
-          (call $rf_fold (local.get $s1) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
-            (v128.const i64x2 0 0))))
-        (local.set $t2 (f64.add (local.get $t2)
-          (call $rf_fold (local.get $s2) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
-            (v128.const i64x2 0 0))))
+            (if (i32.eqz (i32.or (call $f16_specials (local.get $dy) (local.get $n))
+                  (i32.or (call $f16_specials (local.get $a) (local.get $n))
+                    (call $f16_specials (local.get $b) (local.get $n)))))
+              (then (local.set $ldt (i32.const 5))))))
+        (if (i32.eq (local.get $ldt) (i32.const 5))
+          (then
+            (local.set $t1 (call $alb_sums (local.get $dy) (local.get $a) (local.get $b)
+              (local.get $n) (local.get $n4) (local.get $es) (i32.const 5) (local.get $al)
+              (local.get $unit) (local.get $w) (local.get $mm) (local.get $rr) (local.get $r3)
+              (local.get $pw) (local.get $pb) (i32.ge_s (local.get $scr) (i32.const 0))
+              (local.get $scr) (local.get $sx))))
+          (else
+            (local.set $t1 (call $alb_sums (local.get $dy) (local.get $a) (local.get $b)
+              (local.get $n) (local.get $n4) (local.get $es) (local.get $dt) (local.get $al)
+              (local.get $unit) (local.get $w) (local.get $mm) (local.get $rr) (local.get $r3)
+              (local.get $pw) (local.get $pb) (i32.ge_s (local.get $scr) (i32.const 0))
+              (local.get $scr) (local.get $sx)))))
+        (local.set $t2 (global.get $rf_second))
         ;; pv = S1 * (-1/D), pm = -(S2 * (1/D)): float32 sums times the float 1/D.
         (local.set $pv (f32x4.splat
           (f32.mul (f32.demote_f64 (local.get $t1)) (f32.neg (local.get $inv)))))
         (local.set $pm (f32x4.splat
           (f32.neg (f32.mul (f32.demote_f64 (local.get $t2)) (local.get $inv)))))
-        ;; Pass 2: dx (and dgx) from the same float32 xm and g ($alb_pass2; dy, a and b loaded as
-        ;; finite float16 when both sums are: kernels.wat $load_code).
-        (if (i32.eq
-              (call $load_code (local.get $dt)
-                (i32.and (call $finite64 (local.get $t1)) (call $finite64 (local.get $t2))))
-              (i32.const 5))
+        ;; Pass 2: dx (and dgx) from the same float32 xm and g: kept, or loaded again (dy, a
+        ;; and b as finite float16 when both sums are: kernels.wat $load_code).
+        (if (i32.ge_s (local.get $scr) (i32.const 0))
           (then
-            (call $alb_pass2 (local.get $dy) (local.get $a) (local.get $b) (local.get $c)
-              (local.get $o) (local.get $n) (local.get $n4) (local.get $es) (i32.const 5)
-              (local.get $dt) (local.get $al) (local.get $unit) (local.get $flags) (local.get $w)
-              (local.get $mm) (local.get $rr) (local.get $pv) (local.get $pm)))
+            (call $alb_pass2_kept (local.get $c) (local.get $o) (local.get $n) (local.get $n4)
+              (local.get $es) (local.get $dt) (local.get $al) (local.get $flags) (local.get $scr)
+              (local.get $sx) (local.get $rr) (local.get $pv) (local.get $pm)))
           (else
-            (call $alb_pass2 (local.get $dy) (local.get $a) (local.get $b) (local.get $c)
-              (local.get $o) (local.get $n) (local.get $n4) (local.get $es) (local.get $dt)
-              (local.get $dt) (local.get $al) (local.get $unit) (local.get $flags) (local.get $w)
-              (local.get $mm) (local.get $rr) (local.get $pv) (local.get $pm))))
+            (if (i32.eq
+                  (call $load_code (local.get $dt)
+                    (i32.and (call $finite64 (local.get $t1)) (call $finite64 (local.get $t2))))
+                  (i32.const 5))
+              (then
+                (call $alb_pass2 (local.get $dy) (local.get $a) (local.get $b) (local.get $c)
+                  (local.get $o) (local.get $n) (local.get $n4) (local.get $es) (i32.const 5)
+                  (local.get $dt) (local.get $al) (local.get $unit) (local.get $flags)
+                  (local.get $w) (local.get $mm) (local.get $rr) (local.get $pv) (local.get $pm)))
+              (else
+                (call $alb_pass2 (local.get $dy) (local.get $a) (local.get $b) (local.get $c)
+                  (local.get $o) (local.get $n) (local.get $n4) (local.get $es) (local.get $dt)
+                  (local.get $dt) (local.get $al) (local.get $unit) (local.get $flags)
+                  (local.get $w) (local.get $mm) (local.get $rr) (local.get $pv)
+                  (local.get $pm))))))
         (local.set $dy (i32.add (local.get $dy) (local.get $dys)))
         (local.set $a (i32.add (local.get $a) (local.get $as)))
         (local.set $b (i32.add (local.get $b) (local.get $bs)))
@@ -232,6 +211,103 @@
         (local.set $rstd (i32.add (local.get $rstd) (i32.const 4)))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
+
+  ;; add_ln_bwd's pass 1 over one row (dy, a, b loaded as code ldt): S1 returned and S2 in
+  ;; $rf_second, the column partials added, and with keep each vector's xm at xs and g at gs
+  ;; (float32, the row's offsets). Whole vectors, then the last one to three elements masked.
+  (func $alb_sums
+    (param $dy i32) (param $a i32) (param $b i32) (param $n i32) (param $n4 i32) (param $es i32)
+    (param $ldt i32) (param $al v128) (param $unit i32) (param $w i32) (param $mm v128)
+    (param $rr v128) (param $r3 v128) (param $pw i32) (param $pb i32) (param $keep i32)
+    (param $gs i32) (param $xs i32) (result f64)
+    (local $j i32) (local $k i32) (local $off i32) (local $t1 f64) (local $t2 f64)
+    (local $e v128) (local $xm v128) (local $g v128) (local $mask v128) (local $s1 v128)
+    (local $s2 v128)
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
+        (local.set $e (call $ld4 (i32.add (local.get $dy) (local.get $off)) (local.get $ldt)))
+        (local.set $xm (call $alb_xm (local.get $a) (local.get $b) (local.get $off)
+          (local.get $ldt) (local.get $al) (local.get $unit) (local.get $mm)))
+        (local.set $g (f32x4.mul (local.get $e) (v128.load (i32.add (local.get $w) (local.get $k)))))
+        (if (local.get $keep)
+          (then
+            (v128.store (i32.add (local.get $gs) (local.get $k)) (local.get $g))
+            (v128.store (i32.add (local.get $xs) (local.get $k)) (local.get $xm))))
+        (local.set $s1 (f32x4.add (local.get $s1)
+          (f32x4.mul (local.get $g) (f32x4.mul (local.get $xm) (local.get $r3)))))
+        (local.set $s2 (f32x4.add (local.get $s2)
+          (f32x4.mul (local.get $g) (local.get $rr))))
+        (v128.store (i32.add (local.get $pw) (local.get $k))
+          (f32x4.add (v128.load (i32.add (local.get $pw) (local.get $k)))
+            (f32x4.mul (local.get $e) (f32x4.mul (local.get $xm) (local.get $rr)))))
+        (v128.store (i32.add (local.get $pb) (local.get $k))
+          (f32x4.add (v128.load (i32.add (local.get $pb) (local.get $k))) (local.get $e)))
+        (local.set $off (i32.add (local.get $off) (local.get $es)))
+        (local.set $k (i32.add (local.get $k) (i32.const 16)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (if (i32.eqz (i32.and (local.get $j) (i32.const 255)))
+          (then
+            (local.set $t1 (f64.add (local.get $t1)
+              (call $rf_fold (local.get $s1) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+                (v128.const i64x2 0 0))))
+            (local.set $t2 (f64.add (local.get $t2)
+              (call $rf_fold (local.get $s2) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+                (v128.const i64x2 0 0))))
+            (local.set $s1 (v128.const i64x2 0 0))
+            (local.set $s2 (v128.const i64x2 0 0))))
+        (br $next)))
+    ;; The last one to three elements, masked to the row.
+    (if (i32.lt_u (local.get $j) (local.get $n))
+      (then
+        (local.set $mask (call $rf_mask (i32.sub (local.get $n) (local.get $j))))
+        (local.set $e
+          (v128.and (call $ld4 (i32.add (local.get $dy) (local.get $off)) (local.get $ldt))
+            (local.get $mask)))
+        (local.set $xm (call $alb_xm (local.get $a) (local.get $b) (local.get $off)
+          (local.get $ldt) (local.get $al) (local.get $unit) (local.get $mm)))
+        (local.set $g
+          (f32x4.mul (local.get $e) (v128.load (i32.add (local.get $w) (local.get $k)))))
+        (if (local.get $keep)
+          (then
+            (v128.store (i32.add (local.get $gs) (local.get $k)) (local.get $g))
+            (v128.store (i32.add (local.get $xs) (local.get $k)) (local.get $xm))))
+        (local.set $s1 (f32x4.add (local.get $s1)
+          (v128.and (f32x4.mul (local.get $g) (f32x4.mul (local.get $xm) (local.get $r3)))
+            (local.get $mask))))
+        (local.set $s2 (f32x4.add (local.get $s2)
+          (v128.and (f32x4.mul (local.get $g) (local.get $rr)) (local.get $mask))))
+        (v128.store (i32.add (local.get $pw) (local.get $k))
+          (f32x4.add (v128.load (i32.add (local.get $pw) (local.get $k)))
+            (v128.and (f32x4.mul (local.get $e) (f32x4.mul (local.get $xm) (local.get $rr)))
+              (local.get $mask))))
+        (v128.store (i32.add (local.get $pb) (local.get $k))
+          (f32x4.add (v128.load (i32.add (local.get $pb) (local.get $k))) (local.get $e)))))
+    (global.set $rf_second (f64.add (local.get $t2)
+      (call $rf_fold (local.get $s2) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+        (v128.const i64x2 0 0))))
+    (f64.add (local.get $t1)
+      (call $rf_fold (local.get $s1) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
+        (v128.const i64x2 0 0))))
+
+  ;; add_ln_bwd's pass 2 over one row from the kept xm (at xs) and g (at gs): $alb_value of
+  ;; each vector, stored as $alb_write stores it.
+  (func $alb_pass2_kept
+    (param $c i32) (param $o i32) (param $n i32) (param $n4 i32) (param $es i32) (param $dt i32)
+    (param $al v128) (param $flags i32) (param $gs i32) (param $xs i32) (param $rr v128)
+    (param $pv v128) (param $pm v128)
+    (local $off i32) (local $k i32) (local $j i32)
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $j) (local.get $n)))
+        (call $alb_value (local.get $c) (local.get $o) (local.get $off) (local.get $dt)
+          (local.get $al) (local.get $flags) (v128.load (i32.add (local.get $xs) (local.get $k)))
+          (v128.load (i32.add (local.get $gs) (local.get $k))) (local.get $rr) (local.get $pv)
+          (local.get $pm) (i32.sub (local.get $n) (local.get $j)))
+        (local.set $off (i32.add (local.get $off) (local.get $es)))
+        (local.set $k (i32.add (local.get $k) (i32.const 16)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $next))))
 
   ;; add_ln_bwd's pass 2 over one row of n elements (n4 in whole vectors; es the bytes of four):
   ;; $alb_write for each whole vector, then for the tail; dy, a and b loaded as code ldt.
