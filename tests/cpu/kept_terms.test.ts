@@ -1,9 +1,10 @@
 /**
  * The backward row kernels' second pass from the terms their first pass kept (a scratch pair of
- * rows: kernels.wat `$keeps_terms`, the 16-bit dtypes) against the same pass loading the rows
- * again (scratch -1: rows too long for a thread's region, and float32), in
- * row_norms_grad.wat `ln_bwd` (LayerNorm) and row_norms_add_grad.wat `add_ln_bwd`
- * (AddLayerNormGrad, DeepNormGrad): the same bits in every output and column partial, for
+ * rows: kernels.wat `$keeps_terms`, the 16-bit dtypes, and `$keeps_loads`, float16) against the
+ * same pass loading the rows again (scratch -1: rows too long for a thread's region, and
+ * float32), in row_norms_grad.wat `ln_bwd` (LayerNorm), row_norms_rms_grad.wat `rms_bwd`
+ * (RMSNorm) and row_norms_add_grad.wat `add_ln_bwd` (AddLayerNormGrad, DeepNormGrad): the
+ * same bits in every output and column partial, for
  * every tail of a vector, the 256-element blocks of the row sums, each kernel's flags, and
  * float16 rows with an Inf or a NaN (whose first pass takes the full loads: kernels.wat
  * `$f16_specials`).
@@ -181,4 +182,19 @@ Deno.test("addLayerNormGrad and deepNormGrad: kept terms give the bits of loadin
     }
   }
   assert.equal(compared, 3 * COLS.length * 5);
+});
+
+Deno.test("rmsNormGrad: kept rows give the bits of loading them again", () => {
+  let compared = 0;
+  for (const c of cases()) {
+    const { w, code, n } = c;
+    const rs = n * (code === 0 ? 4 : 2);
+    const [dy, x, out] = [blockAt(w, "dy"), blockAt(w, "x"), blockAt(w, "out")];
+    const [g, rstd] = [0, 3].map((j) => slotAt(w, j));
+    const call = (scratch: number) =>
+      w.exports.rms_bwd(dy, rs, x, rs, out, rs, n, code, ROWS, rstd, g, slotAt(w, 4), scratch);
+    sameBits(c, "dx", call, ["out", 4]);
+    compared++;
+  }
+  assert.equal(compared, COLS.length * 5);
 });

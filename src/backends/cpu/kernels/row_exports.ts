@@ -61,7 +61,10 @@ export interface RowNormExports {
   ): void;
   /** RMSNorm forward: y = x * rstd * g, and each row's rstd. */
   rms_fwd(...args: [...ForwardRows, g: number, rstd: number]): void;
-  /** RMSNorm backward: dx, and the column partials pg (zeroed first). */
+  /**
+   * RMSNorm backward: dx, and the column partials pg (zeroed first); `scratch` as ln_bwd's (the
+   * 16-bit dtypes' kept dy and x), or -1.
+   */
   rms_bwd(
     dy: number,
     dys: number,
@@ -75,6 +78,7 @@ export interface RowNormExports {
     rstd: number,
     g: number,
     pg: number,
+    scratch: number,
   ): void;
   /**
    * AddRmsNorm forward: x = a + b rounded once to dt; rstd and y = (a + b) * rstd * g from

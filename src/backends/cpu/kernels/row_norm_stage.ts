@@ -98,7 +98,7 @@ export function runRowNormItems(
   let first = 0;
   // The backward kernels' kept terms (two padded rows of float32): the thread's region when
   // they fit it, else none (the kernel loads the rows again; row_norms_grad.wat ln_bwd,
-  // row_norms_add_grad.wat add_ln_bwd).
+  // row_norms_rms_grad.wat rms_bwd, row_norms_add_grad.wat add_ln_bwd).
   const keptTerms = region > 0 && 8 * ((n + 3) & ~3) <= WASM_REGION_BYTES ? region : -1;
   const at = (t: number) => p[d + 2 * t] + first * p[d + 2 * t + 1];
   const s = (t: number) => p[d + 2 * t + 1];
@@ -135,7 +135,21 @@ export function runRowNormItems(
         k.rms_fwd(at(0), s(0), at(1), s(1), n, dt, rows, eps, p[f], row(1));
         break;
       case "rmsNormGradRows":
-        k.rms_bwd(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, row(1), p[f], part(2));
+        k.rms_bwd(
+          at(0),
+          s(0),
+          at(1),
+          s(1),
+          at(2),
+          s(2),
+          n,
+          dt,
+          rows,
+          row(1),
+          p[f],
+          part(2),
+          keptTerms,
+        );
         break;
       case "addRmsNormRows":
         k.add_rms_fwd(

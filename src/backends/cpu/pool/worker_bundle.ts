@@ -176,7 +176,7 @@ function runRowNormItems(k, op, p, from, to, region) {
         k.rms_fwd(at(0), s(0), at(1), s(1), n, dt, rows, eps, p[f], row(1));
         break;
       case "rmsNormGradRows":
-        k.rms_bwd(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, row(1), p[f], part(2));
+        k.rms_bwd(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, row(1), p[f], part(2), keptTerms);
         break;
       case "addRmsNormRows":
         k.add_rms_fwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), n, dt, rows, eps, p[f], row(1));
