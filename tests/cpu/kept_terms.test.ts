@@ -1,10 +1,11 @@
 /**
  * The backward row kernels' second pass from the terms their first pass kept (a scratch pair of
- * rows: kernels.wat `$keeps_terms`, the 16-bit dtypes, and `$keeps_loads`, float16) against the
- * same pass loading the rows again (scratch -1: rows too long for a thread's region, and
- * float32), in row_norms_grad.wat `ln_bwd` (LayerNorm), row_norms_rms_grad.wat `rms_bwd`
- * (RMSNorm) and row_norms_add_grad.wat `add_ln_bwd` (AddLayerNormGrad, DeepNormGrad): the
- * same bits in every output and column partial, for
+ * rows: kernels.wat `$keeps_terms`, the 16-bit dtypes, and `$keeps_float16`) against the same
+ * pass loading the rows again (scratch -1: rows too long for a thread's region, and float32),
+ * in row_norms_grad.wat `ln_bwd` (LayerNorm), row_norms_rms_grad.wat `rms_bwd` (RMSNorm),
+ * row_norms_add_grad.wat `add_ln_bwd` (AddLayerNormGrad, DeepNormGrad) and
+ * row_norms_ada_grad.wat `ada_ln_bwd` (AdaLayerNormBackward): the same bits in every output
+ * and partial, for
  * every tail of a vector, the 256-element blocks of the row sums, each kernel's flags, and
  * float16 rows with an Inf or a NaN (whose first pass takes the full loads: kernels.wat
  * `$f16_specials`).
@@ -197,4 +198,50 @@ Deno.test("rmsNormGrad: kept rows give the bits of loading them again", () => {
     compared++;
   }
   assert.equal(compared, COLS.length * 5);
+});
+
+Deno.test("adaLayerNormBackward: kept terms give the bits of loading the rows again", () => {
+  let compared = 0;
+  for (const c of cases()) {
+    const { w, code, n } = c;
+    const rs = n * (code === 0 ? 4 : 2);
+    const [dy, x, out] = [blockAt(w, "dy"), blockAt(w, "x"), blockAt(w, "out")];
+    // Weights (slot 0) double as the bias; 1 + scale one batch row (slot 1, seq = ROWS); the
+    // column partials to slots 4, 5, the batch partials to slot 7 and block x2.
+    const [wt, sc, mean, rstd] = [0, 1, 2, 3].map((j) => slotAt(w, j));
+    for (let k = 0; k < (n + 3 & ~3); k++) w.f32[sc / 4 + k] = 1 + ((k % 5) - 2) / 8;
+    for (const flags of [1, 5, 7]) {
+      const call = (scratch: number) =>
+        w.exports.ada_ln_bwd(
+          dy,
+          rs,
+          x,
+          rs,
+          out,
+          rs,
+          n,
+          code,
+          ROWS,
+          flags,
+          wt,
+          wt,
+          sc,
+          0,
+          ROWS,
+          mean,
+          rstd,
+          slotAt(w, 4),
+          slotAt(w, 5),
+          slotAt(w, 7),
+          blockAt(w, "x2"),
+          scratch,
+        );
+      const outputs: (WasmBlock | number)[] = ["out"];
+      if (flags & 2) outputs.push(4, 5);
+      if (flags & 4) outputs.push(7);
+      sameBits(c, `flags ${flags}`, call, outputs);
+      compared++;
+    }
+  }
+  assert.equal(compared, 3 * COLS.length * 5);
 });

@@ -200,7 +200,8 @@ export interface RowNormExports {
   /**
    * AdaLayerNormBackward (row_norms_ada_grad.wat): flags 1 writes gradInput at gi; column
    * partials pw (gradWeight), pb (gradBias), zeroed first; batch partials ps (gradScale), psh
-   * (gradShift), one padded row per batch the item's rows touch (slot 0: batch row0 / seq).
+   * (gradShift), one padded row per batch the item's rows touch (slot 0: batch row0 / seq);
+   * `scratch` as ln_bwd's (the 16-bit dtypes' kept g and z), or -1.
    */
   ada_ln_bwd(
     ...args: [
@@ -225,6 +226,7 @@ export interface RowNormExports {
       pb: number,
       ps: number,
       psh: number,
+      scratch: number,
     ]
   ): void;
 }

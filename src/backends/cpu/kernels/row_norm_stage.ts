@@ -98,7 +98,8 @@ export function runRowNormItems(
   let first = 0;
   // The backward kernels' kept terms (two padded rows of float32): the thread's region when
   // they fit it, else none (the kernel loads the rows again; row_norms_grad.wat ln_bwd,
-  // row_norms_rms_grad.wat rms_bwd, row_norms_add_grad.wat add_ln_bwd).
+  // row_norms_rms_grad.wat rms_bwd, row_norms_add_grad.wat add_ln_bwd, row_norms_ada_grad.wat
+  // ada_ln_bwd).
   const keptTerms = region > 0 && 8 * ((n + 3) & ~3) <= WASM_REGION_BYTES ? region : -1;
   const at = (t: number) => p[d + 2 * t] + first * p[d + 2 * t + 1];
   const s = (t: number) => p[d + 2 * t + 1];
@@ -269,6 +270,7 @@ export function runRowNormItems(
           pb + c4 * item,
           ps + slot * item,
           ps + slot * items + slot * item,
+          keptTerms,
         );
         break;
       }

@@ -234,7 +234,7 @@ function runRowNormItems(k, op, p, from, to, region) {
           p[ROW_SEQ],
           row(3),
           row(3) + 4 * p[ROW_ROWS]
-        ], part(4), pb + c4 * item, ps + slot * item, ps + slot * items + slot * item);
+        ], part(4), pb + c4 * item, ps + slot * item, ps + slot * items + slot * item, keptTerms);
         break;
       }
     }

@@ -122,15 +122,18 @@
       (v128.const i16x8 0x7bff 0x7bff 0x7bff 0x7bff 0x7bff 0x7bff 0x7bff 0x7bff))))
 
   ;; Whether a backward row kernel keeps its first pass's float32 terms in a scratch row for
-  ;; its gradInput pass (row_norms_grad.wat ln_bwd) instead of loading its rows again: for the
-  ;; 16-bit dtypes, whose loads cost more than the kept terms' stores (float32 1.02x slower).
+  ;; its gradInput pass (row_norms_grad.wat ln_bwd, row_norms_add_grad.wat add_ln_bwd) instead
+  ;; of loading its rows again: for the 16-bit dtypes, whose loads cost more than the kept
+  ;; terms' stores (float32 1.02x slower).
   (func $keeps_terms (param $dt i32) (result i32)
     (i32.ne (local.get $dt) (i32.const 0)))
 
-  ;; Whether a backward row kernel whose second pass reads only its rows again keeps them
-  ;; widened to float32 in its scratch rows (row_norms_rms_grad.wat rms_bwd): float16 (0.84x
-  ;; the time), not bfloat16, whose loads cost less than the kept rows' stores (1.09-1.11x).
-  (func $keeps_loads (param $dt i32) (result i32)
+  ;; Whether a backward row kernel whose kept values save its second pass little more than
+  ;; the float16 conversions keeps them (row_norms_rms_grad.wat rms_bwd: dy and x widened;
+  ;; row_norms_ada_grad.wat ada_ln_bwd: g and z): float16 (rms_bwd 0.84x, ada_ln_bwd 0.82x the
+  ;; time), not bfloat16, whose loads cost about what the kept values' stores do (rms_bwd
+  ;; 1.09-1.11x, ada_ln_bwd 1.0x), nor the FP16 build (kernels_fp16.wat).
+  (func $keeps_float16 (param $dt i32) (result i32)
     (i32.eq (local.get $dt) (i32.const 1)))
 
   ;; Whether v is finite (neither an Inf nor a NaN): v - v is 0 then, NaN otherwise.

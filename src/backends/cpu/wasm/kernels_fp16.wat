@@ -6,7 +6,7 @@
 ;; $ld4 to $f16x4, every float16 store through $bits4 to $f16bits4 or through $bits8 to
 ;; $f16bits8 (or, in a write that computes no NaN, $f16x4_finite, $f16bits4_finite and
 ;; $f16bits8_finite); $finite_first says that no pass loads as finite first here, and
-;; $keeps_loads that no kernel keeps its loaded rows. Everything else, the arithmetic and the
+;; $keeps_float16 that no kernel keeps values to save conversions. Everything else, the arithmetic and the
 ;; sums' association, is kernels.wat's.
 ;;
 ;; It gives the bits of the baseline build for every input:
@@ -71,10 +71,10 @@
   (func $finite_first (param $dt i32) (result i32)
     (i32.const 0))
 
-  ;; A float16 row converted again costs less than its kept float32 copy's stores and loads
-  ;; (rms_bwd 1.10-1.12x the time with them): no kernel keeps its loads here (kernels.wat
-  ;; $keeps_loads).
-  (func $keeps_loads (param $dt i32) (result i32)
+  ;; A float16 row converted again costs less than kept float32 values' stores and loads
+  ;; (rms_bwd 1.10-1.12x, ada_ln_bwd 1.07x the time with them): not here (kernels.wat
+  ;; $keeps_float16).
+  (func $keeps_float16 (param $dt i32) (result i32)
     (i32.const 0))
 
   ;; $f16bits4 of a and b in eight lanes: the two conversions combined, then one NaN fix for

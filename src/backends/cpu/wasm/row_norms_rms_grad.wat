@@ -16,7 +16,7 @@
   ;; p * g; the column partials pg += p * rs; k = rs^3 * S / n rounded to float32 and
   ;; dx = rs * dy * g - x * k ($rmsb_row_dx). The first pass ($rmsb_sums) loads float16 rows
   ;; that hold no Inf or NaN (kernels.wat $f16_specials) without the fix; for float16 it keeps
-  ;; dy and x widened in the two float32 rows at scr (kernels.wat $keeps_loads; -1: none),
+  ;; dy and x widened in the two float32 rows at scr (kernels.wat $keeps_float16; -1: none),
   ;; which the second pass reads (the same bits, 0.78x the time with the scan); else the second
   ;; pass loads them again, as ln_bwd's gradInput does.
   (func (export "rms_bwd")
@@ -28,7 +28,7 @@
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
     ;; The kept terms: dy and x widened, in the two float32 rows at scr (float16).
-    (local.set $keep (i32.and (call $keeps_loads (local.get $dt))
+    (local.set $keep (i32.and (call $keeps_float16 (local.get $dt))
       (i32.ge_s (local.get $scr) (i32.const 0))))
     (local.set $sx (i32.add (local.get $scr)
       (i32.shl (i32.and (i32.add (local.get $n) (i32.const 3)) (i32.const -4)) (i32.const 2))))
