@@ -245,3 +245,47 @@ Deno.test("adaLayerNormBackward: kept terms give the bits of loading the rows ag
   }
   assert.equal(compared, 3 * COLS.length * 5);
 });
+
+Deno.test("addRmsNorm and addRmsNormCast: the kept sum gives the bits of forming it again", () => {
+  let compared = 0;
+  for (const c of cases()) {
+    const { w, code, n } = c;
+    const rs = n * (code === 0 ? 4 : 2);
+    const [a, b, x, y, y1] = ["dy", "x", "out2", "out", "x2"].map((k) =>
+      blockAt(w, k as WasmBlock)
+    );
+    const [g, rstd] = [0, 3].map((j) => slotAt(w, j));
+    const eps = Math.fround(1e-5);
+    const plain = (scratch: number) =>
+      w.exports.add_rms_fwd(a, rs, b, rs, x, rs, y, rs, n, code, ROWS, eps, g, rstd, scratch);
+    sameBits(c, "addRmsNorm", plain, ["out", "out2"]);
+    const cast = (scratch: number) =>
+      w.exports.add_rms_cast_fwd(
+        a,
+        rs,
+        b,
+        rs,
+        x,
+        rs,
+        y1,
+        4 * n,
+        y,
+        rs,
+        n,
+        code,
+        ROWS,
+        eps,
+        g,
+        rstd,
+        scratch,
+      );
+    sameBits(c, "addRmsNormCast", cast, ["out", "out2"]);
+    // y1, float32: the same bytes too.
+    const y1Bytes = (
+      scratch: number,
+    ) => (cast(scratch), new Uint8Array(w.memory.buffer, y1, 4 * ROWS * n).slice());
+    assert.deepEqual(y1Bytes(slotAt(w, 6)), y1Bytes(-1), `${c.what}: addRmsNormCast y1`);
+    compared++;
+  }
+  assert.equal(compared, COLS.length * 5);
+});

@@ -82,7 +82,8 @@ export interface RowNormExports {
   ): void;
   /**
    * AddRmsNorm forward: x = a + b rounded once to dt; rstd and y = (a + b) * rstd * g from
-   * the float32 sum.
+   * the float32 sum; `scratch` a row of n rounded up to 4 float32s where a 16-bit call keeps the
+   * sum for y, or -1 (a and b loaded again).
    */
   add_rms_fwd(
     a: number,
@@ -99,6 +100,7 @@ export interface RowNormExports {
     eps: number,
     g: number,
     rstd: number,
+    scratch: number,
   ): void;
   /**
    * AddLayerNorm / DeepNorm forward (row_norms_add.wat): s = alpha * a + b (+ bias) in
@@ -160,7 +162,8 @@ export interface RowNormExports {
   ): void;
   /**
    * AddRmsNormCast forward (row_norms_cast.wat): x = a + b rounded to dt; rstd and y = (a + b)
-   * * rstd * g from the float32 sum, stored as float32 at y1 and rounded to dt at y2.
+   * * rstd * g from the float32 sum, stored as float32 at y1 and rounded to dt at y2;
+   * `scratch` as add_rms_fwd's.
    */
   add_rms_cast_fwd(
     a: number,
@@ -179,6 +182,7 @@ export interface RowNormExports {
     eps: number,
     g: number,
     rstd: number,
+    scratch: number,
   ): void;
   /**
    * AdaLayerNorm forward (row_norms_ada.wat): ln_fwd's mean, rstd and (x - mean) * rstd * w + b,

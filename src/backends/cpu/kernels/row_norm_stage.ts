@@ -96,10 +96,10 @@ export function runRowNormItems(
   // RESULTS.md, twelfth session): they read the item's `item` and `first`.
   let item = from;
   let first = 0;
-  // The backward kernels' kept terms (two padded rows of float32): the thread's region when
-  // they fit it, else none (the kernel loads the rows again; row_norms_grad.wat ln_bwd,
+  // The kernels' kept terms (up to two padded rows of float32): the thread's region when they
+  // fit it, else none (the kernel loads the rows again; row_norms_grad.wat ln_bwd,
   // row_norms_rms_grad.wat rms_bwd, row_norms_add_grad.wat add_ln_bwd, row_norms_ada_grad.wat
-  // ada_ln_bwd).
+  // ada_ln_bwd, row_norms.wat add_rms_fwd, row_norms_cast.wat add_rms_cast_fwd).
   const keptTerms = region > 0 && 8 * ((n + 3) & ~3) <= WASM_REGION_BYTES ? region : -1;
   const at = (t: number) => p[d + 2 * t] + first * p[d + 2 * t + 1];
   const s = (t: number) => p[d + 2 * t + 1];
@@ -168,6 +168,7 @@ export function runRowNormItems(
           eps,
           p[f],
           row(1),
+          keptTerms,
         );
         break;
       case "addLayerNormRows":
@@ -239,6 +240,7 @@ export function runRowNormItems(
           eps,
           p[f],
           row(1),
+          keptTerms,
         );
         break;
       case "adaLayerNormRows":

@@ -179,7 +179,7 @@ function runRowNormItems(k, op, p, from, to, region) {
         k.rms_bwd(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, row(1), p[f], part(2), keptTerms);
         break;
       case "addRmsNormRows":
-        k.add_rms_fwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), n, dt, rows, eps, p[f], row(1));
+        k.add_rms_fwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), n, dt, rows, eps, p[f], row(1), keptTerms);
         break;
       case "addLayerNormRows":
         k.add_ln_fwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), at(4), s(4), n, dt, rows, eps, p[ROW_ALPHA], p[ROW_FLAGS], p[ROW_SCRATCH] < 0 ? region : p[ROW_SCRATCH], p[f], p[f + 1], p[f + 2], row(3), row(4));
@@ -188,7 +188,7 @@ function runRowNormItems(k, op, p, from, to, region) {
         k.add_ln_bwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), at(4), s(4), n, dt, rows, p[ROW_ALPHA], p[ROW_FLAGS], p[f], row(1), row(2), part(3), part(4), keptTerms);
         break;
       case "addRmsNormCastRows":
-        k.add_rms_cast_fwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), at(4), s(4), n, dt, rows, eps, p[f], row(1));
+        k.add_rms_cast_fwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), at(4), s(4), n, dt, rows, eps, p[f], row(1), keptTerms);
         break;
       case "adaLayerNormRows":
         k.ada_ln_fwd(...[

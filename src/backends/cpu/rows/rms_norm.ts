@@ -105,9 +105,10 @@ export function addRmsNorm(plan: AddRmsNormPlan, t: AddRmsNormTensors): void {
  * aclnnInplaceAddRmsNorm: AddRmsNorm's kernel with y written over x1Ref and x = x1 + x2 (rounded)
  * over x2Ref, as CANN's kernel binds them (ops-nn `norm/inplace_add_rms_norm/op_kernel/
  * inplace_add_rms_norm.cpp`). The row kernel (row_norms.wat add_rms_fwd) reads x1 and x2 again in
- * its second pass, so x goes to a heap scratch first and into x2Ref after the kernel; y over x1
- * is safe: each element of a row is read before it is written. Validation ensures rows of at
- * least one element.
+ * its second pass (float32 data, and 16-bit rows too long to keep their sum in a thread's
+ * region), so x goes to a heap scratch first and into x2Ref after the kernel; y over x1 is safe:
+ * each element of a row is read before it is written. Validation ensures rows of at least one
+ * element.
  */
 export function inplaceAddRmsNorm(plan: InplaceAddRmsNormPlan, t: InplaceAddRmsNormTensors): void {
   const { x1Ref, x2Ref } = t;

@@ -40,19 +40,26 @@
   (func $arms_s4 (param $p i32) (param $q i32) (param $dt i32) (result v128)
     (f32x4.add (call $ld4 (local.get $p) (local.get $dt)) (call $ld4 (local.get $q) (local.get $dt))))
 
-  ;; AddRmsNorm's y of four elements: s * rstd * g ($arms_s4 at p and q; g the float32 lanes at
-  ;; gp), as add_rms_fwd and add_rms_cast_fwd (row_norms_cast.wat) form it.
-  (func $arms_y4 (param $p i32) (param $q i32) (param $dt i32) (param $rr v128) (param $gp i32)
-    (result v128)
-    (f32x4.mul (f32x4.mul (call $arms_s4 (local.get $p) (local.get $q) (local.get $dt)) (local.get $rr))
-      (v128.load (local.get $gp))))
+  ;; AddRmsNorm's y of four elements, s * rstd * g (g the float32 lanes at g + c), as
+  ;; add_rms_fwd and add_rms_cast_fwd (row_norms_cast.wat) form it: s the kept float32 sum at
+  ;; ks + c when `kept`, else $arms_s4 of the rows at p and q (code dt).
+  (func $arms_yk (param $p i32) (param $q i32) (param $dt i32) (param $kept i32) (param $ks i32)
+    (param $c i32) (param $rr v128) (param $g i32) (result v128)
+    (if (result v128) (local.get $kept)
+      (then
+        (f32x4.mul (f32x4.mul (v128.load (i32.add (local.get $ks) (local.get $c))) (local.get $rr))
+          (v128.load (i32.add (local.get $g) (local.get $c)))))
+      (else
+        (f32x4.mul
+          (f32x4.mul (call $arms_s4 (local.get $p) (local.get $q) (local.get $dt)) (local.get $rr))
+          (v128.load (i32.add (local.get $g) (local.get $c)))))))
 
   ;; Pass 1 of add_rms_fwd and add_rms_cast_fwd (row_norms_cast.wat) over one row of n elements
   ;; (n4 of them in whole vectors; es the bytes of four elements of dt): x = s rounded once to dt
-  ;; at x ($arms_s4 of the rows at a and b), and the sum of s^2, returned: float32 lanes folded
-  ;; into float64 every 256 elements.
+  ;; at x ($arms_s4 of the rows at a and b, loaded as code ldt), and the sum of s^2, returned:
+  ;; float32 lanes folded into float64 every 256 elements; with keep, s in the float32 row at ks.
   (func $arms_pass1 (param $a i32) (param $b i32) (param $x i32) (param $n i32) (param $n4 i32)
-    (param $es i32) (param $dt i32) (result f64)
+    (param $es i32) (param $ldt i32) (param $dt i32) (param $keep i32) (param $ks i32) (result f64)
     (local $p i32) (local $q i32) (local $t i32) (local $j i32) (local $v v128) (local $w v128)
     (local $acc v128) (local $sum f64)
     (local.set $p (local.get $a))
@@ -69,11 +76,16 @@
         (block $pairsDone
           (loop $pair
             (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
-            (local.set $v (call $arms_s4 (local.get $p) (local.get $q) (local.get $dt)))
+            (local.set $v (call $arms_s4 (local.get $p) (local.get $q) (local.get $ldt)))
             (local.set $w
               (call $arms_s4 (i32.add (local.get $p) (local.get $es))
-                (i32.add (local.get $q) (local.get $es)) (local.get $dt)))
+                (i32.add (local.get $q) (local.get $es)) (local.get $ldt)))
             (call $rf_st8 (local.get $t) (local.get $dt) (local.get $v) (local.get $w))
+            (if (local.get $keep)
+              (then
+                (v128.store (local.get $ks) (local.get $v))
+                (v128.store offset=16 (local.get $ks) (local.get $w))
+                (local.set $ks (i32.add (local.get $ks) (i32.const 32)))))
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $v) (local.get $v))))
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $w) (local.get $w))))
             (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
@@ -90,8 +102,12 @@
     (block $done
       (loop $next
         (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
-        (local.set $v (call $arms_s4 (local.get $p) (local.get $q) (local.get $dt)))
+        (local.set $v (call $arms_s4 (local.get $p) (local.get $q) (local.get $ldt)))
         (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v))
+        (if (local.get $keep)
+          (then
+            (v128.store (local.get $ks) (local.get $v))
+            (local.set $ks (i32.add (local.get $ks) (i32.const 16)))))
         (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $v) (local.get $v))))
         (local.set $p (i32.add (local.get $p) (local.get $es)))
         (local.set $q (i32.add (local.get $q) (local.get $es)))
@@ -106,9 +122,10 @@
         (br $next)))
     (if (i32.lt_u (local.get $j) (local.get $n))
       (then
-        (local.set $v (call $arms_s4 (local.get $p) (local.get $q) (local.get $dt)))
+        (local.set $v (call $arms_s4 (local.get $p) (local.get $q) (local.get $ldt)))
         (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
           (i32.sub (local.get $n) (local.get $j)))
+        (if (local.get $keep) (then (v128.store (local.get $ks) (local.get $v))))
         (local.set $v
           (v128.and (local.get $v) (call $rf_mask (i32.sub (local.get $n) (local.get $j)))))
         (local.set $acc
@@ -263,30 +280,51 @@
   (func (export "add_rms_fwd")
     (param $a i32) (param $as i32) (param $b i32) (param $bs i32) (param $x i32) (param $xs i32)
     (param $y i32) (param $ys i32) (param $n i32) (param $dt i32) (param $rows i32) (param $eps f64)
-    (param $g i32) (param $rstd i32)
+    (param $g i32) (param $rstd i32) (param $scr i32)
     (local $r i32) (local $es i32) (local $n4 i32) (local $rs f32) (local $rr v128) (local $sum f64)
+    (local $keep i32)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
+    (local.set $keep (i32.and (call $keeps_terms (local.get $dt))
+      (i32.ge_s (local.get $scr) (i32.const 0))))
     (block $rowsDone
       (loop $row
         (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
-        ;; Pass 1: x = round(a + b), and the float sum's squares.
-        (local.set $sum (call $arms_pass1 (local.get $a) (local.get $b) (local.get $x) (local.get $n)
-          (local.get $n4) (local.get $es) (local.get $dt)))
+        ;; Pass 1: x = round(a + b), and the float sum's squares ($arms_pass1; float16 rows
+        ;; that hold no Inf or NaN loaded without the fix: kernels.wat $f16_specials).
+        (if (if (result i32) (call $finite_first (local.get $dt))
+              (then (i32.eqz (i32.or (call $f16_specials (local.get $a) (local.get $n))
+                (call $f16_specials (local.get $b) (local.get $n)))))
+              (else (i32.const 0)))
+          (then
+            (local.set $sum (call $arms_pass1 (local.get $a) (local.get $b) (local.get $x)
+              (local.get $n) (local.get $n4) (local.get $es) (i32.const 5) (local.get $dt)
+              (local.get $keep) (local.get $scr))))
+          (else
+            (local.set $sum (call $arms_pass1 (local.get $a) (local.get $b) (local.get $x)
+              (local.get $n) (local.get $n4) (local.get $es) (local.get $dt) (local.get $dt)
+              (local.get $keep) (local.get $scr)))))
         (local.set $rs (call $rf_rstd (local.get $sum) (local.get $n) (local.get $eps)))
         (local.set $rr (f32x4.splat (local.get $rs)))
         (f32.store (local.get $rstd) (local.get $rs))
-        ;; Pass 2: y from the float sum ($arms_row_y; a and b loaded as finite float16 when the
-        ;; sum of squares is: kernels.wat $load_code).
-        (if (i32.eq (call $load_code (local.get $dt) (call $finite64 (local.get $sum))) (i32.const 5))
+        ;; Pass 2: y from the float sum, kept, or formed again ($arms_row_y; a and b loaded as
+        ;; finite float16 when the sum of squares is: kernels.wat $load_code).
+        (if (local.get $keep)
           (then
             (call $arms_row_y (local.get $a) (local.get $b) (local.get $y) (local.get $n)
-              (local.get $n4) (local.get $es) (i32.const 5) (local.get $dt) (local.get $rr)
-              (local.get $g)))
-          (else
-            (call $arms_row_y (local.get $a) (local.get $b) (local.get $y) (local.get $n)
               (local.get $n4) (local.get $es) (local.get $dt) (local.get $dt) (local.get $rr)
-              (local.get $g))))
+              (local.get $g) (i32.const 1) (local.get $scr)))
+          (else
+            (if (i32.eq (call $load_code (local.get $dt) (call $finite64 (local.get $sum)))
+                  (i32.const 5))
+              (then
+                (call $arms_row_y (local.get $a) (local.get $b) (local.get $y) (local.get $n)
+                  (local.get $n4) (local.get $es) (i32.const 5) (local.get $dt) (local.get $rr)
+                  (local.get $g) (i32.const 0) (local.get $scr)))
+              (else
+                (call $arms_row_y (local.get $a) (local.get $b) (local.get $y) (local.get $n)
+                  (local.get $n4) (local.get $es) (local.get $dt) (local.get $dt) (local.get $rr)
+                  (local.get $g) (i32.const 0) (local.get $scr))))))
         (local.set $a (i32.add (local.get $a) (local.get $as)))
         (local.set $b (i32.add (local.get $b) (local.get $bs)))
         (local.set $x (i32.add (local.get $x) (local.get $xs)))
@@ -297,11 +335,13 @@
 
 
   ;; addRmsNorm's y over one row of n elements (n4 in whole vectors; es the bytes of four) from
-  ;; the rows at p and q (loaded as code ldt: kernels.wat $load_code) to t (stored as dt), as
+  ;; the rows at p and q (loaded as code ldt: kernels.wat $load_code), or from the kept float32
+  ;; sum at ks when `kept`, to t (stored as dt), as
   ;; add_rms_fwd's pass 2 forms it: pairs of vectors for 16-bit data ($rf_st8), then whole
   ;; vectors, then the last one to three elements.
   (func $arms_row_y (param $p i32) (param $q i32) (param $t i32) (param $n i32) (param $n4 i32)
     (param $es i32) (param $ldt i32) (param $dt i32) (param $rr v128) (param $g i32)
+    (param $kept i32) (param $ks i32)
     (local $c i32) (local $j i32) (local $v v128)
     ;; 16-bit data: pairs of vectors ($rf_st8); then whole vectors, then the last one to
     ;; three elements.
@@ -311,9 +351,11 @@
           (loop $pair
             (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
             (call $rf_st8 (local.get $t) (local.get $dt)
-              (call $arms_y4 (local.get $p) (local.get $q) (local.get $ldt) (local.get $rr) (i32.add (local.get $g) (local.get $c)))
-              (call $arms_y4 (i32.add (local.get $p) (local.get $es)) (i32.add (local.get $q) (local.get $es))
-                (local.get $ldt) (local.get $rr) (i32.add (local.get $g) (i32.add (local.get $c) (i32.const 16)))))
+              (call $arms_yk (local.get $p) (local.get $q) (local.get $ldt) (local.get $kept)
+                (local.get $ks) (local.get $c) (local.get $rr) (local.get $g))
+              (call $arms_yk (i32.add (local.get $p) (local.get $es)) (i32.add (local.get $q) (local.get $es))
+                (local.get $ldt) (local.get $kept) (local.get $ks) (i32.add (local.get $c) (i32.const 16))
+                (local.get $rr) (local.get $g)))
             (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
             (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
             (local.set $t (i32.add (local.get $t) (i32.shl (local.get $es) (i32.const 1))))
@@ -324,7 +366,8 @@
       (loop $next
         (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
         (local.set $v
-          (call $arms_y4 (local.get $p) (local.get $q) (local.get $ldt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
+          (call $arms_yk (local.get $p) (local.get $q) (local.get $ldt) (local.get $kept)
+            (local.get $ks) (local.get $c) (local.get $rr) (local.get $g)))
         (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v))
         (local.set $p (i32.add (local.get $p) (local.get $es)))
         (local.set $q (i32.add (local.get $q) (local.get $es)))
@@ -335,7 +378,8 @@
     (if (i32.lt_u (local.get $j) (local.get $n))
       (then
         (local.set $v
-          (call $arms_y4 (local.get $p) (local.get $q) (local.get $ldt) (local.get $rr) (i32.add (local.get $g) (local.get $c))))
+          (call $arms_yk (local.get $p) (local.get $q) (local.get $ldt) (local.get $kept)
+            (local.get $ks) (local.get $c) (local.get $rr) (local.get $g)))
         (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
           (i32.sub (local.get $n) (local.get $j))))))
 
