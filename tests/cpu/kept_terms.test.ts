@@ -42,6 +42,12 @@ interface Case {
   readonly w: WasmState;
   readonly code: number;
   readonly n: number;
+  /** Bytes between rows of the data blocks. */
+  readonly rs: number;
+  /** The data blocks' addresses. */
+  readonly b: Readonly<Record<WasmBlock, number>>;
+  /** The slots' addresses. */
+  readonly s: readonly number[];
   readonly what: string;
 }
 
@@ -58,21 +64,25 @@ function* cases(): Generator<Case> {
       for (const special of code === 1 ? [0, Infinity, NaN] : [0]) {
         const n4 = (n + 3) & ~3;
         wasmReserve(w, ROWS * n, 2 * n4 + 8);
+        const b = Object.fromEntries(DATA.map((k) => [k, blockAt(w, k)])) as Record<
+          WasmBlock,
+          number
+        >;
+        const s = Array.from({ length: 8 }, (_, j) => slotAt(w, j));
         DATA.forEach((block, seed) => {
-          const at = blockAt(w, block);
           for (let i = 0; i < ROWS * n; i++) {
             const v = seed === 0 && special !== 0 && i === n + (n >> 1) ? special : value(i, seed);
-            if (code === 0) w.f32[at / 4 + i] = v;
-            else w.u16[at / 2 + i] = bits16(code, v);
+            if (code === 0) w.f32[b[block] / 4 + i] = v;
+            else w.u16[b[block] / 2 + i] = bits16(code, v);
           }
         });
-        const [wt, mean, rstd] = [0, 2, 3].map((j) => slotAt(w, j));
-        for (let c = 0; c < n4; c++) w.f32[wt / 4 + c] = c < n ? 1 + value(c, 7) / 4 : 0;
+        for (let c = 0; c < n4; c++) w.f32[s[0] / 4 + c] = c < n ? 1 + value(c, 7) / 4 : 0;
         for (let r = 0; r < ROWS; r++) {
-          w.f32[mean / 4 + r] = value(r, 8) / 8;
-          w.f32[rstd / 4 + r] = 1 + r / 4;
+          w.f32[s[2] / 4 + r] = value(r, 8) / 8;
+          w.f32[s[3] / 4 + r] = 1 + r / 4;
         }
-        yield { w, code, n, what: `code ${code}, n ${n}, special ${special}` };
+        const rs = n * (code === 0 ? 4 : 2);
+        yield { w, code, n, rs, b, s, what: `code ${code}, n ${n}, special ${special}` };
       }
     }
   }
@@ -80,14 +90,14 @@ function* cases(): Generator<Case> {
 
 /** The bytes of `count` elements of `c`'s dtype at block `block`, or of float32 at slot `slot`. */
 function bytesOf(c: Case, block: WasmBlock | number, count: number): Uint8Array {
-  const at = typeof block === "number" ? slotAt(c.w, block) : blockAt(c.w, block);
+  const at = typeof block === "number" ? c.s[block] : c.b[block];
   const size = typeof block === "number" || c.code === 0 ? 4 : 2;
   return new Uint8Array(c.w.memory.buffer, at, count * size).slice();
 }
 
 /**
  * Runs `call` with the scratch rows (slot 6, two padded rows) and with -1 and requires the same
- * bytes in `outputs` (blocks of rows, slots of columns): `inputs` are restored between the runs.
+ * bytes in `outputs` (blocks of rows, filled with 0xee before each run; slots of columns).
  */
 function sameBits(
   c: Case,
@@ -98,14 +108,12 @@ function sameBits(
   const count = (o: WasmBlock | number) => typeof o === "number" ? (c.n + 3) & ~3 : ROWS * c.n;
   const run = (scratch: number) => {
     for (const o of outputs) {
-      if (typeof o !== "number") {
-        new Uint8Array(c.w.memory.buffer, blockAt(c.w, o), 4 * count(o)).fill(0xee);
-      }
+      if (typeof o !== "number") new Uint8Array(c.w.memory.buffer, c.b[o], 4 * count(o)).fill(0xee);
     }
     call(scratch);
     return outputs.map((o) => bytesOf(c, o, count(o)));
   };
-  const kept = run(slotAt(c.w, 6));
+  const kept = run(c.s[6]);
   const loaded = run(-1);
   outputs.forEach((o, i) => assert.deepEqual(kept[i], loaded[i], `${c.what}, ${label}: ${o}`));
 }
@@ -113,30 +121,11 @@ function sameBits(
 Deno.test("layerNormBackward: kept terms give the bits of loading the rows again", () => {
   let compared = 0;
   for (const c of cases()) {
-    const { w, code, n } = c;
-    const rs = n * (code === 0 ? 4 : 2);
-    const [dy, x, out] = [blockAt(w, "dy"), blockAt(w, "x"), blockAt(w, "out")];
-    const [wt, mean, rstd] = [0, 2, 3].map((j) => slotAt(w, j));
+    const { w, code, n, rs, b, s } = c;
+    const rows = [b.dy, rs, b.x, rs, b.out, rs, n, code, ROWS] as const;
     for (const flags of [2, 3]) {
       const call = (scratch: number) =>
-        w.exports.ln_bwd(
-          dy,
-          rs,
-          x,
-          rs,
-          out,
-          rs,
-          n,
-          code,
-          ROWS,
-          mean,
-          rstd,
-          wt,
-          slotAt(w, 4),
-          slotAt(w, 5),
-          flags,
-          scratch,
-        );
+        w.exports.ln_bwd(...rows, s[2], s[3], s[0], s[4], s[5], flags, scratch);
       sameBits(c, `flags ${flags}`, call, flags === 3 ? ["out", 4, 5] : ["out"]);
       compared++;
     }
@@ -147,36 +136,12 @@ Deno.test("layerNormBackward: kept terms give the bits of loading the rows again
 Deno.test("addLayerNormGrad and deepNormGrad: kept terms give the bits of loading the rows again", () => {
   let compared = 0;
   for (const c of cases()) {
-    const { w, code, n } = c;
-    const rs = n * (code === 0 ? 4 : 2);
-    const [dy, a, b, o, dc] = DATA.map((block) => blockAt(w, block));
-    const [wt, mean, rstd] = [0, 2, 3].map((j) => slotAt(w, j));
-    // AddLayerNormGrad (alpha 1) without and with dsum (in out2), DeepNormGrad (dx to out2).
+    const { w, code, n, rs, b, s } = c;
+    // dy, a = x, b = x2; o = out; dsum in out2 (flags 1), DeepNormGrad's dx to out2 (flags 2).
+    const rows = [b.dy, rs, b.x, rs, b.x2, rs, b.out2, rs, b.out, rs, n, code, ROWS] as const;
     for (const [alpha, flags] of [[1, 0], [1, 1], [Math.fround(0.3), 2]]) {
       const call = (scratch: number) =>
-        w.exports.add_ln_bwd(
-          dy,
-          rs,
-          a,
-          rs,
-          b,
-          rs,
-          dc,
-          rs,
-          o,
-          rs,
-          n,
-          code,
-          ROWS,
-          alpha,
-          flags,
-          wt,
-          mean,
-          rstd,
-          slotAt(w, 4),
-          slotAt(w, 5),
-          scratch,
-        );
+        w.exports.add_ln_bwd(...rows, alpha, flags, s[0], s[2], s[3], s[4], s[5], scratch);
       const outputs: (WasmBlock | number)[] = flags === 2 ? ["out", "out2", 4, 5] : ["out", 4, 5];
       sameBits(c, `alpha ${alpha}, flags ${flags}`, call, outputs);
       compared++;
@@ -188,12 +153,9 @@ Deno.test("addLayerNormGrad and deepNormGrad: kept terms give the bits of loadin
 Deno.test("rmsNormGrad: kept rows give the bits of loading them again", () => {
   let compared = 0;
   for (const c of cases()) {
-    const { w, code, n } = c;
-    const rs = n * (code === 0 ? 4 : 2);
-    const [dy, x, out] = [blockAt(w, "dy"), blockAt(w, "x"), blockAt(w, "out")];
-    const [g, rstd] = [0, 3].map((j) => slotAt(w, j));
+    const { w, code, n, rs, b, s } = c;
     const call = (scratch: number) =>
-      w.exports.rms_bwd(dy, rs, x, rs, out, rs, n, code, ROWS, rstd, g, slotAt(w, 4), scratch);
+      w.exports.rms_bwd(b.dy, rs, b.x, rs, b.out, rs, n, code, ROWS, s[3], s[0], s[4], scratch);
     sameBits(c, "dx", call, ["out", 4]);
     compared++;
   }
@@ -203,39 +165,14 @@ Deno.test("rmsNormGrad: kept rows give the bits of loading them again", () => {
 Deno.test("adaLayerNormBackward: kept terms give the bits of loading the rows again", () => {
   let compared = 0;
   for (const c of cases()) {
-    const { w, code, n } = c;
-    const rs = n * (code === 0 ? 4 : 2);
-    const [dy, x, out] = [blockAt(w, "dy"), blockAt(w, "x"), blockAt(w, "out")];
+    const { w, code, n, rs, b, s } = c;
     // Weights (slot 0) double as the bias; 1 + scale one batch row (slot 1, seq = ROWS); the
     // column partials to slots 4, 5, the batch partials to slot 7 and block x2.
-    const [wt, sc, mean, rstd] = [0, 1, 2, 3].map((j) => slotAt(w, j));
-    for (let k = 0; k < (n + 3 & ~3); k++) w.f32[sc / 4 + k] = 1 + ((k % 5) - 2) / 8;
+    for (let k = 0; k < ((n + 3) & ~3); k++) w.f32[s[1] / 4 + k] = 1 + ((k % 5) - 2) / 8;
+    const rows = [b.dy, rs, b.x, rs, b.out, rs, n, code, ROWS] as const;
     for (const flags of [1, 5, 7]) {
-      const call = (scratch: number) =>
-        w.exports.ada_ln_bwd(
-          dy,
-          rs,
-          x,
-          rs,
-          out,
-          rs,
-          n,
-          code,
-          ROWS,
-          flags,
-          wt,
-          wt,
-          sc,
-          0,
-          ROWS,
-          mean,
-          rstd,
-          slotAt(w, 4),
-          slotAt(w, 5),
-          slotAt(w, 7),
-          blockAt(w, "x2"),
-          scratch,
-        );
+      const arrays = [s[0], s[0], s[1], 0, ROWS, s[2], s[3], s[4], s[5], s[7], b.x2] as const;
+      const call = (scratch: number) => w.exports.ada_ln_bwd(...rows, flags, ...arrays, scratch);
       const outputs: (WasmBlock | number)[] = ["out"];
       if (flags & 2) outputs.push(4, 5);
       if (flags & 4) outputs.push(7);
@@ -249,42 +186,37 @@ Deno.test("adaLayerNormBackward: kept terms give the bits of loading the rows ag
 Deno.test("addRmsNorm and addRmsNormCast: the kept sum gives the bits of forming it again", () => {
   let compared = 0;
   for (const c of cases()) {
-    const { w, code, n } = c;
-    const rs = n * (code === 0 ? 4 : 2);
-    const [a, b, x, y, y1] = ["dy", "x", "out2", "out", "x2"].map((k) =>
-      blockAt(w, k as WasmBlock)
-    );
-    const [g, rstd] = [0, 3].map((j) => slotAt(w, j));
+    const { w, code, n, rs, b, s } = c;
     const eps = Math.fround(1e-5);
+    // a = dy, b = x; x to out2, y to out; addRmsNormCast's y1 (float32) to x2.
     const plain = (scratch: number) =>
-      w.exports.add_rms_fwd(a, rs, b, rs, x, rs, y, rs, n, code, ROWS, eps, g, rstd, scratch);
-    sameBits(c, "addRmsNorm", plain, ["out", "out2"]);
-    const cast = (scratch: number) =>
-      w.exports.add_rms_cast_fwd(
-        a,
+      w.exports.add_rms_fwd(
+        b.dy,
         rs,
-        b,
+        b.x,
         rs,
-        x,
+        b.out2,
         rs,
-        y1,
-        4 * n,
-        y,
+        b.out,
         rs,
         n,
         code,
         ROWS,
         eps,
-        g,
-        rstd,
+        s[0],
+        s[3],
         scratch,
       );
+    sameBits(c, "addRmsNorm", plain, ["out", "out2"]);
+    const ab = [b.dy, rs, b.x, rs, b.out2, rs, b.x2, 4 * n, b.out, rs] as const;
+    const cast = (scratch: number) =>
+      w.exports.add_rms_cast_fwd(...ab, n, code, ROWS, eps, s[0], s[3], scratch);
     sameBits(c, "addRmsNormCast", cast, ["out", "out2"]);
     // y1, float32: the same bytes too.
-    const y1Bytes = (
+    const y1 = (
       scratch: number,
-    ) => (cast(scratch), new Uint8Array(w.memory.buffer, y1, 4 * ROWS * n).slice());
-    assert.deepEqual(y1Bytes(slotAt(w, 6)), y1Bytes(-1), `${c.what}: addRmsNormCast y1`);
+    ) => (cast(scratch), new Uint8Array(w.memory.buffer, b.x2, 4 * ROWS * n).slice());
+    assert.deepEqual(y1(s[6]), y1(-1), `${c.what}: addRmsNormCast y1`);
     compared++;
   }
   assert.equal(compared, COLS.length * 5);
