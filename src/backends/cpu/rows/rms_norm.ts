@@ -2,8 +2,9 @@
  * The CPU kernels of aclnnRmsNorm, aclnnGemmaRmsNorm, aclnnRmsNormGrad, aclnnAddRmsNorm and
  * aclnnInplaceAddRmsNorm: rows of gamma's dims in
  * work items (items.ts), run by the WebAssembly row kernels in float32 as CANN's kernels compute
- * (src/backends/cpu/wasm/row_norms.wat, row_norms_grad.wat, row_sums.wat: row sums in float32 blocks added in
- * float64, each output rounded once), on heap rows of the data's dtype (row_staging.ts stages
+ * (src/backends/cpu/wasm/row_norms.wat, row_norms_rms_grad.wat, row_sums.wat: row sums in
+ * float32 blocks added in float64, each output rounded once), on heap rows of the data's dtype
+ * (row_staging.ts stages
  * any other tensor), on the worker pool when it pays (heap_rows.ts). dgamma is per-item float32
  * column partials merged in item order in float64.
  *

@@ -1,6 +1,6 @@
 /**
- * What the WebAssembly row kernels (src/backends/cpu/wasm/row_norms.wat and
- * row_norms_grad.wat, part of the kernels' module) need besides their rows: the calling
+ * What the WebAssembly row kernels (src/backends/cpu/wasm/row_norms*.wat, part of the kernels'
+ * module) need besides their rows: the calling
  * thread's one instance of the kernels on the host heap (pool.ts callerKernels), and a block
  * of the heap for the call's parameters (float64) and its per-column and per-row float32
  * arrays (weights, biases, gamma, mean, rstd, column partials), so that every thread reaches
