@@ -121,10 +121,11 @@
     (v128.any_true (i16x8.gt_u (local.get $top)
       (v128.const i16x8 0x7bff 0x7bff 0x7bff 0x7bff 0x7bff 0x7bff 0x7bff 0x7bff))))
 
-  ;; Whether a backward row kernel keeps its first pass's float32 terms in a scratch row for
-  ;; its gradInput pass (row_norms_grad.wat ln_bwd, row_norms_add_grad.wat add_ln_bwd) instead
-  ;; of loading its rows again: for the 16-bit dtypes, whose loads cost more than the kept
-  ;; terms' stores (float32 1.02x slower).
+  ;; Whether a row kernel keeps its first pass's float32 terms in scratch rows for its second
+  ;; pass (row_norms_grad.wat ln_bwd, row_norms_add_grad.wat add_ln_bwd, row_norms.wat
+  ;; add_rms_fwd, row_norms_cast.wat add_rms_cast_fwd) instead of loading its rows and forming
+  ;; the terms again: for the 16-bit dtypes, whose loads cost more than the kept terms' stores
+  ;; (ln_bwd float32 1.02x slower with them).
   (func $keeps_terms (param $dt i32) (result i32)
     (i32.ne (local.get $dt) (i32.const 0)))
 
