@@ -100,7 +100,7 @@ export function runRowNormItems(
   // fit it, else none (the kernel loads the rows again; row_norms_grad.wat ln_bwd,
   // row_norms_rms_grad.wat rms_bwd, row_norms_add_grad.wat add_ln_bwd, row_norms_ada_grad.wat
   // ada_ln_bwd, row_norms.wat add_rms_fwd, row_norms_cast.wat add_rms_cast_fwd).
-  const keptTerms = region > 0 && 8 * ((n + 3) & ~3) <= WASM_REGION_BYTES ? region : -1;
+  const kept = region > 0 && 8 * ((n + 3) & ~3) <= WASM_REGION_BYTES ? region : -1;
   const at = (t: number) => p[d + 2 * t] + first * p[d + 2 * t + 1];
   const s = (t: number) => p[d + 2 * t + 1];
   const row = (a: number) => p[f + a] + 4 * first;
@@ -129,28 +129,14 @@ export function runRowNormItems(
           part(3),
           part(4),
           p[ROW_FLAGS],
-          keptTerms,
+          kept,
         );
         break;
       case "rmsNormRows":
         k.rms_fwd(at(0), s(0), at(1), s(1), n, dt, rows, eps, p[f], row(1));
         break;
       case "rmsNormGradRows":
-        k.rms_bwd(
-          at(0),
-          s(0),
-          at(1),
-          s(1),
-          at(2),
-          s(2),
-          n,
-          dt,
-          rows,
-          row(1),
-          p[f],
-          part(2),
-          keptTerms,
-        );
+        k.rms_bwd(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, row(1), p[f], part(2), kept);
         break;
       case "addRmsNormRows":
         k.add_rms_fwd(
@@ -168,7 +154,7 @@ export function runRowNormItems(
           eps,
           p[f],
           row(1),
-          keptTerms,
+          kept,
         );
         break;
       case "addLayerNormRows":
@@ -219,7 +205,7 @@ export function runRowNormItems(
           row(2),
           part(3),
           part(4),
-          keptTerms,
+          kept,
         );
         break;
       case "addRmsNormCastRows":
@@ -240,7 +226,7 @@ export function runRowNormItems(
           eps,
           p[f],
           row(1),
-          keptTerms,
+          kept,
         );
         break;
       case "adaLayerNormRows":
@@ -272,7 +258,7 @@ export function runRowNormItems(
           pb + c4 * item,
           ps + slot * item,
           ps + slot * items + slot * item,
-          keptTerms,
+          kept,
         );
         break;
       }

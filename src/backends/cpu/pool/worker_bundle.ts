@@ -157,7 +157,7 @@ function runRowNormItems(k, op, p, from, to, region) {
   const f = ROW_ARRAYS;
   let item = from;
   let first = 0;
-  const keptTerms = region > 0 && 8 * (n + 3 & ~3) <= WASM_REGION_BYTES ? region : -1;
+  const kept = region > 0 && 8 * (n + 3 & ~3) <= WASM_REGION_BYTES ? region : -1;
   const at = (t) => p[d + 2 * t] + first * p[d + 2 * t + 1];
   const s = (t) => p[d + 2 * t + 1];
   const row = (a) => p[f + a] + 4 * first;
@@ -170,25 +170,25 @@ function runRowNormItems(k, op, p, from, to, region) {
         k.ln_fwd(at(0), s(0), at(1), s(1), n, dt, rows, eps, p[f], p[f + 1], row(2), row(3));
         break;
       case "layerNormBackwardRows":
-        k.ln_bwd(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, row(1), row(2), p[f], part(3), part(4), p[ROW_FLAGS], keptTerms);
+        k.ln_bwd(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, row(1), row(2), p[f], part(3), part(4), p[ROW_FLAGS], kept);
         break;
       case "rmsNormRows":
         k.rms_fwd(at(0), s(0), at(1), s(1), n, dt, rows, eps, p[f], row(1));
         break;
       case "rmsNormGradRows":
-        k.rms_bwd(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, row(1), p[f], part(2), keptTerms);
+        k.rms_bwd(at(0), s(0), at(1), s(1), at(2), s(2), n, dt, rows, row(1), p[f], part(2), kept);
         break;
       case "addRmsNormRows":
-        k.add_rms_fwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), n, dt, rows, eps, p[f], row(1), keptTerms);
+        k.add_rms_fwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), n, dt, rows, eps, p[f], row(1), kept);
         break;
       case "addLayerNormRows":
         k.add_ln_fwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), at(4), s(4), n, dt, rows, eps, p[ROW_ALPHA], p[ROW_FLAGS], p[ROW_SCRATCH] < 0 ? region : p[ROW_SCRATCH], p[f], p[f + 1], p[f + 2], row(3), row(4));
         break;
       case "addLayerNormGradRows":
-        k.add_ln_bwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), at(4), s(4), n, dt, rows, p[ROW_ALPHA], p[ROW_FLAGS], p[f], row(1), row(2), part(3), part(4), keptTerms);
+        k.add_ln_bwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), at(4), s(4), n, dt, rows, p[ROW_ALPHA], p[ROW_FLAGS], p[f], row(1), row(2), part(3), part(4), kept);
         break;
       case "addRmsNormCastRows":
-        k.add_rms_cast_fwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), at(4), s(4), n, dt, rows, eps, p[f], row(1), keptTerms);
+        k.add_rms_cast_fwd(at(0), s(0), at(1), s(1), at(2), s(2), at(3), s(3), at(4), s(4), n, dt, rows, eps, p[f], row(1), kept);
         break;
       case "adaLayerNormRows":
         k.ada_ln_fwd(...[
@@ -234,7 +234,7 @@ function runRowNormItems(k, op, p, from, to, region) {
           p[ROW_SEQ],
           row(3),
           row(3) + 4 * p[ROW_ROWS]
-        ], part(4), pb + c4 * item, ps + slot * item, ps + slot * items + slot * item, keptTerms);
+        ], part(4), pb + c4 * item, ps + slot * item, ps + slot * items + slot * item, kept);
         break;
       }
     }
