@@ -121,6 +121,16 @@
     (v128.any_true (i16x8.gt_u (local.get $top)
       (v128.const i16x8 0x7bff 0x7bff 0x7bff 0x7bff 0x7bff 0x7bff 0x7bff 0x7bff))))
 
+  ;; Whether a first pass may load the n float16 elements of the rows at p and q as finite
+  ;; (code 5): $finite_first says so of dt, and neither row holds an Inf or a NaN
+  ;; ($f16_specials, which other dtypes do not scan).
+  (func $f16_rows_finite (param $dt i32) (param $p i32) (param $q i32) (param $n i32)
+    (result i32)
+    (if (result i32) (call $finite_first (local.get $dt))
+      (then (i32.eqz (i32.or (call $f16_specials (local.get $p) (local.get $n))
+        (call $f16_specials (local.get $q) (local.get $n)))))
+      (else (i32.const 0))))
+
   ;; Whether a row kernel keeps its first pass's float32 terms in scratch rows for its second
   ;; pass (row_norms_grad.wat ln_bwd, row_norms_add_grad.wat add_ln_bwd, row_norms.wat
   ;; add_rms_fwd, row_norms_cast.wat add_rms_cast_fwd) instead of loading its rows and forming
@@ -133,9 +143,11 @@
   ;; the float16 conversions keeps them (row_norms_rms_grad.wat rms_bwd: dy and x widened;
   ;; row_norms_ada_grad.wat ada_ln_bwd: g and z): float16 (rms_bwd 0.84x, ada_ln_bwd 0.82x the
   ;; time), not bfloat16, whose loads cost about what the kept values' stores do (rms_bwd
-  ;; 1.09-1.11x, ada_ln_bwd 1.0x), nor the FP16 build (kernels_fp16.wat).
+  ;; 1.09-1.11x, ada_ln_bwd 1.0x), nor the FP16 build, whose conversion costs nothing either
+  ;; (rms_bwd 1.10-1.12x, ada_ln_bwd 1.07x with them): where $finite_first says float16's fix
+  ;; of Inf and NaN costs.
   (func $keeps_float16 (param $dt i32) (result i32)
-    (i32.eq (local.get $dt) (i32.const 1)))
+    (call $finite_first (local.get $dt)))
 
   ;; Whether v is finite (neither an Inf nor a NaN): v - v is 0 then, NaN otherwise.
   (func $finite64 (param $v f64) (result i32)

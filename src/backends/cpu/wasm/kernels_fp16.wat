@@ -5,9 +5,9 @@
 ;; These are the kernels' float16 conversions: every float16 load of a kernel goes through
 ;; $ld4 to $f16x4, every float16 store through $bits4 to $f16bits4 or through $bits8 to
 ;; $f16bits8 (or, in a write that computes no NaN, $f16x4_finite, $f16bits4_finite and
-;; $f16bits8_finite); $finite_first says that no pass loads as finite first here, and
-;; $keeps_float16 that no kernel keeps values to save conversions. Everything else, the arithmetic and the
-;; sums' association, is kernels.wat's.
+;; $f16bits8_finite); $finite_first says that no pass loads as finite first here (and so that
+;; no kernel keeps values to save conversions: kernels.wat $keeps_float16). Everything else,
+;; the arithmetic and the sums' association, is kernels.wat's.
 ;;
 ;; It gives the bits of the baseline build for every input:
 ;; - $f16x4: every float16 is a float32, so the conversion is exact. Only a signalling NaN
@@ -67,14 +67,9 @@
       (i16x8.neg (local.get $b))))
 
   ;; Loads as finite (code 5) save nothing here: the conversion takes Inf and NaN as it takes
-  ;; any value, so no first pass tries them (kernels.wat $finite_first).
+  ;; any value, so no first pass tries them and no kernel keeps values to save conversions
+  ;; (kernels.wat $finite_first, $keeps_float16).
   (func $finite_first (param $dt i32) (result i32)
-    (i32.const 0))
-
-  ;; A float16 row converted again costs less than kept float32 values' stores and loads
-  ;; (rms_bwd 1.10-1.12x, ada_ln_bwd 1.07x the time with them): not here (kernels.wat
-  ;; $keeps_float16).
-  (func $keeps_float16 (param $dt i32) (result i32)
     (i32.const 0))
 
   ;; $f16bits4 of a and b in eight lanes: the two conversions combined, then one NaN fix for

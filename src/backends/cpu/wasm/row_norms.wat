@@ -45,14 +45,13 @@
   ;; ks + c when `kept`, else $arms_s4 of the rows at p and q (code dt).
   (func $arms_yk (param $p i32) (param $q i32) (param $dt i32) (param $kept i32) (param $ks i32)
     (param $c i32) (param $rr v128) (param $g i32) (result v128)
-    (if (result v128) (local.get $kept)
-      (then
-        (f32x4.mul (f32x4.mul (v128.load (i32.add (local.get $ks) (local.get $c))) (local.get $rr))
-          (v128.load (i32.add (local.get $g) (local.get $c)))))
-      (else
-        (f32x4.mul
-          (f32x4.mul (call $arms_s4 (local.get $p) (local.get $q) (local.get $dt)) (local.get $rr))
-          (v128.load (i32.add (local.get $g) (local.get $c)))))))
+    (f32x4.mul
+      (f32x4.mul
+        (if (result v128) (local.get $kept)
+          (then (v128.load (i32.add (local.get $ks) (local.get $c))))
+          (else (call $arms_s4 (local.get $p) (local.get $q) (local.get $dt))))
+        (local.get $rr))
+      (v128.load (i32.add (local.get $g) (local.get $c)))))
 
   ;; Pass 1 of add_rms_fwd and add_rms_cast_fwd (row_norms_cast.wat) over one row of n elements
   ;; (n4 of them in whole vectors; es the bytes of four elements of dt): x = s rounded once to dt
@@ -292,10 +291,7 @@
         (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $rows)))
         ;; Pass 1: x = round(a + b), and the float sum's squares ($arms_pass1; float16 rows
         ;; that hold no Inf or NaN loaded without the fix: kernels.wat $f16_specials).
-        (if (if (result i32) (call $finite_first (local.get $dt))
-              (then (i32.eqz (i32.or (call $f16_specials (local.get $a) (local.get $n))
-                (call $f16_specials (local.get $b) (local.get $n)))))
-              (else (i32.const 0)))
+        (if (call $f16_rows_finite (local.get $dt) (local.get $a) (local.get $b) (local.get $n))
           (then
             (local.set $sum (call $arms_pass1 (local.get $a) (local.get $b) (local.get $x)
               (local.get $n) (local.get $n4) (local.get $es) (i32.const 5) (local.get $dt)

@@ -108,11 +108,8 @@
         ;; Pass 1: the row sums and the partials ($adg_sums), float16 rows that hold no Inf
         ;; or NaN (kernels.wat $f16_specials) loaded without the fix, a copy for each code.
         (local.set $ldt (local.get $dt))
-        (if (call $finite_first (local.get $dt))
-          (then
-            (if (i32.eqz (i32.or (call $f16_specials (local.get $dy) (local.get $n))
-                  (call $f16_specials (local.get $x) (local.get $n))))
-              (then (local.set $ldt (i32.const 5))))))
+        (if (call $f16_rows_finite (local.get $dt) (local.get $dy) (local.get $x) (local.get $n))
+          (then (local.set $ldt (i32.const 5))))
         (if (i32.eq (local.get $ldt) (i32.const 5))
           (then
             (local.set $t1 (call $adg_sums (local.get $dy) (local.get $x) (local.get $n)
@@ -199,7 +196,7 @@
             (local.get $kb) (local.get $k) (local.get $ks) (local.get $w) (local.get $b)
             (local.get $pw) (local.get $pb) (local.get $ps) (local.get $psh)))
         (if (local.get $keep)
-          (then (call $adg_keep (local.get $gs) (local.get $zs) (local.get $k) (local.get $g)
+          (then (call $rf_keep2 (local.get $gs) (local.get $zs) (local.get $k) (local.get $g)
             (local.get $z))))
         (local.set $s1 (f32x4.add (local.get $s1) (local.get $g)))
         (local.set $s2 (f32x4.add (local.get $s2) (f32x4.mul (local.get $g) (local.get $z))))
@@ -235,7 +232,7 @@
             (local.get $kb) (local.get $k) (local.get $ks) (local.get $w) (local.get $b)
             (local.get $pw) (local.get $pb) (local.get $ps) (local.get $psh)))
         (if (local.get $keep)
-          (then (call $adg_keep (local.get $gs) (local.get $zs) (local.get $k) (local.get $g)
+          (then (call $rf_keep2 (local.get $gs) (local.get $zs) (local.get $k) (local.get $g)
             (local.get $z))))
         (local.set $s1 (f32x4.add (local.get $s1) (local.get $g)))
         (local.set $s2 (f32x4.add (local.get $s2) (f32x4.mul (local.get $g) (local.get $z))))))
@@ -245,11 +242,6 @@
     (f64.add (local.get $t1)
       (call $rf_fold (local.get $s1) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
         (v128.const i64x2 0 0))))
-
-  ;; Keeps one vector's g and z at byte k of the rows gs and zs.
-  (func $adg_keep (param $gs i32) (param $zs i32) (param $k i32) (param $g v128) (param $z v128)
-    (v128.store (i32.add (local.get $gs) (local.get $k)) (local.get $g))
-    (v128.store (i32.add (local.get $zs) (local.get $k)) (local.get $z)))
 
   ;; Pass 1's terms of one vector (column byte k, the batch row's byte offset kb in sc, its
   ;; slot's ks): gs = e * sc and g = gs * w, returned for the row sums, and the partials as the

@@ -154,11 +154,9 @@
           (f32x4.splat (f32.mul (f32.mul (local.get $rs) (local.get $rs)) (local.get $rs))))
         ;; Pass 1: the row sums and the column partials, a copy for each code of the loads.
         (local.set $ldt (local.get $dt))
-        (if (call $finite_first (local.get $dt))
+        (if (call $f16_rows_finite (local.get $dt) (local.get $a) (local.get $b) (local.get $n))
           (then
-            (if (i32.eqz (i32.or (call $f16_specials (local.get $dy) (local.get $n))
-                  (i32.or (call $f16_specials (local.get $a) (local.get $n))
-                    (call $f16_specials (local.get $b) (local.get $n)))))
+            (if (i32.eqz (call $f16_specials (local.get $dy) (local.get $n)))
               (then (local.set $ldt (i32.const 5))))))
         (if (i32.eq (local.get $ldt) (i32.const 5))
           (then
@@ -232,8 +230,8 @@
         (local.set $g (f32x4.mul (local.get $e) (v128.load (i32.add (local.get $w) (local.get $k)))))
         (if (local.get $keep)
           (then
-            (v128.store (i32.add (local.get $gs) (local.get $k)) (local.get $g))
-            (v128.store (i32.add (local.get $xs) (local.get $k)) (local.get $xm))))
+            (call $rf_keep2 (local.get $gs) (local.get $xs) (local.get $k) (local.get $g)
+              (local.get $xm))))
         (local.set $s1 (f32x4.add (local.get $s1)
           (f32x4.mul (local.get $g) (f32x4.mul (local.get $xm) (local.get $r3)))))
         (local.set $s2 (f32x4.add (local.get $s2)
@@ -270,8 +268,8 @@
           (f32x4.mul (local.get $e) (v128.load (i32.add (local.get $w) (local.get $k)))))
         (if (local.get $keep)
           (then
-            (v128.store (i32.add (local.get $gs) (local.get $k)) (local.get $g))
-            (v128.store (i32.add (local.get $xs) (local.get $k)) (local.get $xm))))
+            (call $rf_keep2 (local.get $gs) (local.get $xs) (local.get $k) (local.get $g)
+              (local.get $xm))))
         (local.set $s1 (f32x4.add (local.get $s1)
           (v128.and (f32x4.mul (local.get $g) (f32x4.mul (local.get $xm) (local.get $r3)))
             (local.get $mask))))

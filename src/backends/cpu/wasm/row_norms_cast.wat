@@ -32,10 +32,7 @@
         ;; Pass 1: x = round(a + b), and the float sum's squares (row_norms.wat $arms_pass1;
         ;; float16 rows with no Inf or NaN loaded without the fix: kernels.wat $f16_specials; s
         ;; kept in the float32 row at scr for 16-bit dtypes: kernels.wat $keeps_terms).
-        (if (if (result i32) (call $finite_first (local.get $dt))
-              (then (i32.eqz (i32.or (call $f16_specials (local.get $a) (local.get $n))
-                (call $f16_specials (local.get $b) (local.get $n)))))
-              (else (i32.const 0)))
+        (if (call $f16_rows_finite (local.get $dt) (local.get $a) (local.get $b) (local.get $n))
           (then
             (local.set $sum (call $arms_pass1 (local.get $a) (local.get $b) (local.get $x)
               (local.get $n) (local.get $n4) (local.get $es) (i32.const 5) (local.get $dt)

@@ -47,11 +47,15 @@
   ;; c), dy at p (dt), xhat given, w the float32 lanes at wp, rstd, a and c splatted in rr, aa, cc.
   (func $ln_dx4 (param $p i32) (param $dt i32) (param $xh v128) (param $rr v128) (param $aa v128)
     (param $cc v128) (param $wp i32) (result v128)
+    (call $ln_dx (f32x4.mul (call $ld4 (local.get $p) (local.get $dt)) (v128.load (local.get $wp)))
+      (local.get $xh) (local.get $rr) (local.get $aa) (local.get $cc)))
+
+  ;; rstd * ((g - a) - xhat * c) of four lanes, g = dy * w: the formula of $ln_dx4 and of the
+  ;; kept terms' $lnb_dx4_kept.
+  (func $ln_dx (param $g v128) (param $xh v128) (param $rr v128) (param $aa v128) (param $cc v128)
+    (result v128)
     (f32x4.mul (local.get $rr)
-      (f32x4.sub
-        (f32x4.sub
-          (f32x4.mul (call $ld4 (local.get $p) (local.get $dt)) (v128.load (local.get $wp)))
-          (local.get $aa))
+      (f32x4.sub (f32x4.sub (local.get $g) (local.get $aa))
         (f32x4.mul (local.get $xh) (local.get $cc)))))
 
   ;; ln_bwd's rows with the flags of the call, and the scratch row pair at scr (-1: none).
@@ -60,7 +64,7 @@
     (param $gis i32) (param $n i32) (param $dt i32) (param $rows i32) (param $mean i32)
     (param $rstd i32) (param $w i32) (param $pw i32) (param $pb i32) (param $flags i32)
     (param $scr i32)
-    (local $r i32) (local $es i32) (local $n4 i32) (local $pf i32) (local $sx i32) (local $fin i32)
+    (local $r i32) (local $es i32) (local $n4 i32) (local $pf i32) (local $sx i32)
     (local $t1 f64) (local $t2 f64) (local $mm v128) (local $rr v128) (local $aa v128)
     (local $cc v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
@@ -84,12 +88,7 @@
         (local.set $rr (v128.load32_splat (local.get $rstd)))
         ;; The first pass: float16 rows that hold no Inf or NaN ($f16_specials) loaded without
         ;; the fix (code 5); each copy with its codes and the keeping as constants.
-        (local.set $fin (i32.const 0))
-        (if (call $finite_first (local.get $dt))
-          (then
-            (local.set $fin (i32.eqz (i32.or (call $f16_specials (local.get $dy) (local.get $n))
-              (call $f16_specials (local.get $x) (local.get $n)))))))
-        (if (local.get $fin)
+        (if (call $f16_rows_finite (local.get $dt) (local.get $dy) (local.get $x) (local.get $n))
           (then
             (if (i32.ge_s (local.get $scr) (i32.const 0))
               (then
@@ -184,11 +183,10 @@
         (local.set $s2b (f32x4.add (local.get $s2b) (f32x4.mul (local.get $g2) (local.get $xh2))))
         (if (local.get $keep)
           (then
-            (call $lnb_keep (i32.add (local.get $gs) (local.get $c))
-              (i32.add (local.get $xs) (local.get $c)) (local.get $g) (local.get $xh))
-            (call $lnb_keep (i32.add (i32.add (local.get $gs) (local.get $c)) (i32.const 16))
-              (i32.add (i32.add (local.get $xs) (local.get $c)) (i32.const 16)) (local.get $g2)
-              (local.get $xh2))))
+            (call $rf_keep2 (local.get $gs) (local.get $xs) (local.get $c) (local.get $g)
+              (local.get $xh))
+            (call $rf_keep2 (local.get $gs) (local.get $xs) (i32.add (local.get $c) (i32.const 16))
+              (local.get $g2) (local.get $xh2))))
         (if (local.get $pf)
           (then
             (call $lnb_part (i32.add (local.get $pw) (local.get $c))
@@ -231,8 +229,8 @@
         (local.set $s2 (f32x4.add (local.get $s2) (f32x4.mul (local.get $g) (local.get $xh))))
         (if (local.get $keep)
           (then
-            (call $lnb_keep (i32.add (local.get $gs) (local.get $c))
-              (i32.add (local.get $xs) (local.get $c)) (local.get $g) (local.get $xh))))
+            (call $rf_keep2 (local.get $gs) (local.get $xs) (local.get $c) (local.get $g)
+              (local.get $xh))))
         (if (local.get $pf)
           (then
             (call $lnb_part (i32.add (local.get $pw) (local.get $c))
@@ -262,11 +260,6 @@
     (f64.add (local.get $t1)
       (call $rf_fold (local.get $s1) (local.get $s1b) (v128.const i64x2 0 0)
         (v128.const i64x2 0 0))))
-
-  ;; Keeps one vector's terms: g at gp, xhat at xp.
-  (func $lnb_keep (param $gp i32) (param $xp i32) (param $g v128) (param $xh v128)
-    (v128.store (local.get $gp) (local.get $g))
-    (v128.store (local.get $xp) (local.get $xh)))
 
   ;; One vector's column partials at byte addresses pwc and pbc: pw += e * xh, pb += e.
   (func $lnb_part (param $pwc i32) (param $pbc i32) (param $e v128) (param $xh v128)
@@ -315,12 +308,11 @@
             (local.get $cc))
           (i32.sub (local.get $n) (local.get $j))))))
 
-  ;; rstd * ((g - a) - xhat * c) of four kept lanes, g at gp and xhat at xp: $ln_dx4's value.
+  ;; $ln_dx of four kept lanes, g at gp and xhat at xp.
   (func $lnb_dx4_kept (param $gp i32) (param $xp i32) (param $rr v128) (param $aa v128)
     (param $cc v128) (result v128)
-    (f32x4.mul (local.get $rr)
-      (f32x4.sub (f32x4.sub (v128.load (local.get $gp)) (local.get $aa))
-        (f32x4.mul (v128.load (local.get $xp)) (local.get $cc)))))
+    (call $ln_dx (v128.load (local.get $gp)) (v128.load (local.get $xp)) (local.get $rr)
+      (local.get $aa) (local.get $cc)))
 
   ;; ln_bwd's gradInput over one row of n elements (n4 in whole vectors; es the bytes of four):
   ;; dy at p and x at q loaded as code ldt (kernels.wat $load_code: 5 when the row sums came

@@ -40,10 +40,7 @@
         (local.set $rs (f64.promote_f32 (f32.load (local.get $rstd))))
         ;; The first pass: float16 rows that hold no Inf or NaN (kernels.wat $f16_specials)
         ;; loaded without the fix, a copy for each code.
-        (if (if (result i32) (call $finite_first (local.get $dt))
-              (then (i32.eqz (i32.or (call $f16_specials (local.get $dy) (local.get $n))
-                (call $f16_specials (local.get $x) (local.get $n)))))
-              (else (i32.const 0)))
+        (if (call $f16_rows_finite (local.get $dt) (local.get $dy) (local.get $x) (local.get $n))
           (then
             (local.set $t (call $rmsb_sums (local.get $dy) (local.get $x) (local.get $n)
               (local.get $n4) (local.get $es) (i32.const 5) (local.get $rr) (local.get $g)

@@ -309,6 +309,12 @@
       (call $rf_fold (local.get $a) (v128.const i64x2 0 0) (v128.const i64x2 0 0)
         (v128.const i64x2 0 0))))
 
+  ;; Keeps two vectors of a row kernel's first pass for its second (kernels.wat
+  ;; $keeps_terms): a at byte k of the kept row at p, b at byte k of the kept row at q.
+  (func $rf_keep2 (param $p i32) (param $q i32) (param $k i32) (param $a v128) (param $b v128)
+    (v128.store (i32.add (local.get $p) (local.get $k)) (local.get $a))
+    (v128.store (i32.add (local.get $q) (local.get $k)) (local.get $b)))
+
   ;; Stores four float32 lanes v at byte address p, each rounded once to dt.
   (func $rf_st4 (param $p i32) (param $dt i32) (param $v v128)
     (if (i32.eqz (local.get $dt))
