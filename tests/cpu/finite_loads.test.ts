@@ -23,6 +23,8 @@ import {
   addRmsNormCast,
   batchNorm,
   batchNormBackward,
+  batchNormElemt,
+  batchNormElemtBackward,
   deepNormGrad,
   type DType,
   groupNorm,
@@ -61,6 +63,62 @@ const addArgs = (d: (name: string) => Tensor, dtype: DType) => ({
   gamma: Tensor.ones([d("x1").shape[1]], dtype),
   epsilon: 1e-5,
 });
+
+/** The per-channel statistics and sums of a [1, rows, cols] write: float32, from `means`. */
+const channelStats = (rows: number) => ({
+  mean: means([rows]),
+  invstd: rstds([rows]),
+});
+
+/**
+ * The channel writes of code 1 (channel_norms.wat $bn_write_rows, channel_pixels.wat
+ * bn_*_pix): normalize (batchNormElemt), gradient (batchNormElemtBackward), scale
+ * (batchNormBackward in eval mode), on `input` (and `gradOut`) [1, C, ...].
+ */
+const channelWrites = (
+  input: (name: string) => Tensor,
+  dtype: DType,
+): Record<string, Record<string, unknown>> => {
+  const c = input("x").shape[1];
+  const { mean, invstd } = channelStats(c);
+  return {
+    batchNormElemt: { output: batchNormElemt({ input: input("x"), mean, invstd }) },
+    batchNormElemtBackward: {
+      gradInput: batchNormElemtBackward({
+        gradOut: input("dy"),
+        input: input("x"),
+        mean,
+        invstd,
+        weight: Tensor.full([c], 1.5, dtype),
+        sumDy: F32(values(c, 4), [c]),
+        sumDyXmu: F32(values(c, 5), [c]),
+        counter: Tensor.fromArray([input("x").numel / c], [1], "int32"),
+      }),
+    },
+    batchNormBackward: batchNormBackward({
+      gradOut: input("dy"),
+      input: input("x"),
+      weight: Tensor.full([c], 1.5, dtype),
+      runningMean: mean,
+      runningVar: F32(values(c, 6).map((v) => v * v + 0.5), [c]),
+      training: false,
+    }) as never,
+  };
+};
+
+const CODE_1_WRITES: readonly OpCase[] = [
+  ["batchNormElemt", ["x"]],
+  ["batchNormElemtBackward", ["dy", "x"]],
+  ["batchNormBackward eval", ["dy", "x"]],
+].map(([name, data]) => ({
+  name: name as string,
+  data: data as string[],
+  run: (d, dtype) => {
+    const [rows, cols] = d("x").shape;
+    const as3 = (n: string) => d(n).reshape([1, rows, cols]);
+    return channelWrites(as3, dtype)[(name as string).split(" ")[0]];
+  },
+}));
 
 const OPS: readonly OpCase[] = [
   {
@@ -179,6 +237,10 @@ const OPS: readonly OpCase[] = [
     run: (d) =>
       adaLayerNorm({ x: d("x"), scale: d("scale"), shift: d("shift"), epsilon: 1e-5 }) as never,
   },
+  // Writes under constants that do not come from sums over the data (code 1: its float16 rows
+  // may hold an Inf or a NaN), loaded as finite only when a scan finds none
+  // (channel_norms.wat $bn_rows_finite): each row a channel of one sample.
+  ...CODE_1_WRITES,
   ...(["addLayerNormGrad", "deepNormGrad"] as const).map((name): OpCase => ({
     name,
     data: ["dy", "x1", "x2"],
@@ -223,7 +285,7 @@ function shapeOf(op: OpCase, name: string, rows: number, cols: number): number[]
   return op.name === "adaLayerNorm" && name !== "x" ? [1, cols] : [rows, cols];
 }
 
-/** Every Tensor output of a result, by key, as float64 arrays. */
+/** Every Tensor output of a result, by key, as float64 arrays (at least one). */
 function outputs(result: Record<string, unknown>): Map<string, Output> {
   const out = new Map<string, Output>();
   for (const [key, value] of Object.entries(result)) {
@@ -231,6 +293,7 @@ function outputs(result: Record<string, unknown>): Map<string, Output> {
       out.set(key, { dtype: value.dtype, values: value.toFloat64Array() });
     }
   }
+  assert.ok(out.size > 0, "a result with no tensor output");
   return out;
 }
 
@@ -286,9 +349,9 @@ for (const op of OPS) {
   });
 }
 
-Deno.test("batchNorm and its backward channels-last: float16 pixels with an Inf or a NaN give what float32 gives", () => {
-  // [2, 8, 3, 3] stored channels-last: the pixel kernels' statistics and sums (channel_pixels.wat
-  // bn_stats_pix, bn_sums_pix).
+Deno.test("the channel kernels channels-last: float16 pixels with an Inf or a NaN give what float32 gives", () => {
+  // [2, 8, 3, 3] stored channels-last: the pixel kernels' statistics, sums and code 1 writes
+  // (channel_pixels.wat bn_stats_pix, bn_sums_pix, bn_*_pix).
   const shape = [2, 8, 3, 3];
   const count = shape.reduce((a, b) => a * b);
   for (const target of ["dy", "x"]) {
@@ -312,6 +375,19 @@ Deno.test("batchNorm and its backward channels-last: float16 pixels with an Inf 
           }) as never);
         };
         assertLikeFloat32(run("float16"), run("float32"), what);
+        // The code 1 writes over the pixels (channel_pixels.wat bn_norm_pix, bn_grad_pix,
+        // bn_scale_pix, each scanning its item first).
+        const writes = (dtype: DType) =>
+          channelWrites((name) => {
+            const v = values(count, name === "dy" ? 1 : 2);
+            if (name === target) v[at] = special;
+            const t = Tensor.fromArray(v, shape, dtype);
+            return t.permute([0, 2, 3, 1]).contiguous().permute([0, 3, 1, 2]);
+          }, dtype);
+        const [half, single] = [writes("float16"), writes("float32")];
+        for (const op of Object.keys(half)) {
+          assertLikeFloat32(outputs(half[op]), outputs(single[op]), `${op} ${what}`);
+        }
         if (target !== "x") continue;
         const forward = (dtype: DType) => {
           const v = values(count, 2);

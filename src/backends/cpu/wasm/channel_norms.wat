@@ -231,18 +231,18 @@
               (f32x4.mul (f32x4.sub (local.get $v) (local.get $k0)) (local.get $k1))))
           (else (f32x4.mul (local.get $e) (local.get $k0)))))))
 
-  ;; A write of kind `op` over one item, rows (dy read for ops 1 and 2, x for 0, 1 and 3): whole
-  ;; vectors two a step, then the last one to three elements.
+  ;; A write of kind `op` over one item, rows (dy read for ops 1 and 2, x for 0, 1 and 3), each
+  ;; row by $bn_write_row. A float16 write of code 1 (constants not from sums over its data,
+  ;; which may hold an Inf or a NaN: eval-mode batchNorm, batchNormElemt, batchNormElemtBackward)
+  ;; scans each row first ($bn_rows_finite) and loads a row that holds none as finite (code 5,
+  ;; kernels.wat $ld4), storing as code 1: the same bits, bn_norm_rows, bn_grad_rows and
+  ;; bn_scale_rows 0.92-0.94x the time (bench/RESULTS.md, twenty-fifth session).
   (func $bn_write_rows
     (param $op i32) (param $dy i32) (param $dys i32) (param $x i32) (param $xs i32)
     (param $o i32) (param $os i32) (param $inner i32) (param $dt i32) (param $rows i32)
     (param $k0 f64) (param $k1 f64) (param $k2 f64) (param $k3 f64)
-    (local $r i32) (local $p i32) (local $q i32) (local $t i32) (local $j i32) (local $es i32)
-    (local $n4 i32) (local $n8 i32) (local $a v128) (local $b v128) (local $c v128) (local $f v128)
-    (local $e v128) (local $v v128) (local $e2 v128) (local $v2 v128)
-    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
-    (local.set $n4 (i32.and (local.get $inner) (i32.const -4)))
-    (local.set $n8 (i32.and (local.get $inner) (i32.const -8)))
+    (local $r i32) (local $p i32) (local $q i32) (local $t i32) (local $a v128) (local $b v128)
+    (local $c v128) (local $f v128)
     (local.set $a (f32x4.splat (f32.demote_f64 (local.get $k0))))
     (local.set $b (f32x4.splat (f32.demote_f64 (local.get $k1))))
     (local.set $c (f32x4.splat (f32.demote_f64 (local.get $k2))))
@@ -253,61 +253,98 @@
         (local.set $p (i32.add (local.get $dy) (i32.mul (local.get $r) (local.get $dys))))
         (local.set $q (i32.add (local.get $x) (i32.mul (local.get $r) (local.get $xs))))
         (local.set $t (i32.add (local.get $o) (i32.mul (local.get $r) (local.get $os))))
-        (local.set $j (i32.const 0))
-        (block $pairsDone
-          (loop $pair
-            (br_if $pairsDone (i32.ge_u (local.get $j) (local.get $n8)))
-            (if (i32.lt_u (i32.sub (local.get $op) (i32.const 1)) (i32.const 2))
-              (then
-                (local.set $e (call $ld4 (local.get $p) (local.get $dt)))
-                (local.set $e2 (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $dt)))))
-            (if (i32.ne (local.get $op) (i32.const 2))
-              (then
-                (local.set $v (call $ld4 (local.get $q) (local.get $dt)))
-                (local.set $v2 (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $dt)))))
-            ;; float32: each vector stored as it is made (both made first, then stored, ran
-            ;; bn_grad_rows 1.18x slower); 16-bit dtypes: one store of both ($rf_st8).
-            (if (i32.eqz (local.get $dt))
-              (then
-                (call $rf_st4 (local.get $t) (local.get $dt)
-                  (call $bn_value (local.get $op) (local.get $e) (local.get $v) (local.get $a)
-                    (local.get $b) (local.get $c) (local.get $f)))
-                (call $rf_st4 (i32.add (local.get $t) (local.get $es)) (local.get $dt)
-                  (call $bn_value (local.get $op) (local.get $e2) (local.get $v2) (local.get $a)
-                    (local.get $b) (local.get $c) (local.get $f))))
-              (else
-                (call $rf_st8 (local.get $t) (local.get $dt)
-                  (call $bn_value (local.get $op) (local.get $e) (local.get $v) (local.get $a)
-                    (local.get $b) (local.get $c) (local.get $f))
-                  (call $bn_value (local.get $op) (local.get $e2) (local.get $v2) (local.get $a)
-                    (local.get $b) (local.get $c) (local.get $f)))))
-            (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
-            (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
-            (local.set $t (i32.add (local.get $t) (i32.shl (local.get $es) (i32.const 1))))
-            (local.set $j (i32.add (local.get $j) (i32.const 8)))
-            (br $pair)))
-        (block $done
-          (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $inner)))
-            (if (i32.lt_u (i32.sub (local.get $op) (i32.const 1)) (i32.const 2))
-              (then (local.set $e (call $ld4 (local.get $p) (local.get $dt)))))
-            (if (i32.ne (local.get $op) (i32.const 2))
-              (then (local.set $v (call $ld4 (local.get $q) (local.get $dt)))))
-            (local.set $v
-              (call $bn_value (local.get $op) (local.get $e) (local.get $v) (local.get $a)
-                (local.get $b) (local.get $c) (local.get $f)))
-            (if (i32.lt_u (local.get $j) (local.get $n4))
-              (then (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v)))
-              (else
-                (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
-                  (i32.sub (local.get $inner) (local.get $j)))))
-            (local.set $p (i32.add (local.get $p) (local.get $es)))
-            (local.set $q (i32.add (local.get $q) (local.get $es)))
-            (local.set $t (i32.add (local.get $t) (local.get $es)))
-            (local.set $j (i32.add (local.get $j) (i32.const 4)))
-            (br $next)))
+        (if (call $bn_rows_finite (local.get $op) (local.get $dt) (local.get $p) (local.get $q)
+              (local.get $inner))
+          (then
+            (call $bn_write_row (local.get $op) (local.get $p) (local.get $q) (local.get $t)
+              (local.get $inner) (i32.const 5) (local.get $dt) (local.get $a) (local.get $b)
+              (local.get $c) (local.get $f)))
+          (else
+            (call $bn_write_row (local.get $op) (local.get $p) (local.get $q) (local.get $t)
+              (local.get $inner) (local.get $dt) (local.get $dt) (local.get $a) (local.get $b)
+              (local.get $c) (local.get $f))))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
+
+  ;; Whether a float16 write of code 1 ($finite_first) may load its row as finite: none of the
+  ;; rows it reads (dy at p for ops 1 and 2, x at q for 0, 1 and 3) holds an Inf or a NaN
+  ;; (kernels.wat $f16_specials). Other codes load as they are.
+  (func $bn_rows_finite (param $op i32) (param $dt i32) (param $p i32) (param $q i32)
+    (param $n i32) (result i32)
+    (if (result i32) (call $finite_first (local.get $dt))
+      (then
+        (i32.eqz (i32.or
+          (if (result i32) (i32.lt_u (i32.sub (local.get $op) (i32.const 1)) (i32.const 2))
+            (then (call $f16_specials (local.get $p) (local.get $n)))
+            (else (i32.const 0)))
+          (if (result i32) (i32.ne (local.get $op) (i32.const 2))
+            (then (call $f16_specials (local.get $q) (local.get $n)))
+            (else (i32.const 0))))))
+      (else (i32.const 0))))
+
+  ;; One row of a write of kind `op` (dy at p, x at q, out at t; inner elements), loaded as ldt
+  ;; and stored as dt: whole vectors two a step, then the last one to three elements.
+  (func $bn_write_row
+    (param $op i32) (param $p i32) (param $q i32) (param $t i32) (param $inner i32)
+    (param $ldt i32) (param $dt i32) (param $a v128) (param $b v128) (param $c v128)
+    (param $f v128)
+    (local $j i32) (local $es i32) (local $n4 i32) (local $n8 i32) (local $e v128) (local $v v128)
+    (local $e2 v128) (local $v2 v128)
+    (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
+    (local.set $n4 (i32.and (local.get $inner) (i32.const -4)))
+    (local.set $n8 (i32.and (local.get $inner) (i32.const -8)))
+    (block $pairsDone
+      (loop $pair
+        (br_if $pairsDone (i32.ge_u (local.get $j) (local.get $n8)))
+        (if (i32.lt_u (i32.sub (local.get $op) (i32.const 1)) (i32.const 2))
+          (then
+            (local.set $e (call $ld4 (local.get $p) (local.get $ldt)))
+            (local.set $e2 (call $ld4 (i32.add (local.get $p) (local.get $es)) (local.get $ldt)))))
+        (if (i32.ne (local.get $op) (i32.const 2))
+          (then
+            (local.set $v (call $ld4 (local.get $q) (local.get $ldt)))
+            (local.set $v2 (call $ld4 (i32.add (local.get $q) (local.get $es)) (local.get $ldt)))))
+        ;; float32: each vector stored as it is made (both made first, then stored, ran
+        ;; bn_grad_rows 1.18x slower); 16-bit dtypes: one store of both ($rf_st8).
+        (if (i32.eqz (local.get $dt))
+          (then
+            (call $rf_st4 (local.get $t) (local.get $dt)
+              (call $bn_value (local.get $op) (local.get $e) (local.get $v) (local.get $a)
+                (local.get $b) (local.get $c) (local.get $f)))
+            (call $rf_st4 (i32.add (local.get $t) (local.get $es)) (local.get $dt)
+              (call $bn_value (local.get $op) (local.get $e2) (local.get $v2) (local.get $a)
+                (local.get $b) (local.get $c) (local.get $f))))
+          (else
+            (call $rf_st8 (local.get $t) (local.get $dt)
+              (call $bn_value (local.get $op) (local.get $e) (local.get $v) (local.get $a)
+                (local.get $b) (local.get $c) (local.get $f))
+              (call $bn_value (local.get $op) (local.get $e2) (local.get $v2) (local.get $a)
+                (local.get $b) (local.get $c) (local.get $f)))))
+        (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+        (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+        (local.set $t (i32.add (local.get $t) (i32.shl (local.get $es) (i32.const 1))))
+        (local.set $j (i32.add (local.get $j) (i32.const 8)))
+        (br $pair)))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $j) (local.get $inner)))
+        (if (i32.lt_u (i32.sub (local.get $op) (i32.const 1)) (i32.const 2))
+          (then (local.set $e (call $ld4 (local.get $p) (local.get $ldt)))))
+        (if (i32.ne (local.get $op) (i32.const 2))
+          (then (local.set $v (call $ld4 (local.get $q) (local.get $ldt)))))
+        (local.set $v
+          (call $bn_value (local.get $op) (local.get $e) (local.get $v) (local.get $a)
+            (local.get $b) (local.get $c) (local.get $f)))
+        (if (i32.lt_u (local.get $j) (local.get $n4))
+          (then (call $rf_st4 (local.get $t) (local.get $dt) (local.get $v)))
+          (else
+            (call $rf_st4n (local.get $t) (local.get $dt) (local.get $v)
+              (i32.sub (local.get $inner) (local.get $j)))))
+        (local.set $p (i32.add (local.get $p) (local.get $es)))
+        (local.set $q (i32.add (local.get $q) (local.get $es)))
+        (local.set $t (i32.add (local.get $t) (local.get $es)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $next))))
 
   ;; $bn_write_rows for bfloat16 (dt 2 or 3), which the build calls in its place in the kernels'
   ;; bfloat16 copies, and in a bfloat16 clone of channel_units.wat's $bn_write_units (scripts/

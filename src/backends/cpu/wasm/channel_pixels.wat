@@ -280,10 +280,10 @@
   ;; Two pixels a step (their constants loaded once), the constants' pointer back at k at
   ;; each pair: immediate offsets from moving pointers, as the rows' write has. This write is
   ;; bound by its instruction count: per-channel arrays at k + 4jC, indexed per vector, cost
-  ;; it twice the rows' time per element.
+  ;; it twice the rows' time per element. Loads as ldt (5: float16 known finite), stores as dt.
   (func $bn_write_pix
-    (param $op i32) (param $dy i32) (param $x i32) (param $o i32) (param $C i32) (param $dt i32)
-    (param $pix i32) (param $k i32)
+    (param $op i32) (param $dy i32) (param $x i32) (param $o i32) (param $C i32) (param $ldt i32)
+    (param $dt i32) (param $pix i32) (param $k i32)
     (local $j i32) (local $es i32) (local $ps i32) (local $ps2 i32) (local $ps3 i32)
     (local $kEnd i32) (local $kp i32)
     (local $e v128) (local $v v128) (local $e2 v128) (local $v2 v128)
@@ -312,16 +312,16 @@
                 (then (local.set $k3 (v128.load offset=48 (local.get $kp)))))
               (if (i32.lt_u (i32.sub (local.get $op) (i32.const 1)) (i32.const 2))
                 (then
-                  (local.set $e (call $ld4 (local.get $dy) (local.get $dt)))
-                  (local.set $e2 (call $ld4 (i32.add (local.get $dy) (local.get $ps)) (local.get $dt)))
-                  (local.set $e3 (call $ld4 (i32.add (local.get $dy) (local.get $ps2)) (local.get $dt)))
-                  (local.set $e4 (call $ld4 (i32.add (local.get $dy) (local.get $ps3)) (local.get $dt)))))
+                  (local.set $e (call $ld4 (local.get $dy) (local.get $ldt)))
+                  (local.set $e2 (call $ld4 (i32.add (local.get $dy) (local.get $ps)) (local.get $ldt)))
+                  (local.set $e3 (call $ld4 (i32.add (local.get $dy) (local.get $ps2)) (local.get $ldt)))
+                  (local.set $e4 (call $ld4 (i32.add (local.get $dy) (local.get $ps3)) (local.get $ldt)))))
               (if (i32.ne (local.get $op) (i32.const 2))
                 (then
-                  (local.set $v (call $ld4 (local.get $x) (local.get $dt)))
-                  (local.set $v2 (call $ld4 (i32.add (local.get $x) (local.get $ps)) (local.get $dt)))
-                  (local.set $v3 (call $ld4 (i32.add (local.get $x) (local.get $ps2)) (local.get $dt)))
-                  (local.set $v4 (call $ld4 (i32.add (local.get $x) (local.get $ps3)) (local.get $dt)))))
+                  (local.set $v (call $ld4 (local.get $x) (local.get $ldt)))
+                  (local.set $v2 (call $ld4 (i32.add (local.get $x) (local.get $ps)) (local.get $ldt)))
+                  (local.set $v3 (call $ld4 (i32.add (local.get $x) (local.get $ps2)) (local.get $ldt)))
+                  (local.set $v4 (call $ld4 (i32.add (local.get $x) (local.get $ps3)) (local.get $ldt)))))
               (call $rf_st4 (local.get $o) (local.get $dt)
                 (call $bn_value (local.get $op) (local.get $e) (local.get $v) (local.get $k0)
                   (local.get $k1) (local.get $k2) (local.get $k3)))
@@ -355,12 +355,12 @@
                 (then (local.set $k3 (v128.load offset=48 (local.get $kp)))))
               (if (i32.lt_u (i32.sub (local.get $op) (i32.const 1)) (i32.const 2))
                 (then
-                  (local.set $e (call $ld4 (local.get $dy) (local.get $dt)))
-                  (local.set $e2 (call $ld4 (i32.add (local.get $dy) (local.get $ps)) (local.get $dt)))))
+                  (local.set $e (call $ld4 (local.get $dy) (local.get $ldt)))
+                  (local.set $e2 (call $ld4 (i32.add (local.get $dy) (local.get $ps)) (local.get $ldt)))))
               (if (i32.ne (local.get $op) (i32.const 2))
                 (then
-                  (local.set $v (call $ld4 (local.get $x) (local.get $dt)))
-                  (local.set $v2 (call $ld4 (i32.add (local.get $x) (local.get $ps)) (local.get $dt)))))
+                  (local.set $v (call $ld4 (local.get $x) (local.get $ldt)))
+                  (local.set $v2 (call $ld4 (i32.add (local.get $x) (local.get $ps)) (local.get $ldt)))))
               (call $rf_st4 (local.get $o) (local.get $dt)
                 (call $bn_value (local.get $op) (local.get $e) (local.get $v) (local.get $k0)
                   (local.get $k1) (local.get $k2) (local.get $k3)))
@@ -380,9 +380,9 @@
             (br $pixel)))
         (loop $vec
           (if (i32.lt_u (i32.sub (local.get $op) (i32.const 1)) (i32.const 2))
-            (then (local.set $e (call $ld4 (local.get $dy) (local.get $dt)))))
+            (then (local.set $e (call $ld4 (local.get $dy) (local.get $ldt)))))
           (if (i32.ne (local.get $op) (i32.const 2))
-            (then (local.set $v (call $ld4 (local.get $x) (local.get $dt)))))
+            (then (local.set $v (call $ld4 (local.get $x) (local.get $ldt)))))
           (call $rf_st4 (local.get $o) (local.get $dt)
             (call $bn_value (local.get $op) (local.get $e) (local.get $v)
               (v128.load (local.get $kp)) (v128.load offset=16 (local.get $kp))
@@ -395,19 +395,34 @@
         (local.set $j (i32.add (local.get $j) (i32.const 1)))
         (br $pixel))))
 
+  ;; $bn_write_pix over an item, its float16 data of code 1 loaded as finite (code 5) when none
+  ;; of the elements it reads is an Inf or a NaN (channel_norms.wat $bn_rows_finite): the same
+  ;; bits.
+  (func $bn_write_pix_scanned
+    (param $op i32) (param $dy i32) (param $x i32) (param $o i32) (param $C i32) (param $dt i32)
+    (param $pix i32) (param $k i32)
+    (if (call $bn_rows_finite (local.get $op) (local.get $dt) (local.get $dy) (local.get $x)
+          (i32.mul (local.get $pix) (local.get $C)))
+      (then
+        (call $bn_write_pix (local.get $op) (local.get $dy) (local.get $x) (local.get $o)
+          (local.get $C) (i32.const 5) (local.get $dt) (local.get $pix) (local.get $k)))
+      (else
+        (call $bn_write_pix (local.get $op) (local.get $dy) (local.get $x) (local.get $o)
+          (local.get $C) (local.get $dt) (local.get $dt) (local.get $pix) (local.get $k)))))
+
   (func (export "bn_norm_pix")
     (param $x i32) (param $o i32) (param $C i32) (param $dt i32) (param $pix i32) (param $k i32)
-    (call $bn_write_pix (i32.const 0) (local.get $x) (local.get $x) (local.get $o) (local.get $C)
-      (local.get $dt) (local.get $pix) (local.get $k)))
+    (call $bn_write_pix_scanned (i32.const 0) (local.get $x) (local.get $x) (local.get $o)
+      (local.get $C) (local.get $dt) (local.get $pix) (local.get $k)))
 
   (func (export "bn_grad_pix")
     (param $dy i32) (param $x i32) (param $o i32) (param $C i32) (param $dt i32) (param $pix i32)
     (param $k i32)
-    (call $bn_write_pix (i32.const 1) (local.get $dy) (local.get $x) (local.get $o) (local.get $C)
-      (local.get $dt) (local.get $pix) (local.get $k)))
+    (call $bn_write_pix_scanned (i32.const 1) (local.get $dy) (local.get $x) (local.get $o)
+      (local.get $C) (local.get $dt) (local.get $pix) (local.get $k)))
 
   (func (export "bn_scale_pix")
     (param $dy i32) (param $o i32) (param $C i32) (param $dt i32) (param $pix i32) (param $k i32)
-    (call $bn_write_pix (i32.const 2) (local.get $dy) (local.get $dy) (local.get $o) (local.get $C)
-      (local.get $dt) (local.get $pix) (local.get $k)))
+    (call $bn_write_pix_scanned (i32.const 2) (local.get $dy) (local.get $dy) (local.get $o)
+      (local.get $C) (local.get $dt) (local.get $pix) (local.get $k)))
 )

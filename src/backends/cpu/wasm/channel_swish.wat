@@ -91,8 +91,8 @@
   ;; The swish write over one item, pixels (constants as bn_norm_pix's, k3 = -swishScale).
   (func (export "bn_swish_pix")
     (param $x i32) (param $o i32) (param $C i32) (param $dt i32) (param $pix i32) (param $k i32)
-    (call $bn_write_pix (i32.const 3) (local.get $x) (local.get $x) (local.get $o) (local.get $C)
-      (local.get $dt) (local.get $pix) (local.get $k)))
+    (call $bn_write_pix_scanned (i32.const 3) (local.get $x) (local.get $x) (local.get $o)
+      (local.get $C) (local.get $dt) (local.get $pix) (local.get $k)))
 
   ;; Test export: 1 + exp of `n` float32 at byte address p, in place (n a multiple of 4).
   (func (export "cs_one_plus_exp_f32") (param $p i32) (param $n i32)
