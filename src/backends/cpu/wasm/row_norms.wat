@@ -136,13 +136,14 @@
 
   ;; LayerNorm forward. Per row: mean = sum(x) / n and rstd = 1 / sqrt(sum((x - mean)^2) / n
   ;; + eps), each rounded to float32 (to the per-row arrays: $rf_stats);
-  ;; y = (x - mean) * rstd * w + b.
+  ;; y = (x - mean) * rstd * w + b ($ln_row_y, its loads of float16 skipping the fix of Inf and
+  ;; NaN when the mean came out finite, as only a row of finite elements gives it:
+  ;; kernels.wat $load_code).
   (func (export "ln_fwd")
     (param $x i32) (param $xs i32) (param $y i32) (param $ys i32) (param $n i32) (param $dt i32)
     (param $rows i32) (param $eps f64) (param $w i32) (param $b i32) (param $mean i32)
     (param $rstd i32)
-    (local $r i32) (local $es i32) (local $n4 i32) (local $j i32) (local $p i32) (local $q i32)
-    (local $c i32) (local $mm v128) (local $rr v128) (local $v v128)
+    (local $r i32) (local $es i32) (local $n4 i32) (local $mm v128) (local $rr v128)
     (local.set $es (i32.shl (i32.const 4) (call $shift (local.get $dt))))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
     (block $rowsDone
@@ -152,58 +153,67 @@
           (local.get $rstd))
         (local.set $mm (v128.load32_splat (local.get $mean)))
         (local.set $rr (v128.load32_splat (local.get $rstd)))
-        (local.set $p (local.get $x))
-        (local.set $q (local.get $y))
-        (local.set $c (i32.const 0))
-        (local.set $j (i32.const 0))
-        ;; 16-bit data: pairs of vectors, rounded and stored together ($rf_st8); then whole
-        ;; vectors, then the last one to three elements.
-        (if (i32.ne (local.get $dt) (i32.const 0))
+        (if (i32.eq
+              (call $load_code (local.get $dt)
+                (call $finite64 (f64.promote_f32 (f32.load (local.get $mean)))))
+              (i32.const 5))
           (then
-            (block $pairsDone
-              (loop $pair
-                (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
-                (call $rf_st8 (local.get $q) (local.get $dt)
-                  (call $ln_y4 (local.get $p) (local.get $dt) (local.get $mm) (local.get $rr)
-                    (i32.add (local.get $w) (local.get $c)) (i32.add (local.get $b) (local.get $c)))
-                  (call $ln_y4 (i32.add (local.get $p) (local.get $es)) (local.get $dt)
-                    (local.get $mm) (local.get $rr)
-                    (i32.add (local.get $w) (i32.add (local.get $c) (i32.const 16)))
-                    (i32.add (local.get $b) (i32.add (local.get $c) (i32.const 16)))))
-                (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
-                (local.set $c (i32.add (local.get $c) (i32.const 32)))
-                (local.set $j (i32.add (local.get $j) (i32.const 8)))
-                (br $pair)))))
-        (block $done
-          (loop $next
-            (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
-            (local.set $v
-              (call $ln_y4 (local.get $p) (local.get $dt) (local.get $mm) (local.get $rr)
-                (i32.add (local.get $w) (local.get $c)) (i32.add (local.get $b) (local.get $c))))
-            (call $rf_st4 (local.get $q) (local.get $dt) (local.get $v))
-            (local.set $p (i32.add (local.get $p) (local.get $es)))
-            (local.set $q (i32.add (local.get $q) (local.get $es)))
-            (local.set $c (i32.add (local.get $c) (i32.const 16)))
-            (local.set $j (i32.add (local.get $j) (i32.const 4)))
-            (br $next)))
-        (if (i32.lt_u (local.get $j) (local.get $n))
-          (then
-              (local.set $v
-                (f32x4.add
-                  (f32x4.mul
-                    (f32x4.mul (f32x4.sub (call $ld4 (local.get $p) (local.get $dt)) (local.get $mm))
-                      (local.get $rr))
-                    (v128.load (i32.add (local.get $w) (local.get $c))))
-                  (v128.load (i32.add (local.get $b) (local.get $c)))))
-            (call $rf_st4n (local.get $q) (local.get $dt) (local.get $v)
-              (i32.sub (local.get $n) (local.get $j)))))
+            (call $ln_row_y (local.get $x) (local.get $y) (local.get $n) (local.get $n4)
+              (local.get $es) (i32.const 5) (local.get $dt) (local.get $mm) (local.get $rr)
+              (local.get $w) (local.get $b)))
+          (else
+            (call $ln_row_y (local.get $x) (local.get $y) (local.get $n) (local.get $n4)
+              (local.get $es) (local.get $dt) (local.get $dt) (local.get $mm) (local.get $rr)
+              (local.get $w) (local.get $b))))
         (local.set $x (i32.add (local.get $x) (local.get $xs)))
         (local.set $y (i32.add (local.get $y) (local.get $ys)))
         (local.set $mean (i32.add (local.get $mean) (i32.const 4)))
         (local.set $rstd (i32.add (local.get $rstd) (i32.const 4)))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
+
+  ;; LayerNorm's y over one row of n elements (n4 in whole vectors; es the bytes of four) from x
+  ;; at p to y at q: x loaded as code ldt, y stored as dt. 16-bit data: pairs of vectors,
+  ;; rounded and stored together ($rf_st8); then whole vectors, then the last one to three
+  ;; elements.
+  (func $ln_row_y (param $p i32) (param $q i32) (param $n i32) (param $n4 i32) (param $es i32)
+    (param $ldt i32) (param $dt i32) (param $mm v128) (param $rr v128) (param $w i32)
+    (param $b i32)
+    (local $c i32) (local $j i32)
+    (if (i32.ne (local.get $dt) (i32.const 0))
+      (then
+        (block $pairsDone
+          (loop $pair
+            (br_if $pairsDone (i32.ge_u (i32.add (local.get $j) (i32.const 4)) (local.get $n4)))
+            (call $rf_st8 (local.get $q) (local.get $dt)
+              (call $ln_y4 (local.get $p) (local.get $ldt) (local.get $mm) (local.get $rr)
+                (i32.add (local.get $w) (local.get $c)) (i32.add (local.get $b) (local.get $c)))
+              (call $ln_y4 (i32.add (local.get $p) (local.get $es)) (local.get $ldt)
+                (local.get $mm) (local.get $rr)
+                (i32.add (local.get $w) (i32.add (local.get $c) (i32.const 16)))
+                (i32.add (local.get $b) (i32.add (local.get $c) (i32.const 16)))))
+            (local.set $p (i32.add (local.get $p) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $q (i32.add (local.get $q) (i32.shl (local.get $es) (i32.const 1))))
+            (local.set $c (i32.add (local.get $c) (i32.const 32)))
+            (local.set $j (i32.add (local.get $j) (i32.const 8)))
+            (br $pair)))))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $j) (local.get $n4)))
+        (call $rf_st4 (local.get $q) (local.get $dt)
+          (call $ln_y4 (local.get $p) (local.get $ldt) (local.get $mm) (local.get $rr)
+            (i32.add (local.get $w) (local.get $c)) (i32.add (local.get $b) (local.get $c))))
+        (local.set $p (i32.add (local.get $p) (local.get $es)))
+        (local.set $q (i32.add (local.get $q) (local.get $es)))
+        (local.set $c (i32.add (local.get $c) (i32.const 16)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $next)))
+    (if (i32.lt_u (local.get $j) (local.get $n))
+      (then
+        (call $rf_st4n (local.get $q) (local.get $dt)
+          (call $ln_y4 (local.get $p) (local.get $ldt) (local.get $mm) (local.get $rr)
+            (i32.add (local.get $w) (local.get $c)) (i32.add (local.get $b) (local.get $c)))
+          (i32.sub (local.get $n) (local.get $j))))))
 
   ;; RMSNorm forward. Per row: rstd = 1 / sqrt(sum(x^2) / n + eps) rounded to float32 (to the
   ;; per-row array); y = x * rstd * g ($rms_row_y, its loads of float16 skipping the fix of
