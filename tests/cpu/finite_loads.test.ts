@@ -1,16 +1,20 @@
 /**
- * The row kernels' second passes over float16 data skip the fix of Inf and NaN in their loads
- * only for rows that their first pass found finite (src/backends/cpu/wasm/kernels.wat
- * `$load_code`), and the row statistics' and the channel sums' first passes load float16 so and
- * take a row again with the full loads when their check finds an Inf or a NaN (row_sums.wat
- * `$rf_squares`, `$rf_moments`; channel_norms.wat `$bn_sums_rows_at`). Each operator whose kernel does either runs on float16 rows, one of which holds an
- * Inf (or a NaN) in one input, and on float32 rows of the same values: the float16 outputs must
- * be NaN, +Inf and -Inf where the float32 ones are, and the finite ones equal to the float32
- * ones rounded to float16 (within one float16 ulp: the kernels compute both in float32 and
- * round once). A float16 row loaded as finite reads an Inf as 65536 and a NaN as a number:
- * with `$load_code` ignoring its `finite` argument, every operator's test but adaLayerNorm's
- * fails (an Inf or a NaN in x makes the mean, and so every y of the row, NaN whichever way x
- * is loaded again; its scale and shift reach the kernel as float32).
+ * float16 loads skip the fix of Inf and NaN only where no Inf or NaN can be read: a row
+ * kernel's second pass for rows that its first pass found finite (src/backends/cpu/wasm/
+ * kernels.wat `$load_code`); the row statistics' and the channel sums' first passes, which load
+ * float16 so and take a row again with the full loads when their check finds an Inf or a NaN
+ * (row_sums.wat `$rf_squares`, `$rf_moments`; channel_norms.wat `$bn_sums_rows_at`); and the
+ * passes that scan their rows first (kernels.wat `$f16_rows_finite`: the backward row kernels'
+ * and addRmsNorm's first passes; channel_norms.wat `$bn_rows_finite`: the channel writes of code
+ * 1, in rows and channels-last). Each operator whose kernel does any of these runs on float16
+ * rows, one of which holds an Inf (or a NaN) in one input, and on float32 rows of the same
+ * values: the float16 outputs must be NaN, +Inf and -Inf where the float32 ones are, and the
+ * finite ones equal to the float32 ones rounded to float16 (within one float16 ulp: the kernels
+ * compute both in float32 and round once). A float16 row loaded as finite reads an Inf as 65536
+ * and a NaN as a number: with `$f16_specials` always answering "none", 11 of these tests fail;
+ * with `$load_code` ignoring its `finite` argument, rmsNorm's (the other second passes read
+ * kept values, or give NaN in every output of such a row whichever way they load it: an Inf or
+ * a NaN in x makes the mean, and so every y of layerNorm's and adaLayerNorm's row, NaN).
  *
  * @module
  */
@@ -64,12 +68,6 @@ const addArgs = (d: (name: string) => Tensor, dtype: DType) => ({
   epsilon: 1e-5,
 });
 
-/** The per-channel statistics and sums of a [1, rows, cols] write: float32, from `means`. */
-const channelStats = (rows: number) => ({
-  mean: means([rows]),
-  invstd: rstds([rows]),
-});
-
 /**
  * The channel writes of code 1 (channel_norms.wat $bn_write_rows, channel_pixels.wat
  * bn_*_pix): normalize (batchNormElemt), gradient (batchNormElemtBackward), scale
@@ -80,7 +78,7 @@ const channelWrites = (
   dtype: DType,
 ): Record<string, Record<string, unknown>> => {
   const c = input("x").shape[1];
-  const { mean, invstd } = channelStats(c);
+  const [mean, invstd] = [means([c]), rstds([c])];
   return {
     batchNormElemt: { output: batchNormElemt({ input: input("x"), mean, invstd }) },
     batchNormElemtBackward: {
@@ -106,17 +104,17 @@ const channelWrites = (
   };
 };
 
-const CODE_1_WRITES: readonly OpCase[] = [
-  ["batchNormElemt", ["x"]],
-  ["batchNormElemtBackward", ["dy", "x"]],
-  ["batchNormBackward eval", ["dy", "x"]],
-].map(([name, data]) => ({
-  name: name as string,
-  data: data as string[],
+/** Each of {@linkcode channelWrites} as an operator case: [case name, write, data inputs]. */
+const CODE_1_WRITES: readonly OpCase[] = ([
+  ["batchNormElemt", "batchNormElemt", ["x"]],
+  ["batchNormElemtBackward", "batchNormElemtBackward", ["dy", "x"]],
+  ["batchNormBackward eval", "batchNormBackward", ["dy", "x"]],
+] as const).map(([name, write, data]): OpCase => ({
+  name,
+  data,
   run: (d, dtype) => {
     const [rows, cols] = d("x").shape;
-    const as3 = (n: string) => d(n).reshape([1, rows, cols]);
-    return channelWrites(as3, dtype)[(name as string).split(" ")[0]];
+    return channelWrites((n) => d(n).reshape([1, rows, cols]), dtype)[write];
   },
 }));
 
