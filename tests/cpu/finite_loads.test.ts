@@ -5,12 +5,12 @@
  * float16 so and take a row again with the full loads when their check finds an Inf or a NaN
  * (row_sums.wat `$rf_squares`, `$rf_moments`; channel_norms.wat `$bn_sums_rows_at`); and the
  * passes that scan their rows first (kernels.wat `$f16_rows_finite`: the backward row kernels'
- * and addRmsNorm's first passes; channel_norms.wat `$bn_rows_finite`: the channel writes of code
- * 1, in rows and channels-last). Each operator whose kernel does any of these runs on float16
- * rows, one of which holds an Inf (or a NaN) in one input, and on float32 rows of the same
- * values: the float16 outputs must be NaN, +Inf and -Inf where the float32 ones are, and the
- * finite ones equal to the float32 ones rounded to float16 (within one float16 ulp: the kernels
- * compute both in float32 and round once). A float16 row loaded as finite reads an Inf as 65536
+ * and addRmsNorm's first passes, and the channel writes of code 1 in rows and channels-last).
+ * Each operator whose kernel does any of these runs on float16 rows, one of which holds an Inf
+ * (or a NaN) in one input, and on float32 rows of the same values: the float16 outputs must be
+ * NaN, +Inf and -Inf where the float32 ones are, and the finite ones equal to the float32 ones
+ * rounded to float16 (within one float16 ulp: the kernels compute both in float32 and round
+ * once). A float16 row loaded as finite reads an Inf as 65536
  * and a NaN as a number: with `$f16_specials` always answering "none", 11 of these tests fail;
  * with `$load_code` ignoring its `finite` argument, rmsNorm's (the other second passes read
  * kept values, or give NaN in every output of such a row whichever way they load it: an Inf or
@@ -237,7 +237,7 @@ const OPS: readonly OpCase[] = [
   },
   // Writes under constants that do not come from sums over the data (code 1: its float16 rows
   // may hold an Inf or a NaN), loaded as finite only when a scan finds none
-  // (channel_norms.wat $bn_rows_finite): each row a channel of one sample.
+  // (kernels.wat $f16_rows_finite): each row a channel of one sample.
   ...CODE_1_WRITES,
   ...(["addLayerNormGrad", "deepNormGrad"] as const).map((name): OpCase => ({
     name,

@@ -234,7 +234,8 @@
   ;; A write of kind `op` over one item, rows (dy read for ops 1 and 2, x for 0, 1 and 3), each
   ;; row by $bn_write_row. A float16 write of code 1 (constants not from sums over its data,
   ;; which may hold an Inf or a NaN: eval-mode batchNorm, batchNormElemt, batchNormElemtBackward)
-  ;; scans each row first ($bn_rows_finite) and loads a row that holds none as finite (code 5,
+  ;; scans the rows it reads first (kernels.wat $f16_rows_finite; dy and x are the same row for
+  ;; the writes that read one) and loads a row that holds none as finite (code 5,
   ;; kernels.wat $ld4), storing as code 1: the same bits, bn_norm_rows, bn_grad_rows and
   ;; bn_scale_rows 0.92-0.94x the time (bench/RESULTS.md, twenty-fifth session).
   (func $bn_write_rows
@@ -253,7 +254,7 @@
         (local.set $p (i32.add (local.get $dy) (i32.mul (local.get $r) (local.get $dys))))
         (local.set $q (i32.add (local.get $x) (i32.mul (local.get $r) (local.get $xs))))
         (local.set $t (i32.add (local.get $o) (i32.mul (local.get $r) (local.get $os))))
-        (if (call $bn_rows_finite (local.get $op) (local.get $dt) (local.get $p) (local.get $q)
+        (if (call $f16_rows_finite (local.get $dt) (local.get $p) (local.get $q)
               (local.get $inner))
           (then
             (call $bn_write_row (local.get $op) (local.get $p) (local.get $q) (local.get $t)
@@ -265,22 +266,6 @@
               (local.get $c) (local.get $f))))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $row))))
-
-  ;; Whether a float16 write of code 1 ($finite_first) may load its row as finite: none of the
-  ;; rows it reads (dy at p for ops 1 and 2, x at q for 0, 1 and 3) holds an Inf or a NaN
-  ;; (kernels.wat $f16_specials). Other codes load as they are.
-  (func $bn_rows_finite (param $op i32) (param $dt i32) (param $p i32) (param $q i32)
-    (param $n i32) (result i32)
-    (if (result i32) (call $finite_first (local.get $dt))
-      (then
-        (i32.eqz (i32.or
-          (if (result i32) (i32.lt_u (i32.sub (local.get $op) (i32.const 1)) (i32.const 2))
-            (then (call $f16_specials (local.get $p) (local.get $n)))
-            (else (i32.const 0)))
-          (if (result i32) (i32.ne (local.get $op) (i32.const 2))
-            (then (call $f16_specials (local.get $q) (local.get $n)))
-            (else (i32.const 0))))))
-      (else (i32.const 0))))
 
   ;; One row of a write of kind `op` (dy at p, x at q, out at t; inner elements), loaded as ldt
   ;; and stored as dt: whole vectors two a step, then the last one to three elements.

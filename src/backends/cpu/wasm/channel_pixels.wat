@@ -396,12 +396,12 @@
         (br $pixel))))
 
   ;; $bn_write_pix over an item, its float16 data of code 1 loaded as finite (code 5) when none
-  ;; of the elements it reads is an Inf or a NaN (channel_norms.wat $bn_rows_finite): the same
-  ;; bits.
+  ;; of the elements it reads is an Inf or a NaN (kernels.wat $f16_rows_finite, over the item's
+  ;; pix x C elements of dy and of x, the same row for the writes that read one): the same bits.
   (func $bn_write_pix_scanned
     (param $op i32) (param $dy i32) (param $x i32) (param $o i32) (param $C i32) (param $dt i32)
     (param $pix i32) (param $k i32)
-    (if (call $bn_rows_finite (local.get $op) (local.get $dt) (local.get $dy) (local.get $x)
+    (if (call $f16_rows_finite (local.get $dt) (local.get $dy) (local.get $x)
           (i32.mul (local.get $pix) (local.get $C)))
       (then
         (call $bn_write_pix (local.get $op) (local.get $dy) (local.get $x) (local.get $o)

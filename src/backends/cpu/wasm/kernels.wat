@@ -121,14 +121,17 @@
     (v128.any_true (i16x8.gt_u (local.get $top)
       (v128.const i16x8 0x7bff 0x7bff 0x7bff 0x7bff 0x7bff 0x7bff 0x7bff 0x7bff))))
 
-  ;; Whether a first pass may load the n float16 elements of the rows at p and q as finite
-  ;; (code 5): $finite_first says so of dt, and neither row holds an Inf or a NaN
-  ;; ($f16_specials, which other dtypes do not scan).
+  ;; Whether a pass may load the n float16 elements of the rows at p and q as finite (code 5):
+  ;; $finite_first says so of dt, and neither row holds an Inf or a NaN ($f16_specials, which
+  ;; other dtypes do not scan). A row given as both (q = p: the channel writes that read one
+  ;; input pass it twice, channel_norms.wat $bn_write_rows) is scanned once.
   (func $f16_rows_finite (param $dt i32) (param $p i32) (param $q i32) (param $n i32)
     (result i32)
     (if (result i32) (call $finite_first (local.get $dt))
       (then (i32.eqz (i32.or (call $f16_specials (local.get $p) (local.get $n))
-        (call $f16_specials (local.get $q) (local.get $n)))))
+        (if (result i32) (i32.eq (local.get $q) (local.get $p))
+          (then (i32.const 0))
+          (else (call $f16_specials (local.get $q) (local.get $n)))))))
       (else (i32.const 0))))
 
   ;; Whether a row kernel keeps its first pass's float32 terms in scratch rows for its second

@@ -137,8 +137,7 @@
   ;; LayerNorm forward. Per row: mean = sum(x) / n and rstd = 1 / sqrt(sum((x - mean)^2) / n
   ;; + eps), each rounded to float32 (to the per-row arrays: $rf_stats);
   ;; y = (x - mean) * rstd * w + b ($ln_row_y, its loads of float16 skipping the fix of Inf and
-  ;; NaN when the mean came out finite, as only a row of finite elements gives it:
-  ;; kernels.wat $load_code).
+  ;; NaN when the mean came out finite: row_sums.wat $rf_stats_code).
   (func (export "ln_fwd")
     (param $x i32) (param $xs i32) (param $y i32) (param $ys i32) (param $n i32) (param $dt i32)
     (param $rows i32) (param $eps f64) (param $w i32) (param $b i32) (param $mean i32)
@@ -153,10 +152,7 @@
           (local.get $rstd))
         (local.set $mm (v128.load32_splat (local.get $mean)))
         (local.set $rr (v128.load32_splat (local.get $rstd)))
-        (if (i32.eq
-              (call $load_code (local.get $dt)
-                (call $finite64 (f64.promote_f32 (f32.load (local.get $mean)))))
-              (i32.const 5))
+        (if (i32.eq (call $rf_stats_code (local.get $dt) (local.get $mean)) (i32.const 5))
           (then
             (call $ln_row_y (local.get $x) (local.get $y) (local.get $n) (local.get $n4)
               (local.get $es) (i32.const 5) (local.get $dt) (local.get $mm) (local.get $rr)

@@ -48,11 +48,8 @@
           (i32.mul
             (i32.div_u (i32.add (local.get $row0) (local.get $r)) (local.get $seq))
             (i32.shl (i32.and (i32.add (local.get $n) (i32.const 3)) (i32.const -4)) (i32.const 2))))
-        ;; y ($ada_row_y; x loaded as finite float16 when the mean is: kernels.wat $load_code).
-        (if (i32.eq
-              (call $load_code (local.get $dt)
-                (call $finite64 (f64.promote_f32 (f32.load (local.get $mean)))))
-              (i32.const 5))
+        ;; y ($ada_row_y; x loaded as finite float16 when the mean is: row_sums.wat $rf_stats_code).
+        (if (i32.eq (call $rf_stats_code (local.get $dt) (local.get $mean)) (i32.const 5))
           (then
             (call $ada_row_y (local.get $x) (local.get $y) (local.get $n) (local.get $n4)
               (local.get $es) (i32.const 5) (local.get $dt) (local.get $mm) (local.get $rr)

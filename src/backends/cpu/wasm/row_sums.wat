@@ -169,6 +169,13 @@
       (f32.demote_f64 (call $rf_moments (local.get $p) (local.get $n) (local.get $dt))))
     (f32.store (local.get $rstd) (call $rf_rstd (global.get $rf_second) (local.get $n) (local.get $eps))))
 
+  ;; The code a pass over a row whose statistics $rf_stats stored (its float32 mean at `mean`)
+  ;; loads it with (kernels.wat $load_code): 5, float16 as finite, when the mean is finite, as
+  ;; only a row of finite elements gives (a float16 row's sum cannot overflow).
+  (func $rf_stats_code (param $dt i32) (param $mean i32) (result i32)
+    (call $load_code (local.get $dt)
+      (call $finite64 (f64.promote_f32 (f32.load (local.get $mean))))))
+
   ;; The sums over the n elements at p (dt) of v - m and of (v - m)^2: the second returned,
   ;; the first left in $rf_second; blocked as $rf_squares blocks.
   (func $rf_sums2 (param $p i32) (param $n i32) (param $dt i32) (param $m v128) (result f64)
